@@ -1,0 +1,101 @@
+/*
+ * hw_spec.h: the description of one TPU generation, as loaded from
+ * hwspecs/<gen>.yaml. Plain data: every field carries its unit, every value
+ * in the YAML carries its source. The unit models (hw_mxu, hw_vpu, hw_mem)
+ * read only this struct. What-if sweeps copy it and change fields.
+ */
+#ifndef HW_SPEC_H
+#define HW_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ts.h"
+
+#define HW_NAME_MAX 32
+
+/* Units a kernel can be bound by; also used to attribute time. */
+enum hw_unit {
+	HW_UNIT_NONE = 0, /* not modelled / zero time */
+	HW_UNIT_MXU,      /* matrix unit */
+	HW_UNIT_VPU,      /* vector unit (incl. transcendental/XLU work) */
+	HW_UNIT_HBM,      /* HBM <-> VMEM DMA bandwidth */
+	HW_UNIT_OVERHEAD, /* fixed per-kernel / per-step costs dominate */
+	HW_UNIT_ICI,      /* inter-chip interconnect (collectives) */
+	HW_UNIT_COUNT
+};
+const char *hw_unit_name(enum hw_unit u); /* "mxu", "vpu", "hbm", ... */
+
+/* Relative VPU cost classes of elementwise ops, in VPU issue slots per
+ * (8 x 128) vreg of 32-bit elements. docs/TPU.md section 2 rule 7. */
+enum hw_vpu_class {
+	HW_VPU_SIMPLE = 0,  /* add, mul, compare, select, convert, min/max, bit ops */
+	HW_VPU_DIVIDE,      /* divide, remainder, rsqrt, sqrt */
+	HW_VPU_TRANSCEND,   /* exp, log, tanh, logistic, pow, erf */
+	HW_VPU_TRIG,        /* sin, cos, tan, atan2 */
+	HW_VPU_CLASS_COUNT
+};
+
+struct hw_spec {
+	char name[HW_NAME_MAX]; /* generation, e.g. "v3" */
+
+	/* chip */
+	int tensorcores_per_chip; /* TensorCores on one chip */
+	bool megacore;            /* true: one program spans all cores of a chip
+	                             (v4, v5p); false: one program per core */
+
+	/* MXU, per TensorCore */
+	int mxu_count;            /* systolic arrays per TensorCore */
+	int mxu_rows;             /* R: array rows (contraction side) */
+	int mxu_cols;             /* C: array columns (output features) */
+	double clock_hz;          /* TensorCore clock, Hz (MXU and VPU) */
+	double mxu_macs_per_cell_cycle; /* bf16 MACs one cell does per cycle (1
+	                             up to v5p; >1 where published FLOP/s need it) */
+	int mxu_f32_passes;       /* bf16 passes for an f32 matmul at HIGHEST precision */
+
+	/* VPU, per TensorCore */
+	int vpu_sublanes;         /* 8 on every generation */
+	int vpu_lanes;            /* 128 on every generation */
+	int vpu_alus;             /* ALUs per (sublane, lane) slot */
+	double vpu_class_cost[HW_VPU_CLASS_COUNT]; /* issue slots per vreg op */
+	double xlu_lane_reduce_cost; /* extra slots per vreg for a cross-lane
+	                                reduction step (XLU) */
+
+	/* HBM, per chip */
+	double hbm_bytes;         /* capacity, bytes */
+	double hbm_bw_bytes_per_s;/* peak bandwidth, bytes/s */
+	double hbm_efficiency;    /* sustained fraction of peak for streaming DMA */
+	double dma_latency_ns;    /* latency of one HBM<->VMEM transfer, ns */
+
+	/* VMEM, per TensorCore */
+	double vmem_bytes;        /* capacity, bytes */
+
+	/* fixed costs */
+	double kernel_overhead_ns; /* per kernel launch (program step) */
+	double step_overhead_ns;   /* per grid step of a tiled kernel */
+	double host_dispatch_ns;   /* per host call; only for host-timed data */
+
+	/* ICI */
+	int ici_links;             /* links per chip */
+	double ici_link_bw_bytes_per_s; /* one-way bandwidth of one link */
+	double ici_latency_ns;     /* per collective hop */
+};
+
+/*
+ * Loads and validates a spec. Unknown or duplicate keys, wrong types,
+ * missing fields and out-of-range values fail with TS_ERR_SPEC and a
+ * diagnostic "file:line:col: error: <field.path>: message".
+ */
+enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
+			    struct ts_diag *d);
+/* Same, from text in memory; `name` is used as the file in diagnostics. */
+enum ts_status hw_spec_load_text(const char *name, const char *text,
+				 size_t len, struct hw_spec *spec,
+				 struct ts_diag *d);
+
+/* Derived per-program figures (one core, or the whole chip under megacore). */
+int hw_spec_cores(const struct hw_spec *s);          /* cores one program uses */
+double hw_spec_hbm_bw(const struct hw_spec *s);      /* sustained bytes/s one program sees */
+double hw_spec_peak_flops(const struct hw_spec *s);  /* bf16 FLOP/s one program sees */
+
+#endif /* HW_SPEC_H */

@@ -1,0 +1,319 @@
+/*
+ * ts.c: status strings, diagnostics, the failing-allocation hook, arenas and
+ * whole-file I/O. See ts.h for the contracts.
+ */
+#include "ts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- status ------------------------------------------------------------ */
+
+static const char *const status_str[] = {
+	[TS_OK] = "ok",
+	[TS_ERR_NOMEM] = "out of memory",
+	[TS_ERR_IO] = "input/output error",
+	[TS_ERR_PARSE] = "parse error",
+	[TS_ERR_SPEC] = "invalid hardware spec",
+	[TS_ERR_UNSUPPORTED_OP] = "unsupported operation",
+	[TS_ERR_MISUSE] = "invalid arguments",
+	[TS_ERR_INFEASIBLE] = "infeasible configuration",
+};
+_Static_assert(TS_ARRAY_LEN(status_str) == TS_STATUS_COUNT,
+	       "status_str must name every ts_status");
+
+const char *ts_status_str(enum ts_status s)
+{
+	if ((unsigned)s >= TS_STATUS_COUNT)
+		return "unknown status";
+	return status_str[s];
+}
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+void ts_diag_vset(struct ts_diag *d, const char *file, uint32_t line,
+		  uint32_t col, const char *fmt, va_list ap)
+{
+	if (!d)
+		return;
+	d->file = file;
+	d->line = line;
+	d->col = col;
+	vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+}
+
+void ts_diag_set(struct ts_diag *d, const char *file, uint32_t line,
+		 uint32_t col, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ts_diag_vset(d, file, line, col, fmt, ap);
+	va_end(ap);
+}
+
+/* Prints the source line `line` of d->src and a caret under column col.
+ * Tabs before the caret are kept so the caret lines up in a terminal. */
+static void print_caret(const struct ts_diag *d, FILE *out)
+{
+	const char *p = d->src, *end = d->src + d->src_len;
+	uint32_t l = 1;
+	while (p < end && l < d->line) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			return;
+		p = nl + 1;
+		l++;
+	}
+	if (p >= end && d->src_len > 0 && l < d->line)
+		return;
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+	size_t len = eol ? (size_t)(eol - p) : (size_t)(end - p);
+	/* Very long lines (megabyte constants) are cut around the column. */
+	size_t from = 0;
+	if (len > 160 && d->col > 80)
+		from = d->col - 80;
+	if (from > len)
+		from = len;
+	size_t show = len - from > 160 ? 160 : len - from;
+	fprintf(out, "  %.*s\n  ", (int)show, p + from);
+	for (size_t i = from; i + 1 < d->col && i < from + show; i++)
+		fputc(p[i] == '\t' ? '\t' : ' ', out);
+	fputs("^\n", out);
+}
+
+void ts_diag_print(const struct ts_diag *d, FILE *out)
+{
+	const char *file = d->file ? d->file : "<input>";
+	if (d->line > 0)
+		fprintf(out, "%s:%u:%u: error: %s\n", file, d->line, d->col,
+			d->msg);
+	else
+		fprintf(out, "%s: error: %s\n", file, d->msg);
+	if (d->src && d->line > 0 && d->col > 0)
+		print_caret(d, out);
+}
+
+/* ---- allocation -------------------------------------------------------- */
+
+/* Allocations left before failures start; negative: never fail. This is the
+ * one piece of process-wide state, and it exists only for tests. */
+static long alloc_budget = -1;
+
+void ts_alloc_fail_after(long n) { alloc_budget = n; }
+
+static int alloc_should_fail(void)
+{
+	if (alloc_budget < 0)
+		return 0;
+	if (alloc_budget == 0)
+		return 1;
+	alloc_budget--;
+	return 0;
+}
+
+void *ts_malloc(size_t n)
+{
+	return alloc_should_fail() ? NULL : malloc(n ? n : 1);
+}
+
+void *ts_calloc(size_t count, size_t size)
+{
+	return alloc_should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
+}
+
+void *ts_realloc(void *p, size_t n)
+{
+	return alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+}
+
+void ts_free(void *p) { free(p); }
+
+char *ts_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *r = ts_malloc(n);
+	if (r)
+		memcpy(r, s, n);
+	return r;
+}
+
+/* ---- arena ------------------------------------------------------------- */
+
+struct ts_arena_block {
+	struct ts_arena_block *prev; /* older block */
+	size_t cap;                  /* bytes in data[] */
+	size_t used;                 /* bytes of data[] handed out */
+	_Alignas(16) unsigned char data[];
+};
+
+void ts_arena_init(struct ts_arena *a)
+{
+	a->head = NULL;
+	a->used_bytes = 0;
+}
+
+void ts_arena_free(struct ts_arena *a)
+{
+	struct ts_arena_block *b = a->head;
+	while (b) {
+		struct ts_arena_block *prev = b->prev;
+		ts_free(b);
+		b = prev;
+	}
+	ts_arena_init(a);
+}
+
+void *ts_arena_alloc(struct ts_arena *a, size_t n)
+{
+	size_t need = (n + 15) & ~(size_t)15;
+	if (need < n)
+		return NULL;
+	struct ts_arena_block *b = a->head;
+	if (!b || b->cap - b->used < need) {
+		size_t cap = need > TS_ARENA_BLOCK ? need : TS_ARENA_BLOCK;
+		if (cap > SIZE_MAX - sizeof *b)
+			return NULL;
+		struct ts_arena_block *nb = ts_malloc(sizeof *nb + cap);
+		if (!nb)
+			return NULL;
+		nb->cap = cap;
+		nb->used = 0;
+		/* A big one-off allocation goes behind the current block so
+		 * the current block's free space is not wasted. */
+		if (b && need > TS_ARENA_BLOCK) {
+			nb->prev = b->prev;
+			b->prev = nb;
+		} else {
+			nb->prev = b;
+			a->head = nb;
+		}
+		b = nb;
+	}
+	void *p = b->data + b->used;
+	b->used += need;
+	a->used_bytes += need;
+	memset(p, 0, n);
+	return p;
+}
+
+void *ts_arena_array(struct ts_arena *a, size_t count, size_t size)
+{
+	if (size && count > SIZE_MAX / size)
+		return NULL;
+	return ts_arena_alloc(a, count * size);
+}
+
+char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n)
+{
+	if (n == SIZE_MAX)
+		return NULL;
+	char *r = ts_arena_alloc(a, n + 1);
+	if (r) {
+		memcpy(r, s, n);
+		r[n] = '\0';
+	}
+	return r;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
+			    struct ts_diag *d)
+{
+	*out = NULL;
+	*out_len = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		ts_diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return TS_ERR_IO;
+	}
+	size_t cap = 1 << 16, len = 0;
+	char *buf = ts_malloc(cap);
+	enum ts_status st = TS_OK;
+	if (!buf) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (;;) {
+		if (cap - len < 2) {
+			if (cap > SIZE_MAX / 2) {
+				st = TS_ERR_NOMEM;
+				goto out;
+			}
+			char *nb = ts_realloc(buf, cap * 2);
+			if (!nb) {
+				st = TS_ERR_NOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t got = fread(buf + len, 1, cap - len - 1, f);
+		len += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		ts_diag_set(d, path, 0, 0, "read failed: %s", strerror(errno));
+		st = TS_ERR_IO;
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	buf = NULL;
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, path, 0, 0, "out of memory reading file");
+	ts_free(buf);
+	fclose(f);
+	return st;
+}
+
+enum ts_status ts_write_file_atomic(const char *path,
+				    enum ts_status (*write_fn)(FILE *f, void *ctx),
+				    void *ctx, struct ts_diag *d)
+{
+	size_t n = strlen(path) + 32;
+	char *tmp = ts_malloc(n);
+	if (!tmp)
+		return TS_ERR_NOMEM;
+	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	enum ts_status st = TS_OK;
+	FILE *f = fopen(tmp, "wb");
+	if (!f) {
+		ts_diag_set(d, path, 0, 0, "cannot create %s: %s", tmp,
+			    strerror(errno));
+		ts_free(tmp);
+		return TS_ERR_IO;
+	}
+	st = write_fn(f, ctx);
+	if (fflush(f) != 0 || ferror(f)) {
+		if (st == TS_OK) {
+			ts_diag_set(d, path, 0, 0, "write failed: %s",
+				    strerror(errno));
+			st = TS_ERR_IO;
+		}
+	}
+	if (fclose(f) != 0 && st == TS_OK) {
+		ts_diag_set(d, path, 0, 0, "close failed: %s", strerror(errno));
+		st = TS_ERR_IO;
+	}
+	if (st == TS_OK && rename(tmp, path) != 0) {
+		ts_diag_set(d, path, 0, 0, "rename failed: %s", strerror(errno));
+		st = TS_ERR_IO;
+	}
+	if (st != TS_OK)
+		remove(tmp);
+	ts_free(tmp);
+	return st;
+}
+
+_Noreturn void ts_assert_fail(const char *expr, const char *file, int line)
+{
+	fprintf(stderr, "%s:%d: internal error: assertion `%s' failed\n", file,
+		line, expr);
+	abort();
+}

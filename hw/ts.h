@@ -1,0 +1,129 @@
+/*
+ * ts.h: project-wide basics shared by every layer: the status enum and its
+ * string table, located diagnostics, the allocation hook, and the arena.
+ * They live in hw/ because hw/ is the bottom layer: everything may use it and
+ * it uses nothing else in the project (README, "Source code layout").
+ */
+#ifndef TS_H
+#define TS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- status ------------------------------------------------------------ */
+
+/* Library code returns one of these; only cli/ turns them into exit codes. */
+enum ts_status {
+	TS_OK = 0,
+	TS_ERR_NOMEM,          /* an allocation failed */
+	TS_ERR_IO,             /* a file could not be read or written */
+	TS_ERR_PARSE,          /* malformed HLO, CSV or config text */
+	TS_ERR_SPEC,           /* malformed or implausible hardware spec */
+	TS_ERR_UNSUPPORTED_OP, /* an opcode or form tpusim does not model */
+	TS_ERR_MISUSE,         /* bad arguments from the caller or the user */
+	TS_ERR_INFEASIBLE,     /* a tile config that cannot run (VMEM overflow) */
+	TS_STATUS_COUNT
+};
+
+/* Short English text for a status ("out of memory"); never NULL. */
+const char *ts_status_str(enum ts_status s);
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+#define TS_DIAG_MSG_MAX 512
+
+/*
+ * A located error. Parsers fill it; the CLI prints it as
+ *   file:line:col: error: msg
+ *     <source line>
+ *         ^
+ * line and col are 1-based; 0 means "unknown" (then only file: is printed).
+ */
+struct ts_diag {
+	const char *file;          /* path as the user gave it; not owned */
+	uint32_t line;             /* 1-based, 0 if unknown */
+	uint32_t col;              /* 1-based byte column, 0 if unknown */
+	char msg[TS_DIAG_MSG_MAX]; /* message without the "error: " prefix */
+	const char *src;           /* whole source text, for the caret line; may be NULL */
+	size_t src_len;            /* bytes in src */
+};
+
+/* Sets every field; msg is printf-formatted and truncated to fit. */
+void ts_diag_set(struct ts_diag *d, const char *file, uint32_t line,
+		 uint32_t col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void ts_diag_vset(struct ts_diag *d, const char *file, uint32_t line,
+		  uint32_t col, const char *fmt, va_list ap);
+
+/* Prints "file:line:col: error: msg", then the source line and a caret when
+ * d->src is set. */
+void ts_diag_print(const struct ts_diag *d, FILE *out);
+
+/* ---- allocation -------------------------------------------------------- */
+
+/*
+ * Every allocation in the project goes through these so that tests can make
+ * the Nth one fail (ts_alloc_fail_after) and check that each failure comes
+ * back as TS_ERR_NOMEM without a leak or a crash.
+ */
+void *ts_malloc(size_t n);
+void *ts_calloc(size_t count, size_t size);
+void *ts_realloc(void *p, size_t n);
+void ts_free(void *p);
+char *ts_strdup(const char *s);
+/* n >= 0: allocation number n (0-based, counted from this call) and every
+ * later one fail; n < 0: never fail (the default). */
+void ts_alloc_fail_after(long n);
+
+/* ---- arena ------------------------------------------------------------- */
+
+/*
+ * A bump allocator: blocks of at least TS_ARENA_BLOCK bytes, freed all at
+ * once. Every string, shape and instruction of one HLO module lives in one
+ * arena (ggml's context). Allocations are 16-byte aligned and zeroed.
+ */
+struct ts_arena_block;
+struct ts_arena {
+	struct ts_arena_block *head; /* newest block, linked to older ones */
+	size_t used_bytes;           /* bytes handed out, for statistics */
+};
+
+#define TS_ARENA_BLOCK ((size_t)64 * 1024)
+
+void ts_arena_init(struct ts_arena *a);
+void ts_arena_free(struct ts_arena *a);
+/* Zeroed memory, or NULL when n overflows or an allocation fails. */
+void *ts_arena_alloc(struct ts_arena *a, size_t n);
+/* count * size with overflow check; NULL on overflow or failure. */
+void *ts_arena_array(struct ts_arena *a, size_t count, size_t size);
+/* Copies n bytes of s and a terminating NUL. */
+char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
+
+/* ---- misc -------------------------------------------------------------- */
+
+/* Reads a whole file into a NUL-terminated buffer (ts_free it). */
+enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
+			    struct ts_diag *d);
+
+/*
+ * Writes a file atomically: path.tmp.<pid> first, then rename(2), so a
+ * failure never leaves a half-written file at path. write_fn gets the open
+ * stream and must return TS_OK or an error; on error the temp file is removed.
+ */
+enum ts_status ts_write_file_atomic(const char *path,
+				    enum ts_status (*write_fn)(FILE *f, void *ctx),
+				    void *ctx, struct ts_diag *d);
+
+/* Programmer errors only; never for user input. */
+#define TS_ASSERT(x)                                                          \
+	do {                                                                  \
+		if (!(x))                                                     \
+			ts_assert_fail(#x, __FILE__, __LINE__);               \
+	} while (0)
+_Noreturn void ts_assert_fail(const char *expr, const char *file, int line);
+
+#define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* TS_H */

@@ -1,0 +1,153 @@
+/*
+ * ir.c: the op and type tables (expanded from ir_ops.def / ir_types.def) and
+ * module-level helpers. Shape arithmetic lives in ir_shape.c.
+ */
+#include "ir.h"
+
+#include <string.h>
+
+/* ---- types ---------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int bits;
+	bool is_float;
+} type_traits[] = {
+	[IR_TYPE_INVALID] = {"invalid", 0, false},
+#define X(e, s, b, fp) [IR_TYPE_##e] = {s, b, fp},
+#include "ir_types.def"
+#undef X
+	[IR_TYPE_TUPLE] = {"tuple", 0, false},
+};
+_Static_assert(TS_ARRAY_LEN(type_traits) == IR_TYPE_COUNT,
+	       "type_traits must cover every ir_type");
+
+const char *ir_type_name(enum ir_type t)
+{
+	return (unsigned)t < IR_TYPE_COUNT ? type_traits[t].name : "invalid";
+}
+
+int ir_type_bits(enum ir_type t)
+{
+	return (unsigned)t < IR_TYPE_COUNT ? type_traits[t].bits : 0;
+}
+
+bool ir_type_is_float(enum ir_type t)
+{
+	return (unsigned)t < IR_TYPE_COUNT && type_traits[t].is_float;
+}
+
+enum ir_type ir_type_from_name(const char *s, size_t n)
+{
+	for (int t = IR_TYPE_INVALID + 1; t < IR_TYPE_TUPLE; t++) {
+		const char *name = type_traits[t].name;
+		if (strlen(name) == n && memcmp(name, s, n) == 0)
+			return (enum ir_type)t;
+	}
+	return IR_TYPE_INVALID;
+}
+
+/* ---- opcodes -------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	enum ir_class cls;
+	enum hw_vpu_class vpu;
+} op_traits[] = {
+	[IR_OP_INVALID] = {"invalid", IR_CLASS_OTHER, HW_VPU_SIMPLE},
+#define X(e, s, cls, vpu) [IR_OP_##e] = {s, IR_CLASS_##cls, HW_VPU_##vpu},
+#include "ir_ops.def"
+#undef X
+};
+_Static_assert(TS_ARRAY_LEN(op_traits) == IR_OP_COUNT,
+	       "op_traits must cover every ir_op");
+
+static const char *const class_names[] = {
+	[IR_CLASS_FREE] = "free",
+	[IR_CLASS_ELEMENTWISE] = "elementwise",
+	[IR_CLASS_TRANSCENDENTAL] = "transcendental",
+	[IR_CLASS_DATA_MOVEMENT] = "data-movement",
+	[IR_CLASS_REDUCTION] = "reduction",
+	[IR_CLASS_CONTRACTION] = "contraction",
+	[IR_CLASS_CONTROL] = "control",
+	[IR_CLASS_COLLECTIVE] = "collective",
+	[IR_CLASS_OTHER] = "other",
+};
+_Static_assert(TS_ARRAY_LEN(class_names) == IR_CLASS_COUNT,
+	       "class_names must cover every ir_class");
+
+const char *ir_op_name(enum ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_traits[op].name : "invalid";
+}
+
+enum ir_class ir_op_class(enum ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_traits[op].cls : IR_CLASS_OTHER;
+}
+
+enum hw_vpu_class ir_op_vpu_class(enum ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_traits[op].vpu : HW_VPU_SIMPLE;
+}
+
+const char *ir_class_name(enum ir_class c)
+{
+	return (unsigned)c < IR_CLASS_COUNT ? class_names[c] : "invalid";
+}
+
+/* A linear scan: 140 short strings, compared only once per instruction.
+ * The parser may put a faster lookup in front if profiling asks for it. */
+enum ir_op ir_op_from_name(const char *s, size_t n)
+{
+	for (int op = IR_OP_INVALID + 1; op < IR_OP_COUNT; op++) {
+		const char *name = op_traits[op].name;
+		if (strncmp(name, s, n) == 0 && name[n] == '\0')
+			return (enum ir_op)op;
+	}
+	return IR_OP_INVALID;
+}
+
+static const char *const fusion_kind_names[] = {
+	[IR_FUSION_NONE] = "",
+	[IR_FUSION_LOOP] = "kLoop",
+	[IR_FUSION_INPUT] = "kInput",
+	[IR_FUSION_OUTPUT] = "kOutput",
+	[IR_FUSION_CUSTOM] = "kCustom",
+};
+_Static_assert(TS_ARRAY_LEN(fusion_kind_names) == IR_FUSION_KIND_COUNT,
+	       "fusion_kind_names must cover every kind");
+
+const char *ir_fusion_kind_name(enum ir_fusion_kind k)
+{
+	return (unsigned)k < IR_FUSION_KIND_COUNT ? fusion_kind_names[k] : "";
+}
+
+/* ---- module --------------------------------------------------------------- */
+
+void ir_module_free(struct ir_module *m)
+{
+	if (!m)
+		return;
+	struct ts_arena a = m->arena; /* m itself lives in its arena */
+	ts_arena_free(&a);
+}
+
+struct ir_computation *ir_module_find_comp(const struct ir_module *m,
+					   const char *name)
+{
+	for (int i = 0; i < m->n_comps; i++)
+		if (strcmp(m->comps[i]->name, name) == 0)
+			return m->comps[i];
+	return NULL;
+}
+
+void ir_module_count_ops(const struct ir_module *m, int64_t *counts)
+{
+	memset(counts, 0, sizeof(int64_t) * IR_OP_COUNT);
+	for (int c = 0; c < m->n_comps; c++) {
+		const struct ir_computation *comp = m->comps[c];
+		for (int i = 0; i < comp->n_instrs; i++)
+			counts[comp->instrs[i]->op]++;
+	}
+}

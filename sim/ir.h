@@ -1,0 +1,332 @@
+/*
+ * ir.h: tpusim's in-memory form of an XLA HLO module. Built by hlo_parse,
+ * read by kernel extraction and the analytic model. Everything of one module
+ * (computations, instructions, shapes, strings) lives in the module's arena
+ * and is freed by ir_module_free(). No tensor data is stored: constants keep
+ * their shape only. Design: README "Source code layout", docs/ARCHITECTURE.md.
+ */
+#ifndef IR_H
+#define IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw_spec.h"
+#include "ts.h"
+
+/* ---- element types ------------------------------------------------------ */
+
+enum ir_type {
+	IR_TYPE_INVALID = 0,
+#define X(e, s, bits, fp) IR_TYPE_##e,
+#include "ir_types.def"
+#undef X
+	IR_TYPE_TUPLE, /* not a primitive: the shape is a tuple of elems[] */
+	IR_TYPE_COUNT
+};
+
+const char *ir_type_name(enum ir_type t);       /* "f32"; "tuple" for tuples */
+int ir_type_bits(enum ir_type t);               /* unpacked storage bits */
+bool ir_type_is_float(enum ir_type t);
+/* Looks up an HLO type word of length n; IR_TYPE_INVALID if none. */
+enum ir_type ir_type_from_name(const char *s, size_t n);
+
+/* ---- opcodes ------------------------------------------------------------ */
+
+enum ir_op {
+	IR_OP_INVALID = 0,
+#define X(e, s, cls, vpu) IR_OP_##e,
+#include "ir_ops.def"
+#undef X
+	IR_OP_COUNT
+};
+
+/* Cost classes, docs/HLO.md section 2. */
+enum ir_class {
+	IR_CLASS_FREE = 0,       /* no device work: parameter, tuple, bitcast... */
+	IR_CLASS_ELEMENTWISE,    /* cheap VPU work per element */
+	IR_CLASS_TRANSCENDENTAL, /* elementwise on the EUP / long VPU sequences */
+	IR_CLASS_DATA_MOVEMENT,  /* bytes, no arithmetic */
+	IR_CLASS_REDUCTION,      /* reduce, reduce-window, ... */
+	IR_CLASS_CONTRACTION,    /* MXU: dot, convolution */
+	IR_CLASS_CONTROL,        /* fusion, call, while, conditional, async */
+	IR_CLASS_COLLECTIVE,     /* cross-chip communication */
+	IR_CLASS_OTHER,          /* custom-call, sort, fft, ...: modelled case by case */
+	IR_CLASS_COUNT
+};
+
+const char *ir_op_name(enum ir_op op);          /* HLO spelling */
+enum ir_class ir_op_class(enum ir_op op);
+enum hw_vpu_class ir_op_vpu_class(enum ir_op op);
+const char *ir_class_name(enum ir_class c);
+/* Exact lookup of an opcode word of length n; IR_OP_INVALID if none. */
+enum ir_op ir_op_from_name(const char *s, size_t n);
+
+/* ---- shapes and layouts --------------------------------------------------- */
+
+/* One tile of a layout: T(8,128) has rank 2, dims {8,128}. A dimension
+ * written '*' (combine) is stored as IR_TILE_COMBINE. */
+#define IR_TILE_COMBINE (-1)
+#define IR_MAX_TILE_RANK 8
+struct ir_tile {
+	int rank;                        /* 1..IR_MAX_TILE_RANK */
+	int64_t dims[IR_MAX_TILE_RANK];  /* elements per tile, minor-most last */
+};
+
+/* Dynamic-ness of one dimension. */
+enum ir_dim_kind {
+	IR_DIM_STATIC = 0,
+	IR_DIM_BOUNDED,   /* "<=N": dynamic, at most N (cost with N) */
+	IR_DIM_UNBOUNDED, /* "?": unknown size; dims[i] holds 0 */
+};
+
+struct ir_layout {
+	bool present;            /* a {...} layout was written */
+	int *minor_to_major;     /* rank entries (arena); NULL when !present */
+	int n_tiles;             /* tiles in T(...)(...) */
+	struct ir_tile *tiles;   /* n_tiles entries (arena) */
+	int element_size_bits;   /* E(n), 0 if absent */
+	int memory_space;        /* S(n): 0 HBM, 1 VMEM, 3 CMEM, 5 host, ... */
+	int64_t tail_padding;    /* L(n), 0 if absent */
+};
+
+struct ir_shape {
+	enum ir_type type;       /* IR_TYPE_TUPLE for tuples */
+	int rank;                /* array rank; 0 for scalars and tuples */
+	int64_t *dims;           /* rank entries (arena), bound for dynamic dims */
+	uint8_t *dim_kind;       /* rank entries of enum ir_dim_kind, or NULL if all static */
+	struct ir_layout layout;
+	int n_elems;             /* tuple element count */
+	struct ir_shape *elems;  /* n_elems entries (arena) */
+};
+
+/* Elements of an array shape (dynamic dims at their bound); 0 for tuples. */
+int64_t ir_shape_elems(const struct ir_shape *s);
+/* Bytes of the logical (unpadded) array: elems x element bits / 8, rounded
+ * up; tuples sum their leaves. */
+double ir_shape_bytes(const struct ir_shape *s);
+/*
+ * Bytes the array occupies in TPU memory: every tiled physical dimension
+ * padded up to its tile extent, element size from E(n) or the type, the
+ * second tile level (2,1)/(4,1) packing narrow types into 32-bit words. An
+ * array without tiles gets the default TPU tiling for its width (docs/HLO.md
+ * 3.3, docs/TPU.md section 2 rule 2). Tuples sum their leaves.
+ */
+double ir_shape_padded_bytes(const struct ir_shape *s);
+/* Physical order: out[i] = logical dim index of the i-th most major dim
+ * (reversed minor_to_major; descending default when no layout). */
+void ir_shape_major_to_minor(const struct ir_shape *s, int *out);
+/* Writes the shape as HLO text ("f32[8,128]{1,0:T(8,128)}") into buf. */
+size_t ir_shape_format(const struct ir_shape *s, char *buf, size_t cap);
+bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b);
+
+/* ---- attributes ------------------------------------------------------------ */
+
+/* A list of integers as written in {1,2,3}. */
+struct ir_ints {
+	int n;
+	int64_t *v; /* n entries (arena) */
+};
+
+struct ir_dot_dims {
+	struct ir_ints lhs_batch, rhs_batch;
+	struct ir_ints lhs_contracting, rhs_contracting;
+};
+
+/* One dimension of window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}. */
+struct ir_window_dim {
+	int64_t size, stride;          /* stride defaults to 1 */
+	int64_t pad_lo, pad_hi;        /* may be negative */
+	int64_t lhs_dilate, rhs_dilate;/* default 1 */
+	bool reversal;
+};
+struct ir_window {
+	int n;                         /* spatial dims */
+	struct ir_window_dim *dims;    /* n entries (arena) */
+};
+
+/* dim_labels=b01f_01io->b01f as dimension indices. Spatial dims in the order
+ * of their digit (0, 1, 2...). */
+struct ir_conv_dims {
+	int n_spatial;
+	int lhs_batch, lhs_feature;     /* indices into the lhs shape */
+	int rhs_in, rhs_out;            /* kernel input and output feature dims */
+	int out_batch, out_feature;
+	int *lhs_spatial, *rhs_spatial, *out_spatial; /* n_spatial entries each */
+};
+
+/* slice={[a:b:s], ...} */
+struct ir_slice_dim { int64_t start, limit, stride; };
+struct ir_slice {
+	int n;
+	struct ir_slice_dim *dims;
+};
+
+/* padding=lo_hi_interior x ... */
+struct ir_pad_dim { int64_t lo, hi, interior; };
+struct ir_padding {
+	int n;
+	struct ir_pad_dim *dims;
+};
+
+struct ir_gather_dims {
+	struct ir_ints offset_dims, collapsed_slice_dims, start_index_map;
+	struct ir_ints operand_batching_dims, start_indices_batching_dims;
+	struct ir_ints slice_sizes;
+	int64_t index_vector_dim;
+};
+
+struct ir_scatter_dims {
+	struct ir_ints update_window_dims, inserted_window_dims;
+	struct ir_ints scatter_dims_to_operand_dims;
+	struct ir_ints input_batching_dims, scatter_indices_batching_dims;
+	int64_t index_vector_dim;
+};
+
+enum ir_fusion_kind {
+	IR_FUSION_NONE = 0,
+	IR_FUSION_LOOP,    /* kLoop */
+	IR_FUSION_INPUT,   /* kInput */
+	IR_FUSION_OUTPUT,  /* kOutput */
+	IR_FUSION_CUSTOM,  /* kCustom */
+	IR_FUSION_KIND_COUNT
+};
+const char *ir_fusion_kind_name(enum ir_fusion_kind k); /* "kLoop" */
+
+enum ir_compare_dir {
+	IR_CMP_NONE = 0, IR_CMP_EQ, IR_CMP_NE, IR_CMP_LT, IR_CMP_LE, IR_CMP_GT,
+	IR_CMP_GE, IR_CMP_COUNT
+};
+
+/* operand_precision={default,highest} per operand; also precision_config. */
+enum ir_precision {
+	IR_PRECISION_DEFAULT = 0,
+	IR_PRECISION_HIGH,
+	IR_PRECISION_HIGHEST,
+	IR_PRECISION_COUNT
+};
+
+/*
+ * The attributes that affect cost. Each family is a separately allocated
+ * block, NULL when the instruction did not carry it; scalar fields use -1 for
+ * "absent" where 0 is a legal value.
+ */
+struct ir_attrs {
+	struct ir_ints *dimensions;       /* dimensions={...} (reduce, broadcast, transpose, ...) */
+	struct ir_dot_dims *dot;          /* dot / ragged-dot / scaled-dot */
+	struct ir_window *window;         /* convolution, reduce-window, select-and-scatter */
+	struct ir_conv_dims *conv;        /* dim_labels */
+	struct ir_slice *slice;           /* slice={...} */
+	struct ir_padding *padding;       /* pad's padding= */
+	struct ir_gather_dims *gather;
+	struct ir_scatter_dims *scatter;
+	struct ir_ints *dynamic_slice_sizes;
+	struct ir_ints *fft_length;
+	int64_t feature_group_count;      /* 1 when absent */
+	int64_t batch_group_count;        /* 1 when absent */
+	int64_t iota_dimension;           /* -1 when absent */
+	int64_t tuple_index;              /* get-tuple-element index=, -1 when absent */
+	int64_t parameter_number;         /* parameter(N), -1 otherwise */
+	int64_t known_trip_count;         /* while: from backend_config, -1 when absent */
+	int64_t replica_group_size;       /* collectives: devices per group, 0 if unknown/all */
+	int64_t k;                        /* topk k=, 0 when absent */
+	enum ir_fusion_kind fusion_kind;
+	enum ir_compare_dir compare_dir;
+	enum ir_precision precision[2];   /* operand_precision per operand (lhs, rhs) */
+	const char *custom_call_target;   /* arena string, NULL when absent */
+	/* Tile configuration recorded by the TPU compiler in backend_config
+	 * window_config (output/kernel_window_bounds), empty when absent. */
+	struct ir_ints window_output_bounds, window_kernel_bounds;
+};
+
+/* ---- instructions and computations ---------------------------------------- */
+
+struct ir_computation;
+
+/* Instruction flags. */
+enum {
+	IR_INSTR_ROOT = 1u << 0,          /* marked ROOT (or last, when none is) */
+	IR_INSTR_SHAPE_INFERRED = 1u << 1,/* no result shape was written */
+	IR_INSTR_LITERAL_ELIDED = 1u << 2,/* constant({...}) */
+};
+
+struct ir_instr {
+	enum ir_op op;
+	const char *name;                 /* without '%' (arena) */
+	struct ir_shape shape;            /* result shape */
+	int n_operands;
+	struct ir_instr **operands;       /* n_operands entries (arena) */
+	int n_called;
+	struct ir_computation **called;   /* called computations in attribute order:
+	                                     calls=, to_apply=, condition= then body=,
+	                                     branch_computations / true then false,
+	                                     select= then scatter= */
+	struct ir_computation *parent;    /* computation holding this instruction */
+	struct ir_attrs attrs;
+	const char *op_name;              /* metadata op_name, NULL if none (arena) */
+	uint32_t flags;                   /* IR_INSTR_* */
+	int index;                        /* position in parent->instrs */
+	int n_users;                      /* instructions of the same computation using it */
+	uint32_t line, col;               /* where its name starts, for diagnostics */
+};
+
+struct ir_computation {
+	const char *name;                 /* without '%' (arena) */
+	int n_instrs;
+	struct ir_instr **instrs;         /* in text order = schedule order (arena) */
+	struct ir_instr *root;
+	int n_params;
+	struct ir_instr **params;         /* by parameter number; n_params entries */
+	bool is_entry;
+	bool is_fusion;                   /* called by some fusion's calls= */
+	int n_callers;                    /* instructions calling it */
+	uint32_t line, col;
+};
+
+struct ir_module {
+	struct ts_arena arena;            /* owns everything below */
+	const char *name;                 /* HloModule name, "" if no header */
+	const char *file;                 /* path for diagnostics (arena copy) */
+	bool is_scheduled;
+	int n_comps;
+	struct ir_computation **comps;    /* in text order (callees first in printed HLO) */
+	struct ir_computation *entry;
+	int64_t n_instrs;                 /* all instructions of all computations */
+	uint32_t line;                    /* line of the HloModule header (or first computation) */
+};
+
+/* The module struct itself is allocated in its own arena (first
+ * allocation), so this one call frees everything. NULL is ignored. */
+void ir_module_free(struct ir_module *m);
+
+/* Finds a computation by name (without '%'); NULL when absent. */
+struct ir_computation *ir_module_find_comp(const struct ir_module *m,
+					   const char *name);
+
+/* Per-opcode instruction counts over the whole module (all computations),
+ * into counts[IR_OP_COUNT]. */
+void ir_module_count_ops(const struct ir_module *m, int64_t *counts);
+
+/* ---- parsing (sim/hlo_parse.c) -------------------------------------------- */
+
+/*
+ * Parses HLO text into modules. A file may hold several modules (`// -----`
+ * separators, or a second HloModule header); all are returned in *out (an
+ * array of n_out module pointers, ts_free() the array, ir_module_free() each
+ * module). On error returns TS_ERR_PARSE (or TS_ERR_NOMEM) and fills d with
+ * file:line:col and the message; d->src points at text for the caret, so
+ * text must outlive d's use. Never crashes, hangs or guesses: unknown
+ * opcodes, undefined operands and duplicate names are errors; unknown
+ * attributes that do not affect cost are skipped.
+ */
+enum ts_status hlo_parse(const char *file, const char *text, size_t len,
+			 struct ir_module ***out, int *n_out, struct ts_diag *d);
+
+/* Reads and parses a file; *text_out receives the file text (ts_free it
+ * after the diagnostic has been printed). */
+enum ts_status hlo_parse_file(const char *path, char **text_out,
+			      struct ir_module ***out, int *n_out,
+			      struct ts_diag *d);
+
+#endif /* IR_H */

@@ -1,0 +1,119 @@
+/*
+ * sim.h: from an ir_module to a list of kernels and their estimated times.
+ *
+ *   sim_program_build()    walks the entry computation in schedule order and
+ *                          lists what runs on the TensorCore (one kernel per
+ *                          fusion, convolution, dot, copy, reduce, ...), with
+ *                          loop trip counts as multiplicities;
+ *   sim_kernel_estimate()  costs one kernel under one tile config on one
+ *                          hw_spec (the analytic model, sim/model.c);
+ *   sim_program_estimate() costs every kernel and sums the program.
+ *
+ * Plan and estimate are separate (ggml's graph_plan / graph_compute): the
+ * tile config is an input of the estimate, chosen by the caller or by the
+ * kernel's default.
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw_spec.h"
+#include "ir.h"
+
+#define SIM_MAX_GRID 8 /* rank of a tile grid (physical dims of a tensor) */
+
+/* A tile config: block sizes per tile-grid dimension, TpuGraphs style.
+ * n_out == 0 means "use the kernel's default". */
+struct sim_tile_config {
+	int n_out;                        /* entries in out_bounds */
+	int64_t out_bounds[SIM_MAX_GRID]; /* blocks over the output grid, in tiles */
+	int n_kernel;                     /* entries in kernel_bounds (0: none) */
+	int64_t kernel_bounds[SIM_MAX_GRID]; /* blocks over the kernel operand grid */
+};
+
+/* Parses "output_bounds=12x4x4x3;kernel_bounds=3x1x24x3" (either part may be
+ * absent; empty text is the default config). Errors name the column. */
+enum ts_status sim_tile_config_parse(const char *text,
+				     struct sim_tile_config *cfg,
+				     struct ts_diag *d);
+/* Writes the config back in the same text form. */
+size_t sim_tile_config_format(const struct sim_tile_config *cfg, char *buf,
+			      size_t cap);
+
+enum sim_kernel_kind {
+	SIM_KERNEL_FUSION = 0,   /* fusion instruction */
+	SIM_KERNEL_CONVOLUTION,  /* unfused convolution */
+	SIM_KERNEL_DOT,          /* unfused dot */
+	SIM_KERNEL_COPY,         /* copy / transpose / layout change */
+	SIM_KERNEL_REDUCE,       /* unfused reduce / reduce-window */
+	SIM_KERNEL_ELEMENTWISE,  /* unfused elementwise op */
+	SIM_KERNEL_DATA,         /* other data movement (slice, pad, gather, ...) */
+	SIM_KERNEL_COLLECTIVE,   /* all-reduce, all-gather, ... (ICI) */
+	SIM_KERNEL_UNMODELLED,   /* custom-call, infeed, ...: listed, zero time */
+	SIM_KERNEL_KIND_COUNT
+};
+const char *sim_kernel_kind_name(enum sim_kernel_kind k);
+
+/* The analytic result for one kernel under one config. */
+struct sim_estimate {
+	bool feasible;          /* false: working set exceeds VMEM */
+	bool modelled;          /* false: unmodelled op, time is 0 */
+	double time_ns;         /* estimated kernel time */
+	enum hw_unit bound;     /* unit the time is attributed to */
+	int64_t steps;          /* tile steps (grid iterations) */
+	double mxu_cycles;      /* total MXU busy cycles */
+	double vpu_cycles;      /* total VPU busy cycles */
+	double dma_cycles;      /* total HBM DMA cycles (at the core clock) */
+	double overhead_ns;     /* fixed per-kernel plus per-step costs */
+	double vmem_bytes;      /* double-buffered working set of one step */
+	double flops;           /* arithmetic work (2 per MAC), whole kernel */
+	double bytes_read;      /* HBM bytes read, padded to layout tiles */
+	double bytes_written;   /* HBM bytes written, padded */
+	struct sim_tile_config config; /* the config costed (default filled in) */
+};
+
+struct sim_kernel {
+	const struct ir_instr *instr;  /* the top-level instruction */
+	const char *name;              /* instr->name */
+	enum sim_kernel_kind kind;
+	enum ir_op main_op;            /* dominant op: convolution, reduce, copy, ... */
+	const struct ir_instr *tiled;  /* instruction whose iteration space the
+	                                  output bounds tile (TPU.md section 3) */
+	double multiplicity;           /* runs per program: product of enclosing
+	                                  loop trip counts */
+	int loop_depth;                /* enclosing while loops */
+	bool tunable;                  /* has a tile grid worth searching */
+	struct sim_estimate est;       /* filled by sim_program_estimate() */
+};
+
+struct sim_program_opts {
+	int64_t default_trip_count;    /* trip count for loops without
+	                                  known_trip_count (--trip-count); <= 0: 1 */
+};
+
+struct sim_program {
+	const struct ir_module *module;
+	int n_kernels;
+	struct sim_kernel *kernels;    /* schedule order (ts_malloc'd) */
+	double total_ns;               /* sum of time x multiplicity */
+	int n_unmodelled;              /* kernels listed with zero time */
+};
+
+enum ts_status sim_program_build(const struct ir_module *m,
+				 const struct sim_program_opts *opts,
+				 struct sim_program *p, struct ts_diag *d);
+void sim_program_free(struct sim_program *p);
+
+/* Costs one kernel; cfg may be NULL (default config). */
+enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   const struct sim_tile_config *cfg,
+				   struct sim_estimate *out, struct ts_diag *d);
+
+/* Costs every kernel with its default config and fills total_ns. */
+enum ts_status sim_program_estimate(struct sim_program *p,
+				    const struct hw_spec *hw, struct ts_diag *d);
+
+#endif /* SIM_H */

@@ -1,0 +1,157 @@
+/*
+ * test_ts.c: the project basics in hw/ts.c: status strings, diagnostics with
+ * carets, the failing-allocation hook, arenas and atomic file writes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts.h"
+
+static void test_status_strings(void **state)
+{
+	(void)state;
+	assert_string_equal(ts_status_str(TS_OK), "ok");
+	assert_string_equal(ts_status_str(TS_ERR_PARSE), "parse error");
+	assert_string_equal(ts_status_str(TS_STATUS_COUNT), "unknown status");
+	for (int s = 0; s < TS_STATUS_COUNT; s++)
+		assert_non_null(ts_status_str((enum ts_status)s));
+}
+
+static void test_diag_caret(void **state)
+{
+	(void)state;
+	const char *src = "line one\n  bad token here\nline three\n";
+	struct ts_diag d = {0};
+	ts_diag_set(&d, "x.hlo", 2, 3, "unexpected '%s'", "bad");
+	d.src = src;
+	d.src_len = strlen(src);
+	char buf[256] = {0};
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	ts_diag_print(&d, f);
+	fclose(f);
+	assert_string_equal(buf, "x.hlo:2:3: error: unexpected 'bad'\n"
+				 "    bad token here\n"
+				 "    ^\n");
+}
+
+static void test_diag_no_line(void **state)
+{
+	(void)state;
+	struct ts_diag d = {0};
+	ts_diag_set(&d, "spec.yaml", 0, 0, "cannot open: %s", "No such file");
+	char buf[128] = {0};
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	ts_diag_print(&d, f);
+	fclose(f);
+	assert_string_equal(buf, "spec.yaml: error: cannot open: No such file\n");
+}
+
+static void test_arena(void **state)
+{
+	(void)state;
+	struct ts_arena a;
+	ts_arena_init(&a);
+	/* Many small allocations plus one larger than a block. */
+	for (int i = 0; i < 10000; i++) {
+		int64_t *p = ts_arena_array(&a, 3, sizeof *p);
+		assert_non_null(p);
+		assert_int_equal(((uintptr_t)p) % 16, 0);
+		assert_int_equal(p[0] | p[1] | p[2], 0);
+		p[2] = i;
+	}
+	char *big = ts_arena_alloc(&a, TS_ARENA_BLOCK * 3);
+	assert_non_null(big);
+	big[TS_ARENA_BLOCK * 3 - 1] = 1;
+	char *s = ts_arena_strndup(&a, "fusion.191xyz", 10);
+	assert_string_equal(s, "fusion.191");
+	assert_null(ts_arena_array(&a, SIZE_MAX / 2, 4)); /* overflow refused */
+	ts_arena_free(&a);
+	assert_null(a.head);
+}
+
+static void test_alloc_hook(void **state)
+{
+	(void)state;
+	ts_alloc_fail_after(2);
+	void *p1 = ts_malloc(8), *p2 = ts_malloc(8), *p3 = ts_malloc(8);
+	assert_non_null(p1);
+	assert_non_null(p2);
+	assert_null(p3);
+	ts_alloc_fail_after(-1);
+	void *p4 = ts_malloc(8);
+	assert_non_null(p4);
+	ts_free(p1);
+	ts_free(p2);
+	ts_free(p4);
+
+	struct ts_arena a;
+	ts_arena_init(&a);
+	ts_alloc_fail_after(0);
+	assert_null(ts_arena_alloc(&a, 16));
+	ts_alloc_fail_after(-1);
+	ts_arena_free(&a);
+}
+
+static enum ts_status write_hello(FILE *f, void *ctx)
+{
+	fputs((const char *)ctx, f);
+	return TS_OK;
+}
+
+static enum ts_status write_fail(FILE *f, void *ctx)
+{
+	(void)ctx;
+	fputs("partial", f);
+	return TS_ERR_IO;
+}
+
+static void test_atomic_write(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/tpusim_test_ts_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof path, "%s/out.csv", dir);
+	struct ts_diag d = {0};
+	assert_int_equal(ts_write_file_atomic(path, write_hello, "a,b\n", &d), TS_OK);
+	char *text = NULL;
+	size_t len = 0;
+	assert_int_equal(ts_read_file(path, &text, &len, &d), TS_OK);
+	assert_string_equal(text, "a,b\n");
+	ts_free(text);
+	/* A failing writer leaves the old file untouched and no temp file. */
+	assert_int_equal(ts_write_file_atomic(path, write_fail, NULL, &d), TS_ERR_IO);
+	assert_int_equal(ts_read_file(path, &text, &len, &d), TS_OK);
+	assert_string_equal(text, "a,b\n");
+	ts_free(text);
+	char tmp[160];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	assert_int_not_equal(access(tmp, F_OK), 0);
+	remove(path);
+	rmdir(dir);
+	/* A missing file is an I/O error naming the path. */
+	assert_int_equal(ts_read_file("/nonexistent/x.hlo", &text, &len, &d), TS_ERR_IO);
+	assert_string_equal(d.file, "/nonexistent/x.hlo");
+	assert_non_null(strstr(d.msg, "cannot open"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_strings),
+		cmocka_unit_test(test_diag_caret),
+		cmocka_unit_test(test_diag_no_line),
+		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_alloc_hook),
+		cmocka_unit_test(test_atomic_write),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
