@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hw_spec.h"
 #include "ir.h"
@@ -74,6 +75,21 @@ struct sim_estimate {
 	struct sim_tile_config config; /* the config costed (default filled in) */
 };
 
+/*
+ * Whole-kernel work, counted from the IR (sim/cost.c), independent of tiles
+ * and hardware: what a roofline needs and what reports show.
+ */
+struct sim_work {
+	double flops;            /* 2 per multiply-accumulate on the MXU, plus
+	                            1 per elementwise/reduction op (HloCostAnalysis) */
+	double mxu_macs;         /* multiply-accumulates of dots/convolutions */
+	double vpu_elem_ops[HW_VPU_CLASS_COUNT]; /* elementwise ops per VPU cost
+	                            class, counted on padded elements */
+	double transcendentals;  /* elements of transcendental ops */
+	double bytes_read;       /* HBM bytes read, padded to layout tiles */
+	double bytes_written;    /* HBM bytes written, padded to layout tiles */
+};
+
 struct sim_kernel {
 	const struct ir_instr *instr;  /* the top-level instruction */
 	const char *name;              /* instr->name */
@@ -85,6 +101,17 @@ struct sim_kernel {
 	                                  loop trip counts */
 	int loop_depth;                /* enclosing while loops */
 	bool tunable;                  /* has a tile grid worth searching */
+	/* What the kernel computes and reads. For a fusion: members are the
+	 * fused computation's instructions in order (parameters included),
+	 * inputs[i] is the fusion's operand i (= parameter i). For an unfused
+	 * op: members = {instr}, inputs = its operands. For a group formed from
+	 * a pre-optimization module (sim/kernels.c), members are the grouped
+	 * entry instructions and inputs the values they read from outside. */
+	int n_members;
+	const struct ir_instr **members; /* ts_malloc'd, owned by the program */
+	int n_inputs;
+	const struct ir_instr **inputs;  /* ts_malloc'd, owned by the program */
+	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
 
@@ -111,6 +138,19 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   const struct sim_tile_config *cfg,
 				   struct sim_estimate *out, struct ts_diag *d);
+
+/* The plain roofline baseline (sim/roofline.c): max(flops / peak, bytes /
+ * HBM bandwidth) + per-kernel overhead; fills time_ns, bound, flops, bytes. */
+enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   struct sim_estimate *out, struct ts_diag *d);
+
+/* Writes the step-by-step derivation of one kernel's estimate (what
+ * --explain prints) to out. The caller (cli/) owns the stream. */
+enum ts_status sim_kernel_explain(const struct sim_kernel *k,
+				  const struct hw_spec *hw,
+				  const struct sim_tile_config *cfg, FILE *out,
+				  struct ts_diag *d);
 
 /* Costs every kernel with its default config and fills total_ns. */
 enum ts_status sim_program_estimate(struct sim_program *p,
