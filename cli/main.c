@@ -1,11 +1,491 @@
 /*
- * main.c: tpusim's entry point. Commands are added by the CLI work in
- * cli/cli.h; this file dispatches them.
+ * main.c: tpusim's entry point. Global options (--help, --version), the
+ * command table (kmod/git style) with the help generated from it, "did you
+ * mean" for mistyped commands, the option parsing every command shares
+ * (-h/--help, --hw, --format), and the final check that stdout was really
+ * written. How to add a command: cli/cli.h. Design: docs/STYLE.md "CLI".
  */
-#include <stdio.h>
+#include "cli.h"
 
-int main(void)
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int help_main(struct cmd_ctx *ctx, void *opts, int argc, char **argv);
+static void help_help(FILE *out);
+
+static const struct cmd cmd_help = {
+	.name = "help",
+	.summary = "Show the commands, or one command's options",
+	.synopsis = "[COMMAND]",
+	.help = help_help,
+	.min_args = 0,
+	.max_args = 1,
+	.fn = help_main,
+};
+
+/* The dispatch table, in help order: CMD_LIST (cli.h), then help. */
+static const struct cmd *const cmds[] = {
+#define X(n) &cmd_##n,
+	CMD_LIST(X)
+#undef X
+	&cmd_help,
+};
+
+/* Options one command may have: main's three plus its own. */
+#define CMD_MAX_OPTIONS 32
+
+/* ---- helpers shared by commands ---------------------------------------- */
+
+enum cmd_exit cmd_exit_from_status(enum ts_status s)
 {
-	puts("tpusim " TPUSIM_VERSION);
-	return 0;
+	switch (s) {
+	case TS_OK:
+		return CMD_EXIT_OK;
+	case TS_ERR_PARSE:
+	case TS_ERR_SPEC:
+	case TS_ERR_UNSUPPORTED_OP:
+	case TS_ERR_INFEASIBLE:
+		return CMD_EXIT_INPUT;
+	case TS_ERR_MISUSE:
+		return CMD_EXIT_USAGE;
+	case TS_ERR_NOMEM:
+	case TS_ERR_IO:
+	case TS_STATUS_COUNT:
+	default:
+		return CMD_EXIT_IO;
+	}
+}
+
+void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(ctx->err, "%s: error: ", ctx->prog);
+	va_start(ap, fmt);
+	vfprintf(ctx->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', ctx->err);
+}
+
+void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
+	      const char *src_file, const char *src, size_t src_len)
+{
+	if (!d->file)
+		d->file = src_file;
+	if (!d->src && src && d->line > 0 && d->file && src_file &&
+	    strcmp(d->file, src_file) == 0) {
+		d->src = src;
+		d->src_len = src_len;
+	}
+	ts_diag_print(d, ctx->err);
+}
+
+bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (!*s)
+		return false;
+	errno = 0;
+	char *end = NULL;
+	long long v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+/* ---- help --------------------------------------------------------------- */
+
+static void print_exit_codes(FILE *out)
+{
+	fputs("Exit codes:\n"
+	      "  0  success\n"
+	      "  1  bad input: malformed HLO, YAML or CSV, a name not in the "
+	      "input,\n"
+	      "     an infeasible tile config\n"
+	      "  2  usage error: unknown command or option, missing or "
+	      "malformed\n"
+	      "     argument\n"
+	      "  3  a file cannot be read or written (stdout included), out "
+	      "of memory,\n"
+	      "     internal error\n",
+	      out);
+}
+
+static void print_usage_line(FILE *out)
+{
+	fputs("usage: tpusim [-h|--help] [-V|--version] <command> [options] "
+	      "[args]\n",
+	      out);
+}
+
+static void print_top_help(FILE *out)
+{
+	print_usage_line(out);
+	fputs("\ntpusim estimates how long XLA HLO programs take on TPUs, "
+	      "kernel by kernel.\n\nCommands:\n",
+	      out);
+	int w = 0;
+	for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++) {
+		int n = (int)strlen(cmds[i]->name);
+		if (n > w)
+			w = n;
+	}
+	for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++)
+		fprintf(out, "  %-*s  %s\n", w, cmds[i]->name,
+			cmds[i]->summary);
+	fputs("\n'tpusim help <command>' or 'tpusim <command> --help' shows a "
+	      "command's\noptions.\n\n",
+	      out);
+	print_exit_codes(out);
+}
+
+static void print_cmd_help(const struct cmd *cmd, FILE *out)
+{
+	fprintf(out, "usage: tpusim %s %s\n\n", cmd->name, cmd->synopsis);
+	cmd->help(out);
+	fputs("\nCommon options:\n", out);
+	if (cmd->flags & CMD_NEEDS_HW)
+		fputs("      --hw SPEC.yaml  hardware spec, e.g. "
+		      "hwspecs/v3.yaml (required)\n",
+		      out);
+	if (cmd->flags & CMD_HAS_FORMAT)
+		fputs("  -f, --format FMT    output: table (default), csv, "
+		      "json or yaml\n",
+		      out);
+	fputs("  -h, --help          show this help\n\n", out);
+	print_exit_codes(out);
+}
+
+/* ---- finding commands ---------------------------------------------------- */
+
+#define SUGGEST_MAX_LEN 64 /* longer words get no suggestion */
+
+/*
+ * Optimal string alignment distance (Levenshtein plus adjacent
+ * transpositions, so "rnu" is 1 from "run"). Strings longer than
+ * SUGGEST_MAX_LEN return a large distance.
+ */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	if (na > SUGGEST_MAX_LEN || nb > SUGGEST_MAX_LEN)
+		return 1 << 20;
+	const size_t stride = SUGGEST_MAX_LEN + 1;
+	int d[(SUGGEST_MAX_LEN + 1) * (SUGGEST_MAX_LEN + 1)];
+	for (size_t i = 0; i <= na; i++)
+		d[i * stride] = (int)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[j] = (int)j;
+	for (size_t i = 1; i <= na; i++) {
+		for (size_t j = 1; j <= nb; j++) {
+			int cost = a[i - 1] != b[j - 1];
+			int v = d[(i - 1) * stride + j] + 1;
+			if (d[i * stride + j - 1] + 1 < v)
+				v = d[i * stride + j - 1] + 1;
+			if (d[(i - 1) * stride + j - 1] + cost < v)
+				v = d[(i - 1) * stride + j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] &&
+			    d[(i - 2) * stride + j - 2] + 1 < v)
+				v = d[(i - 2) * stride + j - 2] + 1;
+			d[i * stride + j] = v;
+		}
+	}
+	return d[na * stride + nb];
+}
+
+static const struct cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++)
+		if (strcmp(cmds[i]->name, name) == 0)
+			return cmds[i];
+	return NULL;
+}
+
+/*
+ * "tpusim: 'rnu' is not a tpusim command. Did you mean 'run'?" The
+ * suggestion is the closest command when it is at most 1 + len/4 edits
+ * away (one typo in a short word, two in a long one); ties are all named.
+ */
+static void unknown_cmd(const char *name)
+{
+	int best = 1 << 20;
+	for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++) {
+		int dist = edit_distance(name, cmds[i]->name);
+		if (dist < best)
+			best = dist;
+	}
+	fprintf(stderr, "tpusim: '%s' is not a tpusim command.", name);
+	if (best <= 1 + (int)strlen(name) / 4) {
+		const char *sep = " Did you mean ";
+		for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++) {
+			if (edit_distance(name, cmds[i]->name) != best)
+				continue;
+			fprintf(stderr, "%s'%s'", sep, cmds[i]->name);
+			sep = " or ";
+		}
+		fputs("?\n", stderr);
+	} else {
+		fputs(" See 'tpusim --help'.\n", stderr);
+	}
+}
+
+/* ---- the help command ---------------------------------------------------- */
+
+static void help_help(FILE *out)
+{
+	fputs("Lists the commands, or shows the options of COMMAND (the same "
+	      "as\n'tpusim COMMAND --help').\n",
+	      out);
+}
+
+static int help_main(struct cmd_ctx *ctx, void *opts, int argc, char **argv)
+{
+	(void)opts;
+	if (argc == 0) {
+		print_top_help(ctx->out);
+		return CMD_EXIT_OK;
+	}
+	const struct cmd *cmd = find_cmd(argv[0]);
+	if (!cmd) {
+		unknown_cmd(argv[0]);
+		return CMD_EXIT_USAGE;
+	}
+	print_cmd_help(cmd, ctx->out);
+	return CMD_EXIT_OK;
+}
+
+/* ---- running one command ------------------------------------------------- */
+
+static int usage_error(const struct cmd_ctx *ctx, const struct cmd *cmd)
+{
+	fprintf(ctx->err, "Try 'tpusim %s --help'.\n", cmd->name);
+	return CMD_EXIT_USAGE;
+}
+
+static void bad_arg_count(const struct cmd_ctx *ctx, const struct cmd *cmd,
+			  int n_args)
+{
+	if (cmd->min_args == cmd->max_args)
+		cmd_error(ctx, "expected %d argument%s, got %d", cmd->min_args,
+			  cmd->min_args == 1 ? "" : "s", n_args);
+	else if (n_args < cmd->min_args)
+		cmd_error(ctx, "expected at least %d argument%s, got %d",
+			  cmd->min_args, cmd->min_args == 1 ? "" : "s", n_args);
+	else
+		cmd_error(ctx, "expected at most %d argument%s, got %d",
+			  cmd->max_args, cmd->max_args == 1 ? "" : "s", n_args);
+	fprintf(ctx->err, "usage: tpusim %s %s\n", cmd->name, cmd->synopsis);
+}
+
+/* Loads and validates --hw into ctx->hw; diagnostics show the YAML line. */
+static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd)
+{
+	if (!ctx->hw_path) {
+		cmd_error(ctx, "--hw SPEC.yaml is required (e.g. --hw "
+			       "hwspecs/v3.yaml)");
+		return usage_error(ctx, cmd);
+	}
+	struct ts_diag d = {0};
+	char *text = NULL;
+	enum ts_status st = hw_spec_load_file(ctx->hw_path, &text, &ctx->hw,
+					      &d);
+	if (st != TS_OK)
+		cmd_diag(ctx, &d, ctx->hw_path, text, text ? strlen(text) : 0);
+	ts_free(text);
+	return cmd_exit_from_status(st);
+}
+
+/*
+ * Parses argv (argv[0] is the command name) with the command's options and
+ * main's shared ones, then does the setup its flags ask for and runs it.
+ * Options may follow positional arguments; "--" ends the options.
+ */
+static int run_cmd(const struct cmd *cmd, int argc, char **argv)
+{
+	char prog[64];
+	snprintf(prog, sizeof prog, "tpusim %s", cmd->name);
+	struct cmd_ctx ctx = {
+		.prog = prog,
+		.out = stdout,
+		.err = stderr,
+		.format = CMD_FORMAT_TABLE,
+	};
+
+	struct option longopts[CMD_MAX_OPTIONS];
+	int n_long = 0;
+	longopts[n_long++] =
+		(struct option){"help", no_argument, NULL, CMD_OPT_HELP};
+	if (cmd->flags & CMD_NEEDS_HW)
+		longopts[n_long++] = (struct option){"hw", required_argument,
+						     NULL, CMD_OPT_HW};
+	if (cmd->flags & CMD_HAS_FORMAT)
+		longopts[n_long++] = (struct option){
+			"format", required_argument, NULL, CMD_OPT_FORMAT};
+	for (const struct option *o = cmd->options; o && o->name; o++) {
+		TS_ASSERT(n_long + 1 < CMD_MAX_OPTIONS);
+		longopts[n_long++] = *o;
+	}
+	longopts[n_long] = (struct option){0};
+
+	/* Leading ':' makes a missing value return ':' instead of '?'. */
+	char shortopts[64];
+	int n = snprintf(shortopts, sizeof shortopts, ":h%s%s",
+			 (cmd->flags & CMD_HAS_FORMAT) ? "f:" : "",
+			 cmd->short_opts ? cmd->short_opts : "");
+	TS_ASSERT(n > 0 && (size_t)n < sizeof shortopts);
+
+	void *opts = ts_calloc(1, cmd->opts_size ? cmd->opts_size : 1);
+	if (!opts) {
+		cmd_error(&ctx, "out of memory");
+		return CMD_EXIT_IO;
+	}
+	int rc = CMD_EXIT_OK;
+	bool want_help = false;
+	optind = 0; /* glibc: restart scanning from scratch */
+	opterr = 0;
+	int c;
+	while (rc == CMD_EXIT_OK &&
+	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+		       -1) {
+		switch (c) {
+		case CMD_OPT_HELP:
+			want_help = true;
+			break;
+		case CMD_OPT_HW:
+			ctx.hw_path = optarg;
+			break;
+		case CMD_OPT_FORMAT:
+			if (!cmd_format_parse(optarg, &ctx.format)) {
+				cmd_error(&ctx,
+					  "unknown format '%s' (expected table, "
+					  "csv, json or yaml)",
+					  optarg);
+				rc = usage_error(&ctx, cmd);
+			}
+			break;
+		case ':':
+			cmd_error(&ctx, "option '%s' needs a value",
+				  argv[optind - 1]);
+			rc = usage_error(&ctx, cmd);
+			break;
+		case '?':
+			if (optopt)
+				cmd_error(&ctx, "unknown option '-%c'", optopt);
+			else
+				cmd_error(&ctx, "unknown option '%s'",
+					  argv[optind - 1]);
+			rc = usage_error(&ctx, cmd);
+			break;
+		default:
+			TS_ASSERT(cmd->parse_opt);
+			rc = cmd->parse_opt(&ctx, opts, c, optarg);
+			if (rc != CMD_EXIT_OK)
+				rc = usage_error(&ctx, cmd);
+			break;
+		}
+	}
+	if (rc != CMD_EXIT_OK)
+		goto out;
+	if (want_help) {
+		print_cmd_help(cmd, ctx.out);
+		goto out;
+	}
+	int n_args = argc - optind;
+	if (n_args < cmd->min_args ||
+	    (cmd->max_args >= 0 && n_args > cmd->max_args)) {
+		bad_arg_count(&ctx, cmd, n_args);
+		rc = usage_error(&ctx, cmd);
+		goto out;
+	}
+	if (cmd->flags & CMD_NEEDS_HW) {
+		rc = load_hw(&ctx, cmd);
+		if (rc != CMD_EXIT_OK)
+			goto out;
+	}
+	rc = cmd->fn(&ctx, opts, n_args, argv + optind);
+out:
+	ts_free(opts);
+	return rc;
+}
+
+/*
+ * Results are only written once stdout is flushed and closed: a full disk
+ * or a closed pipe shows up here (git's run_builtin does the same). A
+ * command that already failed keeps its own exit code.
+ */
+static int finish(int rc)
+{
+	errno = 0;
+	bool failed = fflush(stdout) != 0;
+	int err = errno;
+	failed = failed || ferror(stdout);
+	if (fclose(stdout) != 0 && !failed) {
+		failed = true;
+		err = errno;
+	}
+	if (failed && rc == CMD_EXIT_OK) {
+		fprintf(stderr,
+			"tpusim: error: cannot write to standard output: %s\n",
+			err ? strerror(err) : "write error");
+		return CMD_EXIT_IO;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option global_opts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	bool help = false, version = false;
+	opterr = 0;
+	int c;
+	/* '+': stop at the command name; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+hV", global_opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help = true;
+			break;
+		case 'V':
+			version = true;
+			break;
+		default:
+			if (optopt)
+				fprintf(stderr,
+					"tpusim: unknown option '-%c'\n",
+					optopt);
+			else
+				fprintf(stderr, "tpusim: unknown option '%s'\n",
+					argv[optind - 1]);
+			fputs("Try 'tpusim --help'.\n", stderr);
+			return finish(CMD_EXIT_USAGE);
+		}
+	}
+	if (version) {
+		fputs("tpusim " TPUSIM_VERSION "\n", stdout);
+		return finish(CMD_EXIT_OK);
+	}
+	if (optind >= argc) {
+		if (help) {
+			print_top_help(stdout);
+			return finish(CMD_EXIT_OK);
+		}
+		print_usage_line(stderr);
+		fputs("Run 'tpusim --help' for the commands.\n", stderr);
+		return finish(CMD_EXIT_USAGE);
+	}
+	const struct cmd *cmd = find_cmd(argv[optind]);
+	if (!cmd) {
+		unknown_cmd(argv[optind]);
+		return finish(CMD_EXIT_USAGE);
+	}
+	if (help) { /* tpusim --help run */
+		print_cmd_help(cmd, stdout);
+		return finish(CMD_EXIT_OK);
+	}
+	return finish(run_cmd(cmd, argc - optind, argv + optind));
 }

@@ -92,6 +92,11 @@ enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
 enum ts_status hw_spec_load_text(const char *name, const char *text,
 				 size_t len, struct hw_spec *spec,
 				 struct ts_diag *d);
+/* hw_spec_load keeps file:line:col but frees the text, so d->src is NULL
+ * (no caret). This variant hands the text back in *text_out (ts_free it
+ * after printing d), like hlo_parse_file. YAML keys: hwspecs/v3.yaml. */
+enum ts_status hw_spec_load_file(const char *path, char **text_out,
+				 struct hw_spec *spec, struct ts_diag *d);
 
 /* Derived per-program figures (one core, or the whole chip under megacore). */
 int hw_spec_cores(const struct hw_spec *s);          /* cores one program uses */

@@ -55,7 +55,8 @@ void ts_diag_set(struct ts_diag *d, const char *file, uint32_t line,
 		 uint32_t col, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 void ts_diag_vset(struct ts_diag *d, const char *file, uint32_t line,
-		  uint32_t col, const char *fmt, va_list ap);
+		  uint32_t col, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 
 /* Prints "file:line:col: error: msg", then the source line and a caret when
  * d->src is set. */

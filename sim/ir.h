@@ -253,6 +253,8 @@ enum {
 
 struct ir_instr {
 	enum ir_op op;
+	enum ir_op wrapped_op;            /* async sugar X-start/-update/-done: X
+	                                     (op is async-*); IR_OP_INVALID otherwise */
 	const char *name;                 /* without '%' (arena) */
 	struct ir_shape shape;            /* result shape */
 	int n_operands;
@@ -278,6 +280,7 @@ struct ir_computation {
 	struct ir_instr *root;
 	int n_params;
 	struct ir_instr **params;         /* by parameter number; n_params entries */
+	int index;                        /* position in module->comps */
 	bool is_entry;
 	bool is_fusion;                   /* called by some fusion's calls= */
 	int n_callers;                    /* instructions calling it */

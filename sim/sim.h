@@ -111,6 +111,14 @@ struct sim_kernel {
 	const struct ir_instr **members; /* ts_malloc'd, owned by the program */
 	int n_inputs;
 	const struct ir_instr **inputs;  /* ts_malloc'd, owned by the program */
+	/* Values the kernel writes to HBM: {instr} for a fusion or an unfused
+	 * op (a tuple-shaped fusion writes every leaf); for a group, the
+	 * members whose value is used outside the group (multi-output). */
+	int n_outputs;
+	const struct ir_instr **outputs; /* ts_malloc'd, owned by the program */
+	bool trip_count_assumed;       /* some enclosing while had no
+	                                  known_trip_count: multiplicity uses
+	                                  opts->default_trip_count (or 1) */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
@@ -126,12 +134,27 @@ struct sim_program {
 	struct sim_kernel *kernels;    /* schedule order (ts_malloc'd) */
 	double total_ns;               /* sum of time x multiplicity */
 	int n_unmodelled;              /* kernels listed with zero time */
+	int n_assumed_trip_counts;     /* while loops (counted once per loop
+	                                  instruction reached) whose trip count
+	                                  was assumed, not known */
 };
 
 enum ts_status sim_program_build(const struct ir_module *m,
 				 const struct sim_program_opts *opts,
 				 struct sim_program *p, struct ts_diag *d);
 void sim_program_free(struct sim_program *p);
+
+/* Counts a kernel's work from the IR (sim/cost.c): MXU MACs, VPU element
+ * ops per class on padded elements, HBM bytes under XLA's fusion rules
+ * (docs/HLO.md 3.1). `file` names the module in diagnostics. Fails with
+ * TS_ERR_PARSE on a dot/convolution whose attributes do not fit its shapes. */
+enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
+			       struct sim_work *w, struct ts_diag *d);
+/* Multiply-accumulates of one dot or convolution (HloCostAnalysis: dot =
+ * out elems x contracted size; convolution = valid positions rule incl.
+ * feature/batch groups, padding and dilations); 0 for any other op. */
+enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
+			      double *macs, struct ts_diag *d);
 
 /* Costs one kernel; cfg may be NULL (default config). */
 enum ts_status sim_kernel_estimate(const struct sim_kernel *k,

@@ -1,10 +1,277 @@
 /*
  * val.h: measured datasets (val_dataset_*), accuracy metrics (val_metric_*)
  * and comparison reports (val_report_*). See README "Source code layout".
+ * A dataset folder is the format of shared/data/README.md: measurements.csv
+ * plus modules/<id>.hlo. A report costs every row with the analytic model and
+ * two baselines (roofline, "fewer tile steps is faster") and summarises the
+ * errors per kernel or op family and per set.
  */
 #ifndef VAL_H
 #define VAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
 #include "hybrid.h"
+
+/* ---- datasets (val_dataset.c) ------------------------------------------ */
+
+/* How a runtime was timed (measurements.csv `timing`). */
+enum val_timing {
+	VAL_TIMING_DEVICE = 0, /* profiler device time, no dispatch */
+	VAL_TIMING_HOST,       /* host wall clock including dispatch */
+	VAL_TIMING_COUNT
+};
+const char *val_timing_name(enum val_timing t); /* "device", "host" */
+
+/* One measurement: a row of measurements.csv. Strings live in the dataset's
+ * arena. */
+struct val_row {
+	const char *id;           /* unique row id */
+	const char *module;       /* module path relative to the set folder */
+	const char *hw;           /* "tpu-v3", "tpu-v4", ... */
+	const char *config;       /* tile config text, "" when none */
+	struct sim_tile_config cfg; /* config parsed (n_out == 0: default) */
+	int64_t runtime_ns;       /* measured mean runtime, ns (> 0) */
+	int64_t runtime_min_ns;   /* fastest repetition, ns; -1 unknown */
+	int64_t repeats;          /* timed repetitions; -1 unknown */
+	enum val_timing timing;
+	const char *source;       /* pointer to the raw row */
+	int i_module;             /* index into val_dataset.modules */
+	uint32_t line;            /* 1-based line of the row in measurements.csv */
+	uint32_t config_col;      /* 1-based column of the config field */
+	uint32_t hw_col;          /* 1-based column of the hw field */
+};
+
+/* One distinct module file; several rows may share it (tile configs). */
+struct val_module {
+	const char *path;         /* as written in the csv (arena) */
+	const char *full_path;    /* set folder + "/" + path (arena) */
+	const char *name;         /* file name without folder and ".hlo" (arena) */
+	int n_rows;               /* rows measuring this module */
+	int first_row;            /* index of its first row */
+};
+
+struct val_dataset {
+	struct ts_arena arena;    /* owns every string and array below */
+	const char *dir;          /* set folder as given (arena) */
+	const char *name;         /* last component of dir (arena) */
+	const char *csv_path;     /* dir/measurements.csv; diagnostics point here */
+	char *csv_text;           /* the csv (ts_malloc'd), for diagnostic carets */
+	size_t csv_len;           /* bytes in csv_text */
+	int n_rows;
+	struct val_row *rows;     /* in file order (arena) */
+	int n_modules;
+	struct val_module *modules; /* in order of first use (arena) */
+	bool has_configs;         /* some row carries a tile config */
+};
+
+/*
+ * Reads dir/measurements.csv (val_dataset_load) or the csv file at csv_path
+ * with modules relative to its folder (val_dataset_load_csv). Checks: the
+ * header names every column once (any order, no unknown column), RFC 4180
+ * quoting, the field count of every row, runtime_ns a positive integer,
+ * runtime_min_ns and repeats empty or integers, timing device|host, hw, id
+ * and module non-empty, ids unique, config a valid tile config, every module
+ * file readable. Errors are TS_ERR_PARSE (TS_ERR_IO when the csv cannot be
+ * read, TS_ERR_NOMEM) with file:line:col at the offending field; d->file and
+ * d->src point into *ds, so call val_dataset_free(ds) after printing d, also
+ * on error. HLO modules are not parsed here (val_report_build does that).
+ */
+enum ts_status val_dataset_load(const char *dir, struct val_dataset *ds,
+				struct ts_diag *d);
+enum ts_status val_dataset_load_csv(const char *csv_path,
+				    struct val_dataset *ds, struct ts_diag *d);
+void val_dataset_free(struct val_dataset *ds);
+
+/* The op family of a row id: the part before the first '_' ("matmul" of
+ * "matmul_f16_m32_n32_k32"), or the whole id. Writes at most cap bytes. */
+void val_id_family(const char *id, char *buf, size_t cap);
+
+/* ---- hardware specs per row --------------------------------------------- */
+
+#define VAL_MAX_HW 8 /* distinct hw values in one set */
+
+/* The spec each row is costed with. */
+struct val_specs {
+	int n;                           /* entries used */
+	const char *hw[VAL_MAX_HW];      /* hw column value it serves (dataset
+	                                    arena); NULL: every row (--hw) */
+	char *path[VAL_MAX_HW];          /* spec file (owned); diagnostics of a
+	                                    failed load point here */
+	struct hw_spec spec[VAL_MAX_HW];
+};
+
+/* One spec for every row (tpusim validate --hw FILE). */
+enum ts_status val_specs_single(const struct hw_spec *spec, const char *path,
+				struct val_specs *out);
+/*
+ * One spec per distinct hw value (tpusim validate --hw-dir DIR): "tpu-v3"
+ * reads DIR/v3.yaml, "tpu-v6e" DIR/v6e.yaml. A missing spec is TS_ERR_SPEC
+ * located at the hw field of the first row that needs it; a malformed spec
+ * returns the loader's diagnostic. Call val_specs_free() after printing d,
+ * also on error.
+ */
+enum ts_status val_specs_load_dir(const struct val_dataset *ds,
+				  const char *dir, struct val_specs *out,
+				  struct ts_diag *d);
+void val_specs_free(struct val_specs *s);
+/* The spec for a hw value, NULL if none. */
+const struct hw_spec *val_specs_find(const struct val_specs *s,
+				     const char *hw);
+
+/* ---- metrics (val_metrics.c) --------------------------------------------
+ * Errors are fractions (0.12 = 12%). Callers pass only rows with a
+ * prediction: measured > 0 and predicted finite. Undefined values are NaN. */
+
+/* Mean absolute percentage error: mean |p - m| / m. NaN when n == 0. */
+double val_metric_mape(const double *measured, const double *predicted,
+		       size_t n);
+/* Median of |p - m| / m (mean of the two middle values for even n). */
+enum ts_status val_metric_median_ape(const double *measured,
+				     const double *predicted, size_t n,
+				     double *out);
+/*
+ * Kendall tau-b of x against y: (C - D) / sqrt((n0 - n1)(n0 - n2)), n0 =
+ * n(n-1)/2, n1 / n2 the pairs tied in x / y. O(n^2). NaN when n < 2 or
+ * either side is all ties (a predictor that gives every config the same
+ * time ranks nothing). Values within 1e-9 (relative) of each other tie,
+ * so do infinite values.
+ */
+double val_metric_kendall_tau_b(const double *x, const double *y, size_t n);
+/*
+ * TpuGraphs' top-K: the best measured time among the K rows with the
+ * smallest predictions (ties as for tau). When a tie straddles the K boundary,
+ * the rows taken from the tied group are drawn at random and *out is the
+ * expected value of that best time (a fair tie break: file order would
+ * favour the compiler default, which comes first). k >= n takes every row.
+ * TS_ERR_MISUSE when n == 0 or k == 0.
+ */
+enum ts_status val_metric_topk_best(const double *measured,
+				    const double *predicted, size_t n,
+				    size_t k, double *out);
+/* top-K slowdown = val_metric_topk_best / min(measured) - 1. */
+enum ts_status val_metric_topk_slowdown(const double *measured,
+					const double *predicted, size_t n,
+					size_t k, double *out);
+
+/* ---- reports (val_report.c) --------------------------------------------- */
+
+/* The estimate of one row. */
+struct val_row_result {
+	enum ts_status status;   /* TS_OK, or why the row has no estimate */
+	const char *error;       /* "file:line:col: message" when status != TS_OK
+	                            (report arena) */
+	double measured_ns;      /* the row's runtime_ns */
+	double predicted_ns;     /* model: device_ns + dispatch_ns */
+	double device_ns;        /* model device time: sum over kernels of
+	                            time x multiplicity, tuned kernel under the
+	                            row's config, others at their defaults */
+	double roofline_ns;      /* roofline baseline: sum of sim_kernel_roofline
+	                            x multiplicity, + dispatch_ns */
+	double dispatch_ns;      /* hw->host_dispatch_ns for host rows, else 0 */
+	int64_t steps;           /* tile steps of the tuned kernel under the
+	                            row's config; without one, the sum over
+	                            kernels x multiplicity */
+	enum hw_unit bound;      /* the tuned kernel's bound unit, else that of
+	                            the kernel with the largest time */
+	double mxu_cycles;       /* MXU busy cycles, summed like device_ns */
+	double vpu_cycles;       /* VPU busy cycles, summed like device_ns */
+	double dma_cycles;       /* HBM DMA cycles, summed like device_ns */
+	double vmem_bytes;       /* largest working set of one kernel step, bytes */
+	bool feasible;           /* every kernel fits VMEM under its config */
+	int n_kernels;           /* kernels in the module's program */
+	int i_tuned;             /* index of the tuned kernel, -1 none */
+	const char *spec_name;   /* hw_spec.name used (points into the specs) */
+};
+
+/* Metrics of one group of rows: one kernel (module) in sets with tile
+ * configs, one op family otherwise, or the whole set. */
+struct val_group {
+	const char *name;        /* module name, family or set name (arena) */
+	int n_rows;              /* rows in the group */
+	int n_estimated;         /* rows with a finite prediction (MAPE) */
+	int n_ranked;            /* rows costed, infeasible ones included
+	                            (ranking: tau, top-K) */
+	int n_infeasible;        /* estimated rows the model calls infeasible */
+	bool has_config;         /* some row of the group has a tile config */
+	double mape;             /* model, fraction */
+	double median_ape;       /* model, fraction */
+	double roofline_mape;    /* roofline baseline, fraction */
+	double roofline_median_ape;
+	/* Ranking within one kernel (NaN for families, sets: see val_set). */
+	double tau_model;        /* Kendall tau-b, measured vs model */
+	double tau_roofline;     /* vs roofline (config-blind: NaN) */
+	double tau_steps;        /* vs tile steps */
+	double top1_slowdown;    /* model's top-1 vs measured best, fraction */
+	double top5_slowdown;    /* model's top-5 */
+	double steps_top1_slowdown; /* fewer-steps baseline's top-1 */
+	double best_ns;          /* fastest measured row, ns */
+	double chosen_ns;        /* measured time of the model's top-1, ns */
+	double default_ns;       /* measured time of the "default" row; NaN none */
+};
+
+/* Set totals: the sum of per-kernel times, for the tile-choice summary. */
+struct val_tile_totals {
+	int n_kernels;           /* kernels summed (each has a default row) */
+	double best_ns;          /* sum of measured bests */
+	double chosen_ns;        /* sum of measured times of the model's picks */
+	double steps_ns;         /* same for the fewer-steps baseline */
+	double default_ns;       /* sum of measured times of the defaults */
+};
+
+struct val_report {
+	struct ts_arena arena;   /* owns the strings and arrays below */
+	const struct val_dataset *ds; /* not owned */
+	int n_rows;
+	struct val_row_result *rows;  /* one per dataset row, same order */
+	bool by_kernel;          /* groups are kernels (the set has configs),
+	                            else op families */
+	int n_groups;
+	struct val_group *groups;     /* by first appearance */
+	struct val_group overall;     /* the whole set (tau/top-K: means over
+	                                 kernels, see mean_* below) */
+	double mean_tau_model;   /* unweighted mean over kernels with tau defined */
+	double mean_tau_roofline;
+	double mean_tau_steps;
+	int n_tau_kernels;       /* kernels in mean_tau_model */
+	double mean_top1_slowdown; /* over kernels with >= 2 rows */
+	double mean_top5_slowdown;
+	double mean_steps_top1_slowdown;
+	int n_rank_kernels;      /* kernels in mean_top*_slowdown */
+	struct val_tile_totals tiles_all;     /* every kernel with a default row */
+	struct val_tile_totals tiles_config;  /* only kernels with tile configs */
+	int n_errors;            /* rows without an estimate */
+	int n_infeasible;        /* rows the model calls infeasible */
+	int n_host;              /* host-timed rows */
+	double host_dispatch_ns; /* dispatch term added to host rows (first
+	                            host row's spec; NaN when no host row) */
+	const char *spec_names;  /* "v3" or "v3,v4": specs used (arena) */
+};
+
+/*
+ * Costs every row. Each module is parsed and built once; the default
+ * estimate and the roofline of each kernel are computed once per module,
+ * and only the tuned kernel is costed again per config. The tuned kernel
+ * is the one whose metadata op_name is "autotuned_op", else the only
+ * tunable kernel. A row that cannot be costed (unparsable or unsupported
+ * module, ambiguous tuned kernel, config rejected by the model) gets
+ * status and error and is counted in n_errors, never dropped silently.
+ * Returns TS_ERR_NOMEM or TS_ERR_MISUSE (no spec for a row's hw) with d
+ * filled; per-row problems do not fail the call. Call val_report_free()
+ * in every case.
+ */
+enum ts_status val_report_build(const struct val_dataset *ds,
+				const struct val_specs *specs,
+				struct val_report *r, struct ts_diag *d);
+void val_report_free(struct val_report *r);
+
+/* Writes the per-group and per-set summary as aligned text tables. */
+enum ts_status val_report_print_table(const struct val_report *r, FILE *out);
+/* The set summary as Markdown (scripts/accuracy_report.sh). */
+enum ts_status val_report_print_markdown(const struct val_report *r,
+					 FILE *out);
 
 #endif /* VAL_H */

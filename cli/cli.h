@@ -1,0 +1,246 @@
+/*
+ * cli.h: the tpusim command line. Exit codes, the command table entry
+ * (struct cmd), the context main hands every command, and the output layer
+ * (cmd_table_*, cmd_report_*) that writes results as an aligned text table,
+ * CSV, JSON or YAML. docs/STYLE.md "CLI" is the governing note.
+ *
+ * Adding a command (the way git's builtin.h explains it):
+ *
+ *   1. Write cli/cmd_NAME.c. Side by side in that one file go:
+ *        struct NAME_opts             the command's options, zeroed by main;
+ *        static const struct option NAME_options[]
+ *                                     its long options, {0}-terminated; the
+ *                                     val of each is the id parse_opt gets
+ *                                     (use values from CMD_OPT_OWN up, or a
+ *                                     character listed in .short_opts);
+ *        static int NAME_parse_opt()  stores one option, returns CMD_EXIT_OK
+ *                                     or prints why and returns CMD_EXIT_USAGE;
+ *        static void NAME_help()      the description and option list;
+ *        static int NAME_main()       the command itself;
+ *      and at the end
+ *        const struct cmd cmd_NAME = { .name = "NAME", ... };
+ *      --help/-h, and --hw and --format where .flags asks for them, are
+ *      parsed by main (the command never sees them).
+ *   2. Add X(NAME) to CMD_LIST below. That one line declares cmd_NAME, puts
+ *      it in main's dispatch table and in the generated top-level help.
+ *
+ * Results go to ctx->out (stdout), diagnostics to stderr through
+ * ts_diag_print() or cmd_error(). main checks stdout's flush and close and
+ * turns a write error into CMD_EXIT_IO.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <yaml.h>
+
+#include "val.h"
+
+/* Commands defined in their own cli/cmd_*.c files, in help order. */
+#define CMD_LIST(X) X(run) X(validate)
+
+/* ---- exit codes ----------------------------------------------------------- */
+
+/* What `tpusim` returns; printed in every help text. */
+enum cmd_exit {
+	CMD_EXIT_OK = 0,    /* success */
+	CMD_EXIT_INPUT = 1, /* bad input: malformed HLO, YAML or CSV, a name
+	                       not in the input, an infeasible tile config */
+	CMD_EXIT_USAGE = 2, /* usage: unknown command or option, missing or
+	                       malformed argument */
+	CMD_EXIT_IO = 3,    /* a file cannot be read or written (stdout
+	                       included), out of memory, internal error */
+};
+
+/* The exit code for a library status: parse/spec/unsupported/infeasible
+ * are bad input (1), misuse is a usage error (2), I/O and out of memory 3. */
+enum cmd_exit cmd_exit_from_status(enum ts_status s);
+
+/* ---- output formats ------------------------------------------------------- */
+
+enum cmd_format {
+	CMD_FORMAT_TABLE = 0, /* aligned columns, human units (the default) */
+	CMD_FORMAT_CSV,       /* one header row, raw numbers, RFC 4180 quoting */
+	CMD_FORMAT_JSON,      /* one JSON object (libyaml emitter, flow style) */
+	CMD_FORMAT_YAML,      /* one YAML document (libyaml emitter, block style) */
+	CMD_FORMAT_COUNT
+};
+const char *cmd_format_name(enum cmd_format f); /* "table", "csv", ... */
+/* Looks a --format value up; false when it names no format. */
+bool cmd_format_parse(const char *s, enum cmd_format *out);
+
+/* ---- the command table ---------------------------------------------------- */
+
+/* struct cmd.flags: setup main does before the command runs (git RUN_SETUP). */
+enum {
+	CMD_NEEDS_HW = 1u << 0,    /* --hw SPEC.yaml is required; main loads and
+	                              validates it into ctx->hw */
+	CMD_HAS_FORMAT = 1u << 1,  /* accepts -f/--format FMT into ctx->format */
+};
+
+/* Option ids: main's own (below) and a command's first free id. */
+enum {
+	CMD_OPT_HW = 0x10000,      /* --hw */
+	CMD_OPT_FORMAT = 'f',      /* -f, --format */
+	CMD_OPT_HELP = 'h',        /* -h, --help */
+	CMD_OPT_OWN = 0x100,       /* first id for a command's long options */
+};
+
+/* What main hands a command. */
+struct cmd_ctx {
+	const char *prog;          /* "tpusim run", prefix for messages */
+	FILE *out;                 /* results: stdout */
+	FILE *err;                 /* diagnostics: stderr */
+	const char *hw_path;       /* --hw as given; NULL if absent */
+	struct hw_spec hw;         /* loaded and validated (CMD_NEEDS_HW) */
+	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
+};
+
+struct cmd {
+	const char *name;          /* as typed: "run" */
+	const char *summary;       /* one line for the top-level help */
+	const char *synopsis;      /* after "usage: tpusim NAME ": "GRAPH.hlo ..." */
+	unsigned flags;            /* CMD_NEEDS_HW | CMD_HAS_FORMAT */
+	const struct option *options; /* own long options, {0}-terminated; NULL: none */
+	const char *short_opts;    /* own short options in getopt syntax; NULL: none */
+	size_t opts_size;          /* bytes of the options struct main zeroes */
+	/* Stores option `id` (its argument in arg, NULL for flags). */
+	int (*parse_opt)(const struct cmd_ctx *ctx, void *opts, int id,
+			 const char *arg);
+	void (*help)(FILE *out);   /* description and own options */
+	int min_args, max_args;    /* positional arguments; max -1: no limit */
+	/* Runs with the positional arguments only; returns an enum cmd_exit. */
+	int (*fn)(struct cmd_ctx *ctx, void *opts, int argc, char **argv);
+};
+
+#define X(n) extern const struct cmd cmd_##n;
+CMD_LIST(X)
+#undef X
+
+/* ---- small helpers shared by commands ------------------------------------- */
+
+/* Prints "<prog>: error: <message>\n" to ctx->err. */
+void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prints d, with the caret line taken from src when d has none of its own
+ * and d names file `src_file` (pass NULL src when there is no text). */
+void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
+	      const char *src_file, const char *src, size_t src_len);
+/* Parses a whole decimal integer in [lo, hi]; false on anything else. */
+bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* ---- tables (cli/report.c) ------------------------------------------------ */
+
+/* How a column's numbers are shown. Tables use human units; CSV, JSON and
+ * YAML get the raw value in the base unit with the fixed format shown. */
+enum cmd_unit {
+	CMD_UNIT_TEXT = 0,  /* a string */
+	CMD_UNIT_INT,       /* whole count: table and raw "%.0f" */
+	CMD_UNIT_REAL,      /* plain real: table "%.3g", raw "%.6g" */
+	CMD_UNIT_SI,        /* large count (FLOPs): table "1.23 G", raw "%.0f" */
+	CMD_UNIT_CYCLES,    /* cycles: table "1.23 M", raw "%.1f" */
+	CMD_UNIT_BYTES,     /* bytes: table "1.23 MB" (SI), raw "%.0f" */
+	CMD_UNIT_TIME_NS,   /* nanoseconds: table "45.6 us", raw "%.3f" ns */
+	CMD_UNIT_FRACTION,  /* 0..1: table "12.3%", raw "%.6f" */
+	CMD_UNIT_COUNT
+};
+
+/* struct cmd_col.flags */
+enum {
+	CMD_COL_NO_TABLE = 1u << 0, /* left out of the text table (too wide) */
+	CMD_COL_CSV_ONLY = 1u << 1, /* only in CSV, where it stands in for the
+	                               nesting JSON/YAML have (e.g. module) */
+};
+
+struct cmd_col {
+	const char *key;           /* CSV header, JSON/YAML key: "time_ns" */
+	const char *title;         /* text-table header: "time" */
+	enum cmd_unit unit;
+	unsigned flags;            /* CMD_COL_* */
+};
+
+/* One cell; absent cells print "-" in tables, nothing in CSV, null in JSON
+ * and YAML. Text is copied into the table. */
+struct cmd_cell {
+	bool present;
+	const char *text;          /* CMD_UNIT_TEXT columns */
+	double num;                /* the other units, in the base unit */
+};
+
+/*
+ * A table: fixed columns, rows appended one by one, and an optional footer
+ * row (a total) printed under a rule in text, as its own object `footer_key`
+ * in JSON/YAML and not at all in CSV (where it would be summed twice).
+ */
+struct cmd_table {
+	const char *key;           /* JSON/YAML key of the row list: "kernels" */
+	const char *footer_key;    /* JSON/YAML key of the footer: "total" */
+	int n_cols;
+	const struct cmd_col *cols;/* n_cols entries, not owned */
+	int n_rows;                /* body rows */
+	size_t cap_rows;           /* rows allocated in cells */
+	struct cmd_cell *cells;    /* (n_rows + 1) x n_cols: body then footer */
+	bool has_footer;
+	struct ts_arena text;      /* copies of text cells */
+};
+
+void cmd_table_init(struct cmd_table *t, const char *key,
+		    const char *footer_key, const struct cmd_col *cols,
+		    int n_cols);
+void cmd_table_free(struct cmd_table *t);
+/* Appends an empty row; later set calls fill it. TS_ERR_NOMEM on failure. */
+enum ts_status cmd_table_add_row(struct cmd_table *t);
+/* Starts the footer row; later set calls fill it. */
+void cmd_table_begin_footer(struct cmd_table *t);
+/* Fill column `col` of the current (last added, or footer) row. */
+enum ts_status cmd_table_set_text(struct cmd_table *t, int col,
+				  const char *text);
+void cmd_table_set_num(struct cmd_table *t, int col, double v);
+
+/* ---- reports (cli/report.c) ----------------------------------------------- */
+
+/*
+ * A report is a tree of fields, lists of items and tables, written in one
+ * of the four formats as it is built:
+ *   text   fields as "key: value" lines, tables aligned, items separated
+ *          by a blank line;
+ *   CSV    only table rows: the header once (every table of a report must
+ *          have the same columns), fields and footers left out;
+ *   JSON   one object; fields are members, a list is an array of objects,
+ *          a table an array of row objects (plus its footer object);
+ *   YAML   the same tree in block style, strings quoted.
+ * Calls after an error do nothing; cmd_report_end() returns the first error
+ * (TS_ERR_IO on a write failure) and fills d.
+ */
+struct cmd_report {
+	enum cmd_format format;
+	FILE *out;
+	yaml_emitter_t emitter;    /* JSON and YAML only */
+	bool emitter_open;         /* emitter initialised (freed by end) */
+	bool csv_header_done;      /* CSV header printed */
+	int n_items;               /* items begun in the current list (text) */
+	enum ts_status status;     /* first error, TS_OK so far */
+	char err_msg[TS_DIAG_MSG_MAX]; /* its description */
+};
+
+void cmd_report_begin(struct cmd_report *r, enum cmd_format f, FILE *out);
+void cmd_report_text(struct cmd_report *r, const char *key,
+		     const char *value);
+void cmd_report_num(struct cmd_report *r, const char *key,
+		    enum cmd_unit unit, double v);
+void cmd_report_list_begin(struct cmd_report *r, const char *key);
+void cmd_report_list_end(struct cmd_report *r);
+void cmd_report_item_begin(struct cmd_report *r);
+void cmd_report_item_end(struct cmd_report *r);
+void cmd_report_table(struct cmd_report *r, const struct cmd_table *t);
+enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d);
+
+/* Writes s as one CSV field, quoted per RFC 4180 when it holds a comma,
+ * quote, CR or LF (inner quotes doubled). */
+void cmd_csv_field(FILE *out, const char *s);
+
+#endif /* CLI_H */

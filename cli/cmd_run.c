@@ -1,0 +1,642 @@
+/*
+ * cmd_run.c: `tpusim run GRAPH.hlo --hw SPEC.yaml`: parses the HLO file,
+ * builds each module's kernel list, costs it with the analytic model (or
+ * the roofline with --roofline, or one kernel under --config), and lists
+ * the kernels in schedule order with the program total. --explain prints
+ * one kernel's derivation instead. Options, help and command side by side
+ * (cli.h explains the layout).
+ */
+#include "cli.h"
+
+#include <string.h>
+
+struct run_opts {
+	int64_t trip_count;        /* --trip-count; 0 when not given */
+	bool has_config;           /* --config given */
+	const char *config_text;   /* --config as typed */
+	struct sim_tile_config config; /* --config parsed */
+	const char *kernel;        /* --kernel: the kernel --config applies to */
+	const char *explain;       /* --explain KERNEL, NULL if absent */
+	const char *module;        /* --module NAME, NULL: every module */
+	bool roofline;             /* --roofline */
+};
+
+enum {
+	RUN_OPT_TRIP_COUNT = CMD_OPT_OWN,
+	RUN_OPT_CONFIG,
+	RUN_OPT_KERNEL,
+	RUN_OPT_EXPLAIN,
+	RUN_OPT_MODULE,
+	RUN_OPT_ROOFLINE,
+};
+
+static const struct option run_options[] = {
+	{"trip-count", required_argument, NULL, RUN_OPT_TRIP_COUNT},
+	{"config", required_argument, NULL, RUN_OPT_CONFIG},
+	{"kernel", required_argument, NULL, RUN_OPT_KERNEL},
+	{"explain", required_argument, NULL, RUN_OPT_EXPLAIN},
+	{"module", required_argument, NULL, RUN_OPT_MODULE},
+	{"roofline", no_argument, NULL, RUN_OPT_ROOFLINE},
+	{0},
+};
+
+/* Largest --trip-count: beyond 1e12 runs a multiplicity stops being a
+ * plausible program and double sums lose whole nanoseconds. */
+#define RUN_MAX_TRIP_COUNT INT64_C(1000000000000)
+
+static void run_help(FILE *out)
+{
+	fputs("Estimates every kernel of an HLO module on one TPU and lists "
+	      "them in\n"
+	      "execution order: index, name, kind, main op, multiplicity "
+	      "(runs per\n"
+	      "program, the product of enclosing loop trip counts), tile "
+	      "steps, FLOPs,\n"
+	      "HBM bytes read and written, MXU/VPU/DMA cycles, VMEM working "
+	      "set, the\n"
+	      "unit that bounds it, its time for one run, and its share of "
+	      "the program\n"
+	      "total. Per-kernel figures are for one run; the total row "
+	      "multiplies each\n"
+	      "kernel by its multiplicity. Unmodelled kernels are listed "
+	      "with zero time.\n"
+	      "A file holding several modules is run module by module (CSV "
+	      "adds a\n"
+	      "module column); --module picks one.\n"
+	      "\n"
+	      "Options:\n"
+	      "      --module NAME     run only module NAME of a multi-module "
+	      "file\n"
+	      "      --trip-count N    trip count of while loops without "
+	      "known_trip_count\n"
+	      "                        (default 1)\n"
+	      "      --roofline        cost every kernel with the plain "
+	      "roofline (FLOPs at\n"
+	      "                        peak or bytes at HBM bandwidth, plus "
+	      "overhead)\n"
+	      "      --config CFG      cost one kernel under tile config CFG, "
+	      "e.g.\n"
+	      "                        "
+	      "'output_bounds=12x4x4x3;kernel_bounds=3x1x24x3';\n"
+	      "                        a config that does not fit the kernel "
+	      "or VMEM is\n"
+	      "                        an error (exit 1)\n"
+	      "      --kernel NAME     the kernel --config applies to "
+	      "(default: the\n"
+	      "                        --explain kernel, else the only "
+	      "tunable kernel)\n"
+	      "      --explain KERNEL  print how KERNEL's estimate is derived "
+	      "instead of\n"
+	      "                        the table (text only)\n",
+	      out);
+}
+
+static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
+			 const char *arg)
+{
+	struct run_opts *o = opts_;
+	switch (id) {
+	case RUN_OPT_TRIP_COUNT:
+		if (!cmd_parse_int64(arg, 1, RUN_MAX_TRIP_COUNT,
+				     &o->trip_count)) {
+			cmd_error(ctx,
+				  "--trip-count: expected a whole number from "
+				  "1 to 10^12, got '%s'",
+				  arg);
+			return CMD_EXIT_USAGE;
+		}
+		return CMD_EXIT_OK;
+	case RUN_OPT_CONFIG: {
+		struct ts_diag d = {0};
+		if (sim_tile_config_parse(arg, &o->config, &d) != TS_OK) {
+			/* Show the option text with a caret under the column. */
+			d.file = "--config";
+			if (d.col > 0) {
+				d.line = 1;
+				d.src = arg;
+				d.src_len = strlen(arg);
+			}
+			ts_diag_print(&d, ctx->err);
+			return CMD_EXIT_USAGE;
+		}
+		o->has_config = true;
+		o->config_text = arg;
+		return CMD_EXIT_OK;
+	}
+	case RUN_OPT_KERNEL:
+		o->kernel = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_EXPLAIN:
+		o->explain = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_MODULE:
+		o->module = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_ROOFLINE:
+		o->roofline = true;
+		return CMD_EXIT_OK;
+	default:
+		TS_ASSERT(!"run_parse_opt: unknown option id");
+		return CMD_EXIT_USAGE;
+	}
+}
+
+/* ---- the kernel table --------------------------------------------------- */
+
+enum run_col {
+	COL_MODULE = 0,
+	COL_INDEX,
+	COL_NAME,
+	COL_KIND,
+	COL_OP,
+	COL_MULT,
+	COL_STEPS,
+	COL_FLOPS,
+	COL_READ,
+	COL_WRITTEN,
+	COL_MXU,
+	COL_VPU,
+	COL_DMA,
+	COL_VMEM,
+	COL_BOUND,
+	COL_TIME,
+	COL_SHARE,
+	COL_TIME_TOTAL,
+	COL_CONFIG,
+	COL_COUNT
+};
+
+static const struct cmd_col run_cols[] = {
+	[COL_MODULE] = {"module", "module", CMD_UNIT_TEXT, CMD_COL_CSV_ONLY},
+	[COL_INDEX] = {"index", "#", CMD_UNIT_INT, 0},
+	[COL_NAME] = {"name", "kernel", CMD_UNIT_TEXT, 0},
+	[COL_KIND] = {"kind", "kind", CMD_UNIT_TEXT, 0},
+	[COL_OP] = {"main_op", "op", CMD_UNIT_TEXT, 0},
+	[COL_MULT] = {"multiplicity", "mult", CMD_UNIT_INT, 0},
+	[COL_STEPS] = {"steps", "steps", CMD_UNIT_INT, 0},
+	[COL_FLOPS] = {"flops", "flops", CMD_UNIT_SI, 0},
+	[COL_READ] = {"bytes_read", "read", CMD_UNIT_BYTES, 0},
+	[COL_WRITTEN] = {"bytes_written", "written", CMD_UNIT_BYTES, 0},
+	[COL_MXU] = {"mxu_cycles", "mxu cyc", CMD_UNIT_CYCLES, 0},
+	[COL_VPU] = {"vpu_cycles", "vpu cyc", CMD_UNIT_CYCLES, 0},
+	[COL_DMA] = {"dma_cycles", "dma cyc", CMD_UNIT_CYCLES, 0},
+	[COL_VMEM] = {"vmem_bytes", "vmem", CMD_UNIT_BYTES, 0},
+	[COL_BOUND] = {"bound", "bound", CMD_UNIT_TEXT, 0},
+	[COL_TIME] = {"time_ns", "time", CMD_UNIT_TIME_NS, 0},
+	[COL_SHARE] = {"share", "share", CMD_UNIT_FRACTION, 0},
+	[COL_TIME_TOTAL] = {"time_total_ns", "x mult", CMD_UNIT_TIME_NS,
+			    CMD_COL_NO_TABLE},
+	[COL_CONFIG] = {"config", "config", CMD_UNIT_TEXT, CMD_COL_NO_TABLE},
+};
+_Static_assert(TS_ARRAY_LEN(run_cols) == COL_COUNT,
+	       "run_cols must describe every run_col");
+
+/* Sum of time x multiplicity: the program time (sim.h total_ns). */
+static double program_total(const struct sim_program *p)
+{
+	double total = 0.0;
+	for (int i = 0; i < p->n_kernels; i++)
+		total += p->kernels[i].est.time_ns *
+			 p->kernels[i].multiplicity;
+	return total;
+}
+
+static int count_unmodelled(const struct sim_program *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		n += !p->kernels[i].est.modelled;
+	return n;
+}
+
+/* Fills one row. Cycles, steps and VMEM exist only for the analytic
+ * model; an unmodelled kernel shows its counted work and zero time. */
+static enum ts_status fill_row(struct cmd_table *t, const char *module,
+			       int index, const struct sim_kernel *k,
+			       double total_ns, bool roofline)
+{
+	const struct sim_estimate *e = &k->est;
+	enum ts_status st = cmd_table_add_row(t);
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, COL_MODULE, module);
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, COL_NAME, k->name);
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, COL_KIND,
+					sim_kernel_kind_name(k->kind));
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, COL_OP, ir_op_name(k->main_op));
+	if (st != TS_OK)
+		return st;
+	cmd_table_set_num(t, COL_INDEX, index);
+	cmd_table_set_num(t, COL_MULT, k->multiplicity);
+	double time_total = e->time_ns * k->multiplicity;
+	if (!e->modelled) {
+		cmd_table_set_num(t, COL_FLOPS, k->work.flops);
+		cmd_table_set_num(t, COL_READ, k->work.bytes_read);
+		cmd_table_set_num(t, COL_WRITTEN, k->work.bytes_written);
+		cmd_table_set_num(t, COL_TIME, 0.0);
+		cmd_table_set_num(t, COL_TIME_TOTAL, 0.0);
+		cmd_table_set_num(t, COL_SHARE, 0.0);
+		return cmd_table_set_text(t, COL_BOUND, "unmodelled");
+	}
+	cmd_table_set_num(t, COL_FLOPS, e->flops);
+	cmd_table_set_num(t, COL_READ, e->bytes_read);
+	cmd_table_set_num(t, COL_WRITTEN, e->bytes_written);
+	if (!roofline) {
+		cmd_table_set_num(t, COL_STEPS, (double)e->steps);
+		cmd_table_set_num(t, COL_MXU, e->mxu_cycles);
+		cmd_table_set_num(t, COL_VPU, e->vpu_cycles);
+		cmd_table_set_num(t, COL_DMA, e->dma_cycles);
+		cmd_table_set_num(t, COL_VMEM, e->vmem_bytes);
+	}
+	cmd_table_set_num(t, COL_TIME, e->time_ns);
+	cmd_table_set_num(t, COL_TIME_TOTAL, time_total);
+	cmd_table_set_num(t, COL_SHARE,
+			  total_ns > 0.0 ? time_total / total_ns : 0.0);
+	st = cmd_table_set_text(t, COL_BOUND, e->feasible ?
+						  hw_unit_name(e->bound) :
+						  "infeasible");
+	if (st == TS_OK && k->tunable && !roofline) {
+		char buf[256];
+		sim_tile_config_format(&e->config, buf, sizeof buf);
+		st = cmd_table_set_text(t, COL_CONFIG, buf);
+	}
+	return st;
+}
+
+static enum ts_status fill_footer(struct cmd_table *t,
+				  const struct sim_program *p, double total_ns)
+{
+	double flops = 0.0, rd = 0.0, wr = 0.0;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		bool m = k->est.modelled;
+		flops += (m ? k->est.flops : k->work.flops) * k->multiplicity;
+		rd += (m ? k->est.bytes_read : k->work.bytes_read) *
+		      k->multiplicity;
+		wr += (m ? k->est.bytes_written : k->work.bytes_written) *
+		      k->multiplicity;
+	}
+	cmd_table_begin_footer(t);
+	enum ts_status st = cmd_table_set_text(t, COL_NAME, "total");
+	cmd_table_set_num(t, COL_FLOPS, flops);
+	cmd_table_set_num(t, COL_READ, rd);
+	cmd_table_set_num(t, COL_WRITTEN, wr);
+	cmd_table_set_num(t, COL_TIME, total_ns);
+	cmd_table_set_num(t, COL_TIME_TOTAL, total_ns);
+	cmd_table_set_num(t, COL_SHARE, total_ns > 0.0 ? 1.0 : 0.0);
+	return st;
+}
+
+/* ---- finding modules and kernels ---------------------------------------- */
+
+/* Prints "  NOUN: a, b, c" for the kernels of the programs (tunable ones
+ * only if asked), at most 40 names. */
+static void list_kernels(const struct cmd_ctx *ctx, const char *noun,
+			 const struct sim_program *progs, int n_progs,
+			 bool only_tunable)
+{
+	enum { MAX_LISTED = 40 };
+	int listed = 0, more = 0;
+	fprintf(ctx->err, "  %s:", noun);
+	for (int m = 0; m < n_progs; m++) {
+		for (int i = 0; i < progs[m].n_kernels; i++) {
+			const struct sim_kernel *k = &progs[m].kernels[i];
+			if (only_tunable && !k->tunable)
+				continue;
+			if (listed == MAX_LISTED) {
+				more++;
+				continue;
+			}
+			fprintf(ctx->err, "%s %s", listed ? "," : "", k->name);
+			listed++;
+		}
+	}
+	if (listed == 0)
+		fputs(" (none)", ctx->err);
+	if (more)
+		fprintf(ctx->err, " ... and %d more", more);
+	fputc('\n', ctx->err);
+}
+
+/* Finds kernel `name` in exactly one program; prints why not otherwise. */
+static struct sim_kernel *find_kernel(const struct cmd_ctx *ctx,
+				      const char *option, const char *name,
+				      struct sim_program *progs, int n_progs)
+{
+	struct sim_kernel *found = NULL;
+	int n_found = 0;
+	for (int m = 0; m < n_progs; m++) {
+		for (int i = 0; i < progs[m].n_kernels; i++) {
+			if (strcmp(progs[m].kernels[i].name, name) == 0) {
+				if (!n_found)
+					found = &progs[m].kernels[i];
+				n_found++;
+				break;
+			}
+		}
+	}
+	if (n_found == 1)
+		return found;
+	if (n_found > 1) {
+		cmd_error(ctx, "%s: kernel '%s' is in %d modules; pick one "
+			       "with --module",
+			  option, name, n_found);
+		return NULL;
+	}
+	cmd_error(ctx, "%s: no kernel named '%s'", option, name);
+	list_kernels(ctx, "kernels", progs, n_progs, false);
+	return NULL;
+}
+
+/* The kernel --config applies to: --kernel, else --explain's, else the
+ * only tunable kernel. *rc is set when there is none. */
+static struct sim_kernel *config_kernel(const struct cmd_ctx *ctx,
+					const struct run_opts *o,
+					struct sim_program *progs, int n_progs,
+					int *rc)
+{
+	const char *name = o->kernel ? o->kernel : o->explain;
+	if (name) {
+		struct sim_kernel *k = find_kernel(
+			ctx, o->kernel ? "--kernel" : "--explain", name, progs,
+			n_progs);
+		if (!k)
+			*rc = CMD_EXIT_INPUT;
+		return k;
+	}
+	struct sim_kernel *only = NULL;
+	int n_tunable = 0;
+	for (int m = 0; m < n_progs; m++) {
+		for (int i = 0; i < progs[m].n_kernels; i++) {
+			if (progs[m].kernels[i].tunable) {
+				only = &progs[m].kernels[i];
+				n_tunable++;
+			}
+		}
+	}
+	if (n_tunable == 1)
+		return only;
+	cmd_error(ctx, "--config: %s tunable kernels; name one with --kernel",
+		  n_tunable ? "several" : "no");
+	list_kernels(ctx, "tunable kernels", progs, n_progs, true);
+	*rc = n_tunable ? CMD_EXIT_USAGE : CMD_EXIT_INPUT;
+	return NULL;
+}
+
+/* ---- costing ------------------------------------------------------------ */
+
+/* Roofline for every kernel; unmodelled kernels keep zero time. */
+static enum ts_status estimate_roofline(struct sim_program *p,
+					const struct hw_spec *hw,
+					struct ts_diag *d)
+{
+	for (int i = 0; i < p->n_kernels; i++) {
+		struct sim_kernel *k = &p->kernels[i];
+		memset(&k->est, 0, sizeof k->est);
+		if (k->kind == SIM_KERNEL_UNMODELLED)
+			continue;
+		k->est.modelled = true;
+		k->est.feasible = true;
+		enum ts_status st = sim_kernel_roofline(k, hw, &k->est, d);
+		if (st != TS_OK)
+			return st;
+	}
+	return TS_OK;
+}
+
+/* Re-costs k under --config; a config that does not fit is bad input. */
+static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
+			struct sim_kernel *k)
+{
+	struct sim_estimate est = {0};
+	struct ts_diag d = {0};
+	enum ts_status st = sim_kernel_estimate(k, &ctx->hw, &o->config, &est,
+						&d);
+	if (st == TS_ERR_NOMEM) {
+		cmd_error(ctx, "out of memory");
+		return CMD_EXIT_IO;
+	}
+	if (st != TS_OK) {
+		cmd_error(ctx, "--config '%s' does not fit kernel '%s': %s",
+			  o->config_text, k->name, d.msg);
+		return CMD_EXIT_INPUT;
+	}
+	if (!est.feasible) {
+		cmd_error(ctx,
+			  "--config '%s' is infeasible for kernel '%s': its "
+			  "double-buffered working set of %.0f bytes exceeds "
+			  "VMEM (%.0f bytes on %s)",
+			  o->config_text, k->name, est.vmem_bytes,
+			  ctx->hw.vmem_bytes, ctx->hw.name);
+		return CMD_EXIT_INPUT;
+	}
+	k->est = est;
+	return CMD_EXIT_OK;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+/* Multiplicities resting on a guessed trip count are worth a warning. */
+static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
+				     const struct sim_program *p,
+				     int64_t trip_count)
+{
+	int n = p->n_assumed_trip_counts;
+	if (n == 0)
+		return;
+	fprintf(ctx->err,
+		"%s: warning: module %s: %d while loop%s without "
+		"known_trip_count; assumed %lld trip%s each%s\n",
+		ctx->prog, p->module->name, n, n == 1 ? "" : "s",
+		(long long)(trip_count > 0 ? trip_count : 1),
+		trip_count == 1 || trip_count <= 0 ? "" : "s",
+		trip_count > 0 ? "" : " (set --trip-count N)");
+}
+
+static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
+			   const char *path, struct sim_program *progs,
+			   int n_progs, const struct sim_kernel *cfg_kernel)
+{
+	struct cmd_report r;
+	cmd_report_begin(&r, ctx->format, ctx->out);
+	cmd_report_text(&r, "file", path);
+	cmd_report_text(&r, "hw", ctx->hw.name);
+	cmd_report_text(&r, "model", o->roofline ? "roofline" : "analytic");
+	if (cfg_kernel) {
+		cmd_report_text(&r, "config", o->config_text);
+		cmd_report_text(&r, "config_kernel", cfg_kernel->name);
+	}
+	cmd_report_list_begin(&r, "modules");
+	enum ts_status st = TS_OK;
+	for (int m = 0; m < n_progs && st == TS_OK; m++) {
+		const struct sim_program *p = &progs[m];
+		double total = program_total(p);
+		struct cmd_table t;
+		cmd_table_init(&t, "kernels", "total", run_cols, COL_COUNT);
+		for (int i = 0; i < p->n_kernels && st == TS_OK; i++)
+			st = fill_row(&t, p->module->name, i, &p->kernels[i],
+				      total, o->roofline);
+		if (st == TS_OK)
+			st = fill_footer(&t, p, total);
+		if (st == TS_OK) {
+			cmd_report_item_begin(&r);
+			cmd_report_text(&r, "module", p->module->name);
+			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
+				       p->n_kernels);
+			cmd_report_num(&r, "n_unmodelled", CMD_UNIT_INT,
+				       count_unmodelled(p));
+			cmd_report_num(&r, "n_assumed_trip_counts",
+				       CMD_UNIT_INT, p->n_assumed_trip_counts);
+			cmd_report_table(&r, &t);
+			cmd_report_item_end(&r);
+		}
+		cmd_table_free(&t);
+	}
+	cmd_report_list_end(&r);
+	struct ts_diag d = {0};
+	enum ts_status end_st = cmd_report_end(&r, &d);
+	if (st != TS_OK) {
+		cmd_error(ctx, "out of memory building the report");
+		return CMD_EXIT_IO;
+	}
+	if (end_st != TS_OK) {
+		ts_diag_print(&d, ctx->err);
+		return cmd_exit_from_status(end_st);
+	}
+	return CMD_EXIT_OK;
+}
+
+static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
+{
+	struct run_opts *o = opts_;
+	const char *path = argv[0];
+	(void)argc;
+	if (o->has_config && o->roofline) {
+		cmd_error(ctx, "--config and --roofline exclude each other "
+			       "(the roofline has no tiles)");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->kernel && !o->has_config) {
+		cmd_error(ctx, "--kernel names the kernel --config applies to; "
+			       "give --config too");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->explain && ctx->format != CMD_FORMAT_TABLE) {
+		cmd_error(ctx, "--explain writes text; leave out --format");
+		return CMD_EXIT_USAGE;
+	}
+
+	int rc = CMD_EXIT_OK;
+	char *text = NULL;
+	struct ir_module **mods = NULL;
+	int n_mods = 0;
+	struct sim_program *progs = NULL;
+	int n_progs = 0;
+	struct ts_diag d = {0};
+
+	enum ts_status st = hlo_parse_file(path, &text, &mods, &n_mods, &d);
+	if (st != TS_OK) {
+		cmd_diag(ctx, &d, path, text, text ? strlen(text) : 0);
+		rc = cmd_exit_from_status(st);
+		goto out;
+	}
+	if (n_mods == 0) {
+		cmd_error(ctx, "%s: no HLO module in the file", path);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+	progs = ts_calloc((size_t)n_mods, sizeof *progs);
+	if (!progs) {
+		cmd_error(ctx, "out of memory");
+		rc = CMD_EXIT_IO;
+		goto out;
+	}
+	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
+	for (int m = 0; m < n_mods; m++) {
+		if (o->module && strcmp(mods[m]->name, o->module) != 0)
+			continue;
+		st = sim_program_build(mods[m], &popts, &progs[n_progs], &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, text, strlen(text));
+			rc = cmd_exit_from_status(st);
+			goto out;
+		}
+		n_progs++;
+		warn_assumed_trip_counts(ctx, &progs[n_progs - 1],
+					 o->trip_count);
+	}
+	if (n_progs == 0) {
+		cmd_error(ctx, "--module: no module named '%s' in %s",
+			  o->module, path);
+		fputs("  modules:", ctx->err);
+		for (int m = 0; m < n_mods; m++)
+			fprintf(ctx->err, "%s %s", m ? "," : "", mods[m]->name);
+		fputc('\n', ctx->err);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+
+	struct sim_kernel *cfg_kernel = NULL;
+	if (o->has_config) {
+		cfg_kernel = config_kernel(ctx, o, progs, n_progs, &rc);
+		if (!cfg_kernel)
+			goto out;
+	}
+	if (o->explain) {
+		struct sim_kernel *k =
+			find_kernel(ctx, "--explain", o->explain, progs, n_progs);
+		if (!k) {
+			rc = CMD_EXIT_INPUT;
+			goto out;
+		}
+		st = sim_kernel_explain(k, &ctx->hw,
+					k == cfg_kernel ? &o->config : NULL,
+					ctx->out, &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, text, strlen(text));
+			rc = cmd_exit_from_status(st);
+		}
+		goto out;
+	}
+
+	for (int m = 0; m < n_progs; m++) {
+		st = o->roofline ? estimate_roofline(&progs[m], &ctx->hw, &d) :
+				   sim_program_estimate(&progs[m], &ctx->hw, &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, text, strlen(text));
+			rc = cmd_exit_from_status(st);
+			goto out;
+		}
+	}
+	if (cfg_kernel) {
+		rc = apply_config(ctx, o, cfg_kernel);
+		if (rc != CMD_EXIT_OK)
+			goto out;
+	}
+	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel);
+out:
+	for (int m = 0; m < n_progs; m++)
+		sim_program_free(&progs[m]);
+	ts_free(progs);
+	for (int m = 0; m < n_mods; m++)
+		ir_module_free(mods[m]);
+	ts_free(mods);
+	ts_free(text);
+	return rc;
+}
+
+const struct cmd cmd_run = {
+	.name = "run",
+	.summary = "Estimate the kernels of an HLO module on one TPU",
+	.synopsis = "GRAPH.hlo --hw SPEC.yaml [options]",
+	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
+	.options = run_options,
+	.opts_size = sizeof(struct run_opts),
+	.parse_opt = run_parse_opt,
+	.help = run_help,
+	.min_args = 1,
+	.max_args = 1,
+	.fn = run_main,
+};

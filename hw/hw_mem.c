@@ -1,0 +1,84 @@
+/*
+ * hw_mem.c: memory and interconnect of one TensorCore: HBM <-> VMEM DMA
+ * (sustained bandwidth hw_spec_hbm_bw(), a latency per transfer), VMEM
+ * capacity, and collectives over ICI links. Used by sim/model.c for the
+ * per-step DMA of operand blocks and by collective kernels.
+ */
+#include "hw_units.h"
+
+#include <math.h>
+
+/* bytes/ns = hw_spec_hbm_bw() / 1e9: the peak HBM bandwidth one program
+ * sees (its core's share of the chip unless megacore) times the sustained
+ * streaming efficiency (hw->hbm_efficiency). Source: hwspecs/<gen>.yaml. */
+double hw_mem_bytes_per_ns(const struct hw_spec *hw)
+{
+	double bw = hw_spec_hbm_bw(hw);
+	return bw > 0 ? bw * 1e-9 : 0.0;
+}
+
+/*
+ * ns = transfers x dma_latency_ns + bytes / (bytes per ns)
+ * Assumes the transfers are issued back to back by the scalar core and
+ * queue on one DMA engine, so latency is paid per transfer and bandwidth is
+ * shared. Bytes are padded bytes (layout tiles), as the DMA moves whole
+ * tiles. Known wrong: concurrent transfers overlap their latencies; very
+ * small strided chunks (under one 4 KiB VMEM granule) run below the
+ * sustained rate. Source: TPU.md section 2 rules 3 and 5.
+ */
+double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
+		     double transfers)
+{
+	double bpns = hw_mem_bytes_per_ns(hw);
+	double t = transfers > 0 ? transfers * hw->dma_latency_ns : 0.0;
+	if (bytes > 0 && bpns > 0)
+		t += bytes / bpns;
+	return t;
+}
+
+/* Capacity check: bytes <= hw->vmem_bytes (TPU.md section 2 rule 4). */
+bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes)
+{
+	return bytes <= hw->vmem_bytes;
+}
+
+/*
+ * Collectives on a ring of n devices (ns), each device holding B bytes:
+ *   all-reduce      2 (n-1)/n x B / bw + 2 (n-1) x latency
+ *   all-gather      (n-1)/n x B / bw + (n-1) x latency  (B = gathered size)
+ *   reduce-scatter  (n-1)/n x B / bw + (n-1) x latency  (B = input size)
+ *   all-to-all      (n-1)/n x B / bw + (n-1) x latency
+ *   permute         B / link_bw + latency              (one hop)
+ * bw = min(links, 2) x ici_link_bw: a bidirectional ring sends both ways
+ * on two of the chip's links. Assumes a ring embedded in the torus, no
+ * contention with other traffic, bandwidth-optimal algorithms. Known
+ * wrong: 2D/3D torus algorithms use more links (up to 2x faster), small
+ * messages are latency- and software-bound. Source: TPU.md section 1 (ICI
+ * per link one-way bandwidth, SB), the scaling book's collective costs.
+ */
+double hw_ici_collective_ns(const struct hw_spec *hw, enum hw_collective c,
+			    double bytes, int64_t devices)
+{
+	if (devices <= 1 || bytes <= 0)
+		return 0.0;
+	double n = (double)devices;
+	double links = hw->ici_links < 2 ? (hw->ici_links > 0 ? hw->ici_links : 1)
+					 : 2;
+	double bw = links * hw->ici_link_bw_bytes_per_s * 1e-9; /* bytes/ns */
+	double link = hw->ici_link_bw_bytes_per_s * 1e-9;
+	if (bw <= 0)
+		return 0.0;
+	double frac = (n - 1.0) / n;
+	switch (c) {
+	case HW_COLL_ALL_REDUCE:
+		return 2.0 * frac * bytes / bw + 2.0 * (n - 1.0) * hw->ici_latency_ns;
+	case HW_COLL_ALL_GATHER:
+	case HW_COLL_REDUCE_SCATTER:
+	case HW_COLL_ALL_TO_ALL:
+		return frac * bytes / bw + (n - 1.0) * hw->ici_latency_ns;
+	case HW_COLL_PERMUTE:
+		return bytes / link + hw->ici_latency_ns;
+	default:
+		return 0.0;
+	}
+}

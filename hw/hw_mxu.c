@@ -1,0 +1,68 @@
+/*
+ * hw_mxu.c: the matrix unit of one TensorCore: hw->mxu_count weight-stationary
+ * systolic arrays of R x C cells (hw->mxu_rows x hw->mxu_cols) at
+ * hw->clock_hz. Used by sim/model.c for every convolution and dot.
+ */
+#include "hw_units.h"
+
+#include <math.h>
+
+/*
+ * Formula (cycles, one run of `tiles` R x C weight tiles, each streaming T
+ * = rows LHS rows, P = passes bf16 passes, N = mxu_count arrays, k = bf16
+ * MACs per cell per cycle):
+ *
+ *   per array:  t = ceil(tiles x P / N) weight-tile passes
+ *   cycles    = R                       first weight load, nothing to hide it
+ *             + (R + C - 2)             fill and drain skew of the array
+ *             + T / k                   rows of the first pass
+ *             + (t - 1) x max(T / k, R) later passes: the next tile's weights
+ *                                       load (R cycles, one row per cycle)
+ *                                       while the current tile streams, so a
+ *                                       pass costs the longer of the two
+ *
+ * For one 128 x 128 tile and T = 128 this is 2R + C + T - 2 = 510 cycles,
+ * SCALE-Sim's count for one weight-stationary fold (TPU.md section 2 rule
+ * 1). Assumptions: weights are double-buffered in the array (TPU MXUs
+ * preload the next weight tile, Jouppi et al. ISCA'17 "weight FIFO"); rows
+ * and output columns beyond R or C are padded (a 64-deep contraction costs
+ * a full pass); tiles split evenly over the arrays, which share the LHS
+ * rows. Known wrong: ignores the result-buffer capacity (very tall T may
+ * need extra drains), and assumes the VPU feeds rows fast enough. Source:
+ * TPU.md section 2 rule 1 (one 8 x 128 LHS tile per 8 cycles, bubbles when
+ * an axis is below 128), SCALE-Sim (Samajdar et al., ISPASS 2020).
+ */
+double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,
+			  int64_t rows, int passes)
+{
+	if (tiles <= 0 || rows <= 0)
+		return 0.0;
+	double r = hw->mxu_rows, c = hw->mxu_cols;
+	double k = hw->mxu_macs_per_cell_cycle > 0 ? hw->mxu_macs_per_cell_cycle
+						   : 1.0;
+	int n_mxu = hw->mxu_count > 0 ? hw->mxu_count : 1;
+	double p = passes > 0 ? passes : 1;
+	double t = ceil((double)tiles * p / n_mxu);
+	double stream = (double)rows / k;
+	return r + (r + c - 2.0) + stream + (t - 1.0) * fmax(stream, r);
+}
+
+double hw_mxu_matmul_cycles(const struct hw_spec *hw, int64_t m, int64_t k,
+			    int64_t n, int passes)
+{
+	if (m <= 0 || k <= 0 || n <= 0 || hw->mxu_rows <= 0 ||
+	    hw->mxu_cols <= 0)
+		return 0.0;
+	int64_t kt = (k + hw->mxu_rows - 1) / hw->mxu_rows;
+	int64_t nt = (n + hw->mxu_cols - 1) / hw->mxu_cols;
+	return hw_mxu_tile_cycles(hw, kt * nt, m, passes);
+}
+
+/* Peak = mxu_count x R x C x k MACs per cycle (TPU.md section 1:
+ * clock = bf16 peak / (2 x TCs x MXUs x dim^2)). */
+double hw_mxu_peak_macs_per_cycle(const struct hw_spec *hw)
+{
+	double k = hw->mxu_macs_per_cell_cycle > 0 ? hw->mxu_macs_per_cell_cycle
+						   : 1.0;
+	return (double)hw->mxu_count * hw->mxu_rows * hw->mxu_cols * k;
+}

@@ -1,0 +1,746 @@
+/*
+ * hw_spec.c: loads hwspecs/<gen>.yaml into struct hw_spec and derives the
+ * per-program figures (cores, sustained HBM bandwidth, bf16 peak).
+ * The YAML is read with libyaml's document API and walked through one table
+ * of {key, type, offset, unit, range} rows per section (netplan's
+ * process_mapping); docs/STYLE.md "YAML hardware specs" governs the design.
+ */
+#include "hw_spec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* ---- unit names ---------------------------------------------------------- */
+
+static const char *const unit_names[] = {
+	[HW_UNIT_NONE] = "none",
+	[HW_UNIT_MXU] = "mxu",
+	[HW_UNIT_VPU] = "vpu",
+	[HW_UNIT_HBM] = "hbm",
+	[HW_UNIT_OVERHEAD] = "overhead",
+	[HW_UNIT_ICI] = "ici",
+};
+_Static_assert(TS_ARRAY_LEN(unit_names) == HW_UNIT_COUNT,
+	       "unit_names must name every hw_unit");
+
+const char *hw_unit_name(enum hw_unit u)
+{
+	if ((unsigned)u >= HW_UNIT_COUNT)
+		return "unknown";
+	return unit_names[u];
+}
+
+/* ---- the field table ----------------------------------------------------- */
+
+enum hw_field_type {
+	HW_FIELD_SECTION, /* a nested mapping with its own rows */
+	HW_FIELD_NAME,    /* char[HW_NAME_MAX], [A-Za-z0-9._-]+ */
+	HW_FIELD_INT,     /* int, decimal digits only */
+	HW_FIELD_REAL,    /* double, decimal or exponent notation */
+	HW_FIELD_BOOL,    /* bool, true or false */
+};
+
+/* One YAML key. Every row is required: a spec sets every field. */
+struct hw_field {
+	const char *key;                 /* YAML key within its section */
+	enum hw_field_type type;         /* how the value is parsed */
+	size_t offset;                   /* offsetof(struct hw_spec, field) */
+	const char *unit;                /* printed after range errors; "" for counts */
+	double min, max;                 /* accepted range, inclusive */
+	const struct hw_field *children; /* HW_FIELD_SECTION: its rows */
+	size_t n_children;               /* rows in children */
+};
+
+#define HW_OFF(f) offsetof(struct hw_spec, f)
+#define HW_INT(k, f, u, lo, hi)                                                \
+	{ .key = k, .type = HW_FIELD_INT, .offset = HW_OFF(f), .unit = u,      \
+	  .min = lo, .max = hi }
+#define HW_REAL_AT(k, off, u, lo, hi)                                          \
+	{ .key = k, .type = HW_FIELD_REAL, .offset = off, .unit = u,           \
+	  .min = lo, .max = hi }
+#define HW_REAL(k, f, u, lo, hi) HW_REAL_AT(k, HW_OFF(f), u, lo, hi)
+#define HW_SECTION(k, rows)                                                    \
+	{ .key = k, .type = HW_FIELD_SECTION, .children = rows,                \
+	  .n_children = TS_ARRAY_LEN(rows) }
+/* vpu_class_cost[c]: offsetof takes a member name only in strict C11. */
+#define HW_COST_OFF(c) (HW_OFF(vpu_class_cost) + (size_t)(c) * sizeof(double))
+
+/* Widest section; sizes the per-mapping "seen" array in load_mapping(). */
+#define HW_SECTION_MAX 8
+#define HW_SECTION_FITS(rows) \
+	_Static_assert(TS_ARRAY_LEN(rows) <= HW_SECTION_MAX, #rows " exceeds HW_SECTION_MAX")
+
+/*
+ * Ranges reject typos and unit slips (GB/s written as bytes/s, MHz as Hz),
+ * not unusual hardware: each spans every published generation (docs/TPU.md
+ * section 1) with a margin of several times either way.
+ */
+static const struct hw_field chip_fields[] = {
+	HW_INT("tensorcores", tensorcores_per_chip, "", 1, 8),
+	{ .key = "megacore", .type = HW_FIELD_BOOL, .offset = HW_OFF(megacore) },
+};
+HW_SECTION_FITS(chip_fields);
+
+static const struct hw_field mxu_fields[] = {
+	HW_INT("count", mxu_count, "", 1, 16),
+	HW_INT("rows", mxu_rows, "", 8, 1024),
+	HW_INT("cols", mxu_cols, "", 8, 1024),
+	HW_REAL("clock_hz", clock_hz, "Hz", 1e8, 1e10),
+	HW_REAL("macs_per_cell_cycle", mxu_macs_per_cell_cycle, "MACs", 0.125, 16),
+	HW_INT("f32_passes", mxu_f32_passes, "passes", 1, 9),
+};
+HW_SECTION_FITS(mxu_fields);
+
+static const struct hw_field vpu_cost_fields[] = {
+	HW_REAL_AT("simple", HW_COST_OFF(HW_VPU_SIMPLE), "slots", 0.125, 1024),
+	HW_REAL_AT("divide", HW_COST_OFF(HW_VPU_DIVIDE), "slots", 0.125, 1024),
+	HW_REAL_AT("transcendental", HW_COST_OFF(HW_VPU_TRANSCEND), "slots", 0.125, 1024),
+	HW_REAL_AT("trig", HW_COST_OFF(HW_VPU_TRIG), "slots", 0.125, 1024),
+};
+HW_SECTION_FITS(vpu_cost_fields);
+_Static_assert(TS_ARRAY_LEN(vpu_cost_fields) == HW_VPU_CLASS_COUNT,
+	       "vpu.cost needs one key per hw_vpu_class");
+
+static const struct hw_field vpu_fields[] = {
+	HW_INT("sublanes", vpu_sublanes, "", 1, 64),
+	HW_INT("lanes", vpu_lanes, "", 1, 1024),
+	HW_INT("alus", vpu_alus, "", 1, 16),
+	HW_SECTION("cost", vpu_cost_fields),
+	HW_REAL("xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0, 1024),
+};
+HW_SECTION_FITS(vpu_fields);
+
+static const struct hw_field hbm_fields[] = {
+	HW_REAL("bytes", hbm_bytes, "bytes", 1048576, 1099511627776.0),
+	HW_REAL("bw_bytes_per_s", hbm_bw_bytes_per_s, "bytes/s", 1e9, 1e14),
+	HW_REAL("efficiency", hbm_efficiency, "", 0.01, 1),
+	HW_REAL("dma_latency_ns", dma_latency_ns, "ns", 0, 1e5),
+};
+HW_SECTION_FITS(hbm_fields);
+
+static const struct hw_field vmem_fields[] = {
+	HW_REAL("bytes", vmem_bytes, "bytes", 65536, 4294967296.0),
+};
+HW_SECTION_FITS(vmem_fields);
+
+static const struct hw_field overhead_fields[] = {
+	HW_REAL("kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
+	HW_REAL("step_ns", step_overhead_ns, "ns", 0, 1e5),
+	HW_REAL("host_dispatch_ns", host_dispatch_ns, "ns", 0, 1e8),
+};
+HW_SECTION_FITS(overhead_fields);
+
+static const struct hw_field ici_fields[] = {
+	HW_INT("links", ici_links, "", 0, 64),
+	HW_REAL("link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 0, 1e13),
+	HW_REAL("latency_ns", ici_latency_ns, "ns", 0, 1e6),
+};
+HW_SECTION_FITS(ici_fields);
+
+static const struct hw_field root_fields[] = {
+	{ .key = "name", .type = HW_FIELD_NAME, .offset = HW_OFF(name) },
+	HW_SECTION("chip", chip_fields),
+	HW_SECTION("mxu", mxu_fields),
+	HW_SECTION("vpu", vpu_fields),
+	HW_SECTION("hbm", hbm_fields),
+	HW_SECTION("vmem", vmem_fields),
+	HW_SECTION("overhead", overhead_fields),
+	HW_SECTION("ici", ici_fields),
+};
+HW_SECTION_FITS(root_fields);
+
+/* Longest field path, "vpu.cost.transcendental", plus room for an unknown
+ * key (cut to fit) in its message. */
+#define HW_PATH_MAX 96
+
+/* ---- loader context and diagnostics -------------------------------------- */
+
+struct hw_load_ctx {
+	const char *file;     /* name used in diagnostics */
+	const char *text;     /* the whole source, for marks and the caret */
+	size_t len;           /* bytes in text */
+	yaml_document_t *doc; /* the loaded document */
+	struct hw_spec *out;  /* filled field by field */
+	struct ts_diag *d;    /* error destination */
+};
+
+/* Byte offset of the start of 0-based line `line`, or len if past the end. */
+static size_t line_start(const struct hw_load_ctx *c, size_t line)
+{
+	size_t off = 0;
+	while (line > 0 && off < c->len) {
+		const char *nl = memchr(c->text + off, '\n', c->len - off);
+		if (!nl)
+			return c->len;
+		off = (size_t)(nl - c->text) + 1;
+		line--;
+	}
+	return off;
+}
+
+/*
+ * libyaml marks are 0-based and count columns in characters; ts_diag wants
+ * 1-based byte columns. Walks `column` UTF-8 characters from the start of
+ * the line (a lead byte's high bits give the character's width).
+ */
+static void mark_to_loc(const struct hw_load_ctx *c, yaml_mark_t m,
+			uint32_t *line, uint32_t *col)
+{
+	size_t off = line_start(c, m.line);
+	size_t ch = 0;
+	while (ch < m.column && off < c->len && c->text[off] != '\n') {
+		unsigned char b = (unsigned char)c->text[off];
+		size_t w = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+		off += w;
+		ch++;
+	}
+	if (off > c->len)
+		off = c->len;
+	*line = m.line + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m.line + 1);
+	size_t bcol = off - line_start(c, m.line) + 1;
+	*col = bcol > UINT32_MAX ? UINT32_MAX : (uint32_t)bcol;
+}
+
+/* Line and column of a byte offset (libyaml reader errors give only that). */
+static void offset_to_loc(const struct hw_load_ctx *c, size_t off,
+			  uint32_t *line, uint32_t *col)
+{
+	size_t l = 1, start = 0;
+	if (off > c->len)
+		off = c->len;
+	for (size_t i = 0; i < off; i++) {
+		if (c->text[i] == '\n') {
+			l++;
+			start = i + 1;
+		}
+	}
+	*line = l > UINT32_MAX ? UINT32_MAX : (uint32_t)l;
+	*col = off - start + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(off - start + 1);
+}
+
+__attribute__((format(printf, 3, 4)))
+static enum ts_status fail_at(const struct hw_load_ctx *c, yaml_mark_t m,
+			      const char *fmt, ...)
+{
+	uint32_t line, col;
+	mark_to_loc(c, m, &line, &col);
+	va_list ap;
+	va_start(ap, fmt);
+	ts_diag_vset(c->d, c->file, line, col, fmt, ap);
+	va_end(ap);
+	if (c->d) {
+		c->d->src = c->text;
+		c->d->src_len = c->len;
+	}
+	return TS_ERR_SPEC;
+}
+
+/*
+ * Copies a scalar into buf for quoting in a message: at most 40 bytes, any
+ * byte outside printable ASCII shown as '?', so that binary junk or a
+ * megabyte-long value cannot garble or flood the diagnostic.
+ */
+static const char *quote_scalar(const yaml_node_t *n, char *buf, size_t cap)
+{
+	size_t len = n->data.scalar.length, i, o = 0;
+	const unsigned char *v = n->data.scalar.value;
+	for (i = 0; i < len && o + 4 < cap && o < 40; i++)
+		buf[o++] = (v[i] >= 0x20 && v[i] < 0x7f) ? (char)v[i] : '?';
+	if (i < len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_SCALAR_NODE:
+		return "a scalar";
+	case YAML_SEQUENCE_NODE:
+		return "a sequence";
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_NO_NODE:
+		break;
+	}
+	return "nothing";
+}
+
+/* Joins prefix and key into "prefix.key" (or "key" at the top level). */
+static void join_path(char *buf, size_t cap, const char *prefix,
+		      const char *key, size_t key_len)
+{
+	int n = prefix[0] ? snprintf(buf, cap, "%s.", prefix) : 0;
+	if (n < 0 || (size_t)n >= cap)
+		n = 0;
+	size_t room = cap - (size_t)n - 1;
+	if (key_len > room)
+		key_len = room;
+	memcpy(buf + n, key, key_len);
+	buf[(size_t)n + key_len] = '\0';
+}
+
+/* ---- closest-key suggestion ---------------------------------------------- */
+
+/* Levenshtein distance, capped: keys longer than 63 bytes are simply far. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+	size_t lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return SIZE_MAX;
+	size_t row[64];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * The known key closest to an unknown one, or NULL when none is close: within
+ * 2 edits or a third of the longer key, or sharing a 3+ byte prefix with it
+ * ("clock" for "clock_hz"). Beyond that a suggestion is more confusing than
+ * the list of keys.
+ */
+static const char *closest_key(const struct hw_field *rows, size_t n,
+			       const char *key, size_t len)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = edit_distance(key, len, rows[i].key);
+		size_t kl = strlen(rows[i].key);
+		size_t longer = kl > len ? kl : len;
+		size_t common = kl < len ? kl : len;
+		bool prefix = common >= 3 && strncmp(key, rows[i].key, common) == 0;
+		bool close = d <= 2 || d * 3 <= longer || prefix;
+		if (close && d < best_d) {
+			best = rows[i].key;
+			best_d = d;
+		}
+	}
+	return best;
+}
+
+/* ---- scalar parsing ------------------------------------------------------ */
+
+/* Plain (unquoted) scalar made only of bytes in `allowed`, no embedded NUL. */
+static bool scalar_is(const yaml_node_t *n, const char *allowed)
+{
+	const char *v = (const char *)n->data.scalar.value;
+	size_t len = n->data.scalar.length;
+	if (len == 0 || strlen(v) != len)
+		return false;
+	return strspn(v, allowed) == len;
+}
+
+static enum ts_status range_error(const struct hw_load_ctx *c,
+				  const yaml_node_t *v, const char *path,
+				  const struct hw_field *f)
+{
+	char q[48];
+	return fail_at(c, v->start_mark, "%s: %s is out of range [%.6g, %.6g]%s%s",
+		       path, quote_scalar(v, q, sizeof q), f->min, f->max,
+		       f->unit[0] ? " " : "", f->unit);
+}
+
+/* Parses and range-checks a leaf value and stores it in c->out. */
+static enum ts_status load_leaf(const struct hw_load_ctx *c,
+				const yaml_node_t *v, const char *path,
+				const struct hw_field *f)
+{
+	static const char *const expected[] = {
+		[HW_FIELD_SECTION] = "a mapping",
+		[HW_FIELD_NAME] = "a name",
+		[HW_FIELD_INT] = "an integer",
+		[HW_FIELD_REAL] = "a number",
+		[HW_FIELD_BOOL] = "true or false",
+	};
+	char q[48];
+	char *dst = (char *)c->out + f->offset;
+
+	if (v->type != YAML_SCALAR_NODE)
+		return fail_at(c, v->start_mark, "%s: expected %s, got %s", path,
+			       expected[f->type], node_kind(v));
+	if (v->data.scalar.length == 0)
+		return fail_at(c, v->start_mark, "%s: expected %s, got an empty value",
+			       path, expected[f->type]);
+	/* A quoted "128" is a string in YAML; numbers and booleans are plain. */
+	if (f->type != HW_FIELD_NAME && v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return fail_at(c, v->start_mark, "%s: expected %s, got the quoted string '%s'",
+			       path, expected[f->type], quote_scalar(v, q, sizeof q));
+
+	const char *s = (const char *)v->data.scalar.value;
+	switch (f->type) {
+	case HW_FIELD_NAME: {
+		static const char name_chars[] =
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+		if (v->data.scalar.length >= HW_NAME_MAX || !scalar_is(v, name_chars))
+			return fail_at(c, v->start_mark,
+				       "%s: expected 1 to %d characters of [A-Za-z0-9._-], got '%s'",
+				       path, HW_NAME_MAX - 1, quote_scalar(v, q, sizeof q));
+		memcpy(dst, s, v->data.scalar.length + 1);
+		return TS_OK;
+	}
+	case HW_FIELD_BOOL:
+		if (strcmp(s, "true") == 0 && v->data.scalar.length == 4)
+			*(bool *)dst = true;
+		else if (strcmp(s, "false") == 0 && v->data.scalar.length == 5)
+			*(bool *)dst = false;
+		else
+			return fail_at(c, v->start_mark, "%s: expected true or false, got '%s'",
+				       path, quote_scalar(v, q, sizeof q));
+		return TS_OK;
+	case HW_FIELD_INT: {
+		char *end;
+		if (!scalar_is(v, "+-0123456789"))
+			return fail_at(c, v->start_mark, "%s: expected an integer, got '%s'",
+				       path, quote_scalar(v, q, sizeof q));
+		errno = 0;
+		long long x = strtoll(s, &end, 10);
+		if (end != s + v->data.scalar.length)
+			return fail_at(c, v->start_mark, "%s: expected an integer, got '%s'",
+				       path, quote_scalar(v, q, sizeof q));
+		if (errno == ERANGE || (double)x < f->min || (double)x > f->max)
+			return range_error(c, v, path, f);
+		*(int *)dst = (int)x;
+		return TS_OK;
+	}
+	case HW_FIELD_REAL: {
+		char *end;
+		/* Excludes strtod's extras: hex floats, inf, nan, leading space. */
+		if (!scalar_is(v, "+-.0123456789eE"))
+			return fail_at(c, v->start_mark, "%s: expected a number, got '%s'",
+				       path, quote_scalar(v, q, sizeof q));
+		errno = 0;
+		double x = strtod(s, &end);
+		if (end != s + v->data.scalar.length)
+			return fail_at(c, v->start_mark, "%s: expected a number, got '%s'",
+				       path, quote_scalar(v, q, sizeof q));
+		if (errno == ERANGE || !isfinite(x) || x < f->min || x > f->max)
+			return range_error(c, v, path, f);
+		*(double *)dst = x;
+		return TS_OK;
+	}
+	case HW_FIELD_SECTION:
+		break;
+	}
+	TS_ASSERT(!"load_leaf called on a section");
+	return TS_ERR_SPEC;
+}
+
+/* ---- mapping walker ------------------------------------------------------ */
+
+/*
+ * Walks one mapping against its rows: every key must be a known, unique,
+ * plain scalar; values are parsed by type (sections recurse). Afterwards
+ * every row must have been seen. The first error wins and is returned.
+ */
+static enum ts_status load_mapping(const struct hw_load_ctx *c,
+				   const yaml_node_t *m, const char *prefix,
+				   const struct hw_field *rows, size_t n)
+{
+	const yaml_node_t *seen[HW_SECTION_MAX] = { 0 };
+	char path[HW_PATH_MAX];
+	enum ts_status st;
+
+	if (m->type != YAML_MAPPING_NODE) {
+		if (prefix[0])
+			return fail_at(c, m->start_mark, "%s: expected a mapping, got %s",
+				       prefix, node_kind(m));
+		return fail_at(c, m->start_mark,
+			       "expected a mapping of name, chip, mxu, vpu, hbm, vmem, "
+			       "overhead and ici at the top level, got %s", node_kind(m));
+	}
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
+	     p < m->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+		TS_ASSERT(k && v);
+		if (k->type != YAML_SCALAR_NODE)
+			return fail_at(c, k->start_mark, "%s%skeys must be plain names, got %s",
+				       prefix, prefix[0] ? ": " : "", node_kind(k));
+		const char *key = (const char *)k->data.scalar.value;
+		size_t klen = k->data.scalar.length;
+		join_path(path, sizeof path, prefix, key, klen);
+		size_t i;
+		for (i = 0; i < n; i++)
+			if (strlen(rows[i].key) == klen && memcmp(rows[i].key, key, klen) == 0)
+				break;
+		if (i == n) {
+			char q[48];
+			quote_scalar(k, q, sizeof q);
+			join_path(path, sizeof path, prefix, q, strlen(q));
+			const char *near = closest_key(rows, n, key, klen);
+			if (near)
+				return fail_at(c, k->start_mark,
+					       "%s: unknown key (did you mean '%s'?)", path, near);
+			char list[HW_PATH_MAX * 2] = "";
+			for (size_t j = 0; j < n; j++) {
+				size_t used = strlen(list);
+				snprintf(list + used, sizeof list - used, "%s%s",
+					 j ? ", " : "", rows[j].key);
+			}
+			return fail_at(c, k->start_mark, "%s: unknown key; expected one of: %s",
+				       path, list);
+		}
+		if (seen[i]) {
+			uint32_t line, col;
+			mark_to_loc(c, seen[i]->start_mark, &line, &col);
+			return fail_at(c, k->start_mark,
+				       "%s: duplicate key (first given at line %u)", path, line);
+		}
+		seen[i] = k;
+		if (rows[i].type == HW_FIELD_SECTION)
+			st = load_mapping(c, v, path, rows[i].children, rows[i].n_children);
+		else
+			st = load_leaf(c, v, path, &rows[i]);
+		if (st != TS_OK)
+			return st;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (seen[i])
+			continue;
+		join_path(path, sizeof path, prefix, rows[i].key, strlen(rows[i].key));
+		return fail_at(c, m->start_mark, "%s: missing %s", path,
+			       rows[i].type == HW_FIELD_SECTION ? "section" : "field");
+	}
+	return TS_OK;
+}
+
+/* ---- cross-field checks -------------------------------------------------- */
+
+/* The value node at a dotted path (known to exist once load_mapping passed). */
+static const yaml_node_t *node_at(const struct hw_load_ctx *c, const char *path)
+{
+	const yaml_node_t *n = yaml_document_get_root_node(c->doc);
+	while (n && *path) {
+		if (n->type != YAML_MAPPING_NODE)
+			return NULL;
+		size_t len = strcspn(path, ".");
+		const yaml_node_t *next = NULL;
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     p < n->data.mapping.pairs.top; p++) {
+			yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+			if (k->data.scalar.length == len &&
+			    memcmp(k->data.scalar.value, path, len) == 0) {
+				next = yaml_document_get_node(c->doc, p->value);
+				break;
+			}
+		}
+		n = next;
+		path += len + (path[len] == '.');
+	}
+	return n;
+}
+
+/*
+ * Checks that relate two fields; each failure is reported at the first named
+ * field. Single-field ranges live in the tables above.
+ */
+static enum ts_status check_consistency(const struct hw_load_ctx *c)
+{
+	const struct hw_spec *s = c->out;
+	const char *path = NULL, *msg = NULL;
+	if (s->megacore && s->tensorcores_per_chip < 2) {
+		path = "chip.megacore";
+		msg = "true needs chip.tensorcores >= 2 (one program spanning several cores)";
+	} else if (s->vmem_bytes > s->hbm_bytes) {
+		path = "vmem.bytes";
+		msg = "larger than hbm.bytes; VMEM is a scratchpad in front of HBM";
+	} else if (s->ici_links > 0 && s->ici_link_bw_bytes_per_s <= 0) {
+		path = "ici.link_bw_bytes_per_s";
+		msg = "must be > 0 when ici.links > 0";
+	}
+	if (!path)
+		return TS_OK;
+	const yaml_node_t *n = node_at(c, path);
+	TS_ASSERT(n);
+	return fail_at(c, n->start_mark, "%s: %s", path, msg);
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+/* Turns a libyaml failure into a located diagnostic. */
+static enum ts_status yaml_failure(const struct hw_load_ctx *c,
+				   const yaml_parser_t *p)
+{
+	if (p->error == YAML_MEMORY_ERROR) {
+		ts_diag_set(c->d, c->file, 0, 0, "out of memory reading YAML");
+		return TS_ERR_NOMEM;
+	}
+	const char *problem = p->problem ? p->problem : "malformed YAML";
+	if (p->error == YAML_READER_ERROR) {
+		uint32_t line, col;
+		offset_to_loc(c, p->problem_offset, &line, &col);
+		ts_diag_set(c->d, c->file, line, col, "YAML syntax error: %s", problem);
+		if (c->d) {
+			c->d->src = c->text;
+			c->d->src_len = c->len;
+		}
+		return TS_ERR_SPEC;
+	}
+	if (p->context) {
+		uint32_t line, col;
+		mark_to_loc(c, p->context_mark, &line, &col);
+		return fail_at(c, p->problem_mark, "YAML syntax error: %s (%s at %u:%u)",
+			       problem, p->context, line, col);
+	}
+	return fail_at(c, p->problem_mark, "YAML syntax error: %s", problem);
+}
+
+enum ts_status hw_spec_load_text(const char *name, const char *text,
+				 size_t len, struct hw_spec *spec,
+				 struct ts_diag *d)
+{
+	if (!text || !spec) {
+		ts_diag_set(d, name, 0, 0, "hw_spec_load_text: NULL text or spec");
+		return TS_ERR_MISUSE;
+	}
+	struct hw_spec tmp;
+	memset(&tmp, 0, sizeof tmp);
+	struct hw_load_ctx c = {
+		.file = name, .text = text, .len = len, .out = &tmp, .d = d,
+	};
+	yaml_parser_t parser;
+	yaml_document_t doc, extra;
+	bool have_doc = false, have_extra = false;
+	enum ts_status st;
+
+	if (!yaml_parser_initialize(&parser)) {
+		ts_diag_set(d, name, 0, 0, "out of memory reading YAML");
+		return TS_ERR_NOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		st = yaml_failure(&c, &parser);
+		goto out;
+	}
+	have_doc = true;
+	c.doc = &doc;
+	const yaml_node_t *root = yaml_document_get_root_node(&doc);
+	if (!root) {
+		st = fail_at(&c, doc.start_mark,
+			     "empty spec: expected a mapping of name, chip, mxu, vpu, "
+			     "hbm, vmem, overhead and ici");
+		goto out;
+	}
+	/* One document per file: a second one is trailing garbage, not a spec. */
+	if (!yaml_parser_load(&parser, &extra)) {
+		st = yaml_failure(&c, &parser);
+		goto out;
+	}
+	have_extra = true;
+	if (yaml_document_get_root_node(&extra)) {
+		st = fail_at(&c, extra.start_mark,
+			     "a second YAML document starts here; a spec file holds exactly one");
+		goto out;
+	}
+	st = load_mapping(&c, root, "", root_fields, TS_ARRAY_LEN(root_fields));
+	if (st == TS_OK)
+		st = check_consistency(&c);
+	if (st == TS_OK)
+		*spec = tmp;
+out:
+	if (have_extra)
+		yaml_document_delete(&extra);
+	if (have_doc)
+		yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return st;
+}
+
+enum ts_status hw_spec_load_file(const char *path, char **text_out,
+				 struct hw_spec *spec, struct ts_diag *d)
+{
+	char *text = NULL;
+	size_t len = 0;
+	*text_out = NULL;
+	if (!path) {
+		ts_diag_set(d, "<spec>", 0, 0, "hw_spec_load_file: NULL path");
+		return TS_ERR_MISUSE;
+	}
+	enum ts_status st = ts_read_file(path, &text, &len, d);
+	if (st != TS_OK)
+		return st;
+	*text_out = text;
+	return hw_spec_load_text(path, text, len, spec, d);
+}
+
+enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
+			    struct ts_diag *d)
+{
+	char *text = NULL;
+	enum ts_status st = hw_spec_load_file(path, &text, spec, d);
+	ts_free(text);
+	/* The text is gone: no caret, but file:line:col and the message stay. */
+	if (d) {
+		d->src = NULL;
+		d->src_len = 0;
+	}
+	return st;
+}
+
+/* ---- derived figures ----------------------------------------------------- */
+
+/*
+ * Cores one program runs on: all of the chip's TensorCores under megacore
+ * (v4, v5p: XLA splits "parallel" work across both), otherwise one (v2/v3
+ * expose each core as its own device; v5e/v6e have a single core).
+ * Source: docs/TPU.md section 1 "Megacore" (scaling book).
+ */
+int hw_spec_cores(const struct hw_spec *s)
+{
+	return s->megacore ? s->tensorcores_per_chip : 1;
+}
+
+/*
+ * Sustained HBM bandwidth one program sees, bytes/s:
+ *   bw = hbm_bw_bytes_per_s * hbm_efficiency / (megacore ? 1 : tensorcores)
+ * The published figure is per chip; without megacore each core is a device
+ * with its own HBM share (v3: 900e9 / 2 = 450e9 per core). Assumes the
+ * efficiency measured on long streaming DMAs; wrong for short transfers,
+ * where dma_latency_ns and the pipeline bubbles dominate, and for strided
+ * or padded layouts (the model counts padded bytes). Source: docs/TPU.md
+ * sections 1 and 3 (TpuGraphs streaming kernels at ~400 of 450 GB/s).
+ */
+double hw_spec_hbm_bw(const struct hw_spec *s)
+{
+	double share = s->megacore ? 1.0 : (double)s->tensorcores_per_chip;
+	return s->hbm_bw_bytes_per_s * s->hbm_efficiency / share;
+}
+
+/*
+ * bf16 peak one program sees, FLOP/s:
+ *   peak = 2 * mxu_count * mxu_rows * mxu_cols * clock_hz
+ *          * mxu_macs_per_cell_cycle * cores
+ * (2 FLOP per multiply-accumulate, every cell busy every cycle.) Reproduces
+ * the published chip peaks up to v5p with one MAC per cell per cycle; for
+ * v6e and 7x the MAC rate is chosen to reproduce the published FLOP/s
+ * (docs/TPU.md disagreement 7). An upper bound: fill/drain bubbles and
+ * padding to the array size are the MXU model's business.
+ */
+double hw_spec_peak_flops(const struct hw_spec *s)
+{
+	return 2.0 * s->mxu_count * s->mxu_rows * s->mxu_cols * s->clock_hz *
+	       s->mxu_macs_per_cell_cycle * hw_spec_cores(s);
+}

@@ -1,0 +1,90 @@
+/*
+ * hw_units.h: the per-unit timing models of one TensorCore: the MXU
+ * (hw_mxu.c, weight-stationary systolic arrays), the VPU (hw_vpu.c, 8 x 128
+ * vector registers) and memory (hw_mem.c: HBM <-> VMEM DMA, VMEM capacity,
+ * ICI). Each function turns an amount of work into cycles or ns on a given
+ * struct hw_spec and reads nothing else; the analytic kernel model
+ * (sim/model.c) decides how much work each grid step does.
+ */
+#ifndef HW_UNITS_H
+#define HW_UNITS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw_spec.h"
+
+/* ---- MXU (hw_mxu.c) ------------------------------------------------------ */
+
+/*
+ * Cycles for one run of `tiles` weight tiles (each R x C) through the MXUs
+ * of one TensorCore, every tile streaming `rows` LHS rows, at `passes` bf16
+ * passes per tile (1 for bf16; hw->mxu_f32_passes for f32 at HIGHEST). The
+ * tiles are spread evenly over hw->mxu_count arrays. Formula in hw_mxu.c.
+ */
+double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,
+			  int64_t rows, int passes);
+
+/* Cycles for C[m,n] = A[m,k] B[k,n] as one run: ceil(k/R) x ceil(n/C)
+ * weight tiles, each streaming m rows (hw_mxu_tile_cycles). */
+double hw_mxu_matmul_cycles(const struct hw_spec *hw, int64_t m, int64_t k,
+			    int64_t n, int passes);
+
+/* Peak multiply-accumulates per cycle of one TensorCore (all MXUs). */
+double hw_mxu_peak_macs_per_cycle(const struct hw_spec *hw);
+
+/* ---- VPU (hw_vpu.c) ------------------------------------------------------ */
+
+/* Where a reduction runs inside the (sublane, lane) register. */
+enum hw_reduce_axis {
+	HW_REDUCE_MAJOR = 0, /* across vregs: one add per input vreg */
+	HW_REDUCE_SUBLANE,   /* across the 8 sublanes: shuffles per output vreg */
+	HW_REDUCE_LANE,      /* across the 128 lanes: XLU rotate-and-add */
+	HW_REDUCE_AXIS_COUNT
+};
+
+/* Number of 32-bit vregs (sublanes x lanes words) that hold `elems`
+ * elements already padded to the layout tiles; 64-bit types take two. */
+double hw_vpu_vregs(const struct hw_spec *hw, double padded_elems, int bits);
+
+/* Cycles for one elementwise op of class c over `vregs` vregs. */
+double hw_vpu_op_cycles(const struct hw_spec *hw, double vregs,
+			enum hw_vpu_class c);
+
+/* Cycles to reduce `in_vregs` input vregs to `out_vregs` output vregs
+ * along the given axis (one combiner op of class c per step). */
+double hw_vpu_reduce_cycles(const struct hw_spec *hw, double in_vregs,
+			    double out_vregs, enum hw_reduce_axis axis,
+			    enum hw_vpu_class c);
+
+/* ---- memory (hw_mem.c) --------------------------------------------------- */
+
+/* Sustained HBM <-> VMEM bytes per ns one TensorCore's DMAs see. */
+double hw_mem_bytes_per_ns(const struct hw_spec *hw);
+
+/* ns for `transfers` DMAs moving `bytes` in all between HBM and VMEM, when
+ * nothing else overlaps them: latency per transfer plus bytes at the
+ * sustained bandwidth. */
+double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
+		     double transfers);
+
+/* True when `bytes` fit in one TensorCore's VMEM. */
+bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);
+
+/* Collectives over the inter-chip interconnect. */
+enum hw_collective {
+	HW_COLL_ALL_REDUCE = 0,
+	HW_COLL_ALL_GATHER,
+	HW_COLL_REDUCE_SCATTER,
+	HW_COLL_ALL_TO_ALL,
+	HW_COLL_PERMUTE,        /* collective-permute, send/recv: one hop */
+	HW_COLL_KIND_COUNT
+};
+
+/* ns for a collective over `devices` participants where each device holds
+ * `bytes` of the (full, unsharded for gather; input for reduce) buffer.
+ * devices <= 1 costs nothing. Formula in hw_mem.c. */
+double hw_ici_collective_ns(const struct hw_spec *hw, enum hw_collective c,
+			    double bytes, int64_t devices);
+
+#endif /* HW_UNITS_H */

@@ -1,0 +1,86 @@
+/*
+ * hw_vpu.c: the vector unit of one TensorCore: vregs of hw->vpu_sublanes x
+ * hw->vpu_lanes 32-bit words, hw->vpu_alus ALU slots per word and cycle,
+ * per-op costs by class (hw->vpu_class_cost) and cross-lane reductions on
+ * the XLU (hw->xlu_lane_reduce_cost). Used by sim/model.c for elementwise
+ * work, reductions and the epilogues of convolution fusions.
+ */
+#include "hw_units.h"
+
+#include <math.h>
+
+/*
+ * vregs = padded_elems / (sublanes x lanes) x max(1, bits / 32)
+ * Units: 32-bit vector registers. Assumes the elements are already padded
+ * to the layout tiles (an f32[3,5] is one 8 x 128 vreg) and that narrower
+ * types are unpacked to 32 bits for VPU math ("only 32-bit elementwise math
+ * is native", TPU.md section 2 rule 2), so a bf16 element costs as much as
+ * an f32 one. Known wrong: v5+ packs bf16 two per word for some ops.
+ */
+double hw_vpu_vregs(const struct hw_spec *hw, double padded_elems, int bits)
+{
+	double per = (double)hw->vpu_sublanes * hw->vpu_lanes;
+	if (per <= 0 || padded_elems <= 0)
+		return 0.0;
+	double words = bits > 32 ? bits / 32.0 : 1.0;
+	return ceil(padded_elems / per) * words;
+}
+
+/*
+ * cycles = vregs x cost[class] / alus
+ * Units: core cycles. cost[class] is in issue slots per vreg (simple ops =
+ * 1); hw->vpu_alus ops issue per cycle. Assumes the op is throughput-bound
+ * (enough independent vregs to fill the pipeline) and that loads and stores
+ * issue in their own slots. Known wrong: a dependence chain through one
+ * accumulator runs at the ALU latency, not its throughput. Source: TPU.md
+ * section 2 rule 7 (cost classes), hwspecs/<gen>.yaml for the numbers.
+ */
+double hw_vpu_op_cycles(const struct hw_spec *hw, double vregs,
+			enum hw_vpu_class c)
+{
+	if (vregs <= 0 || (unsigned)c >= HW_VPU_CLASS_COUNT)
+		return 0.0;
+	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+	return vregs * hw->vpu_class_cost[c] / alus;
+}
+
+/*
+ * Reductions (cycles):
+ *   major:   (in - out) combiner ops             (vreg + vreg)
+ *   sublane: major part + out x log2(sublanes) x (combiner + 1 shuffle)
+ *   lane:    major part + out x xlu_lane_reduce_cost
+ * Assumes the input is first folded vreg-by-vreg down to out_vregs, then
+ * each remaining vreg is reduced inside the register once. Reductions
+ * along the lane dim are the dearest, along sublanes medium, along major
+ * dims free beyond the adds (TPU.md section 2 rule 7). Known wrong: the XLU
+ * may overlap with VALU work; we charge it to the same slots.
+ */
+double hw_vpu_reduce_cycles(const struct hw_spec *hw, double in_vregs,
+			    double out_vregs, enum hw_reduce_axis axis,
+			    enum hw_vpu_class c)
+{
+	if (in_vregs <= 0)
+		return 0.0;
+	if (out_vregs < 1.0)
+		out_vregs = 1.0;
+	double fold = fmax(in_vregs - out_vregs, 0.0);
+	double cyc = hw_vpu_op_cycles(hw, fold, c);
+	switch (axis) {
+	case HW_REDUCE_MAJOR:
+		break;
+	case HW_REDUCE_SUBLANE: {
+		double steps = hw->vpu_sublanes > 1 ? log2(hw->vpu_sublanes) : 0;
+		cyc += hw_vpu_op_cycles(hw, out_vregs * steps, c) +
+		       hw_vpu_op_cycles(hw, out_vregs * steps, HW_VPU_SIMPLE);
+		break;
+	}
+	case HW_REDUCE_LANE: {
+		double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+		cyc += out_vregs * hw->xlu_lane_reduce_cost / alus;
+		break;
+	}
+	default:
+		break;
+	}
+	return cyc;
+}

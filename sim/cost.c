@@ -1,0 +1,697 @@
+/*
+ * cost.c: the work of one kernel counted from the IR (struct sim_work):
+ * MXU multiply-accumulates, VPU element ops per cost class on padded
+ * elements, transcendentals, and HBM bytes under XLA's fusion byte rules.
+ * Counting follows HloCostAnalysis (docs/HLO.md 3.1) with TPU padded sizes
+ * (HLO.md 3.3); tile configs and hardware enter only in the model.
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels_int.h"
+
+/* Nested fusions / bitcast chains followed when counting reads. */
+#define COST_MAX_DEPTH 16
+
+/* ---- sizes ------------------------------------------------------------------ */
+
+static int elem_bits(const struct ir_shape *s)
+{
+	return s->layout.element_size_bits > 0 ? s->layout.element_size_bits
+					       : ir_type_bits(s->type);
+}
+
+/* Logical elements; tuples sum their leaves. */
+static double logical_elems(const struct ir_shape *s)
+{
+	if (s->type != IR_TYPE_TUPLE)
+		return (double)ir_shape_elems(s);
+	double e = 0;
+	for (int i = 0; i < s->n_elems; i++)
+		e += logical_elems(&s->elems[i]);
+	return e;
+}
+
+/*
+ * Elements as the VPU sees them: the array padded to its layout tiles.
+ *   padded_elems = ir_shape_padded_bytes x 8 / element bits
+ * (the packing tile (2,1)/(4,1) changes words, not elements). Assumes the
+ * VPU sweeps whole (8 x 128) tiles, so padding costs as much as data; wrong
+ * where the compiler masks a ragged last tile cheaply. docs/TPU.md 2 rule 2.
+ */
+static double padded_elems(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double e = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			e += padded_elems(&s->elems[i]);
+		return e;
+	}
+	int bits = elem_bits(s);
+	if (bits > 0 && bits < 8 && s->layout.element_size_bits <= 0)
+		bits = 8; /* unpacked sub-byte data: a byte each (ir_shape.c) */
+	return bits > 0 ? ir_shape_padded_bytes(s) * 8.0 / bits : 0.0;
+}
+
+/*
+ * HBM bytes of a value: padded bytes of every array leaf (ir_shape.c),
+ * except leaves in memory space S(1) (VMEM: on chip, no HBM traffic) and
+ * zero-width leaves (token, opaque). Host memory S(5) is counted as HBM
+ * bytes: known wrong (it crosses PCIe, ~50x slower), rare in measured data.
+ */
+static double hbm_bytes(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += hbm_bytes(&s->elems[i]);
+		return b;
+	}
+	if (s->layout.memory_space == 1 || elem_bits(s) <= 0)
+		return 0.0;
+	return ir_shape_padded_bytes(s);
+}
+
+/* ---- MXU work ------------------------------------------------------------------ */
+
+static enum ts_status bad_attr(const struct ir_instr *in, const char *file,
+			       struct ts_diag *d, const char *what)
+{
+	ts_diag_set(d, file, in->line, in->col, "%s: %s %s", in->name,
+		    ir_op_name(in->op), what);
+	return TS_ERR_PARSE;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return -floor_div(-a, b);
+}
+
+/*
+ * Valid (kernel tap, output position) pairs along one spatial dim:
+ *   count of (k, o), 0 <= k < K, 0 <= o < O, such that
+ *   x = o*stride - pad_lo + k*rhs_dilate is a multiple of lhs_dilate and
+ *   0 <= x / lhs_dilate < I.
+ * This is HloCostAnalysis::HandleConvolution's rule: taps that land on
+ * padding or on base-dilation holes do no work. For lhs_dilate == 1 each
+ * tap's valid o form one interval (closed form, O(K)); otherwise a loop
+ * over o (O(K*O), rare: transposed convolutions). Source: docs/HLO.md 3.1.
+ */
+static double valid_positions(int64_t in_size, int64_t out_size, int64_t k_size,
+			      const struct ir_window_dim *wd)
+{
+	int64_t s = wd->stride, ld = wd->lhs_dilate, rd = wd->rhs_dilate;
+	double count = 0;
+	for (int64_t k = 0; k < k_size; k++) {
+		int64_t off = k * rd - wd->pad_lo; /* x = o*s + off */
+		if (ld == 1) {
+			int64_t lo = ceil_div(-off, s);
+			int64_t hi = floor_div(in_size - 1 - off, s);
+			if (lo < 0)
+				lo = 0;
+			if (hi > out_size - 1)
+				hi = out_size - 1;
+			if (hi >= lo)
+				count += (double)(hi - lo + 1);
+			continue;
+		}
+		for (int64_t o = 0; o < out_size; o++) {
+			int64_t x = o * s + off;
+			if (x >= 0 && x % ld == 0 && x / ld < in_size)
+				count += 1;
+		}
+	}
+	return count;
+}
+
+static bool dim_ok(int d, const struct ir_shape *s)
+{
+	return d >= 0 && d < s->rank;
+}
+
+/*
+ * Dot: MACs = elems(out) x prod(lhs contracting dims)   (HloCostAnalysis).
+ * Convolution: MACs = (C_in / feature_group_count) x C_out
+ *                     x (N / batch_group_count) x prod_d valid(d)
+ * with N and C_in from the lhs, C_out the kernel's output features.
+ * Source: docs/HLO.md 3.1. Counts what the HLO asks for, not what the
+ * MXU does: padding of K/N to the array size is the model's business.
+ */
+enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
+			      double *macs, struct ts_diag *d)
+{
+	*macs = 0;
+	switch (in->op) {
+	case IR_OP_DOT:
+	case IR_OP_RAGGED_DOT:
+	case IR_OP_SCALED_DOT: {
+		const struct ir_dot_dims *dd = in->attrs.dot;
+		if (in->n_operands < 2)
+			return bad_attr(in, file, d, "needs two operands");
+		if (!dd)
+			return bad_attr(in, file, d,
+					"without contracting dimensions");
+		const struct ir_shape *lhs = &in->operands[0]->shape;
+		double k = 1;
+		for (int i = 0; i < dd->lhs_contracting.n; i++) {
+			int64_t c = dd->lhs_contracting.v[i];
+			if (c < 0 || c >= lhs->rank)
+				return bad_attr(in, file, d,
+						"lhs_contracting_dims out of "
+						"range of the lhs rank");
+			k *= (double)lhs->dims[c];
+		}
+		*macs = logical_elems(&in->shape) * k;
+		return TS_OK;
+	}
+	case IR_OP_CONVOLUTION: {
+		const struct ir_conv_dims *cd = in->attrs.conv;
+		const struct ir_window *w = in->attrs.window;
+		if (in->n_operands < 2)
+			return bad_attr(in, file, d, "needs two operands");
+		if (!cd)
+			return bad_attr(in, file, d, "without dim_labels");
+		const struct ir_shape *lhs = &in->operands[0]->shape;
+		const struct ir_shape *rhs = &in->operands[1]->shape;
+		const struct ir_shape *out = &in->shape;
+		int n_win = w ? w->n : 0;
+		if (!dim_ok(cd->lhs_batch, lhs) || !dim_ok(cd->lhs_feature, lhs) ||
+		    !dim_ok(cd->rhs_out, rhs) || n_win != cd->n_spatial)
+			return bad_attr(in, file, d,
+					"dim_labels/window do not fit the "
+					"operand shapes");
+		int64_t fgc = in->attrs.feature_group_count > 0
+				      ? in->attrs.feature_group_count
+				      : 1;
+		int64_t bgc = in->attrs.batch_group_count > 0
+				      ? in->attrs.batch_group_count
+				      : 1;
+		double m = (double)(lhs->dims[cd->lhs_feature] / fgc) *
+			   (double)rhs->dims[cd->rhs_out] *
+			   (double)(lhs->dims[cd->lhs_batch] / bgc);
+		for (int i = 0; i < cd->n_spatial; i++) {
+			const struct ir_window_dim *wd = &w->dims[i];
+			if (!dim_ok(cd->lhs_spatial[i], lhs) ||
+			    !dim_ok(cd->rhs_spatial[i], rhs) ||
+			    !dim_ok(cd->out_spatial[i], out))
+				return bad_attr(in, file, d,
+						"spatial dims out of range");
+			if (wd->stride < 1 || wd->lhs_dilate < 1 ||
+			    wd->rhs_dilate < 1)
+				return bad_attr(in, file, d,
+						"window stride/dilation below 1");
+			m *= valid_positions(lhs->dims[cd->lhs_spatial[i]],
+					     out->dims[cd->out_spatial[i]],
+					     rhs->dims[cd->rhs_spatial[i]], wd);
+		}
+		*macs = m;
+		return TS_OK;
+	}
+	default:
+		return TS_OK;
+	}
+}
+
+/* ---- VPU work -------------------------------------------------------------------- */
+
+/* Work of one evaluation of a to_apply / comparator computation. */
+struct op_mix {
+	double flops;                        /* elementwise ops */
+	double trans;                        /* transcendental ops */
+	double vpu[HW_VPU_CLASS_COUNT];      /* ops per VPU class */
+};
+
+/* One application costs the elementwise ops of the applied computation;
+ * a missing or op-free computation (e.g. "take the new value") costs one
+ * simple op, so that reductions never come out free. */
+static void body_mix(const struct ir_instr *in, int which, struct op_mix *mix)
+{
+	memset(mix, 0, sizeof *mix);
+	const struct ir_computation *c =
+		which < in->n_called ? in->called[which] : NULL;
+	for (int i = 0; c && i < c->n_instrs; i++) {
+		enum ir_op op = c->instrs[i]->op;
+		switch (ir_op_class(op)) {
+		case IR_CLASS_ELEMENTWISE:
+			mix->flops += 1;
+			mix->vpu[ir_op_vpu_class(op)] += 1;
+			break;
+		case IR_CLASS_TRANSCENDENTAL:
+			mix->trans += 1;
+			mix->vpu[ir_op_vpu_class(op)] += 1;
+			break;
+		default:
+			break;
+		}
+	}
+	if (mix->flops + mix->trans == 0) {
+		mix->flops = 1;
+		mix->vpu[HW_VPU_SIMPLE] = 1;
+	}
+}
+
+/* Adds apps applications of mix: logical for flops, padded for the VPU. */
+static void add_mix(struct sim_work *w, const struct op_mix *mix, double apps,
+		    double padded_apps)
+{
+	if (apps < 0)
+		apps = 0;
+	if (padded_apps < 0)
+		padded_apps = 0;
+	w->flops += mix->flops * apps;
+	w->transcendentals += mix->trans * apps;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		w->vpu_elem_ops[c] += mix->vpu[c] * padded_apps;
+}
+
+static double window_elems(const struct ir_instr *in)
+{
+	double n = 1;
+	for (int i = 0; in->attrs.window && i < in->attrs.window->n; i++)
+		n *= (double)in->attrs.window->dims[i].size;
+	return n;
+}
+
+static enum ts_status count_comp(const struct ir_computation *c,
+				 const char *file, struct sim_work *w,
+				 struct ts_diag *d, int depth);
+
+/*
+ * The compute work of one instruction (HloCostAnalysis per-op rules,
+ * docs/HLO.md 3.1):
+ *   elementwise      flops += E, vpu[class] += E_padded
+ *   transcendental   transcendentals += E, vpu[class] += E_padded
+ *   dot/convolution  mxu_macs += MACs, flops += 2 MACs
+ *   reduce           (E_in - E_out) applications of to_apply
+ *                    (VPU: every padded input element passes the ALU once)
+ *   reduce-window    (window - 1) x E_out applications
+ *   select-and-scatter  E_src (window - 1) selects + E_src scatters
+ *   map / scatter    E_out / E_updates applications
+ *   sort             n ceil(log2 n) comparator evaluations
+ *   all-reduce(-start), reduce-scatter  E_out applications (the combine)
+ * Data movement, control and free ops add nothing here (bytes only).
+ * Known wrong: broadcasts and transposes along lanes cost XLU work that is
+ * not counted; reductions across lanes cost more than one op per element.
+ */
+static enum ts_status count_instr(const struct ir_instr *in, const char *file,
+				  struct sim_work *w, struct ts_diag *d,
+				  int depth)
+{
+	struct op_mix mix;
+	double e = logical_elems(&in->shape), ep = padded_elems(&in->shape);
+	switch (in->op) {
+	case IR_OP_FUSION:
+		if (in->n_called < 1 || !in->called[0])
+			return bad_attr(in, file, d,
+					"without a fused computation");
+		return count_comp(in->called[0], file, w, d, depth + 1);
+	case IR_OP_DOT:
+	case IR_OP_RAGGED_DOT:
+	case IR_OP_SCALED_DOT:
+	case IR_OP_CONVOLUTION: {
+		double macs;
+		enum ts_status st = sim_instr_macs(in, file, &macs, d);
+		if (st != TS_OK)
+			return st;
+		w->mxu_macs += macs;
+		w->flops += 2 * macs;
+		return TS_OK;
+	}
+	case IR_OP_REDUCE: {
+		if (in->n_operands < 1)
+			return bad_attr(in, file, d, "without operands");
+		const struct ir_shape *src = &in->operands[0]->shape;
+		const struct ir_shape *out = in->shape.type == IR_TYPE_TUPLE &&
+						     in->shape.n_elems > 0
+					     ? &in->shape.elems[0]
+					     : &in->shape;
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, logical_elems(src) - logical_elems(out),
+			padded_elems(src));
+		return TS_OK;
+	}
+	case IR_OP_REDUCE_WINDOW: {
+		double win = window_elems(in) - 1;
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, win * e, win * ep);
+		return TS_OK;
+	}
+	case IR_OP_SELECT_AND_SCATTER: {
+		if (in->n_operands < 2)
+			return bad_attr(in, file, d, "needs a source operand");
+		const struct ir_shape *src = &in->operands[1]->shape;
+		double n = logical_elems(src), np = padded_elems(src);
+		double win = window_elems(in) - 1;
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, n * win, np * win);
+		body_mix(in, 1, &mix);
+		add_mix(w, &mix, n, np);
+		return TS_OK;
+	}
+	case IR_OP_MAP:
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, e, ep);
+		return TS_OK;
+	case IR_OP_SCATTER: {
+		int n_in = (in->n_operands - 1) / 2;
+		if (n_in < 1)
+			return bad_attr(in, file, d,
+					"needs operands, indices and updates");
+		const struct ir_shape *upd = &in->operands[n_in + 1]->shape;
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, logical_elems(upd), padded_elems(upd));
+		return TS_OK;
+	}
+	case IR_OP_SORT: {
+		if (in->n_operands < 1)
+			return bad_attr(in, file, d, "without operands");
+		double n = logical_elems(&in->operands[0]->shape);
+		double cmp = n >= 2 ? n * ceil(log2(n)) : 0;
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, cmp, cmp);
+		return TS_OK;
+	}
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_REDUCE_SCATTER:
+		body_mix(in, 0, &mix);
+		add_mix(w, &mix, e, ep);
+		return TS_OK;
+	default:
+		break;
+	}
+	switch (ir_op_class(in->op)) {
+	case IR_CLASS_ELEMENTWISE:
+		w->flops += e;
+		w->vpu_elem_ops[ir_op_vpu_class(in->op)] += ep;
+		break;
+	case IR_CLASS_TRANSCENDENTAL:
+		w->transcendentals += e;
+		w->vpu_elem_ops[ir_op_vpu_class(in->op)] += ep;
+		break;
+	default:
+		break;
+	}
+	return TS_OK;
+}
+
+/* Compute work of every instruction of c that is not constant-derived. */
+static enum ts_status count_comp(const struct ir_computation *c,
+				 const char *file, struct sim_work *w,
+				 struct ts_diag *d, int depth)
+{
+	if (depth > COST_MAX_DEPTH) {
+		ts_diag_set(d, file, c->line, c->col,
+			    "%s: fusions nest deeper than %d", c->name,
+			    COST_MAX_DEPTH);
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	bool *cd = sim_const_derived(c);
+	if (!cd) {
+		ts_diag_set(d, file, 0, 0, "out of memory counting work");
+		return TS_ERR_NOMEM;
+	}
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < c->n_instrs && st == TS_OK; i++)
+		if (!cd[i])
+			st = count_instr(c->instrs[i], file, w, d, depth);
+	ts_free(cd);
+	return st;
+}
+
+/* ---- HBM bytes ------------------------------------------------------------------- */
+
+/*
+ * Bytes the consumers cand[0..n) read from value v, whose full size and
+ * memory space are `full` (XLA's fusion operand rule, docs/HLO.md 3.1):
+ *   slice / dynamic-slice / gather of v   read only the result's bytes;
+ *   dynamic-update-slice into v (op. 0)   reads nothing (in place);
+ *   scatter into v                        reads the updates' bytes;
+ *   bitcast / get-tuple-element / nested fusion parameter: followed;
+ *   any other use (broadcast included)    one full read, shared by all.
+ * A value in VMEM (S(1)) costs nothing. Known wrong: overlapping slices
+ * are counted once each; a broadcast operand re-read per output tile is
+ * counted once (the tiled model may charge re-reads).
+ */
+static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
+			 const struct ir_instr *const *cand, int n, int depth)
+{
+	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
+		return 0.0;
+	if (depth > COST_MAX_DEPTH)
+		return hbm_bytes(full);
+	double part = 0;
+	bool whole = false;
+	for (int q = 0; q < n; q++) {
+		const struct ir_instr *u = cand[q];
+		for (int j = 0; j < u->n_operands; j++) {
+			if (u->operands[j] != v)
+				continue;
+			switch (u->op) {
+			case IR_OP_SLICE:
+				part += hbm_bytes(&u->shape);
+				break;
+			case IR_OP_DYNAMIC_SLICE:
+			case IR_OP_GATHER:
+				if (j == 0)
+					part += hbm_bytes(&u->shape);
+				else
+					whole = true;
+				break;
+			case IR_OP_DYNAMIC_UPDATE_SLICE:
+				if (j != 0)
+					whole = true;
+				break;
+			case IR_OP_SCATTER: {
+				int n_in = (u->n_operands - 1) / 2;
+				if (j < n_in)
+					part += hbm_bytes(
+						&u->operands[n_in + 1 + j]->shape);
+				else
+					whole = true;
+				break;
+			}
+			case IR_OP_BITCAST:
+				part += read_bytes(u, full, cand, n, depth + 1);
+				break;
+			case IR_OP_GET_TUPLE_ELEMENT: {
+				int64_t t = u->attrs.tuple_index;
+				if (full->type == IR_TYPE_TUPLE && t >= 0 &&
+				    t < full->n_elems)
+					part += read_bytes(u, &full->elems[t],
+							   cand, n, depth + 1);
+				else
+					whole = true;
+				break;
+			}
+			case IR_OP_FUSION: {
+				const struct ir_computation *c =
+					u->n_called > 0 ? u->called[0] : NULL;
+				if (c && j < c->n_params && c->params[j])
+					part += read_bytes(
+						c->params[j], full,
+						(const struct ir_instr *const *)
+							c->instrs,
+						c->n_instrs, depth + 1);
+				else
+					whole = true;
+				break;
+			}
+			default:
+				whole = true;
+				break;
+			}
+		}
+	}
+	return part + (whole ? hbm_bytes(full) : 0.0);
+}
+
+/*
+ * Bytes written for value v with result shape s: the padded leaves, except
+ * a dynamic-update-slice (in place: the update only) and a scatter (the
+ * updates only); a tuple built in the body is split per element. S(1)
+ * results cost nothing. HloCostAnalysis fusion output rule, HLO.md 3.1.
+ */
+static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		if (v->op != IR_OP_TUPLE || v->n_operands != s->n_elems)
+			return hbm_bytes(s);
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += written_bytes(v->operands[i], &s->elems[i]);
+		return b;
+	}
+	if (s->layout.memory_space == 1)
+		return 0.0;
+	switch (v->op) {
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+		return v->n_operands >= 2 ? hbm_bytes(&v->operands[1]->shape)
+					  : hbm_bytes(s);
+	case IR_OP_SCATTER: {
+		int n_in = (v->n_operands - 1) / 2;
+		double b = 0;
+		for (int i = 0; i < n_in; i++)
+			b += hbm_bytes(&v->operands[n_in + 1 + i]->shape);
+		return n_in > 0 ? b : hbm_bytes(s);
+	}
+	default:
+		return hbm_bytes(s);
+	}
+}
+
+/* The part of an async "-start" tuple that is the transferred result:
+ * copy-start (dest, src, ctx) -> dest; all-gather-start (in, out),
+ * collective-permute-start (in, out, ...) and async-start sugar
+ * ((in...), out, ctx) -> out. */
+static const struct ir_shape *result_shape(const struct ir_instr *in)
+{
+	const struct ir_shape *s = &in->shape;
+	if (s->type != IR_TYPE_TUPLE)
+		return s;
+	switch (in->op) {
+	case IR_OP_COPY_START:
+		return s->n_elems >= 1 ? &s->elems[0] : s;
+	case IR_OP_ALL_GATHER_START:
+	case IR_OP_COLLECTIVE_PERMUTE_START:
+	case IR_OP_ASYNC_START: /* ((operands), result, context...) */
+		return s->n_elems >= 2 ? &s->elems[1] : s;
+	default:
+		return s;
+	}
+}
+
+/*
+ * Literal constants a body reads from HBM: non-scalar (more than one
+ * element) constants used by real work or by a broadcast. Folded constant
+ * chains (constant-derived users only) and scalars (splatted into
+ * registers) read nothing. XLA counts "large" constants in fusions the
+ * same way (HLO.md 3.1).
+ */
+static double constant_bytes(const struct ir_instr *const *body, int n,
+			     const bool *cd)
+{
+	double b = 0;
+	for (int i = 0; i < n; i++) {
+		const struct ir_instr *c = body[i];
+		if (c->op != IR_OP_CONSTANT || logical_elems(&c->shape) <= 1)
+			continue;
+		bool used = false;
+		for (int q = 0; q < n && !used; q++)
+			for (int j = 0; j < body[q]->n_operands && !used; j++)
+				used = body[q]->operands[j] == c &&
+				       (body[q]->op == IR_OP_BROADCAST ||
+					!cd[body[q]->index]);
+		if (used)
+			b += hbm_bytes(&c->shape);
+	}
+	return b;
+}
+
+/* ---- a kernel ------------------------------------------------------------------- */
+
+static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
+				  struct sim_work *w, struct ts_diag *d)
+{
+	const struct ir_instr *in = k->instr;
+	const struct ir_computation *c = in->n_called > 0 ? in->called[0] : NULL;
+	if (!c)
+		return bad_attr(in, file, d, "without a fused computation");
+	enum ts_status st = count_comp(c, file, w, d, 0);
+	if (st != TS_OK)
+		return st;
+	for (int j = 0; j < in->n_operands; j++) {
+		const struct ir_instr *v = in->operands[j];
+		const struct ir_instr *p =
+			j < c->n_params ? c->params[j] : NULL;
+		w->bytes_read +=
+			p ? read_bytes(p, &v->shape,
+				       (const struct ir_instr *const *)c->instrs,
+				       c->n_instrs, 0)
+			  : hbm_bytes(&v->shape);
+	}
+	bool *cd = sim_const_derived(c);
+	if (!cd)
+		return TS_ERR_NOMEM;
+	w->bytes_read += constant_bytes(
+		(const struct ir_instr *const *)c->instrs, c->n_instrs, cd);
+	ts_free(cd);
+	w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
+				   : hbm_bytes(&in->shape);
+	return TS_OK;
+}
+
+static enum ts_status group_work(const struct sim_kernel *k, const char *file,
+				 struct sim_work *w, struct ts_diag *d)
+{
+	const struct ir_computation *c = k->instr->parent;
+	bool *cd = c ? sim_const_derived(c) : NULL;
+	if (!cd)
+		return TS_ERR_NOMEM;
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < k->n_members && st == TS_OK; i++) {
+		const struct ir_instr *m = k->members[i];
+		bool folded = m->parent == c && cd[m->index] && m != k->instr;
+		if (!folded)
+			st = count_instr(m, file, w, d, 0);
+	}
+	if (st == TS_OK) {
+		for (int i = 0; i < k->n_inputs; i++)
+			w->bytes_read += read_bytes(k->inputs[i],
+						    &k->inputs[i]->shape,
+						    k->members, k->n_members, 0);
+		w->bytes_read += constant_bytes(k->members, k->n_members, cd);
+		for (int i = 0; i < k->n_outputs; i++)
+			w->bytes_written += written_bytes(
+				k->outputs[i], &k->outputs[i]->shape);
+	}
+	ts_free(cd);
+	return st;
+}
+
+static enum ts_status single_work(const struct sim_kernel *k, const char *file,
+				  struct sim_work *w, struct ts_diag *d)
+{
+	const struct ir_instr *in = k->instr;
+	enum ts_status st = count_instr(in, file, w, d, 0);
+	if (st != TS_OK)
+		return st;
+	for (int j = 0; j < in->n_operands; j++) {
+		const struct ir_instr *v = in->operands[j];
+		bool seen = false; /* multiply(x, x) reads x once */
+		for (int q = 0; q < j && !seen; q++)
+			seen = in->operands[q] == v;
+		if (!seen)
+			w->bytes_read += read_bytes(v, &v->shape, &in, 1, 0);
+	}
+	w->bytes_written = written_bytes(in, result_shape(in));
+	return TS_OK;
+}
+
+enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
+			       struct sim_work *w, struct ts_diag *d)
+{
+	memset(w, 0, sizeof *w);
+	if (!k->instr || k->n_members < 1 || !k->members) {
+		ts_diag_set(d, file, 0, 0, "kernel without an instruction");
+		return TS_ERR_MISUSE;
+	}
+	enum ts_status st;
+	if (k->instr->op == IR_OP_FUSION)
+		st = fusion_work(k, file, w, d);
+	else if (k->n_members == 1 && k->members[0] == k->instr)
+		st = single_work(k, file, w, d);
+	else
+		st = group_work(k, file, w, d);
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, file, 0, 0, "out of memory counting work");
+	return st;
+}

@@ -1,0 +1,270 @@
+/*
+ * ir_shape.c: shape arithmetic for the IR: element counts, logical and
+ * TPU-padded byte sizes (tiled layouts, docs/HLO.md 1.6), physical dimension
+ * order and the HLO text form of a shape. Contracts in ir.h.
+ */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Arrays of higher rank are costed unpadded (the parser allows 128). */
+#define IR_SHAPE_MAX_RANK 128
+
+int64_t ir_shape_elems(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE)
+		return 0;
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++) {
+		int64_t d = s->dims[i];
+		if (d <= 0)
+			return 0;
+		if (n > INT64_MAX / d)
+			return INT64_MAX; /* saturate: no real array is this big */
+		n *= d;
+	}
+	return n;
+}
+
+/* Element bits as stored: E(n) when the layout gives it, else the type's. */
+static int stored_bits(const struct ir_shape *s)
+{
+	if (s->layout.element_size_bits > 0)
+		return s->layout.element_size_bits;
+	return ir_type_bits(s->type);
+}
+
+double ir_shape_bytes(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += ir_shape_bytes(&s->elems[i]);
+		return b;
+	}
+	double bits = (double)ir_shape_elems(s) * stored_bits(s);
+	double bytes = bits / 8.0;
+	double whole = (double)(int64_t)bytes;
+	return whole < bytes ? whole + 1 : whole;
+}
+
+void ir_shape_major_to_minor(const struct ir_shape *s, int *out)
+{
+	for (int i = 0; i < s->rank; i++)
+		out[i] = s->layout.present && s->layout.minor_to_major
+				 ? s->layout.minor_to_major[s->rank - 1 - i]
+				 : i;
+}
+
+static double round_up(double v, double m)
+{
+	if (m <= 1)
+		return v;
+	double q = (double)(int64_t)(v / m);
+	return q * m < v ? (q + 1) * m : q * m;
+}
+
+/*
+ * Padded TPU bytes of one array.
+ *   bytes = ceil(n_tiles x padded_tile_elems [rounded up to L(n)] x bits / 8)
+ * where the first tile pads the minor-most physical dims up to multiples of
+ * its extents (a '*' combine dim is not padded; dims the shape lacks count as
+ * 1, so a scalar fills a whole 1-D tile), and each further tile pads the
+ * previous tile's own extents (T(8,128)(2,1): the (2,1) level divides 8x128
+ * and adds nothing). bits = E(n), else the type width, at least 8 (sub-byte
+ * data without E(n) is stored one element per byte, docs/HLO.md 1.1).
+ * Arrays written without tiles get the default seen in real TPU dumps
+ * (docs/HLO.md 1.6, data/tpugraphs-tile-v3): rank >= 2 -> T(8,128) for every
+ * element width (v2-v6 tile 16-bit data (8,128)(2,1), docs/TPU.md rule 2;
+ * the (16,128) of TPU7x is not modelled); rank <= 1 -> one 512-byte row,
+ * T(128 x 32/bits) (f32[]{:T(128)}, bf16[]{:T(256)}, pred[]{:T(512)}).
+ * Known to be wrong where XLA picks other 1-D tiles (f32[384]{0:T(512)}
+ * pads to 512 elements) and for sparse layouts (D, P items are ignored).
+ */
+static double array_padded_bytes(const struct ir_shape *s)
+{
+	int bits = stored_bits(s);
+	if (bits == 0)
+		return 0; /* token, opaque */
+	if (bits < 8)
+		bits = s->layout.element_size_bits > 0 ? bits : 8;
+	int rank = s->rank;
+	int order[IR_SHAPE_MAX_RANK];
+	if (rank > IR_SHAPE_MAX_RANK)
+		return ir_shape_bytes(s);
+	ir_shape_major_to_minor(s, order);
+	struct ir_tile def;
+	const struct ir_tile *tiles = s->layout.tiles;
+	int n_tiles = s->layout.n_tiles;
+	if (n_tiles == 0) {
+		if (rank >= 2) {
+			def = (struct ir_tile){2, {8, 128}};
+		} else {
+			int per_row = bits >= 32 ? 128 : 128 * (32 / bits);
+			def = (struct ir_tile){1, {per_row}};
+		}
+		tiles = &def;
+		n_tiles = 1;
+	}
+	/* Physical dims, padded by the first tile; extra leading 1s when the
+	 * tile has more dims than the shape. */
+	const struct ir_tile *t0 = &tiles[0];
+	double elems = 1;
+	int lead = t0->rank > rank ? t0->rank - rank : 0;
+	double t0_ext[IR_MAX_TILE_RANK];
+	for (int i = 0; i < rank + lead; i++) {
+		double d = i < lead ? 1 : (double)s->dims[order[i - lead]];
+		if (d <= 0)
+			return 0;
+		int ti = i - (rank + lead - t0->rank);
+		if (ti >= 0) {
+			int64_t t = t0->dims[ti];
+			double ext = t == IR_TILE_COMBINE ? d : (double)t;
+			d = round_up(d, ext);
+			t0_ext[ti] = ext;
+		}
+		elems *= d;
+	}
+	/* Further tiles pad the extents of the tile above them. */
+	double prev[IR_MAX_TILE_RANK];
+	int prev_rank = t0->rank;
+	memcpy(prev, t0_ext, sizeof(double) * (size_t)prev_rank);
+	double factor = 1;
+	for (int k = 1; k < n_tiles; k++) {
+		const struct ir_tile *t = &tiles[k];
+		double before = 1, after = 1;
+		for (int j = 0; j < prev_rank; j++) {
+			int tj = j - (prev_rank - t->rank);
+			before *= prev[j];
+			double ext = prev[j];
+			if (tj >= 0 && t->dims[tj] != IR_TILE_COMBINE)
+				ext = round_up(prev[j], (double)t->dims[tj]);
+			after *= ext;
+		}
+		factor *= after / before;
+		prev_rank = t->rank;
+		for (int j = 0; j < prev_rank; j++)
+			prev[j] = t->dims[j] == IR_TILE_COMBINE ? 1 : (double)t->dims[j];
+	}
+	elems *= factor;
+	if (s->layout.tail_padding > 1)
+		elems = round_up(elems, (double)s->layout.tail_padding);
+	double bytes = elems * bits / 8.0;
+	double whole = (double)(int64_t)bytes;
+	return whole < bytes ? whole + 1 : whole;
+}
+
+double ir_shape_padded_bytes(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += ir_shape_padded_bytes(&s->elems[i]);
+		return b;
+	}
+	return array_padded_bytes(s);
+}
+
+/* Appends printf-style text at *len, keeping count past cap. */
+__attribute__((format(printf, 4, 5))) static void
+put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *dst = *len < cap ? buf + *len : NULL;
+	size_t room = *len < cap ? cap - *len : 0;
+	int n = vsnprintf(dst, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len += (size_t)n;
+}
+
+static void format_shape(const struct ir_shape *s, char *buf, size_t cap,
+			 size_t *len)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		put(buf, cap, len, "(");
+		for (int i = 0; i < s->n_elems; i++) {
+			if (i)
+				put(buf, cap, len, ", ");
+			format_shape(&s->elems[i], buf, cap, len);
+		}
+		put(buf, cap, len, ")");
+		return;
+	}
+	put(buf, cap, len, "%s[", ir_type_name(s->type));
+	for (int i = 0; i < s->rank; i++) {
+		uint8_t k = s->dim_kind ? s->dim_kind[i] : IR_DIM_STATIC;
+		const char *sep = i ? "," : "";
+		if (k == IR_DIM_UNBOUNDED)
+			put(buf, cap, len, "%s?", sep);
+		else
+			put(buf, cap, len, "%s%s%lld", sep,
+			    k == IR_DIM_BOUNDED ? "<=" : "", (long long)s->dims[i]);
+	}
+	put(buf, cap, len, "]");
+	const struct ir_layout *l = &s->layout;
+	if (!l->present)
+		return;
+	put(buf, cap, len, "{");
+	for (int i = 0; i < s->rank && l->minor_to_major; i++)
+		put(buf, cap, len, "%s%d", i ? "," : "", l->minor_to_major[i]);
+	if (l->n_tiles || l->tail_padding || l->element_size_bits ||
+	    l->memory_space) {
+		put(buf, cap, len, ":");
+		if (l->n_tiles)
+			put(buf, cap, len, "T");
+		for (int t = 0; t < l->n_tiles; t++) {
+			put(buf, cap, len, "(");
+			for (int j = 0; j < l->tiles[t].rank; j++) {
+				int64_t d = l->tiles[t].dims[j];
+				const char *sep = j ? "," : "";
+				if (d == IR_TILE_COMBINE)
+					put(buf, cap, len, "%s*", sep);
+				else
+					put(buf, cap, len, "%s%lld", sep, (long long)d);
+			}
+			put(buf, cap, len, ")");
+		}
+		if (l->tail_padding)
+			put(buf, cap, len, "L(%lld)", (long long)l->tail_padding);
+		if (l->element_size_bits)
+			put(buf, cap, len, "E(%d)", l->element_size_bits);
+		if (l->memory_space)
+			put(buf, cap, len, "S(%d)", l->memory_space);
+	}
+	put(buf, cap, len, "}");
+}
+
+/* Returns the length of the full text (as snprintf does); the text is cut
+ * to cap - 1 bytes and always NUL-terminated when cap > 0. */
+size_t ir_shape_format(const struct ir_shape *s, char *buf, size_t cap)
+{
+	size_t len = 0;
+	if (cap)
+		buf[0] = '\0';
+	format_shape(s, buf, cap, &len);
+	return len;
+}
+
+bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b)
+{
+	if ((a->type == IR_TYPE_TUPLE) != (b->type == IR_TYPE_TUPLE))
+		return false;
+	if (a->type == IR_TYPE_TUPLE) {
+		if (a->n_elems != b->n_elems)
+			return false;
+		for (int i = 0; i < a->n_elems; i++)
+			if (!ir_shape_equal_dims(&a->elems[i], &b->elems[i]))
+				return false;
+		return true;
+	}
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}

@@ -1,0 +1,1396 @@
+/*
+ * kernels.c: kernel extraction. sim_program_build() walks the entry
+ * computation in schedule (text) order and lists what runs on the
+ * TensorCore: one kernel per top-level fusion, convolution, dot, copy,
+ * reduce, ... of a compiled module, or per fusion group that XLA's TPU
+ * fusion would form in a pre-optimization module ("Grouping" below). Loops
+ * become multiplicities. Design: docs/ARCHITECTURE.md "Kernels, tiles and
+ * the analytic model"; the interface is sim.h.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+#include "kernels_int.h"
+#include "model.h"
+
+/* Nesting of while/call/conditional bodies beyond which the module is taken
+ * to be recursive (HLO forbids recursion; a hand-made module may not). */
+#define SIM_MAX_NESTING 64
+
+/* ---- kind names ------------------------------------------------------------ */
+
+static const char *const kind_names[] = {
+	[SIM_KERNEL_FUSION] = "fusion",
+	[SIM_KERNEL_CONVOLUTION] = "convolution",
+	[SIM_KERNEL_DOT] = "dot",
+	[SIM_KERNEL_COPY] = "copy",
+	[SIM_KERNEL_REDUCE] = "reduce",
+	[SIM_KERNEL_ELEMENTWISE] = "elementwise",
+	[SIM_KERNEL_DATA] = "data",
+	[SIM_KERNEL_COLLECTIVE] = "collective",
+	[SIM_KERNEL_UNMODELLED] = "unmodelled",
+};
+_Static_assert(TS_ARRAY_LEN(kind_names) == SIM_KERNEL_KIND_COUNT,
+	       "kind_names must cover every sim_kernel_kind");
+
+const char *sim_kernel_kind_name(enum sim_kernel_kind k)
+{
+	return (unsigned)k < SIM_KERNEL_KIND_COUNT ? kind_names[k] : "invalid";
+}
+
+/* ---- constant-derived values ------------------------------------------------- */
+
+bool *sim_const_derived(const struct ir_computation *c)
+{
+	size_t n = c->n_instrs > 0 ? (size_t)c->n_instrs : 1;
+	bool *cd = ts_calloc(n, sizeof *cd);
+	if (!cd)
+		return NULL;
+	/* Monotone fixpoint (false -> true only), so text order need not be
+	 * topological; printed HLO is, and one pass then suffices. */
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < c->n_instrs; i++) {
+			const struct ir_instr *in = c->instrs[i];
+			if (cd[i])
+				continue;
+			bool v;
+			switch (in->op) {
+			case IR_OP_CONSTANT:
+				v = true;
+				break;
+			case IR_OP_IOTA:
+			case IR_OP_RNG:
+			case IR_OP_RNG_BIT_GENERATOR:
+				v = false;
+				break;
+			default:
+				switch (ir_op_class(in->op)) {
+				case IR_CLASS_ELEMENTWISE:
+				case IR_CLASS_TRANSCENDENTAL:
+				case IR_CLASS_DATA_MOVEMENT:
+				case IR_CLASS_REDUCTION:
+					v = in->n_operands > 0;
+					for (int j = 0; v && j < in->n_operands; j++) {
+						const struct ir_instr *o =
+							in->operands[j];
+						v = o->parent == c &&
+						    cd[o->index];
+					}
+					break;
+				default:
+					v = false;
+					break;
+				}
+			}
+			if (v) {
+				cd[i] = true;
+				changed = true;
+			}
+		}
+	}
+	return cd;
+}
+
+/* ---- the kernel list ------------------------------------------------------------ */
+
+struct build {
+	const struct ir_module *m;
+	const struct sim_program_opts *opts;
+	struct sim_program *p;
+	int cap;            /* allocated entries of p->kernels */
+	bool pre_opt;       /* module has no fusion instruction: group it */
+	struct ts_diag *d;
+};
+
+/* Where a kernel sits in the program. */
+struct site {
+	double mult;        /* runs per program */
+	int loop_depth;     /* enclosing while loops */
+	bool assumed;       /* an enclosing trip count was assumed */
+	int nesting;        /* computation nesting, for the recursion guard */
+};
+
+static enum ts_status diag_at(struct build *b, const struct ir_instr *in,
+			      enum ts_status st, const char *msg)
+{
+	ts_diag_set(b->d, b->m->file, in ? in->line : 0, in ? in->col : 0,
+		    "%s%s%s", in ? in->name : "", in ? ": " : "", msg);
+	return st;
+}
+
+static enum ts_status nomem(struct build *b)
+{
+	ts_diag_set(b->d, b->m->file, 0, 0, "out of memory listing kernels");
+	return TS_ERR_NOMEM;
+}
+
+/* Appends a zeroed kernel; NULL when out of memory. */
+static struct sim_kernel *push_kernel(struct build *b)
+{
+	struct sim_program *p = b->p;
+	if (p->n_kernels == b->cap) {
+		if (b->cap > (1 << 28))
+			return NULL;
+		int cap = b->cap ? 2 * b->cap : 64;
+		struct sim_kernel *k =
+			ts_realloc(p->kernels, (size_t)cap * sizeof *k);
+		if (!k)
+			return NULL;
+		p->kernels = k;
+		b->cap = cap;
+	}
+	struct sim_kernel *k = &p->kernels[p->n_kernels++];
+	memset(k, 0, sizeof *k);
+	return k;
+}
+
+/* ts_malloc'd copy of n instruction pointers (n may be 0: a 1-entry block,
+ * so that NULL always means out of memory). */
+static const struct ir_instr **dup_list(const struct ir_instr *const *v, int n)
+{
+	const struct ir_instr **out =
+		ts_malloc((size_t)(n > 0 ? n : 1) * sizeof *out);
+	if (out && n > 0)
+		memcpy(out, v, (size_t)n * sizeof *out);
+	return out;
+}
+
+/* ---- what a top-level instruction is -------------------------------------------- */
+
+/* Physical dims, major to minor, into out[] (rank entries). */
+static void physical_dims(const struct ir_shape *s, int64_t *out)
+{
+	int order[64];
+	ir_shape_major_to_minor(s, order);
+	for (int i = 0; i < s->rank; i++)
+		out[i] = s->dims[order[i]];
+}
+
+static bool same_tiles(const struct ir_layout *a, const struct ir_layout *b)
+{
+	if (a->n_tiles != b->n_tiles || a->memory_space != b->memory_space ||
+	    a->element_size_bits != b->element_size_bits)
+		return false;
+	for (int t = 0; t < a->n_tiles; t++) {
+		if (a->tiles[t].rank != b->tiles[t].rank)
+			return false;
+		for (int i = 0; i < a->tiles[t].rank; i++)
+			if (a->tiles[t].dims[i] != b->tiles[t].dims[i])
+				return false;
+	}
+	return true;
+}
+
+/* Dims covered by the first layout tile: its rank, or TPU's default 2-D
+ * tiling (1-D for vectors) when the shape has no tiles. */
+static int tiled_dims(const struct ir_shape *s)
+{
+	int k = s->layout.n_tiles > 0 ? s->layout.tiles[0].rank : 2;
+	return k < s->rank ? k : s->rank;
+}
+
+/*
+ * A reshape is a bitcast (no data moves) when every layout tile keeps its
+ * bytes and its place. In tile-major memory an array is the sequence
+ * [major dims..., ceil(outer tiled dim / e), ...inner tiled dims] of tiles,
+ * e the tile extent of the outer tiled dim. So the element type and tiling
+ * must be unchanged, the inner tiled dims identical (the lane dim for
+ * (8,128)), and either the outer tiled dim and the product of the major
+ * dims both equal, or both outer tiled dims multiples of e with the same
+ * number of tile rows (f32[16,128] <-> f32[2,8,128] under T(8,128)). XLA
+ * rewrites such reshapes to bitcast itself; a compiled module's remaining
+ * reshapes (e.g. tpugraphs reshape.37) are real relayouts. Conservative:
+ * anything else counts as a copy.
+ */
+static bool reshape_is_bitcast(const struct ir_instr *in)
+{
+	if (in->n_operands != 1 || in->shape.type == IR_TYPE_TUPLE)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (a->type != r->type || a->rank > 64 || r->rank > 64 ||
+	    !same_tiles(&a->layout, &r->layout))
+		return false;
+	int k = tiled_dims(a);
+	if (k != tiled_dims(r))
+		return false;
+	if (k == 0)
+		return true; /* scalars */
+	int64_t pa[64], pr[64];
+	physical_dims(a, pa);
+	physical_dims(r, pr);
+	for (int i = 0; i < k - 1; i++)
+		if (pa[a->rank - 1 - i] != pr[r->rank - 1 - i])
+			return false;
+	int64_t ta = pa[a->rank - k], tr = pr[r->rank - k];
+	int64_t e = 8; /* default T(8,128) row extent */
+	if (a->layout.n_tiles > 0) {
+		const struct ir_tile *t = &a->layout.tiles[0];
+		int64_t te = t->dims[t->rank - k];
+		e = te > 0 ? te : 1;
+	} else if (k == 1) {
+		e = 1; /* 1-D: the only dim, compared as a whole below */
+	}
+	int64_t ma = 1, mr = 1;
+	for (int i = 0; i < a->rank - k; i++)
+		ma *= pa[i];
+	for (int i = 0; i < r->rank - k; i++)
+		mr *= pr[i];
+	if (ta == tr)
+		return ma == mr;
+	return k > 1 && ta % e == 0 && tr % e == 0 && ma * ta == mr * tr;
+}
+
+/* A transpose is a bitcast when its layouts make the permutation a
+ * relabelling: the i-th most major output dim is the i-th most major input
+ * dim, with the same tiling. */
+static bool transpose_is_bitcast(const struct ir_instr *in)
+{
+	const struct ir_ints *perm = in->attrs.dimensions;
+	if (in->n_operands != 1 || !perm || in->shape.type == IR_TYPE_TUPLE)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (perm->n != r->rank || a->rank != r->rank || r->rank > 64 ||
+	    a->type != r->type || !same_tiles(&a->layout, &r->layout))
+		return false;
+	int oa[64], orr[64];
+	ir_shape_major_to_minor(a, oa);
+	ir_shape_major_to_minor(r, orr);
+	for (int i = 0; i < r->rank; i++)
+		if (perm->v[orr[i]] != oa[i])
+			return false;
+	return true;
+}
+
+enum role {
+	ROLE_FREE = 0,     /* no device work */
+	ROLE_KERNEL,       /* a kernel of kind *kind */
+	ROLE_WHILE,        /* recurse into condition and body */
+	ROLE_CALL,         /* call / async-start: recurse into the callee */
+	ROLE_CONDITIONAL,  /* recurse into every branch */
+};
+
+/* Kind of an async-wrapped op X (X-start sugar), by X's cost class. */
+static enum sim_kernel_kind async_kind(enum ir_op x)
+{
+	switch (ir_op_class(x)) {
+	case IR_CLASS_ELEMENTWISE:
+	case IR_CLASS_TRANSCENDENTAL:
+		return SIM_KERNEL_ELEMENTWISE;
+	case IR_CLASS_DATA_MOVEMENT:
+		return x == IR_OP_COPY ? SIM_KERNEL_COPY : SIM_KERNEL_DATA;
+	case IR_CLASS_REDUCTION:
+		return SIM_KERNEL_REDUCE;
+	case IR_CLASS_CONTRACTION:
+		return x == IR_OP_CONVOLUTION ? SIM_KERNEL_CONVOLUTION
+					      : SIM_KERNEL_DOT;
+	case IR_CLASS_COLLECTIVE:
+		return SIM_KERNEL_COLLECTIVE;
+	default:
+		return SIM_KERNEL_UNMODELLED;
+	}
+}
+
+/* The role of a top-level instruction, and its kernel kind. */
+static enum role top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
+{
+	*kind = SIM_KERNEL_UNMODELLED;
+	switch (in->op) {
+	case IR_OP_FUSION:
+		*kind = SIM_KERNEL_FUSION;
+		return ROLE_KERNEL;
+	case IR_OP_CONVOLUTION:
+		*kind = SIM_KERNEL_CONVOLUTION;
+		return ROLE_KERNEL;
+	case IR_OP_COPY:
+	case IR_OP_COPY_START:
+		*kind = SIM_KERNEL_COPY;
+		return ROLE_KERNEL;
+	case IR_OP_TRANSPOSE:
+		*kind = SIM_KERNEL_COPY;
+		return transpose_is_bitcast(in) ? ROLE_FREE : ROLE_KERNEL;
+	case IR_OP_RESHAPE:
+		*kind = SIM_KERNEL_COPY;
+		return reshape_is_bitcast(in) ? ROLE_FREE : ROLE_KERNEL;
+	case IR_OP_BROADCAST:
+	case IR_OP_IOTA:
+	case IR_OP_SORT:
+		*kind = SIM_KERNEL_DATA;
+		return ROLE_KERNEL;
+	case IR_OP_WHILE:
+		return ROLE_WHILE;
+	case IR_OP_ASYNC_START:
+		/* Sugar "X-start" without calls=: X itself, run async. Its kind
+		 * follows X; its work is counted as bytes only (cost.c). */
+		if (in->n_called == 0 && in->wrapped_op != IR_OP_INVALID) {
+			*kind = async_kind(in->wrapped_op);
+			return ROLE_KERNEL;
+		}
+		return ROLE_CALL;
+	case IR_OP_CALL:
+		return ROLE_CALL;
+	case IR_OP_CONDITIONAL:
+		return ROLE_CONDITIONAL;
+	case IR_OP_ASYNC_UPDATE:
+	case IR_OP_ASYNC_DONE:
+		return ROLE_FREE;
+	/* Not modelled: listed with zero time, never dropped. */
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_INFEED:
+	case IR_OP_OUTFEED:
+	case IR_OP_SEND:
+	case IR_OP_RECV:
+	case IR_OP_RNG_GET_AND_UPDATE_STATE:
+	case IR_OP_FFT:
+	case IR_OP_CHOLESKY:
+	case IR_OP_TRIANGULAR_SOLVE:
+	case IR_OP_BATCH_NORM_GRAD:
+	case IR_OP_BATCH_NORM_INFERENCE:
+	case IR_OP_BATCH_NORM_TRAINING:
+	case IR_OP_TOPK:
+		return ROLE_KERNEL;
+	default:
+		break;
+	}
+	switch (ir_op_class(in->op)) {
+	case IR_CLASS_FREE:
+		return ROLE_FREE;
+	case IR_CLASS_ELEMENTWISE:
+	case IR_CLASS_TRANSCENDENTAL:
+		*kind = SIM_KERNEL_ELEMENTWISE;
+		return ROLE_KERNEL;
+	case IR_CLASS_DATA_MOVEMENT:
+		*kind = SIM_KERNEL_DATA;
+		return ROLE_KERNEL;
+	case IR_CLASS_REDUCTION:
+		*kind = SIM_KERNEL_REDUCE;
+		return ROLE_KERNEL;
+	case IR_CLASS_CONTRACTION:
+		*kind = SIM_KERNEL_DOT;
+		return ROLE_KERNEL;
+	case IR_CLASS_COLLECTIVE:
+		*kind = SIM_KERNEL_COLLECTIVE;
+		return ROLE_KERNEL;
+	default: /* control or other ops not named above: unmodelled */
+		*kind = SIM_KERNEL_UNMODELLED;
+		return ROLE_KERNEL;
+	}
+}
+
+/* ---- main op, tiled instruction, tunable --------------------------------------- */
+
+/* How strongly an op characterises a kernel: the MXU op dominates, then
+ * reductions, then the irregular data ops; 0 for everything else. */
+static int op_weight(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_CONVOLUTION:
+		return 5;
+	case IR_OP_DOT:
+	case IR_OP_RAGGED_DOT:
+	case IR_OP_SCALED_DOT:
+		return 4;
+	case IR_OP_REDUCE:
+		return 3;
+	case IR_OP_REDUCE_WINDOW:
+	case IR_OP_SELECT_AND_SCATTER:
+		return 2;
+	case IR_OP_SCATTER:
+	case IR_OP_GATHER:
+	case IR_OP_SORT:
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The heaviest instruction of a fused computation, nested fusions
+ * included (first one on ties); NULL when none weighs more than 0. */
+static const struct ir_instr *heaviest(const struct ir_computation *c,
+				       int depth)
+{
+	const struct ir_instr *best = NULL;
+	int best_w = 0;
+	for (int i = 0; c && depth < SIM_MAX_NESTING && i < c->n_instrs; i++) {
+		const struct ir_instr *in = c->instrs[i], *cand = in;
+		if (in->op == IR_OP_FUSION && in->n_called > 0)
+			cand = heaviest(in->called[0], depth + 1);
+		int w = cand ? op_weight(cand->op) : 0;
+		if (w > best_w) {
+			best = cand;
+			best_w = w;
+		}
+	}
+	return best;
+}
+
+/* The instruction producing a computation's main result: through a root
+ * tuple, its largest array operand; through bitcasts, their operand. */
+static const struct ir_instr *result_instr(const struct ir_computation *c)
+{
+	const struct ir_instr *r = c->root;
+	if (r && r->op == IR_OP_TUPLE) {
+		const struct ir_instr *big = NULL;
+		double big_bytes = -1;
+		for (int j = 0; j < r->n_operands; j++) {
+			const struct ir_instr *o = r->operands[j];
+			double bytes = o->shape.type == IR_TYPE_TUPLE
+					       ? -1
+					       : ir_shape_padded_bytes(&o->shape);
+			if (bytes > big_bytes) {
+				big = o;
+				big_bytes = bytes;
+			}
+		}
+		r = big ? big : r;
+	}
+	while (r && r->op == IR_OP_BITCAST && r->n_operands == 1 &&
+	       r->operands[0]->op != IR_OP_PARAMETER)
+		r = r->operands[0];
+	return r;
+}
+
+/* Is reduce r the root of computation c or an operand of its root tuple? */
+static bool reduce_at_root(const struct ir_computation *c,
+			   const struct ir_instr *r)
+{
+	if (!r || r->op != IR_OP_REDUCE || r->parent != c)
+		return false;
+	if (c->root == r)
+		return true;
+	if (c->root && c->root->op == IR_OP_TUPLE)
+		for (int j = 0; j < c->root->n_operands; j++)
+			if (c->root->operands[j] == r)
+				return true;
+	return false;
+}
+
+/*
+ * main_op and tiled of a kernel whose body is `body` (the fused computation
+ * of a fusion; NULL for a group or an unfused op, then `heavy` and `result`
+ * are given directly). docs/TPU.md section 3: convolution fusions tile the
+ * convolution's output, reduce-rooted fusions the reduce's input, copies and
+ * elementwise kernels their result.
+ */
+static void describe(struct sim_kernel *k, const struct ir_instr *heavy,
+		     const struct ir_instr *result, bool reduce_rooted)
+{
+	k->main_op = heavy ? heavy->op : result->op;
+	k->tiled = result;
+	if (heavy && op_weight(heavy->op) >= 4)
+		k->tiled = heavy;
+	else if (heavy && heavy->op == IR_OP_REDUCE && reduce_rooted &&
+		 heavy->n_operands > 0)
+		k->tiled = heavy->operands[0];
+}
+
+/* Does the tile grid of s (sim_tile_grid, TPU.md section 3) have more
+ * than one block, i.e. more than one config? Tuples and ranks the grid
+ * cannot hold have none. */
+static bool grid_has_blocks(const struct ir_shape *s)
+{
+	struct sim_tgrid g;
+	struct ts_diag ignored;
+	if (s->type == IR_TYPE_TUPLE ||
+	    sim_tile_grid(s, &g, &ignored) != TS_OK)
+		return false;
+	for (int i = 0; i < g.rank; i++)
+		if (g.tiles[i] > 1)
+			return true;
+	return false;
+}
+
+/* Tile-searchable kinds: loop/contraction/copy/reduce kernels over a grid
+ * of more than one block. Data ops (gather, sort, ...) run as written. */
+static bool kernel_tunable(const struct sim_kernel *k)
+{
+	switch (k->kind) {
+	case SIM_KERNEL_FUSION:
+	case SIM_KERNEL_CONVOLUTION:
+	case SIM_KERNEL_DOT:
+	case SIM_KERNEL_COPY:
+	case SIM_KERNEL_REDUCE:
+	case SIM_KERNEL_ELEMENTWISE:
+		return k->tiled && grid_has_blocks(&k->tiled->shape);
+	default:
+		return false;
+	}
+}
+
+/* Fills the common fields, counts the work, keeps the kernel. */
+static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
+				    const struct ir_instr *instr,
+				    const struct site *s)
+{
+	k->instr = instr;
+	k->name = instr->name;
+	k->multiplicity = s->mult;
+	k->loop_depth = s->loop_depth;
+	k->trip_count_assumed = s->assumed;
+	k->tunable = kernel_tunable(k);
+	return sim_kernel_work(k, b->m->file, &k->work, b->d);
+}
+
+/* One kernel for a top-level fusion or unfused op of a compiled module. */
+static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
+				     enum sim_kernel_kind kind,
+				     const struct site *s)
+{
+	struct sim_kernel *k = push_kernel(b);
+	if (!k)
+		return nomem(b);
+	k->kind = kind;
+	if (in->op == IR_OP_FUSION) {
+		if (in->n_called < 1 || !in->called[0])
+			return diag_at(b, in, TS_ERR_PARSE,
+				       "fusion without a fused computation");
+		const struct ir_computation *c = in->called[0];
+		const struct ir_instr *h = heaviest(c, 0);
+		const struct ir_instr *body_res = result_instr(c);
+		const struct ir_instr *res = in;
+		if (in->shape.type == IR_TYPE_TUPLE && body_res)
+			res = body_res;
+		describe(k, h, res, reduce_at_root(c, h));
+		if (!h && body_res)
+			k->main_op = body_res->op;
+		k->n_members = c->n_instrs;
+		k->members = dup_list((const struct ir_instr *const *)c->instrs,
+				      c->n_instrs);
+	} else {
+		const struct ir_instr *res = in;
+		if (in->op == IR_OP_COPY_START && in->n_operands > 0)
+			res = in->operands[0];
+		describe(k, op_weight(in->op) > 0 ? in : NULL, res, true);
+		k->n_members = 1;
+		k->members = dup_list(&in, 1);
+	}
+	k->n_inputs = in->n_operands;
+	k->inputs = dup_list((const struct ir_instr *const *)in->operands,
+			     in->n_operands);
+	k->n_outputs = 1;
+	k->outputs = dup_list(&in, 1);
+	if (!k->members || !k->inputs || !k->outputs)
+		return nomem(b);
+	return finish_kernel(b, k, in, s);
+}
+
+/* ======================================================================
+ * Grouping (pre-optimization modules)
+ *
+ * A module without fusion instructions is what JAX/TF hand to XLA; the
+ * TPU ran what XLA's fusion passes made of it. We mimic them by deciding,
+ * consumers first (reverse topological order, as XLA's InstructionFusion
+ * does), whether each instruction P is computed inside the kernels of its
+ * users or is a kernel root of its own. The predicate (decide_fusion):
+ *
+ *  - constants and constant-derived values (folded by XLA, or splatted
+ *    broadcasts of scalars) are never kernels: members of every kernel
+ *    that uses them;
+ *  - cheap loop ops (simple elementwise, convert, broadcast, reshape,
+ *    transpose, slice, pad, concatenate, reverse, dynamic-slice, iota,
+ *    divide by a constant, which XLA turns into a multiply) fuse into all
+ *    their users when every user accepts them, and are RECOMPUTED in each
+ *    user's kernel (XLA duplicates cheap producers);
+ *  - expensive loop ops (transcendentals, divide, map) are never
+ *    recomputed, and never fused through a broadcast that would evaluate
+ *    them again per output element (XLA: expensive producers do not fuse
+ *    into consumers that reuse their elements). With users in several
+ *    kernels, the op joins the earliest user kernel that accepts it and
+ *    that kernel also writes it out (multi-output fusion); the others read
+ *    it from HBM (MATERIALISED);
+ *  - reduce, reduce-window, dot and convolution are kernel cores: each
+ *    starts a kernel, except that a core with a single elementwise-like
+ *    user that does not grow the element count becomes part of that
+ *    user's kernel (dot/conv output fusion; reduce epilogue), at most one
+ *    core per kernel;
+ *  - users accept: loop ops accept any fusible producer; a reduce or
+ *    reduce-window accepts loop ops (a loop fusion over its input); a dot
+ *    or convolution, and the producers fused into its operands, accept
+ *    only format ops (convert, broadcast, reshape, transpose, copy);
+ *    dynamic-update-slice accepts loop ops into its update operand; all
+ *    other ops (gather, scatter, sort, collectives, custom-call, tuple,
+ *    while, ...) accept nothing: their operands are materialised.
+ * Afterwards, reduce-rooted kernels with the same reduce input shape and
+ * the same inputs are merged (sibling multi-output fusion; e.g. two
+ * jnp.mean of one array). Dead pure instructions are dropped (XLA DCE).
+ * Expected shapes: relu, matmul -> 1 kernel; softmax -> 3 (max reduce; exp
+ * + sum reduce writing exp; divide); layer norm -> 3 (mean; variance with
+ * its rsqrt epilogue; normalise).
+ * ====================================================================== */
+
+enum fuse_class {
+	FC_FREE = 0,   /* parameter, tuple, get-tuple-element, bitcast, ... */
+	FC_CHEAP,      /* loop op cheap enough to recompute per user */
+	FC_EXPENSIVE,  /* loop op fused only where it is computed once */
+	FC_CORE,       /* reduce, reduce-window, dot, convolution */
+	FC_ROOT,       /* always its own kernel, accepts only what ROOT rules say */
+	FC_CONTROL,    /* while, call, conditional, async-start: recursed into */
+};
+
+enum { G_NONE = -1, G_MULTI = -2 };
+
+struct grouping {
+	const struct ir_computation *c;
+	int n;                 /* instructions of c */
+	int *order;            /* topological order, operands first */
+	int *uoff, *users;     /* users of i: users[uoff[i] .. uoff[i+1]) */
+	bool *cd;              /* constant-derived */
+	bool *live;            /* reaches the root or a side effect */
+	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
+	bool *reuse;           /* i is fused on a path that broadcasts it */
+	bool *prologue;        /* i is fused into a dot/convolution operand */
+	int n_groups;
+	int *g_root;           /* root instruction of each group */
+	bool *g_core;          /* group already holds a core op */
+	int *g_rep;            /* representative after sibling merging */
+	uint64_t *bits;        /* membership: group g, instr i at bit g*n+i */
+	size_t words_per_group;
+};
+
+static bool is_contraction(enum ir_op op)
+{
+	return ir_op_class(op) == IR_CLASS_CONTRACTION;
+}
+
+static enum fuse_class fuse_class(const struct grouping *g,
+				  const struct ir_instr *in)
+{
+	switch (in->op) {
+	case IR_OP_DIVIDE:
+	case IR_OP_REMAINDER:
+		return in->n_operands == 2 && g->cd[in->operands[1]->index]
+			       ? FC_CHEAP
+			       : FC_EXPENSIVE;
+	case IR_OP_MAP:
+		return FC_EXPENSIVE;
+	case IR_OP_RNG:
+	case IR_OP_RNG_BIT_GENERATOR:
+		return FC_ROOT;
+	case IR_OP_BROADCAST:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_SLICE:
+	case IR_OP_PAD:
+	case IR_OP_CONCATENATE:
+	case IR_OP_REVERSE:
+	case IR_OP_DYNAMIC_SLICE:
+	case IR_OP_COPY:
+	case IR_OP_IOTA:
+		return FC_CHEAP;
+	case IR_OP_REDUCE:
+	case IR_OP_REDUCE_WINDOW:
+		return FC_CORE;
+	default:
+		break;
+	}
+	if (is_contraction(in->op))
+		return FC_CORE;
+	enum sim_kernel_kind kind;
+	switch (top_role(in, &kind)) {
+	case ROLE_FREE:
+		return FC_FREE;
+	case ROLE_KERNEL:
+		if (kind == SIM_KERNEL_ELEMENTWISE)
+			return ir_op_class(in->op) == IR_CLASS_ELEMENTWISE &&
+					       ir_op_vpu_class(in->op) ==
+						       HW_VPU_SIMPLE
+				       ? FC_CHEAP
+				       : FC_EXPENSIVE;
+		return FC_ROOT;
+	default:
+		return FC_CONTROL;
+	}
+}
+
+/* Ops a contraction reads through without losing its MXU layout. */
+static bool is_format_op(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_CONVERT:
+	case IR_OP_BROADCAST:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_COPY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Does user u accept loop-op producer p in operand slot j? */
+static bool accepts(const struct grouping *g, const struct ir_instr *u, int j,
+		    const struct ir_instr *p)
+{
+	if (is_contraction(u->op) || g->prologue[u->index])
+		return is_format_op(p->op);
+	switch (fuse_class(g, u)) {
+	case FC_CHEAP:
+	case FC_EXPENSIVE:
+	case FC_CORE: /* reduce / reduce-window: loop fusion over the input */
+		return true;
+	case FC_ROOT:
+		return u->op == IR_OP_DYNAMIC_UPDATE_SLICE && j == 1;
+	default:
+		return false;
+	}
+}
+
+static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
+			 const struct ir_instr *p)
+{
+	for (int j = 0; j < u->n_operands; j++)
+		if (u->operands[j] == p && !accepts(g, u, j, p))
+			return false;
+	return true;
+}
+
+/* Would computing p inside u's kernel evaluate p more than once per
+ * element of p (u broadcasts it, or u itself sits on such a path)? */
+static bool reuses(const struct grouping *g, const struct ir_instr *u,
+		   const struct ir_instr *p)
+{
+	return g->reuse[u->index] ||
+	       ir_shape_elems(&u->shape) > ir_shape_elems(&p->shape);
+}
+
+static int new_group(struct grouping *g, int i, bool core)
+{
+	int id = g->n_groups++;
+	g->grp[i] = id;
+	g->g_root[id] = i;
+	g->g_core[id] = core;
+	g->g_rep[id] = id;
+	return id;
+}
+
+/* Marks p fused into the users listed (those with grp == into, or all
+ * users when into == G_MULTI), inheriting their reuse/prologue flags. */
+static void fuse_into(struct grouping *g, int i, int into)
+{
+	const struct ir_instr *p = g->c->instrs[i];
+	g->grp[i] = into;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		const struct ir_instr *u = g->c->instrs[g->users[k]];
+		if (!g->live[u->index] ||
+		    (into != G_MULTI && g->grp[u->index] != into))
+			continue;
+		g->reuse[i] = g->reuse[i] || reuses(g, u, p);
+		g->prologue[i] = g->prologue[i] || is_contraction(u->op) ||
+				 g->prologue[u->index];
+	}
+}
+
+/* The fusion predicate for instruction i (all its users decided). */
+static void decide_fusion(struct grouping *g, int i)
+{
+	const struct ir_instr *p = g->c->instrs[i];
+	bool is_root = g->c->root == p;
+	g->grp[i] = G_NONE;
+	if (!g->live[i])
+		return;
+	if (g->cd[i]) {
+		if (is_root && p->op != IR_OP_CONSTANT)
+			new_group(g, i, false);
+		return;
+	}
+	enum fuse_class fc = fuse_class(g, p);
+	if (fc == FC_FREE || fc == FC_CONTROL)
+		return;
+	if (fc == FC_ROOT || is_root) {
+		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	/* Survey the live users. */
+	int n_users = 0, first = G_NONE;
+	bool multi = false, same = true, all_accept = true, materialise = false;
+	bool reuse_any = false;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		const struct ir_instr *u = g->c->instrs[g->users[k]];
+		int gu = g->grp[u->index];
+		if (!g->live[u->index])
+			continue;
+		n_users++;
+		if (gu == G_NONE) { /* tuple, while, ...: needs p in memory */
+			materialise = true;
+			continue;
+		}
+		all_accept = all_accept && user_accepts(g, u, p);
+		reuse_any = reuse_any || reuses(g, u, p);
+		if (gu == G_MULTI)
+			multi = true;
+		else if (first == G_NONE)
+			first = gu;
+		else if (gu != first)
+			same = false;
+	}
+	if (n_users == 0) {
+		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	switch (fc) {
+	case FC_CHEAP:
+		if (materialise || !all_accept)
+			break;
+		fuse_into(g, i, multi || !same ? G_MULTI : first);
+		return;
+	case FC_CORE: {
+		/* Output fusion / reduce epilogue: one elementwise-like user
+		 * of no more elements, in a kernel without a core yet. */
+		if (n_users != 1 || materialise || multi || first < 0 ||
+		    g->g_core[first] || reuse_any)
+			break;
+		const struct ir_instr *u = NULL;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
+			if (g->live[g->users[k]])
+				u = g->c->instrs[g->users[k]];
+		if (!u)
+			break;
+		enum ir_class uc = ir_op_class(u->op);
+		bool elementwise_like = uc == IR_CLASS_ELEMENTWISE ||
+					uc == IR_CLASS_TRANSCENDENTAL ||
+					(is_format_op(u->op) &&
+					 !is_contraction(u->op));
+		if (!elementwise_like || g->prologue[u->index] ||
+		    fuse_class(g, u) == FC_CORE)
+			break;
+		fuse_into(g, i, first);
+		g->g_core[first] = true;
+		return;
+	}
+	case FC_EXPENSIVE: {
+		if (multi)
+			break;
+		/* The earliest user kernel (by root position) whose users
+		 * of p all accept it without reuse. */
+		int best = G_NONE;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+			int gu = g->grp[g->users[k]];
+			if (!g->live[g->users[k]] || gu < 0)
+				continue;
+			if (best != G_NONE && g->g_root[gu] >= g->g_root[best])
+				continue;
+			bool ok = true;
+			for (int q = g->uoff[i]; ok && q < g->uoff[i + 1]; q++) {
+				const struct ir_instr *u =
+					g->c->instrs[g->users[q]];
+				if (g->live[u->index] && g->grp[u->index] == gu)
+					ok = user_accepts(g, u, p) &&
+					     !reuses(g, u, p);
+			}
+			if (ok)
+				best = gu;
+		}
+		if (best == G_NONE)
+			break;
+		fuse_into(g, i, best);
+		return;
+	}
+	default:
+		break;
+	}
+	new_group(g, i, fc == FC_CORE);
+}
+
+static bool member(const struct grouping *g, int grp, int i)
+{
+	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
+	return (g->bits[bit / 64] >> (bit % 64)) & 1u;
+}
+
+static void set_member(struct grouping *g, int grp, int i)
+{
+	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
+	g->bits[bit / 64] |= (uint64_t)1 << (bit % 64);
+}
+
+/* Members of group id: its root and, backwards through operands, every
+ * instruction fused into it (its own, recomputed, or constant-derived).
+ * stack has room for n entries. */
+static void collect_members(struct grouping *g, int id, int *stack)
+{
+	int sp = 0;
+	stack[sp++] = g->g_root[id];
+	set_member(g, id, g->g_root[id]);
+	while (sp > 0) {
+		const struct ir_instr *in = g->c->instrs[stack[--sp]];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			int oi = o->index;
+			if (o->parent != g->c || member(g, id, oi))
+				continue;
+			if (g->grp[oi] == id || g->grp[oi] == G_MULTI ||
+			    (g->cd[oi] && g->grp[oi] == G_NONE)) {
+				set_member(g, id, oi);
+				stack[sp++] = oi;
+			}
+		}
+	}
+}
+
+/* Inputs of group id (operands of members that are not members), in
+ * first-use order, into out[]; returns their count. */
+static int group_inputs(const struct grouping *g, int id,
+			const struct ir_instr **out)
+{
+	int n = 0;
+	for (int i = 0; i < g->n; i++) {
+		if (!member(g, id, i))
+			continue;
+		const struct ir_instr *in = g->c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			if (o->parent == g->c && member(g, id, o->index))
+				continue;
+			bool seen = false;
+			for (int q = 0; q < n && !seen; q++)
+				seen = out[q] == o;
+			if (!seen)
+				out[n++] = o;
+		}
+	}
+	return n;
+}
+
+/* Sibling multi-output fusion: a later reduce-rooted group whose reduce
+ * reads an input of the same dims over the same dimensions, and which
+ * has exactly the same inputs, merges into the earlier one. */
+static void merge_siblings(struct grouping *g, const struct ir_instr **ia,
+			   const struct ir_instr **ib)
+{
+	for (int a = 0; a < g->n_groups; a++) {
+		const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
+		if (g->g_rep[a] != a || ra->op != IR_OP_REDUCE ||
+		    ra->n_operands < 1 || !ra->attrs.dimensions)
+			continue;
+		int na = group_inputs(g, a, ia);
+		for (int b = 0; b < g->n_groups; b++) {
+			const struct ir_instr *rb = g->c->instrs[g->g_root[b]];
+			if (b == a || g->g_rep[b] != b ||
+			    g->g_root[b] <= g->g_root[a] ||
+			    rb->op != IR_OP_REDUCE || rb->n_operands < 1 ||
+			    !rb->attrs.dimensions ||
+			    !ir_shape_equal_dims(&ra->operands[0]->shape,
+						 &rb->operands[0]->shape) ||
+			    rb->attrs.dimensions->n != ra->attrs.dimensions->n)
+				continue;
+			bool same = true;
+			for (int q = 0; same && q < ra->attrs.dimensions->n; q++)
+				same = ra->attrs.dimensions->v[q] ==
+				       rb->attrs.dimensions->v[q];
+			if (!same || group_inputs(g, b, ib) != na)
+				continue;
+			for (int q = 0; same && q < na; q++) {
+				bool found = false;
+				for (int r = 0; r < na && !found; r++)
+					found = ia[q] == ib[r];
+				same = found;
+			}
+			if (!same)
+				continue;
+			g->g_rep[b] = a;
+			for (int i = 0; i < g->n; i++)
+				if (member(g, b, i))
+					set_member(g, a, i);
+		}
+	}
+}
+
+/* Is member i of group id written to HBM: the computation's root, or used
+ * by an instruction that neither belongs to id nor recomputes i itself? */
+static bool group_output(const struct grouping *g, int id, int i)
+{
+	if (g->c->root == g->c->instrs[i])
+		return true;
+	if (g->cd[i])
+		return false;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u] || member(g, id, u))
+			continue;
+		bool in_some = false;
+		for (int h = 0; h < g->n_groups; h++) {
+			if (g->g_rep[h] != h || !member(g, h, u))
+				continue;
+			in_some = true;
+			if (!member(g, h, i))
+				return true;
+		}
+		if (!in_some) /* a free op or a loop reads it from memory */
+			return true;
+	}
+	return false;
+}
+
+static void grouping_free(struct grouping *g)
+{
+	ts_free(g->order);
+	ts_free(g->uoff);
+	ts_free(g->users);
+	ts_free(g->cd);
+	ts_free(g->live);
+	ts_free(g->grp);
+	ts_free(g->reuse);
+	ts_free(g->prologue);
+	ts_free(g->g_root);
+	ts_free(g->g_core);
+	ts_free(g->g_rep);
+	ts_free(g->bits);
+}
+
+/* Topological order (operands first) by iterative DFS; stack holds n. */
+static void topo_order(struct grouping *g, int *stack, int *next_op)
+{
+	int n_out = 0;
+	bool *done = g->reuse; /* borrowed, cleared below */
+	for (int s = 0; s < g->n; s++) {
+		if (done[s])
+			continue;
+		int sp = 0;
+		stack[sp++] = s;
+		next_op[s] = 0;
+		done[s] = true;
+		while (sp > 0) {
+			int t = stack[sp - 1];
+			const struct ir_instr *in = g->c->instrs[t];
+			if (next_op[t] < in->n_operands) {
+				const struct ir_instr *o =
+					in->operands[next_op[t]++];
+				if (o->parent == g->c && !done[o->index]) {
+					done[o->index] = true;
+					next_op[o->index] = 0;
+					stack[sp++] = o->index;
+				}
+			} else {
+				g->order[n_out++] = t;
+				sp--;
+			}
+		}
+	}
+	for (int i = 0; i < g->n; i++)
+		done[i] = false;
+}
+
+static enum ts_status grouping_init(struct grouping *g,
+				    const struct ir_computation *c)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	g->n = c->n_instrs;
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	size_t n_uses = 1;
+	for (int i = 0; i < g->n; i++)
+		n_uses += (size_t)c->instrs[i]->n_operands;
+	g->order = ts_malloc(n * sizeof *g->order);
+	g->uoff = ts_calloc(n + 1, sizeof *g->uoff);
+	g->users = ts_malloc(n_uses * sizeof *g->users);
+	g->cd = sim_const_derived(c);
+	g->live = ts_calloc(n, sizeof *g->live);
+	g->grp = ts_malloc(n * sizeof *g->grp);
+	g->reuse = ts_calloc(n, sizeof *g->reuse);
+	g->prologue = ts_calloc(n, sizeof *g->prologue);
+	g->g_root = ts_malloc(n * sizeof *g->g_root);
+	g->g_core = ts_calloc(n, sizeof *g->g_core);
+	g->g_rep = ts_malloc(n * sizeof *g->g_rep);
+	int *stack = ts_malloc(n * sizeof *stack);
+	int *tmp = ts_calloc(n + 1, sizeof *tmp);
+	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
+	    !g->grp || !g->reuse || !g->prologue || !g->g_root || !g->g_core ||
+	    !g->g_rep || !stack || !tmp) {
+		ts_free(stack);
+		ts_free(tmp);
+		return TS_ERR_NOMEM;
+	}
+	/* Users, one entry per distinct using instruction (CSR). */
+	for (int i = 0; i < g->n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			bool dup = false;
+			for (int q = 0; q < j && !dup; q++)
+				dup = in->operands[q] == o;
+			if (o->parent == c && !dup)
+				g->uoff[o->index + 1]++;
+		}
+	}
+	for (int i = 0; i < g->n; i++)
+		g->uoff[i + 1] += g->uoff[i];
+	for (int i = 0; i < g->n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			bool dup = false;
+			for (int q = 0; q < j && !dup; q++)
+				dup = in->operands[q] == o;
+			if (o->parent == c && !dup)
+				g->users[g->uoff[o->index] + tmp[o->index]++] = i;
+		}
+	}
+	topo_order(g, stack, tmp);
+	/* Liveness (XLA DCE): from the root and every op with an effect or a
+	 * kernel of its own that is not a pure loop/core op. */
+	for (int k = g->n - 1; k >= 0; k--) {
+		int i = g->order[k];
+		const struct ir_instr *in = c->instrs[i];
+		enum fuse_class fc = fuse_class(g, in);
+		if (in == c->root || fc == FC_ROOT || fc == FC_CONTROL)
+			g->live[i] = true;
+		if (!g->live[i])
+			continue;
+		for (int j = 0; j < in->n_operands; j++)
+			if (in->operands[j]->parent == c)
+				g->live[in->operands[j]->index] = true;
+	}
+	ts_free(stack);
+	ts_free(tmp);
+	return TS_OK;
+}
+
+/* ---- the walk ---------------------------------------------------------------- */
+
+static enum ts_status walk(struct build *b, const struct ir_computation *c,
+			   struct site s);
+
+/* Recurses into the computations of a while / call / conditional. */
+static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
+				   enum role role, const struct site *s)
+{
+	struct site inner = *s;
+	inner.nesting++;
+	switch (role) {
+	case ROLE_WHILE: {
+		if (in->n_called != 2 || !in->called[0] || !in->called[1])
+			return diag_at(b, in, TS_ERR_PARSE,
+				       "while needs condition= and body=");
+		int64_t trip = in->attrs.known_trip_count;
+		bool assumed = trip < 0;
+		if (assumed) {
+			trip = b->opts && b->opts->default_trip_count > 0
+				       ? b->opts->default_trip_count
+				       : 1;
+			b->p->n_assumed_trip_counts++;
+		}
+		inner.loop_depth++;
+		inner.assumed = inner.assumed || assumed;
+		/* The condition runs once more than the body (the final test). */
+		inner.mult = s->mult * (double)(trip + 1);
+		enum ts_status st = walk(b, in->called[0], inner);
+		if (st != TS_OK)
+			return st;
+		inner.mult = s->mult * (double)trip;
+		return walk(b, in->called[1], inner);
+	}
+	case ROLE_CALL:
+		for (int j = 0; j < in->n_called; j++) {
+			if (!in->called[j])
+				continue;
+			enum ts_status st = walk(b, in->called[j], inner);
+			if (st != TS_OK)
+				return st;
+		}
+		return TS_OK;
+	case ROLE_CONDITIONAL:
+		/* Each branch weighted 1/n_branches: the expected time when
+		 * branches are equally likely. Keeps every branch's kernels
+		 * listed and the total an expectation rather than a bound
+		 * (a max would need one branch chosen as a whole). Wrong when
+		 * one branch dominates at run time: use --trip-count style
+		 * what-ifs or read the per-kernel list. */
+		if (in->n_called < 1)
+			return diag_at(b, in, TS_ERR_PARSE,
+				       "conditional without branches");
+		inner.mult = s->mult / (double)in->n_called;
+		for (int j = 0; j < in->n_called; j++) {
+			if (!in->called[j])
+				continue;
+			enum ts_status st = walk(b, in->called[j], inner);
+			if (st != TS_OK)
+				return st;
+		}
+		return TS_OK;
+	default:
+		return TS_OK;
+	}
+}
+
+/* Emits the kernel of group id. */
+static enum ts_status emit_group(struct build *b, struct grouping *g, int id,
+				 const struct ir_instr **buf,
+				 const struct site *s)
+{
+	const struct ir_computation *c = g->c;
+	int n_mem = 0, n_work = 0;
+	const struct ir_instr *work = NULL, *heavy = NULL;
+	int heavy_w = 0;
+	for (int i = 0; i < g->n; i++) {
+		if (!member(g, id, i))
+			continue;
+		const struct ir_instr *in = c->instrs[i];
+		n_mem++;
+		if (fuse_class(g, in) != FC_FREE &&
+		    (!g->cd[i] || in == c->instrs[g->g_root[id]])) {
+			n_work++;
+			work = in;
+		}
+		if (op_weight(in->op) > heavy_w && !g->cd[i]) {
+			heavy = in;
+			heavy_w = op_weight(in->op);
+		}
+	}
+	const struct ir_instr *root = c->instrs[g->g_root[id]];
+	enum sim_kernel_kind kind = SIM_KERNEL_FUSION;
+	if (n_work == 1 && top_role(work, &kind) == ROLE_FREE)
+		return TS_OK; /* e.g. a bitcast-like reshape as the root */
+	if (n_work != 1)
+		kind = SIM_KERNEL_FUSION;
+	struct sim_kernel *k = push_kernel(b);
+	if (!k)
+		return nomem(b);
+	k->kind = kind;
+	describe(k, heavy, root, heavy && heavy->op == IR_OP_REDUCE);
+	int n = 0;
+	for (int i = 0; i < g->n; i++)
+		if (member(g, id, i))
+			buf[n++] = c->instrs[i];
+	k->n_members = n;
+	k->members = dup_list(buf, n);
+	n = group_inputs(g, id, buf);
+	k->n_inputs = n;
+	k->inputs = dup_list(buf, n);
+	n = 0;
+	for (int i = 0; i < g->n; i++)
+		if (member(g, id, i) && group_output(g, id, i))
+			buf[n++] = c->instrs[i];
+	k->n_outputs = n;
+	k->outputs = dup_list(buf, n);
+	if (!k->members || !k->inputs || !k->outputs)
+		return nomem(b);
+	return finish_kernel(b, k, root, s);
+}
+
+/* A pre-optimization computation: group, then emit kernels and recurse
+ * into control flow in schedule order. */
+static enum ts_status walk_grouped(struct build *b,
+				   const struct ir_computation *c,
+				   const struct site *s)
+{
+	struct grouping g;
+	const struct ir_instr **buf = NULL;
+	int *stack = NULL;
+	enum ts_status st = grouping_init(&g, c);
+	if (st != TS_OK)
+		goto out;
+	for (int k = g.n - 1; k >= 0; k--)
+		decide_fusion(&g, g.order[k]);
+	g.words_per_group = ((size_t)g.n + 63) / 64;
+	size_t n_groups = (size_t)(g.n_groups > 0 ? g.n_groups : 1);
+	if (g.words_per_group > SIZE_MAX / sizeof(uint64_t) / n_groups) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	g.bits = ts_calloc(n_groups * g.words_per_group, sizeof(uint64_t));
+	buf = ts_malloc((size_t)(g.n > 0 ? g.n : 1) * 2 * sizeof *buf);
+	stack = ts_malloc((size_t)(g.n > 0 ? g.n : 1) * sizeof *stack);
+	if (!g.bits || !buf || !stack) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int id = 0; id < g.n_groups; id++)
+		collect_members(&g, id, stack);
+	merge_siblings(&g, buf, buf + g.n);
+	for (int i = 0; i < g.n && st == TS_OK; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		int id = g.grp[i];
+		if (id >= 0 && g.g_root[id] == i && g.g_rep[id] == id) {
+			st = emit_group(b, &g, id, buf, s);
+			continue;
+		}
+		if (!g.live[i] || fuse_class(&g, in) != FC_CONTROL)
+			continue;
+		enum sim_kernel_kind kind;
+		st = walk_control(b, in, top_role(in, &kind), s);
+	}
+out:
+	if (st == TS_ERR_NOMEM)
+		nomem(b);
+	ts_free(buf);
+	ts_free(stack);
+	grouping_free(&g);
+	return st;
+}
+
+static enum ts_status walk(struct build *b, const struct ir_computation *c,
+			   struct site s)
+{
+	if (s.nesting > SIM_MAX_NESTING) {
+		ts_diag_set(b->d, b->m->file, c->line, c->col,
+			    "%s: computations nest deeper than %d "
+			    "(recursive calls?)",
+			    c->name, SIM_MAX_NESTING);
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	if (b->pre_opt)
+		return walk_grouped(b, c, &s);
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		enum sim_kernel_kind kind;
+		enum role role = top_role(in, &kind);
+		enum ts_status st = TS_OK;
+		if (role == ROLE_KERNEL)
+			st = add_top_kernel(b, in, kind, &s);
+		else if (role != ROLE_FREE)
+			st = walk_control(b, in, role, &s);
+		if (st != TS_OK)
+			return st;
+	}
+	return TS_OK;
+}
+
+/* ---- public ------------------------------------------------------------------ */
+
+void sim_program_free(struct sim_program *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->n_kernels; i++) {
+		ts_free(p->kernels[i].members);
+		ts_free(p->kernels[i].inputs);
+		ts_free(p->kernels[i].outputs);
+	}
+	ts_free(p->kernels);
+	memset(p, 0, sizeof *p);
+}
+
+enum ts_status sim_program_build(const struct ir_module *m,
+				 const struct sim_program_opts *opts,
+				 struct sim_program *p, struct ts_diag *d)
+{
+	memset(p, 0, sizeof *p);
+	p->module = m;
+	if (!m || !m->entry) {
+		ts_diag_set(d, m ? m->file : NULL, 0, 0,
+			    "module has no entry computation");
+		return TS_ERR_MISUSE;
+	}
+	struct build b = {.m = m, .opts = opts, .p = p, .d = d};
+	/* A module with any fusion instruction was compiled: its top-level
+	 * ops ran as written. One without is grouped as XLA would fuse it
+	 * (per module, not per computation: a compiled module's loop
+	 * condition has no fusion either, yet ran as written). */
+	b.pre_opt = true;
+	for (int ci = 0; ci < m->n_comps && b.pre_opt; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs && b.pre_opt; i++)
+			if (m->comps[ci]->instrs[i]->op == IR_OP_FUSION)
+				b.pre_opt = false;
+	struct site s = {.mult = 1.0};
+	enum ts_status st = walk(&b, m->entry, s);
+	if (st != TS_OK) {
+		sim_program_free(p);
+		return st;
+	}
+	for (int i = 0; i < p->n_kernels; i++)
+		if (p->kernels[i].kind == SIM_KERNEL_UNMODELLED)
+			p->n_unmodelled++;
+	return TS_OK;
+}

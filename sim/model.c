@@ -1,0 +1,1606 @@
+/*
+ * model.c: the cycle-approximate analytic model of one TensorCore running
+ * one kernel under one tile config. sim_plan_build() works out, once per
+ * kernel, the combined tile grid and how every input, result, MXU and VPU
+ * follow it; sim_plan_estimate() costs a config from that in closed form
+ * (no step-by-step loop), so tile search can cost millions of configs.
+ * sim_kernel_estimate() and sim_kernel_explain() (sim.h) wrap the two.
+ * Units: ns, core cycles (hw->clock_hz), bytes padded to layout tiles.
+ * Governing notes: docs/ARCHITECTURE.md "Kernels, tiles and the analytic
+ * model", docs/TPU.md sections 2 and 3; unit formulas in hw/hw_*.c.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hw_units.h"
+
+/* ====================================================================== */
+/* Dimension maps: which grid dim each dim of a value follows.             */
+/* ====================================================================== */
+
+/*
+ * Every array value of the kernel gets, per logical dim, the "space" dim it
+ * follows: 0..R-1 are the logical dims of the tiled space (sim_tile_space_
+ * shape), KOFF + j the logical dims of the convolution/dot kernel operand
+ * (rhs); -1: the value does not follow the grid there (a block reads the
+ * whole dim). win[] marks convolution input dims widened by a window: the
+ * kernel spatial dim whose taps slide over it. Maps come from the target
+ * outwards (forward through users, backward through operands): identity
+ * through elementwise ops, broadcast/transpose/reduce dimension lists,
+ * reshapes by equal leading and trailing dims.
+ */
+#define KOFF SIM_MAX_GRID
+#define MAP_NONE (-1)
+
+struct dmap {
+	int8_t src[SIM_MAX_GRID];
+	int8_t win[SIM_MAX_GRID];
+	bool set;
+};
+
+static void map_none(struct dmap *m)
+{
+	memset(m->src, MAP_NONE, sizeof m->src);
+	memset(m->win, MAP_NONE, sizeof m->win);
+	m->set = true;
+}
+
+static void map_identity(struct dmap *m, int rank)
+{
+	map_none(m);
+	for (int i = 0; i < rank && i < SIM_MAX_GRID; i++)
+		m->src[i] = (int8_t)i;
+}
+
+static bool is_array(const struct ir_instr *in)
+{
+	return in->shape.type != IR_TYPE_TUPLE &&
+	       in->shape.rank <= SIM_MAX_GRID;
+}
+
+/* Maps between shapes of different rank (reshape, bitcast): dims of equal
+ * size paired from the front, then from the back; the rest follow nothing. */
+static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
+			const struct ir_shape *to, struct dmap *out)
+{
+	map_none(out);
+	int i = 0;
+	while (i < from->rank && i < to->rank &&
+	       from->dims[i] == to->dims[i]) {
+		out->src[i] = fm->src[i];
+		i++;
+	}
+	int a = from->rank - 1, b = to->rank - 1;
+	while (a >= i && b >= i && from->dims[a] == to->dims[b]) {
+		out->src[b] = fm->src[a];
+		a--;
+		b--;
+	}
+}
+
+/* Copies src (and win) dim by dim when ranks agree. */
+static bool map_copy(const struct ir_shape *to, const struct dmap *fm,
+		     int from_rank, struct dmap *out, bool with_win)
+{
+	if (to->rank != from_rank)
+		return false;
+	map_none(out);
+	for (int i = 0; i < to->rank; i++) {
+		out->src[i] = fm->src[i];
+		if (with_win)
+			out->win[i] = fm->win[i];
+	}
+	return true;
+}
+
+static bool comp_backward(const struct ir_computation *c,
+			  const struct dmap *root_map, int opi,
+			  struct dmap *out);
+
+/* Operand opi's map from instruction in's map m (backward). */
+static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
+			  int opi, struct dmap *out)
+{
+	const struct ir_instr *op = in->operands[opi];
+	if (!is_array(op) || !is_array(in))
+		return false;
+	const struct ir_ints *dims = in->attrs.dimensions;
+	switch (in->op) {
+	case IR_OP_BROADCAST:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < in->shape.rank)
+				out->src[i] = m->src[dims->v[i]];
+		return true;
+	case IR_OP_TRANSPOSE:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < op->shape.rank)
+				out->src[dims->v[i]] = m->src[i];
+		return true;
+	case IR_OP_REDUCE: {
+		if (opi >= in->n_operands / 2 || !dims)
+			return op->shape.rank == 0 ? (map_none(out), true)
+						   : false;
+		map_none(out);
+		int o = 0;
+		for (int i = 0; i < op->shape.rank; i++) {
+			bool red = false;
+			for (int j = 0; j < dims->n; j++)
+				red |= dims->v[j] == i;
+			if (!red && o < in->shape.rank)
+				out->src[i] = m->src[o++];
+		}
+		return true;
+	}
+	case IR_OP_FUSION:
+		if (in->n_called < 1)
+			return false;
+		return comp_backward(in->called[0], m, opi, out);
+	case IR_OP_RESHAPE:
+	case IR_OP_BITCAST:
+	case IR_OP_DYNAMIC_RESHAPE:
+		map_reshape(&in->shape, m, &op->shape, out);
+		return true;
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_SORT:
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_WHILE:
+	case IR_OP_CALL:
+	case IR_OP_CONDITIONAL:
+		return false;
+	default:
+		if (op->shape.rank == 0) {
+			map_none(out);
+			return true;
+		}
+		/* elementwise and same-rank data movement (slice, pad,
+		 * concatenate, reverse, dynamic-update-slice, select...) */
+		return map_copy(&op->shape, m, in->shape.rank, out, true);
+	}
+}
+
+/* in's map from operand opi's map om (forward). */
+static bool forward_rule(const struct ir_instr *in, int opi,
+			 const struct dmap *om, struct dmap *out)
+{
+	const struct ir_instr *op = in->operands[opi];
+	if (!is_array(op) || !is_array(in) || op->shape.rank == 0)
+		return false;
+	const struct ir_ints *dims = in->attrs.dimensions;
+	switch (in->op) {
+	case IR_OP_BROADCAST:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < in->shape.rank)
+				out->src[dims->v[i]] = om->src[i];
+		return true;
+	case IR_OP_TRANSPOSE:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < op->shape.rank)
+				out->src[i] = om->src[dims->v[i]];
+		return true;
+	case IR_OP_REDUCE: {
+		if (opi >= in->n_operands / 2 || !dims)
+			return false;
+		map_none(out);
+		int o = 0;
+		for (int i = 0; i < op->shape.rank; i++) {
+			bool red = false;
+			for (int j = 0; j < dims->n; j++)
+				red |= dims->v[j] == i;
+			if (!red && o < SIM_MAX_GRID)
+				out->src[o++] = om->src[i];
+		}
+		return true;
+	}
+	case IR_OP_RESHAPE:
+	case IR_OP_BITCAST:
+	case IR_OP_DYNAMIC_RESHAPE:
+		map_reshape(&op->shape, om, &in->shape, out);
+		return true;
+	case IR_OP_FUSION:
+		if (!ir_shape_equal_dims(&in->shape, &op->shape))
+			return false;
+		return map_copy(&in->shape, om, op->shape.rank, out, false);
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_SORT:
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_WHILE:
+	case IR_OP_CALL:
+	case IR_OP_CONDITIONAL:
+		return false;
+	default:
+		return map_copy(&in->shape, om, op->shape.rank, out, false);
+	}
+}
+
+/* Fills in holes of dst (MAP_NONE) from src: several operands of one
+ * elementwise op may each know different dims (a broadcast knows fewer). */
+static void map_merge(struct dmap *dst, const struct dmap *src, int rank)
+{
+	for (int i = 0; i < rank && i < SIM_MAX_GRID; i++)
+		if (dst->src[i] == MAP_NONE)
+			dst->src[i] = src->src[i];
+}
+
+/* Parameter opi's map of a nested fused computation c from its root map. */
+static bool comp_backward(const struct ir_computation *c,
+			  const struct dmap *root_map, int opi,
+			  struct dmap *out)
+{
+	if (!c || !c->root || c->n_instrs <= 0)
+		return false;
+	struct dmap *m = ts_calloc((size_t)c->n_instrs, sizeof *m);
+	if (!m)
+		return false;
+	bool ok = false;
+	m[c->root->index] = *root_map;
+	m[c->root->index].set = true;
+	for (int i = c->n_instrs - 1; i >= 0; i--) {
+		const struct ir_instr *in = c->instrs[i];
+		if (!m[i].set)
+			continue;
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *op = in->operands[j];
+			if (op->parent != c || m[op->index].set)
+				continue;
+			struct dmap t;
+			if (backward_rule(in, &m[i], j, &t))
+				m[op->index] = t;
+		}
+	}
+	if (opi < c->n_params && c->params[opi] && m[c->params[opi]->index].set) {
+		*out = m[c->params[opi]->index];
+		ok = true;
+	}
+	ts_free(m);
+	return ok;
+}
+
+/* Propagation over the kernel's members. */
+struct prop {
+	const struct sim_kernel *k;
+	const struct ir_computation *comp; /* parent of the members */
+	int *pos;                          /* comp->n_instrs: member index or -1 */
+	struct dmap *mm;                   /* per member */
+	struct dmap *im;                   /* per input */
+};
+
+static int input_index(const struct prop *pr, const struct ir_instr *v)
+{
+	for (int i = 0; i < pr->k->n_inputs; i++)
+		if (pr->k->inputs[i] == v)
+			return i;
+	return -1;
+}
+
+/* The map slot of a value: a member's, or an input's (a fusion parameter
+ * stands for its input). */
+static struct dmap *slot(struct prop *pr, const struct ir_instr *v)
+{
+	if (v->parent == pr->comp && v->index >= 0 &&
+	    v->index < pr->comp->n_instrs && pr->pos[v->index] >= 0)
+		return &pr->mm[pr->pos[v->index]];
+	int i = input_index(pr, v);
+	return i >= 0 ? &pr->im[i] : NULL;
+}
+
+static void set_slot(struct prop *pr, const struct ir_instr *v,
+		     const struct dmap *m)
+{
+	struct dmap *s = slot(pr, v);
+	if (!s || s->set)
+		return;
+	*s = *m;
+	s->set = true;
+	if (v->op == IR_OP_PARAMETER && v->attrs.parameter_number >= 0 &&
+	    v->attrs.parameter_number < pr->k->n_inputs &&
+	    pr->k->instr && pr->k->instr->op == IR_OP_FUSION)
+		if (!pr->im[v->attrs.parameter_number].set)
+			pr->im[v->attrs.parameter_number] = *s;
+}
+
+static void prop_forward(struct prop *pr)
+{
+	for (int i = 0; i < pr->k->n_members; i++) {
+		const struct ir_instr *in = pr->k->members[i];
+		if (pr->mm[i].set || !is_array(in))
+			continue;
+		struct dmap acc;
+		bool have = false;
+		for (int j = 0; j < in->n_operands; j++) {
+			struct dmap *om = slot(pr, in->operands[j]);
+			struct dmap t;
+			if (!om || !om->set || !forward_rule(in, j, om, &t))
+				continue;
+			if (!have)
+				acc = t;
+			else
+				map_merge(&acc, &t, in->shape.rank);
+			have = true;
+		}
+		if (have) {
+			acc.set = true;
+			pr->mm[i] = acc;
+		}
+	}
+}
+
+static void prop_backward(struct prop *pr)
+{
+	for (int i = pr->k->n_members - 1; i >= 0; i--) {
+		const struct ir_instr *in = pr->k->members[i];
+		if (!pr->mm[i].set)
+			continue;
+		for (int j = 0; j < in->n_operands; j++) {
+			struct dmap *om = slot(pr, in->operands[j]);
+			if (!om || om->set)
+				continue;
+			struct dmap t;
+			if (backward_rule(in, &pr->mm[i], j, &t))
+				set_slot(pr, in->operands[j], &t);
+		}
+	}
+}
+
+/* Seeds the target: the space is the identity; a convolution's or dot's
+ * operands get their special maps (input features and rhs dims follow the
+ * kernel space KOFF + j, convolution spatial dims get windows). */
+static void prop_seed(struct prop *pr, const struct ir_instr *t)
+{
+	struct dmap m;
+	if (t->op == IR_OP_REDUCE) {
+		const struct ir_shape *s = sim_tile_space_shape(t);
+		map_identity(&m, s->rank);
+		for (int j = 0; j < t->n_operands / 2; j++)
+			if (is_array(t->operands[j]) &&
+			    ir_shape_equal_dims(&t->operands[j]->shape, s))
+				set_slot(pr, t->operands[j], &m);
+		return;
+	}
+	map_identity(&m, t->shape.rank);
+	set_slot(pr, t, &m);
+	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv && t->n_operands >= 2) {
+		const struct ir_conv_dims *cd = t->attrs.conv;
+		struct dmap l;
+		map_none(&l);
+		if (cd->lhs_batch >= 0 && cd->lhs_batch < SIM_MAX_GRID)
+			l.src[cd->lhs_batch] = (int8_t)cd->out_batch;
+		if (cd->lhs_feature >= 0 && cd->lhs_feature < SIM_MAX_GRID)
+			l.src[cd->lhs_feature] = (int8_t)(KOFF + cd->rhs_in);
+		for (int s = 0; s < cd->n_spatial; s++) {
+			int ld = cd->lhs_spatial[s];
+			if (ld < 0 || ld >= SIM_MAX_GRID)
+				continue;
+			l.src[ld] = (int8_t)cd->out_spatial[s];
+			l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
+		}
+		set_slot(pr, t->operands[0], &l);
+		struct dmap r;
+		map_none(&r);
+		for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID;
+		     j++)
+			r.src[j] = (int8_t)(KOFF + j);
+		set_slot(pr, t->operands[1], &r);
+	} else if (t->op == IR_OP_DOT && t->attrs.dot && t->n_operands >= 2) {
+		const struct ir_dot_dims *dd = t->attrs.dot;
+		const struct ir_shape *ls = &t->operands[0]->shape;
+		struct dmap l;
+		map_none(&l);
+		int o = 0;
+		for (int i = 0; i < dd->lhs_batch.n; i++)
+			if (dd->lhs_batch.v[i] < SIM_MAX_GRID)
+				l.src[dd->lhs_batch.v[i]] = (int8_t)o++;
+		for (int i = 0; i < ls->rank && i < SIM_MAX_GRID; i++) {
+			bool other = false;
+			for (int j = 0; j < dd->lhs_batch.n; j++)
+				other |= dd->lhs_batch.v[j] == i;
+			for (int j = 0; j < dd->lhs_contracting.n; j++)
+				other |= dd->lhs_contracting.v[j] == i;
+			if (!other)
+				l.src[i] = (int8_t)o++;
+		}
+		for (int i = 0; i < dd->lhs_contracting.n &&
+				i < dd->rhs_contracting.n; i++)
+			if (dd->lhs_contracting.v[i] < SIM_MAX_GRID)
+				l.src[dd->lhs_contracting.v[i]] =
+					(int8_t)(KOFF + dd->rhs_contracting.v[i]);
+		set_slot(pr, t->operands[0], &l);
+		struct dmap r;
+		map_none(&r);
+		for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID;
+		     j++)
+			r.src[j] = (int8_t)(KOFF + j);
+		set_slot(pr, t->operands[1], &r);
+	}
+}
+
+/* ====================================================================== */
+/* Plan building                                                           */
+/* ====================================================================== */
+
+/* The combined grid dim a map entry names, or -1. */
+static int combined_dim(const struct sim_plan *p, int src)
+{
+	if (src < 0)
+		return -1;
+	if (src < KOFF) {
+		for (int i = 0; i < p->out.rank; i++)
+			if (p->out.logical[i] == src)
+				return i;
+		return -1;
+	}
+	if (!p->has_kernel)
+		return -1;
+	for (int i = 0; i < p->kern.rank; i++)
+		if (p->kern.logical[i] == src - KOFF)
+			return p->kern_dim[i];
+	return -1;
+}
+
+static bool in_vmem(const struct ir_shape *s)
+{
+	/* S(1) is VMEM; S(6)/S(7) hold scalars on chip (TPU.md section 3:
+	 * the scalar learning rate lives in S(6)). */
+	int ms = s->layout.memory_space;
+	return ms == 1 || ms == 6 || ms == 7;
+}
+
+/* Adds one access for an array value with map m (NULL: follows nothing). */
+static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
+				 const struct ir_shape *s, const struct dmap *m,
+				 bool output, const struct sim_plan *grid_of,
+				 const struct ir_instr *target,
+				 struct ts_diag *d)
+{
+	(void)grid_of;
+	struct sim_tgrid g;
+	if (s->type == IR_TYPE_TUPLE || s->rank > SIM_MAX_GRID ||
+	    sim_tile_grid(s, &g, d) != TS_OK) {
+		p->other_bytes += ir_shape_padded_bytes(s);
+		return TS_OK;
+	}
+	if (p->n_access >= SIM_PLAN_MAX_ACCESS) {
+		p->other_bytes += ir_shape_padded_bytes(s);
+		return TS_OK;
+	}
+	struct sim_plan_access *a = &p->acc[p->n_access++];
+	memset(a, 0, sizeof *a);
+	a->name = v->name;
+	a->rank = g.rank;
+	a->elem_bytes = g.bits / 8.0;
+	a->pad_factor = g.pad_factor;
+	a->output = output;
+	a->in_vmem = in_vmem(s);
+	double bytes = g.pad_factor * a->elem_bytes;
+	const struct ir_window *w =
+		target && target->op == IR_OP_CONVOLUTION ? target->attrs.window
+							  : NULL;
+	const struct ir_conv_dims *cd =
+		target && target->op == IR_OP_CONVOLUTION ? target->attrs.conv
+							  : NULL;
+	bool follows_all = true;
+	for (int i = 0; i < g.rank; i++) {
+		struct sim_plan_adim *ad = &a->dims[i];
+		int L = g.logical[i];
+		ad->elems = g.elems[i];
+		ad->tile = g.tile[i];
+		ad->grid = m ? combined_dim(p, m->src[L]) : -1;
+		ad->win = m ? combined_dim(p, m->win[L]) : -1;
+		ad->scale = 1.0;
+		ad->dilation = 1;
+		ad->lhs_dilate = 1;
+		if (ad->grid >= 0) {
+			double ge = (double)p->dims[ad->grid].elems;
+			ad->scale = ge > 0 ? (double)ad->elems / ge : 1.0;
+		}
+		if (ad->win >= 0 && w && cd) {
+			/* which spatial dim: the out spatial this dim follows */
+			for (int sdim = 0; sdim < cd->n_spatial && sdim < w->n;
+			     sdim++) {
+				if (m->src[L] != cd->out_spatial[sdim])
+					continue;
+				ad->scale = (double)w->dims[sdim].stride;
+				ad->dilation = w->dims[sdim].rhs_dilate > 0
+						       ? w->dims[sdim].rhs_dilate
+						       : 1;
+				ad->lhs_dilate = w->dims[sdim].lhs_dilate > 0
+							 ? w->dims[sdim].lhs_dilate
+							 : 1;
+			}
+		}
+		int64_t pe = (ad->elems + ad->tile - 1) / ad->tile * ad->tile;
+		bytes *= (double)pe;
+	}
+	for (int gd = 0; gd < p->n_dims; gd++) {
+		bool f = false;
+		for (int i = 0; i < g.rank; i++)
+			f |= a->dims[i].grid == gd || a->dims[i].win == gd;
+		if (!f && p->dims[gd].src < p->out.rank)
+			follows_all = false;
+	}
+	a->bytes = bytes;
+	a->accumulates = output && !follows_all;
+	return TS_OK;
+}
+
+/* ---- VPU work of the members (config independent) ---- */
+
+static double shape_vregs(const struct hw_spec *hw, const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double v = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			v += shape_vregs(hw, &s->elems[i]);
+		return v;
+	}
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+		return hw_vpu_vregs(hw, (double)ir_shape_elems(s), 32);
+	double e = g.pad_factor;
+	for (int i = 0; i < g.rank; i++)
+		e *= (double)(g.tiles[i] * g.tile[i]);
+	/* the VPU works on 8 x 128 registers whatever the layout tile */
+	if (g.rank >= 1 && g.tile[g.rank - 1] < hw->vpu_lanes)
+		e *= (double)hw->vpu_lanes / (double)g.tile[g.rank - 1];
+	return hw_vpu_vregs(hw, e, (int)g.bits);
+}
+
+/* The axis a reduce runs along, from its input's physical layout: the
+ * minor-most dim is the lanes, the second-minor the sublanes. */
+static enum hw_reduce_axis reduce_axis(const struct sim_tgrid *g,
+				       const struct ir_ints *dims)
+{
+	enum hw_reduce_axis ax = HW_REDUCE_MAJOR;
+	for (int j = 0; dims && j < dims->n; j++) {
+		for (int i = 0; i < g->rank; i++) {
+			if (g->logical[i] != dims->v[j] || g->elems[i] <= 1)
+				continue;
+			if (i == g->rank - 1)
+				ax = HW_REDUCE_LANE;
+			else if (i == g->rank - 2 && ax == HW_REDUCE_MAJOR)
+				ax = HW_REDUCE_SUBLANE;
+		}
+	}
+	return ax;
+}
+
+static double instr_vpu_cycles(const struct hw_spec *hw,
+			       const struct ir_instr *in, int depth);
+
+static double comp_vpu_cycles(const struct hw_spec *hw,
+			      const struct ir_computation *c, int depth)
+{
+	double cyc = 0;
+	if (!c || depth > 8)
+		return 0;
+	for (int i = 0; i < c->n_instrs; i++)
+		cyc += instr_vpu_cycles(hw, c->instrs[i], depth + 1);
+	return cyc;
+}
+
+/*
+ * VPU cycles of one instruction over its whole (padded) shape:
+ *   elementwise/transcendental: vregs x cost[class] / alus
+ *   reduce: fold across vregs, then in-register along the layout axis
+ *   data movement inside a kernel (copy, transpose, slice, pad,
+ *     concatenate, dynamic-(update-)slice, reverse, gather, scatter,
+ *     reshape): one simple op per output vreg (load/store/select)
+ *   broadcast, parameter, constant, bitcast, tuple: free (register
+ *     splats and address arithmetic)
+ * Assumes every op is materialised once per element (no recomputation of
+ * shared subexpressions) and that fused ops never spill. Known wrong:
+ * broadcasts along lanes cost XLU shuffles; gathers are address-bound.
+ */
+static double instr_vpu_cycles(const struct hw_spec *hw,
+			       const struct ir_instr *in, int depth)
+{
+	enum ir_class cls = ir_op_class(in->op);
+	switch (in->op) {
+	case IR_OP_FUSION:
+		return in->n_called > 0 ? comp_vpu_cycles(hw, in->called[0], depth)
+					: 0.0;
+	case IR_OP_REDUCE: {
+		if (in->n_operands < 1)
+			return 0;
+		const struct ir_shape *s = &in->operands[0]->shape;
+		struct sim_tgrid g;
+		if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+			return hw_vpu_op_cycles(hw, shape_vregs(hw, s),
+						HW_VPU_SIMPLE);
+		double in_v = shape_vregs(hw, s);
+		double out_v = 1;
+		const struct ir_ints *dims = in->attrs.dimensions;
+		for (int i = 0; i < g.rank; i++) {
+			bool red = false;
+			for (int j = 0; dims && j < dims->n; j++)
+				red |= dims->v[j] == g.logical[i];
+			if (!red)
+				out_v *= (double)g.tiles[i];
+		}
+		double per_input = (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1);
+		return per_input * hw_vpu_reduce_cycles(hw, in_v, out_v,
+							reduce_axis(&g, dims),
+							HW_VPU_SIMPLE);
+	}
+	case IR_OP_BROADCAST:
+	case IR_OP_BITCAST:
+	case IR_OP_CONSTANT:
+	case IR_OP_PARAMETER:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+		return 0.0;
+	default:
+		break;
+	}
+	if (cls == IR_CLASS_ELEMENTWISE || cls == IR_CLASS_TRANSCENDENTAL)
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					ir_op_vpu_class(in->op));
+	if (cls == IR_CLASS_DATA_MOVEMENT)
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
+	return 0.0;
+}
+
+/* Members that feed the target's operand `side` (0 lhs, 1 rhs) without
+ * passing through the target: their VPU work repeats with every fetch of
+ * that operand (a prologue). Marks them in mark[] (member positions). */
+static void mark_feeders(const struct prop *pr, const struct ir_instr *v,
+			 uint8_t *mark, uint8_t bit, int depth)
+{
+	if (depth > 64 || v->parent != pr->comp || v->index < 0 ||
+	    v->index >= pr->comp->n_instrs)
+		return;
+	int m = pr->pos[v->index];
+	if (m < 0 || (mark[m] & bit))
+		return;
+	mark[m] |= bit;
+	for (int j = 0; j < v->n_operands; j++)
+		mark_feeders(pr, v->operands[j], mark, bit, depth + 1);
+}
+
+/* ---- kernel kinds ---- */
+
+/* A reshape, bitcast or copy that leaves the bytes in place: after
+ * dropping unit dims, the same physical dims, tiles and width. */
+static bool layout_preserving(const struct ir_shape *a,
+			      const struct ir_shape *b)
+{
+	struct sim_tgrid ga, gb;
+	if (sim_tile_grid(a, &ga, NULL) != TS_OK ||
+	    sim_tile_grid(b, &gb, NULL) != TS_OK || ga.bits != gb.bits)
+		return false;
+	int i = 0, j = 0;
+	for (;;) {
+		while (i < ga.rank && ga.elems[i] == 1 && ga.tile[i] == 1)
+			i++;
+		while (j < gb.rank && gb.elems[j] == 1 && gb.tile[j] == 1)
+			j++;
+		if (i == ga.rank || j == gb.rank)
+			return i == ga.rank && j == gb.rank;
+		if (ga.elems[i] != gb.elems[j] || ga.tile[i] != gb.tile[j])
+			return false;
+		i++;
+		j++;
+	}
+}
+
+static bool kernel_is_free(const struct sim_kernel *k)
+{
+	int work = 0;
+	for (int i = 0; i < k->n_members; i++) {
+		const struct ir_instr *in = k->members[i];
+		switch (in->op) {
+		case IR_OP_PARAMETER:
+		case IR_OP_TUPLE:
+		case IR_OP_GET_TUPLE_ELEMENT:
+		case IR_OP_BITCAST:
+		case IR_OP_CONSTANT:
+			break;
+		case IR_OP_RESHAPE:
+		case IR_OP_COPY:
+		case IR_OP_TRANSPOSE:
+			if (in->n_operands == 1 &&
+			    layout_preserving(&in->shape, &in->operands[0]->shape))
+				break;
+			work++;
+			break;
+		default:
+			work++;
+		}
+	}
+	return work == 0;
+}
+
+static enum hw_collective collective_kind(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_ALL_GATHER:
+	case IR_OP_ALL_GATHER_START:
+		return HW_COLL_ALL_GATHER;
+	case IR_OP_REDUCE_SCATTER:
+		return HW_COLL_REDUCE_SCATTER;
+	case IR_OP_ALL_TO_ALL:
+		return HW_COLL_ALL_TO_ALL;
+	case IR_OP_COLLECTIVE_PERMUTE:
+	case IR_OP_COLLECTIVE_PERMUTE_START:
+	case IR_OP_COLLECTIVE_BROADCAST:
+		return HW_COLL_PERMUTE;
+	default:
+		return HW_COLL_ALL_REDUCE;
+	}
+}
+
+/* ---- the combined grid of a convolution or dot ---- */
+
+/* Roles of the kernel (rhs) logical dims and the out dims they share. */
+static void kernel_roles(const struct ir_instr *t, int rk, int *role,
+			 int *shared_out_logical)
+{
+	for (int j = 0; j < rk; j++) {
+		role[j] = SIM_ROLE_K;
+		shared_out_logical[j] = -1;
+	}
+	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv) {
+		const struct ir_conv_dims *cd = t->attrs.conv;
+		for (int s = 0; s < cd->n_spatial; s++)
+			if (cd->rhs_spatial[s] >= 0 && cd->rhs_spatial[s] < rk)
+				role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+		if (cd->rhs_out >= 0 && cd->rhs_out < rk) {
+			role[cd->rhs_out] = SIM_ROLE_N;
+			shared_out_logical[cd->rhs_out] = cd->out_feature;
+		}
+		return;
+	}
+	if (t->op == IR_OP_DOT && t->attrs.dot) {
+		const struct ir_dot_dims *dd = t->attrs.dot;
+		int nb = dd->rhs_batch.n;
+		for (int i = 0; i < nb; i++)
+			if (dd->rhs_batch.v[i] < rk) {
+				role[dd->rhs_batch.v[i]] = SIM_ROLE_BATCH;
+				shared_out_logical[dd->rhs_batch.v[i]] = i;
+			}
+		/* output dims: batch, lhs free, rhs free */
+		int lhs_free = t->operands[0]->shape.rank - dd->lhs_batch.n -
+			       dd->lhs_contracting.n;
+		int o = nb + lhs_free;
+		for (int j = 0; j < rk; j++) {
+			bool other = false;
+			for (int i = 0; i < nb; i++)
+				other |= dd->rhs_batch.v[i] == j;
+			for (int i = 0; i < dd->rhs_contracting.n; i++)
+				other |= dd->rhs_contracting.v[i] == j;
+			if (!other) {
+				role[j] = SIM_ROLE_N;
+				shared_out_logical[j] = o++;
+			}
+		}
+	}
+}
+
+static int mxu_passes(const struct hw_spec *hw, const struct ir_instr *t)
+{
+	bool f32 = false;
+	for (int i = 0; i < 2 && i < t->n_operands; i++) {
+		enum ir_type ty = t->operands[i]->shape.type;
+		f32 |= ty == IR_TYPE_F32 || ty == IR_TYPE_F64 || ty == IR_TYPE_C64;
+	}
+	if (!f32)
+		return 1;
+	/* f32 at HIGHEST: hw->mxu_f32_passes bf16 passes; HIGH (bf16_3x):
+	 * half of them; DEFAULT: one bf16 pass (TPU default precision). */
+	enum ir_precision pr = t->attrs.precision[0] > t->attrs.precision[1]
+				       ? t->attrs.precision[0]
+				       : t->attrs.precision[1];
+	int full = hw->mxu_f32_passes > 0 ? hw->mxu_f32_passes : 1;
+	if (pr == IR_PRECISION_HIGHEST)
+		return full;
+	if (pr == IR_PRECISION_HIGH)
+		return (full + 1) / 2;
+	return 1;
+}
+
+enum ts_status sim_plan_build(const struct sim_kernel *k,
+			      const struct hw_spec *hw, struct sim_plan *p,
+			      struct ts_diag *d)
+{
+	memset(p, 0, sizeof *p);
+	p->k = k;
+	p->mxu_groups = 1;
+	p->tap_density = 1.0;
+	if (k->kind == SIM_KERNEL_UNMODELLED) {
+		p->kind = SIM_PLAN_UNMODELLED;
+		return TS_OK;
+	}
+	if (k->kind == SIM_KERNEL_COLLECTIVE) {
+		p->kind = SIM_PLAN_COLLECTIVE;
+		const struct ir_instr *in = k->instr;
+		double bytes = in ? ir_shape_padded_bytes(&in->shape) : 0;
+		int64_t n = in && in->attrs.replica_group_size > 0
+				    ? in->attrs.replica_group_size
+				    : 2;
+		p->ici_ns = in ? hw_ici_collective_ns(hw, collective_kind(in->op),
+						      bytes, n)
+			       : 0.0;
+		p->other_bytes = 2.0 * bytes;
+		return TS_OK;
+	}
+	if (kernel_is_free(k)) {
+		p->kind = SIM_PLAN_FREE;
+		return TS_OK;
+	}
+	p->kind = SIM_PLAN_TILED;
+	const struct ir_instr *t = k->tiled ? k->tiled : sim_tile_target(k);
+	if (!t) {
+		ts_diag_set(d, NULL, 0, 0, "%s: kernel has no instructions",
+			    k->name ? k->name : "?");
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	p->target = t;
+	enum ts_status st = sim_tile_grid(sim_tile_space_shape(t), &p->out, d);
+	if (st != TS_OK)
+		return st;
+	bool mxu = (t->op == IR_OP_CONVOLUTION && t->attrs.conv) ||
+		   (t->op == IR_OP_DOT && t->attrs.dot);
+	if (mxu && t->n_operands >= 2) {
+		st = sim_tile_grid(&t->operands[1]->shape, &p->kern, d);
+		if (st != TS_OK)
+			return st;
+		p->has_kernel = true;
+		p->has_mxu = true;
+	}
+
+	/* Combined grid: out dims, then kernel dims not shared. */
+	int role_l[SIM_MAX_GRID], shared_l[SIM_MAX_GRID];
+	for (int i = 0; i < p->out.rank; i++) {
+		struct sim_plan_dim *dm = &p->dims[p->n_dims++];
+		dm->tiles = p->out.tiles[i];
+		dm->tile = p->out.tile[i];
+		dm->elems = p->out.elems[i];
+		dm->role = SIM_ROLE_M;
+		dm->src = i;
+	}
+	if (p->has_kernel) {
+		kernel_roles(t, p->kern.rank, role_l, shared_l);
+		for (int i = 0; i < p->kern.rank; i++) {
+			int L = p->kern.logical[i];
+			p->kern_shared[i] = -1;
+			if (shared_l[L] >= 0)
+				for (int o = 0; o < p->out.rank; o++)
+					if (p->out.logical[o] == shared_l[L])
+						p->kern_shared[i] = o;
+			if (p->kern_shared[i] >= 0) {
+				int o = p->kern_shared[i];
+				p->kern_dim[i] = o;
+				p->dims[o].role = (enum sim_dim_role)role_l[L];
+				continue;
+			}
+			struct sim_plan_dim *dm = &p->dims[p->n_dims];
+			p->kern_dim[i] = p->n_dims++;
+			dm->tiles = p->kern.tiles[i];
+			dm->tile = p->kern.tile[i];
+			dm->elems = p->kern.elems[i];
+			dm->role = (enum sim_dim_role)role_l[L];
+			dm->src = p->out.rank + i;
+		}
+		p->mxu_passes = mxu_passes(hw, t);
+		p->mxu_groups = t->attrs.feature_group_count > 1
+					? t->attrs.feature_group_count
+					: 1;
+		if (t->op == IR_OP_CONVOLUTION && t->attrs.conv &&
+		    t->attrs.conv->out_feature >= 0 &&
+		    t->attrs.conv->out_feature < t->shape.rank)
+			p->mxu_cout = t->shape.dims[t->attrs.conv->out_feature];
+		if (t->op == IR_OP_CONVOLUTION && t->attrs.window)
+			for (int s = 0; s < t->attrs.window->n; s++)
+				if (t->attrs.window->dims[s].lhs_dilate > 1)
+					p->tap_density /= (double)t->attrs.window->dims[s]
+								  .lhs_dilate;
+		double macs = 0;
+		if (sim_instr_macs(t, NULL, &macs, NULL) == TS_OK)
+			p->mxu_macs = macs;
+	}
+
+	/* Dimension maps over the members. */
+	const struct ir_computation *comp =
+		k->n_members > 0 ? k->members[0]->parent : NULL;
+	struct prop pr = {.k = k, .comp = comp};
+	uint8_t *mark = NULL;
+	if (comp) {
+		pr.pos = ts_malloc(sizeof(int) * (size_t)(comp->n_instrs + 1));
+		pr.mm = ts_calloc((size_t)k->n_members + 1, sizeof *pr.mm);
+		pr.im = ts_calloc((size_t)k->n_inputs + 1, sizeof *pr.im);
+		mark = ts_calloc((size_t)k->n_members + 1, 1);
+		if (!pr.pos || !pr.mm || !pr.im || !mark) {
+			st = TS_ERR_NOMEM;
+			ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
+				    k->name);
+			goto out;
+		}
+		for (int i = 0; i < comp->n_instrs; i++)
+			pr.pos[i] = -1;
+		for (int i = 0; i < k->n_members; i++) {
+			const struct ir_instr *in = k->members[i];
+			if (in->parent == comp && in->index >= 0 &&
+			    in->index < comp->n_instrs)
+				pr.pos[in->index] = i;
+		}
+		prop_seed(&pr, t);
+		for (int pass = 0; pass < 2; pass++) {
+			prop_forward(&pr);
+			prop_backward(&pr);
+		}
+	}
+
+	/* Inputs. */
+	for (int i = 0; i < k->n_inputs; i++) {
+		const struct ir_instr *v = k->inputs[i];
+		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
+		st = add_access(p, v, &v->shape, m, false, p, t, d);
+		if (st != TS_OK)
+			goto out;
+	}
+	/* Outputs: the root value(s) the kernel writes. */
+	{
+		const struct ir_instr *roots[64];
+		int n = 0;
+		const struct ir_instr *root = NULL;
+		if (k->instr && k->instr->op == IR_OP_FUSION &&
+		    k->instr->n_called > 0)
+			root = k->instr->called[0]->root;
+		if (root && root->op == IR_OP_TUPLE) {
+			for (int i = 0; i < root->n_operands && n < 64; i++)
+				roots[n++] = root->operands[i];
+		} else if (root) {
+			roots[n++] = root;
+		} else if (k->n_outputs > 0) {
+			for (int i = 0; i < k->n_outputs && n < 64; i++)
+				roots[n++] = k->outputs[i];
+		} else if (k->instr) {
+			roots[n++] = k->instr;
+		}
+		for (int i = 0; i < n; i++) {
+			const struct ir_instr *v = roots[i];
+			const struct dmap *m = NULL;
+			if (pr.mm && v->parent == comp && v->index >= 0 &&
+			    v->index < comp->n_instrs && pr.pos[v->index] >= 0 &&
+			    pr.mm[pr.pos[v->index]].set)
+				m = &pr.mm[pr.pos[v->index]];
+			if (v->shape.type == IR_TYPE_TUPLE) {
+				for (int e = 0; e < v->shape.n_elems; e++) {
+					st = add_access(p, v, &v->shape.elems[e],
+							NULL, true, p, t, d);
+					if (st != TS_OK)
+						goto out;
+				}
+				continue;
+			}
+			st = add_access(p, v, &v->shape, m, true, p, t, d);
+			if (st != TS_OK)
+				goto out;
+		}
+	}
+
+	/* VPU work; prologues of the MXU operands. */
+	for (int i = 0; i < k->n_members; i++)
+		p->vpu_cycles += instr_vpu_cycles(hw, k->members[i], 0);
+	if (k->n_members == 0 && k->instr)
+		p->vpu_cycles += instr_vpu_cycles(hw, k->instr, 0);
+	if (p->has_mxu && comp && mark) {
+		for (int side = 0; side < 2; side++)
+			mark_feeders(&pr, t->operands[side], mark,
+				     (uint8_t)(1u << side), 0);
+		for (int side = 0; side < 2; side++) {
+			double cyc = 0;
+			for (int i = 0; i < k->n_members; i++)
+				if (mark[i] & (1u << side))
+					cyc += instr_vpu_cycles(hw, k->members[i], 0);
+			if (cyc <= 0)
+				continue;
+			/* charge to the largest input feeding that side */
+			int best = -1;
+			for (int a = 0; a < p->n_access; a++) {
+				if (p->acc[a].output || a >= k->n_inputs)
+					continue;
+				const struct ir_instr *v = k->inputs[a];
+				bool feeds = false;
+				for (int mi = 0; mi < k->n_members && !feeds; mi++)
+					if ((mark[mi] & (1u << side)) &&
+					    (k->members[mi] == v ||
+					     (k->members[mi]->op == IR_OP_PARAMETER &&
+					      k->members[mi]->attrs.parameter_number == a)))
+						feeds = true;
+				if (feeds && (best < 0 || p->acc[a].bytes >
+								   p->acc[best].bytes))
+					best = a;
+			}
+			if (best >= 0) {
+				p->acc[best].prologue_cycles += cyc;
+				p->vpu_cycles -= cyc;
+			}
+		}
+	}
+	p->acc_vregs_per_elem = p->has_mxu ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
+					   : 0.0;
+	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
+	if (p->flops < 2.0 * p->mxu_macs)
+		p->flops = 2.0 * p->mxu_macs;
+	sim_plan_default(p, hw, &p->def);
+out:
+	ts_free(pr.pos);
+	ts_free(pr.mm);
+	ts_free(pr.im);
+	ts_free(mark);
+	return st;
+}
+
+/* ====================================================================== */
+/* Estimating one config                                                   */
+/* ====================================================================== */
+
+/* Block sizes of one combined dim under a config: `full` elements in
+ * n_full blocks, then one ragged block of `last` elements (n_last 0/1). */
+struct blocks {
+	int64_t nb;       /* blocks */
+	int64_t bound;    /* tiles per block */
+	int64_t full;     /* elements of a full block (clipped to the dim) */
+	int64_t n_full;
+	int64_t last;     /* elements of the ragged last block */
+	int64_t n_last;
+};
+
+static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
+		       struct blocks *b)
+{
+	b->bound = bound;
+	b->nb = (dm->tiles + bound - 1) / bound;
+	int64_t full = bound * dm->tile;
+	if (full > dm->elems)
+		full = dm->elems;
+	b->full = full;
+	int64_t rest = dm->elems - (b->nb - 1) * full;
+	if (rest == full || b->nb == 1) {
+		b->n_full = b->nb;
+		b->last = full;
+		b->n_last = 0;
+		if (b->nb == 1)
+			b->full = dm->elems < full ? dm->elems : full;
+	} else {
+		b->n_full = b->nb - 1;
+		b->last = rest > 0 ? rest : 1;
+		b->n_last = 1;
+	}
+}
+
+static int64_t pad_to(int64_t e, int64_t t)
+{
+	return t > 1 ? (e + t - 1) / t * t : e;
+}
+
+/* Elements of an access dim in a block: grid block a, window block w. */
+static int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a, int64_t w)
+{
+	double e;
+	if (ad->win >= 0) {
+		/* convolution input: (out - 1) x stride + (taps - 1) x
+		 * dilation + 1, over the base dilation */
+		e = (double)(a - 1) * ad->scale + (double)(w - 1) * ad->dilation + 1;
+		if (ad->lhs_dilate > 1)
+			e = ceil(e / (double)ad->lhs_dilate);
+	} else {
+		e = ceil((double)a * ad->scale);
+	}
+	if (e > (double)ad->elems)
+		e = (double)ad->elems;
+	if (e < 1)
+		e = 1;
+	return (int64_t)e;
+}
+
+/* Per access: bytes moved in all, transfers, largest block. */
+struct acc_cost {
+	double total;     /* bytes moved over the kernel (writes for outputs) */
+	double reread;    /* accumulating outputs: partial blocks read back */
+	double transfers; /* DMAs */
+	double block;     /* bytes of the first (largest) block */
+	double last;      /* bytes of the last block */
+	double refetch;   /* R: passes over the whole array */
+};
+
+/*
+ * Bytes an access moves. For the set D of grid dims it follows, steps run
+ * lexicographically, so its block changes F = prod_{d <= j} nb(d) times
+ * (j = innermost dim of D with more than one block); it is fetched again
+ * for each block of an outer dim it does not follow: R = prod_{d <= j, d
+ * not in D} nb(d). Total = R x prod over its dims of the sum over blocks of
+ * the padded block extent (block extents along different dims multiply, so
+ * the sum over all blocks factorises). Padded: each block extent rounds up
+ * to the operand's own tile (a block of 5 rows of a T(8,128) array moves 8
+ * rows). Assumes each access dim follows a distinct grid dim.
+ */
+static void access_cost(const struct sim_plan_access *a,
+			const struct blocks *bl, int n_dims,
+			struct acc_cost *c)
+{
+	bool in_d[SIM_PLAN_MAX_DIMS] = {false};
+	for (int i = 0; i < a->rank; i++) {
+		if (a->dims[i].grid >= 0)
+			in_d[a->dims[i].grid] = true;
+		if (a->dims[i].win >= 0)
+			in_d[a->dims[i].win] = true;
+	}
+	int j = -1;
+	for (int dd = 0; dd < n_dims; dd++)
+		if (in_d[dd] && bl[dd].nb > 1)
+			j = dd;
+	double f = 1, r = 1;
+	for (int dd = 0; dd <= j; dd++) {
+		f *= (double)bl[dd].nb;
+		if (!in_d[dd])
+			r *= (double)bl[dd].nb;
+	}
+	double sum = a->pad_factor * a->elem_bytes;
+	double first = sum, last = sum;
+	for (int i = 0; i < a->rank; i++) {
+		const struct sim_plan_adim *ad = &a->dims[i];
+		if (ad->grid < 0) {
+			double e = (double)pad_to(ad->elems, ad->tile);
+			sum *= e;
+			first *= e;
+			last *= e;
+			continue;
+		}
+		const struct blocks *g = &bl[ad->grid];
+		const struct blocks *w = ad->win >= 0 ? &bl[ad->win] : NULL;
+		int64_t wv[2] = {1, 1}, wn[2] = {1, 0};
+		if (w) {
+			wv[0] = w->full;
+			wn[0] = w->n_full;
+			wv[1] = w->last;
+			wn[1] = w->n_last;
+		}
+		double s = 0;
+		int64_t gv[2] = {g->full, g->last}, gn[2] = {g->n_full, g->n_last};
+		for (int x = 0; x < 2; x++)
+			for (int y = 0; y < 2; y++)
+				if (gn[x] > 0 && wn[y] > 0)
+					s += (double)gn[x] * (double)wn[y] *
+					     (double)pad_to(adim_extent(ad, gv[x], wv[y]),
+							    ad->tile);
+		sum *= s;
+		first *= (double)pad_to(adim_extent(ad, gv[0], wv[0]), ad->tile);
+		last *= (double)pad_to(adim_extent(ad, gn[1] ? gv[1] : gv[0],
+						   w && wn[1] ? wv[1] : wv[0]),
+				       ad->tile);
+	}
+	c->total = sum * r;
+	c->transfers = f;
+	c->block = first;
+	c->last = last;
+	c->refetch = r;
+	c->reread = a->output && r > 1 ? c->total - sum : 0.0;
+}
+
+/* Detail of one estimate, for explain. */
+struct est_detail {
+	struct blocks bl[SIM_PLAN_MAX_DIMS];
+	struct acc_cost ac[SIM_PLAN_MAX_ACCESS];
+	double mxu_cycles, vpu_cycles, acc_cycles, prologue_cycles;
+	double first_bytes, last_bytes, mid_bytes, transfers;
+	double compute_step_ns, dma_step_ns, step_ns;
+	double first_ns, last_ns, pipeline_ns;
+	int64_t steps, out_steps;
+};
+
+/*
+ * MXU cycles of the whole kernel: steps x hw_mxu_tile_cycles(tiles, rows),
+ * where a step's weight tiles are
+ *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group)
+ * and its rows are the product of the M-dim block extents (batch, spatial
+ * or lhs free dims). Either operand may be the stationary one: the
+ * compiler keeps the cheaper orientation (rows <-> columns swapped), which
+ * matters for matmuls with few rows (weight-load bound). A ragged last
+ * block costs a full block: the compiler emits one loop body for the block
+ * shape and masks the invalid part (TpuGraphs fusion.191: a 2-of-3 tap or
+ * 256-of-384 feature split costs 4/3 each, within 5%). Assumes the MXU
+ * result buffers accumulate within a step; across steps of a split
+ * contraction the f32 accumulator is re-added on the VPU (counted
+ * separately).
+ */
+static double mxu_total_cycles(const struct sim_plan *p,
+			       const struct hw_spec *hw, const struct blocks *bl,
+			       int64_t steps)
+{
+	double rows = 1, kv = 1, nv = 1, taps = 1;
+	for (int i = 0; i < p->n_dims; i++) {
+		double e = (double)bl[i].full;
+		switch (p->dims[i].role) {
+		case SIM_ROLE_M:
+			rows *= e;
+			break;
+		case SIM_ROLE_K:
+			kv *= e;
+			break;
+		case SIM_ROLE_N:
+			nv *= e;
+			break;
+		case SIM_ROLE_BATCH:
+		case SIM_ROLE_TAP:
+			taps *= e;
+			break;
+		default:
+			break;
+		}
+	}
+	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double g = (double)p->mxu_groups, grp = 1;
+	taps = fmax(1.0, taps * p->tap_density);
+	if (g > 1) {
+		/* per group K and N shrink by g; the groups a block spans
+		 * each take their own weight tiles */
+		grp = fmax(1.0, fmin(g, nv * g / fmax(1.0, (double)p->mxu_cout)));
+		kv = fmax(1.0, kv / g);
+		nv = fmax(1.0, nv / grp);
+	}
+	double t1 = grp * taps * ceil(kv / rr) * ceil(nv / cc);
+	double t2 = grp * taps * ceil(kv / rr) * ceil(rows / cc);
+	double c1 = hw_mxu_tile_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
+				       p->mxu_passes);
+	double c2 = hw_mxu_tile_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
+				       p->mxu_passes);
+	return (double)steps * fmin(c1, c2);
+}
+
+/*
+ * The kernel time (ns) under one config:
+ *
+ *   T = kernel_ns                                   launch, per kernel
+ *     + latency + first_in / bw                     first load, unhidden
+ *     + S x ( max(compute, dma) + step_ns )         pipelined steps
+ *     + latency + last_out / bw                     last store, unhidden
+ *
+ *   S        = prod ceil(grid / bound) over the combined grid
+ *   compute  = max(MXU, VPU) cycles per step / clock (the VPU feeds the
+ *              MXU in the same VLIW bundles, so they overlap)
+ *   dma      = latency + (bytes moved - first_in - last_out) / S / bw,
+ *              the prefetch of the next blocks and write-back of the
+ *              previous ones, double-buffered behind this step's compute
+ *   bytes    = access_cost() per input and output (refetches, halos,
+ *              padding to tiles, partial accumulators read back)
+ *   VMEM     = sum over accesses of 2 x block (double buffering) + one f32
+ *              accumulator block for MXU kernels; > hw->vmem_bytes is
+ *              infeasible.
+ *
+ * Averages over steps stand for each step (ragged blocks and steps that
+ * fetch nothing are averaged in). Known wrong: steps whose compute and DMA
+ * alternate in size (a contraction split whose epilogue lands on the last
+ * step) are underestimated; DMA efficiency of small strided chunks and
+ * compiler loop overheads inside a step are not modelled. Constants:
+ * hwspecs/<gen>.yaml (overhead.kernel_ns, overhead.step_ns,
+ * hbm.dma_latency_ns, hbm.efficiency), sources there. Source of the
+ * structure: TPU.md section 2 rule 5 and section 3 "What the runtimes say"
+ * (fewest steps is not fastest: first load and last store are not hidden).
+ */
+static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
+		     const struct sim_tile_config *full,
+		     struct sim_estimate *out, struct est_detail *dt)
+{
+	struct est_detail local;
+	struct est_detail *x = dt ? dt : &local;
+	memset(out, 0, sizeof *out);
+	out->feasible = true;
+	out->modelled = p->kind != SIM_PLAN_UNMODELLED;
+	out->config = *full;
+	double clock_ghz = hw->clock_hz * 1e-9;
+	double bpns = hw_mem_bytes_per_ns(hw);
+	if (bpns <= 0)
+		bpns = 1e-9;
+	switch (p->kind) {
+	case SIM_PLAN_UNMODELLED:
+	case SIM_PLAN_FREE:
+		out->bound = HW_UNIT_NONE;
+		return;
+	case SIM_PLAN_COLLECTIVE: {
+		double dma = hw_mem_dma_ns(hw, p->other_bytes, 2);
+		out->time_ns = hw->kernel_overhead_ns + fmax(p->ici_ns, dma);
+		out->bound = p->ici_ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
+		out->bytes_read = p->other_bytes / 2;
+		out->bytes_written = p->other_bytes / 2;
+		out->dma_cycles = dma * clock_ghz;
+		out->overhead_ns = hw->kernel_overhead_ns;
+		return;
+	}
+	default:
+		break;
+	}
+
+	/* blocks per combined dim */
+	for (int i = 0; i < p->n_dims; i++) {
+		int src = p->dims[i].src;
+		int64_t b = src < p->out.rank ? full->out_bounds[src]
+					      : full->kernel_bounds[src - p->out.rank];
+		dim_blocks(&p->dims[i], b > 0 ? b : 1, &x->bl[i]);
+	}
+	int64_t steps = 1, out_steps = 1;
+	for (int i = 0; i < p->n_dims; i++) {
+		steps *= x->bl[i].nb;
+		if (p->dims[i].src < p->out.rank)
+			out_steps *= x->bl[i].nb;
+	}
+	x->steps = steps;
+	x->out_steps = out_steps;
+
+	/* memory */
+	double rd = p->other_bytes, wr = 0, first = p->other_bytes, last = 0;
+	double transfers = p->other_bytes > 0 ? 1 : 0, vmem = 2 * p->other_bytes;
+	double prologue = 0;
+	for (int a = 0; a < p->n_access; a++) {
+		const struct sim_plan_access *ac = &p->acc[a];
+		struct acc_cost *c = &x->ac[a];
+		access_cost(ac, x->bl, p->n_dims, c);
+		vmem += 2.0 * c->block;
+		prologue += ac->prologue_cycles * c->refetch;
+		if (ac->in_vmem)
+			continue;
+		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
+		if (ac->output) {
+			wr += c->total;
+			rd += c->reread;
+			last += c->last;
+		} else {
+			rd += c->total;
+			first += c->block;
+		}
+	}
+	/* compute */
+	double mxu = p->has_mxu ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
+	double acc_cyc = 0;
+	if (p->has_mxu && steps > out_steps) {
+		/* f32 accumulator re-added once per extra contraction step */
+		double out_elems = 1;
+		for (int i = 0; i < p->out.rank; i++)
+			out_elems *= (double)pad_to(p->out.elems[i], p->out.tile[i]);
+		double acc_vregs = out_elems * p->acc_vregs_per_elem;
+		acc_cyc = hw_vpu_op_cycles(hw, acc_vregs *
+						       ((double)steps / out_steps - 1.0),
+					   HW_VPU_SIMPLE);
+		/* one f32 accumulator block stays resident */
+		double blk = 4.0;
+		for (int i = 0; i < p->out.rank; i++)
+			blk *= (double)pad_to(x->bl[i].full, p->out.tile[i]);
+		vmem += blk;
+	}
+	double vpu = p->vpu_cycles + acc_cyc + prologue;
+	double n = (double)steps;
+	double mid = rd + wr - first - last;
+	if (mid < 0)
+		mid = 0;
+	double compute_step = fmax(mxu, vpu) / clock_ghz / n;
+	double dma_step = steps > 1 && mid > 0
+				  ? hw->dma_latency_ns + mid / n / bpns
+				  : 0.0;
+	double first_ns = hw->dma_latency_ns + first / bpns;
+	double last_ns = last > 0 ? hw->dma_latency_ns + last / bpns : 0.0;
+	double pipe = n * (fmax(compute_step, dma_step) + hw->step_overhead_ns);
+	double t = hw->kernel_overhead_ns + first_ns + pipe + last_ns;
+
+	out->time_ns = t;
+	out->steps = steps;
+	out->mxu_cycles = mxu;
+	out->vpu_cycles = vpu;
+	out->dma_cycles = hw_mem_dma_ns(hw, rd + wr, transfers) * clock_ghz;
+	out->overhead_ns = hw->kernel_overhead_ns + n * hw->step_overhead_ns;
+	out->vmem_bytes = vmem;
+	out->feasible = hw_mem_fits_vmem(hw, vmem);
+	out->flops = p->flops;
+	out->bytes_read = rd;
+	out->bytes_written = wr;
+	double mxu_ns = mxu / clock_ghz, vpu_ns = vpu / clock_ghz;
+	double dma_ns = (rd + wr) / bpns + transfers * hw->dma_latency_ns;
+	double ovh = out->overhead_ns;
+	out->bound = HW_UNIT_MXU;
+	double best = mxu_ns;
+	if (vpu_ns > best) {
+		best = vpu_ns;
+		out->bound = HW_UNIT_VPU;
+	}
+	if (dma_ns > best) {
+		best = dma_ns;
+		out->bound = HW_UNIT_HBM;
+	}
+	if (ovh > best)
+		out->bound = HW_UNIT_OVERHEAD;
+
+	x->mxu_cycles = mxu;
+	x->vpu_cycles = p->vpu_cycles;
+	x->acc_cycles = acc_cyc;
+	x->prologue_cycles = prologue;
+	x->first_bytes = first;
+	x->last_bytes = last;
+	x->mid_bytes = mid;
+	x->transfers = transfers;
+	x->compute_step_ns = compute_step;
+	x->dma_step_ns = dma_step;
+	x->step_ns = hw->step_overhead_ns;
+	x->first_ns = first_ns;
+	x->last_ns = last_ns;
+	x->pipeline_ns = pipe;
+}
+
+void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
+		       const struct sim_tile_config *full,
+		       struct sim_estimate *out)
+{
+	estimate(p, hw, full, out, NULL);
+}
+
+/* ---- sim.h entry points ---- */
+
+enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   const struct sim_tile_config *cfg,
+				   struct sim_estimate *out, struct ts_diag *d)
+{
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st != TS_OK)
+		return st;
+	struct sim_tile_config full;
+	st = sim_plan_check(&p, cfg, &full, d);
+	if (st != TS_OK)
+		return st;
+	sim_plan_estimate(&p, hw, &full, out);
+	return TS_OK;
+}
+
+static const char *const role_names[] = {
+	[SIM_ROLE_M] = "rows",
+	[SIM_ROLE_N] = "out-features",
+	[SIM_ROLE_BATCH] = "batch",
+	[SIM_ROLE_TAP] = "taps",
+	[SIM_ROLE_K] = "contraction",
+};
+_Static_assert(TS_ARRAY_LEN(role_names) == SIM_ROLE_COUNT,
+	       "role_names must name every role");
+
+static void put_grid(FILE *f, const struct sim_tgrid *g)
+{
+	for (int i = 0; i < g->rank; i++)
+		fprintf(f, "%s%lld", i ? "x" : "", (long long)g->tiles[i]);
+	if (g->rank == 0)
+		fputs("(scalar)", f);
+}
+
+enum ts_status sim_kernel_explain(const struct sim_kernel *k,
+				  const struct hw_spec *hw,
+				  const struct sim_tile_config *cfg, FILE *f,
+				  struct ts_diag *d)
+{
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st != TS_OK)
+		return st;
+	struct sim_tile_config full;
+	st = sim_plan_check(&p, cfg, &full, d);
+	if (st != TS_OK)
+		return st;
+	struct sim_estimate e;
+	struct est_detail x;
+	memset(&x, 0, sizeof x);
+	estimate(&p, hw, &full, &e, &x);
+	char buf[256];
+	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
+		sim_kernel_kind_name(k->kind));
+	switch (p.kind) {
+	case SIM_PLAN_UNMODELLED:
+		fprintf(f, "  not modelled: zero time\n");
+		return TS_OK;
+	case SIM_PLAN_FREE:
+		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
+		return TS_OK;
+	case SIM_PLAN_COLLECTIVE:
+		fprintf(f, "  collective: ICI %.1f ns, HBM %.0f bytes\n"
+			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",
+			p.ici_ns, p.other_bytes, hw->kernel_overhead_ns, e.time_ns,
+			hw_unit_name(e.bound));
+		return TS_OK;
+	default:
+		break;
+	}
+	ir_shape_format(sim_tile_space_shape(p.target), buf, sizeof buf);
+	fprintf(f, "  tiled: %s %s, grid ", p.target->name, buf);
+	put_grid(f, &p.out);
+	if (p.has_kernel) {
+		ir_shape_format(&p.target->operands[1]->shape, buf, sizeof buf);
+		fprintf(f, "; kernel %s grid ", buf);
+		put_grid(f, &p.kern);
+	}
+	sim_tile_config_format(&full, buf, sizeof buf);
+	fprintf(f, "\n  config: %s%s\n", buf,
+		cfg && cfg->n_out > 0 ? "" : " (default)");
+	fprintf(f, "  combined grid (outer to inner):\n");
+	for (int i = 0; i < p.n_dims; i++) {
+		const struct blocks *b = &x.bl[i];
+		fprintf(f,
+			"    dim %d %-12s %lld tiles of %lld elems, bound %lld -> "
+			"%lld blocks (%lld x %lld elems",
+			i, role_names[p.dims[i].role], (long long)p.dims[i].tiles,
+			(long long)p.dims[i].tile, (long long)b->bound,
+			(long long)b->nb, (long long)b->n_full, (long long)b->full);
+		if (b->n_last)
+			fprintf(f, " + 1 x %lld ragged", (long long)b->last);
+		fprintf(f, ")\n");
+	}
+	fprintf(f, "  steps: %lld (%lld output blocks)\n", (long long)x.steps,
+		(long long)x.out_steps);
+	fprintf(f, "  accesses (bytes padded to tiles):\n");
+	for (int a = 0; a < p.n_access; a++) {
+		const struct sim_plan_access *ac = &p.acc[a];
+		const struct acc_cost *c = &x.ac[a];
+		fprintf(f,
+			"    %-6s %-28s %10.0f B array, block %9.0f B, %6.0f "
+			"transfers, x%.0f passes, moves %11.0f B%s%s\n",
+			ac->output ? "write" : "read", ac->name, ac->bytes, c->block,
+			c->transfers, c->refetch, c->total,
+			ac->in_vmem ? " (in VMEM: no DMA)" : "",
+			c->reread > 0 ? " (+ partial sums read back)" : "");
+	}
+	if (p.other_bytes > 0)
+		fprintf(f, "    other operands read once: %.0f B\n", p.other_bytes);
+	double clock_ghz = hw->clock_hz * 1e-9;
+	if (p.has_mxu)
+		fprintf(f,
+			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
+			"%.3g MACs\n",
+			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
+			p.mxu_macs);
+	fprintf(f,
+		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, "
+		"accumulator %.0f, prologue %.0f\n",
+		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles,
+		x.acc_cycles, x.prologue_cycles);
+	fprintf(f,
+		"  DMA: read %.0f B, write %.0f B, %.0f transfers at %.1f "
+		"B/ns, latency %.0f ns\n",
+		e.bytes_read, e.bytes_written, x.transfers, hw_mem_bytes_per_ns(hw),
+		hw->dma_latency_ns);
+	fprintf(f,
+		"  per step: compute %.1f ns (max of MXU, VPU at %.3g GHz), "
+		"DMA %.1f ns, overhead %.1f ns\n",
+		x.compute_step_ns, clock_ghz, x.dma_step_ns, x.step_ns);
+	fprintf(f,
+		"  time = kernel %.1f + first load %.1f (%.0f B) + %lld x "
+		"(max(%.1f, %.1f) + %.1f) + last store %.1f (%.0f B)\n"
+		"       = %.1f ns, bound by %s\n",
+		hw->kernel_overhead_ns, x.first_ns, x.first_bytes,
+		(long long)x.steps, x.compute_step_ns, x.dma_step_ns, x.step_ns,
+		x.last_ns, x.last_bytes, e.time_ns, hw_unit_name(e.bound));
+	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
+		e.vmem_bytes, hw->vmem_bytes,
+		e.feasible ? "" : " -> INFEASIBLE");
+	return TS_OK;
+}

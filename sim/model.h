@@ -1,0 +1,212 @@
+/*
+ * model.h: the analytic TensorCore model behind sim_kernel_estimate(), split
+ * into a plan (sim_plan_build: what a kernel's tile grid is and how each
+ * operand, result, MXU and VPU follow it; config independent, built once)
+ * and a cheap estimate per tile config (sim_plan_estimate), so that tile
+ * search (hybrid/hyb_tile.c) and benchmarks cost millions of configs. Tile
+ * grids, default configs and config enumeration are in sim/tile.c; the
+ * model's equations are in sim/model.c. docs/TPU.md section 3 explains
+ * grids and bounds.
+ */
+#ifndef SIM_MODEL_H
+#define SIM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim.h"
+
+/* ---- tile grids (sim/tile.c) ----------------------------------------------- */
+
+/*
+ * The tile grid of one array: its dims in physical (major-to-minor) order,
+ * the last k divided by the layout's first tile (k = tile rank), rounded up.
+ * 1-D arrays tile by T(256|512|1024); arrays written without tiles get
+ * T(8,128) (rank >= 2) or the next power of two >= n clamped to
+ * [256, 1024] elements (rank 1), as XLA TPU lays them out (TPU.md 3).
+ */
+struct sim_tgrid {
+	int rank;                        /* grid dims = array rank (0: scalar) */
+	int logical[SIM_MAX_GRID];       /* logical dim at each physical position */
+	int64_t elems[SIM_MAX_GRID];     /* extent in elements */
+	int64_t tile[SIM_MAX_GRID];      /* tile extent along it, elements (1 = untiled) */
+	int64_t tiles[SIM_MAX_GRID];     /* ceil(elems / tile): the grid */
+	double bits;                     /* stored bits per element (>= 8) */
+	double pad_factor;               /* extra padding of tile dims the array
+	                                    lacks (a rank-1 array under T(8,128)
+	                                    fills 8 rows): >= 1 */
+};
+
+/* Fills g from an array shape. TS_ERR_UNSUPPORTED_OP for tuples and ranks
+ * above SIM_MAX_GRID (message names the shape). */
+enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
+			     struct ts_diag *d);
+
+/*
+ * The instruction whose iteration space a kernel's output_bounds tile
+ * (TPU.md section 3): a convolution or dot among the members (the largest
+ * by output elements), else a reduce at the root (or in a root tuple; its
+ * *input* is the space), else the root (the largest tuple element). For an
+ * unfused kernel, the instruction itself. NULL only for an empty kernel.
+ */
+const struct ir_instr *sim_tile_target(const struct sim_kernel *k);
+
+/* The shape the output bounds tile: the target's result, or a reduce
+ * target's first input. */
+const struct ir_shape *sim_tile_space_shape(const struct ir_instr *target);
+
+/* ---- the plan ------------------------------------------------------------- */
+
+enum sim_plan_kind {
+	SIM_PLAN_TILED = 0,    /* a grid loop: loop fusions, copies, reduces,
+	                          convolution and dot fusions */
+	SIM_PLAN_FREE,         /* bitcast-like: no device work, zero time */
+	SIM_PLAN_COLLECTIVE,   /* ICI bytes */
+	SIM_PLAN_UNMODELLED,   /* custom-call, infeed...: listed, zero time */
+	SIM_PLAN_KIND_COUNT
+};
+
+/* Roles of a dim of the combined grid for the MXU. */
+enum sim_dim_role {
+	SIM_ROLE_M = 0,     /* output rows streamed through the MXU (batch,
+	                       spatial, lhs free dims); also every dim of a
+	                       kernel without MXU work */
+	SIM_ROLE_N,         /* output features (columns of the weight tile) */
+	SIM_ROLE_BATCH,     /* dot batch dims: separate weight tiles */
+	SIM_ROLE_TAP,       /* convolution window taps (kernel spatial dims) */
+	SIM_ROLE_K,         /* contraction (input features) */
+	SIM_ROLE_COUNT
+};
+
+#define SIM_PLAN_MAX_DIMS (2 * SIM_MAX_GRID)
+#define SIM_PLAN_MAX_ACCESS 24
+
+/* One dim of the combined iteration grid: the output grid's dims in
+ * physical order, then the kernel grid's dims not shared with the output
+ * (contraction and taps), innermost last; steps run in lexicographic order
+ * (TPU.md section 2 rule 5: the reduction axis is the last grid axis). */
+struct sim_plan_dim {
+	int64_t tiles;        /* extent in tiles */
+	int64_t tile;         /* elements per tile */
+	int64_t elems;        /* extent in elements */
+	enum sim_dim_role role;
+	int src;              /* out grid dim (< n_out) or n_out + kernel grid dim */
+};
+
+/* One physical dim of an operand or result, and how its block follows the
+ * grid. */
+struct sim_plan_adim {
+	int grid;             /* combined dim its block follows; -1: whole dim */
+	int win;              /* combined dim of a convolution window widening
+	                         it (halo), -1 if none */
+	double scale;         /* operand elements per grid element (stride for
+	                         windowed dims; size ratio for slices/pads) */
+	int64_t dilation;     /* elements between window taps (rhs dilation) */
+	int64_t lhs_dilate;   /* base (lhs) dilation: input elements are 1/this
+	                         of the windowed extent */
+	int64_t elems;        /* its extent, elements */
+	int64_t tile;         /* its tile extent (padding granule), elements */
+};
+
+/* How one kernel input or output moves between HBM and VMEM. */
+struct sim_plan_access {
+	const char *name;     /* instruction name, for explain */
+	int rank;
+	struct sim_plan_adim dims[SIM_MAX_GRID]; /* physical order */
+	double elem_bytes;    /* bytes per element (stored bits / 8) */
+	double pad_factor;    /* sim_tgrid.pad_factor of its shape */
+	double bytes;         /* whole array, padded */
+	bool output;          /* written back; else read */
+	bool in_vmem;         /* already on chip (memory space S(1), S(6)...):
+	                         no DMA */
+	bool accumulates;     /* output that does not follow every grid dim:
+	                         a reduction revisits its blocks */
+	double prologue_cycles; /* VPU cycles of fused ops that transform this
+	                         input before the MXU, per full pass over it */
+};
+
+struct sim_plan {
+	const struct sim_kernel *k;
+	enum sim_plan_kind kind;
+	const struct ir_instr *target;    /* sim_tile_target() */
+	struct sim_tgrid out;             /* grid that output_bounds tile */
+	struct sim_tgrid kern;            /* grid that kernel_bounds tile */
+	bool has_kernel;                  /* conv/dot: kernel_bounds apply */
+	int kern_shared[SIM_MAX_GRID];    /* per kernel grid dim: the out grid
+	                                     dim it shares (output features,
+	                                     dot batch), or -1 */
+	int n_dims;                       /* combined grid dims */
+	struct sim_plan_dim dims[SIM_PLAN_MAX_DIMS];
+	int kern_dim[SIM_MAX_GRID];       /* combined dim of each kernel grid
+	                                     dim (shared ones: the out dim) */
+	int n_access;
+	struct sim_plan_access acc[SIM_PLAN_MAX_ACCESS];
+	double other_bytes;               /* operands beyond SIM_PLAN_MAX_ACCESS
+	                                     or of unknown form, read once */
+	/* MXU */
+	bool has_mxu;
+	int mxu_passes;                   /* bf16 passes per weight tile */
+	int64_t mxu_groups;               /* feature groups (depthwise > 1) */
+	int64_t mxu_cout;                 /* output features (all groups) */
+	double mxu_macs;                  /* useful multiply-accumulates */
+	double tap_density;               /* fraction of window taps that land
+	                                     on real input (lhs dilation) */
+	/* VPU */
+	double vpu_cycles;                /* whole kernel, config independent */
+	double acc_vregs_per_elem;        /* f32 accumulator vregs per output-
+	                                     space element re-added per extra
+	                                     contraction step */
+	double flops;                     /* 2 x MACs + VPU element ops */
+	/* collectives */
+	double ici_ns;
+	/* default config (sim_plan_default) */
+	struct sim_tile_config def;
+};
+
+/* Builds the plan of one kernel on one spec (fills *p; no allocation is
+ * kept). Fails with TS_ERR_UNSUPPORTED_OP for forms it cannot grid. */
+enum ts_status sim_plan_build(const struct sim_kernel *k,
+			      const struct hw_spec *hw, struct sim_plan *p,
+			      struct ts_diag *d);
+
+/*
+ * Checks a config against the plan: ranks equal the grids', every bound in
+ * 1..grid, kernel and output bounds agree on shared dims (clipped at the
+ * dim size). cfg with n_out == 0 is the default. Writes the completed
+ * config (defaults filled, kernel bounds derived from output bounds when
+ * only those were given) into *full. TS_ERR_MISUSE with the offending
+ * entry named.
+ */
+enum ts_status sim_plan_check(const struct sim_plan *p,
+			      const struct sim_tile_config *cfg,
+			      struct sim_tile_config *full,
+			      struct ts_diag *d);
+
+/* Costs a checked config (from sim_plan_check). Never fails. */
+void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
+		       const struct sim_tile_config *full,
+		       struct sim_estimate *out);
+
+/* The default config (sim/tile.c): rule documented there. */
+void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+		      struct sim_tile_config *cfg);
+
+/*
+ * Enumerates candidate configs of a tunable plan: per grid dim the bounds
+ * 1, 2, 4, ... and the divisors of the dim and the dim itself (at most
+ * `per_dim` values, 0 = no cap), kernel shared dims tied to the output's.
+ * Calls fn for each (stops when it returns false). Returns the number of
+ * configs visited.
+ */
+int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
+			   bool (*fn)(const struct sim_tile_config *cfg,
+				      void *ctx),
+			   void *ctx);
+
+/* Steps of a checked config: prod ceil(grid / bound) over the combined
+ * grid (shared dims once). */
+int64_t sim_plan_steps(const struct sim_plan *p,
+		       const struct sim_tile_config *full);
+
+#endif /* SIM_MODEL_H */

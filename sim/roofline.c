@@ -1,0 +1,155 @@
+/*
+ * roofline.c: the plain roofline baseline the validation compares the
+ * analytic model against: per kernel, the slowest of MXU, VPU and HBM at
+ * peak rates plus a fixed launch cost; collectives at ICI bandwidth. No
+ * tiles, no pipelining, no padding of the MXU: deliberately simple.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+#include "hw_units.h"
+
+/* Participants assumed when a collective names no replica group size:
+ * HloCostAnalysis assumes two (docs/HLO.md 3.1, all-reduce). */
+#define ROOF_DEFAULT_DEVICES 2
+
+static bool collective_kind(enum ir_op op, enum hw_collective *c)
+{
+	switch (op) {
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_COLLECTIVE_REDUCE:
+		*c = HW_COLL_ALL_REDUCE;
+		return true;
+	case IR_OP_ALL_GATHER:
+	case IR_OP_ALL_GATHER_START:
+		*c = HW_COLL_ALL_GATHER;
+		return true;
+	case IR_OP_REDUCE_SCATTER:
+		*c = HW_COLL_REDUCE_SCATTER;
+		return true;
+	case IR_OP_ALL_TO_ALL:
+	case IR_OP_RAGGED_ALL_TO_ALL:
+		*c = HW_COLL_ALL_TO_ALL;
+		return true;
+	case IR_OP_COLLECTIVE_PERMUTE:
+	case IR_OP_COLLECTIVE_PERMUTE_START:
+	case IR_OP_COLLECTIVE_BROADCAST:
+		*c = HW_COLL_PERMUTE;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Collective kernel (ns):
+ *   hw_ici_collective_ns(kind, B, n)   (ring formulas, hw/hw_mem.c:
+ *   all-reduce 2(n-1)/n B, all-gather / reduce-scatter / all-to-all
+ *   (n-1)/n B over the ring's links, plus latency per ring step)
+ *   + kernel_overhead_ns
+ * B = the buffer each device holds in full: the gathered output for
+ * all-gather, the input otherwise (padded bytes, as counted by cost.c).
+ * n = replica_group_size, or 2 when the module does not say (XLA's
+ * assumption). Known wrong: ignores the HBM reads/writes around the
+ * transfer and torus algorithms that use more links.
+ */
+static enum ts_status collective_roofline(const struct sim_kernel *k,
+					  const struct hw_spec *hw,
+					  struct sim_estimate *out)
+{
+	enum ir_op op = k->instr->op;
+	if (op == IR_OP_ASYNC_START)
+		op = k->instr->wrapped_op;
+	enum hw_collective c;
+	if (!collective_kind(op, &c))
+		c = HW_COLL_PERMUTE; /* any other transfer: one hop */
+	double bytes = c == HW_COLL_ALL_GATHER ? k->work.bytes_written
+					       : k->work.bytes_read;
+	int64_t n = k->instr->attrs.replica_group_size > 0
+			    ? k->instr->attrs.replica_group_size
+			    : ROOF_DEFAULT_DEVICES;
+	double ici = hw_ici_collective_ns(hw, c, bytes, n);
+	out->time_ns = ici + hw->kernel_overhead_ns;
+	out->bound = ici >= hw->kernel_overhead_ns ? HW_UNIT_ICI
+						   : HW_UNIT_OVERHEAD;
+	return TS_OK;
+}
+
+/*
+ * TensorCore kernel (ns):
+ *   t_mxu = 2 x mxu_macs / hw_spec_peak_flops          (bf16 peak)
+ *   t_vpu = sum_c hw_vpu_op_cycles(ops_c / (sublanes x lanes), c)
+ *           / clock_hz / cores                        (padded elements)
+ *   t_hbm = (bytes_read + bytes_written) / hw_spec_hbm_bw  (padded bytes)
+ *   time  = max(t_mxu, t_vpu, t_hbm) + kernel_overhead_ns
+ * bound = the unit of the largest term, OVERHEAD when the fixed cost
+ * exceeds it. Assumes perfect overlap of the units and peak rates
+ * throughout. Known wrong: small kernels (pipeline fill, DMA latency), f32
+ * matmuls (several bf16 passes), MXU padding of small K/N, lane reductions
+ * (XLU): the analytic model (model.c) covers those. Source: the roofline
+ * of docs/HLO.md 3.1 (optimal_seconds) with TPU rates from hwspecs/.
+ */
+enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   struct sim_estimate *out, struct ts_diag *d)
+{
+	memset(out, 0, sizeof *out);
+	if (!k || !k->instr || !hw) {
+		ts_diag_set(d, NULL, 0, 0, "roofline of an empty kernel");
+		return TS_ERR_MISUSE;
+	}
+	const struct sim_work *w = &k->work;
+	out->feasible = true;
+	out->flops = w->flops;
+	out->bytes_read = w->bytes_read;
+	out->bytes_written = w->bytes_written;
+	out->bound = HW_UNIT_NONE;
+	if (k->kind == SIM_KERNEL_UNMODELLED) {
+		out->modelled = false;
+		return TS_OK;
+	}
+	out->modelled = true;
+	out->overhead_ns = hw->kernel_overhead_ns;
+	if (k->kind == SIM_KERNEL_COLLECTIVE)
+		return collective_roofline(k, hw, out);
+
+	double peak = hw_spec_peak_flops(hw), bw = hw_spec_hbm_bw(hw);
+	double per_vreg = (double)hw->vpu_sublanes * hw->vpu_lanes;
+	int cores = hw_spec_cores(hw);
+	if (peak <= 0 || bw <= 0 || per_vreg <= 0 || hw->clock_hz <= 0 ||
+	    cores < 1) {
+		ts_diag_set(d, NULL, 0, 0,
+			    "hw spec %s: peak FLOP/s, HBM bandwidth, vreg size "
+			    "and clock must be positive",
+			    hw->name);
+		return TS_ERR_SPEC;
+	}
+	double t_mxu = 2.0 * w->mxu_macs / peak * 1e9;
+	double vpu_cycles = 0;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		vpu_cycles += hw_vpu_op_cycles(hw, w->vpu_elem_ops[c] / per_vreg,
+					       (enum hw_vpu_class)c);
+	double t_vpu = vpu_cycles / hw->clock_hz / cores * 1e9;
+	double bytes = w->bytes_read + w->bytes_written;
+	double t_hbm = bytes / bw * 1e9;
+
+	double t = t_mxu;
+	out->bound = HW_UNIT_MXU;
+	if (t_vpu > t) {
+		t = t_vpu;
+		out->bound = HW_UNIT_VPU;
+	}
+	if (t_hbm > t) {
+		t = t_hbm;
+		out->bound = HW_UNIT_HBM;
+	}
+	if (hw->kernel_overhead_ns > t)
+		out->bound = HW_UNIT_OVERHEAD;
+	out->time_ns = t + hw->kernel_overhead_ns;
+	out->mxu_cycles = t_mxu * 1e-9 * hw->clock_hz;
+	out->vpu_cycles = vpu_cycles / cores;
+	out->dma_cycles = t_hbm * 1e-9 * hw->clock_hz;
+	return TS_OK;
+}

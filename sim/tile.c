@@ -1,0 +1,642 @@
+/*
+ * tile.c: tile configs and tile grids. Parses and prints the TpuGraphs
+ * config text, computes the tile grid of an array, picks the tensor a
+ * kernel's bounds tile, checks a config against a plan (ranks, ranges, the
+ * output-feature dim shared by output and kernel bounds), and gives the
+ * default config and the candidate configs of tile search. docs/TPU.md
+ * section 3 is the governing note; the cost of a config is in model.c.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- config text ----------------------------------------------------------- */
+
+#define CFG_FILE "<tile config>"
+
+/* "key: what" (or just "what") at 0-based column col0 of text. */
+static enum ts_status cfg_error(struct ts_diag *d, const char *text,
+				size_t col0, const char *key, const char *what)
+{
+	if (key)
+		ts_diag_set(d, CFG_FILE, 1, (uint32_t)col0 + 1, "%s: %s", key,
+			    what);
+	else
+		ts_diag_set(d, CFG_FILE, 1, (uint32_t)col0 + 1, "%s", what);
+	if (d) {
+		d->src = text;
+		d->src_len = strlen(text);
+	}
+	return TS_ERR_PARSE;
+}
+
+/* Parses "AxBxC" at text[*pos] up to ';' or the end into v[]. */
+static enum ts_status parse_bounds(const char *text, size_t *pos,
+				   const char *key, int64_t *v, int *n,
+				   struct ts_diag *d)
+{
+	size_t i = *pos;
+	*n = 0;
+	for (;;) {
+		if (text[i] < '0' || text[i] > '9')
+			return cfg_error(d, text, i,
+					 key, "expected a positive integer");
+		int64_t x = 0;
+		size_t start = i;
+		while (text[i] >= '0' && text[i] <= '9') {
+			int dig = text[i] - '0';
+			if (x > (INT64_MAX - dig) / 10)
+				return cfg_error(d, text, start,
+						 key, "bound too large");
+			x = x * 10 + dig;
+			i++;
+		}
+		if (x < 1)
+			return cfg_error(d, text, start,
+					 key, "bounds must be at least 1");
+		if (*n >= SIM_MAX_GRID)
+			return cfg_error(d, text, start,
+					 key, "more than 8 bounds");
+		v[(*n)++] = x;
+		if (text[i] == 'x') {
+			i++;
+			continue;
+		}
+		if (text[i] == ';' || text[i] == '\0')
+			break;
+		return cfg_error(d, text, i, key, "expected 'x', ';' or the end");
+	}
+	*pos = i;
+	return TS_OK;
+}
+
+enum ts_status sim_tile_config_parse(const char *text,
+				     struct sim_tile_config *cfg,
+				     struct ts_diag *d)
+{
+	memset(cfg, 0, sizeof *cfg);
+	if (!text)
+		return TS_OK;
+	size_t i = 0;
+	bool seen_out = false, seen_kern = false;
+	while (text[i] != '\0') {
+		static const char out_key[] = "output_bounds=";
+		static const char kern_key[] = "kernel_bounds=";
+		size_t key_col = i;
+		enum ts_status st;
+		if (strncmp(text + i, out_key, sizeof out_key - 1) == 0) {
+			if (seen_out)
+				return cfg_error(d, text, key_col,
+						 "output_bounds", "given twice");
+			seen_out = true;
+			i += sizeof out_key - 1;
+			st = parse_bounds(text, &i, "output_bounds",
+					  cfg->out_bounds, &cfg->n_out, d);
+		} else if (strncmp(text + i, kern_key, sizeof kern_key - 1) ==
+			   0) {
+			if (seen_kern)
+				return cfg_error(d, text, key_col,
+						 "kernel_bounds", "given twice");
+			seen_kern = true;
+			i += sizeof kern_key - 1;
+			st = parse_bounds(text, &i, "kernel_bounds",
+					  cfg->kernel_bounds, &cfg->n_kernel,
+					  d);
+		} else {
+			return cfg_error(d, text, key_col, NULL,
+					 "expected 'output_bounds=' or "
+					 "'kernel_bounds='");
+		}
+		if (st != TS_OK)
+			return st;
+		if (text[i] == ';') {
+			i++;
+			if (text[i] == '\0')
+				return cfg_error(d, text, i, NULL,
+						 "expected a key after ';'");
+		}
+	}
+	return TS_OK;
+}
+
+static size_t put_bounds(char *buf, size_t cap, size_t len, const char *key,
+			 const int64_t *v, int n)
+{
+	int w = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
+			 "%s=", key);
+	len += w > 0 ? (size_t)w : 0;
+	for (int i = 0; i < n; i++) {
+		w = snprintf(len < cap ? buf + len : NULL,
+			     len < cap ? cap - len : 0, "%s%lld", i ? "x" : "",
+			     (long long)v[i]);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	return len;
+}
+
+size_t sim_tile_config_format(const struct sim_tile_config *cfg, char *buf,
+			      size_t cap)
+{
+	size_t len = 0;
+	if (cap > 0)
+		buf[0] = '\0';
+	if (cfg->n_out > 0)
+		len = put_bounds(buf, cap, len, "output_bounds",
+				 cfg->out_bounds, cfg->n_out);
+	if (cfg->n_kernel > 0) {
+		if (len > 0) {
+			if (len + 1 < cap) {
+				buf[len] = ';';
+				buf[len + 1] = '\0';
+			}
+			len++;
+		}
+		len = put_bounds(buf, cap, len, "kernel_bounds",
+				 cfg->kernel_bounds, cfg->n_kernel);
+	}
+	return len;
+}
+
+/* ---- tile grids -------------------------------------------------------------- */
+
+/* Next power of two >= n, clamped to [256, 1024]: the 1-D tile XLA TPU
+ * gives vectors (TPU.md section 3, "Layout conventions"). */
+static int64_t vector_tile(int64_t n)
+{
+	int64_t t = 256;
+	while (t < n && t < 1024)
+		t *= 2;
+	return t;
+}
+
+enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
+			     struct ts_diag *d)
+{
+	memset(g, 0, sizeof *g);
+	if (s->type == IR_TYPE_TUPLE || s->rank > SIM_MAX_GRID) {
+		char buf[128];
+		ir_shape_format(s, buf, sizeof buf);
+		ts_diag_set(d, NULL, 0, 0,
+			    "cannot tile %s: %s", buf,
+			    s->type == IR_TYPE_TUPLE ? "a tuple"
+						     : "rank above 8");
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	int bits = s->layout.element_size_bits > 0 ? s->layout.element_size_bits
+						   : ir_type_bits(s->type);
+	g->bits = bits < 8 && s->layout.element_size_bits <= 0 ? 8 : bits;
+	g->rank = s->rank;
+	g->pad_factor = 1.0;
+	int order[SIM_MAX_GRID];
+	ir_shape_major_to_minor(s, order);
+	struct ir_tile t;
+	if (s->layout.n_tiles > 0) {
+		t = s->layout.tiles[0];
+	} else if (s->rank >= 2) {
+		t = (struct ir_tile){2, {8, 128}};
+	} else {
+		int64_t n = s->rank == 1 ? s->dims[0] : 1;
+		t = (struct ir_tile){1, {vector_tile(n)}};
+	}
+	int lead = t.rank > s->rank ? t.rank - s->rank : 0;
+	for (int j = 0; j < lead; j++)
+		if (t.dims[j] > 1)
+			g->pad_factor *= (double)t.dims[j];
+	for (int i = 0; i < s->rank; i++) {
+		int64_t e = s->dims[order[i]];
+		int ti = i - (s->rank - t.rank);
+		int64_t te = 1;
+		if (ti >= 0 && t.dims[ti] != IR_TILE_COMBINE && t.dims[ti] > 0)
+			te = t.dims[ti];
+		g->logical[i] = order[i];
+		g->elems[i] = e > 0 ? e : 1;
+		g->tile[i] = te;
+		g->tiles[i] = (g->elems[i] + te - 1) / te;
+	}
+	return TS_OK;
+}
+
+/* ---- which tensor the bounds tile --------------------------------------------- */
+
+static int64_t instr_elems(const struct ir_instr *in)
+{
+	if (in->shape.type == IR_TYPE_TUPLE) {
+		int64_t best = 0;
+		for (int i = 0; i < in->shape.n_elems; i++) {
+			int64_t e = ir_shape_elems(&in->shape.elems[i]);
+			if (e > best)
+				best = e;
+		}
+		return best;
+	}
+	return ir_shape_elems(&in->shape);
+}
+
+/* The root values of a kernel: a fused computation's root (its tuple
+ * elements), an unfused op itself, or a group's outputs. */
+static int kernel_roots(const struct sim_kernel *k,
+			const struct ir_instr **out, int cap)
+{
+	int n = 0;
+	const struct ir_instr *root = NULL;
+	if (k->instr && k->instr->op == IR_OP_FUSION && k->instr->n_called > 0)
+		root = k->instr->called[0]->root;
+	else if (k->n_outputs == 1 || (k->n_outputs == 0 && k->instr))
+		root = k->n_outputs == 1 ? k->outputs[0] : k->instr;
+	if (root) {
+		if (root->op == IR_OP_TUPLE) {
+			for (int i = 0; i < root->n_operands && n < cap; i++)
+				out[n++] = root->operands[i];
+		} else {
+			out[n++] = root;
+		}
+		return n;
+	}
+	for (int i = 0; i < k->n_outputs && n < cap; i++)
+		out[n++] = k->outputs[i];
+	return n;
+}
+
+const struct ir_instr *sim_tile_target(const struct sim_kernel *k)
+{
+	const struct ir_instr *best = NULL;
+	for (int i = 0; i < k->n_members; i++) {
+		const struct ir_instr *in = k->members[i];
+		if (in->op != IR_OP_CONVOLUTION && in->op != IR_OP_DOT)
+			continue;
+		if (!best || instr_elems(in) > instr_elems(best))
+			best = in;
+	}
+	if (best)
+		return best;
+	const struct ir_instr *roots[64];
+	int n = kernel_roots(k, roots, (int)TS_ARRAY_LEN(roots));
+	for (int i = 0; i < n; i++) {
+		const struct ir_instr *r = roots[i];
+		if (r->op != IR_OP_REDUCE || r->n_operands < 1)
+			continue;
+		if (!best || ir_shape_elems(&r->operands[0]->shape) >
+				     ir_shape_elems(&best->operands[0]->shape))
+			best = r;
+	}
+	if (best)
+		return best;
+	for (int i = 0; i < n; i++)
+		if (!best || instr_elems(roots[i]) > instr_elems(best))
+			best = roots[i];
+	if (!best && k->instr)
+		best = k->instr;
+	return best;
+}
+
+const struct ir_shape *sim_tile_space_shape(const struct ir_instr *target)
+{
+	if (target->op == IR_OP_REDUCE && target->n_operands > 0)
+		return &target->operands[0]->shape;
+	if (target->shape.type == IR_TYPE_TUPLE && target->shape.n_elems > 0)
+		return &target->shape.elems[0];
+	return &target->shape;
+}
+
+/* ---- checking a config against a plan ------------------------------------------- */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Kernel-grid bound that covers the same elements as out bound ob on out
+ * grid dim od (kernel grid dim kd), or -1 if no whole number of kernel
+ * tiles does. */
+static int64_t shared_kernel_bound(const struct sim_plan *p, int kd, int od,
+				   int64_t ob)
+{
+	int64_t e = min64(ob * p->out.tile[od], p->out.elems[od]);
+	int64_t kt = p->kern.tile[kd];
+	int64_t kb = (e + kt - 1) / kt;
+	if (min64(kb * kt, p->kern.elems[kd]) != e)
+		return -1;
+	return kb;
+}
+
+enum ts_status sim_plan_check(const struct sim_plan *p,
+			      const struct sim_tile_config *cfg,
+			      struct sim_tile_config *full,
+			      struct ts_diag *d)
+{
+	struct sim_tile_config c = p->def;
+	if (cfg && cfg->n_out > 0) {
+		if (cfg->n_out != p->out.rank) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds has %d entries, the "
+				    "tile grid has %d",
+				    p->k->name, cfg->n_out, p->out.rank);
+			return TS_ERR_MISUSE;
+		}
+		c.n_out = cfg->n_out;
+		memcpy(c.out_bounds, cfg->out_bounds, sizeof c.out_bounds);
+	}
+	for (int i = 0; i < c.n_out; i++) {
+		if (c.out_bounds[i] < 1 || c.out_bounds[i] > p->out.tiles[i]) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds[%d] = %lld is outside "
+				    "1..%lld (the tile grid)",
+				    p->k->name, i, (long long)c.out_bounds[i],
+				    (long long)p->out.tiles[i]);
+			return TS_ERR_MISUSE;
+		}
+	}
+	if (cfg && cfg->n_kernel > 0) {
+		if (!p->has_kernel || cfg->n_kernel != p->kern.rank) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: kernel_bounds has %d entries, the "
+				    "kernel tile grid has %d",
+				    p->k->name, cfg->n_kernel,
+				    p->has_kernel ? p->kern.rank : 0);
+			return TS_ERR_MISUSE;
+		}
+		c.n_kernel = cfg->n_kernel;
+		memcpy(c.kernel_bounds, cfg->kernel_bounds,
+		       sizeof c.kernel_bounds);
+	}
+	for (int i = 0; i < c.n_kernel; i++) {
+		if (c.kernel_bounds[i] < 1 ||
+		    c.kernel_bounds[i] > p->kern.tiles[i]) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: kernel_bounds[%d] = %lld is outside "
+				    "1..%lld (the kernel tile grid)",
+				    p->k->name, i,
+				    (long long)c.kernel_bounds[i],
+				    (long long)p->kern.tiles[i]);
+			return TS_ERR_MISUSE;
+		}
+	}
+	/* Shared dims: derive the kernel bound from the output bound when the
+	 * caller gave output bounds only (or only kernel bounds), else they
+	 * must cover the same elements (TPU.md section 3). */
+	bool gave_out = cfg && cfg->n_out > 0;
+	bool gave_kern = cfg && cfg->n_kernel > 0;
+	for (int kd = 0; kd < c.n_kernel; kd++) {
+		int od = p->kern_shared[kd];
+		if (od < 0)
+			continue;
+		if (gave_kern && !gave_out) {
+			/* out bound from the kernel bound */
+			int64_t e = min64(c.kernel_bounds[kd] * p->kern.tile[kd],
+					  p->kern.elems[kd]);
+			int64_t ob = (e + p->out.tile[od] - 1) / p->out.tile[od];
+			c.out_bounds[od] = ob;
+		}
+		int64_t kb = shared_kernel_bound(p, kd, od, c.out_bounds[od]);
+		if (gave_kern && gave_out) {
+			if (kb != c.kernel_bounds[kd]) {
+				ts_diag_set(d, NULL, 0, 0,
+					    "%s: kernel_bounds[%d] = %lld (%lld "
+					    "elements) and output_bounds[%d] = "
+					    "%lld (%lld elements) must cover the "
+					    "same output features",
+					    p->k->name, kd,
+					    (long long)c.kernel_bounds[kd],
+					    (long long)min64(c.kernel_bounds[kd] *
+							       p->kern.tile[kd],
+							     p->kern.elems[kd]),
+					    od, (long long)c.out_bounds[od],
+					    (long long)min64(c.out_bounds[od] *
+							       p->out.tile[od],
+							     p->out.elems[od]));
+				return TS_ERR_MISUSE;
+			}
+		} else if (kb < 0) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds[%d] = %lld covers no "
+				    "whole number of kernel tiles (%lld "
+				    "elements each)",
+				    p->k->name, od, (long long)c.out_bounds[od],
+				    (long long)p->kern.tile[kd]);
+			return TS_ERR_MISUSE;
+		} else {
+			c.kernel_bounds[kd] = kb;
+		}
+	}
+	*full = c;
+	return TS_OK;
+}
+
+int64_t sim_plan_steps(const struct sim_plan *p,
+		       const struct sim_tile_config *full)
+{
+	int64_t steps = 1;
+	for (int i = 0; i < full->n_out && i < p->out.rank; i++)
+		steps *= (p->out.tiles[i] + full->out_bounds[i] - 1) /
+			 full->out_bounds[i];
+	for (int i = 0; i < full->n_kernel && i < p->kern.rank; i++) {
+		if (p->kern_shared[i] >= 0)
+			continue;
+		steps *= (p->kern.tiles[i] + full->kernel_bounds[i] - 1) /
+			 full->kernel_bounds[i];
+	}
+	return steps;
+}
+
+/* ---- candidate configs ----------------------------------------------------------- */
+
+/* Candidate bounds of one grid dim of extent n: every value when n <= 16,
+ * else the powers of two, the divisors and n itself; ascending. When more
+ * than cap (0: no cap) or max remain, an even spread is kept, always with
+ * 1 and n. */
+static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
+{
+	int64_t all[512];
+	int k = 0;
+	for (int64_t b = 1; b <= n; b++) {
+		bool take = n <= 16 || n % b == 0 || (b & (b - 1)) == 0 || b == n;
+		if (!take)
+			continue;
+		if (k == (int)TS_ARRAY_LEN(all))
+			all[k - 1] = b; /* keep n last; drops a middle value */
+		else
+			all[k++] = b;
+	}
+	int lim = cap > 0 && cap < max ? cap : max;
+	if (k <= lim) {
+		memcpy(v, all, sizeof(int64_t) * (size_t)k);
+		return k;
+	}
+	int m = 0;
+	for (int i = 0; i < lim; i++) {
+		int idx = lim > 1 ? (int)((double)i * (k - 1) / (lim - 1) + 0.5)
+				  : k - 1;
+		if (m == 0 || v[m - 1] != all[idx])
+			v[m++] = all[idx];
+	}
+	return m;
+}
+
+#define CAND_MAX 64
+
+int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
+			   bool (*fn)(const struct sim_tile_config *cfg,
+				      void *ctx),
+			   void *ctx)
+{
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	if (per_dim > CAND_MAX)
+		per_dim = CAND_MAX;
+	/* free dims: out grid dims, then kernel dims not shared */
+	int64_t cand[2 * SIM_MAX_GRID][CAND_MAX];
+	int n_cand[2 * SIM_MAX_GRID];
+	int which[2 * SIM_MAX_GRID]; /* < out.rank: out dim; else kernel dim */
+	int nf = 0;
+	for (int i = 0; i < p->out.rank; i++) {
+		which[nf] = i;
+		n_cand[nf] = dim_candidates(p->out.tiles[i], per_dim, cand[nf],
+					    CAND_MAX);
+		nf++;
+	}
+	if (p->has_kernel)
+		for (int i = 0; i < p->kern.rank; i++) {
+			if (p->kern_shared[i] >= 0)
+				continue;
+			which[nf] = p->out.rank + i;
+			n_cand[nf] = dim_candidates(p->kern.tiles[i], per_dim,
+						    cand[nf], CAND_MAX);
+			nf++;
+		}
+	int idx[2 * SIM_MAX_GRID] = {0};
+	int64_t visited = 0;
+	struct sim_tile_config c;
+	for (;;) {
+		memset(&c, 0, sizeof c);
+		c.n_out = p->out.rank;
+		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
+		for (int f = 0; f < nf; f++) {
+			if (which[f] < p->out.rank)
+				c.out_bounds[which[f]] = cand[f][idx[f]];
+			else
+				c.kernel_bounds[which[f] - p->out.rank] =
+					cand[f][idx[f]];
+		}
+		bool ok = true;
+		for (int kd = 0; kd < c.n_kernel; kd++) {
+			int od = p->kern_shared[kd];
+			if (od < 0)
+				continue;
+			int64_t kb = shared_kernel_bound(p, kd, od,
+							 c.out_bounds[od]);
+			if (kb < 0)
+				ok = false;
+			else
+				c.kernel_bounds[kd] = kb;
+		}
+		if (ok) {
+			visited++;
+			if (!fn(&c, ctx))
+				return visited;
+		}
+		int f = nf - 1;
+		while (f >= 0) {
+			if (++idx[f] < n_cand[f])
+				break;
+			idx[f] = 0;
+			f--;
+		}
+		if (f < 0)
+			break;
+	}
+	return visited;
+}
+
+/* ---- the default config ---------------------------------------------------------- */
+
+/* Completes the kernel bounds of shared dims from the output bounds; false
+ * when some output bound covers no whole number of kernel tiles. */
+static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
+{
+	for (int kd = 0; kd < c->n_kernel; kd++) {
+		int od = p->kern_shared[kd];
+		if (od < 0)
+			continue;
+		int64_t kb = shared_kernel_bound(p, kd, od, c->out_bounds[od]);
+		if (kb < 0)
+			return false;
+		c->kernel_bounds[kd] = kb;
+	}
+	return true;
+}
+
+/*
+ * The default config, what a sensible compiler would pick without search:
+ *  1. contraction and window dims of the kernel whole (no partial sums),
+ *     every output dim one tile; if even that block overflows VMEM, the
+ *     kernel dims are split from the outermost in until it fits;
+ *  2. then the block grows along one path, output dims from the minor-most
+ *     (the contiguous one in memory, what a DMA wants) outwards, each
+ *     bound doubling until the dim is whole (ragged last blocks allowed),
+ *     and every config on that path whose double-buffered working set fits
+ *     in VMEM is costed with the model;
+ *  3. the cheapest of those wins (ties: the earlier, smaller block).
+ * At most sum(log2(grid) + 1) configs are costed (about 15 for the
+ * largest TpuGraphs convolution), so `tpusim run` stays cheap. Growing
+ * from the minor end matches XLA's choices in the TpuGraphs data (fusion.232
+ * 2x26x4x2, fusion.261 16x32: minor dims whole, major dims split); unlike
+ * XLA, the split point is chosen by the model, not by a byte budget.
+ */
+void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+		      struct sim_tile_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	if (p->kind != SIM_PLAN_TILED)
+		return;
+	struct sim_tile_config c;
+	memset(&c, 0, sizeof c);
+	c.n_out = p->out.rank;
+	c.n_kernel = p->has_kernel ? p->kern.rank : 0;
+	for (int i = 0; i < c.n_out; i++)
+		c.out_bounds[i] = 1;
+	for (int i = 0; i < c.n_kernel; i++)
+		c.kernel_bounds[i] = p->kern.tiles[i];
+	/* the smallest output block must tie to whole kernel tiles */
+	for (int kd = 0; kd < c.n_kernel; kd++) {
+		int od = p->kern_shared[kd];
+		if (od < 0)
+			continue;
+		while (c.out_bounds[od] < p->out.tiles[od] &&
+		       shared_kernel_bound(p, kd, od, c.out_bounds[od]) < 0)
+			c.out_bounds[od]++;
+	}
+	tie_shared(p, &c);
+	struct sim_estimate e;
+	sim_plan_estimate(p, hw, &c, &e);
+	for (int kd = 0; kd < c.n_kernel && !e.feasible; kd++) {
+		if (p->kern_shared[kd] >= 0)
+			continue;
+		while (c.kernel_bounds[kd] > 1 && !e.feasible) {
+			c.kernel_bounds[kd] = (c.kernel_bounds[kd] + 1) / 2;
+			sim_plan_estimate(p, hw, &c, &e);
+		}
+	}
+	struct sim_tile_config best = c;
+	double best_t = e.feasible ? e.time_ns : INFINITY;
+	for (int od = c.n_out - 1; od >= 0; od--) {
+		while (c.out_bounds[od] < p->out.tiles[od]) {
+			struct sim_tile_config t = c;
+			int64_t b = t.out_bounds[od] * 2;
+			t.out_bounds[od] = b < p->out.tiles[od] ? b : p->out.tiles[od];
+			if (!tie_shared(p, &t)) {
+				c = t;
+				continue;
+			}
+			sim_plan_estimate(p, hw, &t, &e);
+			if (!e.feasible)
+				break;
+			c = t;
+			if (e.time_ns < best_t) {
+				best_t = e.time_ns;
+				best = t;
+			}
+		}
+		if (c.out_bounds[od] < p->out.tiles[od])
+			break;
+	}
+	*cfg = best;
+}

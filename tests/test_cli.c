@@ -1,0 +1,797 @@
+/*
+ * test_cli.c: end-to-end tests of the tpusim executable (path in
+ * TPUSIM_BIN, sources in TPUSIM_SOURCE): exit codes, usage and diagnostic
+ * messages, the four output formats, the stdout write check, and `run` on
+ * cli/examples/mlp_train_step.hlo. Each run spawns the binary with stdin
+ * from /dev/null and stdout/stderr captured in temporary files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ts.h"
+
+extern char **environ;
+
+#define MAX_ARGS 32
+
+/* One finished process. */
+struct proc {
+	int rc;    /* exit status; 128 + signal if killed */
+	char *out; /* stdout (NUL-terminated, ts_malloc'd) */
+	char *err; /* stderr */
+};
+
+static void proc_free(struct proc *p)
+{
+	ts_free(p->out);
+	ts_free(p->err);
+	p->out = p->err = NULL;
+}
+
+static const char *env_or_skip(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v) {
+		print_message("%s is not set (run through ctest); skipping\n",
+			      name);
+		skip();
+	}
+	return v;
+}
+
+/* path = $TPUSIM_SOURCE/rel, in buf. */
+static const char *src(char *buf, const char *rel)
+{
+	snprintf(buf, PATH_MAX, "%s/%s", env_or_skip("TPUSIM_SOURCE"), rel);
+	return buf;
+}
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file(path, &text, &len, &d), TS_OK);
+	return text;
+}
+
+static int make_temp(char *path)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, PATH_MAX, "%s/test_cli_XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/*
+ * Runs prog (searched in PATH when search_path) with argv[] (argv[0]
+ * included, NULL-terminated). stdin comes from in_file (or /dev/null);
+ * stdout goes to out_file when given (e.g. /dev/full), else is captured.
+ * Returns false when the program could not be started.
+ */
+static bool spawn(struct proc *p, const char *prog, bool search_path,
+		  const char *in_file, const char *out_file, char **argv)
+{
+	char out_path[PATH_MAX], err_path[PATH_MAX];
+	int out_fd = make_temp(out_path), err_fd = make_temp(err_path);
+	posix_spawn_file_actions_t fa;
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	posix_spawn_file_actions_addopen(&fa, 0, in_file ? in_file : "/dev/null",
+					 O_RDONLY, 0);
+	if (out_file)
+		posix_spawn_file_actions_addopen(&fa, 1, out_file, O_WRONLY, 0);
+	else
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	pid_t pid;
+	int e = search_path ? posix_spawnp(&pid, prog, &fa, NULL, argv, environ) :
+			      posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(out_fd);
+	close(err_fd);
+	bool started = e == 0;
+	int status = 0;
+	if (started) {
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		p->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
+					    128 + WTERMSIG(status);
+		/* posix_spawnp reports a missing program as exit 127. */
+		started = p->rc != 127;
+	}
+	p->out = slurp(out_path);
+	p->err = slurp(err_path);
+	unlink(out_path);
+	unlink(err_path);
+	return started;
+}
+
+/* Runs tpusim with the given arguments (NULL-terminated). */
+static void tpusim_to(struct proc *p, const char *out_file, ...)
+{
+	char *argv[MAX_ARGS];
+	int n = 0;
+	argv[n++] = (char *)"tpusim";
+	va_list ap;
+	va_start(ap, out_file);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) != NULL) {
+		assert_true(n + 1 < MAX_ARGS);
+		argv[n++] = (char *)a;
+	}
+	va_end(ap);
+	argv[n] = NULL;
+	assert_true(spawn(p, env_or_skip("TPUSIM_BIN"), false, NULL, out_file,
+			  argv));
+}
+
+#define tpusim(p, ...) tpusim_to(p, NULL, __VA_ARGS__, (const char *)NULL)
+
+/* Fails with both streams shown when rc is not `want`. */
+static void expect_rc(const struct proc *p, int want)
+{
+	if (p->rc != want)
+		fail_msg("exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", p->rc,
+			 want, p->out, p->err);
+}
+
+static void expect_contains(const char *text, const char *want)
+{
+	if (!strstr(text, want))
+		fail_msg("expected to find\n  %s\nin\n%s", want, text);
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* ---- global options, help, commands ------------------------------------ */
+
+static void test_version(void **state)
+{
+	(void)state;
+	struct proc p;
+	tpusim(&p, "--version");
+	expect_rc(&p, 0);
+	assert_string_equal(p.out, "tpusim " TPUSIM_VERSION "\n");
+	assert_string_equal(p.err, "");
+	proc_free(&p);
+	tpusim(&p, "-V");
+	expect_rc(&p, 0);
+	assert_string_equal(p.out, "tpusim 0.1.0\n");
+	proc_free(&p);
+}
+
+/* Every command listed by --help has its own help, and `help NAME` prints
+ * the same text as `NAME --help`. */
+static void test_help_lists_every_command(void **state)
+{
+	(void)state;
+	struct proc top;
+	tpusim(&top, "--help");
+	expect_rc(&top, 0);
+	assert_string_equal(top.err, "");
+	assert_true(starts_with(top.out, "usage: tpusim "));
+	expect_contains(top.out, "Exit codes:\n  0  success\n  1  bad input");
+	expect_contains(top.out, "  2  usage error");
+	expect_contains(top.out, "  3  a file cannot be read or written");
+	const char *list = strstr(top.out, "Commands:\n");
+	assert_non_null(list);
+	list += strlen("Commands:\n");
+	int n_cmds = 0;
+	bool saw_run = false, saw_help = false;
+	while (starts_with(list, "  ")) {
+		char name[64];
+		assert_int_equal(sscanf(list, " %63s", name), 1);
+		saw_run |= strcmp(name, "run") == 0;
+		saw_help |= strcmp(name, "help") == 0;
+		struct proc a, b;
+		tpusim(&a, name, "--help");
+		expect_rc(&a, 0);
+		char usage[96];
+		snprintf(usage, sizeof usage, "usage: tpusim %s ", name);
+		assert_true(starts_with(a.out, usage));
+		expect_contains(a.out, "  -h, --help ");
+		expect_contains(a.out, "Exit codes:");
+		tpusim(&b, "help", name);
+		expect_rc(&b, 0);
+		assert_string_equal(a.out, b.out);
+		proc_free(&a);
+		proc_free(&b);
+		n_cmds++;
+		list = strchr(list, '\n');
+		assert_non_null(list);
+		list++;
+	}
+	assert_true(saw_run && saw_help);
+	assert_true(n_cmds >= 2);
+	proc_free(&top);
+
+	/* `tpusim help` and -h are the top-level help too. */
+	struct proc h;
+	tpusim(&h, "help");
+	expect_rc(&h, 0);
+	assert_true(starts_with(h.out, "usage: tpusim "));
+	proc_free(&h);
+	tpusim(&h, "-h", "run");
+	expect_rc(&h, 0);
+	assert_true(starts_with(h.out, "usage: tpusim run GRAPH.hlo"));
+	proc_free(&h);
+}
+
+static void test_no_command(void **state)
+{
+	(void)state;
+	struct proc p;
+	tpusim_to(&p, NULL, (const char *)NULL);
+	expect_rc(&p, 2);
+	assert_string_equal(p.out, "");
+	assert_true(starts_with(p.err, "usage: tpusim "));
+	proc_free(&p);
+}
+
+static void test_unknown_command(void **state)
+{
+	(void)state;
+	struct proc p;
+	tpusim(&p, "rnu");
+	expect_rc(&p, 2);
+	assert_string_equal(p.out, "");
+	assert_string_equal(p.err, "tpusim: 'rnu' is not a tpusim command. "
+				   "Did you mean 'run'?\n");
+	proc_free(&p);
+
+	tpusim(&p, "frobnicate");
+	expect_rc(&p, 2);
+	assert_string_equal(p.err, "tpusim: 'frobnicate' is not a tpusim "
+				   "command. See 'tpusim --help'.\n");
+	proc_free(&p);
+
+	tpusim(&p, "help", "hlep");
+	expect_rc(&p, 2);
+	assert_string_equal(p.err, "tpusim: 'hlep' is not a tpusim command. "
+				   "Did you mean 'help'?\n");
+	proc_free(&p);
+}
+
+/* ---- usage errors: exit 2, nothing on stdout ---------------------------- */
+
+static void test_usage_errors(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct {
+		const char *args[10];
+		const char *err; /* expected substring of stderr */
+	} cases[] = {
+		{{"--bogus"}, "tpusim: unknown option '--bogus'\n"},
+		{{"-x"}, "tpusim: unknown option '-x'\n"},
+		{{"run", ex, "--hw", v3, "--bogus"},
+		 "tpusim run: error: unknown option '--bogus'\n"
+		 "Try 'tpusim run --help'.\n"},
+		{{"run", ex},
+		 "tpusim run: error: --hw SPEC.yaml is required"},
+		{{"run", "--hw", v3},
+		 "tpusim run: error: expected 1 argument, got 0\n"
+		 "usage: tpusim run GRAPH.hlo --hw SPEC.yaml [options]\n"},
+		{{"run", ex, ex, "--hw", v3},
+		 "tpusim run: error: expected 1 argument, got 2\n"},
+		{{"run", ex, "--hw", v3, "--format", "xml"},
+		 "tpusim run: error: unknown format 'xml' (expected table, "
+		 "csv, json or yaml)\n"},
+		{{"run", ex, "--hw"},
+		 "tpusim run: error: option '--hw' needs a value\n"},
+		{{"run", ex, "--hw", v3, "--trip-count", "0"},
+		 "tpusim run: error: --trip-count: expected a whole number"},
+		{{"run", ex, "--hw", v3, "--trip-count", "3x"},
+		 "got '3x'"},
+		{{"run", ex, "--hw", v3, "--kernel", "fusion.1"},
+		 "tpusim run: error: --kernel names the kernel --config "
+		 "applies to; give --config too\n"},
+		{{"run", ex, "--hw", v3, "--explain", "fusion.1", "-f", "json"},
+		 "tpusim run: error: --explain writes text"},
+		{{"help", "run", "extra"},
+		 "tpusim help: error: expected at most 1 argument, got 2\n"},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+		char *argv[MAX_ARGS];
+		int n = 0;
+		argv[n++] = (char *)"tpusim";
+		for (int j = 0; cases[i].args[j]; j++)
+			argv[n++] = (char *)cases[i].args[j];
+		argv[n] = NULL;
+		struct proc p;
+		assert_true(spawn(&p, env_or_skip("TPUSIM_BIN"), false, NULL,
+				  NULL, argv));
+		if (p.rc != 2)
+			fail_msg("case %zu (%s %s): exit %d, expected 2\n%s", i,
+				 cases[i].args[0], cases[i].args[1] ?
+				 cases[i].args[1] : "", p.rc, p.err);
+		assert_string_equal(p.out, "");
+		expect_contains(p.err, cases[i].err);
+		proc_free(&p);
+	}
+}
+
+/* ---- bad input: exit 1 with a located diagnostic; missing files: 3 ------ */
+
+static void test_missing_file(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], ex[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	struct proc p;
+	tpusim(&p, "run", "no/such/graph.hlo", "--hw", v3);
+	expect_rc(&p, 3);
+	assert_string_equal(p.out, "");
+	assert_string_equal(p.err, "no/such/graph.hlo: error: cannot open: "
+				   "No such file or directory\n");
+	proc_free(&p);
+
+	tpusim(&p, "run", ex, "--hw", "no/such/spec.yaml");
+	expect_rc(&p, 3);
+	assert_string_equal(p.err, "no/such/spec.yaml: error: cannot open: "
+				   "No such file or directory\n");
+	proc_free(&p);
+}
+
+static void test_malformed_hlo(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], bad[PATH_MAX], want[2 * PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(bad, "tests/data/cli/bad_opcode.hlo");
+	struct proc p;
+	tpusim(&p, "run", bad, "--hw", v3);
+	expect_rc(&p, 1);
+	assert_string_equal(p.out, "");
+	/* Line 5, column 29: where 'frobnicate' starts; then the line and a
+	 * caret under that column (2 spaces of indent + 28). */
+	snprintf(want, sizeof want,
+		 "%s:5:29: error: unknown opcode 'frobnicate'\n"
+		 "    ROOT %%r = f32[8,128]{1,0} frobnicate(%%p0)\n"
+		 "  %28s^\n",
+		 bad, "");
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+}
+
+static void test_malformed_yaml(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], bad[PATH_MAX], want[2 * PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(bad, "tests/data/cli/bad_spec.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", bad);
+	expect_rc(&p, 1);
+	assert_string_equal(p.out, "");
+	/* The field path (mxu.rows), its line and column, and a caret. */
+	snprintf(want, sizeof want,
+		 "%s:4:9: error: mxu.rows: expected an integer, got 'many'\n"
+		 "    rows: many\n"
+		 "  %8s^\n",
+		 bad, "");
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+}
+
+/* ---- run on the example -------------------------------------------------- */
+
+/* Splits one CSV line (no quoted fields expected) into at most max fields;
+ * returns the count. line is modified. */
+static int csv_split(char *line, char **fields, int max)
+{
+	int n = 0;
+	char *p = line;
+	for (;;) {
+		assert_true(n < max);
+		fields[n++] = p;
+		char *comma = strchr(p, ',');
+		if (!comma)
+			break;
+		*comma = '\0';
+		p = comma + 1;
+	}
+	return n;
+}
+
+#define RUN_CSV_HEADER                                                        \
+	"module,index,name,kind,main_op,multiplicity,steps,flops,bytes_read,"  \
+	"bytes_written,mxu_cycles,vpu_cycles,dma_cycles,vmem_bytes,bound,"    \
+	"time_ns,share,time_total_ns,config"
+enum { CSV_MODULE = 0, CSV_INDEX = 1, CSV_NAME = 2, CSV_KIND = 3,
+       CSV_MULT = 5, CSV_BOUND = 14, CSV_TIME = 15, CSV_SHARE = 16,
+       CSV_TIME_TOTAL = 17, CSV_N = 19 };
+
+/*
+ * The example's kernels in schedule order: the layout copy, the loop (its
+ * condition runs trip count + 1 = 5 times, the body 4: forward, softmax,
+ * backward, all-reduce, SGD, counter), then the copy back.
+ */
+static const struct {
+	const char *name;
+	const char *mult;
+} example_kernels[] = {
+	{"copy.40", "1"},  {"compare.30", "5"}, {"fusion.1", "4"},
+	{"fusion.2", "4"}, {"fusion.3", "4"},   {"fusion.4", "4"},
+	{"fusion.5", "4"}, {"fusion.6", "4"},   {"fusion.7", "4"},
+	{"all-reduce.1", "4"}, {"fusion.8", "4"}, {"fusion.9", "4"},
+	{"add.20", "4"},   {"copy.41", "1"},
+};
+
+static void test_run_example_csv(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--format", "csv");
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	char *save = NULL;
+	char *line = strtok_r(p.out, "\n", &save);
+	assert_non_null(line);
+	assert_string_equal(line, RUN_CSV_HEADER);
+	double share_sum = 0.0;
+	size_t i = 0;
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		char *f[CSV_N + 1];
+		assert_int_equal(csv_split(line, f, CSV_N + 1), CSV_N);
+		assert_true(i < TS_ARRAY_LEN(example_kernels));
+		assert_string_equal(f[CSV_MODULE], "jit_train_loop");
+		assert_int_equal(atoi(f[CSV_INDEX]), (int)i);
+		assert_string_equal(f[CSV_NAME], example_kernels[i].name);
+		assert_string_equal(f[CSV_MULT], example_kernels[i].mult);
+		assert_true(atof(f[CSV_TIME]) > 0.0);
+		share_sum += atof(f[CSV_SHARE]);
+		i++;
+	}
+	assert_int_equal(i, TS_ARRAY_LEN(example_kernels));
+	/* Shares are printed with 6 decimals: 14 roundings of 5e-7 each. */
+	if (fabs(share_sum - 1.0) > 14 * 5e-7)
+		fail_msg("shares sum to %.9f, not 1", share_sum);
+	proc_free(&p);
+}
+
+static void test_run_example_table(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	char head[3 * PATH_MAX];
+	snprintf(head, sizeof head,
+		 "file: %s\nhw: v3\nmodel: analytic\n\nmodule: jit_train_loop\n"
+		 "n_kernels: 14\nn_unmodelled: 0\nn_assumed_trip_counts: 0\n\n",
+		 ex);
+	assert_true(starts_with(p.out, head));
+	const char *hdr = p.out + strlen(head);
+	assert_true(starts_with(hdr, " #  kernel "));
+	/* Kernel names in order, one row each, then the rule and total. */
+	const char *at = hdr;
+	for (size_t i = 0; i < TS_ARRAY_LEN(example_kernels); i++) {
+		char want[64];
+		snprintf(want, sizeof want, "  %s ", example_kernels[i].name);
+		const char *next = strstr(at, want);
+		if (!next)
+			fail_msg("kernel %s missing or out of order", want);
+		at = next + 1;
+	}
+	const char *rule = strstr(at, "\n---");
+	assert_non_null(rule);
+	expect_contains(rule, "  total ");
+	expect_contains(rule, "100.0%\n");
+	proc_free(&p);
+}
+
+/* Runs python3 with the code given on `file` as stdin; false (with a
+ * message) when python3 or the module it needs is not installed. */
+static bool python_check(const char *code, const char *text)
+{
+	char in_path[PATH_MAX];
+	int fd = make_temp(in_path);
+	size_t len = strlen(text);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char *argv[] = {(char *)"python3", (char *)"-c", (char *)code, NULL};
+	struct proc p;
+	bool started = spawn(&p, "python3", true, in_path, NULL, argv);
+	unlink(in_path);
+	if (!started || (p.rc != 0 && strstr(p.err, "ModuleNotFoundError"))) {
+		print_message("python3 (or its module) not available: %s\n",
+			      "checked by keys only");
+		proc_free(&p);
+		return false;
+	}
+	if (p.rc != 0)
+		fail_msg("python3 rejected the output:\n%s\n%s", p.err, text);
+	proc_free(&p);
+	return true;
+}
+
+static void test_run_json(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], head[2 * PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--format", "json");
+	expect_rc(&p, 0);
+	snprintf(head, sizeof head,
+		 "{\"file\": \"%s\", \"hw\": \"v3\", \"model\": \"analytic\", "
+		 "\"modules\": [{\"module\": \"jit_train_loop\", \"n_kernels\": 14, "
+		 "\"n_unmodelled\": 0, \"n_assumed_trip_counts\": 0, \"kernels\": "
+		 "[{\"index\": 0, \"name\": \"copy.40\", \"kind\": \"copy\"",
+		 ex);
+	assert_true(starts_with(p.out, head));
+	expect_contains(p.out, "\"name\": \"fusion.1\", \"kind\": \"fusion\", "
+			       "\"main_op\": \"convolution\", \"multiplicity\": 4");
+	expect_contains(p.out, "\"total\": {\"index\": null, \"name\": "
+			       "\"total\"");
+	/* One line, ending the object. */
+	assert_non_null(strstr(p.out, "}]}\n"));
+	assert_int_equal(strchr(p.out, '\n') - p.out, (long)strlen(p.out) - 1);
+	python_check("import json, sys\n"
+		     "d = json.load(sys.stdin)\n"
+		     "k = d['modules'][0]['kernels']\n"
+		     "assert [x['name'] for x in k][:3] == ['copy.40', "
+		     "'compare.30', 'fusion.1'], k\n"
+		     "t = d['modules'][0]['total']['time_ns']\n"
+		     "s = sum(x['time_total_ns'] for x in k)\n"
+		     "assert abs(t - s) <= 1e-3 * len(k), (t, s)\n",
+		     p.out);
+	proc_free(&p);
+}
+
+static void test_run_yaml(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--format", "yaml");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nhw: 'v3'\nmodel: 'analytic'\nmodules:\n"
+			       "- module: 'jit_train_loop'\n");
+	expect_contains(p.out, "  - index: 2\n    name: 'fusion.1'\n");
+	python_check("import sys, yaml\n"
+		     "d = yaml.safe_load(sys.stdin)\n"
+		     "m = d['modules'][0]\n"
+		     "assert m['kernels'][2]['name'] == 'fusion.1'\n"
+		     "assert m['kernels'][2]['multiplicity'] == 4\n"
+		     "assert m['total']['share'] == 1.0\n",
+		     p.out);
+	proc_free(&p);
+}
+
+/* Same input, same bytes, in every format. */
+static void test_run_deterministic(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	static const char *const fmts[] = {"table", "csv", "json", "yaml"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(fmts); i++) {
+		struct proc a, b;
+		tpusim(&a, "run", ex, "--hw", v3, "-f", fmts[i]);
+		tpusim(&b, "run", ex, "--hw", v3, "-f", fmts[i]);
+		expect_rc(&a, 0);
+		assert_string_equal(a.out, b.out);
+		proc_free(&a);
+		proc_free(&b);
+	}
+}
+
+/* ---- write errors -------------------------------------------------------- */
+
+static void test_dev_full(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0) {
+		print_message("/dev/full is not available; skipping\n");
+		skip();
+	}
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim_to(&p, "/dev/full", "--help", (const char *)NULL);
+	expect_rc(&p, 3);
+	assert_string_equal(p.err, "tpusim: error: cannot write to standard "
+				   "output: No space left on device\n");
+	proc_free(&p);
+	static const char *const fmts[] = {"table", "csv", "json", "yaml"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(fmts); i++) {
+		tpusim_to(&p, "/dev/full", "run", ex, "--hw", v3, "-f", fmts[i],
+			  (const char *)NULL);
+		expect_rc(&p, 3);
+		expect_contains(p.err, "No space left on device\n");
+		proc_free(&p);
+	}
+}
+
+/* ---- modules, explain, configs, unmodelled kernels ------------------------ */
+
+static void test_multi_module(void **state)
+{
+	(void)state;
+	char two[PATH_MAX], v3[PATH_MAX];
+	src(two, "tests/data/cli/two_modules.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", two, "--hw", v3, "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nfirst,0,copy.1,copy,copy,1,");
+	expect_contains(p.out, "\nsecond,0,negate.1,");
+	proc_free(&p);
+
+	tpusim(&p, "run", two, "--hw", v3, "--module", "second", "-f", "csv");
+	expect_rc(&p, 0);
+	assert_null(strstr(p.out, "first"));
+	expect_contains(p.out, "\nsecond,0,negate.1,");
+	proc_free(&p);
+
+	tpusim(&p, "run", two, "--hw", v3, "--module", "third");
+	expect_rc(&p, 1);
+	expect_contains(p.err, "--module: no module named 'third' in ");
+	expect_contains(p.err, "\n  modules: first, second\n");
+	proc_free(&p);
+}
+
+static void test_explain(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--explain", "fusion.99");
+	expect_rc(&p, 1);
+	assert_string_equal(p.out, "");
+	expect_contains(p.err, "tpusim run: error: --explain: no kernel named "
+			       "'fusion.99'\n  kernels: copy.40, compare.30, fusion.1, ");
+	proc_free(&p);
+
+	tpusim(&p, "run", ex, "--hw", v3, "--explain", "fusion.1");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "fusion.1");
+	proc_free(&p);
+}
+
+static void test_config(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], dot[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(dot, "tests/data/cli/big_dot.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	/* Malformed config text: a usage error pointing into the option. */
+	tpusim(&p, "run", dot, "--hw", v3, "--config", "output_bounds=4xq");
+	expect_rc(&p, 2);
+	assert_true(starts_with(p.err, "--config:1:"));
+	proc_free(&p);
+
+	/* The example has several tunable kernels: --kernel must pick one. */
+	tpusim(&p, "run", ex, "--hw", v3, "--config", "output_bounds=1x1");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "--config: several tunable kernels; name one "
+			       "with --kernel\n  tunable kernels: ");
+	proc_free(&p);
+
+	/* A 4096x4096 f32 output block alone is 64 MiB: over v3's 16 MiB. */
+	tpusim(&p, "run", dot, "--hw", v3, "--config", "output_bounds=512x32");
+	expect_rc(&p, 1);
+	expect_contains(p.err, "tpusim run: error: --config "
+			       "'output_bounds=512x32' is infeasible for "
+			       "kernel 'fusion.1'");
+	proc_free(&p);
+
+	/* A rank-3 config for a rank-2 tile grid does not fit. */
+	tpusim(&p, "run", dot, "--hw", v3, "--config", "output_bounds=1x1x1");
+	expect_rc(&p, 1);
+	expect_contains(p.err, "tpusim run: error: --config "
+			       "'output_bounds=1x1x1' does not fit kernel "
+			       "'fusion.1': ");
+	proc_free(&p);
+
+	/* A feasible config is costed and shown in the raw formats. */
+	tpusim(&p, "run", dot, "--hw", v3, "--config", "output_bounds=16x2",
+	       "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, ",output_bounds=16x2");
+	proc_free(&p);
+}
+
+static void test_unmodelled_listed(void **state)
+{
+	(void)state;
+	char cc[PATH_MAX], v3[PATH_MAX];
+	src(cc, "tests/data/cli/custom_call.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", cc, "--hw", v3, "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nwith_custom_call,0,custom-call.1,unmodelled,"
+			       "custom-call,1,");
+	expect_contains(p.out, ",unmodelled,0.000,0.000000,0.000,\n");
+	proc_free(&p);
+
+	tpusim(&p, "run", cc, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "n_unmodelled: 1\n");
+	proc_free(&p);
+}
+
+static void test_roofline(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--roofline", "-f", "csv");
+	expect_rc(&p, 0);
+	/* No tiles, so no steps, cycles, VMEM or config columns. */
+	expect_contains(p.out, "\njit_train_loop,2,fusion.1,fusion,convolution,"
+			       "4,,");
+	proc_free(&p);
+	tpusim(&p, "run", ex, "--hw", v3, "--roofline", "--config",
+	       "output_bounds=1x1");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "--config and --roofline exclude each other");
+	proc_free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_help_lists_every_command),
+		cmocka_unit_test(test_no_command),
+		cmocka_unit_test(test_unknown_command),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_malformed_hlo),
+		cmocka_unit_test(test_malformed_yaml),
+		cmocka_unit_test(test_run_example_csv),
+		cmocka_unit_test(test_run_example_table),
+		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_run_yaml),
+		cmocka_unit_test(test_run_deterministic),
+		cmocka_unit_test(test_dev_full),
+		cmocka_unit_test(test_multi_module),
+		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_unmodelled_listed),
+		cmocka_unit_test(test_roofline),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,525 @@
+/*
+ * test_hw_spec.c: hw/hw_spec.c. Every hwspecs/<gen>.yaml loads and reproduces
+ * its published peak; v3 matches docs/TPU.md field by field; each class of
+ * bad spec fails with its exact message at its exact line:column.
+ * hwspecs/ is found through TPUSIM_SOURCE (set by CTest).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw_spec.h"
+
+/* Published bf16 chip peaks are given to 3-4 significant digits (46, 123,
+ * 275, 197, 459, 918, 2307 TFLOP/s): 0.5% covers that rounding and nothing
+ * more (v2's 700 MHz gives 45.9 of 46, the largest gap, 0.26%). */
+#define PEAK_REL_TOL 0.005
+/* The brief's check for v3: 61.6e12 per core within 0.1%. */
+#define V3_PEAK_REL_TOL 0.001
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Fills path with $TPUSIM_SOURCE/hwspecs/<gen>.yaml; false (and a skip
+ * message) when the variable is unset, e.g. when run outside CTest. */
+static bool spec_path(char *path, size_t cap, const char *gen)
+{
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!src || !src[0]) {
+		print_message("TPUSIM_SOURCE is not set (run through ctest); skipping\n");
+		return false;
+	}
+	int n = snprintf(path, cap, "%s/hwspecs/%s.yaml", src, gen);
+	assert_true(n > 0 && (size_t)n < cap);
+	return true;
+}
+
+static void load_gen(const char *gen, struct hw_spec *s)
+{
+	char path[4096];
+	if (!spec_path(path, sizeof path, gen))
+		skip();
+	struct ts_diag d = { 0 };
+	enum ts_status st = hw_spec_load(path, s, &d);
+	if (st != TS_OK)
+		print_error("%s:%u:%u: %s\n", path, d.line, d.col, d.msg);
+	assert_int_equal(st, TS_OK);
+	assert_string_equal(s->name, gen);
+}
+
+static void assert_rel(double got, double want, double tol)
+{
+	double rel = (got - want) / want;
+	if (rel < -tol || rel > tol)
+		fail_msg("%.6g differs from %.6g by %.3f%% (tolerance %.3f%%)", got,
+			 want, rel * 100, tol * 100);
+}
+
+/*
+ * A complete, valid spec (v3's values); each failure test edits one spot.
+ * Line numbers in the tests below count lines of this text.
+ */
+static const char base_spec[] =
+	"name: t\n"                        /*  1 */
+	"chip:\n"                          /*  2 */
+	"  tensorcores: 2\n"               /*  3 */
+	"  megacore: false\n"              /*  4 */
+	"mxu:\n"                           /*  5 */
+	"  count: 2\n"                     /*  6 */
+	"  rows: 128\n"                    /*  7 */
+	"  cols: 128\n"                    /*  8 */
+	"  clock_hz: 940e6\n"              /*  9 */
+	"  macs_per_cell_cycle: 1\n"       /* 10 */
+	"  f32_passes: 6\n"                /* 11 */
+	"vpu:\n"                           /* 12 */
+	"  sublanes: 8\n"                  /* 13 */
+	"  lanes: 128\n"                   /* 14 */
+	"  alus: 2\n"                      /* 15 */
+	"  cost:\n"                        /* 16 */
+	"    simple: 1\n"                  /* 17 */
+	"    divide: 4\n"                  /* 18 */
+	"    transcendental: 4\n"          /* 19 */
+	"    trig: 16\n"                   /* 20 */
+	"  xlu_lane_reduce_cost: 8\n"      /* 21 */
+	"hbm:\n"                           /* 22 */
+	"  bytes: 34359738368\n"           /* 23 */
+	"  bw_bytes_per_s: 900e9\n"        /* 24 */
+	"  efficiency: 0.89\n"             /* 25 */
+	"  dma_latency_ns: 100\n"          /* 26 */
+	"vmem:\n"                          /* 27 */
+	"  bytes: 16777216\n"              /* 28 */
+	"overhead:\n"                      /* 29 */
+	"  kernel_ns: 270\n"               /* 30 */
+	"  step_ns: 150\n"                 /* 31 */
+	"  host_dispatch_ns: 121300\n"     /* 32 */
+	"ici:\n"                           /* 33 */
+	"  links: 4\n"                     /* 34 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 35 */
+	"  latency_ns: 500\n";             /* 36 */
+
+/* base_spec with the first occurrence of `from` replaced by `to`, in a
+ * static buffer (a failing assertion longjmps: nothing to leak). */
+static char *edited(const char *from, const char *to)
+{
+	static char buf[sizeof base_spec + 256];
+	const char *at = strstr(base_spec, from);
+	assert_non_null(at);
+	size_t head = (size_t)(at - base_spec), fl = strlen(from), tl = strlen(to);
+	assert_true(sizeof base_spec - fl + tl <= sizeof buf);
+	memcpy(buf, base_spec, head);
+	memcpy(buf + head, to, tl);
+	memcpy(buf + head + tl, at + fl, sizeof base_spec - head - fl);
+	return buf;
+}
+
+/* Loads text (len bytes) and checks the status, location and message. */
+static void expect_error_n(const char *text, size_t len, uint32_t line,
+			   uint32_t col, const char *msg)
+{
+	struct hw_spec s;
+	struct ts_diag d = { 0 };
+	enum ts_status st = hw_spec_load_text("bad.yaml", text, len, &s, &d);
+	if (st != TS_ERR_SPEC || d.line != line || d.col != col || strcmp(d.msg, msg))
+		print_error("got status %d at %u:%u: %s\n", st, d.line, d.col, d.msg);
+	assert_int_equal(st, TS_ERR_SPEC);
+	assert_string_equal(d.msg, msg);
+	assert_int_equal(d.line, line);
+	assert_int_equal(d.col, col);
+	assert_string_equal(d.file, "bad.yaml");
+	assert_ptr_equal(d.src, text);
+	assert_int_equal(d.src_len, len);
+}
+
+static void expect_error(const char *text, uint32_t line, uint32_t col,
+			 const char *msg)
+{
+	expect_error_n(text, strlen(text), line, col, msg);
+}
+
+/* Edits base_spec and expects the error. */
+static void expect_edit_error(const char *from, const char *to, uint32_t line,
+			      uint32_t col, const char *msg)
+{
+	expect_error(edited(from, to), line, col, msg);
+}
+
+/* ---- the shipped specs --------------------------------------------------- */
+
+static void test_base_spec_loads(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	struct ts_diag d = { 0 };
+	assert_int_equal(hw_spec_load_text("base", base_spec, sizeof base_spec - 1,
+					   &s, &d), TS_OK);
+	assert_string_equal(s.name, "t");
+}
+
+/* Every generation loads and reproduces its published bf16 chip peak
+ * (CG/JX figures chosen in each file; docs/TPU.md section 1). */
+static void test_all_specs_load(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *gen;
+		double chip_peak;  /* published bf16 FLOP/s per chip */
+		int cores;         /* hw_spec_cores(): cores one program uses */
+	} gens[] = {
+		{ "v2", 46e12, 1 },   { "v3", 123e12, 1 },  { "v4", 275e12, 2 },
+		{ "v5e", 197e12, 1 }, { "v5p", 459e12, 2 }, { "v6e", 918e12, 1 },
+		{ "v7", 2307e12, 1 },
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(gens); i++) {
+		struct hw_spec s;
+		load_gen(gens[i].gen, &s);
+		assert_int_equal(hw_spec_cores(&s), gens[i].cores);
+		/* Chip peak = per-program peak x programs per chip. */
+		double programs = (double)s.tensorcores_per_chip / hw_spec_cores(&s);
+		assert_rel(hw_spec_peak_flops(&s) * programs, gens[i].chip_peak,
+			   PEAK_REL_TOL);
+		assert_true(s.vmem_bytes <= s.hbm_bytes);
+	}
+}
+
+/* v3 field by field, from a struct pre-filled with junk: proves that every
+ * field is set by the loader and lands at the right offset. */
+static void test_v3_every_field(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	memset(&s, 0x5a, sizeof s);
+	load_gen("v3", &s);
+	assert_int_equal(s.tensorcores_per_chip, 2);
+	assert_false(s.megacore);
+	assert_int_equal(s.mxu_count, 2);
+	assert_int_equal(s.mxu_rows, 128);
+	assert_int_equal(s.mxu_cols, 128);
+	assert_true(s.clock_hz == 940e6);
+	assert_true(s.mxu_macs_per_cell_cycle == 1);
+	assert_int_equal(s.mxu_f32_passes, 6);
+	assert_int_equal(s.vpu_sublanes, 8);
+	assert_int_equal(s.vpu_lanes, 128);
+	assert_int_equal(s.vpu_alus, 2);
+	assert_true(s.vpu_class_cost[HW_VPU_SIMPLE] == 1);
+	assert_true(s.vpu_class_cost[HW_VPU_DIVIDE] == 4);
+	assert_true(s.vpu_class_cost[HW_VPU_TRANSCEND] == 4);
+	assert_true(s.vpu_class_cost[HW_VPU_TRIG] == 16);
+	assert_true(s.xlu_lane_reduce_cost == 8);
+	assert_true(s.hbm_bytes == 34359738368.0);
+	assert_true(s.hbm_bw_bytes_per_s == 900e9);
+	assert_true(s.hbm_efficiency == 0.89);
+	assert_true(s.dma_latency_ns == 100);
+	assert_true(s.vmem_bytes == 16777216);
+	assert_true(s.kernel_overhead_ns == 270);
+	assert_true(s.step_overhead_ns == 150);
+	assert_true(s.host_dispatch_ns == 121300);
+	assert_int_equal(s.ici_links, 4);
+	assert_true(s.ici_link_bw_bytes_per_s == 1e11);
+	assert_true(s.ici_latency_ns == 500);
+}
+
+/* docs/TPU.md: one v3 core peaks at 2 MXU x 128^2 x 2 x 0.94 GHz = 61.6
+ * TFLOP/s; it sees half the chip's 900 GB/s at the streaming efficiency. */
+static void test_v3_figures(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	load_gen("v3", &s);
+	assert_int_equal(hw_spec_cores(&s), 1);
+	assert_rel(hw_spec_peak_flops(&s), 61.6e12, V3_PEAK_REL_TOL);
+	assert_rel(hw_spec_peak_flops(&s), 2.0 * 2 * 128 * 128 * 0.94e9, 1e-12);
+	assert_rel(hw_spec_hbm_bw(&s), 450e9 * s.hbm_efficiency, 1e-12);
+	/* TpuGraphs' best streaming kernel, 402 GB/s, is what 0.89 encodes. */
+	assert_rel(hw_spec_hbm_bw(&s), 402e9, 0.005);
+}
+
+/* Under megacore one program gets the whole chip: both cores' MXUs and
+ * the full HBM bandwidth (v4: 275 TFLOP/s, 1200 GB/s x 0.84). */
+static void test_megacore_figures(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	load_gen("v4", &s);
+	assert_true(s.megacore);
+	assert_int_equal(hw_spec_cores(&s), 2);
+	assert_rel(hw_spec_peak_flops(&s), 275e12, PEAK_REL_TOL);
+	assert_rel(hw_spec_hbm_bw(&s), 1200e9 * 0.84, 1e-12);
+	/* 7x is two devices per chip (CG): a program gets one core's share. */
+	load_gen("v7", &s);
+	assert_false(s.megacore);
+	assert_rel(hw_spec_hbm_bw(&s), 7380e9 / 2 * s.hbm_efficiency, 1e-12);
+	assert_rel(hw_spec_peak_flops(&s), 2307e12 / 2, PEAK_REL_TOL);
+}
+
+static void test_unit_names(void **state)
+{
+	(void)state;
+	assert_string_equal(hw_unit_name(HW_UNIT_MXU), "mxu");
+	assert_string_equal(hw_unit_name(HW_UNIT_HBM), "hbm");
+	assert_string_equal(hw_unit_name(HW_UNIT_OVERHEAD), "overhead");
+	assert_string_equal(hw_unit_name(HW_UNIT_COUNT), "unknown");
+	for (int u = 0; u < HW_UNIT_COUNT; u++)
+		assert_non_null(hw_unit_name((enum hw_unit)u));
+}
+
+/* ---- failure classes ----------------------------------------------------- */
+
+static void test_err_syntax(void **state)
+{
+	(void)state;
+	expect_edit_error("  rows: 128\n", "  rows: 128: 5\n", 7, 12,
+			  "YAML syntax error: mapping values are not allowed in this context");
+	/* A flow mapping left open: libyaml names where it began. */
+	expect_edit_error("  rows: 128\n", "  rows: {a: 1\n", 8, 7,
+			  "YAML syntax error: did not find expected ',' or '}' "
+			  "(while parsing a flow mapping at 7:9)");
+}
+
+static void test_err_unknown_key(void **state)
+{
+	(void)state;
+	expect_edit_error("  rows: 128", "  rowz: 128", 7, 3,
+			  "mxu.rowz: unknown key (did you mean 'rows'?)");
+	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 9, 3,
+			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 37, 3,
+			  "ici.zzz: unknown key; expected one of: links, "
+			  "link_bw_bytes_per_s, latency_ns");
+	expect_edit_error("name: t", "nmae: t", 1, 1,
+			  "nmae: unknown key (did you mean 'name'?)");
+	expect_edit_error("name: t", "name: t\n[1]: 2", 2, 1,
+			  "keys must be plain names, got a sequence");
+}
+
+static void test_err_duplicate_key(void **state)
+{
+	(void)state;
+	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 8, 3,
+			  "mxu.rows: duplicate key (first given at line 7)");
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 28, 1,
+			  "vmem: duplicate key (first given at line 27)");
+}
+
+static void test_err_wrong_type(void **state)
+{
+	(void)state;
+	expect_edit_error("  rows: 128", "  rows: abc", 7, 9,
+			  "mxu.rows: expected an integer, got 'abc'");
+	expect_edit_error("  count: 2", "  count: 2.5", 6, 10,
+			  "mxu.count: expected an integer, got '2.5'");
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 940MHz", 9, 13,
+			  "mxu.clock_hz: expected a number, got '940MHz'");
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: nan", 9, 13,
+			  "mxu.clock_hz: expected a number, got 'nan'");
+	expect_edit_error("  count: 2", "  count: 1-2", 6, 10,
+			  "mxu.count: expected an integer, got '1-2'");
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 9.4e8e", 9, 13,
+			  "mxu.clock_hz: expected a number, got '9.4e8e'");
+	/* Quoted values are cut at 40 bytes, so junk cannot flood the message. */
+	expect_edit_error("  clock_hz: 940e6",
+			  "  clock_hz: 0123456789012345678901234567890123456789xyz", 9, 13,
+			  "mxu.clock_hz: expected a number, got "
+			  "'0123456789012345678901234567890123456789...'");
+	expect_edit_error("  megacore: false", "  megacore: yes", 4, 13,
+			  "chip.megacore: expected true or false, got 'yes'");
+	expect_edit_error("  rows: 128", "  rows: [128]", 7, 9,
+			  "mxu.rows: expected an integer, got a sequence");
+	expect_edit_error("  rows: 128", "  rows: {a: 1}", 7, 9,
+			  "mxu.rows: expected an integer, got a mapping");
+	expect_edit_error("  rows: 128", "  rows: \"128\"", 7, 9,
+			  "mxu.rows: expected an integer, got the quoted string '128'");
+	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 27, 7,
+			  "vmem: expected a mapping, got a scalar");
+	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
+			  "    trig: 16\n", "  cost: 3\n", 16, 9,
+			  "vpu.cost: expected a mapping, got a scalar");
+	expect_edit_error("name: t", "name: a b", 1, 7,
+			  "name: expected 1 to 31 characters of [A-Za-z0-9._-], got 'a b'");
+}
+
+static void test_err_empty_value(void **state)
+{
+	(void)state;
+	/* libyaml places the empty scalar right after the colon. */
+	expect_edit_error("  rows: 128", "  rows:", 7, 8,
+			  "mxu.rows: expected an integer, got an empty value");
+	expect_edit_error("  rows: 128", "  rows: ~", 7, 9,
+			  "mxu.rows: expected an integer, got '~'");
+}
+
+static void test_err_missing(void **state)
+{
+	(void)state;
+	/* A field: located at the mapping that should hold it. */
+	expect_edit_error("  rows: 128\n", "", 6, 3, "mxu.rows: missing field");
+	expect_edit_error("    trig: 16\n", "", 17, 5, "vpu.cost.trig: missing field");
+	/* A whole section: located at the top-level mapping. */
+	expect_edit_error("vmem:\n  bytes: 16777216\n", "", 1, 1,
+			  "vmem: missing section");
+}
+
+static void test_err_range(void **state)
+{
+	(void)state;
+	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 25, 15,
+			  "hbm.efficiency: -0.5 is out of range [0.01, 1]");
+	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 24, 19,
+			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 9, 13,
+			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 34, 10,
+			  "ici.links: 99999999999999999999 is out of range [0, 64]");
+	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
+			  "chip.tensorcores: -1 is out of range [1, 8]");
+	/* Fields that are fine alone but contradict each other. */
+	expect_edit_error("  tensorcores: 2\n  megacore: false",
+			  "  tensorcores: 1\n  megacore: true", 4, 13,
+			  "chip.megacore: true needs chip.tensorcores >= 2 "
+			  "(one program spanning several cores)");
+	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 28, 10,
+			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 35, 24,
+			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
+}
+
+static void test_err_document_shape(void **state)
+{
+	(void)state;
+	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
+	expect_error(s, 37, 1, "a second YAML document starts here; a spec file holds exactly one");
+	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
+	expect_error(s, 37, 1, "YAML syntax error: did not find expected key "
+			       "(while parsing a block mapping at 1:1)");
+	/* A syntax error inside the second document is still a syntax error. */
+	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
+	expect_error(s, 38, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 38:1)");
+	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
+				"hbm, vmem, overhead and ici");
+	expect_error("# only a comment\n", 1, 1,
+		     "empty spec: expected a mapping of name, chip, mxu, vpu, "
+		     "hbm, vmem, overhead and ici");
+	expect_error("v3\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
+				   "vmem, overhead and ici at the top level, got a scalar");
+	expect_error("- a\n- b\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
+					 "vmem, overhead and ici at the top level, got a sequence");
+}
+
+static void test_err_encoding(void **state)
+{
+	(void)state;
+	/* Invalid UTF-8 (libyaml's reader reports a byte offset only). */
+	expect_edit_error("name: t", "name: \xff", 1, 7,
+			  "YAML syntax error: invalid leading UTF-8 octet");
+	expect_edit_error("  tensorcores: 2", "  tensorcores: \xff", 3, 16,
+			  "YAML syntax error: invalid leading UTF-8 octet");
+	/* An embedded NUL is a control character YAML does not allow. */
+	static const char nul[] = "name: t\0x\n";
+	expect_error_n(nul, sizeof nul - 1, 1, 8,
+		       "YAML syntax error: control characters are not allowed");
+}
+
+/* libyaml counts columns in characters; diagnostics count bytes, so the
+ * caret still lands under the offending byte after a multi-byte character
+ * ("\xc3\xa9" is one character, two bytes). */
+static void test_err_column_after_utf8(void **state)
+{
+	(void)state;
+	expect_edit_error("  rows: 128", "  rows: \xc3\xa9: 1", 7, 11,
+			  "YAML syntax error: mapping values are not allowed in this context");
+	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
+			  "zz: unknown key; expected one of: name, chip, mxu, vpu, "
+			  "hbm, vmem, overhead, ici");
+}
+
+/* The diagnostic prints as file:line:col with the source line and caret. */
+static void test_err_caret(void **state)
+{
+	(void)state;
+	char *s = edited("  rows: 128", "  rows: abc");
+	struct hw_spec spec;
+	struct ts_diag d = { 0 };
+	assert_int_equal(hw_spec_load_text("v.yaml", s, strlen(s), &spec, &d), TS_ERR_SPEC);
+	char buf[512] = { 0 };
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	ts_diag_print(&d, f);
+	fclose(f);
+	assert_string_equal(buf, "v.yaml:7:9: error: mxu.rows: expected an integer, got 'abc'\n"
+				 "    rows: abc\n"
+				 "          ^\n");
+}
+
+/* A failed load leaves the caller's struct untouched. */
+static void test_err_leaves_spec(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	memset(&s, 0x33, sizeof s);
+	struct hw_spec before = s;
+	char *t = edited("  rows: 128", "  rows: 0");
+	struct ts_diag d = { 0 };
+	assert_int_equal(hw_spec_load_text("x", t, strlen(t), &s, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "mxu.rows: 0 is out of range [8, 1024]");
+	assert_memory_equal(&s, &before, sizeof s);
+}
+
+/* ---- files and allocation ------------------------------------------------ */
+
+static void test_file_errors(void **state)
+{
+	(void)state;
+	struct hw_spec s;
+	struct ts_diag d = { 0 };
+	assert_int_equal(hw_spec_load("/nonexistent/tpusim/v9.yaml", &s, &d), TS_ERR_IO);
+	assert_string_equal(d.file, "/nonexistent/tpusim/v9.yaml");
+	assert_int_equal(d.line, 0);
+	assert_null(d.src);
+
+	char path[4096];
+	if (!spec_path(path, sizeof path, "v3"))
+		skip();
+	/* The file variant hands the text back so the caret can be printed. */
+	char *text = NULL;
+	assert_int_equal(hw_spec_load_file(path, &text, &s, &d), TS_OK);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "name: v3"));
+	ts_free(text);
+
+	/* Out of memory while reading: TS_ERR_NOMEM, nothing leaked (ASan). */
+	ts_alloc_fail_after(0);
+	assert_int_equal(hw_spec_load(path, &s, &d), TS_ERR_NOMEM);
+	ts_alloc_fail_after(-1);
+	assert_int_equal(hw_spec_load(path, &s, &d), TS_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_base_spec_loads),
+		cmocka_unit_test(test_all_specs_load),
+		cmocka_unit_test(test_v3_every_field),
+		cmocka_unit_test(test_v3_figures),
+		cmocka_unit_test(test_megacore_figures),
+		cmocka_unit_test(test_unit_names),
+		cmocka_unit_test(test_err_syntax),
+		cmocka_unit_test(test_err_unknown_key),
+		cmocka_unit_test(test_err_duplicate_key),
+		cmocka_unit_test(test_err_wrong_type),
+		cmocka_unit_test(test_err_empty_value),
+		cmocka_unit_test(test_err_missing),
+		cmocka_unit_test(test_err_range),
+		cmocka_unit_test(test_err_document_shape),
+		cmocka_unit_test(test_err_encoding),
+		cmocka_unit_test(test_err_column_after_utf8),
+		cmocka_unit_test(test_err_caret),
+		cmocka_unit_test(test_err_leaves_spec),
+		cmocka_unit_test(test_file_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,741 @@
+/*
+ * test_kernels.c: kernel extraction (sim/kernels.c) on small hand-written
+ * modules: which top-level instructions are kernels, their members, inputs,
+ * outputs, main op and tiled instruction; loop multiplicities (known and
+ * assumed trip counts, nesting), conditional weights, unmodelled ops; and
+ * the fusion groups formed from pre-optimization modules.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "sim.h"
+
+/* |got - want| <= tol, printing both (cmocka here has no double compare). */
+#define assert_near(got, want, tol)                                            \
+	do {                                                                   \
+		double got_ = (got), want_ = (want);                           \
+		if (!(fabs(got_ - want_) <= (tol)))                            \
+			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
+				 got_, want_, (double)(tol));                  \
+	} while (0)
+
+/* ---- helpers --------------------------------------------------------------- */
+
+struct built {
+	struct ir_module **m;
+	int n;
+	struct sim_program p;
+};
+
+static void build_opts(const char *text, const struct sim_program_opts *opts,
+		       struct built *b)
+{
+	memset(b, 0, sizeof *b);
+	struct ts_diag d = {0};
+	enum ts_status st = hlo_parse("k.hlo", text, strlen(text), &b->m, &b->n, &d);
+	if (st != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("parse failed: %s", d.msg);
+	}
+	st = sim_program_build(b->m[0], opts, &b->p, &d);
+	if (st != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("build failed: %s", d.msg);
+	}
+}
+
+static void build(const char *text, struct built *b)
+{
+	build_opts(text, NULL, b);
+}
+
+static void built_free(struct built *b)
+{
+	sim_program_free(&b->p);
+	for (int i = 0; i < b->n; i++)
+		ir_module_free(b->m[i]);
+	ts_free(b->m);
+}
+
+static const struct sim_kernel *kernel(const struct built *b, const char *name)
+{
+	for (int i = 0; i < b->p.n_kernels; i++)
+		if (strcmp(b->p.kernels[i].name, name) == 0)
+			return &b->p.kernels[i];
+	fail_msg("no kernel named %s", name);
+	return NULL;
+}
+
+static bool has(const struct ir_instr *const *v, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(v[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
+/* "a,b,c": the kernel names in schedule order. */
+static void names(const struct built *b, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < b->p.n_kernels; i++) {
+		if (i)
+			strncat(buf, ",", cap - strlen(buf) - 1);
+		strncat(buf, b->p.kernels[i].name, cap - strlen(buf) - 1);
+	}
+}
+
+#define ASSERT_NAMES(b, expect)                                               \
+	do {                                                                  \
+		char buf_[1024];                                              \
+		names((b), buf_, sizeof buf_);                                \
+		assert_string_equal(buf_, (expect));                          \
+	} while (0)
+
+/* ---- compiled modules ---------------------------------------------------------- */
+
+static const char *compiled =
+	"HloModule m, is_scheduled=true\n"
+	"%fused_loop (p0: f32[64,128], p1: f32[64,128]) -> f32[64,128] {\n"
+	"  %p0 = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+	"  %p1 = f32[64,128]{1,0:T(8,128)} parameter(1)\n"
+	"  ROOT %add = f32[64,128]{1,0:T(8,128)} add(%p0, %p1)\n"
+	"}\n"
+	"%sum (a: f32[], b: f32[]) -> f32[] {\n"
+	"  %a = f32[] parameter(0)\n"
+	"  %b = f32[] parameter(1)\n"
+	"  ROOT %s = f32[] add(%a, %b)\n"
+	"}\n"
+	"%fused_reduce (q0: f32[64,128]) -> f32[64] {\n"
+	"  %q0 = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+	"  %e = f32[64,128]{1,0:T(8,128)} exponential(%q0)\n"
+	"  %z = f32[] constant(0)\n"
+	"  ROOT %r = f32[64]{0:T(256)} reduce(%e, %z), dimensions={1}, to_apply=%sum\n"
+	"}\n"
+	"%fused_conv (c0: f32[8,8,8,16], c1: f32[3,3,16,32], c2: f32[32]) -> f32[8,8,8,32] {\n"
+	"  %c0 = f32[8,8,8,16]{3,2,1,0:T(8,128)} parameter(0)\n"
+	"  %c1 = f32[3,3,16,32]{3,2,1,0:T(8,128)} parameter(1)\n"
+	"  %conv = f32[8,8,8,32]{3,2,1,0:T(8,128)} convolution(%c0, %c1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+	"  %c2 = f32[32]{0:T(256)} parameter(2)\n"
+	"  %bias = f32[8,8,8,32]{3,2,1,0:T(8,128)} broadcast(%c2), dimensions={3}\n"
+	"  ROOT %out = f32[8,8,8,32]{3,2,1,0:T(8,128)} add(%conv, %bias)\n"
+	"}\n"
+	"ENTRY %main (x: f32[64,128], y: f32[64,128], i: f32[8,8,8,16], k: f32[3,3,16,32], bb: f32[32]) -> (f32[64], f32[8,8,8,32]) {\n"
+	"  %x = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+	"  %y = f32[64,128]{1,0:T(8,128)} parameter(1)\n"
+	"  %i = f32[8,8,8,16]{3,2,1,0:T(8,128)} parameter(2)\n"
+	"  %k = f32[3,3,16,32]{3,2,1,0:T(8,128)} parameter(3)\n"
+	"  %bb = f32[32]{0:T(256)} parameter(4)\n"
+	"  %loop = f32[64,128]{1,0:T(8,128)} fusion(%x, %y), kind=kLoop, calls=%fused_loop\n"
+	"  %bc = f32[8192]{0:T(1024)} bitcast(%loop)\n"
+	"  %tr = f32[128,64]{0,1:T(8,128)} transpose(%loop), dimensions={1,0}\n"
+	"  %cp = f32[128,64]{1,0:T(8,128)} copy(%tr)\n"
+	"  %red = f32[64]{0:T(256)} fusion(%loop), kind=kLoop, calls=%fused_reduce\n"
+	"  %cf = f32[8,8,8,32]{3,2,1,0:T(8,128)} fusion(%i, %k, %bb), kind=kOutput, calls=%fused_conv\n"
+	"  %cc = f32[8,8,8,32]{3,2,1,0:T(8,128)} custom-call(%cf), custom_call_target=\"my_op\"\n"
+	"  ROOT %t = (f32[64]{0:T(256)}, f32[8,8,8,32]{3,2,1,0:T(8,128)}) tuple(%red, %cc)\n"
+	"}\n";
+
+/* Fusions, a copy and a custom call are kernels; parameters, the bitcast,
+ * the bitcast-like transpose and the tuple are not. */
+static void test_compiled_kernels(void **state)
+{
+	(void)state;
+	struct built b;
+	build(compiled, &b);
+	ASSERT_NAMES(&b, "loop,cp,red,cf,cc");
+	assert_int_equal(b.p.n_unmodelled, 1);
+	assert_int_equal(b.p.n_assumed_trip_counts, 0);
+
+	const struct sim_kernel *k = kernel(&b, "loop");
+	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
+	assert_int_equal(k->main_op, IR_OP_ADD);
+	assert_ptr_equal(k->tiled, k->instr); /* elementwise: its result */
+	assert_int_equal(k->n_members, 3);    /* p0, p1, add */
+	assert_int_equal(k->n_inputs, 2);
+	assert_string_equal(k->inputs[1]->name, "y");
+	assert_int_equal(k->n_outputs, 1);
+	assert_true(k->tunable);              /* 8 x 1 grid of (8,128) tiles */
+	assert_near(k->multiplicity, 1.0, 0);
+	assert_int_equal(k->loop_depth, 0);
+
+	k = kernel(&b, "cp");
+	assert_int_equal(k->kind, SIM_KERNEL_COPY);
+	assert_int_equal(k->n_members, 1);
+	assert_string_equal(k->inputs[0]->name, "tr");
+
+	/* Reduce-rooted loop fusion: tiles the reduce's input. */
+	k = kernel(&b, "red");
+	assert_int_equal(k->main_op, IR_OP_REDUCE);
+	assert_string_equal(k->tiled->name, "e");
+
+	/* Convolution fusion: tiles the convolution's output. */
+	k = kernel(&b, "cf");
+	assert_int_equal(k->main_op, IR_OP_CONVOLUTION);
+	assert_string_equal(k->tiled->name, "conv");
+	assert_int_equal(k->n_inputs, 3);
+
+	k = kernel(&b, "cc");
+	assert_int_equal(k->kind, SIM_KERNEL_UNMODELLED);
+	assert_false(k->tunable);
+	built_free(&b);
+}
+
+/* A reshape that keeps every tile in place is free; one that changes the
+ * tiled dims is a relayout (copy kernel). */
+static void test_reshape_bitcast(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule m\n"
+	      "%f (p: f32[16,128]) -> f32[16,128] {\n"
+	      "  %p = f32[16,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  ROOT %n = f32[16,128]{1,0:T(8,128)} negate(%p)\n"
+	      "}\n"
+	      "ENTRY %e (x: f32[4,4,128]) -> f32[2048] {\n"
+	      "  %x = f32[4,4,128]{2,1,0:T(8,128)} parameter(0)\n"
+	      "  %same = f32[16,128]{1,0:T(8,128)} reshape(%x)\n"
+	      "  %g = f32[16,128]{1,0:T(8,128)} fusion(%same), kind=kLoop, calls=%f\n"
+	      "  %keep = f32[2,8,128]{2,1,0:T(8,128)} reshape(%g)\n"
+	      "  ROOT %flat = f32[2048]{0:T(1024)} reshape(%keep)\n"
+	      "}\n",
+	      &b);
+	/* x: 4 x (4 rows padded to 8) x 128; same: 16 x 128: the rows are
+	 * packed differently into tiles, so it is a copy. g -> keep: 16 rows
+	 * = 2 x 8 rows, both multiples of the 8-row tile, same lanes:
+	 * bitcast. keep -> flat: different tiling: copy. */
+	ASSERT_NAMES(&b, "same,g,flat");
+	assert_int_equal(kernel(&b, "flat")->kind, SIM_KERNEL_COPY);
+	built_free(&b);
+}
+
+/* ---- loops and conditionals ---------------------------------------------------- */
+
+static const char *while_known =
+	"HloModule w\n"
+	"%cond (s: (s32[], f32[8,128])) -> pred[] {\n"
+	"  %s = (s32[], f32[8,128]) parameter(0)\n"
+	"  %i = s32[] get-tuple-element(%s), index=0\n"
+	"  %n = s32[] constant(4)\n"
+	"  ROOT %lt = pred[] compare(%i, %n), direction=LT\n"
+	"}\n"
+	"%fb (a: f32[8,128]) -> f32[8,128] {\n"
+	"  %a = f32[8,128] parameter(0)\n"
+	"  ROOT %t = f32[8,128] tanh(%a)\n"
+	"}\n"
+	"%body (s: (s32[], f32[8,128])) -> (s32[], f32[8,128]) {\n"
+	"  %s = (s32[], f32[8,128]) parameter(0)\n"
+	"  %i = s32[] get-tuple-element(%s), index=0\n"
+	"  %v = f32[8,128] get-tuple-element(%s), index=1\n"
+	"  %one = s32[] constant(1)\n"
+	"  %i1 = s32[] add(%i, %one)\n"
+	"  %v1 = f32[8,128] fusion(%v), kind=kLoop, calls=%fb\n"
+	"  ROOT %r = (s32[], f32[8,128]) tuple(%i1, %v1)\n"
+	"}\n"
+	"ENTRY %e (x: f32[8,128]) -> (s32[], f32[8,128]) {\n"
+	"  %x = f32[8,128] parameter(0)\n"
+	"  %z = s32[] constant(0)\n"
+	"  %t0 = (s32[], f32[8,128]) tuple(%z, %x)\n"
+	"  ROOT %w = (s32[], f32[8,128]) while(%t0), condition=%cond, body=%body, "
+	"backend_config={\"known_trip_count\":{\"n\":\"4\"}}\n"
+	"}\n";
+
+/* known_trip_count=4: the body runs 4 times, the condition 5 (the final
+ * test); both one loop deep; nothing assumed. */
+static void test_while_known(void **state)
+{
+	(void)state;
+	struct built b;
+	build(while_known, &b);
+	ASSERT_NAMES(&b, "lt,i1,v1");
+	assert_near(kernel(&b, "v1")->multiplicity, 4.0, 0);
+	assert_near(kernel(&b, "i1")->multiplicity, 4.0, 0);
+	assert_near(kernel(&b, "lt")->multiplicity, 5.0, 0);
+	assert_int_equal(kernel(&b, "v1")->loop_depth, 1);
+	assert_false(kernel(&b, "v1")->trip_count_assumed);
+	assert_int_equal(b.p.n_assumed_trip_counts, 0);
+	built_free(&b);
+}
+
+/* Without known_trip_count: --trip-count (opts) or 1, and flagged. */
+static void test_while_assumed(void **state)
+{
+	(void)state;
+	const char *cfg = "backend_config={\"known_trip_count\":{\"n\":\"4\"}}";
+	char *text = strdup(while_known);
+	char *at = strstr(text, cfg);
+	assert_non_null(at);
+	memmove(at - 2, at + strlen(cfg), strlen(at + strlen(cfg)) + 1);
+	struct built b;
+	build(text, &b);
+	assert_near(kernel(&b, "v1")->multiplicity, 1.0, 0);
+	assert_true(kernel(&b, "v1")->trip_count_assumed);
+	assert_false(kernel(&b, "v1")->tunable); /* one (8,128) tile */
+	assert_int_equal(b.p.n_assumed_trip_counts, 1);
+	built_free(&b);
+
+	struct sim_program_opts opts = {.default_trip_count = 7};
+	build_opts(text, &opts, &b);
+	assert_near(kernel(&b, "v1")->multiplicity, 7.0, 0);
+	assert_near(kernel(&b, "lt")->multiplicity, 8.0, 0);
+	built_free(&b);
+	free(text);
+}
+
+/* A while of 3 inside a while of 4: the inner body runs 12 times. */
+static void test_while_nested(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule n\n"
+	      "%c (s: f32[8,128]) -> pred[] {\n"
+	      "  %s = f32[8,128] parameter(0)\n"
+	      "  ROOT %p = pred[] constant(true)\n"
+	      "}\n"
+	      "%inner (s: f32[8,128]) -> f32[8,128] {\n"
+	      "  %s = f32[8,128] parameter(0)\n"
+	      "  ROOT %ex = f32[8,128] exponential(%s)\n"
+	      "}\n"
+	      "%fz (s: f32[8,128]) -> f32[8,128] {\n"
+	      "  %s = f32[8,128] parameter(0)\n"
+	      "  ROOT %l = f32[8,128] log(%s)\n"
+	      "}\n"
+	      "%outer (s: f32[8,128]) -> f32[8,128] {\n"
+	      "  %s = f32[8,128] parameter(0)\n"
+	      "  %ng = f32[8,128] negate(%s)\n"
+	      "  ROOT %w3 = f32[8,128] while(%ng), condition=%c, body=%inner, "
+	      "backend_config={\"known_trip_count\":{\"n\":\"3\"}}\n"
+	      "}\n"
+	      "ENTRY %e (x: f32[8,128]) -> f32[8,128] {\n"
+	      "  %x = f32[8,128] parameter(0)\n"
+	      "  %f = f32[8,128] fusion(%x), kind=kLoop, calls=%fz\n"
+	      "  ROOT %w4 = f32[8,128] while(%f), condition=%c, body=%outer, "
+	      "backend_config={\"known_trip_count\":{\"n\":\"4\"}}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "f,ng,ex");
+	assert_near(kernel(&b, "f")->multiplicity, 1.0, 0);
+	assert_near(kernel(&b, "ng")->multiplicity, 4.0, 0);
+	assert_near(kernel(&b, "ex")->multiplicity, 12.0, 0);
+	assert_int_equal(kernel(&b, "ex")->loop_depth, 2);
+	built_free(&b);
+}
+
+/* Each of n branches is weighted 1/n (expected time, uniform branches). */
+static void test_conditional(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule c\n"
+	      "%fu (a: f32[8,128]) -> f32[8,128] {\n"
+	      "  %a = f32[8,128] parameter(0)\n"
+	      "  ROOT %l = f32[8,128] log(%a)\n"
+	      "}\n"
+	      "%b0 (a: f32[8,128]) -> f32[8,128] {\n"
+	      "  %a = f32[8,128] parameter(0)\n"
+	      "  ROOT %f0 = f32[8,128] fusion(%a), kind=kLoop, calls=%fu\n"
+	      "}\n"
+	      "%b1 (a: f32[8,128]) -> f32[8,128] {\n"
+	      "  %a = f32[8,128] parameter(0)\n"
+	      "  ROOT %f1 = f32[8,128] fusion(%a), kind=kLoop, calls=%fu\n"
+	      "}\n"
+	      "%b2 (a: f32[8,128]) -> f32[8,128] {\n"
+	      "  %a = f32[8,128] parameter(0)\n"
+	      "  ROOT %cp = f32[8,128] copy(%a)\n"
+	      "}\n"
+	      "ENTRY %e (i: s32[], x: f32[8,128]) -> f32[8,128] {\n"
+	      "  %i = s32[] parameter(0)\n"
+	      "  %x = f32[8,128] parameter(1)\n"
+	      "  ROOT %c = f32[8,128] conditional(%i, %x, %x, %x), "
+	      "branch_computations={%b0, %b1, %b2}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "f0,f1,cp");
+	for (int i = 0; i < 3; i++)
+		assert_near(b.p.kernels[i].multiplicity, 1.0 / 3.0,
+				    1e-15);
+	built_free(&b);
+}
+
+/* Collectives are kernels (the -start half); send/recv, infeed and
+ * custom calls are listed as unmodelled; -done halves are free. */
+static void test_collectives_unmodelled(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule c\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "%fu (a: f32[1024]) -> f32[1024] {\n"
+	      "  %a = f32[1024] parameter(0)\n"
+	      "  ROOT %n = f32[1024] negate(%a)\n"
+	      "}\n"
+	      "ENTRY %e (x: f32[1024]) -> f32[1024] {\n"
+	      "  %x = f32[1024] parameter(0)\n"
+	      "  %f = f32[1024] fusion(%x), kind=kLoop, calls=%fu\n"
+	      "  %ars = f32[1024] all-reduce-start(%f), replica_groups={{0,1,2,3}}, to_apply=%add\n"
+	      "  %ard = f32[1024] all-reduce-done(%ars)\n"
+	      "  %tok = token[] after-all()\n"
+	      "  %inf = ((f32[1024]), token[]) infeed(%tok)\n"
+	      "  ROOT %cc = f32[1024] custom-call(%ard), custom_call_target=\"foo\"\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "f,ars,inf,cc");
+	assert_int_equal(kernel(&b, "ars")->kind, SIM_KERNEL_COLLECTIVE);
+	assert_int_equal(kernel(&b, "inf")->kind, SIM_KERNEL_UNMODELLED);
+	assert_int_equal(b.p.n_unmodelled, 2);
+	built_free(&b);
+}
+
+/* ---- pre-optimization modules: grouping ------------------------------------------ */
+
+/* jnp softmax as JAX lowers it (tpuv3-ops softmax_f32_*). */
+static const char *softmax =
+	"HloModule jit_softmax\n"
+	"%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[]) -> f32[] {\n"
+	"  %Arg_0.4 = f32[] parameter(0)\n"
+	"  %Arg_1.5 = f32[] parameter(1)\n"
+	"  ROOT %maximum.6 = f32[] maximum(f32[] %Arg_0.4, f32[] %Arg_1.5)\n"
+	"}\n"
+	"%region_1.14 (Arg_0.15: f32[], Arg_1.16: f32[]) -> f32[] {\n"
+	"  %Arg_0.15 = f32[] parameter(0)\n"
+	"  %Arg_1.16 = f32[] parameter(1)\n"
+	"  ROOT %add.17 = f32[] add(f32[] %Arg_0.15, f32[] %Arg_1.16)\n"
+	"}\n"
+	"ENTRY %main.23 (Arg_0.1: f32[256,4096]) -> f32[256,4096] {\n"
+	"  %Arg_0.1 = f32[256,4096]{1,0} parameter(0)\n"
+	"  %constant.2 = f32[] constant(-inf)\n"
+	"  %reduce.7 = f32[256]{0} reduce(f32[256,4096]{1,0} %Arg_0.1, f32[] %constant.2), dimensions={1}, to_apply=%region_0.3\n"
+	"  %broadcast.8 = f32[256,1]{1,0} broadcast(f32[256]{0} %reduce.7), dimensions={0}\n"
+	"  %reshape.9 = f32[256]{0} reshape(f32[256,1]{1,0} %broadcast.8)\n"
+	"  %broadcast.10 = f32[256,4096]{1,0} broadcast(f32[256]{0} %reshape.9), dimensions={0}\n"
+	"  %subtract.11 = f32[256,4096]{1,0} subtract(f32[256,4096]{1,0} %Arg_0.1, f32[256,4096]{1,0} %broadcast.10)\n"
+	"  %exponential.12 = f32[256,4096]{1,0} exponential(f32[256,4096]{1,0} %subtract.11)\n"
+	"  %constant.13 = f32[] constant(0)\n"
+	"  %reduce.18 = f32[256]{0} reduce(f32[256,4096]{1,0} %exponential.12, f32[] %constant.13), dimensions={1}, to_apply=%region_1.14\n"
+	"  %broadcast.19 = f32[256,1]{1,0} broadcast(f32[256]{0} %reduce.18), dimensions={0}\n"
+	"  %reshape.20 = f32[256]{0} reshape(f32[256,1]{1,0} %broadcast.19)\n"
+	"  %broadcast.21 = f32[256,4096]{1,0} broadcast(f32[256]{0} %reshape.20), dimensions={0}\n"
+	"  ROOT %divide.22 = f32[256,4096]{1,0} divide(f32[256,4096]{1,0} %exponential.12, f32[256,4096]{1,0} %broadcast.21)\n"
+	"}\n";
+
+/* softmax -> 3 kernels: the max reduce; subtract+exp+sum reduce, which
+ * also writes exp (multi-output: exp is too dear to recompute); the divide
+ * reading exp and the sums. */
+static void test_group_softmax(void **state)
+{
+	(void)state;
+	struct built b;
+	build(softmax, &b);
+	ASSERT_NAMES(&b, "reduce.7,reduce.18,divide.22");
+	const struct sim_kernel *k = kernel(&b, "reduce.7");
+	assert_int_equal(k->kind, SIM_KERNEL_REDUCE);
+	assert_int_equal(k->n_inputs, 1);
+	assert_string_equal(k->tiled->name, "Arg_0.1"); /* the reduce input */
+
+	k = kernel(&b, "reduce.18");
+	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
+	assert_int_equal(k->main_op, IR_OP_REDUCE);
+	assert_string_equal(k->tiled->name, "exponential.12");
+	assert_true(has(k->members, k->n_members, "subtract.11"));
+	assert_true(has(k->members, k->n_members, "broadcast.10"));
+	assert_true(has(k->members, k->n_members, "constant.13"));
+	assert_int_equal(k->n_inputs, 2); /* Arg_0.1, reduce.7 */
+	assert_true(has(k->inputs, k->n_inputs, "reduce.7"));
+	assert_int_equal(k->n_outputs, 2);
+	assert_true(has(k->outputs, k->n_outputs, "exponential.12"));
+	assert_true(has(k->outputs, k->n_outputs, "reduce.18"));
+
+	k = kernel(&b, "divide.22");
+	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
+	assert_int_equal(k->n_inputs, 2);
+	assert_true(has(k->inputs, k->n_inputs, "exponential.12"));
+	assert_true(has(k->inputs, k->n_inputs, "reduce.18"));
+	assert_false(has(k->members, k->n_members, "exponential.12"));
+	assert_ptr_equal(k->tiled, k->instr);
+	built_free(&b);
+}
+
+/* jnp layer norm (tpuv3-ops layernorm_f32_*): mean; variance with its
+ * per-row epilogue up to rsqrt; normalise, recomputing x - mean. */
+static void test_group_layernorm(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule jit_layernorm\n"
+	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[64,512]) -> f32[64,512] {\n"
+	      "  %x = f32[64,512]{1,0} parameter(0)\n"
+	      "  %c2 = f32[] constant(0)\n"
+	      "  %reduce.7 = f32[64]{0} reduce(%x, %c2), dimensions={1}, to_apply=%r0\n"
+	      "  %b8 = f32[64,1]{1,0} broadcast(%reduce.7), dimensions={0}\n"
+	      "  %c9 = f32[] constant(512)\n"
+	      "  %b10 = f32[64,1]{1,0} broadcast(%c9), dimensions={}\n"
+	      "  %divide.11 = f32[64,1]{1,0} divide(%b8, %b10)\n"
+	      "  %r12 = f32[64]{0} reshape(%divide.11)\n"
+	      "  %b13 = f32[64,512]{1,0} broadcast(%r12), dimensions={0}\n"
+	      "  %subtract.14 = f32[64,512]{1,0} subtract(%x, %b13)\n"
+	      "  %multiply.15 = f32[64,512]{1,0} multiply(%subtract.14, %subtract.14)\n"
+	      "  %reduce.21 = f32[64]{0} reduce(%multiply.15, %c2), dimensions={1}, to_apply=%r0\n"
+	      "  %b22 = f32[64,1]{1,0} broadcast(%reduce.21), dimensions={0}\n"
+	      "  %divide.25 = f32[64,1]{1,0} divide(%b22, %b10)\n"
+	      "  %c26 = f32[] constant(1e-05)\n"
+	      "  %b27 = f32[64,1]{1,0} broadcast(%c26), dimensions={}\n"
+	      "  %add.28 = f32[64,1]{1,0} add(%divide.25, %b27)\n"
+	      "  %rsqrt.29 = f32[64,1]{1,0} rsqrt(%add.28)\n"
+	      "  %r30 = f32[64]{0} reshape(%rsqrt.29)\n"
+	      "  %b31 = f32[64,512]{1,0} broadcast(%r30), dimensions={0}\n"
+	      "  ROOT %multiply.32 = f32[64,512]{1,0} multiply(%subtract.14, %b31)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "reduce.7,rsqrt.29,multiply.32");
+	const struct sim_kernel *k = kernel(&b, "rsqrt.29");
+	assert_int_equal(k->main_op, IR_OP_REDUCE);
+	assert_true(has(k->members, k->n_members, "reduce.21"));
+	assert_true(has(k->members, k->n_members, "subtract.14"));
+	assert_int_equal(k->n_outputs, 1);
+	k = kernel(&b, "multiply.32");
+	assert_true(has(k->members, k->n_members, "subtract.14")); /* recomputed */
+	assert_true(has(k->members, k->n_members, "divide.11"));   /* by a constant */
+	assert_int_equal(k->n_inputs, 3); /* x, reduce.7, rsqrt.29 */
+	built_free(&b);
+}
+
+/* Two reduces of the same converted input (tpuv4-ops layer_norm computes
+ * the mean twice): sibling multi-output fusion makes them one kernel. */
+static void test_group_sibling_reduces(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule sib\n"
+	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f16[64,512]) -> (f32[64], f32[64]) {\n"
+	      "  %x = f16[64,512] parameter(0)\n"
+	      "  %c = f32[] constant(0)\n"
+	      "  %cv1 = f32[64,512] convert(%x)\n"
+	      "  %ra = f32[64] reduce(%cv1, %c), dimensions={1}, to_apply=%r0\n"
+	      "  %cv2 = f32[64,512] convert(%x)\n"
+	      "  %rb = f32[64] reduce(%cv2, %c), dimensions={1}, to_apply=%r0\n"
+	      "  ROOT %t = (f32[64], f32[64]) tuple(%ra, %rb)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "ra");
+	const struct sim_kernel *k = kernel(&b, "ra");
+	assert_int_equal(k->n_outputs, 2);
+	assert_true(has(k->members, k->n_members, "rb"));
+	assert_int_equal(k->n_inputs, 1);
+	built_free(&b);
+}
+
+/* relu, an activation chain and a matmul: one kernel each; a dot absorbs
+ * the converts of its operands and its bias-add/relu epilogue. */
+static void test_group_single_kernels(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule relu\n"
+	      "ENTRY %main (x: f16[1024]) -> f16[1024] {\n"
+	      "  %x = f16[1024]{0} parameter(0)\n"
+	      "  %c = f16[] constant(0)\n"
+	      "  %b = f16[1024]{0} broadcast(%c), dimensions={}\n"
+	      "  ROOT %m = f16[1024]{0} maximum(%x, %b)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "m");
+	assert_int_equal(b.p.kernels[0].kind, SIM_KERNEL_ELEMENTWISE);
+	assert_int_equal(b.p.kernels[0].n_inputs, 1);
+	built_free(&b);
+
+	build("HloModule mm\n"
+	      "ENTRY %main (a: f16[128,256], w: f16[256,512], bias: f32[512]) -> f32[128,512] {\n"
+	      "  %a = f16[128,256] parameter(0)\n"
+	      "  %w = f16[256,512] parameter(1)\n"
+	      "  %bias = f32[512] parameter(2)\n"
+	      "  %a32 = f32[128,256] convert(%a)\n"
+	      "  %w32 = f32[256,512] convert(%w)\n"
+	      "  %d = f32[128,512] dot(%a32, %w32), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %bb = f32[128,512] broadcast(%bias), dimensions={1}\n"
+	      "  %s = f32[128,512] add(%d, %bb)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %zb = f32[128,512] broadcast(%z), dimensions={}\n"
+	      "  ROOT %r = f32[128,512] maximum(%s, %zb)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "r");
+	const struct sim_kernel *k = &b.p.kernels[0];
+	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
+	assert_int_equal(k->main_op, IR_OP_DOT);
+	assert_string_equal(k->tiled->name, "d");
+	assert_int_equal(k->n_inputs, 3);
+	assert_true(has(k->members, k->n_members, "a32"));
+	built_free(&b);
+
+	/* A dot does not absorb a transcendental producer: it is its own
+	 * kernel (materialised). Dead code is dropped. */
+	build("HloModule mm2\n"
+	      "ENTRY %main (a: f32[128,256], w: f32[256,512]) -> f32[128,512] {\n"
+	      "  %a = f32[128,256] parameter(0)\n"
+	      "  %w = f32[256,512] parameter(1)\n"
+	      "  %t = f32[128,256] tanh(%a)\n"
+	      "  %dead = f32[256,512] negate(%w)\n"
+	      "  ROOT %d = f32[128,512] dot(%t, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "t,d");
+	assert_int_equal(kernel(&b, "d")->kind, SIM_KERNEL_DOT);
+	built_free(&b);
+}
+
+/* Pre-optimization while bodies are grouped too, with the loop's
+ * multiplicity; constant-only roots (the condition's compare) remain. */
+static void test_group_while(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule wl\n"
+	      "%cond (s: (s32[], f32[64,128])) -> pred[] {\n"
+	      "  %s = (s32[], f32[64,128]) parameter(0)\n"
+	      "  %i = s32[] get-tuple-element(%s), index=0\n"
+	      "  %n = s32[] constant(10)\n"
+	      "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n"
+	      "}\n"
+	      "%body (s: (s32[], f32[64,128])) -> (s32[], f32[64,128]) {\n"
+	      "  %s = (s32[], f32[64,128]) parameter(0)\n"
+	      "  %i = s32[] get-tuple-element(%s), index=0\n"
+	      "  %v = f32[64,128] get-tuple-element(%s), index=1\n"
+	      "  %one = s32[] constant(1)\n"
+	      "  %i1 = s32[] add(%i, %one)\n"
+	      "  %e = f32[64,128] exponential(%v)\n"
+	      "  %m = f32[64,128] multiply(%e, %v)\n"
+	      "  ROOT %r = (s32[], f32[64,128]) tuple(%i1, %m)\n"
+	      "}\n"
+	      "ENTRY %e (x: f32[64,128]) -> (s32[], f32[64,128]) {\n"
+	      "  %x = f32[64,128] parameter(0)\n"
+	      "  %z = s32[] constant(0)\n"
+	      "  %t0 = (s32[], f32[64,128]) tuple(%z, %x)\n"
+	      "  ROOT %w = (s32[], f32[64,128]) while(%t0), condition=%cond, body=%body, "
+	      "backend_config={\"known_trip_count\":{\"n\":\"10\"}}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "lt,i1,m");
+	assert_near(kernel(&b, "m")->multiplicity, 10.0, 0);
+	assert_true(has(kernel(&b, "m")->members, kernel(&b, "m")->n_members,
+			"e"));
+	built_free(&b);
+}
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* A dot whose contracting dim is outside the lhs fails with its location. */
+static void test_bad_dot(void **state)
+{
+	(void)state;
+	const char *text =
+		"HloModule bad\n"
+		"ENTRY %e (a: f32[8,16], b: f32[16,4]) -> f32[8,4] {\n"
+		"  %a = f32[8,16] parameter(0)\n"
+		"  %b = f32[16,4] parameter(1)\n"
+		"  ROOT %d = f32[8,4] dot(%a, %b), lhs_contracting_dims={5}, rhs_contracting_dims={0}\n"
+		"}\n";
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	enum ts_status st = hlo_parse("bad.hlo", text, strlen(text), &m, &n, &d);
+	if (st != TS_OK) { /* the parser may reject it first: also fine */
+		assert_int_equal(st, TS_ERR_PARSE);
+		return;
+	}
+	struct sim_program p;
+	st = sim_program_build(m[0], NULL, &p, &d);
+	assert_int_equal(st, TS_ERR_PARSE);
+	assert_int_equal(d.line, 5);
+	assert_int_equal(d.col, 8);
+	assert_string_equal(d.msg, "d: dot lhs_contracting_dims out of range "
+				   "of the lhs rank");
+	assert_int_equal(p.n_kernels, 0);
+	assert_null(p.kernels);
+	ir_module_free(m[0]);
+	ts_free(m);
+}
+
+/* Every allocation failure comes back as TS_ERR_NOMEM, never a crash or a
+ * leak (run under ASan in the asan tier). */
+static void test_alloc_failures(void **state)
+{
+	(void)state;
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(hlo_parse("s.hlo", softmax, strlen(softmax), &m, &n, &d),
+			 TS_OK);
+	bool succeeded = false;
+	for (long i = 0; i < 500 && !succeeded; i++) {
+		struct sim_program p;
+		ts_alloc_fail_after(i);
+		enum ts_status st = sim_program_build(m[0], NULL, &p, &d);
+		ts_alloc_fail_after(-1);
+		if (st == TS_OK) {
+			assert_int_equal(p.n_kernels, 3);
+			succeeded = true;
+		} else {
+			assert_int_equal(st, TS_ERR_NOMEM);
+			assert_int_equal(p.n_kernels, 0);
+		}
+		sim_program_free(&p);
+	}
+	assert_true(succeeded);
+	ir_module_free(m[0]);
+	ts_free(m);
+}
+
+static void test_kind_names(void **state)
+{
+	(void)state;
+	assert_string_equal(sim_kernel_kind_name(SIM_KERNEL_FUSION), "fusion");
+	assert_string_equal(sim_kernel_kind_name(SIM_KERNEL_UNMODELLED),
+			    "unmodelled");
+	assert_string_equal(sim_kernel_kind_name(SIM_KERNEL_KIND_COUNT),
+			    "invalid");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compiled_kernels),
+		cmocka_unit_test(test_reshape_bitcast),
+		cmocka_unit_test(test_while_known),
+		cmocka_unit_test(test_while_assumed),
+		cmocka_unit_test(test_while_nested),
+		cmocka_unit_test(test_conditional),
+		cmocka_unit_test(test_collectives_unmodelled),
+		cmocka_unit_test(test_group_softmax),
+		cmocka_unit_test(test_group_layernorm),
+		cmocka_unit_test(test_group_sibling_reduces),
+		cmocka_unit_test(test_group_single_kernels),
+		cmocka_unit_test(test_group_while),
+		cmocka_unit_test(test_bad_dot),
+		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_kind_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

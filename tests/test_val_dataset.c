@@ -1,0 +1,319 @@
+/*
+ * test_val_dataset.c: reading measurement sets (validation/val_dataset.c)
+ * and costing them end to end (val_report.c). Malformed csv files in
+ * tests/data/val/bad/ must fail with the exact message at line:col; the
+ * hand-made set tests/data/val/tiny (one 64x1024 add kernel, three tile
+ * configs) must validate with every row costed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "val.h"
+
+/* $TPUSIM_SOURCE/rel, or NULL (with a skip) when the variable is unset. */
+static const char *src_path(char *buf, size_t cap, const char *rel)
+{
+	const char *root = getenv("TPUSIM_SOURCE");
+	if (!root)
+		return NULL;
+	snprintf(buf, cap, "%s/%s", root, rel);
+	return buf;
+}
+
+#define NEED_SOURCE(path)                                                     \
+	do {                                                                  \
+		if (!(path)) {                                                \
+			print_message("TPUSIM_SOURCE unset: skipped\n");      \
+			skip();                                               \
+		}                                                             \
+	} while (0)
+
+/* Loads tests/data/val/bad/<name> and checks the status and the first line
+ * ts_diag_print writes: "<path>:<where>: error: <msg>". */
+static void expect_error(const char *name, enum ts_status want_st,
+			 const char *where, const char *msg)
+{
+	char rel[256], path[1024], want[2048], got[4096] = {0};
+	snprintf(rel, sizeof rel, "tests/data/val/bad/%s", name);
+	NEED_SOURCE(src_path(path, sizeof path, rel));
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	enum ts_status st = val_dataset_load_csv(path, &ds, &d);
+	FILE *f = fmemopen(got, sizeof got - 1, "w");
+	assert_non_null(f);
+	ts_diag_print(&d, f);
+	fclose(f);
+	val_dataset_free(&ds);
+	*strchr(got, '\n') = '\0';
+	snprintf(want, sizeof want, "%s:%s: error: %s", path, where, msg);
+	assert_string_equal(got, want);
+	assert_int_equal(st, want_st);
+}
+
+static void test_bad_csv(void **state)
+{
+	(void)state;
+	/* Columns: a row "a,../tiny/modules/tiny.hlo,tpu-v3,," puts the
+	 * config at 35, runtime_ns at 36, runtime_min_ns 40, repeats 41,
+	 * timing 42, source 49. */
+	expect_error("columns.csv", TS_ERR_PARSE, "3:48",
+		     "row has 8 fields, expected 9");
+	expect_error("too_many.csv", TS_ERR_PARSE, "2:51",
+		     "too many fields: expected 9 (as in the header)");
+	expect_error("quote.csv", TS_ERR_PARSE, "3:49",
+		     "unterminated quoted field");
+	expect_error("midquote.csv", TS_ERR_PARSE, "2:53",
+		     "'\"' inside an unquoted field (quote the whole field)");
+	expect_error("runtime.csv", TS_ERR_PARSE, "2:36",
+		     "runtime_ns: expected a positive integer (ns), got "
+		     "'12.5us'");
+	expect_error("min_above.csv", TS_ERR_PARSE, "2:40",
+		     "runtime_min_ns 200 exceeds runtime_ns 100");
+	expect_error("crlf_repeats.csv", TS_ERR_PARSE, "3:41",
+		     "repeats: expected empty or a positive integer, got '0'");
+	expect_error("timing.csv", TS_ERR_PARSE, "2:42",
+		     "unknown timing kind 'wall' (expected device or host)");
+	/* A quoted field spanning two lines moves the next row to line 4. */
+	expect_error("multiline.csv", TS_ERR_PARSE, "4:42",
+		     "unknown timing kind 'hots' (expected device or host)");
+	expect_error("header.csv", TS_ERR_PARSE, "1:60",
+		     "header lacks column 'repeats'");
+	expect_error("unknown_col.csv", TS_ERR_PARSE, "1:69",
+		     "unknown column 'notes'");
+	expect_error("header_only.csv", TS_ERR_PARSE, "2:1",
+		     "no measurements after the header");
+	expect_error("dup.csv", TS_ERR_PARSE, "4:1",
+		     "duplicate id 'a' (first on line 2)");
+	expect_error("module.csv", TS_ERR_PARSE, "3:3",
+		     "module file 'modules/nope.hlo' not found: No such file "
+		     "or directory");
+}
+
+/* A config the tile parser rejects is reported at its csv line, inside the
+ * config field (which starts at column 35); the message is the parser's. */
+static void test_bad_config(void **state)
+{
+	(void)state;
+	char path[1024];
+	NEED_SOURCE(src_path(path, sizeof path,
+			     "tests/data/val/bad/config.csv"));
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load_csv(path, &ds, &d), TS_ERR_PARSE);
+	assert_int_equal(d.line, 2);
+	assert_in_range(d.col, 35, 35 + strlen("output_bounds=8xq") - 1);
+	assert_memory_equal(d.msg, "config: ", strlen("config: "));
+	val_dataset_free(&ds);
+}
+
+static void test_missing_file(void **state)
+{
+	(void)state;
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load("/nonexistent/set", &ds, &d),
+			 TS_ERR_IO);
+	assert_string_equal(d.file, "/nonexistent/set/measurements.csv");
+	val_dataset_free(&ds);
+}
+
+static void test_tiny_rows(void **state)
+{
+	(void)state;
+	char dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny/"));
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_string_equal(ds.name, "tiny");
+	assert_int_equal(ds.n_rows, 3);
+	assert_int_equal(ds.n_modules, 1);
+	assert_true(ds.has_configs);
+	assert_string_equal(ds.modules[0].name, "tiny");
+	assert_int_equal(ds.modules[0].n_rows, 3);
+	const struct val_row *r = ds.rows;
+	assert_string_equal(r[0].id, "tiny#r0");
+	assert_string_equal(r[0].config, "output_bounds=8x8");
+	assert_int_equal(r[0].cfg.n_out, 2);
+	assert_int_equal(r[0].cfg.out_bounds[0], 8);
+	assert_int_equal(r[0].cfg.n_kernel, 0);
+	/* RFC 4180: the quoted source keeps its comma, "" is one quote. */
+	assert_string_equal(r[0].source, "tiny run=0, \"compiler\" default");
+	assert_int_equal(r[0].runtime_ns, 1500);
+	assert_int_equal(r[0].runtime_min_ns, 1450);
+	assert_int_equal(r[0].repeats, 10);
+	assert_int_equal(r[1].runtime_min_ns, -1);
+	assert_int_equal(r[2].repeats, -1);
+	assert_int_equal(r[2].timing, VAL_TIMING_DEVICE);
+	assert_int_equal(r[2].line, 4);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(r[i].i_module, 0);
+	val_dataset_free(&ds);
+}
+
+static enum ts_status write_table(FILE *f, void *ctx)
+{
+	return val_report_print_table(ctx, f);
+}
+
+/* The tiny set end to end with hwspecs/v3.yaml. */
+static void test_tiny_report(void **state)
+{
+	(void)state;
+	char dir[1024], hw_dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
+	src_path(hw_dir, sizeof hw_dir, "hwspecs");
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(specs.n, 1);
+	assert_string_equal(specs.spec[0].name, "v3");
+	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+
+	assert_int_equal(r.n_errors, 0);
+	assert_true(r.by_kernel);
+	assert_int_equal(r.n_groups, 1);
+	for (int i = 0; i < 3; i++) {
+		const struct val_row_result *res = &r.rows[i];
+		assert_int_equal(res->status, TS_OK);
+		assert_true(res->feasible);
+		assert_true(res->predicted_ns > 0 && isfinite(res->predicted_ns));
+		assert_true(res->roofline_ns > 0 && isfinite(res->roofline_ns));
+		assert_true(res->dispatch_ns == 0); /* device-timed */
+		assert_int_equal(res->i_tuned, 0);
+		assert_int_equal(res->n_kernels, 1);
+	}
+	/* Steps = prod(ceil(grid / bound)) over the 8x8 tile grid. */
+	assert_int_equal(r.rows[0].steps, 1);
+	assert_int_equal(r.rows[1].steps, 2);
+	assert_int_equal(r.rows[2].steps, 64);
+	/* The roofline does not see the config: all three rows equal. */
+	assert_true(r.rows[0].roofline_ns == r.rows[2].roofline_ns);
+	const struct val_group *g = &r.groups[0];
+	assert_string_equal(g->name, "tiny");
+	assert_int_equal(g->n_rows, 3);
+	assert_int_equal(g->n_ranked, 3);
+	/* Measured 1500 < 1700 < 9000 in the order of the steps 1, 2, 64. */
+	assert_true(g->tau_steps == 1);
+	assert_true(isnan(g->tau_roofline));
+	assert_true(isfinite(g->tau_model) && isfinite(g->mape));
+	assert_true(g->default_ns == 1500 && g->best_ns == 1500);
+	assert_int_equal(r.tiles_all.n_kernels, 1);
+	assert_int_equal(r.tiles_config.n_kernels, 1);
+	assert_true(r.tiles_all.default_ns == 1500);
+
+	/* The text writer, atomically as the CLI writes files. */
+	char out[1100];
+	snprintf(out, sizeof out, "%s/val_tiny_table.txt",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	assert_int_equal(ts_write_file_atomic(out, write_table, &r, &d), TS_OK);
+	char *text;
+	size_t len;
+	assert_int_equal(ts_read_file(out, &text, &len, &d), TS_OK);
+	assert_non_null(strstr(text, "\nset tiny: 3 rows, 3 estimated, 0 "
+				     "errors, 0 infeasible; MAPE "));
+	ts_free(text);
+	remove(out);
+
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+}
+
+/* A host-timed row is compared with device estimate + host_dispatch_ns. */
+static void test_host_row(void **state)
+{
+	(void)state;
+	char dir[1024], hw_dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny_host"));
+	src_path(hw_dir, sizeof hw_dir, "hwspecs");
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_false(ds.has_configs);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	const struct val_row_result *res = &r.rows[0];
+	assert_int_equal(res->status, TS_OK);
+	double dispatch = specs.spec[0].host_dispatch_ns;
+	assert_true(dispatch > 0);
+	assert_true(res->dispatch_ns == dispatch);
+	assert_true(res->predicted_ns == res->device_ns + dispatch);
+	assert_int_equal(r.n_host, 1);
+	assert_true(r.host_dispatch_ns == dispatch);
+	assert_false(r.by_kernel);
+	assert_int_equal(r.n_groups, 1);
+	assert_string_equal(r.groups[0].name, "add");
+	assert_true(isnan(r.groups[0].tau_model)); /* families do not rank */
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+}
+
+/* A spec folder without the generation a row names. */
+static void test_missing_spec(void **state)
+{
+	(void)state;
+	char dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, "/nonexistent", &specs, &d),
+			 TS_ERR_SPEC);
+	assert_int_equal(d.line, 2);
+	assert_int_equal(d.col, 26); /* after "tiny#r0,modules/tiny.hlo," */
+	assert_string_equal(d.msg, "no hardware spec for hw 'tpu-v3': "
+				   "/nonexistent/v3.yaml: No such file or "
+				   "directory");
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+}
+
+/* Every allocation failure comes back as TS_ERR_NOMEM, never a crash. */
+static void test_nomem(void **state)
+{
+	(void)state;
+	char dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
+	for (long n = 0; n < 64; n++) {
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		ts_alloc_fail_after(n);
+		enum ts_status st = val_dataset_load(dir, &ds, &d);
+		ts_alloc_fail_after(-1);
+		val_dataset_free(&ds);
+		if (st == TS_OK)
+			return;
+		assert_int_equal(st, TS_ERR_NOMEM);
+	}
+	fail_msg("val_dataset_load still failing after 64 allocations");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_csv),
+		cmocka_unit_test(test_bad_config),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_tiny_rows),
+		cmocka_unit_test(test_tiny_report),
+		cmocka_unit_test(test_host_row),
+		cmocka_unit_test(test_missing_spec),
+		cmocka_unit_test(test_nomem),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

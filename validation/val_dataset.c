@@ -1,0 +1,725 @@
+/*
+ * val_dataset.c: reads one measurement set (shared/data/README.md format):
+ * an RFC 4180 measurements.csv whose rows name HLO modules beside it.
+ * Every check reports file:line:col of the offending field; nothing in the
+ * file is skipped or guessed. Modules are listed once each, not parsed.
+ */
+#include "val.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- names ------------------------------------------------------------- */
+
+static const char *const timing_names[] = {
+	[VAL_TIMING_DEVICE] = "device",
+	[VAL_TIMING_HOST] = "host",
+};
+_Static_assert(TS_ARRAY_LEN(timing_names) == VAL_TIMING_COUNT,
+	       "timing_names must name every val_timing");
+
+const char *val_timing_name(enum val_timing t)
+{
+	return (unsigned)t < VAL_TIMING_COUNT ? timing_names[t] : "unknown";
+}
+
+void val_id_family(const char *id, char *buf, size_t cap)
+{
+	if (cap == 0)
+		return;
+	size_t n = strcspn(id, "_");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, id, n);
+	buf[n] = '\0';
+}
+
+/* ---- columns ------------------------------------------------------------ */
+
+enum col {
+	COL_ID = 0,
+	COL_MODULE,
+	COL_HW,
+	COL_CONFIG,
+	COL_RUNTIME_NS,
+	COL_RUNTIME_MIN_NS,
+	COL_REPEATS,
+	COL_TIMING,
+	COL_SOURCE,
+	COL_COUNT
+};
+
+static const char *const col_names[] = {
+	[COL_ID] = "id",
+	[COL_MODULE] = "module",
+	[COL_HW] = "hw",
+	[COL_CONFIG] = "config",
+	[COL_RUNTIME_NS] = "runtime_ns",
+	[COL_RUNTIME_MIN_NS] = "runtime_min_ns",
+	[COL_REPEATS] = "repeats",
+	[COL_TIMING] = "timing",
+	[COL_SOURCE] = "source",
+};
+_Static_assert(TS_ARRAY_LEN(col_names) == COL_COUNT,
+	       "col_names must name every column");
+
+/* ---- RFC 4180 lexer ----------------------------------------------------- */
+
+/* One field of the current record. */
+struct field {
+	const char *text; /* unescaped, NUL-terminated (arena) */
+	uint32_t col;     /* 1-based column of its first byte (the quote if any) */
+	bool quoted;      /* written in double quotes */
+};
+
+/* The lexer walks the text once; line/col track the next byte. */
+struct lexer {
+	const char *p, *end;
+	uint32_t line, col;     /* position of p, 1-based */
+	struct ts_arena *arena; /* where unescaped fields go */
+	const char *file;       /* for diagnostics */
+	struct ts_diag *d;
+	char *buf;              /* scratch for unescaping (ts_malloc'd) */
+	size_t cap;             /* bytes in buf */
+};
+
+static bool at_eol(const struct lexer *lx)
+{
+	return lx->p == lx->end || *lx->p == '\n' ||
+	       (*lx->p == '\r' && lx->p + 1 < lx->end && lx->p[1] == '\n');
+}
+
+/* Consumes the end of line (LF or CRLF) at p, if any. */
+static void skip_eol(struct lexer *lx)
+{
+	if (lx->p < lx->end && *lx->p == '\r')
+		lx->p++;
+	if (lx->p < lx->end && *lx->p == '\n')
+		lx->p++;
+	lx->line++;
+	lx->col = 1;
+}
+
+static enum ts_status buf_push(struct lexer *lx, size_t *len, char c)
+{
+	if (*len + 1 >= lx->cap) {
+		size_t cap = lx->cap ? lx->cap * 2 : 256;
+		char *nb = ts_realloc(lx->buf, cap);
+		if (!nb)
+			return TS_ERR_NOMEM;
+		lx->buf = nb;
+		lx->cap = cap;
+	}
+	lx->buf[(*len)++] = c;
+	return TS_OK;
+}
+
+/* Reads one field starting at p; leaves p at ',' or the end of line. */
+static enum ts_status lex_field(struct lexer *lx, struct field *f)
+{
+	size_t len = 0;
+	f->col = lx->col;
+	f->quoted = false;
+	if (lx->p < lx->end && *lx->p == '"') {
+		uint32_t open_line = lx->line, open_col = lx->col;
+		f->quoted = true;
+		lx->p++;
+		lx->col++;
+		for (;;) {
+			if (lx->p == lx->end) {
+				ts_diag_set(lx->d, lx->file, open_line, open_col,
+					    "unterminated quoted field");
+				return TS_ERR_PARSE;
+			}
+			char c = *lx->p;
+			if (c == '"') {
+				if (lx->p + 1 < lx->end && lx->p[1] == '"') {
+					if (buf_push(lx, &len, '"'))
+						return TS_ERR_NOMEM;
+					lx->p += 2;
+					lx->col += 2;
+					continue;
+				}
+				lx->p++;
+				lx->col++;
+				break;
+			}
+			if (buf_push(lx, &len, c))
+				return TS_ERR_NOMEM;
+			lx->p++;
+			if (c == '\n') {
+				lx->line++;
+				lx->col = 1;
+			} else {
+				lx->col++;
+			}
+		}
+		if (lx->p < lx->end && *lx->p != ',' && !at_eol(lx)) {
+			ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+				    "expected ',' or end of line after the "
+				    "closing quote");
+			return TS_ERR_PARSE;
+		}
+	} else {
+		while (lx->p < lx->end && *lx->p != ',' && !at_eol(lx)) {
+			char c = *lx->p;
+			if (c == '"') {
+				ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+					    "'\"' inside an unquoted field "
+					    "(quote the whole field)");
+				return TS_ERR_PARSE;
+			}
+			if (c == '\r') {
+				ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+					    "stray carriage return");
+				return TS_ERR_PARSE;
+			}
+			if (buf_push(lx, &len, c))
+				return TS_ERR_NOMEM;
+			lx->p++;
+			lx->col++;
+		}
+	}
+	f->text = ts_arena_strndup(lx->arena, len ? lx->buf : "", len);
+	return f->text ? TS_OK : TS_ERR_NOMEM;
+}
+
+/*
+ * Reads one record into fields[0..want). More or fewer fields than want is
+ * an error naming the expected count; `what` names the record in it.
+ */
+static enum ts_status lex_record(struct lexer *lx, struct field *fields,
+				 int want, const char *what)
+{
+	int n = 0;
+	for (;;) {
+		struct field f;
+		uint32_t line = lx->line, col = lx->col;
+		if (n == want) {
+			ts_diag_set(lx->d, lx->file, line, col,
+				    "too many fields: expected %d (as in the "
+				    "header)", want);
+			return TS_ERR_PARSE;
+		}
+		enum ts_status st = lex_field(lx, &f);
+		if (st)
+			return st;
+		fields[n++] = f;
+		if (lx->p < lx->end && *lx->p == ',') {
+			lx->p++;
+			lx->col++;
+			continue;
+		}
+		break;
+	}
+	if (n < want) {
+		ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+			    "%s has %d field%s, expected %d", what, n,
+			    n == 1 ? "" : "s", want);
+		return TS_ERR_PARSE;
+	}
+	skip_eol(lx);
+	return TS_OK;
+}
+
+/* ---- field checks --------------------------------------------------------- */
+
+/* Parses a decimal integer >= min; false when the text is anything else. */
+static bool parse_int(const char *s, int64_t min, int64_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (*end != '\0' || errno == ERANGE || v < min)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+/* ---- loading --------------------------------------------------------------- */
+
+void val_dataset_free(struct val_dataset *ds)
+{
+	if (!ds)
+		return;
+	ts_free(ds->csv_text);
+	ts_arena_free(&ds->arena);
+	memset(ds, 0, sizeof *ds);
+}
+
+/* qsort has no context argument: sort (key, index) pairs instead. */
+struct keyed {
+	const char *key; /* string compared */
+	int idx;         /* row index: ties keep file order */
+};
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/*
+ * Finds duplicate ids and assigns modules in O(n log n): sort (key, row)
+ * pairs, then walk equal runs. The duplicate reported is the one on the
+ * earliest line among second occurrences, as a linear scan would find.
+ */
+static enum ts_status index_rows(struct val_dataset *ds, struct ts_diag *d)
+{
+	int n = ds->n_rows;
+	enum ts_status st = TS_OK;
+	struct keyed *k = ts_calloc((size_t)n, sizeof *k);
+	int *first_of = ts_calloc((size_t)n, sizeof *first_of);
+	if (!k || !first_of) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		k[i] = (struct keyed){ds->rows[i].id, i};
+	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+	int dup = -1, dup_first = -1;
+	for (int i = 1; i < n; i++)
+		if (!strcmp(k[i].key, k[i - 1].key) &&
+		    (dup < 0 || k[i].idx < dup)) {
+			dup = k[i].idx;
+			dup_first = k[i - 1].idx;
+		}
+	if (dup >= 0) {
+		ts_diag_set(d, ds->csv_path, ds->rows[dup].line, 1,
+			    "duplicate id '%s' (first on line %u)",
+			    ds->rows[dup].id, ds->rows[dup_first].line);
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+
+	/* Modules: first_of[row] = first row naming the same file. */
+	for (int i = 0; i < n; i++)
+		k[i] = (struct keyed){ds->rows[i].module, i};
+	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+	for (int i = 0; i < n; i++)
+		first_of[k[i].idx] = (i > 0 && !strcmp(k[i].key, k[i - 1].key))
+					     ? first_of[k[i - 1].idx]
+					     : k[i].idx;
+	int n_mod = 0;
+	for (int i = 0; i < n; i++)
+		n_mod += first_of[i] == i;
+	ds->modules = ts_arena_array(&ds->arena, (size_t)n_mod,
+				     sizeof *ds->modules);
+	if (!ds->modules) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct val_row *row = &ds->rows[i];
+		if (first_of[i] != i) {
+			row->i_module = ds->rows[first_of[i]].i_module;
+			ds->modules[row->i_module].n_rows++;
+			continue;
+		}
+		struct val_module *m = &ds->modules[ds->n_modules];
+		row->i_module = ds->n_modules++;
+		m->path = row->module;
+		m->first_row = i;
+		m->n_rows = 1;
+	}
+out:
+	ts_free(k);
+	ts_free(first_of);
+	return st;
+}
+
+/* Module file names: full path for opening, bare name for reports. */
+static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
+				    const uint32_t *module_cols,
+				    struct ts_diag *d)
+{
+	size_t dir_len = strlen(dir);
+	for (int i = 0; i < ds->n_modules; i++) {
+		struct val_module *m = &ds->modules[i];
+		size_t len = strlen(m->path);
+		if (len > SIZE_MAX - dir_len - 2)
+			return TS_ERR_NOMEM;
+		char *full = ts_arena_alloc(&ds->arena, dir_len + len + 2);
+		if (!full)
+			return TS_ERR_NOMEM;
+		memcpy(full, dir, dir_len);
+		full[dir_len] = '/';
+		memcpy(full + dir_len + 1, m->path, len + 1);
+		m->full_path = full;
+
+		const char *base = strrchr(m->path, '/');
+		base = base ? base + 1 : m->path;
+		size_t blen = strlen(base);
+		if (blen > 4 && !strcmp(base + blen - 4, ".hlo"))
+			blen -= 4;
+		m->name = ts_arena_strndup(&ds->arena, base, blen);
+		if (!m->name)
+			return TS_ERR_NOMEM;
+
+		const struct val_row *row = &ds->rows[m->first_row];
+		struct stat sb;
+		if (stat(full, &sb) != 0) {
+			ts_diag_set(d, ds->csv_path, row->line,
+				    module_cols[m->first_row],
+				    "module file '%s' not found: %s", m->path,
+				    strerror(errno));
+			return TS_ERR_PARSE;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			ts_diag_set(d, ds->csv_path, row->line,
+				    module_cols[m->first_row],
+				    "module '%s' is not a regular file",
+				    m->path);
+			return TS_ERR_PARSE;
+		}
+	}
+	return TS_OK;
+}
+
+/* Fills one row from its fields; col_of maps column -> field index. */
+static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
+			       const struct field *f, const int *col_of,
+			       uint32_t line, struct ts_diag *d)
+{
+	const char *file = ds->csv_path;
+	const struct field *fid = &f[col_of[COL_ID]];
+	const struct field *fmod = &f[col_of[COL_MODULE]];
+	const struct field *fhw = &f[col_of[COL_HW]];
+	const struct field *fcfg = &f[col_of[COL_CONFIG]];
+	const struct field *frt = &f[col_of[COL_RUNTIME_NS]];
+	const struct field *fmin = &f[col_of[COL_RUNTIME_MIN_NS]];
+	const struct field *frep = &f[col_of[COL_REPEATS]];
+	const struct field *ftim = &f[col_of[COL_TIMING]];
+
+	const struct field *required[] = {fid, fmod, fhw};
+	const enum col required_col[] = {COL_ID, COL_MODULE, COL_HW};
+	for (size_t i = 0; i < TS_ARRAY_LEN(required); i++)
+		if (!required[i]->text[0]) {
+			ts_diag_set(d, file, line, required[i]->col,
+				    "empty %s", col_names[required_col[i]]);
+			return TS_ERR_PARSE;
+		}
+
+	row->id = fid->text;
+	row->module = fmod->text;
+	row->hw = fhw->text;
+	row->config = fcfg->text;
+	row->source = f[col_of[COL_SOURCE]].text;
+	row->line = line;
+	row->config_col = fcfg->col;
+	row->hw_col = fhw->col;
+
+	if (!parse_int(frt->text, 1, &row->runtime_ns)) {
+		ts_diag_set(d, file, line, frt->col,
+			    "runtime_ns: expected a positive integer (ns), "
+			    "got '%s'", frt->text);
+		return TS_ERR_PARSE;
+	}
+	row->runtime_min_ns = -1;
+	if (fmin->text[0] && !parse_int(fmin->text, 1, &row->runtime_min_ns)) {
+		ts_diag_set(d, file, line, fmin->col,
+			    "runtime_min_ns: expected empty or a positive "
+			    "integer (ns), got '%s'", fmin->text);
+		return TS_ERR_PARSE;
+	}
+	if (row->runtime_min_ns > row->runtime_ns) {
+		ts_diag_set(d, file, line, fmin->col,
+			    "runtime_min_ns %lld exceeds runtime_ns %lld",
+			    (long long)row->runtime_min_ns,
+			    (long long)row->runtime_ns);
+		return TS_ERR_PARSE;
+	}
+	row->repeats = -1;
+	if (frep->text[0] && !parse_int(frep->text, 1, &row->repeats)) {
+		ts_diag_set(d, file, line, frep->col,
+			    "repeats: expected empty or a positive integer, "
+			    "got '%s'", frep->text);
+		return TS_ERR_PARSE;
+	}
+
+	int t = 0;
+	while (t < VAL_TIMING_COUNT && strcmp(ftim->text, timing_names[t]))
+		t++;
+	if (t == VAL_TIMING_COUNT) {
+		ts_diag_set(d, file, line, ftim->col,
+			    "unknown timing kind '%s' (expected device or "
+			    "host)", ftim->text);
+		return TS_ERR_PARSE;
+	}
+	row->timing = (enum val_timing)t;
+
+	struct ts_diag cd = {0};
+	enum ts_status st = sim_tile_config_parse(row->config, &row->cfg, &cd);
+	if (st == TS_ERR_NOMEM)
+		return st;
+	if (st != TS_OK) {
+		/* The config parser counts columns within the config text;
+		 * shift them to the csv (one more for an opening quote). */
+		uint32_t col = fcfg->col + (fcfg->quoted ? 1u : 0u) +
+			       (cd.col > 0 ? cd.col - 1 : 0);
+		ts_diag_set(d, file, line, col, "config: %s", cd.msg);
+		return TS_ERR_PARSE;
+	}
+	if (row->cfg.n_out > 0 || row->cfg.n_kernel > 0)
+		ds->has_configs = true;
+	return TS_OK;
+}
+
+/* Upper bound of the records in text: one per newline, plus one. */
+static size_t count_lines(const char *s, size_t len)
+{
+	size_t n = 1;
+	for (const char *p = s; (p = memchr(p, '\n', len - (size_t)(p - s)));
+	     p++)
+		n++;
+	return n;
+}
+
+static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
+				struct ts_diag *d)
+{
+	struct lexer lx = {
+		.p = ds->csv_text,
+		.end = ds->csv_text + ds->csv_len,
+		.line = 1,
+		.col = 1,
+		.arena = &ds->arena,
+		.file = ds->csv_path,
+		.d = d,
+	};
+	enum ts_status st = TS_OK;
+	uint32_t *module_cols = NULL;
+	int col_of[COL_COUNT];
+	struct field hdr[COL_COUNT], f[COL_COUNT];
+
+	/* A UTF-8 byte order mark is not part of the first column name. */
+	if (ds->csv_len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
+		lx.p += 3;
+	if (lx.p == lx.end) {
+		ts_diag_set(d, ds->csv_path, 1, 1,
+			    "empty file: expected the header line %s,%s,...",
+			    col_names[0], col_names[1]);
+		return TS_ERR_PARSE;
+	}
+
+	/* Header: every known column exactly once, in any order. Read up to
+	 * COL_COUNT fields so that an extra one is reported by name. */
+	for (int c = 0; c < COL_COUNT; c++)
+		col_of[c] = -1;
+	int n_hdr = 0;
+	for (;;) {
+		if (n_hdr == COL_COUNT) {
+			struct field extra;
+			if ((st = lex_field(&lx, &extra)))
+				goto out;
+			ts_diag_set(d, ds->csv_path, 1, extra.col,
+				    "unknown column '%s'", extra.text);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if ((st = lex_field(&lx, &hdr[n_hdr])))
+			goto out;
+		const struct field *h = &hdr[n_hdr];
+		int c = 0;
+		while (c < COL_COUNT && strcmp(h->text, col_names[c]))
+			c++;
+		if (c == COL_COUNT) {
+			ts_diag_set(d, ds->csv_path, lx.line, h->col,
+				    "unknown column '%s'", h->text);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if (col_of[c] >= 0) {
+			ts_diag_set(d, ds->csv_path, lx.line, h->col,
+				    "duplicate column '%s'", h->text);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		col_of[c] = n_hdr++;
+		if (lx.p < lx.end && *lx.p == ',') {
+			lx.p++;
+			lx.col++;
+			continue;
+		}
+		break;
+	}
+	for (int c = 0; c < COL_COUNT; c++)
+		if (col_of[c] < 0) {
+			ts_diag_set(d, ds->csv_path, lx.line, lx.col,
+				    "header lacks column '%s'", col_names[c]);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+	skip_eol(&lx);
+
+	size_t cap = count_lines(ds->csv_text, ds->csv_len);
+	if (cap > INT32_MAX) {
+		ts_diag_set(d, ds->csv_path, 0, 0, "too many lines");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	ds->rows = ts_arena_array(&ds->arena, cap, sizeof *ds->rows);
+	module_cols = ts_calloc(cap, sizeof *module_cols);
+	if (!ds->rows || !module_cols) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	while (lx.p < lx.end) {
+		uint32_t line = lx.line;
+		if ((st = lex_record(&lx, f, COL_COUNT, "row")))
+			goto out;
+		struct val_row *row = &ds->rows[ds->n_rows];
+		if ((st = fill_row(ds, row, f, col_of, line, d)))
+			goto out;
+		module_cols[ds->n_rows] = f[col_of[COL_MODULE]].col;
+		ds->n_rows++;
+	}
+	if (ds->n_rows == 0) {
+		ts_diag_set(d, ds->csv_path, lx.line, 1,
+			    "no measurements after the header");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	if ((st = index_rows(ds, d)))
+		goto out;
+	st = check_modules(ds, dir, module_cols, d);
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, ds->csv_path, 0, 0, "out of memory");
+	if (st != TS_OK && d) {
+		d->src = ds->csv_text;
+		d->src_len = ds->csv_len;
+	}
+	ts_free(module_cols);
+	ts_free(lx.buf);
+	return st;
+}
+
+enum ts_status val_dataset_load_csv(const char *csv_path,
+				    struct val_dataset *ds, struct ts_diag *d)
+{
+	memset(ds, 0, sizeof *ds);
+	ts_arena_init(&ds->arena);
+	const char *slash = strrchr(csv_path, '/');
+	size_t dir_len = slash ? (size_t)(slash - csv_path) : 1;
+	const char *dir_src = slash ? csv_path : ".";
+	if (slash && dir_len == 0) /* "/measurements.csv" */
+		dir_len = 1;
+	ds->csv_path = ts_arena_strndup(&ds->arena, csv_path, strlen(csv_path));
+	ds->dir = ts_arena_strndup(&ds->arena, dir_src, dir_len);
+	if (!ds->csv_path || !ds->dir) {
+		ts_diag_set(d, csv_path, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	const char *base = strrchr(ds->dir, '/');
+	ds->name = base && base[1] ? base + 1 : ds->dir;
+	enum ts_status st = ts_read_file(ds->csv_path, &ds->csv_text,
+					 &ds->csv_len, d);
+	if (st)
+		return st;
+	return parse_csv(ds, ds->dir, d);
+}
+
+enum ts_status val_dataset_load(const char *dir, struct val_dataset *ds,
+				struct ts_diag *d)
+{
+	static const char csv_name[] = "measurements.csv";
+	size_t len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	char *path = ts_malloc(len + sizeof csv_name + 1);
+	if (!path) {
+		memset(ds, 0, sizeof *ds);
+		ts_diag_set(d, dir, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	memcpy(path, dir, len);
+	path[len] = '/';
+	memcpy(path + len + 1, csv_name, sizeof csv_name);
+	enum ts_status st = val_dataset_load_csv(path, ds, d);
+	ts_free(path);
+	return st;
+}
+
+/* ---- specs per row ----------------------------------------------------------- */
+
+enum ts_status val_specs_single(const struct hw_spec *spec, const char *path,
+				struct val_specs *out)
+{
+	memset(out, 0, sizeof *out);
+	out->path[0] = ts_strdup(path);
+	if (!out->path[0])
+		return TS_ERR_NOMEM;
+	out->n = 1;
+	out->hw[0] = NULL;
+	out->spec[0] = *spec;
+	return TS_OK;
+}
+
+void val_specs_free(struct val_specs *s)
+{
+	for (int i = 0; i < VAL_MAX_HW; i++)
+		ts_free(s->path[i]);
+	memset(s, 0, sizeof *s);
+}
+
+const struct hw_spec *val_specs_find(const struct val_specs *s, const char *hw)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!s->hw[i] || !strcmp(s->hw[i], hw))
+			return &s->spec[i];
+	return NULL;
+}
+
+enum ts_status val_specs_load_dir(const struct val_dataset *ds,
+				  const char *dir, struct val_specs *out,
+				  struct ts_diag *d)
+{
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < ds->n_rows; i++) {
+		const struct val_row *row = &ds->rows[i];
+		if (val_specs_find(out, row->hw))
+			continue;
+		if (out->n == VAL_MAX_HW) {
+			ts_diag_set(d, ds->csv_path, row->line, row->hw_col,
+				    "more than %d distinct hw values",
+				    VAL_MAX_HW);
+			d->src = ds->csv_text;
+			d->src_len = ds->csv_len;
+			return TS_ERR_SPEC;
+		}
+		/* "tpu-v3" -> DIR/v3.yaml; a value without the prefix is
+		 * taken as the generation itself. */
+		const char *gen = row->hw;
+		if (!strncmp(gen, "tpu-", 4))
+			gen += 4;
+		size_t len = strlen(dir) + strlen(gen) + sizeof "/.yaml";
+		char *path = ts_malloc(len);
+		out->path[out->n] = path; /* owned from here on */
+		if (!path) {
+			ts_diag_set(d, ds->csv_path, 0, 0, "out of memory");
+			return TS_ERR_NOMEM;
+		}
+		snprintf(path, len, "%s/%s.yaml", dir, gen);
+		struct stat sb;
+		if (stat(path, &sb) != 0) {
+			ts_diag_set(d, ds->csv_path, row->line, row->hw_col,
+				    "no hardware spec for hw '%s': %s: %s",
+				    row->hw, path, strerror(errno));
+			d->src = ds->csv_text;
+			d->src_len = ds->csv_len;
+			return TS_ERR_SPEC;
+		}
+		enum ts_status st = hw_spec_load(path, &out->spec[out->n], d);
+		if (st)
+			return st;
+		out->hw[out->n] = row->hw;
+		out->n++;
+	}
+	return TS_OK;
+}

@@ -1,0 +1,936 @@
+/*
+ * val_report.c: costs every row of a measurement set with the analytic
+ * model and two baselines (plain roofline; "fewer tile steps is faster"),
+ * then summarises per kernel or op family and per set (val.h). Also the
+ * text writers: aligned tables and Markdown for the README (CSV, JSON and
+ * YAML go through the CLI's output layer, cli/cmd_validate.c).
+ * Host-timed rows are compared with device estimate + hw->host_dispatch_ns.
+ */
+#include "val.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Formats a diagnostic as one line in the report's arena. */
+static const char *diag_line(struct ts_arena *a, const struct ts_diag *d)
+{
+	char buf[TS_DIAG_MSG_MAX + 512];
+	const char *file = d->file ? d->file : "<input>";
+	if (d->line > 0)
+		snprintf(buf, sizeof buf, "%s:%u:%u: %s", file, d->line, d->col,
+			 d->msg);
+	else
+		snprintf(buf, sizeof buf, "%s: %s", file, d->msg);
+	return ts_arena_strndup(a, buf, strlen(buf));
+}
+
+static bool is_default_source(const char *source)
+{
+	static const char tag[] = "default";
+	size_t n = strlen(source), t = sizeof tag - 1;
+	return n >= t && !strcmp(source + n - t, tag);
+}
+
+static bool has_cfg(const struct val_row *row)
+{
+	return row->cfg.n_out > 0 || row->cfg.n_kernel > 0;
+}
+
+/* ---- costing one module -------------------------------------------------- */
+
+/* Per kernel: the default estimate and the roofline, once per module and
+ * spec. */
+struct kcache {
+	struct sim_estimate def;  /* default tile config */
+	struct sim_estimate roof; /* plain roofline */
+};
+
+/*
+ * The kernel a row's config applies to: the one whose metadata op_name is
+ * "autotuned_op" (TpuGraphs marks the measured kernel so), else the only
+ * tunable kernel. Returns -1 with *why set when there is none or several.
+ */
+static int find_tuned(const struct sim_program *p, const char **why)
+{
+	int tuned = -1, n_marked = 0, n_tunable = 0, tunable = -1;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if (k->instr && k->instr->op_name &&
+		    !strcmp(k->instr->op_name, "autotuned_op")) {
+			n_marked++;
+			tuned = i;
+		}
+		if (k->tunable) {
+			n_tunable++;
+			tunable = i;
+		}
+	}
+	*why = NULL;
+	if (n_marked == 1)
+		return tuned;
+	if (n_marked > 1) {
+		*why = "several kernels have op_name \"autotuned_op\"";
+		return -1;
+	}
+	if (n_tunable == 1)
+		return tunable;
+	*why = n_tunable ? "several tunable kernels and none has op_name "
+			   "\"autotuned_op\""
+			 : "no tunable kernel";
+	return -1;
+}
+
+/* Marks every listed row as failed with the same message. */
+static void fail_rows(struct val_report *r, const int *rows, int n,
+		      enum ts_status st, const char *msg)
+{
+	for (int i = 0; i < n; i++) {
+		struct val_row_result *res = &r->rows[rows[i]];
+		res->status = st;
+		res->error = msg;
+	}
+}
+
+/* Costs one row given its module's program and per-kernel cache. */
+static enum ts_status cost_row(struct val_report *r, int i_row,
+			       const struct sim_program *prog, int tuned,
+			       const char *tuned_why,
+			       const struct kcache *kc,
+			       const struct hw_spec *hw)
+{
+	const struct val_dataset *ds = r->ds;
+	const struct val_row *row = &ds->rows[i_row];
+	struct val_row_result *res = &r->rows[i_row];
+	struct sim_estimate tuned_est;
+	bool cfg_row = has_cfg(row);
+
+	res->n_kernels = prog->n_kernels;
+	res->i_tuned = tuned;
+	res->spec_name = hw->name;
+	res->dispatch_ns = row->timing == VAL_TIMING_HOST ? hw->host_dispatch_ns
+							  : 0;
+	if (cfg_row && tuned < 0) {
+		struct ts_diag d = {0};
+		ts_diag_set(&d, ds->csv_path, row->line, row->config_col,
+			    "config given but module '%s' has %s",
+			    row->module, tuned_why);
+		res->status = TS_ERR_MISUSE;
+		res->error = diag_line(&r->arena, &d);
+		return res->error ? TS_OK : TS_ERR_NOMEM;
+	}
+	if (cfg_row) {
+		struct ts_diag d = {0};
+		enum ts_status st = sim_kernel_estimate(
+			&prog->kernels[tuned], hw, &row->cfg, &tuned_est, &d);
+		if (st == TS_ERR_NOMEM)
+			return st;
+		if (st == TS_ERR_INFEASIBLE) {
+			/* It ran on hardware: keep the row, flagged. */
+			tuned_est.feasible = false;
+		} else if (st != TS_OK) {
+			struct ts_diag rd = {0};
+			ts_diag_set(&rd, ds->csv_path, row->line,
+				    row->config_col, "config '%s' on %s: %s",
+				    row->config, prog->kernels[tuned].name,
+				    d.msg);
+			res->status = st;
+			res->error = diag_line(&r->arena, &rd);
+			return res->error ? TS_OK : TS_ERR_NOMEM;
+		}
+	}
+
+	double device = 0, roof = 0, worst = -1;
+	int64_t steps = 0;
+	bool time_ok = true;
+	res->feasible = true;
+	res->bound = HW_UNIT_NONE;
+	for (int k = 0; k < prog->n_kernels; k++) {
+		const struct sim_estimate *e =
+			cfg_row && k == tuned ? &tuned_est : &kc[k].def;
+		double mult = prog->kernels[k].multiplicity;
+		if (!e->feasible) {
+			res->feasible = false;
+			if (!(e->time_ns > 0) || !isfinite(e->time_ns))
+				time_ok = false;
+		}
+		device += e->time_ns * mult;
+		roof += kc[k].roof.time_ns * mult;
+		res->mxu_cycles += e->mxu_cycles * mult;
+		res->vpu_cycles += e->vpu_cycles * mult;
+		res->dma_cycles += e->dma_cycles * mult;
+		res->vmem_bytes = fmax(res->vmem_bytes, e->vmem_bytes);
+		steps += (int64_t)((double)e->steps * mult);
+		if (e->time_ns * mult > worst) {
+			worst = e->time_ns * mult;
+			res->bound = e->bound;
+		}
+	}
+	if (tuned >= 0) {
+		const struct sim_estimate *e =
+			cfg_row ? &tuned_est : &kc[tuned].def;
+		steps = e->steps;
+		res->bound = e->bound;
+	}
+	res->measured_ns = (double)row->runtime_ns;
+	res->device_ns = time_ok ? device : NAN;
+	res->predicted_ns = res->device_ns + res->dispatch_ns;
+	res->roofline_ns = roof + res->dispatch_ns;
+	res->steps = steps;
+	res->status = TS_OK;
+	return TS_OK;
+}
+
+/* Parses, builds and costs one module and every row that measures it. */
+static enum ts_status cost_module(struct val_report *r,
+				  const struct val_specs *specs, int i_mod,
+				  const int *rows, int n_rows,
+				  struct ts_diag *d)
+{
+	const struct val_module *m = &r->ds->modules[i_mod];
+	struct ts_diag hd = {0};
+	char *text = NULL;
+	struct ir_module **mods = NULL;
+	int n_mods = 0;
+	struct sim_program prog = {0};
+	bool built = false;
+	struct kcache *kc = NULL;
+	bool *done = NULL;
+	enum ts_status st = hlo_parse_file(m->full_path, &text, &mods, &n_mods,
+					   &hd);
+	if (st == TS_ERR_NOMEM)
+		goto out;
+	if (st == TS_OK && n_mods != 1) {
+		ts_diag_set(&hd, m->full_path, 0, 0,
+			    "holds %d modules, expected one", n_mods);
+		st = TS_ERR_PARSE;
+	}
+	if (st == TS_OK) {
+		struct sim_program_opts opts = {.default_trip_count = 1};
+		st = sim_program_build(mods[0], &opts, &prog, &hd);
+		built = st == TS_OK;
+		if (st == TS_ERR_NOMEM)
+			goto out;
+	}
+	if (st != TS_OK) {
+		const char *msg = diag_line(&r->arena, &hd);
+		if (!msg) {
+			st = TS_ERR_NOMEM;
+			goto out;
+		}
+		fail_rows(r, rows, n_rows, st, msg);
+		st = TS_OK;
+		goto out;
+	}
+
+	const char *tuned_why;
+	int tuned = find_tuned(&prog, &tuned_why);
+	kc = ts_calloc(prog.n_kernels ? (size_t)prog.n_kernels : 1,
+		       sizeof *kc);
+	done = ts_calloc((size_t)n_rows, sizeof *done);
+	if (!kc || !done) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	/* Rows of one module normally share one spec; cost the defaults once
+	 * per distinct spec among them. */
+	for (int first = 0; first < n_rows; first++) {
+		if (done[first])
+			continue;
+		const struct val_row *row0 = &r->ds->rows[rows[first]];
+		const struct hw_spec *hw = val_specs_find(specs, row0->hw);
+		if (!hw) {
+			ts_diag_set(d, r->ds->csv_path, row0->line,
+				    row0->hw_col, "no hardware spec for hw '%s'",
+				    row0->hw);
+			st = TS_ERR_MISUSE;
+			goto out;
+		}
+		const char *kerr = NULL;
+		enum ts_status kst = TS_OK;
+		for (int k = 0; k < prog.n_kernels && !kerr; k++) {
+			struct ts_diag kd = {0};
+			kst = sim_kernel_estimate(&prog.kernels[k], hw, NULL,
+						  &kc[k].def, &kd);
+			if (kst == TS_ERR_INFEASIBLE) {
+				kc[k].def.feasible = false;
+				kst = TS_OK;
+			}
+			if (kst == TS_OK)
+				kst = sim_kernel_roofline(&prog.kernels[k], hw,
+							  &kc[k].roof, &kd);
+			if (kst == TS_ERR_NOMEM) {
+				st = kst;
+				goto out;
+			}
+			if (kst != TS_OK) {
+				if (!kd.file)
+					kd.file = m->full_path;
+				kerr = diag_line(&r->arena, &kd);
+				if (!kerr) {
+					st = TS_ERR_NOMEM;
+					goto out;
+				}
+			}
+		}
+		for (int i = first; i < n_rows; i++) {
+			const struct val_row *row = &r->ds->rows[rows[i]];
+			if (done[i] || val_specs_find(specs, row->hw) != hw)
+				continue;
+			done[i] = true;
+			if (kerr) {
+				fail_rows(r, &rows[i], 1, kst, kerr);
+				continue;
+			}
+			st = cost_row(r, rows[i], &prog, tuned, tuned_why, kc,
+				      hw);
+			if (st)
+				goto out;
+		}
+	}
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, m->full_path, 0, 0, "out of memory");
+	ts_free(done);
+	ts_free(kc);
+	if (built)
+		sim_program_free(&prog);
+	for (int i = 0; i < n_mods; i++)
+		ir_module_free(mods[i]);
+	ts_free(mods);
+	ts_free(text);
+	return st;
+}
+
+/* ---- summaries ------------------------------------------------------------ */
+
+/* Scratch arrays for one group's metrics (n entries each). */
+struct scratch {
+	double *meas, *pred, *roof_meas, *roof, *rank_meas, *rank, *steps;
+};
+
+static void scratch_free(struct scratch *s)
+{
+	ts_free(s->meas);
+	ts_free(s->pred);
+	ts_free(s->roof_meas);
+	ts_free(s->roof);
+	ts_free(s->rank_meas);
+	ts_free(s->rank);
+	ts_free(s->steps);
+}
+
+static enum ts_status scratch_init(struct scratch *s, size_t n)
+{
+	n = n ? n : 1;
+	*s = (struct scratch){
+		.meas = ts_calloc(n, sizeof(double)),
+		.pred = ts_calloc(n, sizeof(double)),
+		.roof_meas = ts_calloc(n, sizeof(double)),
+		.roof = ts_calloc(n, sizeof(double)),
+		.rank_meas = ts_calloc(n, sizeof(double)),
+		.rank = ts_calloc(n, sizeof(double)),
+		.steps = ts_calloc(n, sizeof(double)),
+	};
+	if (!s->meas || !s->pred || !s->roof_meas || !s->roof ||
+	    !s->rank_meas || !s->rank || !s->steps) {
+		scratch_free(s);
+		return TS_ERR_NOMEM;
+	}
+	return TS_OK;
+}
+
+/*
+ * Metrics of the rows idx[0..n). ranking: the rows are configs of one
+ * kernel, so tau and top-K are meaningful. The model ranks a config it
+ * calls infeasible after every feasible one (it would never pick it).
+ */
+static enum ts_status summarise(const struct val_report *r, const int *idx,
+				int n, bool ranking, struct scratch *s,
+				struct val_group *g)
+{
+	size_t n_pred = 0, n_roof = 0, n_rank = 0;
+	g->n_rows = n;
+	g->best_ns = INFINITY;
+	g->default_ns = NAN;
+	for (int i = 0; i < n; i++) {
+		const struct val_row_result *res = &r->rows[idx[i]];
+		const struct val_row *row = &r->ds->rows[idx[i]];
+		if (has_cfg(row))
+			g->has_config = true;
+		if (res->status != TS_OK)
+			continue;
+		if (!res->feasible)
+			g->n_infeasible++;
+		if (isfinite(res->predicted_ns)) {
+			s->meas[n_pred] = res->measured_ns;
+			s->pred[n_pred++] = res->predicted_ns;
+		}
+		if (isfinite(res->roofline_ns)) {
+			s->roof_meas[n_roof] = res->measured_ns;
+			s->roof[n_roof++] = res->roofline_ns;
+		}
+		s->rank_meas[n_rank] = res->measured_ns;
+		s->rank[n_rank] = res->feasible && isfinite(res->device_ns)
+					  ? res->device_ns
+					  : INFINITY;
+		s->steps[n_rank++] = res->i_tuned >= 0 ? (double)res->steps : 0;
+		g->best_ns = fmin(g->best_ns, res->measured_ns);
+		if (isnan(g->default_ns) && is_default_source(row->source))
+			g->default_ns = res->measured_ns;
+	}
+	g->n_estimated = (int)n_pred;
+	g->n_ranked = (int)n_rank;
+	g->mape = val_metric_mape(s->meas, s->pred, n_pred);
+	g->roofline_mape = val_metric_mape(s->roof_meas, s->roof, n_roof);
+	enum ts_status st;
+	if ((st = val_metric_median_ape(s->meas, s->pred, n_pred,
+					&g->median_ape)) ||
+	    (st = val_metric_median_ape(s->roof_meas, s->roof, n_roof,
+					&g->roofline_median_ape)))
+		return st;
+
+	g->tau_model = g->tau_roofline = g->tau_steps = NAN;
+	g->top1_slowdown = g->top5_slowdown = g->steps_top1_slowdown = NAN;
+	g->chosen_ns = NAN;
+	if (n_rank == 0)
+		g->best_ns = NAN;
+	if (!ranking || n_rank == 0)
+		return TS_OK;
+	g->tau_model = val_metric_kendall_tau_b(s->rank_meas, s->rank, n_rank);
+	/* The roofline ignores the tile config: on one kernel all its values
+	 * tie and tau is undefined, which is the point of the baseline. */
+	if (n_roof == n_rank)
+		g->tau_roofline =
+			val_metric_kendall_tau_b(s->roof_meas, s->roof, n_roof);
+	g->tau_steps = val_metric_kendall_tau_b(s->rank_meas, s->steps, n_rank);
+	if ((st = val_metric_topk_best(s->rank_meas, s->rank, n_rank, 1,
+				       &g->chosen_ns)) ||
+	    (st = val_metric_topk_slowdown(s->rank_meas, s->rank, n_rank, 1,
+					   &g->top1_slowdown)) ||
+	    (st = val_metric_topk_slowdown(s->rank_meas, s->rank, n_rank, 5,
+					   &g->top5_slowdown)) ||
+	    (st = val_metric_topk_slowdown(s->rank_meas, s->steps, n_rank, 1,
+					   &g->steps_top1_slowdown)))
+		return st;
+	return TS_OK;
+}
+
+/* qsort has no context argument: sort (key, index) pairs. */
+struct keyed {
+	const char *key; /* group key */
+	int idx;         /* row index: ties keep file order */
+};
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/*
+ * group_of[row] = group index, groups numbered by first appearance. Kernel
+ * groups are the modules; family groups come from the ids (val_id_family).
+ */
+static enum ts_status assign_groups(struct val_report *r, int *group_of)
+{
+	const struct val_dataset *ds = r->ds;
+	int n = ds->n_rows;
+	if (r->by_kernel) {
+		r->groups = ts_arena_array(&r->arena, (size_t)ds->n_modules,
+					   sizeof *r->groups);
+		if (!r->groups)
+			return TS_ERR_NOMEM;
+		r->n_groups = ds->n_modules;
+		for (int i = 0; i < ds->n_modules; i++)
+			r->groups[i].name = ds->modules[i].name;
+		for (int i = 0; i < n; i++)
+			group_of[i] = ds->rows[i].i_module;
+		return TS_OK;
+	}
+	enum ts_status st = TS_OK;
+	struct keyed *k = ts_calloc((size_t)n, sizeof *k);
+	int *first = ts_calloc((size_t)n, sizeof *first);
+	if (!k || !first) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		char fam[128];
+		val_id_family(ds->rows[i].id, fam, sizeof fam);
+		k[i].key = ts_arena_strndup(&r->arena, fam, strlen(fam));
+		k[i].idx = i;
+		if (!k[i].key) {
+			st = TS_ERR_NOMEM;
+			goto out;
+		}
+	}
+	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+	for (int i = 0; i < n; i++)
+		first[k[i].idx] = i > 0 && !strcmp(k[i].key, k[i - 1].key)
+					  ? first[k[i - 1].idx]
+					  : k[i].idx;
+	int n_groups = 0;
+	for (int i = 0; i < n; i++)
+		n_groups += first[i] == i;
+	r->groups = ts_arena_array(&r->arena, (size_t)n_groups,
+				   sizeof *r->groups);
+	if (!r->groups) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	/* Numbers by first appearance in file order (first[i] <= i). */
+	for (int i = 0; i < n; i++)
+		group_of[i] = first[i] == i ? r->n_groups++ : group_of[first[i]];
+	for (int i = 0; i < n; i++)
+		r->groups[group_of[k[i].idx]].name = k[i].key;
+out:
+	ts_free(k);
+	ts_free(first);
+	return st;
+}
+
+static enum ts_status build_summaries(struct val_report *r)
+{
+	const struct val_dataset *ds = r->ds;
+	int n = ds->n_rows;
+	enum ts_status st = TS_OK;
+	struct scratch s = {0};
+	int *group_of = ts_calloc((size_t)n, sizeof *group_of);
+	int *idx = ts_calloc((size_t)n, sizeof *idx);
+	if (!group_of || !idx || scratch_init(&s, (size_t)n)) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	r->by_kernel = ds->has_configs;
+	if ((st = assign_groups(r, group_of)))
+		goto out;
+
+	double sum_tau[3] = {0}, sum_top[3] = {0};
+	int n_tau[3] = {0};
+	for (int gi = 0; gi < r->n_groups; gi++) {
+		struct val_group *g = &r->groups[gi];
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (group_of[i] == gi)
+				idx[m++] = i;
+		const char *name = g->name;
+		memset(g, 0, sizeof *g);
+		g->name = name;
+		if ((st = summarise(r, idx, m, r->by_kernel, &s, g)))
+			goto out;
+		double tau[3] = {g->tau_model, g->tau_roofline, g->tau_steps};
+		for (int t = 0; t < 3; t++)
+			if (!isnan(tau[t])) {
+				sum_tau[t] += tau[t];
+				n_tau[t]++;
+			}
+		if (r->by_kernel && g->n_ranked >= 2) {
+			sum_top[0] += g->top1_slowdown;
+			sum_top[1] += g->top5_slowdown;
+			sum_top[2] += g->steps_top1_slowdown;
+			r->n_rank_kernels++;
+		}
+		if (r->by_kernel && !isnan(g->default_ns) &&
+		    !isnan(g->chosen_ns)) {
+			struct val_tile_totals *tt[2] = {&r->tiles_all,
+							 &r->tiles_config};
+			/* The steps baseline's pick: its top-1 time. */
+			double steps_ns = g->best_ns * (1 + g->steps_top1_slowdown);
+			for (int t = 0; t < (g->has_config ? 2 : 1); t++) {
+				tt[t]->n_kernels++;
+				tt[t]->best_ns += g->best_ns;
+				tt[t]->chosen_ns += g->chosen_ns;
+				tt[t]->steps_ns += steps_ns;
+				tt[t]->default_ns += g->default_ns;
+			}
+		}
+	}
+	r->n_tau_kernels = n_tau[0];
+	r->mean_tau_model = n_tau[0] ? sum_tau[0] / n_tau[0] : NAN;
+	r->mean_tau_roofline = n_tau[1] ? sum_tau[1] / n_tau[1] : NAN;
+	r->mean_tau_steps = n_tau[2] ? sum_tau[2] / n_tau[2] : NAN;
+	int nr = r->n_rank_kernels;
+	r->mean_top1_slowdown = nr ? sum_top[0] / nr : NAN;
+	r->mean_top5_slowdown = nr ? sum_top[1] / nr : NAN;
+	r->mean_steps_top1_slowdown = nr ? sum_top[2] / nr : NAN;
+
+	for (int i = 0; i < n; i++)
+		idx[i] = i;
+	r->overall.name = ds->name;
+	st = summarise(r, idx, n, false, &s, &r->overall);
+out:
+	scratch_free(&s);
+	ts_free(group_of);
+	ts_free(idx);
+	return st;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+void val_report_free(struct val_report *r)
+{
+	if (!r)
+		return;
+	ts_arena_free(&r->arena);
+	memset(r, 0, sizeof *r);
+}
+
+enum ts_status val_report_build(const struct val_dataset *ds,
+				const struct val_specs *specs,
+				struct val_report *r, struct ts_diag *d)
+{
+	memset(r, 0, sizeof *r);
+	ts_arena_init(&r->arena);
+	r->ds = ds;
+	r->n_rows = ds->n_rows;
+	r->host_dispatch_ns = NAN;
+	enum ts_status st = TS_OK;
+	int *offs = NULL, *rows = NULL, *fill = NULL;
+	r->rows = ts_arena_array(&r->arena, (size_t)ds->n_rows,
+				 sizeof *r->rows);
+	offs = ts_calloc((size_t)ds->n_modules + 1, sizeof *offs);
+	rows = ts_calloc((size_t)ds->n_rows, sizeof *rows);
+	fill = ts_calloc((size_t)ds->n_modules + 1, sizeof *fill);
+	if (!r->rows || !offs || !rows || !fill) {
+		st = TS_ERR_NOMEM;
+		ts_diag_set(d, ds->csv_path, 0, 0, "out of memory");
+		goto out;
+	}
+	/* Rows grouped by module (CSR): rows[offs[m] .. offs[m+1]). */
+	for (int i = 0; i < ds->n_modules; i++)
+		offs[i + 1] = offs[i] + ds->modules[i].n_rows;
+	for (int i = 0; i < ds->n_rows; i++) {
+		int m = ds->rows[i].i_module;
+		rows[offs[m] + fill[m]++] = i;
+	}
+	for (int m = 0; m < ds->n_modules; m++)
+		if ((st = cost_module(r, specs, m, rows + offs[m],
+				      offs[m + 1] - offs[m], d)))
+			goto out;
+
+	char names[VAL_MAX_HW * (HW_NAME_MAX + 1)] = "";
+	for (int i = 0; i < ds->n_rows; i++) {
+		const struct val_row_result *res = &r->rows[i];
+		if (ds->rows[i].timing == VAL_TIMING_HOST) {
+			r->n_host++;
+			if (res->status == TS_OK && isnan(r->host_dispatch_ns))
+				r->host_dispatch_ns = res->dispatch_ns;
+		}
+		if (res->status != TS_OK) {
+			r->n_errors++;
+			continue;
+		}
+		if (!res->feasible)
+			r->n_infeasible++;
+	}
+	for (int s = 0; s < specs->n; s++) {
+		bool used = false;
+		for (int i = 0; i < ds->n_rows && !used; i++)
+			used = r->rows[i].spec_name == specs->spec[s].name;
+		if (!used)
+			continue;
+		if (names[0])
+			strcat(names, ",");
+		strcat(names, specs->spec[s].name);
+	}
+	r->spec_names = ts_arena_strndup(&r->arena, names, strlen(names));
+	if (!r->spec_names || (st = build_summaries(r))) {
+		st = TS_ERR_NOMEM;
+		ts_diag_set(d, ds->csv_path, 0, 0, "out of memory");
+	}
+out:
+	ts_free(offs);
+	ts_free(rows);
+	ts_free(fill);
+	return st;
+}
+
+/* ---- writers -------------------------------------------------------------- */
+
+/* "12.3%" of a fraction, "n/a" for NaN. */
+static const char *pct(char *buf, size_t cap, double x)
+{
+	if (isnan(x))
+		snprintf(buf, cap, "n/a");
+	else
+		snprintf(buf, cap, "%.1f%%", 100 * x);
+	return buf;
+}
+
+/* "+12.3%" of a total over a base. */
+static const char *above(char *buf, size_t cap, double x, double base)
+{
+	if (!(base > 0) || isnan(x))
+		snprintf(buf, cap, "n/a");
+	else
+		snprintf(buf, cap, "%+.1f%%", 100 * (x / base - 1));
+	return buf;
+}
+
+static const char *fix3(char *buf, size_t cap, double x)
+{
+	if (isnan(x))
+		snprintf(buf, cap, "n/a");
+	else
+		snprintf(buf, cap, "%.3f", x);
+	return buf;
+}
+
+#define B(i) bufs[i], sizeof bufs[i] /* a formatting buffer */
+
+static enum ts_status stream_status(FILE *out)
+{
+	return ferror(out) ? TS_ERR_IO : TS_OK;
+}
+
+/* Timing note: how host-timed rows were compared. */
+static void print_host_note(const struct val_report *r, FILE *out)
+{
+	if (r->n_host == 0)
+		return;
+	fprintf(out,
+		"host-timed rows: %d; each is compared with the device "
+		"estimate + host_dispatch_ns = %.1f us of the spec (a per-call "
+		"dispatch term used only for host-timed data)\n",
+		r->n_host, r->host_dispatch_ns / 1000);
+}
+
+#define LIST_PER_MODULE 5 /* rows listed per module; the rest are counted */
+
+/*
+ * Lists the rows the model calls infeasible (want_errors false) or could not
+ * cost (true): at most LIST_PER_MODULE per module, a row whose message is
+ * the one just listed for its module (a module-wide error) folded in, then
+ * one line per module counting what was not listed.
+ */
+static enum ts_status list_rows(const struct val_report *r, FILE *out,
+				bool want_errors)
+{
+	const struct val_dataset *ds = r->ds;
+	size_t n_mod = ds->n_modules ? (size_t)ds->n_modules : 1;
+	int *shown = ts_calloc(n_mod, sizeof *shown);
+	int *hidden = ts_calloc(n_mod, sizeof *hidden);
+	const char **last = ts_calloc(n_mod, sizeof *last);
+	if (!shown || !hidden || !last) {
+		ts_free(shown);
+		ts_free(hidden);
+		ts_free(last);
+		return TS_ERR_NOMEM;
+	}
+	for (int i = 0; i < r->n_rows; i++) {
+		const struct val_row_result *res = &r->rows[i];
+		const struct val_row *row = &ds->rows[i];
+		int m = row->i_module;
+		bool is_err = res->status != TS_OK;
+		if (is_err != want_errors || (!is_err && res->feasible))
+			continue;
+		if (shown[m] == LIST_PER_MODULE ||
+		    (is_err && res->error == last[m])) {
+			hidden[m]++;
+			continue;
+		}
+		shown[m]++;
+		if (is_err) {
+			last[m] = res->error;
+			fprintf(out, "  %s: %s\n", row->id, res->error);
+		} else {
+			fprintf(out, "  %s %s measured %.0f ns, working set "
+				"%.0f bytes\n", row->id, row->config,
+				res->measured_ns, res->vmem_bytes);
+		}
+	}
+	for (int m = 0; m < ds->n_modules; m++)
+		if (hidden[m])
+			fprintf(out, "  ... and %d more rows of %s\n", hidden[m],
+				ds->modules[m].name);
+	ts_free(shown);
+	ts_free(hidden);
+	ts_free(last);
+	return TS_OK;
+}
+
+/* Rows the model calls infeasible, and rows without an estimate. */
+static enum ts_status print_exceptions(const struct val_report *r, FILE *out)
+{
+	enum ts_status st = TS_OK;
+	if (r->n_infeasible) {
+		fprintf(out,
+			"infeasible per model but measured on hardware: %d "
+			"row%s:\n", r->n_infeasible,
+			r->n_infeasible == 1 ? "" : "s");
+		st = list_rows(r, out, false);
+	}
+	if (st == TS_OK && r->n_errors) {
+		fprintf(out, "not estimated: %d row%s:\n", r->n_errors,
+			r->n_errors == 1 ? "" : "s");
+		st = list_rows(r, out, true);
+	}
+	return st;
+}
+
+enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
+{
+	const struct val_dataset *ds = r->ds;
+	const struct val_group *o = &r->overall;
+	char bufs[12][32];
+	fprintf(out, "== %s: %d rows, %d modules, spec %s\n", ds->name,
+		ds->n_rows, ds->n_modules, r->spec_names);
+	if (r->by_kernel) {
+		fprintf(out,
+			"%-12s %5s %7s %7s %8s %6s %8s %9s %7s %7s %8s %8s\n",
+			"kernel", "rows", "MAPE", "medAPE", "roofMAPE", "tau",
+			"tau_roof", "tau_steps", "top1", "top5", "steps1",
+			"default");
+		for (int i = 0; i < r->n_groups; i++) {
+			const struct val_group *g = &r->groups[i];
+			fprintf(out,
+				"%-12s %5d %7s %7s %8s %6s %8s %9s %7s %7s "
+				"%8s %8s\n",
+				g->name, g->n_rows, pct(B(0), g->mape),
+				pct(B(1), g->median_ape),
+				pct(B(2), g->roofline_mape),
+				fix3(B(3), g->tau_model),
+				fix3(B(4), g->tau_roofline),
+				fix3(B(5), g->tau_steps),
+				pct(B(6), g->top1_slowdown),
+				pct(B(7), g->top5_slowdown),
+				pct(B(8), g->steps_top1_slowdown),
+				above(B(9), g->default_ns, g->best_ns));
+		}
+		fprintf(out,
+			"(top1/top5: slowdown of the model's best 1/5 configs "
+			"vs the measured best; steps1: same for fewer tile "
+			"steps; default: compiler default vs best)\n");
+	} else {
+		fprintf(out, "%-12s %5s %7s %7s %8s %10s\n", "family", "rows",
+			"MAPE", "medAPE", "roofMAPE", "roofMedAPE");
+		for (int i = 0; i < r->n_groups; i++) {
+			const struct val_group *g = &r->groups[i];
+			fprintf(out, "%-12s %5d %7s %7s %8s %10s\n", g->name,
+				g->n_rows, pct(B(0), g->mape),
+				pct(B(1), g->median_ape),
+				pct(B(2), g->roofline_mape),
+				pct(B(3), g->roofline_median_ape));
+		}
+	}
+	fprintf(out,
+		"set %s: %d rows, %d estimated, %d errors, %d infeasible; MAPE "
+		"%s, median APE %s; roofline MAPE %s, median APE %s\n",
+		ds->name, o->n_rows, o->n_estimated, r->n_errors,
+		r->n_infeasible, pct(B(0), o->mape), pct(B(1), o->median_ape),
+		pct(B(2), o->roofline_mape), pct(B(3), o->roofline_median_ape));
+	if (r->by_kernel) {
+		fprintf(out,
+			"set %s: ranking, mean over %d kernels: tau model %s, "
+			"roofline %s, fewer-steps %s; top-1 slowdown model %s, "
+			"fewer-steps %s; top-5 slowdown model %s\n",
+			ds->name, r->n_rank_kernels,
+			fix3(B(0), r->mean_tau_model),
+			fix3(B(1), r->mean_tau_roofline),
+			fix3(B(2), r->mean_tau_steps),
+			pct(B(3), r->mean_top1_slowdown),
+			pct(B(4), r->mean_steps_top1_slowdown),
+			pct(B(5), r->mean_top5_slowdown));
+		const struct val_tile_totals *a = &r->tiles_all,
+					     *c = &r->tiles_config;
+		fprintf(out,
+			"set %s: tile choice, total over %d kernels vs measured "
+			"bests: model %s, fewer-steps %s, default %s; without "
+			"the %d kernels that have no config: model %s, "
+			"fewer-steps %s, default %s\n",
+			ds->name, a->n_kernels,
+			above(B(0), a->chosen_ns, a->best_ns),
+			above(B(1), a->steps_ns, a->best_ns),
+			above(B(2), a->default_ns, a->best_ns),
+			a->n_kernels - c->n_kernels,
+			above(B(3), c->chosen_ns, c->best_ns),
+			above(B(4), c->steps_ns, c->best_ns),
+			above(B(5), c->default_ns, c->best_ns));
+	}
+	print_host_note(r, out);
+	enum ts_status st = print_exceptions(r, out);
+	return st ? st : stream_status(out);
+}
+
+enum ts_status val_report_print_markdown(const struct val_report *r,
+					 FILE *out)
+{
+	const struct val_dataset *ds = r->ds;
+	const struct val_group *o = &r->overall;
+	char bufs[8][32];
+	fprintf(out, "#### %s (%d rows, spec %s)\n\n", ds->name, ds->n_rows,
+		r->spec_names);
+	fprintf(out,
+		"| | model | roofline |\n|---|---|---|\n"
+		"| MAPE | %s | %s |\n| median APE | %s | %s |\n\n",
+		pct(B(0), o->mape), pct(B(1), o->roofline_mape),
+		pct(B(2), o->median_ape), pct(B(3), o->roofline_median_ape));
+	if (r->by_kernel) {
+		fprintf(out,
+			"Ranking the tile configs of each kernel (mean over %d "
+			"kernels):\n\n"
+			"| | model | roofline | fewer tile steps |\n"
+			"|---|---|---|---|\n"
+			"| Kendall tau-b | %s | %s | %s |\n"
+			"| top-1 slowdown | %s | | %s |\n"
+			"| top-5 slowdown | %s | | |\n\n",
+			r->n_rank_kernels, fix3(B(0), r->mean_tau_model),
+			fix3(B(1), r->mean_tau_roofline),
+			fix3(B(2), r->mean_tau_steps),
+			pct(B(3), r->mean_top1_slowdown),
+			pct(B(4), r->mean_steps_top1_slowdown),
+			pct(B(5), r->mean_top5_slowdown));
+		const struct val_tile_totals *a = &r->tiles_all,
+					     *c = &r->tiles_config;
+		fprintf(out,
+			"Tile choice, total measured time above the sum of "
+			"measured bests: model's pick %s, fewest steps %s, "
+			"compiler default %s (%d kernels); without the %d "
+			"kernels that have no config: %s, %s, %s.\n\n",
+			above(B(0), a->chosen_ns, a->best_ns),
+			above(B(1), a->steps_ns, a->best_ns),
+			above(B(2), a->default_ns, a->best_ns), a->n_kernels,
+			a->n_kernels - c->n_kernels,
+			above(B(3), c->chosen_ns, c->best_ns),
+			above(B(4), c->steps_ns, c->best_ns),
+			above(B(5), c->default_ns, c->best_ns));
+		fprintf(out, "| kernel | rows | MAPE | tau model | tau steps "
+			     "| top-1 model | top-1 steps | default |\n"
+			     "|---|---|---|---|---|---|---|---|\n");
+		for (int i = 0; i < r->n_groups; i++) {
+			const struct val_group *g = &r->groups[i];
+			fprintf(out, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
+				g->name, g->n_rows, pct(B(0), g->mape),
+				fix3(B(1), g->tau_model),
+				fix3(B(2), g->tau_steps),
+				pct(B(3), g->top1_slowdown),
+				pct(B(4), g->steps_top1_slowdown),
+				above(B(5), g->default_ns, g->best_ns));
+		}
+	} else {
+		fprintf(out, "| family | rows | MAPE | median APE | roofline "
+			     "MAPE |\n|---|---|---|---|---|\n");
+		for (int i = 0; i < r->n_groups; i++) {
+			const struct val_group *g = &r->groups[i];
+			fprintf(out, "| %s | %d | %s | %s | %s |\n", g->name,
+				g->n_rows, pct(B(0), g->mape),
+				pct(B(1), g->median_ape),
+				pct(B(2), g->roofline_mape));
+		}
+	}
+	fputc('\n', out);
+	if (r->n_host)
+		print_host_note(r, out);
+	if (r->n_infeasible || r->n_errors)
+		fprintf(out,
+			"%d rows the model calls infeasible (measured on "
+			"hardware, kept); %d rows not estimated.\n",
+			r->n_infeasible, r->n_errors);
+	if (r->n_host || r->n_infeasible || r->n_errors)
+		fputc('\n', out);
+	return stream_status(out);
+}
