@@ -41,7 +41,7 @@
 #include "val.h"
 
 /* Commands defined in their own cli/cmd_*.c files, in help order. */
-#define CMD_LIST(X) X(run) X(validate)
+#define CMD_LIST(X) X(run) X(tile) X(validate)
 
 /* ---- exit codes ----------------------------------------------------------- */
 
@@ -194,8 +194,9 @@ void cmd_table_init(struct cmd_table *t, const char *key,
 void cmd_table_free(struct cmd_table *t);
 /* Appends an empty row; later set calls fill it. TS_ERR_NOMEM on failure. */
 enum ts_status cmd_table_add_row(struct cmd_table *t);
-/* Starts the footer row; later set calls fill it. */
-void cmd_table_begin_footer(struct cmd_table *t);
+/* Starts the footer row; later set calls fill it. TS_ERR_NOMEM on failure
+ * (the table then has no footer and set calls fill nothing). */
+enum ts_status cmd_table_begin_footer(struct cmd_table *t);
 /* Fill column `col` of the current (last added, or footer) row. */
 enum ts_status cmd_table_set_text(struct cmd_table *t, int col,
 				  const char *text);
@@ -214,7 +215,8 @@ void cmd_table_set_num(struct cmd_table *t, int col, double v);
  *          a table an array of row objects (plus its footer object);
  *   YAML   the same tree in block style, strings quoted.
  * Calls after an error do nothing; cmd_report_end() returns the first error
- * (TS_ERR_IO on a write failure) and fills d.
+ * (TS_ERR_IO on a write failure) and fills d: d->msg says what failed
+ * (print it with cmd_error), d->file is "tpusim" and there is no line.
  */
 struct cmd_report {
 	enum cmd_format format;
@@ -222,7 +224,6 @@ struct cmd_report {
 	yaml_emitter_t emitter;    /* JSON and YAML only */
 	bool emitter_open;         /* emitter initialised (freed by end) */
 	bool csv_header_done;      /* CSV header printed */
-	int n_items;               /* items begun in the current list (text) */
 	enum ts_status status;     /* first error, TS_OK so far */
 	char err_msg[TS_DIAG_MSG_MAX]; /* its description */
 };

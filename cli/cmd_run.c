@@ -278,8 +278,9 @@ static enum ts_status fill_footer(struct cmd_table *t,
 		wr += (m ? k->est.bytes_written : k->work.bytes_written) *
 		      k->multiplicity;
 	}
-	cmd_table_begin_footer(t);
-	enum ts_status st = cmd_table_set_text(t, COL_NAME, "total");
+	enum ts_status st = cmd_table_begin_footer(t);
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, COL_NAME, "total");
 	cmd_table_set_num(t, COL_FLOPS, flops);
 	cmd_table_set_num(t, COL_READ, rd);
 	cmd_table_set_num(t, COL_WRITTEN, wr);
@@ -438,21 +439,20 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 
 /* ---- the command -------------------------------------------------------- */
 
-/* Multiplicities resting on a guessed trip count are worth a warning. */
+/* Multiplicities resting on a guessed trip count are worth a warning,
+ * unless --trip-count said what to assume. */
 static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
 				     const struct sim_program *p,
 				     int64_t trip_count)
 {
 	int n = p->n_assumed_trip_counts;
-	if (n == 0)
+	if (n == 0 || trip_count > 0)
 		return;
 	fprintf(ctx->err,
 		"%s: warning: module %s: %d while loop%s without "
-		"known_trip_count; assumed %lld trip%s each%s\n",
+		"known_trip_count run%s once; set --trip-count N\n",
 		ctx->prog, p->module->name, n, n == 1 ? "" : "s",
-		(long long)(trip_count > 0 ? trip_count : 1),
-		trip_count == 1 || trip_count <= 0 ? "" : "s",
-		trip_count > 0 ? "" : " (set --trip-count N)");
+		n == 1 ? "s" : "");
 }
 
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
@@ -502,7 +502,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		return CMD_EXIT_IO;
 	}
 	if (end_st != TS_OK) {
-		ts_diag_print(&d, ctx->err);
+		cmd_error(ctx, "%s", d.msg);
 		return cmd_exit_from_status(end_st);
 	}
 	return CMD_EXIT_OK;

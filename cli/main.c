@@ -146,14 +146,14 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 	cmd->help(out);
 	fputs("\nCommon options:\n", out);
 	if (cmd->flags & CMD_NEEDS_HW)
-		fputs("      --hw SPEC.yaml  hardware spec, e.g. "
+		fputs("      --hw SPEC.yaml    hardware spec, e.g. "
 		      "hwspecs/v3.yaml (required)\n",
 		      out);
 	if (cmd->flags & CMD_HAS_FORMAT)
-		fputs("  -f, --format FMT    output: table (default), csv, "
+		fputs("  -f, --format FMT      output: table (default), csv, "
 		      "json or yaml\n",
 		      out);
-	fputs("  -h, --help          show this help\n\n", out);
+	fputs("  -h, --help            show this help\n\n", out);
 	print_exit_codes(out);
 }
 
@@ -257,6 +257,22 @@ static int help_main(struct cmd_ctx *ctx, void *opts, int argc, char **argv)
 }
 
 /* ---- running one command ------------------------------------------------- */
+
+/*
+ * What getopt_long returned '?' for; arg is the word it stopped at. optopt
+ * holds an unknown short option's letter, or the val of a long option
+ * given a value it does not take ("--roofline=yes").
+ */
+static void bad_option(const struct cmd_ctx *ctx, const char *arg)
+{
+	if (strncmp(arg, "--", 2) != 0 && optopt > 0 && optopt < 128)
+		cmd_error(ctx, "unknown option '-%c'", optopt);
+	else if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=') && optopt)
+		cmd_error(ctx, "option '%.*s' takes no value",
+			  (int)(strchr(arg, '=') - arg), arg);
+	else
+		cmd_error(ctx, "unknown option '%s'", arg);
+}
 
 static int usage_error(const struct cmd_ctx *ctx, const struct cmd *cmd)
 {
@@ -371,11 +387,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			rc = usage_error(&ctx, cmd);
 			break;
 		case '?':
-			if (optopt)
-				cmd_error(&ctx, "unknown option '-%c'", optopt);
-			else
-				cmd_error(&ctx, "unknown option '%s'",
-					  argv[optind - 1]);
+			bad_option(&ctx, argv[optind - 1]);
 			rc = usage_error(&ctx, cmd);
 			break;
 		default:
@@ -441,6 +453,7 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
+	const struct cmd_ctx top = {.prog = "tpusim", .err = stderr};
 	bool help = false, version = false;
 	opterr = 0;
 	int c;
@@ -454,13 +467,7 @@ int main(int argc, char **argv)
 			version = true;
 			break;
 		default:
-			if (optopt)
-				fprintf(stderr,
-					"tpusim: unknown option '-%c'\n",
-					optopt);
-			else
-				fprintf(stderr, "tpusim: unknown option '%s'\n",
-					argv[optind - 1]);
+			bad_option(&top, argv[optind - 1]);
 			fputs("Try 'tpusim --help'.\n", stderr);
 			return finish(CMD_EXIT_USAGE);
 		}

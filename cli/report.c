@@ -208,12 +208,13 @@ enum ts_status cmd_table_add_row(struct cmd_table *t)
 	return TS_OK;
 }
 
-void cmd_table_begin_footer(struct cmd_table *t)
+enum ts_status cmd_table_begin_footer(struct cmd_table *t)
 {
 	/* add_row reserved a spare row; an empty table reserves it here. */
-	if (table_reserve(t, (size_t)t->n_rows + 1) != TS_OK)
-		return;
-	t->has_footer = true;
+	enum ts_status st = table_reserve(t, (size_t)t->n_rows + 1);
+	if (st == TS_OK)
+		t->has_footer = true;
+	return st;
 }
 
 enum ts_status cmd_table_set_text(struct cmd_table *t, int col,
@@ -429,9 +430,10 @@ static bool is_emitting(const struct cmd_report *r)
  * JSON strings: libyaml's double-quoted style is YAML, whose escapes for a
  * few characters (\0 \a \v \e \xNN, \N \L \P for U+0085/2028/2029) JSON
  * does not have. Those characters, which never occur in HLO names, become
- * '?'. Text that is not UTF-8 at all is made ASCII the same way.
+ * '?' (json). Text that is not UTF-8 at all (JSON or YAML) is made ASCII
+ * the same way, bytes >= 0x80 becoming '?'.
  */
-static char *json_safe(const char *s, bool ascii_only)
+static char *json_safe(const char *s, bool json, bool ascii_only)
 {
 	char *c = ts_strdup(s);
 	if (!c)
@@ -441,6 +443,8 @@ static char *json_safe(const char *s, bool ascii_only)
 		unsigned char b = p[i];
 		if (ascii_only && b >= 0x80)
 			p[i] = '?';
+		else if (!json)
+			continue;
 		else if (b < 0x20 && !strchr("\b\t\n\f\r", b))
 			p[i] = '?';
 		else if (b == 0x7f)
@@ -465,7 +469,7 @@ static void emit_str(struct cmd_report *r, const char *s)
 	yaml_scalar_style_t style = json ? YAML_DOUBLE_QUOTED_SCALAR_STYLE :
 					   YAML_ANY_SCALAR_STYLE;
 	for (int attempt = 0; attempt < 2; attempt++) {
-		char *safe = json_safe(s, attempt == 1);
+		char *safe = json_safe(s, json, attempt == 1);
 		if (!safe) {
 			r->status = TS_ERR_NOMEM;
 			snprintf(r->err_msg, sizeof r->err_msg,
@@ -631,7 +635,6 @@ void cmd_report_num(struct cmd_report *r, const char *key,
 
 void cmd_report_list_begin(struct cmd_report *r, const char *key)
 {
-	r->n_items = 0;
 	emit_key(r, key);
 	emit_seq_start(r);
 }
@@ -642,7 +645,6 @@ void cmd_report_item_begin(struct cmd_report *r)
 {
 	if (r->status == TS_OK && r->format == CMD_FORMAT_TABLE)
 		fputc('\n', r->out);
-	r->n_items++;
 	emit_map_start(r);
 }
 

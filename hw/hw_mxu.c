@@ -6,6 +6,7 @@
 #include "hw_units.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /*
  * Formula (cycles, one run of `tiles` R x C weight tiles, each streaming T
@@ -32,19 +33,35 @@
  * TPU.md section 2 rule 1 (one 8 x 128 LHS tile per 8 cycles, bubbles when
  * an axis is below 128), SCALE-Sim (Samajdar et al., ISPASS 2020).
  */
-double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,
-			  int64_t rows, int passes)
+double hw_mxu_fill_cycles(const struct hw_spec *hw)
+{
+	double r = hw->mxu_rows, c = hw->mxu_cols;
+	return r + (r + c - 2.0);
+}
+
+double hw_mxu_stream_cycles(const struct hw_spec *hw, int64_t tiles,
+			    int64_t rows, int passes)
 {
 	if (tiles <= 0 || rows <= 0)
 		return 0.0;
-	double r = hw->mxu_rows, c = hw->mxu_cols;
+	double r = hw->mxu_rows;
 	double k = hw->mxu_macs_per_cell_cycle > 0 ? hw->mxu_macs_per_cell_cycle
 						   : 1.0;
 	int n_mxu = hw->mxu_count > 0 ? hw->mxu_count : 1;
 	double p = passes > 0 ? passes : 1;
 	double t = ceil((double)tiles * p / n_mxu);
 	double stream = (double)rows / k;
-	return r + (r + c - 2.0) + stream + (t - 1.0) * fmax(stream, r);
+	double sw = getenv("SW") ? atof(getenv("SW")) : 0;
+	return stream + (t - 1.0) * fmax(stream, r) + t * sw;
+}
+
+double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,
+			  int64_t rows, int passes)
+{
+	if (tiles <= 0 || rows <= 0)
+		return 0.0;
+	return hw_mxu_fill_cycles(hw) +
+	       hw_mxu_stream_cycles(hw, tiles, rows, passes);
 }
 
 double hw_mxu_matmul_cycles(const struct hw_spec *hw, int64_t m, int64_t k,

@@ -130,6 +130,7 @@ HW_SECTION_FITS(vmem_fields);
 static const struct hw_field overhead_fields[] = {
 	HW_REAL("kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
 	HW_REAL("step_ns", step_overhead_ns, "ns", 0, 1e5),
+	HW_REAL("row_cycles", row_overhead_cycles, "cycles", 0, 1e4),
 	HW_REAL("host_dispatch_ns", host_dispatch_ns, "ns", 0, 1e8),
 };
 HW_SECTION_FITS(overhead_fields);

@@ -73,6 +73,9 @@ struct hw_spec {
 	/* fixed costs */
 	double kernel_overhead_ns; /* per kernel launch (program step) */
 	double step_overhead_ns;   /* per grid step of a tiled kernel */
+	double row_overhead_cycles; /* per iteration of a kernel's loop over the
+	                              major (untiled) dims of a block: one row
+	                              of tiles; core cycles (YAML overhead.row_cycles) */
 	double host_dispatch_ns;   /* per host call; only for host-timed data */
 
 	/* ICI */

@@ -25,6 +25,14 @@
 double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,
 			  int64_t rows, int passes);
 
+/* The two parts of hw_mxu_tile_cycles(): the unhidden first weight load
+ * plus fill and drain skew of a run (R + R + C - 2), and the streaming of
+ * the tiles' rows with later weight loads hidden behind them. A pipeline
+ * that keeps accumulating across grid steps pays the fill once. */
+double hw_mxu_fill_cycles(const struct hw_spec *hw);
+double hw_mxu_stream_cycles(const struct hw_spec *hw, int64_t tiles,
+			    int64_t rows, int passes);
+
 /* Cycles for C[m,n] = A[m,k] B[k,n] as one run: ceil(k/R) x ceil(n/C)
  * weight tiles, each streaming m rows (hw_mxu_tile_cycles). */
 double hw_mxu_matmul_cycles(const struct hw_spec *hw, int64_t m, int64_t k,

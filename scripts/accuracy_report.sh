@@ -3,8 +3,7 @@
 # between <!-- accuracy:begin --> and <!-- accuracy:end -->, from
 # `tpusim validate --hw-dir hwspecs --markdown` on the three measurement sets
 # in ../shared/data beside the checkout (or $TPUSIM_SHARED/data). Builds
-# tpusim first when needed. README.md is replaced atomically (rename); one
-# holding only the two markers is created when there is none.
+# tpusim first when needed; scripts/readme_section.sh does the replacing.
 #   usage: scripts/accuracy_report.sh [BUILD_DIR]     (default: build)
 set -eu
 
@@ -12,10 +11,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 shared=${TPUSIM_SHARED:-$root/../shared}
 sets="tpugraphs-tile-v3 tpuv4-ops tpuv3-ops"
-begin='<!-- accuracy:begin -->'
-end='<!-- accuracy:end -->'
-readme=$root/README.md
-
 die() {
 	echo "accuracy_report.sh: $*" >&2
 	exit 1
@@ -36,23 +31,9 @@ cmake --build "$build" --target tpusim -j"$(nproc 2>/dev/null || echo 2)" >/dev/
 bin=$build/cli/tpusim
 [ -x "$bin" ] || die "$bin was not built"
 
-if [ ! -f "$readme" ]; then
-	printf '%s\n%s\n' "$begin" "$end" >"$readme"
-fi
-nb=$(grep -c -x -F "$begin" "$readme" || true)
-ne=$(grep -c -x -F "$end" "$readme" || true)
-if [ "$nb" != 1 ] || [ "$ne" != 1 ]; then
-	die "README.md needs exactly one '$begin' line and one '$end' line (found $nb and $ne)"
-fi
-lb=$(grep -n -x -F "$begin" "$readme" | cut -d: -f1)
-le=$(grep -n -x -F "$end" "$readme" | cut -d: -f1)
-[ "$lb" -lt "$le" ] || die "'$end' comes before '$begin' in README.md"
-
-section=$(mktemp "$root/.accuracy.XXXXXX")
-tmp=$(mktemp "$root/.README.md.XXXXXX")
-trap 'rm -f "$section" "$tmp"' EXIT
+section=$(mktemp)
+trap 'rm -f "$section"' EXIT
 trap 'exit 1' HUP INT TERM
-
 {
 	echo "### Accuracy against measured TPU runtimes"
 	echo
@@ -70,11 +51,5 @@ trap 'exit 1' HUP INT TERM
 	echo
 	"$bin" validate "$@" --hw-dir "$root/hwspecs" --markdown
 } >"$section" || die "tpusim validate failed"
+sh "$root/scripts/readme_section.sh" accuracy <"$section"
 
-awk -v b="$begin" -v e="$end" -v f="$section" '
-	$0 == b { print; while ((getline line < f) > 0) print line; skip = 1; next }
-	$0 == e { skip = 0 }
-	!skip { print }
-' "$readme" >"$tmp"
-mv "$tmp" "$readme"
-echo "accuracy_report.sh: updated $readme"

@@ -429,13 +429,27 @@ static enum ts_status count_comp(const struct ir_computation *c,
 
 /* ---- HBM bytes ------------------------------------------------------------------- */
 
+/* Is c's result parameter p seen through bitcasts only? */
+static bool root_is_view_of(const struct ir_computation *c,
+			    const struct ir_instr *p)
+{
+	const struct ir_instr *r = c->root;
+	for (int i = 0; r && r != p && i < COST_MAX_DEPTH; i++)
+		r = r->op == IR_OP_BITCAST && r->n_operands == 1
+			    ? r->operands[0]
+			    : NULL;
+	return r == p;
+}
+
 /*
  * Bytes the consumers cand[0..n) read from value v, whose full size and
  * memory space are `full` (XLA's fusion operand rule, docs/HLO.md 3.1):
  *   slice / dynamic-slice / gather of v   read only the result's bytes;
  *   dynamic-update-slice into v (op. 0)   reads nothing (in place);
  *   scatter into v                        reads the updates' bytes;
- *   bitcast / get-tuple-element / nested fusion parameter: followed;
+ *   bitcast / get-tuple-element / nested fusion parameter: followed
+ *                                         (through a nested bitcast fusion
+ *                                         to the users of its result);
  *   any other use (broadcast included)    one full read, shared by all.
  * A value in VMEM (S(1)) costs nothing. Known wrong: overlapping slices
  * are counted once each; a broadcast operand re-read per output tile is
@@ -495,14 +509,19 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 			case IR_OP_FUSION: {
 				const struct ir_computation *c =
 					u->n_called > 0 ? u->called[0] : NULL;
-				if (c && j < c->n_params && c->params[j])
-					part += read_bytes(
-						c->params[j], full,
-						(const struct ir_instr *const *)
-							c->instrs,
-						c->n_instrs, depth + 1);
-				else
+				if (!c || j >= c->n_params || !c->params[j]) {
 					whole = true;
+					break;
+				}
+				part += read_bytes(
+					c->params[j], full,
+					(const struct ir_instr *const *)c->instrs,
+					c->n_instrs, depth + 1);
+				/* A nested bitcast fusion is a view: its users
+				 * here read v through it. */
+				if (root_is_view_of(c, c->params[j]))
+					part += read_bytes(u, full, cand, n,
+							   depth + 1);
 				break;
 			}
 			default:

@@ -15,13 +15,15 @@
 #define HP_MAX_DEPTH 256  /* nesting of shapes, groups and inline bodies */
 #define HP_MAX_RANK 128   /* dims of a shape / entries of a small int list */
 #define HP_MAX_PARAMS (1 << 20) /* parameter(N): N below this */
-#define HP_KW_CAP 1024    /* keyword hash slots (power of two) */
+#define HP_KW_CAP 512     /* keyword hash slots (power of two) */
+#define HP_KW_MAX_LEN 40  /* longer words are never keywords */
 #define HP_MSG_TOK 48     /* bytes of a token echoed in a message */
 
 /* ---- small helpers --------------------------------------------------------- */
 
-/* Character classes: word [A-Za-z0-9_.-], alpha [A-Za-z_], digit, space. */
-enum { CC_W = 1, CC_A = 2, CC_D = 4, CC_S = 8 };
+/* Character classes: word [A-Za-z0-9_.-], alpha [A-Za-z_], digit, space,
+ * and marks for the two bytes the hot loops must look at twice. */
+enum { CC_W = 1, CC_A = 2, CC_D = 4, CC_S = 8, CC_DASH = 16, CC_SLASH = 32 };
 static const uint8_t char_class[256] = {
 	['a'] = CC_W | CC_A, ['b'] = CC_W | CC_A, ['c'] = CC_W | CC_A,
 	['d'] = CC_W | CC_A, ['e'] = CC_W | CC_A, ['f'] = CC_W | CC_A,
@@ -44,7 +46,7 @@ static const uint8_t char_class[256] = {
 	['2'] = CC_W | CC_D, ['3'] = CC_W | CC_D, ['4'] = CC_W | CC_D,
 	['5'] = CC_W | CC_D, ['6'] = CC_W | CC_D, ['7'] = CC_W | CC_D,
 	['8'] = CC_W | CC_D, ['9'] = CC_W | CC_D, ['_'] = CC_W | CC_A, ['.'] = CC_W,
-	['-'] = CC_W, [' '] = CC_S, ['\n'] = CC_S, ['\t'] = CC_S, ['\r'] = CC_S,
+	['-'] = CC_W | CC_DASH, ['/'] = CC_SLASH, [' '] = CC_S, ['\n'] = CC_S, ['\t'] = CC_S, ['\r'] = CC_S,
 	['\f'] = CC_S, ['\v'] = CC_S,
 };
 
@@ -62,6 +64,15 @@ static inline bool name_start(int c) { return has_class(c, CC_A); }
 static inline bool is_word_char(int c) { return has_class(c, CC_W); }
 static inline bool is_space(int c) { return has_class(c, CC_S); }
 
+/* memcmp(a, b, n) == 0 for the short keys of the tables (no call). */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 static uint32_t hash_bytes(const char *s, size_t n)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
@@ -74,18 +85,18 @@ static uint32_t hash_bytes(const char *s, size_t n)
 
 /* A growable array of elem-sized items (ts_realloc, owned by the parser). */
 struct hp_vec {
-	void *v;
-	size_t n, cap;
+	void *v;        /* cap elements */
+	size_t n, cap;  /* used and allocated elements */
 };
 
 /* Name -> pointer hash table for one scope. Slots are valid when their gen
  * equals the table's gen, so a reset is one increment. */
 struct hp_slot {
-	const char *key;
-	uint32_t len;
-	uint32_t hash;
-	uint32_t gen;
-	void *val;
+	const char *key;  /* not owned: text or arena */
+	uint32_t len;     /* bytes of key */
+	uint32_t hash;    /* hash_bytes(key, len) */
+	uint32_t gen;     /* live when equal to the table's gen */
+	void *val;        /* the instruction or computation */
 };
 struct hp_table {
 	struct hp_slot *slots;
@@ -96,8 +107,8 @@ struct hp_table {
 
 /* Keywords: opcodes, element types and attribute names share one table. */
 struct hp_kw {
-	const char *s;
-	uint32_t len;
+	const char *s; /* static name, NULL for an empty slot */
+	uint32_t len;  /* bytes of s */
 	uint16_t op;   /* enum ir_op or 0 */
 	uint8_t type;  /* enum ir_type or 0 */
 	uint8_t attr;  /* enum hp_attr or 0 */
@@ -173,24 +184,25 @@ _Static_assert(TS_ARRAY_LEN(attr_names) == A_COUNT,
 /* Order of called computations in ir_instr.called (ir.h). */
 enum hp_call_rank {
 	CR_CALLS = 0, CR_TO_APPLY, CR_CONDITION, CR_BODY, CR_BRANCHES, CR_TRUE,
-	CR_FALSE, CR_SELECT, CR_SCATTER, CR_CALLED
+	CR_FALSE, CR_SELECT, CR_SCATTER, CR_CALLED, CR_COUNT
 };
 
 /* A called computation of the instruction being parsed. */
 struct hp_call {
 	int rank;                     /* enum hp_call_rank */
 	const char *name;             /* in the text, without '%' */
-	uint32_t len;
+	uint32_t len;                 /* bytes of name */
 	const char *at;               /* for the diagnostic */
 	struct ir_computation *comp;  /* inline body, or NULL: look up name */
 };
 
 /* An operand (or called computation) name to resolve later. */
 struct hp_ref {
-	void **slot;
-	const char *name;
-	uint32_t len;
-	const char *at;
+	void **slot;       /* where the resolved pointer goes */
+	const char *name;  /* in the text, without '%' */
+	uint32_t len;      /* bytes of name */
+	const char *at;    /* for the diagnostic */
+	void *direct;      /* operands: a nested instruction, already resolved */
 };
 
 /* Per-nesting-level state of a computation body being parsed. */
@@ -201,10 +213,10 @@ struct hp_level {
 };
 
 struct hp_parser {
-	const char *file;
-	const char *text, *end;
+	const char *file;             /* for diagnostics and ir_module.file */
+	const char *text, *end;       /* the input, not NUL-terminated */
 	const char *p;                /* cursor */
-	struct ts_diag *d;
+	struct ts_diag *d;            /* caller's diagnostic, may be NULL */
 	enum ts_status st;            /* first error, TS_OK while none */
 	int depth;                    /* shape/group nesting */
 	bool discard;                 /* shapes are only checked, not stored
@@ -214,7 +226,7 @@ struct hp_parser {
 	const char *lc_pos, *lc_line_start;
 	uint32_t lc_line;
 	const char *last_sep;         /* last "// -----" comment seen */
-	struct hp_kw kw[HP_KW_CAP];
+	struct hp_kw kw[HP_KW_CAP];   /* opcodes, types, attribute names */
 	/* current module */
 	struct ir_module *m;
 	bool m_header;                /* an HloModule header was read */
@@ -222,16 +234,17 @@ struct hp_parser {
 	struct hp_table comp_names;   /* computation name -> comp */
 	struct hp_vec comps;          /* struct ir_computation * */
 	struct hp_vec crefs;          /* struct hp_ref to computations */
-	int n_entry;
+	int n_entry;                  /* ENTRY keywords seen in it */
 	/* scratch stacks */
 	struct hp_vec shapes;         /* struct ir_shape: tuple elements */
 	struct hp_vec calls;          /* struct hp_call */
 	struct hp_vec ops;            /* struct hp_ref: operands of one instr */
-	struct hp_vec ints;           /* int: per-computation user stamps */
-	struct hp_level levels[HP_MAX_DEPTH + 1];
+	struct hp_vec ints;           /* int: colors, stacks and stamps */
+	struct hp_vec order;          /* int: instructions in post-order */
+	struct hp_level *levels[HP_MAX_DEPTH]; /* allocated on first use */
 	/* finished modules */
-	struct ir_module **out;
-	int n_out, cap_out;
+	struct ir_module **out;       /* ts_malloc'd, handed to the caller */
+	int n_out, cap_out;           /* used and allocated entries of out */
 };
 
 /* ---- errors and locations ------------------------------------------------ */
@@ -385,7 +398,7 @@ static struct hp_slot *table_find(struct hp_table *t, const char *key,
 		struct hp_slot *s = &t->slots[i];
 		if (s->gen != t->gen)
 			return s; /* empty: where it would go */
-		if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+		if (s->hash == h && s->len == len && same_bytes(s->key, key, len))
 			return s;
 	}
 }
@@ -440,10 +453,19 @@ static void table_free(struct hp_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+/* Keyword hash from the length and three bytes: O(1) per lookup; probing
+ * sorts out the few collisions. */
+static inline uint32_t kw_hash(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	return (uint32_t)len * 97u + u[0] * 31u + u[len - 1] * 7u + u[len / 2] * 131u;
+}
+
 static void kw_add(struct hp_parser *p, const char *s, int op, int type, int attr)
 {
 	uint32_t len = (uint32_t)strlen(s);
-	for (uint32_t i = hash_bytes(s, len) & (HP_KW_CAP - 1);;
+	TS_ASSERT(len > 0 && len <= HP_KW_MAX_LEN);
+	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
 		struct hp_kw *k = &p->kw[i];
 		if (!k->s)
@@ -463,19 +485,21 @@ static void kw_add(struct hp_parser *p, const char *s, int op, int type, int att
 static const struct hp_kw *kw_get(const struct hp_parser *p, const char *s,
 				  size_t len)
 {
-	for (uint32_t i = hash_bytes(s, len) & (HP_KW_CAP - 1);;
+	if (len == 0 || len > HP_KW_MAX_LEN)
+		return NULL;
+	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
 		const struct hp_kw *k = &p->kw[i];
 		if (!k->s)
 			return NULL;
-		if (k->len == len && memcmp(k->s, s, len) == 0)
+		if (k->len == len && same_bytes(k->s, s, len))
 			return k;
 	}
 }
 
 static void kw_init(struct hp_parser *p)
 {
-	_Static_assert(IR_OP_COUNT + IR_TYPE_COUNT + A_COUNT < HP_KW_CAP / 2,
+	_Static_assert(IR_OP_COUNT + IR_TYPE_COUNT + A_COUNT < HP_KW_CAP * 3 / 4,
 		       "keyword table too small");
 	_Static_assert(IR_OP_COUNT <= UINT16_MAX && IR_TYPE_COUNT <= UINT8_MAX &&
 			       A_COUNT <= UINT8_MAX,
@@ -540,10 +564,13 @@ static const char *skip_ws_from(struct hp_parser *p, const char *q)
 /* skip_ws_from with the common cases inline: no blank, or one space. */
 static inline const char *ws_end(struct hp_parser *p, const char *q)
 {
-	if (q < p->end && !is_space(*q) && *q != '/')
-		return q;
-	if (q + 1 < p->end && *q == ' ' && !is_space(q[1]) && q[1] != '/')
-		return q + 1;
+	if (q < p->end) {
+		if (!(char_class[(unsigned char)*q] & (CC_S | CC_SLASH)))
+			return q;
+		if (*q == ' ' && q + 1 < p->end &&
+		    !(char_class[(unsigned char)q[1]] & (CC_S | CC_SLASH)))
+			return q + 1;
+	}
 	return skip_ws_from(p, q);
 }
 
@@ -571,11 +598,12 @@ static bool expect_char(struct hp_parser *p, int c, const char *what)
 }
 
 /* Length of the word [A-Za-z0-9_.-]* at q, not taking the '-' of "->". */
-static size_t word_len(const struct hp_parser *p, const char *q)
+static inline size_t word_len(const struct hp_parser *p, const char *q)
 {
-	const char *s = q;
-	while (q < p->end && is_word_char((unsigned char)*q)) {
-		if (*q == '-' && q + 1 < p->end && q[1] == '>')
+	const char *s = q, *e = p->end;
+	uint8_t k;
+	while (q < e && ((k = char_class[(unsigned char)*q]) & CC_W)) {
+		if ((k & CC_DASH) && q + 1 < e && q[1] == '>')
 			break;
 		q++;
 	}
@@ -591,7 +619,7 @@ static bool read_name(struct hp_parser *p, const char **s, uint32_t *n)
 	if (pct)
 		q++;
 	int c = peek_at(p, q);
-	if (!(is_alpha(c) || c == '_' || (pct && is_digit(c))))
+	if (!(name_start(c) || (pct && is_digit(c))))
 		return false;
 	size_t len = word_len(p, q);
 	if (len > UINT32_MAX)
@@ -618,12 +646,19 @@ static bool read_int(struct hp_parser *p, int64_t *out)
 	if (!is_digit(peek_at(p, q)))
 		return expected(p, "an integer");
 	uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-	while (q < p->end && is_digit((unsigned char)*q)) {
-		unsigned dgt = (unsigned)(*q - '0');
-		if (v > (lim - dgt) / 10)
-			return fail(p, start, "integer out of range");
-		v = v * 10 + dgt;
+	const char *d0 = q;
+	while (q < p->end && is_digit(*q))
 		q++;
+	if (q - d0 <= 18) { /* below 10^18: cannot overflow */
+		for (const char *c = d0; c < q; c++)
+			v = v * 10 + (unsigned)(*c - '0');
+	} else {
+		for (const char *c = d0; c < q; c++) {
+			unsigned dgt = (unsigned)(*c - '0');
+			if (v > (lim - dgt) / 10)
+				return fail(p, start, "integer out of range");
+			v = v * 10 + dgt;
+		}
 	}
 	p->p = q;
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
@@ -730,7 +765,7 @@ static bool starts_instr(struct hp_parser *p, const char *q)
 	if (pct)
 		s++;
 	int c = peek_at(p, s);
-	if (!(is_alpha(c) || c == '_' || (pct && is_digit(c))))
+	if (!(name_start(c) || (pct && is_digit(c))))
 		return false;
 	size_t n = word_len(p, s);
 	if (!pct && word_is(s, n, "ROOT"))
@@ -1553,8 +1588,10 @@ static bool parse_replica_groups(struct hp_parser *p, int64_t *size)
 				return fail(p, p->p, "bad value for attribute 'replica_groups': expected ',' or ']'");
 		}
 		*size = last;
+		/* "<=[N]" and an optional "T(...)" follow */
+		return cur(p) == '<' ? skip_value(p, false) : true;
 	}
-	return skip_value(p, false) || p->st == TS_OK;
+	return skip_value(p, false);
 }
 
 static bool parse_precision(struct hp_parser *p, enum ir_precision *prec)
@@ -1748,11 +1785,21 @@ static bool parse_comp_ref(struct hp_parser *p, int rank, struct ir_instr *in,
 	size_t idx = p->calls.n - 1;
 	*call = (struct hp_call){rank, NULL, 0, p->p, NULL};
 	if (cur(p) == '{') {
+		/* "comp/instr/attr", plus a number unique within the instruction
+		 * for the entries of a list attribute */
 		char name[256];
-		snprintf(name, sizeof name, "%s/%s/%s", in->parent->name, in->name,
-			 attr);
+		if (rank == CR_BRANCHES || rank == CR_CALLED)
+			snprintf(name, sizeof name, "%s/%s/%s.%zu", in->parent->name,
+				 in->name, attr, idx);
+		else
+			snprintf(name, sizeof name, "%s/%s/%s", in->parent->name,
+				 in->name, attr);
 		struct ir_computation *c;
-		if (!parse_computation(p, true, name, &c))
+		if (!enter(p))
+			return false;
+		bool ok = parse_computation(p, true, name, &c);
+		p->depth--;
+		if (!ok)
 			return false;
 		((struct hp_call *)p->calls.v)[idx].comp = c;
 		return true;
@@ -1864,7 +1911,7 @@ static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
 	const char *an = attr_names[attr];
 	enum ir_op op = in->op;
 	struct ir_ints *ints = NULL;
-	int v;
+	int v = 0;
 	switch (attr) {
 	case A_DIMENSIONS:
 		ints = new_ints(p, &a->dimensions);
@@ -2075,10 +2122,72 @@ static bool skip_literal(struct hp_parser *p, struct ir_instr *in)
 		    line_of(p, open));
 }
 
-/* One operand: [shape] name. */
-static bool parse_operand(struct hp_parser *p)
+/* A new instruction named [name, name+n) of computation comp. */
+static struct ir_instr *new_instr(struct hp_parser *p, struct ir_computation *comp,
+				  const char *name, size_t n, const char *at)
+{
+	struct ts_arena *a = &p->m->arena;
+	struct ir_instr *in = ts_arena_alloc(a, sizeof *in);
+	if (!in) {
+		nomem(p);
+		return NULL;
+	}
+	in->name = ts_arena_strndup(a, name, n);
+	if (!in->name) {
+		nomem(p);
+		return NULL;
+	}
+	in->parent = comp;
+	in->attrs.feature_group_count = 1;
+	in->attrs.batch_group_count = 1;
+	in->attrs.iota_dimension = -1;
+	in->attrs.tuple_index = -1;
+	in->attrs.parameter_number = -1;
+	in->attrs.known_trip_count = -1;
+	locate(p, at, &in->line, &in->col);
+	return in;
+}
+
+static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
+		      struct ir_instr *in, bool allow_attrs);
+
+/*
+ * A nested instruction used as an operand, [shape] opcode(operands), at
+ * p->p: added to the computation before its user, under a name no text can
+ * refer to ("opcode#N").
+ */
+static struct ir_instr *parse_nested(struct hp_parser *p, struct hp_level *lv,
+				     struct ir_computation *comp)
+{
+	char name[64];
+	snprintf(name, sizeof name, "nested#%zu", lv->instrs.n);
+	const char *at = p->p;
+	if (!enter(p))
+		return NULL;
+	struct ir_instr *in = new_instr(p, comp, name, strlen(name), at);
+	bool ok = in && parse_rhs(p, lv, in, false);
+	p->depth--;
+	if (!ok)
+		return NULL;
+	snprintf(name, sizeof name, "%s#%zu", ir_op_name(in->op), lv->instrs.n);
+	in->name = ts_arena_strndup(&p->m->arena, name, strlen(name));
+	if (!in->name) {
+		nomem(p);
+		return NULL;
+	}
+	struct ir_instr **slot = vec_push(p, &lv->instrs, sizeof *slot);
+	if (!slot)
+		return NULL;
+	*slot = in;
+	return in;
+}
+
+/* One operand: [shape] name, or a nested instruction. */
+static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
+			  struct ir_computation *comp)
 {
 	skip_ws(p);
+	const char *start = p->p;
 	int c = cur(p);
 	if (c == '(') {
 		struct ir_shape s;
@@ -2115,12 +2224,17 @@ static bool parse_operand(struct hp_parser *p)
 	if (!read_name(p, &s, &n))
 		return expected(p, "an operand name");
 	skip_ws(p);
-	if (cur(p) == '(')
-		return fail(p, at, "nested instructions as operands are not supported");
+	struct ir_instr *nested = NULL;
+	if (cur(p) == '(') {
+		p->p = start;
+		nested = parse_nested(p, lv, comp);
+		if (!nested)
+			return false;
+	}
 	struct hp_ref *r = vec_push(p, &p->ops, sizeof *r);
 	if (!r)
 		return false;
-	*r = (struct hp_ref){NULL, s, n, at};
+	*r = (struct hp_ref){NULL, s, n, at, nested};
 	return true;
 }
 
@@ -2133,23 +2247,19 @@ static bool finish_calls(struct hp_parser *p, struct ir_instr *in, size_t base)
 		return true;
 	if (n > INT_MAX)
 		return fail(p, p->p, "too many called computations");
-	struct hp_call *c = (struct hp_call *)p->calls.v + base;
-	/* stable insertion sort by rank: lists are short */
-	for (size_t i = 1; i < n; i++) {
-		struct hp_call t = c[i];
-		size_t j = i;
-		while (j > 0 && c[j - 1].rank > t.rank) {
-			c[j] = c[j - 1];
-			j--;
-		}
-		c[j] = t;
-	}
 	in->called = ts_arena_array(&p->m->arena, n, sizeof *in->called);
 	if (!in->called)
 		return nomem(p);
 	in->n_called = (int)n;
-	for (size_t i = 0; i < n; i++) {
-		c = (struct hp_call *)p->calls.v + base + i;
+	/* stable order by rank: slot of each call by counting */
+	size_t start[CR_COUNT + 1] = {0};
+	for (size_t i = 0; i < n; i++)
+		start[((struct hp_call *)p->calls.v)[base + i].rank + 1]++;
+	for (int r = 0; r < CR_COUNT; r++)
+		start[r + 1] += start[r];
+	for (size_t k = 0; k < n; k++) {
+		struct hp_call *c = (struct hp_call *)p->calls.v + base + k;
+		size_t i = start[c->rank]++;
 		if (c->comp) {
 			in->called[i] = c->comp;
 			continue;
@@ -2160,8 +2270,7 @@ static bool finish_calls(struct hp_parser *p, struct ir_instr *in, size_t base)
 		struct hp_ref *r = vec_push(p, &p->crefs, sizeof *r);
 		if (!r)
 			return false;
-		c = (struct hp_call *)p->calls.v + base + i;
-		*r = (struct hp_ref){(void **)&in->called[i], c->name, c->len, c->at};
+		*r = (struct hp_ref){(void **)&in->called[i], c->name, c->len, c->at, NULL};
 	}
 	p->calls.n = base;
 	return true;
@@ -2170,7 +2279,6 @@ static bool finish_calls(struct hp_parser *p, struct ir_instr *in, size_t base)
 static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 			struct ir_computation *comp, bool *is_root)
 {
-	struct ts_arena *a = &p->m->arena;
 	skip_ws(p);
 	const char *at = p->p;
 	*is_root = false;
@@ -2187,21 +2295,38 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 		return expected(p, "an instruction name");
 	if (!expect_char(p, '=', "'=' after the instruction name"))
 		return false;
-	struct ir_instr *in = ts_arena_alloc(a, sizeof *in);
-	if (!in)
-		return nomem(p);
-	in->name = ts_arena_strndup(a, ns, nn);
-	if (!in->name)
-		return nomem(p);
-	in->parent = comp;
-	in->attrs.feature_group_count = 1;
-	in->attrs.batch_group_count = 1;
-	in->attrs.iota_dimension = -1;
-	in->attrs.tuple_index = -1;
-	in->attrs.parameter_number = -1;
-	in->attrs.known_trip_count = -1;
-	locate(p, at, &in->line, &in->col);
+	struct ir_instr *in = new_instr(p, comp, ns, nn, at);
+	if (!in || !parse_rhs(p, lv, in, true))
+		return false;
+	skip_ws(p);
+	if (p->st != TS_OK)
+		return false;
+	if (cur(p) >= 0 && cur(p) != '}' && !starts_instr(p, p->p))
+		return expected(p, "',' or the next instruction");
 
+	/* register */
+	if (table_put(p, &lv->names, in->name, nn, in))
+		return fail(p, at, "duplicate instruction name '%.*s'",
+			    (int)(nn > HP_MSG_TOK ? HP_MSG_TOK : nn), ns);
+	if (p->st != TS_OK)
+		return false;
+	struct ir_instr **slot = vec_push(p, &lv->instrs, sizeof *slot);
+	if (!slot)
+		return false;
+	*slot = in;
+	return true;
+}
+
+/*
+ * The right-hand side of an instruction: [shape] opcode '(' operands ')'
+ * and, when allow_attrs, the attribute list. Nested instructions used as
+ * operands have no attributes (a comma would be ambiguous).
+ */
+static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
+		      struct ir_instr *in, bool allow_attrs)
+{
+	struct ts_arena *a = &p->m->arena;
+	const char *at = p->p;
 	/* [shape] opcode */
 	skip_ws(p);
 	bool have_shape = false;
@@ -2270,7 +2395,7 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 		skip_ws(p);
 		if (cur(p) != ')') {
 			for (;;) {
-				if (!parse_operand(p))
+				if (!parse_operand(p, lv, in->parent))
 					return false;
 				skip_ws(p);
 				if (cur(p) == ')')
@@ -2292,7 +2417,8 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 		in->n_operands = (int)n;
 		for (size_t i = 0; i < n; i++) {
 			struct hp_ref *r = (struct hp_ref *)p->ops.v + base + i;
-			in->operands[i] = table_get(&lv->names, r->name, r->len);
+			in->operands[i] = r->direct ? r->direct
+				: table_get(&lv->names, r->name, r->len);
 			if (in->operands[i])
 				continue;
 			struct hp_ref *pend = vec_push(p, &lv->refs, sizeof *pend);
@@ -2309,7 +2435,7 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 	size_t call_base = p->calls.n;
 	for (;;) {
 		skip_ws(p);
-		if (cur(p) != ',')
+		if (cur(p) != ',' || !allow_attrs)
 			break;
 		p->p++;
 		skip_ws(p);
@@ -2324,36 +2450,13 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 		if (!parse_attr(p, in, k ? k->attr : A_NONE))
 			return false;
 	}
-	if (!finish_calls(p, in, call_base))
-		return false;
-	skip_ws(p);
-	if (p->st != TS_OK)
-		return false;
-	if (cur(p) >= 0 && cur(p) != '}' && !starts_instr(p, p->p))
-		return expected(p, "',' or the next instruction");
-
-	/* register */
-	if (table_put(p, &lv->names, in->name, nn, in))
-		return fail(p, at, "duplicate instruction name '%.*s'",
-			    (int)(nn > HP_MSG_TOK ? HP_MSG_TOK : nn), ns);
-	if (p->st != TS_OK)
-		return false;
-	struct ir_instr **slot = vec_push(p, &lv->instrs, sizeof *slot);
-	if (!slot)
-		return false;
-	*slot = in;
-	return true;
+	return finish_calls(p, in, call_base);
 }
 
-/* Shape of an instruction written without one (docs/HLO.md 1.10 item 5).
- * Returns false when it cannot be inferred yet (operands still unknown). */
-static bool infer_shape(struct ir_instr *in, bool *impossible)
+/* Shape of an instruction written without one (docs/HLO.md 1.10 item 5),
+ * its operands' shapes being known; false when it cannot be inferred. */
+static bool infer_shape(struct ir_instr *in)
 {
-	*impossible = false;
-	for (int i = 0; i < in->n_operands; i++)
-		if (in->operands[i]->flags & IR_INSTR_SHAPE_INFERRED &&
-		    in->operands[i]->shape.type == IR_TYPE_INVALID)
-			return false;
 	const struct ir_shape *s0 = in->n_operands ? &in->operands[0]->shape : NULL;
 	switch (in->op) {
 	case IR_OP_TUPLE:
@@ -2402,8 +2505,68 @@ static bool infer_shape(struct ir_instr *in, bool *impossible)
 		}
 		break;
 	}
-	*impossible = true;
 	return false;
+}
+
+/* Rejects operand cycles (a use before definition is legal, a loop is not)
+ * by an iterative depth-first search over operand edges, and leaves the
+ * instruction indices in post-order (operands before users) in p->order. */
+static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
+{
+	size_t n = (size_t)c->n_instrs;
+	p->order.n = 0;
+	/* ints: color[n] (0 new, 1 on stack, 2 done), then a stack of
+	 * (instr, next operand) pairs */
+	p->ints.n = 0;
+	for (size_t i = 0; i < n; i++) {
+		int *v = vec_push(p, &p->ints, sizeof *v);
+		if (!v)
+			return false;
+		*v = 0;
+	}
+	for (size_t s = 0; s < n; s++) {
+		if (((int *)p->ints.v)[s])
+			continue;
+		size_t base = p->ints.n;
+		int *top;
+		if (!(top = vec_push(p, &p->ints, sizeof *top)))
+			return false;
+		*top = (int)s;
+		if (!(top = vec_push(p, &p->ints, sizeof *top)))
+			return false;
+		*top = 0;
+		((int *)p->ints.v)[s] = 1;
+		while (p->ints.n > base) {
+			int *st = (int *)p->ints.v + p->ints.n - 2;
+			struct ir_instr *in = c->instrs[st[0]];
+			if (st[1] == in->n_operands) {
+				((int *)p->ints.v)[st[0]] = 2;
+				p->ints.n -= 2;
+				int *o = vec_push(p, &p->order, sizeof *o);
+				if (!o)
+					return false;
+				*o = in->index;
+				continue;
+			}
+			struct ir_instr *o = in->operands[st[1]++];
+			int *color = (int *)p->ints.v + o->index;
+			if (*color == 1)
+				return fail_lc(p, o->line, o->col,
+					       "instruction '%s' depends on itself (operand cycle)",
+					       o->name);
+			if (*color == 2)
+				continue;
+			*color = 1;
+			int idx = o->index;
+			if (!(top = vec_push(p, &p->ints, sizeof *top)))
+				return false;
+			*top = idx;
+			if (!(top = vec_push(p, &p->ints, sizeof *top)))
+				return false;
+			*top = 0;
+		}
+	}
+	return true;
 }
 
 /* Resolves operands, root, parameters, inferred shapes and users of a
@@ -2466,47 +2629,31 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 					    c->name, k);
 	}
 
-	/* shapes that were not written: repeat until nothing changes */
-	while (inferred) {
-		bool progress = false, pending = false;
-		struct ir_instr *stuck = NULL;
-		for (size_t i = 0; i < n; i++) {
-			struct ir_instr *in = c->instrs[i];
-			if (!(in->flags & IR_INSTR_SHAPE_INFERRED) ||
-			    in->shape.type != IR_TYPE_INVALID)
-				continue;
-			bool impossible;
-			if (!infer_shape(in, &impossible)) {
-				if (impossible)
-					return fail_lc(p, in->line, in->col,
-						       "cannot infer the shape of '%s' (%s): write its result shape",
-						       in->name, ir_op_name(in->op));
-				pending = true;
-				if (!stuck)
-					stuck = in;
-				continue;
+	if (!check_operand_cycles(p, c))
+		return false;
+
+	/* shapes that were not written, operands first */
+	const int *order = p->order.v;
+	for (size_t i = 0; inferred && i < p->order.n; i++) {
+		struct ir_instr *in = c->instrs[order[i]];
+		if (!(in->flags & IR_INSTR_SHAPE_INFERRED))
+			continue;
+		if (!infer_shape(in))
+			return fail_lc(p, in->line, in->col,
+				       "cannot infer the shape of '%s' (%s): write its result shape",
+				       in->name, ir_op_name(in->op));
+		if (in->op == IR_OP_TUPLE) {
+			in->shape.type = IR_TYPE_TUPLE;
+			in->shape.n_elems = in->n_operands;
+			if (in->n_operands) {
+				in->shape.elems = ts_arena_array(
+					a, (size_t)in->n_operands, sizeof *in->shape.elems);
+				if (!in->shape.elems)
+					return nomem(p);
+				for (int k = 0; k < in->n_operands; k++)
+					in->shape.elems[k] = in->operands[k]->shape;
 			}
-			if (in->op == IR_OP_TUPLE) {
-				in->shape.type = IR_TYPE_TUPLE;
-				in->shape.n_elems = in->n_operands;
-				if (in->n_operands) {
-					in->shape.elems = ts_arena_array(
-						a, (size_t)in->n_operands,
-						sizeof *in->shape.elems);
-					if (!in->shape.elems)
-						return nomem(p);
-					for (int k = 0; k < in->n_operands; k++)
-						in->shape.elems[k] = in->operands[k]->shape;
-				}
-			}
-			progress = true;
 		}
-		if (!pending)
-			break;
-		if (!progress)
-			return fail_lc(p, stuck->line, stuck->col,
-				       "cannot infer the shape of '%s' (%s): its operands form a cycle",
-				       stuck->name, ir_op_name(stuck->op));
 	}
 
 	/* users: distinct instructions of this computation per operand */
@@ -2526,61 +2673,6 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 				stamps[o->index] = (int)i;
 				o->n_users++;
 			}
-		}
-	}
-	return true;
-}
-
-/* Rejects operand cycles (a use before definition is legal, a loop is not):
- * an iterative depth-first search over operand edges. */
-static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
-{
-	size_t n = (size_t)c->n_instrs;
-	/* ints: color[n] (0 new, 1 on stack, 2 done), then a stack of
-	 * (instr, next operand) pairs */
-	p->ints.n = 0;
-	for (size_t i = 0; i < n; i++) {
-		int *v = vec_push(p, &p->ints, sizeof *v);
-		if (!v)
-			return false;
-		*v = 0;
-	}
-	for (size_t s = 0; s < n; s++) {
-		if (((int *)p->ints.v)[s])
-			continue;
-		size_t base = p->ints.n;
-		int *top;
-		if (!(top = vec_push(p, &p->ints, sizeof *top)))
-			return false;
-		*top = (int)s;
-		if (!(top = vec_push(p, &p->ints, sizeof *top)))
-			return false;
-		*top = 0;
-		((int *)p->ints.v)[s] = 1;
-		while (p->ints.n > base) {
-			int *st = (int *)p->ints.v + p->ints.n - 2;
-			struct ir_instr *in = c->instrs[st[0]];
-			if (st[1] == in->n_operands) {
-				((int *)p->ints.v)[st[0]] = 2;
-				p->ints.n -= 2;
-				continue;
-			}
-			struct ir_instr *o = in->operands[st[1]++];
-			int *color = (int *)p->ints.v + o->index;
-			if (*color == 1)
-				return fail_lc(p, o->line, o->col,
-					       "instruction '%s' depends on itself (operand cycle)",
-					       o->name);
-			if (*color == 2)
-				continue;
-			*color = 1;
-			int idx = o->index;
-			if (!(top = vec_push(p, &p->ints, sizeof *top)))
-				return false;
-			*top = idx;
-			if (!(top = vec_push(p, &p->ints, sizeof *top)))
-				return false;
-			*top = 0;
 		}
 	}
 	return true;
@@ -2660,7 +2752,12 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 	p->p++;
 	if (p->comp_depth >= HP_MAX_DEPTH)
 		return fail(p, open, "nesting deeper than %d levels", HP_MAX_DEPTH);
-	struct hp_level *lv = &p->levels[p->comp_depth++];
+	if (!p->levels[p->comp_depth]) {
+		p->levels[p->comp_depth] = ts_calloc(1, sizeof(struct hp_level));
+		if (!p->levels[p->comp_depth])
+			return nomem(p);
+	}
+	struct hp_level *lv = p->levels[p->comp_depth++];
 	table_reset(&lv->names);
 	lv->instrs.n = 0;
 	lv->refs.n = 0;
@@ -2696,8 +2793,7 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 		}
 	}
 	if (ok)
-		ok = finish_computation(p, lv, c, root, open) &&
-		     check_operand_cycles(p, c);
+		ok = finish_computation(p, lv, c, root, open);
 	p->comp_depth--;
 	if (!ok)
 		return false;
@@ -2801,6 +2897,10 @@ static bool skip_frame_table(struct hp_parser *p, size_t kw_len)
 
 static bool new_module(struct hp_parser *p)
 {
+	/* a module begun without content (only a stack-frame table) is
+	 * replaced by the one a later header starts */
+	ir_module_free(p->m);
+	p->m = NULL;
 	struct ts_arena a;
 	ts_arena_init(&a);
 	struct ir_module *m = ts_arena_alloc(&a, sizeof *m);
@@ -2811,7 +2911,7 @@ static bool new_module(struct hp_parser *p)
 	m->arena = a;
 	p->m = m;
 	p->m_header = false;
-	p->m_last_close = NULL;
+	p->m_last_close = p->p;
 	table_reset(&p->comp_names);
 	p->comps.n = 0;
 	p->crefs.n = 0;
@@ -2913,17 +3013,26 @@ static bool finish_module(struct hp_parser *p, const char *at)
 		m->entry = m->comps[m->n_comps - 1];
 		m->entry->is_entry = true;
 	}
+	/* callers: distinct calling instructions, by a stamp per computation */
+	p->ints.n = 0;
+	for (int i = 0; i < m->n_comps; i++) {
+		int *v = vec_push(p, &p->ints, sizeof *v);
+		if (!v)
+			return false;
+		*v = -1;
+	}
+	int *stamp = p->ints.v;
+	int caller = 0;
 	for (int i = 0; i < m->n_comps; i++) {
 		struct ir_computation *c = m->comps[i];
-		for (int k = 0; k < c->n_instrs; k++) {
+		for (int k = 0; k < c->n_instrs; k++, caller++) {
 			struct ir_instr *in = c->instrs[k];
 			for (int j = 0; j < in->n_called; j++) {
 				struct ir_computation *callee = in->called[j];
-				bool dup = false;
-				for (int q = 0; q < j; q++)
-					dup |= in->called[q] == callee;
-				if (!dup)
+				if (stamp[callee->index] != caller) {
+					stamp[callee->index] = caller;
 					callee->n_callers++;
+				}
 				if (in->op == IR_OP_FUSION)
 					callee->is_fusion = true;
 			}
@@ -3020,13 +3129,15 @@ static void parser_free(struct hp_parser *p)
 	vec_free(&p->calls);
 	vec_free(&p->ops);
 	vec_free(&p->ints);
+	vec_free(&p->order);
 	vec_free(&p->comps);
 	vec_free(&p->crefs);
 	table_free(&p->comp_names);
-	for (int i = 0; i <= HP_MAX_DEPTH; i++) {
-		table_free(&p->levels[i].names);
-		vec_free(&p->levels[i].instrs);
-		vec_free(&p->levels[i].refs);
+	for (int i = 0; i < HP_MAX_DEPTH && p->levels[i]; i++) {
+		table_free(&p->levels[i]->names);
+		vec_free(&p->levels[i]->instrs);
+		vec_free(&p->levels[i]->refs);
+		ts_free(p->levels[i]);
 	}
 }
 
@@ -3049,6 +3160,7 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 	p->d = d;
 	p->lc_pos = p->lc_line_start = p->text;
 	p->lc_line = 1;
+	p->last_sep = p->text; /* "none yet": compared with m_last_close */
 	kw_init(p);
 	bool ok = parse_text(p);
 	enum ts_status st = p->st;
@@ -3056,8 +3168,7 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 		*out = p->out;
 		*n_out = p->n_out;
 	} else {
-		if (st == TS_OK) /* defensive: a false without a recorded error */
-			st = TS_ERR_PARSE;
+		TS_ASSERT(st != TS_OK); /* every failure records its error */
 		for (int i = 0; i < p->n_out; i++)
 			ir_module_free(p->out[i]);
 		ts_free(p->out);

@@ -269,6 +269,7 @@ enum role {
 	ROLE_WHILE,        /* recurse into condition and body */
 	ROLE_CALL,         /* call / async-start: recurse into the callee */
 	ROLE_CONDITIONAL,  /* recurse into every branch */
+	ROLE_COUNT
 };
 
 /* Kind of an async-wrapped op X (X-start sugar), by X's cost class. */
@@ -468,11 +469,10 @@ static bool reduce_at_root(const struct ir_computation *c,
 }
 
 /*
- * main_op and tiled of a kernel whose body is `body` (the fused computation
- * of a fusion; NULL for a group or an unfused op, then `heavy` and `result`
- * are given directly). docs/TPU.md section 3: convolution fusions tile the
- * convolution's output, reduce-rooted fusions the reduce's input, copies and
- * elementwise kernels their result.
+ * main_op and tiled of a kernel from its heaviest instruction (NULL if
+ * none) and its result. docs/TPU.md section 3: convolution/dot kernels tile
+ * the contraction's output, reduce-rooted kernels the reduce's input,
+ * copies and elementwise kernels their result.
  */
 static void describe(struct sim_kernel *k, const struct ir_instr *heavy,
 		     const struct ir_instr *result, bool reduce_rooted)
@@ -615,6 +615,9 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
  * Afterwards, reduce-rooted kernels with the same reduce input shape and
  * the same inputs are merged (sibling multi-output fusion; e.g. two
  * jnp.mean of one array). Dead pure instructions are dropped (XLA DCE).
+ * Each computation is grouped on its own: XLA inlines call bodies before
+ * fusing, so producers and consumers across a call do not fuse here
+ * (known wrong, rare in the measured modules).
  * Expected shapes: relu, matmul -> 1 kernel; softmax -> 3 (max reduce; exp
  * + sum reduce writing exp; divide); layer norm -> 3 (mean; variance with
  * its rsqrt epilogue; normalise).
@@ -627,8 +630,10 @@ enum fuse_class {
 	FC_CORE,       /* reduce, reduce-window, dot, convolution */
 	FC_ROOT,       /* always its own kernel, accepts only what ROOT rules say */
 	FC_CONTROL,    /* while, call, conditional, async-start: recursed into */
+	FC_COUNT
 };
 
+/* Special values of grouping.grp[] (group ids are >= 0). */
 enum { G_NONE = -1, G_MULTI = -2 };
 
 struct grouping {
@@ -641,12 +646,13 @@ struct grouping {
 	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
 	bool *reuse;           /* i is fused on a path that broadcasts it */
 	bool *prologue;        /* i is fused into a dot/convolution operand */
-	int n_groups;
+	int n_groups;          /* groups formed (ids 0 .. n_groups-1) */
 	int *g_root;           /* root instruction of each group */
 	bool *g_core;          /* group already holds a core op */
 	int *g_rep;            /* representative after sibling merging */
-	uint64_t *bits;        /* membership: group g, instr i at bit g*n+i */
-	size_t words_per_group;
+	uint64_t *bits;        /* membership: group g, instr i at bit
+	                          g * words_per_group * 64 + i */
+	size_t words_per_group; /* 64-bit words per group: ceil(n / 64) */
 };
 
 static bool is_contraction(enum ir_op op)
@@ -660,7 +666,9 @@ static enum fuse_class fuse_class(const struct grouping *g,
 	switch (in->op) {
 	case IR_OP_DIVIDE:
 	case IR_OP_REMAINDER:
-		return in->n_operands == 2 && g->cd[in->operands[1]->index]
+		return in->n_operands == 2 &&
+				       in->operands[1]->parent == g->c &&
+				       g->cd[in->operands[1]->index]
 			       ? FC_CHEAP
 			       : FC_EXPENSIVE;
 	case IR_OP_MAP:

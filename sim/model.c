@@ -61,7 +61,8 @@ static bool is_array(const struct ir_instr *in)
 }
 
 /* Maps between shapes of different rank (reshape, bitcast): dims of equal
- * size paired from the front, then from the back; the rest follow nothing. */
+ * size paired from the front, then from the back, then the first unequal
+ * pair proportionally; the rest follow nothing. */
 static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 			const struct ir_shape *to, struct dmap *out)
 {
@@ -70,14 +71,21 @@ static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 	while (i < from->rank && i < to->rank &&
 	       from->dims[i] == to->dims[i]) {
 		out->src[i] = fm->src[i];
+		out->win[i] = fm->win[i];
 		i++;
 	}
 	int a = from->rank - 1, b = to->rank - 1;
 	while (a >= i && b >= i && from->dims[a] == to->dims[b]) {
 		out->src[b] = fm->src[a];
+		out->win[b] = fm->win[a];
 		a--;
 		b--;
 	}
+	/* the first dims that differ split or merge: row-major order keeps
+	 * a block of the outer one a proportional, contiguous range of the
+	 * other (the access scales it by the size ratio) */
+	if (i <= a && i <= b)
+		out->src[i] = fm->src[i];
 }
 
 /* Copies src (and win) dim by dim when ranks agree. */
@@ -449,7 +457,7 @@ static int combined_dim(const struct sim_plan *p, int src)
 	if (src < KOFF) {
 		for (int i = 0; i < p->out.rank; i++)
 			if (p->out.logical[i] == src)
-				return i;
+				return p->out_dim[i];
 		return -1;
 	}
 	if (!p->has_kernel)
@@ -590,6 +598,48 @@ static enum hw_reduce_axis reduce_axis(const struct sim_tgrid *g,
 static double instr_vpu_cycles(const struct hw_spec *hw,
 			       const struct ir_instr *in, int depth);
 
+/*
+ * reduce-window (pooling), cycles:
+ *   in_vregs x sum over window dims d with size w_d > 1 of
+ *       (w_d - 1) x (combiner + shuffle_d)
+ *   + out_vregs x compaction (lane xlu cost when the lane dim is strided)
+ * shuffle_d: lane dim -> hw->xlu_lane_reduce_cost (a cross-lane permute on
+ * the XLU), sublane dim -> one simple op, major dims -> 0 (whole vregs
+ * combine). Assumes every input vreg takes part in every window step and
+ * that padding adds no work. Known wrong: overlapping windows reuse loads;
+ * the XLA emitter may transpose instead. Source: TPU.md section 2 rule 7.
+ */
+static double window_vpu_cycles(const struct hw_spec *hw,
+				const struct ir_instr *in)
+{
+	const struct ir_window *w = in->attrs.window;
+	if (in->n_operands < 1 || !w)
+		return 0.0;
+	const struct ir_shape *s = &in->operands[0]->shape;
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || s->rank != w->n ||
+	    sim_tile_grid(s, &g, NULL) != TS_OK)
+		return 0.0;
+	double in_v = shape_vregs(hw, s);
+	double out_v = in->shape.type == IR_TYPE_TUPLE
+			       ? in_v
+			       : shape_vregs(hw, &in->shape);
+	double simple = hw->vpu_class_cost[HW_VPU_SIMPLE];
+	double slots = 0, compact = 0;
+	for (int i = 0; i < g.rank; i++) {
+		const struct ir_window_dim *wd = &w->dims[g.logical[i]];
+		double shuffle = i == g.rank - 1	 ? hw->xlu_lane_reduce_cost
+				 : i == g.rank - 2 ? simple
+						   : 0.0;
+		if (wd->size > 1)
+			slots += (double)(wd->size - 1) * (simple + shuffle);
+		if (i == g.rank - 1 && wd->stride > 1)
+			compact = hw->xlu_lane_reduce_cost;
+	}
+	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+	return (in_v * slots + out_v * compact) / alus;
+}
+
 static double comp_vpu_cycles(const struct hw_spec *hw,
 			      const struct ir_computation *c, int depth)
 {
@@ -645,6 +695,8 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 							reduce_axis(&g, dims),
 							HW_VPU_SIMPLE);
 	}
+	case IR_OP_REDUCE_WINDOW:
+		return window_vpu_cycles(hw, in);
 	case IR_OP_BROADCAST:
 	case IR_OP_BITCAST:
 	case IR_OP_CONSTANT:
@@ -877,6 +929,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	/* Combined grid: out dims, then kernel dims not shared. */
 	int role_l[SIM_MAX_GRID], shared_l[SIM_MAX_GRID];
 	for (int i = 0; i < p->out.rank; i++) {
+		p->out_dim[i] = p->n_dims;
 		struct sim_plan_dim *dm = &p->dims[p->n_dims++];
 		dm->tiles = p->out.tiles[i];
 		dm->tile = p->out.tile[i];
@@ -916,13 +969,33 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		    t->attrs.conv->out_feature < t->shape.rank)
 			p->mxu_cout = t->shape.dims[t->attrs.conv->out_feature];
 		if (t->op == IR_OP_CONVOLUTION && t->attrs.window)
-			for (int s = 0; s < t->attrs.window->n; s++)
+			for (int s = 0; s < t->attrs.window->n; s++) {
+				if (t->attrs.window->dims[s].size > 1)
+					p->mxu_windowed = true;
 				if (t->attrs.window->dims[s].lhs_dilate > 1)
 					p->tap_density /= (double)t->attrs.window->dims[s]
 								  .lhs_dilate;
+			}
 		double macs = 0;
 		if (sim_instr_macs(t, NULL, &macs, NULL) == TS_OK)
 			p->mxu_macs = macs;
+		/* Output-feature dims outermost: a block of weights stays in
+		 * VMEM while every row block streams past it, and is fetched
+		 * once per feature block (weight-stationary grid order). */
+		struct sim_plan_dim tmp[SIM_PLAN_MAX_DIMS];
+		int perm[SIM_PLAN_MAX_DIMS], n = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < p->out.rank; i++)
+				if ((p->dims[i].role == SIM_ROLE_N) == (pass == 0))
+					perm[n++] = i;
+		memcpy(tmp, p->dims, sizeof tmp);
+		for (int j = 0; j < n; j++) {
+			p->dims[j] = tmp[perm[j]];
+			p->out_dim[perm[j]] = j;
+		}
+		for (int i = 0; i < p->kern.rank; i++)
+			if (p->kern_shared[i] >= 0)
+				p->kern_dim[i] = p->out_dim[p->kern_shared[i]];
 	}
 
 	/* Dimension maps over the members. */
@@ -1019,6 +1092,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			for (int i = 0; i < k->n_members; i++)
 				if (mark[i] & (1u << side))
 					cyc += instr_vpu_cycles(hw, k->members[i], 0);
+			/* a 32-bit operand is rounded to bf16 on the VPU
+			 * before it enters the MXU (one op per vreg per
+			 * pass; the MXU takes bf16, TPU.md section 2 rule 1) */
+			const struct ir_shape *os = &t->operands[side]->shape;
+			double conv = ir_type_bits(os->type) > 16
+					      ? hw_vpu_op_cycles(hw, shape_vregs(hw, os) *
+								 p->mxu_passes,
+							 HW_VPU_SIMPLE)
+					      : 0.0;
+			p->vpu_cycles += conv;
+			cyc += conv;
 			if (cyc <= 0)
 				continue;
 			/* charge to the largest input feeding that side */
@@ -1062,19 +1146,9 @@ out:
 /* Estimating one config                                                   */
 /* ====================================================================== */
 
-/* Block sizes of one combined dim under a config: `full` elements in
- * n_full blocks, then one ragged block of `last` elements (n_last 0/1). */
-struct blocks {
-	int64_t nb;       /* blocks */
-	int64_t bound;    /* tiles per block */
-	int64_t full;     /* elements of a full block (clipped to the dim) */
-	int64_t n_full;
-	int64_t last;     /* elements of the ragged last block */
-	int64_t n_last;
-};
 
 static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
-		       struct blocks *b)
+		       struct sim_blocks *b)
 {
 	b->bound = bound;
 	b->nb = (dm->tiles + bound - 1) / bound;
@@ -1104,6 +1178,8 @@ static int64_t pad_to(int64_t e, int64_t t)
 /* Elements of an access dim in a block: grid block a, window block w. */
 static int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a, int64_t w)
 {
+	if (ad->win < 0 && ad->scale == 1.0)
+		return a < ad->elems ? a : ad->elems;
 	double e;
 	if (ad->win >= 0) {
 		/* convolution input: (out - 1) x stride + (taps - 1) x
@@ -1121,16 +1197,6 @@ static int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a, int64_t w)
 	return (int64_t)e;
 }
 
-/* Per access: bytes moved in all, transfers, largest block. */
-struct acc_cost {
-	double total;     /* bytes moved over the kernel (writes for outputs) */
-	double reread;    /* accumulating outputs: partial blocks read back */
-	double transfers; /* DMAs */
-	double block;     /* bytes of the first (largest) block */
-	double last;      /* bytes of the last block */
-	double refetch;   /* R: passes over the whole array */
-};
-
 /*
  * Bytes an access moves. For the set D of grid dims it follows, steps run
  * lexicographically, so its block changes F = prod_{d <= j} nb(d) times
@@ -1143,8 +1209,8 @@ struct acc_cost {
  * rows). Assumes each access dim follows a distinct grid dim.
  */
 static void access_cost(const struct sim_plan_access *a,
-			const struct blocks *bl, int n_dims,
-			struct acc_cost *c)
+			const struct sim_blocks *bl, int n_dims,
+			struct sim_acc_cost *c)
 {
 	bool in_d[SIM_PLAN_MAX_DIMS] = {false};
 	for (int i = 0; i < a->rank; i++) {
@@ -1174,8 +1240,8 @@ static void access_cost(const struct sim_plan_access *a,
 			last *= e;
 			continue;
 		}
-		const struct blocks *g = &bl[ad->grid];
-		const struct blocks *w = ad->win >= 0 ? &bl[ad->win] : NULL;
+		const struct sim_blocks *g = &bl[ad->grid];
+		const struct sim_blocks *w = ad->win >= 0 ? &bl[ad->win] : NULL;
 		int64_t wv[2] = {1, 1}, wn[2] = {1, 0};
 		if (w) {
 			wv[0] = w->full;
@@ -1183,19 +1249,22 @@ static void access_cost(const struct sim_plan_access *a,
 			wv[1] = w->last;
 			wn[1] = w->n_last;
 		}
-		double s = 0;
 		int64_t gv[2] = {g->full, g->last}, gn[2] = {g->n_full, g->n_last};
+		double e00 = (double)pad_to(adim_extent(ad, gv[0], wv[0]), ad->tile);
+		double s = (double)gn[0] * (double)wn[0] * e00, e_last = e00;
 		for (int x = 0; x < 2; x++)
-			for (int y = 0; y < 2; y++)
-				if (gn[x] > 0 && wn[y] > 0)
-					s += (double)gn[x] * (double)wn[y] *
-					     (double)pad_to(adim_extent(ad, gv[x], wv[y]),
-							    ad->tile);
+			for (int y = 0; y < 2; y++) {
+				if ((x == 0 && y == 0) || gn[x] == 0 || wn[y] == 0)
+					continue;
+				double e = (double)pad_to(adim_extent(ad, gv[x], wv[y]),
+							  ad->tile);
+				s += (double)gn[x] * (double)wn[y] * e;
+				if (x == (gn[1] > 0) && y == (wn[1] > 0))
+					e_last = e;
+			}
 		sum *= s;
-		first *= (double)pad_to(adim_extent(ad, gv[0], wv[0]), ad->tile);
-		last *= (double)pad_to(adim_extent(ad, gn[1] ? gv[1] : gv[0],
-						   w && wn[1] ? wv[1] : wv[0]),
-				       ad->tile);
+		first *= e00;
+		last *= e_last;
 	}
 	c->total = sum * r;
 	c->transfers = f;
@@ -1205,25 +1274,16 @@ static void access_cost(const struct sim_plan_access *a,
 	c->reread = a->output && r > 1 ? c->total - sum : 0.0;
 }
 
-/* Detail of one estimate, for explain. */
-struct est_detail {
-	struct blocks bl[SIM_PLAN_MAX_DIMS];
-	struct acc_cost ac[SIM_PLAN_MAX_ACCESS];
-	double mxu_cycles, vpu_cycles, acc_cycles, prologue_cycles;
-	double first_bytes, last_bytes, mid_bytes, transfers;
-	double compute_step_ns, dma_step_ns, step_ns;
-	double first_ns, last_ns, pipeline_ns;
-	int64_t steps, out_steps;
-};
 
 /*
  * MXU cycles of the whole kernel: steps x hw_mxu_tile_cycles(tiles, rows),
  * where a step's weight tiles are
  *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group)
  * and its rows are the product of the M-dim block extents (batch, spatial
- * or lhs free dims). Either operand may be the stationary one: the
- * compiler keeps the cheaper orientation (rows <-> columns swapped), which
- * matters for matmuls with few rows (weight-load bound). A ragged last
+ * or lhs free dims). In a matmul (no window) either operand may be the
+ * stationary one: the compiler keeps the cheaper orientation (rows <->
+ * columns swapped), which matters with few rows (weight-load bound); a
+ * windowed convolution streams its input and keeps the kernel stationary. A ragged last
  * block costs a full block: the compiler emits one loop body for the block
  * shape and masks the invalid part (TpuGraphs fusion.191: a 2-of-3 tap or
  * 256-of-384 feature split costs 4/3 each, within 5%). Assumes the MXU
@@ -1232,7 +1292,7 @@ struct est_detail {
  * separately).
  */
 static double mxu_total_cycles(const struct sim_plan *p,
-			       const struct hw_spec *hw, const struct blocks *bl,
+			       const struct hw_spec *hw, const struct sim_blocks *bl,
 			       int64_t steps)
 {
 	double rows = 1, kv = 1, nv = 1, taps = 1;
@@ -1268,11 +1328,14 @@ static double mxu_total_cycles(const struct sim_plan *p,
 	}
 	double t1 = grp * taps * ceil(kv / rr) * ceil(nv / cc);
 	double t2 = grp * taps * ceil(kv / rr) * ceil(rows / cc);
-	double c1 = hw_mxu_tile_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
-				       p->mxu_passes);
-	double c2 = hw_mxu_tile_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
-				       p->mxu_passes);
-	return (double)steps * fmin(c1, c2);
+	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
+					 p->mxu_passes);
+	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
+					 p->mxu_passes);
+	/* every step drains the array: its results leave for VMEM (the
+	 * accumulator or the epilogue) before the next step's weights load */
+	return (double)steps * (hw_mxu_fill_cycles(hw) +
+				(p->mxu_windowed ? c1 : fmin(c1, c2)));
 }
 
 /*
@@ -1280,37 +1343,46 @@ static double mxu_total_cycles(const struct sim_plan *p,
  *
  *   T = kernel_ns                                   launch, per kernel
  *     + latency + first_in / bw                     first load, unhidden
- *     + S x ( max(compute, dma) + step_ns )         pipelined steps
+ *     + (S - 1) x ( max(compute, dma) + step_ns )   pipelined steps
+ *     + compute + step_ns                           last step, unhidden
  *     + latency + last_out / bw                     last store, unhidden
  *
  *   S        = prod ceil(grid / bound) over the combined grid
  *   compute  = max(MXU, VPU) cycles per step / clock (the VPU feeds the
- *              MXU in the same VLIW bundles, so they overlap)
- *   dma      = latency + (bytes moved - first_in - last_out) / S / bw,
- *              the prefetch of the next blocks and write-back of the
- *              previous ones, double-buffered behind this step's compute
+ *              MXU in the same VLIW bundles, so they overlap), where VPU =
+ *              fused element ops + MXU result drain (one op per f32
+ *              result vreg per step, one more per extra contraction step)
+ *              + operand prologues x their refetches + rows x row_cycles
+ *              (rows: iterations of the loop over each block's major,
+ *              untiled dims)
+ *   dma      = latency + (bytes moved - first_in - last_out) / (S-1) / bw:
+ *              the next step's loads and the previous step's stores,
+ *              double-buffered behind this step's compute
  *   bytes    = access_cost() per input and output (refetches, halos,
- *              padding to tiles, partial accumulators read back)
- *   VMEM     = sum over accesses of 2 x block (double buffering) + one f32
- *              accumulator block for MXU kernels; > hw->vmem_bytes is
- *              infeasible.
+ *              padding to tiles, partial sums read back)
+ *   VMEM     = sum over accesses of 2 x block (1 x when fetched once) + an
+ *              f32 accumulator block for a split contraction; more than
+ *              hw->vmem_bytes is infeasible.
  *
  * Averages over steps stand for each step (ragged blocks and steps that
  * fetch nothing are averaged in). Known wrong: steps whose compute and DMA
  * alternate in size (a contraction split whose epilogue lands on the last
- * step) are underestimated; DMA efficiency of small strided chunks and
- * compiler loop overheads inside a step are not modelled. Constants:
+ * step) are underestimated; DMA efficiency of small strided chunks is not
+ * modelled; loop kernels whose blocks span many outer rows with a partial
+ * lane dim (TpuGraphs fusion.232 13x2x4x1, 26x6x4x1) run up to 1.8x slower
+ * than predicted, for a reason the model does not capture. Constants:
  * hwspecs/<gen>.yaml (overhead.kernel_ns, overhead.step_ns,
- * hbm.dma_latency_ns, hbm.efficiency), sources there. Source of the
- * structure: TPU.md section 2 rule 5 and section 3 "What the runtimes say"
- * (fewest steps is not fastest: first load and last store are not hidden).
+ * overhead.row_cycles, hbm.dma_latency_ns, hbm.efficiency, vpu.*), with
+ * their derivations there. Source of the structure: TPU.md section 2 rule
+ * 5 and section 3 "What the runtimes say" (fewest steps is not fastest:
+ * the first load and the last step are not hidden).
  */
 static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		     const struct sim_tile_config *full,
-		     struct sim_estimate *out, struct est_detail *dt)
+		     struct sim_estimate *out, struct sim_est_detail *dt)
 {
-	struct est_detail local;
-	struct est_detail *x = dt ? dt : &local;
+	struct sim_est_detail local;
+	struct sim_est_detail *x = dt ? dt : &local;
 	memset(out, 0, sizeof *out);
 	out->feasible = true;
 	out->modelled = p->kind != SIM_PLAN_UNMODELLED;
@@ -1360,9 +1432,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double prologue = 0;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
-		struct acc_cost *c = &x->ac[a];
+		struct sim_acc_cost *c = &x->ac[a];
 		access_cost(ac, x->bl, p->n_dims, c);
-		vmem += 2.0 * c->block;
+		/* double-buffered, unless fetched once (nothing to overlap) */
+		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block;
 		prologue += ac->prologue_cycles * c->refetch;
 		if (ac->in_vmem)
 			continue;
@@ -1379,33 +1452,51 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	/* compute */
 	double mxu = p->has_mxu ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
 	double acc_cyc = 0;
-	if (p->has_mxu && steps > out_steps) {
-		/* f32 accumulator re-added once per extra contraction step */
-		double out_elems = 1;
+	if (p->has_mxu) {
+		/* every step drains the output block's f32 results from the
+		 * MXU into VMEM (one simple op per result vreg); each extra
+		 * contraction step also re-adds them to the resident
+		 * accumulator (one more) */
+		double blk = 1.0;
 		for (int i = 0; i < p->out.rank; i++)
-			out_elems *= (double)pad_to(p->out.elems[i], p->out.tile[i]);
-		double acc_vregs = out_elems * p->acc_vregs_per_elem;
-		acc_cyc = hw_vpu_op_cycles(hw, acc_vregs *
-						       ((double)steps / out_steps - 1.0),
-					   HW_VPU_SIMPLE);
+			blk *= (double)pad_to(x->bl[p->out_dim[i]].full,
+					      p->out.tile[i]);
+		double blk_vregs = blk * p->acc_vregs_per_elem;
+		acc_cyc = hw_vpu_op_cycles(
+			hw, blk_vregs * (double)(2 * steps - out_steps),
+			HW_VPU_SIMPLE);
 		/* one f32 accumulator block stays resident */
-		double blk = 4.0;
-		for (int i = 0; i < p->out.rank; i++)
-			blk *= (double)pad_to(x->bl[i].full, p->out.tile[i]);
-		vmem += blk;
+		if (steps > out_steps)
+			vmem += 4.0 * blk;
 	}
-	double vpu = p->vpu_cycles + acc_cyc + prologue;
+	/* the loop over a block's major (untiled) dims: one iteration per
+	 * row of tiles, hw->row_overhead_cycles each, ragged blocks whole */
+	double rows = (double)steps, row_tiles = 1;
+	for (int i = 0; i < p->out.rank; i++) {
+		const struct sim_blocks *b = &x->bl[p->out_dim[i]];
+		if (p->out.tile[i] == 1)
+			rows *= (double)b->full;
+		else
+			row_tiles *= (double)b->bound;
+	}
+	/* a row of one tile collapses into a single flat loop */
+	double row_cyc = row_tiles > 1 ? rows * hw->row_overhead_cycles : 0.0;
+	double vpu = p->vpu_cycles + acc_cyc + prologue + row_cyc;
 	double n = (double)steps;
 	double mid = rd + wr - first - last;
 	if (mid < 0)
 		mid = 0;
 	double compute_step = fmax(mxu, vpu) / clock_ghz / n;
+	/* n - 1 steps overlap the next step's loads (and the previous
+	 * step's stores); the last step's compute has nothing to hide */
 	double dma_step = steps > 1 && mid > 0
-				  ? hw->dma_latency_ns + mid / n / bpns
+				  ? hw->dma_latency_ns + mid / (n - 1.0) / bpns
 				  : 0.0;
 	double first_ns = hw->dma_latency_ns + first / bpns;
 	double last_ns = last > 0 ? hw->dma_latency_ns + last / bpns : 0.0;
-	double pipe = n * (fmax(compute_step, dma_step) + hw->step_overhead_ns);
+	double pipe = (n - 1.0) * (fmax(compute_step, dma_step) +
+				   hw->step_overhead_ns) +
+		      compute_step + hw->step_overhead_ns;
 	double t = hw->kernel_overhead_ns + first_ns + pipe + last_ns;
 
 	out->time_ns = t;
@@ -1443,6 +1534,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->last_bytes = last;
 	x->mid_bytes = mid;
 	x->transfers = transfers;
+	x->rows = row_tiles > 1 ? rows : 0.0;
 	x->compute_step_ns = compute_step;
 	x->dma_step_ns = dma_step;
 	x->step_ns = hw->step_overhead_ns;
@@ -1456,6 +1548,16 @@ void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		       struct sim_estimate *out)
 {
 	estimate(p, hw, full, out, NULL);
+}
+
+void sim_plan_estimate_detail(const struct sim_plan *p,
+			      const struct hw_spec *hw,
+			      const struct sim_tile_config *full,
+			      struct sim_estimate *out,
+			      struct sim_est_detail *detail)
+{
+	memset(detail, 0, sizeof *detail);
+	estimate(p, hw, full, out, detail);
 }
 
 /* ---- sim.h entry points ---- */
@@ -1509,7 +1611,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	if (st != TS_OK)
 		return st;
 	struct sim_estimate e;
-	struct est_detail x;
+	struct sim_est_detail x;
 	memset(&x, 0, sizeof x);
 	estimate(&p, hw, &full, &e, &x);
 	char buf[256];
@@ -1544,7 +1646,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		cfg && cfg->n_out > 0 ? "" : " (default)");
 	fprintf(f, "  combined grid (outer to inner):\n");
 	for (int i = 0; i < p.n_dims; i++) {
-		const struct blocks *b = &x.bl[i];
+		const struct sim_blocks *b = &x.bl[i];
 		fprintf(f,
 			"    dim %d %-12s %lld tiles of %lld elems, bound %lld -> "
 			"%lld blocks (%lld x %lld elems",
@@ -1560,7 +1662,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	fprintf(f, "  accesses (bytes padded to tiles):\n");
 	for (int a = 0; a < p.n_access; a++) {
 		const struct sim_plan_access *ac = &p.acc[a];
-		const struct acc_cost *c = &x.ac[a];
+		const struct sim_acc_cost *c = &x.ac[a];
 		fprintf(f,
 			"    %-6s %-28s %10.0f B array, block %9.0f B, %6.0f "
 			"transfers, x%.0f passes, moves %11.0f B%s%s\n",

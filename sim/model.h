@@ -139,7 +139,8 @@ struct sim_plan {
 	int n_dims;                       /* combined grid dims */
 	struct sim_plan_dim dims[SIM_PLAN_MAX_DIMS];
 	int kern_dim[SIM_MAX_GRID];       /* combined dim of each kernel grid
-	                                     dim (shared ones: the out dim) */
+	                                     dim (shared ones: the out dim's) */
+	int out_dim[SIM_MAX_GRID];        /* combined dim of each out grid dim */
 	int n_access;
 	struct sim_plan_access acc[SIM_PLAN_MAX_ACCESS];
 	double other_bytes;               /* operands beyond SIM_PLAN_MAX_ACCESS
@@ -149,6 +150,8 @@ struct sim_plan {
 	int mxu_passes;                   /* bf16 passes per weight tile */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */
 	int64_t mxu_cout;                 /* output features (all groups) */
+	bool mxu_windowed;                /* a convolution window wider than 1:
+	                                     the kernel is the stationary operand */
 	double mxu_macs;                  /* useful multiply-accumulates */
 	double tap_density;               /* fraction of window taps that land
 	                                     on real input (lhs dilation) */
@@ -188,6 +191,57 @@ void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		       const struct sim_tile_config *full,
 		       struct sim_estimate *out);
 
+/* ---- the terms of one estimate (explain, tile search reports) ---- */
+
+/* Blocks of one combined grid dim under a config. */
+struct sim_blocks {
+	int64_t nb;       /* blocks: ceil(tiles / bound) */
+	int64_t bound;    /* tiles per block */
+	int64_t full;     /* elements of a full block (clipped to the dim) */
+	int64_t n_full;   /* full blocks */
+	int64_t last;     /* elements of the ragged last block */
+	int64_t n_last;   /* 1 when the last block is ragged, else 0 */
+};
+
+/* What one access moves under a config. */
+struct sim_acc_cost {
+	double total;     /* bytes moved over the kernel (writes for outputs) */
+	double reread;    /* accumulating outputs: partial blocks read back */
+	double transfers; /* DMAs issued */
+	double block;     /* bytes of the first (largest) block */
+	double last;      /* bytes of the last block */
+	double refetch;   /* passes over the whole array */
+};
+
+struct sim_est_detail {
+	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];     /* per combined dim */
+	struct sim_acc_cost ac[SIM_PLAN_MAX_ACCESS]; /* per access */
+	double mxu_cycles;      /* whole kernel */
+	double vpu_cycles;      /* fused ops, whole kernel */
+	double acc_cycles;      /* re-adding partial sums of a split contraction */
+	double prologue_cycles; /* MXU operand prologues, times their refetches */
+	double first_bytes;     /* loaded before the first step */
+	double last_bytes;      /* stored after the last step */
+	double mid_bytes;       /* moved behind the steps */
+	double transfers;       /* DMAs in all */
+	double rows;            /* iterations of the loops over block rows
+	                           that cost overhead.row_cycles (0 when a
+	                           row is one tile: the loops collapse) */
+	double compute_step_ns; /* per step */
+	double dma_step_ns;     /* per step */
+	double step_ns;         /* per-step overhead */
+	double first_ns, last_ns, pipeline_ns; /* the three time terms */
+	int64_t steps;          /* grid steps */
+	int64_t out_steps;      /* output blocks */
+};
+
+/* sim_plan_estimate() that also returns its terms. */
+void sim_plan_estimate_detail(const struct sim_plan *p,
+			      const struct hw_spec *hw,
+			      const struct sim_tile_config *full,
+			      struct sim_estimate *out,
+			      struct sim_est_detail *detail);
+
 /* The default config (sim/tile.c): rule documented there. */
 void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 		      struct sim_tile_config *cfg);
@@ -197,7 +251,8 @@ void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
  * 1, 2, 4, ... and the divisors of the dim and the dim itself (at most
  * `per_dim` values, 0 = no cap), kernel shared dims tied to the output's.
  * Calls fn for each (stops when it returns false). Returns the number of
- * configs visited.
+ * configs visited; with fn NULL, visits nothing and returns the size of
+ * the candidate product (an upper bound, saturating at INT64_MAX).
  */
 int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 			   bool (*fn)(const struct sim_tile_config *cfg,

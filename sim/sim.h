@@ -98,7 +98,9 @@ struct sim_kernel {
 	const struct ir_instr *tiled;  /* instruction whose iteration space the
 	                                  output bounds tile (TPU.md section 3) */
 	double multiplicity;           /* runs per program: product of enclosing
-	                                  loop trip counts */
+	                                  loop trip counts (a while condition
+	                                  runs trip + 1 times), times 1/n for
+	                                  each enclosing n-branch conditional */
 	int loop_depth;                /* enclosing while loops */
 	bool tunable;                  /* has a tile grid worth searching */
 	/* What the kernel computes and reads. For a fusion: members are the
@@ -162,8 +164,10 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct sim_tile_config *cfg,
 				   struct sim_estimate *out, struct ts_diag *d);
 
-/* The plain roofline baseline (sim/roofline.c): max(flops / peak, bytes /
- * HBM bandwidth) + per-kernel overhead; fills time_ns, bound, flops, bytes. */
+/* The plain roofline baseline (sim/roofline.c): max(MXU flops / peak, VPU
+ * ops / VPU rate, bytes / HBM bandwidth) + per-kernel overhead; ICI time
+ * for collectives; 0 and modelled=false for unmodelled kernels. Fills
+ * time_ns, bound, flops, bytes (and the unit cycles). */
 enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   struct sim_estimate *out, struct ts_diag *d);

@@ -502,6 +502,13 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 						    cand[nf], CAND_MAX);
 			nf++;
 		}
+	if (!fn) {
+		int64_t total = 1;
+		for (int f = 0; f < nf; f++)
+			total = total > INT64_MAX / n_cand[f] ? INT64_MAX
+							     : total * n_cand[f];
+		return total;
+	}
 	int idx[2 * SIM_MAX_GRID] = {0};
 	int64_t visited = 0;
 	struct sim_tile_config c;
@@ -564,22 +571,49 @@ static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
 	return true;
 }
 
+/* Doubles the bound of free dim f (out dims first, then the kernel dims
+ * not shared with the output) in c, clamped at the grid; a shared out dim
+ * keeps doubling until its kernel bound ties. False when the dim is whole
+ * already or never ties. */
+static bool grow_dim(const struct sim_plan *p, struct sim_tile_config *c,
+		     int f)
+{
+	int64_t *b, n;
+	if (f < p->out.rank) {
+		b = &c->out_bounds[f];
+		n = p->out.tiles[f];
+	} else {
+		b = &c->kernel_bounds[f - p->out.rank];
+		n = p->kern.tiles[f - p->out.rank];
+	}
+	while (*b < n) {
+		*b = *b * 2 < n ? *b * 2 : n;
+		if (tie_shared(p, c))
+			return true;
+	}
+	return false;
+}
+
+/* Most configs the default rule costs (a 7-dim convolution needs about
+ * 100): bounds `tpusim run` at tens of microseconds per kernel. */
+#define DEFAULT_MAX_EVALS 400
+
 /*
- * The default config, what a sensible compiler would pick without search:
- *  1. contraction and window dims of the kernel whole (no partial sums),
- *     every output dim one tile; if even that block overflows VMEM, the
- *     kernel dims are split from the outermost in until it fits;
- *  2. then the block grows along one path, output dims from the minor-most
- *     (the contiguous one in memory, what a DMA wants) outwards, each
- *     bound doubling until the dim is whole (ragged last blocks allowed),
- *     and every config on that path whose double-buffered working set fits
- *     in VMEM is costed with the model;
- *  3. the cheapest of those wins (ties: the earlier, smaller block).
- * At most sum(log2(grid) + 1) configs are costed (about 15 for the
- * largest TpuGraphs convolution), so `tpusim run` stays cheap. Growing
- * from the minor end matches XLA's choices in the TpuGraphs data (fusion.232
- * 2x26x4x2, fusion.261 16x32: minor dims whole, major dims split); unlike
- * XLA, the split point is chosen by the model, not by a byte budget.
+ * The default config, what a sensible compiler would pick without an
+ * exhaustive search: a greedy descent on the model's own estimate.
+ *  1. Start from the smallest block: one tile per grid dim (an output dim
+ *     shared with the kernel takes the fewest tiles that cover whole
+ *     kernel tiles), contraction and window dims one tile too.
+ *  2. Each round tries doubling each dim's bound (clamped at the grid;
+ *     ragged last blocks allowed), costs each candidate whose working set
+ *     fits VMEM, and keeps the cheapest if it beats the current config.
+ *  3. Stop when no doubling helps (or after DEFAULT_MAX_EVALS costings).
+ * About sum(log2 grid) rounds of at most 2 x rank candidates: a few dozen
+ * estimates per kernel, so `tpusim run` stays cheap. Grows blocks until
+ * the pipeline's unhidden first load and last step outweigh the per-step
+ * costs saved, as TPU.md section 3 describes; it neither mimics XLA's own
+ * byte budget (fusion.232's default 2x26x4x2) nor guarantees the global
+ * optimum (hyb_tile_search does that by enumeration).
  */
 void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 		      struct sim_tile_config *cfg)
@@ -594,7 +628,7 @@ void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 	for (int i = 0; i < c.n_out; i++)
 		c.out_bounds[i] = 1;
 	for (int i = 0; i < c.n_kernel; i++)
-		c.kernel_bounds[i] = p->kern.tiles[i];
+		c.kernel_bounds[i] = 1;
 	/* the smallest output block must tie to whole kernel tiles */
 	for (int kd = 0; kd < c.n_kernel; kd++) {
 		int od = p->kern_shared[kd];
@@ -607,36 +641,28 @@ void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 	tie_shared(p, &c);
 	struct sim_estimate e;
 	sim_plan_estimate(p, hw, &c, &e);
-	for (int kd = 0; kd < c.n_kernel && !e.feasible; kd++) {
-		if (p->kern_shared[kd] >= 0)
-			continue;
-		while (c.kernel_bounds[kd] > 1 && !e.feasible) {
-			c.kernel_bounds[kd] = (c.kernel_bounds[kd] + 1) / 2;
-			sim_plan_estimate(p, hw, &c, &e);
-		}
-	}
-	struct sim_tile_config best = c;
-	double best_t = e.feasible ? e.time_ns : INFINITY;
-	for (int od = c.n_out - 1; od >= 0; od--) {
-		while (c.out_bounds[od] < p->out.tiles[od]) {
-			struct sim_tile_config t = c;
-			int64_t b = t.out_bounds[od] * 2;
-			t.out_bounds[od] = b < p->out.tiles[od] ? b : p->out.tiles[od];
-			if (!tie_shared(p, &t)) {
-				c = t;
+	double cur = e.time_ns;
+	int n_free = c.n_out + c.n_kernel, evals = 1;
+	for (;;) {
+		struct sim_tile_config best = c;
+		double best_t = cur;
+		for (int f = 0; f < n_free && evals < DEFAULT_MAX_EVALS; f++) {
+			if (f >= c.n_out && p->kern_shared[f - c.n_out] >= 0)
 				continue;
-			}
+			struct sim_tile_config t = c;
+			if (!grow_dim(p, &t, f))
+				continue;
 			sim_plan_estimate(p, hw, &t, &e);
-			if (!e.feasible)
-				break;
-			c = t;
-			if (e.time_ns < best_t) {
+			evals++;
+			if (e.feasible && e.time_ns < best_t) {
 				best_t = e.time_ns;
 				best = t;
 			}
 		}
-		if (c.out_bounds[od] < p->out.tiles[od])
+		if (best_t >= cur)
 			break;
+		c = best;
+		cur = best_t;
 	}
-	*cfg = best;
+	*cfg = c;
 }

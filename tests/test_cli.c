@@ -281,8 +281,13 @@ static void test_usage_errors(void **state)
 		const char *args[10];
 		const char *err; /* expected substring of stderr */
 	} cases[] = {
-		{{"--bogus"}, "tpusim: unknown option '--bogus'\n"},
-		{{"-x"}, "tpusim: unknown option '-x'\n"},
+		{{"--bogus"}, "tpusim: error: unknown option '--bogus'\n"
+			      "Try 'tpusim --help'.\n"},
+		{{"-x"}, "tpusim: error: unknown option '-x'\n"},
+		{{"run", ex, "--hw", v3, "--roofline=yes"},
+		 "tpusim run: error: option '--roofline' takes no value\n"},
+		{{"run", ex, "--hw", v3, "-q"},
+		 "tpusim run: error: unknown option '-q'\n"},
 		{{"run", ex, "--hw", v3, "--bogus"},
 		 "tpusim run: error: unknown option '--bogus'\n"
 		 "Try 'tpusim run --help'.\n"},
@@ -750,6 +755,30 @@ static void test_unmodelled_listed(void **state)
 	proc_free(&p);
 }
 
+/* A loop without known_trip_count runs once, with a warning, unless
+ * --trip-count says otherwise. */
+static void test_trip_count(void **state)
+{
+	(void)state;
+	char loop[PATH_MAX], v3[PATH_MAX];
+	src(loop, "tests/data/cli/unknown_trip.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", loop, "--hw", v3, "-f", "csv");
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "tpusim run: warning: module unknown_trip: 1 "
+				   "while loop without known_trip_count runs "
+				   "once; set --trip-count N\n");
+	expect_contains(p.out, "\nunknown_trip,1,tanh.1,elementwise,tanh,1,");
+	proc_free(&p);
+
+	tpusim(&p, "run", loop, "--hw", v3, "-f", "csv", "--trip-count", "3");
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	expect_contains(p.out, "\nunknown_trip,1,tanh.1,elementwise,tanh,3,");
+	proc_free(&p);
+}
+
 static void test_roofline(void **state)
 {
 	(void)state;
@@ -791,6 +820,7 @@ int main(void)
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_unmodelled_listed),
+		cmocka_unit_test(test_trip_count),
 		cmocka_unit_test(test_roofline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

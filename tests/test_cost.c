@@ -392,8 +392,10 @@ static void test_group_bytes(void **state)
 static bool load_v3(struct hw_spec *hw)
 {
 	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src)
+	if (!src) {
+		print_message("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
 		return false;
+	}
 	char path[4096];
 	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
 	struct ts_diag d = {0};
@@ -526,6 +528,62 @@ static void test_roofline_unmodelled_collective(void **state)
 		   TIME_REL_TOL);
 }
 
+/* Program total = sum over kernels of time x multiplicity; the custom
+ * call is counted as unmodelled and adds nothing. Body kernels run 4
+ * times, the condition's compare 5 times. */
+static void test_program_estimate(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	struct built b;
+	build("HloModule w\n"
+	      "%cond (s: (s32[], f32[256,128])) -> pred[] {\n"
+	      "  %s = (s32[], f32[256,128]) parameter(0)\n"
+	      "  %i = s32[] get-tuple-element(%s), index=0\n"
+	      "  %n = s32[] constant(4)\n"
+	      "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n"
+	      "}\n"
+	      "%body (s: (s32[], f32[256,128])) -> (s32[], f32[256,128]) {\n"
+	      "  %s = (s32[], f32[256,128]) parameter(0)\n"
+	      "  %i = s32[] get-tuple-element(%s), index=0\n"
+	      "  %v = f32[256,128] get-tuple-element(%s), index=1\n"
+	      "  %one = s32[] constant(1)\n"
+	      "  %i1 = s32[] add(%i, %one)\n"
+	      "  %t = f32[256,128] tanh(%v)\n"
+	      "  ROOT %r = (s32[], f32[256,128]) tuple(%i1, %t)\n"
+	      "}\n"
+	      "ENTRY %e (x: f32[256,128]) -> f32[256,128] {\n"
+	      "  %x = f32[256,128] parameter(0)\n"
+	      "  %z = s32[] constant(0)\n"
+	      "  %t0 = (s32[], f32[256,128]) tuple(%z, %x)\n"
+	      "  %w = (s32[], f32[256,128]) while(%t0), condition=%cond, body=%body, "
+	      "backend_config={\"known_trip_count\":{\"n\":\"4\"}}\n"
+	      "  %v = f32[256,128] get-tuple-element(%w), index=1\n"
+	      "  ROOT %c = f32[256,128] custom-call(%v), custom_call_target=\"x\"\n"
+	      "}\n",
+	      &b);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	assert_int_equal(b.p.n_kernels, 4); /* lt, i1, t, c */
+	assert_int_equal(b.p.n_unmodelled, 1);
+	double sum = 0;
+	for (int i = 0; i < b.p.n_kernels; i++) {
+		const struct sim_kernel *k = &b.p.kernels[i];
+		if (k->kind == SIM_KERNEL_UNMODELLED) {
+			assert_false(k->est.modelled);
+			continue;
+		}
+		assert_true(k->est.time_ns > 0);
+		sum += k->est.time_ns * k->multiplicity;
+	}
+	assert_rel(b.p.total_ns, sum, TIME_REL_TOL);
+	assert_near(b.p.kernels[0].multiplicity, 5.0, 0);
+	assert_near(b.p.kernels[2].multiplicity, 4.0, 0);
+	built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_roofline_matmul_v3),
 		cmocka_unit_test(test_roofline_elementwise_v3),
 		cmocka_unit_test(test_roofline_unmodelled_collective),
+		cmocka_unit_test(test_program_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -517,6 +517,12 @@ static void test_multi_module(void **state)
 	assert_false(r.m[2]->comps[0]->is_entry);
 	assert_string_equal(r.m[3]->name, "fourth");
 	parsed_free(&r);
+
+	/* a stack-frame table before the header (found by fuzzing: leaked) */
+	r = parse_ok("FunctionNames 1 \"f\"\nHloModule m\nENTRY e { ROOT p = f32[] parameter(0) }\n");
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.m[0]->name, "m");
+	parsed_free(&r);
 }
 
 static void test_missing_root_and_inference(void **state)
@@ -590,6 +596,41 @@ static void test_inline_and_conditional(void **state)
 	assert_int_equal(m->n_comps, 4);
 	assert_string_equal(m->entry->name, "e");
 	parsed_free(&r);
+}
+
+/* XLA accepts anonymous instructions as operands: [shape] opcode(operands). */
+static void test_nested_operands(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok(
+		"ENTRY e {\n"
+		"  p = f32[4] parameter(0)\n"
+		"  ROOT r = f32[4] add(p, f32[4] negate(f32[4] multiply(p, %p)))\n"
+		"  c = f32[4] add(abs(p), f32[4] constant({1, 2, 3, 4}))\n"
+		"}\n");
+	struct ir_computation *e = r.m[0]->entry;
+	assert_int_equal(e->n_instrs, 7);
+	/* nested instructions come before their user, under names that no
+	 * text can refer to */
+	assert_string_equal(e->instrs[1]->name, "multiply#1");
+	assert_string_equal(e->instrs[2]->name, "negate#2");
+	struct ir_instr *root = e->root;
+	assert_string_equal(root->name, "r");
+	assert_ptr_equal(root->operands[1], e->instrs[2]);
+	assert_ptr_equal(e->instrs[2]->operands[0], e->instrs[1]);
+	assert_int_equal(e->instrs[0]->n_users, 3); /* multiply, r, abs */
+	assert_int_equal(e->instrs[1]->n_users, 1);
+	struct ir_instr *abs = e->instrs[4];
+	assert_int_equal(abs->op, IR_OP_ABS);
+	assert_true(abs->flags & IR_INSTR_SHAPE_INFERRED);
+	assert_shape_text(&abs->shape, "f32[4]");
+	assert_int_equal(e->instrs[5]->op, IR_OP_CONSTANT);
+	assert_string_equal(e->instrs[6]->name, "c");
+	parsed_free(&r);
+	/* attributes cannot follow a nested instruction */
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT b = f32[4,4] add(f32[4,4] broadcast(p), dimensions={0})\n}\n",
+		  3, 58, "expected ',' or ')' in the operand list, got '='");
 }
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -687,6 +728,24 @@ static void test_nesting_cap(void **state)
 	c += depth;
 	sprintf(c, "\n}\n");
 	parse_err(t, 2, 292, "nesting deeper than 256 levels");
+	/* nested instructions as operands: negate(negate(...(p))) */
+	c = t;
+	c += sprintf(c, "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] add(p, ");
+	for (size_t i = 0; i < depth / 8; i++)
+		c += sprintf(c, "negate(");
+	c += sprintf(c, "p");
+	for (size_t i = 0; i < depth / 8; i++)
+		*c++ = ')';
+	sprintf(c, ")\n}\n");
+	parse_err(t, 3, 25 + 7 * 256, "nesting deeper than 256 levels");
+	/* inline computation bodies inside inline bodies */
+	c = t;
+	c += sprintf(c, "ENTRY e {\n");
+	for (size_t i = 0; i < 300; i++)
+		c += sprintf(c, "ROOT r = f32[] call(), to_apply={");
+	sprintf(c, "\n}\n");
+	/* the 256th body opens at column 33 * 256: 256 computations deep */
+	parse_err(t, 2, 33 * 256, "nesting deeper than 256 levels");
 	free(t);
 }
 
@@ -755,6 +814,7 @@ int main(void)
 		cmocka_unit_test(test_multi_module),
 		cmocka_unit_test(test_missing_root_and_inference),
 		cmocka_unit_test(test_inline_and_conditional),
+		cmocka_unit_test(test_nested_operands),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_nesting_cap),
 		cmocka_unit_test(test_parse_file),

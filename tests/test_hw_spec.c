@@ -96,11 +96,12 @@ static const char base_spec[] =
 	"overhead:\n"                      /* 29 */
 	"  kernel_ns: 270\n"               /* 30 */
 	"  step_ns: 150\n"                 /* 31 */
-	"  host_dispatch_ns: 121300\n"     /* 32 */
-	"ici:\n"                           /* 33 */
-	"  links: 4\n"                     /* 34 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 35 */
-	"  latency_ns: 500\n";             /* 36 */
+	"  row_cycles: 12\n"               /* 32 */
+	"  host_dispatch_ns: 121300\n"     /* 33 */
+	"ici:\n"                           /* 34 */
+	"  links: 4\n"                     /* 35 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 36 */
+	"  latency_ns: 500\n";             /* 37 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -217,6 +218,7 @@ static void test_v3_every_field(void **state)
 	assert_true(s.vmem_bytes == 16777216);
 	assert_true(s.kernel_overhead_ns == 270);
 	assert_true(s.step_overhead_ns == 150);
+	assert_true(s.row_overhead_cycles == 12);
 	assert_true(s.host_dispatch_ns == 121300);
 	assert_int_equal(s.ici_links, 4);
 	assert_true(s.ici_link_bw_bytes_per_s == 1e11);
@@ -287,7 +289,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 9, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 37, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 38, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
@@ -372,7 +374,7 @@ static void test_err_range(void **state)
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 9, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 34, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 35, 10,
 			  "ici.links: 99999999999999999999 is out of range [0, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -383,7 +385,7 @@ static void test_err_range(void **state)
 			  "(one program spanning several cores)");
 	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 28, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 35, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 36, 24,
 			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
 }
 
@@ -391,14 +393,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
-	expect_error(s, 37, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 38, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
-	expect_error(s, 37, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 38, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
-	expect_error(s, 38, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 38:1)");
+	expect_error(s, 39, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 39:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead and ici");
 	expect_error("# only a comment\n", 1, 1,

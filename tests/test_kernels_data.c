@@ -2,7 +2,8 @@
  * test_kernels_data.c: kernel extraction over every module of the shared
  * data ($TPUSIM_SHARED/data: tpugraphs-tile-v3, tpuv4-ops, tpuv3-ops,
  * hlo-corpus):
- * no error, every kernel has members and finite non-negative work; and the
+ * no error, every kernel has members and finite non-negative work, and
+ * with $TPUSIM_SOURCE the program costs without error on v3/v4; and the
  * kernel lists of known measured modules (TPU.md section 3 tiled tensors,
  * the fusion groups of jnp softmax / layer norm / activations).
  */
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw_spec.h"
 #include "ir.h"
 #include "sim.h"
 
@@ -48,9 +50,12 @@ static bool work_ok(const struct sim_work *w)
 	return true;
 }
 
-/* Builds every module of a file; counts modules and kernels. Returns
- * false (and prints) on a parse error, fails the test on a build error. */
-static bool check_file(const char *path, int *n_modules, long *n_kernels)
+/* Builds every module of a file, checks each kernel, and costs the
+ * program (model and roofline) on hw when given; counts modules and
+ * kernels. Returns false (and prints) on a parse error, fails the test on
+ * a build or estimate error. */
+static bool check_file(const char *path, const struct hw_spec *hw,
+		       int *n_modules, long *n_kernels)
 {
 	char *text = NULL;
 	struct ir_module **m = NULL;
@@ -78,7 +83,22 @@ static bool check_file(const char *path, int *n_modules, long *n_kernels)
 				fail_msg("%s: kernel %s: no members, no tiled "
 					 "instruction or bad work",
 					 path, kn->name);
+			struct sim_estimate e;
+			if (hw && sim_kernel_roofline(kn, hw, &e, &d) != TS_OK)
+				fail_msg("%s: kernel %s: roofline: %s", path,
+					 kn->name, d.msg);
+			if (hw && !(e.time_ns >= 0))
+				fail_msg("%s: kernel %s: roofline time %g",
+					 path, kn->name, e.time_ns);
 		}
+		if (hw && sim_program_estimate(&p, hw, &d) != TS_OK) {
+			ts_diag_print(&d, stderr);
+			fail_msg("%s: module %d: estimate failed: %s", path, i,
+				 d.msg);
+		}
+		if (hw && !(p.total_ns >= 0 && isfinite(p.total_ns)))
+			fail_msg("%s: module %d: total %g ns", path, i,
+				 p.total_ns);
 		(*n_modules)++;
 		*n_kernels += p.n_kernels;
 		sim_program_free(&p);
@@ -89,8 +109,26 @@ static bool check_file(const char *path, int *n_modules, long *n_kernels)
 	return true;
 }
 
-static void check_dir(const char *sub)
+/* Loads $TPUSIM_SOURCE/hwspecs/<gen>.yaml into hw; false when unset. */
+static bool load_spec(const char *gen, struct hw_spec *hw)
 {
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!src)
+		return false;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/hwspecs/%s.yaml", src, gen);
+	struct ts_diag d = {0};
+	if (hw_spec_load(path, hw, &d) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("cannot load %s", path);
+	}
+	return true;
+}
+
+static void check_dir(const char *sub, const char *gen)
+{
+	struct hw_spec spec;
+	const struct hw_spec *hw = load_spec(gen, &spec) ? &spec : NULL;
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s/data/%s", shared_dir(), sub);
 	DIR *dp = opendir(dir);
@@ -106,12 +144,14 @@ static void check_dir(const char *sub)
 		char path[8192];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		n_files++;
-		if (!check_file(path, &n_modules, &n_kernels))
+		if (!check_file(path, hw, &n_modules, &n_kernels))
 			n_unparsed++;
 	}
 	closedir(dp);
-	printf("%s: %d files, %d modules, %ld kernels, %d files not parsed\n",
-	       sub, n_files, n_modules, n_kernels, n_unparsed);
+	printf("%s: %d files, %d modules, %ld kernels, %d files not parsed, "
+	       "costed on %s\n",
+	       sub, n_files, n_modules, n_kernels, n_unparsed,
+	       hw ? gen : "nothing (TPUSIM_SOURCE unset)");
 	assert_true(n_files > 0);
 }
 
@@ -120,7 +160,7 @@ static void test_all_tpugraphs(void **state)
 	(void)state;
 	if (!shared_dir())
 		skip();
-	check_dir("tpugraphs-tile-v3/modules");
+	check_dir("tpugraphs-tile-v3/modules", "v3");
 }
 
 static void test_all_tpuv4(void **state)
@@ -128,7 +168,7 @@ static void test_all_tpuv4(void **state)
 	(void)state;
 	if (!shared_dir())
 		skip();
-	check_dir("tpuv4-ops/modules");
+	check_dir("tpuv4-ops/modules", "v4");
 }
 
 static void test_all_tpuv3(void **state)
@@ -136,7 +176,7 @@ static void test_all_tpuv3(void **state)
 	(void)state;
 	if (!shared_dir())
 		skip();
-	check_dir("tpuv3-ops/modules");
+	check_dir("tpuv3-ops/modules", "v3");
 }
 
 static void test_all_corpus(void **state)
@@ -144,7 +184,7 @@ static void test_all_corpus(void **state)
 	(void)state;
 	if (!shared_dir())
 		skip();
-	check_dir("hlo-corpus");
+	check_dir("hlo-corpus", "v4");
 }
 
 static void load(const char *rel, struct loaded *l)

@@ -303,6 +303,37 @@ static void test_nomem(void **state)
 	fail_msg("val_dataset_load still failing after 64 allocations");
 }
 
+/* The same for costing: parse, build, estimate and summaries. A failed
+ * allocation must never turn into a row error (a silently smaller set). */
+static void test_report_nomem(void **state)
+{
+	(void)state;
+	char dir[1024], hw_dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
+	src_path(hw_dir, sizeof hw_dir, "hwspecs");
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	for (long n = 0; n < 4096; n++) {
+		struct val_report r;
+		ts_alloc_fail_after(n);
+		enum ts_status st = val_report_build(&ds, &specs, &r, &d);
+		ts_alloc_fail_after(-1);
+		int errors = r.n_errors;
+		val_report_free(&r);
+		if (st == TS_OK) {
+			assert_int_equal(errors, 0);
+			val_specs_free(&specs);
+			val_dataset_free(&ds);
+			return;
+		}
+		assert_int_equal(st, TS_ERR_NOMEM);
+	}
+	fail_msg("val_report_build still failing after 4096 allocations");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_host_row),
 		cmocka_unit_test(test_missing_spec),
 		cmocka_unit_test(test_nomem),
+		cmocka_unit_test(test_report_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,6 +90,11 @@ void val_dataset_free(struct val_dataset *ds);
  * "matmul_f16_m32_n32_k32"), or the whole id. Writes at most cap bytes. */
 void val_id_family(const char *id, char *buf, size_t cap);
 
+/* Numbers the distinct strings of keys[0..n) by first appearance:
+ * group_of[i] in [0, *n_groups), equal keys equal numbers. O(n log n). */
+enum ts_status val_group_keys(const char *const *keys, int n, int *group_of,
+			      int *n_groups);
+
 /* ---- hardware specs per row --------------------------------------------- */
 
 #define VAL_MAX_HW 8 /* distinct hw values in one set */
@@ -201,7 +206,8 @@ struct val_group {
 	double median_ape;       /* model, fraction */
 	double roofline_mape;    /* roofline baseline, fraction */
 	double roofline_median_ape;
-	/* Ranking within one kernel (NaN for families, sets: see val_set). */
+	/* Ranking the configs of one kernel (NaN for families and for the
+	 * whole set; val_report's mean_* average them over kernels). */
 	double tau_model;        /* Kendall tau-b, measured vs model */
 	double tau_roofline;     /* vs roofline (config-blind: NaN) */
 	double tau_steps;        /* vs tile steps */
@@ -231,8 +237,8 @@ struct val_report {
 	                            else op families */
 	int n_groups;
 	struct val_group *groups;     /* by first appearance */
-	struct val_group overall;     /* the whole set (tau/top-K: means over
-	                                 kernels, see mean_* below) */
+	struct val_group overall;     /* the whole set (its ranking fields are
+	                                 NaN: see mean_* below) */
 	double mean_tau_model;   /* unweighted mean over kernels with tau defined */
 	double mean_tau_roofline;
 	double mean_tau_steps;

@@ -254,7 +254,7 @@ void val_dataset_free(struct val_dataset *ds)
 /* qsort has no context argument: sort (key, index) pairs instead. */
 struct keyed {
 	const char *key; /* string compared */
-	int idx;         /* row index: ties keep file order */
+	int idx;         /* its index: ties keep input order */
 };
 
 static int cmp_keyed(const void *a, const void *b)
@@ -264,72 +264,91 @@ static int cmp_keyed(const void *a, const void *b)
 	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* Sort (key, index) pairs, then walk runs of equal keys: O(n log n). */
+enum ts_status val_group_keys(const char *const *keys, int n, int *group_of,
+			      int *n_groups)
+{
+	*n_groups = 0;
+	if (n <= 0)
+		return TS_OK;
+	struct keyed *k = ts_calloc((size_t)n, sizeof *k);
+	int *first = ts_calloc((size_t)n, sizeof *first);
+	if (!k || !first) {
+		ts_free(k);
+		ts_free(first);
+		return TS_ERR_NOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		k[i] = (struct keyed){keys[i], i};
+	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+	/* first[i]: the first index holding the same key (<= i). */
+	for (int i = 0; i < n; i++)
+		first[k[i].idx] = i > 0 && !strcmp(k[i].key, k[i - 1].key)
+					  ? first[k[i - 1].idx]
+					  : k[i].idx;
+	for (int i = 0; i < n; i++)
+		group_of[i] = first[i] == i ? (*n_groups)++ : group_of[first[i]];
+	ts_free(k);
+	ts_free(first);
+	return TS_OK;
+}
+
 /*
- * Finds duplicate ids and assigns modules in O(n log n): sort (key, row)
- * pairs, then walk equal runs. The duplicate reported is the one on the
- * earliest line among second occurrences, as a linear scan would find.
+ * Checks that ids are unique and lists the modules. Groups are numbered by
+ * first appearance, so a row whose group is not the next new number
+ * repeats an earlier key: the first such row is the duplicate a linear
+ * scan would report.
  */
 static enum ts_status index_rows(struct val_dataset *ds, struct ts_diag *d)
 {
-	int n = ds->n_rows;
+	int n = ds->n_rows, n_groups = 0;
 	enum ts_status st = TS_OK;
-	struct keyed *k = ts_calloc((size_t)n, sizeof *k);
-	int *first_of = ts_calloc((size_t)n, sizeof *first_of);
-	if (!k || !first_of) {
+	const char **keys = ts_calloc((size_t)n, sizeof *keys);
+	int *group_of = ts_calloc((size_t)n, sizeof *group_of);
+	int *first = ts_calloc((size_t)n, sizeof *first);
+	if (!keys || !group_of || !first) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
-		k[i] = (struct keyed){ds->rows[i].id, i};
-	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
-	int dup = -1, dup_first = -1;
-	for (int i = 1; i < n; i++)
-		if (!strcmp(k[i].key, k[i - 1].key) &&
-		    (dup < 0 || k[i].idx < dup)) {
-			dup = k[i].idx;
-			dup_first = k[i - 1].idx;
+		keys[i] = ds->rows[i].id;
+	if ((st = val_group_keys(keys, n, group_of, &n_groups)))
+		goto out;
+	for (int i = 0, seen = 0; i < n; i++) {
+		if (group_of[i] == seen) {
+			first[seen++] = i;
+			continue;
 		}
-	if (dup >= 0) {
-		ts_diag_set(d, ds->csv_path, ds->rows[dup].line, 1,
+		ts_diag_set(d, ds->csv_path, ds->rows[i].line, 1,
 			    "duplicate id '%s' (first on line %u)",
-			    ds->rows[dup].id, ds->rows[dup_first].line);
+			    ds->rows[i].id, ds->rows[first[group_of[i]]].line);
 		st = TS_ERR_PARSE;
 		goto out;
 	}
 
-	/* Modules: first_of[row] = first row naming the same file. */
 	for (int i = 0; i < n; i++)
-		k[i] = (struct keyed){ds->rows[i].module, i};
-	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
-	for (int i = 0; i < n; i++)
-		first_of[k[i].idx] = (i > 0 && !strcmp(k[i].key, k[i - 1].key))
-					     ? first_of[k[i - 1].idx]
-					     : k[i].idx;
-	int n_mod = 0;
-	for (int i = 0; i < n; i++)
-		n_mod += first_of[i] == i;
-	ds->modules = ts_arena_array(&ds->arena, (size_t)n_mod,
+		keys[i] = ds->rows[i].module;
+	if ((st = val_group_keys(keys, n, group_of, &n_groups)))
+		goto out;
+	ds->modules = ts_arena_array(&ds->arena, (size_t)n_groups,
 				     sizeof *ds->modules);
 	if (!ds->modules) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
+	ds->n_modules = n_groups;
 	for (int i = 0; i < n; i++) {
-		struct val_row *row = &ds->rows[i];
-		if (first_of[i] != i) {
-			row->i_module = ds->rows[first_of[i]].i_module;
-			ds->modules[row->i_module].n_rows++;
-			continue;
+		struct val_module *m = &ds->modules[group_of[i]];
+		ds->rows[i].i_module = group_of[i];
+		if (m->n_rows++ == 0) {
+			m->path = ds->rows[i].module;
+			m->first_row = i;
 		}
-		struct val_module *m = &ds->modules[ds->n_modules];
-		row->i_module = ds->n_modules++;
-		m->path = row->module;
-		m->first_row = i;
-		m->n_rows = 1;
 	}
 out:
-	ts_free(k);
-	ts_free(first_of);
+	ts_free(keys);
+	ts_free(group_of);
+	ts_free(first);
 	return st;
 }
 

@@ -320,6 +320,7 @@ static void scratch_free(struct scratch *s)
 	ts_free(s->rank_meas);
 	ts_free(s->rank);
 	ts_free(s->steps);
+	*s = (struct scratch){0};
 }
 
 static enum ts_status scratch_init(struct scratch *s, size_t n)
@@ -418,19 +419,6 @@ static enum ts_status summarise(const struct val_report *r, const int *idx,
 	return TS_OK;
 }
 
-/* qsort has no context argument: sort (key, index) pairs. */
-struct keyed {
-	const char *key; /* group key */
-	int idx;         /* row index: ties keep file order */
-};
-
-static int cmp_keyed(const void *a, const void *b)
-{
-	const struct keyed *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
-}
-
 /*
  * group_of[row] = group index, groups numbered by first appearance. Kernel
  * groups are the modules; family groups come from the ids (val_id_family).
@@ -452,44 +440,30 @@ static enum ts_status assign_groups(struct val_report *r, int *group_of)
 		return TS_OK;
 	}
 	enum ts_status st = TS_OK;
-	struct keyed *k = ts_calloc((size_t)n, sizeof *k);
-	int *first = ts_calloc((size_t)n, sizeof *first);
-	if (!k || !first) {
-		st = TS_ERR_NOMEM;
-		goto out;
-	}
+	const char **fam = ts_calloc((size_t)n, sizeof *fam);
+	if (!fam)
+		return TS_ERR_NOMEM;
 	for (int i = 0; i < n; i++) {
-		char fam[128];
-		val_id_family(ds->rows[i].id, fam, sizeof fam);
-		k[i].key = ts_arena_strndup(&r->arena, fam, strlen(fam));
-		k[i].idx = i;
-		if (!k[i].key) {
+		char buf[128];
+		val_id_family(ds->rows[i].id, buf, sizeof buf);
+		fam[i] = ts_arena_strndup(&r->arena, buf, strlen(buf));
+		if (!fam[i]) {
 			st = TS_ERR_NOMEM;
 			goto out;
 		}
 	}
-	qsort(k, (size_t)n, sizeof *k, cmp_keyed);
-	for (int i = 0; i < n; i++)
-		first[k[i].idx] = i > 0 && !strcmp(k[i].key, k[i - 1].key)
-					  ? first[k[i - 1].idx]
-					  : k[i].idx;
-	int n_groups = 0;
-	for (int i = 0; i < n; i++)
-		n_groups += first[i] == i;
-	r->groups = ts_arena_array(&r->arena, (size_t)n_groups,
+	if ((st = val_group_keys(fam, n, group_of, &r->n_groups)))
+		goto out;
+	r->groups = ts_arena_array(&r->arena, (size_t)r->n_groups,
 				   sizeof *r->groups);
 	if (!r->groups) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
-	/* Numbers by first appearance in file order (first[i] <= i). */
 	for (int i = 0; i < n; i++)
-		group_of[i] = first[i] == i ? r->n_groups++ : group_of[first[i]];
-	for (int i = 0; i < n; i++)
-		r->groups[group_of[k[i].idx]].name = k[i].key;
+		r->groups[group_of[i]].name = fam[i];
 out:
-	ts_free(k);
-	ts_free(first);
+	ts_free(fam);
 	return st;
 }
 
@@ -501,26 +475,35 @@ static enum ts_status build_summaries(struct val_report *r)
 	struct scratch s = {0};
 	int *group_of = ts_calloc((size_t)n, sizeof *group_of);
 	int *idx = ts_calloc((size_t)n, sizeof *idx);
-	if (!group_of || !idx || scratch_init(&s, (size_t)n)) {
+	int *offs = ts_calloc((size_t)n + 1, sizeof *offs);
+	if (!group_of || !idx || !offs || scratch_init(&s, (size_t)n)) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
 	r->by_kernel = ds->has_configs;
 	if ((st = assign_groups(r, group_of)))
 		goto out;
+	/* Rows by group (counting sort, file order within a group):
+	 * idx[offs[g] .. offs[g+1]). */
+	for (int i = 0; i < n; i++)
+		offs[group_of[i] + 1]++;
+	for (int g = 0; g < r->n_groups; g++)
+		offs[g + 1] += offs[g];
+	for (int i = 0; i < n; i++)
+		idx[offs[group_of[i]]++] = i;
+	for (int g = r->n_groups; g > 0; g--) /* undo the fill's advance */
+		offs[g] = offs[g - 1];
+	offs[0] = 0;
 
 	double sum_tau[3] = {0}, sum_top[3] = {0};
 	int n_tau[3] = {0};
 	for (int gi = 0; gi < r->n_groups; gi++) {
 		struct val_group *g = &r->groups[gi];
-		int m = 0;
-		for (int i = 0; i < n; i++)
-			if (group_of[i] == gi)
-				idx[m++] = i;
 		const char *name = g->name;
 		memset(g, 0, sizeof *g);
 		g->name = name;
-		if ((st = summarise(r, idx, m, r->by_kernel, &s, g)))
+		if ((st = summarise(r, idx + offs[gi], offs[gi + 1] - offs[gi],
+				    r->by_kernel, &s, g)))
 			goto out;
 		double tau[3] = {g->tau_model, g->tau_roofline, g->tau_steps};
 		for (int t = 0; t < 3; t++)
@@ -566,6 +549,7 @@ out:
 	scratch_free(&s);
 	ts_free(group_of);
 	ts_free(idx);
+	ts_free(offs);
 	return st;
 }
 

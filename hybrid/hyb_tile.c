@@ -1,0 +1,104 @@
+/*
+ * hyb_tile.c: tile-size selection. Enumerates the candidate tile configs of
+ * a kernel (sim/tile.c), costs each with the analytic model's plan
+ * (sim/model.c: one plan per kernel, a closed-form estimate per config)
+ * and keeps the best few. docs/ARCHITECTURE.md "Tasks on top".
+ */
+#include "hybrid.h"
+
+#include <string.h>
+
+/* Default cap on configs costed: about 1-4 s at the model's speed, enough
+ * for every bound of every dim of the TpuGraphs kernels (fusion.191 has
+ * 139,968 candidates). */
+#define HYB_TILE_DEFAULT_MAX INT64_C(4000000)
+
+struct search {
+	const struct sim_plan *p;
+	const struct hw_spec *hw;
+	struct hyb_tile_result *r;
+	int top_k;
+};
+
+/* Lexicographic order of bounds: the tie-break after time and steps. */
+static int cmp_bounds(const struct sim_tile_config *a,
+		      const struct sim_tile_config *b)
+{
+	for (int i = 0; i < a->n_out && i < b->n_out; i++)
+		if (a->out_bounds[i] != b->out_bounds[i])
+			return a->out_bounds[i] < b->out_bounds[i] ? -1 : 1;
+	for (int i = 0; i < a->n_kernel && i < b->n_kernel; i++)
+		if (a->kernel_bounds[i] != b->kernel_bounds[i])
+			return a->kernel_bounds[i] < b->kernel_bounds[i] ? -1 : 1;
+	return 0;
+}
+
+/* true when pick a ranks before pick b */
+static bool better(const struct hyb_tile_pick *a, const struct hyb_tile_pick *b)
+{
+	if (a->est.time_ns != b->est.time_ns)
+		return a->est.time_ns < b->est.time_ns;
+	if (a->est.steps != b->est.steps)
+		return a->est.steps < b->est.steps;
+	return cmp_bounds(&a->config, &b->config) < 0;
+}
+
+static bool visit(const struct sim_tile_config *cfg, void *ctx)
+{
+	struct search *s = ctx;
+	struct hyb_tile_result *r = s->r;
+	struct hyb_tile_pick pick;
+	pick.config = *cfg;
+	sim_plan_estimate(s->p, s->hw, cfg, &pick.est);
+	r->n_costed++;
+	if (!pick.est.feasible)
+		return true;
+	r->n_feasible++;
+	/* insertion into the sorted top list */
+	int n = r->n_top;
+	if (n == s->top_k && !better(&pick, &r->top[n - 1]))
+		return true;
+	int i = n < s->top_k ? n : n - 1;
+	while (i > 0 && better(&pick, &r->top[i - 1])) {
+		r->top[i] = r->top[i - 1];
+		i--;
+	}
+	r->top[i] = pick;
+	if (n < s->top_k)
+		r->n_top++;
+	return true;
+}
+
+enum ts_status hyb_tile_search(const struct sim_kernel *k,
+			       const struct hw_spec *hw,
+			       const struct hyb_tile_opts *o,
+			       struct hyb_tile_result *r, struct ts_diag *d)
+{
+	memset(r, 0, sizeof *r);
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st != TS_OK)
+		return st;
+	r->def.config = p.def;
+	sim_plan_estimate(&p, hw, &p.def, &r->def.est);
+	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0)
+		return TS_OK;
+	r->tunable = true;
+	int top_k = o && o->top_k > 0 ? o->top_k : 1;
+	if (top_k > HYB_TILE_MAX_TOP)
+		top_k = HYB_TILE_MAX_TOP;
+	int64_t max = o && o->max_configs > 0 ? o->max_configs
+					      : HYB_TILE_DEFAULT_MAX;
+	int per_dim = o ? o->per_dim : 0;
+	/* shrink the per-dim candidate count until the product fits */
+	if (sim_plan_enumerate(&p, per_dim, NULL, NULL) > max) {
+		per_dim = per_dim > 0 ? per_dim : 64;
+		while (per_dim > 2 &&
+		       sim_plan_enumerate(&p, per_dim, NULL, NULL) > max)
+			per_dim--;
+	}
+	r->per_dim = per_dim;
+	struct search s = {.p = &p, .hw = hw, .r = r, .top_k = top_k};
+	sim_plan_enumerate(&p, per_dim, visit, &s);
+	return TS_OK;
+}

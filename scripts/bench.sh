@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench.sh: runs the benchmarks on one core (taskset -c 0) and rewrites the
+# README's bench section (between <!-- bench:begin --> and <!-- bench:end -->):
+#   - HLO parse throughput over ../shared/data/hlo-corpus   (target >= 200 MB/s)
+#   - analytic estimates per second over every feasible tile config of the
+#     largest convolution kernel in tpugraphs-tile-v3, fusion.191 (target >= 1e6/s)
+#   - `tpusim run` wall time on the largest corpus module, median of 21 runs
+#     (target <= 20 ms)
+#   usage: scripts/bench.sh [BUILD_DIR]     (default: build)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+shared=${TPUSIM_SHARED:-$root/../shared}
+corpus=$shared/data/hlo-corpus
+[ -d "$corpus" ] || { echo "bench.sh: $corpus not found" >&2; exit 1; }
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+pin="taskset -c 0"
+command -v taskset >/dev/null || pin=""
+
+largest=$(ls -S "$corpus"/*.hlo | head -n 1)
+run_ms() {
+	# Median wall time in ms of `tpusim run` over 21 runs.
+	i=0
+	while [ $i -lt 21 ]; do
+		t0=$(date +%s%N)
+		$pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" >/dev/null
+		t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000 ))
+		i=$((i + 1))
+	done | sort -n | sed -n 11p | awk '{ printf "%.1f", $1 / 1000 }'
+}
+
+section=$(mktemp)
+trap 'rm -f "$section"' EXIT
+{
+	echo "Measured by \`scripts/bench.sh\` on $(nproc)-core $(uname -m), one core pinned"
+	echo "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))."
+	echo
+	echo '```'
+	$pin "$build/bench/bench_parse" "$corpus"
+	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
+	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
+	echo '```'
+} >"$section"
+sh "$root/scripts/readme_section.sh" bench <"$section"
