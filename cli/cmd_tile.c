@@ -236,7 +236,8 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	int rc = CMD_EXIT_OK;
 	char *text = NULL;
 	struct ir_module **mods = NULL;
-	int n_mods = 0;
+	int n_mods = 0, n_progs = 0;
+	struct sim_program *progs = NULL;
 	struct ts_diag d = {0};
 	enum ts_status st = hlo_parse_file(path, &text, &mods, &n_mods, &d);
 	if (st != TS_OK) {
@@ -244,59 +245,74 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		rc = cmd_exit_from_status(st);
 		goto out;
 	}
+	progs = ts_calloc((size_t)n_mods + 1, sizeof *progs);
+	if (!progs) {
+		cmd_error(ctx, "out of memory");
+		rc = CMD_EXIT_IO;
+		goto out;
+	}
+	/* Build every selected module and check the names before any
+	 * output, so that a bad --module or --kernel prints nothing. */
+	int n_done = 0;
+	for (int m = 0; m < n_mods; m++) {
+		if (o->module && strcmp(mods[m]->name, o->module) != 0)
+			continue;
+		struct sim_program_opts popts = {0};
+		st = sim_program_build(mods[m], &popts, &progs[n_progs], &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, text, strlen(text));
+			rc = cmd_exit_from_status(st);
+			goto out;
+		}
+		const struct sim_program *p = &progs[n_progs++];
+		for (int i = 0; i < p->n_kernels; i++)
+			n_done += o->kernel ? strcmp(p->kernels[i].name,
+						     o->kernel) == 0
+					    : p->kernels[i].tunable;
+	}
+	if (o->module && n_progs == 0) {
+		cmd_error(ctx, "--module: no module named '%s' in %s",
+			  o->module, path);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+	if (o->kernel && n_done == 0) {
+		cmd_error(ctx, "--kernel: no kernel named '%s' in %s", o->kernel,
+			  path);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+	if (n_done == 0)
+		fprintf(ctx->err, "%s: note: %s has no tunable kernel\n",
+			ctx->prog, path);
 	struct cmd_report r;
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
 	cmd_report_text(&r, "hw", ctx->hw.name);
 	cmd_report_text(&r, "model", "analytic");
 	cmd_report_list_begin(&r, "kernels");
-	int n_modules = 0, n_done = 0;
-	for (int m = 0; m < n_mods && rc == CMD_EXIT_OK; m++) {
-		if (o->module && strcmp(mods[m]->name, o->module) != 0)
-			continue;
-		n_modules++;
-		struct sim_program prog;
-		struct sim_program_opts popts = {0};
-		st = sim_program_build(mods[m], &popts, &prog, &d);
-		if (st != TS_OK) {
-			cmd_diag(ctx, &d, path, text, strlen(text));
-			rc = cmd_exit_from_status(st);
-			break;
-		}
-		for (int i = 0; i < prog.n_kernels && rc == CMD_EXIT_OK; i++) {
-			const struct sim_kernel *k = &prog.kernels[i];
+	for (int m = 0; m < n_progs && rc == CMD_EXIT_OK; m++) {
+		const struct sim_program *p = &progs[m];
+		for (int i = 0; i < p->n_kernels && rc == CMD_EXIT_OK; i++) {
+			const struct sim_kernel *k = &p->kernels[i];
 			if (o->kernel ? strcmp(k->name, o->kernel) != 0
 				      : !k->tunable)
 				continue;
-			rc = tile_kernel(ctx, o, &r, mods[m]->name, k, path,
+			rc = tile_kernel(ctx, o, &r, p->module->name, k, path,
 					 text);
-			n_done++;
 		}
-		sim_program_free(&prog);
 	}
 	cmd_report_list_end(&r);
 	struct ts_diag rd = {0};
 	enum ts_status end_st = cmd_report_end(&r, &rd);
-	if (rc != CMD_EXIT_OK)
-		goto out;
-	if (end_st != TS_OK) {
+	if (rc == CMD_EXIT_OK && end_st != TS_OK) {
 		cmd_error(ctx, "%s", rd.msg);
 		rc = cmd_exit_from_status(end_st);
-		goto out;
-	}
-	if (o->module && n_modules == 0) {
-		cmd_error(ctx, "--module: no module named '%s' in %s",
-			  o->module, path);
-		rc = CMD_EXIT_INPUT;
-	} else if (o->kernel && n_done == 0) {
-		cmd_error(ctx, "--kernel: no kernel named '%s' in %s",
-			  o->kernel, path);
-		rc = CMD_EXIT_INPUT;
-	} else if (n_done == 0) {
-		fprintf(ctx->err, "%s: note: %s has no tunable kernel\n",
-			ctx->prog, path);
 	}
 out:
+	for (int m = 0; m < n_progs; m++)
+		sim_program_free(&progs[m]);
+	ts_free(progs);
 	for (int m = 0; m < n_mods; m++)
 		ir_module_free(mods[m]);
 	ts_free(mods);

@@ -6,12 +6,11 @@
 #include "hw_units.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 /*
  * Formula (cycles, one run of `tiles` R x C weight tiles, each streaming T
  * = rows LHS rows, P = passes bf16 passes, N = mxu_count arrays, k = bf16
- * MACs per cell per cycle):
+ * MACs per cell per cycle, B = hw->mxu_pass_cycles):
  *
  *   per array:  t = ceil(tiles x P / N) weight-tile passes
  *   cycles    = R                       first weight load, nothing to hide it
@@ -21,17 +20,20 @@
  *                                       load (R cycles, one row per cycle)
  *                                       while the current tile streams, so a
  *                                       pass costs the longer of the two
+ *             + t x B                   a bubble per pass when the array
+ *                                       switches to the next weights
  *
- * For one 128 x 128 tile and T = 128 this is 2R + C + T - 2 = 510 cycles,
- * SCALE-Sim's count for one weight-stationary fold (TPU.md section 2 rule
- * 1). Assumptions: weights are double-buffered in the array (TPU MXUs
- * preload the next weight tile, Jouppi et al. ISCA'17 "weight FIFO"); rows
- * and output columns beyond R or C are padded (a 64-deep contraction costs
- * a full pass); tiles split evenly over the arrays, which share the LHS
- * rows. Known wrong: ignores the result-buffer capacity (very tall T may
- * need extra drains), and assumes the VPU feeds rows fast enough. Source:
- * TPU.md section 2 rule 1 (one 8 x 128 LHS tile per 8 cycles, bubbles when
- * an axis is below 128), SCALE-Sim (Samajdar et al., ISPASS 2020).
+ * With B = 0, one 128 x 128 tile and T = 128 this is 2R + C + T - 2 = 510
+ * cycles, SCALE-Sim's count for one weight-stationary fold (TPU.md section
+ * 2 rule 1). Assumptions: weights are double-buffered in the array (TPU
+ * MXUs preload the next weight tile, Jouppi et al. ISCA'17 "weight FIFO");
+ * rows and output columns beyond R or C are padded (a 64-deep contraction
+ * costs a full pass); tiles split evenly over the arrays, which share the
+ * LHS rows. Known wrong: ignores the result-buffer capacity (very tall T
+ * may need extra drains), and assumes the VPU feeds rows fast enough; B is
+ * calibrated (hwspecs), not derived from the array's design. Source: TPU.md
+ * section 2 rule 1 (one 8 x 128 LHS tile per 8 cycles, bubbles when an
+ * axis is below 128), SCALE-Sim (Samajdar et al., ISPASS 2020).
  */
 double hw_mxu_fill_cycles(const struct hw_spec *hw)
 {
@@ -51,8 +53,7 @@ double hw_mxu_stream_cycles(const struct hw_spec *hw, int64_t tiles,
 	double p = passes > 0 ? passes : 1;
 	double t = ceil((double)tiles * p / n_mxu);
 	double stream = (double)rows / k;
-	double sw = getenv("SW") ? atof(getenv("SW")) : 0;
-	return stream + (t - 1.0) * fmax(stream, r) + t * sw;
+	return stream + (t - 1.0) * fmax(stream, r) + t * hw->mxu_pass_cycles;
 }
 
 double hw_mxu_tile_cycles(const struct hw_spec *hw, int64_t tiles,

@@ -92,6 +92,7 @@ static const struct hw_field mxu_fields[] = {
 	HW_REAL("clock_hz", clock_hz, "Hz", 1e8, 1e10),
 	HW_REAL("macs_per_cell_cycle", mxu_macs_per_cell_cycle, "MACs", 0.125, 16),
 	HW_INT("f32_passes", mxu_f32_passes, "passes", 1, 9),
+	HW_REAL("pass_cycles", mxu_pass_cycles, "cycles", 0, 1e4),
 };
 HW_SECTION_FITS(mxu_fields);
 

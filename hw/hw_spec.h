@@ -52,6 +52,9 @@ struct hw_spec {
 	double mxu_macs_per_cell_cycle; /* bf16 MACs one cell does per cycle (1
 	                             up to v5p; >1 where published FLOP/s need it) */
 	int mxu_f32_passes;       /* bf16 passes for an f32 matmul at HIGHEST precision */
+	double mxu_pass_cycles;   /* bubble cycles per weight-tile pass of an
+	                             array (switching to the next tile's
+	                             weights); YAML mxu.pass_cycles */
 
 	/* VPU, per TensorCore */
 	int vpu_sublanes;         /* 8 on every generation */

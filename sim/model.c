@@ -479,11 +479,9 @@ static bool in_vmem(const struct ir_shape *s)
 /* Adds one access for an array value with map m (NULL: follows nothing). */
 static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 				 const struct ir_shape *s, const struct dmap *m,
-				 bool output, const struct sim_plan *grid_of,
-				 const struct ir_instr *target,
+				 bool output, const struct ir_instr *target,
 				 struct ts_diag *d)
 {
-	(void)grid_of;
 	struct sim_tgrid g;
 	if (s->type == IR_TYPE_TUPLE || s->rank > SIM_MAX_GRID ||
 	    sim_tile_grid(s, &g, d) != TS_OK) {
@@ -906,7 +904,14 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		return TS_OK;
 	}
 	p->kind = SIM_PLAN_TILED;
-	const struct ir_instr *t = k->tiled ? k->tiled : sim_tile_target(k);
+	/* kernel extraction's tiled instruction, unless it sits inside a
+	 * nested fused computation the maps below do not reach */
+	const struct ir_computation *comp =
+		k->n_members > 0 ? k->members[0]->parent : NULL;
+	const struct ir_instr *t =
+		k->tiled && (!comp || k->tiled->parent == comp)
+			? k->tiled
+			: sim_tile_target(k);
 	if (!t) {
 		ts_diag_set(d, NULL, 0, 0, "%s: kernel has no instructions",
 			    k->name ? k->name : "?");
@@ -999,8 +1004,6 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 
 	/* Dimension maps over the members. */
-	const struct ir_computation *comp =
-		k->n_members > 0 ? k->members[0]->parent : NULL;
 	struct prop pr = {.k = k, .comp = comp};
 	uint8_t *mark = NULL;
 	if (comp) {
@@ -1033,7 +1036,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	for (int i = 0; i < k->n_inputs; i++) {
 		const struct ir_instr *v = k->inputs[i];
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
-		st = add_access(p, v, &v->shape, m, false, p, t, d);
+		st = add_access(p, v, &v->shape, m, false, t, d);
 		if (st != TS_OK)
 			goto out;
 	}
@@ -1066,13 +1069,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			if (v->shape.type == IR_TYPE_TUPLE) {
 				for (int e = 0; e < v->shape.n_elems; e++) {
 					st = add_access(p, v, &v->shape.elems[e],
-							NULL, true, p, t, d);
+							NULL, true, t, d);
 					if (st != TS_OK)
 						goto out;
 				}
 				continue;
 			}
-			st = add_access(p, v, &v->shape, m, true, p, t, d);
+			st = add_access(p, v, &v->shape, m, true, t, d);
 			if (st != TS_OK)
 				goto out;
 		}
@@ -1355,9 +1358,10 @@ static double mxu_total_cycles(const struct sim_plan *p,
  *              + operand prologues x their refetches + rows x row_cycles
  *              (rows: iterations of the loop over each block's major,
  *              untiled dims)
- *   dma      = latency + (bytes moved - first_in - last_out) / (S-1) / bw:
- *              the next step's loads and the previous step's stores,
- *              double-buffered behind this step's compute
+ *   dma      = latency (when steps load) + (bytes moved - first_in -
+ *              last_out) / (S - 1) / bw: the next step's loads and the
+ *              previous step's stores, double-buffered behind this
+ *              step's compute
  *   bytes    = access_cost() per input and output (refetches, halos,
  *              padding to tiles, partial sums read back)
  *   VMEM     = sum over accesses of 2 x block (1 x when fetched once) + an
@@ -1471,16 +1475,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	}
 	/* the loop over a block's major (untiled) dims: one iteration per
 	 * row of tiles, hw->row_overhead_cycles each, ragged blocks whole */
-	double rows = (double)steps, row_tiles = 1;
-	for (int i = 0; i < p->out.rank; i++) {
-		const struct sim_blocks *b = &x->bl[p->out_dim[i]];
+	double rows = (double)steps;
+	for (int i = 0; i < p->out.rank; i++)
 		if (p->out.tile[i] == 1)
-			rows *= (double)b->full;
-		else
-			row_tiles *= (double)b->bound;
-	}
-	/* a row of one tile collapses into a single flat loop */
-	double row_cyc = row_tiles > 1 ? rows * hw->row_overhead_cycles : 0.0;
+			rows *= (double)x->bl[p->out_dim[i]].full;
+	double row_cyc = rows * hw->row_overhead_cycles;
 	double vpu = p->vpu_cycles + acc_cyc + prologue + row_cyc;
 	double n = (double)steps;
 	double mid = rd + wr - first - last;
@@ -1488,9 +1487,13 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		mid = 0;
 	double compute_step = fmax(mxu, vpu) / clock_ghz / n;
 	/* n - 1 steps overlap the next step's loads (and the previous
-	 * step's stores); the last step's compute has nothing to hide */
+	 * step's stores); the last step's compute has nothing to hide. A
+	 * step waits out the latency of the loads it needs; stores are
+	 * issued and left to finish behind the next steps. */
+	double mid_in = rd - first > 0 ? rd - first : 0.0;
 	double dma_step = steps > 1 && mid > 0
-				  ? hw->dma_latency_ns + mid / (n - 1.0) / bpns
+				  ? (mid_in > 0 ? hw->dma_latency_ns : 0.0) +
+					    mid / (n - 1.0) / bpns
 				  : 0.0;
 	double first_ns = hw->dma_latency_ns + first / bpns;
 	double last_ns = last > 0 ? hw->dma_latency_ns + last / bpns : 0.0;
@@ -1503,7 +1506,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->steps = steps;
 	out->mxu_cycles = mxu;
 	out->vpu_cycles = vpu;
-	out->dma_cycles = hw_mem_dma_ns(hw, rd + wr, transfers) * clock_ghz;
+	out->dma_cycles = (rd + wr) / bpns * clock_ghz;
 	out->overhead_ns = hw->kernel_overhead_ns + n * hw->step_overhead_ns;
 	out->vmem_bytes = vmem;
 	out->feasible = hw_mem_fits_vmem(hw, vmem);
@@ -1511,8 +1514,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->bytes_read = rd;
 	out->bytes_written = wr;
 	double mxu_ns = mxu / clock_ghz, vpu_ns = vpu / clock_ghz;
-	double dma_ns = (rd + wr) / bpns + transfers * hw->dma_latency_ns;
-	double ovh = out->overhead_ns;
+	/* the unit with the most busy time; DMA latencies count as
+	 * overhead, with the launch and per-step costs */
+	double dma_ns = (rd + wr) / bpns;
+	double ovh = out->overhead_ns + transfers * hw->dma_latency_ns;
 	out->bound = HW_UNIT_MXU;
 	double best = mxu_ns;
 	if (vpu_ns > best) {
@@ -1534,7 +1539,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->last_bytes = last;
 	x->mid_bytes = mid;
 	x->transfers = transfers;
-	x->rows = row_tiles > 1 ? rows : 0.0;
+	x->rows = rows;
 	x->compute_step_ns = compute_step;
 	x->dma_step_ns = dma_step;
 	x->step_ns = hw->step_overhead_ns;
@@ -1681,10 +1686,11 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
 			p.mxu_macs);
 	fprintf(f,
-		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, "
-		"accumulator %.0f, prologue %.0f\n",
+		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, MXU "
+		"results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
 		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles,
-		x.acc_cycles, x.prologue_cycles);
+		x.acc_cycles, x.prologue_cycles, x.rows,
+		hw->row_overhead_cycles);
 	fprintf(f,
 		"  DMA: read %.0f B, write %.0f B, %.0f transfers at %.1f "
 		"B/ns, latency %.0f ns\n",

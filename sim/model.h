@@ -224,9 +224,8 @@ struct sim_est_detail {
 	double last_bytes;      /* stored after the last step */
 	double mid_bytes;       /* moved behind the steps */
 	double transfers;       /* DMAs in all */
-	double rows;            /* iterations of the loops over block rows
-	                           that cost overhead.row_cycles (0 when a
-	                           row is one tile: the loops collapse) */
+	double rows;            /* iterations of the loops over the block
+	                           rows (overhead.row_cycles each) */
 	double compute_step_ns; /* per step */
 	double dma_step_ns;     /* per step */
 	double step_ns;         /* per-step overhead */
@@ -247,9 +246,11 @@ void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 		      struct sim_tile_config *cfg);
 
 /*
- * Enumerates candidate configs of a tunable plan: per grid dim the bounds
- * 1, 2, 4, ... and the divisors of the dim and the dim itself (at most
- * `per_dim` values, 0 = no cap), kernel shared dims tied to the output's.
+ * Enumerates candidate configs of a tunable plan: per grid dim every bound
+ * when the dim has at most 16 tiles, else 1, 2, 4, ..., the divisors and
+ * the dim itself (at most `per_dim` values, evenly spread, 0 = no cap); an
+ * output dim shared with a coarser-tiled kernel dim counts in whole kernel
+ * tiles; kernel shared dims are tied to the output's.
  * Calls fn for each (stops when it returns false). Returns the number of
  * configs visited; with fn NULL, visits nothing and returns the size of
  * the candidate product (an upper bound, saturating at INT64_MAX).

@@ -1,0 +1,219 @@
+/*
+ * test_hw_units.c: the unit models of hw/ (hw_units.h) on a hand-built
+ * spec with round numbers: MXU cycles of weight-stationary passes, VPU
+ * vregs and op/reduction cycles, DMA time, VMEM capacity and ICI
+ * collectives. Every expected value is derived by hand in the comment
+ * above its assertion.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "hw_units.h"
+
+/* |got - want| <= tol, printing both. */
+#define assert_near(got, want, tol)                                            \
+	do {                                                                   \
+		double got_ = (got), want_ = (want);                           \
+		if (!(fabs(got_ - want_) <= (tol)))                            \
+			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
+				 got_, want_, (double)(tol));                  \
+	} while (0)
+
+/* Exact: every formula here is sums and products of small integers. */
+#define EXACT 1e-9
+
+/* A v3-like core with round numbers: one 128 x 128 MXU, no pass bubble,
+ * 8 x 128 vregs, 2 ALUs, 1 GHz, 400 B/ns of HBM per core (chip 800e9
+ * split over 2 cores at efficiency 1), 100 ns DMA latency, 16 MiB VMEM. */
+static struct hw_spec spec(void)
+{
+	struct hw_spec h;
+	memset(&h, 0, sizeof h);
+	strcpy(h.name, "t");
+	h.tensorcores_per_chip = 2;
+	h.megacore = false;
+	h.mxu_count = 1;
+	h.mxu_rows = 128;
+	h.mxu_cols = 128;
+	h.clock_hz = 1e9;
+	h.mxu_macs_per_cell_cycle = 1;
+	h.mxu_f32_passes = 6;
+	h.mxu_pass_cycles = 0;
+	h.vpu_sublanes = 8;
+	h.vpu_lanes = 128;
+	h.vpu_alus = 2;
+	h.vpu_class_cost[HW_VPU_SIMPLE] = 1;
+	h.vpu_class_cost[HW_VPU_DIVIDE] = 4;
+	h.vpu_class_cost[HW_VPU_TRANSCEND] = 4;
+	h.vpu_class_cost[HW_VPU_TRIG] = 16;
+	h.xlu_lane_reduce_cost = 8;
+	h.hbm_bytes = 32.0 * 1024 * 1024 * 1024;
+	h.hbm_bw_bytes_per_s = 800e9;
+	h.hbm_efficiency = 1.0;
+	h.dma_latency_ns = 100;
+	h.vmem_bytes = 16.0 * 1024 * 1024;
+	h.kernel_overhead_ns = 200;
+	h.step_overhead_ns = 70;
+	h.ici_links = 4;
+	h.ici_link_bw_bytes_per_s = 1e11;
+	h.ici_latency_ns = 500;
+	return h;
+}
+
+/* ---- MXU -------------------------------------------------------------------- */
+
+/*
+ * 128 x 128 x 128 bf16 on one MXU: one weight tile, 128 rows streamed.
+ *   weight load R = 128 + fill/drain skew R + C - 2 = 254 + rows T = 128
+ *   = 510 cycles = 2R + C + T - 2 (SCALE-Sim's fold), no pass bubble.
+ */
+static void test_mxu_one_tile(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_mxu_matmul_cycles(&h, 128, 128, 128, 1), 510, EXACT);
+	assert_near(hw_mxu_fill_cycles(&h), 382, EXACT);
+	assert_near(hw_mxu_stream_cycles(&h, 1, 128, 1), 128, EXACT);
+	/* a pass bubble B adds B per pass: 510 + 32 */
+	h.mxu_pass_cycles = 32;
+	assert_near(hw_mxu_matmul_cycles(&h, 128, 128, 128, 1), 542, EXACT);
+}
+
+/*
+ * f32 at HIGHEST takes P = 6 bf16 passes: the streaming part scales by P,
+ * the fill does not: 382 + 128 + 5 x max(128, 128) = 1150 cycles, i.e.
+ * 382 + 6 x 128 (passes x the bf16 pass).
+ */
+static void test_mxu_f32_passes(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	double bf16 = hw_mxu_stream_cycles(&h, 1, 128, 1);
+	double f32 = hw_mxu_stream_cycles(&h, 1, 128, h.mxu_f32_passes);
+	assert_near(f32, 6 * bf16, EXACT);
+	assert_near(hw_mxu_matmul_cycles(&h, 128, 128, 128, 6), 1150, EXACT);
+}
+
+/*
+ * Weight-load bound: 8 rows per tile cannot hide the next tile's 128-cycle
+ * weight load. 8 x 1024 x 512 on one MXU: 8 x 4 = 32 tiles,
+ *   382 + 8 + 31 x max(8, 128) = 4358 cycles;
+ * two MXUs split the tiles: 382 + 8 + 15 x 128 = 2310.
+ * Padding: K = 64 costs a full 128-deep tile, as K = 128 does.
+ */
+static void test_mxu_weight_bound_and_padding(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_mxu_matmul_cycles(&h, 8, 1024, 512, 1), 4358, EXACT);
+	h.mxu_count = 2;
+	assert_near(hw_mxu_matmul_cycles(&h, 8, 1024, 512, 1), 2310, EXACT);
+	assert_near(hw_mxu_matmul_cycles(&h, 256, 64, 128, 1),
+		    hw_mxu_matmul_cycles(&h, 256, 128, 128, 1), EXACT);
+	/* peak: 2 x 128 x 128 MACs per cycle */
+	assert_near(hw_mxu_peak_macs_per_cycle(&h), 32768, EXACT);
+	/* nothing to do costs nothing */
+	assert_near(hw_mxu_matmul_cycles(&h, 0, 128, 128, 1), 0, EXACT);
+}
+
+/* ---- VPU -------------------------------------------------------------------- */
+
+/*
+ * f32[3,5] padded to its T(8,128) tile is 8 x 128 = 1024 elements: one
+ * vreg; an add costs 1 slot / 2 ALUs = 0.5 cycles; an exp 4 / 2 = 2.
+ * 64-bit elements take two vregs per tile.
+ */
+static void test_vpu_padded_op(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_vpu_vregs(&h, 8 * 128, 32), 1, EXACT);
+	assert_near(hw_vpu_vregs(&h, 8 * 128, 16), 1, EXACT);
+	assert_near(hw_vpu_vregs(&h, 8 * 128, 64), 2, EXACT);
+	assert_near(hw_vpu_vregs(&h, 1025, 32), 2, EXACT);
+	assert_near(hw_vpu_op_cycles(&h, 1, HW_VPU_SIMPLE), 0.5, EXACT);
+	assert_near(hw_vpu_op_cycles(&h, 1, HW_VPU_TRANSCEND), 2, EXACT);
+	assert_near(hw_vpu_op_cycles(&h, 10, HW_VPU_TRIG), 80, EXACT);
+}
+
+/*
+ * 16 vregs reduced to 2:
+ *   major:   14 adds x 1 / 2                               = 7
+ *   sublane: 7 + 2 x log2(8) x (1 add + 1 shuffle) / 2     = 7 + 6 = 13
+ *   lane:    7 + 2 x xlu 8 / 2                             = 7 + 8 = 15
+ * so lane > sublane > major, as TPU.md section 2 rule 7 orders them.
+ */
+static void test_vpu_reductions(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	double maj = hw_vpu_reduce_cycles(&h, 16, 2, HW_REDUCE_MAJOR,
+					  HW_VPU_SIMPLE);
+	double sub = hw_vpu_reduce_cycles(&h, 16, 2, HW_REDUCE_SUBLANE,
+					  HW_VPU_SIMPLE);
+	double lane = hw_vpu_reduce_cycles(&h, 16, 2, HW_REDUCE_LANE,
+					   HW_VPU_SIMPLE);
+	assert_near(maj, 7, EXACT);
+	assert_near(sub, 13, EXACT);
+	assert_near(lane, 15, EXACT);
+	assert_true(lane > sub && sub > maj);
+}
+
+/* ---- memory and ICI ----------------------------------------------------------- */
+
+/*
+ * 800e9 B/s per chip over 2 cores at efficiency 1: 400 B/ns per core.
+ * 1 MB in 4 transfers: 4 x 100 ns + 1e6 / 400 = 2900 ns. VMEM holds 16 MiB.
+ */
+static void test_mem(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_mem_bytes_per_ns(&h), 400, EXACT);
+	assert_near(hw_mem_dma_ns(&h, 1e6, 4), 2900, EXACT);
+	assert_near(hw_mem_dma_ns(&h, 0, 0), 0, EXACT);
+	assert_true(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024));
+	assert_false(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024 + 1));
+	/* megacore: one program sees the whole chip */
+	h.megacore = true;
+	assert_near(hw_mem_bytes_per_ns(&h), 800, EXACT);
+}
+
+/*
+ * 4 MiB all-reduce over 4 devices on a ring of 2 x 100 GB/s links:
+ *   2 x 3/4 x 4194304 B / 200 B/ns + 2 x 3 x 500 ns = 31457.28 + 3000.
+ * One device: nothing to do. A permute is one hop on one link.
+ */
+static void test_ici(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+		    31457.28 + 3000, 1e-6);
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_GATHER, 4194304.0, 4),
+		    15728.64 + 1500, 1e-6);
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 1),
+		    0, EXACT);
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_PERMUTE, 1e6, 8),
+		    1e6 / 100.0 + 500, 1e-6);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mxu_one_tile),
+		cmocka_unit_test(test_mxu_f32_passes),
+		cmocka_unit_test(test_mxu_weight_bound_and_padding),
+		cmocka_unit_test(test_vpu_padded_op),
+		cmocka_unit_test(test_vpu_reductions),
+		cmocka_unit_test(test_mem),
+		cmocka_unit_test(test_ici),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

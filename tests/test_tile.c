@@ -1,0 +1,453 @@
+/*
+ * test_tile.c: tile configs and grids (sim/tile.c): the config text and its
+ * column-located errors, the tile grid of a tensor in physical order, which
+ * tensor a kernel's bounds tile, steps with ragged blocks, the output and
+ * kernel bounds' shared output-feature dim, the default config rule and the
+ * candidate enumeration. Shapes and kernels come from small HLO texts
+ * modelled on TpuGraphs' fusion.191 (docs/TPU.md section 3).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+struct built {
+	struct ir_module **m;
+	int n;
+	struct sim_program p;
+};
+
+/* The v3 spec from the source tree; false (the test skips) without it. */
+static bool load_v3(struct hw_spec *hw)
+{
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!src) {
+		printf("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
+		return false;
+	}
+	char path[4096];
+	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
+	struct ts_diag d = {0};
+	if (hw_spec_load(path, hw, &d) != TS_OK)
+		fail_msg("%s: %s", path, d.msg);
+	return true;
+}
+
+static void build(const char *text, struct built *b)
+{
+	memset(b, 0, sizeof *b);
+	struct ts_diag d = {0};
+	if (hlo_parse("t.hlo", text, strlen(text), &b->m, &b->n, &d) != TS_OK)
+		fail_msg("parse: %s", d.msg);
+	if (sim_program_build(b->m[0], NULL, &b->p, &d) != TS_OK)
+		fail_msg("build: %s", d.msg);
+}
+
+static void built_free(struct built *b)
+{
+	sim_program_free(&b->p);
+	for (int i = 0; i < b->n; i++)
+		ir_module_free(b->m[i]);
+	ts_free(b->m);
+}
+
+static const struct sim_kernel *kernel(const struct built *b, const char *name)
+{
+	for (int i = 0; i < b->p.n_kernels; i++)
+		if (strcmp(b->p.kernels[i].name, name) == 0)
+			return &b->p.kernels[i];
+	fail_msg("no kernel %s", name);
+	return NULL;
+}
+
+/* The tile grid of the shape written in `shape` (HLO text). */
+static void grid_of(const char *shape, struct sim_tgrid *g)
+{
+	char text[512];
+	snprintf(text, sizeof text,
+		 "HloModule g\nENTRY %%e (p: %s) -> %s {\n"
+		 "  ROOT %%p = %s parameter(0)\n}\n",
+		 shape, shape, shape);
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse("g.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
+		fail_msg("parse %s: %s", shape, d.msg);
+	if (sim_tile_grid(&m[0]->entry->root->shape, g, &d) != TS_OK)
+		fail_msg("grid %s: %s", shape, d.msg);
+	ir_module_free(m[0]);
+	ts_free(m);
+}
+
+static void assert_grid(const char *shape, const char *want)
+{
+	struct sim_tgrid g;
+	grid_of(shape, &g);
+	char buf[128] = "";
+	size_t len = 0;
+	for (int i = 0; i < g.rank; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld",
+					i ? "x" : "", (long long)g.tiles[i]);
+	if (strcmp(buf, want) != 0)
+		fail_msg("grid of %s is %s, want %s", shape, buf, want);
+}
+
+/* fusion.191's convolution: bf16 activations in (physical H, W, N, C),
+ * f32 3x3 weights, output f32 -> bf16 in the activations' layout. */
+static const char conv_hlo[] =
+	"HloModule c\n"
+	"%fc (p0: bf16[32,12,12,192], p1: f32[3,3,192,384]) -> bf16[32,12,12,384] {\n"
+	"  %p0 = bf16[32,12,12,192]{3,0,2,1:T(8,128)(2,1)} parameter(0)\n"
+	"  %p1 = f32[3,3,192,384]{3,2,1,0:T(8,128)} parameter(1)\n"
+	"  %cv = f32[32,12,12,384]{3,0,2,1:T(8,128)} convolution(%p0, %p1), "
+	"window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+	"  ROOT %o = bf16[32,12,12,384]{3,0,2,1:T(8,128)(2,1)} convert(%cv)\n"
+	"}\n"
+	"ENTRY %e (a: bf16[32,12,12,192], w: f32[3,3,192,384]) -> bf16[32,12,12,384] {\n"
+	"  %a = bf16[32,12,12,192]{3,0,2,1:T(8,128)(2,1)} parameter(0)\n"
+	"  %w = f32[3,3,192,384]{3,2,1,0:T(8,128)} parameter(1)\n"
+	"  ROOT %f = bf16[32,12,12,384]{3,0,2,1:T(8,128)(2,1)} fusion(%a, %w), "
+	"kind=kOutput, calls=%fc\n"
+	"}\n";
+
+/* fusion.261's form: a weight-gradient matmul f32[4096,1000]{0,1} whose
+ * output features (1000, tiled by 8) meet a kernel tiled by 128. */
+static const char wgrad_hlo[] =
+	"HloModule w\n"
+	"%fw (p0: f32[32,4096], p1: f32[32,1000]) -> f32[4096,1000] {\n"
+	"  %p0 = f32[32,4096]{1,0:T(8,128)} parameter(0)\n"
+	"  %p1 = f32[32,1000]{1,0:T(8,128)} parameter(1)\n"
+	"  ROOT %cv = f32[4096,1000]{0,1:T(8,128)} convolution(%p0, %p1), "
+	"dim_labels=fb_io->bf\n"
+	"}\n"
+	"ENTRY %e (a: f32[32,4096], b: f32[32,1000]) -> f32[4096,1000] {\n"
+	"  %a = f32[32,4096]{1,0:T(8,128)} parameter(0)\n"
+	"  %b = f32[32,1000]{1,0:T(8,128)} parameter(1)\n"
+	"  ROOT %f = f32[4096,1000]{0,1:T(8,128)} fusion(%a, %b), kind=kOutput, "
+	"calls=%fw\n"
+	"}\n";
+
+/* fusion.232's form: a reduce-rooted loop fusion; the bounds tile the
+ * reduce's input f32[32,26,26,192]{3,0,2,1}. */
+static const char reduce_hlo[] =
+	"HloModule r\n"
+	"%add (x: f32[], y: f32[]) -> f32[] {\n"
+	"  %x = f32[] parameter(0)\n"
+	"  %y = f32[] parameter(1)\n"
+	"  ROOT %s = f32[] add(%x, %y)\n"
+	"}\n"
+	"%fr (p0: f32[32,26,26,192]) -> f32[192] {\n"
+	"  %p0 = f32[32,26,26,192]{3,0,2,1:T(8,128)} parameter(0)\n"
+	"  %z = f32[] constant(0)\n"
+	"  ROOT %r = f32[192]{0:T(256)} reduce(%p0, %z), dimensions={0,1,2}, "
+	"to_apply=%add\n"
+	"}\n"
+	"ENTRY %e (a: f32[32,26,26,192]) -> f32[192] {\n"
+	"  %a = f32[32,26,26,192]{3,0,2,1:T(8,128)} parameter(0)\n"
+	"  ROOT %f = f32[192]{0:T(256)} fusion(%a), kind=kLoop, calls=%fr\n"
+	"}\n";
+
+static void plan_of(const char *text, const char *name,
+		    const struct hw_spec *hw, struct built *b, struct sim_plan *p)
+{
+	build(text, b);
+	struct ts_diag d = {0};
+	if (sim_plan_build(kernel(b, name), hw, p, &d) != TS_OK)
+		fail_msg("plan %s: %s", name, d.msg);
+}
+
+/* ---- config text ------------------------------------------------------------ */
+
+static void test_config_parse_format(void **state)
+{
+	(void)state;
+	struct sim_tile_config c;
+	struct ts_diag d = {0};
+	const char *t = "output_bounds=12x4x4x3;kernel_bounds=3x1x24x3";
+	assert_int_equal(sim_tile_config_parse(t, &c, &d), TS_OK);
+	assert_int_equal(c.n_out, 4);
+	assert_int_equal(c.n_kernel, 4);
+	assert_int_equal(c.out_bounds[0], 12);
+	assert_int_equal(c.out_bounds[3], 3);
+	assert_int_equal(c.kernel_bounds[2], 24);
+	char buf[128];
+	assert_int_equal(sim_tile_config_format(&c, buf, sizeof buf), strlen(t));
+	assert_string_equal(buf, t);
+	/* either part alone, and the empty text (the default config) */
+	assert_int_equal(sim_tile_config_parse("kernel_bounds=4x1", &c, &d), TS_OK);
+	assert_int_equal(c.n_out, 0);
+	assert_int_equal(c.n_kernel, 2);
+	sim_tile_config_format(&c, buf, sizeof buf);
+	assert_string_equal(buf, "kernel_bounds=4x1");
+	assert_int_equal(sim_tile_config_parse("", &c, &d), TS_OK);
+	assert_int_equal(c.n_out + c.n_kernel, 0);
+	sim_tile_config_format(&c, buf, sizeof buf);
+	assert_string_equal(buf, "");
+	/* a short buffer still returns the full length */
+	sim_tile_config_parse("output_bounds=4", &c, &d);
+	assert_int_equal(sim_tile_config_format(&c, buf, 4), 15);
+	assert_string_equal(buf, "out");
+}
+
+static void expect_parse_error(const char *text, uint32_t col, const char *msg)
+{
+	struct sim_tile_config c;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_tile_config_parse(text, &c, &d), TS_ERR_PARSE);
+	if (d.line != 1 || d.col != col || strcmp(d.msg, msg) != 0)
+		fail_msg("'%s': got %u:%u '%s', want 1:%u '%s'", text, d.line,
+			 d.col, d.msg, col, msg);
+}
+
+static void test_config_errors(void **state)
+{
+	(void)state;
+	expect_parse_error("output_bounds=12x0x4", 18,
+			   "output_bounds: bounds must be at least 1");
+	expect_parse_error("outputbounds=1", 1,
+			   "expected 'output_bounds=' or 'kernel_bounds='");
+	expect_parse_error("output_bounds=12xx4", 18,
+			   "output_bounds: expected a positive integer");
+	expect_parse_error("output_bounds=", 15,
+			   "output_bounds: expected a positive integer");
+	expect_parse_error("output_bounds=3,4", 16,
+			   "output_bounds: expected 'x', ';' or the end");
+	expect_parse_error("output_bounds=1;", 17, "expected a key after ';'");
+	expect_parse_error("output_bounds=1;output_bounds=2", 17,
+			   "output_bounds: given twice");
+	expect_parse_error("kernel_bounds=1x1x1x1x1x1x1x1x1", 31,
+			   "kernel_bounds: more than 8 bounds");
+	expect_parse_error("output_bounds=99999999999999999999", 15,
+			   "output_bounds: bound too large");
+	expect_parse_error("output_bounds=2;kernel_bounds=-1", 31,
+			   "kernel_bounds: expected a positive integer");
+}
+
+/* ---- grids ------------------------------------------------------------------- */
+
+/* TPU.md section 3's examples: physical major-to-minor order, the last k
+ * dims divided by the layout's first tile; 1-D arrays by T(1024)... */
+static void test_grids(void **state)
+{
+	(void)state;
+	assert_grid("f32[32,12,12,384]{3,0,2,1:T(8,128)}", "12x12x4x3");
+	assert_grid("f32[3,3,192,384]{3,2,1,0:T(8,128)}", "3x3x24x3");
+	assert_grid("f32[32,1000]{1,0:T(8,128)}", "4x8");
+	assert_grid("f32[4096,1000]{0,1:T(8,128)}", "125x32");
+	assert_grid("f32[4096]{0:T(1024)}", "4");
+	assert_grid("bf16[224,224,3,32]{3,2,1,0:T(4,128)(2,1)}", "224x224x1x1");
+	assert_grid("pred[32,4096]{1,0:T(8,128)(4,1)}", "4x32");
+	/* no tiles written: T(8,128) on 2-D, next power of two in [256,1024]
+	 * on 1-D */
+	assert_grid("f32[20,300]", "3x3");
+	assert_grid("f32[300]", "1");
+	assert_grid("f32[5000]", "5");
+	struct sim_tgrid g;
+	grid_of("f32[300]", &g);
+	assert_int_equal(g.tile[0], 512);
+	/* a scalar has no grid; its T(256) tile pads 1 element to 256 */
+	grid_of("f32[]{:T(256)}", &g);
+	assert_int_equal(g.rank, 0);
+	assert_true(g.pad_factor == 256);
+	/* bf16 element bits; pred stored as bytes */
+	grid_of("pred[32,4096]{1,0:T(8,128)(4,1)}", &g);
+	assert_true(g.bits == 8);
+}
+
+/* Which tensor the bounds tile: a convolution's output, a reduce's input. */
+static void test_target(void **state)
+{
+	(void)state;
+	struct built b;
+	build(conv_hlo, &b);
+	const struct ir_instr *t = sim_tile_target(kernel(&b, "f"));
+	assert_string_equal(t->name, "cv");
+	built_free(&b);
+	build(reduce_hlo, &b);
+	t = sim_tile_target(kernel(&b, "f"));
+	assert_string_equal(t->name, "r");
+	char buf[128];
+	ir_shape_format(sim_tile_space_shape(t), buf, sizeof buf);
+	assert_string_equal(buf, "f32[32,26,26,192]{3,0,2,1:T(8,128)}");
+	built_free(&b);
+}
+
+/* ---- checking configs --------------------------------------------------------- */
+
+/*
+ * fusion.191's default and a ragged config. Steps over the combined grid:
+ * output 12x12x4x3 and kernel 3x3x24 (the kernel's output-feature dim is
+ * the output's): output_bounds=5x7x4x2 -> ceil(12/5) ceil(12/7) 1
+ * ceil(3/2) = 3 x 2 x 1 x 2 = 12 output blocks; kernel_bounds=2x3x16x2 ->
+ * ceil(3/2) x 1 x ceil(24/16) = 4; 48 steps in all.
+ */
+static void test_steps_and_shared_dim(void **state)
+{
+	(void)state;
+	struct built b;
+	struct sim_plan p;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	plan_of(conv_hlo, "f", &hw, &b, &p);
+	struct sim_tile_config c, full;
+	struct ts_diag d = {0};
+	sim_tile_config_parse("output_bounds=12x4x4x3;kernel_bounds=3x1x24x3",
+			      &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	assert_int_equal(sim_plan_steps(&p, &full), 3 * 3);
+	sim_tile_config_parse("output_bounds=5x7x4x2;kernel_bounds=2x3x16x2",
+			      &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	assert_int_equal(sim_plan_steps(&p, &full), 48);
+	/* output bounds only: the shared dim follows, the rest default */
+	sim_tile_config_parse("output_bounds=6x12x4x1", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	assert_int_equal(full.kernel_bounds[3], 1);
+	/* the output-feature dim must agree */
+	sim_tile_config_parse("output_bounds=12x4x4x3;kernel_bounds=3x1x24x2",
+			      &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	assert_string_equal(d.msg,
+			    "f: kernel_bounds[3] = 2 (256 elements) and "
+			    "output_bounds[3] = 3 (384 elements) must cover the "
+			    "same output features");
+	/* ranks and ranges */
+	sim_tile_config_parse("output_bounds=12x4x4", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	assert_string_equal(d.msg, "f: output_bounds has 3 entries, the tile "
+				   "grid has 4");
+	sim_tile_config_parse("output_bounds=13x4x4x3", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	assert_string_equal(d.msg, "f: output_bounds[0] = 13 is outside 1..12 "
+				   "(the tile grid)");
+	built_free(&b);
+}
+
+/* fusion.261: out_bound[0] x 8 == kernel_bound[1] x 128, clipped at 1000. */
+static void test_shared_dim_clipped(void **state)
+{
+	(void)state;
+	struct built b;
+	struct sim_plan p;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	plan_of(wgrad_hlo, "f", &hw, &b, &p);
+	struct sim_tile_config c, full;
+	struct ts_diag d = {0};
+	sim_tile_config_parse("output_bounds=16x32;kernel_bounds=4x1", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	sim_tile_config_parse("output_bounds=125x4;kernel_bounds=1x8", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	assert_int_equal(sim_plan_steps(&p, &full), 1 * 8 * 4);
+	/* 12 x 8 = 96 features: no whole number of 128-wide kernel tiles */
+	sim_tile_config_parse("output_bounds=12x32", &c, &d);
+	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	assert_string_equal(d.msg, "f: output_bounds[0] = 12 covers no whole "
+				   "number of kernel tiles (128 elements each)");
+	built_free(&b);
+}
+
+/* ---- default and enumeration ---------------------------------------------------- */
+
+/*
+ * The default rule is a greedy descent on the estimate: the result is
+ * feasible, cheaper than the smallest block, and no single doubling of a
+ * bound makes it cheaper (a local minimum of the model).
+ */
+static void test_default_rule(void **state)
+{
+	(void)state;
+	struct built b;
+	struct sim_plan p;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	plan_of(conv_hlo, "f", &hw, &b, &p);
+	struct sim_estimate def, e;
+	sim_plan_estimate(&p, &hw, &p.def, &def);
+	assert_true(def.feasible);
+	for (int f = 0; f < p.out.rank + p.kern.rank; f++) {
+		struct sim_tile_config t = p.def;
+		int64_t *bound = f < p.out.rank ? &t.out_bounds[f]
+						: &t.kernel_bounds[f - p.out.rank];
+		int64_t n = f < p.out.rank ? p.out.tiles[f]
+					   : p.kern.tiles[f - p.out.rank];
+		if (f >= p.out.rank && p.kern_shared[f - p.out.rank] >= 0)
+			continue;
+		if (*bound >= n)
+			continue;
+		*bound = *bound * 2 < n ? *bound * 2 : n;
+		struct sim_tile_config full;
+		struct ts_diag d = {0};
+		if (sim_plan_check(&p, &t, &full, &d) != TS_OK)
+			continue;
+		sim_plan_estimate(&p, &hw, &full, &e);
+		if (e.feasible && e.time_ns < def.time_ns)
+			fail_msg("doubling dim %d beats the default: %.0f < %.0f",
+				 f, e.time_ns, def.time_ns);
+	}
+	struct sim_tile_config small, full;
+	struct ts_diag d = {0};
+	sim_tile_config_parse("output_bounds=1x1x1x1;kernel_bounds=1x1x1x1",
+			      &small, &d);
+	assert_int_equal(sim_plan_check(&p, &small, &full, &d), TS_OK);
+	sim_plan_estimate(&p, &hw, &full, &e);
+	assert_true(def.time_ns < e.time_ns);
+	built_free(&b);
+}
+
+static bool count_cb(const struct sim_tile_config *c, void *ctx)
+{
+	(void)c;
+	(*(int64_t *)ctx)++;
+	return true;
+}
+
+/* Candidates per dim: every bound up to 16; fusion.191: 12 x 12 x 4 x 3
+ * output bounds, 3 x 3 kh, kw and {1,2,3,4,6,8,12,16,24} for Cin/8 = 24. */
+static void test_enumerate(void **state)
+{
+	(void)state;
+	struct built b;
+	struct sim_plan p;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	plan_of(conv_hlo, "f", &hw, &b, &p);
+	int64_t n = 0;
+	int64_t want = 12 * 12 * 4 * 3 * 3 * 3 * 9;
+	assert_int_equal(sim_plan_enumerate(&p, 0, NULL, NULL), want);
+	assert_int_equal(sim_plan_enumerate(&p, 0, count_cb, &n), want);
+	assert_int_equal(n, want);
+	/* a cap of 4 per dim keeps 1 and the whole dim */
+	assert_int_equal(sim_plan_enumerate(&p, 4, NULL, NULL),
+			 4 * 4 * 4 * 3 * 3 * 3 * 4);
+	built_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_parse_format),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_grids),
+		cmocka_unit_test(test_target),
+		cmocka_unit_test(test_steps_and_shared_dim),
+		cmocka_unit_test(test_shared_dim_clipped),
+		cmocka_unit_test(test_default_rule),
+		cmocka_unit_test(test_enumerate),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
