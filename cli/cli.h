@@ -133,6 +133,28 @@ void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 /* Parses a whole decimal integer in [lo, hi]; false on anything else. */
 bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
+/* An HLO file as `run` and `tile` use it: the text (kept for carets), its
+ * modules and one kernel program per selected module. */
+struct cmd_graph {
+	char *text;                   /* file text, NUL-terminated (ts_malloc'd) */
+	struct ir_module **mods;      /* every module of the file */
+	int n_mods;
+	struct sim_program *progs;    /* one per selected module, file order */
+	int n_progs;
+};
+
+/*
+ * Parses `path` and builds the programs of its modules (only the one named
+ * `module` when not NULL; with opts->default_trip_count). Reports every
+ * failure itself (located diagnostics, an unknown --module with the list
+ * of modules, loops whose trip count was assumed) and returns an enum
+ * cmd_exit. g is always safe to cmd_graph_free().
+ */
+int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
+		   const char *module, const struct sim_program_opts *opts,
+		   struct cmd_graph *g);
+void cmd_graph_free(struct cmd_graph *g);
+
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 
 /* How a column's numbers are shown. Tables use human units; CSV, JSON and

@@ -439,22 +439,6 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 
 /* ---- the command -------------------------------------------------------- */
 
-/* Multiplicities resting on a guessed trip count are worth a warning,
- * unless --trip-count said what to assume. */
-static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
-				     const struct sim_program *p,
-				     int64_t trip_count)
-{
-	int n = p->n_assumed_trip_counts;
-	if (n == 0 || trip_count > 0)
-		return;
-	fprintf(ctx->err,
-		"%s: warning: module %s: %d while loop%s without "
-		"known_trip_count run%s once; set --trip-count N\n",
-		ctx->prog, p->module->name, n, n == 1 ? "" : "s",
-		n == 1 ? "s" : "");
-}
-
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			   const char *path, struct sim_program *progs,
 			   int n_progs, const struct sim_kernel *cfg_kernel)
@@ -528,55 +512,16 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		return CMD_EXIT_USAGE;
 	}
 
-	int rc = CMD_EXIT_OK;
-	char *text = NULL;
-	struct ir_module **mods = NULL;
-	int n_mods = 0;
-	struct sim_program *progs = NULL;
-	int n_progs = 0;
-	struct ts_diag d = {0};
-
-	enum ts_status st = hlo_parse_file(path, &text, &mods, &n_mods, &d);
-	if (st != TS_OK) {
-		cmd_diag(ctx, &d, path, text, text ? strlen(text) : 0);
-		rc = cmd_exit_from_status(st);
-		goto out;
-	}
-	if (n_mods == 0) {
-		cmd_error(ctx, "%s: no HLO module in the file", path);
-		rc = CMD_EXIT_INPUT;
-		goto out;
-	}
-	progs = ts_calloc((size_t)n_mods, sizeof *progs);
-	if (!progs) {
-		cmd_error(ctx, "out of memory");
-		rc = CMD_EXIT_IO;
-		goto out;
-	}
 	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
-	for (int m = 0; m < n_mods; m++) {
-		if (o->module && strcmp(mods[m]->name, o->module) != 0)
-			continue;
-		st = sim_program_build(mods[m], &popts, &progs[n_progs], &d);
-		if (st != TS_OK) {
-			cmd_diag(ctx, &d, path, text, strlen(text));
-			rc = cmd_exit_from_status(st);
-			goto out;
-		}
-		n_progs++;
-		warn_assumed_trip_counts(ctx, &progs[n_progs - 1],
-					 o->trip_count);
-	}
-	if (n_progs == 0) {
-		cmd_error(ctx, "--module: no module named '%s' in %s",
-			  o->module, path);
-		fputs("  modules:", ctx->err);
-		for (int m = 0; m < n_mods; m++)
-			fprintf(ctx->err, "%s %s", m ? "," : "", mods[m]->name);
-		fputc('\n', ctx->err);
-		rc = CMD_EXIT_INPUT;
+	struct cmd_graph g;
+	int rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+	if (rc != CMD_EXIT_OK)
 		goto out;
-	}
+	struct sim_program *progs = g.progs;
+	int n_progs = g.n_progs;
+	const char *text = g.text;
+	struct ts_diag d = {0};
+	enum ts_status st;
 
 	struct sim_kernel *cfg_kernel = NULL;
 	if (o->has_config) {
@@ -617,13 +562,7 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	}
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel);
 out:
-	for (int m = 0; m < n_progs; m++)
-		sim_program_free(&progs[m]);
-	ts_free(progs);
-	for (int m = 0; m < n_mods; m++)
-		ir_module_free(mods[m]);
-	ts_free(mods);
-	ts_free(text);
+	cmd_graph_free(&g);
 	return rc;
 }
 

@@ -233,48 +233,23 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	struct tile_opts *o = opts_;
 	const char *path = argv[0];
 	(void)argc;
-	int rc = CMD_EXIT_OK;
-	char *text = NULL;
-	struct ir_module **mods = NULL;
-	int n_mods = 0, n_progs = 0;
-	struct sim_program *progs = NULL;
-	struct ts_diag d = {0};
-	enum ts_status st = hlo_parse_file(path, &text, &mods, &n_mods, &d);
-	if (st != TS_OK) {
-		cmd_diag(ctx, &d, path, text, text ? strlen(text) : 0);
-		rc = cmd_exit_from_status(st);
+	struct sim_program_opts popts = {0};
+	struct cmd_graph g;
+	int rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+	if (rc != CMD_EXIT_OK)
 		goto out;
-	}
-	progs = ts_calloc((size_t)n_mods + 1, sizeof *progs);
-	if (!progs) {
-		cmd_error(ctx, "out of memory");
-		rc = CMD_EXIT_IO;
-		goto out;
-	}
-	/* Build every selected module and check the names before any
-	 * output, so that a bad --module or --kernel prints nothing. */
+	const struct sim_program *progs = g.progs;
+	int n_progs = g.n_progs;
+	const char *text = g.text;
+	/* Check the names before any output, so that a bad --kernel prints
+	 * nothing. */
 	int n_done = 0;
-	for (int m = 0; m < n_mods; m++) {
-		if (o->module && strcmp(mods[m]->name, o->module) != 0)
-			continue;
-		struct sim_program_opts popts = {0};
-		st = sim_program_build(mods[m], &popts, &progs[n_progs], &d);
-		if (st != TS_OK) {
-			cmd_diag(ctx, &d, path, text, strlen(text));
-			rc = cmd_exit_from_status(st);
-			goto out;
-		}
-		const struct sim_program *p = &progs[n_progs++];
+	for (int m = 0; m < n_progs; m++) {
+		const struct sim_program *p = &progs[m];
 		for (int i = 0; i < p->n_kernels; i++)
 			n_done += o->kernel ? strcmp(p->kernels[i].name,
 						     o->kernel) == 0
 					    : p->kernels[i].tunable;
-	}
-	if (o->module && n_progs == 0) {
-		cmd_error(ctx, "--module: no module named '%s' in %s",
-			  o->module, path);
-		rc = CMD_EXIT_INPUT;
-		goto out;
 	}
 	if (o->kernel && n_done == 0) {
 		cmd_error(ctx, "--kernel: no kernel named '%s' in %s", o->kernel,
@@ -310,13 +285,7 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		rc = cmd_exit_from_status(end_st);
 	}
 out:
-	for (int m = 0; m < n_progs; m++)
-		sim_program_free(&progs[m]);
-	ts_free(progs);
-	for (int m = 0; m < n_mods; m++)
-		ir_module_free(mods[m]);
-	ts_free(mods);
-	ts_free(text);
+	cmd_graph_free(&g);
 	return rc;
 }
 

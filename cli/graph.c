@@ -1,0 +1,83 @@
+/*
+ * graph.c: loading an HLO file for the commands that cost its kernels
+ * (`run`, `tile`): parse, pick modules, build kernel programs, and report
+ * what went wrong in the CLI's words. Contract in cli.h (cmd_graph_*).
+ */
+#include "cli.h"
+
+#include <string.h>
+
+/* Multiplicities resting on a guessed trip count are worth a warning,
+ * unless --trip-count said what to assume. */
+static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
+				     const struct sim_program *p,
+				     int64_t trip_count)
+{
+	int n = p->n_assumed_trip_counts;
+	if (n == 0 || trip_count > 0)
+		return;
+	fprintf(ctx->err,
+		"%s: warning: module %s: %d while loop%s without "
+		"known_trip_count run%s once; set --trip-count N\n",
+		ctx->prog, p->module->name, n, n == 1 ? "" : "s",
+		n == 1 ? "s" : "");
+}
+
+int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
+		   const char *module, const struct sim_program_opts *opts,
+		   struct cmd_graph *g)
+{
+	memset(g, 0, sizeof *g);
+	struct ts_diag d = {0};
+	enum ts_status st = hlo_parse_file(path, &g->text, &g->mods,
+					   &g->n_mods, &d);
+	if (st != TS_OK) {
+		cmd_diag(ctx, &d, path, g->text, g->text ? strlen(g->text) : 0);
+		return cmd_exit_from_status(st);
+	}
+	if (g->n_mods == 0) {
+		cmd_error(ctx, "%s: no HLO module in the file", path);
+		return CMD_EXIT_INPUT;
+	}
+	g->progs = ts_calloc((size_t)g->n_mods, sizeof *g->progs);
+	if (!g->progs) {
+		cmd_error(ctx, "out of memory");
+		return CMD_EXIT_IO;
+	}
+	for (int m = 0; m < g->n_mods; m++) {
+		if (module && strcmp(g->mods[m]->name, module) != 0)
+			continue;
+		st = sim_program_build(g->mods[m], opts, &g->progs[g->n_progs],
+				       &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, g->text, strlen(g->text));
+			return cmd_exit_from_status(st);
+		}
+		warn_assumed_trip_counts(ctx, &g->progs[g->n_progs],
+					 opts->default_trip_count);
+		g->n_progs++;
+	}
+	if (g->n_progs == 0) {
+		cmd_error(ctx, "--module: no module named '%s' in %s", module,
+			  path);
+		fputs("  modules:", ctx->err);
+		for (int m = 0; m < g->n_mods; m++)
+			fprintf(ctx->err, "%s %s", m ? "," : "",
+				g->mods[m]->name);
+		fputc('\n', ctx->err);
+		return CMD_EXIT_INPUT;
+	}
+	return CMD_EXIT_OK;
+}
+
+void cmd_graph_free(struct cmd_graph *g)
+{
+	for (int m = 0; m < g->n_progs; m++)
+		sim_program_free(&g->progs[m]);
+	ts_free(g->progs);
+	for (int m = 0; m < g->n_mods; m++)
+		ir_module_free(g->mods[m]);
+	ts_free(g->mods);
+	ts_free(g->text);
+	memset(g, 0, sizeof *g);
+}
