@@ -1,9 +1,11 @@
 #!/bin/sh
-# test.sh: set-up command 2 of 2. Installs dependencies, builds tpusim twice and
-# runs the test suite:
-#   build/       release build, every test (quick, data, cli labels);
-#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build, the tests
-#                labelled `asan` (parser, spec loader, mutated-input tests).
+# test.sh: set-up command 2 of 2. Installs dependencies, builds tpusim three
+# ways and runs the test suite:
+#   build/       release build, every test;
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build, every test
+#                again (parser, spec loader, mutated inputs, CLI, data sets);
+#   build-fuzz/  clang + libFuzzer build, the `fuzz` tests: a bounded, seeded
+#                fuzz run of the HLO parser and the spec loader.
 # Tests that read ../shared/data skip, saying so, when it is absent.
 set -e
 cd "$(dirname "$0")/.."
@@ -13,8 +15,12 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNIT_TESTING=ON >/dev/null
 cmake --build build -j"$jobs" >/dev/null
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=AddressSanitizer -DUNIT_TESTING=ON >/dev/null
 cmake --build build-asan -j"$jobs" >/dev/null
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNIT_TESTING=ON \
+	-DTPUSIM_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec >/dev/null
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	ctest --test-dir build-asan --output-on-failure -j"$jobs" -L asan || status=1
+	ctest --test-dir build-asan --output-on-failure -j"$jobs" || status=1
+ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz || status=1
 exit $status
