@@ -1,7 +1,8 @@
 /*
  * graph.c: loading an HLO file for the commands that cost its kernels
  * (`run`, `tile`): parse, pick modules, build kernel programs, and report
- * what went wrong in the CLI's words. Contract in cli.h (cmd_graph_*).
+ * what went wrong in the CLI's words (and, as notes, attributes the parser
+ * skipped without knowing them). Contract in cli.h (cmd_graph_*).
  */
 #include "cli.h"
 
@@ -34,6 +35,18 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 	if (st != TS_OK) {
 		cmd_diag(ctx, &d, path, g->text, g->text ? strlen(g->text) : 0);
 		return cmd_exit_from_status(st);
+	}
+	for (int m = 0; m < g->n_mods; m++) {
+		const struct ir_module *mod = g->mods[m];
+		for (int i = 0; i < mod->n_unknown_attrs; i++) {
+			const struct ir_unknown_attr *u = &mod->unknown_attrs[i];
+			fprintf(ctx->err,
+				"%s:%u:%u: note: skipped attribute '%s' (%lld "
+				"use%s): tpusim does not know it and assumes it "
+				"does not affect cost\n",
+				path, u->line, u->col, u->name, (long long)u->uses,
+				u->uses == 1 ? "" : "s");
+		}
 	}
 	if (g->n_mods == 0) {
 		cmd_error(ctx, "%s: no HLO module in the file", path);

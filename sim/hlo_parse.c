@@ -127,6 +127,7 @@ enum hp_attr {
 	A_TO_APPLY, A_CONDITION, A_BODY, A_BRANCHES, A_TRUE, A_FALSE, A_SELECT,
 	A_SCATTER, A_CALLED, A_TARGET, A_PRECISION, A_REPLICA_GROUPS,
 	A_METADATA, A_BACKEND_CONFIG, A_K,
+	A_COST_FREE, /* known, does not affect the modelled cost: skipped quietly */
 	A_COUNT
 };
 
@@ -177,6 +178,30 @@ static const char *const attr_names[] = {
 	[A_METADATA] = "metadata",
 	[A_BACKEND_CONFIG] = "backend_config",
 	[A_K] = "k",
+	[A_COST_FREE] = "",
+};
+
+/*
+ * Attributes XLA prints that do not change what tpusim models (docs/HLO.md
+ * 1.8-1.9): placement, aliasing, scheduling and debugging information, and
+ * options of ops tpusim lists as unmodelled. They are skipped without a
+ * note; any other unknown name is skipped with one (ir_module.unknown_attrs).
+ */
+static const char *const cost_free_attrs[] = {
+	"sharding", "frontend_attributes", "statistics", "control-predecessors",
+	"origin", "parameter_replication", "result_accuracy", "channel_id",
+	"use_global_device_ids", "constrain_layout", "is_stable",
+	"indices_are_sorted", "unique_indices", "inferred_dimension",
+	"is_host_transfer", "infeed_config", "outfeed_config", "outfeed_shape",
+	"cross_program_prefetch_index", "async_execution_thread", "distribution",
+	"delta", "exponent_bits", "mantissa_bits", "fft_type", "left_side",
+	"lower", "unit_diagonal", "transpose_a", "epsilon", "feature_index",
+	"domain", "api_version", "operand_layout_constraints",
+	"custom_call_has_side_effect", "output_to_operand_aliasing", "schedule",
+	"literal", "padding_type", "type", "mode", "largest", "is_composite",
+	"execution_thread", "source_target_pairs", "conv_kind", "num_carries",
+	"is_reverse", "is_associative", "lhs_ragged_dims", "rhs_group_dims",
+	"algorithm", "sparsity", "is_cross_program_prefetch",
 };
 _Static_assert(TS_ARRAY_LEN(attr_names) == A_COUNT,
 	       "attr_names must name every hp_attr");
@@ -499,7 +524,8 @@ static const struct hp_kw *kw_get(const struct hp_parser *p, const char *s,
 
 static void kw_init(struct hp_parser *p)
 {
-	_Static_assert(IR_OP_COUNT + IR_TYPE_COUNT + A_COUNT < HP_KW_CAP * 3 / 4,
+	_Static_assert(IR_OP_COUNT + IR_TYPE_COUNT + A_COUNT +
+			       TS_ARRAY_LEN(cost_free_attrs) < HP_KW_CAP * 3 / 4,
 		       "keyword table too small");
 	_Static_assert(IR_OP_COUNT <= UINT16_MAX && IR_TYPE_COUNT <= UINT8_MAX &&
 			       A_COUNT <= UINT8_MAX,
@@ -508,8 +534,34 @@ static void kw_init(struct hp_parser *p)
 		kw_add(p, ir_op_name((enum ir_op)op), op, 0, 0);
 	for (int t = IR_TYPE_INVALID + 1; t < IR_TYPE_TUPLE; t++)
 		kw_add(p, ir_type_name((enum ir_type)t), 0, t, 0);
-	for (int a = A_NONE + 1; a < A_COUNT; a++)
+	for (int a = A_NONE + 1; a < A_COST_FREE; a++)
 		kw_add(p, attr_names[a], 0, 0, a);
+	for (size_t i = 0; i < TS_ARRAY_LEN(cost_free_attrs); i++)
+		kw_add(p, cost_free_attrs[i], 0, 0, A_COST_FREE);
+}
+
+/* Records a skipped attribute name tpusim does not know (the CLI prints a
+ * note per distinct name); false only when the arena is exhausted. */
+static bool note_unknown_attr(struct hp_parser *p, const char *s, size_t n)
+{
+	struct ir_module *m = p->m;
+	for (int i = 0; i < m->n_unknown_attrs; i++) {
+		struct ir_unknown_attr *u = &m->unknown_attrs[i];
+		if (strlen(u->name) == n && memcmp(u->name, s, n) == 0) {
+			u->uses++;
+			return true;
+		}
+	}
+	if (m->n_unknown_attrs == IR_MAX_UNKNOWN_ATTRS)
+		return true;
+	struct ir_unknown_attr *u = &m->unknown_attrs[m->n_unknown_attrs];
+	u->name = ts_arena_strndup(&m->arena, s, n);
+	if (!u->name)
+		return false;
+	locate(p, s, &u->line, &u->col);
+	u->uses = 1;
+	m->n_unknown_attrs++;
+	return true;
 }
 
 /* ---- lexical layer -------------------------------------------------------- */
@@ -2447,6 +2499,8 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 		if (!expect_char(p, '=', "'=' after the attribute name"))
 			return false;
 		const struct hp_kw *k = kw_get(p, as, an);
+		if ((!k || !k->attr) && !note_unknown_attr(p, as, an))
+			return nomem(p);
 		if (!parse_attr(p, in, k ? k->attr : A_NONE))
 			return false;
 	}

@@ -115,8 +115,15 @@ double ir_shape_bytes(const struct ir_shape *s);
  */
 double ir_shape_padded_bytes(const struct ir_shape *s);
 /* Physical order: out[i] = logical dim index of the i-th most major dim
- * (reversed minor_to_major; descending default when no layout). */
+ * (reversed minor_to_major; descending default when no layout). An array
+ * of rank >= 2 written without tiles (a pre-optimization module) gets the
+ * order XLA TPU would assign: the default with the lane and sublane dims
+ * chosen to minimise padding (rule and evidence in ir_shape.c). */
 void ir_shape_major_to_minor(const struct ir_shape *s, int *out);
+/* The first layout tile of an array written without tiles: T(8,128) for
+ * rank >= 2, T(t) with t the next power of two >= n in [256, 1024] for
+ * rank 1, T(256) for scalars (docs/TPU.md section 3). */
+void ir_shape_default_tile(const struct ir_shape *s, struct ir_tile *t);
 /* Writes the shape as HLO text ("f32[8,128]{1,0:T(8,128)}") into buf. */
 size_t ir_shape_format(const struct ir_shape *s, char *buf, size_t cap);
 bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b);
@@ -287,6 +294,15 @@ struct ir_computation {
 	uint32_t line, col;
 };
 
+/* An attribute name tpusim neither parses nor knows to be cost-free
+ * (docs/HLO.md 1.10): skipped, and reported as a note by the CLI. */
+#define IR_MAX_UNKNOWN_ATTRS 8
+struct ir_unknown_attr {
+	const char *name;                 /* attribute name (arena) */
+	uint32_t line, col;               /* first use */
+	int64_t uses;                     /* times it was skipped */
+};
+
 struct ir_module {
 	struct ts_arena arena;            /* owns everything below */
 	const char *name;                 /* HloModule name, "" if no header */
@@ -297,6 +313,9 @@ struct ir_module {
 	struct ir_computation *entry;
 	int64_t n_instrs;                 /* all instructions of all computations */
 	uint32_t line;                    /* line of the HloModule header (or first computation) */
+	int n_unknown_attrs;              /* distinct unknown attribute names, at most
+	                                     IR_MAX_UNKNOWN_ATTRS recorded */
+	struct ir_unknown_attr unknown_attrs[IR_MAX_UNKNOWN_ATTRS];
 };
 
 /* The module struct itself is allocated in its own arena (first

@@ -635,6 +635,32 @@ static void test_nested_operands(void **state)
 
 /* ---- errors ------------------------------------------------------------------ */
 
+/* Attributes known to be cost-free are skipped quietly; unknown ones are
+ * skipped and recorded once per name, with the first use's location and a
+ * use count (the CLI prints them as notes). */
+static void test_unknown_attributes(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok(
+		"HloModule u\n"
+		"ENTRY e {\n"
+		"  a = f32[8] parameter(0), sharding={replicated}\n"
+		"  b = f32[8] negate(a), new_knob=3, frontend_attributes={x=\"1\"}\n"
+		"  ROOT c = f32[8] negate(b), new_knob={1,2}, other_knob=\"s\"\n"
+		"}\n");
+	const struct ir_module *m = r.m[0];
+	assert_int_equal(m->n_unknown_attrs, 2);
+	assert_string_equal(m->unknown_attrs[0].name, "new_knob");
+	assert_int_equal(m->unknown_attrs[0].line, 4);
+	assert_int_equal(m->unknown_attrs[0].col, 25);
+	assert_int_equal(m->unknown_attrs[0].uses, 2);
+	assert_string_equal(m->unknown_attrs[1].name, "other_knob");
+	assert_int_equal(m->unknown_attrs[1].line, 5);
+	assert_int_equal(m->unknown_attrs[1].uses, 1);
+	assert_int_equal(m->entry->n_instrs, 3);
+	parsed_free(&r);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -815,6 +841,7 @@ int main(void)
 		cmocka_unit_test(test_missing_root_and_inference),
 		cmocka_unit_test(test_inline_and_conditional),
 		cmocka_unit_test(test_nested_operands),
+		cmocka_unit_test(test_unknown_attributes),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_nesting_cap),
 		cmocka_unit_test(test_parse_file),
