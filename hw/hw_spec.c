@@ -82,6 +82,7 @@ struct hw_field {
 static const struct hw_field chip_fields[] = {
 	HW_INT("tensorcores", tensorcores_per_chip, "", 1, 8),
 	{ .key = "megacore", .type = HW_FIELD_BOOL, .offset = HW_OFF(megacore) },
+	HW_REAL("megacore_min_elems", megacore_min_elems, "elements", 0, 1e15),
 };
 HW_SECTION_FITS(chip_fields);
 
@@ -112,6 +113,9 @@ static const struct hw_field vpu_fields[] = {
 	HW_INT("alus", vpu_alus, "", 1, 16),
 	HW_SECTION("cost", vpu_cost_fields),
 	HW_REAL("xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0, 1024),
+	HW_REAL("xlu_lane_permute_cost", xlu_lane_permute_cost, "slots", 0, 1024),
+	HW_REAL("f16_load_cost", vpu_f16_load_cost, "slots", 0, 1024),
+	HW_REAL("f16_store_cost", vpu_f16_store_cost, "slots", 0, 1024),
 };
 HW_SECTION_FITS(vpu_fields);
 
@@ -120,6 +124,7 @@ static const struct hw_field hbm_fields[] = {
 	HW_REAL("bw_bytes_per_s", hbm_bw_bytes_per_s, "bytes/s", 1e9, 1e14),
 	HW_REAL("efficiency", hbm_efficiency, "", 0.01, 1),
 	HW_REAL("dma_latency_ns", dma_latency_ns, "ns", 0, 1e5),
+	HW_REAL("dma_chunk_ns", dma_chunk_ns, "ns", 0, 1e4),
 };
 HW_SECTION_FITS(hbm_fields);
 
@@ -713,6 +718,25 @@ enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
 int hw_spec_cores(const struct hw_spec *s)
 {
 	return s->megacore ? s->tensorcores_per_chip : 1;
+}
+
+/*
+ * Cores one kernel runs on under megacore:
+ *   cores = hw_spec_cores()  if megacore and elems >= megacore_min_elems
+ *         = 1                otherwise
+ * XLA partitions a kernel's parallel (output) iterations across the chip's
+ * TensorCores only when it is large enough to pay for the split; smaller
+ * kernels run on one core. elems: the kernel's iteration space (its output,
+ * or a reduce's input). Assumes an even split of MXU and VPU work with HBM
+ * shared (hw_spec_hbm_bw is already the chip's). Known wrong: the real
+ * decision also weighs the kind of kernel and whether its outer dims
+ * divide evenly. Source: hwspecs/<gen>.yaml chip.megacore_min_elems.
+ */
+int hw_spec_kernel_cores(const struct hw_spec *s, double elems)
+{
+	if (!s->megacore || elems < s->megacore_min_elems)
+		return 1;
+	return hw_spec_cores(s);
 }
 
 /*

@@ -43,6 +43,11 @@ struct hw_spec {
 	int tensorcores_per_chip; /* TensorCores on one chip */
 	bool megacore;            /* true: one program spans all cores of a chip
 	                             (v4, v5p); false: one program per core */
+	double megacore_min_elems; /* under megacore, a kernel whose iteration
+	                             space (output, or a reduce's input) has at
+	                             least this many elements is split across
+	                             the cores; smaller ones run on one core.
+	                             Elements; YAML chip.megacore_min_elems */
 
 	/* MXU, per TensorCore */
 	int mxu_count;            /* systolic arrays per TensorCore */
@@ -63,12 +68,26 @@ struct hw_spec {
 	double vpu_class_cost[HW_VPU_CLASS_COUNT]; /* issue slots per vreg op */
 	double xlu_lane_reduce_cost; /* extra slots per vreg for a cross-lane
 	                                reduction step (XLU) */
+	double xlu_lane_permute_cost; /* slots per vreg for a cross-lane
+	                                 permute of a window op (neighbour
+	                                 lanes of a pooling window, strided
+	                                 lane compaction) on the XLU; YAML
+	                                 vpu.xlu_lane_permute_cost */
+	double vpu_f16_load_cost;  /* slots per vreg (1024 elements) to convert
+	                              f16 data to f32 after a load: f16 is not
+	                              a native VPU type (integer emulation);
+	                              YAML vpu.f16_load_cost */
+	double vpu_f16_store_cost; /* slots per vreg to convert f32 to f16
+	                              before a store; YAML vpu.f16_store_cost */
 
 	/* HBM, per chip */
 	double hbm_bytes;         /* capacity, bytes */
 	double hbm_bw_bytes_per_s;/* peak bandwidth, bytes/s */
 	double hbm_efficiency;    /* sustained fraction of peak for streaming DMA */
 	double dma_latency_ns;    /* latency of one HBM<->VMEM transfer, ns */
+	double dma_chunk_ns;      /* DMA engine time per contiguous run of a
+	                             strided transfer (descriptor issue and
+	                             burst set-up), ns; YAML hbm.dma_chunk_ns */
 
 	/* VMEM, per TensorCore */
 	double vmem_bytes;        /* capacity, bytes */
@@ -106,6 +125,9 @@ enum ts_status hw_spec_load_file(const char *path, char **text_out,
 
 /* Derived per-program figures (one core, or the whole chip under megacore). */
 int hw_spec_cores(const struct hw_spec *s);          /* cores one program uses */
+/* Cores one kernel of `elems` iteration-space elements is split across:
+ * hw_spec_cores() when megacore and elems >= megacore_min_elems, else 1. */
+int hw_spec_kernel_cores(const struct hw_spec *s, double elems);
 double hw_spec_hbm_bw(const struct hw_spec *s);      /* sustained bytes/s one program sees */
 double hw_spec_peak_flops(const struct hw_spec *s);  /* bf16 FLOP/s one program sees */
 

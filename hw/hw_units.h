@@ -59,6 +59,12 @@ double hw_vpu_vregs(const struct hw_spec *hw, double padded_elems, int bits);
 double hw_vpu_op_cycles(const struct hw_spec *hw, double vregs,
 			enum hw_vpu_class c);
 
+/* Cycles to convert `vregs` vregs (1024 elements each) of f16 data to f32
+ * after a load (store false) or from f32 before a store (store true), once.
+ * Formula in hw_vpu.c. */
+double hw_vpu_f16_convert_cycles(const struct hw_spec *hw, double vregs,
+				 bool store);
+
 /* Cycles to reduce `in_vregs` input vregs to `out_vregs` output vregs
  * along the given axis (one combiner op of class c per step). */
 double hw_vpu_reduce_cycles(const struct hw_spec *hw, double in_vregs,
@@ -75,6 +81,12 @@ double hw_mem_bytes_per_ns(const struct hw_spec *hw);
  * sustained bandwidth. */
 double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 		     double transfers);
+
+/* ns the DMA engine is busy moving `bytes` in `chunks` contiguous runs
+ * (no latency): bytes at the sustained rate plus hw->dma_chunk_ns per run.
+ * Formula in hw_mem.c. */
+double hw_mem_stream_ns(const struct hw_spec *hw, double bytes,
+			double chunks);
 
 /* True when `bytes` fit in one TensorCore's VMEM. */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);

@@ -45,6 +45,30 @@ double hw_vpu_op_cycles(const struct hw_spec *hw, double vregs,
 }
 
 /*
+ * cycles = vregs x (store ? f16_store_cost : f16_load_cost) / alus
+ * Units: core cycles; the costs in issue slots per 1024-element vreg, one
+ * conversion each: f16 -> f32 after a load (unpack the packed halves,
+ * re-bias the exponent, fix up subnormals, inf and NaN), f32 -> f16 before
+ * a store (round to nearest even, clamp the exponent, pack). f16 (IEEE
+ * half) is not a VPU type (TPU.md section 2 rule 2: only 32-bit math is
+ * native; bf16 converts by a shift), so every f16 array a kernel loads or
+ * stores pays this per vreg; inside a fusion the compiler keeps f32
+ * (xla_allow_excess_precision), so only kernel boundaries pay. Assumes the
+ * conversion shares the VALU slots with the kernel's other element ops.
+ * Known wrong: a generation with native f16 arithmetic (none modelled).
+ * Source: hwspecs/<gen>.yaml vpu.f16_load_cost / f16_store_cost.
+ */
+double hw_vpu_f16_convert_cycles(const struct hw_spec *hw, double vregs,
+				 bool store)
+{
+	if (vregs <= 0)
+		return 0.0;
+	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+	return vregs *
+	       (store ? hw->vpu_f16_store_cost : hw->vpu_f16_load_cost) / alus;
+}
+
+/*
  * Reductions (cycles):
  *   major:   (in - out) combiner ops             (vreg + vreg)
  *   sublane: major part + out x log2(sublanes) x (combiner + 1 shuffle)

@@ -604,7 +604,9 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
  *    starts a kernel, except that a core with a single elementwise-like
  *    user that does not grow the element count becomes part of that
  *    user's kernel (dot/conv output fusion; reduce epilogue), at most one
- *    core per kernel;
+ *    core per kernel; a reduce-window takes no such epilogue (tpuv4-ops
+ *    average pooling, reduce-window then divide: every profile shows the
+ *    reduce-window kernel and a separate broadcast_multiply_fusion);
  *  - users accept: loop ops accept any fusible producer; a reduce or
  *    reduce-window accepts loop ops (a loop fusion over its input); a dot
  *    or convolution, and the producers fused into its operands, accept
@@ -847,7 +849,8 @@ static void decide_fusion(struct grouping *g, int i)
 		/* Output fusion / reduce epilogue: one elementwise-like user
 		 * of no more elements, in a kernel without a core yet. */
 		if (n_users != 1 || materialise || multi || first < 0 ||
-		    g->g_core[first] || reuse_any)
+		    g->g_core[first] || reuse_any ||
+		    p->op == IR_OP_REDUCE_WINDOW)
 			break;
 		const struct ir_instr *u = NULL;
 		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)

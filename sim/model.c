@@ -500,6 +500,7 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	a->pad_factor = g.pad_factor;
 	a->output = output;
 	a->in_vmem = in_vmem(s);
+	a->type = s->type;
 	double bytes = g.pad_factor * a->elem_bytes;
 	const struct ir_window *w =
 		target && target->op == IR_OP_CONVOLUTION ? target->attrs.window
@@ -601,7 +602,7 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
  *   in_vregs x sum over window dims d with size w_d > 1 of
  *       (w_d - 1) x (combiner + shuffle_d)
  *   + out_vregs x compaction (lane xlu cost when the lane dim is strided)
- * shuffle_d: lane dim -> hw->xlu_lane_reduce_cost (a cross-lane permute on
+ * shuffle_d: lane dim -> hw->xlu_lane_permute_cost (a cross-lane permute on
  * the XLU), sublane dim -> one simple op, major dims -> 0 (whole vregs
  * combine). Assumes every input vreg takes part in every window step and
  * that padding adds no work. Known wrong: overlapping windows reuse loads;
@@ -626,13 +627,13 @@ static double window_vpu_cycles(const struct hw_spec *hw,
 	double slots = 0, compact = 0;
 	for (int i = 0; i < g.rank; i++) {
 		const struct ir_window_dim *wd = &w->dims[g.logical[i]];
-		double shuffle = i == g.rank - 1	 ? hw->xlu_lane_reduce_cost
+		double shuffle = i == g.rank - 1	 ? hw->xlu_lane_permute_cost
 				 : i == g.rank - 2 ? simple
 						   : 0.0;
 		if (wd->size > 1)
 			slots += (double)(wd->size - 1) * (simple + shuffle);
 		if (i == g.rank - 1 && wd->stride > 1)
-			compact = hw->xlu_lane_reduce_cost;
+			compact = hw->xlu_lane_permute_cost;
 	}
 	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
 	return (in_v * slots + out_v * compact) / alus;
@@ -658,13 +659,41 @@ static double comp_vpu_cycles(const struct hw_spec *hw,
  *     reshape): one simple op per output vreg (load/store/select)
  *   broadcast, parameter, constant, bitcast, tuple: free (register
  *     splats and address arithmetic)
+ *   divide by a value computed from constants only, or by a broadcast:
+ *     a multiply (XLA's algebraic simplifier rewrites A / C to A x (1/C);
+ *     tpuv4-ops batch_norm_inference names its kernel
+ *     convert_multiply_fusion; a broadcast divisor is inverted once per
+ *     source element, not per output element: tpuv4-ops layer/rms norm
+ *     normalise kernels, x / broadcast(sqrt(var)), cost about 1.5 slots
+ *     per vreg beyond their f16 conversions, where a full divide costs 7)
  * Assumes every op is materialised once per element (no recomputation of
  * shared subexpressions) and that fused ops never spill. Known wrong:
  * broadcasts along lanes cost XLU shuffles; gathers are address-bound.
  */
+static bool from_constants(const struct ir_instr *v, int depth)
+{
+	if (v->op == IR_OP_CONSTANT)
+		return true;
+	enum ir_class c = ir_op_class(v->op);
+	if (depth > 16 || v->n_operands < 1 || v->op == IR_OP_PARAMETER ||
+	    v->op == IR_OP_RNG || v->op == IR_OP_IOTA ||
+	    (c != IR_CLASS_ELEMENTWISE && c != IR_CLASS_TRANSCENDENTAL &&
+	     c != IR_CLASS_DATA_MOVEMENT))
+		return false;
+	for (int j = 0; j < v->n_operands; j++)
+		if (!from_constants(v->operands[j], depth + 1))
+			return false;
+	return true;
+}
+
 static double instr_vpu_cycles(const struct hw_spec *hw,
 			       const struct ir_instr *in, int depth)
 {
+	if (in->op == IR_OP_DIVIDE && in->n_operands == 2 &&
+	    (in->operands[1]->op == IR_OP_BROADCAST ||
+	     from_constants(in->operands[1], 0)))
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
 	enum ir_class cls = ir_op_class(in->op);
 	switch (in->op) {
 	case IR_OP_FUSION:
@@ -1106,9 +1135,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 					      : 0.0;
 			p->vpu_cycles += conv;
 			cyc += conv;
-			if (cyc <= 0)
-				continue;
-			/* charge to the largest input feeding that side */
+			/* the largest input feeding that side */
 			int best = -1;
 			for (int a = 0; a < p->n_access; a++) {
 				if (p->acc[a].output || a >= k->n_inputs)
@@ -1125,12 +1152,41 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 								   p->acc[best].bytes))
 					best = a;
 			}
-			if (best >= 0) {
+			if (best < 0)
+				continue;
+			/* a 16-bit operand (bf16, packed two per 32-bit word)
+			 * is unpacked to one value per word in VMEM before it
+			 * is pushed into the MXU: a staging copy of twice its
+			 * bytes per buffer (see estimate()) */
+			int ob = ir_type_bits(os->type);
+			if (ob == 16 && p->acc[best].elem_bytes * 8.0 == ob)
+				p->acc[best].stage_ratio = 32.0 / ob;
+			if (cyc > 0) {
+				/* its prologue repeats with every fetch */
 				p->acc[best].prologue_cycles += cyc;
 				p->vpu_cycles -= cyc;
 			}
 		}
 	}
+	/* f16 arrays are converted to/from f32 on every load and store
+	 * (hw_vpu_f16_convert_cycles); charged per pass, like a prologue */
+	for (int a = 0; a < p->n_access; a++)
+		if (p->acc[a].type == IR_TYPE_F16)
+			p->acc[a].convert_cycles = hw_vpu_f16_convert_cycles(
+				hw,
+				hw_vpu_vregs(hw, p->acc[a].bytes /
+							 p->acc[a].elem_bytes,
+					     32),
+				p->acc[a].output);
+	/* megacore: large kernels split their steps across the cores; a
+	 * reduce-window (pooling) kernel is not split: tpuv4-ops max/avg
+	 * pooling runs at the same time per element from 98 K to 268 M
+	 * elements, with no drop where other kernels gain a second core */
+	double space = 1;
+	for (int i = 0; i < p->out.rank; i++)
+		space *= (double)p->out.elems[i];
+	p->cores = t->op == IR_OP_REDUCE_WINDOW ? 1
+						 : hw_spec_kernel_cores(hw, space);
 	p->acc_vregs_per_elem = p->has_mxu ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
@@ -1200,6 +1256,53 @@ static int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a, int64_t w)
 	return (int64_t)e;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * Blocks that straddle the access's tiles. When a grid dim's blocks are
+ * not a whole number of the access's own tiles along the dim it follows
+ * (a copy whose major dim becomes the sublane dim of the other layout:
+ * blocks of 7 rows over 8-row tiles), block k covers elements [k f, k f +
+ * f) and moves every tile it touches:
+ *   tiles(k) = floor((k f + f - 1) / t) - floor(k f / t) + 1
+ * Summed over the n full blocks (closed form, g = gcd(f, t)):
+ *   n + floor(n f / t) - floor(n g / t)
+ * the ragged last block starts at n f; the buffer holds the largest block,
+ * floor((f - 1 + t - g) / t) + 1 tiles. Replaces the sum of padded extents
+ * (*s), the first (largest) and last block extents (elements) of an
+ * unwindowed, unscaled dim. Assumes blocks start at multiples of f from the
+ * array's origin. Source: TPU.md section 2 rule 3 (aligned (8,128)
+ * transfers; anything else moves whole tiles).
+ */
+static void straddle(const struct sim_plan_adim *ad, const struct sim_blocks *g,
+		     double *s, double *e_first, double *e_last)
+{
+	int64_t t = ad->tile, f = g->full;
+	if (t <= 1 || f <= 0 || f % t == 0 || g->nb <= 1)
+		return;
+	int64_t n = g->n_full, gg = gcd64(f, t);
+	double tiles = (double)n + (double)(n * f / t) - (double)(n * gg / t);
+	double last_tiles = 0;
+	if (g->n_last) {
+		int64_t st = n * f, e = g->last;
+		if (st + e > ad->elems)
+			e = ad->elems - st;
+		last_tiles = e > 0 ? (double)((st + e - 1) / t - st / t + 1) : 0.0;
+	}
+	double big = (double)((f - 1 + t - gg) / t + 1);
+	*s = (tiles + last_tiles) * (double)t;
+	*e_first = big * (double)t;
+	*e_last = (g->n_last ? last_tiles : big) * (double)t;
+}
+
 /*
  * Bytes an access moves. For the set D of grid dims it follows, steps run
  * lexicographically, so its block changes F = prod_{d <= j} nb(d) times
@@ -1234,13 +1337,22 @@ static void access_cost(const struct sim_plan_access *a,
 	}
 	double sum = a->pad_factor * a->elem_bytes;
 	double first = sum, last = sum;
+	/* per dim: blocks along it, and tiles summed over them / in the
+	 * first / in the last block (for the chunk count below) */
+	double nblk[SIM_MAX_GRID], t_sum[SIM_MAX_GRID], t_first[SIM_MAX_GRID],
+		t_last[SIM_MAX_GRID];
+	int stop = -1; /* minor-most dim a block covers only in part */
 	for (int i = 0; i < a->rank; i++) {
 		const struct sim_plan_adim *ad = &a->dims[i];
+		double tl = ad->tile > 1 ? (double)ad->tile : 1.0;
+		double whole = (double)pad_to(ad->elems, ad->tile);
 		if (ad->grid < 0) {
-			double e = (double)pad_to(ad->elems, ad->tile);
+			double e = whole;
 			sum *= e;
 			first *= e;
 			last *= e;
+			nblk[i] = 1;
+			t_sum[i] = t_first[i] = t_last[i] = e / tl;
 			continue;
 		}
 		const struct sim_blocks *g = &bl[ad->grid];
@@ -1265,9 +1377,42 @@ static void access_cost(const struct sim_plan_access *a,
 				if (x == (gn[1] > 0) && y == (wn[1] > 0))
 					e_last = e;
 			}
+		if (!w && ad->scale == 1.0)
+			straddle(ad, g, &s, &e00, &e_last);
 		sum *= s;
 		first *= e00;
 		last *= e_last;
+		nblk[i] = (double)(gn[0] + gn[1]) * (double)(wn[0] + wn[1]);
+		t_sum[i] = s / tl;
+		t_first[i] = e00 / tl;
+		t_last[i] = e_last / tl;
+		if (e00 < whole)
+			stop = i;
+	}
+	/*
+	 * Contiguous runs (DMA chunks). In HBM the array is its tile grid in
+	 * physical order, major to minor, each layout tile contiguous; a block
+	 * is one run along its minor dims up to and including the minor-most
+	 * dim it covers only in part (stop), and one run per index of every
+	 * dim more major than that:
+	 *   runs(block) = prod_{i < stop} tiles_i(block)
+	 * Summed over blocks (extents along dims multiply, as for the bytes):
+	 *   runs = R x prod_{i < stop} sum_blocks tiles_i x prod_{i >= stop}
+	 *          blocks_i
+	 * A block covering every dim is one run. Assumes blocks start on tile
+	 * boundaries (a block of 7 rows that straddles two 8-row tiles is
+	 * counted as one tile); the real descriptor may also merge runs that
+	 * happen to abut in both HBM and VMEM.
+	 */
+	double runs = 1, runs_first = 1, runs_last = 1;
+	for (int i = 0; i < a->rank; i++) {
+		if (i < stop) {
+			runs *= t_sum[i];
+			runs_first *= t_first[i];
+			runs_last *= t_last[i];
+		} else {
+			runs *= nblk[i];
+		}
 	}
 	c->total = sum * r;
 	c->transfers = f;
@@ -1275,6 +1420,10 @@ static void access_cost(const struct sim_plan_access *a,
 	c->last = last;
 	c->refetch = r;
 	c->reread = a->output && r > 1 ? c->total - sum : 0.0;
+	c->chunks = runs * r;
+	c->block_chunks = runs_first;
+	c->last_chunks = runs_last;
+	c->reread_chunks = a->output && r > 1 ? c->chunks - runs : 0.0;
 }
 
 
@@ -1351,11 +1500,15 @@ static double mxu_total_cycles(const struct sim_plan *p,
  *     + latency + last_out / bw                     last store, unhidden
  *
  *   S        = prod ceil(grid / bound) over the combined grid
- *   compute  = max(MXU, VPU) cycles per step / clock (the VPU feeds the
- *              MXU in the same VLIW bundles, so they overlap), where VPU =
+ *   compute  = max(MXU, VPU) cycles per step / clock / cores (the VPU
+ *              feeds the MXU in the same VLIW bundles, so they overlap;
+ *              cores = plan.cores, 2 for a megacore kernel split across
+ *              both TensorCores), where VPU =
  *              fused element ops + MXU result drain (one op per f32
  *              result vreg per step, one more per extra contraction step)
- *              + operand prologues x their refetches + rows x row_cycles
+ *              + operand prologues x their refetches + f16 conversions
+ *              (every step converts the f16 blocks it reads or writes:
+ *              steps x block, at least one pass) + rows x row_cycles
  *              (rows: iterations of the loop over each block's major,
  *              untiled dims)
  *   dma      = latency (when steps load) + (bytes moved - first_in -
@@ -1433,24 +1586,44 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	/* memory */
 	double rd = p->other_bytes, wr = 0, first = p->other_bytes, last = 0;
 	double transfers = p->other_bytes > 0 ? 1 : 0, vmem = 2 * p->other_bytes;
+	/* contiguous runs (DMA chunks): all, of the first loads, of the last
+	 * stores */
+	double runs = transfers, runs_first = transfers, runs_last = 0;
+	/* the slowest single stream (one access's DMAs), ns */
+	double w_mid = 0, w_first = 0, w_last = 0;
 	double prologue = 0;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
 		struct sim_acc_cost *c = &x->ac[a];
 		access_cost(ac, x->bl, p->n_dims, c);
-		/* double-buffered, unless fetched once (nothing to overlap) */
-		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block;
-		prologue += ac->prologue_cycles * c->refetch;
+		/* double-buffered, unless fetched once (nothing to overlap);
+		 * an unpacked MXU operand keeps its staging copy per buffer */
+		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block *
+			(1.0 + ac->stage_ratio);
+		/* an f16 block is converted each step it is read from VMEM
+		 * (into vregs, or pushed into the MXU): steps x block, at
+		 * least once per pass over the array */
+		prologue += ac->prologue_cycles * c->refetch +
+			    ac->convert_cycles *
+				    fmax(c->refetch, (double)steps * c->block /
+							     fmax(ac->bytes, 1.0));
 		if (ac->in_vmem)
 			continue;
 		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
+		runs += c->chunks + c->reread_chunks;
 		if (ac->output) {
 			wr += c->total;
 			rd += c->reread;
 			last += c->last;
+			runs_last += c->last_chunks;
+			w_last = fmax(w_last, hw_mem_stream_ns(hw, c->last, c->last_chunks));
+			w_mid = fmax(w_mid, hw_mem_stream_ns(hw, c->total + c->reread - c->last, c->chunks + c->reread_chunks - c->last_chunks));
 		} else {
 			rd += c->total;
 			first += c->block;
+			runs_first += c->block_chunks;
+			w_first = fmax(w_first, hw_mem_stream_ns(hw, c->block, c->block_chunks));
+			w_mid = fmax(w_mid, hw_mem_stream_ns(hw, c->total - c->block, c->chunks - c->block_chunks));
 		}
 	}
 	/* compute */
@@ -1485,18 +1658,28 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double mid = rd + wr - first - last;
 	if (mid < 0)
 		mid = 0;
-	double compute_step = fmax(mxu, vpu) / clock_ghz / n;
+	double mid_runs = fmax(0.0, runs - runs_first - runs_last);
+	double readd = p->has_mxu ? acc_cyc * (double)(steps - out_steps) / (double)(2 * steps - out_steps) : 0.0;
+	double compute_step = fmax(mxu + readd, vpu) / clock_ghz / n /
+			      (p->cores > 1 ? p->cores : 1);
 	/* n - 1 steps overlap the next step's loads (and the previous
 	 * step's stores); the last step's compute has nothing to hide. A
 	 * step waits out the latency of the loads it needs; stores are
-	 * issued and left to finish behind the next steps. */
+	 * issued and left to finish behind the next steps. The DMA engine's
+	 * time for a set of transfers is hw_mem_stream_ns (bytes at the
+	 * sustained rate plus a cost per contiguous run). */
 	double mid_in = rd - first > 0 ? rd - first : 0.0;
 	double dma_step = steps > 1 && mid > 0
-				  ? (mid_in > 0 ? hw->dma_latency_ns : 0.0) +
-					    mid / (n - 1.0) / bpns
+				  ? fmax(mid_in > 0 ? hw->dma_latency_ns : 0.0,
+					    fmax(mid / bpns, w_mid) /
+						    (n - 1.0))
 				  : 0.0;
-	double first_ns = hw->dma_latency_ns + first / bpns;
-	double last_ns = last > 0 ? hw->dma_latency_ns + last / bpns : 0.0;
+	(void)mid_runs;
+	double first_ns = hw->dma_latency_ns +
+			  fmax(first / bpns, w_first);
+	double last_ns = last > 0 ? hw->dma_latency_ns +
+					    fmax(last / bpns, w_last)
+				  : 0.0;
 	double pipe = (n - 1.0) * (fmax(compute_step, dma_step) +
 				   hw->step_overhead_ns) +
 		      compute_step + hw->step_overhead_ns;

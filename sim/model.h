@@ -22,9 +22,9 @@
 /*
  * The tile grid of one array: its dims in physical (major-to-minor) order,
  * the last k divided by the layout's first tile (k = tile rank), rounded up.
- * 1-D arrays tile by T(256|512|1024); arrays written without tiles get
- * T(8,128) (rank >= 2) or the next power of two >= n clamped to
- * [256, 1024] elements (rank 1), as XLA TPU lays them out (TPU.md 3).
+ * Arrays written without tiles get the tile and physical order XLA TPU
+ * would assign (ir_shape_default_tile, ir_shape_major_to_minor in
+ * sim/ir_shape.c: T(8,128) or a 1-D T(256|512|1024), least padding).
  */
 struct sim_tgrid {
 	int rank;                        /* grid dims = array rank (0: scalar) */
@@ -122,8 +122,16 @@ struct sim_plan_access {
 	                         no DMA */
 	bool accumulates;     /* output that does not follow every grid dim:
 	                         a reduction revisits its blocks */
+	double stage_ratio;   /* VMEM bytes of an unpacked staging copy per
+	                         byte of its block: 32 / bits for a 16-bit
+	                         MXU operand (unpacked to 32-bit words before
+	                         the MXU), else 0 */
 	double prologue_cycles; /* VPU cycles of fused ops that transform this
 	                         input before the MXU, per full pass over it */
+	enum ir_type type;    /* element type as stored */
+	double convert_cycles; /* VPU cycles to convert the whole array between
+	                         its stored type and f32 per pass over it (f16:
+	                         hw_vpu_f16_convert_cycles; else 0) */
 };
 
 struct sim_plan {
@@ -161,6 +169,11 @@ struct sim_plan {
 	                                     space element re-added per extra
 	                                     contraction step */
 	double flops;                     /* 2 x MACs + VPU element ops */
+	/* megacore */
+	int cores;                        /* TensorCores the kernel's steps are
+	                                     split across (hw_spec_kernel_cores
+	                                     of the output space): each step's
+	                                     MXU and VPU work divides by it */
 	/* collectives */
 	double ici_ns;
 	/* default config (sim_plan_default) */
@@ -211,6 +224,11 @@ struct sim_acc_cost {
 	double block;     /* bytes of the first (largest) block */
 	double last;      /* bytes of the last block */
 	double refetch;   /* passes over the whole array */
+	double chunks;    /* contiguous runs (DMA chunks) moved over the
+	                     kernel (writes for outputs) */
+	double block_chunks; /* runs of the first block */
+	double last_chunks;  /* runs of the last block */
+	double reread_chunks; /* runs of the partial sums read back */
 };
 
 struct sim_est_detail {

@@ -161,16 +161,6 @@ size_t sim_tile_config_format(const struct sim_tile_config *cfg, char *buf,
 
 /* ---- tile grids -------------------------------------------------------------- */
 
-/* Next power of two >= n, clamped to [256, 1024]: the 1-D tile XLA TPU
- * gives vectors (TPU.md section 3, "Layout conventions"). */
-static int64_t vector_tile(int64_t n)
-{
-	int64_t t = 256;
-	while (t < n && t < 1024)
-		t *= 2;
-	return t;
-}
-
 enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
 			     struct ts_diag *d)
 {
@@ -192,14 +182,10 @@ enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
 	int order[SIM_MAX_GRID];
 	ir_shape_major_to_minor(s, order);
 	struct ir_tile t;
-	if (s->layout.n_tiles > 0) {
+	if (s->layout.n_tiles > 0)
 		t = s->layout.tiles[0];
-	} else if (s->rank >= 2) {
-		t = (struct ir_tile){2, {8, 128}};
-	} else {
-		int64_t n = s->rank == 1 ? s->dims[0] : 1;
-		t = (struct ir_tile){1, {vector_tile(n)}};
-	}
+	else
+		ir_shape_default_tile(s, &t); /* the one default rule, ir_shape.c */
 	int lead = t.rank > s->rank ? t.rank - s->rank : 0;
 	for (int j = 0; j < lead; j++)
 		if (t.dims[j] > 1)

@@ -69,40 +69,45 @@ static const char base_spec[] =
 	"chip:\n"                          /*  2 */
 	"  tensorcores: 2\n"               /*  3 */
 	"  megacore: false\n"              /*  4 */
-	"mxu:\n"                           /*  5 */
-	"  count: 2\n"                     /*  6 */
-	"  rows: 128\n"                    /*  7 */
-	"  cols: 128\n"                    /*  8 */
-	"  clock_hz: 940e6\n"              /*  9 */
-	"  macs_per_cell_cycle: 1\n"       /* 10 */
-	"  f32_passes: 6\n"                /* 11 */
-	"  pass_cycles: 32\n"              /* 12 */
-	"vpu:\n"                           /* 13 */
-	"  sublanes: 8\n"                  /* 14 */
-	"  lanes: 128\n"                   /* 15 */
-	"  alus: 2\n"                      /* 16 */
-	"  cost:\n"                        /* 17 */
-	"    simple: 1\n"                  /* 18 */
-	"    divide: 4\n"                  /* 19 */
-	"    transcendental: 4\n"          /* 20 */
-	"    trig: 16\n"                   /* 21 */
-	"  xlu_lane_reduce_cost: 8\n"      /* 22 */
-	"hbm:\n"                           /* 23 */
-	"  bytes: 34359738368\n"           /* 24 */
-	"  bw_bytes_per_s: 900e9\n"        /* 25 */
-	"  efficiency: 0.89\n"             /* 26 */
-	"  dma_latency_ns: 100\n"          /* 27 */
-	"vmem:\n"                          /* 28 */
-	"  bytes: 16777216\n"              /* 29 */
-	"overhead:\n"                      /* 30 */
-	"  kernel_ns: 270\n"               /* 31 */
-	"  step_ns: 150\n"                 /* 32 */
-	"  row_cycles: 16\n"               /* 33 */
-	"  host_dispatch_ns: 121300\n"     /* 34 */
-	"ici:\n"                           /* 35 */
-	"  links: 4\n"                     /* 36 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 37 */
-	"  latency_ns: 500\n";             /* 38 */
+	"  megacore_min_elems: 1.25e6\n"   /*  5 */
+	"mxu:\n"                           /*  6 */
+	"  count: 2\n"                     /*  7 */
+	"  rows: 128\n"                    /*  8 */
+	"  cols: 128\n"                    /*  9 */
+	"  clock_hz: 940e6\n"              /* 10 */
+	"  macs_per_cell_cycle: 1\n"       /* 11 */
+	"  f32_passes: 6\n"                /* 12 */
+	"  pass_cycles: 32\n"              /* 13 */
+	"vpu:\n"                           /* 14 */
+	"  sublanes: 8\n"                  /* 15 */
+	"  lanes: 128\n"                   /* 16 */
+	"  alus: 2\n"                      /* 17 */
+	"  cost:\n"                        /* 18 */
+	"    simple: 1\n"                  /* 19 */
+	"    divide: 4\n"                  /* 20 */
+	"    transcendental: 4\n"          /* 21 */
+	"    trig: 16\n"                   /* 22 */
+	"  xlu_lane_reduce_cost: 8\n"      /* 23 */
+	"  xlu_lane_permute_cost: 8\n"     /* 24 */
+	"  f16_load_cost: 14\n"            /* 25 */
+	"  f16_store_cost: 5\n"            /* 26 */
+	"hbm:\n"                           /* 27 */
+	"  bytes: 34359738368\n"           /* 28 */
+	"  bw_bytes_per_s: 900e9\n"        /* 29 */
+	"  efficiency: 0.89\n"             /* 30 */
+	"  dma_latency_ns: 100\n"          /* 31 */
+	"  dma_chunk_ns: 3\n"              /* 32 */
+	"vmem:\n"                          /* 33 */
+	"  bytes: 16777216\n"              /* 34 */
+	"overhead:\n"                      /* 35 */
+	"  kernel_ns: 270\n"               /* 36 */
+	"  step_ns: 150\n"                 /* 37 */
+	"  row_cycles: 16\n"               /* 38 */
+	"  host_dispatch_ns: 121300\n"     /* 39 */
+	"ici:\n"                           /* 40 */
+	"  links: 4\n"                     /* 41 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 42 */
+	"  latency_ns: 500\n";             /* 43 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -213,6 +218,10 @@ static void test_v3_every_field(void **state)
 	assert_true(s.vpu_class_cost[HW_VPU_TRANSCEND] == 4);
 	assert_true(s.vpu_class_cost[HW_VPU_TRIG] == 16);
 	assert_true(s.xlu_lane_reduce_cost == 8);
+	assert_true(s.xlu_lane_permute_cost == 8);
+	assert_true(s.vpu_f16_load_cost == 14);
+	assert_true(s.vpu_f16_store_cost == 5);
+	assert_true(s.megacore_min_elems == 1.25e6);
 	assert_true(s.hbm_bytes == 34359738368.0);
 	assert_true(s.hbm_bw_bytes_per_s == 900e9);
 	assert_true(s.hbm_efficiency == 0.98);
@@ -244,7 +253,9 @@ static void test_v3_figures(void **state)
 }
 
 /* Under megacore one program gets the whole chip: both cores' MXUs and
- * the full HBM bandwidth (v4: 275 TFLOP/s, 1200 GB/s x 0.84). */
+ * the full HBM bandwidth (v4: 275 TFLOP/s, 1200 GB/s x 0.89); a kernel
+ * is split across both cores only from chip.megacore_min_elems elements
+ * of iteration space (v4: 1.25e6). */
 static void test_megacore_figures(void **state)
 {
 	(void)state;
@@ -253,10 +264,15 @@ static void test_megacore_figures(void **state)
 	assert_true(s.megacore);
 	assert_int_equal(hw_spec_cores(&s), 2);
 	assert_rel(hw_spec_peak_flops(&s), 275e12, PEAK_REL_TOL);
-	assert_rel(hw_spec_hbm_bw(&s), 1200e9 * 0.84, 1e-12);
+	assert_rel(hw_spec_hbm_bw(&s), 1200e9 * 0.89, 1e-12);
+	assert_int_equal(hw_spec_kernel_cores(&s, 1048576), 1);
+	assert_int_equal(hw_spec_kernel_cores(&s, 1.25e6), 2);
+	assert_int_equal(hw_spec_kernel_cores(&s, 268435456), 2);
 	/* 7x is two devices per chip (CG): a program gets one core's share. */
 	load_gen("v7", &s);
 	assert_false(s.megacore);
+	/* no megacore: one core whatever the size */
+	assert_int_equal(hw_spec_kernel_cores(&s, 1e12), 1);
 	assert_rel(hw_spec_hbm_bw(&s), 7380e9 / 2 * s.hbm_efficiency, 1e-12);
 	assert_rel(hw_spec_peak_flops(&s), 2307e12 / 2, PEAK_REL_TOL);
 }
@@ -277,22 +293,22 @@ static void test_unit_names(void **state)
 static void test_err_syntax(void **state)
 {
 	(void)state;
-	expect_edit_error("  rows: 128\n", "  rows: 128: 5\n", 7, 12,
+	expect_edit_error("  rows: 128\n", "  rows: 128: 5\n", 8, 12,
 			  "YAML syntax error: mapping values are not allowed in this context");
 	/* A flow mapping left open: libyaml names where it began. */
-	expect_edit_error("  rows: 128\n", "  rows: {a: 1\n", 8, 7,
+	expect_edit_error("  rows: 128\n", "  rows: {a: 1\n", 9, 7,
 			  "YAML syntax error: did not find expected ',' or '}' "
-			  "(while parsing a flow mapping at 7:9)");
+			  "(while parsing a flow mapping at 8:9)");
 }
 
 static void test_err_unknown_key(void **state)
 {
 	(void)state;
-	expect_edit_error("  rows: 128", "  rowz: 128", 7, 3,
+	expect_edit_error("  rows: 128", "  rowz: 128", 8, 3,
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
-	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 9, 3,
+	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 39, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 44, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
@@ -304,44 +320,44 @@ static void test_err_unknown_key(void **state)
 static void test_err_duplicate_key(void **state)
 {
 	(void)state;
-	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 8, 3,
-			  "mxu.rows: duplicate key (first given at line 7)");
-	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 29, 1,
-			  "vmem: duplicate key (first given at line 28)");
+	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 9, 3,
+			  "mxu.rows: duplicate key (first given at line 8)");
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 34, 1,
+			  "vmem: duplicate key (first given at line 33)");
 }
 
 static void test_err_wrong_type(void **state)
 {
 	(void)state;
-	expect_edit_error("  rows: 128", "  rows: abc", 7, 9,
+	expect_edit_error("  rows: 128", "  rows: abc", 8, 9,
 			  "mxu.rows: expected an integer, got 'abc'");
-	expect_edit_error("  count: 2", "  count: 2.5", 6, 10,
+	expect_edit_error("  count: 2", "  count: 2.5", 7, 10,
 			  "mxu.count: expected an integer, got '2.5'");
-	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 940MHz", 9, 13,
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 940MHz", 10, 13,
 			  "mxu.clock_hz: expected a number, got '940MHz'");
-	expect_edit_error("  clock_hz: 940e6", "  clock_hz: nan", 9, 13,
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: nan", 10, 13,
 			  "mxu.clock_hz: expected a number, got 'nan'");
-	expect_edit_error("  count: 2", "  count: 1-2", 6, 10,
+	expect_edit_error("  count: 2", "  count: 1-2", 7, 10,
 			  "mxu.count: expected an integer, got '1-2'");
-	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 9.4e8e", 9, 13,
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 9.4e8e", 10, 13,
 			  "mxu.clock_hz: expected a number, got '9.4e8e'");
 	/* Quoted values are cut at 40 bytes, so junk cannot flood the message. */
 	expect_edit_error("  clock_hz: 940e6",
-			  "  clock_hz: 0123456789012345678901234567890123456789xyz", 9, 13,
+			  "  clock_hz: 0123456789012345678901234567890123456789xyz", 10, 13,
 			  "mxu.clock_hz: expected a number, got "
 			  "'0123456789012345678901234567890123456789...'");
 	expect_edit_error("  megacore: false", "  megacore: yes", 4, 13,
 			  "chip.megacore: expected true or false, got 'yes'");
-	expect_edit_error("  rows: 128", "  rows: [128]", 7, 9,
+	expect_edit_error("  rows: 128", "  rows: [128]", 8, 9,
 			  "mxu.rows: expected an integer, got a sequence");
-	expect_edit_error("  rows: 128", "  rows: {a: 1}", 7, 9,
+	expect_edit_error("  rows: 128", "  rows: {a: 1}", 8, 9,
 			  "mxu.rows: expected an integer, got a mapping");
-	expect_edit_error("  rows: 128", "  rows: \"128\"", 7, 9,
+	expect_edit_error("  rows: 128", "  rows: \"128\"", 8, 9,
 			  "mxu.rows: expected an integer, got the quoted string '128'");
-	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 28, 7,
+	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 33, 7,
 			  "vmem: expected a mapping, got a scalar");
 	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
-			  "    trig: 16\n", "  cost: 3\n", 17, 9,
+			  "    trig: 16\n", "  cost: 3\n", 18, 9,
 			  "vpu.cost: expected a mapping, got a scalar");
 	expect_edit_error("name: t", "name: a b", 1, 7,
 			  "name: expected 1 to 31 characters of [A-Za-z0-9._-], got 'a b'");
@@ -351,9 +367,9 @@ static void test_err_empty_value(void **state)
 {
 	(void)state;
 	/* libyaml places the empty scalar right after the colon. */
-	expect_edit_error("  rows: 128", "  rows:", 7, 8,
+	expect_edit_error("  rows: 128", "  rows:", 8, 8,
 			  "mxu.rows: expected an integer, got an empty value");
-	expect_edit_error("  rows: 128", "  rows: ~", 7, 9,
+	expect_edit_error("  rows: 128", "  rows: ~", 8, 9,
 			  "mxu.rows: expected an integer, got '~'");
 }
 
@@ -361,8 +377,8 @@ static void test_err_missing(void **state)
 {
 	(void)state;
 	/* A field: located at the mapping that should hold it. */
-	expect_edit_error("  rows: 128\n", "", 6, 3, "mxu.rows: missing field");
-	expect_edit_error("    trig: 16\n", "", 18, 5, "vpu.cost.trig: missing field");
+	expect_edit_error("  rows: 128\n", "", 7, 3, "mxu.rows: missing field");
+	expect_edit_error("    trig: 16\n", "", 19, 5, "vpu.cost.trig: missing field");
 	/* A whole section: located at the top-level mapping. */
 	expect_edit_error("vmem:\n  bytes: 16777216\n", "", 1, 1,
 			  "vmem: missing section");
@@ -371,13 +387,13 @@ static void test_err_missing(void **state)
 static void test_err_range(void **state)
 {
 	(void)state;
-	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 26, 15,
+	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 30, 15,
 			  "hbm.efficiency: -0.5 is out of range [0.01, 1]");
-	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 25, 19,
+	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 29, 19,
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
-	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 9, 13,
+	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 36, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 41, 10,
 			  "ici.links: 99999999999999999999 is out of range [0, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -386,9 +402,9 @@ static void test_err_range(void **state)
 			  "  tensorcores: 1\n  megacore: true", 4, 13,
 			  "chip.megacore: true needs chip.tensorcores >= 2 "
 			  "(one program spanning several cores)");
-	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 29, 10,
+	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 34, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 37, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 42, 24,
 			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
 }
 
@@ -396,14 +412,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
-	expect_error(s, 39, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 44, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
-	expect_error(s, 39, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 44, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
-	expect_error(s, 40, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 40:1)");
+	expect_error(s, 45, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 45:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead and ici");
 	expect_error("# only a comment\n", 1, 1,
@@ -435,7 +451,7 @@ static void test_err_encoding(void **state)
 static void test_err_column_after_utf8(void **state)
 {
 	(void)state;
-	expect_edit_error("  rows: 128", "  rows: \xc3\xa9: 1", 7, 11,
+	expect_edit_error("  rows: 128", "  rows: \xc3\xa9: 1", 8, 11,
 			  "YAML syntax error: mapping values are not allowed in this context");
 	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
 			  "zz: unknown key; expected one of: name, chip, mxu, vpu, "
@@ -455,7 +471,7 @@ static void test_err_caret(void **state)
 	assert_non_null(f);
 	ts_diag_print(&d, f);
 	fclose(f);
-	assert_string_equal(buf, "v.yaml:7:9: error: mxu.rows: expected an integer, got 'abc'\n"
+	assert_string_equal(buf, "v.yaml:8:9: error: mxu.rows: expected an integer, got 'abc'\n"
 				 "    rows: abc\n"
 				 "          ^\n");
 }

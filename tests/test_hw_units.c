@@ -53,6 +53,9 @@ static struct hw_spec spec(void)
 	h.vpu_class_cost[HW_VPU_TRANSCEND] = 4;
 	h.vpu_class_cost[HW_VPU_TRIG] = 16;
 	h.xlu_lane_reduce_cost = 8;
+	h.xlu_lane_permute_cost = 24;
+	h.vpu_f16_load_cost = 14;
+	h.vpu_f16_store_cost = 5;
 	h.hbm_bytes = 32.0 * 1024 * 1024 * 1024;
 	h.hbm_bw_bytes_per_s = 800e9;
 	h.hbm_efficiency = 1.0;
@@ -143,6 +146,22 @@ static void test_vpu_padded_op(void **state)
 }
 
 /*
+ * f16 is converted once per load and once per store: 10 vregs of 1024
+ * elements at 2 ALUs cost 10 x 14 / 2 = 70 cycles after a load and
+ * 10 x 5 / 2 = 25 before a store; nothing for no vregs.
+ */
+static void test_vpu_f16_convert(void **state)
+{
+	(void)state;
+	struct hw_spec h = spec();
+	assert_near(hw_vpu_f16_convert_cycles(&h, 10, false), 70, EXACT);
+	assert_near(hw_vpu_f16_convert_cycles(&h, 10, true), 25, EXACT);
+	assert_near(hw_vpu_f16_convert_cycles(&h, 0, false), 0, EXACT);
+	h.vpu_alus = 1;
+	assert_near(hw_vpu_f16_convert_cycles(&h, 1, false), 14, EXACT);
+}
+
+/*
  * 16 vregs reduced to 2:
  *   major:   14 adds x 1 / 2                               = 7
  *   sublane: 7 + 2 x log2(8) x (1 add + 1 shuffle) / 2     = 7 + 6 = 13
@@ -211,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_mxu_f32_passes),
 		cmocka_unit_test(test_mxu_weight_bound_and_padding),
 		cmocka_unit_test(test_vpu_padded_op),
+		cmocka_unit_test(test_vpu_f16_convert),
 		cmocka_unit_test(test_vpu_reductions),
 		cmocka_unit_test(test_mem),
 		cmocka_unit_test(test_ici),

@@ -604,6 +604,28 @@ static void test_group_single_kernels(void **state)
 	ASSERT_NAMES(&b, "t,d");
 	assert_int_equal(kernel(&b, "d")->kind, SIM_KERNEL_DOT);
 	built_free(&b);
+
+	/* Average pooling: the reduce-window takes no epilogue, its divide
+	 * is a kernel of its own (tpuv4-ops profiles: reduce-window, then
+	 * broadcast_multiply_fusion). */
+	build("HloModule avgpool\n"
+	      "%add (x: f16[], y: f16[]) -> f16[] {\n"
+	      "  %x = f16[] parameter(0)\n"
+	      "  %y = f16[] parameter(1)\n"
+	      "  ROOT %s = f16[] add(%x, %y)\n"
+	      "}\n"
+	      "ENTRY %main (a: f16[1,8,64,256]) -> f16[1,8,32,128] {\n"
+	      "  %a = f16[1,8,64,256] parameter(0)\n"
+	      "  %z = f16[] constant(0)\n"
+	      "  %w = f16[1,8,32,128] reduce-window(%a, %z), "
+	      "window={size=1x1x2x2 stride=1x1x2x2}, to_apply=%add\n"
+	      "  %four = f16[] constant(4)\n"
+	      "  %fb = f16[1,8,32,128] broadcast(%four), dimensions={}\n"
+	      "  ROOT %q = f16[1,8,32,128] divide(%w, %fb)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "w,q");
+	built_free(&b);
 }
 
 /* Pre-optimization while bodies are grouped too, with the loop's

@@ -369,6 +369,199 @@ static void test_fusion_191(void **state)
 	ts_free(text);
 }
 
+/* ---- op-level mechanisms (tpuv4-ops) ---------------------------------------------- */
+
+/*
+ * f16[8,128] add: each array one vreg of 1024 elements (T(8,128)), one
+ * step. f16 is converted after each load and before the store
+ * (hw_vpu_f16_convert_cycles), on v3's one ALU:
+ *   add 1 + row loop row_cycles + 2 loads x f16_load_cost
+ *   + 1 store x f16_store_cost = 1 + 16 + 2 x 14 + 5 = 50 cycles;
+ * the f32 twin costs only 1 + 16.
+ */
+static void test_f16_conversion(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	struct built b;
+	build("HloModule add\n"
+	      "ENTRY %e (a: f16[8,128], b: f16[8,128]) -> f16[8,128] {\n"
+	      "  %a = f16[8,128] parameter(0)\n"
+	      "  %b = f16[8,128] parameter(1)\n"
+	      "  ROOT %s = f16[8,128] add(%a, %b)\n"
+	      "}\n",
+	      &b);
+	struct sim_estimate e = estimate(kernel(&b, "s"), &hw, "");
+	assert_int_equal(e.steps, 1);
+	assert_near(e.vpu_cycles,
+		    (1 + 2 * hw.vpu_f16_load_cost + hw.vpu_f16_store_cost) /
+				    hw.vpu_alus +
+			    hw.row_overhead_cycles,
+		    EXACT);
+	assert_near(e.vpu_cycles, 50, EXACT);
+	built_free(&b);
+}
+
+/*
+ * Megacore: an f32 add over 1024 x 2048 = 2,097,152 elements, at least
+ * chip.megacore_min_elems (1.25e6), runs on both cores: under one config
+ * each step's compute halves, the DMA does not (HBM is shared). 1024 x
+ * 1024 = 1,048,576 elements stay on one core, and a reduce-window
+ * (pooling) kernel is never split, whatever its size.
+ */
+static void test_megacore_split(void **state)
+{
+	(void)state;
+	struct hw_spec mc;
+	if (!load_v3(&mc))
+		skip();
+	mc.megacore = true;
+	mc.megacore_min_elems = 1.25e6;
+	/* the same chip (same HBM share) with the threshold out of reach */
+	struct hw_spec one = mc;
+	one.megacore_min_elems = 1e15;
+	struct built b;
+	build("HloModule add\n"
+	      "ENTRY %e (a: f32[1024,2048], b: f32[1024,1024], "
+	      "c: f32[1,64,1024,1024]) -> (f32[1024,2048], f32[1024,1024], "
+	      "f32[1,64,512,512]) {\n"
+	      "  %a = f32[1024,2048] parameter(0)\n"
+	      "  %b = f32[1024,1024] parameter(1)\n"
+	      "  %c = f32[1,64,1024,1024] parameter(2)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %w = f32[1,64,512,512] reduce-window(%c, %z), "
+	      "window={size=1x1x2x2 stride=1x1x2x2}, to_apply=%sum\n"
+	      "  %small = f32[1024,1024] add(%b, %b)\n"
+	      "  %big = f32[1024,2048] add(%a, %a)\n"
+	      "  ROOT %t = (f32[1024,2048], f32[1024,1024], f32[1,64,512,512]) "
+	      "tuple(%big, %small, %w)\n"
+	      "}\n"
+	      "%sum (x: f32[], y: f32[]) -> f32[] {\n"
+	      "  %x = f32[] parameter(0)\n"
+	      "  %y = f32[] parameter(1)\n"
+	      "  ROOT %r = f32[] add(%x, %y)\n"
+	      "}\n",
+	      &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(kernel(&b, "big"), &mc, &p, &d), TS_OK);
+	assert_int_equal(p.cores, 2);
+	struct sim_tile_config cfg, full;
+	assert_int_equal(sim_tile_config_parse("output_bounds=16x16", &cfg, &d),
+			 TS_OK);
+	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
+	struct sim_estimate e2, e1;
+	struct sim_est_detail x2, x1;
+	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
+	assert_int_equal(sim_plan_build(kernel(&b, "big"), &one, &p, &d), TS_OK);
+	assert_int_equal(p.cores, 1);
+	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
+	assert_near(x2.compute_step_ns, x1.compute_step_ns / 2, EXACT);
+	assert_near(x2.dma_step_ns, x1.dma_step_ns, EXACT);
+	assert_int_equal(sim_plan_build(kernel(&b, "small"), &mc, &p, &d), TS_OK);
+	assert_int_equal(p.cores, 1);
+	assert_int_equal(sim_plan_build(kernel(&b, "w"), &mc, &p, &d), TS_OK);
+	assert_int_equal(p.cores, 1);
+	built_free(&b);
+}
+
+/*
+ * A divide whose divisor is a broadcast (or computed from constants)
+ * costs a multiply (XLA inverts the divisor once): f32[8,128], one vreg,
+ * v3's one ALU: 1 slot + row_cycles 16 = 17 cycles; a divide by a full
+ * array pays the divide class (4): 4 + 16 = 20.
+ */
+static void test_divide_by_broadcast(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!load_v3(&hw))
+		skip();
+	struct built b;
+	build("HloModule div\n"
+	      "ENTRY %e (a: f32[8,128], s: f32[8], c: f32[8,128]) -> "
+	      "(f32[8,128], f32[8,128]) {\n"
+	      "  %a = f32[8,128] parameter(0)\n"
+	      "  %s = f32[8] parameter(1)\n"
+	      "  %c = f32[8,128] parameter(2)\n"
+	      "  %bs = f32[8,128] broadcast(%s), dimensions={0}\n"
+	      "  %q = f32[8,128] divide(%a, %bs)\n"
+	      "  %f = f32[8,128] divide(%a, %c)\n"
+	      "  ROOT %t = (f32[8,128], f32[8,128]) tuple(%q, %f)\n"
+	      "}\n",
+	      &b);
+	struct sim_estimate q = estimate(kernel(&b, "q"), &hw, "");
+	struct sim_estimate f = estimate(kernel(&b, "f"), &hw, "");
+	assert_near(q.vpu_cycles, 1 + hw.row_overhead_cycles, EXACT);
+	assert_near(f.vpu_cycles,
+		    hw.vpu_class_cost[HW_VPU_DIVIDE] + hw.row_overhead_cycles,
+		    EXACT);
+	built_free(&b);
+}
+
+/*
+ * Arrays written without tiles get the layout XLA TPU would assign
+ * (sim/ir_shape.c): the lane and sublane dims that pad least.
+ *   f16[64,64,32,32]: lanes on a 64 dim (2x) rather than 32 (4x); the
+ *     order keeps the others: dims 0, 2, 3, then 1 on the lanes, 8 MiB of
+ *     data in 16 MiB.
+ *   f16[64,128,32,32]: C = 128 on the lanes, no padding.
+ *   The same shape with T(8,128)(2,1) written keeps its order: 4x.
+ */
+static void test_default_layout(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule bn\n"
+	      "ENTRY %e (a: f16[64,64,32,32], c: f16[64,128,32,32], "
+	      "t: f16[64,64,32,32]) -> f16[64,64,32,32] {\n"
+	      "  %a = f16[64,64,32,32]{3,2,1,0} parameter(0)\n"
+	      "  %c = f16[64,128,32,32]{3,2,1,0} parameter(1)\n"
+	      "  ROOT %t = f16[64,64,32,32]{3,2,1,0:T(8,128)(2,1)} parameter(2)\n"
+	      "}\n",
+	      &b);
+	const struct ir_computation *ent = b.m[0]->entry;
+	const struct ir_instr *a = NULL, *c = NULL, *t = NULL;
+	for (int i = 0; i < ent->n_instrs; i++) {
+		const struct ir_instr *in = ent->instrs[i];
+		if (strcmp(in->name, "a") == 0)
+			a = in;
+		else if (strcmp(in->name, "c") == 0)
+			c = in;
+		else if (strcmp(in->name, "t") == 0)
+			t = in;
+	}
+	assert_non_null(a);
+	assert_non_null(c);
+	assert_non_null(t);
+	int order[4];
+	ir_shape_major_to_minor(&a->shape, order);
+	assert_int_equal(order[0], 0);
+	assert_int_equal(order[1], 2);
+	assert_int_equal(order[2], 3);
+	assert_int_equal(order[3], 1);
+	double raw = 64.0 * 64 * 32 * 32 * 2;
+	assert_near(ir_shape_padded_bytes(&a->shape), 2 * raw, 0);
+	ir_shape_major_to_minor(&c->shape, order);
+	assert_int_equal(order[3], 1);
+	assert_near(ir_shape_padded_bytes(&c->shape), 2 * raw, 0);
+	ir_shape_major_to_minor(&t->shape, order);
+	assert_int_equal(order[3], 3);
+	assert_near(ir_shape_padded_bytes(&t->shape), 4 * raw, 0);
+	/* the tile grid follows the same order: 64 x 4 x 32 x 1 tiles */
+	struct sim_tgrid g;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_tile_grid(&a->shape, &g, &d), TS_OK);
+	assert_int_equal(g.logical[3], 1);
+	assert_int_equal(g.tiles[0], 64);
+	assert_int_equal(g.tiles[1], 32);
+	assert_int_equal(g.tiles[2], 4);
+	assert_int_equal(g.tiles[3], 1);
+	built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +572,10 @@ int main(void)
 		cmocka_unit_test(test_unmodelled),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_fusion_191),
+		cmocka_unit_test(test_f16_conversion),
+		cmocka_unit_test(test_megacore_split),
+		cmocka_unit_test(test_divide_by_broadcast),
+		cmocka_unit_test(test_default_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
