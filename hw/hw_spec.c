@@ -101,7 +101,9 @@ static const struct hw_field vpu_cost_fields[] = {
 	HW_REAL_AT("simple", HW_COST_OFF(HW_VPU_SIMPLE), "slots", 0.125, 1024),
 	HW_REAL_AT("divide", HW_COST_OFF(HW_VPU_DIVIDE), "slots", 0.125, 1024),
 	HW_REAL_AT("transcendental", HW_COST_OFF(HW_VPU_TRANSCEND), "slots", 0.125, 1024),
+	HW_REAL_AT("composite", HW_COST_OFF(HW_VPU_COMPOSITE), "slots", 0.125, 1024),
 	HW_REAL_AT("trig", HW_COST_OFF(HW_VPU_TRIG), "slots", 0.125, 1024),
+	HW_REAL_AT("rng", HW_COST_OFF(HW_VPU_RNG), "slots", 0.125, 1024),
 };
 HW_SECTION_FITS(vpu_cost_fields);
 _Static_assert(TS_ARRAY_LEN(vpu_cost_fields) == HW_VPU_CLASS_COUNT,

@@ -27,12 +27,24 @@ enum hw_unit {
 const char *hw_unit_name(enum hw_unit u); /* "mxu", "vpu", "hbm", ... */
 
 /* Relative VPU cost classes of elementwise ops, in VPU issue slots per
- * (8 x 128) vreg of 32-bit elements. docs/TPU.md section 2 rule 7. */
+ * (8 x 128) vreg of 32-bit elements, by how the op is built from hardware
+ * instructions: VALU ops, one push/pop of the extended unary pipeline (EUP:
+ * the transcendental unit; v4 has vpow2, vlog2, vtanh, vrcp, vrsqrt), or a
+ * sequence of both. docs/TPU.md section 2 rule 7; ir_ops.def assigns ops. */
 enum hw_vpu_class {
-	HW_VPU_SIMPLE = 0,  /* add, mul, compare, select, convert, min/max, bit ops */
-	HW_VPU_DIVIDE,      /* divide, remainder, rsqrt, sqrt */
-	HW_VPU_TRANSCEND,   /* exp, log, tanh, logistic, pow, erf */
-	HW_VPU_TRIG,        /* sin, cos, tan, atan2 */
+	HW_VPU_SIMPLE = 0,  /* one VALU op: add, mul, compare, select, convert,
+	                       min/max, bit ops */
+	HW_VPU_DIVIDE,      /* divide, remainder: reciprocal + Newton steps +
+	                       multiply */
+	HW_VPU_TRANSCEND,   /* one EUP function + VALU scaling: exp, log, tanh,
+	                       rsqrt, sqrt */
+	HW_VPU_COMPOSITE,   /* several EUP/VALU steps: logistic, erf, pow,
+	                       expm1, log1p, cbrt, sinh, cosh, asinh, acosh,
+	                       atanh */
+	HW_VPU_TRIG,        /* range reduction + polynomial: sin, cos, tan,
+	                       atan2, asin, acos */
+	HW_VPU_RNG,         /* rng, rng-bit-generator: random bits (integer
+	                       hash or generator) + conversion to the type */
 	HW_VPU_CLASS_COUNT
 };
 

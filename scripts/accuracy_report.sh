@@ -47,7 +47,10 @@ trap 'exit 1' HUP INT TERM
 	echo "predicted fastest / the measured best - 1 (ties broken at random, in"
 	echo "expectation); \"fewer tile steps\" is the baseline that picks the config with the"
 	echo "fewest grid steps. Host-timed rows (tpuv3-ops) are compared with the device"
-	echo "estimate plus the spec's per-call \`host_dispatch_ns\`."
+	echo "estimate plus a per-call dispatch term: the overhead the set measured for that"
+	echo "call where its \`details.csv\` records one (\`overhead_ns\`: tpuv3-ops matmul"
+	echo "and softmax, 104-363 us and different per program), else the spec's"
+	echo "\`host_dispatch_ns\` (tpuv3-ops layernorm and GELU)."
 	echo
 	"$bin" validate "$@" --hw-dir "$root/hwspecs" --markdown
 } >"$section" || die "tpusim validate failed"

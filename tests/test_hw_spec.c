@@ -86,28 +86,30 @@ static const char base_spec[] =
 	"    simple: 1\n"                  /* 19 */
 	"    divide: 4\n"                  /* 20 */
 	"    transcendental: 4\n"          /* 21 */
-	"    trig: 16\n"                   /* 22 */
-	"  xlu_lane_reduce_cost: 8\n"      /* 23 */
-	"  xlu_lane_permute_cost: 8\n"     /* 24 */
-	"  f16_load_cost: 14\n"            /* 25 */
-	"  f16_store_cost: 5\n"            /* 26 */
-	"hbm:\n"                           /* 27 */
-	"  bytes: 34359738368\n"           /* 28 */
-	"  bw_bytes_per_s: 900e9\n"        /* 29 */
-	"  efficiency: 0.89\n"             /* 30 */
-	"  dma_latency_ns: 100\n"          /* 31 */
-	"  dma_chunk_ns: 3\n"              /* 32 */
-	"vmem:\n"                          /* 33 */
-	"  bytes: 16777216\n"              /* 34 */
-	"overhead:\n"                      /* 35 */
-	"  kernel_ns: 270\n"               /* 36 */
-	"  step_ns: 150\n"                 /* 37 */
-	"  row_cycles: 16\n"               /* 38 */
-	"  host_dispatch_ns: 121300\n"     /* 39 */
-	"ici:\n"                           /* 40 */
-	"  links: 4\n"                     /* 41 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 42 */
-	"  latency_ns: 500\n";             /* 43 */
+	"    composite: 10\n"              /* 22 */
+	"    trig: 16\n"                   /* 23 */
+	"    rng: 3\n"                     /* 24 */
+	"  xlu_lane_reduce_cost: 8\n"      /* 25 */
+	"  xlu_lane_permute_cost: 8\n"     /* 26 */
+	"  f16_load_cost: 14\n"            /* 27 */
+	"  f16_store_cost: 5\n"            /* 28 */
+	"hbm:\n"                           /* 29 */
+	"  bytes: 34359738368\n"           /* 30 */
+	"  bw_bytes_per_s: 900e9\n"        /* 31 */
+	"  efficiency: 0.89\n"             /* 32 */
+	"  dma_latency_ns: 100\n"          /* 33 */
+	"  dma_chunk_ns: 3\n"              /* 34 */
+	"vmem:\n"                          /* 35 */
+	"  bytes: 16777216\n"              /* 36 */
+	"overhead:\n"                      /* 37 */
+	"  kernel_ns: 270\n"               /* 38 */
+	"  step_ns: 150\n"                 /* 39 */
+	"  row_cycles: 16\n"               /* 40 */
+	"  host_dispatch_ns: 121300\n"     /* 41 */
+	"ici:\n"                           /* 42 */
+	"  links: 4\n"                     /* 43 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 44 */
+	"  latency_ns: 500\n";             /* 45 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -165,6 +167,11 @@ static void test_base_spec_loads(void **state)
 	assert_int_equal(hw_spec_load_text("base", base_spec, sizeof base_spec - 1,
 					   &s, &d), TS_OK);
 	assert_string_equal(s.name, "t");
+	/* vpu.cost keys land in their class slots. */
+	assert_true(s.vpu_class_cost[HW_VPU_TRANSCEND] == 4);
+	assert_true(s.vpu_class_cost[HW_VPU_COMPOSITE] == 10);
+	assert_true(s.vpu_class_cost[HW_VPU_TRIG] == 16);
+	assert_true(s.vpu_class_cost[HW_VPU_RNG] == 3);
 }
 
 /* Every generation loads and reproduces its published bf16 chip peak
@@ -215,8 +222,10 @@ static void test_v3_every_field(void **state)
 	assert_int_equal(s.vpu_alus, 1);
 	assert_true(s.vpu_class_cost[HW_VPU_SIMPLE] == 1);
 	assert_true(s.vpu_class_cost[HW_VPU_DIVIDE] == 4);
-	assert_true(s.vpu_class_cost[HW_VPU_TRANSCEND] == 4);
+	assert_true(s.vpu_class_cost[HW_VPU_TRANSCEND] == 16);
+	assert_true(s.vpu_class_cost[HW_VPU_COMPOSITE] == 22);
 	assert_true(s.vpu_class_cost[HW_VPU_TRIG] == 16);
+	assert_true(s.vpu_class_cost[HW_VPU_RNG] == 4);
 	assert_true(s.xlu_lane_reduce_cost == 8);
 	assert_true(s.xlu_lane_permute_cost == 8);
 	assert_true(s.vpu_f16_load_cost == 14);
@@ -234,6 +243,35 @@ static void test_v3_every_field(void **state)
 	assert_int_equal(s.ici_links, 4);
 	assert_true(s.ici_link_bw_bytes_per_s == 1e11);
 	assert_true(s.ici_latency_ns == 500);
+}
+
+/* Every generation prices a composite transcendental (logistic, erf, pow,
+ * ...) by the decomposition its YAML states, not by a fit: logistic =
+ * 1 / (1 + exp(-x)) = one EUP function + a divide + 2 simple ops. And rng
+ * is priced apart from the EUP functions (v3: 4 slots from TpuGraphs'
+ * fusion.181 against 16 for exp/tanh from tpuv3-ops GELU). */
+static void test_vpu_class_derivations(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v2", "v3", "v4", "v5e",
+					   "v5p", "v6e", "v7"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(gens); i++) {
+		struct hw_spec s;
+		load_gen(gens[i], &s);
+		const double *c = s.vpu_class_cost;
+		assert_true(c[HW_VPU_COMPOSITE] ==
+			    c[HW_VPU_TRANSCEND] + c[HW_VPU_DIVIDE] +
+				    2 * c[HW_VPU_SIMPLE]);
+		assert_true(c[HW_VPU_SIMPLE] == 1);
+		assert_true(c[HW_VPU_RNG] == 4);
+	}
+	struct hw_spec v3, v4;
+	load_gen("v3", &v3);
+	load_gen("v4", &v4);
+	assert_true(v3.vpu_class_cost[HW_VPU_TRANSCEND] >
+		    v3.vpu_class_cost[HW_VPU_RNG]);
+	assert_true(v4.vpu_class_cost[HW_VPU_TRANSCEND] == 4);
+	assert_true(v4.vpu_class_cost[HW_VPU_COMPOSITE] == 13);
 }
 
 /* docs/TPU.md: one v3 core peaks at 2 MXU x 128^2 x 2 x 0.94 GHz = 61.6
@@ -308,7 +346,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 44, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 46, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
@@ -322,8 +360,8 @@ static void test_err_duplicate_key(void **state)
 	(void)state;
 	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 9, 3,
 			  "mxu.rows: duplicate key (first given at line 8)");
-	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 34, 1,
-			  "vmem: duplicate key (first given at line 33)");
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 36, 1,
+			  "vmem: duplicate key (first given at line 35)");
 }
 
 static void test_err_wrong_type(void **state)
@@ -354,10 +392,11 @@ static void test_err_wrong_type(void **state)
 			  "mxu.rows: expected an integer, got a mapping");
 	expect_edit_error("  rows: 128", "  rows: \"128\"", 8, 9,
 			  "mxu.rows: expected an integer, got the quoted string '128'");
-	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 33, 7,
+	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 35, 7,
 			  "vmem: expected a mapping, got a scalar");
 	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
-			  "    trig: 16\n", "  cost: 3\n", 18, 9,
+			  "    composite: 10\n    trig: 16\n    rng: 3\n",
+			  "  cost: 3\n", 18, 9,
 			  "vpu.cost: expected a mapping, got a scalar");
 	expect_edit_error("name: t", "name: a b", 1, 7,
 			  "name: expected 1 to 31 characters of [A-Za-z0-9._-], got 'a b'");
@@ -387,13 +426,13 @@ static void test_err_missing(void **state)
 static void test_err_range(void **state)
 {
 	(void)state;
-	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 30, 15,
+	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 32, 15,
 			  "hbm.efficiency: -0.5 is out of range [0.01, 1]");
-	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 29, 19,
+	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 31, 19,
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 41, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 43, 10,
 			  "ici.links: 99999999999999999999 is out of range [0, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -402,9 +441,9 @@ static void test_err_range(void **state)
 			  "  tensorcores: 1\n  megacore: true", 4, 13,
 			  "chip.megacore: true needs chip.tensorcores >= 2 "
 			  "(one program spanning several cores)");
-	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 34, 10,
+	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 36, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 42, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 44, 24,
 			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
 }
 
@@ -412,14 +451,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
-	expect_error(s, 44, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 46, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
-	expect_error(s, 44, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 46, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
-	expect_error(s, 45, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 45:1)");
+	expect_error(s, 47, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 47:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead and ici");
 	expect_error("# only a comment\n", 1, 1,
@@ -525,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_base_spec_loads),
 		cmocka_unit_test(test_all_specs_load),
 		cmocka_unit_test(test_v3_every_field),
+		cmocka_unit_test(test_vpu_class_derivations),
 		cmocka_unit_test(test_v3_figures),
 		cmocka_unit_test(test_megacore_figures),
 		cmocka_unit_test(test_unit_names),

@@ -51,7 +51,9 @@ static struct hw_spec spec(void)
 	h.vpu_class_cost[HW_VPU_SIMPLE] = 1;
 	h.vpu_class_cost[HW_VPU_DIVIDE] = 4;
 	h.vpu_class_cost[HW_VPU_TRANSCEND] = 4;
+	h.vpu_class_cost[HW_VPU_COMPOSITE] = 10;
 	h.vpu_class_cost[HW_VPU_TRIG] = 16;
+	h.vpu_class_cost[HW_VPU_RNG] = 3;
 	h.xlu_lane_reduce_cost = 8;
 	h.xlu_lane_permute_cost = 24;
 	h.vpu_f16_load_cost = 14;
@@ -143,6 +145,8 @@ static void test_vpu_padded_op(void **state)
 	assert_near(hw_vpu_op_cycles(&h, 1, HW_VPU_SIMPLE), 0.5, EXACT);
 	assert_near(hw_vpu_op_cycles(&h, 1, HW_VPU_TRANSCEND), 2, EXACT);
 	assert_near(hw_vpu_op_cycles(&h, 10, HW_VPU_TRIG), 80, EXACT);
+	assert_near(hw_vpu_op_cycles(&h, 10, HW_VPU_COMPOSITE), 50, EXACT);
+	assert_near(hw_vpu_op_cycles(&h, 10, HW_VPU_RNG), 15, EXACT);
 }
 
 /*

@@ -1,7 +1,8 @@
 /*
  * test_val_dataset.c: reading measurement sets (validation/val_dataset.c)
  * and costing them end to end (val_report.c). Malformed csv files in
- * tests/data/val/bad/ must fail with the exact message at line:col; the
+ * tests/data/val/bad/ (and details.csv files written to a temporary
+ * folder) must fail with the exact message at line:col; the
  * hand-made set tests/data/val/tiny (one 64x1024 add kernel, three tile
  * configs) must validate with every row costed.
  */
@@ -262,6 +263,169 @@ static void test_host_row(void **state)
 	val_dataset_free(&ds);
 }
 
+/* details.csv beside measurements.csv: its overhead_ns (any column order,
+ * other columns ignored) is the dispatch term of its row; a host row
+ * without one keeps the spec's host_dispatch_ns. */
+static void test_host_details(void **state)
+{
+	(void)state;
+	char dir[1024], hw_dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/host_details"));
+	src_path(hw_dir, sizeof hw_dir, "hwspecs");
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_non_null(ds.details_path);
+	assert_int_equal(ds.n_overhead, 1);
+	assert_int_equal(ds.rows[0].overhead_ns, 100000);
+	assert_int_equal(ds.rows[1].overhead_ns, -1);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	double spec = specs.spec[0].host_dispatch_ns;
+	assert_true(spec != 100000);
+	assert_true(r.rows[0].dispatch_ns == 100000);
+	assert_true(r.rows[0].predicted_ns == r.rows[0].device_ns + 100000);
+	assert_true(r.rows[1].dispatch_ns == spec);
+	assert_true(r.rows[1].predicted_ns == r.rows[1].device_ns + spec);
+	assert_int_equal(r.n_host, 2);
+	assert_int_equal(r.n_host_recorded, 1);
+	assert_true(r.host_dispatch_ns == spec);
+
+	char text[4096] = {0};
+	FILE *f = fmemopen(text, sizeof text - 1, "w");
+	assert_non_null(f);
+	assert_int_equal(val_report_print_table(&r, f), TS_OK);
+	fclose(f);
+	char want[512];
+	snprintf(want, sizeof want,
+		 "host-timed rows: 2; each is compared with the device "
+		 "estimate + a per-call dispatch term: for 1 rows the overhead "
+		 "the set measured for that call (details.csv overhead_ns), for "
+		 "the other 1 the spec's host_dispatch_ns = %.1f us\n",
+		 spec / 1000);
+	assert_non_null(strstr(text, want));
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+}
+
+/* Writes a two-row host set (ids a, b; runtimes 150000 and 140000 ns, b
+ * device-timed when b_device) and the given details.csv text into a fresh
+ * temporary folder; the module is an empty file (loading only checks that
+ * it exists). Returns the folder in dir. */
+static void write_set(char *dir, size_t cap, bool b_device,
+		      const char *details)
+{
+	snprintf(dir, cap, "%s/val_details_XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	static const char *const names[] = {"measurements.csv", "details.csv",
+					    "m.hlo"};
+	char meas[512];
+	snprintf(meas, sizeof meas,
+		 "id,module,hw,config,runtime_ns,runtime_min_ns,repeats,"
+		 "timing,source\n"
+		 "a,m.hlo,tpu-v3,,150000,,,host,x\n"
+		 "b,m.hlo,tpu-v3,,140000,,,%s,y\n",
+		 b_device ? "device" : "host");
+	const char *const texts[] = {meas, details, ""};
+	for (size_t i = 0; i < TS_ARRAY_LEN(names); i++) {
+		char path[1200];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(texts[i], f);
+		assert_int_equal(fclose(f), 0);
+	}
+}
+
+static void remove_set(const char *dir)
+{
+	static const char *const names[] = {"measurements.csv", "details.csv",
+					    "m.hlo"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(names); i++) {
+		char path[1200];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		remove(path);
+	}
+	remove(dir);
+}
+
+/* A malformed details.csv fails the load at its own line:col. */
+static void expect_details_error(bool b_device, const char *details,
+				 const char *where, const char *msg)
+{
+	char dir[1024], got[4096] = {0}, want[2048];
+	write_set(dir, sizeof dir, b_device, details);
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	enum ts_status st = val_dataset_load(dir, &ds, &d);
+	FILE *f = fmemopen(got, sizeof got - 1, "w");
+	assert_non_null(f);
+	ts_diag_print(&d, f);
+	fclose(f);
+	val_dataset_free(&ds);
+	remove_set(dir);
+	*strchr(got, '\n') = '\0';
+	snprintf(want, sizeof want, "%s/details.csv:%s: error: %s", dir, where,
+		 msg);
+	assert_string_equal(got, want);
+	assert_int_equal(st, TS_ERR_PARSE);
+}
+
+static void test_bad_details(void **state)
+{
+	(void)state;
+	expect_details_error(false, "", "1:1",
+			     "empty file: expected a header line naming id");
+	expect_details_error(false, "overhead_ns,note\n1,x\n", "1:1",
+			     "header lacks column 'id'");
+	expect_details_error(false, "id,overhead_ns,overhead_ns\n", "1:16",
+			     "duplicate column 'overhead_ns'");
+	expect_details_error(false, "id,overhead_ns\na,1\nc,2\n", "3:1",
+			     "id 'c' is not a row of measurements.csv");
+	expect_details_error(false, "id,overhead_ns\na,1\na,2\n", "3:1",
+			     "duplicate id 'a' (first on line 2)");
+	expect_details_error(false, "id,overhead_ns\na,120us\n", "2:3",
+			     "overhead_ns: expected empty or a non-negative "
+			     "integer (ns), got '120us'");
+	expect_details_error(false, "id,overhead_ns\na,-5\n", "2:3",
+			     "overhead_ns: expected empty or a non-negative "
+			     "integer (ns), got '-5'");
+	expect_details_error(false, "id,overhead_ns\nb,140000\n", "2:3",
+			     "overhead_ns 140000 is not below the row's "
+			     "runtime_ns 140000");
+	expect_details_error(true, "id,overhead_ns\nb,100\n", "2:3",
+			     "overhead_ns given for the device-timed row 'b' "
+			     "(a device time has no dispatch overhead)");
+	expect_details_error(false, "id,overhead_ns\na,1,2\n", "2:5",
+			     "too many fields: expected 2 (as in the header)");
+	expect_details_error(false, "id,overhead_ns,x\na,1\n", "2:4",
+			     "record has 2 fields, expected 3");
+	expect_details_error(false, "id,overhead_ns\n\"a,1\n", "2:1",
+			     "unterminated quoted field");
+}
+
+/* Without an overhead_ns column the file is still read strictly (ids),
+ * and every host row keeps the spec's term. */
+static void test_details_without_overhead(void **state)
+{
+	(void)state;
+	char dir[1024];
+	write_set(dir, sizeof dir, false, "id,note\r\nb,\"q\"\"q\"\r\n");
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_non_null(ds.details_path);
+	assert_int_equal(ds.n_overhead, 0);
+	assert_int_equal(ds.rows[0].overhead_ns, -1);
+	assert_int_equal(ds.rows[1].overhead_ns, -1);
+	val_dataset_free(&ds);
+	remove_set(dir);
+}
+
 /* A spec folder without the generation a row names. */
 static void test_missing_spec(void **state)
 {
@@ -301,6 +465,29 @@ static void test_nomem(void **state)
 		assert_int_equal(st, TS_ERR_NOMEM);
 	}
 	fail_msg("val_dataset_load still failing after 64 allocations");
+}
+
+/* The same with a details.csv to read. */
+static void test_details_nomem(void **state)
+{
+	(void)state;
+	char dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/host_details"));
+	for (long n = 0; n < 128; n++) {
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		ts_alloc_fail_after(n);
+		enum ts_status st = val_dataset_load(dir, &ds, &d);
+		ts_alloc_fail_after(-1);
+		int n_overhead = ds.n_overhead;
+		val_dataset_free(&ds);
+		if (st == TS_OK) {
+			assert_int_equal(n_overhead, 1);
+			return;
+		}
+		assert_int_equal(st, TS_ERR_NOMEM);
+	}
+	fail_msg("val_dataset_load still failing after 128 allocations");
 }
 
 /* The same for costing: parse, build, estimate and summaries. A failed
@@ -343,8 +530,12 @@ int main(void)
 		cmocka_unit_test(test_tiny_rows),
 		cmocka_unit_test(test_tiny_report),
 		cmocka_unit_test(test_host_row),
+		cmocka_unit_test(test_host_details),
+		cmocka_unit_test(test_bad_details),
+		cmocka_unit_test(test_details_without_overhead),
 		cmocka_unit_test(test_missing_spec),
 		cmocka_unit_test(test_nomem),
+		cmocka_unit_test(test_details_nomem),
 		cmocka_unit_test(test_report_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,6 +43,9 @@ struct val_row {
 	uint32_t line;            /* 1-based line of the row in measurements.csv */
 	uint32_t config_col;      /* 1-based column of the config field */
 	uint32_t hw_col;          /* 1-based column of the hw field */
+	int64_t overhead_ns;      /* host dispatch overhead the set records
+	                             for this row (details.csv overhead_ns),
+	                             ns; -1 when not recorded */
 };
 
 /* One distinct module file; several rows may share it (tile configs). */
@@ -66,6 +69,11 @@ struct val_dataset {
 	int n_modules;
 	struct val_module *modules; /* in order of first use (arena) */
 	bool has_configs;         /* some row carries a tile config */
+	const char *details_path; /* dir/details.csv when the set has one
+	                             (arena), else NULL */
+	char *details_text;       /* its text (ts_malloc'd), for carets */
+	size_t details_len;       /* bytes in details_text */
+	int n_overhead;           /* rows with a recorded overhead_ns */
 };
 
 /*
@@ -82,6 +90,20 @@ struct val_dataset {
  */
 enum ts_status val_dataset_load(const char *dir, struct val_dataset *ds,
 				struct ts_diag *d);
+/*
+ * Reads the optional per-row extras (shared/data/README.md: details.csv)
+ * of a loaded set; val_dataset_load calls it when dir/details.csv exists.
+ * The file is RFC 4180 with a header naming `id` once; its other columns
+ * are the set's own (its MANIFEST describes them) and only `overhead_ns`
+ * is read: the host dispatch overhead measured for that row, ns, empty when
+ * unknown. Checks: every record has the header's field count, ids are
+ * unique and name rows of measurements.csv, overhead_ns is empty or a
+ * non-negative integer below the row's runtime_ns and given only for
+ * host-timed rows. Errors are TS_ERR_PARSE with file:line:col in the
+ * details file (d->src points into *ds), TS_ERR_IO, TS_ERR_NOMEM.
+ */
+enum ts_status val_dataset_load_details(struct val_dataset *ds,
+					const char *path, struct ts_diag *d);
 enum ts_status val_dataset_load_csv(const char *csv_path,
 				    struct val_dataset *ds, struct ts_diag *d);
 void val_dataset_free(struct val_dataset *ds);
@@ -176,7 +198,9 @@ struct val_row_result {
 	                            row's config, others at their defaults */
 	double roofline_ns;      /* roofline baseline: sum of sim_kernel_roofline
 	                            x multiplicity, + dispatch_ns */
-	double dispatch_ns;      /* hw->host_dispatch_ns for host rows, else 0 */
+	double dispatch_ns;      /* host rows: the row's recorded overhead_ns
+	                            (details.csv), else hw->host_dispatch_ns;
+	                            device rows: 0 */
 	int64_t steps;           /* tile steps of the tuned kernel under the
 	                            row's config; without one, the sum over
 	                            kernels x multiplicity */
@@ -252,8 +276,11 @@ struct val_report {
 	int n_errors;            /* rows without an estimate */
 	int n_infeasible;        /* rows the model calls infeasible */
 	int n_host;              /* host-timed rows */
-	double host_dispatch_ns; /* dispatch term added to host rows (first
-	                            host row's spec; NaN when no host row) */
+	int n_host_recorded;     /* of those, rows whose dispatch term is the
+	                            overhead the set recorded (details.csv) */
+	double host_dispatch_ns; /* spec dispatch term added to the other host
+	                            rows (first such row's spec; NaN when
+	                            none) */
 	const char *spec_names;  /* "v3" or "v3,v4": specs used (arena) */
 };
 

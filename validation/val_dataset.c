@@ -247,6 +247,7 @@ void val_dataset_free(struct val_dataset *ds)
 	if (!ds)
 		return;
 	ts_free(ds->csv_text);
+	ts_free(ds->details_text);
 	ts_arena_free(&ds->arena);
 	memset(ds, 0, sizeof *ds);
 }
@@ -430,6 +431,7 @@ static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 	row->config = fcfg->text;
 	row->source = f[col_of[COL_SOURCE]].text;
 	row->line = line;
+	row->overhead_ns = -1;
 	row->config_col = fcfg->col;
 	row->hw_col = fhw->col;
 
@@ -644,23 +646,233 @@ enum ts_status val_dataset_load_csv(const char *csv_path,
 	return parse_csv(ds, ds->dir, d);
 }
 
+/* ---- details.csv ---------------------------------------------------------- */
+
+/* Reads a header record of any width into *out (ts_malloc'd, *n fields). */
+static enum ts_status lex_header(struct lexer *lx, struct field **out, int *n)
+{
+	struct field *f = NULL;
+	size_t cap = 0, len = 0;
+	for (;;) {
+		if (len == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct field *nf = nc <= INT32_MAX
+						   ? ts_realloc(f, nc * sizeof *nf)
+						   : NULL;
+			if (!nf) {
+				ts_free(f);
+				return TS_ERR_NOMEM;
+			}
+			f = nf;
+			cap = nc;
+		}
+		enum ts_status st = lex_field(lx, &f[len]);
+		if (st) {
+			ts_free(f);
+			return st;
+		}
+		len++;
+		if (lx->p < lx->end && *lx->p == ',') {
+			lx->p++;
+			lx->col++;
+			continue;
+		}
+		break;
+	}
+	skip_eol(lx);
+	*out = f;
+	*n = (int)len;
+	return TS_OK;
+}
+
+/* bsearch over (id, row) pairs sorted by cmp_keyed: ids are unique. */
+static int cmp_key_only(const void *a, const void *b)
+{
+	return strcmp(((const struct keyed *)a)->key,
+		      ((const struct keyed *)b)->key);
+}
+
+enum ts_status val_dataset_load_details(struct val_dataset *ds,
+					const char *path, struct ts_diag *d)
+{
+	enum ts_status st = TS_OK;
+	struct field *hdr = NULL, *f = NULL;
+	struct keyed *idx = NULL;
+	uint32_t *seen = NULL; /* details line of each measurement row, 0 none */
+	int n_hdr = 0, c_id = -1, c_over = -1;
+	ds->details_path = ts_arena_strndup(&ds->arena, path, strlen(path));
+	if (!ds->details_path) {
+		ts_diag_set(d, path, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	const char *file = ds->details_path;
+	if ((st = ts_read_file(file, &ds->details_text, &ds->details_len, d)))
+		return st;
+	struct lexer lx = {
+		.p = ds->details_text,
+		.end = ds->details_text + ds->details_len,
+		.line = 1,
+		.col = 1,
+		.arena = &ds->arena,
+		.file = file,
+		.d = d,
+	};
+	if (ds->details_len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
+		lx.p += 3;
+	if (lx.p == lx.end) {
+		ts_diag_set(d, file, 1, 1,
+			    "empty file: expected a header line naming id");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	if ((st = lex_header(&lx, &hdr, &n_hdr)))
+		goto out;
+	for (int i = 0; i < n_hdr; i++) {
+		int *c = !strcmp(hdr[i].text, "id")		 ? &c_id
+			 : !strcmp(hdr[i].text, "overhead_ns") ? &c_over
+								 : NULL;
+		if (!c)
+			continue;
+		if (*c >= 0) {
+			ts_diag_set(d, file, 1, hdr[i].col,
+				    "duplicate column '%s'", hdr[i].text);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		*c = i;
+	}
+	if (c_id < 0) {
+		ts_diag_set(d, file, 1, 1, "header lacks column 'id'");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	f = ts_calloc((size_t)n_hdr, sizeof *f);
+	idx = ts_calloc((size_t)ds->n_rows, sizeof *idx);
+	seen = ts_calloc((size_t)ds->n_rows, sizeof *seen);
+	if (!f || !idx || !seen) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i < ds->n_rows; i++)
+		idx[i] = (struct keyed){ds->rows[i].id, i};
+	qsort(idx, (size_t)ds->n_rows, sizeof *idx, cmp_keyed);
+	while (lx.p < lx.end) {
+		uint32_t line = lx.line;
+		if ((st = lex_record(&lx, f, n_hdr, "record")))
+			goto out;
+		const struct field *fid = &f[c_id];
+		struct keyed key = {fid->text, 0};
+		const struct keyed *hit =
+			bsearch(&key, idx, (size_t)ds->n_rows, sizeof *idx,
+				cmp_key_only);
+		if (!hit) {
+			const char *base = strrchr(ds->csv_path, '/');
+			ts_diag_set(d, file, line, fid->col,
+				    "id '%s' is not a row of %s", fid->text,
+				    base ? base + 1 : ds->csv_path);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		struct val_row *row = &ds->rows[hit->idx];
+		if (seen[hit->idx]) {
+			ts_diag_set(d, file, line, fid->col,
+				    "duplicate id '%s' (first on line %u)",
+				    fid->text, seen[hit->idx]);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		seen[hit->idx] = line;
+		if (c_over < 0 || !f[c_over].text[0])
+			continue;
+		const struct field *fo = &f[c_over];
+		int64_t v;
+		if (!parse_int(fo->text, 0, &v)) {
+			ts_diag_set(d, file, line, fo->col,
+				    "overhead_ns: expected empty or a "
+				    "non-negative integer (ns), got '%s'",
+				    fo->text);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if (row->timing != VAL_TIMING_HOST) {
+			ts_diag_set(d, file, line, fo->col,
+				    "overhead_ns given for the device-timed "
+				    "row '%s' (a device time has no dispatch "
+				    "overhead)",
+				    row->id);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if (v >= row->runtime_ns) {
+			ts_diag_set(d, file, line, fo->col,
+				    "overhead_ns %lld is not below the row's "
+				    "runtime_ns %lld",
+				    (long long)v, (long long)row->runtime_ns);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		row->overhead_ns = v;
+		ds->n_overhead++;
+	}
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, file, 0, 0, "out of memory");
+	if (st != TS_OK && d) {
+		d->src = ds->details_text;
+		d->src_len = ds->details_len;
+	}
+	ts_free(hdr);
+	ts_free(f);
+	ts_free(idx);
+	ts_free(seen);
+	ts_free(lx.buf);
+	return st;
+}
+
+/* dir + "/" + name (ts_malloc'd), or NULL. */
+static char *join_path(const char *dir, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	if (len > SIZE_MAX - n - 2)
+		return NULL;
+	char *path = ts_malloc(len + n + 2);
+	if (!path)
+		return NULL;
+	memcpy(path, dir, len);
+	path[len] = '/';
+	memcpy(path + len + 1, name, n + 1);
+	return path;
+}
+
 enum ts_status val_dataset_load(const char *dir, struct val_dataset *ds,
 				struct ts_diag *d)
 {
-	static const char csv_name[] = "measurements.csv";
 	size_t len = strlen(dir);
 	while (len > 1 && dir[len - 1] == '/')
 		len--;
-	char *path = ts_malloc(len + sizeof csv_name + 1);
+	char *path = join_path(dir, len, "measurements.csv");
 	if (!path) {
 		memset(ds, 0, sizeof *ds);
 		ts_diag_set(d, dir, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
-	memcpy(path, dir, len);
-	path[len] = '/';
-	memcpy(path + len + 1, csv_name, sizeof csv_name);
 	enum ts_status st = val_dataset_load_csv(path, ds, d);
+	ts_free(path);
+	if (st)
+		return st;
+	/* The optional per-row extras beside it. */
+	if (!(path = join_path(dir, len, "details.csv"))) {
+		ts_diag_set(d, dir, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		st = val_dataset_load_details(ds, path, d);
+	else if (errno != ENOENT) {
+		ts_diag_set(d, ds->csv_path, 0, 0, "cannot read %s: %s", path,
+			    strerror(errno));
+		st = TS_ERR_IO;
+	}
 	ts_free(path);
 	return st;
 }
