@@ -22,9 +22,9 @@ double hw_mem_bytes_per_ns(const struct hw_spec *hw)
  * Assumes the transfers are issued back to back by the scalar core and
  * queue on one DMA engine, so latency is paid per transfer and bandwidth is
  * shared. Bytes are padded bytes (layout tiles), as the DMA moves whole
- * tiles. Known wrong: concurrent transfers overlap their latencies; very
- * small strided chunks (under one 4 KiB VMEM granule) run below the
- * sustained rate. Source: TPU.md section 2 rules 3 and 5.
+ * tiles. Known wrong: concurrent transfers overlap their latencies; the
+ * cost of a strided transfer's many runs is hw_mem_stream_ns's, not
+ * counted here. Source: TPU.md section 2 rules 3 and 5.
  */
 double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 		     double transfers)
@@ -46,7 +46,8 @@ double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
  * processed one after another by one engine and that the per-run cost does
  * not depend on the run's length or stride. Known wrong: runs shorter than
  * an HBM burst or a 4 KiB VMEM granule also waste bandwidth (the model
- * counts padded bytes only); concurrent engines would overlap run costs.
+ * counts padded bytes only). Several operands' streams overlap their run
+ * costs (sim/model.c dma_ns).
  * Source: TPU.md section 2 rules 3 (4 KiB VMEM granules, aligned (8,128)
  * transfers fastest) and 5 (the scalar core issues DMAs, one per cycle);
  * constant: hwspecs/<gen>.yaml hbm.dma_chunk_ns.

@@ -1141,7 +1141,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 				if (p->acc[a].output || a >= k->n_inputs)
 					continue;
 				const struct ir_instr *v = k->inputs[a];
-				bool feeds = false;
+				/* the operand itself (an unfused dot), or an
+				 * input of the members that feed it */
+				bool feeds = v == t->operands[side];
 				for (int mi = 0; mi < k->n_members && !feeds; mi++)
 					if ((mark[mi] & (1u << side)) &&
 					    (k->members[mi] == v ||
@@ -1155,11 +1157,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			if (best < 0)
 				continue;
 			/* a 16-bit operand (bf16, packed two per 32-bit word)
-			 * is unpacked to one value per word in VMEM before it
-			 * is pushed into the MXU: a staging copy of twice its
+			 * of a windowed convolution is unpacked to one value
+			 * per word in VMEM before its shifted windows are
+			 * pushed into the MXU: a staging copy of twice its
 			 * bytes per buffer (see estimate()) */
 			int ob = ir_type_bits(os->type);
-			if (ob == 16 && p->acc[best].elem_bytes * 8.0 == ob)
+			if (p->mxu_windowed && ob == 16 &&
+			    p->acc[best].elem_bytes * 8.0 == ob)
 				p->acc[best].stage_ratio = 32.0 / ob;
 			if (cyc > 0) {
 				/* its prologue repeats with every fetch */
@@ -1312,7 +1316,9 @@ static void straddle(const struct sim_plan_adim *ad, const struct sim_blocks *g,
  * the padded block extent (block extents along different dims multiply, so
  * the sum over all blocks factorises). Padded: each block extent rounds up
  * to the operand's own tile (a block of 5 rows of a T(8,128) array moves 8
- * rows). Assumes each access dim follows a distinct grid dim.
+ * rows), and a block not aligned to those tiles moves every tile it
+ * touches (straddle()). Also counts the contiguous runs moved (below).
+ * Assumes each access dim follows a distinct grid dim.
  */
 static void access_cost(const struct sim_plan_access *a,
 			const struct sim_blocks *bl, int n_dims,
@@ -1386,7 +1392,9 @@ static void access_cost(const struct sim_plan_access *a,
 		t_sum[i] = s / tl;
 		t_first[i] = e00 / tl;
 		t_last[i] = e_last / tl;
-		if (e00 < whole)
+		/* split when a block covers less than the dim (a straddling
+		 * block's largest extent may reach the whole dim) */
+		if (e00 < whole || (!w && g->nb > 1))
 			stop = i;
 	}
 	/*
@@ -1490,20 +1498,56 @@ static double mxu_total_cycles(const struct sim_plan *p,
 				(p->mxu_windowed ? c1 : fmin(c1, c2)));
 }
 
+/* DMA work of one phase (the first loads, the steps, the last stores):
+ * every operand's transfers form one stream; the streams run concurrently
+ * (dma_ns). */
+struct dma_part {
+	double bytes; /* bytes of all streams */
+	double worst; /* ns of the slowest stream alone (hw_mem_stream_ns) */
+};
+
+static void dma_add(struct dma_part *d, const struct hw_spec *hw,
+		    double bytes, double runs)
+{
+	if (bytes <= 0)
+		return;
+	d->bytes += bytes;
+	d->worst = fmax(d->worst, hw_mem_stream_ns(hw, bytes, runs));
+}
+
+/*
+ * ns = max(bytes / (bytes per ns), slowest stream)
+ * The operands' DMAs are issued together and served concurrently: they
+ * share the HBM bandwidth, and each pays the per-run cost of its own
+ * descriptors, which overlaps the other streams' transfers. Assumes enough
+ * DMA engines or queue depth to keep every stream in flight. Known wrong:
+ * streams that contend for the same HBM channels serialise more. Source:
+ * TpuGraphs fusion.245 (f32 input plus a 16-bit mask input): narrow blocks
+ * cost about the bytes at the sustained rate, not bytes plus every run of
+ * both inputs.
+ */
+static double dma_ns(const struct hw_spec *hw, const struct dma_part *d)
+{
+	double bpns = hw_mem_bytes_per_ns(hw);
+	return fmax(bpns > 0 ? d->bytes / bpns : 0.0, d->worst);
+}
+
 /*
  * The kernel time (ns) under one config:
  *
  *   T = kernel_ns                                   launch, per kernel
- *     + latency + first_in / bw                     first load, unhidden
+ *     + latency + DMA(first loads)                  first load, unhidden
  *     + (S - 1) x ( max(compute, dma) + step_ns )   pipelined steps
  *     + compute + step_ns                           last step, unhidden
- *     + latency + last_out / bw                     last store, unhidden
+ *     + latency + DMA(last stores)                  last store, unhidden
  *
  *   S        = prod ceil(grid / bound) over the combined grid
- *   compute  = max(MXU, VPU) cycles per step / clock / cores (the VPU
- *              feeds the MXU in the same VLIW bundles, so they overlap;
- *              cores = plan.cores, 2 for a megacore kernel split across
- *              both TensorCores), where VPU =
+ *   compute  = max(MXU + re-adds, VPU) cycles per step / clock / cores
+ *              (the VPU feeds the MXU in the same VLIW bundles, so they
+ *              overlap; cores = plan.cores, 2 for a megacore kernel split
+ *              across both TensorCores; re-adds: a split contraction's
+ *              partial sums, one op per result vreg per extra step, which
+ *              hold up the MXU), where VPU =
  *              fused element ops + MXU result drain (one op per f32
  *              result vreg per step, one more per extra contraction step)
  *              + operand prologues x their refetches + f16 conversions
@@ -1511,27 +1555,40 @@ static double mxu_total_cycles(const struct sim_plan *p,
  *              steps x block, at least one pass) + rows x row_cycles
  *              (rows: iterations of the loop over each block's major,
  *              untiled dims)
- *   dma      = latency (when steps load) + (bytes moved - first_in -
- *              last_out) / (S - 1) / bw: the next step's loads and the
+ *   dma      = latency (when steps load) + DMA(bytes moved - first loads -
+ *              last stores) / (S - 1): the next step's loads and the
  *              previous step's stores, double-buffered behind this
  *              step's compute
+ *   DMA(set) = dma_ns(): max(bytes / bw, slowest operand stream), a
+ *              stream taking hw_mem_stream_ns(its bytes, its contiguous
+ *              runs) = bytes / bw + runs x dma_chunk_ns
  *   bytes    = access_cost() per input and output (refetches, halos,
- *              padding to tiles, partial sums read back)
- *   VMEM     = sum over accesses of 2 x block (1 x when fetched once) + an
- *              f32 accumulator block for a split contraction; more than
- *              hw->vmem_bytes is infeasible.
+ *              padding to tiles, blocks straddling tiles, partial sums
+ *              read back), and its runs (a block narrow in the minor dims
+ *              is many runs)
+ *   VMEM     = sum over accesses of 2 x block (1 x when fetched once),
+ *              times 3 for a 16-bit windowed-convolution operand (its
+ *              unpacked 32-bit staging copy), + an f32 accumulator block
+ *              for a split contraction; more than hw->vmem_bytes is
+ *              infeasible (TpuGraphs fusion.191: the two configs that
+ *              failed to compile need 17.7 and 19.3 MiB, the largest that
+ *              ran 14.9 MiB).
  *
  * Averages over steps stand for each step (ragged blocks and steps that
  * fetch nothing are averaged in). Known wrong: steps whose compute and DMA
  * alternate in size (a contraction split whose epilogue lands on the last
- * step) are underestimated; DMA efficiency of small strided chunks is not
- * modelled; loop kernels whose blocks span many outer rows with a partial
- * lane dim (TpuGraphs fusion.232 13x2x4x1, 26x6x4x1) run up to 1.8x slower
- * than predicted, for a reason the model does not capture. Constants:
- * hwspecs/<gen>.yaml (overhead.kernel_ns, overhead.step_ns,
- * overhead.row_cycles, hbm.dma_latency_ns, hbm.efficiency, vpu.*), with
- * their derivations there. Source of the structure: TPU.md section 2 rule
- * 5 and section 3 "What the runtimes say" (fewest steps is not fastest:
+ * step) are underestimated; the per-run cost is one constant whatever the
+ * run's length and direction (TpuGraphs copies suggest 2 KiB runs cost
+ * more than 4 KiB ones, the reduce kernels hide it behind VPU work); loop
+ * kernels whose blocks span many outer rows with a partial lane dim
+ * (TpuGraphs fusion.232 13x2x4x1, 26x6x4x1, fusion.245 12x6x2x1) and the
+ * one-lane-tile matmul block of fusion.261 (32x1) run 1.2-1.8x slower than
+ * predicted, as if their DMA and compute did not overlap, for a reason
+ * the model does not capture. Constants: hwspecs/<gen>.yaml
+ * (overhead.kernel_ns, overhead.step_ns, overhead.row_cycles,
+ * hbm.dma_latency_ns, hbm.dma_chunk_ns, hbm.efficiency, vpu.*), with their
+ * derivations there. Source of the structure: TPU.md section 2 rules 3-5
+ * and section 3 "What the runtimes say" (fewest steps is not fastest:
  * the first load and the last step are not hidden).
  */
 static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
@@ -1586,11 +1643,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	/* memory */
 	double rd = p->other_bytes, wr = 0, first = p->other_bytes, last = 0;
 	double transfers = p->other_bytes > 0 ? 1 : 0, vmem = 2 * p->other_bytes;
-	/* contiguous runs (DMA chunks): all, of the first loads, of the last
-	 * stores */
-	double runs = transfers, runs_first = transfers, runs_last = 0;
-	/* the slowest single stream (one access's DMAs), ns */
-	double w_mid = 0, w_first = 0, w_last = 0;
+	double runs = transfers; /* contiguous runs (DMA chunks) in all */
+	/* the DMA streams of the first loads, the last stores and the
+	 * steps between them (dma_add) */
+	struct dma_part d_first = {first, hw_mem_stream_ns(hw, first, transfers)};
+	struct dma_part d_last = {0, 0}, d_mid = {0, 0}, d_all = d_first;
 	double prologue = 0;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
@@ -1610,30 +1667,42 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		if (ac->in_vmem)
 			continue;
 		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
-		runs += c->chunks + c->reread_chunks;
+		double moved = c->total + c->reread;
+		double moved_runs = c->chunks + c->reread_chunks;
+		runs += moved_runs;
+		dma_add(&d_all, hw, moved, moved_runs);
 		if (ac->output) {
 			wr += c->total;
 			rd += c->reread;
 			last += c->last;
-			runs_last += c->last_chunks;
-			w_last = fmax(w_last, hw_mem_stream_ns(hw, c->last, c->last_chunks));
-			w_mid = fmax(w_mid, hw_mem_stream_ns(hw, c->total + c->reread - c->last, c->chunks + c->reread_chunks - c->last_chunks));
+			dma_add(&d_last, hw, c->last, c->last_chunks);
+			dma_add(&d_mid, hw, moved - c->last,
+				moved_runs - c->last_chunks);
 		} else {
 			rd += c->total;
 			first += c->block;
-			runs_first += c->block_chunks;
-			w_first = fmax(w_first, hw_mem_stream_ns(hw, c->block, c->block_chunks));
-			w_mid = fmax(w_mid, hw_mem_stream_ns(hw, c->total - c->block, c->chunks - c->block_chunks));
+			dma_add(&d_first, hw, c->block, c->block_chunks);
+			dma_add(&d_mid, hw, moved - c->block,
+				moved_runs - c->block_chunks);
 		}
 	}
 	/* compute */
 	double mxu = p->has_mxu ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
-	double acc_cyc = 0;
+	double acc_cyc = 0, readd_cyc = 0;
 	if (p->has_mxu) {
 		/* every step drains the output block's f32 results from the
 		 * MXU into VMEM (one simple op per result vreg); each extra
 		 * contraction step also re-adds them to the resident
-		 * accumulator (one more) */
+		 * accumulator (one more). The re-add is on the MXU's path:
+		 * a split contraction's next pass cannot start until the
+		 * previous pass's results are out of the MXU result buffers
+		 * and folded into the accumulator (read, add, write back),
+		 * so those cycles add to the MXU's instead of overlapping
+		 * it. Source: TpuGraphs fusion.261 (a weight-gradient matmul,
+		 * contraction 32): contraction blocks of 8 run 1.3-1.4x the
+		 * MXU time of overlapped passes. Known wrong: ignores the
+		 * MXU's own accumulators, which on some generations hold a
+		 * split contraction's partial sums. */
 		double blk = 1.0;
 		for (int i = 0; i < p->out.rank; i++)
 			blk *= (double)pad_to(x->bl[p->out_dim[i]].full,
@@ -1641,6 +1710,9 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		double blk_vregs = blk * p->acc_vregs_per_elem;
 		acc_cyc = hw_vpu_op_cycles(
 			hw, blk_vregs * (double)(2 * steps - out_steps),
+			HW_VPU_SIMPLE);
+		readd_cyc = hw_vpu_op_cycles(
+			hw, blk_vregs * (double)(steps - out_steps),
 			HW_VPU_SIMPLE);
 		/* one f32 accumulator block stays resident */
 		if (steps > out_steps)
@@ -1658,27 +1730,21 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double mid = rd + wr - first - last;
 	if (mid < 0)
 		mid = 0;
-	double mid_runs = fmax(0.0, runs - runs_first - runs_last);
-	double readd = p->has_mxu ? acc_cyc * (double)(steps - out_steps) / (double)(2 * steps - out_steps) : 0.0;
-	double compute_step = fmax(mxu + readd, vpu) / clock_ghz / n /
+	double compute_step = fmax(mxu + readd_cyc, vpu) / clock_ghz / n /
 			      (p->cores > 1 ? p->cores : 1);
 	/* n - 1 steps overlap the next step's loads (and the previous
 	 * step's stores); the last step's compute has nothing to hide. A
 	 * step waits out the latency of the loads it needs; stores are
-	 * issued and left to finish behind the next steps. The DMA engine's
-	 * time for a set of transfers is hw_mem_stream_ns (bytes at the
-	 * sustained rate plus a cost per contiguous run). */
+	 * issued and left to finish behind the next steps. Each set of
+	 * transfers takes dma_ns(): the operands' streams run concurrently
+	 * and share the bandwidth, each paying its own per-run costs. */
 	double mid_in = rd - first > 0 ? rd - first : 0.0;
 	double dma_step = steps > 1 && mid > 0
-				  ? fmax(mid_in > 0 ? hw->dma_latency_ns : 0.0,
-					    fmax(mid / bpns, w_mid) /
-						    (n - 1.0))
+				  ? (mid_in > 0 ? hw->dma_latency_ns : 0.0) +
+					    dma_ns(hw, &d_mid) / (n - 1.0)
 				  : 0.0;
-	(void)mid_runs;
-	double first_ns = hw->dma_latency_ns +
-			  fmax(first / bpns, w_first);
-	double last_ns = last > 0 ? hw->dma_latency_ns +
-					    fmax(last / bpns, w_last)
+	double first_ns = hw->dma_latency_ns + dma_ns(hw, &d_first);
+	double last_ns = last > 0 ? hw->dma_latency_ns + dma_ns(hw, &d_last)
 				  : 0.0;
 	double pipe = (n - 1.0) * (fmax(compute_step, dma_step) +
 				   hw->step_overhead_ns) +
@@ -1689,7 +1755,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->steps = steps;
 	out->mxu_cycles = mxu;
 	out->vpu_cycles = vpu;
-	out->dma_cycles = (rd + wr) / bpns * clock_ghz;
+	double dma_busy = dma_ns(hw, &d_all); /* the DMAs alone, ns */
+	out->dma_cycles = dma_busy * clock_ghz;
 	out->overhead_ns = hw->kernel_overhead_ns + n * hw->step_overhead_ns;
 	out->vmem_bytes = vmem;
 	out->feasible = hw_mem_fits_vmem(hw, vmem);
@@ -1699,7 +1766,6 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double mxu_ns = mxu / clock_ghz, vpu_ns = vpu / clock_ghz;
 	/* the unit with the most busy time; DMA latencies count as
 	 * overhead, with the launch and per-step costs */
-	double dma_ns = (rd + wr) / bpns;
 	double ovh = out->overhead_ns + transfers * hw->dma_latency_ns;
 	out->bound = HW_UNIT_MXU;
 	double best = mxu_ns;
@@ -1707,8 +1773,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		best = vpu_ns;
 		out->bound = HW_UNIT_VPU;
 	}
-	if (dma_ns > best) {
-		best = dma_ns;
+	if (dma_busy > best) {
+		best = dma_busy;
 		out->bound = HW_UNIT_HBM;
 	}
 	if (ovh > best)
@@ -1717,11 +1783,13 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->mxu_cycles = mxu;
 	x->vpu_cycles = p->vpu_cycles;
 	x->acc_cycles = acc_cyc;
+	x->readd_cycles = readd_cyc;
 	x->prologue_cycles = prologue;
 	x->first_bytes = first;
 	x->last_bytes = last;
 	x->mid_bytes = mid;
 	x->transfers = transfers;
+	x->chunks = runs;
 	x->rows = rows;
 	x->compute_step_ns = compute_step;
 	x->dma_step_ns = dma_step;
@@ -1853,9 +1921,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		const struct sim_acc_cost *c = &x.ac[a];
 		fprintf(f,
 			"    %-6s %-28s %10.0f B array, block %9.0f B, %6.0f "
-			"transfers, x%.0f passes, moves %11.0f B%s%s\n",
+			"transfers, x%.0f passes, moves %11.0f B in %.0f "
+			"runs%s%s\n",
 			ac->output ? "write" : "read", ac->name, ac->bytes, c->block,
-			c->transfers, c->refetch, c->total,
+			c->transfers, c->refetch, c->total, c->chunks,
 			ac->in_vmem ? " (in VMEM: no DMA)" : "",
 			c->reread > 0 ? " (+ partial sums read back)" : "");
 	}
@@ -1865,9 +1934,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	if (p.has_mxu)
 		fprintf(f,
 			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
-			"%.3g MACs\n",
+			"%.3g MACs; + %.0f cycles waiting for split-contraction "
+			"re-adds\n",
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
-			p.mxu_macs);
+			p.mxu_macs, x.readd_cycles);
 	fprintf(f,
 		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, MXU "
 		"results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
@@ -1875,10 +1945,12 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		x.acc_cycles, x.prologue_cycles, x.rows,
 		hw->row_overhead_cycles);
 	fprintf(f,
-		"  DMA: read %.0f B, write %.0f B, %.0f transfers at %.1f "
-		"B/ns, latency %.0f ns\n",
-		e.bytes_read, e.bytes_written, x.transfers, hw_mem_bytes_per_ns(hw),
-		hw->dma_latency_ns);
+		"  DMA: read %.0f B, write %.0f B, %.0f transfers of %.0f "
+		"contiguous runs at %.1f B/ns, latency %.0f ns, %.1f ns per "
+		"run; %.0f ns busy (operand streams concurrent)\n",
+		e.bytes_read, e.bytes_written, x.transfers, x.chunks,
+		hw_mem_bytes_per_ns(hw), hw->dma_latency_ns, hw->dma_chunk_ns,
+		e.dma_cycles / clock_ghz);
 	fprintf(f,
 		"  per step: compute %.1f ns (max of MXU, VPU at %.3g GHz), "
 		"DMA %.1f ns, overhead %.1f ns\n",

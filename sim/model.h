@@ -124,8 +124,8 @@ struct sim_plan_access {
 	                         a reduction revisits its blocks */
 	double stage_ratio;   /* VMEM bytes of an unpacked staging copy per
 	                         byte of its block: 32 / bits for a 16-bit
-	                         MXU operand (unpacked to 32-bit words before
-	                         the MXU), else 0 */
+	                         operand of a windowed convolution (unpacked
+	                         to 32-bit words before the MXU), else 0 */
 	double prologue_cycles; /* VPU cycles of fused ops that transform this
 	                         input before the MXU, per full pass over it */
 	enum ir_type type;    /* element type as stored */
@@ -236,12 +236,16 @@ struct sim_est_detail {
 	struct sim_acc_cost ac[SIM_PLAN_MAX_ACCESS]; /* per access */
 	double mxu_cycles;      /* whole kernel */
 	double vpu_cycles;      /* fused ops, whole kernel */
-	double acc_cycles;      /* re-adding partial sums of a split contraction */
+	double acc_cycles;      /* draining MXU results and re-adding partial
+	                           sums of a split contraction (VPU) */
+	double readd_cycles;    /* the re-adding part, which also holds up
+	                           the MXU (added to its cycles) */
 	double prologue_cycles; /* MXU operand prologues, times their refetches */
 	double first_bytes;     /* loaded before the first step */
 	double last_bytes;      /* stored after the last step */
 	double mid_bytes;       /* moved behind the steps */
 	double transfers;       /* DMAs in all */
+	double chunks;          /* contiguous runs they move, in all */
 	double rows;            /* iterations of the loops over the block
 	                           rows (overhead.row_cycles each) */
 	double compute_step_ns; /* per step */

@@ -62,6 +62,7 @@ static struct hw_spec spec(void)
 	h.hbm_bw_bytes_per_s = 800e9;
 	h.hbm_efficiency = 1.0;
 	h.dma_latency_ns = 100;
+	h.dma_chunk_ns = 5;
 	h.vmem_bytes = 16.0 * 1024 * 1024;
 	h.kernel_overhead_ns = 200;
 	h.step_overhead_ns = 70;
@@ -193,6 +194,8 @@ static void test_vpu_reductions(void **state)
 /*
  * 800e9 B/s per chip over 2 cores at efficiency 1: 400 B/ns per core.
  * 1 MB in 4 transfers: 4 x 100 ns + 1e6 / 400 = 2900 ns. VMEM holds 16 MiB.
+ * Streaming 1 MB as 256 runs of 4 KB at 5 ns per run: 2500 + 1280 ns; as
+ * one run: 2505 ns.
  */
 static void test_mem(void **state)
 {
@@ -201,6 +204,9 @@ static void test_mem(void **state)
 	assert_near(hw_mem_bytes_per_ns(&h), 400, EXACT);
 	assert_near(hw_mem_dma_ns(&h, 1e6, 4), 2900, EXACT);
 	assert_near(hw_mem_dma_ns(&h, 0, 0), 0, EXACT);
+	assert_near(hw_mem_stream_ns(&h, 1e6, 256), 3780, EXACT);
+	assert_near(hw_mem_stream_ns(&h, 1e6, 1), 2505, EXACT);
+	assert_near(hw_mem_stream_ns(&h, 0, 0), 0, EXACT);
 	assert_true(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024));
 	assert_false(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024 + 1));
 	/* megacore: one program sees the whole chip */
