@@ -20,58 +20,20 @@
 #include "hw_units.h"
 #include "ir.h"
 #include "sim.h"
-
-/* |got - want| <= tol, printing both (cmocka here has no double compare). */
-#define assert_near(got, want, tol)                                            \
-	do {                                                                   \
-		double got_ = (got), want_ = (want);                           \
-		if (!(fabs(got_ - want_) <= (tol)))                            \
-			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
-				 got_, want_, (double)(tol));                  \
-	} while (0)
+#include "test_util.h"
 
 /* Counts are exact integers below 2^53: compared exactly. Times are
  * compared to 1e-9 relative: the same doubles divided in another order. */
 #define TIME_REL_TOL 1e-9
 
-struct built {
-	struct ir_module **m;
-	int n;
-	struct sim_program p;
-};
-
-static void build(const char *text, struct built *b)
-{
-	memset(b, 0, sizeof *b);
-	struct ts_diag d = {0};
-	enum ts_status st = hlo_parse("c.hlo", text, strlen(text), &b->m, &b->n, &d);
-	if (st != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("parse failed: %s", d.msg);
-	}
-	st = sim_program_build(b->m[0], NULL, &b->p, &d);
-	if (st != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("build failed: %s", d.msg);
-	}
-}
-
-static void built_free(struct built *b)
-{
-	sim_program_free(&b->p);
-	for (int i = 0; i < b->n; i++)
-		ir_module_free(b->m[i]);
-	ts_free(b->m);
-}
-
 /* The work of the only kernel of a module. */
 static struct sim_work only_work(const char *text)
 {
-	struct built b;
-	build(text, &b);
+	struct tu_built b;
+	tu_build(text, &b);
 	assert_int_equal(b.p.n_kernels, 1);
 	struct sim_work w = b.p.kernels[0].work;
-	built_free(&b);
+	tu_built_free(&b);
 	return w;
 }
 
@@ -348,8 +310,8 @@ static void test_vmem_operand(void **state)
 static void test_group_bytes(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule jit_softmax\n"
+	struct tu_built b;
+	tu_build("HloModule jit_softmax\n"
 	      "%mx (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
 	      "  %b = f32[] parameter(1)\n"
@@ -384,40 +346,23 @@ static void test_group_bytes(void **state)
 	/* divide kernel: divide is a DIVIDE-class op on 1 Mi elements */
 	assert_near(b.p.kernels[2].work.vpu_elem_ops[HW_VPU_DIVIDE],
 			    256.0 * 4096, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- roofline on v3 ------------------------------------------------------------------- */
 
-static bool load_v3(struct hw_spec *hw)
-{
-	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src) {
-		print_message("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
-		return false;
-	}
-	char path[4096];
-	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
-	struct ts_diag d = {0};
-	if (hw_spec_load(path, hw, &d) != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("cannot load %s", path);
-	}
-	return true;
-}
-
 static struct sim_estimate roof_only(const char *text, const struct hw_spec *hw,
 				     struct sim_kernel *kout)
 {
-	struct built b;
-	build(text, &b);
+	struct tu_built b;
+	tu_build(text, &b);
 	assert_int_equal(b.p.n_kernels, 1);
 	struct sim_estimate e;
 	struct ts_diag d = {0};
 	assert_int_equal(sim_kernel_roofline(&b.p.kernels[0], hw, &e, &d), TS_OK);
 	if (kout)
 		*kout = b.p.kernels[0];
-	built_free(&b);
+	tu_built_free(&b);
 	return e;
 }
 
@@ -434,7 +379,7 @@ static void test_roofline_matmul_v3(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	struct sim_estimate e = roof_only(
 		"HloModule mm\n"
@@ -466,7 +411,7 @@ static void test_roofline_elementwise_v3(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	struct sim_estimate e = roof_only(
 		"HloModule add\n"
@@ -506,7 +451,7 @@ static void test_roofline_unmodelled_collective(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	struct sim_estimate e = roof_only(
 		"HloModule cc\n"
@@ -543,10 +488,10 @@ static void test_program_estimate(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule w\n"
+	struct tu_built b;
+	tu_build("HloModule w\n"
 	      "%cond (s: (s32[], f32[256,128])) -> pred[] {\n"
 	      "  %s = (s32[], f32[256,128]) parameter(0)\n"
 	      "  %i = s32[] get-tuple-element(%s), index=0\n"
@@ -589,7 +534,7 @@ static void test_program_estimate(void **state)
 	assert_rel(b.p.total_ns, sum, TIME_REL_TOL);
 	assert_near(b.p.kernels[0].multiplicity, 5.0, 0);
 	assert_near(b.p.kernels[2].multiplicity, 4.0, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 int main(void)

@@ -22,6 +22,7 @@
 #include "hw_spec.h"
 #include "ir.h"
 #include "sim.h"
+#include "test_util.h"
 
 /* One parsed file and its first module's program. */
 struct loaded {
@@ -109,26 +110,10 @@ static bool check_file(const char *path, const struct hw_spec *hw,
 	return true;
 }
 
-/* Loads $TPUSIM_SOURCE/hwspecs/<gen>.yaml into hw; false when unset. */
-static bool load_spec(const char *gen, struct hw_spec *hw)
-{
-	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src)
-		return false;
-	char path[4096];
-	snprintf(path, sizeof path, "%s/hwspecs/%s.yaml", src, gen);
-	struct ts_diag d = {0};
-	if (hw_spec_load(path, hw, &d) != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("cannot load %s", path);
-	}
-	return true;
-}
-
 static void check_dir(const char *sub, const char *gen)
 {
 	struct hw_spec spec;
-	const struct hw_spec *hw = load_spec(gen, &spec) ? &spec : NULL;
+	const struct hw_spec *hw = tu_load_spec(gen, &spec) ? &spec : NULL;
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s/data/%s", shared_dir(), sub);
 	DIR *dp = opendir(dir);

@@ -18,57 +18,9 @@
 #include <string.h>
 
 #include "model.h"
+#include "test_util.h"
 
 /* ---- helpers --------------------------------------------------------------- */
-
-struct built {
-	struct ir_module **m;
-	int n;
-	struct sim_program p;
-};
-
-/* The v3 spec from the source tree; false (the test skips) without it. */
-static bool load_v3(struct hw_spec *hw)
-{
-	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src) {
-		printf("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
-		return false;
-	}
-	char path[4096];
-	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
-	struct ts_diag d = {0};
-	if (hw_spec_load(path, hw, &d) != TS_OK)
-		fail_msg("%s: %s", path, d.msg);
-	return true;
-}
-
-static void build(const char *text, struct built *b)
-{
-	memset(b, 0, sizeof *b);
-	struct ts_diag d = {0};
-	if (hlo_parse("t.hlo", text, strlen(text), &b->m, &b->n, &d) != TS_OK)
-		fail_msg("parse: %s", d.msg);
-	if (sim_program_build(b->m[0], NULL, &b->p, &d) != TS_OK)
-		fail_msg("build: %s", d.msg);
-}
-
-static void built_free(struct built *b)
-{
-	sim_program_free(&b->p);
-	for (int i = 0; i < b->n; i++)
-		ir_module_free(b->m[i]);
-	ts_free(b->m);
-}
-
-static const struct sim_kernel *kernel(const struct built *b, const char *name)
-{
-	for (int i = 0; i < b->p.n_kernels; i++)
-		if (strcmp(b->p.kernels[i].name, name) == 0)
-			return &b->p.kernels[i];
-	fail_msg("no kernel %s", name);
-	return NULL;
-}
 
 /* The tile grid of the shape written in `shape` (HLO text). */
 static void grid_of(const char *shape, struct sim_tgrid *g)
@@ -158,11 +110,11 @@ static const char reduce_hlo[] =
 	"}\n";
 
 static void plan_of(const char *text, const char *name,
-		    const struct hw_spec *hw, struct built *b, struct sim_plan *p)
+		    const struct hw_spec *hw, struct tu_built *b, struct sim_plan *p)
 {
-	build(text, b);
+	tu_build(text, b);
 	struct ts_diag d = {0};
-	if (sim_plan_build(kernel(b, name), hw, p, &d) != TS_OK)
+	if (sim_plan_build(tu_kernel(b, name), hw, p, &d) != TS_OK)
 		fail_msg("plan %s: %s", name, d.msg);
 }
 
@@ -268,18 +220,18 @@ static void test_grids(void **state)
 static void test_target(void **state)
 {
 	(void)state;
-	struct built b;
-	build(conv_hlo, &b);
-	const struct ir_instr *t = sim_tile_target(kernel(&b, "f"));
+	struct tu_built b;
+	tu_build(conv_hlo, &b);
+	const struct ir_instr *t = sim_tile_target(tu_kernel(&b, "f"));
 	assert_string_equal(t->name, "cv");
-	built_free(&b);
-	build(reduce_hlo, &b);
-	t = sim_tile_target(kernel(&b, "f"));
+	tu_built_free(&b);
+	tu_build(reduce_hlo, &b);
+	t = sim_tile_target(tu_kernel(&b, "f"));
 	assert_string_equal(t->name, "r");
 	char buf[128];
 	ir_shape_format(sim_tile_space_shape(t), buf, sizeof buf);
 	assert_string_equal(buf, "f32[32,26,26,192]{3,0,2,1:T(8,128)}");
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- checking configs --------------------------------------------------------- */
@@ -294,10 +246,10 @@ static void test_target(void **state)
 static void test_steps_and_shared_dim(void **state)
 {
 	(void)state;
-	struct built b;
+	struct tu_built b;
 	struct sim_plan p;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(conv_hlo, "f", &hw, &b, &p);
 	struct sim_tile_config c, full;
@@ -331,17 +283,17 @@ static void test_steps_and_shared_dim(void **state)
 	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 13 is outside 1..12 "
 				   "(the tile grid)");
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* fusion.261: out_bound[0] x 8 == kernel_bound[1] x 128, clipped at 1000. */
 static void test_shared_dim_clipped(void **state)
 {
 	(void)state;
-	struct built b;
+	struct tu_built b;
 	struct sim_plan p;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(wgrad_hlo, "f", &hw, &b, &p);
 	struct sim_tile_config c, full;
@@ -356,7 +308,7 @@ static void test_shared_dim_clipped(void **state)
 	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 12 covers no whole "
 				   "number of kernel tiles (128 elements each)");
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- default and enumeration ---------------------------------------------------- */
@@ -369,10 +321,10 @@ static void test_shared_dim_clipped(void **state)
 static void test_default_rule(void **state)
 {
 	(void)state;
-	struct built b;
+	struct tu_built b;
 	struct sim_plan p;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(conv_hlo, "f", &hw, &b, &p);
 	struct sim_estimate def, e;
@@ -405,7 +357,7 @@ static void test_default_rule(void **state)
 	assert_int_equal(sim_plan_check(&p, &small, &full, &d), TS_OK);
 	sim_plan_estimate(&p, &hw, &full, &e);
 	assert_true(def.time_ns < e.time_ns);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 static bool count_cb(const struct sim_tile_config *c, void *ctx)
@@ -420,10 +372,10 @@ static bool count_cb(const struct sim_tile_config *c, void *ctx)
 static void test_enumerate(void **state)
 {
 	(void)state;
-	struct built b;
+	struct tu_built b;
 	struct sim_plan p;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(conv_hlo, "f", &hw, &b, &p);
 	int64_t n = 0;
@@ -434,7 +386,7 @@ static void test_enumerate(void **state)
 	/* a cap of 4 per dim keeps 1 and the whole dim */
 	assert_int_equal(sim_plan_enumerate(&p, 4, NULL, NULL),
 			 4 * 4 * 4 * 3 * 3 * 3 * 4);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 int main(void)

@@ -20,58 +20,10 @@
 #include "hw_spec.h"
 #include "ir.h"
 #include "sim.h"
-
-#define assert_near(got, want, tol)                                            \
-	do {                                                                   \
-		double got_ = (got), want_ = (want);                           \
-		if (!(fabs(got_ - want_) <= (tol)))                            \
-			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
-				 got_, want_, (double)(tol));                  \
-	} while (0)
+#include "test_util.h"
 
 /* Sums and products of the spec's numbers: equal up to double rounding. */
 #define EXACT 1e-6
-
-static bool load_v3(struct hw_spec *hw)
-{
-	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src) {
-		print_message("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
-		return false;
-	}
-	char path[4096];
-	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
-	struct ts_diag d = {0};
-	if (hw_spec_load(path, hw, &d) != TS_OK)
-		fail_msg("%s: %s", path, d.msg);
-	return true;
-}
-
-/* One parsed module and its program; freed by built_free(). */
-struct built {
-	struct ir_module **m; /* parsed modules */
-	int n;                /* how many */
-	struct sim_program p; /* kernels of the first */
-};
-
-static void build(const char *file, const char *text, size_t len,
-		  struct built *b)
-{
-	memset(b, 0, sizeof *b);
-	struct ts_diag d = {0};
-	if (hlo_parse(file, text, len, &b->m, &b->n, &d) != TS_OK)
-		fail_msg("parse: %s", d.msg);
-	if (sim_program_build(b->m[0], NULL, &b->p, &d) != TS_OK)
-		fail_msg("build: %s", d.msg);
-}
-
-static void built_free(struct built *b)
-{
-	sim_program_free(&b->p);
-	for (int i = 0; i < b->n; i++)
-		ir_module_free(b->m[i]);
-	ts_free(b->m);
-}
 
 static struct sim_estimate estimate_default(const struct sim_kernel *k,
 					    const struct hw_spec *hw)
@@ -141,7 +93,7 @@ static void test_single_op_kernels(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	static const char text[] =
 		"HloModule ops\n"
@@ -156,8 +108,8 @@ static void test_single_op_kernels(void **state)
 		"  ROOT %out = (f32[8,128], f32[8,128], f32[8,128]) "
 		"tuple(%t, %l, %r)\n"
 		"}\n";
-	struct built b;
-	build("ops.hlo", text, sizeof text - 1, &b);
+	struct tu_built b;
+	tu_build_file("ops.hlo", text, sizeof text - 1, NULL, &b);
 	static const struct {
 		const char *kernel;
 		enum hw_vpu_class c;
@@ -186,7 +138,7 @@ static void test_single_op_kernels(void **state)
 		    hw.vpu_class_cost[HW_VPU_TRANSCEND]);
 	assert_true(hw.vpu_class_cost[HW_VPU_TRANSCEND] <
 		    hw.vpu_class_cost[HW_VPU_COMPOSITE]);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -205,7 +157,7 @@ static void test_gelu_vpu_bound(void **state)
 		print_message("TPUSIM_SHARED unset: skipped\n");
 		skip();
 	}
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	char path[4096];
 	snprintf(path, sizeof path,
@@ -218,8 +170,8 @@ static void test_gelu_vpu_bound(void **state)
 		print_message("%s absent: skipped\n", path);
 		skip();
 	}
-	struct built b;
-	build(path, text, len, &b);
+	struct tu_built b;
+	tu_build_file(path, text, len, NULL, &b);
 	assert_int_equal(b.p.n_kernels, 1);
 	struct sim_estimate e = estimate_default(&b.p.kernels[0], &hw);
 	double vregs = 536870912.0 / 1024;
@@ -229,7 +181,7 @@ static void test_gelu_vpu_bound(void **state)
 		      hw.vpu_alus;
 	assert_near(e.vpu_cycles / want, 1.0, 0.005);
 	assert_int_equal(e.bound, HW_UNIT_VPU);
-	built_free(&b);
+	tu_built_free(&b);
 	ts_free(text);
 }
 

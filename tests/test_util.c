@@ -1,0 +1,70 @@
+/*
+ * test_util.c: the shared test helpers of test_util.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+void tu_build_file(const char *file, const char *text, size_t len,
+		   const struct sim_program_opts *opts, struct tu_built *b)
+{
+	memset(b, 0, sizeof *b);
+	struct ts_diag d = {0};
+	if (hlo_parse(file, text, len, &b->m, &b->n, &d) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("parse failed: %s", d.msg);
+	}
+	if (sim_program_build(b->m[0], opts, &b->p, &d) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("build failed: %s", d.msg);
+	}
+}
+
+void tu_build(const char *text, struct tu_built *b)
+{
+	tu_build_file("t.hlo", text, strlen(text), NULL, b);
+}
+
+void tu_built_free(struct tu_built *b)
+{
+	sim_program_free(&b->p);
+	for (int i = 0; i < b->n; i++)
+		ir_module_free(b->m[i]);
+	ts_free(b->m);
+	memset(b, 0, sizeof *b);
+}
+
+const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name)
+{
+	for (int i = 0; i < b->p.n_kernels; i++)
+		if (strcmp(b->p.kernels[i].name, name) == 0)
+			return &b->p.kernels[i];
+	fail_msg("no kernel named %s", name);
+	return NULL;
+}
+
+bool tu_load_spec(const char *gen, struct hw_spec *hw)
+{
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!src) {
+		print_message("TPUSIM_SOURCE unset (hwspecs/%s.yaml): skipped\n",
+			      gen);
+		return false;
+	}
+	char path[4096];
+	snprintf(path, sizeof path, "%s/hwspecs/%s.yaml", src, gen);
+	struct ts_diag d = {0};
+	if (hw_spec_load(path, hw, &d) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		fail_msg("cannot load %s: %s", path, d.msg);
+	}
+	return true;
+}

@@ -1,0 +1,49 @@
+/*
+ * test_util.h: helpers the cmocka tests share (linked into every test by
+ * add_tpusim_test): a floating-point assertion that prints both values,
+ * building a kernel program from HLO text, and loading a spec from the
+ * source tree. Include after <cmocka.h>.
+ */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hw_spec.h"
+#include "sim.h"
+
+/* |got - want| <= tol, printing both (cmocka has no double comparison with
+ * a message). Each test states why its tolerance has the value it has. */
+#define assert_near(got, want, tol)                                            \
+	do {                                                                   \
+		double got_ = (got), want_ = (want);                           \
+		if (!(fabs(got_ - want_) <= (tol)))                            \
+			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
+				 got_, want_, (double)(tol));                  \
+	} while (0)
+
+/* One parsed HLO text and the kernel program of its first module. */
+struct tu_built {
+	struct ir_module **m; /* parsed modules */
+	int n;                /* how many */
+	struct sim_program p; /* kernels of m[0] */
+};
+
+/* Parses text (named `file` in diagnostics) and builds m[0]'s program with
+ * opts (NULL: defaults); any error fails the test with its message. */
+void tu_build_file(const char *file, const char *text, size_t len,
+		   const struct sim_program_opts *opts, struct tu_built *b);
+/* tu_build_file("t.hlo", text, strlen(text), NULL, b). */
+void tu_build(const char *text, struct tu_built *b);
+void tu_built_free(struct tu_built *b);
+/* The kernel called name; fails the test when there is none. */
+const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
+
+/* Loads $TPUSIM_SOURCE/hwspecs/<gen>.yaml (set by CTest). Returns false,
+ * printing why, when TPUSIM_SOURCE is unset (the caller skips); a spec that
+ * does not load fails the test. */
+bool tu_load_spec(const char *gen, struct hw_spec *hw);
+
+#endif /* TEST_UTIL_H */
