@@ -593,13 +593,20 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
  *    divide by a constant, which XLA turns into a multiply) fuse into all
  *    their users when every user accepts them, and are RECOMPUTED in each
  *    user's kernel (XLA duplicates cheap producers);
- *  - expensive loop ops (transcendentals, divide, map) are never
- *    recomputed, and never fused through a broadcast that would evaluate
- *    them again per output element (XLA: expensive producers do not fuse
- *    into consumers that reuse their elements). With users in several
- *    kernels, the op joins the earliest user kernel that accepts it and
- *    that kernel also writes it out (multi-output fusion); the others read
- *    it from HBM (MATERIALISED);
+ *  - expensive loop ops (transcendentals, divide, map) are never fused
+ *    through a broadcast that would evaluate them again per output element
+ *    (XLA: expensive producers do not fuse into consumers that reuse their
+ *    elements);
+ *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
+ *    users all accept it without reuse is RECOMPUTED in each user's kernel
+ *    like a cheap op: XLA's compiled v3 softmax-cross-entropy kernels
+ *    (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
+ *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
+ *    the divide consumer alike, rather than one writing exp for the other;
+ *  - other expensive ops (divide, composite, map) are never recomputed:
+ *    with users in several kernels, the op joins the earliest user kernel
+ *    that accepts it and that kernel also writes it out (multi-output
+ *    fusion); the others read it from HBM (MATERIALISED);
  *  - reduce, reduce-window, dot and convolution are kernel cores: each
  *    starts a kernel, except that a core with a single elementwise-like
  *    user that does not grow the element count becomes part of that
@@ -621,8 +628,9 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
  * fusing, so producers and consumers across a call do not fuse here
  * (known wrong, rare in the measured modules).
  * Expected shapes: relu, matmul -> 1 kernel; softmax -> 3 (max reduce; exp
- * + sum reduce writing exp; divide); layer norm -> 3 (mean; variance with
- * its rsqrt epilogue; normalise).
+ * + sum reduce; exp recomputed + divide: x read 3 times, exp evaluated
+ * twice); layer norm -> 3 (mean; variance with its rsqrt epilogue;
+ * normalise).
  * ====================================================================== */
 
 enum fuse_class {
@@ -871,6 +879,11 @@ static void decide_fusion(struct grouping *g, int i)
 		return;
 	}
 	case FC_EXPENSIVE: {
+		if (ir_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
+		    !materialise && all_accept && !reuse_any) {
+			fuse_into(g, i, multi || !same ? G_MULTI : first);
+			return;
+		}
 		if (multi)
 			break;
 		/* The earliest user kernel (by root position) whose users

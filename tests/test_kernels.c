@@ -431,9 +431,10 @@ static const char *softmax =
 	"  ROOT %divide.22 = f32[256,4096]{1,0} divide(f32[256,4096]{1,0} %exponential.12, f32[256,4096]{1,0} %broadcast.21)\n"
 	"}\n";
 
-/* softmax -> 3 kernels: the max reduce; subtract+exp+sum reduce, which
- * also writes exp (multi-output: exp is too dear to recompute); the divide
- * reading exp and the sums. */
+/* softmax -> 3 kernels: the max reduce; subtract+exp+sum reduce; the
+ * divide, which recomputes subtract+exp from x and the maxima (XLA
+ * duplicates a transcendental into each user kernel, as in the compiled
+ * v3 kernels tpugraphs-tile-v3 fusion.206/207), so exp is never written. */
 static void test_group_softmax(void **state)
 {
 	(void)state;
@@ -449,21 +450,23 @@ static void test_group_softmax(void **state)
 	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
 	assert_int_equal(k->main_op, IR_OP_REDUCE);
 	assert_string_equal(k->tiled->name, "exponential.12");
+	assert_true(has(k->members, k->n_members, "exponential.12"));
 	assert_true(has(k->members, k->n_members, "subtract.11"));
 	assert_true(has(k->members, k->n_members, "broadcast.10"));
 	assert_true(has(k->members, k->n_members, "constant.13"));
 	assert_int_equal(k->n_inputs, 2); /* Arg_0.1, reduce.7 */
 	assert_true(has(k->inputs, k->n_inputs, "reduce.7"));
-	assert_int_equal(k->n_outputs, 2);
-	assert_true(has(k->outputs, k->n_outputs, "exponential.12"));
+	assert_int_equal(k->n_outputs, 1);
 	assert_true(has(k->outputs, k->n_outputs, "reduce.18"));
 
 	k = kernel(&b, "divide.22");
 	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
-	assert_int_equal(k->n_inputs, 2);
-	assert_true(has(k->inputs, k->n_inputs, "exponential.12"));
+	assert_int_equal(k->n_inputs, 3); /* Arg_0.1, reduce.7, reduce.18 */
+	assert_true(has(k->inputs, k->n_inputs, "Arg_0.1"));
+	assert_true(has(k->inputs, k->n_inputs, "reduce.7"));
 	assert_true(has(k->inputs, k->n_inputs, "reduce.18"));
-	assert_false(has(k->members, k->n_members, "exponential.12"));
+	assert_true(has(k->members, k->n_members, "exponential.12"));
+	assert_true(has(k->members, k->n_members, "subtract.11"));
 	assert_ptr_equal(k->tiled, k->instr);
 	built_free(&b);
 }
@@ -544,6 +547,50 @@ static void test_group_sibling_reduces(void **state)
 	assert_int_equal(k->n_outputs, 2);
 	assert_true(has(k->members, k->n_members, "rb"));
 	assert_int_equal(k->n_inputs, 1);
+	built_free(&b);
+}
+
+/* A transcendental with users in two kernels is recomputed in both (XLA's
+ * compiled v3 softmax-xent kernels, tpugraphs-tile-v3 fusion.206/207, each
+ * evaluate exp from x); a full divide is not: the earliest user kernel
+ * computes and writes it, the other reads it. */
+static void test_group_transcendental_recompute(void **state)
+{
+	(void)state;
+	struct built b;
+	build("HloModule rec\n"
+	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[64,512], y: f32[64,512]) -> (f32[64], f32[64,512], f32[64], f32[64,512]) {\n"
+	      "  %x = f32[64,512] parameter(0)\n"
+	      "  %y = f32[64,512] parameter(1)\n"
+	      "  %c = f32[] constant(0)\n"
+	      "  %e = f32[64,512] exponential(%x)\n"
+	      "  %re = f32[64] reduce(%e, %c), dimensions={1}, to_apply=%r0\n"
+	      "  %me = f32[64,512] multiply(%e, %y)\n"
+	      "  %d = f32[64,512] divide(%x, %y)\n"
+	      "  %rd = f32[64] reduce(%d, %c), dimensions={1}, to_apply=%r0\n"
+	      "  %md = f32[64,512] multiply(%d, %y)\n"
+	      "  ROOT %t = (f32[64], f32[64,512], f32[64], f32[64,512]) tuple(%re, %me, %rd, %md)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "re,me,rd,md");
+	const struct sim_kernel *k = kernel(&b, "re");
+	assert_true(has(k->members, k->n_members, "e"));
+	assert_int_equal(k->n_outputs, 1);
+	k = kernel(&b, "me");
+	assert_true(has(k->members, k->n_members, "e"));
+	assert_false(has(k->inputs, k->n_inputs, "e"));
+	k = kernel(&b, "rd");
+	assert_true(has(k->members, k->n_members, "d"));
+	assert_int_equal(k->n_outputs, 2);
+	assert_true(has(k->outputs, k->n_outputs, "d"));
+	k = kernel(&b, "md");
+	assert_false(has(k->members, k->n_members, "d"));
+	assert_true(has(k->inputs, k->n_inputs, "d"));
 	built_free(&b);
 }
 
@@ -753,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_group_softmax),
 		cmocka_unit_test(test_group_layernorm),
 		cmocka_unit_test(test_group_sibling_reduces),
+		cmocka_unit_test(test_group_transcendental_recompute),
 		cmocka_unit_test(test_group_single_kernels),
 		cmocka_unit_test(test_group_while),
 		cmocka_unit_test(test_bad_dot),
