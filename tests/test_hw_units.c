@@ -15,15 +15,7 @@
 #include <string.h>
 
 #include "hw_units.h"
-
-/* |got - want| <= tol, printing both. */
-#define assert_near(got, want, tol)                                            \
-	do {                                                                   \
-		double got_ = (got), want_ = (want);                           \
-		if (!(fabs(got_ - want_) <= (tol)))                            \
-			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
-				 got_, want_, (double)(tol));                  \
-	} while (0)
+#include "test_util.h"
 
 /* Exact: every formula here is sums and products of small integers. */
 #define EXACT 1e-9

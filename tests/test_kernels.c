@@ -18,62 +18,9 @@
 
 #include "ir.h"
 #include "sim.h"
-
-/* |got - want| <= tol, printing both (cmocka here has no double compare). */
-#define assert_near(got, want, tol)                                            \
-	do {                                                                   \
-		double got_ = (got), want_ = (want);                           \
-		if (!(fabs(got_ - want_) <= (tol)))                            \
-			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
-				 got_, want_, (double)(tol));                  \
-	} while (0)
+#include "test_util.h"
 
 /* ---- helpers --------------------------------------------------------------- */
-
-struct built {
-	struct ir_module **m;
-	int n;
-	struct sim_program p;
-};
-
-static void build_opts(const char *text, const struct sim_program_opts *opts,
-		       struct built *b)
-{
-	memset(b, 0, sizeof *b);
-	struct ts_diag d = {0};
-	enum ts_status st = hlo_parse("k.hlo", text, strlen(text), &b->m, &b->n, &d);
-	if (st != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("parse failed: %s", d.msg);
-	}
-	st = sim_program_build(b->m[0], opts, &b->p, &d);
-	if (st != TS_OK) {
-		ts_diag_print(&d, stderr);
-		fail_msg("build failed: %s", d.msg);
-	}
-}
-
-static void build(const char *text, struct built *b)
-{
-	build_opts(text, NULL, b);
-}
-
-static void built_free(struct built *b)
-{
-	sim_program_free(&b->p);
-	for (int i = 0; i < b->n; i++)
-		ir_module_free(b->m[i]);
-	ts_free(b->m);
-}
-
-static const struct sim_kernel *kernel(const struct built *b, const char *name)
-{
-	for (int i = 0; i < b->p.n_kernels; i++)
-		if (strcmp(b->p.kernels[i].name, name) == 0)
-			return &b->p.kernels[i];
-	fail_msg("no kernel named %s", name);
-	return NULL;
-}
 
 static bool has(const struct ir_instr *const *v, int n, const char *name)
 {
@@ -84,7 +31,7 @@ static bool has(const struct ir_instr *const *v, int n, const char *name)
 }
 
 /* "a,b,c": the kernel names in schedule order. */
-static void names(const struct built *b, char *buf, size_t cap)
+static void names(const struct tu_built *b, char *buf, size_t cap)
 {
 	buf[0] = '\0';
 	for (int i = 0; i < b->p.n_kernels; i++) {
@@ -150,13 +97,13 @@ static const char *compiled =
 static void test_compiled_kernels(void **state)
 {
 	(void)state;
-	struct built b;
-	build(compiled, &b);
+	struct tu_built b;
+	tu_build(compiled, &b);
 	ASSERT_NAMES(&b, "loop,cp,red,cf,cc");
 	assert_int_equal(b.p.n_unmodelled, 1);
 	assert_int_equal(b.p.n_assumed_trip_counts, 0);
 
-	const struct sim_kernel *k = kernel(&b, "loop");
+	const struct sim_kernel *k = tu_kernel(&b, "loop");
 	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
 	assert_int_equal(k->main_op, IR_OP_ADD);
 	assert_ptr_equal(k->tiled, k->instr); /* elementwise: its result */
@@ -168,26 +115,26 @@ static void test_compiled_kernels(void **state)
 	assert_near(k->multiplicity, 1.0, 0);
 	assert_int_equal(k->loop_depth, 0);
 
-	k = kernel(&b, "cp");
+	k = tu_kernel(&b, "cp");
 	assert_int_equal(k->kind, SIM_KERNEL_COPY);
 	assert_int_equal(k->n_members, 1);
 	assert_string_equal(k->inputs[0]->name, "tr");
 
 	/* Reduce-rooted loop fusion: tiles the reduce's input. */
-	k = kernel(&b, "red");
+	k = tu_kernel(&b, "red");
 	assert_int_equal(k->main_op, IR_OP_REDUCE);
 	assert_string_equal(k->tiled->name, "e");
 
 	/* Convolution fusion: tiles the convolution's output. */
-	k = kernel(&b, "cf");
+	k = tu_kernel(&b, "cf");
 	assert_int_equal(k->main_op, IR_OP_CONVOLUTION);
 	assert_string_equal(k->tiled->name, "conv");
 	assert_int_equal(k->n_inputs, 3);
 
-	k = kernel(&b, "cc");
+	k = tu_kernel(&b, "cc");
 	assert_int_equal(k->kind, SIM_KERNEL_UNMODELLED);
 	assert_false(k->tunable);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* A reshape that keeps every tile in place is free; one that changes the
@@ -195,8 +142,8 @@ static void test_compiled_kernels(void **state)
 static void test_reshape_bitcast(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule m\n"
+	struct tu_built b;
+	tu_build("HloModule m\n"
 	      "%f (p: f32[16,128]) -> f32[16,128] {\n"
 	      "  %p = f32[16,128]{1,0:T(8,128)} parameter(0)\n"
 	      "  ROOT %n = f32[16,128]{1,0:T(8,128)} negate(%p)\n"
@@ -214,8 +161,8 @@ static void test_reshape_bitcast(void **state)
 	 * = 2 x 8 rows, both multiples of the 8-row tile, same lanes:
 	 * bitcast. keep -> flat: different tiling: copy. */
 	ASSERT_NAMES(&b, "same,g,flat");
-	assert_int_equal(kernel(&b, "flat")->kind, SIM_KERNEL_COPY);
-	built_free(&b);
+	assert_int_equal(tu_kernel(&b, "flat")->kind, SIM_KERNEL_COPY);
+	tu_built_free(&b);
 }
 
 /* ---- loops and conditionals ---------------------------------------------------- */
@@ -254,16 +201,16 @@ static const char *while_known =
 static void test_while_known(void **state)
 {
 	(void)state;
-	struct built b;
-	build(while_known, &b);
+	struct tu_built b;
+	tu_build(while_known, &b);
 	ASSERT_NAMES(&b, "lt,i1,v1");
-	assert_near(kernel(&b, "v1")->multiplicity, 4.0, 0);
-	assert_near(kernel(&b, "i1")->multiplicity, 4.0, 0);
-	assert_near(kernel(&b, "lt")->multiplicity, 5.0, 0);
-	assert_int_equal(kernel(&b, "v1")->loop_depth, 1);
-	assert_false(kernel(&b, "v1")->trip_count_assumed);
+	assert_near(tu_kernel(&b, "v1")->multiplicity, 4.0, 0);
+	assert_near(tu_kernel(&b, "i1")->multiplicity, 4.0, 0);
+	assert_near(tu_kernel(&b, "lt")->multiplicity, 5.0, 0);
+	assert_int_equal(tu_kernel(&b, "v1")->loop_depth, 1);
+	assert_false(tu_kernel(&b, "v1")->trip_count_assumed);
 	assert_int_equal(b.p.n_assumed_trip_counts, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* Without known_trip_count: --trip-count (opts) or 1, and flagged. */
@@ -275,19 +222,19 @@ static void test_while_assumed(void **state)
 	char *at = strstr(text, cfg);
 	assert_non_null(at);
 	memmove(at - 2, at + strlen(cfg), strlen(at + strlen(cfg)) + 1);
-	struct built b;
-	build(text, &b);
-	assert_near(kernel(&b, "v1")->multiplicity, 1.0, 0);
-	assert_true(kernel(&b, "v1")->trip_count_assumed);
-	assert_false(kernel(&b, "v1")->tunable); /* one (8,128) tile */
+	struct tu_built b;
+	tu_build(text, &b);
+	assert_near(tu_kernel(&b, "v1")->multiplicity, 1.0, 0);
+	assert_true(tu_kernel(&b, "v1")->trip_count_assumed);
+	assert_false(tu_kernel(&b, "v1")->tunable); /* one (8,128) tile */
 	assert_int_equal(b.p.n_assumed_trip_counts, 1);
-	built_free(&b);
+	tu_built_free(&b);
 
 	struct sim_program_opts opts = {.default_trip_count = 7};
-	build_opts(text, &opts, &b);
-	assert_near(kernel(&b, "v1")->multiplicity, 7.0, 0);
-	assert_near(kernel(&b, "lt")->multiplicity, 8.0, 0);
-	built_free(&b);
+	tu_build_file("k.hlo", text, strlen(text), &opts, &b);
+	assert_near(tu_kernel(&b, "v1")->multiplicity, 7.0, 0);
+	assert_near(tu_kernel(&b, "lt")->multiplicity, 8.0, 0);
+	tu_built_free(&b);
 	free(text);
 }
 
@@ -295,8 +242,8 @@ static void test_while_assumed(void **state)
 static void test_while_nested(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule n\n"
+	struct tu_built b;
+	tu_build("HloModule n\n"
 	      "%c (s: f32[8,128]) -> pred[] {\n"
 	      "  %s = f32[8,128] parameter(0)\n"
 	      "  ROOT %p = pred[] constant(true)\n"
@@ -323,19 +270,19 @@ static void test_while_nested(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "f,ng,ex");
-	assert_near(kernel(&b, "f")->multiplicity, 1.0, 0);
-	assert_near(kernel(&b, "ng")->multiplicity, 4.0, 0);
-	assert_near(kernel(&b, "ex")->multiplicity, 12.0, 0);
-	assert_int_equal(kernel(&b, "ex")->loop_depth, 2);
-	built_free(&b);
+	assert_near(tu_kernel(&b, "f")->multiplicity, 1.0, 0);
+	assert_near(tu_kernel(&b, "ng")->multiplicity, 4.0, 0);
+	assert_near(tu_kernel(&b, "ex")->multiplicity, 12.0, 0);
+	assert_int_equal(tu_kernel(&b, "ex")->loop_depth, 2);
+	tu_built_free(&b);
 }
 
 /* Each of n branches is weighted 1/n (expected time, uniform branches). */
 static void test_conditional(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule c\n"
+	struct tu_built b;
+	tu_build("HloModule c\n"
 	      "%fu (a: f32[8,128]) -> f32[8,128] {\n"
 	      "  %a = f32[8,128] parameter(0)\n"
 	      "  ROOT %l = f32[8,128] log(%a)\n"
@@ -363,7 +310,7 @@ static void test_conditional(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_near(b.p.kernels[i].multiplicity, 1.0 / 3.0,
 				    1e-15);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* Collectives are kernels (the -start half); send/recv, infeed and
@@ -371,8 +318,8 @@ static void test_conditional(void **state)
 static void test_collectives_unmodelled(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule c\n"
+	struct tu_built b;
+	tu_build("HloModule c\n"
 	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
 	      "  %b = f32[] parameter(1)\n"
@@ -393,10 +340,10 @@ static void test_collectives_unmodelled(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "f,ars,inf,cc");
-	assert_int_equal(kernel(&b, "ars")->kind, SIM_KERNEL_COLLECTIVE);
-	assert_int_equal(kernel(&b, "inf")->kind, SIM_KERNEL_UNMODELLED);
+	assert_int_equal(tu_kernel(&b, "ars")->kind, SIM_KERNEL_COLLECTIVE);
+	assert_int_equal(tu_kernel(&b, "inf")->kind, SIM_KERNEL_UNMODELLED);
 	assert_int_equal(b.p.n_unmodelled, 2);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- pre-optimization modules: grouping ------------------------------------------ */
@@ -438,15 +385,15 @@ static const char *softmax =
 static void test_group_softmax(void **state)
 {
 	(void)state;
-	struct built b;
-	build(softmax, &b);
+	struct tu_built b;
+	tu_build(softmax, &b);
 	ASSERT_NAMES(&b, "reduce.7,reduce.18,divide.22");
-	const struct sim_kernel *k = kernel(&b, "reduce.7");
+	const struct sim_kernel *k = tu_kernel(&b, "reduce.7");
 	assert_int_equal(k->kind, SIM_KERNEL_REDUCE);
 	assert_int_equal(k->n_inputs, 1);
 	assert_string_equal(k->tiled->name, "Arg_0.1"); /* the reduce input */
 
-	k = kernel(&b, "reduce.18");
+	k = tu_kernel(&b, "reduce.18");
 	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
 	assert_int_equal(k->main_op, IR_OP_REDUCE);
 	assert_string_equal(k->tiled->name, "exponential.12");
@@ -459,7 +406,7 @@ static void test_group_softmax(void **state)
 	assert_int_equal(k->n_outputs, 1);
 	assert_true(has(k->outputs, k->n_outputs, "reduce.18"));
 
-	k = kernel(&b, "divide.22");
+	k = tu_kernel(&b, "divide.22");
 	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
 	assert_int_equal(k->n_inputs, 3); /* Arg_0.1, reduce.7, reduce.18 */
 	assert_true(has(k->inputs, k->n_inputs, "Arg_0.1"));
@@ -468,7 +415,7 @@ static void test_group_softmax(void **state)
 	assert_true(has(k->members, k->n_members, "exponential.12"));
 	assert_true(has(k->members, k->n_members, "subtract.11"));
 	assert_ptr_equal(k->tiled, k->instr);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* jnp layer norm (tpuv3-ops layernorm_f32_*): mean; variance with its
@@ -476,8 +423,8 @@ static void test_group_softmax(void **state)
 static void test_group_layernorm(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule jit_layernorm\n"
+	struct tu_built b;
+	tu_build("HloModule jit_layernorm\n"
 	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
 	      "  %b = f32[] parameter(1)\n"
@@ -508,16 +455,16 @@ static void test_group_layernorm(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "reduce.7,rsqrt.29,multiply.32");
-	const struct sim_kernel *k = kernel(&b, "rsqrt.29");
+	const struct sim_kernel *k = tu_kernel(&b, "rsqrt.29");
 	assert_int_equal(k->main_op, IR_OP_REDUCE);
 	assert_true(has(k->members, k->n_members, "reduce.21"));
 	assert_true(has(k->members, k->n_members, "subtract.14"));
 	assert_int_equal(k->n_outputs, 1);
-	k = kernel(&b, "multiply.32");
+	k = tu_kernel(&b, "multiply.32");
 	assert_true(has(k->members, k->n_members, "subtract.14")); /* recomputed */
 	assert_true(has(k->members, k->n_members, "divide.11"));   /* by a constant */
 	assert_int_equal(k->n_inputs, 3); /* x, reduce.7, rsqrt.29 */
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* Two reduces of the same converted input (tpuv4-ops layer_norm computes
@@ -525,8 +472,8 @@ static void test_group_layernorm(void **state)
 static void test_group_sibling_reduces(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule sib\n"
+	struct tu_built b;
+	tu_build("HloModule sib\n"
 	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
 	      "  %b = f32[] parameter(1)\n"
@@ -543,11 +490,11 @@ static void test_group_sibling_reduces(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "ra");
-	const struct sim_kernel *k = kernel(&b, "ra");
+	const struct sim_kernel *k = tu_kernel(&b, "ra");
 	assert_int_equal(k->n_outputs, 2);
 	assert_true(has(k->members, k->n_members, "rb"));
 	assert_int_equal(k->n_inputs, 1);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* A transcendental with users in two kernels is recomputed in both (XLA's
@@ -557,8 +504,8 @@ static void test_group_sibling_reduces(void **state)
 static void test_group_transcendental_recompute(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule rec\n"
+	struct tu_built b;
+	tu_build("HloModule rec\n"
 	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
 	      "  %b = f32[] parameter(1)\n"
@@ -578,20 +525,20 @@ static void test_group_transcendental_recompute(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "re,me,rd,md");
-	const struct sim_kernel *k = kernel(&b, "re");
+	const struct sim_kernel *k = tu_kernel(&b, "re");
 	assert_true(has(k->members, k->n_members, "e"));
 	assert_int_equal(k->n_outputs, 1);
-	k = kernel(&b, "me");
+	k = tu_kernel(&b, "me");
 	assert_true(has(k->members, k->n_members, "e"));
 	assert_false(has(k->inputs, k->n_inputs, "e"));
-	k = kernel(&b, "rd");
+	k = tu_kernel(&b, "rd");
 	assert_true(has(k->members, k->n_members, "d"));
 	assert_int_equal(k->n_outputs, 2);
 	assert_true(has(k->outputs, k->n_outputs, "d"));
-	k = kernel(&b, "md");
+	k = tu_kernel(&b, "md");
 	assert_false(has(k->members, k->n_members, "d"));
 	assert_true(has(k->inputs, k->n_inputs, "d"));
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
@@ -599,8 +546,8 @@ static void test_group_transcendental_recompute(void **state)
 static void test_group_single_kernels(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule relu\n"
+	struct tu_built b;
+	tu_build("HloModule relu\n"
 	      "ENTRY %main (x: f16[1024]) -> f16[1024] {\n"
 	      "  %x = f16[1024]{0} parameter(0)\n"
 	      "  %c = f16[] constant(0)\n"
@@ -611,9 +558,9 @@ static void test_group_single_kernels(void **state)
 	ASSERT_NAMES(&b, "m");
 	assert_int_equal(b.p.kernels[0].kind, SIM_KERNEL_ELEMENTWISE);
 	assert_int_equal(b.p.kernels[0].n_inputs, 1);
-	built_free(&b);
+	tu_built_free(&b);
 
-	build("HloModule mm\n"
+	tu_build("HloModule mm\n"
 	      "ENTRY %main (a: f16[128,256], w: f16[256,512], bias: f32[512]) -> f32[128,512] {\n"
 	      "  %a = f16[128,256] parameter(0)\n"
 	      "  %w = f16[256,512] parameter(1)\n"
@@ -635,11 +582,11 @@ static void test_group_single_kernels(void **state)
 	assert_string_equal(k->tiled->name, "d");
 	assert_int_equal(k->n_inputs, 3);
 	assert_true(has(k->members, k->n_members, "a32"));
-	built_free(&b);
+	tu_built_free(&b);
 
 	/* A dot does not absorb a transcendental producer: it is its own
 	 * kernel (materialised). Dead code is dropped. */
-	build("HloModule mm2\n"
+	tu_build("HloModule mm2\n"
 	      "ENTRY %main (a: f32[128,256], w: f32[256,512]) -> f32[128,512] {\n"
 	      "  %a = f32[128,256] parameter(0)\n"
 	      "  %w = f32[256,512] parameter(1)\n"
@@ -649,13 +596,13 @@ static void test_group_single_kernels(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "t,d");
-	assert_int_equal(kernel(&b, "d")->kind, SIM_KERNEL_DOT);
-	built_free(&b);
+	assert_int_equal(tu_kernel(&b, "d")->kind, SIM_KERNEL_DOT);
+	tu_built_free(&b);
 
 	/* Average pooling: the reduce-window takes no epilogue, its divide
 	 * is a kernel of its own (tpuv4-ops profiles: reduce-window, then
 	 * broadcast_multiply_fusion). */
-	build("HloModule avgpool\n"
+	tu_build("HloModule avgpool\n"
 	      "%add (x: f16[], y: f16[]) -> f16[] {\n"
 	      "  %x = f16[] parameter(0)\n"
 	      "  %y = f16[] parameter(1)\n"
@@ -672,7 +619,7 @@ static void test_group_single_kernels(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "w,q");
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* Pre-optimization while bodies are grouped too, with the loop's
@@ -680,8 +627,8 @@ static void test_group_single_kernels(void **state)
 static void test_group_while(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule wl\n"
+	struct tu_built b;
+	tu_build("HloModule wl\n"
 	      "%cond (s: (s32[], f32[64,128])) -> pred[] {\n"
 	      "  %s = (s32[], f32[64,128]) parameter(0)\n"
 	      "  %i = s32[] get-tuple-element(%s), index=0\n"
@@ -707,10 +654,10 @@ static void test_group_while(void **state)
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "lt,i1,m");
-	assert_near(kernel(&b, "m")->multiplicity, 10.0, 0);
-	assert_true(has(kernel(&b, "m")->members, kernel(&b, "m")->n_members,
+	assert_near(tu_kernel(&b, "m")->multiplicity, 10.0, 0);
+	assert_true(has(tu_kernel(&b, "m")->members, tu_kernel(&b, "m")->n_members,
 			"e"));
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- errors ------------------------------------------------------------------------ */

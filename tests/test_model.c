@@ -18,74 +18,13 @@
 
 #include "hw_units.h"
 #include "model.h"
-
-#define assert_near(got, want, tol)                                            \
-	do {                                                                   \
-		double got_ = (got), want_ = (want);                           \
-		if (!(fabs(got_ - want_) <= (tol)))                            \
-			fail_msg("%s = %.17g, want %.17g (tol %g)", #got,      \
-				 got_, want_, (double)(tol));                  \
-	} while (0)
+#include "test_util.h"
 
 /* Hand-derived values are sums of products of the spec's numbers: equal
  * up to double rounding. */
 #define EXACT 1e-6
 
 /* ---- helpers --------------------------------------------------------------- */
-
-struct built {
-	struct ir_module **m;
-	int n;
-	struct sim_program p;
-};
-
-static bool load_v3(struct hw_spec *hw)
-{
-	const char *src = getenv("TPUSIM_SOURCE");
-	if (!src) {
-		printf("TPUSIM_SOURCE unset (hwspecs/v3.yaml): skipped\n");
-		return false;
-	}
-	char path[4096];
-	snprintf(path, sizeof path, "%s/hwspecs/v3.yaml", src);
-	struct ts_diag d = {0};
-	if (hw_spec_load(path, hw, &d) != TS_OK)
-		fail_msg("%s: %s", path, d.msg);
-	return true;
-}
-
-static void build_file(const char *file, const char *text, size_t len,
-		       struct built *b)
-{
-	memset(b, 0, sizeof *b);
-	struct ts_diag d = {0};
-	if (hlo_parse(file, text, len, &b->m, &b->n, &d) != TS_OK)
-		fail_msg("parse: %s", d.msg);
-	if (sim_program_build(b->m[0], NULL, &b->p, &d) != TS_OK)
-		fail_msg("build: %s", d.msg);
-}
-
-static void build(const char *text, struct built *b)
-{
-	build_file("m.hlo", text, strlen(text), b);
-}
-
-static void built_free(struct built *b)
-{
-	sim_program_free(&b->p);
-	for (int i = 0; i < b->n; i++)
-		ir_module_free(b->m[i]);
-	ts_free(b->m);
-}
-
-static const struct sim_kernel *kernel(const struct built *b, const char *name)
-{
-	for (int i = 0; i < b->p.n_kernels; i++)
-		if (strcmp(b->p.kernels[i].name, name) == 0)
-			return &b->p.kernels[i];
-	fail_msg("no kernel %s", name);
-	return NULL;
-}
 
 static struct sim_estimate estimate(const struct sim_kernel *k,
 				    const struct hw_spec *hw, const char *cfg)
@@ -122,12 +61,12 @@ static void test_matmul_128(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build(dot_bf16, &b);
+	struct tu_built b;
+	tu_build(dot_bf16, &b);
 	struct sim_estimate e =
-		estimate(kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=16x1");
+		estimate(tu_kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=16x1");
 	double r = hw.mxu_rows, c = hw.mxu_cols;
 	assert_int_equal(e.steps, 1);
 	assert_near(e.mxu_cycles, r + (r + c - 2) + 128 + hw.mxu_pass_cycles,
@@ -137,10 +76,10 @@ static void test_matmul_128(void **state)
 	assert_true(e.feasible);
 	assert_true(e.modelled);
 	/* four 8-row blocks: 4 steps, each drains the array again */
-	e = estimate(kernel(&b, "d"), &hw, "output_bounds=4x1;kernel_bounds=16x1");
+	e = estimate(tu_kernel(&b, "d"), &hw, "output_bounds=4x1;kernel_bounds=16x1");
 	assert_int_equal(e.steps, 4);
 	assert_near(e.mxu_cycles, 4 * (382 + 32 + 16), EXACT);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -152,10 +91,10 @@ static void test_matmul_f32_highest(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule mm\n"
+	struct tu_built b;
+	tu_build("HloModule mm\n"
 	      "ENTRY %e (a: f32[128,128], b: f32[128,128]) -> f32[128,128] {\n"
 	      "  %a = f32[128,128] parameter(0)\n"
 	      "  %b = f32[128,128] parameter(1)\n"
@@ -167,15 +106,15 @@ static void test_matmul_f32_highest(void **state)
 	      "}\n",
 	      &b);
 	const char *cfg = "output_bounds=16x1;kernel_bounds=16x1";
-	struct sim_estimate hi = estimate(kernel(&b, "h"), &hw, cfg);
-	struct sim_estimate lo = estimate(kernel(&b, "d"), &hw, cfg);
+	struct sim_estimate hi = estimate(tu_kernel(&b, "h"), &hw, cfg);
+	struct sim_estimate lo = estimate(tu_kernel(&b, "d"), &hw, cfg);
 	assert_int_equal(hw.mxu_f32_passes, 6);
 	assert_near(hi.mxu_cycles, 382 + 128 + 2 * 128 + 3 * 16, EXACT);
 	assert_near(lo.mxu_cycles, 526, EXACT);
 	/* the streaming part scales with the passes: (814 - 382) = 3 x (526 -
 	 * 382) for 6 passes over 2 arrays */
 	assert_near(hi.mxu_cycles - 382, 3 * (lo.mxu_cycles - 382), EXACT);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- VPU, memory and the pipeline ----------------------------------------------- */
@@ -194,17 +133,17 @@ static void test_padded_elementwise(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule add\n"
+	struct tu_built b;
+	tu_build("HloModule add\n"
 	      "ENTRY %e (a: f32[3,5], b: f32[3,5]) -> f32[3,5] {\n"
 	      "  %a = f32[3,5] parameter(0)\n"
 	      "  %b = f32[3,5] parameter(1)\n"
 	      "  ROOT %s = f32[3,5] add(%a, %b)\n"
 	      "}\n",
 	      &b);
-	struct sim_estimate e = estimate(kernel(&b, "s"), &hw, "");
+	struct sim_estimate e = estimate(tu_kernel(&b, "s"), &hw, "");
 	assert_int_equal(e.steps, 1);
 	/* one add on one vreg, plus one iteration of the row loop (the
 	 * block's one row of tiles) */
@@ -219,7 +158,7 @@ static void test_padded_elementwise(void **state)
 	assert_true(4096 / bw > hw.dma_chunk_ns);
 	assert_near(e.time_ns, want, EXACT);
 	assert_near(e.vmem_bytes, 3 * 4096, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -231,28 +170,28 @@ static void test_vmem_infeasible(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule add\n"
+	struct tu_built b;
+	tu_build("HloModule add\n"
 	      "ENTRY %e (a: f32[4096,4096], b: f32[4096,4096]) -> f32[4096,4096] {\n"
 	      "  %a = f32[4096,4096] parameter(0)\n"
 	      "  %b = f32[4096,4096] parameter(1)\n"
 	      "  ROOT %s = f32[4096,4096] add(%a, %b)\n"
 	      "}\n",
 	      &b);
-	struct sim_estimate e = estimate(kernel(&b, "s"), &hw, "output_bounds=512x32");
+	struct sim_estimate e = estimate(tu_kernel(&b, "s"), &hw, "output_bounds=512x32");
 	assert_false(e.feasible);
 	assert_near(e.vmem_bytes, 3.0 * 4096 * 4096 * 4, 0);
-	e = estimate(kernel(&b, "s"), &hw, "output_bounds=8x32");
+	e = estimate(tu_kernel(&b, "s"), &hw, "output_bounds=8x32");
 	assert_true(e.feasible);
 	assert_int_equal(e.steps, 64);
 	/* 3 arrays x 2 buffers x 64 x 4096 x 4 bytes */
 	assert_near(e.vmem_bytes, 6.0 * 64 * 4096 * 4, 0);
 	/* the default config is feasible */
-	e = estimate(kernel(&b, "s"), &hw, "");
+	e = estimate(tu_kernel(&b, "s"), &hw, "");
 	assert_true(e.feasible);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* A custom call is listed, not modelled: zero time, no unit. */
@@ -260,20 +199,20 @@ static void test_unmodelled(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule cc\n"
+	struct tu_built b;
+	tu_build("HloModule cc\n"
 	      "ENTRY %e (a: f32[1024]) -> f32[1024] {\n"
 	      "  %a = f32[1024] parameter(0)\n"
 	      "  ROOT %c = f32[1024] custom-call(%a), custom_call_target=\"x\"\n"
 	      "}\n",
 	      &b);
-	struct sim_estimate e = estimate(kernel(&b, "c"), &hw, "");
+	struct sim_estimate e = estimate(tu_kernel(&b, "c"), &hw, "");
 	assert_false(e.modelled);
 	assert_near(e.time_ns, 0, 0);
 	assert_int_equal(e.bound, HW_UNIT_NONE);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* explain: the derivation's lines for the matmul above. */
@@ -281,17 +220,17 @@ static void test_explain(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build(dot_bf16, &b);
+	struct tu_built b;
+	tu_build(dot_bf16, &b);
 	char buf[16384] = {0};
 	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
 	assert_non_null(f);
 	struct sim_tile_config c;
 	struct ts_diag d = {0};
 	sim_tile_config_parse("output_bounds=16x1;kernel_bounds=16x1", &c, &d);
-	assert_int_equal(sim_kernel_explain(kernel(&b, "d"), &hw, &c, f, &d),
+	assert_int_equal(sim_kernel_explain(tu_kernel(&b, "d"), &hw, &c, f, &d),
 			 TS_OK);
 	fclose(f);
 	/* VPU: the 16 f32 result vregs drained once (one op each over
@@ -321,12 +260,12 @@ static void test_explain(void **state)
 	/* a config that does not fit the kernel is an error with its reason */
 	sim_tile_config_parse("output_bounds=17x1", &c, &d);
 	f = fmemopen(buf, sizeof buf - 1, "w");
-	assert_int_equal(sim_kernel_explain(kernel(&b, "d"), &hw, &c, f, &d),
+	assert_int_equal(sim_kernel_explain(tu_kernel(&b, "d"), &hw, &c, f, &d),
 			 TS_ERR_MISUSE);
 	fclose(f);
 	assert_string_equal(d.msg, "d: output_bounds[0] = 17 is outside 1..16 "
 				   "(the tile grid)");
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /* ---- DMA runs, straddling blocks, split contractions -------------------------- */
@@ -360,10 +299,10 @@ static void test_dma_runs(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule neg\n"
+	struct tu_built b;
+	tu_build("HloModule neg\n"
 	      "ENTRY %e (a: f32[64,256]) -> f32[64,256] {\n"
 	      "  %a = f32[64,256] parameter(0)\n"
 	      "  ROOT %n = f32[64,256] negate(%a)\n"
@@ -371,7 +310,7 @@ static void test_dma_runs(void **state)
 	      &b);
 	struct sim_estimate e;
 	struct sim_est_detail x;
-	detail(kernel(&b, "n"), &hw, "output_bounds=8x1", &e, &x);
+	detail(tu_kernel(&b, "n"), &hw, "output_bounds=8x1", &e, &x);
 	assert_int_equal(e.steps, 2);
 	assert_near(x.ac[0].chunks, 16, 0);
 	assert_near(x.ac[0].block_chunks, 8, 0);
@@ -380,13 +319,13 @@ static void test_dma_runs(void **state)
 	double bw = hw_spec_hbm_bw(&hw) * 1e-9;
 	assert_near(x.first_ns,
 		    hw.dma_latency_ns + 32768 / bw + 8 * hw.dma_chunk_ns, EXACT);
-	detail(kernel(&b, "n"), &hw, "output_bounds=1x2", &e, &x);
+	detail(tu_kernel(&b, "n"), &hw, "output_bounds=1x2", &e, &x);
 	assert_int_equal(e.steps, 8);
 	assert_near(x.ac[0].chunks, 8, 0);
 	assert_near(x.ac[0].block_chunks, 1, 0);
 	assert_near(x.first_ns, hw.dma_latency_ns + 8192 / bw + hw.dma_chunk_ns,
 		    EXACT);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -404,10 +343,10 @@ static void test_straddle(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule cp, entry_computation_layout={(f32[32,16,128]"
+	struct tu_built b;
+	tu_build("HloModule cp, entry_computation_layout={(f32[32,16,128]"
 	      "{2,1,0:T(8,128)})->f32[32,16,128]{2,0,1:T(8,128)}}\n"
 	      "ENTRY %e (a: f32[32,16,128]) -> f32[32,16,128] {\n"
 	      "  %a = f32[32,16,128]{2,1,0:T(8,128)} parameter(0)\n"
@@ -416,7 +355,7 @@ static void test_straddle(void **state)
 	      &b);
 	struct sim_estimate e;
 	struct sim_est_detail x;
-	detail(kernel(&b, "c"), &hw, "output_bounds=3x4x1", &e, &x);
+	detail(tu_kernel(&b, "c"), &hw, "output_bounds=3x4x1", &e, &x);
 	assert_int_equal(e.steps, 6);
 	assert_near(e.bytes_read, 32.0 * 7 * 4096, 0);
 	assert_near(x.ac[0].block, 32.0 * 2 * 4096, 0);
@@ -425,9 +364,9 @@ static void test_straddle(void **state)
 	 * tiles a straddling block touches are adjacent in HBM) */
 	assert_near(x.ac[0].chunks, 32.0 * 6, 0);
 	/* blocks of 8 rows line up with the tiles: 2 tile rows, no extra */
-	detail(kernel(&b, "c"), &hw, "output_bounds=8x4x1", &e, &x);
+	detail(tu_kernel(&b, "c"), &hw, "output_bounds=8x4x1", &e, &x);
 	assert_near(e.bytes_read, 32.0 * 2 * 4096, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -441,10 +380,10 @@ static void test_split_contraction(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule mm\n"
+	struct tu_built b;
+	tu_build("HloModule mm\n"
 	      "ENTRY %e (a: bf16[128,256], b: bf16[256,128]) -> f32[128,128] {\n"
 	      "  %a = bf16[128,256] parameter(0)\n"
 	      "  %b = bf16[256,128] parameter(1)\n"
@@ -454,7 +393,7 @@ static void test_split_contraction(void **state)
 	      &b);
 	struct sim_estimate e;
 	struct sim_est_detail x;
-	detail(kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=16x1", &e,
+	detail(tu_kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=16x1", &e,
 	       &x);
 	assert_int_equal(e.steps, 2);
 	assert_int_equal(x.out_steps, 1);
@@ -466,10 +405,10 @@ static void test_split_contraction(void **state)
 		    (e.mxu_cycles + x.readd_cycles) / (hw.clock_hz * 1e-9) / 2,
 		    EXACT);
 	/* the whole contraction in one step: nothing to re-add */
-	detail(kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=32x1", &e,
+	detail(tu_kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=32x1", &e,
 	       &x);
 	assert_near(x.readd_cycles, 0, 0);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -486,7 +425,7 @@ static void test_tpugraphs_vmem_and_runs(void **state)
 	(void)state;
 	struct hw_spec hw;
 	const char *shared = getenv("TPUSIM_SHARED");
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	if (!shared) {
 		printf("TPUSIM_SHARED unset: skipped\n");
@@ -494,7 +433,7 @@ static void test_tpugraphs_vmem_and_runs(void **state)
 	}
 	const char *mods[] = {"fusion.191", "copy.25"};
 	char *text[2] = {NULL, NULL};
-	struct built b[2];
+	struct tu_built b[2];
 	for (int i = 0; i < 2; i++) {
 		char path[4096];
 		size_t len = 0;
@@ -506,26 +445,26 @@ static void test_tpugraphs_vmem_and_runs(void **state)
 			printf("%s not readable: skipped\n", path);
 			ts_free(text[0]);
 			if (i > 0)
-				built_free(&b[0]);
+				tu_built_free(&b[0]);
 			skip();
 		}
-		build_file(path, text[i], len, &b[i]);
+		tu_build_file(path, text[i], len, NULL, &b[i]);
 	}
-	const struct sim_kernel *k = kernel(&b[0], "fusion.191");
+	const struct sim_kernel *k = tu_kernel(&b[0], "fusion.191");
 	assert_false(estimate(k, &hw, "output_bounds=12x12x4x1;"
 				      "kernel_bounds=3x2x24x1").feasible);
 	assert_false(estimate(k, &hw, "output_bounds=12x6x4x3;"
 				      "kernel_bounds=1x3x24x3").feasible);
 	assert_true(estimate(k, &hw, "output_bounds=12x6x4x3;"
 				     "kernel_bounds=3x3x16x3").feasible);
-	k = kernel(&b[1], "copy.25");
+	k = tu_kernel(&b[1], "copy.25");
 	struct sim_estimate narrow = estimate(k, &hw, "output_bounds=5x2x4x1");
 	struct sim_estimate wide = estimate(k, &hw, "output_bounds=5x2x2x2");
 	assert_int_equal(narrow.steps, wide.steps);
 	assert_near(narrow.bytes_read, wide.bytes_read, 0);
 	assert_true(narrow.time_ns > wide.time_ns);
 	for (int i = 0; i < 2; i++) {
-		built_free(&b[i]);
+		tu_built_free(&b[i]);
 		ts_free(text[i]);
 	}
 }
@@ -546,7 +485,7 @@ static void test_fusion_191(void **state)
 	(void)state;
 	struct hw_spec hw;
 	const char *shared = getenv("TPUSIM_SHARED");
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
 	char path[4096];
 	snprintf(path, sizeof path,
@@ -559,9 +498,9 @@ static void test_fusion_191(void **state)
 		printf("%s not readable (TPUSIM_SHARED): skipped\n", path);
 		skip();
 	}
-	struct built b;
-	build_file(path, text, len, &b);
-	const struct sim_kernel *k = kernel(&b, "fusion.191");
+	struct tu_built b;
+	tu_build_file(path, text, len, NULL, &b);
+	const struct sim_kernel *k = tu_kernel(&b, "fusion.191");
 	struct sim_estimate def = estimate(
 		k, &hw, "output_bounds=12x4x4x3;kernel_bounds=3x1x24x3");
 	struct sim_estimate best = estimate(
@@ -573,7 +512,7 @@ static void test_fusion_191(void **state)
 			 def.time_ns, rel_def * 100, best.time_ns, rel_best * 100);
 	assert_true(best.time_ns < def.time_ns);
 	assert_int_equal(def.bound, HW_UNIT_MXU);
-	built_free(&b);
+	tu_built_free(&b);
 	ts_free(text);
 }
 
@@ -591,17 +530,17 @@ static void test_f16_conversion(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule add\n"
+	struct tu_built b;
+	tu_build("HloModule add\n"
 	      "ENTRY %e (a: f16[8,128], b: f16[8,128]) -> f16[8,128] {\n"
 	      "  %a = f16[8,128] parameter(0)\n"
 	      "  %b = f16[8,128] parameter(1)\n"
 	      "  ROOT %s = f16[8,128] add(%a, %b)\n"
 	      "}\n",
 	      &b);
-	struct sim_estimate e = estimate(kernel(&b, "s"), &hw, "");
+	struct sim_estimate e = estimate(tu_kernel(&b, "s"), &hw, "");
 	assert_int_equal(e.steps, 1);
 	assert_near(e.vpu_cycles,
 		    (1 + 2 * hw.vpu_f16_load_cost + hw.vpu_f16_store_cost) /
@@ -609,7 +548,7 @@ static void test_f16_conversion(void **state)
 			    hw.row_overhead_cycles,
 		    EXACT);
 	assert_near(e.vpu_cycles, 38, EXACT);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -627,15 +566,15 @@ static void test_megacore_split(void **state)
 {
 	(void)state;
 	struct hw_spec mc;
-	if (!load_v3(&mc))
+	if (!tu_load_spec("v3", &mc))
 		skip();
 	mc.megacore = true;
 	mc.megacore_min_elems = 1.25e6;
 	/* the same chip (same HBM share) with the threshold out of reach */
 	struct hw_spec one = mc;
 	one.megacore_min_elems = 1e15;
-	struct built b;
-	build("HloModule add\n"
+	struct tu_built b;
+	tu_build("HloModule add\n"
 	      "ENTRY %e (a: f32[1024,2048], b: f32[1024,1024], "
 	      "c: f32[1,64,1024,1024]) -> (f32[1024,2048], f32[1024,1024], "
 	      "f32[1,64,512,512]) {\n"
@@ -658,7 +597,7 @@ static void test_megacore_split(void **state)
 	      &b);
 	struct sim_plan p;
 	struct ts_diag d = {0};
-	assert_int_equal(sim_plan_build(kernel(&b, "big"), &mc, &p, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &mc, &p, &d), TS_OK);
 	assert_int_equal(p.cores, 2);
 	struct sim_tile_config cfg, full;
 	assert_int_equal(sim_tile_config_parse("output_bounds=16x16", &cfg, &d),
@@ -667,7 +606,7 @@ static void test_megacore_split(void **state)
 	struct sim_estimate e2, e1;
 	struct sim_est_detail x2, x1;
 	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
-	assert_int_equal(sim_plan_build(kernel(&b, "big"), &one, &p, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &one, &p, &d), TS_OK);
 	assert_int_equal(p.cores, 1);
 	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
 	assert_int_equal(x2.steps, x1.steps);
@@ -690,14 +629,14 @@ static void test_megacore_split(void **state)
 	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
 	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
 	assert_int_equal(x1.steps, 1);
-	assert_int_equal(sim_plan_build(kernel(&b, "big"), &mc, &p, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &mc, &p, &d), TS_OK);
 	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
 	assert_near(e2.time_ns, e1.time_ns, EXACT);
-	assert_int_equal(sim_plan_build(kernel(&b, "small"), &mc, &p, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "small"), &mc, &p, &d), TS_OK);
 	assert_int_equal(p.cores, 1);
-	assert_int_equal(sim_plan_build(kernel(&b, "w"), &mc, &p, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "w"), &mc, &p, &d), TS_OK);
 	assert_int_equal(p.cores, 1);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -710,10 +649,10 @@ static void test_divide_by_broadcast(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
-	if (!load_v3(&hw))
+	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct built b;
-	build("HloModule div\n"
+	struct tu_built b;
+	tu_build("HloModule div\n"
 	      "ENTRY %e (a: f32[8,128], s: f32[8], c: f32[8,128]) -> "
 	      "(f32[8,128], f32[8,128]) {\n"
 	      "  %a = f32[8,128] parameter(0)\n"
@@ -725,13 +664,13 @@ static void test_divide_by_broadcast(void **state)
 	      "  ROOT %t = (f32[8,128], f32[8,128]) tuple(%q, %f)\n"
 	      "}\n",
 	      &b);
-	struct sim_estimate q = estimate(kernel(&b, "q"), &hw, "");
-	struct sim_estimate f = estimate(kernel(&b, "f"), &hw, "");
+	struct sim_estimate q = estimate(tu_kernel(&b, "q"), &hw, "");
+	struct sim_estimate f = estimate(tu_kernel(&b, "f"), &hw, "");
 	assert_near(q.vpu_cycles, 1 + hw.row_overhead_cycles, EXACT);
 	assert_near(f.vpu_cycles,
 		    hw.vpu_class_cost[HW_VPU_DIVIDE] + hw.row_overhead_cycles,
 		    EXACT);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 /*
@@ -746,8 +685,8 @@ static void test_divide_by_broadcast(void **state)
 static void test_default_layout(void **state)
 {
 	(void)state;
-	struct built b;
-	build("HloModule bn\n"
+	struct tu_built b;
+	tu_build("HloModule bn\n"
 	      "ENTRY %e (a: f16[64,64,32,32], c: f16[64,128,32,32], "
 	      "t: f16[64,64,32,32]) -> f16[64,64,32,32] {\n"
 	      "  %a = f16[64,64,32,32]{3,2,1,0} parameter(0)\n"
@@ -792,7 +731,7 @@ static void test_default_layout(void **state)
 	assert_int_equal(g.tiles[1], 32);
 	assert_int_equal(g.tiles[2], 4);
 	assert_int_equal(g.tiles[3], 1);
-	built_free(&b);
+	tu_built_free(&b);
 }
 
 int main(void)
