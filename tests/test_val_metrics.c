@@ -13,21 +13,11 @@
 #include <math.h>
 
 #include "val.h"
+#include "test_util.h"
 
 /* Every expected value below is a short decimal or ratio of small
  * integers; 1e-12 only absorbs the rounding of a few double operations. */
 #define EPS 1e-12
-
-/* cmocka 1.1 compares only floats; doubles need their own check. */
-#define assert_near(got, want, tol)                                           \
-	do {                                                                  \
-		double got_ = (got), want_ = (want);                          \
-		if (!(fabs(got_ - want_) <= (tol))) {                         \
-			print_error("%.17g != %.17g (tolerance %g)\n", got_,   \
-				    want_, (double)(tol));                    \
-			fail();                                               \
-		}                                                             \
-	} while (0)
 
 static void test_mape(void **state)
 {
