@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench.sh: runs the benchmarks on one core (taskset -c 0) and rewrites the
 # README's bench section (between <!-- bench:begin --> and <!-- bench:end -->):
-#   - HLO parse throughput over ../shared/data/hlo-corpus   (target >= 200 MB/s)
+#   - HLO parse throughput over ../shared/data/hlo-corpus, 5 runs (target >= 200 MB/s)
 #   - analytic estimates per second over every feasible tile config of the
 #     largest convolution kernel in tpugraphs-tile-v3, fusion.191 (target >= 1e6/s)
 #   - `tpusim run` wall time on the largest corpus module, median of 21 runs
@@ -39,7 +39,13 @@ trap 'rm -f "$section"' EXIT
 	echo "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))."
 	echo
 	echo '```'
-	$pin "$build/bench/bench_parse" "$corpus"
+	# The parse rate varies run to run on a shared machine: five runs,
+	# reported as given (each parses the corpus for >= 2 s of CPU time).
+	i=0
+	while [ $i -lt 5 ]; do
+		$pin "$build/bench/bench_parse" "$corpus"
+		i=$((i + 1))
+	done
 	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
 	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
 	echo '```'
