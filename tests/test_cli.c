@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "ts.h"
 
 extern char **environ;
@@ -71,8 +72,7 @@ static char *slurp(const char *path)
 
 static int make_temp(char *path)
 {
-	const char *dir = getenv("TMPDIR");
-	snprintf(path, PATH_MAX, "%s/test_cli_XXXXXX", dir && *dir ? dir : "/tmp");
+	snprintf(path, PATH_MAX, "%s/test_cli_XXXXXX", tu_tmpdir());
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	return fd;
@@ -120,23 +120,38 @@ static bool spawn(struct proc *p, const char *prog, bool search_path,
 	return started;
 }
 
-/* Runs tpusim with the given arguments (NULL-terminated). */
-static void tpusim_to(struct proc *p, const char *out_file, ...)
+/* Runs tpusim with args (NULL-terminated, without argv[0]); stdout goes to
+ * out_file when given, else is captured. */
+static void tpusim_args(struct proc *p, const char *out_file,
+			const char *const *args)
 {
 	char *argv[MAX_ARGS];
 	int n = 0;
 	argv[n++] = (char *)"tpusim";
+	for (; *args; args++) {
+		assert_true(n + 1 < MAX_ARGS);
+		argv[n++] = (char *)*args;
+	}
+	argv[n] = NULL;
+	assert_true(spawn(p, env_or_skip("TPUSIM_BIN"), false, NULL, out_file,
+			  argv));
+}
+
+/* tpusim_args with the arguments given inline (NULL-terminated). */
+static void tpusim_to(struct proc *p, const char *out_file, ...)
+{
+	const char *args[MAX_ARGS];
+	int n = 0;
 	va_list ap;
 	va_start(ap, out_file);
 	const char *a;
 	while ((a = va_arg(ap, const char *)) != NULL) {
 		assert_true(n + 1 < MAX_ARGS);
-		argv[n++] = (char *)a;
+		args[n++] = a;
 	}
 	va_end(ap);
-	argv[n] = NULL;
-	assert_true(spawn(p, env_or_skip("TPUSIM_BIN"), false, NULL, out_file,
-			  argv));
+	args[n] = NULL;
+	tpusim_args(p, out_file, args);
 }
 
 #define tpusim(p, ...) tpusim_to(p, NULL, __VA_ARGS__, (const char *)NULL)
@@ -316,15 +331,8 @@ static void test_usage_errors(void **state)
 		 "tpusim help: error: expected at most 1 argument, got 2\n"},
 	};
 	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
-		char *argv[MAX_ARGS];
-		int n = 0;
-		argv[n++] = (char *)"tpusim";
-		for (int j = 0; cases[i].args[j]; j++)
-			argv[n++] = (char *)cases[i].args[j];
-		argv[n] = NULL;
 		struct proc p;
-		assert_true(spawn(&p, env_or_skip("TPUSIM_BIN"), false, NULL,
-				  NULL, argv));
+		tpusim_args(&p, NULL, cases[i].args);
 		if (p.rc != 2)
 			fail_msg("case %zu (%s %s): exit %d, expected 2\n%s", i,
 				 cases[i].args[0], cases[i].args[1] ?

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "ts.h"
 
 #define OUT_MAX 65536 /* bytes of output kept; the tiny set prints < 4 kB */
@@ -47,7 +48,7 @@ static void test_table_and_csv(void **state)
 	(void)state;
 	char csv[256], args[1024];
 	snprintf(csv, sizeof csv, "%s/val_cli_%ld.csv",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+		 tu_tmpdir(), (long)getpid());
 	snprintf(args, sizeof args,
 		 "--data tests/data/val/tiny --hw-dir hwspecs --csv %s", csv);
 	assert_int_equal(run(args, out), 0);

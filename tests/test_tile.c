@@ -118,6 +118,17 @@ static void plan_of(const char *text, const char *name,
 		fail_msg("plan %s: %s", name, d.msg);
 }
 
+/* Parses config text and checks it against p, expecting status want; the
+ * completed config is left in full and any message in d. */
+static void check_config(const struct sim_plan *p, const char *text,
+			 enum ts_status want, struct sim_tile_config *full,
+			 struct ts_diag *d)
+{
+	struct sim_tile_config c;
+	sim_tile_config_parse(text, &c, d);
+	assert_int_equal(sim_plan_check(p, &c, full, d), want);
+}
+
 /* ---- config text ------------------------------------------------------------ */
 
 static void test_config_parse_format(void **state)
@@ -252,35 +263,29 @@ static void test_steps_and_shared_dim(void **state)
 	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(conv_hlo, "f", &hw, &b, &p);
-	struct sim_tile_config c, full;
+	struct sim_tile_config full;
 	struct ts_diag d = {0};
-	sim_tile_config_parse("output_bounds=12x4x4x3;kernel_bounds=3x1x24x3",
-			      &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	check_config(&p, "output_bounds=12x4x4x3;kernel_bounds=3x1x24x3",
+		     TS_OK, &full, &d);
 	assert_int_equal(sim_plan_steps(&p, &full), 3 * 3);
-	sim_tile_config_parse("output_bounds=5x7x4x2;kernel_bounds=2x3x16x2",
-			      &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	check_config(&p, "output_bounds=5x7x4x2;kernel_bounds=2x3x16x2",
+		     TS_OK, &full, &d);
 	assert_int_equal(sim_plan_steps(&p, &full), 48);
 	/* output bounds only: the shared dim follows, the rest default */
-	sim_tile_config_parse("output_bounds=6x12x4x1", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	check_config(&p, "output_bounds=6x12x4x1", TS_OK, &full, &d);
 	assert_int_equal(full.kernel_bounds[3], 1);
 	/* the output-feature dim must agree */
-	sim_tile_config_parse("output_bounds=12x4x4x3;kernel_bounds=3x1x24x2",
-			      &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	check_config(&p, "output_bounds=12x4x4x3;kernel_bounds=3x1x24x2",
+		     TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg,
 			    "f: kernel_bounds[3] = 2 (256 elements) and "
 			    "output_bounds[3] = 3 (384 elements) must cover the "
 			    "same output features");
 	/* ranks and ranges */
-	sim_tile_config_parse("output_bounds=12x4x4", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	check_config(&p, "output_bounds=12x4x4", TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg, "f: output_bounds has 3 entries, the tile "
 				   "grid has 4");
-	sim_tile_config_parse("output_bounds=13x4x4x3", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	check_config(&p, "output_bounds=13x4x4x3", TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 13 is outside 1..12 "
 				   "(the tile grid)");
 	tu_built_free(&b);
@@ -296,16 +301,15 @@ static void test_shared_dim_clipped(void **state)
 	if (!tu_load_spec("v3", &hw))
 		skip();
 	plan_of(wgrad_hlo, "f", &hw, &b, &p);
-	struct sim_tile_config c, full;
+	struct sim_tile_config full;
 	struct ts_diag d = {0};
-	sim_tile_config_parse("output_bounds=16x32;kernel_bounds=4x1", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
-	sim_tile_config_parse("output_bounds=125x4;kernel_bounds=1x8", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_OK);
+	check_config(&p, "output_bounds=16x32;kernel_bounds=4x1",
+		     TS_OK, &full, &d);
+	check_config(&p, "output_bounds=125x4;kernel_bounds=1x8",
+		     TS_OK, &full, &d);
 	assert_int_equal(sim_plan_steps(&p, &full), 1 * 8 * 4);
 	/* 12 x 8 = 96 features: no whole number of 128-wide kernel tiles */
-	sim_tile_config_parse("output_bounds=12x32", &c, &d);
-	assert_int_equal(sim_plan_check(&p, &c, &full, &d), TS_ERR_MISUSE);
+	check_config(&p, "output_bounds=12x32", TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 12 covers no whole "
 				   "number of kernel tiles (128 elements each)");
 	tu_built_free(&b);
@@ -350,11 +354,10 @@ static void test_default_rule(void **state)
 			fail_msg("doubling dim %d beats the default: %.0f < %.0f",
 				 f, e.time_ns, def.time_ns);
 	}
-	struct sim_tile_config small, full;
+	struct sim_tile_config full;
 	struct ts_diag d = {0};
-	sim_tile_config_parse("output_bounds=1x1x1x1;kernel_bounds=1x1x1x1",
-			      &small, &d);
-	assert_int_equal(sim_plan_check(&p, &small, &full, &d), TS_OK);
+	check_config(&p, "output_bounds=1x1x1x1;kernel_bounds=1x1x1x1",
+		     TS_OK, &full, &d);
 	sim_plan_estimate(&p, &hw, &full, &e);
 	assert_true(def.time_ns < e.time_ns);
 	tu_built_free(&b);

@@ -68,3 +68,9 @@ bool tu_load_spec(const char *gen, struct hw_spec *hw)
 	}
 	return true;
 }
+
+const char *tu_tmpdir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	return dir && *dir ? dir : "/tmp";
+}

@@ -1,8 +1,8 @@
 /*
  * test_util.h: helpers the cmocka tests share (linked into every test by
  * add_tpusim_test): a floating-point assertion that prints both values,
- * building a kernel program from HLO text, and loading a spec from the
- * source tree. Include after <cmocka.h>.
+ * building a kernel program from HLO text, loading a spec from the source
+ * tree, and the temporary folder. Include after <cmocka.h>.
  */
 #ifndef TEST_UTIL_H
 #define TEST_UTIL_H
@@ -45,5 +45,9 @@ const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
  * printing why, when TPUSIM_SOURCE is unset (the caller skips); a spec that
  * does not load fails the test. */
 bool tu_load_spec(const char *gen, struct hw_spec *hw);
+
+/* The folder for temporary files: $TMPDIR, or /tmp when it is unset or
+ * empty. */
+const char *tu_tmpdir(void);
 
 #endif /* TEST_UTIL_H */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "val.h"
 
 /* $TPUSIM_SOURCE/rel, or NULL (with a skip) when the variable is unset. */
@@ -36,23 +37,30 @@ static const char *src_path(char *buf, size_t cap, const char *rel)
 		}                                                             \
 	} while (0)
 
+/* The first line ts_diag_print writes for d, without its newline, in got. */
+static void diag_line(const struct ts_diag *d, char *got, size_t cap)
+{
+	memset(got, 0, cap);
+	FILE *f = fmemopen(got, cap - 1, "w");
+	assert_non_null(f);
+	ts_diag_print(d, f);
+	fclose(f);
+	*strchr(got, '\n') = '\0';
+}
+
 /* Loads tests/data/val/bad/<name> and checks the status and the first line
  * ts_diag_print writes: "<path>:<where>: error: <msg>". */
 static void expect_error(const char *name, enum ts_status want_st,
 			 const char *where, const char *msg)
 {
-	char rel[256], path[1024], want[2048], got[4096] = {0};
+	char rel[256], path[1024], want[2048], got[4096];
 	snprintf(rel, sizeof rel, "tests/data/val/bad/%s", name);
 	NEED_SOURCE(src_path(path, sizeof path, rel));
 	struct val_dataset ds;
 	struct ts_diag d = {0};
 	enum ts_status st = val_dataset_load_csv(path, &ds, &d);
-	FILE *f = fmemopen(got, sizeof got - 1, "w");
-	assert_non_null(f);
-	ts_diag_print(&d, f);
-	fclose(f);
+	diag_line(&d, got, sizeof got);
 	val_dataset_free(&ds);
-	*strchr(got, '\n') = '\0';
 	snprintf(want, sizeof want, "%s:%s: error: %s", path, where, msg);
 	assert_string_equal(got, want);
 	assert_int_equal(st, want_st);
@@ -159,6 +167,19 @@ static void test_tiny_rows(void **state)
 	val_dataset_free(&ds);
 }
 
+/* Loads the set $TPUSIM_SOURCE/rel and its specs from hwspecs/ (skips
+ * when TPUSIM_SOURCE is unset). */
+static void load_set(const char *rel, struct val_dataset *ds,
+		     struct val_specs *specs)
+{
+	char dir[1024], hw_dir[1024];
+	NEED_SOURCE(src_path(dir, sizeof dir, rel));
+	src_path(hw_dir, sizeof hw_dir, "hwspecs");
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(ds, hw_dir, specs, &d), TS_OK);
+}
+
 static enum ts_status write_table(FILE *f, void *ctx)
 {
 	return val_report_print_table(ctx, f);
@@ -168,15 +189,11 @@ static enum ts_status write_table(FILE *f, void *ctx)
 static void test_tiny_report(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
-	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
-	src_path(hw_dir, sizeof hw_dir, "hwspecs");
 	struct val_dataset ds;
 	struct val_specs specs;
 	struct val_report r;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	load_set("tests/data/val/tiny", &ds, &specs);
 	assert_int_equal(specs.n, 1);
 	assert_string_equal(specs.spec[0].name, "v3");
 	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
@@ -215,8 +232,7 @@ static void test_tiny_report(void **state)
 
 	/* The text writer, atomically as the CLI writes files. */
 	char out[1100];
-	snprintf(out, sizeof out, "%s/val_tiny_table.txt",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(out, sizeof out, "%s/val_tiny_table.txt", tu_tmpdir());
 	assert_int_equal(ts_write_file_atomic(out, write_table, &r, &d), TS_OK);
 	char *text;
 	size_t len;
@@ -235,16 +251,12 @@ static void test_tiny_report(void **state)
 static void test_host_row(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
-	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny_host"));
-	src_path(hw_dir, sizeof hw_dir, "hwspecs");
 	struct val_dataset ds;
 	struct val_specs specs;
 	struct val_report r;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	load_set("tests/data/val/tiny_host", &ds, &specs);
 	assert_false(ds.has_configs);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
 	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
 	const struct val_row_result *res = &r.rows[0];
 	assert_int_equal(res->status, TS_OK);
@@ -269,19 +281,15 @@ static void test_host_row(void **state)
 static void test_host_details(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
-	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/host_details"));
-	src_path(hw_dir, sizeof hw_dir, "hwspecs");
 	struct val_dataset ds;
 	struct val_specs specs;
 	struct val_report r;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	load_set("tests/data/val/host_details", &ds, &specs);
 	assert_non_null(ds.details_path);
 	assert_int_equal(ds.n_overhead, 1);
 	assert_int_equal(ds.rows[0].overhead_ns, 100000);
 	assert_int_equal(ds.rows[1].overhead_ns, -1);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
 	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
 	double spec = specs.spec[0].host_dispatch_ns;
 	assert_true(spec != 100000);
@@ -311,6 +319,10 @@ static void test_host_details(void **state)
 	val_dataset_free(&ds);
 }
 
+/* The files of a set write_set makes. */
+static const char *const set_files[] = {"measurements.csv", "details.csv",
+					"m.hlo"};
+
 /* Writes a two-row host set (ids a, b; runtimes 150000 and 140000 ns, b
  * device-timed when b_device) and the given details.csv text into a fresh
  * temporary folder; the module is an empty file (loading only checks that
@@ -318,11 +330,8 @@ static void test_host_details(void **state)
 static void write_set(char *dir, size_t cap, bool b_device,
 		      const char *details)
 {
-	snprintf(dir, cap, "%s/val_details_XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, cap, "%s/val_details_XXXXXX", tu_tmpdir());
 	assert_non_null(mkdtemp(dir));
-	static const char *const names[] = {"measurements.csv", "details.csv",
-					    "m.hlo"};
 	char meas[512];
 	snprintf(meas, sizeof meas,
 		 "id,module,hw,config,runtime_ns,runtime_min_ns,repeats,"
@@ -331,9 +340,11 @@ static void write_set(char *dir, size_t cap, bool b_device,
 		 "b,m.hlo,tpu-v3,,140000,,,%s,y\n",
 		 b_device ? "device" : "host");
 	const char *const texts[] = {meas, details, ""};
-	for (size_t i = 0; i < TS_ARRAY_LEN(names); i++) {
+	_Static_assert(TS_ARRAY_LEN(texts) == TS_ARRAY_LEN(set_files),
+		       "one text per file");
+	for (size_t i = 0; i < TS_ARRAY_LEN(set_files); i++) {
 		char path[1200];
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		snprintf(path, sizeof path, "%s/%s", dir, set_files[i]);
 		FILE *f = fopen(path, "w");
 		assert_non_null(f);
 		fputs(texts[i], f);
@@ -343,11 +354,9 @@ static void write_set(char *dir, size_t cap, bool b_device,
 
 static void remove_set(const char *dir)
 {
-	static const char *const names[] = {"measurements.csv", "details.csv",
-					    "m.hlo"};
-	for (size_t i = 0; i < TS_ARRAY_LEN(names); i++) {
+	for (size_t i = 0; i < TS_ARRAY_LEN(set_files); i++) {
 		char path[1200];
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		snprintf(path, sizeof path, "%s/%s", dir, set_files[i]);
 		remove(path);
 	}
 	remove(dir);
@@ -357,18 +366,14 @@ static void remove_set(const char *dir)
 static void expect_details_error(bool b_device, const char *details,
 				 const char *where, const char *msg)
 {
-	char dir[1024], got[4096] = {0}, want[2048];
+	char dir[1024], got[4096], want[2048];
 	write_set(dir, sizeof dir, b_device, details);
 	struct val_dataset ds;
 	struct ts_diag d = {0};
 	enum ts_status st = val_dataset_load(dir, &ds, &d);
-	FILE *f = fmemopen(got, sizeof got - 1, "w");
-	assert_non_null(f);
-	ts_diag_print(&d, f);
-	fclose(f);
+	diag_line(&d, got, sizeof got);
 	val_dataset_free(&ds);
 	remove_set(dir);
-	*strchr(got, '\n') = '\0';
 	snprintf(want, sizeof want, "%s/details.csv:%s: error: %s", dir, where,
 		 msg);
 	assert_string_equal(got, want);
@@ -495,14 +500,10 @@ static void test_details_nomem(void **state)
 static void test_report_nomem(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
-	NEED_SOURCE(src_path(dir, sizeof dir, "tests/data/val/tiny"));
-	src_path(hw_dir, sizeof hw_dir, "hwspecs");
 	struct val_dataset ds;
 	struct val_specs specs;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	load_set("tests/data/val/tiny", &ds, &specs);
 	for (long n = 0; n < 4096; n++) {
 		struct val_report r;
 		ts_alloc_fail_after(n);
