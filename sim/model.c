@@ -54,6 +54,15 @@ static void map_identity(struct dmap *m, int rank)
 		m->src[i] = (int8_t)i;
 }
 
+/* Whether dims list l (may be NULL) names dim x. */
+static bool ints_has(const struct ir_ints *l, int64_t x)
+{
+	for (int j = 0; l && j < l->n; j++)
+		if (l->v[j] == x)
+			return true;
+	return false;
+}
+
 static bool is_array(const struct ir_instr *in)
 {
 	return in->shape.type != IR_TYPE_TUPLE &&
@@ -103,6 +112,29 @@ static bool map_copy(const struct ir_shape *to, const struct dmap *fm,
 	return true;
 }
 
+/* Ops whose operands' dims relate to their result's by no map rule
+ * (contractions, index-driven and control ops): maps stop there in both
+ * directions. */
+static bool map_opaque(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_SORT:
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_WHILE:
+	case IR_OP_CALL:
+	case IR_OP_CONDITIONAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool comp_backward(const struct ir_computation *c,
 			  const struct dmap *root_map, int opi,
 			  struct dmap *out);
@@ -112,7 +144,7 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 			  int opi, struct dmap *out)
 {
 	const struct ir_instr *op = in->operands[opi];
-	if (!is_array(op) || !is_array(in))
+	if (!is_array(op) || !is_array(in) || map_opaque(in->op))
 		return false;
 	const struct ir_ints *dims = in->attrs.dimensions;
 	switch (in->op) {
@@ -138,13 +170,9 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 						   : false;
 		map_none(out);
 		int o = 0;
-		for (int i = 0; i < op->shape.rank; i++) {
-			bool red = false;
-			for (int j = 0; j < dims->n; j++)
-				red |= dims->v[j] == i;
-			if (!red && o < in->shape.rank)
+		for (int i = 0; i < op->shape.rank; i++)
+			if (!ints_has(dims, i) && o < in->shape.rank)
 				out->src[i] = m->src[o++];
-		}
 		return true;
 	}
 	case IR_OP_FUSION:
@@ -156,18 +184,6 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 	case IR_OP_DYNAMIC_RESHAPE:
 		map_reshape(&in->shape, m, &op->shape, out);
 		return true;
-	case IR_OP_CONVOLUTION:
-	case IR_OP_DOT:
-	case IR_OP_GATHER:
-	case IR_OP_SCATTER:
-	case IR_OP_SORT:
-	case IR_OP_CUSTOM_CALL:
-	case IR_OP_TUPLE:
-	case IR_OP_GET_TUPLE_ELEMENT:
-	case IR_OP_WHILE:
-	case IR_OP_CALL:
-	case IR_OP_CONDITIONAL:
-		return false;
 	default:
 		if (op->shape.rank == 0) {
 			map_none(out);
@@ -184,7 +200,8 @@ static bool forward_rule(const struct ir_instr *in, int opi,
 			 const struct dmap *om, struct dmap *out)
 {
 	const struct ir_instr *op = in->operands[opi];
-	if (!is_array(op) || !is_array(in) || op->shape.rank == 0)
+	if (!is_array(op) || !is_array(in) || op->shape.rank == 0 ||
+	    map_opaque(in->op))
 		return false;
 	const struct ir_ints *dims = in->attrs.dimensions;
 	switch (in->op) {
@@ -209,13 +226,9 @@ static bool forward_rule(const struct ir_instr *in, int opi,
 			return false;
 		map_none(out);
 		int o = 0;
-		for (int i = 0; i < op->shape.rank; i++) {
-			bool red = false;
-			for (int j = 0; j < dims->n; j++)
-				red |= dims->v[j] == i;
-			if (!red && o < SIM_MAX_GRID)
+		for (int i = 0; i < op->shape.rank; i++)
+			if (!ints_has(dims, i) && o < SIM_MAX_GRID)
 				out->src[o++] = om->src[i];
-		}
 		return true;
 	}
 	case IR_OP_RESHAPE:
@@ -227,18 +240,6 @@ static bool forward_rule(const struct ir_instr *in, int opi,
 		if (!ir_shape_equal_dims(&in->shape, &op->shape))
 			return false;
 		return map_copy(&in->shape, om, op->shape.rank, out, false);
-	case IR_OP_CONVOLUTION:
-	case IR_OP_DOT:
-	case IR_OP_GATHER:
-	case IR_OP_SCATTER:
-	case IR_OP_SORT:
-	case IR_OP_CUSTOM_CALL:
-	case IR_OP_TUPLE:
-	case IR_OP_GET_TUPLE_ELEMENT:
-	case IR_OP_WHILE:
-	case IR_OP_CALL:
-	case IR_OP_CONDITIONAL:
-		return false;
 	default:
 		return map_copy(&in->shape, om, op->shape.rank, out, false);
 	}
@@ -406,12 +407,6 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 			l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
 		}
 		set_slot(pr, t->operands[0], &l);
-		struct dmap r;
-		map_none(&r);
-		for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID;
-		     j++)
-			r.src[j] = (int8_t)(KOFF + j);
-		set_slot(pr, t->operands[1], &r);
 	} else if (t->op == IR_OP_DOT && t->attrs.dot && t->n_operands >= 2) {
 		const struct ir_dot_dims *dd = t->attrs.dot;
 		const struct ir_shape *ls = &t->operands[0]->shape;
@@ -421,28 +416,25 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 		for (int i = 0; i < dd->lhs_batch.n; i++)
 			if (dd->lhs_batch.v[i] < SIM_MAX_GRID)
 				l.src[dd->lhs_batch.v[i]] = (int8_t)o++;
-		for (int i = 0; i < ls->rank && i < SIM_MAX_GRID; i++) {
-			bool other = false;
-			for (int j = 0; j < dd->lhs_batch.n; j++)
-				other |= dd->lhs_batch.v[j] == i;
-			for (int j = 0; j < dd->lhs_contracting.n; j++)
-				other |= dd->lhs_contracting.v[j] == i;
-			if (!other)
+		for (int i = 0; i < ls->rank && i < SIM_MAX_GRID; i++)
+			if (!ints_has(&dd->lhs_batch, i) &&
+			    !ints_has(&dd->lhs_contracting, i))
 				l.src[i] = (int8_t)o++;
-		}
 		for (int i = 0; i < dd->lhs_contracting.n &&
 				i < dd->rhs_contracting.n; i++)
 			if (dd->lhs_contracting.v[i] < SIM_MAX_GRID)
 				l.src[dd->lhs_contracting.v[i]] =
 					(int8_t)(KOFF + dd->rhs_contracting.v[i]);
 		set_slot(pr, t->operands[0], &l);
-		struct dmap r;
-		map_none(&r);
-		for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID;
-		     j++)
-			r.src[j] = (int8_t)(KOFF + j);
-		set_slot(pr, t->operands[1], &r);
+	} else {
+		return;
 	}
+	/* the rhs (kernel operand) is the kernel space itself */
+	struct dmap r;
+	map_none(&r);
+	for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID; j++)
+		r.src[j] = (int8_t)(KOFF + j);
+	set_slot(pr, t->operands[1], &r);
 }
 
 /* ====================================================================== */
@@ -508,7 +500,6 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	const struct ir_conv_dims *cd =
 		target && target->op == IR_OP_CONVOLUTION ? target->attrs.conv
 							  : NULL;
-	bool follows_all = true;
 	for (int i = 0; i < g.rank; i++) {
 		struct sim_plan_adim *ad = &a->dims[i];
 		int L = g.logical[i];
@@ -541,15 +532,7 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 		int64_t pe = (ad->elems + ad->tile - 1) / ad->tile * ad->tile;
 		bytes *= (double)pe;
 	}
-	for (int gd = 0; gd < p->n_dims; gd++) {
-		bool f = false;
-		for (int i = 0; i < g.rank; i++)
-			f |= a->dims[i].grid == gd || a->dims[i].win == gd;
-		if (!f && p->dims[gd].src < p->out.rank)
-			follows_all = false;
-	}
 	a->bytes = bytes;
-	a->accumulates = output && !follows_all;
 	return TS_OK;
 }
 
@@ -710,13 +693,9 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 		double in_v = shape_vregs(hw, s);
 		double out_v = 1;
 		const struct ir_ints *dims = in->attrs.dimensions;
-		for (int i = 0; i < g.rank; i++) {
-			bool red = false;
-			for (int j = 0; dims && j < dims->n; j++)
-				red |= dims->v[j] == g.logical[i];
-			if (!red)
+		for (int i = 0; i < g.rank; i++)
+			if (!ints_has(dims, g.logical[i]))
 				out_v *= (double)g.tiles[i];
-		}
 		double per_input = (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1);
 		return per_input * hw_vpu_reduce_cycles(hw, in_v, out_v,
 							reduce_axis(&g, dims),
@@ -868,12 +847,8 @@ static void kernel_roles(const struct ir_instr *t, int rk, int *role,
 			       dd->lhs_contracting.n;
 		int o = nb + lhs_free;
 		for (int j = 0; j < rk; j++) {
-			bool other = false;
-			for (int i = 0; i < nb; i++)
-				other |= dd->rhs_batch.v[i] == j;
-			for (int i = 0; i < dd->rhs_contracting.n; i++)
-				other |= dd->rhs_contracting.v[i] == j;
-			if (!other) {
+			if (!ints_has(&dd->rhs_batch, j) &&
+			    !ints_has(&dd->rhs_contracting, j)) {
 				role[j] = SIM_ROLE_N;
 				shared_out_logical[j] = o++;
 			}
@@ -957,7 +932,6 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		if (st != TS_OK)
 			return st;
 		p->has_kernel = true;
-		p->has_mxu = true;
 	}
 
 	/* Combined grid: out dims, then kernel dims not shared. */
@@ -1115,7 +1089,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->vpu_cycles += instr_vpu_cycles(hw, k->members[i], 0);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += instr_vpu_cycles(hw, k->instr, 0);
-	if (p->has_mxu && comp && mark) {
+	if (p->has_kernel && comp && mark) {
 		for (int side = 0; side < 2; side++)
 			mark_feeders(&pr, t->operands[side], mark,
 				     (uint8_t)(1u << side), 0);
@@ -1191,7 +1165,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		space *= (double)p->out.elems[i];
 	p->cores = t->op == IR_OP_REDUCE_WINDOW ? 1
 						 : hw_spec_kernel_cores(hw, space);
-	p->acc_vregs_per_elem = p->has_mxu ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
+	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
 	if (p->flops < 2.0 * p->mxu_macs)
@@ -1436,7 +1410,8 @@ static void access_cost(const struct sim_plan_access *a,
 
 
 /*
- * MXU cycles of the whole kernel: steps x hw_mxu_tile_cycles(tiles, rows),
+ * MXU cycles of the whole kernel: steps x (hw_mxu_fill_cycles +
+ * hw_mxu_stream_cycles(tiles, rows)),
  * where a step's weight tiles are
  *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group)
  * and its rows are the product of the M-dim block extents (batch, spatial
@@ -1687,9 +1662,9 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 	}
 	/* compute */
-	double mxu = p->has_mxu ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
+	double mxu = p->has_kernel ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
 	double acc_cyc = 0, readd_cyc = 0;
-	if (p->has_mxu) {
+	if (p->has_kernel) {
 		/* every step drains the output block's f32 results from the
 		 * MXU into VMEM (one simple op per result vreg); each extra
 		 * contraction step also re-adds them to the resident
@@ -1727,9 +1702,6 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double row_cyc = rows * hw->row_overhead_cycles;
 	double vpu = p->vpu_cycles + acc_cyc + prologue + row_cyc;
 	double n = (double)steps;
-	double mid = rd + wr - first - last;
-	if (mid < 0)
-		mid = 0;
 	/* megacore split: the output blocks are dealt out to the cores
 	 * (a contraction is not split: its partial sums live in one
 	 * core's VMEM), so a kernel uses
@@ -1817,7 +1789,6 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->prologue_cycles = prologue;
 	x->first_bytes = first;
 	x->last_bytes = last;
-	x->mid_bytes = mid;
 	x->transfers = transfers;
 	x->chunks = runs;
 	x->rows = rows;
@@ -1898,8 +1869,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		return st;
 	struct sim_estimate e;
 	struct sim_est_detail x;
-	memset(&x, 0, sizeof x);
-	estimate(&p, hw, &full, &e, &x);
+	sim_plan_estimate_detail(&p, hw, &full, &e, &x);
 	char buf[256];
 	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
 		sim_kernel_kind_name(k->kind));
@@ -1961,7 +1931,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	if (p.other_bytes > 0)
 		fprintf(f, "    other operands read once: %.0f B\n", p.other_bytes);
 	double clock_ghz = hw->clock_hz * 1e-9;
-	if (p.has_mxu)
+	if (p.has_kernel)
 		fprintf(f,
 			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
 			"%.3g MACs; + %.0f cycles waiting for split-contraction "

@@ -120,8 +120,6 @@ struct sim_plan_access {
 	bool output;          /* written back; else read */
 	bool in_vmem;         /* already on chip (memory space S(1), S(6)...):
 	                         no DMA */
-	bool accumulates;     /* output that does not follow every grid dim:
-	                         a reduction revisits its blocks */
 	double stage_ratio;   /* VMEM bytes of an unpacked staging copy per
 	                         byte of its block: 32 / bits for a 16-bit
 	                         operand of a windowed convolution (unpacked
@@ -140,7 +138,8 @@ struct sim_plan {
 	const struct ir_instr *target;    /* sim_tile_target() */
 	struct sim_tgrid out;             /* grid that output_bounds tile */
 	struct sim_tgrid kern;            /* grid that kernel_bounds tile */
-	bool has_kernel;                  /* conv/dot: kernel_bounds apply */
+	bool has_kernel;                  /* conv/dot: kernel_bounds apply and
+	                                     the MXU does the contraction */
 	int kern_shared[SIM_MAX_GRID];    /* per kernel grid dim: the out grid
 	                                     dim it shares (output features,
 	                                     dot batch), or -1 */
@@ -153,8 +152,7 @@ struct sim_plan {
 	struct sim_plan_access acc[SIM_PLAN_MAX_ACCESS];
 	double other_bytes;               /* operands beyond SIM_PLAN_MAX_ACCESS
 	                                     or of unknown form, read once */
-	/* MXU */
-	bool has_mxu;
+	/* MXU (has_kernel) */
 	int mxu_passes;                   /* bf16 passes per weight tile */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */
 	int64_t mxu_cout;                 /* output features (all groups) */
@@ -243,7 +241,6 @@ struct sim_est_detail {
 	double prologue_cycles; /* MXU operand prologues, times their refetches */
 	double first_bytes;     /* loaded before the first step */
 	double last_bytes;      /* stored after the last step */
-	double mid_bytes;       /* moved behind the steps */
 	double transfers;       /* DMAs in all */
 	double chunks;          /* contiguous runs they move, in all */
 	double rows;            /* iterations of the loops over the block

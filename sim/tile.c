@@ -304,6 +304,22 @@ static int64_t shared_kernel_bound(const struct sim_plan *p, int kd, int od,
 	return kb;
 }
 
+/* Completes the kernel bounds of shared dims from the output bounds; false
+ * when some output bound covers no whole number of kernel tiles. */
+static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
+{
+	for (int kd = 0; kd < c->n_kernel; kd++) {
+		int od = p->kern_shared[kd];
+		if (od < 0)
+			continue;
+		int64_t kb = shared_kernel_bound(p, kd, od, c->out_bounds[od]);
+		if (kb < 0)
+			return false;
+		c->kernel_bounds[kd] = kb;
+	}
+	return true;
+}
+
 enum ts_status sim_plan_check(const struct sim_plan *p,
 			      const struct sim_tile_config *cfg,
 			      struct sim_tile_config *full,
@@ -522,19 +538,7 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 				c.kernel_bounds[which[f] - p->out.rank] =
 					cand[f][idx[f]];
 		}
-		bool ok = true;
-		for (int kd = 0; kd < c.n_kernel; kd++) {
-			int od = p->kern_shared[kd];
-			if (od < 0)
-				continue;
-			int64_t kb = shared_kernel_bound(p, kd, od,
-							 c.out_bounds[od]);
-			if (kb < 0)
-				ok = false;
-			else
-				c.kernel_bounds[kd] = kb;
-		}
-		if (ok) {
+		if (tie_shared(p, &c)) {
 			visited++;
 			if (!fn(&c, ctx))
 				return visited;
@@ -554,26 +558,6 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 
 /* ---- the default config ---------------------------------------------------------- */
 
-/* Completes the kernel bounds of shared dims from the output bounds; false
- * when some output bound covers no whole number of kernel tiles. */
-static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
-{
-	for (int kd = 0; kd < c->n_kernel; kd++) {
-		int od = p->kern_shared[kd];
-		if (od < 0)
-			continue;
-		int64_t kb = shared_kernel_bound(p, kd, od, c->out_bounds[od]);
-		if (kb < 0)
-			return false;
-		c->kernel_bounds[kd] = kb;
-	}
-	return true;
-}
-
-/* Doubles the bound of free dim f (out dims first, then the kernel dims
- * not shared with the output) in c, clamped at the grid; a shared out dim
- * keeps doubling until its kernel bound ties. False when the dim is whole
- * already or never ties. */
 /* Moves of the default rule's descent on one dim's bound. */
 enum move { MOVE_DOUBLE = 0, MOVE_WHOLE, MOVE_HALVE, MOVE_COUNT };
 
