@@ -132,6 +132,10 @@ void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 	      const char *src_file, const char *src, size_t src_len);
 /* Parses a whole decimal integer in [lo, hi]; false on anything else. */
 bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Loads and validates the spec at `path` into hw; a failure is printed
+ * with the YAML line under it. Returns an enum cmd_exit. */
+int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
+		  struct hw_spec *hw);
 
 /* An HLO file as `run` and `tile` use it: the text (kept for carets), its
  * modules and one kernel program per selected module. */

@@ -400,22 +400,6 @@ static void check_single_spec(const struct cmd_ctx *ctx,
 	}
 }
 
-/* Loads --hw, printing its diagnostic with the YAML line. */
-static int load_spec(const struct cmd_ctx *ctx, const char *path,
-		     struct hw_spec *hw)
-{
-	struct ts_diag d = {0};
-	char *text = NULL;
-	size_t len = 0;
-	enum ts_status st = ts_read_file(path, &text, &len, &d);
-	if (st == TS_OK)
-		st = hw_spec_load_text(path, text, len, hw, &d);
-	if (st != TS_OK)
-		cmd_diag(ctx, &d, path, text, len);
-	ts_free(text);
-	return cmd_exit_from_status(st);
-}
-
 /* One set: load, cost, print. rows_tbl collects --csv lines (NULL: none). */
 static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 			const char *dir, const struct hw_spec *single,
@@ -488,7 +472,7 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	struct hw_spec single;
 	int rc = CMD_EXIT_OK;
-	if (o->hw && (rc = load_spec(ctx, o->hw, &single)) != CMD_EXIT_OK)
+	if (o->hw && (rc = cmd_load_spec(ctx, o->hw, &single)) != CMD_EXIT_OK)
 		return rc;
 
 	struct cmd_table rows_tbl;

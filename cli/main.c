@@ -295,7 +295,19 @@ static void bad_arg_count(const struct cmd_ctx *ctx, const struct cmd *cmd,
 	fprintf(ctx->err, "usage: tpusim %s %s\n", cmd->name, cmd->synopsis);
 }
 
-/* Loads and validates --hw into ctx->hw; diagnostics show the YAML line. */
+int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
+		  struct hw_spec *hw)
+{
+	struct ts_diag d = {0};
+	char *text = NULL;
+	enum ts_status st = hw_spec_load_file(path, &text, hw, &d);
+	if (st != TS_OK)
+		cmd_diag(ctx, &d, path, text, text ? strlen(text) : 0);
+	ts_free(text);
+	return cmd_exit_from_status(st);
+}
+
+/* Loads and validates --hw into ctx->hw. */
 static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd)
 {
 	if (!ctx->hw_path) {
@@ -303,14 +315,7 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd)
 			       "hwspecs/v3.yaml)");
 		return usage_error(ctx, cmd);
 	}
-	struct ts_diag d = {0};
-	char *text = NULL;
-	enum ts_status st = hw_spec_load_file(ctx->hw_path, &text, &ctx->hw,
-					      &d);
-	if (st != TS_OK)
-		cmd_diag(ctx, &d, ctx->hw_path, text, text ? strlen(text) : 0);
-	ts_free(text);
-	return cmd_exit_from_status(st);
+	return cmd_load_spec(ctx, ctx->hw_path, &ctx->hw);
 }
 
 /*

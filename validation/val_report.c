@@ -673,7 +673,42 @@ static const char *fix3(char *buf, size_t cap, double x)
 	return buf;
 }
 
-#define B(i) bufs[i], sizeof bufs[i] /* a formatting buffer */
+/* The set-level figures both summaries (text, Markdown) print, formatted
+ * once by set_cells(). */
+struct set_cells {
+	char mape[32], medape[32];           /* the model's overall APEs */
+	char roof_mape[32], roof_medape[32]; /* the roofline's */
+	char tau[3][32];      /* mean tau-b: model, roofline, fewer steps */
+	char top1[2][32];     /* mean top-1 slowdown: model, fewer steps */
+	char top5[32];        /* mean top-5 slowdown of the model */
+	char tiles[2][3][32]; /* tile choice above the measured bests, over
+	                         [all kernels, those with a config] of
+	                         [model's pick, fewest steps, default] */
+};
+
+#define CELL(buf) buf, sizeof buf /* a buffer and its size */
+#define B(i) CELL(bufs[i])          /* a formatting buffer */
+
+static void set_cells(const struct val_report *r, struct set_cells *c)
+{
+	const struct val_group *o = &r->overall;
+	pct(CELL(c->mape), o->mape);
+	pct(CELL(c->medape), o->median_ape);
+	pct(CELL(c->roof_mape), o->roofline_mape);
+	pct(CELL(c->roof_medape), o->roofline_median_ape);
+	fix3(CELL(c->tau[0]), r->mean_tau_model);
+	fix3(CELL(c->tau[1]), r->mean_tau_roofline);
+	fix3(CELL(c->tau[2]), r->mean_tau_steps);
+	pct(CELL(c->top1[0]), r->mean_top1_slowdown);
+	pct(CELL(c->top1[1]), r->mean_steps_top1_slowdown);
+	pct(CELL(c->top5), r->mean_top5_slowdown);
+	const struct val_tile_totals *t[2] = {&r->tiles_all, &r->tiles_config};
+	for (int i = 0; i < 2; i++) {
+		above(CELL(c->tiles[i][0]), t[i]->chosen_ns, t[i]->best_ns);
+		above(CELL(c->tiles[i][1]), t[i]->steps_ns, t[i]->best_ns);
+		above(CELL(c->tiles[i][2]), t[i]->default_ns, t[i]->best_ns);
+	}
+}
 
 static enum ts_status stream_status(FILE *out)
 {
@@ -785,7 +820,7 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 {
 	const struct val_dataset *ds = r->ds;
 	const struct val_group *o = &r->overall;
-	char bufs[12][32];
+	char bufs[10][32];
 	fprintf(out, "== %s: %d rows, %d modules, spec %s\n", ds->name,
 		ds->n_rows, ds->n_modules, r->spec_names);
 	if (r->by_kernel) {
@@ -826,39 +861,29 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 				pct(B(3), g->roofline_median_ape));
 		}
 	}
+	struct set_cells c;
+	set_cells(r, &c);
 	fprintf(out,
 		"set %s: %d rows, %d estimated, %d errors, %d infeasible; MAPE "
 		"%s, median APE %s; roofline MAPE %s, median APE %s\n",
 		ds->name, o->n_rows, o->n_estimated, r->n_errors,
-		r->n_infeasible, pct(B(0), o->mape), pct(B(1), o->median_ape),
-		pct(B(2), o->roofline_mape), pct(B(3), o->roofline_median_ape));
+		r->n_infeasible, c.mape, c.medape, c.roof_mape, c.roof_medape);
 	if (r->by_kernel) {
 		fprintf(out,
 			"set %s: ranking, mean over %d kernels: tau model %s, "
 			"roofline %s, fewer-steps %s; top-1 slowdown model %s, "
 			"fewer-steps %s; top-5 slowdown model %s\n",
-			ds->name, r->n_rank_kernels,
-			fix3(B(0), r->mean_tau_model),
-			fix3(B(1), r->mean_tau_roofline),
-			fix3(B(2), r->mean_tau_steps),
-			pct(B(3), r->mean_top1_slowdown),
-			pct(B(4), r->mean_steps_top1_slowdown),
-			pct(B(5), r->mean_top5_slowdown));
-		const struct val_tile_totals *a = &r->tiles_all,
-					     *c = &r->tiles_config;
+			ds->name, r->n_rank_kernels, c.tau[0], c.tau[1],
+			c.tau[2], c.top1[0], c.top1[1], c.top5);
 		fprintf(out,
 			"set %s: tile choice, total over %d kernels vs measured "
 			"bests: model %s, fewer-steps %s, default %s; without "
 			"the %d kernels that have no config: model %s, "
 			"fewer-steps %s, default %s\n",
-			ds->name, a->n_kernels,
-			above(B(0), a->chosen_ns, a->best_ns),
-			above(B(1), a->steps_ns, a->best_ns),
-			above(B(2), a->default_ns, a->best_ns),
-			a->n_kernels - c->n_kernels,
-			above(B(3), c->chosen_ns, c->best_ns),
-			above(B(4), c->steps_ns, c->best_ns),
-			above(B(5), c->default_ns, c->best_ns));
+			ds->name, r->tiles_all.n_kernels, c.tiles[0][0],
+			c.tiles[0][1], c.tiles[0][2],
+			r->tiles_all.n_kernels - r->tiles_config.n_kernels,
+			c.tiles[1][0], c.tiles[1][1], c.tiles[1][2]);
 	}
 	print_host_note(r, out);
 	enum ts_status st = print_exceptions(r, out);
@@ -869,15 +894,15 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 					 FILE *out)
 {
 	const struct val_dataset *ds = r->ds;
-	const struct val_group *o = &r->overall;
-	char bufs[8][32];
+	char bufs[6][32];
+	struct set_cells c;
+	set_cells(r, &c);
 	fprintf(out, "#### %s (%d rows, spec %s)\n\n", ds->name, ds->n_rows,
 		r->spec_names);
 	fprintf(out,
 		"| | model | roofline |\n|---|---|---|\n"
 		"| MAPE | %s | %s |\n| median APE | %s | %s |\n\n",
-		pct(B(0), o->mape), pct(B(1), o->roofline_mape),
-		pct(B(2), o->median_ape), pct(B(3), o->roofline_median_ape));
+		c.mape, c.roof_mape, c.medape, c.roof_medape);
 	if (r->by_kernel) {
 		fprintf(out,
 			"Ranking the tile configs of each kernel (mean over %d "
@@ -887,26 +912,17 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 			"| Kendall tau-b | %s | %s | %s |\n"
 			"| top-1 slowdown | %s | | %s |\n"
 			"| top-5 slowdown | %s | | |\n\n",
-			r->n_rank_kernels, fix3(B(0), r->mean_tau_model),
-			fix3(B(1), r->mean_tau_roofline),
-			fix3(B(2), r->mean_tau_steps),
-			pct(B(3), r->mean_top1_slowdown),
-			pct(B(4), r->mean_steps_top1_slowdown),
-			pct(B(5), r->mean_top5_slowdown));
-		const struct val_tile_totals *a = &r->tiles_all,
-					     *c = &r->tiles_config;
+			r->n_rank_kernels, c.tau[0], c.tau[1], c.tau[2],
+			c.top1[0], c.top1[1], c.top5);
 		fprintf(out,
 			"Tile choice, total measured time above the sum of "
 			"measured bests: model's pick %s, fewest steps %s, "
 			"compiler default %s (%d kernels); without the %d "
 			"kernels that have no config: %s, %s, %s.\n\n",
-			above(B(0), a->chosen_ns, a->best_ns),
-			above(B(1), a->steps_ns, a->best_ns),
-			above(B(2), a->default_ns, a->best_ns), a->n_kernels,
-			a->n_kernels - c->n_kernels,
-			above(B(3), c->chosen_ns, c->best_ns),
-			above(B(4), c->steps_ns, c->best_ns),
-			above(B(5), c->default_ns, c->best_ns));
+			c.tiles[0][0], c.tiles[0][1], c.tiles[0][2],
+			r->tiles_all.n_kernels,
+			r->tiles_all.n_kernels - r->tiles_config.n_kernels,
+			c.tiles[1][0], c.tiles[1][1], c.tiles[1][2]);
 		fprintf(out, "| kernel | rows | MAPE | tau model | tau steps "
 			     "| top-1 model | top-1 steps | default |\n"
 			     "|---|---|---|---|---|---|---|---|\n");
@@ -932,8 +948,7 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 		}
 	}
 	fputc('\n', out);
-	if (r->n_host)
-		print_host_note(r, out);
+	print_host_note(r, out);
 	if (r->n_infeasible || r->n_errors)
 		fprintf(out,
 			"%d rows the model calls infeasible (measured on "
