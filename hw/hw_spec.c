@@ -199,7 +199,7 @@ static size_t line_start(const struct hw_load_ctx *c, size_t line)
 static void mark_to_loc(const struct hw_load_ctx *c, yaml_mark_t m,
 			uint32_t *line, uint32_t *col)
 {
-	size_t off = line_start(c, m.line);
+	size_t start = line_start(c, m.line), off = start;
 	size_t ch = 0;
 	while (ch < m.column && off < c->len && c->text[off] != '\n') {
 		unsigned char b = (unsigned char)c->text[off];
@@ -210,7 +210,7 @@ static void mark_to_loc(const struct hw_load_ctx *c, yaml_mark_t m,
 	if (off > c->len)
 		off = c->len;
 	*line = m.line + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m.line + 1);
-	size_t bcol = off - line_start(c, m.line) + 1;
+	size_t bcol = off - start + 1;
 	*col = bcol > UINT32_MAX ? UINT32_MAX : (uint32_t)bcol;
 }
 
@@ -231,6 +231,16 @@ static void offset_to_loc(const struct hw_load_ctx *c, size_t off,
 	*col = off - start + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(off - start + 1);
 }
 
+/* Attaches the source to the diagnostic just set (for the caret line). */
+static enum ts_status spec_error(const struct hw_load_ctx *c)
+{
+	if (c->d) {
+		c->d->src = c->text;
+		c->d->src_len = c->len;
+	}
+	return TS_ERR_SPEC;
+}
+
 __attribute__((format(printf, 3, 4)))
 static enum ts_status fail_at(const struct hw_load_ctx *c, yaml_mark_t m,
 			      const char *fmt, ...)
@@ -241,11 +251,7 @@ static enum ts_status fail_at(const struct hw_load_ctx *c, yaml_mark_t m,
 	va_start(ap, fmt);
 	ts_diag_vset(c->d, c->file, line, col, fmt, ap);
 	va_end(ap);
-	if (c->d) {
-		c->d->src = c->text;
-		c->d->src_len = c->len;
-	}
-	return TS_ERR_SPEC;
+	return spec_error(c);
 }
 
 /*
@@ -602,11 +608,7 @@ static enum ts_status yaml_failure(const struct hw_load_ctx *c,
 		uint32_t line, col;
 		offset_to_loc(c, p->problem_offset, &line, &col);
 		ts_diag_set(c->d, c->file, line, col, "YAML syntax error: %s", problem);
-		if (c->d) {
-			c->d->src = c->text;
-			c->d->src_len = c->len;
-		}
-		return TS_ERR_SPEC;
+		return spec_error(c);
 	}
 	if (p->context) {
 		uint32_t line, col;

@@ -396,6 +396,18 @@ static void *vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem)
 	return (char *)v->v + elem * v->n++;
 }
 
+/* Appends `count` copies of `value` to the int scratch vector p->ints. */
+static bool push_ints(struct hp_parser *p, int value, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		int *v = vec_push(p, &p->ints, sizeof *v);
+		if (!v)
+			return false;
+		*v = value;
+	}
+	return true;
+}
+
 static void vec_free(struct hp_vec *v)
 {
 	ts_free(v->v);
@@ -1299,13 +1311,20 @@ static bool parse_int_list(struct hp_parser *p, struct ir_ints *out,
 	return finish_ints(p, v, n, out);
 }
 
+/* A zeroed block from the module arena for an attribute, allocated the first
+ * time the attribute is seen; NULL (out-of-memory error recorded) on failure. */
+static void *attr_block(struct hp_parser *p, size_t size)
+{
+	void *b = ts_arena_alloc(&p->m->arena, size);
+	if (!b)
+		nomem(p);
+	return b;
+}
+
 static struct ir_ints *new_ints(struct hp_parser *p, struct ir_ints **slot)
 {
-	if (!*slot) {
-		*slot = ts_arena_alloc(&p->m->arena, sizeof **slot);
-		if (!*slot)
-			nomem(p);
-	}
+	if (!*slot)
+		*slot = attr_block(p, sizeof **slot);
 	return *slot;
 }
 
@@ -1316,6 +1335,17 @@ static bool parse_int_attr(struct hp_parser *p, int64_t *out, const char *attr)
 		return fail(p, p->p, "bad value for attribute '%s': expected an integer",
 			    attr);
 	return read_int(p, out);
+}
+
+/* An integer attribute that must be >= 1 (feature/batch group counts). */
+static bool parse_positive_attr(struct hp_parser *p, int64_t *out,
+				const char *attr)
+{
+	if (!parse_int_attr(p, out, attr))
+		return false;
+	if (*out < 1)
+		return fail(p, p->p, "bad value for attribute '%s': must be positive", attr);
+	return true;
 }
 
 /* DxD list "3x3x1" (or "2" for one dimension); n entries into v. */
@@ -1906,35 +1936,22 @@ static bool parse_enum_word(struct hp_parser *p, const char *const *names,
 
 static struct ir_gather_dims *gather_of(struct hp_parser *p, struct ir_attrs *a)
 {
-	if (!a->gather) {
-		a->gather = ts_arena_alloc(&p->m->arena, sizeof *a->gather);
-		if (!a->gather)
-			nomem(p);
-		else
-			a->gather->index_vector_dim = -1;
-	}
+	if (!a->gather && (a->gather = attr_block(p, sizeof *a->gather)))
+		a->gather->index_vector_dim = -1;
 	return a->gather;
 }
 
 static struct ir_scatter_dims *scatter_of(struct hp_parser *p, struct ir_attrs *a)
 {
-	if (!a->scatter) {
-		a->scatter = ts_arena_alloc(&p->m->arena, sizeof *a->scatter);
-		if (!a->scatter)
-			nomem(p);
-		else
-			a->scatter->index_vector_dim = -1;
-	}
+	if (!a->scatter && (a->scatter = attr_block(p, sizeof *a->scatter)))
+		a->scatter->index_vector_dim = -1;
 	return a->scatter;
 }
 
 static struct ir_dot_dims *dot_of(struct hp_parser *p, struct ir_attrs *a)
 {
-	if (!a->dot) {
-		a->dot = ts_arena_alloc(&p->m->arena, sizeof *a->dot);
-		if (!a->dot)
-			nomem(p);
-	}
+	if (!a->dot)
+		a->dot = attr_block(p, sizeof *a->dot);
 	return a->dot;
 }
 
@@ -1985,17 +2002,9 @@ static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
 	case A_DIM_LABELS:
 		return parse_dim_labels(p, &a->conv);
 	case A_FGC:
-		if (!parse_int_attr(p, &a->feature_group_count, an))
-			return false;
-		if (a->feature_group_count < 1)
-			return fail(p, p->p, "bad value for attribute '%s': must be positive", an);
-		return true;
+		return parse_positive_attr(p, &a->feature_group_count, an);
 	case A_BGC:
-		if (!parse_int_attr(p, &a->batch_group_count, an))
-			return false;
-		if (a->batch_group_count < 1)
-			return fail(p, p->p, "bad value for attribute '%s': must be positive", an);
-		return true;
+		return parse_positive_attr(p, &a->batch_group_count, an);
 	case A_SLICE:
 		return parse_slice(p, &a->slice);
 	case A_PADDING:
@@ -2572,23 +2581,14 @@ static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
 	/* ints: color[n] (0 new, 1 on stack, 2 done), then a stack of
 	 * (instr, next operand) pairs */
 	p->ints.n = 0;
-	for (size_t i = 0; i < n; i++) {
-		int *v = vec_push(p, &p->ints, sizeof *v);
-		if (!v)
-			return false;
-		*v = 0;
-	}
+	if (!push_ints(p, 0, n))
+		return false;
 	for (size_t s = 0; s < n; s++) {
 		if (((int *)p->ints.v)[s])
 			continue;
 		size_t base = p->ints.n;
-		int *top;
-		if (!(top = vec_push(p, &p->ints, sizeof *top)))
+		if (!push_ints(p, (int)s, 1) || !push_ints(p, 0, 1))
 			return false;
-		*top = (int)s;
-		if (!(top = vec_push(p, &p->ints, sizeof *top)))
-			return false;
-		*top = 0;
 		((int *)p->ints.v)[s] = 1;
 		while (p->ints.n > base) {
 			int *st = (int *)p->ints.v + p->ints.n - 2;
@@ -2611,13 +2611,8 @@ static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
 			if (*color == 2)
 				continue;
 			*color = 1;
-			int idx = o->index;
-			if (!(top = vec_push(p, &p->ints, sizeof *top)))
+			if (!push_ints(p, o->index, 1) || !push_ints(p, 0, 1))
 				return false;
-			*top = idx;
-			if (!(top = vec_push(p, &p->ints, sizeof *top)))
-				return false;
-			*top = 0;
 		}
 	}
 	return true;
@@ -2712,12 +2707,8 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 
 	/* users: distinct instructions of this computation per operand */
 	p->ints.n = 0;
-	for (size_t i = 0; i < n; i++) {
-		int *stamp = vec_push(p, &p->ints, sizeof *stamp);
-		if (!stamp)
-			return false;
-		*stamp = -1;
-	}
+	if (!push_ints(p, -1, n))
+		return false;
 	int *stamps = p->ints.v;
 	for (size_t i = 0; i < n; i++) {
 		struct ir_instr *in = c->instrs[i];
@@ -2982,23 +2973,15 @@ static bool check_call_cycles(struct hp_parser *p)
 {
 	struct ir_module *m = p->m;
 	p->ints.n = 0;
-	for (int i = 0; i < m->n_comps; i++) {
-		int *v = vec_push(p, &p->ints, sizeof *v);
-		if (!v)
-			return false;
-		*v = 0;
-	}
+	if (!push_ints(p, 0, (size_t)m->n_comps))
+		return false;
 	/* stack entries: comp index, instr index, call index */
 	for (int s = 0; s < m->n_comps; s++) {
 		if (((int *)p->ints.v)[s])
 			continue;
 		size_t base = p->ints.n;
-		int *t;
-		for (int k = 0; k < 3; k++) {
-			if (!(t = vec_push(p, &p->ints, sizeof *t)))
-				return false;
-			*t = k == 0 ? s : 0;
-		}
+		if (!push_ints(p, s, 1) || !push_ints(p, 0, 2))
+			return false;
 		((int *)p->ints.v)[s] = 1;
 		while (p->ints.n > base) {
 			int *st = (int *)p->ints.v + p->ints.n - 3;
@@ -3023,12 +3006,8 @@ static bool check_call_cycles(struct hp_parser *p)
 			if (*color == 2)
 				continue;
 			*color = 1;
-			int idx = callee->index;
-			for (int k = 0; k < 3; k++) {
-				if (!(t = vec_push(p, &p->ints, sizeof *t)))
-					return false;
-				*t = k == 0 ? idx : 0;
-			}
+			if (!push_ints(p, callee->index, 1) || !push_ints(p, 0, 2))
+				return false;
 		}
 	}
 	return true;
@@ -3069,12 +3048,8 @@ static bool finish_module(struct hp_parser *p, const char *at)
 	}
 	/* callers: distinct calling instructions, by a stamp per computation */
 	p->ints.n = 0;
-	for (int i = 0; i < m->n_comps; i++) {
-		int *v = vec_push(p, &p->ints, sizeof *v);
-		if (!v)
-			return false;
-		*v = -1;
-	}
+	if (!push_ints(p, -1, (size_t)m->n_comps))
+		return false;
 	int *stamp = p->ints.v;
 	int caller = 0;
 	for (int i = 0; i < m->n_comps; i++) {

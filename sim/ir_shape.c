@@ -36,6 +36,14 @@ static int stored_bits(const struct ir_shape *s)
 	return ir_type_bits(s->type);
 }
 
+/* ceil(bits / 8): the whole bytes that hold `bits` bits. */
+static double whole_bytes(double bits)
+{
+	double bytes = bits / 8.0;
+	double whole = (double)(int64_t)bytes;
+	return whole < bytes ? whole + 1 : whole;
+}
+
 double ir_shape_bytes(const struct ir_shape *s)
 {
 	if (s->type == IR_TYPE_TUPLE) {
@@ -44,10 +52,7 @@ double ir_shape_bytes(const struct ir_shape *s)
 			b += ir_shape_bytes(&s->elems[i]);
 		return b;
 	}
-	double bits = (double)ir_shape_elems(s) * stored_bits(s);
-	double bytes = bits / 8.0;
-	double whole = (double)(int64_t)bytes;
-	return whole < bytes ? whole + 1 : whole;
+	return whole_bytes((double)ir_shape_elems(s) * stored_bits(s));
 }
 
 /* ---- the layout XLA TPU assigns to arrays written without tiles ---------- */
@@ -113,21 +118,26 @@ static void order_with(int rank, int sm, int m, int *out)
 	out[o] = m;
 }
 
+/* A dim as a size factor: unknown or empty dims (<= 0) count as 1. */
+static double dim_or_1(int64_t d)
+{
+	return (double)(d > 0 ? d : 1);
+}
+
 static void compact_order(const struct ir_shape *s, int *out)
 {
 	int r = s->rank;
 	double total = 1;
 	for (int i = 0; i < r; i++)
-		total *= (double)(s->dims[i] > 0 ? s->dims[i] : 1);
+		total *= dim_or_1(s->dims[i]);
 	int best_sm = r - 2, best_m = r - 1;
 	double best = -1;
 	for (int m = r - 1; m >= 0; m--) {
 		for (int sm = r - 1; sm >= 0; sm--) {
 			if (sm == m)
 				continue;
-			double dm = (double)(s->dims[m] > 0 ? s->dims[m] : 1);
-			double ds = (double)(s->dims[sm] > 0 ? s->dims[sm] : 1);
-			double padded = total / dm / ds *
+			double padded = total / dim_or_1(s->dims[m]) /
+					dim_or_1(s->dims[sm]) *
 					(double)pad_up(s->dims[sm], 8) *
 					(double)pad_up(s->dims[m], 128);
 			bool is_default = m == r - 1 && sm == r - 2;
@@ -239,9 +249,7 @@ static double array_padded_bytes(const struct ir_shape *s)
 	elems *= factor;
 	if (s->layout.tail_padding > 1)
 		elems = round_up(elems, (double)s->layout.tail_padding);
-	double bytes = elems * bits / 8.0;
-	double whole = (double)(int64_t)bytes;
-	return whole < bytes ? whole + 1 : whole;
+	return whole_bytes(elems * bits);
 }
 
 double ir_shape_padded_bytes(const struct ir_shape *s)
