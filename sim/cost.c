@@ -403,7 +403,21 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	return TS_OK;
 }
 
-/* Compute work of every instruction of c that is not constant-derived. */
+/* Compute work of every instruction of c that is not constant-derived
+ * (cd: sim_const_derived(c)). */
+static enum ts_status count_body(const struct ir_computation *c,
+				 const bool *cd, const char *file,
+				 struct sim_work *w, struct ts_diag *d,
+				 int depth)
+{
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < c->n_instrs && st == TS_OK; i++)
+		if (!cd[i])
+			st = count_instr(c->instrs[i], file, w, d, depth);
+	return st;
+}
+
+/* count_body of a nested fused computation, at most COST_MAX_DEPTH deep. */
 static enum ts_status count_comp(const struct ir_computation *c,
 				 const char *file, struct sim_work *w,
 				 struct ts_diag *d, int depth)
@@ -415,14 +429,9 @@ static enum ts_status count_comp(const struct ir_computation *c,
 		return TS_ERR_UNSUPPORTED_OP;
 	}
 	bool *cd = sim_const_derived(c);
-	if (!cd) {
-		ts_diag_set(d, file, 0, 0, "out of memory counting work");
+	if (!cd)
 		return TS_ERR_NOMEM;
-	}
-	enum ts_status st = TS_OK;
-	for (int i = 0; i < c->n_instrs && st == TS_OK; i++)
-		if (!cd[i])
-			st = count_instr(c->instrs[i], file, w, d, depth);
+	enum ts_status st = count_body(c, cd, file, w, d, depth);
 	ts_free(cd);
 	return st;
 }
@@ -624,28 +633,27 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	const struct ir_computation *c = in->n_called > 0 ? in->called[0] : NULL;
 	if (!c)
 		return bad_attr(in, file, d, "without a fused computation");
-	enum ts_status st = count_comp(c, file, w, d, 0);
-	if (st != TS_OK)
-		return st;
-	for (int j = 0; j < in->n_operands; j++) {
-		const struct ir_instr *v = in->operands[j];
-		const struct ir_instr *p =
-			j < c->n_params ? c->params[j] : NULL;
-		w->bytes_read +=
-			p ? read_bytes(p, &v->shape,
-				       (const struct ir_instr *const *)c->instrs,
-				       c->n_instrs, 0)
-			  : hbm_bytes(&v->shape);
-	}
+	const struct ir_instr *const *body =
+		(const struct ir_instr *const *)c->instrs;
 	bool *cd = sim_const_derived(c);
 	if (!cd)
 		return TS_ERR_NOMEM;
-	w->bytes_read += constant_bytes(
-		(const struct ir_instr *const *)c->instrs, c->n_instrs, cd);
+	enum ts_status st = count_body(c, cd, file, w, d, 0);
+	if (st == TS_OK) {
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *v = in->operands[j];
+			const struct ir_instr *p =
+				j < c->n_params ? c->params[j] : NULL;
+			w->bytes_read += p ? read_bytes(p, &v->shape, body,
+							c->n_instrs, 0)
+					   : hbm_bytes(&v->shape);
+		}
+		w->bytes_read += constant_bytes(body, c->n_instrs, cd);
+		w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
+					   : hbm_bytes(&in->shape);
+	}
 	ts_free(cd);
-	w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
-				   : hbm_bytes(&in->shape);
-	return TS_OK;
+	return st;
 }
 
 static enum ts_status group_work(const struct sim_kernel *k, const char *file,
@@ -685,10 +693,7 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 		return st;
 	for (int j = 0; j < in->n_operands; j++) {
 		const struct ir_instr *v = in->operands[j];
-		bool seen = false; /* multiply(x, x) reads x once */
-		for (int q = 0; q < j && !seen; q++)
-			seen = in->operands[q] == v;
-		if (!seen)
+		if (!sim_operand_repeats(in, j)) /* multiply(x, x) reads x once */
 			w->bytes_read += read_bytes(v, &v->shape, &in, 1, 0);
 	}
 	w->bytes_written = written_bytes(in, result_shape(in));

@@ -272,8 +272,9 @@ enum role {
 	ROLE_COUNT
 };
 
-/* Kind of an async-wrapped op X (X-start sugar), by X's cost class. */
-static enum sim_kernel_kind async_kind(enum ir_op x)
+/* Kernel kind of an op X by its cost class: an unfused op not named in
+ * top_role(), or the op wrapped by async X-start sugar. */
+static enum sim_kernel_kind class_kind(enum ir_op x)
 {
 	switch (ir_op_class(x)) {
 	case IR_CLASS_ELEMENTWISE:
@@ -325,7 +326,7 @@ static enum role top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 		/* Sugar "X-start" without calls=: X itself, run async. Its kind
 		 * follows X; its work is counted as bytes only (cost.c). */
 		if (in->n_called == 0 && in->wrapped_op != IR_OP_INVALID) {
-			*kind = async_kind(in->wrapped_op);
+			*kind = class_kind(in->wrapped_op);
 			return ROLE_KERNEL;
 		}
 		return ROLE_CALL;
@@ -354,29 +355,10 @@ static enum role top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 	default:
 		break;
 	}
-	switch (ir_op_class(in->op)) {
-	case IR_CLASS_FREE:
+	if (ir_op_class(in->op) == IR_CLASS_FREE)
 		return ROLE_FREE;
-	case IR_CLASS_ELEMENTWISE:
-	case IR_CLASS_TRANSCENDENTAL:
-		*kind = SIM_KERNEL_ELEMENTWISE;
-		return ROLE_KERNEL;
-	case IR_CLASS_DATA_MOVEMENT:
-		*kind = SIM_KERNEL_DATA;
-		return ROLE_KERNEL;
-	case IR_CLASS_REDUCTION:
-		*kind = SIM_KERNEL_REDUCE;
-		return ROLE_KERNEL;
-	case IR_CLASS_CONTRACTION:
-		*kind = SIM_KERNEL_DOT;
-		return ROLE_KERNEL;
-	case IR_CLASS_COLLECTIVE:
-		*kind = SIM_KERNEL_COLLECTIVE;
-		return ROLE_KERNEL;
-	default: /* control or other ops not named above: unmodelled */
-		*kind = SIM_KERNEL_UNMODELLED;
-		return ROLE_KERNEL;
-	}
+	*kind = class_kind(in->op); /* control, other ops: unmodelled */
+	return ROLE_KERNEL;
 }
 
 /* ---- main op, tiled instruction, tunable --------------------------------------- */
@@ -1105,7 +1087,7 @@ static enum ts_status grouping_init(struct grouping *g,
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	size_t n_uses = 1;
 	for (int i = 0; i < g->n; i++)
-		n_uses += (size_t)c->instrs[i]->n_operands;
+		n_uses += (size_t)c->instrs[i]->n_users;
 	g->order = ts_malloc(n * sizeof *g->order);
 	g->uoff = ts_calloc(n + 1, sizeof *g->uoff);
 	g->users = ts_malloc(n_uses * sizeof *g->users);
@@ -1126,28 +1108,15 @@ static enum ts_status grouping_init(struct grouping *g,
 		ts_free(tmp);
 		return TS_ERR_NOMEM;
 	}
-	/* Users, one entry per distinct using instruction (CSR). */
-	for (int i = 0; i < g->n; i++) {
-		const struct ir_instr *in = c->instrs[i];
-		for (int j = 0; j < in->n_operands; j++) {
-			const struct ir_instr *o = in->operands[j];
-			bool dup = false;
-			for (int q = 0; q < j && !dup; q++)
-				dup = in->operands[q] == o;
-			if (o->parent == c && !dup)
-				g->uoff[o->index + 1]++;
-		}
-	}
+	/* Users, one entry per distinct using instruction (CSR); the parser
+	 * counted them (ir_instr.n_users). */
 	for (int i = 0; i < g->n; i++)
-		g->uoff[i + 1] += g->uoff[i];
+		g->uoff[i + 1] = g->uoff[i] + c->instrs[i]->n_users;
 	for (int i = 0; i < g->n; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
-			bool dup = false;
-			for (int q = 0; q < j && !dup; q++)
-				dup = in->operands[q] == o;
-			if (o->parent == c && !dup)
+			if (o->parent == c && !sim_operand_repeats(in, j))
 				g->users[g->uoff[o->index] + tmp[o->index]++] = i;
 		}
 	}
@@ -1266,8 +1235,6 @@ static enum ts_status emit_group(struct build *b, struct grouping *g, int id,
 	enum sim_kernel_kind kind = SIM_KERNEL_FUSION;
 	if (n_work == 1 && top_role(work, &kind) == ROLE_FREE)
 		return TS_OK; /* e.g. a bitcast-like reshape as the root */
-	if (n_work != 1)
-		kind = SIM_KERNEL_FUSION;
 	struct sim_kernel *k = push_kernel(b);
 	if (!k)
 		return nomem(b);

@@ -22,4 +22,14 @@
  */
 bool *sim_const_derived(const struct ir_computation *c);
 
+/* Is operand j of in the same instruction as an earlier operand
+ * (multiply(x, x))? Such a repeat is one use and one read. */
+static inline bool sim_operand_repeats(const struct ir_instr *in, int j)
+{
+	for (int q = 0; q < j; q++)
+		if (in->operands[q] == in->operands[j])
+			return true;
+	return false;
+}
+
 #endif /* KERNELS_INT_H */
