@@ -2908,6 +2908,17 @@ static bool parse_header(struct hp_parser *p)
 				return fail(p, vs, "bad value for attribute 'is_scheduled': '%.*s'",
 					    tok_len(p, vs), vs);
 			p->p += vn;
+		} else if (word_is(as, an, "replica_count") ||
+			   word_is(as, an, "num_partitions")) {
+			const char *vs = p->p;
+			int64_t v;
+			if (!read_int(p, &v))
+				return false;
+			if (v < 1 || v > IR_MAX_DEVICES)
+				return fail(p, vs, "%.*s must be in 1..%d, got %lld",
+					    (int)an, as, IR_MAX_DEVICES, (long long)v);
+			*(word_is(as, an, "replica_count") ? &p->m->replica_count
+							   : &p->m->num_partitions) = v;
 		} else if (!skip_value(p, true)) {
 			return false;
 		}
@@ -2962,6 +2973,8 @@ static bool new_module(struct hp_parser *p)
 	p->crefs.n = 0;
 	p->n_entry = 0;
 	m->name = "";
+	m->replica_count = 1;
+	m->num_partitions = 1;
 	m->file = ts_arena_strndup(&m->arena, p->file, strlen(p->file));
 	if (!m->file)
 		return nomem(p);

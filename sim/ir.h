@@ -303,11 +303,17 @@ struct ir_unknown_attr {
 	int64_t uses;                     /* times it was skipped */
 };
 
+/* Largest replica_count or num_partitions accepted (a TPU v5p pod: 8960
+ * chips; the limit only rejects typos). */
+#define IR_MAX_DEVICES 65536
+
 struct ir_module {
 	struct ts_arena arena;            /* owns everything below */
 	const char *name;                 /* HloModule name, "" if no header */
 	const char *file;                 /* path for diagnostics (arena copy) */
 	bool is_scheduled;
+	int64_t replica_count;            /* header replica_count= (default 1) */
+	int64_t num_partitions;           /* header num_partitions= (default 1) */
 	int n_comps;
 	struct ir_computation **comps;    /* in text order (callees first in printed HLO) */
 	struct ir_computation *entry;

@@ -130,6 +130,8 @@ static void test_tpu_module(void **state)
 	assert_string_equal(m->name, "fusion.191");
 	assert_string_equal(m->file, "t.hlo");
 	assert_true(m->is_scheduled);
+	assert_int_equal(m->replica_count, 1); /* absent: one device */
+	assert_int_equal(m->num_partitions, 1);
 	assert_int_equal(m->n_comps, 3);
 	assert_int_equal(m->n_instrs, 2 + 8 + 4);
 	assert_string_equal(m->entry->name, "fusion.191");
@@ -722,6 +724,15 @@ static void test_errors(void **state)
 		  "unterminated /* comment");
 	parse_err("HloModule m, is_scheduled=maybe\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 27,
 		  "bad value for attribute 'is_scheduled': 'maybe'");
+	parse_err("HloModule m, replica_count=0\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 28,
+		  "replica_count must be in 1..65536, got 0");
+	{
+		struct parsed d = parse_ok("HloModule m, replica_count=8, num_partitions=2\n"
+					   "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+		assert_int_equal(d.m[0]->replica_count, 8);
+		assert_int_equal(d.m[0]->num_partitions, 2);
+		parsed_free(&d);
+	}
 	parse_err("HloModule m\nHloModule n\nENTRY e { ROOT p = f32[] parameter(0) }\n", 2, 1,
 		  "module 'm' has no computations");
 }
