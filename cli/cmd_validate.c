@@ -80,9 +80,9 @@ static void validate_help(FILE *out)
 	      "(Kendall tau-b, top-1/top-5 slowdown, tile choice vs the "
 	      "compiler\ndefault), others per op family (the id up to its "
 	      "first '_'). Host-timed\nrows are compared with the device "
-	      "estimate + the dispatch overhead the set\nrecords for the "
-	      "call (details.csv overhead_ns), else the spec's\n"
-	      "host_dispatch_ns.\n"
+	      "estimate + the program's host term (the\nspec's host.call_ns "
+	      "+ host.kernel_ns x kernels + host.device_ns x\n(devices - 1)); "
+	      "a set's recorded overheads only check that term.\n"
 	      "A row the model cannot cost, or calls infeasible, is counted "
 	      "and listed.\n\n"
 	      "Options:\n"
@@ -266,9 +266,9 @@ static enum ts_status report_set(struct cmd_report *rep, enum cmd_format fmt,
 	cmd_report_num(rep, "host_rows", CMD_UNIT_INT, r->n_host);
 	cmd_report_num(rep, "host_recorded_rows", CMD_UNIT_INT,
 		       r->n_host_recorded);
-	if (r->n_host > r->n_host_recorded)
-		cmd_report_num(rep, "host_dispatch_ns", CMD_UNIT_TIME_NS,
-			       r->host_dispatch_ns);
+	if (r->n_host_recorded)
+		cmd_report_num(rep, "host_term_mape", CMD_UNIT_REAL,
+			       r->host_term_mape);
 	if (r->by_kernel) {
 		cmd_report_num(rep, "rank_kernels", CMD_UNIT_INT,
 			       r->n_rank_kernels);

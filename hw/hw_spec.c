@@ -70,7 +70,7 @@ struct hw_field {
 #define HW_COST_OFF(c) (HW_OFF(vpu_class_cost) + (size_t)(c) * sizeof(double))
 
 /* Widest section; sizes the per-mapping "seen" array in load_mapping(). */
-#define HW_SECTION_MAX 8
+#define HW_SECTION_MAX 9
 #define HW_SECTION_FITS(rows) \
 	_Static_assert(TS_ARRAY_LEN(rows) <= HW_SECTION_MAX, #rows " exceeds HW_SECTION_MAX")
 
@@ -139,9 +139,15 @@ static const struct hw_field overhead_fields[] = {
 	HW_REAL("kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
 	HW_REAL("step_ns", step_overhead_ns, "ns", 0, 1e5),
 	HW_REAL("row_cycles", row_overhead_cycles, "cycles", 0, 1e4),
-	HW_REAL("host_dispatch_ns", host_dispatch_ns, "ns", 0, 1e8),
 };
 HW_SECTION_FITS(overhead_fields);
+
+static const struct hw_field host_fields[] = {
+	HW_REAL("call_ns", host_call_ns, "ns", 0, 1e8),
+	HW_REAL("kernel_ns", host_kernel_ns, "ns", 0, 1e7),
+	HW_REAL("device_ns", host_device_ns, "ns", 0, 1e7),
+};
+HW_SECTION_FITS(host_fields);
 
 static const struct hw_field ici_fields[] = {
 	HW_INT("links", ici_links, "", 0, 64),
@@ -158,6 +164,7 @@ static const struct hw_field root_fields[] = {
 	HW_SECTION("hbm", hbm_fields),
 	HW_SECTION("vmem", vmem_fields),
 	HW_SECTION("overhead", overhead_fields),
+	HW_SECTION("host", host_fields),
 	HW_SECTION("ici", ici_fields),
 };
 HW_SECTION_FITS(root_fields);
@@ -484,7 +491,7 @@ static enum ts_status load_mapping(const struct hw_load_ctx *c,
 				       prefix, node_kind(m));
 		return fail_at(c, m->start_mark,
 			       "expected a mapping of name, chip, mxu, vpu, hbm, vmem, "
-			       "overhead and ici at the top level, got %s", node_kind(m));
+			       "overhead, host and ici at the top level, got %s", node_kind(m));
 	}
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
 	     p < m->data.mapping.pairs.top; p++) {
@@ -652,7 +659,7 @@ enum ts_status hw_spec_load_text(const char *name, const char *text,
 	if (!root) {
 		st = fail_at(&c, doc.start_mark,
 			     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-			     "hbm, vmem, overhead and ici");
+			     "hbm, vmem, overhead, host and ici");
 		goto out;
 	}
 	/* One document per file: a second one is trailing garbage, not a spec. */

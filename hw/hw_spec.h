@@ -110,7 +110,18 @@ struct hw_spec {
 	double row_overhead_cycles; /* per iteration of a kernel's loop over the
 	                              major (untiled) dims of a block: one row
 	                              of tiles; core cycles (YAML overhead.row_cycles) */
-	double host_dispatch_ns;   /* per host call; only for host-timed data */
+
+	/* Host side of one program call, as a caller's wall clock sees it
+	 * (host-timed data only; device time excludes it). See
+	 * sim_program_host_ns() (sim/program.c) for the formula. */
+	double host_call_ns;       /* per call: launch, argument handles,
+	                              completion wait; YAML host.call_ns */
+	double host_kernel_ns;     /* per kernel of the program executable
+	                              (each listed once, loops not unrolled);
+	                              YAML host.kernel_ns */
+	double host_device_ns;     /* per device beyond the first that the
+	                              program is launched on (replica_count x
+	                              num_partitions); YAML host.device_ns */
 
 	/* ICI */
 	int ici_links;             /* links per chip */

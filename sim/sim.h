@@ -183,4 +183,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 enum ts_status sim_program_estimate(struct sim_program *p,
 				    const struct hw_spec *hw, struct ts_diag *d);
 
+/* Host-side time of one call of the program beyond its device time (what
+ * a host-timed measurement adds): the spec's host.* figures applied to the
+ * program's kernel count and device count (sim/program.c). */
+double sim_program_host_ns(const struct sim_program *p,
+			   const struct hw_spec *hw);
+
 #endif /* SIM_H */

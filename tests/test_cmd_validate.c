@@ -93,8 +93,8 @@ static void test_json_markdown(void **state)
 			 0);
 	assert_memory_equal(out, "#### tiny_host (1 rows, spec v3)\n", 33);
 	assert_non_null(strstr(out, "host-timed rows: 1; each is compared "
-				    "with the device estimate + "
-				    "host_dispatch_ns"));
+				    "with the device estimate + the "
+				    "program's host term (spec host.call_ns"));
 }
 
 static void test_errors(void **state)

@@ -105,11 +105,14 @@ static const char base_spec[] =
 	"  kernel_ns: 270\n"               /* 38 */
 	"  step_ns: 150\n"                 /* 39 */
 	"  row_cycles: 16\n"               /* 40 */
-	"  host_dispatch_ns: 121300\n"     /* 41 */
-	"ici:\n"                           /* 42 */
-	"  links: 4\n"                     /* 43 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 44 */
-	"  latency_ns: 500\n";             /* 45 */
+	"host:\n"                          /* 41 */
+	"  call_ns: 100000\n"              /* 42 */
+	"  kernel_ns: 50000\n"             /* 43 */
+	"  device_ns: 100000\n"            /* 44 */
+	"ici:\n"                           /* 45 */
+	"  links: 4\n"                     /* 46 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 47 */
+	"  latency_ns: 500\n";             /* 48 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -240,7 +243,6 @@ static void test_v3_every_field(void **state)
 	assert_true(s.kernel_overhead_ns == 200);
 	assert_true(s.step_overhead_ns == 90);
 	assert_true(s.row_overhead_cycles == 4);
-	assert_true(s.host_dispatch_ns == 121300);
 	assert_int_equal(s.ici_links, 4);
 	assert_true(s.ici_link_bw_bytes_per_s == 1e11);
 	assert_true(s.ici_latency_ns == 500);
@@ -347,7 +349,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 46, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 49, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
@@ -433,7 +435,7 @@ static void test_err_range(void **state)
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 43, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 46, 10,
 			  "ici.links: 99999999999999999999 is out of range [0, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -444,7 +446,7 @@ static void test_err_range(void **state)
 			  "(one program spanning several cores)");
 	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 36, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 44, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 47, 24,
 			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
 }
 
@@ -452,23 +454,23 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
-	expect_error(s, 46, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 49, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
-	expect_error(s, 46, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 49, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
-	expect_error(s, 47, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 47:1)");
+	expect_error(s, 50, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 50:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
-				"hbm, vmem, overhead and ici");
+				"hbm, vmem, overhead, host and ici");
 	expect_error("# only a comment\n", 1, 1,
 		     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-		     "hbm, vmem, overhead and ici");
+		     "hbm, vmem, overhead, host and ici");
 	expect_error("v3\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-				   "vmem, overhead and ici at the top level, got a scalar");
+				   "vmem, overhead, host and ici at the top level, got a scalar");
 	expect_error("- a\n- b\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-					 "vmem, overhead and ici at the top level, got a sequence");
+					 "vmem, overhead, host and ici at the top level, got a sequence");
 }
 
 static void test_err_encoding(void **state)
@@ -495,7 +497,7 @@ static void test_err_column_after_utf8(void **state)
 			  "YAML syntax error: mapping values are not allowed in this context");
 	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
 			  "zz: unknown key; expected one of: name, chip, mxu, vpu, "
-			  "hbm, vmem, overhead, ici");
+			  "hbm, vmem, overhead, host, ici");
 }
 
 /* The diagnostic prints as file:line:col with the source line and caret. */

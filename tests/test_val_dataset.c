@@ -247,7 +247,9 @@ static void test_tiny_report(void **state)
 	val_dataset_free(&ds);
 }
 
-/* A host-timed row is compared with device estimate + host_dispatch_ns. */
+/* A host-timed row is compared with device estimate + the host term: tiny.hlo
+ * is one kernel (fusion.1) on one device, so the term is host.call_ns +
+ * host.kernel_ns. */
 static void test_host_row(void **state)
 {
 	(void)state;
@@ -260,12 +262,14 @@ static void test_host_row(void **state)
 	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
 	const struct val_row_result *res = &r.rows[0];
 	assert_int_equal(res->status, TS_OK);
-	double dispatch = specs.spec[0].host_dispatch_ns;
+	const struct hw_spec *hw = &specs.spec[0];
+	double dispatch = hw->host_call_ns + hw->host_kernel_ns;
 	assert_true(dispatch > 0);
 	assert_true(res->dispatch_ns == dispatch);
 	assert_true(res->predicted_ns == res->device_ns + dispatch);
 	assert_int_equal(r.n_host, 1);
-	assert_true(r.host_dispatch_ns == dispatch);
+	assert_int_equal(r.n_host_recorded, 0);
+	assert_true(isnan(r.host_term_mape));
 	assert_false(r.by_kernel);
 	assert_int_equal(r.n_groups, 1);
 	assert_string_equal(r.groups[0].name, "add");
@@ -276,8 +280,8 @@ static void test_host_row(void **state)
 }
 
 /* details.csv beside measurements.csv: its overhead_ns (any column order,
- * other columns ignored) is the dispatch term of its row; a host row
- * without one keeps the spec's host_dispatch_ns. */
+ * other columns ignored) is read, but only to check the host term: both
+ * rows (same module) get the same prediction, recorded overhead or not. */
 static void test_host_details(void **state)
 {
 	(void)state;
@@ -291,15 +295,17 @@ static void test_host_details(void **state)
 	assert_int_equal(ds.rows[0].overhead_ns, 100000);
 	assert_int_equal(ds.rows[1].overhead_ns, -1);
 	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
-	double spec = specs.spec[0].host_dispatch_ns;
+	const struct hw_spec *hw = &specs.spec[0];
+	double spec = hw->host_call_ns + hw->host_kernel_ns; /* 1 kernel */
 	assert_true(spec != 100000);
-	assert_true(r.rows[0].dispatch_ns == 100000);
-	assert_true(r.rows[0].predicted_ns == r.rows[0].device_ns + 100000);
-	assert_true(r.rows[1].dispatch_ns == spec);
-	assert_true(r.rows[1].predicted_ns == r.rows[1].device_ns + spec);
+	for (int i = 0; i < 2; i++) {
+		assert_true(r.rows[i].dispatch_ns == spec);
+		assert_true(r.rows[i].predicted_ns == r.rows[i].device_ns + spec);
+	}
 	assert_int_equal(r.n_host, 2);
 	assert_int_equal(r.n_host_recorded, 1);
-	assert_true(r.host_dispatch_ns == spec);
+	double ape = fabs(spec - 100000) / 100000;
+	assert_true(r.host_term_mape == ape);
 
 	char text[4096] = {0};
 	FILE *f = fmemopen(text, sizeof text - 1, "w");
@@ -309,11 +315,36 @@ static void test_host_details(void **state)
 	char want[512];
 	snprintf(want, sizeof want,
 		 "host-timed rows: 2; each is compared with the device "
-		 "estimate + a per-call dispatch term: for 1 rows the overhead "
-		 "the set measured for that call (details.csv overhead_ns), for "
-		 "the other 1 the spec's host_dispatch_ns = %.1f us\n",
-		 spec / 1000);
+		 "estimate + the program's host term (spec host.call_ns + "
+		 "host.kernel_ns x kernels + host.device_ns x (devices - 1)); "
+		 "against the overhead the set records for 1 of the calls "
+		 "(details.csv, not an input) that term is off by %.1f%% "
+		 "(MAPE)\n",
+		 100 * ape);
 	assert_non_null(strstr(text, want));
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+}
+
+/* A program launched on several devices: host_devices/ar.hlo has
+ * replica_count=4 and two kernels (negate, all-reduce), so its host term
+ * is host.call_ns + 2 x host.kernel_ns + 3 x host.device_ns. */
+static void test_host_devices(void **state)
+{
+	(void)state;
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	load_set("tests/data/val/host_devices", &ds, &specs);
+	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	const struct hw_spec *hw = &specs.spec[0];
+	assert_int_equal(r.rows[0].status, TS_OK);
+	assert_int_equal(r.rows[0].n_kernels, 2);
+	assert_true(r.rows[0].dispatch_ns == hw->host_call_ns +
+						  2 * hw->host_kernel_ns +
+						  3 * hw->host_device_ns);
 	val_report_free(&r);
 	val_specs_free(&specs);
 	val_dataset_free(&ds);
@@ -532,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_tiny_report),
 		cmocka_unit_test(test_host_row),
 		cmocka_unit_test(test_host_details),
+		cmocka_unit_test(test_host_devices),
 		cmocka_unit_test(test_bad_details),
 		cmocka_unit_test(test_details_without_overhead),
 		cmocka_unit_test(test_missing_spec),

@@ -198,9 +198,10 @@ struct val_row_result {
 	                            row's config, others at their defaults */
 	double roofline_ns;      /* roofline baseline: sum of sim_kernel_roofline
 	                            x multiplicity, + dispatch_ns */
-	double dispatch_ns;      /* host rows: the row's recorded overhead_ns
-	                            (details.csv), else hw->host_dispatch_ns;
-	                            device rows: 0 */
+	double dispatch_ns;      /* host rows: sim_program_host_ns() of the
+	                            row's program and spec (the spec's host.*
+	                            figures; never a measured value of the
+	                            row); device rows: 0 */
 	int64_t steps;           /* tile steps of the tuned kernel under the
 	                            row's config; without one, the sum over
 	                            kernels x multiplicity */
@@ -276,11 +277,12 @@ struct val_report {
 	int n_errors;            /* rows without an estimate */
 	int n_infeasible;        /* rows the model calls infeasible */
 	int n_host;              /* host-timed rows */
-	int n_host_recorded;     /* of those, rows whose dispatch term is the
-	                            overhead the set recorded (details.csv) */
-	double host_dispatch_ns; /* spec dispatch term added to the other host
-	                            rows (first such row's spec; NaN when
-	                            none) */
+	int n_host_recorded;     /* of those, costed rows for which the set
+	                            records the call's overhead (details.csv
+	                            overhead_ns): a check of the host term,
+	                            never an input of the prediction */
+	double host_term_mape;   /* MAPE of dispatch_ns against that recorded
+	                            overhead over those rows (NaN when none) */
 	const char *spec_names;  /* "v3" or "v3,v4": specs used (arena) */
 };
 
