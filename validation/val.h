@@ -253,6 +253,8 @@ struct val_tile_totals {
 	double default_ns;       /* sum of measured times of the defaults */
 };
 
+#define VAL_TAU_MIN_ROWS 10 /* configs a kernel needs to count in mean_tau_* */
+
 struct val_report {
 	struct ts_arena arena;   /* owns the strings and arrays below */
 	const struct val_dataset *ds; /* not owned */
@@ -264,7 +266,10 @@ struct val_report {
 	struct val_group *groups;     /* by first appearance */
 	struct val_group overall;     /* the whole set (its ranking fields are
 	                                 NaN: see mean_* below) */
-	double mean_tau_model;   /* unweighted mean over kernels with tau defined */
+	double mean_tau_model;   /* unweighted mean over the kernels with tau
+	                            defined and >= VAL_TAU_MIN_ROWS configs
+	                            (a tau over a handful of configs is
+	                            mostly noise) */
 	double mean_tau_roofline;
 	double mean_tau_steps;
 	int n_tau_kernels;       /* kernels in mean_tau_model */
@@ -308,5 +313,60 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out);
 /* The set summary as Markdown (scripts/accuracy_report.sh). */
 enum ts_status val_report_print_markdown(const struct val_report *r,
 					 FILE *out);
+
+/* ---- calibration (val_calibrate.c) -------------------------------------- */
+
+#define VAL_FIT_MAX 16 /* spec fields fitted at once */
+
+struct val_calib_opts {
+	int n_fields;
+	const struct hw_field_info *fields[VAL_FIT_MAX]; /* hw_spec_field() */
+	const char *rows;     /* fnmatch(3) pattern on row ids; NULL: all */
+	bool cross_validate;  /* also leave each group out and refit */
+	int max_iter;         /* Nelder-Mead steps per fit */
+};
+
+/* One group of rows (val_report's grouping: a kernel of a tile set, an op
+ * family otherwise), named "set/group". Errors are fractions; NaN none. */
+struct val_calib_group {
+	const char *name;
+	int n_rows;
+	double mape_start;    /* with the spec's values */
+	double mape_fit;      /* with the values fitted on every group */
+	double mape_cv;       /* with the values fitted without this group */
+};
+
+struct val_calib {
+	struct ts_arena arena;     /* owns groups and their names */
+	struct hw_spec start;      /* the spec given */
+	struct hw_spec fitted;     /* start with the fitted fields */
+	int n_rows;                /* rows in the fit */
+	int n_no_estimate;         /* of those, rows the model cannot cost
+	                              (left out of the loss, counted) */
+	int n_other_hw;            /* rows measured on other hardware */
+	int n_unselected;          /* rows not matching opts.rows */
+	int n_groups;
+	struct val_calib_group *groups;
+	double loss_start, loss_fit; /* val_calibrate.c's loss */
+	double mape_start, mape_fit, mape_cv; /* over every row in the fit */
+	double fold_min[VAL_FIT_MAX], fold_max[VAL_FIT_MAX]; /* each field's
+	                              range over the leave-one-group-out fits */
+	bool converged;            /* the full fit met its size tolerance */
+	int n_evals;               /* loss evaluations (each costs every row) */
+};
+
+/*
+ * Fits opts->fields of `start` to the rows of `sets` measured on start's
+ * generation (hw "tpu-<name>"), minimising val_calibrate.c's loss; with
+ * cross_validate, also the leave-one-group-out error. Deterministic. Fails
+ * with TS_ERR_MISUSE (d says why) when a field starts at 0 or no row is
+ * selected; model errors of single rows are counted, not fatal. Call
+ * val_calib_free() in every case.
+ */
+enum ts_status val_calibrate(const struct val_dataset *const *sets,
+			     int n_sets, const struct hw_spec *start,
+			     const struct val_calib_opts *opts,
+			     struct val_calib *out, struct ts_diag *d);
+void val_calib_free(struct val_calib *c);
 
 #endif /* VAL_H */

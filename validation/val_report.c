@@ -43,6 +43,18 @@ static bool has_cfg(const struct val_row *row)
 	return row->cfg.n_out > 0 || row->cfg.n_kernel > 0;
 }
 
+/* Groups worst first (report every set's bad groups first): by model MAPE,
+ * descending; groups without one last; ties by name. */
+static int cmp_worst(const void *a, const void *b)
+{
+	const struct val_group *x = a, *y = b;
+	double u = isnan(x->mape) ? -1 : x->mape;
+	double v = isnan(y->mape) ? -1 : y->mape;
+	if (u != v)
+		return u < v ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
 /* ---- costing one module -------------------------------------------------- */
 
 /* Per kernel: the default estimate and the roofline, once per module and
@@ -512,7 +524,7 @@ static enum ts_status build_summaries(struct val_report *r)
 			goto out;
 		double tau[3] = {g->tau_model, g->tau_roofline, g->tau_steps};
 		for (int t = 0; t < 3; t++)
-			if (!isnan(tau[t])) {
+			if (!isnan(tau[t]) && g->n_ranked >= VAL_TAU_MIN_ROWS) {
 				sum_tau[t] += tau[t];
 				n_tau[t]++;
 			}
@@ -546,6 +558,7 @@ static enum ts_status build_summaries(struct val_report *r)
 	r->mean_top5_slowdown = nr ? sum_top[1] / nr : NAN;
 	r->mean_steps_top1_slowdown = nr ? sum_top[2] / nr : NAN;
 
+	qsort(r->groups, (size_t)r->n_groups, sizeof *r->groups, cmp_worst);
 	for (int i = 0; i < n; i++)
 		idx[i] = i;
 	r->overall.name = ds->name;
@@ -863,11 +876,14 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 		r->n_infeasible, c.mape, c.medape, c.roof_mape, c.roof_medape);
 	if (r->by_kernel) {
 		fprintf(out,
-			"set %s: ranking, mean over %d kernels: tau model %s, "
-			"roofline %s, fewer-steps %s; top-1 slowdown model %s, "
-			"fewer-steps %s; top-5 slowdown model %s\n",
-			ds->name, r->n_rank_kernels, c.tau[0], c.tau[1],
-			c.tau[2], c.top1[0], c.top1[1], c.top5);
+			"set %s: ranking: Kendall tau-b, mean over the %d "
+			"kernels with >= %d configs: model %s, roofline %s, "
+			"fewer-steps %s; slowdown, mean over the %d kernels "
+			"with >= 2: top-1 model %s, fewer-steps %s; top-5 "
+			"model %s\n",
+			ds->name, r->n_tau_kernels, VAL_TAU_MIN_ROWS, c.tau[0],
+			c.tau[1], c.tau[2], r->n_rank_kernels, c.top1[0],
+			c.top1[1], c.top5);
 		fprintf(out,
 			"set %s: tile choice, total over %d kernels vs measured "
 			"bests: model %s, fewer-steps %s, default %s; without "
@@ -898,15 +914,17 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 		c.mape, c.roof_mape, c.medape, c.roof_medape);
 	if (r->by_kernel) {
 		fprintf(out,
-			"Ranking the tile configs of each kernel (mean over %d "
-			"kernels):\n\n"
+			"Ranking the tile configs of each kernel (Kendall "
+			"tau-b: mean over the %d kernels with >= %d configs; "
+			"slowdowns: mean over the %d kernels with >= 2):\n\n"
 			"| | model | roofline | fewer tile steps |\n"
 			"|---|---|---|---|\n"
 			"| Kendall tau-b | %s | %s | %s |\n"
 			"| top-1 slowdown | %s | | %s |\n"
 			"| top-5 slowdown | %s | | |\n\n",
-			r->n_rank_kernels, c.tau[0], c.tau[1], c.tau[2],
-			c.top1[0], c.top1[1], c.top5);
+			r->n_tau_kernels, VAL_TAU_MIN_ROWS, r->n_rank_kernels,
+			c.tau[0], c.tau[1], c.tau[2], c.top1[0], c.top1[1],
+			c.top5);
 		fprintf(out,
 			"Tile choice, total measured time above the sum of "
 			"measured bests: model's pick %s, fewest steps %s, "
