@@ -23,4 +23,23 @@ ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	ctest --test-dir build-asan --output-on-failure -j"$jobs" || status=1
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz || status=1
+
+# Totals over the three runs, from CTest's logs: a test executable that
+# skipped any of its cases (cmocka "[  SKIPPED ]": ../shared/data absent)
+# counts as skipped, not passed.
+for b in build build-asan build-fuzz; do
+	cat "$b/Testing/Temporary/LastTest.log"
+done | awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
+	/^[0-9]+\/[0-9]+ Testing: / { skip = 0; name = $3 }
+	/\[  SKIPPED \]/ { skip = 1 }
+	/^Test Passed\./ {
+		if (!skip) p++
+		else if (!seen[name]++) { s++; names = names " " name } else s++
+	}
+	/^Test Failed\./ { f++ }
+	END {
+		if (s) printf "skipped (cases that need ../shared/data%s):%s\n",
+			shared == "no" ? ", which is absent" : "", names
+		printf "tests: %d passed, %d failed, %d skipped\n", p, f, s
+	}'
 exit $status
