@@ -698,7 +698,8 @@ struct set_cells {
 	char top5[32];        /* mean top-5 slowdown of the model */
 	char tiles[2][3][32]; /* tile choice above the measured bests, over
 	                         [all kernels, those with a config] of
-	                         [model's pick, fewest steps, default] */
+	                         [model's best, fewest steps, compiler
+	                         default] */
 };
 
 #define CELL(buf) buf, sizeof buf /* a buffer and its size */
@@ -886,9 +887,10 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 			c.top1[1], c.top5);
 		fprintf(out,
 			"set %s: tile choice, total over %d kernels vs measured "
-			"bests: model %s, fewer-steps %s, default %s; without "
-			"the %d kernels that have no config: model %s, "
-			"fewer-steps %s, default %s\n",
+			"bests: model's best %s, fewer-steps %s, compiler "
+			"default %s; without the %d kernels that have no "
+			"config: model's best %s, fewer-steps %s, compiler "
+			"default %s\n",
 			ds->name, r->tiles_all.n_kernels, c.tiles[0][0],
 			c.tiles[0][1], c.tiles[0][2],
 			r->tiles_all.n_kernels - r->tiles_config.n_kernels,
@@ -927,7 +929,7 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 			c.top5);
 		fprintf(out,
 			"Tile choice, total measured time above the sum of "
-			"measured bests: model's pick %s, fewest steps %s, "
+			"measured bests: model's best %s, fewest steps %s, "
 			"compiler default %s (%d kernels); without the %d "
 			"kernels that have no config: %s, %s, %s.\n\n",
 			c.tiles[0][0], c.tiles[0][1], c.tiles[0][2],
@@ -935,7 +937,7 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 			r->tiles_all.n_kernels - r->tiles_config.n_kernels,
 			c.tiles[1][0], c.tiles[1][1], c.tiles[1][2]);
 		fprintf(out, "| kernel | rows | MAPE | tau model | tau steps "
-			     "| top-1 model | top-1 steps | default |\n"
+			     "| top-1 model | top-1 steps | compiler default |\n"
 			     "|---|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < r->n_groups; i++) {
 			const struct val_group *g = &r->groups[i];
