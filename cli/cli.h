@@ -41,7 +41,7 @@
 #include "val.h"
 
 /* Commands defined in their own cli/cmd_*.c files, in help order. */
-#define CMD_LIST(X) X(run) X(tile) X(validate)
+#define CMD_LIST(X) X(run) X(tile) X(validate) X(calibrate)
 
 /* ---- exit codes ----------------------------------------------------------- */
 
@@ -158,6 +158,11 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
 		   struct cmd_graph *g);
 void cmd_graph_free(struct cmd_graph *g);
+/* Warns on stderr about the kernels of p listed at zero time because the
+ * model has no cost for them (custom calls, infeed, ...): their count and
+ * the first three names with their op (and custom-call target). */
+void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
+			 const struct sim_program *p);
 
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 

@@ -137,7 +137,8 @@ _Static_assert(TS_ARRAY_LEN(tile_cols) == COL_COUNT,
 	       "tile_cols must describe every tile_col");
 
 /* One row: the config, its time and why (each unit's busy time as a share
- * of the predicted time; they overlap, so the shares need not sum to 1). */
+ * of the predicted time; they overlap, so the shares need not sum to 1;
+ * split over megacore's cores, the MXU and VPU are busy cycles / cores). */
 static enum ts_status add_pick(struct cmd_table *t, const char *module,
 			       const char *kernel, int rank,
 			       const struct hyb_tile_pick *pk, double def_ns,
@@ -168,8 +169,9 @@ static enum ts_status add_pick(struct cmd_table *t, const char *module,
 	cmd_table_set_num(t, COL_STEPS, (double)e->steps);
 	cmd_table_set_num(t, COL_VMEM, e->vmem_bytes);
 	if (ghz > 0) {
-		cmd_table_set_num(t, COL_MXU, e->mxu_cycles / ghz / ns);
-		cmd_table_set_num(t, COL_VPU, e->vpu_cycles / ghz / ns);
+		double cores = e->cores > 1 ? e->cores : 1;
+		cmd_table_set_num(t, COL_MXU, e->mxu_cycles / cores / ghz / ns);
+		cmd_table_set_num(t, COL_VPU, e->vpu_cycles / cores / ghz / ns);
 		cmd_table_set_num(t, COL_DMA, e->dma_cycles / ghz / ns);
 	}
 	cmd_table_set_num(t, COL_OVERHEAD, e->overhead_ns / ns);

@@ -437,6 +437,12 @@ static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 		fprintf(ctx->err,
 			"%s: warning: %s: %d rows not estimated (listed in the "
 			"report)\n", ctx->prog, ds.name, r.n_errors);
+	if (st == TS_OK && r.n_unmodelled_modules)
+		fprintf(ctx->err,
+			"%s: warning: %s: %d modules have kernels not modelled, "
+			"costed at zero (first: %s)\n",
+			ctx->prog, ds.name, r.n_unmodelled_modules,
+			r.unmodelled_example ? r.unmodelled_example : "?");
 	if (st == TS_OK && r.n_infeasible)
 		fprintf(ctx->err,
 			"%s: warning: %s: %d measured rows the model calls "

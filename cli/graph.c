@@ -24,6 +24,61 @@ static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
 		n == 1 ? "s" : "");
 }
 
+void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
+			 const struct sim_program *p)
+{
+	enum { SHOWN = 3 };
+	char names[512] = "";
+	int n = 0;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if (k->kind != SIM_KERNEL_UNMODELLED || n++ >= SHOWN)
+			continue;
+		const struct ir_instr *in = k->instr;
+		size_t used = strlen(names);
+		snprintf(names + used, sizeof names - used, "%s%s (%s%s%s)",
+			 used ? ", " : "", k->name, ir_op_name(in->op),
+			 in->attrs.custom_call_target ? " " : "",
+			 in->attrs.custom_call_target
+				 ? in->attrs.custom_call_target
+				 : "");
+	}
+	if (n)
+		fprintf(ctx->err,
+			"%s: warning: module %s: %d kernel%s not modelled, "
+			"costed at zero: %s%s\n",
+			ctx->prog, p->module->name, n, n == 1 ? "" : "s", names,
+			n > SHOWN ? ", ..." : "");
+}
+
+/*
+ * HBM one program can use: the chip's HBM shared by the programs that run
+ * on it at once (v2/v3: one per TensorCore; megacore and single-core
+ * chips: one):
+ *   capacity = hbm.bytes x cores per program / tensorcores per chip.
+ * Compared with the entry computation's parameters plus its result, the
+ * buffers that are live for the whole call (a lower bound: temporaries
+ * are not counted), so a warning means the program cannot fit at all.
+ */
+static void warn_hbm(const struct cmd_ctx *ctx, const struct ir_module *m)
+{
+	const struct ir_computation *e = m->entry;
+	if (!e || !ctx->hw.tensorcores_per_chip)
+		return;
+	double live = e->root ? ir_shape_bytes(&e->root->shape) : 0;
+	for (int i = 0; i < e->n_params; i++)
+		if (e->params[i])
+			live += ir_shape_bytes(&e->params[i]->shape);
+	double cap = ctx->hw.hbm_bytes * hw_spec_cores(&ctx->hw) /
+		     ctx->hw.tensorcores_per_chip;
+	if (live > cap)
+		fprintf(ctx->err,
+			"%s: warning: module %s: its arguments and result "
+			"take %.4g GB, more than the %.4g GB of HBM one "
+			"program has on %s\n",
+			ctx->prog, m->name, live / 1e9, cap / 1e9, ctx->hw.name);
+}
+
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
 		   struct cmd_graph *g)
@@ -66,6 +121,8 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 			cmd_diag(ctx, &d, path, g->text, strlen(g->text));
 			return cmd_exit_from_status(st);
 		}
+		cmd_warn_unmodelled(ctx, &g->progs[g->n_progs]);
+		warn_hbm(ctx, g->mods[m]);
 		warn_assumed_trip_counts(ctx, &g->progs[g->n_progs],
 					 opts->default_trip_count);
 		g->n_progs++;

@@ -5,6 +5,8 @@
  * of {key, type, offset, unit, range} rows per section (netplan's
  * process_mapping); docs/STYLE.md "YAML hardware specs" governs the design.
  */
+/* realpath(3) for inheritance: X/Open on top of the build-wide POSIX. */
+#define _XOPEN_SOURCE 700
 #include "hw_spec.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+#include <limits.h>
 
 /* ---- unit names ---------------------------------------------------------- */
 
@@ -42,27 +45,32 @@ enum hw_field_type {
 	HW_FIELD_INT,     /* int, decimal digits only */
 	HW_FIELD_REAL,    /* double, decimal or exponent notation */
 	HW_FIELD_BOOL,    /* bool, true or false */
+	HW_FIELD_INHERITS,/* the parent spec's file (read before the walk) */
 };
 
-/* One YAML key. Every row is required: a spec sets every field. */
+/* One YAML key. Every row is required: a spec sets every field, itself or
+ * through the spec it inherits from. Numeric rows carry their public
+ * description (hw_field_info: full path, unit, range), which is what
+ * hw_spec_field() hands out. */
 struct hw_field {
 	const char *key;                 /* YAML key within its section */
 	enum hw_field_type type;         /* how the value is parsed */
 	size_t offset;                   /* offsetof(struct hw_spec, field) */
-	const char *unit;                /* printed after range errors; "" for counts */
-	double min, max;                 /* accepted range, inclusive */
+	struct hw_field_info info;       /* numeric rows: path, unit ("" for
+	                                    counts), accepted range */
 	const struct hw_field *children; /* HW_FIELD_SECTION: its rows */
 	size_t n_children;               /* rows in children */
 };
 
+/* Rows of numeric fields; SEC is the section's dotted path. */
 #define HW_OFF(f) offsetof(struct hw_spec, f)
-#define HW_INT(k, f, u, lo, hi)                                                \
-	{ .key = k, .type = HW_FIELD_INT, .offset = HW_OFF(f), .unit = u,      \
-	  .min = lo, .max = hi }
-#define HW_REAL_AT(k, off, u, lo, hi)                                          \
-	{ .key = k, .type = HW_FIELD_REAL, .offset = off, .unit = u,           \
-	  .min = lo, .max = hi }
-#define HW_REAL(k, f, u, lo, hi) HW_REAL_AT(k, HW_OFF(f), u, lo, hi)
+#define HW_INT(sec, k, f, u, lo, hi)                                           \
+	{ .key = k, .type = HW_FIELD_INT, .offset = HW_OFF(f),                 \
+	  .info = { sec "." k, u, lo, hi, true } }
+#define HW_REAL_AT(sec, k, off, u, lo, hi)                                     \
+	{ .key = k, .type = HW_FIELD_REAL, .offset = off,                      \
+	  .info = { sec "." k, u, lo, hi, false } }
+#define HW_REAL(sec, k, f, u, lo, hi) HW_REAL_AT(sec, k, HW_OFF(f), u, lo, hi)
 #define HW_SECTION(k, rows)                                                    \
 	{ .key = k, .type = HW_FIELD_SECTION, .children = rows,                \
 	  .n_children = TS_ARRAY_LEN(rows) }
@@ -70,7 +78,7 @@ struct hw_field {
 #define HW_COST_OFF(c) (HW_OFF(vpu_class_cost) + (size_t)(c) * sizeof(double))
 
 /* Widest section; sizes the per-mapping "seen" array in load_mapping(). */
-#define HW_SECTION_MAX 9
+#define HW_SECTION_MAX 10
 #define HW_SECTION_FITS(rows) \
 	_Static_assert(TS_ARRAY_LEN(rows) <= HW_SECTION_MAX, #rows " exceeds HW_SECTION_MAX")
 
@@ -80,84 +88,85 @@ struct hw_field {
  * section 1) with a margin of several times either way.
  */
 static const struct hw_field chip_fields[] = {
-	HW_INT("tensorcores", tensorcores_per_chip, "", 1, 8),
+	HW_INT("chip", "tensorcores", tensorcores_per_chip, "", 1, 8),
 	{ .key = "megacore", .type = HW_FIELD_BOOL, .offset = HW_OFF(megacore) },
-	HW_REAL("megacore_min_elems", megacore_min_elems, "elements", 0, 1e15),
+	HW_REAL("chip", "megacore_min_elems", megacore_min_elems, "elements", 0, 1e15),
 };
 HW_SECTION_FITS(chip_fields);
 
 static const struct hw_field mxu_fields[] = {
-	HW_INT("count", mxu_count, "", 1, 16),
-	HW_INT("rows", mxu_rows, "", 8, 1024),
-	HW_INT("cols", mxu_cols, "", 8, 1024),
-	HW_REAL("clock_hz", clock_hz, "Hz", 1e8, 1e10),
-	HW_REAL("macs_per_cell_cycle", mxu_macs_per_cell_cycle, "MACs", 0.125, 16),
-	HW_INT("f32_passes", mxu_f32_passes, "passes", 1, 9),
-	HW_REAL("pass_cycles", mxu_pass_cycles, "cycles", 0, 1e4),
+	HW_INT("mxu", "count", mxu_count, "", 1, 16),
+	HW_INT("mxu", "rows", mxu_rows, "", 8, 1024),
+	HW_INT("mxu", "cols", mxu_cols, "", 8, 1024),
+	HW_REAL("mxu", "clock_hz", clock_hz, "Hz", 1e8, 1e10),
+	HW_REAL("mxu", "macs_per_cell_cycle", mxu_macs_per_cell_cycle, "MACs", 0.125, 16),
+	HW_INT("mxu", "f32_passes", mxu_f32_passes, "passes", 1, 9),
+	HW_REAL("mxu", "pass_cycles", mxu_pass_cycles, "cycles", 0, 1e4),
 };
 HW_SECTION_FITS(mxu_fields);
 
 static const struct hw_field vpu_cost_fields[] = {
-	HW_REAL_AT("simple", HW_COST_OFF(HW_VPU_SIMPLE), "slots", 0.125, 1024),
-	HW_REAL_AT("divide", HW_COST_OFF(HW_VPU_DIVIDE), "slots", 0.125, 1024),
-	HW_REAL_AT("transcendental", HW_COST_OFF(HW_VPU_TRANSCEND), "slots", 0.125, 1024),
-	HW_REAL_AT("composite", HW_COST_OFF(HW_VPU_COMPOSITE), "slots", 0.125, 1024),
-	HW_REAL_AT("trig", HW_COST_OFF(HW_VPU_TRIG), "slots", 0.125, 1024),
-	HW_REAL_AT("rng", HW_COST_OFF(HW_VPU_RNG), "slots", 0.125, 1024),
+	HW_REAL_AT("vpu.cost", "simple", HW_COST_OFF(HW_VPU_SIMPLE), "slots", 0.125, 1024),
+	HW_REAL_AT("vpu.cost", "divide", HW_COST_OFF(HW_VPU_DIVIDE), "slots", 0.125, 1024),
+	HW_REAL_AT("vpu.cost", "transcendental", HW_COST_OFF(HW_VPU_TRANSCEND), "slots", 0.125, 1024),
+	HW_REAL_AT("vpu.cost", "trig", HW_COST_OFF(HW_VPU_TRIG), "slots", 0.125, 1024),
+	HW_REAL_AT("vpu.cost", "rng", HW_COST_OFF(HW_VPU_RNG), "slots", 0.125, 1024),
 };
 HW_SECTION_FITS(vpu_cost_fields);
-_Static_assert(TS_ARRAY_LEN(vpu_cost_fields) == HW_VPU_CLASS_COUNT,
+/* Every class but composite, which is derived (derive_figures()). */
+_Static_assert(TS_ARRAY_LEN(vpu_cost_fields) == HW_VPU_CLASS_COUNT - 1,
 	       "vpu.cost needs one key per hw_vpu_class");
 
 static const struct hw_field vpu_fields[] = {
-	HW_INT("sublanes", vpu_sublanes, "", 1, 64),
-	HW_INT("lanes", vpu_lanes, "", 1, 1024),
-	HW_INT("alus", vpu_alus, "", 1, 16),
+	HW_INT("vpu", "sublanes", vpu_sublanes, "", 1, 64),
+	HW_INT("vpu", "lanes", vpu_lanes, "", 1, 1024),
+	HW_INT("vpu", "alus", vpu_alus, "", 1, 16),
 	HW_SECTION("cost", vpu_cost_fields),
-	HW_REAL("xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0, 1024),
-	HW_REAL("xlu_lane_permute_cost", xlu_lane_permute_cost, "slots", 0, 1024),
-	HW_REAL("f16_load_cost", vpu_f16_load_cost, "slots", 0, 1024),
-	HW_REAL("f16_store_cost", vpu_f16_store_cost, "slots", 0, 1024),
+	HW_REAL("vpu", "xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0, 1024),
+	HW_REAL("vpu", "xlu_lane_permute_cost", xlu_lane_permute_cost, "slots", 0, 1024),
+	HW_REAL("vpu", "f16_load_cost", vpu_f16_load_cost, "slots", 0, 1024),
+	HW_REAL("vpu", "f16_store_cost", vpu_f16_store_cost, "slots", 0, 1024),
 };
 HW_SECTION_FITS(vpu_fields);
 
 static const struct hw_field hbm_fields[] = {
-	HW_REAL("bytes", hbm_bytes, "bytes", 1048576, 1099511627776.0),
-	HW_REAL("bw_bytes_per_s", hbm_bw_bytes_per_s, "bytes/s", 1e9, 1e14),
-	HW_REAL("efficiency", hbm_efficiency, "", 0.01, 1),
-	HW_REAL("dma_latency_ns", dma_latency_ns, "ns", 0, 1e5),
-	HW_REAL("dma_chunk_ns", dma_chunk_ns, "ns", 0, 1e4),
+	HW_REAL("hbm", "bytes", hbm_bytes, "bytes", 1048576, 1099511627776.0),
+	HW_REAL("hbm", "bw_bytes_per_s", hbm_bw_bytes_per_s, "bytes/s", 1e9, 1e14),
+	HW_REAL("hbm", "efficiency", hbm_efficiency, "", 0.01, 1),
+	HW_REAL("hbm", "dma_latency_ns", dma_latency_ns, "ns", 0, 1e5),
+	HW_REAL("hbm", "dma_chunk_ns", dma_chunk_ns, "ns", 0, 1e4),
 };
 HW_SECTION_FITS(hbm_fields);
 
 static const struct hw_field vmem_fields[] = {
-	HW_REAL("bytes", vmem_bytes, "bytes", 65536, 4294967296.0),
+	HW_REAL("vmem", "bytes", vmem_bytes, "bytes", 65536, 4294967296.0),
 };
 HW_SECTION_FITS(vmem_fields);
 
 static const struct hw_field overhead_fields[] = {
-	HW_REAL("kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
-	HW_REAL("step_ns", step_overhead_ns, "ns", 0, 1e5),
-	HW_REAL("row_cycles", row_overhead_cycles, "cycles", 0, 1e4),
+	HW_REAL("overhead", "kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
+	HW_REAL("overhead", "step_ns", step_overhead_ns, "ns", 0, 1e5),
+	HW_REAL("overhead", "row_cycles", row_overhead_cycles, "cycles", 0, 1e4),
 };
 HW_SECTION_FITS(overhead_fields);
 
 static const struct hw_field host_fields[] = {
-	HW_REAL("call_ns", host_call_ns, "ns", 0, 1e8),
-	HW_REAL("kernel_ns", host_kernel_ns, "ns", 0, 1e7),
-	HW_REAL("device_ns", host_device_ns, "ns", 0, 1e7),
+	HW_REAL("host", "call_ns", host_call_ns, "ns", 0, 1e8),
+	HW_REAL("host", "kernel_ns", host_kernel_ns, "ns", 0, 1e7),
+	HW_REAL("host", "device_ns", host_device_ns, "ns", 0, 1e7),
 };
 HW_SECTION_FITS(host_fields);
 
 static const struct hw_field ici_fields[] = {
-	HW_INT("links", ici_links, "", 0, 64),
-	HW_REAL("link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 0, 1e13),
-	HW_REAL("latency_ns", ici_latency_ns, "ns", 0, 1e6),
+	HW_INT("ici", "links", ici_links, "", 0, 64),
+	HW_REAL("ici", "link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 0, 1e13),
+	HW_REAL("ici", "latency_ns", ici_latency_ns, "ns", 0, 1e6),
 };
 HW_SECTION_FITS(ici_fields);
 
 static const struct hw_field root_fields[] = {
 	{ .key = "name", .type = HW_FIELD_NAME, .offset = HW_OFF(name) },
+	{ .key = "inherits", .type = HW_FIELD_INHERITS },
 	HW_SECTION("chip", chip_fields),
 	HW_SECTION("mxu", mxu_fields),
 	HW_SECTION("vpu", vpu_fields),
@@ -182,6 +191,8 @@ struct hw_load_ctx {
 	yaml_document_t *doc; /* the loaded document */
 	struct hw_spec *out;  /* filled field by field */
 	struct ts_diag *d;    /* error destination */
+	bool inherited;       /* out starts from a parent's values: fields
+	                         the file does not set are the parent's */
 };
 
 /* Byte offset of the start of 0-based line `line`, or len if past the end. */
@@ -381,8 +392,8 @@ static enum ts_status range_error(const struct hw_load_ctx *c,
 {
 	char q[48];
 	return fail_at(c, v->start_mark, "%s: %s is out of range [%.6g, %.6g]%s%s",
-		       path, quote_scalar(v, q, sizeof q), f->min, f->max,
-		       f->unit[0] ? " " : "", f->unit);
+		       path, quote_scalar(v, q, sizeof q), f->info.min, f->info.max,
+		       f->info.unit[0] ? " " : "", f->info.unit);
 }
 
 /* Parses and range-checks a leaf value and stores it in c->out. */
@@ -396,6 +407,7 @@ static enum ts_status load_leaf(const struct hw_load_ctx *c,
 		[HW_FIELD_INT] = "an integer",
 		[HW_FIELD_REAL] = "a number",
 		[HW_FIELD_BOOL] = "true or false",
+		[HW_FIELD_INHERITS] = "a file name",
 	};
 	char q[48];
 	char *dst = (char *)c->out + f->offset;
@@ -442,7 +454,8 @@ static enum ts_status load_leaf(const struct hw_load_ctx *c,
 		if (end != s + v->data.scalar.length)
 			return fail_at(c, v->start_mark, "%s: expected an integer, got '%s'",
 				       path, quote_scalar(v, q, sizeof q));
-		if (errno == ERANGE || (double)x < f->min || (double)x > f->max)
+		if (errno == ERANGE || (double)x < f->info.min ||
+		    (double)x > f->info.max)
 			return range_error(c, v, path, f);
 		*(int *)dst = (int)x;
 		return TS_OK;
@@ -458,11 +471,14 @@ static enum ts_status load_leaf(const struct hw_load_ctx *c,
 		if (end != s + v->data.scalar.length)
 			return fail_at(c, v->start_mark, "%s: expected a number, got '%s'",
 				       path, quote_scalar(v, q, sizeof q));
-		if (errno == ERANGE || !isfinite(x) || x < f->min || x > f->max)
+		if (errno == ERANGE || !isfinite(x) || x < f->info.min ||
+		    x > f->info.max)
 			return range_error(c, v, path, f);
 		*(double *)dst = x;
 		return TS_OK;
 	}
+	case HW_FIELD_INHERITS: /* resolved before the walk */
+		return TS_OK;
 	case HW_FIELD_SECTION:
 		break;
 	}
@@ -540,7 +556,9 @@ static enum ts_status load_mapping(const struct hw_load_ctx *c,
 			return st;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (seen[i])
+		/* A child spec sets what differs from its parent, and its name. */
+		if (seen[i] || rows[i].type == HW_FIELD_INHERITS ||
+		    (c->inherited && rows[i].type != HW_FIELD_NAME))
 			continue;
 		join_path(path, sizeof path, prefix, rows[i].key, strlen(rows[i].key));
 		return fail_at(c, m->start_mark, "%s: missing %s", path,
@@ -595,9 +613,28 @@ static enum ts_status check_consistency(const struct hw_load_ctx *c)
 	}
 	if (!path)
 		return TS_OK;
+	/* The file that inherits a field does not write it: point at the top. */
 	const yaml_node_t *n = node_at(c, path);
-	TS_ASSERT(n);
+	if (!n)
+		n = yaml_document_get_root_node(c->doc);
 	return fail_at(c, n->start_mark, "%s: %s", path, msg);
+}
+
+/*
+ * Figures the spec does not state because they follow from others:
+ *   composite = transcendental + divide + 2 x simple   (slots per vreg)
+ * A composite function (logistic, erf, pow, expm1, ...) is one EUP
+ * function, a divide and about two simple ops: logistic = 1 / (1 + exp(-x))
+ * exactly so. Known wrong for erf and pow, which take a few more steps;
+ * no data set has them. Checked: tpuv4-ops sigmoid, which JAX writes as
+ * those ops, is costed from them at ~6% MAPE. Source: docs/TPU.md section
+ * 2 rule 7 (EUP functions), the op definitions in jax.nn.
+ */
+static void derive_figures(struct hw_spec *s)
+{
+	double *c = s->vpu_class_cost;
+	c[HW_VPU_COMPOSITE] =
+		c[HW_VPU_TRANSCEND] + c[HW_VPU_DIVIDE] + 2 * c[HW_VPU_SIMPLE];
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -626,9 +663,104 @@ static enum ts_status yaml_failure(const struct hw_load_ctx *c,
 	return fail_at(c, p->problem_mark, "YAML syntax error: %s", problem);
 }
 
-enum ts_status hw_spec_load_text(const char *name, const char *text,
-				 size_t len, struct hw_spec *spec,
-				 struct ts_diag *d)
+/* The specs being loaded, child first: what a cycle is checked against. */
+struct hw_chain {
+	int n;
+	const char *name[HW_INHERIT_MAX + 1]; /* as given, for messages */
+	char *real[HW_INHERIT_MAX + 1];       /* realpath(3), for comparing */
+};
+
+static enum ts_status load_text_at(const char *name, const char *text,
+				   size_t len, struct hw_spec *spec,
+				   struct ts_diag *d, struct hw_chain *chain);
+
+/*
+ * Loads the parent named by the `inherits` value v of file c->file into
+ * *out: the path is relative to the folder of c->file. Errors are located
+ * at v, except errors inside the parent, which are the parent's own.
+ */
+static enum ts_status load_parent(const struct hw_load_ctx *c,
+				  const yaml_node_t *v, struct hw_chain *chain,
+				  struct hw_spec *out)
+{
+	char q[48];
+	if (v->type != YAML_SCALAR_NODE || v->data.scalar.length == 0)
+		return fail_at(c, v->start_mark,
+			       "inherits: expected a file name, got %s",
+			       v->type == YAML_SCALAR_NODE ? "an empty value"
+							   : node_kind(v));
+	const char *val = (const char *)v->data.scalar.value;
+	if (!chain)
+		return fail_at(c, v->start_mark,
+			       "inherits: '%s' cannot be resolved for a spec "
+			       "given as text (no folder to look in)",
+			       quote_scalar(v, q, sizeof q));
+	if (chain->n > HW_INHERIT_MAX)
+		return fail_at(c, v->start_mark,
+			       "inherits: more than %d levels of inheritance",
+			       HW_INHERIT_MAX);
+	const char *slash = strrchr(c->file, '/');
+	int dir_len = val[0] == '/' || !slash ? 0 : (int)(slash - c->file + 1);
+	size_t plen = (size_t)dir_len + strlen(val) + 1;
+	char *ppath = ts_malloc(plen);
+	if (!ppath) {
+		ts_diag_set(c->d, c->file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	snprintf(ppath, plen, "%.*s%s", dir_len, c->file, val);
+	char *text = NULL;
+	size_t len = 0;
+	enum ts_status st;
+	char *real = realpath(ppath, NULL);
+	if (!real) {
+		st = fail_at(c, v->start_mark, "inherits: cannot read '%s': %s",
+			     ppath, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < chain->n; i++) {
+		if (strcmp(chain->real[i], real))
+			continue;
+		char msg[TS_DIAG_MSG_MAX] = "";
+		for (int k = i; k < chain->n; k++) {
+			size_t used = strlen(msg);
+			snprintf(msg + used, sizeof msg - used, "%s -> ",
+				 chain->name[k]);
+		}
+		st = fail_at(c, v->start_mark, "inherits: cycle: %s%s", msg,
+			     ppath);
+		free(real);
+		goto out;
+	}
+	struct ts_diag pd = {0};
+	if ((st = ts_read_file(ppath, &text, &len, &pd)) != TS_OK) {
+		free(real);
+		st = fail_at(c, v->start_mark, "inherits: cannot read '%s': %s",
+			     ppath, pd.msg);
+		goto out;
+	}
+	chain->name[chain->n] = ppath;
+	chain->real[chain->n++] = real;
+	st = load_text_at(ppath, text, len, out, c->d, chain);
+	free(chain->real[--chain->n]);
+	if (st == TS_ERR_NOMEM) {
+		ts_diag_set(c->d, c->file, 0, 0, "out of memory");
+	} else if (st != TS_OK && c->d) {
+		/* The parent's text and name go with this call: its error is
+		 * reported at the `inherits` line, naming where it is. */
+		char where[TS_DIAG_MSG_MAX];
+		snprintf(where, sizeof where, "%.200s:%u:%u: %.280s", ppath,
+			 c->d->line, c->d->col, c->d->msg);
+		st = fail_at(c, v->start_mark, "inherits: %s", where);
+	}
+out:
+	ts_free(text);
+	ts_free(ppath);
+	return st;
+}
+
+static enum ts_status load_text_at(const char *name, const char *text,
+				   size_t len, struct hw_spec *spec,
+				   struct ts_diag *d, struct hw_chain *chain)
 {
 	if (!text || !spec) {
 		ts_diag_set(d, name, 0, 0, "hw_spec_load_text: NULL text or spec");
@@ -673,11 +805,21 @@ enum ts_status hw_spec_load_text(const char *name, const char *text,
 			     "a second YAML document starts here; a spec file holds exactly one");
 		goto out;
 	}
+	const yaml_node_t *inh =
+		root->type == YAML_MAPPING_NODE ? node_at(&c, "inherits") : NULL;
+	if (inh) {
+		if ((st = load_parent(&c, inh, chain, &tmp)))
+			goto out;
+		c.inherited = true;
+		tmp.name[0] = '\0'; /* every file names itself */
+	}
 	st = load_mapping(&c, root, "", root_fields, TS_ARRAY_LEN(root_fields));
 	if (st == TS_OK)
 		st = check_consistency(&c);
-	if (st == TS_OK)
+	if (st == TS_OK) {
+		derive_figures(&tmp);
 		*spec = tmp;
+	}
 out:
 	if (have_extra)
 		yaml_document_delete(&extra);
@@ -685,6 +827,13 @@ out:
 		yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return st;
+}
+
+enum ts_status hw_spec_load_text(const char *name, const char *text,
+				 size_t len, struct hw_spec *spec,
+				 struct ts_diag *d)
+{
+	return load_text_at(name, text, len, spec, d, NULL);
 }
 
 enum ts_status hw_spec_load_file(const char *path, char **text_out,
@@ -701,7 +850,16 @@ enum ts_status hw_spec_load_file(const char *path, char **text_out,
 	if (st != TS_OK)
 		return st;
 	*text_out = text;
-	return hw_spec_load_text(path, text, len, spec, d);
+	struct hw_chain chain = {.n = 1, .name = {path}};
+	chain.real[0] = realpath(path, NULL);
+	if (!chain.real[0]) {
+		ts_diag_set(d, path, 0, 0, "cannot resolve the path: %s",
+			    strerror(errno));
+		return TS_ERR_IO;
+	}
+	st = load_text_at(path, text, len, spec, d, &chain);
+	free(chain.real[0]);
+	return st;
 }
 
 enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
@@ -715,6 +873,402 @@ enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
 		d->src = NULL;
 		d->src_len = 0;
 	}
+	return st;
+}
+
+/* ---- fields by path ------------------------------------------------------ */
+
+/* Depth-first over the table: the i-th numeric row (i counts down), or the
+ * row whose path is `path` when path is not NULL. */
+static const struct hw_field *find_row(const struct hw_field *rows, size_t n,
+				       const char *path, int *i)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct hw_field *r = &rows[k];
+		if (r->type == HW_FIELD_SECTION) {
+			r = find_row(r->children, r->n_children, path, i);
+			if (r)
+				return r;
+			continue;
+		}
+		if (r->type != HW_FIELD_INT && r->type != HW_FIELD_REAL)
+			continue;
+		if (path ? !strcmp(r->info.path, path) : (*i)-- == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* The row of an info handed out by hw_spec_field(): info is its member. */
+static const struct hw_field *row_of(const struct hw_field_info *f)
+{
+	return (const struct hw_field *)(const void *)((const char *)f -
+						       offsetof(struct hw_field, info));
+}
+
+const struct hw_field_info *hw_spec_field(const char *path)
+{
+	int unused = 0;
+	const struct hw_field *r = find_row(root_fields, TS_ARRAY_LEN(root_fields),
+					    path, &unused);
+	return r ? &r->info : NULL;
+}
+
+int hw_spec_n_fields(void)
+{
+	int n = 0;
+	while (hw_spec_field_at(n))
+		n++;
+	return n;
+}
+
+const struct hw_field_info *hw_spec_field_at(int i)
+{
+	if (i < 0)
+		return NULL;
+	const struct hw_field *r = find_row(root_fields, TS_ARRAY_LEN(root_fields),
+					    NULL, &i);
+	return r ? &r->info : NULL;
+}
+
+double hw_spec_get(const struct hw_spec *s, const struct hw_field_info *f)
+{
+	const struct hw_field *r = row_of(f);
+	const char *p = (const char *)s + r->offset;
+	if (f->is_int)
+		return *(const int *)(const void *)p;
+	return *(const double *)(const void *)p;
+}
+
+enum ts_status hw_spec_set(struct hw_spec *s, const struct hw_field_info *f,
+			   double v, struct ts_diag *d)
+{
+	if (!(v >= f->min && v <= f->max)) {
+		ts_diag_set(d, NULL, 0, 0, "%s: %.17g is out of range [%.6g, %.6g]%s%s",
+			    f->path, v, f->min, f->max, f->unit[0] ? " " : "",
+			    f->unit);
+		return TS_ERR_SPEC;
+	}
+	if (f->is_int && v != floor(v)) {
+		ts_diag_set(d, NULL, 0, 0, "%s: %.17g is not an integer", f->path, v);
+		return TS_ERR_SPEC;
+	}
+	char *p = (char *)s + row_of(f)->offset;
+	if (f->is_int)
+		*(int *)(void *)p = (int)v;
+	else
+		*(double *)(void *)p = v;
+	return TS_OK;
+}
+
+/* The shortest text that reads back as v: plain decimals (56550, 0.9704)
+ * where that is short, else %g's exponent form. */
+static void format_value(char *buf, size_t cap, double v)
+{
+	if (fabs(v) >= 1e-3 && fabs(v) < 1e15)
+		for (int dec = 0; dec <= 6; dec++) {
+			snprintf(buf, cap, "%.*f", dec, v);
+			if (strtod(buf, NULL) == v)
+				return;
+		}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, cap, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* One change of the text: bytes [start, end) become repl (owned). */
+struct text_edit {
+	size_t start, end;
+	char *repl;
+};
+
+static int cmp_edit(const void *a, const void *b)
+{
+	const struct text_edit *x = a, *y = b;
+	return (x->start < y->start) - (x->start > y->start); /* last first */
+}
+
+static size_t line_end(const char *t, size_t len, size_t i)
+{
+	while (i < len && t[i] != '\n')
+		i++;
+	return i;
+}
+
+/* Column (0-based) of the first non-blank byte of the line at i, and
+ * whether that byte is '#' (a comment-only line). */
+static size_t line_indent(const char *t, size_t len, size_t i, bool *comment)
+{
+	size_t k = i;
+	while (k < len && (t[k] == ' ' || t[k] == '\t'))
+		k++;
+	*comment = k < len && t[k] == '#';
+	return k - i;
+}
+
+/* After the line ending at e: the end of the comment-only lines indented
+ * deeper than `col` (a field's comment continued under it). */
+static size_t skip_comment_lines(const char *t, size_t len, size_t e,
+				 size_t col)
+{
+	while (e < len) {
+		bool comment;
+		size_t ind = line_indent(t, len, e + 1, &comment);
+		if (!comment || ind <= col)
+			break;
+		e = line_end(t, len, e + 1);
+	}
+	return e;
+}
+
+/* "VAL<pad spaces># LINE1" and, for each further line of the comment,
+ * "\n" + spaces to column hcol + "#   LINE" (a continuation the loader's
+ * comment rule keeps with the field). */
+static void comment_lines(char *buf, size_t cap, const char *val, int pad,
+			  size_t hcol, const char *comment)
+{
+	size_t n = (size_t)snprintf(buf, cap, "%s%*s# ", val, pad, "");
+	for (const char *p = comment; *p && n < cap; p++) {
+		if (*p == '\n')
+			n += (size_t)snprintf(buf + n, cap - n, "\n%*s#   ",
+					      (int)hcol, "");
+		else
+			buf[n++] = *p;
+	}
+	buf[n < cap ? n : cap - 1] = '\0';
+}
+
+/* The edit that sets field f (value text val) in the parsed file. */
+static enum ts_status field_edit(const struct hw_load_ctx *c,
+				 const struct hw_field_info *f, const char *val,
+				 const char *comment, struct text_edit *e)
+{
+	const char *t = c->text;
+	size_t len = c->len;
+	const yaml_node_t *v = node_at(c, f->path);
+	char buf[TS_DIAG_MSG_MAX + 256];
+	if (v) {
+		if (v->type != YAML_SCALAR_NODE)
+			return fail_at(c, v->start_mark, "%s: expected a number",
+				       f->path);
+		size_t vs = v->start_mark.index, ve = v->end_mark.index;
+		size_t eol = line_end(t, len, ve);
+		size_t col = vs - line_start(c, v->start_mark.line);
+		bool unused; /* the key's column: the line's indent */
+		size_t key_col = line_indent(
+			t, len, line_start(c, v->start_mark.line), &unused);
+		e->start = vs;
+		if (!comment) {
+			e->end = ve;
+			snprintf(buf, sizeof buf, "%s", val);
+		} else {
+			/* Keep the comment's column when there was one. */
+			const char *hash = memchr(t + ve, '#', eol - ve);
+			size_t hcol = hash ? (size_t)(hash - t) -
+						     line_start(c, v->start_mark.line)
+					   : 0;
+			int pad = (int)hcol - (int)(col + strlen(val));
+			if (pad < 2)
+				pad = 2;
+			e->end = skip_comment_lines(t, len, eol, key_col);
+			comment_lines(buf, sizeof buf, val, pad,
+				      col + strlen(val) + (size_t)pad, comment);
+		}
+	} else {
+		/* Inherited: add "key: value" at the end of its section, the
+		 * sections the file lacks written around it. */
+		char sec[128];
+		snprintf(sec, sizeof sec, "%s", f->path);
+		*strrchr(sec, '.') = '\0';
+		const char *key = strrchr(f->path, '.') + 1;
+		char missing[128] = "";
+		const yaml_node_t *m = NULL;
+		for (;;) {
+			m = node_at(c, sec);
+			char *dot = strrchr(sec, '.');
+			if (m || !dot)
+				break;
+			char tmp[256];
+			snprintf(tmp, sizeof tmp, "%.60s%s%.60s", dot + 1,
+				 missing[0] ? "." : "", missing);
+			snprintf(missing, sizeof missing, "%.120s", tmp);
+			*dot = '\0';
+		}
+		if (!m) { /* not even the top section: it goes too */
+			char tmp[256];
+			snprintf(tmp, sizeof tmp, "%.60s%s%.60s", sec,
+				 missing[0] ? "." : "", missing);
+			snprintf(missing, sizeof missing, "%.120s", tmp);
+		}
+		if (m && m->type != YAML_MAPPING_NODE)
+			return fail_at(c, m->start_mark, "%s: expected a mapping",
+				       sec);
+		size_t at, ind = 0;
+		if (m && m->data.mapping.pairs.top > m->data.mapping.pairs.start) {
+			/* After the last entry and its comment lines. */
+			const yaml_node_pair_t *last = m->data.mapping.pairs.top - 1;
+			const yaml_node_t *lk = yaml_document_get_node(c->doc, last->key);
+			const yaml_node_t *lv = yaml_document_get_node(c->doc, last->value);
+			bool unused;
+			ind = line_indent(t, len, line_start(c, lk->start_mark.line),
+					  &unused);
+			size_t end = lv->end_mark.index;
+			if (end > 0 && t[end - 1] == '\n')
+				end--;
+			at = skip_comment_lines(t, len, line_end(t, len, end), ind);
+		} else {
+			at = len;
+			if (at > 0 && t[at - 1] == '\n')
+				at--;
+		}
+		size_t n = 0;
+		for (char *p = missing[0] ? missing : NULL; p;) {
+			char *dot = strchr(p, '.');
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "\n%*s%.*s:",
+					      (int)ind, "",
+					      dot ? (int)(dot - p) : (int)strlen(p), p);
+			ind += 2;
+			p = dot ? dot + 1 : NULL;
+		}
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "\n%*s%s: ",
+				      (int)ind, "", key);
+		if (comment)
+			comment_lines(buf + n, sizeof buf - n, val, 2,
+				      ind + strlen(key) + 2 + strlen(val) + 2,
+				      comment);
+		else
+			snprintf(buf + n, sizeof buf - n, "%s", val);
+		e->start = e->end = at;
+	}
+	e->repl = ts_strdup(buf);
+	if (!e->repl) {
+		ts_diag_set(c->d, c->file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	return TS_OK;
+}
+
+struct text_out {
+	const char *text;
+	size_t len;
+};
+
+static enum ts_status write_text(FILE *f, void *ctx)
+{
+	const struct text_out *o = ctx;
+	return fwrite(o->text, 1, o->len, f) == o->len ? TS_OK : TS_ERR_IO;
+}
+
+enum ts_status hw_spec_write_fields(const char *in_path, const char *out_path,
+				    int n, const char *const *paths,
+				    const double *values,
+				    const char *const *comments,
+				    struct ts_diag *d)
+{
+	struct hw_spec spec, check;
+	char *text = NULL, *out = NULL;
+	struct text_edit *edits = ts_calloc((size_t)n + 1, sizeof *edits);
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	bool have_parser = false, have_doc = false;
+	enum ts_status st;
+	if (!edits) {
+		ts_diag_set(d, in_path, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	if ((st = hw_spec_load_file(in_path, &text, &spec, d)))
+		goto out;
+	size_t len = strlen(text);
+	struct hw_load_ctx c = {.file = in_path, .text = text, .len = len, .d = d};
+	if (!yaml_parser_initialize(&parser)) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	have_parser = true;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		st = yaml_failure(&c, &parser);
+		goto out;
+	}
+	have_doc = true;
+	c.doc = &doc;
+	if (node_at(&c, "inherits")) {
+		const char *a = strrchr(in_path, '/'), *b = strrchr(out_path, '/');
+		size_t la = a ? (size_t)(a - in_path) : 0;
+		size_t lb = b ? (size_t)(b - out_path) : 0;
+		if (la != lb || strncmp(in_path, out_path, la)) {
+			ts_diag_set(d, out_path, 0, 0,
+				    "%s inherits from a spec named relative to its "
+				    "folder: write the result into the same folder",
+				    in_path);
+			st = TS_ERR_MISUSE;
+			goto out;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct hw_field_info *f = hw_spec_field(paths[i]);
+		if (!f) {
+			ts_diag_set(d, in_path, 0, 0, "%s: not a numeric spec field",
+				    paths[i]);
+			st = TS_ERR_MISUSE;
+			goto out;
+		}
+		if ((st = hw_spec_set(&spec, f, values[i], d))) {
+			d->file = in_path;
+			goto out;
+		}
+		char val[64];
+		format_value(val, sizeof val, values[i]);
+		if ((st = field_edit(&c, f, val, comments ? comments[i] : NULL,
+				     &edits[i])))
+			goto out;
+	}
+	/* Apply from the end of the text back, so offsets stay valid. */
+	qsort(edits, (size_t)n, sizeof *edits, cmp_edit);
+	size_t cap = len + 1;
+	for (int i = 0; i < n; i++)
+		cap += strlen(edits[i].repl);
+	out = ts_malloc(cap);
+	if (!out) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	memcpy(out, text, len + 1);
+	size_t olen = len;
+	for (int i = 0; i < n; i++) {
+		struct text_edit *e = &edits[i];
+		size_t rl = strlen(e->repl);
+		memmove(out + e->start + rl, out + e->end, olen - e->end + 1);
+		memcpy(out + e->start, e->repl, rl);
+		olen = olen - (e->end - e->start) + rl;
+	}
+	/* What is written must load and hold the new values. */
+	if ((st = load_text_at(in_path, out, olen, &check, d,
+			       &(struct hw_chain){0})) != TS_OK)
+		goto out;
+	if (memcmp(&check, &spec, sizeof spec)) {
+		ts_diag_set(d, out_path, 0, 0,
+			    "internal error: the rewritten spec does not read "
+			    "back as written");
+		st = TS_ERR_IO;
+		goto out;
+	}
+	st = ts_write_file_atomic(out_path, write_text,
+				  &(struct text_out){out, olen}, d);
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, in_path, 0, 0, "out of memory");
+	if (have_doc)
+		yaml_document_delete(&doc);
+	if (have_parser)
+		yaml_parser_delete(&parser);
+	for (int i = 0; i < n; i++)
+		ts_free(edits[i].repl);
+	ts_free(edits);
+	ts_free(out);
+	ts_free(text);
 	return st;
 }
 

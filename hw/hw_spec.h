@@ -77,7 +77,9 @@ struct hw_spec {
 	int vpu_sublanes;         /* 8 on every generation */
 	int vpu_lanes;            /* 128 on every generation */
 	int vpu_alus;             /* ALUs per (sublane, lane) slot */
-	double vpu_class_cost[HW_VPU_CLASS_COUNT]; /* issue slots per vreg op */
+	double vpu_class_cost[HW_VPU_CLASS_COUNT]; /* issue slots per vreg op;
+	                             composite is derived from the others
+	                             (hw_spec.c derive_figures), not read */
 	double xlu_lane_reduce_cost; /* extra slots per vreg for a cross-lane
 	                                reduction step (XLU) */
 	double xlu_lane_permute_cost; /* slots per vreg for a cross-lane
@@ -133,7 +135,18 @@ struct hw_spec {
  * Loads and validates a spec. Unknown or duplicate keys, wrong types,
  * missing fields and out-of-range values fail with TS_ERR_SPEC and a
  * diagnostic "file:line:col: error: <field.path>: message".
+ *
+ * Inheritance: a spec whose top level has `inherits: PARENT.yaml` (a path
+ * relative to the file that names it) starts from the parent's values and
+ * sets only what differs; every field must then be set by it or an
+ * ancestor, and `name` by every file. Errors: a missing or unreadable
+ * parent, a cycle (a.yaml -> b.yaml -> a.yaml) and more than
+ * HW_INHERIT_MAX levels are located at the `inherits` value; an error
+ * inside a parent is reported in the parent's file. Text loaded from
+ * memory (hw_spec_load_text) has no folder to resolve a parent against:
+ * `inherits` is an error there.
  */
+#define HW_INHERIT_MAX 8
 enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
 			    struct ts_diag *d);
 /* Same, from text in memory; `name` is used as the file in diagnostics. */
@@ -145,6 +158,46 @@ enum ts_status hw_spec_load_text(const char *name, const char *text,
  * after printing d), like hlo_parse_file. YAML keys: hwspecs/v3.yaml. */
 enum ts_status hw_spec_load_file(const char *path, char **text_out,
 				 struct hw_spec *spec, struct ts_diag *d);
+
+/* ---- fields by path ------------------------------------------------------
+ * The numeric fields of the loader's table, for tools that read or change
+ * one figure by name (calibrate, what-if --set). */
+
+struct hw_field_info {
+	const char *path;  /* full dotted YAML path: "hbm.bw_bytes_per_s" */
+	const char *unit;  /* "" for counts */
+	double min, max;   /* accepted range, inclusive */
+	bool is_int;       /* an integer field */
+};
+
+/* The numeric (int or real) field at `path`; NULL when there is none. */
+const struct hw_field_info *hw_spec_field(const char *path);
+/* Numeric fields in table order: count and the i-th (NULL out of range). */
+int hw_spec_n_fields(void);
+const struct hw_field_info *hw_spec_field_at(int i);
+double hw_spec_get(const struct hw_spec *s, const struct hw_field_info *f);
+/* Range- and type-checked set (an int field needs an integral value). On
+ * error TS_ERR_SPEC, s unchanged and d = "<path>: <value> is out of range
+ * [lo, hi] <unit>" (the loader's wording) or "<path>: <value> is not an
+ * integer", without file or line. */
+enum ts_status hw_spec_set(struct hw_spec *s, const struct hw_field_info *f,
+			   double v, struct ts_diag *d);
+/*
+ * Rewrites the spec file in_path into out_path (may be the same file) with
+ * field paths[i] set to values[i] (the shortest text that reads back as the
+ * same double), keeping every other byte. comments[i], when not NULL,
+ * replaces the field's comment (from its '#' to the end of the line, and
+ * the comment-only lines under it indented deeper than its key) by
+ * "# " + comments[i]. A field in_path does not write itself (inherited) is
+ * added as a line at the end of its section (the section is added when the
+ * file has none). The result is loaded and checked to give the new values
+ * before it is written, atomically; on error nothing is written.
+ */
+enum ts_status hw_spec_write_fields(const char *in_path, const char *out_path,
+				    int n, const char *const *paths,
+				    const double *values,
+				    const char *const *comments,
+				    struct ts_diag *d);
 
 /* Derived per-program figures (one core, or the whole chip under megacore). */
 int hw_spec_cores(const struct hw_spec *s);          /* cores one program uses */

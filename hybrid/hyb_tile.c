@@ -20,27 +20,24 @@ struct search {
 	int top_k;
 };
 
-/* Lexicographic order of bounds: the tie-break after time and steps. */
-static int cmp_bounds(const struct sim_tile_config *a,
-		      const struct sim_tile_config *b)
-{
-	for (int i = 0; i < a->n_out && i < b->n_out; i++)
-		if (a->out_bounds[i] != b->out_bounds[i])
-			return a->out_bounds[i] < b->out_bounds[i] ? -1 : 1;
-	for (int i = 0; i < a->n_kernel && i < b->n_kernel; i++)
-		if (a->kernel_bounds[i] != b->kernel_bounds[i])
-			return a->kernel_bounds[i] < b->kernel_bounds[i] ? -1 : 1;
-	return 0;
-}
-
-/* true when pick a ranks before pick b */
+/* true when pick a ranks before pick b (sim_config_better) */
 static bool better(const struct hyb_tile_pick *a, const struct hyb_tile_pick *b)
 {
-	if (a->est.time_ns != b->est.time_ns)
-		return a->est.time_ns < b->est.time_ns;
-	if (a->est.steps != b->est.steps)
-		return a->est.steps < b->est.steps;
-	return cmp_bounds(&a->config, &b->config) < 0;
+	return sim_config_better(&a->est, &a->config, &b->est, &b->config);
+}
+
+static bool same_config(const struct sim_tile_config *a,
+			const struct sim_tile_config *b)
+{
+	if (a->n_out != b->n_out || a->n_kernel != b->n_kernel)
+		return false;
+	for (int i = 0; i < a->n_out; i++)
+		if (a->out_bounds[i] != b->out_bounds[i])
+			return false;
+	for (int i = 0; i < a->n_kernel; i++)
+		if (a->kernel_bounds[i] != b->kernel_bounds[i])
+			return false;
+	return true;
 }
 
 static bool visit(const struct sim_tile_config *cfg, void *ctx)
@@ -48,6 +45,9 @@ static bool visit(const struct sim_tile_config *cfg, void *ctx)
 	struct search *s = ctx;
 	struct hyb_tile_result *r = s->r;
 	struct hyb_tile_pick pick;
+	/* the default, costed first, is not listed twice */
+	if (r->n_costed > 0 && same_config(cfg, &r->def.config))
+		return true;
 	pick.config = *cfg;
 	sim_plan_estimate(s->p, s->hw, cfg, &pick.est);
 	r->n_costed++;
@@ -79,8 +79,8 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
 	if (st != TS_OK)
 		return st;
-	r->def.config = p.def;
-	sim_plan_estimate(&p, hw, &p.def, &r->def.est);
+	sim_plan_default(&p, hw, &r->def.config);
+	sim_plan_estimate(&p, hw, &r->def.config, &r->def.est);
 	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0)
 		return TS_OK;
 	r->tunable = true;
@@ -99,6 +99,9 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	}
 	r->per_dim = per_dim;
 	struct search s = {.p = &p, .hw = hw, .r = r, .top_k = top_k};
+	/* The default is a candidate too (with a smaller cap it can come
+	 * from another spread): the best listed is never slower than it. */
+	visit(&r->def.config, &s);
 	sim_plan_enumerate(&p, per_dim, visit, &s);
 	return TS_OK;
 }

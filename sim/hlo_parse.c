@@ -1126,6 +1126,7 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 	int n = 0;
 	memset(out, 0, sizeof *out);
 	out->type = type;
+	const char *open = p->p;
 	if (!expect_char(p, '[', "'[' after the element type"))
 		return false;
 	skip_ws(p);
@@ -1166,6 +1167,19 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 	p->p++; /* ']' */
 	if (type == IR_TYPE_TOKEN && n)
 		return fail(p, p->p - 1, "malformed shape: token has dimensions");
+	/* Element count and byte size must fit in 63 bits: anything larger
+	 * is no array a machine holds, and every later product would
+	 * overflow. */
+	int64_t elems = 1;
+	for (int i = 0; i < n; i++)
+		if (__builtin_mul_overflow(elems, dims[i], &elems))
+			return fail(p, open, "shape too large: its element count "
+					     "overflows 63 bits");
+	int64_t bits;
+	if (__builtin_mul_overflow(elems, (int64_t)ir_type_bits(type), &bits))
+		return fail(p, open, "shape too large: %lld elements of %d bits "
+				     "exceed 2^60 bytes",
+			    (long long)elems, ir_type_bits(type));
 	out->rank = n;
 	if (n && !p->discard) {
 		out->dims = ts_arena_array(a, (size_t)n, sizeof *out->dims);

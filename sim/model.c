@@ -1170,7 +1170,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
 	if (p->flops < 2.0 * p->mxu_macs)
 		p->flops = 2.0 * p->mxu_macs;
-	sim_plan_default(p, hw, &p->def);
+	p->hw = hw;
 out:
 	ts_free(pr.pos);
 	ts_free(pr.mm);
@@ -1574,6 +1574,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	struct sim_est_detail *x = dt ? dt : &local;
 	memset(out, 0, sizeof *out);
 	out->feasible = true;
+	out->cores = 1;
 	out->modelled = p->kind != SIM_PLAN_UNMODELLED;
 	out->config = *full;
 	double clock_ghz = hw->clock_hz * 1e-9;
@@ -1798,6 +1799,9 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->first_ns = first_ns;
 	x->last_ns = last_ns;
 	x->pipeline_ns = pipe;
+	x->split = split;
+	x->core_steps = n_core;
+	out->cores = (int)split;
 }
 
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
@@ -1952,16 +1956,31 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		hw_mem_bytes_per_ns(hw), hw->dma_latency_ns, hw->dma_chunk_ns,
 		e.dma_cycles / clock_ghz);
 	fprintf(f,
-		"  per step: compute %.1f ns (max of MXU, VPU at %.3g GHz), "
-		"DMA %.1f ns, overhead %.1f ns\n",
-		x.compute_step_ns, clock_ghz, x.dma_step_ns, x.step_ns);
+		"  per step: compute %.6g ns (max of MXU + re-adds, VPU; whole "
+		"kernel over %lld steps at %.3g GHz), DMA %.6g ns, overhead "
+		"%.6g ns\n",
+		x.compute_step_ns, (long long)x.steps, clock_ghz, x.dma_step_ns,
+		x.step_ns);
+	if (x.split > 1)
+		fprintf(f,
+			"  megacore: %lld output blocks dealt to %lld cores: "
+			"each runs %.6g steps (ceil(%lld / %lld) x %lld steps "
+			"per output block), the cores at once\n",
+			(long long)x.out_steps, (long long)x.split, x.core_steps,
+			(long long)x.out_steps, (long long)x.split,
+			(long long)(x.steps / x.out_steps));
+	/* The estimate's own sum (estimate()): the last step's compute is
+	 * not overlapped, the others hide the next step's DMA. */
 	fprintf(f,
-		"  time = kernel %.1f + first load %.1f (%.0f B) + %lld x "
-		"(max(%.1f, %.1f) + %.1f) + last store %.1f (%.0f B)\n"
-		"       = %.1f ns, bound by %s\n",
-		hw->kernel_overhead_ns, x.first_ns, x.first_bytes,
-		(long long)x.steps, x.compute_step_ns, x.dma_step_ns, x.step_ns,
-		x.last_ns, x.last_bytes, e.time_ns, hw_unit_name(e.bound));
+		"  time (ns) = kernel %.6g + first load %.6g (%.0f B) + "
+		"(%.6g - 1) x (max(compute %.6g, DMA %.6g) + step %.6g) + "
+		"last step (compute %.6g + step %.6g) + last store %.6g "
+		"(%.0f B)\n"
+		"            = %.6g ns, bound by %s\n",
+		hw->kernel_overhead_ns, x.first_ns, x.first_bytes, x.core_steps,
+		x.compute_step_ns, x.dma_step_ns, x.step_ns, x.compute_step_ns,
+		x.step_ns, x.last_ns, x.last_bytes, e.time_ns,
+		hw_unit_name(e.bound));
 	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
 		e.vmem_bytes, hw->vmem_bytes,
 		e.feasible ? "" : " -> INFEASIBLE");

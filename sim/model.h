@@ -174,8 +174,8 @@ struct sim_plan {
 	                                     MXU and VPU work divides by it */
 	/* collectives */
 	double ici_ns;
-	/* default config (sim_plan_default) */
-	struct sim_tile_config def;
+	const struct hw_spec *hw;         /* the spec it was built for (the
+	                                     default config is costed on it) */
 };
 
 /* Builds the plan of one kernel on one spec (fills *p; no allocation is
@@ -187,10 +187,11 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 /*
  * Checks a config against the plan: ranks equal the grids', every bound in
  * 1..grid, kernel and output bounds agree on shared dims (clipped at the
- * dim size). cfg with n_out == 0 is the default. Writes the completed
- * config (defaults filled, kernel bounds derived from output bounds when
- * only those were given) into *full. TS_ERR_MISUSE with the offending
- * entry named.
+ * dim size). cfg NULL or with n_out == 0 and n_kernel == 0 is the model's
+ * best (sim_plan_default); a config that gives only some bounds takes the
+ * others from it. Writes the completed config (kernel bounds derived from
+ * output bounds when only those were given) into *full. TS_ERR_MISUSE
+ * with the offending entry named.
  */
 enum ts_status sim_plan_check(const struct sim_plan *p,
 			      const struct sim_tile_config *cfg,
@@ -251,6 +252,8 @@ struct sim_est_detail {
 	double first_ns, last_ns, pipeline_ns; /* the three time terms */
 	int64_t steps;          /* grid steps */
 	int64_t out_steps;      /* output blocks */
+	int64_t split;          /* cores the output blocks are dealt to */
+	double core_steps;      /* steps each core's pipeline runs (S_c) */
 };
 
 /* sim_plan_estimate() that also returns its terms. */
@@ -260,9 +263,18 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 			      struct sim_estimate *out,
 			      struct sim_est_detail *detail);
 
-/* The default config (sim/tile.c): rule documented there. */
-void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
-		      struct sim_tile_config *cfg);
+/* The model's best config, the default (sim/tile.c): rule documented
+ * there. Returns the number of configs it costed. */
+int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+			 struct sim_tile_config *cfg);
+
+/* Whether config a (estimate ea) ranks before b (eb): feasible first, then
+ * less time, fewer steps, smaller bounds (lexicographic). The one order
+ * of the default and of tile search. */
+bool sim_config_better(const struct sim_estimate *ea,
+		       const struct sim_tile_config *a,
+		       const struct sim_estimate *eb,
+		       const struct sim_tile_config *b);
 
 /*
  * Enumerates candidate configs of a tunable plan: per grid dim every bound

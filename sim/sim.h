@@ -64,8 +64,10 @@ struct sim_estimate {
 	double time_ns;         /* estimated kernel time */
 	enum hw_unit bound;     /* unit the time is attributed to */
 	int64_t steps;          /* tile steps (grid iterations) */
-	double mxu_cycles;      /* total MXU busy cycles */
-	double vpu_cycles;      /* total VPU busy cycles */
+	int cores;              /* TensorCores the work is split over (megacore:
+	                           the output blocks dealt out); 1 otherwise */
+	double mxu_cycles;      /* total MXU busy cycles, all cores */
+	double vpu_cycles;      /* total VPU busy cycles, all cores */
 	double dma_cycles;      /* total HBM DMA cycles (at the core clock) */
 	double overhead_ns;     /* fixed per-kernel plus per-step costs */
 	double vmem_bytes;      /* double-buffered working set of one step */

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- config text ----------------------------------------------------------- */
@@ -325,7 +326,17 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 			      struct sim_tile_config *full,
 			      struct ts_diag *d)
 {
-	struct sim_tile_config c = p->def;
+	/* Bounds the config does not give come from the model's best. */
+	struct sim_tile_config c = {0};
+	bool complete = cfg && cfg->n_out == p->out.rank;
+	for (int kd = 0; complete && p->has_kernel && kd < p->kern.rank; kd++)
+		complete = cfg->n_kernel > 0 || p->kern_shared[kd] >= 0;
+	if (!complete)
+		sim_plan_default(p, p->hw, &c);
+	else {
+		c.n_out = p->out.rank;
+		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
+	}
 	if (cfg && cfg->n_out > 0) {
 		if (cfg->n_out != p->out.rank) {
 			ts_diag_set(d, NULL, 0, 0,
@@ -444,19 +455,36 @@ int64_t sim_plan_steps(const struct sim_plan *p,
 /* Candidate bounds of one grid dim of extent n: every value when n <= 16,
  * else the powers of two, the divisors and n itself; ascending. When more
  * than cap (0: no cap) or max remain, an even spread is kept, always with
- * 1 and n. */
+ * 1 and n. Work: O(sqrt(n)) for the divisors, whatever the extent. */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 {
 	int64_t all[512];
 	int k = 0;
-	for (int64_t b = 1; b <= n; b++) {
-		bool take = n <= 16 || n % b == 0 || (b & (b - 1)) == 0 || b == n;
-		if (!take)
-			continue;
-		if (k == (int)TS_ARRAY_LEN(all))
-			all[k - 1] = b; /* keep n last; drops a middle value */
-		else
+	if (n <= 16) {
+		for (int64_t b = 1; b <= n; b++)
 			all[k++] = b;
+	} else {
+		for (int64_t b = 1; b <= n / b && k < 480; b++)
+			if (n % b == 0) {
+				all[k++] = b;
+				if (b != n / b)
+					all[k++] = n / b;
+			}
+		for (int64_t b = 2; b < n && k < 510; b *= 2)
+			all[k++] = b;
+		all[k++] = n;
+		qsort(all, (size_t)k, sizeof *all, cmp_i64);
+		int u = 0;
+		for (int i = 0; i < k; i++)
+			if (u == 0 || all[u - 1] != all[i])
+				all[u++] = all[i];
+		k = u;
 	}
 	int lim = cap > 0 && cap < max ? cap : max;
 	if (k <= lim) {
@@ -558,138 +586,88 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 
 /* ---- the default config ---------------------------------------------------------- */
 
-/* Moves of the default rule's descent on one dim's bound. */
-enum move { MOVE_DOUBLE = 0, MOVE_WHOLE, MOVE_HALVE, MOVE_COUNT };
-
-/* Applies move mv to the bound of free dim f (out dims first, then the
- * kernel dims not shared with the output) in c, clamped to 1..grid; a
- * shared out dim keeps moving until its kernel bound ties. False when the
- * bound cannot move that way. */
-static bool move_dim(const struct sim_plan *p, struct sim_tile_config *c,
-		     int f, enum move mv)
+static int cmp_bounds(const struct sim_tile_config *a,
+		      const struct sim_tile_config *b)
 {
-	int64_t *b, n;
-	if (f < p->out.rank) {
-		b = &c->out_bounds[f];
-		n = p->out.tiles[f];
-	} else {
-		b = &c->kernel_bounds[f - p->out.rank];
-		n = p->kern.tiles[f - p->out.rank];
-	}
-	if (mv == MOVE_HALVE) {
-		while (*b > 1) {
-			*b = (*b + 1) / 2;
-			if (tie_shared(p, c))
-				return true;
-		}
-		return false;
-	}
-	while (*b < n) {
-		*b = mv == MOVE_DOUBLE && *b * 2 < n ? *b * 2 : n;
-		if (tie_shared(p, c))
-			return true;
-	}
-	return false;
+	for (int i = 0; i < a->n_out && i < b->n_out; i++)
+		if (a->out_bounds[i] != b->out_bounds[i])
+			return a->out_bounds[i] < b->out_bounds[i] ? -1 : 1;
+	for (int i = 0; i < a->n_kernel && i < b->n_kernel; i++)
+		if (a->kernel_bounds[i] != b->kernel_bounds[i])
+			return a->kernel_bounds[i] < b->kernel_bounds[i] ? -1 : 1;
+	return 0;
 }
 
-/* Most configs the default rule costs (fusion.191's 7-dim grid needs about
- * 150): bounds `tpusim run` to well under a millisecond per kernel. */
-#define DEFAULT_MAX_EVALS 400
-
-/* Greedy descent from config c (complete, tied): returns the estimate of
- * the config it ends on, in *c. */
-static double descend(const struct sim_plan *p, const struct hw_spec *hw,
-		      struct sim_tile_config *c)
+bool sim_config_better(const struct sim_estimate *ea,
+		       const struct sim_tile_config *a,
+		       const struct sim_estimate *eb,
+		       const struct sim_tile_config *b)
 {
+	if (ea->feasible != eb->feasible)
+		return ea->feasible;
+	if (!ea->feasible) /* neither fits: the smaller working set */
+		return ea->vmem_bytes < eb->vmem_bytes;
+	if (ea->time_ns != eb->time_ns)
+		return ea->time_ns < eb->time_ns;
+	if (ea->steps != eb->steps)
+		return ea->steps < eb->steps;
+	return cmp_bounds(a, b) < 0;
+}
+
+struct best {
+	const struct sim_plan *p;
+	const struct hw_spec *hw;
+	struct sim_tile_config cfg;
+	struct sim_estimate est;
+	int64_t n;
+};
+
+static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
+{
+	struct best *b = ctx;
 	struct sim_estimate e;
-	sim_plan_estimate(p, hw, c, &e);
-	double cur = e.feasible ? e.time_ns : INFINITY;
-	int n_free = c->n_out + c->n_kernel, evals = 1;
-	for (;;) {
-		struct sim_tile_config best = *c;
-		double best_t = cur;
-		for (int mv = 0; mv < MOVE_COUNT * n_free &&
-				 evals < DEFAULT_MAX_EVALS;
-		     mv++) {
-			int f = mv / MOVE_COUNT;
-			if (f >= c->n_out && p->kern_shared[f - c->n_out] >= 0)
-				continue;
-			struct sim_tile_config t = *c;
-			if (!move_dim(p, &t, f, (enum move)(mv % MOVE_COUNT)))
-				continue;
-			sim_plan_estimate(p, hw, &t, &e);
-			evals++;
-			if (e.feasible && e.time_ns < best_t) {
-				best_t = e.time_ns;
-				best = t;
-			}
-		}
-		if (best_t >= cur)
-			return cur;
-		*c = best;
-		cur = best_t;
+	sim_plan_estimate(b->p, b->hw, cfg, &e);
+	if (b->n++ == 0 || sim_config_better(&e, cfg, &b->est, &b->cfg)) {
+		b->cfg = *cfg;
+		b->est = e;
 	}
+	return true;
 }
 
-/* The seed of a descent: every free bound at `frac` of its grid on a log
- * scale (0: one tile, 0.5: about the square root), shared out dims tied
- * to whole kernel tiles. */
-static void seed(const struct sim_plan *p, double frac,
-		 struct sim_tile_config *c)
-{
-	memset(c, 0, sizeof *c);
-	c->n_out = p->out.rank;
-	c->n_kernel = p->has_kernel ? p->kern.rank : 0;
-	for (int i = 0; i < c->n_out; i++)
-		c->out_bounds[i] = (int64_t)fmax(1.0, floor(pow(
-			(double)p->out.tiles[i], frac)));
-	for (int i = 0; i < c->n_kernel; i++)
-		c->kernel_bounds[i] = (int64_t)fmax(1.0, floor(pow(
-			(double)p->kern.tiles[i], frac)));
-	/* the output block must tie to whole kernel tiles */
-	for (int kd = 0; kd < c->n_kernel; kd++) {
-		int od = p->kern_shared[kd];
-		if (od < 0)
-			continue;
-		while (c->out_bounds[od] < p->out.tiles[od] &&
-		       shared_kernel_bound(p, kd, od, c->out_bounds[od]) < 0)
-			c->out_bounds[od]++;
-	}
-	tie_shared(p, c);
-}
+/* Configs the default may cost: fusion.191's full candidate product
+ * (139,968) fits, so on every TpuGraphs kernel the default is the exact
+ * optimum of the candidate set; a kernel with a larger product is searched
+ * over fewer, evenly spread candidates per dim (sim_plan_enumerate's
+ * per_dim), until the product fits. */
+#define SIM_DEFAULT_MAX_CONFIGS INT64_C(150000)
 
 /*
- * The default config, what a sensible compiler would pick without an
- * exhaustive search: a greedy descent on the model's own estimate.
- *  1. Seeds: the smallest block (one tile per grid dim, an output dim
- *     shared with the kernel taking the fewest tiles that cover whole
- *     kernel tiles), and a middle block (about the square root of each
- *     dim's tile count).
- *  2. From each seed, each round tries, for each dim, doubling its bound
- *     (clamped at the grid; ragged last blocks allowed), taking the whole
- *     dim and halving the bound, costs each candidate whose working set
- *     fits VMEM, and keeps the cheapest if it beats the current config.
- *  3. A descent stops when no move helps (or after DEFAULT_MAX_EVALS
- *     costings); the cheaper end point wins.
- * Two seeds because one descent can stall: from the smallest block a
- * large matmul first takes its whole contraction, after which no single
- * move fits VMEM and lowers the time. Each round lowers the estimate, so
- * the descents end: a few dozen to a few hundred estimates per kernel, so
- * `tpusim run` stays cheap. Grows blocks until the pipeline's unhidden
- * first load and last step outweigh the per-step costs saved (TPU.md
- * section 3). On the TpuGraphs kernels it lands within 1% of the model's
- * enumerated optimum (hyb_tile_search), which it does not guarantee.
+ * The default config is the model's best: every candidate config
+ * (sim_plan_enumerate) is costed and the best by sim_config_better kept.
+ * Cost: the product of the per-dim candidate counts (every bound up to 16
+ * tiles, else powers of two and divisors), i.e. it grows as the product of
+ * log(tiles) over the grid dims: a handful for a vector kernel, 10^2-10^4
+ * for most 2-4 dim kernels, 139,968 for fusion.191's 7-dim convolution
+ * grid (0.1 s); capped at SIM_DEFAULT_MAX_CONFIGS. The same candidates are
+ * what `tpusim tile` ranks, so its best is this config (or, with a larger
+ * cap, one the model puts no slower).
  */
-void sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
-		      struct sim_tile_config *cfg)
+int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+			 struct sim_tile_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	if (p->kind != SIM_PLAN_TILED)
-		return;
-	struct sim_tile_config a, b;
-	seed(p, 0.0, &a);
-	seed(p, 0.5, &b);
-	double ta = descend(p, hw, &a);
-	double tb = descend(p, hw, &b);
-	*cfg = tb < ta ? b : a;
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	int per_dim = 0;
+	if (sim_plan_enumerate(p, 0, NULL, NULL) > SIM_DEFAULT_MAX_CONFIGS) {
+		per_dim = 64;
+		while (per_dim > 2 && sim_plan_enumerate(p, per_dim, NULL, NULL) >
+					      SIM_DEFAULT_MAX_CONFIGS)
+			per_dim--;
+	}
+	struct best b = {.p = p, .hw = hw};
+	sim_plan_enumerate(p, per_dim, keep_best, &b);
+	if (b.n)
+		*cfg = b.cfg;
+	return b.n;
 }

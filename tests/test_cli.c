@@ -546,6 +546,95 @@ static bool python_check(const char *code, const char *text)
 	return true;
 }
 
+/* A branch of an n-way conditional runs 1/n of the time: a 2-way one
+ * shows 0.5 in the table and JSON's multiplicity is the number 0.5. */
+static void test_run_conditional(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule c\n"
+		"t { a = f32[8] parameter(0)\n  ROOT n = f32[8] negate(a) }\n"
+		"f { b = f32[8] parameter(0)\n  ROOT x = f32[8] exponential(b) }\n"
+		"ENTRY e {\n  p = pred[] parameter(0)\n  v = f32[8] parameter(1)\n"
+		"  ROOT r = f32[8] conditional(p, v, v), true_computation=t, "
+		"false_computation=f\n}\n";
+	char path[PATH_MAX], v3[PATH_MAX];
+	int fd = make_temp(path);
+	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
+	close(fd);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", path, "--hw", v3, "--format", "json");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\"name\": \"n\", \"kind\": \"elementwise\", "
+			       "\"main_op\": \"negate\", \"multiplicity\": 0.5,");
+	expect_contains(p.out, "\"name\": \"x\", \"kind\": \"elementwise\", "
+			       "\"main_op\": \"exponential\", \"multiplicity\": 0.5,");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "  0.5  ");
+	proc_free(&p);
+	unlink(path);
+}
+
+/* Kernels the model cannot cost are listed at zero time and named in a
+ * warning: count, first three with op and custom-call target. */
+static void test_run_unmodelled_warning(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule u\n"
+		"ENTRY e {\n  p = f32[8] parameter(0)\n"
+		"  a = f32[8] custom-call(p), custom_call_target=\"__foo\"\n"
+		"  b = f32[8] custom-call(a), custom_call_target=\"__bar\"\n"
+		"  c = f32[8] custom-call(b), custom_call_target=\"__baz\"\n"
+		"  d = f32[8] custom-call(c), custom_call_target=\"__qux\"\n"
+		"  ROOT n = f32[8] negate(d)\n}\n";
+	char path[PATH_MAX], v3[PATH_MAX];
+	int fd = make_temp(path);
+	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
+	close(fd);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	const char *cmds[] = {"run", "tile"};
+	for (int i = 0; i < 2; i++) {
+		tpusim(&p, cmds[i], path, "--hw", v3);
+		expect_rc(&p, 0);
+		char want[256];
+		snprintf(want, sizeof want,
+			 "tpusim %s: warning: module u: 4 kernels not modelled, "
+			 "costed at zero: a (custom-call __foo), b (custom-call "
+			 "__bar), c (custom-call __baz), ...\n", cmds[i]);
+		expect_contains(p.err, want);
+		proc_free(&p);
+	}
+	unlink(path);
+}
+
+/* A program whose arguments and result alone exceed the HBM one program
+ * has: 2 x 1e6 x 1e4 x 4 B = 80 GB against v3's 32 GiB / 2 cores. */
+static void test_run_hbm_warning(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule big\nENTRY e {\n  p = f32[1000000,10000] parameter(0)\n"
+		"  ROOT n = f32[1000000,10000] negate(p)\n}\n";
+	char path[PATH_MAX], v3[PATH_MAX];
+	int fd = make_temp(path);
+	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
+	close(fd);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", path, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim run: warning: module big: its arguments "
+			       "and result take 80 GB, more than the 17.18 GB "
+			       "of HBM one program has on v3\n");
+	proc_free(&p);
+	unlink(path);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -824,6 +913,9 @@ int main(void)
 		cmocka_unit_test(test_run_example_csv),
 		cmocka_unit_test(test_run_example_table),
 		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_run_hbm_warning),
+		cmocka_unit_test(test_run_unmodelled_warning),
+		cmocka_unit_test(test_run_conditional),
 		cmocka_unit_test(test_run_yaml),
 		cmocka_unit_test(test_run_deterministic),
 		cmocka_unit_test(test_dev_full),

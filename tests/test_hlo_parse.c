@@ -724,6 +724,13 @@ static void test_errors(void **state)
 		  "unterminated /* comment");
 	parse_err("HloModule m, is_scheduled=maybe\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 27,
 		  "bad value for attribute 'is_scheduled': 'maybe'");
+	/* Absurd sizes are errors at the shape, not numbers. */
+	parse_err("ENTRY e {\n  ROOT p = f32[9223372036854775807] parameter(0)\n}\n",
+		  2, 15, "shape too large: 9223372036854775807 elements of 32 "
+			 "bits exceed 2^60 bytes");
+	parse_err("ENTRY e {\n  ROOT p = f32[3000000000,3000000000,3000000000] "
+		  "parameter(0)\n}\n",
+		  2, 15, "shape too large: its element count overflows 63 bits");
 	parse_err("HloModule m, replica_count=0\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 28,
 		  "replica_count must be in 1..65536, got 0");
 	{

@@ -317,10 +317,27 @@ static void test_shared_dim_clipped(void **state)
 
 /* ---- default and enumeration ---------------------------------------------------- */
 
+/* Minimum feasible estimate over every candidate config, by brute force. */
+struct min_ctx {
+	const struct sim_plan *p;
+	const struct hw_spec *hw;
+	double best;
+};
+
+static bool min_cb(const struct sim_tile_config *c, void *ctx)
+{
+	struct min_ctx *m = ctx;
+	struct sim_estimate e;
+	sim_plan_estimate(m->p, m->hw, c, &e);
+	if (e.feasible && e.time_ns < m->best)
+		m->best = e.time_ns;
+	return true;
+}
+
 /*
- * The default rule is a greedy descent on the estimate: the result is
- * feasible, cheaper than the smallest block, and no single doubling of a
- * bound makes it cheaper (a local minimum of the model).
+ * The default is the model's best: feasible, no candidate config costs
+ * less (brute force over the enumeration), no single doubling of a bound
+ * makes it cheaper, and it beats the smallest block.
  */
 static void test_default_rule(void **state)
 {
@@ -332,10 +349,15 @@ static void test_default_rule(void **state)
 		skip();
 	plan_of(conv_hlo, "f", &hw, &b, &p);
 	struct sim_estimate def, e;
-	sim_plan_estimate(&p, &hw, &p.def, &def);
+	struct sim_tile_config dcfg;
+	assert_true(sim_plan_default(&p, &hw, &dcfg) > 0);
+	sim_plan_estimate(&p, &hw, &dcfg, &def);
 	assert_true(def.feasible);
+	struct min_ctx m = {.p = &p, .hw = &hw, .best = INFINITY};
+	sim_plan_enumerate(&p, 0, min_cb, &m);
+	assert_true(def.time_ns == m.best);
 	for (int f = 0; f < p.out.rank + p.kern.rank; f++) {
-		struct sim_tile_config t = p.def;
+		struct sim_tile_config t = dcfg;
 		int64_t *bound = f < p.out.rank ? &t.out_bounds[f]
 						: &t.kernel_bounds[f - p.out.rank];
 		int64_t n = f < p.out.rank ? p.out.tiles[f]

@@ -107,6 +107,11 @@ enum ts_status val_dataset_load_details(struct val_dataset *ds,
 enum ts_status val_dataset_load_csv(const char *csv_path,
 				    struct val_dataset *ds, struct ts_diag *d);
 void val_dataset_free(struct val_dataset *ds);
+/* A view of ds with only the rows whose keep[i] is set, in order (strings
+ * and texts stay ds's: free the view with val_dataset_free before ds).
+ * TS_ERR_NOMEM only. */
+enum ts_status val_dataset_subset(const struct val_dataset *ds,
+				  const bool *keep, struct val_dataset *out);
 
 /* The op family of a row id: the part before the first '_' ("matmul" of
  * "matmul_f16_m32_n32_k32"), or the whole id. Writes at most cap bytes. */
@@ -289,6 +294,9 @@ struct val_report {
 	double host_term_mape;   /* MAPE of dispatch_ns against that recorded
 	                            overhead over those rows (NaN when none) */
 	const char *spec_names;  /* "v3" or "v3,v4": specs used (arena) */
+	int n_unmodelled_modules; /* modules with a kernel the model lists at
+	                             zero time (custom call, infeed, ...) */
+	const char *unmodelled_example; /* the first: "module: kernel (op)" */
 };
 
 /*
@@ -318,11 +326,25 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 
 #define VAL_FIT_MAX 16 /* spec fields fitted at once */
 
+#define VAL_ROW_PATTERNS 16 /* --rows patterns */
+
+/* What cross-validation leaves out in turn. */
+enum val_folds {
+	VAL_FOLDS_NONE = 0,
+	VAL_FOLDS_GROUP,      /* a loss group: a kernel of a tile set, an op
+	                         family of an op set */
+	VAL_FOLDS_SHAPE,      /* a shape: op-set rows whose id is the same
+	                         after the family and before any ':' (all ops
+	                         of one shape together); kernels in tile sets */
+};
+
 struct val_calib_opts {
 	int n_fields;
 	const struct hw_field_info *fields[VAL_FIT_MAX]; /* hw_spec_field() */
-	const char *rows;     /* fnmatch(3) pattern on row ids; NULL: all */
-	bool cross_validate;  /* also leave each group out and refit */
+	int n_rows;           /* fnmatch(3) patterns on row ids: a row is in
+	                         the fit when it matches any; 0: every row */
+	const char *rows[VAL_ROW_PATTERNS];
+	enum val_folds folds;
 	int max_iter;         /* Nelder-Mead steps per fit */
 };
 
@@ -333,7 +355,8 @@ struct val_calib_group {
 	int n_rows;
 	double mape_start;    /* with the spec's values */
 	double mape_fit;      /* with the values fitted on every group */
-	double mape_cv;       /* with the values fitted without this group */
+	double mape_cv;       /* each row with the values fitted without its
+	                         fold */
 };
 
 struct val_calib {
@@ -347,10 +370,11 @@ struct val_calib {
 	int n_unselected;          /* rows not matching opts.rows */
 	int n_groups;
 	struct val_calib_group *groups;
+	int n_folds;               /* cross-validation folds (0: none) */
 	double loss_start, loss_fit; /* val_calibrate.c's loss */
 	double mape_start, mape_fit, mape_cv; /* over every row in the fit */
 	double fold_min[VAL_FIT_MAX], fold_max[VAL_FIT_MAX]; /* each field's
-	                              range over the leave-one-group-out fits */
+	                              range over the cross-validation fits */
 	bool converged;            /* the full fit met its size tolerance */
 	int n_evals;               /* loss evaluations (each costs every row) */
 };
@@ -358,7 +382,7 @@ struct val_calib {
 /*
  * Fits opts->fields of `start` to the rows of `sets` measured on start's
  * generation (hw "tpu-<name>"), minimising val_calibrate.c's loss; with
- * cross_validate, also the leave-one-group-out error. Deterministic. Fails
+ * opts->folds, also the cross-validated error. Deterministic. Fails
  * with TS_ERR_MISUSE (d says why) when a field starts at 0 or no row is
  * selected; model errors of single rows are counted, not fatal. Call
  * val_calib_free() in every case.

@@ -252,6 +252,47 @@ void val_dataset_free(struct val_dataset *ds)
 	memset(ds, 0, sizeof *ds);
 }
 
+enum ts_status val_dataset_subset(const struct val_dataset *ds,
+				  const bool *keep, struct val_dataset *out)
+{
+	memset(out, 0, sizeof *out);
+	ts_arena_init(&out->arena);
+	out->dir = ds->dir;
+	out->name = ds->name;
+	out->csv_path = ds->csv_path;
+	out->details_path = ds->details_path;
+	int *map = ts_calloc((size_t)ds->n_modules + 1, sizeof *map);
+	out->rows = ts_arena_array(&out->arena, (size_t)ds->n_rows + 1,
+				   sizeof *out->rows);
+	out->modules = ts_arena_array(&out->arena, (size_t)ds->n_modules + 1,
+				      sizeof *out->modules);
+	if (!map || !out->rows || !out->modules) {
+		ts_free(map);
+		return TS_ERR_NOMEM;
+	}
+	for (int m = 0; m < ds->n_modules; m++)
+		map[m] = -1;
+	for (int i = 0; i < ds->n_rows; i++) {
+		if (!keep[i])
+			continue;
+		struct val_row row = ds->rows[i];
+		int *m = &map[row.i_module];
+		if (*m < 0) {
+			*m = out->n_modules++;
+			out->modules[*m] = ds->modules[row.i_module];
+			out->modules[*m].n_rows = 0;
+			out->modules[*m].first_row = out->n_rows;
+		}
+		row.i_module = *m;
+		out->modules[*m].n_rows++;
+		out->has_configs |= row.cfg.n_out > 0 || row.cfg.n_kernel > 0;
+		out->n_overhead += row.overhead_ns >= 0;
+		out->rows[out->n_rows++] = row;
+	}
+	ts_free(map);
+	return TS_OK;
+}
+
 /* qsort has no context argument: sort (key, index) pairs instead. */
 struct keyed {
 	const char *key; /* string compared */

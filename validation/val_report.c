@@ -244,6 +244,21 @@ static enum ts_status cost_module(struct val_report *r,
 
 	const char *tuned_why;
 	int tuned = find_tuned(&prog, &tuned_why);
+	for (int k = 0; k < prog.n_kernels; k++) {
+		const struct sim_kernel *kn = &prog.kernels[k];
+		if (kn->kind != SIM_KERNEL_UNMODELLED)
+			continue;
+		if (r->n_unmodelled_modules++ == 0) {
+			char buf[512];
+			const char *t = kn->instr->attrs.custom_call_target;
+			snprintf(buf, sizeof buf, "%s: %s (%s%s%s)", m->name,
+				 kn->name, ir_op_name(kn->instr->op),
+				 t ? " " : "", t ? t : "");
+			r->unmodelled_example =
+				ts_arena_strndup(&r->arena, buf, strlen(buf));
+		}
+		break;
+	}
 	kc = ts_calloc(prog.n_kernels ? (size_t)prog.n_kernels : 1,
 		       sizeof *kc);
 	done = ts_calloc((size_t)n_rows, sizeof *done);

@@ -1,0 +1,159 @@
+/*
+ * test_explain.c: what --explain prints adds up to the estimate. For every
+ * kernel of the shipped example, and for every measured config of every
+ * TpuGraphs kernel (skipped, saying so, without ../shared), the terms of the
+ * printed "time (ns) = ..." line are read back and summed here:
+ *   kernel + first + (S - 1) x (max(compute, DMA) + step)
+ *          + (compute + step) + last
+ * and must give the printed total and the estimate (terms are printed to 6
+ * significant digits: relative tolerance 1e-5).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "val.h"
+#include "test_util.h"
+
+#define REL_TOL 1e-5
+
+/* Explains kernel k under cfg and checks its sum; returns 1 when the
+ * kernel has a pipeline line (tiled kernels), 0 otherwise. */
+static int check_kernel(const struct sim_kernel *k, const struct hw_spec *hw,
+			const struct sim_tile_config *cfg)
+{
+	char buf[16384] = {0};
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	struct ts_diag d = {0};
+	enum ts_status st = sim_kernel_explain(k, hw, cfg, f, &d);
+	fclose(f);
+	if (st == TS_ERR_INFEASIBLE)
+		return 0;
+	assert_int_equal(st, TS_OK);
+	const char *t = strstr(buf, "time (ns) = ");
+	if (!t)
+		return 0;
+	double kern, first, s, comp, dma, step, comp2, step2, last, total;
+	int n = sscanf(t,
+		       "time (ns) = kernel %lf + first load %lf (%*f B) + "
+		       "(%lf - 1) x (max(compute %lf, DMA %lf) + step %lf) + "
+		       "last step (compute %lf + step %lf) + last store %lf "
+		       "(%*f B)\n = %lf ns",
+		       &kern, &first, &s, &comp, &dma, &step, &comp2, &step2,
+		       &last, &total);
+	if (n != 10)
+		fail_msg("%s: cannot read the time line (%d fields):\n%s",
+			 k->name, n, t);
+	double sum = kern + first + (s - 1) * ((comp > dma ? comp : dma) + step) +
+		     comp2 + step2 + last;
+	struct sim_estimate e;
+	assert_int_equal(sim_kernel_estimate(k, hw, cfg, &e, &d), TS_OK);
+	assert_near(sum, total, REL_TOL * total);
+	assert_near(sum, e.time_ns, REL_TOL * e.time_ns);
+	return 1;
+}
+
+static void test_example(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	char path[4096], *text;
+	size_t len;
+	struct ts_diag d = {0};
+	snprintf(path, sizeof path, "%s/cli/examples/mlp_train_step.hlo",
+		 getenv("TPUSIM_SOURCE"));
+	assert_int_equal(ts_read_file(path, &text, &len, &d), TS_OK);
+	struct tu_built b;
+	tu_build_file(path, text, len, NULL, &b);
+	int n = 0;
+	for (int i = 0; i < b.p.n_kernels; i++)
+		n += check_kernel(&b.p.kernels[i], &hw, NULL);
+	assert_true(n >= 5); /* the example's tiled kernels */
+	tu_built_free(&b);
+	ts_free(text);
+}
+
+/* The 8192^3 dot of the megacore issue on v5p: the printed terms are one
+ * core's pipeline, not the whole kernel's. */
+static void test_megacore_dot(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5p", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule m\nENTRY e {\n"
+		 "  a = bf16[8192,8192]{1,0} parameter(0)\n"
+		 "  w = bf16[8192,8192]{1,0} parameter(1)\n"
+		 "  ROOT d = bf16[8192,8192]{1,0} dot(a, w), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+		 &b);
+	assert_int_equal(check_kernel(&b.p.kernels[0], &hw, NULL), 1);
+	tu_built_free(&b);
+}
+
+static void test_tpugraphs_configs(void **state)
+{
+	(void)state;
+	const char *shared = getenv("TPUSIM_SHARED");
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!shared || !src) {
+		print_message("TPUSIM_SHARED unset: the tile set's configs are "
+			      "not explained\n");
+		skip();
+	}
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/data/tpugraphs-tile-v3", shared);
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	struct hw_spec hw;
+	assert_true(tu_load_spec("v3", &hw));
+	int checked = 0;
+	for (int m = 0; m < ds.n_modules; m++) {
+		const struct val_module *mod = &ds.modules[m];
+		char *text;
+		size_t len;
+		assert_int_equal(ts_read_file(mod->full_path, &text, &len, &d),
+				 TS_OK);
+		struct tu_built b;
+		tu_build_file(mod->full_path, text, len, NULL, &b);
+		/* The kernel TpuGraphs tuned: op_name "autotuned_op". */
+		const struct sim_kernel *k = NULL;
+		for (int i = 0; i < b.p.n_kernels; i++)
+			if (b.p.kernels[i].instr->op_name &&
+			    !strcmp(b.p.kernels[i].instr->op_name, "autotuned_op"))
+				k = &b.p.kernels[i];
+		assert_non_null(k);
+		checked += check_kernel(k, &hw, NULL);
+		for (int r = 0; r < ds.n_rows; r++) {
+			const struct val_row *row = &ds.rows[r];
+			if (row->i_module == m && row->cfg.n_out > 0)
+				checked += check_kernel(k, &hw, &row->cfg);
+		}
+		tu_built_free(&b);
+		ts_free(text);
+	}
+	print_message("explained and summed %d kernel configs\n", checked);
+	assert_true(checked > 700);
+	val_dataset_free(&ds);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_megacore_dot),
+		cmocka_unit_test(test_tpugraphs_configs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
