@@ -6,7 +6,8 @@
  *   kernel + first + (S - 1) x (max(compute, DMA) + step)
  *          + (compute + step) + last
  * and must give the printed total and the estimate (terms are printed to 6
- * significant digits: relative tolerance 1e-5).
+ * significant digits: relative tolerance 1e-5). Also: on every TpuGraphs
+ * kernel the default config is the model's best of the full tile search.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -135,6 +136,12 @@ static void test_tpugraphs_configs(void **state)
 				k = &b.p.kernels[i];
 		assert_non_null(k);
 		checked += check_kernel(k, &hw, NULL);
+		/* The default is the model's best: the full search (up to 4
+		 * million configs) finds nothing faster. */
+		struct hyb_tile_result res;
+		assert_int_equal(hyb_tile_search(k, &hw, NULL, &res, &d), TS_OK);
+		if (res.n_top > 0)
+			assert_true(res.def.est.time_ns == res.top[0].est.time_ns);
 		for (int r = 0; r < ds.n_rows; r++) {
 			const struct val_row *row = &ds.rows[r];
 			if (row->i_module == m && row->cfg.n_out > 0)

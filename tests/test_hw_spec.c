@@ -289,20 +289,25 @@ static void test_vpu_class_derivations(void **state)
 	}
 }
 
-/* Figures v3 shares with v4 that v3, the parent, cannot inherit: the f16
- * conversions are the same VALU sequence (slots per vreg) and a divide
- * takes the same cycles (v4's slots / 2 ALUs at v3's one slot a cycle).
- * hwspecs/v3.yaml copies them from v4's fit; this keeps the copy honest. */
-static void test_v3_copies_of_v4(void **state)
+/* Figures a spec derives from another it cannot inherit from (copied by
+ * scripts/calibrate_specs.sh): v3's f16 conversions are v4's (the same
+ * VALU sequence, slots per vreg), its divide takes v4's cycles (v4's slots
+ * / 2 ALUs at v3's one slot a cycle), and the 256-row arrays of v6e and v7
+ * take v3's pass bubble x 2. */
+static void test_derived_copies(void **state)
 {
 	(void)state;
-	struct hw_spec v3, v4;
+	struct hw_spec v3, v4, v6e, v7;
 	load_gen("v3", &v3);
 	load_gen("v4", &v4);
+	load_gen("v6e", &v6e);
+	load_gen("v7", &v7);
 	assert_true(v3.vpu_f16_load_cost == v4.vpu_f16_load_cost);
 	assert_true(v3.vpu_f16_store_cost == v4.vpu_f16_store_cost);
 	assert_rel(v3.vpu_class_cost[HW_VPU_DIVIDE] / v3.vpu_alus,
-		   v4.vpu_class_cost[HW_VPU_DIVIDE] / v4.vpu_alus, 0.01);
+		   v4.vpu_class_cost[HW_VPU_DIVIDE] / v4.vpu_alus, 1e-4);
+	assert_rel(v6e.mxu_pass_cycles, 2 * v3.mxu_pass_cycles, 1e-4);
+	assert_rel(v7.mxu_pass_cycles, 2 * v3.mxu_pass_cycles, 1e-4);
 }
 
 /* docs/TPU.md: one v3 core peaks at 2 MXU x 128^2 x 2 x 0.94 GHz = 61.6
@@ -316,10 +321,11 @@ static void test_v3_figures(void **state)
 	assert_rel(hw_spec_peak_flops(&s), 61.6e12, V3_PEAK_REL_TOL);
 	assert_rel(hw_spec_peak_flops(&s), 2.0 * 2 * 128 * 128 * 0.94e9, 1e-12);
 	assert_rel(hw_spec_hbm_bw(&s), 450e9 * s.hbm_efficiency, 1e-12);
-	/* What the tile fit gives (tpusim calibrate on tpugraphs-tile-v3):
-	 * 0.97 of one core's 450 GB/s; the whole kernels reach 356-402 GB/s
-	 * once their unhidden first load and last store are counted. */
-	assert_rel(hw_spec_hbm_bw(&s), 0.97 * 450e9, 0.01);
+	/* The tile fit (tpusim calibrate on tpugraphs-tile-v3) must stay
+	 * physical: a sustained DMA rate of 85-100% of one core's 450 GB/s
+	 * (whole kernels reach 356-402 GB/s once their unhidden first load
+	 * and last store are counted). */
+	assert_true(s.hbm_efficiency >= 0.85 && s.hbm_efficiency <= 1);
 }
 
 /* Under megacore one program gets the whole chip: both cores' MXUs and
@@ -780,13 +786,17 @@ static void test_write_fields(void **state)
 	snprintf(out, sizeof out, "%s/new.yaml", dir);
 	/* One value in place with a new two-line comment, one value kept
 	 * comment and all, one inherited field added to its section, one
-	 * added with a section the file lacks. */
+	 * added with a section the file lacks, one with two levels of
+	 * sections it lacks (and a derived figure, composite, that follows
+	 * it). */
 	const char *paths[] = {"hbm.efficiency", "vmem.bytes",
-			       "hbm.dma_latency_ns", "host.call_ns"};
-	const double values[] = {0.97, 33554432, 92.5, 56550};
-	const char *comments[] = {"fitted\nby a command", NULL, "added", NULL};
+			       "hbm.dma_latency_ns", "host.call_ns",
+			       "vpu.cost.divide"};
+	const double values[] = {0.97, 33554432, 92.5, 56550, 6.5};
+	const char *comments[] = {"fitted\nby a command", NULL, "added", NULL,
+				  NULL};
 	struct ts_diag d = {0};
-	assert_int_equal(hw_spec_write_fields(in, out, 4, paths, values,
+	assert_int_equal(hw_spec_write_fields(in, out, 5, paths, values,
 					      comments, &d),
 			 TS_OK);
 	read_back(dir, "new.yaml", text, sizeof text);
@@ -796,11 +806,14 @@ static void test_write_fields(void **state)
 			    "                    #   by a command\n"
 			    "  dma_latency_ns: 92.5  # added\n"
 			    "vmem:\n  bytes: 33554432\n"
-			    "host:\n  call_ns: 56550\n");
+			    "host:\n  call_ns: 56550\n"
+			    "vpu:\n  cost:\n    divide: 6.5\n");
 	struct hw_spec s;
 	assert_int_equal(load_in(dir, "new.yaml", &s, &d), TS_OK);
 	assert_true(s.hbm_efficiency == 0.97 && s.dma_latency_ns == 92.5 &&
 		    s.host_call_ns == 56550 && s.vmem_bytes == 33554432);
+	assert_true(s.vpu_class_cost[HW_VPU_DIVIDE] == 6.5);
+	assert_true(s.vpu_class_cost[HW_VPU_COMPOSITE] == 4 + 6.5 + 2);
 	/* Out of range: refused, nothing written. */
 	unlink(out);
 	const double bad[] = {1.5};
@@ -822,7 +835,7 @@ int main(void)
 		cmocka_unit_test(test_v3_every_field),
 		cmocka_unit_test(test_vpu_class_derivations),
 		cmocka_unit_test(test_v3_figures),
-		cmocka_unit_test(test_v3_copies_of_v4),
+		cmocka_unit_test(test_derived_copies),
 		cmocka_unit_test(test_megacore_figures),
 		cmocka_unit_test(test_unit_names),
 		cmocka_unit_test(test_err_syntax),
