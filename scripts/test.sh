@@ -32,11 +32,11 @@ for b in build build-asan build-fuzz; do
 done | awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
 	/^[0-9]+\/[0-9]+ Testing: / { skip = 0; name = $3 }
 	/\[  SKIPPED \]/ { skip = 1 }
-	/^Test Passed\./ {
+	/^Test Passed\.|^Test Pass Reason:/ {
 		if (!skip) p++
 		else if (!seen[name]++) { s++; names = names " " name } else s++
 	}
-	/^Test Failed\./ { f++ }
+	/^Test Failed|^Test Fail Reason:/ { f++ }
 	END {
 		if (s) printf "skipped (cases that need ../shared/data%s):%s\n",
 			shared == "no" ? ", which is absent" : "", names
