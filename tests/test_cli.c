@@ -546,6 +546,15 @@ static bool python_check(const char *code, const char *text)
 	return true;
 }
 
+/* Writes text into a fresh temporary file; its name goes to path. */
+static void temp_file(char *path, const char *text)
+{
+	int fd = make_temp(path);
+	size_t n = strlen(text);
+	assert_true(write(fd, text, n) == (ssize_t)n);
+	close(fd);
+}
+
 /* A branch of an n-way conditional runs 1/n of the time: a 2-way one
  * shows 0.5 in the table and JSON's multiplicity is the number 0.5. */
 static void test_run_conditional(void **state)
@@ -559,9 +568,7 @@ static void test_run_conditional(void **state)
 		"  ROOT r = f32[8] conditional(p, v, v), true_computation=t, "
 		"false_computation=f\n}\n";
 	char path[PATH_MAX], v3[PATH_MAX];
-	int fd = make_temp(path);
-	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
-	close(fd);
+	temp_file(path, hlo);
 	src(v3, "hwspecs/v3.yaml");
 	struct proc p;
 	tpusim(&p, "run", path, "--hw", v3, "--format", "json");
@@ -592,9 +599,7 @@ static void test_run_unmodelled_warning(void **state)
 		"  d = f32[8] custom-call(c), custom_call_target=\"__qux\"\n"
 		"  ROOT n = f32[8] negate(d)\n}\n";
 	char path[PATH_MAX], v3[PATH_MAX];
-	int fd = make_temp(path);
-	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
-	close(fd);
+	temp_file(path, hlo);
 	src(v3, "hwspecs/v3.yaml");
 	struct proc p;
 	const char *cmds[] = {"run", "tile"};
@@ -621,9 +626,7 @@ static void test_run_hbm_warning(void **state)
 		"HloModule big\nENTRY e {\n  p = f32[1000000,10000] parameter(0)\n"
 		"  ROOT n = f32[1000000,10000] negate(p)\n}\n";
 	char path[PATH_MAX], v3[PATH_MAX];
-	int fd = make_temp(path);
-	assert_true(write(fd, hlo, sizeof hlo - 1) == (ssize_t)(sizeof hlo - 1));
-	close(fd);
+	temp_file(path, hlo);
 	src(v3, "hwspecs/v3.yaml");
 	struct proc p;
 	tpusim(&p, "run", path, "--hw", v3);
