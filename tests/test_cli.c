@@ -638,6 +638,43 @@ static void test_run_hbm_warning(void **state)
 	unlink(path);
 }
 
+/* calibrate: a wrong field is a usage error; -o writes a spec that loads,
+ * with the fitted value and the command in its comment. tiny_host's one
+ * host-timed row is fitted by host.call_ns alone: the fit must make the
+ * prediction the measurement (150000 ns), to its 4 digits. */
+static void test_calibrate_cli(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], data[PATH_MAX], out[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(data, "tests/data/val/tiny_host");
+	struct proc p;
+	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit", "hbm.bw");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim calibrate: error: --fit: 'hbm.bw' is "
+			       "not a numeric spec field (e.g. "
+			       "hbm.dma_latency_ns)\n");
+	proc_free(&p);
+	/* beside hwspecs/v3.yaml: no inherits to resolve, any folder works */
+	snprintf(out, sizeof out, "%s/calib_cli_%ld.yaml", tu_tmpdir(),
+		 (long)getpid());
+	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",
+	       "host.call_ns", "-o", out);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "rows: 1 in 1 groups");
+	proc_free(&p);
+	char *text = slurp(out);
+	expect_contains(text, "# ns; fitted to 1 rows (1 group): MAPE 0.0% "
+			      "in-sample, by\n");
+	expect_contains(text, "--fit host.call_ns\n");
+	ts_free(text);
+	tpusim(&p, "validate", "--hw", out, "--data", data);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "MAPE 0.0%");
+	proc_free(&p);
+	unlink(out);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -916,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_run_example_csv),
 		cmocka_unit_test(test_run_example_table),
 		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_calibrate_cli),
 		cmocka_unit_test(test_run_hbm_warning),
 		cmocka_unit_test(test_run_unmodelled_warning),
 		cmocka_unit_test(test_run_conditional),
