@@ -1825,11 +1825,41 @@ static bool bounds_list(struct hp_parser *p, const char *s, const char *e,
 	return finish_ints(p, v, n, out);
 }
 
+static struct ir_dot_dims *dot_of(struct hp_parser *p, struct ir_attrs *a);
+
+/* operand_precision [\"DEFAULT\",\"HIGHEST\"] inside a backend_config
+ * (cuBLAS gemm precision_config): the first two words, as the attribute. */
+static void config_precision(const char *s, const char *e,
+			     enum ir_precision prec[2])
+{
+	const char *c = find_key(s, e, "operand_precision");
+	if (!c)
+		return;
+	while (c < e && *c != '[' && *c != '}')
+		c++;
+	for (int n = 0; c < e && *c != ']' && n < 2;) {
+		if (!(*c >= 'A' && *c <= 'Z')) {
+			c++;
+			continue;
+		}
+		const char *w = c;
+		while (c < e && *c >= 'A' && *c <= 'Z')
+			c++;
+		size_t len = (size_t)(c - w);
+		prec[n++] = word_is(w, len, "HIGHEST") ? IR_PRECISION_HIGHEST
+			    : word_is(w, len, "HIGH")  ? IR_PRECISION_HIGH
+						       : IR_PRECISION_DEFAULT;
+	}
+}
+
 /*
  * backend_config: a string (escaped JSON) or a raw {...}. Looked inside for
- * known_trip_count {"n":"10"} and the TPU window_config bounds.
+ * known_trip_count {"n":"10"}, the TPU window_config bounds and, on a
+ * custom-call (a cuBLAS gemm), dot_dimension_numbers and the operand
+ * precision: kept as the call's dot attributes unless it has its own.
  */
-static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at)
+static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at,
+				 bool custom_call)
 {
 	skip_ws(p);
 	const char *s = p->p, *e;
@@ -1861,6 +1891,23 @@ static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at)
 		    !bounds_list(p, wc, e, "kernel_window_bounds",
 				 &at->window_kernel_bounds))
 			return false;
+	}
+	const char *dn = custom_call && !at->dot
+				 ? find_key(s, e, "dot_dimension_numbers")
+				 : NULL;
+	if (dn) {
+		struct ir_dot_dims *dd = dot_of(p, at);
+		if (!dd ||
+		    !bounds_list(p, dn, e, "lhs_contracting_dimensions",
+				 &dd->lhs_contracting) ||
+		    !bounds_list(p, dn, e, "rhs_contracting_dimensions",
+				 &dd->rhs_contracting) ||
+		    !bounds_list(p, dn, e, "lhs_batch_dimensions",
+				 &dd->lhs_batch) ||
+		    !bounds_list(p, dn, e, "rhs_batch_dimensions",
+				 &dd->rhs_batch))
+			return false;
+		config_precision(s, e, at->precision);
 	}
 	return true;
 }
@@ -2131,7 +2178,7 @@ static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
 	case A_METADATA:
 		return parse_metadata(p, &in->op_name);
 	case A_BACKEND_CONFIG:
-		return parse_backend_config(p, a);
+		return parse_backend_config(p, a, op == IR_OP_CUSTOM_CALL);
 	default:
 		return skip_value(p, false);
 	}

@@ -501,11 +501,158 @@ static bool kernel_tunable(const struct sim_kernel *k)
 	}
 }
 
+/* ---- library calls ----------------------------------------------------------------
+ *
+ * Library calls whose work is known from their operands (XLA GPU's cuBLAS
+ * and cuDNN custom calls) are costed as the HLO op they stand for, by the
+ * same formulas and model as that op:
+ *   __cublas$gemm, __cublas$lt$matmul*: dot(op0, op1) with the
+ *     dot_dimension_numbers and operand_precision of backend_config (kept
+ *     by the parser); MACs = elems(result) x prod(lhs contracting dims);
+ *   __cudnn$convForward, __cudnn$convBiasActivationForward,
+ *   __cudnn$convForwardGraph: convolution(op0, op1) with the call's
+ *     window=, dim_labels=, feature_group_count=, batch_group_count=;
+ *   __cudnn$convBackwardInput: the forward convolution it is the gradient
+ *     of, lhs = the call's result (d_input), rhs = op1 (filter), output
+ *     shaped like op0 (d_output);
+ *   __cudnn$convBackwardFilter: lhs = op0 (input), rhs = the call's result
+ *     (d_filter), output shaped like op1 (d_output).
+ * Source: XLA gpu_conv_runner.cc GetGpuConvConfig (a cuDNN call's window
+ * and dim_labels always describe the forward convolution: input, filter,
+ * output taken from result/operands as above).
+ * Known wrong: a backward convolution has the forward one's MACs exactly,
+ * but its bytes are costed as the forward one's (the same three arrays,
+ * one of them read instead of written) and its tiling is the forward
+ * one's (XLA TPU would emit the transposed convolution, tiled its own
+ * way). A tuple result's first element is the result; the rest is
+ * library workspace, not counted. Epilogue operands (gemm C with beta !=
+ * 0, bias, side input, f8 scales) are read as inputs; epilogue arithmetic
+ * (alpha/beta scaling, activation) is not counted.
+ * A call without what it needs (dot dimensions, dim_labels, an array
+ * result, two operands) stays unmodelled, and is named in the warning.
+ */
+enum lib_call {
+	LIB_NONE = 0,
+	LIB_GEMM,
+	LIB_CONV,            /* forward */
+	LIB_CONV_BWD_INPUT,
+	LIB_CONV_BWD_FILTER,
+};
+
+static enum lib_call lib_call_kind(const struct ir_instr *in)
+{
+	const char *t = in->attrs.custom_call_target;
+	if (in->op != IR_OP_CUSTOM_CALL || !t)
+		return LIB_NONE;
+	if (!strcmp(t, "__cublas$gemm") ||
+	    !strncmp(t, "__cublas$lt$matmul", strlen("__cublas$lt$matmul")))
+		return LIB_GEMM;
+	if (!strcmp(t, "__cudnn$convForward") ||
+	    !strcmp(t, "__cudnn$convBiasActivationForward") ||
+	    !strcmp(t, "__cudnn$convForwardGraph"))
+		return LIB_CONV;
+	if (!strcmp(t, "__cudnn$convBackwardInput"))
+		return LIB_CONV_BWD_INPUT;
+	if (!strcmp(t, "__cudnn$convBackwardFilter"))
+		return LIB_CONV_BWD_FILTER;
+	return LIB_NONE;
+}
+
+/* The stand-in of one library call (one allocation, freed through its
+ * first member). */
+struct lib_stand_in {
+	struct ir_instr op;  /* the dot / convolution */
+	struct ir_instr arg; /* a backward convolution's result as an operand */
+	struct ir_instr *ops[2];
+};
+
+/* Replaces an unmodelled kernel's library call by its stand-in (above);
+ * leaves the kernel alone when the call is none of them or lacks what
+ * the stand-in needs. *instr becomes the stand-in. */
+static enum ts_status lower_library_call(struct build *b, struct sim_kernel *k,
+					 const struct ir_instr **instr)
+{
+	const struct ir_instr *in = *instr;
+	enum lib_call lc = lib_call_kind(in);
+	const struct ir_shape *res = &in->shape;
+	if (res->type == IR_TYPE_TUPLE)
+		res = res->n_elems > 0 ? &res->elems[0] : NULL;
+	if (lc == LIB_NONE || in->n_operands < 2 || !res ||
+	    res->type == IR_TYPE_TUPLE || res->type == IR_TYPE_TOKEN ||
+	    (lc == LIB_GEMM ? !in->attrs.dot : !in->attrs.conv))
+		return TS_OK;
+	/* A group (pre-optimization module) may hold constant chains feeding
+	 * the call besides the call itself; a backward convolution, whose
+	 * inputs change, is lowered only alone. */
+	bool bwd = lc == LIB_CONV_BWD_INPUT || lc == LIB_CONV_BWD_FILTER;
+	int at = -1;
+	for (int i = 0; i < k->n_members; i++)
+		if (k->members[i] == in)
+			at = i;
+	if (at < 0 || (bwd && k->n_members != 1))
+		return TS_OK;
+	struct lib_stand_in *s = ts_calloc(1, sizeof *s);
+	if (!s)
+		return nomem(b);
+	k->lowered = &s->op;
+	s->op = *in;
+	s->op.op = lc == LIB_GEMM ? IR_OP_DOT : IR_OP_CONVOLUTION;
+	s->op.wrapped_op = IR_OP_INVALID;
+	s->op.n_called = 0;
+	s->op.called = NULL;
+	s->op.shape = *res;
+	if (bwd) {
+		bool bwd_in = lc == LIB_CONV_BWD_INPUT;
+		s->arg = (struct ir_instr){
+			.op = IR_OP_PARAMETER,
+			.wrapped_op = IR_OP_INVALID,
+			.name = in->name,
+			.shape = *res,
+			.parent = in->parent,
+			.index = -1, /* in no computation's list */
+			.n_users = 1,
+			.line = in->line,
+			.col = in->col,
+		};
+		s->arg.attrs = (struct ir_attrs){
+			.feature_group_count = 1, .batch_group_count = 1,
+			.iota_dimension = -1, .tuple_index = -1,
+			.parameter_number = -1, .known_trip_count = -1,
+		};
+		s->op.shape = in->operands[bwd_in ? 0 : 1]->shape;
+		s->ops[0] = bwd_in ? &s->arg : in->operands[0];
+		s->ops[1] = bwd_in ? in->operands[1] : &s->arg;
+		s->op.operands = s->ops;
+		s->op.n_operands = 2;
+		const struct ir_instr **inputs =
+			dup_list((const struct ir_instr *const *)s->ops, 2);
+		if (!inputs)
+			return nomem(b);
+		ts_free(k->inputs);
+		k->inputs = inputs;
+		k->n_inputs = 2;
+	}
+	k->kind = lc == LIB_GEMM ? SIM_KERNEL_DOT : SIM_KERNEL_CONVOLUTION;
+	k->main_op = s->op.op;
+	k->tiled = &s->op;
+	k->members[at] = &s->op;
+	for (int i = 0; i < k->n_outputs; i++)
+		if (k->outputs[i] == in)
+			k->outputs[i] = &s->op;
+	*instr = &s->op;
+	return TS_OK;
+}
+
 /* Fills the common fields, counts the work, keeps the kernel. */
 static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 				    const struct ir_instr *instr,
 				    const struct site *s)
 {
+	if (k->kind == SIM_KERNEL_UNMODELLED) {
+		enum ts_status st = lower_library_call(b, k, &instr);
+		if (st != TS_OK)
+			return st;
+	}
 	k->instr = instr;
 	k->name = instr->name;
 	k->multiplicity = s->mult;
@@ -1348,6 +1495,7 @@ void sim_program_free(struct sim_program *p)
 		ts_free(p->kernels[i].members);
 		ts_free(p->kernels[i].inputs);
 		ts_free(p->kernels[i].outputs);
+		ts_free(p->kernels[i].lowered);
 	}
 	ts_free(p->kernels);
 	memset(p, 0, sizeof *p);

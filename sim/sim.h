@@ -52,7 +52,9 @@ enum sim_kernel_kind {
 	SIM_KERNEL_ELEMENTWISE,  /* unfused elementwise op */
 	SIM_KERNEL_DATA,         /* other data movement (slice, pad, gather, ...) */
 	SIM_KERNEL_COLLECTIVE,   /* all-reduce, all-gather, ... (ICI) */
-	SIM_KERNEL_UNMODELLED,   /* custom-call, infeed, ...: listed, zero time */
+	SIM_KERNEL_UNMODELLED,   /* custom-call (other than the library calls
+	                            costed as dots/convolutions), infeed, ...:
+	                            listed, zero time */
 	SIM_KERNEL_KIND_COUNT
 };
 const char *sim_kernel_kind_name(enum sim_kernel_kind k);
@@ -123,6 +125,12 @@ struct sim_kernel {
 	bool trip_count_assumed;       /* some enclosing while had no
 	                                  known_trip_count: multiplicity uses
 	                                  opts->default_trip_count (or 1) */
+	/* A library call costed as what it computes (a cuBLAS gemm as a dot,
+	 * a cuDNN convolution as a convolution): the stand-in instruction
+	 * that instr, members, inputs and outputs then point to (ts_malloc'd,
+	 * owned by the program; sim/kernels.c "Library calls"); NULL
+	 * otherwise. name stays the call's. */
+	struct ir_instr *lowered;
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };

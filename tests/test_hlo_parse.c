@@ -848,6 +848,46 @@ static void test_alloc_failures(void **state)
 	assert_true(saw_nomem > 3);
 }
 
+/* A custom-call's backend_config dot_dimension_numbers (cuBLAS gemm) are
+ * kept as its dot attributes, with the operand precision; on any other
+ * op, or where the call has its own, they are left alone. */
+static void test_gemm_backend_config(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok(
+		"HloModule g\nENTRY main {\n"
+		"  a = f32[2,3,4] parameter(0)\n"
+		"  b = f32[2,5,4] parameter(1)\n"
+		"  g = f32[2,3,5] custom-call(a, b), custom_call_target=\"__cublas$gemm\", "
+		"backend_config=\"{\\\"gemm_backend_config\\\":{\\\"dot_dimension_numbers\\\":"
+		"{\\\"lhs_contracting_dimensions\\\":[\\\"2\\\"],\\\"rhs_contracting_dimensions\\\":"
+		"[\\\"2\\\"],\\\"lhs_batch_dimensions\\\":[\\\"0\\\"],\\\"rhs_batch_dimensions\\\":"
+		"[\\\"0\\\"]},\\\"precision_config\\\":{\\\"operand_precision\\\":[\\\"DEFAULT\\\","
+		"\\\"HIGHEST\\\"]}}}\"\n"
+		"  h = f32[2,3,5] custom-call(a, b), custom_call_target=\"__cublas$gemm\", "
+		"backend_config={\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[],"
+		"\"rhs_contracting_dimensions\":[],\"lhs_batch_dimensions\":[],"
+		"\"rhs_batch_dimensions\":[]}}\n"
+		"  ROOT n = f32[2,3,4] negate(a), backend_config={\"dot_dimension_numbers\":"
+		"{\"lhs_contracting_dimensions\":[\"1\"]}}\n"
+		"}\n");
+	const struct ir_instr *g = find_instr(r.m[0], "main", "g");
+	assert_non_null(g->attrs.dot);
+	static const int64_t two[] = {2}, zero[] = {0};
+	assert_ints(&g->attrs.dot->lhs_contracting, 1, two);
+	assert_ints(&g->attrs.dot->rhs_contracting, 1, two);
+	assert_ints(&g->attrs.dot->lhs_batch, 1, zero);
+	assert_ints(&g->attrs.dot->rhs_batch, 1, zero);
+	assert_int_equal(g->attrs.precision[0], IR_PRECISION_DEFAULT);
+	assert_int_equal(g->attrs.precision[1], IR_PRECISION_HIGHEST);
+	const struct ir_instr *h = find_instr(r.m[0], "main", "h");
+	assert_non_null(h->attrs.dot);
+	assert_int_equal(h->attrs.dot->lhs_contracting.n, 0);
+	assert_int_equal(h->attrs.dot->rhs_batch.n, 0);
+	assert_null(find_instr(r.m[0], "main", "n")->attrs.dot);
+	parsed_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -861,6 +901,7 @@ int main(void)
 		cmocka_unit_test(test_nested_operands),
 		cmocka_unit_test(test_unknown_attributes),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_gemm_backend_config),
 		cmocka_unit_test(test_nesting_cap),
 		cmocka_unit_test(test_parse_file),
 		cmocka_unit_test(test_alloc_failures),

@@ -724,6 +724,209 @@ static void test_alloc_failures(void **state)
 	ts_free(m);
 }
 
+/* ---- library calls ------------------------------------------------------------- */
+
+/* A fusion makes the module compiled (top-level ops run as written). */
+#define LIB_HEAD                                                              \
+	"HloModule lib, is_scheduled=true\n"                                  \
+	"f { fp = f32[4] parameter(0)\n  ROOT fn = f32[4] negate(fp) }\n"
+
+#define GEMM_CONFIG(lc, rc, lb, rb)                                           \
+	"backend_config=\"{\\\"gemm_backend_config\\\":{\\\"alpha_real\\\":1,"   \
+	"\\\"dot_dimension_numbers\\\":{\\\"lhs_contracting_dimensions\\\":["     \
+	lc "],\\\"rhs_contracting_dimensions\\\":[" rc "],"                      \
+	"\\\"lhs_batch_dimensions\\\":[" lb "],\\\"rhs_batch_dimensions\\\":["   \
+	rb "]},\\\"precision_config\\\":{\\\"operand_precision\\\":["            \
+	"\\\"HIGHEST\\\",\\\"DEFAULT\\\"]}}}\""
+
+/* cuBLAS gemms are dots: dimension numbers and precision from
+ * backend_config, the first element of a (result, workspace) tuple as the
+ * result, epilogue operands read. By hand:
+ *   g: [4,16,32] x [4,32,8], batch 0, contracting 2/1: M=16 N=8 K=32,
+ *      4 batches: 4 x 16 x 8 x 32 = 16384 MACs;
+ *   lt: [64,128] x [256,128] contracting 1/1 (B transposed), bias [64,256]
+ *      as a third operand: 64 x 256 x 128 = 2097152 MACs.
+ * Without dimension numbers a gemm stays unmodelled; so does a cuDNN
+ * call that is no convolution (reorder). */
+static void test_library_gemm(void **state)
+{
+	(void)state;
+	static const char text[] = LIB_HEAD
+		"ENTRY e {\n"
+		"  a = f32[4,16,32] parameter(0)\n"
+		"  b = f32[4,32,8] parameter(1)\n"
+		"  x = f32[64,128] parameter(2)\n"
+		"  y = f32[256,128] parameter(3)\n"
+		"  z = f32[64,256] parameter(4)\n"
+		"  g = (f32[4,16,8], s8[4194304]) custom-call(a, b), "
+		"custom_call_target=\"__cublas$gemm\", "
+		GEMM_CONFIG("\\\"2\\\"", "\\\"1\\\"", "\\\"0\\\"", "\\\"0\\\"") "\n"
+		"  gr = f32[4,16,8] get-tuple-element(g), index=0\n"
+		"  lt = f32[64,256] custom-call(x, y, z), "
+		"custom_call_target=\"__cublas$lt$matmul\", "
+		GEMM_CONFIG("\\\"1\\\"", "\\\"1\\\"", "", "") "\n"
+		"  nd = f32[64,256] custom-call(x, y), "
+		"custom_call_target=\"__cublas$gemm\"\n"
+		"  ro = s8[64] custom-call(x), custom_call_target=\"__cudnn$convReorderFilter\"\n"
+		"  n = f32[4] fusion(a), kind=kLoop, calls=f\n"
+		"  ROOT t = (f32[4,16,8], f32[64,256], f32[64,256], s8[64]) tuple(gr, lt, nd, ro)\n"
+		"}\n";
+	struct tu_built b;
+	tu_build(text, &b);
+	const struct sim_kernel *g = tu_kernel(&b, "g");
+	assert_int_equal(g->kind, SIM_KERNEL_DOT);
+	assert_int_equal(g->main_op, IR_OP_DOT);
+	assert_non_null(g->lowered);
+	assert_ptr_equal(g->instr, g->lowered);
+	assert_ptr_equal(g->tiled, g->lowered);
+	assert_int_equal(g->tiled->shape.type, IR_TYPE_F32);
+	assert_int_equal(g->tiled->shape.rank, 3);
+	assert_int_equal(g->lowered->attrs.precision[0], IR_PRECISION_HIGHEST);
+	assert_int_equal(g->lowered->attrs.precision[1], IR_PRECISION_DEFAULT);
+	assert_near(g->work.mxu_macs, 16384.0, 0);
+	assert_near(g->work.flops, 2 * 16384.0, 0);
+	const struct sim_kernel *lt = tu_kernel(&b, "lt");
+	assert_int_equal(lt->kind, SIM_KERNEL_DOT);
+	assert_int_equal(lt->n_inputs, 3);
+	assert_near(lt->work.mxu_macs, 2097152.0, 0);
+	assert_int_equal(tu_kernel(&b, "nd")->kind, SIM_KERNEL_UNMODELLED);
+	assert_null(tu_kernel(&b, "nd")->lowered);
+	assert_int_equal(tu_kernel(&b, "ro")->kind, SIM_KERNEL_UNMODELLED);
+	assert_int_equal(b.p.n_unmodelled, 2);
+	struct hw_spec hw;
+	if (tu_load_spec("v3", &hw)) {
+		assert_int_equal(sim_program_estimate(&b.p, &hw, NULL), TS_OK);
+		assert_true(g->est.modelled);
+		assert_true(g->est.mxu_cycles > 0);
+		assert_near(g->est.flops, 2 * 16384.0, 0);
+		assert_true(g->est.time_ns > 0);
+		assert_false(tu_kernel(&b, "nd")->est.modelled);
+	}
+	tu_built_free(&b);
+}
+
+/* cuDNN convolutions are convolutions, the backward ones as the forward
+ * convolution their window and dim_labels describe (input, filter,
+ * output from result and operands as XLA's GetGpuConvConfig). By hand:
+ * input [8,18,18,4] b01f, filter [3,3,4,32] 01io, no padding: output
+ * [8,16,16,32], every tap valid, MACs = 8 x 16 x 16 x 32 x (3 x 3 x 4)
+ * = 2359296 for all three. */
+static void test_library_conv(void **state)
+{
+	(void)state;
+	static const char text[] = LIB_HEAD
+		"ENTRY e {\n"
+		"  in = f32[8,18,18,4] parameter(0)\n"
+		"  w = f32[3,3,4,32] parameter(1)\n"
+		"  dy = f32[8,16,16,32] parameter(2)\n"
+		"  fw = (f32[8,16,16,32], u8[0]) custom-call(in, w), "
+		"window={size=3x3}, dim_labels=b01f_01io->b01f, "
+		"custom_call_target=\"__cudnn$convForward\", "
+		"backend_config={\"conv_result_scale\":1}\n"
+		"  bi = (f32[8,18,18,4], u8[0]) custom-call(dy, w), "
+		"window={size=3x3}, dim_labels=b01f_01io->b01f, "
+		"custom_call_target=\"__cudnn$convBackwardInput\"\n"
+		"  bf = (f32[3,3,4,32], u8[0]) custom-call(in, dy), "
+		"window={size=3x3}, dim_labels=b01f_01io->b01f, "
+		"custom_call_target=\"__cudnn$convBackwardFilter\"\n"
+		"  nl = (f32[8,16,16,32], u8[0]) custom-call(in, w), "
+		"custom_call_target=\"__cudnn$convForward\"\n"
+		"  n = f32[4] fusion(w), kind=kLoop, calls=f\n"
+		"  ROOT t = ((f32[8,16,16,32], u8[0]), (f32[8,18,18,4], u8[0]), "
+		"(f32[3,3,4,32], u8[0]), (f32[8,16,16,32], u8[0])) "
+		"tuple(fw, bi, bf, nl)\n"
+		"}\n";
+	struct tu_built b;
+	tu_build(text, &b);
+	const char *convs[] = {"fw", "bi", "bf"};
+	for (int i = 0; i < 3; i++) {
+		const struct sim_kernel *k = tu_kernel(&b, convs[i]);
+		assert_int_equal(k->kind, SIM_KERNEL_CONVOLUTION);
+		assert_int_equal(k->main_op, IR_OP_CONVOLUTION);
+		assert_near(k->work.mxu_macs, 2359296.0, 0);
+		assert_int_equal(k->n_inputs, 2);
+	}
+	/* The backward calls' forward shapes: output d_output-shaped, the
+	 * call's result an operand. */
+	const struct sim_kernel *bi = tu_kernel(&b, "bi");
+	assert_int_equal(bi->tiled->shape.dims[1], 16);
+	assert_int_equal(bi->inputs[0]->shape.dims[1], 18);
+	assert_string_equal(bi->inputs[1]->name, "w");
+	const struct sim_kernel *bf = tu_kernel(&b, "bf");
+	assert_string_equal(bf->inputs[0]->name, "in");
+	assert_int_equal(bf->inputs[1]->shape.dims[3], 32);
+	assert_int_equal(bf->inputs[1]->shape.dims[0], 3);
+	/* no dim_labels: not a convolution it can cost */
+	assert_int_equal(tu_kernel(&b, "nl")->kind, SIM_KERNEL_UNMODELLED);
+	assert_int_equal(b.p.n_unmodelled, 1);
+	struct hw_spec hw;
+	if (tu_load_spec("v3", &hw)) {
+		assert_int_equal(sim_program_estimate(&b.p, &hw, NULL), TS_OK);
+		for (int i = 0; i < 3; i++) {
+			const struct sim_kernel *k = tu_kernel(&b, convs[i]);
+			assert_true(k->est.modelled);
+			assert_true(k->est.mxu_cycles > 0);
+			assert_near(k->est.flops, 2 * 2359296.0, 0);
+		}
+	}
+	tu_built_free(&b);
+}
+
+/* XLA's GPU test module xla_gpu_kernel_reuse_cublas.hlo: every
+ * __cublas$gemm is f32[5,5] x f32[5,5] contracting lhs 1 / rhs 0, so
+ * M = N = K = 5 and each is 2 x 5 x 5 x 5 = 250 FLOPs of MXU work; the
+ * file's five modules hold 4 + 0 + 3 + 4 + 4 = 15 gemms and nothing
+ * unmodelled. */
+static void test_library_gemm_corpus(void **state)
+{
+	(void)state;
+	const char *shared = getenv("TPUSIM_SHARED");
+	if (!shared || !*shared) {
+		print_message("TPUSIM_SHARED is not set: skipping the cuBLAS "
+			      "corpus test\n");
+		skip();
+	}
+	char path[1024];
+	snprintf(path, sizeof path,
+		 "%s/data/hlo-corpus/xla_gpu_kernel_reuse_cublas.hlo", shared);
+	char *text = NULL;
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(hlo_parse_file(path, &text, &m, &n, &d), TS_OK);
+	assert_int_equal(n, 5);
+	struct hw_spec hw;
+	bool have_hw = tu_load_spec("v3", &hw);
+	int gemms = 0;
+	for (int i = 0; i < n; i++) {
+		struct sim_program p;
+		assert_int_equal(sim_program_build(m[i], NULL, &p, &d), TS_OK);
+		assert_int_equal(p.n_unmodelled, 0);
+		if (have_hw)
+			assert_int_equal(sim_program_estimate(&p, &hw, &d),
+					 TS_OK);
+		for (int j = 0; j < p.n_kernels; j++) {
+			const struct sim_kernel *k = &p.kernels[j];
+			if (strncmp(k->name, "custom-call", 11) != 0)
+				continue;
+			gemms++;
+			assert_int_equal(k->kind, SIM_KERNEL_DOT);
+			assert_near(k->work.mxu_macs, 125.0, 0);
+			assert_near(k->work.flops, 250.0, 0);
+			if (have_hw) {
+				assert_near(k->est.flops, 250.0, 0);
+				assert_true(k->est.mxu_cycles > 0);
+			}
+		}
+		sim_program_free(&p);
+	}
+	assert_int_equal(gemms, 15);
+	for (int i = 0; i < n; i++)
+		ir_module_free(m[i]);
+	ts_free(m);
+	ts_free(text);
+}
+
 static void test_kind_names(void **state)
 {
 	(void)state;
@@ -752,6 +955,9 @@ int main(void)
 		cmocka_unit_test(test_group_while),
 		cmocka_unit_test(test_bad_dot),
 		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_library_gemm),
+		cmocka_unit_test(test_library_conv),
+		cmocka_unit_test(test_library_gemm_corpus),
 		cmocka_unit_test(test_kind_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
