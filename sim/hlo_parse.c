@@ -244,6 +244,8 @@ struct hp_parser {
 	struct ts_diag *d;            /* caller's diagnostic, may be NULL */
 	enum ts_status st;            /* first error, TS_OK while none */
 	int depth;                    /* shape/group nesting */
+	int64_t shape_bytes;          /* exact bytes of the shape parsed last
+	                                 (tuples: the sum of their elements) */
 	bool discard;                 /* shapes are only checked, not stored
 	                                 (typed operands, signatures) */
 	int comp_depth;               /* inline computation nesting */
@@ -1180,6 +1182,7 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 		return fail(p, open, "shape too large: %lld elements of %d bits "
 				     "exceed 2^60 bytes",
 			    (long long)elems, ir_type_bits(type));
+	p->shape_bytes = bits / 8 + (bits % 8 != 0);
 	out->rank = n;
 	if (n && !p->discard) {
 		out->dims = ts_arena_array(a, (size_t)n, sizeof *out->dims);
@@ -1224,17 +1227,26 @@ static bool parse_shape(struct hp_parser *p, struct ir_shape *out)
 {
 	skip_ws(p);
 	memset(out, 0, sizeof *out);
+	p->shape_bytes = 0;
 	if (cur(p) == '(') {
 		if (!enter(p))
 			return false;
+		const char *open = p->p;
 		p->p++;
 		size_t base = p->shapes.n;
+		int64_t bytes = 0; /* the tuple's, like an array's, fit 63 bits */
 		skip_ws(p);
 		if (cur(p) != ')') {
 			for (;;) {
 				struct ir_shape e;
 				if (!parse_shape(p, &e))
 					return false;
+				if (__builtin_add_overflow(bytes, p->shape_bytes,
+							   &bytes))
+					return fail(p, open,
+						    "shape too large: the tuple's "
+						    "elements take 2^63 bytes or "
+						    "more");
 				struct ir_shape *slot =
 					vec_push(p, &p->shapes, sizeof *slot);
 				if (!slot)
@@ -1263,6 +1275,7 @@ static bool parse_shape(struct hp_parser *p, struct ir_shape *out)
 		}
 		p->shapes.n = base;
 		p->depth--;
+		p->shape_bytes = bytes;
 		return true;
 	}
 	const char *ws = p->p;

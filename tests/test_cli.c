@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -675,6 +676,190 @@ static void test_calibrate_cli(void **state)
 	unlink(out);
 }
 
+/* Writes text to a new temporary file; its path in path. */
+static void temp_text(char *path, const char *text)
+{
+	int fd = make_temp(path);
+	size_t n = strlen(text);
+	assert_true(write(fd, text, n) == (ssize_t)n);
+	close(fd);
+}
+
+/* Absurd sizes are located input errors (exit 1) in run and tile, not
+ * numbers: an element count past 63 bits, a byte size past 2^60 (the
+ * bits past 63), a tuple whose elements' bytes together pass 2^63. */
+static void test_absurd_shapes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *hlo, *msg;
+		int col;
+	} cases[] = {
+		{"HloModule h\nENTRY e {\n  ROOT p = f32[9223372036854775807] "
+		 "parameter(0)\n}\n",
+		 "shape too large: 9223372036854775807 elements of 32 bits "
+		 "exceed 2^60 bytes", 15},
+		{"HloModule h\nENTRY e {\n  ROOT p = f32[3000000000,3000000000,"
+		 "3000000000] parameter(0)\n}\n",
+		 "shape too large: its element count overflows 63 bits", 15},
+		/* 9 x (2^58 - 1) x 4 B > 2^63 - 1 */
+		{"HloModule h\nENTRY e {\n  ROOT p = (f32[288230376151711743], "
+		 "f32[288230376151711743], f32[288230376151711743], "
+		 "f32[288230376151711743], f32[288230376151711743], "
+		 "f32[288230376151711743], f32[288230376151711743], "
+		 "f32[288230376151711743], f32[288230376151711743]) "
+		 "parameter(0)\n}\n",
+		 "shape too large: the tuple's elements take 2^63 bytes or "
+		 "more", 12},
+	};
+	char v3[PATH_MAX], path[PATH_MAX], want[PATH_MAX + 256];
+	src(v3, "hwspecs/v3.yaml");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		temp_text(path, cases[i].hlo);
+		const char *cmds[] = {"run", "tile"};
+		for (int c = 0; c < 2; c++) {
+			struct proc p;
+			tpusim(&p, cmds[c], path, "--hw", v3);
+			expect_rc(&p, 1);
+			assert_string_equal(p.out, "");
+			snprintf(want, sizeof want, "%s:3:%d: error: %s\n", path,
+				 cases[i].col, cases[i].msg);
+			if (!starts_with(p.err, want))
+				fail_msg("expected stderr to start with\n%s\ngot\n%s",
+					 want, p.err);
+			proc_free(&p);
+		}
+		unlink(path);
+	}
+}
+
+/* $TPUSIM_SHARED/data/hlo-corpus/<name> in buf; skips when unset. */
+static const char *corpus(char *buf, const char *name)
+{
+	snprintf(buf, PATH_MAX, "%s/data/hlo-corpus/%s",
+		 env_or_skip("TPUSIM_SHARED"), name);
+	return buf;
+}
+
+/* XLA's xla_if_conditional.hlo: the branches of the 2-way conditional in
+ * tfcompile.0 (log.9 and exponential.14) run half the time each: 0.5 in
+ * the table, the number 0.5 in JSON, and the module total is compare.4 +
+ * 0.5 x each branch. */
+static void test_run_conditional_corpus(void **state)
+{
+	(void)state;
+	char f[PATH_MAX], v3[PATH_MAX];
+	corpus(f, "xla_if_conditional.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", f, "--hw", v3, "--module", "tfcompile.0", "--format",
+	       "json");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\"name\": \"log.9\", \"kind\": \"elementwise\", "
+			       "\"main_op\": \"log\", \"multiplicity\": 0.5,");
+	expect_contains(p.out, "\"name\": \"exponential.14\", \"kind\": "
+			       "\"elementwise\", \"main_op\": \"exponential\", "
+			       "\"multiplicity\": 0.5,");
+	python_check("import json, sys\n"
+		     "m = json.load(sys.stdin)['modules'][0]\n"
+		     "k = {x['name']: x for x in m['kernels']}\n"
+		     "assert k['compare.4']['multiplicity'] == 1\n"
+		     "t = k['compare.4']['time_ns'] + 0.5 * "
+		     "(k['log.9']['time_ns'] + k['exponential.14']['time_ns'])\n"
+		     "assert abs(m['total']['time_ns'] - t) <= 1e-3, (m, t)\n",
+		     p.out);
+	proc_free(&p);
+	tpusim(&p, "run", f, "--hw", v3, "--module", "tfcompile.0");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\n1  log.9           elementwise  log           "
+			       "0.5  ");
+	proc_free(&p);
+}
+
+/* XLA's xla_gpu_kernel_reuse_cublas.hlo: the __cublas$gemm calls are
+ * dots, f32[5,5] x f32[5,5] contracting lhs 1 / rhs 0: 2 x 5 x 5 x 5 =
+ * 250 FLOPs each, MXU-costed; no warning about unmodelled kernels. */
+static void test_run_cublas_corpus(void **state)
+{
+	(void)state;
+	char f[PATH_MAX], v3[PATH_MAX];
+	corpus(f, "xla_gpu_kernel_reuse_cublas.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", f, "--hw", v3, "--format", "json");
+	expect_rc(&p, 0);
+	assert_null(strstr(p.err, "not modelled"));
+	expect_contains(p.out, "\"name\": \"custom-call.1\", \"kind\": \"dot\", "
+			       "\"main_op\": \"dot\", \"multiplicity\": 1, "
+			       "\"steps\": 1, \"flops\": 250,");
+	python_check("import json, sys\n"
+		     "d = json.load(sys.stdin)\n"
+		     "g = [k for m in d['modules'] for k in m['kernels'] "
+		     "if k['name'].startswith('custom-call')]\n"
+		     "assert len(g) == 15, len(g)\n"
+		     "assert all(k['flops'] == 250 and k['mxu_cycles'] > 0 "
+		     "and k['time_ns'] > 0 for k in g), g\n",
+		     p.out);
+	proc_free(&p);
+}
+
+/* validate names the set's modules with unmodelled kernels once, on
+ * stderr: a one-row set whose module has a custom call. */
+static void test_validate_unmodelled_warning(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX / 2], path[PATH_MAX], hw_dir[PATH_MAX], want[1024];
+	snprintf(dir, sizeof dir, "%s/test_cli_set_%ld", tu_tmpdir(),
+		 (long)getpid());
+	snprintf(path, sizeof path, "%s/modules", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/modules/u.hlo", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("HloModule um, is_scheduled=true\n"
+	      "%fc (a: f32[64,1024]) -> f32[64,1024] {\n"
+	      "  %a = f32[64,1024]{1,0:T(8,128)} parameter(0)\n"
+	      "  ROOT %n = f32[64,1024]{1,0:T(8,128)} negate(%a)\n"
+	      "}\n"
+	      "ENTRY %e (p: f32[64,1024]) -> f32[64,1024] {\n"
+	      "  %p = f32[64,1024]{1,0:T(8,128)} parameter(0)\n"
+	      "  %cc = f32[64,1024]{1,0:T(8,128)} custom-call(%p), "
+	      "custom_call_target=\"__foo\"\n"
+	      "  ROOT %fusion.1 = f32[64,1024]{1,0:T(8,128)} fusion(%cc), "
+	      "kind=kLoop, calls=%fc, metadata={op_name=\"autotuned_op\"}\n"
+	      "}\n", f);
+	assert_int_equal(fclose(f), 0);
+	snprintf(path, sizeof path, "%s/measurements.csv", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("id,module,hw,config,runtime_ns,runtime_min_ns,repeats,timing,"
+	      "source\n"
+	      "u#r0,modules/u.hlo,tpu-v3,output_bounds=8x8,1500,,10,device,u\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	src(hw_dir, "hwspecs");
+	struct proc p;
+	tpusim(&p, "validate", "--data", dir, "--hw-dir", hw_dir);
+	snprintf(path, sizeof path, "%s/modules/u.hlo", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/measurements.csv", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/modules", dir);
+	rmdir(path);
+	rmdir(dir);
+	expect_rc(&p, 0);
+	/* the module is named by its file's stem */
+	snprintf(want, sizeof want,
+		 "tpusim validate: warning: test_cli_set_%ld: 1 modules have "
+		 "kernels not modelled, costed at zero (first: u: cc "
+		 "(custom-call __foo))\n", (long)getpid());
+	expect_contains(p.err, want);
+	/* once per set */
+	assert_null(strstr(strstr(p.err, want) + strlen(want), "not modelled"));
+	proc_free(&p);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -957,6 +1142,10 @@ int main(void)
 		cmocka_unit_test(test_run_hbm_warning),
 		cmocka_unit_test(test_run_unmodelled_warning),
 		cmocka_unit_test(test_run_conditional),
+		cmocka_unit_test(test_run_conditional_corpus),
+		cmocka_unit_test(test_run_cublas_corpus),
+		cmocka_unit_test(test_absurd_shapes),
+		cmocka_unit_test(test_validate_unmodelled_warning),
 		cmocka_unit_test(test_run_yaml),
 		cmocka_unit_test(test_run_deterministic),
 		cmocka_unit_test(test_dev_full),

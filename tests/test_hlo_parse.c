@@ -731,6 +731,27 @@ static void test_errors(void **state)
 	parse_err("ENTRY e {\n  ROOT p = f32[3000000000,3000000000,3000000000] "
 		  "parameter(0)\n}\n",
 		  2, 15, "shape too large: its element count overflows 63 bits");
+	/* 9 x (2^58 - 1) x 4 B > 2^63 - 1: the tuple's bytes overflow
+	 * though each element's fit (one nested tuple of two). */
+	parse_err("ENTRY e {\n  ROOT p = (f32[288230376151711743], "
+		  "(f32[288230376151711743], f32[288230376151711743]), "
+		  "f32[288230376151711743], f32[288230376151711743], "
+		  "f32[288230376151711743], f32[288230376151711743], "
+		  "f32[288230376151711743], f32[288230376151711743]) "
+		  "parameter(0)\n}\n",
+		  2, 12, "shape too large: the tuple's elements take 2^63 "
+			 "bytes or more");
+	/* 8 of them fit: 8 x (2^60 - 4) B < 2^63. */
+	{
+		struct parsed d = parse_ok(
+			"ENTRY e {\n  ROOT p = (f32[288230376151711743], "
+			"f32[288230376151711743], f32[288230376151711743], "
+			"f32[288230376151711743], f32[288230376151711743], "
+			"f32[288230376151711743], f32[288230376151711743], "
+			"f32[288230376151711743]) parameter(0)\n}\n");
+		assert_int_equal(d.m[0]->entry->root->shape.n_elems, 8);
+		parsed_free(&d);
+	}
 	parse_err("HloModule m, replica_count=0\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 28,
 		  "replica_count must be in 1..65536, got 0");
 	{
