@@ -1877,6 +1877,11 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	char buf[256];
 	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
 		sim_kernel_kind_name(k->kind));
+	if (k->lowered && k->lowered->attrs.custom_call_target)
+		fprintf(f, "  library call %s, costed as the %s it computes "
+			   "(sim/kernels.c \"Library calls\")\n",
+			k->lowered->attrs.custom_call_target,
+			ir_op_name(k->lowered->op));
 	switch (p.kind) {
 	case SIM_PLAN_UNMODELLED:
 		fprintf(f, "  not modelled: zero time\n");

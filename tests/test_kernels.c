@@ -801,6 +801,18 @@ static void test_library_gemm(void **state)
 		assert_near(g->est.flops, 2 * 16384.0, 0);
 		assert_true(g->est.time_ns > 0);
 		assert_false(tu_kernel(&b, "nd")->est.modelled);
+		char *out = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&out, &len);
+		assert_non_null(f);
+		assert_int_equal(sim_kernel_explain(g, &hw, NULL, f, NULL), TS_OK);
+		fclose(f);
+		const char *want = "kernel g (dot)\n  library call __cublas$gemm, "
+				   "costed as the dot it computes (sim/kernels.c "
+				   "\"Library calls\")\n";
+		assert_true(len >= strlen(want));
+		assert_memory_equal(out, want, strlen(want));
+		free(out);
 	}
 	tu_built_free(&b);
 }
