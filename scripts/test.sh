@@ -17,7 +17,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=AddressSanitizer -DUNIT_TESTING=ON >
 cmake --build build-asan -j"$jobs" >/dev/null
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNIT_TESTING=ON \
 	-DTPUSIM_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec fuzz_pipeline >/dev/null
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -1,0 +1,137 @@
+/*
+ * fuzz_pipeline.c: libFuzzer target for everything after the parser. An
+ * input that parses is built into kernel programs and costed on three specs
+ * (v3: separate cores; v4: megacore; v7: 256-row MXUs); every tunable
+ * kernel's tile search runs (capped at a few thousand configs). Aborts,
+ * so that the fuzzer sees it, when
+ *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
+ *     negative, or a program total is;
+ *   - the tile search's best is slower than the default it also costed;
+ *   - a failure is not located (parse errors need line and column, other
+ *     failures a message).
+ * Built with -DTPUSIM_FUZZ=ON and clang (ASan + UBSan, float-cast-overflow,
+ * no recovery). Specs are read from TPUSIM_SOURCE/hwspecs, else the source
+ * tree this was built from.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hybrid.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+#define N_SPECS 3
+static struct hw_spec specs[N_SPECS];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	static const char *const gens[N_SPECS] = {"v3", "v4", "v7"};
+	const char *src = getenv("TPUSIM_SOURCE");
+	for (int i = 0; i < N_SPECS; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/hwspecs/%s.yaml",
+			 src ? src : TPUSIM_SOURCE_DIR, gens[i]);
+		struct ts_diag d = {0};
+		if (hw_spec_load(path, &specs[i], &d) != TS_OK) {
+			ts_diag_print(&d, stderr);
+			abort();
+		}
+	}
+	return 0;
+}
+
+static void check_num(double v)
+{
+	if (!(v >= 0) || !isfinite(v))
+		abort();
+}
+
+static void check_estimate(const struct sim_estimate *e)
+{
+	check_num(e->time_ns);
+	check_num(e->mxu_cycles);
+	check_num(e->vpu_cycles);
+	check_num(e->dma_cycles);
+	check_num(e->overhead_ns);
+	check_num(e->vmem_bytes);
+	check_num(e->flops);
+	check_num(e->bytes_read);
+	check_num(e->bytes_written);
+	if (e->steps < 0)
+		abort();
+}
+
+/* A failure must say what and (for input errors) where. */
+static void check_failure(enum ts_status st, const struct ts_diag *d)
+{
+	if (st == TS_ERR_NOMEM || !d->msg[0])
+		abort();
+}
+
+static void cost_program(struct sim_program *p, const struct hw_spec *hw)
+{
+	struct ts_diag d = {0};
+	enum ts_status st = sim_program_estimate(p, hw, &d);
+	if (st != TS_OK) {
+		check_failure(st, &d);
+		return;
+	}
+	check_num(p->total_ns);
+	check_num(sim_program_host_ns(p, hw));
+	for (int k = 0; k < p->n_kernels; k++) {
+		const struct sim_kernel *kn = &p->kernels[k];
+		check_num(kn->multiplicity);
+		check_estimate(&kn->est);
+		if (!kn->tunable)
+			continue;
+		struct hyb_tile_opts o = {.top_k = 2, .max_configs = 2000};
+		struct hyb_tile_result r;
+		st = hyb_tile_search(kn, hw, &o, &r, &d);
+		if (st != TS_OK) {
+			check_failure(st, &d);
+			continue;
+		}
+		check_estimate(&r.def.est);
+		for (int i = 0; i < r.n_top; i++)
+			check_estimate(&r.top[i].est);
+		if (r.n_top > 0 && r.def.est.feasible &&
+		    r.top[0].est.time_ns > r.def.est.time_ns)
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	enum ts_status st = hlo_parse("fuzz.hlo", (const char *)data, size, &m,
+				      &n, &d);
+	if (st != TS_OK) {
+		if (st != TS_ERR_PARSE || d.line < 1 || d.col < 1 || !d.msg[0])
+			abort();
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct sim_program p;
+		struct sim_program_opts opts = {.default_trip_count = 0};
+		st = sim_program_build(m[i], &opts, &p, &d);
+		if (st == TS_OK) {
+			for (int s = 0; s < N_SPECS; s++)
+				cost_program(&p, &specs[s]);
+			sim_program_free(&p);
+		} else {
+			check_failure(st, &d);
+		}
+		ir_module_free(m[i]);
+	}
+	ts_free(m);
+	return 0;
+}
