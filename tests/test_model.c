@@ -216,6 +216,24 @@ static void test_unmodelled(void **state)
 	tu_built_free(&b);
 }
 
+/* An empty array (a zero dimension) costs nothing: no launch, no DMA. */
+static void test_empty_array(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule z\nENTRY e {\n  a = f32[0,1024] parameter(0)\n"
+		 "  ROOT n = f32[0,1024] negate(a)\n}\n",
+		 &b);
+	struct sim_estimate e = estimate(tu_kernel(&b, "n"), &hw, "");
+	assert_true(e.time_ns == 0);
+	assert_true(e.bytes_read == 0 && e.bytes_written == 0);
+	assert_int_equal(e.bound, HW_UNIT_NONE);
+	tu_built_free(&b);
+}
+
 /* explain: the derivation's lines for the matmul above. */
 static void test_explain(void **state)
 {
@@ -751,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_padded_elementwise),
 		cmocka_unit_test(test_vmem_infeasible),
 		cmocka_unit_test(test_unmodelled),
+		cmocka_unit_test(test_empty_array),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_dma_runs),
 		cmocka_unit_test(test_straddle),
