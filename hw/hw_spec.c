@@ -1277,6 +1277,11 @@ out:
 	for (int i = 0; i < n; i++)
 		ts_free(edits[i].repl);
 	ts_free(edits);
+	/* The texts go: a diagnostic keeps file:line:col, not the caret. */
+	if (d && (d->src == text || d->src == out)) {
+		d->src = NULL;
+		d->src_len = 0;
+	}
 	ts_free(out);
 	ts_free(text);
 	return st;
