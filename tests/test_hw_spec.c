@@ -823,8 +823,17 @@ static void test_write_fields(void **state)
 				   "[0.01, 1]");
 	FILE *f = fopen(out, "r");
 	assert_null(f);
-	const char *names[] = {"base.yaml", "child.yaml", "new.yaml"};
-	remove_files(dir, names, 3);
+	/* A spec that does not load: its error, located, with no caret into
+	 * the text the call has freed. */
+	put(dir, "bad.yaml", "name: b\ninherits: base.yaml\nhbm:\n  efficiency: 7\n");
+	snprintf(in, sizeof in, "%s/bad.yaml", dir);
+	assert_int_equal(hw_spec_write_fields(in, out, 1, paths, values, NULL, &d),
+			 TS_ERR_SPEC);
+	assert_int_equal(d.line, 4);
+	assert_null(d.src);
+	assert_null(fopen(out, "r"));
+	const char *names[] = {"base.yaml", "child.yaml", "new.yaml", "bad.yaml"};
+	remove_files(dir, names, 4);
 }
 
 int main(void)
