@@ -163,6 +163,10 @@ void cmd_graph_free(struct cmd_graph *g);
  * the first three names with their op (and custom-call target). */
 void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
 			 const struct sim_program *p);
+/* Warns about each kernel of p (estimated on hw) costed by its roofline
+ * because the model has no tile grid for it, with the reason. */
+void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
+		      const struct hw_spec *hw);
 
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 

@@ -554,6 +554,7 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			rc = cmd_exit_from_status(st);
 			goto out;
 		}
+		cmd_warn_untiled(ctx, &progs[m], &ctx->hw);
 	}
 	if (cfg_kernel) {
 		rc = apply_config(ctx, o, cfg_kernel);

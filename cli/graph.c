@@ -51,6 +51,23 @@ void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
 			n > SHOWN ? ", ..." : "");
 }
 
+void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
+		      const struct hw_spec *hw)
+{
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if (!k->est.untiled)
+			continue;
+		struct sim_plan plan;
+		struct ts_diag d = {0};
+		(void)sim_plan_build(k, hw, &plan, &d);
+		fprintf(ctx->err,
+			"%s: warning: module %s: kernel %s has no tile grid (%s): "
+			"costed by its roofline\n",
+			ctx->prog, p->module->name, k->name, d.msg);
+	}
+}
+
 /*
  * HBM one program can use: the chip's HBM shared by the programs that run
  * on it at once (v2/v3: one per TensorCore; megacore and single-core

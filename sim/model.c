@@ -1844,6 +1844,16 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 {
 	struct sim_plan p;
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) {
+		/* No grid for this form: the roofline (max of the units' busy
+		 * times + the kernel overhead) stands in, marked, rather than
+		 * failing the whole program; d keeps the reason. */
+		struct ts_diag rd = {0};
+		if (sim_kernel_roofline(k, hw, out, &rd) != TS_OK)
+			return st;
+		out->untiled = true;
+		return TS_OK;
+	}
 	if (st != TS_OK)
 		return st;
 	struct sim_tile_config full;
@@ -1879,6 +1889,19 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 {
 	struct sim_plan p;
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) {
+		struct sim_estimate r;
+		struct ts_diag rd = {0};
+		if (sim_kernel_roofline(k, hw, &r, &rd) != TS_OK)
+			return st;
+		fprintf(f, "kernel %s (%s)\n  no tile grid (%s): costed by its "
+			   "roofline, max(MXU, VPU, HBM) + kernel %.6g = %.6g ns, "
+			   "bound by %s\n",
+			k->name ? k->name : "?", sim_kernel_kind_name(k->kind),
+			d->msg, hw->kernel_overhead_ns, r.time_ns,
+			hw_unit_name(r.bound));
+		return TS_OK;
+	}
 	if (st != TS_OK)
 		return st;
 	struct sim_tile_config full;

@@ -63,6 +63,9 @@ const char *sim_kernel_kind_name(enum sim_kernel_kind k);
 struct sim_estimate {
 	bool feasible;          /* false: working set exceeds VMEM */
 	bool modelled;          /* false: unmodelled op, time is 0 */
+	bool untiled;           /* no tile grid for this form (a rank above
+	                           8, ...): costed by the roofline instead,
+	                           sim_kernel_estimate says why */
 	double time_ns;         /* estimated kernel time */
 	enum hw_unit bound;     /* unit the time is attributed to */
 	int64_t steps;          /* tile steps (grid iterations) */
@@ -168,7 +171,10 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d);
 
-/* Costs one kernel; cfg may be NULL (default config). */
+/* Costs one kernel; cfg may be NULL (default config). A kernel the model
+ * cannot grid (TS_ERR_UNSUPPORTED_OP from the plan: a rank above 8, ...)
+ * is costed by sim_kernel_roofline instead and marked untiled; d then
+ * holds the reason and the call returns TS_OK. */
 enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   const struct sim_tile_config *cfg,

@@ -866,6 +866,28 @@ static void test_validate_unmodelled_warning(void **state)
 	proc_free(&p);
 }
 
+/* A kernel the model cannot grid (rank 9 > the 8 a grid holds) is costed
+ * by its roofline and named, instead of failing the run. */
+static void test_run_untiled(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule r9\nENTRY e {\n  p = f32[2,2,2,2,2,2,2,2,2] parameter(0)\n"
+		"  ROOT n = f32[2,2,2,2,2,2,2,2,2] negate(p)\n}\n";
+	char path[PATH_MAX], v3[PATH_MAX];
+	temp_file(path, hlo);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", path, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim run: warning: module r9: kernel n has no "
+			       "tile grid (cannot tile f32[2,2,2,2,2,2,2,2,2]: "
+			       "rank above 8): costed by its roofline\n");
+	expect_contains(p.out, "  hbm  ");
+	proc_free(&p);
+	unlink(path);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -1144,6 +1166,7 @@ int main(void)
 		cmocka_unit_test(test_run_example_csv),
 		cmocka_unit_test(test_run_example_table),
 		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_run_untiled),
 		cmocka_unit_test(test_calibrate_cli),
 		cmocka_unit_test(test_run_hbm_warning),
 		cmocka_unit_test(test_run_unmodelled_warning),
