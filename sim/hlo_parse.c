@@ -606,8 +606,12 @@ static const char *skip_ws_from(struct hp_parser *p, const char *q)
 			if (p->end - c >= 5 && memcmp(c, "-----", 5) == 0 &&
 			    q > p->last_sep)
 				p->last_sep = q;
-			const char *nl = memchr(q, '\n', (size_t)(p->end - q));
-			q = nl ? nl + 1 : p->end;
+			/* to the end of the line: '\n', or '\r' alone (old
+			 * Mac line ends, which XLA's lexer takes too) */
+			const char *nl = q + 2;
+			while (nl < p->end && *nl != '\n' && *nl != '\r')
+				nl++;
+			q = nl;
 		} else if (q[1] == '*') {
 			const char *c = q + 2;
 			for (;;) {
@@ -2946,7 +2950,7 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 	return true;
 }
 
-/* HloModule NAME (',' ATTR=VALUE)* */
+/* HloModule NAME [:] (',' ATTR=VALUE)* */
 static bool parse_header(struct hp_parser *p)
 {
 	struct ts_arena *a = &p->m->arena;
@@ -2959,6 +2963,10 @@ static bool parse_header(struct hp_parser *p)
 	p->m->name = ts_arena_strndup(a, s, n);
 	if (!p->m->name)
 		return nomem(p);
+	/* The old header form "HloModule name:" (XLA's parser still reads it) */
+	skip_ws(p);
+	if (cur(p) == ':')
+		p->p++;
 	for (;;) {
 		skip_ws(p);
 		if (cur(p) != ',')
@@ -3280,6 +3288,13 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 	kw_init(p);
 	bool ok = parse_text(p);
 	enum ts_status st = p->st;
+	for (int i = 0; ok && st == TS_OK && i < p->n_out; i++)
+		if ((st = ir_verify(p->out[i], d)) != TS_OK) {
+			d->file = p->file; /* not the module's copy: it goes */
+			d->src = p->text;
+			d->src_len = len;
+			ok = false;
+		}
 	if (ok && st == TS_OK) {
 		*out = p->out;
 		*n_out = p->n_out;

@@ -351,6 +351,12 @@ void ir_module_count_ops(const struct ir_module *m, int64_t *counts);
 enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 			 struct ir_module ***out, int *n_out, struct ts_diag *d);
 
+/* XLA's verifier's shape rules for the ops whose result follows from the
+ * operands (sim/ir_verify.c lists them): TS_ERR_PARSE with d at the first
+ * instruction whose declared shape its operands cannot produce. hlo_parse
+ * runs it on every module it returns. */
+enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d);
+
 /* Reads and parses a file; *text_out receives the file text (ts_free it
  * after the diagnostic has been printed). */
 enum ts_status hlo_parse_file(const char *path, char **text_out,

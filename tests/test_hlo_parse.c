@@ -302,7 +302,7 @@ static void test_attributes(void **state)
 		"ENTRY main {\n"
 		"  a = f32[8,16] parameter(0)\n"
 		"  b = f32[2,16,32] parameter(1)\n"
-		"  d = f32[2,8,32] dot(a, b), lhs_batch_dims={}, lhs_contracting_dims={1}, rhs_batch_dims={}, rhs_contracting_dims={1}, operand_precision={highest,default}\n"
+		"  d = f32[8,2,32] dot(a, b), lhs_batch_dims={}, lhs_contracting_dims={1}, rhs_batch_dims={}, rhs_contracting_dims={1}, operand_precision={highest,default}\n"
 		"  rw = f32[4,8] reduce-window(a, z), window={size=2x3 stride=2x2 pad=0_1x-1_2 lhs_dilate=1x2 rhs_dilate=3x1 rhs_reversal=0x1}, to_apply=add\n"
 		"  z = f32[] constant(0)\n"
 		"  cv = f32[1,8,8,4] convolution(a, b), window={size=3x3}, dim_labels=0bf1_0oi1->0bf1, feature_group_count=2, batch_group_count=1\n"
@@ -765,6 +765,79 @@ static void test_errors(void **state)
 		  "module 'm' has no computations");
 }
 
+/* The shape verifier (sim/ir_verify.c): a declared shape its operands
+ * cannot produce is refused at the instruction's name. Each expectation
+ * worked out by hand from the operand shapes. */
+static void test_verifier(void **state)
+{
+	(void)state;
+	/* dot [8,16] x [16,32] contracting 1 with 0 is [8,32] */
+	parse_err("ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[16,32] parameter(1)\n"
+		  "  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, "
+		  "rhs_contracting_dims={0}\n}\n",
+		  4, 8, "dot d: shape f32[8,4] does not match its operands: "
+			"dimension 1 is 32");
+	parse_err("ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[15,32] parameter(1)\n"
+		  "  ROOT d = f32[8,32] dot(a, b), lhs_contracting_dims={1}, "
+		  "rhs_contracting_dims={0}\n}\n",
+		  4, 8, "dot d: shape f32[8,32] does not match its operands: "
+			"contracting extents 16 and 15 differ");
+	/* the runaway: an output dim no operand has */
+	parse_err("ENTRY e {\n  a = f32[128,256] parameter(0)\n  b = f32[256,512] parameter(1)\n"
+		  "  ROOT d = f32[1099511627776,512] dot(a, b), lhs_contracting_dims={1}, "
+		  "rhs_contracting_dims={0}\n}\n",
+		  4, 8, "dot d: shape f32[1099511627776,512] does not match its "
+			"operands: dimension 0 is 128");
+	parse_err("ENTRY e {\n  a = f32[4,6] parameter(0)\n  ROOT r = f32[5,5] reshape(a)\n}\n",
+		  3, 8, "reshape r: shape f32[5,5] does not match its operands: "
+			"reshape of 24 elements to 25");
+	parse_err("ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT b = f32[3,5] broadcast(a), dimensions={1}\n}\n",
+		  3, 8, "broadcast b: shape f32[3,5] does not match its operands: "
+			"operand dimension 0 (4) lands on 5");
+	parse_err("ENTRY e {\n  a = f32[10] parameter(0)\n"
+		  "  ROOT s = f32[5] slice(a), slice={[2:9:2]}\n}\n",
+		  3, 8, "slice s: shape f32[5] does not match its operands: "
+			"dimension 0 is 4");
+	/* [2:9:2] takes 2, 4, 6, 8: 4 elements; [0:11] passes the extent */
+	parse_err("ENTRY e {\n  a = f32[10] parameter(0)\n"
+		  "  ROOT s = f32[11] slice(a), slice={[0:11]}\n}\n",
+		  3, 8, "slice s: shape f32[11] does not match its operands: "
+			"slice [0:11:1] of an extent of 10");
+	parse_err("ENTRY e {\n  a = f32[2,3] parameter(0)\n  b = f32[4,3] parameter(1)\n"
+		  "  ROOT c = f32[7,3] concatenate(a, b), dimensions={0}\n}\n",
+		  4, 8, "concatenate c: shape f32[7,3] does not match its operands: "
+			"the operands add up to 6 along dimension 0");
+	parse_err("ENTRY e {\n  t = (f32[2], f32[3]) parameter(0)\n"
+		  "  ROOT g = f32[2] get-tuple-element(t), index=2\n}\n",
+		  3, 8, "get-tuple-element g: shape f32[2] does not match its "
+			"operands: index 2 of a 2-element tuple");
+	parse_err("ENTRY e {\n  a = f32[4,8] parameter(0)\n  b = f32[8,4] parameter(1)\n"
+		  "  ROOT s = f32[4,8] add(a, b)\n}\n",
+		  4, 8, "add s: shape f32[4,8] does not match its operands: "
+			"operand 1 has other dimensions");
+	/* consistent versions of the same read */
+	struct parsed r = parse_ok(
+		"ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[16,32] parameter(1)\n"
+		"  d = f32[8,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		"  x = f32[] constant(1)\n  m = f32[8,32] multiply(d, d)\n"
+		"  ROOT s = f32[8,32] select(pred[] constant(true), m, d)\n}\n");
+	parsed_free(&r);
+}
+
+/* Forms XLA's parser reads that tpusim once refused: the old header
+ * "HloModule name:" and a // comment ended by a lone '\r'. */
+static void test_old_forms(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok("HloModule old:\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+	assert_string_equal(r.m[0]->name, "old");
+	parsed_free(&r);
+	r = parse_ok("HloModule mac // a comment\rENTRY e {\r  ROOT p = f32[] parameter(0)\r}\r");
+	assert_string_equal(r.m[0]->entry->name, "e");
+	parsed_free(&r);
+}
+
 /* Deep nesting is refused with an error instead of recursing without bound. */
 static void test_nesting_cap(void **state)
 {
@@ -924,6 +997,8 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_gemm_backend_config),
 		cmocka_unit_test(test_nesting_cap),
+		cmocka_unit_test(test_verifier),
+		cmocka_unit_test(test_old_forms),
 		cmocka_unit_test(test_parse_file),
 		cmocka_unit_test(test_alloc_failures),
 	};
