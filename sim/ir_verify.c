@@ -17,13 +17,15 @@
  *   concatenate        equal ranks and extents but along the dimension,
  *                      whose extents add up;
  *   get-tuple-element  the index names an element of the tuple operand,
- *                      of the result's dimensions.
+ *                      of the result's dimensions;
+ *   fusion, call       one parameter of the called computation per
+ *                      operand, of the operand's dimensions, and a root of
+ *                      the result's.
  * Not checked: transpose (XLA's own corpus has a transpose whose declared
  * shape its dimensions= contradict, which XLA's parser reads), random
  * number ops (their operands are state, not data); and (yet): convolution,
  * reduce, reduce-window, gather, scatter,
- * pad, dynamic slices, while/conditional/call signatures, fusion
- * parameters against operands, collectives.
+ * pad, dynamic slices, while/conditional signatures, collectives.
  */
 #include "ir.h"
 
@@ -208,6 +210,26 @@ static bool check_instr(struct vctx *v)
 			return bad(v, "the operands add up to %lld along "
 				      "dimension %lld", (long long)sum,
 				   (long long)cd);
+		return true;
+	}
+	case IR_OP_FUSION:
+	case IR_OP_CALL: {
+		const struct ir_computation *c = in->n_called ? in->called[0] : NULL;
+		if (!c)
+			return true;
+		if (c->n_params != in->n_operands)
+			return bad(v, "%s takes %d parameters, given %d operands",
+				   c->name, c->n_params, in->n_operands);
+		for (int k = 0; k < c->n_params; k++) {
+			const struct ir_shape *ps = &c->params[k]->shape;
+			const struct ir_shape *os = &in->operands[k]->shape;
+			if (checkable(ps) && checkable(os) && !same_dims(ps, os))
+				return bad(v, "operand %d has other dimensions than "
+					      "parameter %d of %s", k, k, c->name);
+		}
+		if (c->root && checkable(&c->root->shape) &&
+		    !same_dims(&c->root->shape, s))
+			return bad(v, "%s's root has other dimensions", c->name);
 		return true;
 	}
 	case IR_OP_GET_TUPLE_ELEMENT: {

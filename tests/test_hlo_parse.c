@@ -816,6 +816,11 @@ static void test_verifier(void **state)
 		  "  ROOT s = f32[4,8] add(a, b)\n}\n",
 		  4, 8, "add s: shape f32[4,8] does not match its operands: "
 			"operand 1 has other dimensions");
+	parse_err("f { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
+		  "ENTRY e {\n  a = f32[8] parameter(0)\n"
+		  "  ROOT u = f32[4] fusion(a), kind=kLoop, calls=f\n}\n",
+		  4, 8, "fusion u: shape f32[4] does not match its operands: "
+			"operand 0 has other dimensions than parameter 0 of f");
 	/* consistent versions of the same read */
 	struct parsed r = parse_ok(
 		"ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[16,32] parameter(1)\n"

@@ -768,7 +768,8 @@ static void test_library_gemm(void **state)
 		"  nd = f32[64,256] custom-call(x, y), "
 		"custom_call_target=\"__cublas$gemm\"\n"
 		"  ro = s8[64] custom-call(x), custom_call_target=\"__cudnn$convReorderFilter\"\n"
-		"  n = f32[4] fusion(a), kind=kLoop, calls=f\n"
+		"  c4 = f32[4] constant({1, 2, 3, 4})\n"
+		"  n = f32[4] fusion(c4), kind=kLoop, calls=f\n"
 		"  ROOT t = (f32[4,16,8], f32[64,256], f32[64,256], s8[64]) tuple(gr, lt, nd, ro)\n"
 		"}\n";
 	struct tu_built b;
@@ -843,7 +844,8 @@ static void test_library_conv(void **state)
 		"custom_call_target=\"__cudnn$convBackwardFilter\"\n"
 		"  nl = (f32[8,16,16,32], u8[0]) custom-call(in, w), "
 		"custom_call_target=\"__cudnn$convForward\"\n"
-		"  n = f32[4] fusion(w), kind=kLoop, calls=f\n"
+		"  c4 = f32[4] constant({1, 2, 3, 4})\n"
+		"  n = f32[4] fusion(c4), kind=kLoop, calls=f\n"
 		"  ROOT t = ((f32[8,16,16,32], u8[0]), (f32[8,18,18,4], u8[0]), "
 		"(f32[3,3,4,32], u8[0]), (f32[8,16,16,32], u8[0])) "
 		"tuple(fw, bi, bf, nl)\n"
