@@ -819,7 +819,7 @@ static void test_verifier(void **state)
 	parse_err("f { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
 		  "ENTRY e {\n  a = f32[8] parameter(0)\n"
 		  "  ROOT u = f32[4] fusion(a), kind=kLoop, calls=f\n}\n",
-		  4, 8, "fusion u: shape f32[4] does not match its operands: "
+		  5, 8, "fusion u: shape f32[4] does not match its operands: "
 			"operand 0 has other dimensions than parameter 0 of f");
 	/* consistent versions of the same read */
 	struct parsed r = parse_ok(
