@@ -78,7 +78,7 @@ static void fmt_human(char *buf, enum cmd_unit u, double v)
 	}
 	switch (u) {
 	case CMD_UNIT_INT:
-		snprintf(buf, NUM_BUF, "%.0f", v);
+		snprintf(buf, NUM_BUF, fabs(v) < 1e15 ? "%.0f" : "%.3g", v);
 		break;
 	case CMD_UNIT_REAL:
 		snprintf(buf, NUM_BUF, "%.3g", v);
@@ -109,6 +109,12 @@ static bool fmt_raw(char *buf, enum cmd_unit u, double v)
 {
 	if (!isfinite(v))
 		return false;
+	/* Fixed-point forms of huge values run past any buffer: from 1e15 up
+	 * every unit is written whole in exponent form instead. */
+	if (fabs(v) >= 1e15) {
+		snprintf(buf, NUM_BUF, "%.17g", v);
+		return true;
+	}
 	switch (u) {
 	case CMD_UNIT_INT:
 	case CMD_UNIT_SI:

@@ -888,6 +888,31 @@ static void test_run_untiled(void **state)
 	unlink(path);
 }
 
+/* Huge figures are written whole (exponent form from 1e15 up), so the
+ * JSON stays valid: 1e8 x 1e8 negates are 1e16 FLOPs, 4e16 bytes read. */
+static void test_run_huge_numbers(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule h\nENTRY e {\n  a = f32[100000000,100000000] parameter(0)\n"
+		"  ROOT n = f32[100000000,100000000] negate(a)\n}\n";
+	char path[PATH_MAX], v3[PATH_MAX];
+	temp_file(path, hlo);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", path, "--hw", v3, "--format", "json");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\"flops\": 10000000000000000, "
+			       "\"bytes_read\": 40000000000000000,");
+	if (python_check("import json, sys\n"
+			 "k = json.load(sys.stdin)['modules'][0]['kernels'][0]\n"
+			 "assert k['flops'] == 1e16 and k['time_ns'] > 1e14\n",
+			 p.out))
+		print_message("python3 checked the JSON\n");
+	proc_free(&p);
+	unlink(path);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -1166,6 +1191,7 @@ int main(void)
 		cmocka_unit_test(test_run_example_csv),
 		cmocka_unit_test(test_run_example_table),
 		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_run_huge_numbers),
 		cmocka_unit_test(test_run_untiled),
 		cmocka_unit_test(test_calibrate_cli),
 		cmocka_unit_test(test_run_hbm_warning),
