@@ -47,16 +47,6 @@ static bool checkable(const struct ir_shape *s)
 	return true;
 }
 
-static bool same_dims(const struct ir_shape *a, const struct ir_shape *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dims[i] != b->dims[i])
-			return false;
-	return true;
-}
-
 static bool in_list(const struct ir_ints *l, int64_t x)
 {
 	for (int i = 0; l && i < l->n; i++)
@@ -223,12 +213,12 @@ static bool check_instr(struct vctx *v)
 		for (int k = 0; k < c->n_params; k++) {
 			const struct ir_shape *ps = &c->params[k]->shape;
 			const struct ir_shape *os = &in->operands[k]->shape;
-			if (checkable(ps) && checkable(os) && !same_dims(ps, os))
+			if (checkable(ps) && checkable(os) && !ir_shape_equal_dims(ps, os))
 				return bad(v, "operand %d has other dimensions than "
 					      "parameter %d of %s", k, k, c->name);
 		}
 		if (c->root && checkable(&c->root->shape) &&
-		    !same_dims(&c->root->shape, s))
+		    !ir_shape_equal_dims(&c->root->shape, s))
 			return bad(v, "%s's root has other dimensions", c->name);
 		return true;
 	}
@@ -240,7 +230,7 @@ static bool check_instr(struct vctx *v)
 			return bad(v, "index %lld of a %d-element tuple",
 				   (long long)k, o0->n_elems);
 		const struct ir_shape *e = &o0->elems[k];
-		if (checkable(e) && !same_dims(e, s))
+		if (checkable(e) && !ir_shape_equal_dims(e, s))
 			return bad(v, "element %lld has other dimensions",
 				   (long long)k);
 		return true;
@@ -256,7 +246,7 @@ static bool check_instr(struct vctx *v)
 		const struct ir_shape *o = &in->operands[k]->shape;
 		if (!checkable(o) || o->rank == 0)
 			continue;
-		if (!same_dims(o, s))
+		if (!ir_shape_equal_dims(o, s))
 			return bad(v, "operand %d has other dimensions", k);
 	}
 	return true;

@@ -556,6 +556,23 @@ static void temp_file(char *path, const char *text)
 	close(fd);
 }
 
+/* Runs `run` and `tile` on path with spec v3; both succeed and warn
+ * "tpusim CMD: warning: " + msg. */
+static void expect_run_tile_warning(const char *path, const char *v3,
+				    const char *msg)
+{
+	const char *cmds[] = {"run", "tile"};
+	for (int i = 0; i < 2; i++) {
+		struct proc p;
+		tpusim(&p, cmds[i], path, "--hw", v3);
+		expect_rc(&p, 0);
+		char want[512];
+		snprintf(want, sizeof want, "tpusim %s: warning: %s", cmds[i], msg);
+		expect_contains(p.err, want);
+		proc_free(&p);
+	}
+}
+
 /* A branch of an n-way conditional runs 1/n of the time: a 2-way one
  * shows 0.5 in the table and JSON's multiplicity is the number 0.5. */
 static void test_run_conditional(void **state)
@@ -602,19 +619,10 @@ static void test_run_unmodelled_warning(void **state)
 	char path[PATH_MAX], v3[PATH_MAX];
 	temp_file(path, hlo);
 	src(v3, "hwspecs/v3.yaml");
-	struct proc p;
-	const char *cmds[] = {"run", "tile"};
-	for (int i = 0; i < 2; i++) {
-		tpusim(&p, cmds[i], path, "--hw", v3);
-		expect_rc(&p, 0);
-		char want[256];
-		snprintf(want, sizeof want,
-			 "tpusim %s: warning: module u: 4 kernels not modelled, "
-			 "costed at zero: a (custom-call __foo), b (custom-call "
-			 "__bar), c (custom-call __baz), ...\n", cmds[i]);
-		expect_contains(p.err, want);
-		proc_free(&p);
-	}
+	expect_run_tile_warning(path, v3,
+				"module u: 4 kernels not modelled, costed at zero: "
+				"a (custom-call __foo), b (custom-call __bar), c "
+				"(custom-call __baz), ...\n");
 	unlink(path);
 }
 
@@ -629,19 +637,10 @@ static void test_run_hbm_warning(void **state)
 	char path[PATH_MAX], v3[PATH_MAX];
 	temp_file(path, hlo);
 	src(v3, "hwspecs/v3.yaml");
-	struct proc p;
-	const char *cmds[] = {"run", "tile"};
-	for (int i = 0; i < 2; i++) {
-		tpusim(&p, cmds[i], path, "--hw", v3);
-		expect_rc(&p, 0);
-		char want[256];
-		snprintf(want, sizeof want,
-			 "tpusim %s: warning: module big: its arguments and "
-			 "result take 80 GB, more than the 17.18 GB of HBM one "
-			 "program has on v3\n", cmds[i]);
-		expect_contains(p.err, want);
-		proc_free(&p);
-	}
+	expect_run_tile_warning(path, v3,
+				"module big: its arguments and result take 80 GB, "
+				"more than the 17.18 GB of HBM one program has on "
+				"v3\n");
 	unlink(path);
 }
 
