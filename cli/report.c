@@ -62,7 +62,10 @@ static void fmt_si(char *buf, double v, const char *const *prefixes,
 		       a < 9.995			 ? 2 :
 		       a < 99.95			 ? 1 :
 							   0;
-	snprintf(buf, NUM_BUF, "%.*f%s%s", decimals, v, sep, prefixes[p]);
+	if (a >= 1e6) /* past the largest prefix: exponent form, not digits */
+		snprintf(buf, NUM_BUF, "%.3g%s%s", v, sep, prefixes[p]);
+	else
+		snprintf(buf, NUM_BUF, "%.*f%s%s", decimals, v, sep, prefixes[p]);
 }
 
 static const char *const si_count[] = {"", "k", "M", "G", "T", "P", "E"};

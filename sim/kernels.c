@@ -9,6 +9,7 @@
  */
 #include "sim.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "kernels_int.h"
@@ -1313,8 +1314,14 @@ static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
 		}
 		inner.loop_depth++;
 		inner.assumed = inner.assumed || assumed;
-		/* The condition runs once more than the body (the final test). */
-		inner.mult = s->mult * (double)(trip + 1);
+		/* The condition runs once more than the body (the final test).
+		 * A product of trip counts past the double range is no count a
+		 * program runs: an error at the loop, not an infinite time. */
+		inner.mult = s->mult * ((double)trip + 1);
+		if (!isfinite(inner.mult))
+			return diag_at(b, in, TS_ERR_PARSE,
+				       "its trip count times those of the loops "
+				       "around it overflows a double");
 		enum ts_status st = walk(b, in->called[0], inner);
 		if (st != TS_OK)
 			return st;

@@ -912,6 +912,49 @@ static void test_run_huge_numbers(void **state)
 	unlink(path);
 }
 
+/* 18 nested loops of 2^62 trips each run 2^1116 times: past a double, an
+ * error at the loop where the product leaves the range (the 17th level from
+ * the outside: 2^(62 x 17) > 2^1024), not an infinite time. */
+static void test_run_loop_overflow(void **state)
+{
+	(void)state;
+	static char hlo[16384];
+	size_t n = (size_t)snprintf(hlo, sizeof hlo, "HloModule deep\n");
+	const char *trip = "backend_config={\"known_trip_count\":{\"n\":"
+			   "\"4611686018427387904\"}}";
+	for (int i = 0; i < 18; i++) {
+		n += (size_t)snprintf(hlo + n, sizeof hlo - n,
+				      "c%d {\n  x = f32[] parameter(0)\n  ROOT t = "
+				      "pred[] constant(true)\n}\nb%d {\n  x = f32[] "
+				      "parameter(0)\n",
+				      i, i);
+		if (i == 0)
+			n += (size_t)snprintf(hlo + n, sizeof hlo - n,
+					      "  ROOT r = f32[] add(x, x)\n}\n");
+		else
+			n += (size_t)snprintf(hlo + n, sizeof hlo - n,
+					      "  ROOT r = f32[] while(x), condition=c%d, "
+					      "body=b%d, %s\n}\n",
+					      i - 1, i - 1, trip);
+	}
+	snprintf(hlo + n, sizeof hlo - n,
+		 "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT w = f32[] while(p), "
+		 "condition=c17, body=b17, %s\n}\n", trip);
+	char path[PATH_MAX], v3[PATH_MAX], want[PATH_MAX + 128];
+	temp_file(path, hlo);
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", path, "--hw", v3);
+	expect_rc(&p, 1);
+	/* b1's loop (line 4 + 6 lines per level) is the one past the range */
+	snprintf(want, sizeof want,
+		 "%s:24:8: error: r: its trip count times those of the loops "
+		 "around it overflows a double\n", path);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	unlink(path);
+}
+
 static void test_run_json(void **state)
 {
 	(void)state;
@@ -1190,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_run_example_csv),
 		cmocka_unit_test(test_run_example_table),
 		cmocka_unit_test(test_run_json),
+		cmocka_unit_test(test_run_loop_overflow),
 		cmocka_unit_test(test_run_huge_numbers),
 		cmocka_unit_test(test_run_untiled),
 		cmocka_unit_test(test_calibrate_cli),
