@@ -1,0 +1,177 @@
+/*
+ * explain.c: `--explain`, the step-by-step derivation of one kernel's
+ * estimate (sim_kernel_explain, sim.h). It prints the plan (grid, blocks,
+ * accesses) and the very terms sim_plan_estimate_detail() returns, summed
+ * the way the estimate sums them (test_explain re-adds them), so the two
+ * cannot drift apart.
+ */
+#include "model.h"
+
+#include <stdio.h>
+
+#include "hw_units.h"
+
+static const char *const role_names[] = {
+	[SIM_ROLE_M] = "rows",
+	[SIM_ROLE_N] = "out-features",
+	[SIM_ROLE_BATCH] = "batch",
+	[SIM_ROLE_TAP] = "taps",
+	[SIM_ROLE_K] = "contraction",
+};
+_Static_assert(TS_ARRAY_LEN(role_names) == SIM_ROLE_COUNT,
+	       "role_names must name every role");
+
+static void put_grid(FILE *f, const struct sim_tgrid *g)
+{
+	for (int i = 0; i < g->rank; i++)
+		fprintf(f, "%s%lld", i ? "x" : "", (long long)g->tiles[i]);
+	if (g->rank == 0)
+		fputs("(scalar)", f);
+}
+
+enum ts_status sim_kernel_explain(const struct sim_kernel *k,
+				  const struct hw_spec *hw,
+				  const struct sim_tile_config *cfg, FILE *f,
+				  struct ts_diag *d)
+{
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) {
+		struct sim_estimate r;
+		struct ts_diag rd = {0};
+		if (sim_kernel_roofline(k, hw, &r, &rd) != TS_OK)
+			return st;
+		fprintf(f, "kernel %s (%s)\n  no tile grid (%s): costed by its "
+			   "roofline, max(MXU, VPU, HBM) + kernel %.6g = %.6g ns, "
+			   "bound by %s\n",
+			k->name ? k->name : "?", sim_kernel_kind_name(k->kind),
+			d->msg, hw->kernel_overhead_ns, r.time_ns,
+			hw_unit_name(r.bound));
+		return TS_OK;
+	}
+	if (st != TS_OK)
+		return st;
+	struct sim_tile_config full;
+	st = sim_plan_check(&p, cfg, &full, d);
+	if (st != TS_OK)
+		return st;
+	struct sim_estimate e;
+	struct sim_est_detail x;
+	sim_plan_estimate_detail(&p, hw, &full, &e, &x);
+	char buf[256];
+	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
+		sim_kernel_kind_name(k->kind));
+	if (k->lowered && k->lowered->attrs.custom_call_target)
+		fprintf(f, "  library call %s, costed as the %s it computes "
+			   "(sim/kernels.c \"Library calls\")\n",
+			k->lowered->attrs.custom_call_target,
+			ir_op_name(k->lowered->op));
+	switch (p.kind) {
+	case SIM_PLAN_UNMODELLED:
+		fprintf(f, "  not modelled: zero time\n");
+		return TS_OK;
+	case SIM_PLAN_FREE:
+		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
+		return TS_OK;
+	case SIM_PLAN_COLLECTIVE:
+		fprintf(f, "  collective: ICI %.1f ns, HBM %.0f bytes\n"
+			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",
+			p.ici_ns, p.other_bytes, hw->kernel_overhead_ns, e.time_ns,
+			hw_unit_name(e.bound));
+		return TS_OK;
+	default:
+		break;
+	}
+	ir_shape_format(sim_tile_space_shape(p.target), buf, sizeof buf);
+	fprintf(f, "  tiled: %s %s, grid ", p.target->name, buf);
+	put_grid(f, &p.out);
+	if (p.has_kernel) {
+		ir_shape_format(&p.target->operands[1]->shape, buf, sizeof buf);
+		fprintf(f, "; kernel %s grid ", buf);
+		put_grid(f, &p.kern);
+	}
+	sim_tile_config_format(&full, buf, sizeof buf);
+	fprintf(f, "\n  config: %s%s\n", buf,
+		cfg && cfg->n_out > 0 ? "" : " (default)");
+	fprintf(f, "  combined grid (outer to inner):\n");
+	for (int i = 0; i < p.n_dims; i++) {
+		const struct sim_blocks *b = &x.bl[i];
+		fprintf(f,
+			"    dim %d %-12s %lld tiles of %lld elems, bound %lld -> "
+			"%lld blocks (%lld x %lld elems",
+			i, role_names[p.dims[i].role], (long long)p.dims[i].tiles,
+			(long long)p.dims[i].tile, (long long)b->bound,
+			(long long)b->nb, (long long)b->n_full, (long long)b->full);
+		if (b->n_last)
+			fprintf(f, " + 1 x %lld ragged", (long long)b->last);
+		fprintf(f, ")\n");
+	}
+	fprintf(f, "  steps: %lld (%lld output blocks)\n", (long long)x.steps,
+		(long long)x.out_steps);
+	fprintf(f, "  accesses (bytes padded to tiles):\n");
+	for (int a = 0; a < p.n_access; a++) {
+		const struct sim_plan_access *ac = &p.acc[a];
+		const struct sim_acc_cost *c = &x.ac[a];
+		fprintf(f,
+			"    %-6s %-28s %10.0f B array, block %9.0f B, %6.0f "
+			"transfers, x%.0f passes, moves %11.0f B in %.0f "
+			"runs%s%s\n",
+			ac->output ? "write" : "read", ac->name, ac->bytes, c->block,
+			c->transfers, c->refetch, c->total, c->chunks,
+			ac->in_vmem ? " (in VMEM: no DMA)" : "",
+			c->reread > 0 ? " (+ partial sums read back)" : "");
+	}
+	if (p.other_bytes > 0)
+		fprintf(f, "    other operands read once: %.0f B\n", p.other_bytes);
+	double clock_ghz = hw->clock_hz * 1e-9;
+	if (p.has_kernel)
+		fprintf(f,
+			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
+			"%.3g MACs; + %.0f cycles waiting for split-contraction "
+			"re-adds\n",
+			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
+			p.mxu_macs, x.readd_cycles);
+	fprintf(f,
+		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, MXU "
+		"results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
+		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles,
+		x.acc_cycles, x.prologue_cycles, x.rows,
+		hw->row_overhead_cycles);
+	fprintf(f,
+		"  DMA: read %.0f B, write %.0f B, %.0f transfers of %.0f "
+		"contiguous runs at %.1f B/ns, latency %.0f ns, %.1f ns per "
+		"run; %.0f ns busy (operand streams concurrent)\n",
+		e.bytes_read, e.bytes_written, x.transfers, x.chunks,
+		hw_mem_bytes_per_ns(hw), hw->dma_latency_ns, hw->dma_chunk_ns,
+		e.dma_cycles / clock_ghz);
+	fprintf(f,
+		"  per step: compute %.6g ns (max of MXU + re-adds, VPU; whole "
+		"kernel over %lld steps at %.3g GHz), DMA %.6g ns, overhead "
+		"%.6g ns\n",
+		x.compute_step_ns, (long long)x.steps, clock_ghz, x.dma_step_ns,
+		x.step_ns);
+	if (x.split > 1)
+		fprintf(f,
+			"  megacore: %lld output blocks dealt to %lld cores: "
+			"each runs %.6g steps (ceil(%lld / %lld) x %lld steps "
+			"per output block), the cores at once\n",
+			(long long)x.out_steps, (long long)x.split, x.core_steps,
+			(long long)x.out_steps, (long long)x.split,
+			(long long)(x.steps / x.out_steps));
+	/* The estimate's own sum (estimate()): the last step's compute is
+	 * not overlapped, the others hide the next step's DMA. */
+	fprintf(f,
+		"  time (ns) = kernel %.6g + first load %.6g (%.0f B) + "
+		"(%.6g - 1) x (max(compute %.6g, DMA %.6g) + step %.6g) + "
+		"last step (compute %.6g + step %.6g) + last store %.6g "
+		"(%.0f B)\n"
+		"            = %.6g ns, bound by %s\n",
+		hw->kernel_overhead_ns, x.first_ns, x.first_bytes, x.core_steps,
+		x.compute_step_ns, x.dma_step_ns, x.step_ns, x.compute_step_ns,
+		x.step_ns, x.last_ns, x.last_bytes, e.time_ns,
+		hw_unit_name(e.bound));
+	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
+		e.vmem_bytes, hw->vmem_bytes,
+		e.feasible ? "" : " -> INFEASIBLE");
+	return TS_OK;
+}
