@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-#include <limits.h>
 
 /* ---- unit names ---------------------------------------------------------- */
 
