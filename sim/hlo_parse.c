@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HP_MAX_DEPTH 256  /* nesting of shapes, groups and inline bodies */
@@ -126,7 +127,8 @@ enum hp_attr {
 	A_FFT_LENGTH, A_IOTA_DIM, A_INDEX, A_DIRECTION, A_KIND, A_CALLS,
 	A_TO_APPLY, A_CONDITION, A_BODY, A_BRANCHES, A_TRUE, A_FALSE, A_SELECT,
 	A_SCATTER, A_CALLED, A_TARGET, A_PRECISION, A_REPLICA_GROUPS,
-	A_METADATA, A_BACKEND_CONFIG, A_K,
+	A_METADATA, A_BACKEND_CONFIG, A_K, A_THREAD, A_ACCURACY, A_CONTROL,
+	A_LAYOUT_CONSTRAINTS,
 	A_COST_FREE, /* known, does not affect the modelled cost: skipped quietly */
 	A_COUNT
 };
@@ -178,6 +180,10 @@ static const char *const attr_names[] = {
 	[A_METADATA] = "metadata",
 	[A_BACKEND_CONFIG] = "backend_config",
 	[A_K] = "k",
+	[A_THREAD] = "async_execution_thread",
+	[A_ACCURACY] = "result_accuracy",
+	[A_CONTROL] = "control-predecessors",
+	[A_LAYOUT_CONSTRAINTS] = "operand_layout_constraints",
 	[A_COST_FREE] = "",
 };
 
@@ -188,15 +194,15 @@ static const char *const attr_names[] = {
  * note; any other unknown name is skipped with one (ir_module.unknown_attrs).
  */
 static const char *const cost_free_attrs[] = {
-	"sharding", "frontend_attributes", "statistics", "control-predecessors",
-	"origin", "parameter_replication", "result_accuracy", "channel_id",
+	"sharding", "frontend_attributes", "statistics",
+	"origin", "parameter_replication", "channel_id",
 	"use_global_device_ids", "constrain_layout", "is_stable",
 	"indices_are_sorted", "unique_indices", "inferred_dimension",
 	"is_host_transfer", "infeed_config", "outfeed_config", "outfeed_shape",
-	"cross_program_prefetch_index", "async_execution_thread", "distribution",
+	"cross_program_prefetch_index", "distribution",
 	"delta", "exponent_bits", "mantissa_bits", "fft_type", "left_side",
 	"lower", "unit_diagonal", "transpose_a", "epsilon", "feature_index",
-	"domain", "api_version", "operand_layout_constraints",
+	"domain", "api_version",
 	"custom_call_has_side_effect", "output_to_operand_aliasing", "schedule",
 	"literal", "padding_type", "type", "mode", "largest", "is_composite",
 	"execution_thread", "source_target_pairs", "conv_kind", "num_carries",
@@ -205,6 +211,73 @@ static const char *const cost_free_attrs[] = {
 };
 _Static_assert(TS_ARRAY_LEN(attr_names) == A_COUNT,
 	       "attr_names must name every hp_attr");
+_Static_assert(A_COUNT <= 64, "parse_rhs keeps the attributes seen in 64 bits");
+
+/* Attributes an opcode cannot do without (XLA: required entries of each
+ * opcode's attribute map in hlo_parser.cc). A nested instruction has no
+ * attributes, so a nested broadcast is refused as XLA refuses it. */
+static const struct {
+	enum ir_op op;
+	uint8_t attrs[5];
+} required_attrs[] = {
+	{IR_OP_BROADCAST, {A_DIMENSIONS}},
+	{IR_OP_TRANSPOSE, {A_DIMENSIONS}},
+	{IR_OP_REVERSE, {A_DIMENSIONS}},
+	{IR_OP_CONCATENATE, {A_DIMENSIONS}},
+	{IR_OP_REDUCE, {A_DIMENSIONS, A_TO_APPLY}},
+	{IR_OP_SORT, {A_DIMENSIONS, A_TO_APPLY}},
+	{IR_OP_MAP, {A_TO_APPLY}},
+	{IR_OP_CALL, {A_TO_APPLY}},
+	{IR_OP_ALL_REDUCE, {A_TO_APPLY}},
+	{IR_OP_REDUCE_WINDOW, {A_TO_APPLY}},
+	{IR_OP_SELECT_AND_SCATTER, {A_SELECT, A_SCATTER}},
+	{IR_OP_COMPARE, {A_DIRECTION}},
+	{IR_OP_GET_TUPLE_ELEMENT, {A_INDEX}},
+	{IR_OP_SLICE, {A_SLICE}},
+	{IR_OP_PAD, {A_PADDING}},
+	{IR_OP_DYNAMIC_SLICE, {A_DYN_SLICE_SIZES}},
+	{IR_OP_IOTA, {A_IOTA_DIM}},
+	{IR_OP_WHILE, {A_CONDITION, A_BODY}},
+	{IR_OP_FUSION, {A_KIND, A_CALLS}},
+	{IR_OP_CUSTOM_CALL, {A_TARGET}},
+	{IR_OP_GATHER, {A_OFFSET_DIMS, A_COLLAPSED, A_START_INDEX_MAP,
+			A_INDEX_VECTOR_DIM, A_SLICE_SIZES}},
+	{IR_OP_SCATTER, {A_UPDATE_WINDOW, A_INSERTED_WINDOW,
+			 A_SCATTER_TO_OPERAND, A_INDEX_VECTOR_DIM, A_TO_APPLY}},
+};
+
+/* Whether an attribute naming computations may be written on op (XLA:
+ * any other is an "unexpected attribute"). Other attributes: true. */
+static bool attr_allowed(enum ir_op op, int attr)
+{
+	switch (attr) {
+	case A_CALLS:
+		return op == IR_OP_FUSION || op == IR_OP_CALL ||
+		       op == IR_OP_CUSTOM_CALL || op == IR_OP_ASYNC_START ||
+		       op == IR_OP_ASYNC_UPDATE || op == IR_OP_ASYNC_DONE;
+	case A_TO_APPLY:
+		return op == IR_OP_CALL || op == IR_OP_MAP || op == IR_OP_REDUCE ||
+		       op == IR_OP_REDUCE_WINDOW || op == IR_OP_ALL_REDUCE ||
+		       op == IR_OP_ALL_REDUCE_START || op == IR_OP_REDUCE_SCATTER ||
+		       op == IR_OP_SORT || op == IR_OP_SCATTER ||
+		       op == IR_OP_CUSTOM_CALL || op == IR_OP_COLLECTIVE_REDUCE ||
+		       op == IR_OP_SCAN;
+	case A_CONDITION:
+	case A_BODY:
+		return op == IR_OP_WHILE;
+	case A_BRANCHES:
+	case A_TRUE:
+	case A_FALSE:
+		return op == IR_OP_CONDITIONAL;
+	case A_SELECT:
+	case A_SCATTER:
+		return op == IR_OP_SELECT_AND_SCATTER;
+	case A_CALLED:
+		return op == IR_OP_CUSTOM_CALL;
+	default:
+		return true;
+	}
+}
 
 /* Order of called computations in ir_instr.called (ir.h). */
 enum hp_call_rank {
@@ -262,6 +335,7 @@ struct hp_parser {
 	struct hp_vec comps;          /* struct ir_computation * */
 	struct hp_vec crefs;          /* struct hp_ref to computations */
 	int n_entry;                  /* ENTRY keywords seen in it */
+	void *sink;                   /* resolved names nobody keeps */
 	/* scratch stacks */
 	struct hp_vec shapes;         /* struct ir_shape: tuple elements */
 	struct hp_vec calls;          /* struct hp_call */
@@ -2051,8 +2125,150 @@ static const char *const cmp_words[] = {
 _Static_assert(TS_ARRAY_LEN(cmp_words) == IR_CMP_COUNT,
 	       "cmp_words must cover every direction");
 
+/*
+ * result_accuracy={mode=default|highest} or {tolerance={atol=X, rtol=X,
+ * ulps=N}} (XLA: ParseResultAccuracy). It does not change the cost; a
+ * malformed one is refused as XLA refuses it.
+ */
+static bool parse_result_accuracy(struct hp_parser *p)
+{
+	static const char *const modes[] = {"", "default", "highest"};
+	static const char *const tols[] = {"atol", "rtol", "ulps"};
+	if (!expect_char(p, '{', "'{' opening result_accuracy"))
+		return false;
+	skip_ws(p);
+	const char *ws = p->p;
+	size_t wn = word_len(p, ws);
+	if (!wn || !name_start(*ws))
+		return fail(p, ws, "bad result_accuracy: expects attribute name, got '%.*s'",
+			    tok_len(p, ws), ws);
+	p->p += wn;
+	if (!expect_char(p, '=', "'=' after the attribute name"))
+		return false;
+	skip_ws(p);
+	if (word_is(ws, wn, "mode")) {
+		const char *vs = p->p;
+		size_t vn = word_len(p, vs);
+		if (!word_is(vs, vn, modes[1]) && !word_is(vs, vn, modes[2]))
+			return fail(p, vs, "bad result_accuracy: expects ResultAccuracy "
+					   "type but sees: %.*s", tok_len(p, vs), vs);
+		p->p += vn;
+	} else if (word_is(ws, wn, "tolerance")) {
+		if (!expect_char(p, '{', "'{' opening the tolerance"))
+			return false;
+		for (skip_ws(p); cur(p) != '}';) {
+			const char *ts = p->p;
+			size_t tn = word_len(p, ts);
+			size_t k = 0;
+			while (k < TS_ARRAY_LEN(tols) && !word_is(ts, tn, tols[k]))
+				k++;
+			if (k == TS_ARRAY_LEN(tols))
+				return fail(p, ts, "bad result_accuracy: invalid tolerance "
+						   "field '%.*s'", tok_len(p, ts), ts);
+			p->p += tn;
+			if (!expect_char(p, '=', "'=' after the tolerance field"))
+				return false;
+			skip_ws(p);
+			const char *vs = p->p;
+			char *e = NULL;
+			char buf[64];
+			size_t vn = word_len(p, vs);
+			if (vn && vn < sizeof buf) {
+				memcpy(buf, vs, vn);
+				buf[vn] = '\0';
+				if (k == 2)
+					(void)strtoll(buf, &e, 10);
+				else
+					(void)strtod(buf, &e);
+			}
+			if (!e || *e != '\0')
+				return fail(p, vs, "bad result_accuracy: %s expects %s, got '%.*s'",
+					    tols[k], k == 2 ? "an integer" : "a number",
+					    tok_len(p, vs), vs);
+			p->p += vn;
+			skip_ws(p);
+			if (!accept(p, ',') && cur(p) != '}')
+				return expected(p, "',' or '}' in the tolerance");
+			skip_ws(p);
+		}
+		p->p++;
+	} else {
+		return fail(p, ws, "bad result_accuracy: invalid attribute name '%.*s'",
+			    tok_len(p, ws), ws);
+	}
+	skip_ws(p);
+	return expect_char(p, '}', "'}' closing result_accuracy");
+}
+
+/* control-predecessors={%a, %b}: names of the same computation, resolved
+ * with the operands (p->sink receives them: the order is not modelled). */
+static bool parse_control_preds(struct hp_parser *p, struct hp_level *lv)
+{
+	if (!expect_char(p, '{', "'{' opening control-predecessors"))
+		return false;
+	skip_ws(p);
+	if (accept(p, '}'))
+		return true;
+	for (;;) {
+		skip_ws(p);
+		const char *at = p->p;
+		const char *s;
+		uint32_t n;
+		if (!read_name(p, &s, &n))
+			return expected(p, "an instruction name");
+		if (!table_get(&lv->names, s, n)) {
+			struct hp_ref *r = vec_push(p, &lv->refs, sizeof *r);
+			if (!r)
+				return false;
+			*r = (struct hp_ref){&p->sink, s, n, at, NULL};
+		}
+		skip_ws(p);
+		if (accept(p, '}'))
+			return true;
+		if (!expect_char(p, ',', "',' or '}' in control-predecessors"))
+			return false;
+	}
+}
+
+/*
+ * operand_layout_constraints={shape, ...} of a custom-call: one shape per
+ * operand, each compatible (dimensions and element type) with its operand
+ * when that operand is already defined (XLA: "operand N is not compatible
+ * with operand shape").
+ */
+static bool parse_layout_constraints(struct hp_parser *p, struct ir_instr *in)
+{
+	if (!expect_char(p, '{', "'{' opening operand_layout_constraints"))
+		return false;
+	int k = 0;
+	for (skip_ws(p); cur(p) != '}'; k++) {
+		const char *at = skip_ws_from(p, p->p);
+		struct ir_shape s;
+		if (!parse_shape(p, &s))
+			return false;
+		if (k >= in->n_operands)
+			return fail(p, at, "operand_layout_constraints: more shapes than "
+					   "the %d operands", in->n_operands);
+		const struct ir_instr *o = in->operands[k];
+		if (o && !(o->flags & IR_INSTR_SHAPE_INFERRED) &&
+		    !ir_shape_compatible(&s, &o->shape))
+			return fail(p, at, "operand_layout_constraints: operand %d is not "
+					   "compatible with operand shape", k);
+		skip_ws(p);
+		if (!accept(p, ',') && cur(p) != '}')
+			return expected(p, "',' or '}' in operand_layout_constraints");
+		skip_ws(p);
+	}
+	p->p++;
+	if (k != in->n_operands)
+		return fail(p, p->p - 1, "operand_layout_constraints: %d shapes for %d "
+					 "operands", k, in->n_operands);
+	return true;
+}
+
 /* Parses the value of attribute `attr` (p->p after '='). */
-static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
+static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
+		       struct ir_instr *in, int attr)
 {
 	struct ir_attrs *a = &in->attrs;
 	const char *an = attr_names[attr];
@@ -2175,6 +2391,7 @@ static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
 	case A_BODY:
 		return parse_comp_ref(p, CR_BODY, in, an);
 	case A_BRANCHES:
+		in->flags |= IR_INSTR_BRANCH_LIST;
 		return parse_comp_list(p, CR_BRANCHES, in, an);
 	case A_TRUE:
 		return parse_comp_ref(p, CR_TRUE, in, an);
@@ -2188,6 +2405,14 @@ static bool parse_attr(struct hp_parser *p, struct ir_instr *in, int attr)
 		return parse_comp_list(p, CR_CALLED, in, an);
 	case A_TARGET:
 		return read_string(p, &a->custom_call_target);
+	case A_THREAD:
+		return read_string(p, &a->exec_thread);
+	case A_ACCURACY:
+		return parse_result_accuracy(p);
+	case A_CONTROL:
+		return parse_control_preds(p, lv);
+	case A_LAYOUT_CONSTRAINTS:
+		return parse_layout_constraints(p, in);
 	case A_PRECISION:
 		return parse_precision(p, a->precision);
 	case A_REPLICA_GROUPS:
@@ -2572,6 +2797,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 
 	/* attributes */
 	size_t call_base = p->calls.n;
+	uint64_t seen = 0; /* bit per enum hp_attr */
 	for (;;) {
 		skip_ws(p);
 		if (cur(p) != ',' || !allow_attrs)
@@ -2586,10 +2812,38 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 		if (!expect_char(p, '=', "'=' after the attribute name"))
 			return false;
 		const struct hp_kw *k = kw_get(p, as, an);
-		if ((!k || !k->attr) && !note_unknown_attr(p, as, an))
+		int attr = k ? k->attr : A_NONE;
+		if (attr == A_NONE && !note_unknown_attr(p, as, an))
 			return nomem(p);
-		if (!parse_attr(p, in, k ? k->attr : A_NONE))
+		if (attr != A_NONE && attr != A_COST_FREE) {
+			if (seen & (1ull << attr))
+				return fail(p, as, "attribute '%s' given twice",
+					    attr_names[attr]);
+			seen |= 1ull << attr;
+			if (!attr_allowed(in->op, attr) &&
+			    !attr_allowed(in->wrapped_op, attr))
+				return fail(p, as, "unexpected attribute \"%s\" for %s",
+					    attr_names[attr], ir_op_name(in->op));
+		}
+		if (!parse_attr(p, lv, in, attr))
 			return false;
+	}
+	for (size_t i = 0; i < TS_ARRAY_LEN(required_attrs); i++) {
+		if (required_attrs[i].op != in->op)
+			continue;
+		for (size_t j = 0; j < TS_ARRAY_LEN(required_attrs[i].attrs); j++) {
+			int r = required_attrs[i].attrs[j];
+			if (r && !(seen & (1ull << r)) && !allow_attrs)
+				return fail_lc(p, in->line, in->col,
+					       "a nested %s cannot have the attribute "
+					       "'%s' it needs", ir_op_name(in->op),
+					       attr_names[r]);
+			if (r && !(seen & (1ull << r)))
+				return fail_lc(p, in->line, in->col,
+					       "%s '%s' needs attribute '%s'",
+					       ir_op_name(in->op), in->name,
+					       attr_names[r]);
+		}
 	}
 	return finish_calls(p, in, call_base);
 }

@@ -36,7 +36,7 @@ enum ir_type ir_type_from_name(const char *s, size_t n);
 
 enum ir_op {
 	IR_OP_INVALID = 0,
-#define X(e, s, cls, vpu) IR_OP_##e,
+#define X(e, s, cls, vpu, lo, hi) IR_OP_##e,
 #include "ir_ops.def"
 #undef X
 	IR_OP_COUNT
@@ -59,6 +59,9 @@ enum ir_class {
 const char *ir_op_name(enum ir_op op);          /* HLO spelling */
 enum ir_class ir_op_class(enum ir_op op);
 enum hw_vpu_class ir_op_vpu_class(enum ir_op op);
+/* Operands the op takes, as XLA's parser counts them: *max is -1 when
+ * there is no upper bound (tuple, fusion, reduce, ...). */
+void ir_op_arity(enum ir_op op, int *min, int *max);
 const char *ir_class_name(enum ir_class c);
 /* Exact lookup of an opcode word of length n; IR_OP_INVALID if none. */
 enum ir_op ir_op_from_name(const char *s, size_t n);
@@ -126,7 +129,11 @@ void ir_shape_major_to_minor(const struct ir_shape *s, int *out);
 void ir_shape_default_tile(const struct ir_shape *s, struct ir_tile *t);
 /* Writes the shape as HLO text ("f32[8,128]{1,0:T(8,128)}") into buf. */
 size_t ir_shape_format(const struct ir_shape *s, char *buf, size_t cap);
+/* Same dimensions (tuples: element by element); layouts are ignored.
+ * _compatible also wants the same element types (XLA's
+ * ShapeUtil::Compatible). */
 bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b);
+bool ir_shape_compatible(const struct ir_shape *a, const struct ir_shape *b);
 
 /* ---- attributes ------------------------------------------------------------ */
 
@@ -242,6 +249,8 @@ struct ir_attrs {
 	enum ir_compare_dir compare_dir;
 	enum ir_precision precision[2];   /* operand_precision per operand (lhs, rhs) */
 	const char *custom_call_target;   /* arena string, NULL when absent */
+	const char *exec_thread;          /* async_execution_thread, NULL when
+	                                     absent (XLA's default: "main") */
 	/* Tile configuration recorded by the TPU compiler in backend_config
 	 * window_config (output/kernel_window_bounds), empty when absent. */
 	struct ir_ints window_output_bounds, window_kernel_bounds;
@@ -256,6 +265,7 @@ enum {
 	IR_INSTR_ROOT = 1u << 0,          /* marked ROOT (or last, when none is) */
 	IR_INSTR_SHAPE_INFERRED = 1u << 1,/* no result shape was written */
 	IR_INSTR_LITERAL_ELIDED = 1u << 2,/* constant({...}) */
+	IR_INSTR_BRANCH_LIST = 1u << 3,   /* conditional with branch_computations= */
 };
 
 struct ir_instr {
@@ -290,6 +300,9 @@ struct ir_computation {
 	int index;                        /* position in module->comps */
 	bool is_entry;
 	bool is_fusion;                   /* called by some fusion's calls= */
+	bool has_result_shape;            /* the header wrote "-> shape" */
+	struct ir_shape result_shape;     /* that shape */
+	uint32_t result_line, result_col; /* where it is written */
 	int n_callers;                    /* instructions calling it */
 	uint32_t line, col;
 };

@@ -345,7 +345,8 @@ size_t ir_shape_format(const struct ir_shape *s, char *buf, size_t cap)
 	return len;
 }
 
-bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b)
+static bool same_shape(const struct ir_shape *a, const struct ir_shape *b,
+		       bool types)
 {
 	if ((a->type == IR_TYPE_TUPLE) != (b->type == IR_TYPE_TUPLE))
 		return false;
@@ -353,14 +354,24 @@ bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b)
 		if (a->n_elems != b->n_elems)
 			return false;
 		for (int i = 0; i < a->n_elems; i++)
-			if (!ir_shape_equal_dims(&a->elems[i], &b->elems[i]))
+			if (!same_shape(&a->elems[i], &b->elems[i], types))
 				return false;
 		return true;
 	}
-	if (a->rank != b->rank)
+	if (a->rank != b->rank || (types && a->type != b->type))
 		return false;
 	for (int i = 0; i < a->rank; i++)
 		if (a->dims[i] != b->dims[i])
 			return false;
 	return true;
+}
+
+bool ir_shape_equal_dims(const struct ir_shape *a, const struct ir_shape *b)
+{
+	return same_shape(a, b, false);
+}
+
+bool ir_shape_compatible(const struct ir_shape *a, const struct ir_shape *b)
+{
+	return same_shape(a, b, true);
 }

@@ -629,10 +629,15 @@ static void test_nested_operands(void **state)
 	assert_int_equal(e->instrs[5]->op, IR_OP_CONSTANT);
 	assert_string_equal(e->instrs[6]->name, "c");
 	parsed_free(&r);
-	/* attributes cannot follow a nested instruction */
+	/* attributes cannot follow a nested instruction, so one that needs
+	 * an attribute cannot be nested (XLA's rule) */
 	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
-		  "  ROOT b = f32[4,4] add(f32[4,4] broadcast(p), dimensions={0})\n}\n",
-		  3, 58, "expected ',' or ')' in the operand list, got '='");
+		  "  ROOT b = f32[4] add(f32[4] negate(p), dimensions={0})\n}\n",
+		  3, 51, "expected ',' or ')' in the operand list, got '='");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT b = f32[4,4] add(f32[4,4] broadcast(p), p)\n}\n",
+		  3, 25, "a nested broadcast cannot have the attribute "
+			 "'dimensions' it needs");
 }
 
 /* ---- errors ------------------------------------------------------------------ */
