@@ -3084,7 +3084,8 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 	if (!inline_body) {
 		skip_ws(p);
 		if (cur(p) == '(') {
-			/* signature: informational, parameters come from the body */
+			/* signature: parameters come from the body; the result
+			 * shape is checked against the root (ir_verify) */
 			p->p++;
 			skip_ws(p);
 			if (cur(p) != ')') {
@@ -3114,12 +3115,11 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 			if (p->end - p->p < 2 || p->p[0] != '-' || p->p[1] != '>')
 				return expected(p, "'->' after the signature");
 			p->p += 2;
-			struct ir_shape s;
-			p->discard = true;
-			bool ok = parse_shape(p, &s);
-			p->discard = false;
-			if (!ok)
+			locate(p, skip_ws_from(p, p->p), &c->result_line,
+			       &c->result_col);
+			if (!parse_shape(p, &c->result_shape))
 				return false;
+			c->has_result_shape = true;
 		}
 	}
 	skip_ws(p);

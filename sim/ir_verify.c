@@ -59,22 +59,214 @@ struct vctx {
 	const struct ir_instr *in;
 	struct ts_diag *d;
 	const char *file;
+	const int *async_starts; /* per computation: async-starts calling it */
 };
 
+/* Refuses the instruction: "op name: message" at its line:col. */
 __attribute__((format(printf, 2, 3)))
-static bool bad(struct vctx *v, const char *fmt, ...)
+static bool refuse(struct vctx *v, const char *fmt, ...)
 {
 	char msg[TS_DIAG_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	ts_diag_set(v->d, v->file, v->in->line, v->in->col, "%s %s: %s",
+		    ir_op_name(v->in->op), v->in->name, msg);
+	return false;
+}
+
+/* A declared shape its operands cannot produce. */
+__attribute__((format(printf, 2, 3)))
+static bool bad(struct vctx *v, const char *fmt, ...)
+{
+	char msg[TS_DIAG_MSG_MAX / 2];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
 	char shape[128];
 	ir_shape_format(&v->in->shape, shape, sizeof shape);
-	ts_diag_set(v->d, v->file, v->in->line, v->in->col,
-		    "%s %s: shape %s does not match its operands: %s",
-		    ir_op_name(v->in->op), v->in->name, shape, msg);
-	return false;
+	return refuse(v, "shape %s does not match its operands: %s", shape, msg);
+}
+
+/* "f32[2]" of an instruction's shape, for messages. */
+static const char *shape_text(const struct ir_shape *s, char *buf, size_t cap)
+{
+	ir_shape_format(s, buf, cap);
+	return buf;
+}
+
+/*
+ * conditional: a scalar PRED predicate with true_computation and
+ * false_computation, or a scalar S32 index with branch_computations; one
+ * branch per further operand, each taking one parameter of that operand's
+ * dimensions and returning the conditional's (XLA: the parser's and
+ * ShapeInference::InferConditionalShape's rules).
+ */
+static bool check_conditional(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_shape *b = &in->operands[0]->shape;
+	char t[128];
+	if (b->type == IR_TYPE_TUPLE || b->rank != 0)
+		return refuse(v, "the first operand must be a scalar, not %s",
+			      shape_text(b, t, sizeof t));
+	if (b->type != IR_TYPE_PRED && b->type != IR_TYPE_S32)
+		return refuse(v, "the first operand must be a scalar of PRED or "
+				 "S32, not %s", shape_text(b, t, sizeof t));
+	bool list = in->flags & IR_INSTR_BRANCH_LIST;
+	if (b->type == IR_TYPE_PRED && list)
+		return refuse(v, "a PRED predicate takes true_computation and "
+				 "false_computation, not branch_computations");
+	if (b->type == IR_TYPE_S32 && !list)
+		return refuse(v, "an S32 index takes branch_computations, not "
+				 "true_computation and false_computation");
+	if (b->type == IR_TYPE_PRED && in->n_called != 2)
+		return refuse(v, "needs both true_computation and "
+				 "false_computation");
+	if (in->n_called != in->n_operands - 1)
+		return refuse(v, "%d branches for %d branch operands",
+			      in->n_called, in->n_operands - 1);
+	for (int k = 0; k < in->n_called; k++) {
+		const struct ir_computation *c = in->called[k];
+		if (c->n_params != 1)
+			return refuse(v, "branch %s takes %d parameters, not 1",
+				      c->name, c->n_params);
+		if (!ir_shape_equal_dims(&c->params[0]->shape,
+					 &in->operands[k + 1]->shape))
+			return refuse(v, "branch %s's parameter has other "
+					 "dimensions than operand %d", c->name,
+				      k + 1);
+		if (!ir_shape_equal_dims(&c->root->shape, &in->shape))
+			return refuse(v, "branch %s returns %s", c->name,
+				      shape_text(&c->root->shape, t, sizeof t));
+	}
+	return true;
+}
+
+/* while: condition and body take one parameter of the loop's shape; the
+ * body returns that shape and the condition a scalar PRED (XLA's
+ * HloVerifier::HandleWhile). */
+static bool check_while(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	if (in->n_called != 2)
+		return true;
+	char t[128];
+	for (int k = 0; k < 2; k++) {
+		const struct ir_computation *c = in->called[k];
+		if (c->n_params != 1)
+			return refuse(v, "%s %s takes %d parameters, not 1",
+				      k ? "body" : "condition", c->name, c->n_params);
+		if (!ir_shape_equal_dims(&c->params[0]->shape, &in->shape))
+			return refuse(v, "%s %s's parameter is %s", k ? "body" :
+				      "condition", c->name,
+				      shape_text(&c->params[0]->shape, t, sizeof t));
+	}
+	const struct ir_shape *cr = &in->called[0]->root->shape;
+	if (cr->type != IR_TYPE_PRED || cr->rank != 0)
+		return refuse(v, "condition %s returns %s, not pred[]",
+			      in->called[0]->name, shape_text(cr, t, sizeof t));
+	if (!ir_shape_equal_dims(&in->called[1]->root->shape, &in->shape))
+		return refuse(v, "body %s returns %s", in->called[1]->name,
+			      shape_text(&in->called[1]->root->shape, t, sizeof t));
+	return true;
+}
+
+/* The op an async-start or -update wraps: its sugar opcode (X-start), else
+ * the root of the computation it calls. */
+static enum ir_op async_wrapped(const struct ir_instr *in)
+{
+	if (in->wrapped_op != IR_OP_INVALID)
+		return in->wrapped_op;
+	if (in->n_called && in->called[0]->root)
+		return in->called[0]->root->op;
+	return IR_OP_INVALID;
+}
+
+static const char *async_thread(const struct ir_instr *in)
+{
+	return in->attrs.exec_thread ? in->attrs.exec_thread : "main";
+}
+
+/*
+ * async-start / -update / -done (XLA's parser): a start and an update have
+ * the shape ((operands), outputs, state); an update or done takes one
+ * async-start or -update, and agrees with its start on the wrapped op, the
+ * called computation and, where it names one, the execution thread (else
+ * it runs on its start's); a wrapped computation is
+ * called by one async-start only.
+ */
+static bool check_async(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_shape *s = &in->shape;
+	if (in->op != IR_OP_ASYNC_DONE &&
+	    (s->type != IR_TYPE_TUPLE || s->n_elems < 2 ||
+	     s->elems[0].type != IR_TYPE_TUPLE))
+		return refuse(v, "expects the shape ((async-operands), "
+				 "async-outputs, state)");
+	if (in->op == IR_OP_ASYNC_START) {
+		if (in->n_called && v->async_starts[in->called[0]->index] > 1)
+			return refuse(v, "computation %s is called by more than "
+					 "one async op", in->called[0]->name);
+		return true;
+	}
+	const struct ir_instr *st = in->operands[0];
+	if (st->op != IR_OP_ASYNC_START && st->op != IR_OP_ASYNC_UPDATE)
+		return refuse(v, "expects a single async op as its operand, not "
+				 "%s (%s)", st->name, ir_op_name(st->op));
+	while (st->op == IR_OP_ASYNC_UPDATE && st->n_operands == 1)
+		st = st->operands[0];
+	enum ir_op w = async_wrapped(st);
+	if (in->wrapped_op != IR_OP_INVALID && w != IR_OP_INVALID &&
+	    in->wrapped_op != w)
+		return refuse(v, "expects the wrapped op to be %s, but got %s",
+			      ir_op_name(w), ir_op_name(in->wrapped_op));
+	if (in->n_called && st->n_called && in->called[0] != st->called[0])
+		return refuse(v, "expects the async computation to be %s, but got "
+				 "%s", st->called[0]->name, in->called[0]->name);
+	if (in->attrs.exec_thread &&
+	    strcmp(in->attrs.exec_thread, async_thread(st)) != 0)
+		return refuse(v, "expects async_execution_thread to be %s, but got "
+				 "%s", async_thread(st), in->attrs.exec_thread);
+	return true;
+}
+
+/* Rules on operand counts, called computations and tuple structure,
+ * whatever the shapes' dimensions. */
+static bool check_structure(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	int lo, hi;
+	ir_op_arity(in->op, &lo, &hi);
+	if (in->n_operands < lo || (hi >= 0 && in->n_operands > hi)) {
+		if (lo == hi)
+			return refuse(v, "takes %d operand%s, given %d", lo,
+				      lo == 1 ? "" : "s", in->n_operands);
+		if (hi < 0)
+			return refuse(v, "takes at least %d operand%s, given %d",
+				      lo, lo == 1 ? "" : "s", in->n_operands);
+		return refuse(v, "takes %d to %d operands, given %d", lo, hi,
+			      in->n_operands);
+	}
+	switch (in->op) {
+	case IR_OP_CONDITIONAL:
+		return check_conditional(v);
+	case IR_OP_WHILE:
+		return check_while(v);
+	case IR_OP_ASYNC_START:
+	case IR_OP_ASYNC_UPDATE:
+	case IR_OP_ASYNC_DONE:
+		return check_async(v);
+	case IR_OP_INFEED:
+		if (in->shape.type != IR_TYPE_TUPLE || in->shape.n_elems == 0)
+			return refuse(v, "infeed must have a non-empty tuple shape");
+		return true;
+	default:
+		return true;
+	}
 }
 
 static bool check_dot(struct vctx *v)
@@ -254,13 +446,38 @@ static bool check_instr(struct vctx *v)
 
 enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 {
-	for (int c = 0; c < m->n_comps; c++) {
+	int *starts = ts_calloc((size_t)m->n_comps + 1, sizeof *starts);
+	if (!starts) {
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	for (int c = 0; c < m->n_comps; c++)
+		for (int i = 0; i < m->comps[c]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[c]->instrs[i];
+			if (in->op == IR_OP_ASYNC_START && in->n_called)
+				starts[in->called[0]->index]++;
+		}
+	enum ts_status st = TS_OK;
+	for (int c = 0; c < m->n_comps && st == TS_OK; c++) {
 		const struct ir_computation *comp = m->comps[c];
-		for (int i = 0; i < comp->n_instrs; i++) {
-			struct vctx v = {comp->instrs[i], d, m->file};
-			if (!check_instr(&v))
-				return TS_ERR_PARSE;
+		for (int i = 0; i < comp->n_instrs && st == TS_OK; i++) {
+			struct vctx v = {comp->instrs[i], d, m->file, starts};
+			if (!check_structure(&v) || !check_instr(&v))
+				st = TS_ERR_PARSE;
+		}
+		char a[128], b[128];
+		if (st == TS_OK && comp->has_result_shape &&
+		    !ir_shape_compatible(&comp->result_shape, &comp->root->shape)) {
+			ts_diag_set(d, m->file, comp->result_line, comp->result_col,
+				    "shape of computation %s, %s, is not compatible "
+				    "with that of its root instruction %s, %s",
+				    comp->name,
+				    shape_text(&comp->result_shape, a, sizeof a),
+				    comp->root->name,
+				    shape_text(&comp->root->shape, b, sizeof b));
+			st = TS_ERR_PARSE;
 		}
 	}
-	return TS_OK;
+	ts_free(starts);
+	return st;
 }
