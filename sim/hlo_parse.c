@@ -306,6 +306,7 @@ struct hp_ref {
 /* Per-nesting-level state of a computation body being parsed. */
 struct hp_level {
 	struct hp_table names;  /* instruction name -> struct ir_instr * */
+	struct hp_table params; /* parameter number (its digits) -> instr */
 	struct hp_vec instrs;   /* struct ir_instr * in text order */
 	struct hp_vec refs;     /* struct hp_ref: operands defined later */
 };
@@ -321,6 +322,12 @@ struct hp_parser {
 	                                 (tuples: the sum of their elements) */
 	bool discard;                 /* shapes are only checked, not stored
 	                                 (typed operands, signatures) */
+	/* the last shape parsed with discard: element type (IR_TYPE_TUPLE
+	 * for a tuple), rank and dimensions, dynamic when any dim is */
+	enum ir_type decl_type;
+	int decl_rank;
+	bool decl_dynamic;
+	int64_t decl_dims[HP_MAX_RANK];
 	int comp_depth;               /* inline computation nesting */
 	/* line cache for locate(): line number of lc_pos and its line start */
 	const char *lc_pos, *lc_line_start;
@@ -1262,6 +1269,12 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 			    (long long)elems, ir_type_bits(type));
 	p->shape_bytes = bits / 8 + (bits % 8 != 0);
 	out->rank = n;
+	if (p->discard) {
+		p->decl_type = type;
+		p->decl_rank = n;
+		p->decl_dynamic = dynamic;
+		memcpy(p->decl_dims, dims, sizeof *dims * (size_t)n);
+	}
 	if (n && !p->discard) {
 		out->dims = ts_arena_array(a, (size_t)n, sizeof *out->dims);
 		if (!out->dims)
@@ -1354,6 +1367,7 @@ static bool parse_shape(struct hp_parser *p, struct ir_shape *out)
 		p->shapes.n = base;
 		p->depth--;
 		p->shape_bytes = bytes;
+		p->decl_type = IR_TYPE_TUPLE;
 		return true;
 	}
 	const char *ws = p->p;
@@ -2547,11 +2561,35 @@ static struct ir_instr *parse_nested(struct hp_parser *p, struct hp_level *lv,
 }
 
 /* One operand: [shape] name, or a nested instruction. */
+/*
+ * Whether the operand shape just declared (p->decl_*) is the shape of its
+ * producer o: the same element type and dimensions, layouts aside (XLA:
+ * ShapeUtil::Compatible). Only operands defined before their use are
+ * checked; tuples only as tuples, dynamic dimensions not at all.
+ */
+static bool declared_matches(const struct hp_parser *p, const struct ir_instr *o)
+{
+	const struct ir_shape *h = &o->shape;
+	if (o->flags & IR_INSTR_SHAPE_INFERRED)
+		return true;
+	if (p->decl_type == IR_TYPE_TUPLE || h->type == IR_TYPE_TUPLE)
+		return p->decl_type == h->type;
+	if (p->decl_dynamic || h->dim_kind)
+		return true;
+	if (h->type != p->decl_type || h->rank != p->decl_rank)
+		return false;
+	for (int i = 0; i < h->rank; i++)
+		if (h->dims[i] != p->decl_dims[i])
+			return false;
+	return true;
+}
+
 static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 			  struct ir_computation *comp)
 {
 	skip_ws(p);
 	const char *start = p->p;
+	const char *typed_end = NULL; /* end of a declared operand shape */
 	int c = cur(p);
 	if (c == '(') {
 		struct ir_shape s;
@@ -2560,6 +2598,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 		p->discard = false;
 		if (!ok)
 			return false;
+		typed_end = p->p;
 		skip_ws(p);
 	} else if (c != '%') {
 		const char *ws = p->p;
@@ -2579,6 +2618,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 			p->depth--;
 			if (!ok)
 				return false;
+			typed_end = p->p;
 			skip_ws(p);
 		}
 	}
@@ -2594,6 +2634,17 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 		nested = parse_nested(p, lv, comp);
 		if (!nested)
 			return false;
+	} else if (typed_end) {
+		const struct ir_instr *o = table_get(&lv->names, s, n);
+		if (o && !declared_matches(p, o)) {
+			char have[128];
+			ir_shape_format(&o->shape, have, sizeof have);
+			int dn = (int)(typed_end - start);
+			return fail(p, start, "the declared operand shape %.*s is not "
+					      "compatible with the shape of the operand "
+					      "instruction %s", dn > 96 ? 96 : dn, start,
+				    have);
+		}
 	}
 	struct hp_ref *r = vec_push(p, &p->ops, sizeof *r);
 	if (!r)
@@ -2749,6 +2800,18 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 		    in->attrs.parameter_number >= HP_MAX_PARAMS)
 			return fail(p, nat, "parameter number %lld out of range",
 				    (long long)in->attrs.parameter_number);
+		/* digits without leading zeros name the number */
+		const char *key = nat;
+		while (key + 1 < p->p && *key == '0')
+			key++;
+		struct ir_instr *twin = table_put(p, &lv->params, key,
+						  (uint32_t)(p->p - key), in);
+		if (twin)
+			return fail(p, nat, "duplicate parameter number %lld (also "
+					    "'%s')", (long long)in->attrs.parameter_number,
+				    twin->name);
+		if (p->st != TS_OK)
+			return false;
 		if (!expect_char(p, ')', "')' after the parameter number"))
 			return false;
 	} else if (in->op == IR_OP_CONSTANT) {
@@ -2997,12 +3060,7 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 			struct ir_instr *in = c->instrs[i];
 			if (in->op != IR_OP_PARAMETER)
 				continue;
-			int64_t k = in->attrs.parameter_number;
-			if (c->params[k])
-				return fail_lc(p, in->line, in->col,
-					       "parameter number %lld used twice in computation '%s' ('%s' and '%s')",
-					       (long long)k, c->name, c->params[k]->name, in->name);
-			c->params[k] = in;
+			c->params[in->attrs.parameter_number] = in;
 		}
 		for (int k = 0; k < c->n_params; k++)
 			if (!c->params[k])
@@ -3136,6 +3194,7 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 	}
 	struct hp_level *lv = p->levels[p->comp_depth++];
 	table_reset(&lv->names);
+	table_reset(&lv->params);
 	lv->instrs.n = 0;
 	lv->refs.n = 0;
 	struct ir_instr *root = NULL;
@@ -3513,6 +3572,7 @@ static void parser_free(struct hp_parser *p)
 	table_free(&p->comp_names);
 	for (int i = 0; i < HP_MAX_DEPTH && p->levels[i]; i++) {
 		table_free(&p->levels[i]->names);
+		table_free(&p->levels[i]->params);
 		vec_free(&p->levels[i]->instrs);
 		vec_free(&p->levels[i]->refs);
 		ts_free(p->levels[i]);

@@ -704,10 +704,13 @@ static void test_errors(void **state)
 		  "undefined computation 'nowhere'");
 	parse_err("ENTRY e {\n  ROOT p = f32[] parameter(0)\n  ROOT q = f32[] negate(p)\n}\n", 3, 3,
 		  "more than one ROOT instruction in computation 'e'");
-	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = negate(p), metadata={}\n  r = dot(p, p)\n}\n", 4, 3,
-		  "cannot infer the shape of 'r' (dot): write its result shape");
-	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  q = f32[] parameter(0)\n}\n", 3, 3,
-		  "parameter number 0 used twice in computation 'e' ('p' and 'q')");
+	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = negate(p), metadata={}\n  r = convert(p)\n}\n", 4, 3,
+		  "cannot infer the shape of 'r' (convert): write its result shape");
+	/* at the second parameter, as XLA reports it; 00 is 0 */
+	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  q = f32[] parameter(0)\n}\n", 3, 23,
+		  "duplicate parameter number 0 (also 'p')");
+	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  q = f32[] parameter(00)\n}\n", 3, 23,
+		  "duplicate parameter number 0 (also 'p')");
 	parse_err("ENTRY e {\n  p = f32[] parameter(1)\n}\n", 1, 9,
 		  "computation 'e': parameter 0 is missing");
 	parse_err("ENTRY e {\n  p = f32[] custom-call(), custom_call_target=\"abc\n}\n", 2, 47,
