@@ -1123,6 +1123,8 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 	if (accept(p, ':')) {
 		struct ir_tile tiles[16];
 		int nt = 0;
+		bool sparse = false;       /* a D(...) level other than D */
+		const char *phys = NULL;   /* a P(shape) item */
 		for (;;) {
 			skip_ws(p);
 			int c = cur(p);
@@ -1156,8 +1158,32 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 					l->element_size_bits = (int)v;
 				else if (c == 'S')
 					l->memory_space = (int)v;
-			} else if (c == 'D' || c == '#' || c == '*' || c == 'P' ||
-				   c == 'S') {
+			} else if (c == 'D') {
+				/* D(level, ...): D, C, S or H, each maybe followed
+				 * by '+' (non-unique) or '~' (unordered) */
+				if (!expect_char(p, '(', "'(' after D"))
+					return false;
+				for (;;) {
+					skip_ws(p);
+					int lv = cur(p);
+					if (lv != 'D' && lv != 'C' && lv != 'S' && lv != 'H')
+						return fail(p, p->p, "malformed layout: expected a "
+								     "DimLevelType abbreviation (D, C, "
+								     "S or H), got '%.*s'",
+							    tok_len(p, p->p), p->p);
+					sparse |= lv != 'D';
+					p->p++;
+					while (cur(p) == '+' || cur(p) == '~')
+						p->p++;
+					skip_ws(p);
+					if (accept(p, ')'))
+						break;
+					if (!expect_char(p, ',', "',' or ')' in D(...)"))
+						return false;
+				}
+			} else if (c == '#' || c == '*' || c == 'P' || c == 'S') {
+				if (c == 'P')
+					phys = at;
 				if (c == 'S')
 					p->p++; /* "SC" */
 				skip_ws(p);
@@ -1175,6 +1201,9 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 				return fail(p, at, "malformed layout: unexpected '%c'", c);
 			}
 		}
+		if (phys && !sparse)
+			return fail(p, phys, "malformed layout: it has a physical shape, "
+					     "but is not for a sparse array");
 		if (nt && !p->discard) {
 			l->tiles = ts_arena_array(a, (size_t)nt, sizeof *l->tiles);
 			if (!l->tiles)
@@ -1598,8 +1627,10 @@ static bool parse_window(struct hp_parser *p, struct ir_window **out)
 	return true;
 }
 
-/* One part of dim_labels: letters a and b plus spatial digits. Fills
- * pos_a, pos_b and spatial[digit] = position. */
+/* One part of dim_labels: letters a and b plus spatial digits, each at
+ * most once. Fills pos_a, pos_b (-1 when absent), spatial[digit] =
+ * position and n_spatial = largest digit + 1; labels_complete() checks
+ * that nothing is missing. */
 static bool parse_labels(struct hp_parser *p, char la, char lb, int *pos_a,
 			 int *pos_b, int *spatial, int *n_spatial,
 			 const char *start)
@@ -1608,9 +1639,12 @@ static bool parse_labels(struct hp_parser *p, char la, char lb, int *pos_a,
 	*pos_a = *pos_b = -1;
 	for (int i = 0; i < 10; i++)
 		spatial[i] = -1;
-	while (p->p < p->end && (is_alpha(*p->p) || is_digit(*p->p))) {
+	while (p->p < p->end &&
+	       (is_alpha(*p->p) || is_digit(*p->p) || *p->p == '?')) {
 		char c = *p->p;
-		if (c == la && *pos_a < 0)
+		if (c == '?')
+			; /* a dimension without a role (XLA accepts it) */
+		else if (c == la && *pos_a < 0)
 			*pos_a = pos;
 		else if (c == lb && *pos_b < 0)
 			*pos_b = pos;
@@ -1618,20 +1652,31 @@ static bool parse_labels(struct hp_parser *p, char la, char lb, int *pos_a,
 			spatial[c - '0'] = pos;
 			if (c - '0' > maxd)
 				maxd = c - '0';
-		} else
+		} else if (c == la || c == lb || is_digit(c))
+			return fail(p, p->p, "bad dim_labels '%.*s': '%c' repeated "
+					     "(labels must be unique)",
+				    tok_len(p, start), start, c);
+		else
 			return fail(p, p->p, "bad dim_labels '%.*s': unexpected '%c'",
 				    tok_len(p, start), start, c);
 		pos++;
 		p->p++;
 	}
-	if (*pos_a < 0 || *pos_b < 0)
+	*n_spatial = maxd + 1;
+	return true;
+}
+
+static bool labels_complete(struct hp_parser *p, const char *start, char la,
+			    char lb, int pos_a, int pos_b, const int *spatial,
+			    int n_spatial)
+{
+	if (pos_a < 0 || pos_b < 0)
 		return fail(p, start, "bad dim_labels '%.*s': missing '%c' or '%c'",
 			    tok_len(p, start), start, la, lb);
-	for (int i = 0; i <= maxd; i++)
+	for (int i = 0; i < n_spatial; i++)
 		if (spatial[i] < 0)
 			return fail(p, start, "bad dim_labels '%.*s': spatial dimension %d missing",
 				    tok_len(p, start), start, i);
-	*n_spatial = maxd + 1;
 	return true;
 }
 
@@ -1655,8 +1700,13 @@ static bool parse_dim_labels(struct hp_parser *p, struct ir_conv_dims **out)
 	if (!parse_labels(p, 'b', 'f', &c.out_batch, &c.out_feature, os, &no, start))
 		return false;
 	if (nl != nr || nl != no)
-		return fail(p, start, "bad dim_labels: spatial dimension counts differ (%d, %d, %d)",
-			    nl, nr, no);
+		return fail(p, start, "bad dim_labels '%.*s': input, kernel and output "
+				      "must have same number of spatial dimensions "
+				      "(%d, %d, %d)", tok_len(p, start), start, nl, nr, no);
+	if (!labels_complete(p, start, 'b', 'f', c.lhs_batch, c.lhs_feature, ls, nl) ||
+	    !labels_complete(p, start, 'i', 'o', c.rhs_in, c.rhs_out, rs, nr) ||
+	    !labels_complete(p, start, 'b', 'f', c.out_batch, c.out_feature, os, no))
+		return false;
 	c.n_spatial = nl;
 	struct ts_arena *a = &p->m->arena;
 	struct ir_conv_dims *r = ts_arena_alloc(a, sizeof *r);
@@ -3263,6 +3313,98 @@ static bool parse_computation(struct hp_parser *p, bool inline_body,
 	return true;
 }
 
+/* shape_index := '{' [INT (',' INT)*] '}' (XLA: ParseShapeIndex) */
+static bool parse_shape_index(struct hp_parser *p)
+{
+	skip_ws(p);
+	if (!accept(p, '{'))
+		return fail(p, p->p, "expects '{' at the start of ShapeIndex, got '%.*s'",
+			    tok_len(p, p->p), p->p);
+	skip_ws(p);
+	if (accept(p, '}'))
+		return true;
+	for (;;) {
+		skip_ws(p);
+		int64_t v;
+		if (!is_digit(cur(p)) || !read_int(p, &v))
+			return p->st != TS_OK ? false :
+			       fail(p, p->p, "expects integer in ShapeIndex, got '%.*s'",
+				    tok_len(p, p->p), p->p);
+		skip_ws(p);
+		if (accept(p, '}'))
+			return true;
+		if (!accept(p, ','))
+			return fail(p, p->p, "expects '}' at the end of ShapeIndex, got '%.*s'",
+				    tok_len(p, p->p), p->p);
+	}
+}
+
+/*
+ * The header's aliasing lists (XLA: ParseAliasing, ParseBufferDonor):
+ *   input_output_alias={ shape_index: (INT, shape_index[, must-alias|may-alias]), ... }
+ *   buffer_donor={ (INT, shape_index), ... }
+ * They do not change the cost; a malformed one is refused as XLA refuses it.
+ */
+static bool parse_aliasing(struct hp_parser *p, bool donor)
+{
+	const char *what = donor ? "buffer_donor" : "input_output_alias";
+	skip_ws(p);
+	if (!accept(p, '{'))
+		return expected(p, donor ? "'{' opening buffer_donor"
+					 : "'{' opening input_output_alias");
+	skip_ws(p);
+	if (accept(p, '}'))
+		return true;
+	for (;;) {
+		if (!donor) {
+			if (!parse_shape_index(p))
+				return false;
+			skip_ws(p);
+			if (!accept(p, ':'))
+				return fail(p, p->p, "%s: expects ':' after the output "
+						     "ShapeIndex", what);
+		}
+		skip_ws(p);
+		if (!accept(p, '('))
+			return fail(p, p->p, "%s: expects '(' before the parameter "
+					     "number", what);
+		skip_ws(p);
+		int64_t v;
+		if (!is_digit(cur(p)) || !read_int(p, &v))
+			return p->st != TS_OK ? false :
+			       fail(p, p->p, "%s: expects integer parameter number, "
+					     "got '%.*s'", what, tok_len(p, p->p), p->p);
+		skip_ws(p);
+		if (!accept(p, ','))
+			return fail(p, p->p, "%s: expects ',' after the parameter "
+					     "number", what);
+		if (!parse_shape_index(p))
+			return false;
+		skip_ws(p);
+		if (!donor && accept(p, ',')) {
+			skip_ws(p);
+			const char *ks = p->p;
+			size_t kn = word_len(p, ks);
+			if (!word_is(ks, kn, "must-alias") && !word_is(ks, kn, "may-alias"))
+				return fail(p, ks, "%s: unexpected alias kind '%.*s'", what,
+					    tok_len(p, ks), ks);
+			p->p += kn;
+			skip_ws(p);
+		}
+		if (!accept(p, ')'))
+			return fail(p, p->p, "%s: expects ')' after the parameter's "
+					     "ShapeIndex", what);
+		skip_ws(p);
+		if (accept(p, '}'))
+			return true;
+		if (!accept(p, ','))
+			return fail(p, p->p, "expects '}' at the end of %s, got '%.*s'",
+				    donor ? "buffer donor description"
+					  : "aliasing description",
+				    tok_len(p, p->p), p->p);
+	}
+}
+
 /* HloModule NAME [:] (',' ATTR=VALUE)* */
 static bool parse_header(struct hp_parser *p)
 {
@@ -3314,6 +3456,10 @@ static bool parse_header(struct hp_parser *p)
 					    (int)an, as, IR_MAX_DEVICES, (long long)v);
 			*(word_is(as, an, "replica_count") ? &p->m->replica_count
 							   : &p->m->num_partitions) = v;
+		} else if (word_is(as, an, "input_output_alias") ||
+			   word_is(as, an, "buffer_donor")) {
+			if (!parse_aliasing(p, word_is(as, an, "buffer_donor")))
+				return false;
 		} else if (!skip_value(p, true)) {
 			return false;
 		}

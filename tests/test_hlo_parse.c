@@ -727,7 +727,8 @@ static void test_errors(void **state)
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] convolution(p, p), window={size=3 pad=1_1x1_1}, dim_labels=b0f_0io->b0f\n}\n",
 		  3, 45, "bad value for attribute 'window': pad has 2 dimensions, size has 1");
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] convolution(p, p), window={size=3}, dim_labels=b0f_0io->bf\n}\n",
-		  3, 66, "bad dim_labels: spatial dimension counts differ (1, 1, 0)");
+		  3, 66, "bad dim_labels 'b0f_0io-': input, kernel and output "
+			 "must have same number of spatial dimensions (1, 1, 0)");
 	parse_err("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n}\n/* open", 5, 1,
 		  "unterminated /* comment");
 	parse_err("HloModule m, is_scheduled=maybe\nENTRY e {\n  p = f32[] parameter(0)\n}\n", 1, 27,
