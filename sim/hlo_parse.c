@@ -2961,14 +2961,83 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 	return finish_calls(p, in, call_base);
 }
 
+/* A dot's result: batch dims, then the free dims of lhs and of rhs, of
+ * lhs's element type (XLA: ShapeInference::InferDotOpShape). */
+static bool infer_dot(struct hp_parser *p, struct ir_instr *in)
+{
+	const struct ir_dot_dims *dd = in->attrs.dot;
+	static const struct ir_dot_dims none;
+	if (!dd)
+		dd = &none;
+	const struct ir_shape *l = &in->operands[0]->shape;
+	const struct ir_shape *r = &in->operands[1]->shape;
+	if (l->type == IR_TYPE_TUPLE || r->type == IR_TYPE_TUPLE)
+		return false;
+	int64_t dims[2 * HP_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < dd->lhs_batch.n; i++) {
+		int64_t d = dd->lhs_batch.v[i];
+		if (d < 0 || d >= l->rank)
+			return false;
+		dims[n++] = l->dims[d];
+	}
+	const struct ir_shape *side[2] = {l, r};
+	const struct ir_ints *batch[2] = {&dd->lhs_batch, &dd->rhs_batch};
+	const struct ir_ints *contr[2] = {&dd->lhs_contracting,
+					  &dd->rhs_contracting};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < side[k]->rank; i++) {
+			bool used = false;
+			for (int j = 0; j < batch[k]->n; j++)
+				used |= batch[k]->v[j] == i;
+			for (int j = 0; j < contr[k]->n; j++)
+				used |= contr[k]->v[j] == i;
+			if (!used && n < 2 * HP_MAX_RANK)
+				dims[n++] = side[k]->dims[i];
+		}
+	if (n > HP_MAX_RANK)
+		return false;
+	in->shape.type = l->type;
+	in->shape.rank = n;
+	if (n) {
+		in->shape.dims = ts_arena_array(&p->m->arena, (size_t)n,
+						sizeof *in->shape.dims);
+		if (!in->shape.dims)
+			return nomem(p);
+		memcpy(in->shape.dims, dims, sizeof *dims * (size_t)n);
+	}
+	return true;
+}
+
 /* Shape of an instruction written without one (docs/HLO.md 1.10 item 5),
- * its operands' shapes being known; false when it cannot be inferred. */
-static bool infer_shape(struct ir_instr *in)
+ * its operands' shapes being known; false when it cannot be inferred (or
+ * memory ran out: p->st says which). */
+static bool infer_shape(struct hp_parser *p, struct ir_instr *in)
 {
 	const struct ir_shape *s0 = in->n_operands ? &in->operands[0]->shape : NULL;
 	switch (in->op) {
 	case IR_OP_TUPLE:
-		/* the elements array is filled by the caller (needs the arena) */
+		in->shape.type = IR_TYPE_TUPLE;
+		in->shape.n_elems = in->n_operands;
+		if (in->n_operands) {
+			in->shape.elems = ts_arena_array(&p->m->arena,
+							 (size_t)in->n_operands,
+							 sizeof *in->shape.elems);
+			if (!in->shape.elems)
+				return nomem(p);
+			for (int k = 0; k < in->n_operands; k++)
+				in->shape.elems[k] = in->operands[k]->shape;
+		}
+		return true;
+	case IR_OP_DOT:
+		return in->n_operands == 2 && infer_dot(p, in);
+	case IR_OP_CONDITIONAL:
+	case IR_OP_CALL:
+		/* the root of the first called computation, when that one is
+		 * defined before its caller */
+		if (!in->n_called || !in->called[0] || !in->called[0]->root)
+			break;
+		in->shape = in->called[0]->root->shape;
 		return true;
 	case IR_OP_WHILE:
 	case IR_OP_OPT_BARRIER:
@@ -3127,22 +3196,11 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 		struct ir_instr *in = c->instrs[order[i]];
 		if (!(in->flags & IR_INSTR_SHAPE_INFERRED))
 			continue;
-		if (!infer_shape(in))
-			return fail_lc(p, in->line, in->col,
+		if (!infer_shape(p, in))
+			return p->st != TS_OK ? false :
+			       fail_lc(p, in->line, in->col,
 				       "cannot infer the shape of '%s' (%s): write its result shape",
 				       in->name, ir_op_name(in->op));
-		if (in->op == IR_OP_TUPLE) {
-			in->shape.type = IR_TYPE_TUPLE;
-			in->shape.n_elems = in->n_operands;
-			if (in->n_operands) {
-				in->shape.elems = ts_arena_array(
-					a, (size_t)in->n_operands, sizeof *in->shape.elems);
-				if (!in->shape.elems)
-					return nomem(p);
-				for (int k = 0; k < in->n_operands; k++)
-					in->shape.elems[k] = in->operands[k]->shape;
-			}
-		}
 	}
 
 	/* users: distinct instructions of this computation per operand */
