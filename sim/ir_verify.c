@@ -59,7 +59,8 @@ struct vctx {
 	const struct ir_instr *in;
 	struct ts_diag *d;
 	const char *file;
-	const int *async_starts; /* per computation: async-starts calling it */
+	/* per computation: the first async-start calling it, or NULL */
+	const struct ir_instr **first_start;
 };
 
 /* Refuses the instruction: "op name: message" at its line:col. */
@@ -208,9 +209,10 @@ static bool check_async(struct vctx *v)
 		return refuse(v, "expects the shape ((async-operands), "
 				 "async-outputs, state)");
 	if (in->op == IR_OP_ASYNC_START) {
-		if (in->n_called && v->async_starts[in->called[0]->index] > 1)
+		if (in->n_called && v->first_start[in->called[0]->index] != in)
 			return refuse(v, "computation %s is called by more than "
-					 "one async op", in->called[0]->name);
+					 "one async op (also by %s)", in->called[0]->name,
+				      v->first_start[in->called[0]->index]->name);
 		return true;
 	}
 	const struct ir_instr *st = in->operands[0];
@@ -446,7 +448,8 @@ static bool check_instr(struct vctx *v)
 
 enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 {
-	int *starts = ts_calloc((size_t)m->n_comps + 1, sizeof *starts);
+	const struct ir_instr **starts =
+		ts_calloc((size_t)m->n_comps + 1, sizeof *starts);
 	if (!starts) {
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
@@ -454,8 +457,9 @@ enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 	for (int c = 0; c < m->n_comps; c++)
 		for (int i = 0; i < m->comps[c]->n_instrs; i++) {
 			const struct ir_instr *in = m->comps[c]->instrs[i];
-			if (in->op == IR_OP_ASYNC_START && in->n_called)
-				starts[in->called[0]->index]++;
+			if (in->op == IR_OP_ASYNC_START && in->n_called &&
+			    !starts[in->called[0]->index])
+				starts[in->called[0]->index] = in;
 		}
 	enum ts_status st = TS_OK;
 	for (int c = 0; c < m->n_comps && st == TS_OK; c++) {
@@ -478,6 +482,6 @@ enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 			st = TS_ERR_PARSE;
 		}
 	}
-	ts_free(starts);
+	ts_free((void *)starts);
 	return st;
 }
