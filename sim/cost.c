@@ -84,16 +84,70 @@ static enum ts_status bad_attr(const struct ir_instr *in, const char *file,
 	return TS_ERR_PARSE;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
+/* Floor and ceiling of a / b for b > 0, in 128 bits: the offsets below
+ * combine int64 attributes (padding, dilation) that may be anything the
+ * text holds. */
+typedef __int128 i128;
+static i128 floor_div(i128 a, i128 b)
 {
-	int64_t q = a / b;
-	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+	i128 q = a / b;
+	return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b)
+static i128 ceil_div(i128 a, i128 b)
 {
 	return -floor_div(-a, b);
 }
+
+/* Inverse of a modulo m (gcd(a, m) == 1, m >= 1), by extended Euclid. */
+static i128 mod_inverse(i128 a, i128 m)
+{
+	i128 r0 = m, r1 = a % m, t0 = 0, t1 = 1;
+	while (r1 != 0) {
+		i128 q = r0 / r1, r = r0 - q * r1, t = t0 - q * t1;
+		r0 = r1;
+		r1 = r;
+		t0 = t1;
+		t1 = t;
+	}
+	return ((t0 % m) + m) % m;
+}
+
+/*
+ * Output positions of one kernel tap: o in [0, O) with x = o*s + off in
+ * [0, xmax] and x a multiple of ld. The o satisfying the bounds form an
+ * interval; with ld > 1 the multiples are o = o0 (mod ld / g), g =
+ * gcd(s, ld), when g divides off (else none). O(log ld), no loop over O.
+ */
+static i128 tap_positions(int64_t out_size, int64_t s, i128 off, int64_t ld,
+			  i128 xmax)
+{
+	i128 lo = ceil_div(-off, s), hi = floor_div(xmax - off, s);
+	if (lo < 0)
+		lo = 0;
+	if (hi > out_size - 1)
+		hi = out_size - 1;
+	if (hi < lo)
+		return 0;
+	if (ld == 1)
+		return hi - lo + 1;
+	i128 g = s, h = ld;
+	while (h) {
+		i128 t = g % h;
+		g = h;
+		h = t;
+	}
+	if (off % g != 0)
+		return 0;
+	i128 m = ld / g;
+	i128 o0 = (((-off / g) % m + m) % m) * mod_inverse((s / g) % m, m) % m;
+	i128 first = lo + (((o0 - lo) % m) + m) % m;
+	return first > hi ? 0 : (hi - first) / m + 1;
+}
+
+/* Kernel taps counted one by one up to this many; past it (no real
+ * window is that wide) taps are sampled at an even stride. */
+#define TAP_EXACT (1 << 20)
 
 /*
  * Valid (kernel tap, output position) pairs along one spatial dim:
@@ -101,33 +155,24 @@ static int64_t ceil_div(int64_t a, int64_t b)
  *   x = o*stride - pad_lo + k*rhs_dilate is a multiple of lhs_dilate and
  *   0 <= x / lhs_dilate < I.
  * This is HloCostAnalysis::HandleConvolution's rule: taps that land on
- * padding or on base-dilation holes do no work. For lhs_dilate == 1 each
- * tap's valid o form one interval (closed form, O(K)); otherwise a loop
- * over o (O(K*O), rare: transposed convolutions). Source: docs/HLO.md 3.1.
+ * padding or on base-dilation holes do no work. Each tap's positions are
+ * counted in closed form (tap_positions), so the cost is O(K log ld),
+ * independent of O. Known to be approximate only for K > 2^20 taps: then
+ * taps are sampled at an even stride, each standing for its stride.
+ * Source: docs/HLO.md 3.1.
  */
 static double valid_positions(int64_t in_size, int64_t out_size, int64_t k_size,
 			      const struct ir_window_dim *wd)
 {
 	int64_t s = wd->stride, ld = wd->lhs_dilate, rd = wd->rhs_dilate;
+	int64_t step = k_size > TAP_EXACT ? ir_ceil_div(k_size, TAP_EXACT) : 1;
+	i128 xmax = (i128)(in_size - 1) * ld;
 	double count = 0;
-	for (int64_t k = 0; k < k_size; k++) {
-		int64_t off = k * rd - wd->pad_lo; /* x = o*s + off */
-		if (ld == 1) {
-			int64_t lo = ceil_div(-off, s);
-			int64_t hi = floor_div(in_size - 1 - off, s);
-			if (lo < 0)
-				lo = 0;
-			if (hi > out_size - 1)
-				hi = out_size - 1;
-			if (hi >= lo)
-				count += (double)(hi - lo + 1);
-			continue;
-		}
-		for (int64_t o = 0; o < out_size; o++) {
-			int64_t x = o * s + off;
-			if (x >= 0 && x % ld == 0 && x / ld < in_size)
-				count += 1;
-		}
+	for (int64_t k = 0; k < k_size; k += step) {
+		i128 off = (i128)k * rd - wd->pad_lo; /* x = o*s + off */
+		int64_t stands = k_size - k < step ? k_size - k : step;
+		count += (double)tap_positions(out_size, s, off, ld, xmax) *
+			 (double)stands;
 	}
 	return count;
 }

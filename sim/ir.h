@@ -66,6 +66,30 @@ const char *ir_class_name(enum ir_class c);
 /* Exact lookup of an opcode word of length n; IR_OP_INVALID if none. */
 enum ir_op ir_op_from_name(const char *s, size_t n);
 
+/* ---- size arithmetic ------------------------------------------------------ */
+
+/*
+ * Sizes (elements, tiles, blocks, bytes) are non-negative int64. The parser
+ * refuses a shape whose element count or bytes pass 2^63, but padding,
+ * blocking and products of grid dimensions can still pass it: these
+ * saturate at INT64_MAX instead of wrapping (the cost is then absurd but
+ * finite and positive). For non-negative arguments, m > 0.
+ */
+static inline int64_t ir_mul_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+static inline int64_t ir_ceil_div(int64_t a, int64_t m)
+{
+	return a / m + (a % m != 0);
+}
+/* a rounded up to a multiple of m */
+static inline int64_t ir_round_up(int64_t a, int64_t m)
+{
+	return ir_mul_sat(ir_ceil_div(a, m), m);
+}
+
 /* ---- shapes and layouts --------------------------------------------------- */
 
 /* One tile of a layout: T(8,128) has rank 2, dims {8,128}. A dimension

@@ -104,7 +104,7 @@ void ir_shape_default_tile(const struct ir_shape *s, struct ir_tile *t)
 
 static int64_t pad_up(int64_t v, int64_t m)
 {
-	return v <= 0 ? m : (v + m - 1) / m * m;
+	return v <= 0 ? m : ir_round_up(v, m);
 }
 
 /* The default order with dims sm (sublane) and m (lane) moved last. */

@@ -235,12 +235,13 @@ static bool reshape_is_bitcast(const struct ir_instr *in)
 	}
 	int64_t ma = 1, mr = 1;
 	for (int i = 0; i < a->rank - k; i++)
-		ma *= pa[i];
+		ma = ir_mul_sat(ma, pa[i]);
 	for (int i = 0; i < r->rank - k; i++)
-		mr *= pr[i];
+		mr = ir_mul_sat(mr, pr[i]);
 	if (ta == tr)
-		return ma == mr;
-	return k > 1 && ta % e == 0 && tr % e == 0 && ma * ta == mr * tr;
+		return ma == mr && ma < INT64_MAX;
+	int64_t sa = ir_mul_sat(ma, ta), sr = ir_mul_sat(mr, tr);
+	return k > 1 && ta % e == 0 && tr % e == 0 && sa == sr && sa < INT64_MAX;
 }
 
 /* A transpose is a bitcast when its layouts make the permutation a

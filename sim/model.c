@@ -529,7 +529,7 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 							 : 1;
 			}
 		}
-		int64_t pe = (ad->elems + ad->tile - 1) / ad->tile * ad->tile;
+		int64_t pe = ir_round_up(ad->elems, ad->tile);
 		bytes *= (double)pe;
 	}
 	a->bytes = bytes;
@@ -1202,12 +1202,12 @@ static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
 		       struct sim_blocks *b)
 {
 	b->bound = bound;
-	b->nb = (dm->tiles + bound - 1) / bound;
-	int64_t full = bound * dm->tile;
+	b->nb = ir_ceil_div(dm->tiles, bound);
+	int64_t full = ir_mul_sat(bound, dm->tile);
 	if (full > dm->elems)
 		full = dm->elems;
 	b->full = full;
-	int64_t rest = dm->elems - (b->nb - 1) * full;
+	int64_t rest = dm->elems - ir_mul_sat(b->nb - 1, full);
 	if (rest == full || b->nb == 1) {
 		b->n_full = b->nb;
 		b->last = full;
@@ -1223,7 +1223,7 @@ static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
 
 static int64_t pad_to(int64_t e, int64_t t)
 {
-	return t > 1 ? (e + t - 1) / t * t : e;
+	return t > 1 ? ir_round_up(e, t) : e;
 }
 
 /* Elements of an access dim in a block: grid block a, window block w. */
@@ -1281,11 +1281,12 @@ static void straddle(const struct sim_plan_adim *ad, const struct sim_blocks *g,
 	if (t <= 1 || f <= 0 || f % t == 0 || g->nb <= 1)
 		return;
 	int64_t n = g->n_full, gg = gcd64(f, t);
-	double tiles = (double)n + (double)(n * f / t) - (double)(n * gg / t);
+	double tiles = (double)n + (double)(ir_mul_sat(n, f) / t) -
+		       (double)(ir_mul_sat(n, gg) / t);
 	double last_tiles = 0;
 	if (g->n_last) {
-		int64_t st = n * f, e = g->last;
-		if (st + e > ad->elems)
+		int64_t st = ir_mul_sat(n, f), e = g->last;
+		if (st > ad->elems - e)
 			e = ad->elems - st;
 		last_tiles = e > 0 ? (double)((st + e - 1) / t - st / t + 1) : 0.0;
 	}

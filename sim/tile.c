@@ -200,7 +200,7 @@ enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
 		g->logical[i] = order[i];
 		g->elems[i] = e > 0 ? e : 1;
 		g->tile[i] = te;
-		g->tiles[i] = (g->elems[i] + te - 1) / te;
+		g->tiles[i] = ir_ceil_div(g->elems[i], te);
 	}
 	return TS_OK;
 }
@@ -297,9 +297,9 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t shared_kernel_bound(const struct sim_plan *p, int kd, int od,
 				   int64_t ob)
 {
-	int64_t e = min64(ob * p->out.tile[od], p->out.elems[od]);
+	int64_t e = min64(ir_mul_sat(ob, p->out.tile[od]), p->out.elems[od]);
 	int64_t kt = p->kern.tile[kd];
-	int64_t kb = (e + kt - 1) / kt;
+	int64_t kb = ir_ceil_div(e, kt);
 	if (min64(kb * kt, p->kern.elems[kd]) != e)
 		return -1;
 	return kb;
@@ -394,7 +394,7 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 			continue;
 		if (gave_kern && !gave_out) {
 			/* out bound from the kernel bound */
-			int64_t e = min64(c.kernel_bounds[kd] * p->kern.tile[kd],
+			int64_t e = min64(ir_mul_sat(c.kernel_bounds[kd], p->kern.tile[kd]),
 					  p->kern.elems[kd]);
 			int64_t ob = (e + p->out.tile[od] - 1) / p->out.tile[od];
 			c.out_bounds[od] = ob;
@@ -476,7 +476,7 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 				if (b != n / b)
 					all[k++] = n / b;
 			}
-		for (int64_t b = 2; b < n && k < 510; b *= 2)
+		for (int64_t b = 2; b < n && k < 510; b = ir_mul_sat(b, 2))
 			all[k++] = b;
 		all[k++] = n;
 		qsort(all, (size_t)k, sizeof *all, cmp_i64);
@@ -528,10 +528,10 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 			    p->kern.tile[kd] > p->out.tile[i] &&
 			    p->kern.tile[kd] % p->out.tile[i] == 0)
 				q = p->kern.tile[kd] / p->out.tile[i];
-		int64_t n = (p->out.tiles[i] + q - 1) / q;
+		int64_t n = ir_ceil_div(p->out.tiles[i], q);
 		n_cand[nf] = dim_candidates(n, per_dim, cand[nf], CAND_MAX);
 		for (int c = 0; c < n_cand[nf]; c++) {
-			int64_t b = cand[nf][c] * q;
+			int64_t b = ir_mul_sat(cand[nf][c], q);
 			cand[nf][c] = b < p->out.tiles[i] ? b : p->out.tiles[i];
 		}
 		nf++;

@@ -149,6 +149,22 @@ static void test_conv_lhs_dilation(void **state)
 	assert_near(m, 144.0, 0);
 }
 
+/*
+ * The same rule at sizes no loop over outputs could count (it once spun for
+ * minutes here): input 8 wide, lhs_dilate = 1000000007, pad 2_2, 3 taps,
+ * 4e9 outputs. x = o - 2 + k must be a multiple of 1000000007 with
+ * x / 1000000007 in [0, 8): x = j * 1000000007 and o = x + 2 - k < 4e9
+ * leaves j = 0..3 for every tap: 4 x 3 = 12 MACs.
+ */
+static void test_conv_huge_dilation(void **state)
+{
+	(void)state;
+	double m = conv_macs("f32[1,8,1]", "f32[3,1,1]", "f32[1,4000000000,1]",
+			     "window={size=3 pad=2_2 lhs_dilate=1000000007}, "
+			     "dim_labels=b0f_0io->b0f");
+	assert_near(m, 12.0, 0);
+}
+
 /* A convolution used as a matmul (no spatial dims, TpuGraphs fusion.261
  * style): MACs = C_in 32 x C_out 1000 x N 64. */
 static void test_conv_as_matmul(void **state)
@@ -552,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_conv_stride),
 		cmocka_unit_test(test_conv_depthwise),
 		cmocka_unit_test(test_conv_lhs_dilation),
+		cmocka_unit_test(test_conv_huge_dilation),
 		cmocka_unit_test(test_conv_as_matmul),
 		cmocka_unit_test(test_padded_elementwise),
 		cmocka_unit_test(test_padded_bf16_transcendental),
