@@ -1,31 +1,61 @@
 /*
- * ir_verify.c: the shape checks XLA's HloVerifier makes, for the ops whose
- * result shape follows from their operands and attributes. A module that
- * parses but declares a shape its operands cannot produce is refused at the
- * instruction, as XLA refuses it, instead of being costed on a shape that
- * does not exist. Checked (static dimensions only; dynamic ones, layouts
- * and element types are not compared):
+ * ir_verify.c: the checks XLA's HloVerifier and shape inference make on a
+ * parsed module. A module that parses but declares a shape its operands
+ * cannot produce, or breaks an op's structure, is refused at the
+ * instruction (file:line:col), as XLA refuses it, instead of being costed
+ * on a shape that does not exist.
+ *
+ * Structure (every instruction):
+ *   operand counts     as ir_ops.def gives them (XLA's parser's counts);
+ *   conditional        a scalar PRED predicate with true/false
+ *                      computations or a scalar S32 index with
+ *                      branch_computations; one branch per operand, each
+ *                      taking one parameter of that operand's dimensions
+ *                      and returning the conditional's;
+ *   while              condition and body take the loop's shape, the body
+ *                      returns it, the condition returns pred[];
+ *   async ops          start/update shapes ((operands), outputs, state);
+ *                      update/done take one async op and agree with its
+ *                      start on wrapped op, computation and thread; one
+ *                      async-start per wrapped computation;
+ *   infeed             a non-empty tuple shape;
+ *   computations       a declared "-> shape" is its root's (element types
+ *                      included).
+ * Shapes (static dimensions; dynamic ones, layouts and, but for the
+ * computation result, element types are not compared):
  *   elementwise ops    every array operand of the result's rank has its
  *                      dimensions (rank-0 operands pass: select/clamp);
  *   dot                result = batch dims, lhs free dims, rhs free dims;
  *                      contracting and batch extents agree;
+ *   convolution        features, batch groups and window output extents;
+ *   reduce             inputs without the reduced dims (distinct, in range);
+ *   reduce-window      window output extents per dimension;
  *   reshape            the same element count;
  *   broadcast          one dimensions= entry per operand dim, in range,
  *                      extents equal;
  *   slice              0 <= start <= limit <= extent, stride >= 1, result
  *                      extent ceil((limit - start) / stride);
+ *   dynamic-slice      sizes within the operand, result = sizes;
+ *   pad                lo + hi + n + (n - 1) x interior, interior >= 0;
+ *   gather             offset and batch dims as InferGatherShape places
+ *                      them, slice sizes within the operand;
  *   concatenate        equal ranks and extents but along the dimension,
  *                      whose extents add up;
+ *   copy, reverse, scatter, select-and-scatter, dynamic-update-slice and
+ *   one-operand all-reduce / all-to-all: operand 0's dimensions (an update
+ *                      within the operand);
+ *   iota               iota_dimension in range;
  *   get-tuple-element  the index names an element of the tuple operand,
  *                      of the result's dimensions;
  *   fusion, call       one parameter of the called computation per
  *                      operand, of the operand's dimensions, and a root of
  *                      the result's.
  * Not checked: transpose (XLA's own corpus has a transpose whose declared
- * shape its dimensions= contradict, which XLA's parser reads), random
- * number ops (their operands are state, not data); and (yet): convolution,
- * reduce, reduce-window, gather, scatter,
- * pad, dynamic slices, while/conditional signatures, collectives.
+ * shape its dimensions= contradict, which XLA's parser reads), a
+ * convolution's window sizes against its kernel (likewise), random number
+ * ops (their operands are state), sort and multi-operand collectives,
+ * all-gather and reduce-scatter extents (the group size is not always
+ * known), custom calls, and scatter's index and update operands.
  */
 #include "ir.h"
 
@@ -35,6 +65,8 @@
 
 /* Ranks a dot result can have: twice the parser's largest rank. */
 #define VERIFY_MAX_DIMS 256
+/* Ranks the window, pad and gather rules compare (the parser's limit). */
+#define HP_VERIFY_RANK 128
 
 /* Dimensions to compare: an array whose every dim is static. */
 static bool checkable(const struct ir_shape *s)
@@ -315,6 +347,266 @@ static bool check_dot(struct vctx *v)
 	return true;
 }
 
+typedef __int128 i128;
+
+/*
+ * Output extent of one windowed dimension (XLA: ShapeInference's
+ * InferWindowOutputShape and window_util::StridedBound), in 128 bits as the
+ * attributes may hold any int64:
+ *   padded = (in - 1) * lhs_dilate + 1 + pad_lo + pad_hi   (pads alone if in = 0)
+ *   window = (size - 1) * rhs_dilate + 1
+ *   out    = window > padded ? 0 : (padded - window) / stride + 1
+ * -1 for a window XLA refuses (size, stride or a dilation below 1, or a
+ * padded extent below 0).
+ */
+static i128 window_out(int64_t in, const struct ir_window_dim *w)
+{
+	if (w->size < 1 || w->stride < 1 || w->lhs_dilate < 1 || w->rhs_dilate < 1)
+		return -1;
+	i128 padded = (in > 0 ? (i128)(in - 1) * w->lhs_dilate + 1 : 0) +
+		      w->pad_lo + w->pad_hi;
+	i128 window = (i128)(w->size - 1) * w->rhs_dilate + 1;
+	if (padded < 0)
+		return -1;
+	return window > padded ? 0 : (padded - window) / w->stride + 1;
+}
+
+/* The k-th result of an op with n results: the shape itself when n is 1,
+ * else element k of the tuple (NULL when the tuple has no such element). */
+static const struct ir_shape *result_k(const struct ir_shape *s, int n, int k)
+{
+	if (n == 1)
+		return s;
+	if (s->type != IR_TYPE_TUPLE || s->n_elems != n)
+		return NULL;
+	return &s->elems[k];
+}
+
+/* Compares want[0..n) with a result shape's dimensions. */
+static bool dims_are(struct vctx *v, const struct ir_shape *r, const i128 *want,
+		     int n, const char *what)
+{
+	if (!r || r->type == IR_TYPE_TUPLE)
+		return bad(v, "%s: the result is not an array", what);
+	if (!checkable(r))
+		return true;
+	if (r->rank != n)
+		return bad(v, "%s: rank %d", what, n);
+	for (int i = 0; i < n; i++)
+		if (r->dims[i] != want[i])
+			return bad(v, "%s: dimension %d is %lld", what, i,
+				   (long long)want[i]);
+	return true;
+}
+
+/* convolution (XLA: ShapeInference::InferConvolveShape): input features =
+ * kernel input features x feature_group_count, batch / batch_group_count,
+ * kernel output features, spatial extents by window_out. Window sizes are
+ * not held to the kernel's extents: XLA's own corpus has a convolution
+ * whose window is 3 wide over a kernel 2 wide, which its parser reads. */
+static bool check_convolution(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_conv_dims *cd = in->attrs.conv;
+	const struct ir_window *w = in->attrs.window;
+	const struct ir_shape *l = &in->operands[0]->shape;
+	const struct ir_shape *r = &in->operands[1]->shape;
+	if (!cd || !checkable(l) || !checkable(r))
+		return true;
+	int n = cd->n_spatial;
+	if (l->rank != n + 2 || r->rank != n + 2 || in->shape.rank != n + 2)
+		return bad(v, "dim_labels name %d dimensions", n + 2);
+	if (n && (!w || w->n != n))
+		return bad(v, "the window has %d dimensions for %d spatial ones",
+			   w ? w->n : 0, n);
+	int64_t fgc = in->attrs.feature_group_count;
+	int64_t bgc = in->attrs.batch_group_count;
+	if ((i128)r->dims[cd->rhs_in] * fgc != l->dims[cd->lhs_feature])
+		return bad(v, "input features %lld are not kernel input features "
+			      "%lld x feature_group_count %lld",
+			   (long long)l->dims[cd->lhs_feature],
+			   (long long)r->dims[cd->rhs_in], (long long)fgc);
+	if (l->dims[cd->lhs_batch] % bgc != 0)
+		return bad(v, "batch %lld is not a multiple of batch_group_count "
+			      "%lld", (long long)l->dims[cd->lhs_batch],
+			   (long long)bgc);
+	i128 want[HP_VERIFY_RANK];
+	if (n + 2 > HP_VERIFY_RANK)
+		return true;
+	want[cd->out_batch] = l->dims[cd->lhs_batch] / bgc;
+	want[cd->out_feature] = r->dims[cd->rhs_out];
+	for (int i = 0; i < n; i++) {
+		const struct ir_window_dim *wd = &w->dims[i];
+		want[cd->out_spatial[i]] = window_out(l->dims[cd->lhs_spatial[i]], wd);
+		if (want[cd->out_spatial[i]] < 0)
+			return bad(v, "window dimension %d is malformed", i);
+	}
+	return dims_are(v, &in->shape, want, n + 2, "convolution");
+}
+
+/* reduce (N inputs, N inits): each result is its input without the
+ * dimensions= dims, which are in range and distinct. */
+static bool check_reduce(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_ints *dm = in->attrs.dimensions;
+	if (in->n_operands % 2)
+		return refuse(v, "takes inputs and as many init values, given %d "
+				 "operands", in->n_operands);
+	int n = in->n_operands / 2;
+	for (int k = 0; k < n; k++) {
+		const struct ir_shape *o = &in->operands[k]->shape;
+		if (!checkable(o) || !dm)
+			continue;
+		i128 want[HP_VERIFY_RANK];
+		int m = 0;
+		for (int i = 0; i < dm->n; i++) {
+			if (dm->v[i] < 0 || dm->v[i] >= o->rank)
+				return bad(v, "dimensions= entry %lld out of range",
+					   (long long)dm->v[i]);
+			for (int j = 0; j < i; j++)
+				if (dm->v[j] == dm->v[i])
+					return bad(v, "dimensions= repeats %lld",
+						   (long long)dm->v[i]);
+		}
+		for (int i = 0; i < o->rank && m < HP_VERIFY_RANK; i++)
+			if (!in_list(dm, i))
+				want[m++] = o->dims[i];
+		if (!dims_are(v, result_k(&in->shape, n, k), want, m, "reduce"))
+			return false;
+	}
+	return true;
+}
+
+/* reduce-window (N inputs, N inits): one window dimension per input
+ * dimension, each result extent by window_out. */
+static bool check_reduce_window(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_window *w = in->attrs.window;
+	if (in->n_operands % 2)
+		return refuse(v, "takes inputs and as many init values, given %d "
+				 "operands", in->n_operands);
+	int n = in->n_operands / 2;
+	for (int k = 0; k < n; k++) {
+		const struct ir_shape *o = &in->operands[k]->shape;
+		if (!checkable(o) || !w)
+			continue;
+		if (w->n != o->rank)
+			return bad(v, "the window has %d dimensions for rank %d",
+				   w->n, o->rank);
+		i128 want[HP_VERIFY_RANK];
+		for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++)
+			if ((want[i] = window_out(o->dims[i], &w->dims[i])) < 0)
+				return bad(v, "window dimension %d is malformed", i);
+		if (!dims_are(v, result_k(&in->shape, n, k), want,
+			      o->rank < HP_VERIFY_RANK ? o->rank : HP_VERIFY_RANK,
+			      "reduce-window"))
+			return false;
+	}
+	return true;
+}
+
+/* pad: extent lo + hi + n + (n - 1) x interior per dimension, interior
+ * >= 0, the padding value a scalar. */
+static bool check_pad(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_padding *pd = in->attrs.padding;
+	const struct ir_shape *o = &in->operands[0]->shape;
+	const struct ir_shape *pv = &in->operands[1]->shape;
+	if (pv->type == IR_TYPE_TUPLE || pv->rank != 0)
+		return refuse(v, "the padding value must be a scalar");
+	if (!pd || !checkable(o))
+		return true;
+	if (pd->n != o->rank)
+		return bad(v, "padding= has %d dimensions for rank %d", pd->n,
+			   o->rank);
+	i128 want[HP_VERIFY_RANK];
+	for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++) {
+		const struct ir_pad_dim *x = &pd->dims[i];
+		if (x->interior < 0)
+			return bad(v, "negative interior padding %lld",
+				   (long long)x->interior);
+		int64_t e = o->dims[i];
+		want[i] = (i128)x->lo + x->hi + e +
+			  (e > 0 ? (i128)(e - 1) * x->interior : 0);
+		if (want[i] < 0)
+			return bad(v, "dimension %d would be negative", i);
+	}
+	return dims_are(v, &in->shape, want,
+			o->rank < HP_VERIFY_RANK ? o->rank : HP_VERIFY_RANK, "pad");
+}
+
+/*
+ * gather (XLA: ShapeInference::InferGatherShape): the result has the
+ * offset dims at the offset_dims positions, sized by slice_sizes without
+ * the collapsed and operand batching dims, and the batch dims of the
+ * indices (without index_vector_dim) elsewhere, in order; each slice size
+ * at most the operand's extent.
+ */
+static bool check_gather(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_gather_dims *g = in->attrs.gather;
+	const struct ir_shape *o = &in->operands[0]->shape;
+	const struct ir_shape *ix = &in->operands[1]->shape;
+	if (!g || !checkable(o) || !checkable(ix))
+		return true;
+	if (g->slice_sizes.n != o->rank)
+		return bad(v, "slice_sizes has %d entries for rank %d",
+			   g->slice_sizes.n, o->rank);
+	i128 offs[HP_VERIFY_RANK], batch[HP_VERIFY_RANK];
+	int n_off = 0, n_batch = 0;
+	for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++) {
+		int64_t z = g->slice_sizes.v[i];
+		if (z < 0 || z > o->dims[i])
+			return bad(v, "slice size %lld of an extent of %lld",
+				   (long long)z, (long long)o->dims[i]);
+		if (!in_list(&g->collapsed_slice_dims, i) &&
+		    !in_list(&g->operand_batching_dims, i))
+			offs[n_off++] = z;
+	}
+	for (int i = 0; i < ix->rank && i < HP_VERIFY_RANK; i++)
+		if (i != g->index_vector_dim)
+			batch[n_batch++] = ix->dims[i];
+	if (n_off != g->offset_dims.n)
+		return bad(v, "offset_dims has %d entries for %d offset dimensions",
+			   g->offset_dims.n, n_off);
+	int n = n_off + n_batch;
+	if (n > HP_VERIFY_RANK)
+		return true;
+	i128 want[HP_VERIFY_RANK];
+	int ko = 0, kb = 0;
+	for (int i = 0; i < n; i++) {
+		if (in_list(&g->offset_dims, i))
+			want[i] = ko < n_off ? offs[ko++] : -1;
+		else
+			want[i] = kb < n_batch ? batch[kb++] : -1;
+	}
+	return dims_are(v, &in->shape, want, n, "gather");
+}
+
+/* Ops whose result has the dimensions of their first operand (the
+ * collectives when they take one operand: the in-place collective-permute
+ * takes four). */
+static bool same_as_operand(const struct ir_instr *in)
+{
+	switch (in->op) {
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_TO_ALL:
+		return in->n_operands == 1;
+	case IR_OP_COPY:
+	case IR_OP_REVERSE:
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+	case IR_OP_SCATTER:
+	case IR_OP_SELECT_AND_SCATTER:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool check_instr(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
@@ -326,6 +618,39 @@ static bool check_instr(struct vctx *v)
 	switch (in->op) {
 	case IR_OP_DOT:
 		return check_dot(v);
+	case IR_OP_CONVOLUTION:
+		return check_convolution(v);
+	case IR_OP_REDUCE:
+		return check_reduce(v);
+	case IR_OP_REDUCE_WINDOW:
+		return check_reduce_window(v);
+	case IR_OP_PAD:
+		return check_pad(v);
+	case IR_OP_GATHER:
+		return check_gather(v);
+	case IR_OP_DYNAMIC_SLICE: {
+		const struct ir_ints *z = in->attrs.dynamic_slice_sizes;
+		if (!o0 || !checkable(o0) || !z)
+			return true;
+		if (z->n != o0->rank)
+			return bad(v, "dynamic_slice_sizes has %d entries for rank %d",
+				   z->n, o0->rank);
+		i128 want[HP_VERIFY_RANK];
+		for (int i = 0; i < z->n && i < HP_VERIFY_RANK; i++) {
+			if (z->v[i] < 0 || z->v[i] > o0->dims[i])
+				return bad(v, "slice size %lld of an extent of %lld",
+					   (long long)z->v[i], (long long)o0->dims[i]);
+			want[i] = z->v[i];
+		}
+		return dims_are(v, s, want, z->n < HP_VERIFY_RANK ? z->n :
+			       HP_VERIFY_RANK, "dynamic-slice");
+	}
+	case IR_OP_IOTA:
+		if (in->attrs.iota_dimension < 0 ||
+		    in->attrs.iota_dimension >= (s->rank ? s->rank : 1))
+			return bad(v, "iota_dimension %lld out of range",
+				   (long long)in->attrs.iota_dimension);
+		return true;
 	case IR_OP_RESHAPE:
 		if (o0 && checkable(o0) && ir_shape_elems(o0) != ir_shape_elems(s))
 			return bad(v, "reshape of %lld elements to %lld",
@@ -431,6 +756,24 @@ static bool check_instr(struct vctx *v)
 	}
 	default:
 		break;
+	}
+	if (same_as_operand(in)) {
+		if (o0 && checkable(o0) && !ir_shape_equal_dims(o0, s))
+			return bad(v, "operand 0 has other dimensions");
+		if (in->op == IR_OP_DYNAMIC_UPDATE_SLICE && o0 && checkable(o0)) {
+			const struct ir_shape *u = &in->operands[1]->shape;
+			if (!checkable(u))
+				return true;
+			if (u->rank != o0->rank)
+				return bad(v, "the update has rank %d", u->rank);
+			for (int i = 0; i < u->rank; i++)
+				if (u->dims[i] > o0->dims[i])
+					return bad(v, "the update's dimension %d (%lld) "
+						      "passes the operand's %lld", i,
+						   (long long)u->dims[i],
+						   (long long)o0->dims[i]);
+		}
+		return true;
 	}
 	enum ir_class c = ir_op_class(in->op);
 	if ((c != IR_CLASS_ELEMENTWISE && c != IR_CLASS_TRANSCENDENTAL) ||
