@@ -779,6 +779,95 @@ static void test_errors(void **state)
 /* The shape verifier (sim/ir_verify.c): a declared shape its operands
  * cannot produce is refused at the instruction's name. Each expectation
  * worked out by hand from the operand shapes. */
+/*
+ * XLA's parser and verifier rules beyond shapes (xla/hlo/parser, hlo
+ * verifier): attributes required, repeated or not allowed on an opcode,
+ * the syntax of result_accuracy, control-predecessors, layout constraints,
+ * aliasing and sparse layouts, declared operand shapes, and the structure
+ * of conditionals, loops, async ops, infeeds and computation signatures.
+ * Positions are the offending token's (computed from the texts by hand).
+ */
+static void test_xla_rules(void **state)
+{
+	(void)state;
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT b = f32[4,4] broadcast(p), dimensions={0}, dimensions={1}\n}\n",
+		  3, 51, "attribute 'dimensions' given twice");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT n = f32[4] negate(p), to_apply=e\n}\n",
+		  3, 30, "unexpected attribute \"to_apply\" for negate");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT b = f32[4,4] broadcast(p)\n}\n",
+		  3, 8, "broadcast 'b' needs attribute 'dimensions'");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT x = f32[4] exponential(p), result_accuracy={mode=high}\n}\n",
+		  3, 57, "bad result_accuracy: expects ResultAccuracy type but sees: high");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT x = f32[4] exponential(p), result_accuracy={tolerance={atol=1e-5, ulps=x}}\n}\n",
+		  3, 79, "bad result_accuracy: ulps expects an integer, got 'x'");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT x = f32[4] negate(p), control-predecessors={q}\n}\n",
+		  3, 52, "use of undefined instruction 'q'");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT x = f32[4] custom-call(p), custom_call_target=\"f\", "
+		  "operand_layout_constraints={f32[5]{0}}\n}\n",
+		  3, 87, "operand_layout_constraints: operand 0 is not compatible "
+			 "with operand shape");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n  ROOT x = f32[4] negate(s32[4] p)\n}\n",
+		  3, 26, "the declared operand shape s32[4] is not compatible with "
+			 "the shape of the operand instruction f32[4]");
+	parse_err("HloModule m, input_output_alias={ {0}: (0, {x}) }\n"
+		  "ENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n",
+		  1, 45, "expects integer in ShapeIndex, got 'x'");
+	parse_err("HloModule m, buffer_donor={ (0, {}) (1, {}) }\n"
+		  "ENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n",
+		  1, 37, "expects '}' at the end of buffer donor description, got '('");
+	parse_err("ENTRY e {\n  ROOT p = f32[4,4]{1,0:D(D,Q)} parameter(0)\n}\n",
+		  2, 29, "malformed layout: expected a DimLevelType abbreviation "
+			 "(D, C, S or H), got 'Q'");
+	parse_err("ENTRY e {\n  ROOT p = f32[4,4]{1,0:P(f32[16])} parameter(0)\n}\n",
+		  2, 25, "malformed layout: it has a physical shape, but is not for "
+			 "a sparse array");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n  ROOT x = f32[4] add(p)\n}\n",
+		  3, 8, "add x: takes 2 operands, given 1");
+	parse_err("b0 {\n  a = f32[] parameter(0)\n  ROOT r = f32[] negate(a)\n}\n"
+		  "ENTRY e {\n  i = s32[] parameter(0)\n  p = f32[] parameter(1)\n"
+		  "  ROOT c = f32[] conditional(i, p), true_computation=b0, "
+		  "false_computation=b0\n}\n",
+		  8, 8, "conditional c: an S32 index takes branch_computations, not "
+			"true_computation and false_computation");
+	parse_err("c {\n  a = f32[] parameter(0)\n  ROOT r = f32[] negate(a)\n}\n"
+		  "ENTRY e {\n  p = f32[] parameter(0)\n"
+		  "  ROOT w = f32[] while(p), condition=c, body=c\n}\n",
+		  7, 8, "while w: condition c returns f32[], not pred[]");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  s = (f32[4], f32[4], s32[]) custom-call-start(p), custom_call_target=\"f\"\n"
+		  "  ROOT d = f32[4] custom-call-done(s)\n}\n",
+		  3, 3, "async-start s: expects the shape ((async-operands), "
+			"async-outputs, state)");
+	parse_err("ENTRY e {\n  t = token[] after-all()\n  ROOT i = f32[4] infeed(t)\n}\n",
+		  3, 8, "infeed i: infeed must have a non-empty tuple shape");
+	parse_err("ENTRY e () -> f32[4] {\n  ROOT p = s32[4] parameter(0)\n}\n",
+		  1, 15, "shape of computation e, f32[4], is not compatible with that "
+			 "of its root instruction p, s32[4]");
+
+	/* accepted: '?' labels, inferred dot and conditional shapes, aliasing */
+	struct parsed r = parse_ok(
+		"HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }, "
+		"buffer_donor={ (1, {}) }\n"
+		"neg {\n  x = f32[2,3] parameter(0)\n  ROOT n = negate(x)\n}\n"
+		"ENTRY e {\n  a = f32[4,2,10] parameter(0)\n  b = f32[4,10,3] parameter(1)\n"
+		"  d = dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+		"rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+		"  q = pred[] parameter(2)\n  y = f32[2,3] parameter(3)\n"
+		"  c = conditional(q, y, y), true_computation=neg, false_computation=neg\n"
+		"  ROOT k = f32[100] custom-call(), window={size=2x2}, "
+		"dim_labels=?b01f_0?1io->b01?f, custom_call_target=\"t\"\n}\n");
+	assert_shape_text(&find_instr(r.m[0], "e", "d")->shape, "f32[4,2,3]");
+	assert_shape_text(&find_instr(r.m[0], "e", "c")->shape, "f32[2,3]");
+	parsed_free(&r);
+}
+
 static void test_verifier(void **state)
 {
 	(void)state;
@@ -832,6 +921,34 @@ static void test_verifier(void **state)
 		  "  ROOT u = f32[4] fusion(a), kind=kLoop, calls=f\n}\n",
 		  5, 8, "fusion u: shape f32[4] does not match its operands: "
 			"operand 0 has other dimensions than parameter 0 of f");
+	/* window: padded 10 - 1 + 1 + 1 + 0 = 11, window 3, stride 1: 9 */
+	parse_err("ENTRY e {\n  l = f32[1,10,2] parameter(0)\n  k = f32[3,2,5] parameter(1)\n"
+		  "  ROOT c = f32[1,10,5] convolution(l, k), window={size=3 stride=1 pad=1_0}, "
+		  "dim_labels=b0f_0io->b0f\n}\n",
+		  4, 8, "convolution c: shape f32[1,10,5] does not match its operands: "
+			"convolution: dimension 1 is 9");
+	parse_err("add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+		  "  ROOT s = f32[] add(x, y)\n}\n"
+		  "ENTRY e {\n  p = f32[4,6] parameter(0)\n  z = f32[] constant(0)\n"
+		  "  ROOT r = f32[6] reduce(p, z), dimensions={1}, to_apply=add\n}\n",
+		  9, 8, "reduce r: shape f32[6] does not match its operands: "
+			"reduce: dimension 0 is 4");
+	/* 1 + 2 + 4 + 3 x 1 interior = 10 */
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+		  "  ROOT r = f32[11] pad(p, z), padding=1_2_1\n}\n",
+		  4, 8, "pad r: shape f32[11] does not match its operands: "
+			"pad: dimension 0 is 10");
+	/* batch dim 5 of the indices first, offset dim 16 at offset_dims={1} */
+	parse_err("ENTRY e {\n  a = f32[8,16] parameter(0)\n  i = s32[5,1] parameter(1)\n"
+		  "  ROOT g = f32[16,5] gather(a, i), offset_dims={1}, "
+		  "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+		  "slice_sizes={1,16}\n}\n",
+		  4, 8, "gather g: shape f32[16,5] does not match its operands: "
+			"gather: dimension 0 is 5");
+	parse_err("ENTRY e {\n  a = f32[8,16] parameter(0)\n  j = s32[] parameter(1)\n"
+		  "  ROOT d = f32[9,16] dynamic-slice(a, j, j), dynamic_slice_sizes={9,16}\n}\n",
+		  4, 8, "dynamic-slice d: shape f32[9,16] does not match its operands: "
+			"slice size 9 of an extent of 8");
 	/* consistent versions of the same read */
 	struct parsed r = parse_ok(
 		"ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[16,32] parameter(1)\n"
@@ -1013,6 +1130,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_gemm_backend_config),
 		cmocka_unit_test(test_nesting_cap),
+		cmocka_unit_test(test_xla_rules),
 		cmocka_unit_test(test_verifier),
 		cmocka_unit_test(test_old_forms),
 		cmocka_unit_test(test_parse_file),
