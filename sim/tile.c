@@ -439,13 +439,13 @@ int64_t sim_plan_steps(const struct sim_plan *p,
 {
 	int64_t steps = 1;
 	for (int i = 0; i < full->n_out && i < p->out.rank; i++)
-		steps *= (p->out.tiles[i] + full->out_bounds[i] - 1) /
-			 full->out_bounds[i];
+		steps = ir_mul_sat(steps, ir_ceil_div(p->out.tiles[i],
+						      full->out_bounds[i]));
 	for (int i = 0; i < full->n_kernel && i < p->kern.rank; i++) {
 		if (p->kern_shared[i] >= 0)
 			continue;
-		steps *= (p->kern.tiles[i] + full->kernel_bounds[i] - 1) /
-			 full->kernel_bounds[i];
+		steps = ir_mul_sat(steps, ir_ceil_div(p->kern.tiles[i],
+						      full->kernel_bounds[i]));
 	}
 	return steps;
 }
@@ -453,15 +453,17 @@ int64_t sim_plan_steps(const struct sim_plan *p,
 /* ---- candidate configs ----------------------------------------------------------- */
 
 /* Candidate bounds of one grid dim of extent n: every value when n <= 16,
- * else the powers of two, the divisors and n itself; ascending. When more
- * than cap (0: no cap) or max remain, an even spread is kept, always with
- * 1 and n. Work: O(sqrt(n)) for the divisors, whatever the extent. */
+ * else the powers of two, the divisors d <= 2^20 with their cofactors n / d
+ * (every divisor when n <= 2^40) and n itself; ascending. When more than
+ * cap (0: no cap) or max remain, an even spread is kept, always with 1 and
+ * n. Work: at most 2^20 trial divisions, whatever the extent. */
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return (x > y) - (x < y);
 }
 
+#define DIVISOR_TRIALS (1 << 20)
 static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 {
 	int64_t all[512];
@@ -470,7 +472,7 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 		for (int64_t b = 1; b <= n; b++)
 			all[k++] = b;
 	} else {
-		for (int64_t b = 1; b <= n / b && k < 480; b++)
+		for (int64_t b = 1; b <= n / b && b <= DIVISOR_TRIALS && k < 480; b++)
 			if (n % b == 0) {
 				all[k++] = b;
 				if (b != n / b)
