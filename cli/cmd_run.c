@@ -439,6 +439,26 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 
 /* ---- the command -------------------------------------------------------- */
 
+/* Each while loop: its trip count and whether it was known, derived from
+ * the induction variable, or assumed. */
+static void report_loops(struct cmd_report *r, const struct sim_program *p)
+{
+	if (p->n_loops == 0)
+		return;
+	cmd_report_list_begin(r, "loops");
+	for (int i = 0; i < p->n_loops; i++) {
+		const struct sim_loop *l = &p->loops[i];
+		cmd_report_item_begin(r);
+		cmd_report_text(r, "loop", l->instr->name);
+		cmd_report_num(r, "trip_count", CMD_UNIT_INT,
+			       (double)l->trip_count);
+		cmd_report_text(r, "trip_count_source",
+				sim_trip_source_name(l->source));
+		cmd_report_item_end(r);
+	}
+	cmd_report_list_end(r);
+}
+
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			   const char *path, struct sim_program *progs,
 			   int n_progs, const struct sim_kernel *cfg_kernel)
@@ -474,6 +494,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			cmd_report_num(&r, "n_assumed_trip_counts",
 				       CMD_UNIT_INT, p->n_assumed_trip_counts);
 			cmd_report_table(&r, &t);
+			report_loops(&r, p);
 			cmd_report_item_end(&r);
 		}
 		cmd_table_free(&t);

@@ -18,8 +18,8 @@ static void warn_assumed_trip_counts(const struct cmd_ctx *ctx,
 	if (n == 0 || trip_count > 0)
 		return;
 	fprintf(ctx->err,
-		"%s: warning: module %s: %d while loop%s without "
-		"known_trip_count run%s once; set --trip-count N\n",
+		"%s: warning: module %s: %d while loop%s whose trip count is "
+		"neither known nor derivable run%s once; set --trip-count N\n",
 		ctx->prog, p->module->name, n, n == 1 ? "" : "s",
 		n == 1 ? "s" : "");
 }

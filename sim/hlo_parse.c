@@ -2521,6 +2521,32 @@ static enum ir_op lookup_op(const struct hp_parser *p, const char *s, size_t n,
 	return IR_OP_INVALID;
 }
 
+/* The value of a scalar integer constant whose literal [s, e) is one
+ * decimal integer (what loop analysis reads: induction variable starts,
+ * steps and bounds). */
+static void keep_int_value(struct ir_instr *in, const char *s, const char *e)
+{
+	if (in->shape.rank != 0 || in->shape.type < IR_TYPE_S1 ||
+	    in->shape.type > IR_TYPE_U64) /* ir_types.def: s1..u64 in a row */
+		return;
+	while (s < e && is_space(*s))
+		s++;
+	while (e > s && is_space(e[-1]))
+		e--;
+	bool neg = s < e && *s == '-';
+	const char *d = s + neg;
+	if (d == e || e - d > 18) /* below 10^18: no overflow */
+		return;
+	int64_t v = 0;
+	for (const char *c = d; c < e; c++) {
+		if (!is_digit(*c))
+			return;
+		v = v * 10 + (*c - '0');
+	}
+	in->attrs.int_value = neg ? -v : v;
+	in->flags |= IR_INSTR_INT_VALUE;
+}
+
 /* Skips constant(...) by paren matching (p->p after '('). */
 static bool skip_literal(struct hp_parser *p, struct ir_instr *in)
 {
@@ -2533,6 +2559,7 @@ static bool skip_literal(struct hp_parser *p, struct ir_instr *in)
 			depth++;
 		} else if (ch == ')') {
 			if (--depth == 0) {
+				keep_int_value(in, open + 1, c);
 				p->p = c + 1;
 				return true;
 			}

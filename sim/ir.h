@@ -269,6 +269,9 @@ struct ir_attrs {
 	int64_t known_trip_count;         /* while: from backend_config, -1 when absent */
 	int64_t replica_group_size;       /* collectives: devices per group, 0 if unknown/all */
 	int64_t k;                        /* topk k=, 0 when absent */
+	int64_t int_value;                /* scalar integer constant's value
+	                                     (IR_INSTR_INT_VALUE; u64 values
+	                                     past INT64_MAX are not kept) */
 	enum ir_fusion_kind fusion_kind;
 	enum ir_compare_dir compare_dir;
 	enum ir_precision precision[2];   /* operand_precision per operand (lhs, rhs) */
@@ -290,6 +293,7 @@ enum {
 	IR_INSTR_SHAPE_INFERRED = 1u << 1,/* no result shape was written */
 	IR_INSTR_LITERAL_ELIDED = 1u << 2,/* constant({...}) */
 	IR_INSTR_BRANCH_LIST = 1u << 3,   /* conditional with branch_computations= */
+	IR_INSTR_INT_VALUE = 1u << 4,     /* a scalar integer constant: attrs.int_value */
 };
 
 struct ir_instr {

@@ -1294,6 +1294,45 @@ static enum ts_status grouping_init(struct grouping *g,
 static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			   struct site s);
 
+/* The loop record of while `in`: its trip count, known, derived or
+ * assumed (sim.h sim_trip_source), added to the program's list the first
+ * time the loop is reached; NULL when memory runs out. */
+static const struct sim_loop *loop_of(struct build *b, const struct ir_instr *in)
+{
+	struct sim_program *p = b->p;
+	for (int i = 0; i < p->n_loops; i++)
+		if (p->loops[i].instr == in)
+			return &p->loops[i];
+	struct sim_loop l = {in, in->attrs.known_trip_count, SIM_TRIP_KNOWN};
+	if (l.trip_count < 0) {
+		l.source = SIM_TRIP_DERIVED;
+		if (!sim_while_trip_count(in, &l.trip_count)) {
+			l.source = SIM_TRIP_ASSUMED;
+			l.trip_count = b->opts && b->opts->default_trip_count > 0
+					       ? b->opts->default_trip_count
+					       : 1;
+			p->n_assumed_trip_counts++;
+		}
+	}
+	struct sim_loop *grown = ts_realloc(p->loops, (size_t)(p->n_loops + 1) *
+							      sizeof *grown);
+	if (!grown)
+		return NULL;
+	p->loops = grown;
+	p->loops[p->n_loops] = l;
+	return &p->loops[p->n_loops++];
+}
+
+static const char *const trip_source_names[] = {
+	[SIM_TRIP_KNOWN] = "known", [SIM_TRIP_DERIVED] = "derived",
+	[SIM_TRIP_ASSUMED] = "assumed",
+};
+
+const char *sim_trip_source_name(enum sim_trip_source s)
+{
+	return (unsigned)s <= SIM_TRIP_ASSUMED ? trip_source_names[s] : "invalid";
+}
+
 /* Recurses into the computations of a while / call / conditional. */
 static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
 				   enum role role, const struct site *s)
@@ -1305,14 +1344,11 @@ static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
 		if (in->n_called != 2 || !in->called[0] || !in->called[1])
 			return diag_at(b, in, TS_ERR_PARSE,
 				       "while needs condition= and body=");
-		int64_t trip = in->attrs.known_trip_count;
-		bool assumed = trip < 0;
-		if (assumed) {
-			trip = b->opts && b->opts->default_trip_count > 0
-				       ? b->opts->default_trip_count
-				       : 1;
-			b->p->n_assumed_trip_counts++;
-		}
+		const struct sim_loop *l = loop_of(b, in);
+		if (!l)
+			return nomem(b);
+		int64_t trip = l->trip_count;
+		bool assumed = l->source == SIM_TRIP_ASSUMED;
 		inner.loop_depth++;
 		inner.assumed = inner.assumed || assumed;
 		/* The condition runs once more than the body (the final test).
@@ -1506,6 +1542,7 @@ void sim_program_free(struct sim_program *p)
 		ts_free(p->kernels[i].lowered);
 	}
 	ts_free(p->kernels);
+	ts_free(p->loops);
 	memset(p, 0, sizeof *p);
 }
 

@@ -138,6 +138,23 @@ struct sim_kernel {
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
 
+/* How the trip count of a while loop was found: its known_trip_count,
+ * derived from its induction variable (sim_while_trip_count), or assumed
+ * (--trip-count, else 1). */
+enum sim_trip_source { SIM_TRIP_KNOWN, SIM_TRIP_DERIVED, SIM_TRIP_ASSUMED };
+const char *sim_trip_source_name(enum sim_trip_source s); /* "derived" */
+
+/* One while loop of a program and the count its multiplicities use. */
+struct sim_loop {
+	const struct ir_instr *instr;
+	int64_t trip_count;
+	enum sim_trip_source source;
+};
+
+/* Trip count of a while loop from its induction variable, the pattern of
+ * XLA's while-loop analysis (sim/loops.c); false when it does not match. */
+bool sim_while_trip_count(const struct ir_instr *w, int64_t *trip);
+
 struct sim_program_opts {
 	int64_t default_trip_count;    /* trip count for loops without
 	                                  known_trip_count (--trip-count); <= 0: 1 */
@@ -149,9 +166,10 @@ struct sim_program {
 	struct sim_kernel *kernels;    /* schedule order (ts_malloc'd) */
 	double total_ns;               /* sum of time x multiplicity */
 	int n_unmodelled;              /* kernels listed with zero time */
-	int n_assumed_trip_counts;     /* while loops (counted once per loop
-	                                  instruction reached) whose trip count
-	                                  was assumed, not known */
+	int n_assumed_trip_counts;     /* loops[] entries with source ASSUMED */
+	int n_loops;
+	struct sim_loop *loops;        /* each while instruction reached, in
+	                                  walk order (ts_malloc'd) */
 };
 
 enum ts_status sim_program_build(const struct ir_module *m,

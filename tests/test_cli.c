@@ -1175,8 +1175,9 @@ static void test_unmodelled_listed(void **state)
 	proc_free(&p);
 }
 
-/* A loop without known_trip_count runs once, with a warning, unless
- * --trip-count says otherwise. */
+/* A loop whose trip count is neither known nor derivable (its condition
+ * tests no induction variable) runs once, with a warning, unless
+ * --trip-count says otherwise; JSON lists each loop and its source. */
 static void test_trip_count(void **state)
 {
 	(void)state;
@@ -1187,8 +1188,8 @@ static void test_trip_count(void **state)
 	tpusim(&p, "run", loop, "--hw", v3, "-f", "csv");
 	expect_rc(&p, 0);
 	assert_string_equal(p.err, "tpusim run: warning: module unknown_trip: 1 "
-				   "while loop without known_trip_count runs "
-				   "once; set --trip-count N\n");
+				   "while loop whose trip count is neither known "
+				   "nor derivable runs once; set --trip-count N\n");
 	expect_contains(p.out, "\nunknown_trip,1,tanh.1,elementwise,tanh,1,");
 	proc_free(&p);
 
@@ -1196,6 +1197,13 @@ static void test_trip_count(void **state)
 	expect_rc(&p, 0);
 	assert_string_equal(p.err, "");
 	expect_contains(p.out, "\nunknown_trip,1,tanh.1,elementwise,tanh,3,");
+	proc_free(&p);
+
+	tpusim(&p, "run", loop, "--hw", v3, "-f", "json", "--trip-count", "3");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\"loops\": [{\"loop\": \"while.1\", "
+			       "\"trip_count\": 3, \"trip_count_source\": "
+			       "\"assumed\"}]");
 	proc_free(&p);
 }
 

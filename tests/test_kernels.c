@@ -1,8 +1,9 @@
 /*
  * test_kernels.c: kernel extraction (sim/kernels.c) on small hand-written
  * modules: which top-level instructions are kernels, their members, inputs,
- * outputs, main op and tiled instruction; loop multiplicities (known and
- * assumed trip counts, nesting), conditional weights, unmodelled ops; and
+ * outputs, main op and tiled instruction; loop multiplicities (known,
+ * derived and assumed trip counts, nesting), conditional weights,
+ * unmodelled ops; and
  * the fusion groups formed from pre-optimization modules.
  */
 #include <setjmp.h>
@@ -213,29 +214,123 @@ static void test_while_known(void **state)
 	tu_built_free(&b);
 }
 
-/* Without known_trip_count: --trip-count (opts) or 1, and flagged. */
-static void test_while_assumed(void **state)
+/* while_known without its known_trip_count, with the bound's constant
+ * replaced by `bound` (NULL: kept); the caller frees it. */
+static char *while_unknown(const char *bound)
 {
-	(void)state;
 	const char *cfg = "backend_config={\"known_trip_count\":{\"n\":\"4\"}}";
-	char *text = strdup(while_known);
+	char *text = malloc(strlen(while_known) + 64);
+	assert_non_null(text);
+	strcpy(text, while_known);
 	char *at = strstr(text, cfg);
 	assert_non_null(at);
 	memmove(at - 2, at + strlen(cfg), strlen(at + strlen(cfg)) + 1);
+	if (bound) {
+		const char *old = "%n = s32[] constant(4)";
+		at = strstr(text, old);
+		assert_non_null(at);
+		size_t tail = strlen(at + strlen(old)) + 1;
+		memmove(at + strlen(bound), at + strlen(old), tail);
+		memcpy(at, bound, strlen(bound));
+	}
+	return text;
+}
+
+/* Without known_trip_count the count comes from the induction variable:
+ * i = 0, i + 1 per run, i < 4: 4 runs, as known_trip_count=4 said. */
+static void test_while_derived(void **state)
+{
+	(void)state;
+	char *text = while_unknown(NULL);
+	struct tu_built b;
+	tu_build(text, &b);
+	assert_near(tu_kernel(&b, "v1")->multiplicity, 4.0, 0);
+	assert_near(tu_kernel(&b, "lt")->multiplicity, 5.0, 0);
+	assert_false(tu_kernel(&b, "v1")->trip_count_assumed);
+	assert_int_equal(b.p.n_assumed_trip_counts, 0);
+	assert_int_equal(b.p.n_loops, 1);
+	assert_string_equal(b.p.loops[0].instr->name, "w");
+	assert_int_equal(b.p.loops[0].trip_count, 4);
+	assert_int_equal(b.p.loops[0].source, SIM_TRIP_DERIVED);
+	tu_built_free(&b);
+	free(text);
+}
+
+/* A bound that is no constant: --trip-count (opts) or 1, and flagged. */
+static void test_while_assumed(void **state)
+{
+	(void)state;
+	char *text = while_unknown("%n = s32[] negate(%i)");
 	struct tu_built b;
 	tu_build(text, &b);
 	assert_near(tu_kernel(&b, "v1")->multiplicity, 1.0, 0);
 	assert_true(tu_kernel(&b, "v1")->trip_count_assumed);
 	assert_false(tu_kernel(&b, "v1")->tunable); /* one (8,128) tile */
 	assert_int_equal(b.p.n_assumed_trip_counts, 1);
+	assert_int_equal(b.p.loops[0].source, SIM_TRIP_ASSUMED);
 	tu_built_free(&b);
 
 	struct sim_program_opts opts = {.default_trip_count = 7};
 	tu_build_file("k.hlo", text, strlen(text), &opts, &b);
 	assert_near(tu_kernel(&b, "v1")->multiplicity, 7.0, 0);
 	assert_near(tu_kernel(&b, "lt")->multiplicity, 8.0, 0);
+	assert_int_equal(b.p.loops[0].trip_count, 7);
 	tu_built_free(&b);
 	free(text);
+}
+
+/*
+ * The count of a scalar loop x = v0, x += c while `x dir n` (or `n dir x`
+ * when swapped), -1 when it is not derived. Counted by hand in the table
+ * of test_trip_counts.
+ */
+static int64_t scalar_loop(int64_t v0, int64_t c, const char *dir, int64_t n,
+			   bool swapped)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "HloModule s\n"
+		 "b {\n  x = s32[] parameter(0)\n  c = s32[] constant(%lld)\n"
+		 "  ROOT y = s32[] add(x, c)\n}\n"
+		 "t {\n  x = s32[] parameter(0)\n  n = s32[] constant(%lld)\n"
+		 "  ROOT p = pred[] compare(%s), direction=%s\n}\n"
+		 "ENTRY e {\n  v = s32[] constant(%lld)\n"
+		 "  ROOT w = s32[] while(v), condition=t, body=b\n}\n",
+		 (long long)c, (long long)n, swapped ? "n, x" : "x, n", dir,
+		 (long long)v0);
+	struct tu_built b;
+	tu_build(text, &b);
+	int64_t trip = -1;
+	const struct ir_instr *w = b.m[0]->entry->root;
+	if (!sim_while_trip_count(w, &trip))
+		trip = -1;
+	tu_built_free(&b);
+	return trip;
+}
+
+static void test_trip_counts(void **state)
+{
+	(void)state;
+	/* x = 0, 1, ..., 95 < 96 */
+	assert_int_equal(scalar_loop(0, 1, "LT", 96, false), 96);
+	/* 5 > x is x < 5: 0..4 */
+	assert_int_equal(scalar_loop(0, 1, "GT", 5, true), 5);
+	/* 0, 2, 4, 6, 8, 10 <= 10 */
+	assert_int_equal(scalar_loop(0, 2, "LE", 10, false), 6);
+	/* 10, 7, 4, 1 >= 0; -2 stops */
+	assert_int_equal(scalar_loop(10, -3, "GE", 0, false), 4);
+	/* 10, 7, 4, 1 > 0 (-2 stops) */
+	assert_int_equal(scalar_loop(10, -3, "GT", 0, false), 4);
+	/* 0, 3, 6, 9 != 12 */
+	assert_int_equal(scalar_loop(0, 3, "NE", 12, false), 4);
+	/* 0, 3, ... never equals 10: not derived */
+	assert_int_equal(scalar_loop(0, 3, "NE", 10, false), -1);
+	/* a step away from the bound never ends: not derived */
+	assert_int_equal(scalar_loop(0, -1, "LT", 5, false), -1);
+	/* false at the start: the body never runs, whatever the step */
+	assert_int_equal(scalar_loop(10, -1, "LT", 5, false), 0);
+	/* ceil((7 - -5) / 4) = 3: -5, -1, 3 */
+	assert_int_equal(scalar_loop(-5, 4, "LT", 7, false), 3);
 }
 
 /* A while of 3 inside a while of 4: the inner body runs 12 times. */
@@ -957,7 +1052,9 @@ int main(void)
 		cmocka_unit_test(test_compiled_kernels),
 		cmocka_unit_test(test_reshape_bitcast),
 		cmocka_unit_test(test_while_known),
+		cmocka_unit_test(test_while_derived),
 		cmocka_unit_test(test_while_assumed),
+		cmocka_unit_test(test_trip_counts),
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
