@@ -1,13 +1,16 @@
 /*
- * kernels_int.h: helpers shared by kernel extraction (kernels.c) and work
- * counting (cost.c) only; not part of the sim/ interface (see sim.h).
+ * kernels_int.h: helpers shared by kernel extraction (kernels.c), the
+ * grouping of pre-optimization modules (grouping.c) and work counting
+ * (cost.c) only; not part of the sim/ interface (see sim.h).
  */
 #ifndef KERNELS_INT_H
 #define KERNELS_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ir.h"
+#include "sim.h"
 
 /*
  * Marks the instructions of c whose value depends on constants only
@@ -31,5 +34,69 @@ static inline bool sim_operand_repeats(const struct ir_instr *in, int j)
 			return true;
 	return false;
 }
+
+/* ---- what a top-level instruction is (kernels.c) ---- */
+
+enum sim_top {
+	SIM_TOP_FREE = 0,     /* no device work */
+	SIM_TOP_KERNEL,       /* a kernel of kind *kind */
+	SIM_TOP_WHILE,        /* recurse into condition and body */
+	SIM_TOP_CALL,         /* call / async-start: recurse into the callee */
+	SIM_TOP_CONDITIONAL,  /* recurse into every branch */
+	SIM_TOP_COUNT
+};
+
+/* The role of a top-level instruction, and its kernel kind. */
+enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind);
+
+/* ---- grouping pre-optimization modules into kernels (grouping.c) ---- */
+
+enum fuse_class {
+	FC_FREE = 0,   /* parameter, tuple, get-tuple-element, bitcast, ... */
+	FC_CHEAP,      /* loop op cheap enough to recompute per user */
+	FC_EXPENSIVE,  /* loop op fused only where it is computed once */
+	FC_CORE,       /* reduce, reduce-window, dot, convolution */
+	FC_ROOT,       /* always its own kernel, accepts only what ROOT rules say */
+	FC_CONTROL,    /* while, call, conditional, async-start: recursed into */
+	FC_COUNT
+};
+
+/* Special values of grouping.grp[] (group ids are >= 0). */
+enum { G_NONE = -1, G_MULTI = -2 };
+
+struct grouping {
+	const struct ir_computation *c;
+	int n;                 /* instructions of c */
+	int *order;            /* topological order, operands first */
+	int *uoff, *users;     /* users of i: users[uoff[i] .. uoff[i+1]) */
+	bool *cd;              /* constant-derived */
+	bool *live;            /* reaches the root or a side effect */
+	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
+	bool *reuse;           /* i is fused on a path that broadcasts it */
+	bool *prologue;        /* i is fused into a dot/convolution operand */
+	int n_groups;          /* groups formed (ids 0 .. n_groups-1) */
+	int *g_root;           /* root instruction of each group */
+	bool *g_core;          /* group already holds a core op */
+	int *g_rep;            /* representative after sibling merging */
+	uint64_t *bits;        /* membership: group g, instr i at bit
+	                          g * words_per_group * 64 + i */
+	size_t words_per_group; /* 64-bit words per group: ceil(n / 64) */
+};
+
+/* Groups computation c as XLA's fusion passes would (grouping.c says
+ * how): fills g (sim_grouping_free it, also after an error). TS_ERR_NOMEM
+ * only. */
+enum ts_status sim_grouping_build(struct grouping *g,
+				  const struct ir_computation *c);
+void sim_grouping_free(struct grouping *g);
+enum fuse_class sim_fuse_class(const struct grouping *g,
+			       const struct ir_instr *in);
+/* Is instruction i a member of group grp? */
+bool sim_group_member(const struct grouping *g, int grp, int i);
+/* The values group id reads from outside it, into out (room for n). */
+int sim_group_inputs(const struct grouping *g, int id,
+		     const struct ir_instr **out);
+/* Is member i of group id written to HBM? */
+bool sim_group_output(const struct grouping *g, int id, int i);
 
 #endif /* KERNELS_INT_H */

@@ -1,0 +1,582 @@
+/*
+ * grouping.c: kernels of a pre-optimization module.
+ *
+ * A module without fusion instructions is what JAX/TF hand to XLA; the
+ * TPU ran what XLA's fusion passes made of it. We mimic them by deciding,
+ * consumers first (reverse topological order, as XLA's InstructionFusion
+ * does), whether each instruction P is computed inside the kernels of its
+ * users or is a kernel root of its own. The predicate (decide_fusion):
+ *
+ *  - constants and constant-derived values (folded by XLA, or splatted
+ *    broadcasts of scalars) are never kernels: members of every kernel
+ *    that uses them;
+ *  - cheap loop ops (simple elementwise, convert, broadcast, reshape,
+ *    transpose, slice, pad, concatenate, reverse, dynamic-slice, iota,
+ *    divide by a constant, which XLA turns into a multiply) fuse into all
+ *    their users when every user accepts them, and are RECOMPUTED in each
+ *    user's kernel (XLA duplicates cheap producers);
+ *  - expensive loop ops (transcendentals, divide, map) are never fused
+ *    through a broadcast that would evaluate them again per output element
+ *    (XLA: expensive producers do not fuse into consumers that reuse their
+ *    elements);
+ *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
+ *    users all accept it without reuse is RECOMPUTED in each user's kernel
+ *    like a cheap op: XLA's compiled v3 softmax-cross-entropy kernels
+ *    (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
+ *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
+ *    the divide consumer alike, rather than one writing exp for the other;
+ *  - other expensive ops (divide, composite, map) are never recomputed:
+ *    with users in several kernels, the op joins the earliest user kernel
+ *    that accepts it and that kernel also writes it out (multi-output
+ *    fusion); the others read it from HBM (MATERIALISED);
+ *  - reduce, reduce-window, dot and convolution are kernel cores: each
+ *    starts a kernel, except that a core with a single elementwise-like
+ *    user that does not grow the element count becomes part of that
+ *    user's kernel (dot/conv output fusion; reduce epilogue), at most one
+ *    core per kernel; a reduce-window takes no such epilogue (tpuv4-ops
+ *    average pooling, reduce-window then divide: every profile shows the
+ *    reduce-window kernel and a separate broadcast_multiply_fusion);
+ *  - users accept: loop ops accept any fusible producer; a reduce or
+ *    reduce-window accepts loop ops (a loop fusion over its input); a dot
+ *    or convolution, and the producers fused into its operands, accept
+ *    only format ops (convert, broadcast, reshape, transpose, copy);
+ *    dynamic-update-slice accepts loop ops into its update operand; all
+ *    other ops (gather, scatter, sort, collectives, custom-call, tuple,
+ *    while, ...) accept nothing: their operands are materialised.
+ * Afterwards, reduce-rooted kernels with the same reduce input shape and
+ * the same inputs are merged (sibling multi-output fusion; e.g. two
+ * jnp.mean of one array). Dead pure instructions are dropped (XLA DCE).
+ * Each computation is grouped on its own: XLA inlines call bodies before
+ * fusing, so producers and consumers across a call do not fuse here
+ * (known wrong, rare in the measured modules).
+ * Expected shapes: relu, matmul -> 1 kernel; softmax -> 3 (max reduce; exp
+ * + sum reduce; exp recomputed + divide: x read 3 times, exp evaluated
+ * twice); layer norm -> 3 (mean; variance with its rsqrt epilogue;
+ * normalise).
+ */
+#include "kernels_int.h"
+
+#include <string.h>
+
+
+static bool is_contraction(enum ir_op op)
+{
+	return ir_op_class(op) == IR_CLASS_CONTRACTION;
+}
+
+enum fuse_class sim_fuse_class(const struct grouping *g,
+				  const struct ir_instr *in)
+{
+	switch (in->op) {
+	case IR_OP_DIVIDE:
+	case IR_OP_REMAINDER:
+		return in->n_operands == 2 &&
+				       in->operands[1]->parent == g->c &&
+				       g->cd[in->operands[1]->index]
+			       ? FC_CHEAP
+			       : FC_EXPENSIVE;
+	case IR_OP_MAP:
+		return FC_EXPENSIVE;
+	case IR_OP_RNG:
+	case IR_OP_RNG_BIT_GENERATOR:
+		return FC_ROOT;
+	case IR_OP_BROADCAST:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_SLICE:
+	case IR_OP_PAD:
+	case IR_OP_CONCATENATE:
+	case IR_OP_REVERSE:
+	case IR_OP_DYNAMIC_SLICE:
+	case IR_OP_COPY:
+	case IR_OP_IOTA:
+		return FC_CHEAP;
+	case IR_OP_REDUCE:
+	case IR_OP_REDUCE_WINDOW:
+		return FC_CORE;
+	default:
+		break;
+	}
+	if (is_contraction(in->op))
+		return FC_CORE;
+	enum sim_kernel_kind kind;
+	switch (sim_top_role(in, &kind)) {
+	case SIM_TOP_FREE:
+		return FC_FREE;
+	case SIM_TOP_KERNEL:
+		if (kind == SIM_KERNEL_ELEMENTWISE)
+			return ir_op_class(in->op) == IR_CLASS_ELEMENTWISE &&
+					       ir_op_vpu_class(in->op) ==
+						       HW_VPU_SIMPLE
+				       ? FC_CHEAP
+				       : FC_EXPENSIVE;
+		return FC_ROOT;
+	default:
+		return FC_CONTROL;
+	}
+}
+
+/* Ops a contraction reads through without losing its MXU layout. */
+static bool is_format_op(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_CONVERT:
+	case IR_OP_BROADCAST:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_COPY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Does user u accept loop-op producer p in operand slot j? */
+static bool accepts(const struct grouping *g, const struct ir_instr *u, int j,
+		    const struct ir_instr *p)
+{
+	if (is_contraction(u->op) || g->prologue[u->index])
+		return is_format_op(p->op);
+	switch (sim_fuse_class(g, u)) {
+	case FC_CHEAP:
+	case FC_EXPENSIVE:
+	case FC_CORE: /* reduce / reduce-window: loop fusion over the input */
+		return true;
+	case FC_ROOT:
+		return u->op == IR_OP_DYNAMIC_UPDATE_SLICE && j == 1;
+	default:
+		return false;
+	}
+}
+
+static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
+			 const struct ir_instr *p)
+{
+	for (int j = 0; j < u->n_operands; j++)
+		if (u->operands[j] == p && !accepts(g, u, j, p))
+			return false;
+	return true;
+}
+
+/* Would computing p inside u's kernel evaluate p more than once per
+ * element of p (u broadcasts it, or u itself sits on such a path)? */
+static bool reuses(const struct grouping *g, const struct ir_instr *u,
+		   const struct ir_instr *p)
+{
+	return g->reuse[u->index] ||
+	       ir_shape_elems(&u->shape) > ir_shape_elems(&p->shape);
+}
+
+static int new_group(struct grouping *g, int i, bool core)
+{
+	int id = g->n_groups++;
+	g->grp[i] = id;
+	g->g_root[id] = i;
+	g->g_core[id] = core;
+	g->g_rep[id] = id;
+	return id;
+}
+
+/* Marks p fused into the users listed (those with grp == into, or all
+ * users when into == G_MULTI), inheriting their reuse/prologue flags. */
+static void fuse_into(struct grouping *g, int i, int into)
+{
+	const struct ir_instr *p = g->c->instrs[i];
+	g->grp[i] = into;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		const struct ir_instr *u = g->c->instrs[g->users[k]];
+		if (!g->live[u->index] ||
+		    (into != G_MULTI && g->grp[u->index] != into))
+			continue;
+		g->reuse[i] = g->reuse[i] || reuses(g, u, p);
+		g->prologue[i] = g->prologue[i] || is_contraction(u->op) ||
+				 g->prologue[u->index];
+	}
+}
+
+/* The fusion predicate for instruction i (all its users decided). */
+static void decide_fusion(struct grouping *g, int i)
+{
+	const struct ir_instr *p = g->c->instrs[i];
+	bool is_root = g->c->root == p;
+	g->grp[i] = G_NONE;
+	if (!g->live[i])
+		return;
+	if (g->cd[i]) {
+		if (is_root && p->op != IR_OP_CONSTANT)
+			new_group(g, i, false);
+		return;
+	}
+	enum fuse_class fc = sim_fuse_class(g, p);
+	if (fc == FC_FREE || fc == FC_CONTROL)
+		return;
+	if (fc == FC_ROOT || is_root) {
+		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	/* Survey the live users. */
+	int n_users = 0, first = G_NONE;
+	bool multi = false, same = true, all_accept = true, materialise = false;
+	bool reuse_any = false;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		const struct ir_instr *u = g->c->instrs[g->users[k]];
+		int gu = g->grp[u->index];
+		if (!g->live[u->index])
+			continue;
+		n_users++;
+		if (gu == G_NONE) { /* tuple, while, ...: needs p in memory */
+			materialise = true;
+			continue;
+		}
+		all_accept = all_accept && user_accepts(g, u, p);
+		reuse_any = reuse_any || reuses(g, u, p);
+		if (gu == G_MULTI)
+			multi = true;
+		else if (first == G_NONE)
+			first = gu;
+		else if (gu != first)
+			same = false;
+	}
+	if (n_users == 0) {
+		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	switch (fc) {
+	case FC_CHEAP:
+		if (materialise || !all_accept)
+			break;
+		fuse_into(g, i, multi || !same ? G_MULTI : first);
+		return;
+	case FC_CORE: {
+		/* Output fusion / reduce epilogue: one elementwise-like user
+		 * of no more elements, in a kernel without a core yet. */
+		if (n_users != 1 || materialise || multi || first < 0 ||
+		    g->g_core[first] || reuse_any ||
+		    p->op == IR_OP_REDUCE_WINDOW)
+			break;
+		const struct ir_instr *u = NULL;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
+			if (g->live[g->users[k]])
+				u = g->c->instrs[g->users[k]];
+		if (!u)
+			break;
+		enum ir_class uc = ir_op_class(u->op);
+		bool elementwise_like = uc == IR_CLASS_ELEMENTWISE ||
+					uc == IR_CLASS_TRANSCENDENTAL ||
+					(is_format_op(u->op) &&
+					 !is_contraction(u->op));
+		if (!elementwise_like || g->prologue[u->index] ||
+		    sim_fuse_class(g, u) == FC_CORE)
+			break;
+		fuse_into(g, i, first);
+		g->g_core[first] = true;
+		return;
+	}
+	case FC_EXPENSIVE: {
+		if (ir_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
+		    !materialise && all_accept && !reuse_any) {
+			fuse_into(g, i, multi || !same ? G_MULTI : first);
+			return;
+		}
+		if (multi)
+			break;
+		/* The earliest user kernel (by root position) whose users
+		 * of p all accept it without reuse. */
+		int best = G_NONE;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+			int gu = g->grp[g->users[k]];
+			if (!g->live[g->users[k]] || gu < 0)
+				continue;
+			if (best != G_NONE && g->g_root[gu] >= g->g_root[best])
+				continue;
+			bool ok = true;
+			for (int q = g->uoff[i]; ok && q < g->uoff[i + 1]; q++) {
+				const struct ir_instr *u =
+					g->c->instrs[g->users[q]];
+				if (g->live[u->index] && g->grp[u->index] == gu)
+					ok = user_accepts(g, u, p) &&
+					     !reuses(g, u, p);
+			}
+			if (ok)
+				best = gu;
+		}
+		if (best == G_NONE)
+			break;
+		fuse_into(g, i, best);
+		return;
+	}
+	default:
+		break;
+	}
+	new_group(g, i, fc == FC_CORE);
+}
+
+bool sim_group_member(const struct grouping *g, int grp, int i)
+{
+	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
+	return (g->bits[bit / 64] >> (bit % 64)) & 1u;
+}
+
+static void set_member(struct grouping *g, int grp, int i)
+{
+	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
+	g->bits[bit / 64] |= (uint64_t)1 << (bit % 64);
+}
+
+/* Members of group id: its root and, backwards through operands, every
+ * instruction fused into it (its own, recomputed, or constant-derived).
+ * stack has room for n entries. */
+static void collect_members(struct grouping *g, int id, int *stack)
+{
+	int sp = 0;
+	stack[sp++] = g->g_root[id];
+	set_member(g, id, g->g_root[id]);
+	while (sp > 0) {
+		const struct ir_instr *in = g->c->instrs[stack[--sp]];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			int oi = o->index;
+			if (o->parent != g->c || sim_group_member(g, id, oi))
+				continue;
+			if (g->grp[oi] == id || g->grp[oi] == G_MULTI ||
+			    (g->cd[oi] && g->grp[oi] == G_NONE)) {
+				set_member(g, id, oi);
+				stack[sp++] = oi;
+			}
+		}
+	}
+}
+
+/* Inputs of group id (operands of members that are not members), in
+ * first-use order, into out[]; returns their count. */
+int sim_group_inputs(const struct grouping *g, int id,
+			const struct ir_instr **out)
+{
+	int n = 0;
+	for (int i = 0; i < g->n; i++) {
+		if (!sim_group_member(g, id, i))
+			continue;
+		const struct ir_instr *in = g->c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			if (o->parent == g->c && sim_group_member(g, id, o->index))
+				continue;
+			bool seen = false;
+			for (int q = 0; q < n && !seen; q++)
+				seen = out[q] == o;
+			if (!seen)
+				out[n++] = o;
+		}
+	}
+	return n;
+}
+
+/* Sibling multi-output fusion: a later reduce-rooted group whose reduce
+ * reads an input of the same dims over the same dimensions, and which
+ * has exactly the same inputs, merges into the earlier one. */
+static void merge_siblings(struct grouping *g, const struct ir_instr **ia,
+			   const struct ir_instr **ib)
+{
+	for (int a = 0; a < g->n_groups; a++) {
+		const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
+		if (g->g_rep[a] != a || ra->op != IR_OP_REDUCE ||
+		    ra->n_operands < 1 || !ra->attrs.dimensions)
+			continue;
+		int na = sim_group_inputs(g, a, ia);
+		for (int b = 0; b < g->n_groups; b++) {
+			const struct ir_instr *rb = g->c->instrs[g->g_root[b]];
+			if (b == a || g->g_rep[b] != b ||
+			    g->g_root[b] <= g->g_root[a] ||
+			    rb->op != IR_OP_REDUCE || rb->n_operands < 1 ||
+			    !rb->attrs.dimensions ||
+			    !ir_shape_equal_dims(&ra->operands[0]->shape,
+						 &rb->operands[0]->shape) ||
+			    rb->attrs.dimensions->n != ra->attrs.dimensions->n)
+				continue;
+			bool same = true;
+			for (int q = 0; same && q < ra->attrs.dimensions->n; q++)
+				same = ra->attrs.dimensions->v[q] ==
+				       rb->attrs.dimensions->v[q];
+			if (!same || sim_group_inputs(g, b, ib) != na)
+				continue;
+			for (int q = 0; same && q < na; q++) {
+				bool found = false;
+				for (int r = 0; r < na && !found; r++)
+					found = ia[q] == ib[r];
+				same = found;
+			}
+			if (!same)
+				continue;
+			g->g_rep[b] = a;
+			for (int i = 0; i < g->n; i++)
+				if (sim_group_member(g, b, i))
+					set_member(g, a, i);
+		}
+	}
+}
+
+/* Is member i of group id written to HBM: the computation's root, or used
+ * by an instruction that neither belongs to id nor recomputes i itself? */
+bool sim_group_output(const struct grouping *g, int id, int i)
+{
+	if (g->c->root == g->c->instrs[i])
+		return true;
+	if (g->cd[i])
+		return false;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u] || sim_group_member(g, id, u))
+			continue;
+		bool in_some = false;
+		for (int h = 0; h < g->n_groups; h++) {
+			if (g->g_rep[h] != h || !sim_group_member(g, h, u))
+				continue;
+			in_some = true;
+			if (!sim_group_member(g, h, i))
+				return true;
+		}
+		if (!in_some) /* a free op or a loop reads it from memory */
+			return true;
+	}
+	return false;
+}
+
+void sim_grouping_free(struct grouping *g)
+{
+	ts_free(g->order);
+	ts_free(g->uoff);
+	ts_free(g->users);
+	ts_free(g->cd);
+	ts_free(g->live);
+	ts_free(g->grp);
+	ts_free(g->reuse);
+	ts_free(g->prologue);
+	ts_free(g->g_root);
+	ts_free(g->g_core);
+	ts_free(g->g_rep);
+	ts_free(g->bits);
+}
+
+/* Topological order (operands first) by iterative DFS; stack holds n. */
+static void topo_order(struct grouping *g, int *stack, int *next_op)
+{
+	int n_out = 0;
+	bool *done = g->reuse; /* borrowed, cleared below */
+	for (int s = 0; s < g->n; s++) {
+		if (done[s])
+			continue;
+		int sp = 0;
+		stack[sp++] = s;
+		next_op[s] = 0;
+		done[s] = true;
+		while (sp > 0) {
+			int t = stack[sp - 1];
+			const struct ir_instr *in = g->c->instrs[t];
+			if (next_op[t] < in->n_operands) {
+				const struct ir_instr *o =
+					in->operands[next_op[t]++];
+				if (o->parent == g->c && !done[o->index]) {
+					done[o->index] = true;
+					next_op[o->index] = 0;
+					stack[sp++] = o->index;
+				}
+			} else {
+				g->order[n_out++] = t;
+				sp--;
+			}
+		}
+	}
+	for (int i = 0; i < g->n; i++)
+		done[i] = false;
+}
+
+static enum ts_status grouping_init(struct grouping *g,
+				    const struct ir_computation *c)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	g->n = c->n_instrs;
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	size_t n_uses = 1;
+	for (int i = 0; i < g->n; i++)
+		n_uses += (size_t)c->instrs[i]->n_users;
+	g->order = ts_malloc(n * sizeof *g->order);
+	g->uoff = ts_calloc(n + 1, sizeof *g->uoff);
+	g->users = ts_malloc(n_uses * sizeof *g->users);
+	g->cd = sim_const_derived(c);
+	g->live = ts_calloc(n, sizeof *g->live);
+	g->grp = ts_malloc(n * sizeof *g->grp);
+	g->reuse = ts_calloc(n, sizeof *g->reuse);
+	g->prologue = ts_calloc(n, sizeof *g->prologue);
+	g->g_root = ts_malloc(n * sizeof *g->g_root);
+	g->g_core = ts_calloc(n, sizeof *g->g_core);
+	g->g_rep = ts_malloc(n * sizeof *g->g_rep);
+	int *stack = ts_malloc(n * sizeof *stack);
+	int *tmp = ts_calloc(n + 1, sizeof *tmp);
+	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
+	    !g->grp || !g->reuse || !g->prologue || !g->g_root || !g->g_core ||
+	    !g->g_rep || !stack || !tmp) {
+		ts_free(stack);
+		ts_free(tmp);
+		return TS_ERR_NOMEM;
+	}
+	/* Users, one entry per distinct using instruction (CSR); the parser
+	 * counted them (ir_instr.n_users). */
+	for (int i = 0; i < g->n; i++)
+		g->uoff[i + 1] = g->uoff[i] + c->instrs[i]->n_users;
+	for (int i = 0; i < g->n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			if (o->parent == c && !sim_operand_repeats(in, j))
+				g->users[g->uoff[o->index] + tmp[o->index]++] = i;
+		}
+	}
+	topo_order(g, stack, tmp);
+	/* Liveness (XLA DCE): from the root and every op with an effect or a
+	 * kernel of its own that is not a pure loop/core op. */
+	for (int k = g->n - 1; k >= 0; k--) {
+		int i = g->order[k];
+		const struct ir_instr *in = c->instrs[i];
+		enum fuse_class fc = sim_fuse_class(g, in);
+		if (in == c->root || fc == FC_ROOT || fc == FC_CONTROL)
+			g->live[i] = true;
+		if (!g->live[i])
+			continue;
+		for (int j = 0; j < in->n_operands; j++)
+			if (in->operands[j]->parent == c)
+				g->live[in->operands[j]->index] = true;
+	}
+	ts_free(stack);
+	ts_free(tmp);
+	return TS_OK;
+}
+
+enum ts_status sim_grouping_build(struct grouping *g,
+				  const struct ir_computation *c)
+{
+	const struct ir_instr **buf = NULL;
+	int *stack = NULL;
+	enum ts_status st = grouping_init(g, c);
+	if (st != TS_OK)
+		return st;
+	for (int k = g->n - 1; k >= 0; k--)
+		decide_fusion(g, g->order[k]);
+	g->words_per_group = ((size_t)g->n + 63) / 64;
+	size_t n_groups = (size_t)(g->n_groups > 0 ? g->n_groups : 1);
+	if (g->words_per_group > SIZE_MAX / sizeof(uint64_t) / n_groups)
+		return TS_ERR_NOMEM;
+	g->bits = ts_calloc(n_groups * g->words_per_group, sizeof(uint64_t));
+	buf = ts_malloc((size_t)(g->n > 0 ? g->n : 1) * 2 * sizeof *buf);
+	stack = ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *stack);
+	if (!g->bits || !buf || !stack) {
+		st = TS_ERR_NOMEM;
+	} else {
+		for (int id = 0; id < g->n_groups; id++)
+			collect_members(g, id, stack);
+		merge_siblings(g, buf, buf + g->n);
+	}
+	ts_free(buf);
+	ts_free(stack);
+	return st;
+}
