@@ -58,14 +58,13 @@
 
 #include <string.h>
 
-
 static bool is_contraction(enum ir_op op)
 {
 	return ir_op_class(op) == IR_CLASS_CONTRACTION;
 }
 
 enum fuse_class sim_fuse_class(const struct grouping *g,
-				  const struct ir_instr *in)
+			       const struct ir_instr *in)
 {
 	switch (in->op) {
 	case IR_OP_DIVIDE:
