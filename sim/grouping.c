@@ -349,7 +349,7 @@ static void collect_members(struct grouping *g, int id, int *stack)
 /* Inputs of group id (operands of members that are not members), in
  * first-use order, into out[]; returns their count. */
 int sim_group_inputs(const struct grouping *g, int id,
-			const struct ir_instr **out)
+		     const struct ir_instr **out)
 {
 	int n = 0;
 	for (int i = 0; i < g->n; i++) {
