@@ -191,16 +191,6 @@ static const struct cmd_col run_cols[] = {
 _Static_assert(TS_ARRAY_LEN(run_cols) == COL_COUNT,
 	       "run_cols must describe every run_col");
 
-/* Sum of time x multiplicity: the program time (sim.h total_ns). */
-static double program_total(const struct sim_program *p)
-{
-	double total = 0.0;
-	for (int i = 0; i < p->n_kernels; i++)
-		total += p->kernels[i].est.time_ns *
-			 p->kernels[i].multiplicity;
-	return total;
-}
-
 static int count_unmodelled(const struct sim_program *p)
 {
 	int n = 0;
@@ -439,6 +429,25 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 
 /* ---- the command -------------------------------------------------------- */
 
+/* Each async pair: its work and how much of it the work scheduled
+ * between start and done hides (sim_program_total). */
+static void report_async(struct cmd_report *r, const struct sim_program *p)
+{
+	if (p->n_async == 0)
+		return;
+	cmd_report_list_begin(r, "async");
+	for (int i = 0; i < p->n_async; i++) {
+		const struct sim_async *a = &p->async[i];
+		cmd_report_item_begin(r);
+		cmd_report_text(r, "start", a->start->name);
+		cmd_report_text(r, "done", a->done->name);
+		cmd_report_num(r, "async_ns", CMD_UNIT_TIME_NS, a->async_ns);
+		cmd_report_num(r, "hidden_ns", CMD_UNIT_TIME_NS, a->hidden_ns);
+		cmd_report_item_end(r);
+	}
+	cmd_report_list_end(r);
+}
+
 /* Each while loop: its trip count and whether it was known, derived from
  * the induction variable, or assumed. */
 static void report_loops(struct cmd_report *r, const struct sim_program *p)
@@ -475,8 +484,8 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 	cmd_report_list_begin(&r, "modules");
 	enum ts_status st = TS_OK;
 	for (int m = 0; m < n_progs && st == TS_OK; m++) {
-		const struct sim_program *p = &progs[m];
-		double total = program_total(p);
+		struct sim_program *p = &progs[m];
+		double total = sim_program_total(p);
 		struct cmd_table t;
 		cmd_table_init(&t, "kernels", "total", run_cols, COL_COUNT);
 		for (int i = 0; i < p->n_kernels && st == TS_OK; i++)
@@ -495,6 +504,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				       CMD_UNIT_INT, p->n_assumed_trip_counts);
 			cmd_report_table(&r, &t);
 			report_loops(&r, p);
+			report_async(&r, p);
 			cmd_report_item_end(&r);
 		}
 		cmd_table_free(&t);

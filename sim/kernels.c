@@ -552,8 +552,8 @@ static enum lib_call lib_call_kind(const struct ir_instr *in)
 	return LIB_NONE;
 }
 
-/* The stand-in of one library call (one allocation, freed through its
- * first member). */
+/* The stand-in of one library call or copy-start (one allocation, freed
+ * through its first member). */
 struct lib_stand_in {
 	struct ir_instr op;  /* the dot / convolution */
 	struct ir_instr arg; /* a backward convolution's result as an operand */
@@ -637,16 +637,43 @@ static enum ts_status lower_library_call(struct build *b, struct sim_kernel *k,
 	return TS_OK;
 }
 
+/* copy-start(x) -> (dest, src, context): the DMA engines copy x into
+ * dest while the TensorCore goes on (sim.h sim_async). Costed as copy(x)
+ * with dest's shape: reading x, writing dest, not the whole tuple. */
+static enum ts_status lower_copy_start(struct build *b, struct sim_kernel *k,
+				       const struct ir_instr **instr)
+{
+	const struct ir_instr *in = *instr;
+	const struct ir_shape *t = &in->shape;
+	if (in->op != IR_OP_COPY_START || t->type != IR_TYPE_TUPLE ||
+	    t->n_elems < 1 || t->elems[0].type == IR_TYPE_TUPLE ||
+	    k->n_members != 1 || k->n_outputs != 1)
+		return TS_OK;
+	struct lib_stand_in *s = ts_calloc(1, sizeof *s);
+	if (!s)
+		return nomem(b);
+	s->op = *in;
+	s->op.op = IR_OP_COPY;
+	s->op.shape = t->elems[0];
+	k->lowered = &s->op;
+	k->main_op = IR_OP_COPY;
+	k->tiled = &s->op;
+	k->members[0] = &s->op;
+	k->outputs[0] = &s->op;
+	*instr = &s->op;
+	return TS_OK;
+}
+
 /* Fills the common fields, counts the work, keeps the kernel. */
 static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 				    const struct ir_instr *instr,
 				    const struct site *s)
 {
-	if (k->kind == SIM_KERNEL_UNMODELLED) {
-		enum ts_status st = lower_library_call(b, k, &instr);
-		if (st != TS_OK)
-			return st;
-	}
+	enum ts_status st = k->kind == SIM_KERNEL_UNMODELLED
+				    ? lower_library_call(b, k, &instr)
+				    : lower_copy_start(b, k, &instr);
+	if (st != TS_OK)
+		return st;
 	k->instr = instr;
 	k->name = instr->name;
 	k->multiplicity = s->mult;
@@ -682,10 +709,7 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
 		k->members = dup_list((const struct ir_instr *const *)c->instrs,
 				      c->n_instrs);
 	} else {
-		const struct ir_instr *res = in;
-		if (in->op == IR_OP_COPY_START && in->n_operands > 0)
-			res = in->operands[0];
-		describe(k, op_weight(in->op) > 0 ? in : NULL, res, true);
+		describe(k, op_weight(in->op) > 0 ? in : NULL, in, true);
 		k->n_members = 1;
 		k->members = dup_list(&in, 1);
 	}
@@ -703,6 +727,61 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
 
 static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			   struct site s);
+
+/* ---- async pairs (sim.h sim_async) ---- */
+
+/* Ops that hand work to the DMA engines or the ICI and return. */
+static bool is_async_start(const struct ir_instr *in)
+{
+	switch (in->op) {
+	case IR_OP_COPY_START:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_ALL_GATHER_START:
+	case IR_OP_COLLECTIVE_PERMUTE_START:
+	case IR_OP_ASYNC_START:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The start a done waits for (through async-updates), or NULL when in is
+ * no done. */
+static const struct ir_instr *async_start_of(const struct ir_instr *in)
+{
+	switch (in->op) {
+	case IR_OP_COPY_DONE:
+	case IR_OP_ALL_REDUCE_DONE:
+	case IR_OP_ALL_GATHER_DONE:
+	case IR_OP_COLLECTIVE_PERMUTE_DONE:
+	case IR_OP_ASYNC_DONE:
+		break;
+	default:
+		return NULL;
+	}
+	const struct ir_instr *s = in->n_operands == 1 ? in->operands[0] : NULL;
+	while (s && s->op == IR_OP_ASYNC_UPDATE)
+		s = s->n_operands == 1 ? s->operands[0] : NULL;
+	return s && is_async_start(s) ? s : NULL;
+}
+
+/* Opens a pair for start `in`, whose kernels are kernels[k0 ..]. */
+static enum ts_status open_async(struct build *b, const struct ir_instr *in,
+				 int k0)
+{
+	struct sim_program *p = b->p;
+	struct sim_async *grown = ts_realloc(p->async, (size_t)(p->n_async + 1) *
+							       sizeof *grown);
+	if (!grown)
+		return nomem(b);
+	p->async = grown;
+	p->async[p->n_async++] = (struct sim_async){
+		.start = in, .first = k0, .n = p->n_kernels - k0,
+		.between = p->n_kernels};
+	for (int k = k0; k < p->n_kernels; k++)
+		p->kernels[k].async_work = true;
+	return TS_OK;
+}
 
 /* The loop record of while `in`: its trip count, known, derived or
  * assumed (sim.h sim_trip_source), added to the program's list the first
@@ -906,18 +985,40 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 	}
 	if (b->pre_opt)
 		return walk_grouped(b, c, &s);
+	struct sim_program *p = b->p;
+	int open = p->n_async; /* pairs of this computation start here */
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		enum sim_kernel_kind kind;
 		enum sim_top role = sim_top_role(in, &kind);
 		enum ts_status st = TS_OK;
+		int k0 = p->n_kernels;
 		if (role == SIM_TOP_KERNEL)
 			st = add_top_kernel(b, in, kind, &s);
 		else if (role != SIM_TOP_FREE)
 			st = walk_control(b, in, role, &s);
 		if (st != TS_OK)
 			return st;
+		if (is_async_start(in) && p->n_kernels > k0) {
+			st = open_async(b, in, k0);
+		} else {
+			const struct ir_instr *start = async_start_of(in);
+			for (int a = open; start && a < p->n_async; a++)
+				if (p->async[a].start == start && !p->async[a].done) {
+					p->async[a].done = in;
+					p->async[a].n_between =
+						k0 - p->async[a].between;
+				}
+		}
+		if (st != TS_OK)
+			return st;
 	}
+	/* a start whose done is not here hides nothing */
+	int kept = open;
+	for (int a = open; a < p->n_async; a++)
+		if (p->async[a].done)
+			p->async[kept++] = p->async[a];
+	p->n_async = kept;
 	return TS_OK;
 }
 
@@ -935,6 +1036,7 @@ void sim_program_free(struct sim_program *p)
 	}
 	ts_free(p->kernels);
 	ts_free(p->loops);
+	ts_free(p->async);
 	memset(p, 0, sizeof *p);
 }
 

@@ -125,6 +125,8 @@ struct sim_kernel {
 	 * members whose value is used outside the group (multi-output). */
 	int n_outputs;
 	const struct ir_instr **outputs; /* ts_malloc'd, owned by the program */
+	bool async_work;               /* the async work of a pair (sim_async):
+	                                  it runs beside the TensorCore */
 	bool trip_count_assumed;       /* some enclosing while had no
 	                                  known_trip_count: multiplicity uses
 	                                  opts->default_trip_count (or 1) */
@@ -155,6 +157,20 @@ struct sim_loop {
  * XLA's while-loop analysis (sim/loops.c); false when it does not match. */
 bool sim_while_trip_count(const struct ir_instr *w, int64_t *trip);
 
+/* An asynchronous pair: a start (copy-start, all-reduce-start, ...,
+ * async-start), its done in the same computation, and the kernels the
+ * schedule puts between them, whose work overlaps the transfer. */
+struct sim_async {
+	const struct ir_instr *start, *done;
+	int first, n;                  /* kernels[first .. first + n): the
+	                                  async work (the start's kernels) */
+	int between, n_between;        /* kernels[between .. + n_between):
+	                                  the work between start and done */
+	double async_ns;               /* async work, time x multiplicity */
+	double hidden_ns;              /* of it, hidden behind the work
+	                                  between (sim_program_total) */
+};
+
 struct sim_program_opts {
 	int64_t default_trip_count;    /* trip count for loops without
 	                                  known_trip_count (--trip-count); <= 0: 1 */
@@ -170,6 +186,9 @@ struct sim_program {
 	int n_loops;
 	struct sim_loop *loops;        /* each while instruction reached, in
 	                                  walk order (ts_malloc'd) */
+	int n_async;
+	struct sim_async *async;       /* async pairs in schedule order, each
+	                                  with its done (ts_malloc'd) */
 };
 
 enum ts_status sim_program_build(const struct ir_module *m,
@@ -213,9 +232,15 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct sim_tile_config *cfg, FILE *out,
 				  struct ts_diag *d);
 
-/* Costs every kernel with its default config and fills total_ns. */
+/* Costs every kernel with its default config and fills total_ns
+ * (= sim_program_total). */
 enum ts_status sim_program_estimate(struct sim_program *p,
 				    const struct hw_spec *hw, struct ts_diag *d);
+
+/* The program time from the kernels' current estimates: the sum of time
+ * x multiplicity less the async time hidden behind other work; fills
+ * every async pair's async_ns and hidden_ns (sim/program.c). */
+double sim_program_total(struct sim_program *p);
 
 /* Host-side time of one call of the program beyond its device time (what
  * a host-timed measurement adds): the spec's host.* figures applied to the

@@ -333,6 +333,66 @@ static void test_trip_counts(void **state)
 	assert_int_equal(scalar_loop(-5, 4, "LT", 7, false), 3);
 }
 
+/* ---- async pairs ------------------------------------------------------------- */
+
+static const char *async_copy =
+	"HloModule a, is_scheduled=true\n"
+	"f {\n  p = f32[1024,1024] parameter(0)\n"
+	"  ROOT e = f32[1024,1024] exponential(p)\n}\n"
+	"ENTRY e {\n  x = f32[1024,1024] parameter(0)\n"
+	"  y = f32[4096,1024] parameter(1)\n"
+	"  cs = (f32[4096,1024], f32[4096,1024], u32[]) copy-start(y)\n"
+	"  k = f32[1024,1024] fusion(x), kind=kLoop, calls=f\n"
+	"  cd = f32[4096,1024] copy-done(cs)\n"
+	"  s = (f32[4096,1024], f32[4096,1024], u32[]) copy-start(cd)\n"
+	"  d = f32[4096,1024] copy-done(s)\n"
+	"  ROOT t = (f32[1024,1024], f32[4096,1024]) tuple(k, d)\n}\n";
+
+/*
+ * copy-start ... copy-done: the copy (dest f32[4096,1024], 16.8 MB read
+ * and written, not the whole tuple) runs beside the fusion scheduled
+ * between, which hides min(copy, fusion) of it; the second pair has
+ * nothing between and hides nothing. Program time = sum - hidden.
+ */
+static void test_async_overlap(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build(async_copy, &b);
+	ASSERT_NAMES(&b, "cs,k,s");
+	assert_int_equal(b.p.n_async, 2);
+	const struct sim_async *a = &b.p.async[0];
+	assert_string_equal(a->start->name, "cs");
+	assert_string_equal(a->done->name, "cd");
+	assert_int_equal(a->first, 0);
+	assert_int_equal(a->n, 1);
+	assert_int_equal(a->between, 1);
+	assert_int_equal(a->n_between, 1);
+	assert_int_equal(b.p.async[1].n_between, 0);
+	const struct sim_kernel *cs = tu_kernel(&b, "cs");
+	assert_true(cs->async_work);
+	assert_int_equal(cs->main_op, IR_OP_COPY);
+	assert_near(cs->work.bytes_written, 4096.0 * 1024 * 4, 0);
+
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw)) {
+		tu_built_free(&b);
+		skip();
+	}
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	double tc = tu_kernel(&b, "cs")->est.time_ns;
+	double tk = tu_kernel(&b, "k")->est.time_ns;
+	double ts = tu_kernel(&b, "s")->est.time_ns;
+	assert_true(tc > 0 && tk > 0 && ts > 0);
+	double hidden = tc < tk ? tc : tk;
+	assert_near(b.p.async[0].async_ns, tc, 0);
+	assert_near(b.p.async[0].hidden_ns, hidden, 0);
+	assert_near(b.p.async[1].hidden_ns, 0.0, 0);
+	assert_near(b.p.total_ns, tc + tk + ts - hidden, 1e-9 * (tc + tk + ts));
+	tu_built_free(&b);
+}
+
 /* A while of 3 inside a while of 4: the inner body runs 12 times. */
 static void test_while_nested(void **state)
 {
@@ -1055,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_while_derived),
 		cmocka_unit_test(test_while_assumed),
 		cmocka_unit_test(test_trip_counts),
+		cmocka_unit_test(test_async_overlap),
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
