@@ -167,6 +167,10 @@ void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
  * because the model has no tile grid for it, with the reason. */
 void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
 		      const struct hw_spec *hw);
+/* Warns about each kernel of p with much MXU work that the model (on hw)
+ * puts below 5% MXU utilisation (cli/graph.c says why). */
+void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
+		      const struct hw_spec *hw);
 
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 

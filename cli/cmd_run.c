@@ -161,6 +161,7 @@ enum run_col {
 	COL_BOUND,
 	COL_TIME,
 	COL_SHARE,
+	COL_MXU_UTIL,
 	COL_TIME_TOTAL,
 	COL_CONFIG,
 	COL_COUNT
@@ -184,6 +185,7 @@ static const struct cmd_col run_cols[] = {
 	[COL_BOUND] = {"bound", "bound", CMD_UNIT_TEXT, 0},
 	[COL_TIME] = {"time_ns", "time", CMD_UNIT_TIME_NS, 0},
 	[COL_SHARE] = {"share", "share", CMD_UNIT_FRACTION, 0},
+	[COL_MXU_UTIL] = {"mxu_util", "mxu%", CMD_UNIT_FRACTION, 0},
 	[COL_TIME_TOTAL] = {"time_total_ns", "x mult", CMD_UNIT_TIME_NS,
 			    CMD_COL_NO_TABLE},
 	[COL_CONFIG] = {"config", "config", CMD_UNIT_TEXT, CMD_COL_NO_TABLE},
@@ -242,6 +244,8 @@ static enum ts_status fill_row(struct cmd_table *t, const char *module,
 	}
 	cmd_table_set_num(t, COL_TIME, e->time_ns);
 	cmd_table_set_num(t, COL_TIME_TOTAL, time_total);
+	if (k->work.mxu_macs > 0)
+		cmd_table_set_num(t, COL_MXU_UTIL, e->mxu_util);
 	cmd_table_set_num(t, COL_SHARE,
 			  total_ns > 0.0 ? time_total / total_ns : 0.0);
 	st = cmd_table_set_text(t, COL_BOUND, e->feasible ?
@@ -258,10 +262,11 @@ static enum ts_status fill_row(struct cmd_table *t, const char *module,
 static enum ts_status fill_footer(struct cmd_table *t,
 				  const struct sim_program *p, double total_ns)
 {
-	double flops = 0.0, rd = 0.0, wr = 0.0;
+	double flops = 0.0, rd = 0.0, wr = 0.0, mxu_busy = 0.0;
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		bool m = k->est.modelled;
+		mxu_busy += k->est.mxu_util * k->est.time_ns * k->multiplicity;
 		flops += (m ? k->est.flops : k->work.flops) * k->multiplicity;
 		rd += (m ? k->est.bytes_read : k->work.bytes_read) *
 		      k->multiplicity;
@@ -277,6 +282,9 @@ static enum ts_status fill_footer(struct cmd_table *t,
 	cmd_table_set_num(t, COL_TIME, total_ns);
 	cmd_table_set_num(t, COL_TIME_TOTAL, total_ns);
 	cmd_table_set_num(t, COL_SHARE, total_ns > 0.0 ? 1.0 : 0.0);
+	/* the program's: kernels' utilisations weighted by their time */
+	cmd_table_set_num(t, COL_MXU_UTIL,
+			  total_ns > 0.0 ? mxu_busy / total_ns : 0.0);
 	return st;
 }
 
@@ -586,6 +594,7 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			goto out;
 		}
 		cmd_warn_untiled(ctx, &progs[m], &ctx->hw);
+		cmd_warn_low_mxu(ctx, &progs[m], &ctx->hw);
 	}
 	if (cfg_kernel) {
 		rc = apply_config(ctx, o, cfg_kernel);

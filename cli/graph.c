@@ -5,6 +5,7 @@
  * skipped without knowing them). Contract in cli.h (cmd_graph_*).
  */
 #include "cli.h"
+#include "hw_units.h"
 
 #include <string.h>
 
@@ -65,6 +66,35 @@ void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
 			"%s: warning: module %s: kernel %s has no tile grid (%s): "
 			"costed by its roofline\n",
 			ctx->prog, p->module->name, k->name, d.msg);
+	}
+}
+
+/*
+ * A kernel with at least LOW_MXU_MIN_NS of MXU work at the bf16 peak
+ * (work.mxu_macs / peak MACs per ns) that the model puts below
+ * LOW_MXU_UTIL of the peak is almost always a mapping defect (a
+ * convolution form or batched dot the MXU mapping gets wrong), not a
+ * slow kernel: each is named with its utilisation.
+ */
+#define LOW_MXU_UTIL 0.05
+#define LOW_MXU_MIN_NS 10000.0
+void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
+		      const struct hw_spec *hw)
+{
+	double peak = hw_mxu_peak_macs_per_cycle(hw) * hw->clock_hz * 1e-9;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if (!k->est.modelled || !(peak > 0) ||
+		    k->work.mxu_macs / peak < LOW_MXU_MIN_NS ||
+		    k->est.mxu_util >= LOW_MXU_UTIL)
+			continue;
+		fprintf(ctx->err,
+			"%s: warning: module %s: kernel %s (%s) is modelled at "
+			"%.2g%% MXU utilisation, below %.0f%% for %.0f us of MXU "
+			"work: likely a mapping defect\n",
+			ctx->prog, p->module->name, k->name,
+			ir_op_name(k->main_op), 100.0 * k->est.mxu_util,
+			100.0 * LOW_MXU_UTIL, k->work.mxu_macs / peak * 1e-3);
 	}
 }
 

@@ -84,3 +84,22 @@ double hw_mxu_peak_macs_per_cycle(const struct hw_spec *hw)
 						   : 1.0;
 	return (double)hw->mxu_count * hw->mxu_rows * hw->mxu_cols * k;
 }
+
+/*
+ * MXU utilisation, a fraction (1 = every cell of every array busy for the
+ * whole kernel):
+ *   util = macs x passes / (time_ns x clock_GHz x peak_MACs_per_cycle x cores)
+ * peak_MACs_per_cycle = hw_mxu_peak_macs_per_cycle (one TensorCore); an f32
+ * MAC at HIGHEST takes `passes` bf16 passes, so its peak is 1/passes of
+ * bf16's. Counts only useful MACs (no padding, no dilation holes): what a
+ * profiler's "MXU utilisation" reports. 0 without time or work.
+ */
+double hw_mxu_utilisation(const struct hw_spec *hw, double macs, int passes,
+			  int cores, double time_ns)
+{
+	double peak = hw_mxu_peak_macs_per_cycle(hw) * hw->clock_hz * 1e-9 *
+		      (cores > 0 ? cores : 1);
+	if (!(macs > 0) || !(time_ns > 0) || !(peak > 0))
+		return 0.0;
+	return macs * (passes > 0 ? passes : 1) / (time_ns * peak);
+}

@@ -41,6 +41,12 @@ double hw_mxu_matmul_cycles(const struct hw_spec *hw, int64_t m, int64_t k,
 /* Peak multiply-accumulates per cycle of one TensorCore (all MXUs). */
 double hw_mxu_peak_macs_per_cycle(const struct hw_spec *hw);
 
+/* Fraction of the MXU peak a kernel of `macs` useful multiply-accumulates
+ * at `passes` bf16 passes each reaches over time_ns on `cores`
+ * TensorCores; formula in hw_mxu.c. */
+double hw_mxu_utilisation(const struct hw_spec *hw, double macs, int passes,
+			  int cores, double time_ns);
+
 /* ---- VPU (hw_vpu.c) ------------------------------------------------------ */
 
 /* Where a reduction runs inside the (sublane, lane) register. */

@@ -992,14 +992,22 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		    t->attrs.conv->out_feature >= 0 &&
 		    t->attrs.conv->out_feature < t->shape.rank)
 			p->mxu_cout = t->shape.dims[t->attrs.conv->out_feature];
-		if (t->op == IR_OP_CONVOLUTION && t->attrs.window)
+		if (t->op == IR_OP_CONVOLUTION && t->attrs.window) {
+			double win = 1, outsp = 1;
+			const struct ir_conv_dims *cd = t->attrs.conv;
 			for (int s = 0; s < t->attrs.window->n; s++) {
 				if (t->attrs.window->dims[s].size > 1)
 					p->mxu_windowed = true;
 				if (t->attrs.window->dims[s].lhs_dilate > 1)
 					p->tap_density /= (double)t->attrs.window->dims[s]
 								  .lhs_dilate;
+				win *= (double)t->attrs.window->dims[s].size;
+				if (cd && s < cd->n_spatial &&
+				    cd->out_spatial[s] < t->shape.rank)
+					outsp *= (double)t->shape.dims[cd->out_spatial[s]];
 			}
+			p->mxu_fold_taps = win > outsp;
+		}
 		double macs = 0;
 		if (sim_instr_macs(t, NULL, &macs, NULL) == TS_OK)
 			p->mxu_macs = macs;
@@ -1431,6 +1439,13 @@ static void access_cost(const struct sim_plan_access *a,
  * hw_mxu_stream_cycles(tiles, rows)),
  * where a step's weight tiles are
  *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group)
+ * or, for a convolution whose window is larger than its output (a weight
+ * gradient: the window spans the input's spatial extent, the output is the
+ * kernel), with the taps folded into the contraction when K < R:
+ *   batch x ceil(taps / floor(R / K)) x ceil(N / C)
+ * XLA's TPU emitter contracts such a convolution over batch x window as
+ * one long matmul (the contraction is batch x spatial), so the array sees
+ * a deep K, not thousands of K-deep taps each padded to R rows.
  * and its rows are the product of the M-dim block extents (batch, spatial
  * or lhs free dims). In a matmul (no window) either operand may be the
  * stationary one: the compiler keeps the cheaper orientation (rows <->
@@ -1478,8 +1493,13 @@ static double mxu_total_cycles(const struct sim_plan *p,
 		kv = fmax(1.0, kv / g);
 		nv = fmax(1.0, nv / grp);
 	}
-	double t1 = grp * taps * ceil(kv / rr) * ceil(nv / cc);
-	double t2 = grp * taps * ceil(kv / rr) * ceil(rows / cc);
+	/* weight tiles along the contraction: per tap, or taps folded into
+	 * the contraction (mxu_fold_taps: floor(R / K) taps share a tile) */
+	double kt = taps * ceil(kv / rr);
+	if (p->mxu_fold_taps && kv < rr)
+		kt = ceil(taps / floor(rr / kv));
+	double t1 = grp * kt * ceil(nv / cc);
+	double t2 = grp * kt * ceil(rows / cc);
 	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
 					 p->mxu_passes);
 	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
@@ -1819,6 +1839,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->split = split;
 	x->core_steps = n_core;
 	out->cores = (int)split;
+	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs, p->mxu_passes,
+					   out->cores, t);
 }
 
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,

@@ -158,6 +158,9 @@ struct sim_plan {
 	int64_t mxu_cout;                 /* output features (all groups) */
 	bool mxu_windowed;                /* a convolution window wider than 1:
 	                                     the kernel is the stationary operand */
+	bool mxu_fold_taps;               /* window taps outnumber the output's
+	                                     spatial positions (weight gradient):
+	                                     taps fold into the contraction */
 	double mxu_macs;                  /* useful multiply-accumulates */
 	double tap_density;               /* fraction of window taps that land
 	                                     on real input (lhs dilation) */

@@ -151,5 +151,7 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	out->mxu_cycles = t_mxu * 1e-9 * hw->clock_hz;
 	out->vpu_cycles = vpu_cycles / cores;
 	out->dma_cycles = t_hbm * 1e-9 * hw->clock_hz;
+	out->mxu_util = hw_mxu_utilisation(hw, w->mxu_macs, 1, cores,
+					   out->time_ns);
 	return TS_OK;
 }

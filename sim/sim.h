@@ -77,6 +77,8 @@ struct sim_estimate {
 	double overhead_ns;     /* fixed per-kernel plus per-step costs */
 	double vmem_bytes;      /* double-buffered working set of one step */
 	double flops;           /* arithmetic work (2 per MAC), whole kernel */
+	double mxu_util;        /* fraction of the MXU peak over time_ns
+	                           (hw_mxu_utilisation); 0 without MXU work */
 	double bytes_read;      /* HBM bytes read, padded to layout tiles */
 	double bytes_written;   /* HBM bytes written, padded */
 	struct sim_tile_config config; /* the config costed (default filled in) */

@@ -2,7 +2,9 @@
  * test_model.c: the analytic kernel model (sim/model.c) on hand-derivable
  * kernels: a 128^3 bf16 matmul on the MXU, f32 at HIGHEST precision, a
  * padded elementwise op and its pipeline terms, a VMEM-infeasible config,
- * an unmodelled op, the explain text; and, with ../shared, fusion.191 of
+ * an unmodelled op, the explain text, the MXU utilisation of the forward,
+ * input- and weight-gradient forms of convolution; and, with ../shared,
+ * fusion.191 of
  * TpuGraphs against its measured default and best configs.
  */
 #include <setjmp.h>
@@ -578,6 +580,87 @@ static void test_f16_conversion(void **state)
 	tu_built_free(&b);
 }
 
+/* ---- convolution forms ---------------------------------------------------- */
+
+/* A 2D (N 32, 56 x 56, 128 -> 128, 3 x 3) and a 3D (N 4, 16^3, 128 -> 128,
+ * 3 x 3 x 3) layer's forward, input-gradient and weight-gradient
+ * convolutions as XLA writes them: the input gradient convolves dy with
+ * the reversed kernel (i and o swapped), the weight gradient contracts x
+ * and dy over batch and space (batch as the feature, the window the whole
+ * padded input, the kernel as the output). */
+static const char *const conv_forms[2][3] = {
+	{"HloModule f\nENTRY e {\n  x = f32[32,56,56,128] parameter(0)\n"
+	 "  w = f32[3,3,128,128] parameter(1)\n"
+	 "  ROOT y = f32[32,56,56,128] convolution(x, w), window={size=3x3 "
+	 "pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n",
+	 "HloModule d\nENTRY e {\n  dy = f32[32,56,56,128] parameter(0)\n"
+	 "  w = f32[3,3,128,128] parameter(1)\n"
+	 "  ROOT dx = f32[32,56,56,128] convolution(dy, w), window={size=3x3 "
+	 "pad=1_1x1_1 rhs_reversal=1x1}, dim_labels=b01f_01oi->b01f\n}\n",
+	 "HloModule w\nENTRY e {\n  x = f32[32,56,56,128] parameter(0)\n"
+	 "  dy = f32[32,56,56,128] parameter(1)\n"
+	 "  ROOT dw = f32[3,3,128,128] convolution(x, dy), window={size=56x56 "
+	 "pad=1_1x1_1}, dim_labels=f01b_i01o->01bf\n}\n"},
+	{"HloModule f\nENTRY e {\n  x = f32[4,16,16,16,128] parameter(0)\n"
+	 "  w = f32[3,3,3,128,128] parameter(1)\n"
+	 "  ROOT y = f32[4,16,16,16,128] convolution(x, w), window={size=3x3x3 "
+	 "pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n}\n",
+	 "HloModule d\nENTRY e {\n  dy = f32[4,16,16,16,128] parameter(0)\n"
+	 "  w = f32[3,3,3,128,128] parameter(1)\n"
+	 "  ROOT dx = f32[4,16,16,16,128] convolution(dy, w), window={size=3x3x3 "
+	 "pad=1_1x1_1x1_1 rhs_reversal=1x1x1}, dim_labels=b012f_012oi->b012f\n}\n",
+	 "HloModule w\nENTRY e {\n  x = f32[4,16,16,16,128] parameter(0)\n"
+	 "  dy = f32[4,16,16,16,128] parameter(1)\n"
+	 "  ROOT dw = f32[3,3,3,128,128] convolution(x, dy), window={size=16x16x16 "
+	 "pad=1_1x1_1x1_1}, dim_labels=f012b_i012o->012bf\n}\n"},
+};
+
+/*
+ * The three forms do the same MACs (each output gradient meets each input
+ * once per tap that lands on real input) and each keeps the MXU busy:
+ * their K and N are 128 (the weight gradient's K, the batch, is 32 or 4,
+ * but its taps fold into 128-deep tiles: floor(128 / K) taps per tile, so
+ * no padding). A weight tile then costs max(T, R) + B cycles for T
+ * streamed rows (hw_mxu_stream_cycles) and a step adds one fill/drain of
+ * 2R + C - 2 = 382 cycles; with v3's B = 28.3 and steps of thousands of
+ * rows the arrays are busy more than 90% of the MXU time, and these
+ * MXU-bound kernels spend most of their time there: at least 60% of the
+ * MXU peak over the kernel's time for every form. Unfolded, the 2D weight
+ * gradient padded each 32-deep tap to 128 rows: at most 25%.
+ */
+static void test_conv_forms(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	for (int layer = 0; layer < 2; layer++) {
+		double macs[3], t[3];
+		for (int f = 0; f < 3; f++) {
+			struct tu_built b;
+			tu_build(conv_forms[layer][f], &b);
+			const struct sim_kernel *k = &b.p.kernels[0];
+			struct ts_diag d = {0};
+			struct sim_estimate e;
+			assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d),
+					 TS_OK);
+			macs[f] = k->work.mxu_macs;
+			t[f] = e.time_ns;
+			if (!(e.mxu_util >= 0.6 && e.mxu_util <= 1.0))
+				fail_msg("layer %d form %d: MXU utilisation %.3f",
+					 layer, f, e.mxu_util);
+			tu_built_free(&b);
+		}
+		assert_near(macs[1], macs[0], 0);
+		assert_near(macs[2], macs[0], 0);
+		double lo = fmin(t[0], fmin(t[1], t[2]));
+		double hi = fmax(t[0], fmax(t[1], t[2]));
+		if (hi > 1.25 * lo)
+			fail_msg("layer %d: forms take %.0f, %.0f, %.0f ns", layer,
+				 t[0], t[1], t[2]);
+	}
+}
+
 /*
  * Megacore: an f32 add over 1024 x 2048 = 2,097,152 elements, at least
  * chip.megacore_min_elems (1.25e6), runs on both cores: under one config
@@ -777,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_tpugraphs_vmem_and_runs),
 		cmocka_unit_test(test_fusion_191),
 		cmocka_unit_test(test_f16_conversion),
+		cmocka_unit_test(test_conv_forms),
 		cmocka_unit_test(test_megacore_split),
 		cmocka_unit_test(test_divide_by_broadcast),
 		cmocka_unit_test(test_default_layout),
