@@ -73,13 +73,20 @@ bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes)
  *   all-gather      (n-1)/n x B / bw + (n-1) x latency  (B = gathered size)
  *   reduce-scatter  (n-1)/n x B / bw + (n-1) x latency  (B = input size)
  *   all-to-all      (n-1)/n x B / bw + (n-1) x latency
- *   permute         B / link_bw + latency              (one hop)
- * bw = min(links, 2) x ici_link_bw: a bidirectional ring sends both ways
- * on two of the chip's links. Assumes a ring embedded in the torus, no
- * contention with other traffic, bandwidth-optimal algorithms. Known
- * wrong: 2D/3D torus algorithms use more links (up to 2x faster), small
- * messages are latency- and software-bound. Source: TPU.md section 1 (ICI
- * per link one-way bandwidth, SB), the scaling book's collective costs.
+ *   permute         B / link + latency                 (one hop)
+ *   bw   = min(links, 2) x link
+ *   link = ici_link_bw x ici.efficiency / devices per chip
+ * A bidirectional ring sends both ways on two of the chip's links. A chip
+ * whose TensorCores are separate devices (v2, v3: 2 per chip, no
+ * megacore) shares its links among them: every core of the chip takes
+ * part, so each gets 1/cores of them. ici.efficiency is the fraction of
+ * the links' bandwidth XLA's collectives achieve, fitted on the TPU v3-8
+ * all-reduce sweep (hwspecs/v3.yaml). Assumes a ring embedded in the
+ * torus, no other traffic, bandwidth-optimal algorithms. Known wrong: 2D
+ * and 3D torus algorithms use more links (up to 2x faster), small messages
+ * are latency- and software-bound, and a group within one chip never
+ * touches the ICI. Source: TPU.md section 1 (ICI per link one-way
+ * bandwidth, SB), the scaling book's collective costs.
  */
 double hw_ici_collective_ns(const struct hw_spec *hw, enum hw_collective c,
 			    double bytes, int64_t devices)
@@ -89,8 +96,12 @@ double hw_ici_collective_ns(const struct hw_spec *hw, enum hw_collective c,
 	double n = (double)devices;
 	double links = hw->ici_links < 2 ? (hw->ici_links > 0 ? hw->ici_links : 1)
 					 : 2;
-	double bw = links * hw->ici_link_bw_bytes_per_s * 1e-9; /* bytes/ns */
-	double link = hw->ici_link_bw_bytes_per_s * 1e-9;
+	double share = hw->megacore || hw->tensorcores_per_chip < 1
+			       ? 1.0
+			       : (double)hw->tensorcores_per_chip;
+	double link = hw->ici_link_bw_bytes_per_s * 1e-9 * hw->ici_efficiency /
+		      share; /* bytes/ns */
+	double bw = links * link;
 	if (bw <= 0)
 		return 0.0;
 	double frac = (n - 1.0) / n;

@@ -160,6 +160,7 @@ static const struct hw_field ici_fields[] = {
 	HW_INT("ici", "links", ici_links, "", 0, 64),
 	HW_REAL("ici", "link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 0, 1e13),
 	HW_REAL("ici", "latency_ns", ici_latency_ns, "ns", 0, 1e6),
+	HW_REAL("ici", "efficiency", ici_efficiency, "", 0.01, 1),
 };
 HW_SECTION_FITS(ici_fields);
 

@@ -129,6 +129,8 @@ struct hw_spec {
 	int ici_links;             /* links per chip */
 	double ici_link_bw_bytes_per_s; /* one-way bandwidth of one link */
 	double ici_latency_ns;     /* per collective hop */
+	double ici_efficiency;     /* achieved fraction of the links' bandwidth
+	                              in XLA's collectives (hw_ici_collective_ns) */
 };
 
 /*

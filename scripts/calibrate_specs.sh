@@ -100,4 +100,6 @@ EOF
 	# v3 host term: every host-timed row (leave one op family out).
 	fit hwspecs/v3.yaml group --data $data/tpuv3-ops --data $data/tpuv3-allreduce \
 		--fit host.call_ns,host.kernel_ns,host.device_ns
+	# v3 ICI: the all-reduce sweep on a v3-8 (leave one size out).
+	fit hwspecs/v3.yaml shape --data $data/tpuv3-allreduce --fit ici.efficiency
 done

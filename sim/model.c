@@ -810,23 +810,36 @@ static bool kernel_is_free(const struct sim_kernel *k)
 	return work == 0;
 }
 
-static enum hw_collective collective_kind(enum ir_op op)
+void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
+		       double *bytes, int64_t *devices)
 {
+	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
+	if (op == IR_OP_ASYNC_START)
+		op = k->instr->wrapped_op;
 	switch (op) {
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_COLLECTIVE_REDUCE:
+		*c = HW_COLL_ALL_REDUCE;
+		break;
 	case IR_OP_ALL_GATHER:
 	case IR_OP_ALL_GATHER_START:
-		return HW_COLL_ALL_GATHER;
+		*c = HW_COLL_ALL_GATHER;
+		break;
 	case IR_OP_REDUCE_SCATTER:
-		return HW_COLL_REDUCE_SCATTER;
+		*c = HW_COLL_REDUCE_SCATTER;
+		break;
 	case IR_OP_ALL_TO_ALL:
-		return HW_COLL_ALL_TO_ALL;
-	case IR_OP_COLLECTIVE_PERMUTE:
-	case IR_OP_COLLECTIVE_PERMUTE_START:
-	case IR_OP_COLLECTIVE_BROADCAST:
-		return HW_COLL_PERMUTE;
-	default:
-		return HW_COLL_ALL_REDUCE;
+	case IR_OP_RAGGED_ALL_TO_ALL:
+		*c = HW_COLL_ALL_TO_ALL;
+		break;
+	default: /* collective-permute, broadcast, send/recv: one hop */
+		*c = HW_COLL_PERMUTE;
+		break;
 	}
+	*bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
+					  : k->work.bytes_read;
+	*devices = k->group_devices;
 }
 
 /* ---- the combined grid of a convolution or dot ---- */
@@ -908,14 +921,11 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	if (k->kind == SIM_KERNEL_COLLECTIVE) {
 		p->kind = SIM_PLAN_COLLECTIVE;
-		const struct ir_instr *in = k->instr;
-		double bytes = in ? ir_shape_padded_bytes(&in->shape) : 0;
-		int64_t n = in && in->attrs.replica_group_size > 0
-				    ? in->attrs.replica_group_size
-				    : 2;
-		p->ici_ns = in ? hw_ici_collective_ns(hw, collective_kind(in->op),
-						      bytes, n)
-			       : 0.0;
+		enum hw_collective c;
+		double bytes;
+		int64_t n;
+		sim_collective_of(k, &c, &bytes, &n);
+		p->ici_ns = hw_ici_collective_ns(hw, c, bytes, n);
 		p->other_bytes = 2.0 * bytes;
 		return TS_OK;
 	}

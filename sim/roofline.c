@@ -10,66 +10,24 @@
 
 #include "hw_units.h"
 
-/* Participants assumed when a collective names no replica group size:
- * HloCostAnalysis assumes two (docs/HLO.md 3.1, all-reduce). */
-#define ROOF_DEFAULT_DEVICES 2
-
-static bool collective_kind(enum ir_op op, enum hw_collective *c)
-{
-	switch (op) {
-	case IR_OP_ALL_REDUCE:
-	case IR_OP_ALL_REDUCE_START:
-	case IR_OP_COLLECTIVE_REDUCE:
-		*c = HW_COLL_ALL_REDUCE;
-		return true;
-	case IR_OP_ALL_GATHER:
-	case IR_OP_ALL_GATHER_START:
-		*c = HW_COLL_ALL_GATHER;
-		return true;
-	case IR_OP_REDUCE_SCATTER:
-		*c = HW_COLL_REDUCE_SCATTER;
-		return true;
-	case IR_OP_ALL_TO_ALL:
-	case IR_OP_RAGGED_ALL_TO_ALL:
-		*c = HW_COLL_ALL_TO_ALL;
-		return true;
-	case IR_OP_COLLECTIVE_PERMUTE:
-	case IR_OP_COLLECTIVE_PERMUTE_START:
-	case IR_OP_COLLECTIVE_BROADCAST:
-		*c = HW_COLL_PERMUTE;
-		return true;
-	default:
-		return false;
-	}
-}
-
 /*
  * Collective kernel (ns):
  *   hw_ici_collective_ns(kind, B, n)   (ring formulas, hw/hw_mem.c:
  *   all-reduce 2(n-1)/n B, all-gather / reduce-scatter / all-to-all
  *   (n-1)/n B over the ring's links, plus latency per ring step)
  *   + kernel_overhead_ns
- * B = the buffer each device holds in full: the gathered output for
- * all-gather, the input otherwise (padded bytes, as counted by cost.c).
- * n = replica_group_size, or 2 when the module does not say (XLA's
- * assumption). Known wrong: ignores the HBM reads/writes around the
- * transfer and torus algorithms that use more links.
+ * B, n: sim_collective_of (the buffer each device holds in full, the
+ * devices of the group). Known wrong: ignores the HBM reads/writes around
+ * the transfer and torus algorithms that use more links.
  */
 static enum ts_status collective_roofline(const struct sim_kernel *k,
 					  const struct hw_spec *hw,
 					  struct sim_estimate *out)
 {
-	enum ir_op op = k->instr->op;
-	if (op == IR_OP_ASYNC_START)
-		op = k->instr->wrapped_op;
 	enum hw_collective c;
-	if (!collective_kind(op, &c))
-		c = HW_COLL_PERMUTE; /* any other transfer: one hop */
-	double bytes = c == HW_COLL_ALL_GATHER ? k->work.bytes_written
-					       : k->work.bytes_read;
-	int64_t n = k->instr->attrs.replica_group_size > 0
-			    ? k->instr->attrs.replica_group_size
-			    : ROOF_DEFAULT_DEVICES;
+	double bytes;
+	int64_t n;
+	sim_collective_of(k, &c, &bytes, &n);
 	double ici = hw_ici_collective_ns(hw, c, bytes, n);
 	out->time_ns = ici + hw->kernel_overhead_ns;
 	out->bound = ici >= hw->kernel_overhead_ns ? HW_UNIT_ICI

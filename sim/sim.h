@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "hw_spec.h"
+#include "hw_units.h"
 #include "ir.h"
 
 #define SIM_MAX_GRID 8 /* rank of a tile grid (physical dims of a tensor) */
@@ -127,6 +128,10 @@ struct sim_kernel {
 	 * members whose value is used outside the group (multi-output). */
 	int n_outputs;
 	const struct ir_instr **outputs; /* ts_malloc'd, owned by the program */
+	int64_t group_devices;         /* a collective's devices: its replica
+	                                  group's size, else every device of
+	                                  the module (replica_count x
+	                                  num_partitions); 1 for other kernels */
 	bool async_work;               /* the async work of a pair (sim_async):
 	                                  it runs beside the TensorCore */
 	bool trip_count_assumed;       /* some enclosing while had no
@@ -233,6 +238,14 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct hw_spec *hw,
 				  const struct sim_tile_config *cfg, FILE *out,
 				  struct ts_diag *d);
+
+/* The ring collective a collective kernel runs (hw_ici_collective_ns),
+ * the bytes each device holds in full (the gathered output for
+ * all-gather, the input otherwise, padded as cost.c counts them) and its
+ * group's devices: one reading for the analytic model and the roofline
+ * (sim/model.c). */
+void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
+		       double *bytes, int64_t *devices);
 
 /* Costs every kernel with its default config and fills total_ns
  * (= sim_program_total). */

@@ -468,8 +468,9 @@ static void test_roofline_elementwise_v3(void **state)
 }
 
 /* A custom call is listed but not modelled: zero time. A 4-way all-reduce
- * of 4 MiB on v3: 2 x 3/4 x 4 MiB over 2 links x 100 GB/s = 31457 ns,
- * plus 2 x 3 ring steps x ici latency, plus the kernel launch. */
+ * of 4 MiB on v3: 2 x 3/4 x 4 MiB over 2 links x 100 GB/s x ici.efficiency
+ * shared by the chip's 2 TensorCores (each its own device), plus 2 x 3
+ * ring steps x ici latency, plus the kernel launch. */
 static void test_roofline_unmodelled_collective(void **state)
 {
 	(void)state;
@@ -499,7 +500,10 @@ static void test_roofline_unmodelled_collective(void **state)
 		      "}\n",
 		      &hw, NULL);
 	assert_int_equal(e.bound, HW_UNIT_ICI);
-	assert_rel(e.time_ns, 2 * 0.75 * 4194304.0 / 200.0 +
+	assert_int_equal(hw.tensorcores_per_chip, 2);
+	assert_false(hw.megacore);
+	assert_rel(e.time_ns, 2 * 0.75 * 4194304.0 /
+				      (200.0 * hw.ici_efficiency / 2) +
 				      6 * hw.ici_latency_ns + hw.kernel_overhead_ns,
 		   TIME_REL_TOL);
 }

@@ -114,7 +114,8 @@ static const char base_spec[] =
 	"ici:\n"                           /* 45 */
 	"  links: 4\n"                     /* 46 */
 	"  link_bw_bytes_per_s: 1e11\n"    /* 47 */
-	"  latency_ns: 500\n";             /* 48 */
+	"  latency_ns: 500\n"              /* 48 */
+	"  efficiency: 1\n";               /* 49 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -386,7 +387,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
 	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 49, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
-			  "link_bw_bytes_per_s, latency_ns");
+			  "link_bw_bytes_per_s, latency_ns, efficiency");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
 			  "nmae: unknown key (did you mean 'name'?)");
 	expect_edit_error("name: t", "name: t\n[1]: 2", 2, 1,
@@ -488,15 +489,15 @@ static void test_err_range(void **state)
 static void test_err_document_shape(void **state)
 {
 	(void)state;
-	char *s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\nname: u\n");
-	expect_error(s, 49, 1, "a second YAML document starts here; a spec file holds exactly one");
-	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n]\n");
-	expect_error(s, 49, 1, "YAML syntax error: did not find expected key "
+	char *s = edited("  efficiency: 1\n", "  efficiency: 1\n---\nname: u\n");
+	expect_error(s, 50, 1, "a second YAML document starts here; a spec file holds exactly one");
+	s = edited("  efficiency: 1\n", "  efficiency: 1\n]\n");
+	expect_error(s, 50, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
-	s = edited("  latency_ns: 500\n", "  latency_ns: 500\n---\n]\n");
-	expect_error(s, 50, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 50:1)");
+	s = edited("  efficiency: 1\n", "  efficiency: 1\n---\n]\n");
+	expect_error(s, 51, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 51:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead, host and ici");
 	expect_error("# only a comment\n", 1, 1,
@@ -735,11 +736,11 @@ static void test_fields_by_path(void **state)
 	assert_null(hw_spec_field("chip.megacore")); /* bool */
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
 	/* 2 chip (megacore is a bool) + 7 mxu + 5 cost (composite is
-	 * derived) + 7 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 3 ici
-	 * numeric fields: 36. */
-	assert_int_equal(hw_spec_n_fields(), 36);
+	 * derived) + 7 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 4 ici
+	 * numeric fields: 37. */
+	assert_int_equal(hw_spec_n_fields(), 37);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(36));
+	assert_null(hw_spec_field_at(37));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

@@ -61,6 +61,7 @@ static struct hw_spec spec(void)
 	h.ici_links = 4;
 	h.ici_link_bw_bytes_per_s = 1e11;
 	h.ici_latency_ns = 500;
+	h.ici_efficiency = 1;
 	return h;
 }
 
@@ -209,12 +210,16 @@ static void test_mem(void **state)
 /*
  * 4 MiB all-reduce over 4 devices on a ring of 2 x 100 GB/s links:
  *   2 x 3/4 x 4194304 B / 200 B/ns + 2 x 3 x 500 ns = 31457.28 + 3000.
- * One device: nothing to do. A permute is one hop on one link.
+ * One device: nothing to do. A permute is one hop on one link. Two
+ * TensorCores per chip, each its own device, at 50% efficiency: each
+ * link gives a core 100 x 0.5 / 2 = 25 B/ns, the ring 50 B/ns:
+ *   2 x 3/4 x 4194304 / 50 + 3000 = 125829.12 + 3000.
  */
 static void test_ici(void **state)
 {
 	(void)state;
 	struct hw_spec h = spec();
+	h.tensorcores_per_chip = 1; /* one device per chip */
 	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
 		    31457.28 + 3000, 1e-6);
 	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_GATHER, 4194304.0, 4),
@@ -223,6 +228,13 @@ static void test_ici(void **state)
 		    0, EXACT);
 	assert_near(hw_ici_collective_ns(&h, HW_COLL_PERMUTE, 1e6, 8),
 		    1e6 / 100.0 + 500, 1e-6);
+	h.tensorcores_per_chip = 2;
+	h.ici_efficiency = 0.5;
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+		    125829.12 + 3000, 1e-6);
+	h.megacore = true; /* one device per chip: the links are its own */
+	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+		    62914.56 + 3000, 1e-6);
 }
 
 int main(void)
