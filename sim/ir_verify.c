@@ -444,16 +444,25 @@ static bool check_convolution(struct vctx *v)
 	return dims_are(v, &in->shape, want, n + 2, "convolution");
 }
 
+/* A reduce or reduce-window takes N inputs and N init values: *n = N. */
+static bool inputs_and_inits(struct vctx *v, int *n)
+{
+	if (v->in->n_operands % 2)
+		return refuse(v, "takes inputs and as many init values, given %d "
+				 "operands", v->in->n_operands);
+	*n = v->in->n_operands / 2;
+	return true;
+}
+
 /* reduce (N inputs, N inits): each result is its input without the
  * dimensions= dims, which are in range and distinct. */
 static bool check_reduce(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_ints *dm = in->attrs.dimensions;
-	if (in->n_operands % 2)
-		return refuse(v, "takes inputs and as many init values, given %d "
-				 "operands", in->n_operands);
-	int n = in->n_operands / 2;
+	int n;
+	if (!inputs_and_inits(v, &n))
+		return false;
 	for (int k = 0; k < n; k++) {
 		const struct ir_shape *o = &in->operands[k]->shape;
 		if (!checkable(o) || !dm)
@@ -484,10 +493,9 @@ static bool check_reduce_window(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_window *w = in->attrs.window;
-	if (in->n_operands % 2)
-		return refuse(v, "takes inputs and as many init values, given %d "
-				 "operands", in->n_operands);
-	int n = in->n_operands / 2;
+	int n;
+	if (!inputs_and_inits(v, &n))
+		return false;
 	for (int k = 0; k < n; k++) {
 		const struct ir_shape *o = &in->operands[k]->shape;
 		if (!checkable(o) || !w)
