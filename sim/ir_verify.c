@@ -460,7 +460,7 @@ static bool check_reduce(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_ints *dm = in->attrs.dimensions;
-	int n;
+	int n = 0;
 	if (!inputs_and_inits(v, &n))
 		return false;
 	for (int k = 0; k < n; k++) {
@@ -493,7 +493,7 @@ static bool check_reduce_window(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_window *w = in->attrs.window;
-	int n;
+	int n = 0;
 	if (!inputs_and_inits(v, &n))
 		return false;
 	for (int k = 0; k < n; k++) {
