@@ -3786,6 +3786,9 @@ static bool parse_text(struct hp_parser *p)
 	}
 	if (p->m && (p->m_header || p->comps.n > 0))
 		return finish_module(p, p->p);
+	/* a module begun for a trailing stack-frame table holds nothing */
+	ir_module_free(p->m);
+	p->m = NULL;
 	if (p->n_out == 0)
 		return fail(p, p->p, "no HLO computation found");
 	return true;

@@ -958,6 +958,19 @@ static void test_verifier(void **state)
 	parsed_free(&r);
 }
 
+/* A stack-frame table after the last module's separator begins a module
+ * that never gets a computation: it is dropped, not leaked (the pipeline
+ * fuzzer's first find; the ASan run of this test catches a leak). */
+static void test_trailing_frame_table(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok("ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n"
+				   "// -----\nFileNames\n1 \"a.py\"\n");
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.m[0]->n_comps, 1);
+	parsed_free(&r);
+}
+
 /* Forms XLA's parser reads that tpusim once refused: the old header
  * "HloModule name:" and a // comment ended by a lone '\r'. */
 static void test_old_forms(void **state)
@@ -1133,6 +1146,7 @@ int main(void)
 		cmocka_unit_test(test_xla_rules),
 		cmocka_unit_test(test_verifier),
 		cmocka_unit_test(test_old_forms),
+		cmocka_unit_test(test_trailing_frame_table),
 		cmocka_unit_test(test_parse_file),
 		cmocka_unit_test(test_alloc_failures),
 	};
