@@ -6,6 +6,7 @@
  * computations per module). Attributes that affect cost are parsed into
  * struct ir_attrs, all others are skipped by the atom rule of section 1.10.
  */
+#include "hlo_literal.h"
 #include "ir.h"
 
 #include <limits.h>
@@ -2547,7 +2548,10 @@ static void keep_int_value(struct ir_instr *in, const char *s, const char *e)
 	in->flags |= IR_INSTR_INT_VALUE;
 }
 
-/* Skips constant(...) by paren matching (p->p after '('). */
+/* Reads constant(...) (p->p after '('): finds its closing parenthesis,
+ * skipping strings and comments, and checks the literal against the
+ * constant's shape as XLA's parser does (hlo_literal.c); tpusim keeps no
+ * values but a scalar integer's (keep_int_value). */
 static bool skip_literal(struct hp_parser *p, struct ir_instr *in)
 {
 	const char *open = p->p - 1;
@@ -2558,23 +2562,30 @@ static bool skip_literal(struct hp_parser *p, struct ir_instr *in)
 		if (ch == '(') {
 			depth++;
 		} else if (ch == ')') {
-			if (--depth == 0) {
-				keep_int_value(in, open + 1, c);
-				p->p = c + 1;
-				return true;
-			}
+			if (--depth == 0)
+				break;
 		} else if (ch == '.' && c + 2 < p->end && c[1] == '.' && c[2] == '.') {
 			in->flags |= IR_INSTR_LITERAL_ELIDED;
-		} else if (ch == '"' || ch == '\'') {
-			c = skip_string(p, c);
-			if (!c)
+		} else if (ch == '"' || ch == '\'' ||
+			   (ch == '/' && c + 1 < p->end && (c[1] == '*' || c[1] == '/'))) {
+			const char *q = ch == '/' ? skip_ws_from(p, c) : skip_string(p, c);
+			if (!q || p->st != TS_OK) /* unterminated */
 				return false;
+			c = q;
 			continue;
 		}
 		c++;
 	}
-	return fail(p, p->end, "unexpected end of input: '(' opened at line %u is not closed",
-		    line_of(p, open));
+	if (c >= p->end)
+		return fail(p, p->end, "unexpected end of input: '(' opened at line %u is not closed",
+			    line_of(p, open));
+	struct hlo_literal_error err;
+	if (!(in->flags & IR_INSTR_SHAPE_INFERRED) &&
+	    !hlo_literal_check(open + 1, c, &in->shape, &err))
+		return fail(p, err.at, "%s", err.msg);
+	keep_int_value(in, open + 1, c);
+	p->p = c + 1;
+	return true;
 }
 
 /* A new instruction named [name, name+n) of computation comp. */
