@@ -129,7 +129,7 @@ enum hp_attr {
 	A_TO_APPLY, A_CONDITION, A_BODY, A_BRANCHES, A_TRUE, A_FALSE, A_SELECT,
 	A_SCATTER, A_CALLED, A_TARGET, A_PRECISION, A_REPLICA_GROUPS,
 	A_METADATA, A_BACKEND_CONFIG, A_K, A_THREAD, A_ACCURACY, A_CONTROL,
-	A_LAYOUT_CONSTRAINTS,
+	A_LAYOUT_CONSTRAINTS, A_API_VERSION,
 	A_COST_FREE, /* known, does not affect the modelled cost: skipped quietly */
 	A_COUNT
 };
@@ -185,6 +185,7 @@ static const char *const attr_names[] = {
 	[A_ACCURACY] = "result_accuracy",
 	[A_CONTROL] = "control-predecessors",
 	[A_LAYOUT_CONSTRAINTS] = "operand_layout_constraints",
+	[A_API_VERSION] = "api_version",
 	[A_COST_FREE] = "",
 };
 
@@ -203,7 +204,7 @@ static const char *const cost_free_attrs[] = {
 	"cross_program_prefetch_index", "distribution",
 	"delta", "exponent_bits", "mantissa_bits", "fft_type", "left_side",
 	"lower", "unit_diagonal", "transpose_a", "epsilon", "feature_index",
-	"domain", "api_version",
+	"domain",
 	"custom_call_has_side_effect", "output_to_operand_aliasing", "schedule",
 	"literal", "padding_type", "type", "mode", "largest", "is_composite",
 	"execution_thread", "source_target_pairs", "conv_kind", "num_carries",
@@ -274,7 +275,15 @@ static bool attr_allowed(enum ir_op op, int attr)
 	case A_SCATTER:
 		return op == IR_OP_SELECT_AND_SCATTER;
 	case A_CALLED:
+	case A_API_VERSION:
 		return op == IR_OP_CUSTOM_CALL;
+	case A_ACCURACY:
+		/* XLA: the unary ops whose results may be approximated */
+		return op == IR_OP_EXPONENTIAL || op == IR_OP_EXPONENTIAL_MINUS_ONE ||
+		       op == IR_OP_LOG || op == IR_OP_LOG_PLUS_ONE ||
+		       op == IR_OP_RSQRT || op == IR_OP_SQRT || op == IR_OP_CBRT ||
+		       op == IR_OP_TANH || op == IR_OP_COSINE || op == IR_OP_SINE ||
+		       op == IR_OP_TAN || op == IR_OP_LOGISTIC || op == IR_OP_ERF;
 	default:
 		return true;
 	}
@@ -1628,6 +1637,18 @@ static bool parse_window(struct hp_parser *p, struct ir_window **out)
 	return true;
 }
 
+/* Bytes of the dim_labels value at s ("b01f_01io->b01f"): label
+ * characters, '_' and "->". */
+static int labels_len(const struct hp_parser *p, const char *s)
+{
+	const char *q = s;
+	while (q < p->end && (is_alpha(*q) || is_digit(*q) || *q == '?' ||
+			      *q == '_' || *q == '-' || *q == '>') &&
+	       q - s < HP_MSG_TOK)
+		q++;
+	return (int)(q - s);
+}
+
 /* One part of dim_labels: letters a and b plus spatial digits, each at
  * most once. Fills pos_a, pos_b (-1 when absent), spatial[digit] =
  * position and n_spatial = largest digit + 1; labels_complete() checks
@@ -1636,13 +1657,22 @@ static bool parse_labels(struct hp_parser *p, char la, char lb, int *pos_a,
 			 int *pos_b, int *spatial, int *n_spatial,
 			 const char *start)
 {
-	int pos = 0, maxd = -1;
+	int pos = 0, maxd = -1, len = 0;
 	*pos_a = *pos_b = -1;
 	for (int i = 0; i < 10; i++)
 		spatial[i] = -1;
+	while (p->p + len < p->end && (is_alpha(p->p[len]) ||
+				       is_digit(p->p[len]) || p->p[len] == '?'))
+		len++;
 	while (p->p < p->end &&
 	       (is_alpha(*p->p) || is_digit(*p->p) || *p->p == '?')) {
 		char c = *p->p;
+		/* XLA: a part of n labels holds digits below n, its two
+		 * letters and '?' */
+		if (is_digit(c) && c - '0' >= len)
+			return fail(p, p->p, "bad dim_labels '%.*s': expects "
+					     "[0-%d%c%c?], got '%c'",
+				    labels_len(p, start), start, len - 1, la, lb, c);
 		if (c == '?')
 			; /* a dimension without a role (XLA accepts it) */
 		else if (c == la && *pos_a < 0)
@@ -1656,10 +1686,10 @@ static bool parse_labels(struct hp_parser *p, char la, char lb, int *pos_a,
 		} else if (c == la || c == lb || is_digit(c))
 			return fail(p, p->p, "bad dim_labels '%.*s': '%c' repeated "
 					     "(labels must be unique)",
-				    tok_len(p, start), start, c);
+				    labels_len(p, start), start, c);
 		else
 			return fail(p, p->p, "bad dim_labels '%.*s': unexpected '%c'",
-				    tok_len(p, start), start, c);
+				    labels_len(p, start), start, c);
 		pos++;
 		p->p++;
 	}
@@ -1673,11 +1703,11 @@ static bool labels_complete(struct hp_parser *p, const char *start, char la,
 {
 	if (pos_a < 0 || pos_b < 0)
 		return fail(p, start, "bad dim_labels '%.*s': missing '%c' or '%c'",
-			    tok_len(p, start), start, la, lb);
+			    labels_len(p, start), start, la, lb);
 	for (int i = 0; i < n_spatial; i++)
 		if (spatial[i] < 0)
 			return fail(p, start, "bad dim_labels '%.*s': spatial dimension %d missing",
-				    tok_len(p, start), start, i);
+				    labels_len(p, start), start, i);
 	return true;
 }
 
@@ -1703,7 +1733,7 @@ static bool parse_dim_labels(struct hp_parser *p, struct ir_conv_dims **out)
 	if (nl != nr || nl != no)
 		return fail(p, start, "bad dim_labels '%.*s': input, kernel and output "
 				      "must have same number of spatial dimensions "
-				      "(%d, %d, %d)", tok_len(p, start), start, nl, nr, no);
+				      "(%d, %d, %d)", labels_len(p, start), start, nl, nr, no);
 	if (!labels_complete(p, start, 'b', 'f', c.lhs_batch, c.lhs_feature, ls, nl) ||
 	    !labels_complete(p, start, 'i', 'o', c.rhs_in, c.rhs_out, rs, nr) ||
 	    !labels_complete(p, start, 'b', 'f', c.out_batch, c.out_feature, os, no))
@@ -2331,6 +2361,29 @@ static bool parse_layout_constraints(struct hp_parser *p, struct ir_instr *in)
 	return true;
 }
 
+/* api_version= of a custom call: a CustomCallApiVersion name (XLA:
+ * "Unknown API version"). XLA's parser now also refuses
+ * API_VERSION_UNSPECIFIED ("Invalid API version"), but the PyTorch/XLA
+ * modules of the shared corpus carry it, as older XLA printed it: it is
+ * read, the one place tpusim is knowingly more lenient than XLA. */
+static bool parse_api_version(struct hp_parser *p)
+{
+	static const char *const versions[] = {
+		"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
+		"API_VERSION_STATUS_RETURNING",
+		"API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI",
+	};
+	skip_ws(p);
+	const char *vs = p->p;
+	size_t vn = word_len(p, vs);
+	for (size_t i = 0; i < TS_ARRAY_LEN(versions); i++)
+		if (word_is(vs, vn, versions[i])) {
+			p->p += vn;
+			return true;
+		}
+	return fail(p, vs, "Unknown API version: '%.*s'", tok_len(p, vs), vs);
+}
+
 /* Parses the value of attribute `attr` (p->p after '='). */
 static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 		       struct ir_instr *in, int attr)
@@ -2478,6 +2531,8 @@ static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 		return parse_control_preds(p, lv);
 	case A_LAYOUT_CONSTRAINTS:
 		return parse_layout_constraints(p, in);
+	case A_API_VERSION:
+		return parse_api_version(p);
 	case A_PRECISION:
 		return parse_precision(p, a->precision);
 	case A_REPLICA_GROUPS:
@@ -2984,6 +3039,13 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 			continue;
 		for (size_t j = 0; j < TS_ARRAY_LEN(required_attrs[i].attrs); j++) {
 			int r = required_attrs[i].attrs[j];
+			/* a broadcast of a scalar (or of an operand not yet
+			 * known) may leave its dimensions out: they are {} */
+			if (in->op == IR_OP_BROADCAST && r == A_DIMENSIONS &&
+			    (in->n_operands != 1 || !in->operands[0] ||
+			     (in->operands[0]->shape.type != IR_TYPE_TUPLE &&
+			      in->operands[0]->shape.rank == 0)))
+				continue;
 			if (r && !(seen & (1ull << r)) && !allow_attrs)
 				return fail_lc(p, in->line, in->col,
 					       "a nested %s cannot have the attribute "

@@ -14,8 +14,9 @@
  *                      and returning the conditional's;
  *   while              condition and body take the loop's shape, the body
  *                      returns it, the condition returns pred[];
- *   async ops          start/update shapes ((operands), outputs, state);
- *                      update/done take one async op and agree with its
+ *   async ops          a start's shape ((operands), outputs, state), an
+ *                      update's its operand's; update/done take one
+ *                      async op and agree with its
  *                      start on wrapped op, computation and thread; one
  *                      async-start per wrapped computation;
  *   infeed             a non-empty tuple shape;
@@ -45,6 +46,8 @@
  *   one-operand all-reduce / all-to-all: operand 0's dimensions (an update
  *                      within the operand);
  *   iota               iota_dimension in range;
+ *   bitcast-convert    the operand's dims, plus or minus a minor dim of
+ *                      the width ratio;
  *   get-tuple-element  the index names an element of the tuple operand,
  *                      of the result's dimensions;
  *   fusion, call       one parameter of the called computation per
@@ -235,12 +238,11 @@ static bool check_async(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_shape *s = &in->shape;
-	if (in->op != IR_OP_ASYNC_DONE &&
-	    (s->type != IR_TYPE_TUPLE || s->n_elems < 2 ||
-	     s->elems[0].type != IR_TYPE_TUPLE))
-		return refuse(v, "expects the shape ((async-operands), "
-				 "async-outputs, state)");
 	if (in->op == IR_OP_ASYNC_START) {
+		if (s->type != IR_TYPE_TUPLE || s->n_elems < 2 ||
+		    s->elems[0].type != IR_TYPE_TUPLE)
+			return refuse(v, "expects the shape ((async-operands), "
+					 "async-outputs, state)");
 		if (in->n_called && v->first_start[in->called[0]->index] != in)
 			return refuse(v, "computation %s is called by more than "
 					 "one async op (also by %s)", in->called[0]->name,
@@ -251,6 +253,10 @@ static bool check_async(struct vctx *v)
 	if (st->op != IR_OP_ASYNC_START && st->op != IR_OP_ASYNC_UPDATE)
 		return refuse(v, "expects a single async op as its operand, not "
 				 "%s (%s)", st->name, ir_op_name(st->op));
+	/* an update's shape is its operand's, so of the start's form */
+	if (in->op == IR_OP_ASYNC_UPDATE &&
+	    !ir_shape_compatible(&in->shape, &st->shape))
+		return refuse(v, "expects its shape to be its operand's");
 	while (st->op == IR_OP_ASYNC_UPDATE && st->n_operands == 1)
 		st = st->operands[0];
 	enum ir_op w = async_wrapped(st);
@@ -652,6 +658,28 @@ static bool check_instr(struct vctx *v)
 		}
 		return dims_are(v, s, want, z->n < HP_VERIFY_RANK ? z->n :
 			       HP_VERIFY_RANK, "dynamic-slice");
+	}
+	case IR_OP_BITCAST_CONVERT: {
+		/* XLA: the same dims when the widths agree; a wider input
+		 * gains a minor dim of in/out bits, a narrower one loses it */
+		if (!o0 || !checkable(o0))
+			return true;
+		int bi = ir_type_bits(o0->type), bo = ir_type_bits(s->type);
+		const struct ir_shape *big = bi > bo ? s : o0;
+		const struct ir_shape *small = bi > bo ? o0 : s;
+		if (bi == bo || bi <= 0 || bo <= 0)
+			return ir_shape_equal_dims(o0, s) ? true :
+			       bad(v, "operand 0 has other dimensions");
+		int64_t ratio = bi > bo ? bi / bo : bo / bi;
+		if (big->rank != small->rank + 1 ||
+		    big->dims[big->rank - 1] != ratio)
+			return bad(v, "a %d-bit to %d-bit bitcast-convert adds or "
+				      "drops a minor dimension of %lld", bi, bo,
+				   (long long)ratio);
+		for (int i = 0; i < small->rank; i++)
+			if (small->dims[i] != big->dims[i])
+				return bad(v, "dimension %d differs", i);
+		return true;
 	}
 	case IR_OP_IOTA:
 		if (in->attrs.iota_dimension < 0 ||

@@ -729,7 +729,7 @@ static void test_errors(void **state)
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] convolution(p, p), window={size=3 pad=1_1x1_1}, dim_labels=b0f_0io->b0f\n}\n",
 		  3, 45, "bad value for attribute 'window': pad has 2 dimensions, size has 1");
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] convolution(p, p), window={size=3}, dim_labels=b0f_0io->bf\n}\n",
-		  3, 66, "bad dim_labels 'b0f_0io-': input, kernel and output "
+		  3, 66, "bad dim_labels 'b0f_0io->bf': input, kernel and output "
 			 "must have same number of spatial dimensions (1, 1, 0)");
 	parse_err("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n}\n/* open", 5, 1,
 		  "unterminated /* comment");
@@ -790,6 +790,7 @@ static void test_errors(void **state)
 static void test_xla_rules(void **state)
 {
 	(void)state;
+	struct parsed r0;
 	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
 		  "  ROOT b = f32[4,4] broadcast(p), dimensions={0}, dimensions={1}\n}\n",
 		  3, 51, "attribute 'dimensions' given twice");
@@ -851,7 +852,38 @@ static void test_xla_rules(void **state)
 		  1, 15, "shape of computation e, f32[4], is not compatible with that "
 			 "of its root instruction p, s32[4]");
 
-	/* accepted: '?' labels, inferred dot and conditional shapes, aliasing */
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n  ROOT c = f32[4] custom-call(p), "
+		  "custom_call_target=\"f\", api_version=API_VERSION_X\n}\n",
+		  3, 71, "Unknown API version: 'API_VERSION_X'");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  ROOT a = f32[4] add(p, p), result_accuracy={mode=highest}\n}\n",
+		  3, 30, "unexpected attribute \"result_accuracy\" for add");
+	/* three labels "013": digits below 3 */
+	parse_err("ENTRY e {\n  x = f32[1,2,1] parameter(0)\n  k = f32[1,1,1] parameter(1)\n"
+		  "  ROOT c = f32[1,2,1] convolution(x, k), window={size=1}, "
+		  "dim_labels=013_0123->210\n}\n",
+		  4, 72, "bad dim_labels '013_0123->210': expects [0-2bf?], got '3'");
+	/* 32 to 8 bits: a minor dim of 4, not 2 */
+	parse_err("ENTRY e {\n  p = s32[10] parameter(0)\n"
+		  "  ROOT b = s8[10,2] bitcast-convert(p)\n}\n",
+		  3, 8, "bitcast-convert b: shape s8[10,2] does not match its "
+			"operands: a 32-bit to 8-bit bitcast-convert adds or drops "
+			"a minor dimension of 4");
+	parse_err("ENTRY e {\n  p = f32[4] parameter(0)\n"
+		  "  s = ((f32[4]), f32[4], s32[]) custom-call-start(p), custom_call_target=\"f\"\n"
+		  "  u = ((f32[4]), f32[4], u32[]) custom-call-update(s)\n"
+		  "  ROOT d = f32[4] custom-call-done(u)\n}\n",
+		  4, 3, "async-update u: expects its shape to be its operand's");
+
+	/* accepted: '?' labels, inferred dot and conditional shapes, aliasing,
+	 * a scalar broadcast without dimensions (nested too), bitcast-converts
+	 * that change the width */
+	r0 = parse_ok("ENTRY e {\n  p = f32[] parameter(0)\n  q = s32[10] parameter(1)\n"
+		      "  b = f32[4,4] broadcast(p)\n"
+		      "  n = f32[4,4] sqrt(f32[4,4] broadcast(f32[] parameter(2)))\n"
+		      "  w = s8[10,4] bitcast-convert(q)\n"
+		      "  ROOT back = s32[10] bitcast-convert(w)\n}\n");
+	parsed_free(&r0);
 	struct parsed r = parse_ok(
 		"HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }, "
 		"buffer_donor={ (1, {}) }\n"
