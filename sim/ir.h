@@ -377,7 +377,7 @@ struct ir_computation *ir_module_find_comp(const struct ir_module *m,
  * into counts[IR_OP_COUNT]. */
 void ir_module_count_ops(const struct ir_module *m, int64_t *counts);
 
-/* ---- parsing (sim/hlo_parse.c) -------------------------------------------- */
+/* ---- parsing (sim/hlo_parse.c and the files hlo_parse_int.h names) ------- */
 
 /*
  * Parses HLO text into modules. A file may hold several modules (`// -----`
