@@ -5,7 +5,7 @@
  * and a cheap estimate per tile config (sim_plan_estimate), so that tile
  * search (hybrid/hyb_tile.c) and benchmarks cost millions of configs. Tile
  * grids, default configs and config enumeration are in sim/tile.c; the
- * model's equations are in sim/model.c. docs/TPU.md section 3 explains
+ * plan is built in sim/plan.c, the model's equations are in sim/model.c. docs/TPU.md section 3 explains
  * grids and bounds.
  */
 #ifndef SIM_MODEL_H

@@ -243,7 +243,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
  * the bytes each device holds in full (the gathered output for
  * all-gather, the input otherwise, padded as cost.c counts them) and its
  * group's devices: one reading for the analytic model and the roofline
- * (sim/model.c). */
+ * (sim/plan.c). */
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		       double *bytes, int64_t *devices);
 

@@ -1,0 +1,1213 @@
+/*
+ * plan.c: the first half of the analytic model (model.c has the second):
+ * sim_plan_build() works out, once per kernel, the combined tile grid and
+ * how every input, result, MXU and VPU follow it, so that
+ * sim_plan_estimate() can cost any config of it in closed form.
+ * Units: ns, core cycles (hw->clock_hz), bytes padded to layout tiles.
+ * Governing notes: docs/ARCHITECTURE.md "Kernels, tiles and the analytic
+ * model", docs/TPU.md sections 2 and 3; unit formulas in hw/hw_*.c.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hw_units.h"
+
+/* ====================================================================== */
+/* Dimension maps: which grid dim each dim of a value follows.             */
+/* ====================================================================== */
+
+/*
+ * Every array value of the kernel gets, per logical dim, the "space" dim it
+ * follows: 0..R-1 are the logical dims of the tiled space (sim_tile_space_
+ * shape), KOFF + j the logical dims of the convolution/dot kernel operand
+ * (rhs); -1: the value does not follow the grid there (a block reads the
+ * whole dim). win[] marks convolution input dims widened by a window: the
+ * kernel spatial dim whose taps slide over it. Maps come from the target
+ * outwards (forward through users, backward through operands): identity
+ * through elementwise ops, broadcast/transpose/reduce dimension lists,
+ * reshapes by equal leading and trailing dims.
+ */
+#define KOFF SIM_MAX_GRID
+#define MAP_NONE (-1)
+
+struct dmap {
+	int8_t src[SIM_MAX_GRID];
+	int8_t win[SIM_MAX_GRID];
+	bool set;
+};
+
+static void map_none(struct dmap *m)
+{
+	memset(m->src, MAP_NONE, sizeof m->src);
+	memset(m->win, MAP_NONE, sizeof m->win);
+	m->set = true;
+}
+
+static void map_identity(struct dmap *m, int rank)
+{
+	map_none(m);
+	for (int i = 0; i < rank && i < SIM_MAX_GRID; i++)
+		m->src[i] = (int8_t)i;
+}
+
+/* Whether dims list l (may be NULL) names dim x. */
+static bool ints_has(const struct ir_ints *l, int64_t x)
+{
+	for (int j = 0; l && j < l->n; j++)
+		if (l->v[j] == x)
+			return true;
+	return false;
+}
+
+static bool is_array(const struct ir_instr *in)
+{
+	return in->shape.type != IR_TYPE_TUPLE &&
+	       in->shape.rank <= SIM_MAX_GRID;
+}
+
+/* Maps between shapes of different rank (reshape, bitcast): dims of equal
+ * size paired from the front, then from the back, then the first unequal
+ * pair proportionally; the rest follow nothing. */
+static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
+			const struct ir_shape *to, struct dmap *out)
+{
+	map_none(out);
+	int i = 0;
+	while (i < from->rank && i < to->rank &&
+	       from->dims[i] == to->dims[i]) {
+		out->src[i] = fm->src[i];
+		out->win[i] = fm->win[i];
+		i++;
+	}
+	int a = from->rank - 1, b = to->rank - 1;
+	while (a >= i && b >= i && from->dims[a] == to->dims[b]) {
+		out->src[b] = fm->src[a];
+		out->win[b] = fm->win[a];
+		a--;
+		b--;
+	}
+	/* the first dims that differ split or merge: row-major order keeps
+	 * a block of the outer one a proportional, contiguous range of the
+	 * other (the access scales it by the size ratio) */
+	if (i <= a && i <= b)
+		out->src[i] = fm->src[i];
+}
+
+/* Copies src (and win) dim by dim when ranks agree. */
+static bool map_copy(const struct ir_shape *to, const struct dmap *fm,
+		     int from_rank, struct dmap *out, bool with_win)
+{
+	if (to->rank != from_rank)
+		return false;
+	map_none(out);
+	for (int i = 0; i < to->rank; i++) {
+		out->src[i] = fm->src[i];
+		if (with_win)
+			out->win[i] = fm->win[i];
+	}
+	return true;
+}
+
+/* Ops whose operands' dims relate to their result's by no map rule
+ * (contractions, index-driven and control ops): maps stop there in both
+ * directions. */
+static bool map_opaque(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_SORT:
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_WHILE:
+	case IR_OP_CALL:
+	case IR_OP_CONDITIONAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool comp_backward(const struct ir_computation *c,
+			  const struct dmap *root_map, int opi,
+			  struct dmap *out);
+
+/* Operand opi's map from instruction in's map m (backward). */
+static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
+			  int opi, struct dmap *out)
+{
+	const struct ir_instr *op = in->operands[opi];
+	if (!is_array(op) || !is_array(in) || map_opaque(in->op))
+		return false;
+	const struct ir_ints *dims = in->attrs.dimensions;
+	switch (in->op) {
+	case IR_OP_BROADCAST:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < in->shape.rank)
+				out->src[i] = m->src[dims->v[i]];
+		return true;
+	case IR_OP_TRANSPOSE:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < op->shape.rank)
+				out->src[dims->v[i]] = m->src[i];
+		return true;
+	case IR_OP_REDUCE: {
+		if (opi >= in->n_operands / 2 || !dims)
+			return op->shape.rank == 0 ? (map_none(out), true)
+						   : false;
+		map_none(out);
+		int o = 0;
+		for (int i = 0; i < op->shape.rank; i++)
+			if (!ints_has(dims, i) && o < in->shape.rank)
+				out->src[i] = m->src[o++];
+		return true;
+	}
+	case IR_OP_FUSION:
+		if (in->n_called < 1)
+			return false;
+		return comp_backward(in->called[0], m, opi, out);
+	case IR_OP_RESHAPE:
+	case IR_OP_BITCAST:
+	case IR_OP_DYNAMIC_RESHAPE:
+		map_reshape(&in->shape, m, &op->shape, out);
+		return true;
+	default:
+		if (op->shape.rank == 0) {
+			map_none(out);
+			return true;
+		}
+		/* elementwise and same-rank data movement (slice, pad,
+		 * concatenate, reverse, dynamic-update-slice, select...) */
+		return map_copy(&op->shape, m, in->shape.rank, out, true);
+	}
+}
+
+/* in's map from operand opi's map om (forward). */
+static bool forward_rule(const struct ir_instr *in, int opi,
+			 const struct dmap *om, struct dmap *out)
+{
+	const struct ir_instr *op = in->operands[opi];
+	if (!is_array(op) || !is_array(in) || op->shape.rank == 0 ||
+	    map_opaque(in->op))
+		return false;
+	const struct ir_ints *dims = in->attrs.dimensions;
+	switch (in->op) {
+	case IR_OP_BROADCAST:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < in->shape.rank)
+				out->src[dims->v[i]] = om->src[i];
+		return true;
+	case IR_OP_TRANSPOSE:
+		if (!dims || dims->n != op->shape.rank)
+			return false;
+		map_none(out);
+		for (int i = 0; i < dims->n; i++)
+			if (dims->v[i] >= 0 && dims->v[i] < op->shape.rank)
+				out->src[i] = om->src[dims->v[i]];
+		return true;
+	case IR_OP_REDUCE: {
+		if (opi >= in->n_operands / 2 || !dims)
+			return false;
+		map_none(out);
+		int o = 0;
+		for (int i = 0; i < op->shape.rank; i++)
+			if (!ints_has(dims, i) && o < SIM_MAX_GRID)
+				out->src[o++] = om->src[i];
+		return true;
+	}
+	case IR_OP_RESHAPE:
+	case IR_OP_BITCAST:
+	case IR_OP_DYNAMIC_RESHAPE:
+		map_reshape(&op->shape, om, &in->shape, out);
+		return true;
+	case IR_OP_FUSION:
+		if (!ir_shape_equal_dims(&in->shape, &op->shape))
+			return false;
+		return map_copy(&in->shape, om, op->shape.rank, out, false);
+	default:
+		return map_copy(&in->shape, om, op->shape.rank, out, false);
+	}
+}
+
+/* Fills in holes of dst (MAP_NONE) from src: several operands of one
+ * elementwise op may each know different dims (a broadcast knows fewer). */
+static void map_merge(struct dmap *dst, const struct dmap *src, int rank)
+{
+	for (int i = 0; i < rank && i < SIM_MAX_GRID; i++)
+		if (dst->src[i] == MAP_NONE)
+			dst->src[i] = src->src[i];
+}
+
+/* Parameter opi's map of a nested fused computation c from its root map. */
+static bool comp_backward(const struct ir_computation *c,
+			  const struct dmap *root_map, int opi,
+			  struct dmap *out)
+{
+	if (!c || !c->root || c->n_instrs <= 0)
+		return false;
+	struct dmap *m = ts_calloc((size_t)c->n_instrs, sizeof *m);
+	if (!m)
+		return false;
+	bool ok = false;
+	m[c->root->index] = *root_map;
+	m[c->root->index].set = true;
+	for (int i = c->n_instrs - 1; i >= 0; i--) {
+		const struct ir_instr *in = c->instrs[i];
+		if (!m[i].set)
+			continue;
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *op = in->operands[j];
+			if (op->parent != c || m[op->index].set)
+				continue;
+			struct dmap t;
+			if (backward_rule(in, &m[i], j, &t))
+				m[op->index] = t;
+		}
+	}
+	if (opi < c->n_params && c->params[opi] && m[c->params[opi]->index].set) {
+		*out = m[c->params[opi]->index];
+		ok = true;
+	}
+	ts_free(m);
+	return ok;
+}
+
+/* Propagation over the kernel's members. */
+struct prop {
+	const struct sim_kernel *k;
+	const struct ir_computation *comp; /* parent of the members */
+	int *pos;                          /* comp->n_instrs: member index or -1 */
+	struct dmap *mm;                   /* per member */
+	struct dmap *im;                   /* per input */
+};
+
+static int input_index(const struct prop *pr, const struct ir_instr *v)
+{
+	for (int i = 0; i < pr->k->n_inputs; i++)
+		if (pr->k->inputs[i] == v)
+			return i;
+	return -1;
+}
+
+/* The map slot of a value: a member's, or an input's (a fusion parameter
+ * stands for its input). */
+static struct dmap *slot(struct prop *pr, const struct ir_instr *v)
+{
+	if (v->parent == pr->comp && v->index >= 0 &&
+	    v->index < pr->comp->n_instrs && pr->pos[v->index] >= 0)
+		return &pr->mm[pr->pos[v->index]];
+	int i = input_index(pr, v);
+	return i >= 0 ? &pr->im[i] : NULL;
+}
+
+static void set_slot(struct prop *pr, const struct ir_instr *v,
+		     const struct dmap *m)
+{
+	struct dmap *s = slot(pr, v);
+	if (!s || s->set)
+		return;
+	*s = *m;
+	s->set = true;
+	if (v->op == IR_OP_PARAMETER && v->attrs.parameter_number >= 0 &&
+	    v->attrs.parameter_number < pr->k->n_inputs &&
+	    pr->k->instr && pr->k->instr->op == IR_OP_FUSION)
+		if (!pr->im[v->attrs.parameter_number].set)
+			pr->im[v->attrs.parameter_number] = *s;
+}
+
+static void prop_forward(struct prop *pr)
+{
+	for (int i = 0; i < pr->k->n_members; i++) {
+		const struct ir_instr *in = pr->k->members[i];
+		if (pr->mm[i].set || !is_array(in))
+			continue;
+		struct dmap acc;
+		bool have = false;
+		for (int j = 0; j < in->n_operands; j++) {
+			struct dmap *om = slot(pr, in->operands[j]);
+			struct dmap t;
+			if (!om || !om->set || !forward_rule(in, j, om, &t))
+				continue;
+			if (!have)
+				acc = t;
+			else
+				map_merge(&acc, &t, in->shape.rank);
+			have = true;
+		}
+		if (have) {
+			acc.set = true;
+			pr->mm[i] = acc;
+		}
+	}
+}
+
+static void prop_backward(struct prop *pr)
+{
+	for (int i = pr->k->n_members - 1; i >= 0; i--) {
+		const struct ir_instr *in = pr->k->members[i];
+		if (!pr->mm[i].set)
+			continue;
+		for (int j = 0; j < in->n_operands; j++) {
+			struct dmap *om = slot(pr, in->operands[j]);
+			if (!om || om->set)
+				continue;
+			struct dmap t;
+			if (backward_rule(in, &pr->mm[i], j, &t))
+				set_slot(pr, in->operands[j], &t);
+		}
+	}
+}
+
+/* Seeds the target: the space is the identity; a convolution's or dot's
+ * operands get their special maps (input features and rhs dims follow the
+ * kernel space KOFF + j, convolution spatial dims get windows). */
+static void prop_seed(struct prop *pr, const struct ir_instr *t)
+{
+	struct dmap m;
+	if (t->op == IR_OP_REDUCE) {
+		const struct ir_shape *s = sim_tile_space_shape(t);
+		map_identity(&m, s->rank);
+		for (int j = 0; j < t->n_operands / 2; j++)
+			if (is_array(t->operands[j]) &&
+			    ir_shape_equal_dims(&t->operands[j]->shape, s))
+				set_slot(pr, t->operands[j], &m);
+		return;
+	}
+	map_identity(&m, t->shape.rank);
+	set_slot(pr, t, &m);
+	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv && t->n_operands >= 2) {
+		const struct ir_conv_dims *cd = t->attrs.conv;
+		struct dmap l;
+		map_none(&l);
+		if (cd->lhs_batch >= 0 && cd->lhs_batch < SIM_MAX_GRID)
+			l.src[cd->lhs_batch] = (int8_t)cd->out_batch;
+		if (cd->lhs_feature >= 0 && cd->lhs_feature < SIM_MAX_GRID)
+			l.src[cd->lhs_feature] = (int8_t)(KOFF + cd->rhs_in);
+		for (int s = 0; s < cd->n_spatial; s++) {
+			int ld = cd->lhs_spatial[s];
+			if (ld < 0 || ld >= SIM_MAX_GRID)
+				continue;
+			l.src[ld] = (int8_t)cd->out_spatial[s];
+			l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
+		}
+		set_slot(pr, t->operands[0], &l);
+	} else if (t->op == IR_OP_DOT && t->attrs.dot && t->n_operands >= 2) {
+		const struct ir_dot_dims *dd = t->attrs.dot;
+		const struct ir_shape *ls = &t->operands[0]->shape;
+		struct dmap l;
+		map_none(&l);
+		int o = 0;
+		for (int i = 0; i < dd->lhs_batch.n; i++)
+			if (dd->lhs_batch.v[i] < SIM_MAX_GRID)
+				l.src[dd->lhs_batch.v[i]] = (int8_t)o++;
+		for (int i = 0; i < ls->rank && i < SIM_MAX_GRID; i++)
+			if (!ints_has(&dd->lhs_batch, i) &&
+			    !ints_has(&dd->lhs_contracting, i))
+				l.src[i] = (int8_t)o++;
+		for (int i = 0; i < dd->lhs_contracting.n &&
+				i < dd->rhs_contracting.n; i++)
+			if (dd->lhs_contracting.v[i] < SIM_MAX_GRID)
+				l.src[dd->lhs_contracting.v[i]] =
+					(int8_t)(KOFF + dd->rhs_contracting.v[i]);
+		set_slot(pr, t->operands[0], &l);
+	} else {
+		return;
+	}
+	/* the rhs (kernel operand) is the kernel space itself */
+	struct dmap r;
+	map_none(&r);
+	for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID; j++)
+		r.src[j] = (int8_t)(KOFF + j);
+	set_slot(pr, t->operands[1], &r);
+}
+
+/* ====================================================================== */
+/* Plan building                                                           */
+/* ====================================================================== */
+
+/* The combined grid dim a map entry names, or -1. */
+static int combined_dim(const struct sim_plan *p, int src)
+{
+	if (src < 0)
+		return -1;
+	if (src < KOFF) {
+		for (int i = 0; i < p->out.rank; i++)
+			if (p->out.logical[i] == src)
+				return p->out_dim[i];
+		return -1;
+	}
+	if (!p->has_kernel)
+		return -1;
+	for (int i = 0; i < p->kern.rank; i++)
+		if (p->kern.logical[i] == src - KOFF)
+			return p->kern_dim[i];
+	return -1;
+}
+
+static bool in_vmem(const struct ir_shape *s)
+{
+	/* S(1) is VMEM; S(6)/S(7) hold scalars on chip (TPU.md section 3:
+	 * the scalar learning rate lives in S(6)). */
+	int ms = s->layout.memory_space;
+	return ms == 1 || ms == 6 || ms == 7;
+}
+
+/* Adds one access for an array value with map m (NULL: follows nothing). */
+static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
+				 const struct ir_shape *s, const struct dmap *m,
+				 bool output, const struct ir_instr *target,
+				 struct ts_diag *d)
+{
+	struct sim_tgrid g;
+	if (s->type == IR_TYPE_TUPLE || s->rank > SIM_MAX_GRID ||
+	    sim_tile_grid(s, &g, d) != TS_OK) {
+		p->other_bytes += ir_shape_padded_bytes(s);
+		return TS_OK;
+	}
+	if (p->n_access >= SIM_PLAN_MAX_ACCESS) {
+		p->other_bytes += ir_shape_padded_bytes(s);
+		return TS_OK;
+	}
+	struct sim_plan_access *a = &p->acc[p->n_access++];
+	memset(a, 0, sizeof *a);
+	a->name = v->name;
+	a->rank = g.rank;
+	a->elem_bytes = g.bits / 8.0;
+	a->pad_factor = g.pad_factor;
+	a->output = output;
+	a->in_vmem = in_vmem(s);
+	a->type = s->type;
+	double bytes = g.pad_factor * a->elem_bytes;
+	const struct ir_window *w =
+		target && target->op == IR_OP_CONVOLUTION ? target->attrs.window
+							  : NULL;
+	const struct ir_conv_dims *cd =
+		target && target->op == IR_OP_CONVOLUTION ? target->attrs.conv
+							  : NULL;
+	for (int i = 0; i < g.rank; i++) {
+		struct sim_plan_adim *ad = &a->dims[i];
+		int L = g.logical[i];
+		ad->elems = g.elems[i];
+		ad->tile = g.tile[i];
+		ad->grid = m ? combined_dim(p, m->src[L]) : -1;
+		ad->win = m ? combined_dim(p, m->win[L]) : -1;
+		ad->scale = 1.0;
+		ad->dilation = 1;
+		ad->lhs_dilate = 1;
+		if (ad->grid >= 0) {
+			double ge = (double)p->dims[ad->grid].elems;
+			ad->scale = ge > 0 ? (double)ad->elems / ge : 1.0;
+		}
+		if (ad->win >= 0 && w && cd) {
+			/* which spatial dim: the out spatial this dim follows */
+			for (int sdim = 0; sdim < cd->n_spatial && sdim < w->n;
+			     sdim++) {
+				if (m->src[L] != cd->out_spatial[sdim])
+					continue;
+				ad->scale = (double)w->dims[sdim].stride;
+				ad->dilation = w->dims[sdim].rhs_dilate > 0
+						       ? w->dims[sdim].rhs_dilate
+						       : 1;
+				ad->lhs_dilate = w->dims[sdim].lhs_dilate > 0
+							 ? w->dims[sdim].lhs_dilate
+							 : 1;
+			}
+		}
+		int64_t pe = ir_round_up(ad->elems, ad->tile);
+		bytes *= (double)pe;
+	}
+	a->bytes = bytes;
+	return TS_OK;
+}
+
+/* ---- VPU work of the members (config independent) ---- */
+
+static double shape_vregs(const struct hw_spec *hw, const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double v = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			v += shape_vregs(hw, &s->elems[i]);
+		return v;
+	}
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+		return hw_vpu_vregs(hw, (double)ir_shape_elems(s), 32);
+	double e = g.pad_factor;
+	for (int i = 0; i < g.rank; i++)
+		e *= (double)(g.tiles[i] * g.tile[i]);
+	/* the VPU works on 8 x 128 registers whatever the layout tile */
+	if (g.rank >= 1 && g.tile[g.rank - 1] < hw->vpu_lanes)
+		e *= (double)hw->vpu_lanes / (double)g.tile[g.rank - 1];
+	return hw_vpu_vregs(hw, e, (int)g.bits);
+}
+
+/* The axis a reduce runs along, from its input's physical layout: the
+ * minor-most dim is the lanes, the second-minor the sublanes. */
+static enum hw_reduce_axis reduce_axis(const struct sim_tgrid *g,
+				       const struct ir_ints *dims)
+{
+	enum hw_reduce_axis ax = HW_REDUCE_MAJOR;
+	for (int j = 0; dims && j < dims->n; j++) {
+		for (int i = 0; i < g->rank; i++) {
+			if (g->logical[i] != dims->v[j] || g->elems[i] <= 1)
+				continue;
+			if (i == g->rank - 1)
+				ax = HW_REDUCE_LANE;
+			else if (i == g->rank - 2 && ax == HW_REDUCE_MAJOR)
+				ax = HW_REDUCE_SUBLANE;
+		}
+	}
+	return ax;
+}
+
+static double instr_vpu_cycles(const struct hw_spec *hw,
+			       const struct ir_instr *in, int depth);
+
+/*
+ * reduce-window (pooling), cycles:
+ *   in_vregs x sum over window dims d with size w_d > 1 of
+ *       (w_d - 1) x (combiner + shuffle_d)
+ *   + out_vregs x compaction (lane xlu cost when the lane dim is strided)
+ * shuffle_d: lane dim -> hw->xlu_lane_permute_cost (a cross-lane permute on
+ * the XLU), sublane dim -> one simple op, major dims -> 0 (whole vregs
+ * combine). Assumes every input vreg takes part in every window step and
+ * that padding adds no work. Known wrong: overlapping windows reuse loads;
+ * the XLA emitter may transpose instead. Source: TPU.md section 2 rule 7.
+ */
+static double window_vpu_cycles(const struct hw_spec *hw,
+				const struct ir_instr *in)
+{
+	const struct ir_window *w = in->attrs.window;
+	if (in->n_operands < 1 || !w)
+		return 0.0;
+	const struct ir_shape *s = &in->operands[0]->shape;
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || s->rank != w->n ||
+	    sim_tile_grid(s, &g, NULL) != TS_OK)
+		return 0.0;
+	double in_v = shape_vregs(hw, s);
+	double out_v = in->shape.type == IR_TYPE_TUPLE
+			       ? in_v
+			       : shape_vregs(hw, &in->shape);
+	double simple = hw->vpu_class_cost[HW_VPU_SIMPLE];
+	double slots = 0, compact = 0;
+	for (int i = 0; i < g.rank; i++) {
+		const struct ir_window_dim *wd = &w->dims[g.logical[i]];
+		double shuffle = i == g.rank - 1	 ? hw->xlu_lane_permute_cost
+				 : i == g.rank - 2 ? simple
+						   : 0.0;
+		if (wd->size > 1)
+			slots += (double)(wd->size - 1) * (simple + shuffle);
+		if (i == g.rank - 1 && wd->stride > 1)
+			compact = hw->xlu_lane_permute_cost;
+	}
+	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+	return (in_v * slots + out_v * compact) / alus;
+}
+
+static double comp_vpu_cycles(const struct hw_spec *hw,
+			      const struct ir_computation *c, int depth)
+{
+	double cyc = 0;
+	if (!c || depth > 8)
+		return 0;
+	for (int i = 0; i < c->n_instrs; i++)
+		cyc += instr_vpu_cycles(hw, c->instrs[i], depth + 1);
+	return cyc;
+}
+
+/*
+ * VPU cycles of one instruction over its whole (padded) shape:
+ *   elementwise/transcendental: vregs x cost[class] / alus
+ *   reduce: fold across vregs, then in-register along the layout axis
+ *   data movement inside a kernel (copy, transpose, slice, pad,
+ *     concatenate, dynamic-(update-)slice, reverse, gather, scatter,
+ *     reshape): one simple op per output vreg (load/store/select)
+ *   broadcast, parameter, constant, bitcast, tuple: free (register
+ *     splats and address arithmetic)
+ *   divide by a value computed from constants only, or by a broadcast:
+ *     a multiply (XLA's algebraic simplifier rewrites A / C to A x (1/C);
+ *     tpuv4-ops batch_norm_inference names its kernel
+ *     convert_multiply_fusion; a broadcast divisor is inverted once per
+ *     source element, not per output element: tpuv4-ops layer/rms norm
+ *     normalise kernels, x / broadcast(sqrt(var)), cost about 1.5 slots
+ *     per vreg beyond their f16 conversions, where a full divide costs 7)
+ * Assumes every op is materialised once per element (no recomputation of
+ * shared subexpressions) and that fused ops never spill. Known wrong:
+ * broadcasts along lanes cost XLU shuffles; gathers are address-bound.
+ */
+static bool from_constants(const struct ir_instr *v, int depth)
+{
+	if (v->op == IR_OP_CONSTANT)
+		return true;
+	enum ir_class c = ir_op_class(v->op);
+	if (depth > 16 || v->n_operands < 1 || v->op == IR_OP_PARAMETER ||
+	    v->op == IR_OP_RNG || v->op == IR_OP_IOTA ||
+	    (c != IR_CLASS_ELEMENTWISE && c != IR_CLASS_TRANSCENDENTAL &&
+	     c != IR_CLASS_DATA_MOVEMENT))
+		return false;
+	for (int j = 0; j < v->n_operands; j++)
+		if (!from_constants(v->operands[j], depth + 1))
+			return false;
+	return true;
+}
+
+static double instr_vpu_cycles(const struct hw_spec *hw,
+			       const struct ir_instr *in, int depth)
+{
+	if (in->op == IR_OP_DIVIDE && in->n_operands == 2 &&
+	    (in->operands[1]->op == IR_OP_BROADCAST ||
+	     from_constants(in->operands[1], 0)))
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
+	enum ir_class cls = ir_op_class(in->op);
+	switch (in->op) {
+	case IR_OP_FUSION:
+		return in->n_called > 0 ? comp_vpu_cycles(hw, in->called[0], depth)
+					: 0.0;
+	case IR_OP_REDUCE: {
+		if (in->n_operands < 1)
+			return 0;
+		const struct ir_shape *s = &in->operands[0]->shape;
+		struct sim_tgrid g;
+		if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+			return hw_vpu_op_cycles(hw, shape_vregs(hw, s),
+						HW_VPU_SIMPLE);
+		double in_v = shape_vregs(hw, s);
+		double out_v = 1;
+		const struct ir_ints *dims = in->attrs.dimensions;
+		for (int i = 0; i < g.rank; i++)
+			if (!ints_has(dims, g.logical[i]))
+				out_v *= (double)g.tiles[i];
+		double per_input = (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1);
+		return per_input * hw_vpu_reduce_cycles(hw, in_v, out_v,
+							reduce_axis(&g, dims),
+							HW_VPU_SIMPLE);
+	}
+	case IR_OP_REDUCE_WINDOW:
+		return window_vpu_cycles(hw, in);
+	case IR_OP_BROADCAST:
+	case IR_OP_BITCAST:
+	case IR_OP_CONSTANT:
+	case IR_OP_PARAMETER:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+		return 0.0;
+	default:
+		break;
+	}
+	if (cls == IR_CLASS_ELEMENTWISE || cls == IR_CLASS_TRANSCENDENTAL)
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					ir_op_vpu_class(in->op));
+	if (cls == IR_CLASS_DATA_MOVEMENT)
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
+	return 0.0;
+}
+
+/* Members that feed the target's operand `side` (0 lhs, 1 rhs) without
+ * passing through the target: their VPU work repeats with every fetch of
+ * that operand (a prologue). Marks them in mark[] (member positions). */
+static void mark_feeders(const struct prop *pr, const struct ir_instr *v,
+			 uint8_t *mark, uint8_t bit, int depth)
+{
+	if (depth > 64 || v->parent != pr->comp || v->index < 0 ||
+	    v->index >= pr->comp->n_instrs)
+		return;
+	int m = pr->pos[v->index];
+	if (m < 0 || (mark[m] & bit))
+		return;
+	mark[m] |= bit;
+	for (int j = 0; j < v->n_operands; j++)
+		mark_feeders(pr, v->operands[j], mark, bit, depth + 1);
+}
+
+/* ---- kernel kinds ---- */
+
+/* A reshape, bitcast or copy that leaves the bytes in place: after
+ * dropping unit dims, the same physical dims, tiles and width. */
+static bool layout_preserving(const struct ir_shape *a,
+			      const struct ir_shape *b)
+{
+	struct sim_tgrid ga, gb;
+	if (sim_tile_grid(a, &ga, NULL) != TS_OK ||
+	    sim_tile_grid(b, &gb, NULL) != TS_OK || ga.bits != gb.bits)
+		return false;
+	int i = 0, j = 0;
+	for (;;) {
+		while (i < ga.rank && ga.elems[i] == 1 && ga.tile[i] == 1)
+			i++;
+		while (j < gb.rank && gb.elems[j] == 1 && gb.tile[j] == 1)
+			j++;
+		if (i == ga.rank || j == gb.rank)
+			return i == ga.rank && j == gb.rank;
+		if (ga.elems[i] != gb.elems[j] || ga.tile[i] != gb.tile[j])
+			return false;
+		i++;
+		j++;
+	}
+}
+
+/* True when every value the kernel writes is empty (a zero dimension):
+ * there is nothing to compute, read or write. */
+static bool writes_nothing(const struct sim_kernel *k)
+{
+	if (k->n_outputs == 0)
+		return false;
+	for (int i = 0; i < k->n_outputs; i++)
+		if (ir_shape_padded_bytes(&k->outputs[i]->shape) > 0)
+			return false;
+	return true;
+}
+
+static bool kernel_is_free(const struct sim_kernel *k)
+{
+	if (writes_nothing(k))
+		return true;
+	int work = 0;
+	for (int i = 0; i < k->n_members; i++) {
+		const struct ir_instr *in = k->members[i];
+		switch (in->op) {
+		case IR_OP_PARAMETER:
+		case IR_OP_TUPLE:
+		case IR_OP_GET_TUPLE_ELEMENT:
+		case IR_OP_BITCAST:
+		case IR_OP_CONSTANT:
+			break;
+		case IR_OP_RESHAPE:
+		case IR_OP_COPY:
+		case IR_OP_TRANSPOSE:
+			/* a copy-start's stand-in (sim/kernels.c) moves its
+			 * bytes between memory spaces whatever the layouts */
+			if (in->n_operands == 1 && in != k->lowered &&
+			    layout_preserving(&in->shape, &in->operands[0]->shape))
+				break;
+			work++;
+			break;
+		default:
+			work++;
+		}
+	}
+	return work == 0;
+}
+
+void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
+		       double *bytes, int64_t *devices)
+{
+	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
+	if (op == IR_OP_ASYNC_START)
+		op = k->instr->wrapped_op;
+	switch (op) {
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_COLLECTIVE_REDUCE:
+		*c = HW_COLL_ALL_REDUCE;
+		break;
+	case IR_OP_ALL_GATHER:
+	case IR_OP_ALL_GATHER_START:
+		*c = HW_COLL_ALL_GATHER;
+		break;
+	case IR_OP_REDUCE_SCATTER:
+		*c = HW_COLL_REDUCE_SCATTER;
+		break;
+	case IR_OP_ALL_TO_ALL:
+	case IR_OP_RAGGED_ALL_TO_ALL:
+		*c = HW_COLL_ALL_TO_ALL;
+		break;
+	default: /* collective-permute, broadcast, send/recv: one hop */
+		*c = HW_COLL_PERMUTE;
+		break;
+	}
+	*bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
+					  : k->work.bytes_read;
+	*devices = k->group_devices;
+}
+
+/* ---- the combined grid of a convolution or dot ---- */
+
+/* Roles of the kernel (rhs) logical dims and the out dims they share. */
+static void kernel_roles(const struct ir_instr *t, int rk, int *role,
+			 int *shared_out_logical)
+{
+	for (int j = 0; j < rk; j++) {
+		role[j] = SIM_ROLE_K;
+		shared_out_logical[j] = -1;
+	}
+	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv) {
+		const struct ir_conv_dims *cd = t->attrs.conv;
+		for (int s = 0; s < cd->n_spatial; s++)
+			if (cd->rhs_spatial[s] >= 0 && cd->rhs_spatial[s] < rk)
+				role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+		if (cd->rhs_out >= 0 && cd->rhs_out < rk) {
+			role[cd->rhs_out] = SIM_ROLE_N;
+			shared_out_logical[cd->rhs_out] = cd->out_feature;
+		}
+		return;
+	}
+	if (t->op == IR_OP_DOT && t->attrs.dot) {
+		const struct ir_dot_dims *dd = t->attrs.dot;
+		int nb = dd->rhs_batch.n;
+		for (int i = 0; i < nb; i++)
+			if (dd->rhs_batch.v[i] < rk) {
+				role[dd->rhs_batch.v[i]] = SIM_ROLE_BATCH;
+				shared_out_logical[dd->rhs_batch.v[i]] = i;
+			}
+		/* output dims: batch, lhs free, rhs free */
+		int lhs_free = t->operands[0]->shape.rank - dd->lhs_batch.n -
+			       dd->lhs_contracting.n;
+		int o = nb + lhs_free;
+		for (int j = 0; j < rk; j++) {
+			if (!ints_has(&dd->rhs_batch, j) &&
+			    !ints_has(&dd->rhs_contracting, j)) {
+				role[j] = SIM_ROLE_N;
+				shared_out_logical[j] = o++;
+			}
+		}
+	}
+}
+
+static int mxu_passes(const struct hw_spec *hw, const struct ir_instr *t)
+{
+	bool f32 = false;
+	for (int i = 0; i < 2 && i < t->n_operands; i++) {
+		enum ir_type ty = t->operands[i]->shape.type;
+		f32 |= ty == IR_TYPE_F32 || ty == IR_TYPE_F64 || ty == IR_TYPE_C64;
+	}
+	if (!f32)
+		return 1;
+	/* f32 at HIGHEST: hw->mxu_f32_passes bf16 passes; HIGH (bf16_3x):
+	 * half of them; DEFAULT: one bf16 pass (TPU default precision). */
+	enum ir_precision pr = t->attrs.precision[0] > t->attrs.precision[1]
+				       ? t->attrs.precision[0]
+				       : t->attrs.precision[1];
+	int full = hw->mxu_f32_passes > 0 ? hw->mxu_f32_passes : 1;
+	if (pr == IR_PRECISION_HIGHEST)
+		return full;
+	if (pr == IR_PRECISION_HIGH)
+		return (full + 1) / 2;
+	return 1;
+}
+
+enum ts_status sim_plan_build(const struct sim_kernel *k,
+			      const struct hw_spec *hw, struct sim_plan *p,
+			      struct ts_diag *d)
+{
+	memset(p, 0, sizeof *p);
+	p->k = k;
+	p->mxu_groups = 1;
+	p->tap_density = 1.0;
+	if (k->kind == SIM_KERNEL_UNMODELLED) {
+		p->kind = SIM_PLAN_UNMODELLED;
+		return TS_OK;
+	}
+	if (k->kind == SIM_KERNEL_COLLECTIVE) {
+		p->kind = SIM_PLAN_COLLECTIVE;
+		enum hw_collective c;
+		double bytes;
+		int64_t n;
+		sim_collective_of(k, &c, &bytes, &n);
+		p->ici_ns = hw_ici_collective_ns(hw, c, bytes, n);
+		p->other_bytes = 2.0 * bytes;
+		return TS_OK;
+	}
+	if (kernel_is_free(k)) {
+		p->kind = SIM_PLAN_FREE;
+		return TS_OK;
+	}
+	p->kind = SIM_PLAN_TILED;
+	/* kernel extraction's tiled instruction, unless it sits inside a
+	 * nested fused computation the maps below do not reach */
+	const struct ir_computation *comp =
+		k->n_members > 0 ? k->members[0]->parent : NULL;
+	const struct ir_instr *t =
+		k->tiled && (!comp || k->tiled->parent == comp)
+			? k->tiled
+			: sim_tile_target(k);
+	if (!t) {
+		ts_diag_set(d, NULL, 0, 0, "%s: kernel has no instructions",
+			    k->name ? k->name : "?");
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	p->target = t;
+	enum ts_status st = sim_tile_grid(sim_tile_space_shape(t), &p->out, d);
+	if (st != TS_OK)
+		return st;
+	bool mxu = (t->op == IR_OP_CONVOLUTION && t->attrs.conv) ||
+		   (t->op == IR_OP_DOT && t->attrs.dot);
+	if (mxu && t->n_operands >= 2) {
+		st = sim_tile_grid(&t->operands[1]->shape, &p->kern, d);
+		if (st != TS_OK)
+			return st;
+		p->has_kernel = true;
+	}
+
+	/* Combined grid: out dims, then kernel dims not shared. */
+	int role_l[SIM_MAX_GRID], shared_l[SIM_MAX_GRID];
+	for (int i = 0; i < p->out.rank; i++) {
+		p->out_dim[i] = p->n_dims;
+		struct sim_plan_dim *dm = &p->dims[p->n_dims++];
+		dm->tiles = p->out.tiles[i];
+		dm->tile = p->out.tile[i];
+		dm->elems = p->out.elems[i];
+		dm->role = SIM_ROLE_M;
+		dm->src = i;
+	}
+	if (p->has_kernel) {
+		kernel_roles(t, p->kern.rank, role_l, shared_l);
+		for (int i = 0; i < p->kern.rank; i++) {
+			int L = p->kern.logical[i];
+			p->kern_shared[i] = -1;
+			if (shared_l[L] >= 0)
+				for (int o = 0; o < p->out.rank; o++)
+					if (p->out.logical[o] == shared_l[L])
+						p->kern_shared[i] = o;
+			if (p->kern_shared[i] >= 0) {
+				int o = p->kern_shared[i];
+				p->kern_dim[i] = o;
+				p->dims[o].role = (enum sim_dim_role)role_l[L];
+				continue;
+			}
+			struct sim_plan_dim *dm = &p->dims[p->n_dims];
+			p->kern_dim[i] = p->n_dims++;
+			dm->tiles = p->kern.tiles[i];
+			dm->tile = p->kern.tile[i];
+			dm->elems = p->kern.elems[i];
+			dm->role = (enum sim_dim_role)role_l[L];
+			dm->src = p->out.rank + i;
+		}
+		p->mxu_passes = mxu_passes(hw, t);
+		p->mxu_groups = t->attrs.feature_group_count > 1
+					? t->attrs.feature_group_count
+					: 1;
+		if (t->op == IR_OP_CONVOLUTION && t->attrs.conv &&
+		    t->attrs.conv->out_feature >= 0 &&
+		    t->attrs.conv->out_feature < t->shape.rank)
+			p->mxu_cout = t->shape.dims[t->attrs.conv->out_feature];
+		if (t->op == IR_OP_CONVOLUTION && t->attrs.window) {
+			double win = 1, outsp = 1;
+			const struct ir_conv_dims *cd = t->attrs.conv;
+			for (int s = 0; s < t->attrs.window->n; s++) {
+				if (t->attrs.window->dims[s].size > 1)
+					p->mxu_windowed = true;
+				if (t->attrs.window->dims[s].lhs_dilate > 1)
+					p->tap_density /= (double)t->attrs.window->dims[s]
+								  .lhs_dilate;
+				win *= (double)t->attrs.window->dims[s].size;
+				if (cd && s < cd->n_spatial &&
+				    cd->out_spatial[s] < t->shape.rank)
+					outsp *= (double)t->shape.dims[cd->out_spatial[s]];
+			}
+			p->mxu_fold_taps = win > outsp;
+		}
+		double macs = 0;
+		if (sim_instr_macs(t, NULL, &macs, NULL) == TS_OK)
+			p->mxu_macs = macs;
+		/* Output-feature dims outermost: a block of weights stays in
+		 * VMEM while every row block streams past it, and is fetched
+		 * once per feature block (weight-stationary grid order). */
+		struct sim_plan_dim tmp[SIM_PLAN_MAX_DIMS];
+		int perm[SIM_PLAN_MAX_DIMS], n = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < p->out.rank; i++)
+				if ((p->dims[i].role == SIM_ROLE_N) == (pass == 0))
+					perm[n++] = i;
+		memcpy(tmp, p->dims, sizeof tmp);
+		for (int j = 0; j < n; j++) {
+			p->dims[j] = tmp[perm[j]];
+			p->out_dim[perm[j]] = j;
+		}
+		for (int i = 0; i < p->kern.rank; i++)
+			if (p->kern_shared[i] >= 0)
+				p->kern_dim[i] = p->out_dim[p->kern_shared[i]];
+	}
+
+	/* Dimension maps over the members. */
+	struct prop pr = {.k = k, .comp = comp};
+	uint8_t *mark = NULL;
+	if (comp) {
+		pr.pos = ts_malloc(sizeof(int) * (size_t)(comp->n_instrs + 1));
+		pr.mm = ts_calloc((size_t)k->n_members + 1, sizeof *pr.mm);
+		pr.im = ts_calloc((size_t)k->n_inputs + 1, sizeof *pr.im);
+		mark = ts_calloc((size_t)k->n_members + 1, 1);
+		if (!pr.pos || !pr.mm || !pr.im || !mark) {
+			st = TS_ERR_NOMEM;
+			ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
+				    k->name);
+			goto out;
+		}
+		for (int i = 0; i < comp->n_instrs; i++)
+			pr.pos[i] = -1;
+		for (int i = 0; i < k->n_members; i++) {
+			const struct ir_instr *in = k->members[i];
+			if (in->parent == comp && in->index >= 0 &&
+			    in->index < comp->n_instrs)
+				pr.pos[in->index] = i;
+		}
+		prop_seed(&pr, t);
+		for (int pass = 0; pass < 2; pass++) {
+			prop_forward(&pr);
+			prop_backward(&pr);
+		}
+	}
+
+	/* Inputs. */
+	for (int i = 0; i < k->n_inputs; i++) {
+		const struct ir_instr *v = k->inputs[i];
+		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
+		st = add_access(p, v, &v->shape, m, false, t, d);
+		if (st != TS_OK)
+			goto out;
+	}
+	/* Outputs: the root value(s) the kernel writes. */
+	{
+		const struct ir_instr *roots[64];
+		int n = 0;
+		const struct ir_instr *root = NULL;
+		if (k->instr && k->instr->op == IR_OP_FUSION &&
+		    k->instr->n_called > 0)
+			root = k->instr->called[0]->root;
+		if (root && root->op == IR_OP_TUPLE) {
+			for (int i = 0; i < root->n_operands && n < 64; i++)
+				roots[n++] = root->operands[i];
+		} else if (root) {
+			roots[n++] = root;
+		} else if (k->n_outputs > 0) {
+			for (int i = 0; i < k->n_outputs && n < 64; i++)
+				roots[n++] = k->outputs[i];
+		} else if (k->instr) {
+			roots[n++] = k->instr;
+		}
+		for (int i = 0; i < n; i++) {
+			const struct ir_instr *v = roots[i];
+			const struct dmap *m = NULL;
+			if (pr.mm && v->parent == comp && v->index >= 0 &&
+			    v->index < comp->n_instrs && pr.pos[v->index] >= 0 &&
+			    pr.mm[pr.pos[v->index]].set)
+				m = &pr.mm[pr.pos[v->index]];
+			if (v->shape.type == IR_TYPE_TUPLE) {
+				for (int e = 0; e < v->shape.n_elems; e++) {
+					st = add_access(p, v, &v->shape.elems[e],
+							NULL, true, t, d);
+					if (st != TS_OK)
+						goto out;
+				}
+				continue;
+			}
+			st = add_access(p, v, &v->shape, m, true, t, d);
+			if (st != TS_OK)
+				goto out;
+		}
+	}
+
+	/* VPU work; prologues of the MXU operands. */
+	for (int i = 0; i < k->n_members; i++)
+		p->vpu_cycles += instr_vpu_cycles(hw, k->members[i], 0);
+	if (k->n_members == 0 && k->instr)
+		p->vpu_cycles += instr_vpu_cycles(hw, k->instr, 0);
+	if (p->has_kernel && comp && mark) {
+		for (int side = 0; side < 2; side++)
+			mark_feeders(&pr, t->operands[side], mark,
+				     (uint8_t)(1u << side), 0);
+		for (int side = 0; side < 2; side++) {
+			double cyc = 0;
+			for (int i = 0; i < k->n_members; i++)
+				if (mark[i] & (1u << side))
+					cyc += instr_vpu_cycles(hw, k->members[i], 0);
+			/* a 32-bit operand is rounded to bf16 on the VPU
+			 * before it enters the MXU (one op per vreg per
+			 * pass; the MXU takes bf16, TPU.md section 2 rule 1) */
+			const struct ir_shape *os = &t->operands[side]->shape;
+			double conv = ir_type_bits(os->type) > 16
+					      ? hw_vpu_op_cycles(hw, shape_vregs(hw, os) *
+								 p->mxu_passes,
+							 HW_VPU_SIMPLE)
+					      : 0.0;
+			p->vpu_cycles += conv;
+			cyc += conv;
+			/* the largest input feeding that side */
+			int best = -1;
+			for (int a = 0; a < p->n_access; a++) {
+				if (p->acc[a].output || a >= k->n_inputs)
+					continue;
+				const struct ir_instr *v = k->inputs[a];
+				/* the operand itself (an unfused dot), or an
+				 * input of the members that feed it */
+				bool feeds = v == t->operands[side];
+				for (int mi = 0; mi < k->n_members && !feeds; mi++)
+					if ((mark[mi] & (1u << side)) &&
+					    (k->members[mi] == v ||
+					     (k->members[mi]->op == IR_OP_PARAMETER &&
+					      k->members[mi]->attrs.parameter_number == a)))
+						feeds = true;
+				if (feeds && (best < 0 || p->acc[a].bytes >
+								   p->acc[best].bytes))
+					best = a;
+			}
+			if (best < 0)
+				continue;
+			/* a 16-bit operand (bf16, packed two per 32-bit word)
+			 * of a windowed convolution is unpacked to one value
+			 * per word in VMEM before its shifted windows are
+			 * pushed into the MXU: a staging copy of twice its
+			 * bytes per buffer (see estimate()) */
+			int ob = ir_type_bits(os->type);
+			if (p->mxu_windowed && ob == 16 &&
+			    p->acc[best].elem_bytes * 8.0 == ob)
+				p->acc[best].stage_ratio = 32.0 / ob;
+			if (cyc > 0) {
+				/* its prologue repeats with every fetch */
+				p->acc[best].prologue_cycles += cyc;
+				p->vpu_cycles -= cyc;
+			}
+		}
+	}
+	/* f16 arrays are converted to/from f32 on every load and store
+	 * (hw_vpu_f16_convert_cycles); charged per pass, like a prologue */
+	for (int a = 0; a < p->n_access; a++)
+		if (p->acc[a].type == IR_TYPE_F16)
+			p->acc[a].convert_cycles = hw_vpu_f16_convert_cycles(
+				hw,
+				hw_vpu_vregs(hw, p->acc[a].bytes /
+							 p->acc[a].elem_bytes,
+					     32),
+				p->acc[a].output);
+	/* megacore: large kernels split their steps across the cores; a
+	 * reduce-window (pooling) kernel is not split: tpuv4-ops max/avg
+	 * pooling runs at the same time per element from 98 K to 268 M
+	 * elements, with no drop where other kernels gain a second core */
+	double space = 1;
+	for (int i = 0; i < p->out.rank; i++)
+		space *= (double)p->out.elems[i];
+	p->cores = t->op == IR_OP_REDUCE_WINDOW ? 1
+						 : hw_spec_kernel_cores(hw, space);
+	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
+					   : 0.0;
+	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
+	if (p->flops < 2.0 * p->mxu_macs)
+		p->flops = 2.0 * p->mxu_macs;
+	p->hw = hw;
+out:
+	ts_free(pr.pos);
+	ts_free(pr.mm);
+	ts_free(pr.im);
+	ts_free(mark);
+	return st;
+}
+
