@@ -130,7 +130,7 @@ struct hw_spec {
 	double ici_link_bw_bytes_per_s; /* one-way bandwidth of one link */
 	double ici_latency_ns;     /* per collective hop */
 	double ici_efficiency;     /* achieved fraction of the links' bandwidth
-	                              in XLA's collectives (hw_ici_collective_ns) */
+	                              in XLA's collectives (hw_ici_collective) */
 };
 
 /*

@@ -107,10 +107,20 @@ enum hw_collective {
 	HW_COLL_KIND_COUNT
 };
 
-/* ns for a collective over `devices` participants where each device holds
- * `bytes` of the (full, unsharded for gather; input for reduce) buffer.
- * devices <= 1 costs nothing. Formula in hw_mem.c. */
-double hw_ici_collective_ns(const struct hw_spec *hw, enum hw_collective c,
-			    double bytes, int64_t devices);
+/* A collective's time (ns) and its parts, by the algorithm taken. */
+struct hw_ici_cost {
+	double ns;          /* max(transfer, reduce) + latency */
+	double transfer_ns; /* bytes over the links */
+	double reduce_ns;   /* VPU adds of received partial sums */
+	double latency_ns;  /* per-hop latencies */
+	bool one_shot;      /* one-shot all-reduce, not the ring */
+};
+
+/* Costs a collective over `devices` participants where each device holds
+ * `bytes` of the (full, unsharded for gather; input for reduce) buffer of
+ * `bits`-bit elements. devices <= 1 costs nothing. Formula in hw_mem.c. */
+void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
+		       double bytes, int64_t devices, int bits,
+		       struct hw_ici_cost *out);
 
 #endif /* HW_UNITS_H */

@@ -439,8 +439,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		return;
 	case SIM_PLAN_COLLECTIVE: {
 		double dma = hw_mem_dma_ns(hw, p->other_bytes, 2);
-		out->time_ns = hw->kernel_overhead_ns + fmax(p->ici_ns, dma);
-		out->bound = p->ici_ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
+		out->time_ns = hw->kernel_overhead_ns + fmax(p->ici.ns, dma);
+		out->bound = p->ici.ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
 		out->bytes_read = p->other_bytes / 2;
 		out->bytes_written = p->other_bytes / 2;
 		out->dma_cycles = dma * clock_ghz;

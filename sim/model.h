@@ -176,7 +176,7 @@ struct sim_plan {
 	                                     of the output space): each step's
 	                                     MXU and VPU work divides by it */
 	/* collectives */
-	double ici_ns;
+	struct hw_ici_cost ici;           /* hw_ici_collective of the kernel */
 	const struct hw_spec *hw;         /* the spec it was built for (the
 	                                     default config is costed on it) */
 };

@@ -808,8 +808,17 @@ static bool kernel_is_free(const struct sim_kernel *k)
 	return work == 0;
 }
 
+/* The element type of a collective's result: its first array leaf (a
+ * multi-operand collective or an async start returns a tuple). */
+static enum ir_type collective_type(const struct ir_shape *s)
+{
+	while (s->type == IR_TYPE_TUPLE && s->n_elems > 0)
+		s = &s->elems[0];
+	return s->type == IR_TYPE_TUPLE ? IR_TYPE_F32 : s->type;
+}
+
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices)
+		       double *bytes, int64_t *devices, int *bits)
 {
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
@@ -838,6 +847,7 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	*bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
 					  : k->work.bytes_read;
 	*devices = k->group_devices;
+	*bits = k->instr ? ir_type_bits(collective_type(&k->instr->shape)) : 32;
 }
 
 /* ---- the combined grid of a convolution or dot ---- */
@@ -922,8 +932,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		enum hw_collective c;
 		double bytes;
 		int64_t n;
-		sim_collective_of(k, &c, &bytes, &n);
-		p->ici_ns = hw_ici_collective_ns(hw, c, bytes, n);
+		int bits;
+		sim_collective_of(k, &c, &bytes, &n, &bits);
+		hw_ici_collective(hw, c, bytes, n, bits, &p->ici);
 		p->other_bytes = 2.0 * bytes;
 		return TS_OK;
 	}

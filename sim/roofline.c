@@ -12,9 +12,10 @@
 
 /*
  * Collective kernel (ns):
- *   hw_ici_collective_ns(kind, B, n)   (ring formulas, hw/hw_mem.c:
- *   all-reduce 2(n-1)/n B, all-gather / reduce-scatter / all-to-all
- *   (n-1)/n B over the ring's links, plus latency per ring step)
+ *   hw_ici_collective(kind, B, n)   (hw/hw_mem.c: the ring, all-reduce
+ *   2(n-1)/n B, all-gather / reduce-scatter / all-to-all (n-1)/n B over
+ *   the ring's links plus latency per ring step, or a one-shot
+ *   all-reduce when faster)
  *   + kernel_overhead_ns
  * B, n: sim_collective_of (the buffer each device holds in full, the
  * devices of the group). Known wrong: ignores the HBM reads/writes around
@@ -27,8 +28,11 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
 	enum hw_collective c;
 	double bytes;
 	int64_t n;
-	sim_collective_of(k, &c, &bytes, &n);
-	double ici = hw_ici_collective_ns(hw, c, bytes, n);
+	int bits;
+	sim_collective_of(k, &c, &bytes, &n, &bits);
+	struct hw_ici_cost ic;
+	hw_ici_collective(hw, c, bytes, n, bits, &ic);
+	double ici = ic.ns;
 	out->time_ns = ici + hw->kernel_overhead_ns;
 	out->bound = ici >= hw->kernel_overhead_ns ? HW_UNIT_ICI
 						   : HW_UNIT_OVERHEAD;

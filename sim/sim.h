@@ -239,13 +239,13 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct sim_tile_config *cfg, FILE *out,
 				  struct ts_diag *d);
 
-/* The ring collective a collective kernel runs (hw_ici_collective_ns),
- * the bytes each device holds in full (the gathered output for
- * all-gather, the input otherwise, padded as cost.c counts them) and its
- * group's devices: one reading for the analytic model and the roofline
+/* The collective a collective kernel runs (hw_ici_collective), the bytes
+ * each device holds in full (the gathered output for all-gather, the input
+ * otherwise, padded as cost.c counts them), its group's devices and the
+ * element width (bits) of its result: one reading for the analytic model and the roofline
  * (sim/plan.c). */
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices);
+		       double *bytes, int64_t *devices, int *bits);
 
 /* Costs every kernel with its default config and fills total_ns
  * (= sim_program_total). */

@@ -7,7 +7,8 @@
  *          + (compute + step) + last
  * and must give the printed total and the estimate (terms are printed to 6
  * significant digits: relative tolerance 1e-5). Also: on every TpuGraphs
- * kernel the default config is the model's best of the full tile search.
+ * kernel the default config is the model's best of the full tile search;
+ * a collective's printed parts (algorithm, transfer, VPU adds, latency).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +103,75 @@ static void test_megacore_dot(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * An f32 all-reduce over the 8 cores of a v3-8 (4 chips, 2 cores each:
+ * every link shared by 2 devices), link = link_bw x efficiency / 2 B/ns:
+ *   ring      2 x 7/8 x B / (2 x link) + 14 x latency
+ *   one-shot  floor(64 / 4) = 16 x B / (4 x link) + 4 x latency
+ * 1 KiB takes the one-shot, 64 MiB the ring; the VPU adds hide behind the
+ * transfer in both. The printed parts sum to the ICI time, and kernel +
+ * max(ICI, DMA) to the estimate.
+ */
+static void test_collective(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	double link = hw.ici_link_bw_bytes_per_s * 1e-9 * hw.ici_efficiency / 2;
+	static const struct {
+		const char *shape, *algo;
+		double bytes;
+		bool one_shot;
+	} cases[] = {{"f32[256]", "one-shot", 1024.0, true},
+		     {"f32[16777216]", "ring", 67108864.0, false}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+			 "HloModule m, replica_count=8\n"
+			 "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+			 " ROOT s = f32[] add(x, y) }\n"
+			 "ENTRY e {\n  p = %s parameter(0)\n"
+			 "  ROOT r = %s all-reduce(p), "
+			 "replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=add\n}\n",
+			 cases[i].shape, cases[i].shape);
+		struct tu_built b;
+		tu_build(text, &b);
+		double want = cases[i].one_shot
+				      ? 16 * cases[i].bytes / (4 * link) +
+						4 * hw.ici_latency_ns
+				      : 2 * 7.0 / 8 * cases[i].bytes / (2 * link) +
+						14 * hw.ici_latency_ns;
+		char buf[4096] = {0};
+		FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+		assert_non_null(f);
+		struct ts_diag d = {0};
+		assert_int_equal(sim_kernel_explain(&b.p.kernels[0], &hw, NULL, f, &d),
+				 TS_OK);
+		fclose(f);
+		char algo[16];
+		double ici, tr, red, lat, hbm, kern, total;
+		int n = sscanf(buf,
+			       "kernel r (collective)\n  collective: %15[a-z-], "
+			       "ICI %lf ns = max(transfer %lf, VPU reduction %lf) "
+			       "+ latency %lf; HBM %lf bytes\n  time = kernel %lf "
+			       "+ max(ICI, DMA) = %lf ns",
+			       algo, &ici, &tr, &red, &lat, &hbm, &kern, &total);
+		if (n != 8)
+			fail_msg("cannot read (%d fields):\n%s", n, buf);
+		assert_string_equal(algo, cases[i].algo);
+		assert_near(ici, want, REL_TOL * want);
+		assert_near(ici, (tr > red ? tr : red) + lat, REL_TOL * ici);
+		assert_true(red < tr);
+		struct sim_estimate e;
+		assert_int_equal(sim_kernel_estimate(&b.p.kernels[0], &hw, NULL, &e, &d),
+				 TS_OK);
+		assert_near(total, e.time_ns, REL_TOL * e.time_ns);
+		assert_true(total >= kern + ici * (1 - REL_TOL));
+		tu_built_free(&b);
+	}
+}
+
 static void test_tpugraphs_configs(void **state)
 {
 	(void)state;
@@ -160,6 +230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_example),
 		cmocka_unit_test(test_megacore_dot),
+		cmocka_unit_test(test_collective),
 		cmocka_unit_test(test_tpugraphs_configs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,33 +207,61 @@ static void test_mem(void **state)
 	assert_near(hw_mem_bytes_per_ns(&h), 800, EXACT);
 }
 
+static double ici_ns(const struct hw_spec *h, enum hw_collective c,
+		     double bytes, int64_t n, int bits, bool *one_shot)
+{
+	struct hw_ici_cost ic;
+	hw_ici_collective(h, c, bytes, n, bits, &ic);
+	if (one_shot)
+		*one_shot = ic.one_shot;
+	return ic.ns;
+}
+
 /*
- * 4 MiB all-reduce over 4 devices on a ring of 2 x 100 GB/s links:
- *   2 x 3/4 x 4194304 B / 200 B/ns + 2 x 3 x 500 ns = 31457.28 + 3000.
- * One device: nothing to do. A permute is one hop on one link. Two
- * TensorCores per chip, each its own device, at 50% efficiency: each
- * link gives a core 100 x 0.5 / 2 = 25 B/ns, the ring 50 B/ns:
- *   2 x 3/4 x 4194304 / 50 + 3000 = 125829.12 + 3000.
+ * 4 MiB f32 all-reduce over 4 devices on a ring of 2 x 100 GB/s links:
+ *   2 x 3/4 x 4194304 B / 200 B/ns + 2 x 3 x 500 ns = 31457.28 + 3000;
+ * its VPU adds (3/4 x 1 Mi elements = 768 vregs / 2 ALUs = 384 ns) hide
+ * behind the transfer; the one-shot (floor(16/4) x 4194304 / (4 x 100) +
+ * 2 x 500 = 42943.04) is slower. 4 KiB: the ring takes 30.72 + 3000, the
+ * one-shot 4 x 4096 / 400 + 1000 = 1040.96 (its adds: 3072 elements, 3
+ * vregs, 1.5 ns), so the one-shot is taken. One device: nothing to do. A
+ * permute is one hop on one link. Two TensorCores per chip, each its own
+ * device, at 50% efficiency: each link gives a core 100 x 0.5 / 2 = 25
+ * B/ns, the ring 50 B/ns: 2 x 3/4 x 4194304 / 50 + 3000 = 125829.12 +
+ * 3000. Links 1000x faster, 16 MiB of bf16 over 2 devices: the ring's
+ * transfer is 2 x 1/2 x 16777216 / 200000 = 83.89 ns, its adds 1/2 x 8 Mi
+ * elements = 4096 vregs / 2 = 2048 ns, + 2 x 500: 3048 (VPU-bound); the
+ * one-shot 1 x 16777216 / 400000 = 41.94, adds 8192 vregs / 2 = 4096, + 500.
  */
 static void test_ici(void **state)
 {
 	(void)state;
 	struct hw_spec h = spec();
+	bool one = true;
 	h.tensorcores_per_chip = 1; /* one device per chip */
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4, 32, &one),
 		    31457.28 + 3000, 1e-6);
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_GATHER, 4194304.0, 4),
+	assert_false(one);
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 4096.0, 4, 32, &one),
+		    1040.96, 1e-6);
+	assert_true(one);
+	assert_near(ici_ns(&h, HW_COLL_ALL_GATHER, 4194304.0, 4, 32, NULL),
 		    15728.64 + 1500, 1e-6);
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 1),
-		    0, EXACT);
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_PERMUTE, 1e6, 8),
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 1, 32, NULL), 0,
+		    EXACT);
+	assert_near(ici_ns(&h, HW_COLL_PERMUTE, 1e6, 8, 32, NULL),
 		    1e6 / 100.0 + 500, 1e-6);
+	h.ici_link_bw_bytes_per_s = 1e14;
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 16777216.0, 2, 16, &one),
+		    3048, 1e-6);
+	assert_false(one);
+	h.ici_link_bw_bytes_per_s = 1e11;
 	h.tensorcores_per_chip = 2;
 	h.ici_efficiency = 0.5;
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4, 32, NULL),
 		    125829.12 + 3000, 1e-6);
 	h.megacore = true; /* one device per chip: the links are its own */
-	assert_near(hw_ici_collective_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4),
+	assert_near(ici_ns(&h, HW_COLL_ALL_REDUCE, 4194304.0, 4, 32, NULL),
 		    62914.56 + 3000, 1e-6);
 }
 
