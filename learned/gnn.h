@@ -1,0 +1,272 @@
+/*
+ * gnn.h: the learned residual (docs/ARCHITECTURE.md "The learned residual").
+ * A GraphSAGE-style network reads a kernel's HLO graph and its kernel
+ * features and returns r; the hybrid estimate is analytic time x exp(r).
+ * The same network without analytic inputs, predicting log time directly,
+ * is the learned-only baseline.
+ *
+ *   gnn_features.c  the feature schema (versioned, hashed) and extraction
+ *   gnn_model.c     parameters, forward and hand-written backward passes
+ *   gnn_train.c     training: loss, Adam, early stopping, determinism
+ *   gnn_file.c      the model file: save (temp file + rename) and load
+ *
+ * Dense maths through OpenBLAS (cblas_dgemm), random numbers through GSL.
+ * Parameters, gradients and Adam moments are flat buffers with pointer
+ * tables into them (gnn_model_bind). Everything here is deterministic for
+ * a given seed and input order.
+ */
+#ifndef GNN_H
+#define GNN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim.h"
+
+/* ---- feature schema (gnn_features.c) ------------------------------------ */
+
+#define GNN_SCHEMA_VERSION 1
+#define GNN_NODE_F 36   /* features per node (gnn_node_feature_name) */
+#define GNN_KERNEL_F 40 /* features per kernel (gnn_kernel_feature_name) */
+
+const char *gnn_node_feature_name(int i);
+const char *gnn_kernel_feature_name(int i);
+/* True for kernel features taken from the analytic model's estimate: the
+ * learned-only model sees them as 0. */
+bool gnn_kernel_feature_analytic(int i);
+/* FNV-1a over the version and every feature name in order: a model file
+ * trained on another schema is refused. */
+uint64_t gnn_schema_hash(void);
+
+/* A kernel's graph: its instructions as nodes (a fusion's fused
+ * computation, an unfused op alone), operand edges inside the kernel. */
+struct gnn_graph {
+	int n;          /* nodes */
+	double *x;      /* n x GNN_NODE_F raw features, row-major */
+	int *in_off;    /* n + 1 offsets into in_idx: node v's operands */
+	int *in_idx;
+	int *out_off;   /* n + 1 offsets into out_idx: node v's users */
+	int *out_idx;
+};
+
+/* Builds k's graph (at most GNN_MAX_NODES nodes: a larger kernel keeps its
+ * last GNN_MAX_NODES instructions, the root's neighbourhood). TS_ERR_NOMEM
+ * only. */
+#define GNN_MAX_NODES 512
+enum ts_status gnn_graph_build(const struct sim_kernel *k,
+			       struct gnn_graph *g);
+void gnn_graph_free(struct gnn_graph *g);
+
+/* Kernel features of k costed as e on hw; host_timed says the measurement
+ * includes the host's dispatch (validation rows), false for run/tile. */
+void gnn_kernel_features(const struct sim_kernel *k,
+			 const struct sim_estimate *e,
+			 const struct hw_spec *hw, bool host_timed,
+			 double out[GNN_KERNEL_F]);
+
+/* ---- the model (gnn_model.c) --------------------------------------------- */
+
+enum gnn_kind { GNN_RESIDUAL = 0, GNN_LEARNED_ONLY = 1 };
+const char *gnn_kind_name(enum gnn_kind k); /* "residual", "learned-only" */
+
+#define GNN_MAX_LAYERS 4
+#define GNN_MAX_HIDDEN 128
+#define GNN_MAX_SETS 16
+
+/* Standardisation of one feature: z = (x - mean) / std; lo, hi: the range
+ * of z over the training rows (the correction shrinks outside it). */
+struct gnn_norm {
+	double mean, std, lo, hi;
+};
+
+/* What a model was trained on (written into the file, shown by tools). */
+struct gnn_summary {
+	int n_sets;
+	char sets[GNN_MAX_SETS][64]; /* set names */
+	int rows[GNN_MAX_SETS];      /* rows of each used in training */
+	uint64_t seed;
+	int epochs;                  /* epochs run (early stopping included) */
+	int best_epoch;              /* the epoch whose parameters were kept */
+	double train_loss, val_loss; /* at best_epoch */
+};
+
+struct gnn_model {
+	enum gnn_kind kind;
+	int hidden;       /* node embedding width H */
+	int layers;       /* message-passing layers (1..GNN_MAX_LAYERS) */
+	int head;         /* head MLP hidden width */
+	double clip;      /* |r| <= clip (residual): exp(r) in [e^-clip, e^clip] */
+	struct gnn_norm node_norm[GNN_NODE_F];
+	struct gnn_norm kern_norm[GNN_KERNEL_F];
+	struct gnn_summary summary;
+	size_t n_params;
+	double *params;   /* ts_malloc'd, n_params */
+};
+
+/* Pointer table into a flat buffer laid out like gnn_model.params (the
+ * parameters themselves, a gradient, an Adam moment). */
+struct gnn_tensors {
+	double *w[GNN_MAX_LAYERS]; /* layer l: (3 x in_l) x H, row-major;
+	                              rows: self, mean of operands, mean of
+	                              users; in_0 = GNN_NODE_F, else H */
+	double *b[GNN_MAX_LAYERS]; /* H */
+	double *w1;                /* (2H + GNN_KERNEL_F) x head */
+	double *b1;                /* head */
+	double *w2;                /* head */
+	double *b2;                /* 1 */
+};
+
+/* Sizes a model (params zeroed, norms identity); TS_ERR_MISUSE for sizes
+ * out of range, TS_ERR_NOMEM. */
+enum ts_status gnn_model_alloc(struct gnn_model *m, enum gnn_kind kind,
+			       int hidden, int layers, int head);
+/* Parameters drawn from GSL's mt19937 with seed: Glorot-uniform weights,
+ * zero biases. */
+void gnn_model_init(struct gnn_model *m, uint64_t seed);
+void gnn_model_free(struct gnn_model *m);
+size_t gnn_model_param_count(int hidden, int layers, int head);
+void gnn_model_bind(const struct gnn_model *m, double *buf,
+		    struct gnn_tensors *t);
+
+/* Activations of one graph's embedding, kept for the backward pass. */
+struct gnn_graph_acts {
+	int n, cap;
+	double *z0;      /* n x GNN_NODE_F standardised inputs */
+	double *cat[GNN_MAX_LAYERS]; /* n x 3 in_l: [h, mean operands, mean users] */
+	double *h[GNN_MAX_LAYERS];   /* n x H after ReLU */
+	double *emb;     /* 2H: mean and max pooling of the last layer */
+	int *argmax;     /* H: node of each max */
+	double excess;   /* largest |z| beyond the training range, over nodes */
+	double *scratch; /* n x max(3 in) for the backward pass */
+};
+void gnn_graph_acts_free(struct gnn_graph_acts *a);
+
+/* Embeds g (standardising its features with m's norms). TS_ERR_NOMEM. */
+enum ts_status gnn_embed(const struct gnn_model *m, const struct gnn_graph *g,
+			 struct gnn_graph_acts *a);
+/* Adds d(loss)/d(params) of the embedding to grad, given d(loss)/d(emb). */
+void gnn_embed_backward(const struct gnn_model *m, const struct gnn_graph *g,
+			struct gnn_graph_acts *a, const double *d_emb,
+			const struct gnn_tensors *grad);
+
+/* The head on one kernel: its standardised features and activations. */
+struct gnn_head_acts {
+	double kz[GNN_KERNEL_F];  /* standardised (analytic ones zero for
+	                             learned-only) */
+	double in[2 * GNN_MAX_HIDDEN + GNN_KERNEL_F];
+	double hid[GNN_MAX_HIDDEN]; /* after ReLU */
+	double raw;               /* head output */
+	double excess;            /* largest |kz| beyond the training range */
+};
+/* Standardises the raw kernel features kf into a->kz and runs the head on
+ * emb; returns the raw output. */
+double gnn_head(const struct gnn_model *m, const double *emb,
+		const double *kf, struct gnn_head_acts *a);
+/* Adds the head's gradient for d(loss)/d(raw) = d_raw to grad and writes
+ * d(loss)/d(emb) (2H) into d_emb (added to). */
+void gnn_head_backward(const struct gnn_model *m, const double *emb,
+		       const struct gnn_head_acts *a, double d_raw,
+		       const struct gnn_tensors *grad, double *d_emb);
+
+/*
+ * The output of a kernel from its raw head output:
+ *   residual:      r = s x clip x tanh(raw / clip),  s = exp(-excess)
+ *                  time = analytic x exp(r)
+ *   learned-only:  log time (ns) = raw
+ * excess = the larger of the graph's and the head's: how far (in training
+ * standard deviations) the kernel lies outside the training range, so a
+ * kernel unlike anything trained on keeps its analytic estimate.
+ * Returns r (residual) or log time (learned-only); *dr_draw gets the
+ * derivative for training (may be NULL).
+ */
+double gnn_output(const struct gnn_model *m, double raw, double excess,
+		  double *dr_draw);
+
+/* ---- training (gnn_train.c) --------------------------------------------- */
+
+/* One kernel of a measured program. */
+struct gnn_item {
+	int graph;                   /* index into gnn_data.graphs */
+	double kf[GNN_KERNEL_F];     /* raw kernel features */
+	double analytic_ns;          /* its analytic time (one run) */
+	double mult;                 /* runs per program */
+};
+
+/* One measured row: predicted = sum over its items of mult x time + extra. */
+struct gnn_sample {
+	int first, n;                /* items[first .. first + n) */
+	double extra_ns;             /* the host term (host-timed rows) */
+	double measured_ns;
+	int set;                     /* index into gnn_data set names */
+	int group;                   /* split unit: never straddles train and
+	                                validation (a kernel of a tile set, a
+	                                shape of an op set) */
+	int rank_group;              /* configs of one kernel (ranking loss),
+	                                -1 none */
+};
+
+struct gnn_data {
+	int n_graphs, cap_graphs;
+	struct gnn_graph *graphs;
+	int n_items, cap_items;
+	struct gnn_item *items;
+	int n_samples, cap_samples;
+	struct gnn_sample *samples;
+	int n_sets;
+	char sets[GNN_MAX_SETS][64];
+	int n_groups;                /* groups are 0 .. n_groups - 1 */
+};
+void gnn_data_free(struct gnn_data *d);
+/* Appends (growing the arrays); TS_ERR_NOMEM. The graph is moved in. */
+enum ts_status gnn_data_add_graph(struct gnn_data *d, struct gnn_graph *g,
+				  int *index);
+enum ts_status gnn_data_add_item(struct gnn_data *d,
+				 const struct gnn_item *it);
+enum ts_status gnn_data_add_sample(struct gnn_data *d,
+				   const struct gnn_sample *s);
+
+struct gnn_train_opts {
+	enum gnn_kind kind;
+	uint64_t seed;
+	int epochs;          /* at most this many */
+	int patience;        /* stop after this many epochs without a better
+	                        validation loss */
+	double val_fraction; /* of the groups, drawn by seed */
+	double lr;           /* Adam step */
+	double rank_weight;  /* weight of the pairwise ranking loss */
+	int hidden, layers, head;
+	double clip;
+	const bool *train_mask; /* NULL: every sample may train; else only
+	                           samples with train_mask[i] (compare's folds) */
+	FILE *progress;      /* epoch lines (a terminal), NULL none */
+};
+void gnn_train_opts_default(struct gnn_train_opts *o);
+
+/* Trains m (allocated and initialised here) on d. TS_ERR_MISUSE when no
+ * sample can train, TS_ERR_NOMEM. */
+enum ts_status gnn_train(const struct gnn_data *d,
+			 const struct gnn_train_opts *o, struct gnn_model *m,
+			 struct ts_diag *diag);
+
+/* The model's prediction of sample s of d (ns), from per-graph embeddings
+ * embs[g] (2H each, NULL: computed here). */
+double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
+			  int s, double *const *embs);
+
+/* ---- the model file (gnn_file.c) ---------------------------------------- */
+
+/* Writes m to path (a temp file beside it, then rename). */
+enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
+			      struct ts_diag *d);
+/* Reads a model; a truncated, corrupted, wrong-version or wrong-schema
+ * file is TS_ERR_PARSE with d naming the path and what is wrong. */
+enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
+			      struct ts_diag *d);
+/* The same from memory (the fuzz target). */
+enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
+			      const char *name, struct gnn_model *m,
+			      struct ts_diag *d);
+
+#endif /* GNN_H */

@@ -1,0 +1,648 @@
+/*
+ * gnn_train.c: training the learned residual (or the learned-only model).
+ *
+ * A sample is a measured program: its prediction is
+ *   p = sum_k mult_k x base_k x exp(r_k) + extra
+ * over its kernels k (base = the analytic time for the residual, 1 ns for
+ * learned-only, where r is the log time), extra its host term. The loss is
+ *   L = sum_sets 1/n_sets mean_{i in set} (ln p_i - ln m_i)^2
+ *     + rank_weight x the same mean of a pairwise logistic loss
+ *       ln(1 + exp(-(ln p_b - ln p_a))) over pairs of configs of one kernel
+ *       (a measured faster than b; RANK_PAIRS partners drawn per sample and
+ *       epoch), Kaufman et al.'s ranking loss;
+ * every set weighs the same whatever its row count. Adam with decoupled
+ * weight decay, mini-batches in an order drawn from GSL's mt19937 with
+ * the seed. Validation: a val_fraction of the groups (gnn_sample.group:
+ * a kernel of a tile set, a shape of an op set) drawn with the seed; the
+ * parameters of the epoch with the lowest validation loss are kept, and
+ * training stops after `patience` epochs without a better one. The
+ * feature standardisation (and the ranges the correction fades outside)
+ * come from the training samples alone.
+ */
+#include "gnn.h"
+
+#include <cblas.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 32
+#define RANK_PAIRS 2
+#define ADAM_B1 0.9
+#define ADAM_B2 0.999
+#define ADAM_EPS 1e-8
+#define WEIGHT_DECAY 1e-4
+
+/* OpenBLAS's own call; one thread makes every product's summation order,
+ * hence every bit of training, independent of the machine's load. */
+void openblas_set_num_threads(int n);
+
+void gnn_train_opts_default(struct gnn_train_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->kind = GNN_RESIDUAL;
+	o->seed = 1;
+	o->epochs = 60;
+	o->patience = 10;
+	o->val_fraction = 0.2;
+	o->lr = 2e-3;
+	o->rank_weight = 0.5;
+	o->hidden = 32;
+	o->layers = 2;
+	o->head = 32;
+	o->clip = 1.0;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+void gnn_data_free(struct gnn_data *d)
+{
+	for (int i = 0; i < d->n_graphs; i++)
+		gnn_graph_free(&d->graphs[i]);
+	ts_free(d->graphs);
+	ts_free(d->items);
+	ts_free(d->samples);
+	memset(d, 0, sizeof *d);
+}
+
+static enum ts_status grow(void **p, int *cap, int need, size_t size)
+{
+	if (need <= *cap)
+		return TS_OK;
+	int c = *cap ? *cap * 2 : 64;
+	while (c < need)
+		c *= 2;
+	void *q = ts_realloc(*p, (size_t)c * size);
+	if (!q)
+		return TS_ERR_NOMEM;
+	*p = q;
+	*cap = c;
+	return TS_OK;
+}
+
+enum ts_status gnn_data_add_graph(struct gnn_data *d, struct gnn_graph *g,
+				  int *index)
+{
+	if (grow((void **)&d->graphs, &d->cap_graphs, d->n_graphs + 1,
+		 sizeof *d->graphs))
+		return TS_ERR_NOMEM;
+	*index = d->n_graphs;
+	d->graphs[d->n_graphs++] = *g;
+	memset(g, 0, sizeof *g);
+	return TS_OK;
+}
+
+enum ts_status gnn_data_add_item(struct gnn_data *d, const struct gnn_item *it)
+{
+	if (grow((void **)&d->items, &d->cap_items, d->n_items + 1,
+		 sizeof *d->items))
+		return TS_ERR_NOMEM;
+	d->items[d->n_items++] = *it;
+	return TS_OK;
+}
+
+enum ts_status gnn_data_add_sample(struct gnn_data *d,
+				   const struct gnn_sample *s)
+{
+	if (grow((void **)&d->samples, &d->cap_samples, d->n_samples + 1,
+		 sizeof *d->samples))
+		return TS_ERR_NOMEM;
+	d->samples[d->n_samples++] = *s;
+	return TS_OK;
+}
+
+/* ---- standardisation --------------------------------------------------------- */
+
+/* Accumulates mean and variance (Welford, fixed order), then sets std
+ * (1 for a constant feature) and the standardised range. */
+struct acc {
+	double n, mean, m2, lo, hi;
+};
+
+static void acc_add(struct acc *a, double x)
+{
+	if (a->n == 0)
+		a->lo = a->hi = x;
+	a->n += 1;
+	double dlt = x - a->mean;
+	a->mean += dlt / a->n;
+	a->m2 += dlt * (x - a->mean);
+	a->lo = fmin(a->lo, x);
+	a->hi = fmax(a->hi, x);
+}
+
+static struct gnn_norm acc_norm(const struct acc *a)
+{
+	double sd = a->n > 1 ? sqrt(a->m2 / (a->n - 1)) : 0;
+	if (!(sd > 1e-9))
+		sd = 1.0;
+	return (struct gnn_norm){a->mean, sd, (a->lo - a->mean) / sd,
+				 (a->hi - a->mean) / sd};
+}
+
+static enum ts_status fit_norms(const struct gnn_data *d, const bool *train,
+				struct gnn_model *m)
+{
+	struct acc na[GNN_NODE_F] = {{0}}, ka[GNN_KERNEL_F] = {{0}};
+	bool *seen = ts_calloc((size_t)d->n_graphs + 1, sizeof *seen);
+	if (!seen)
+		return TS_ERR_NOMEM;
+	for (int s = 0; s < d->n_samples; s++) {
+		if (!train[s])
+			continue;
+		const struct gnn_sample *sm = &d->samples[s];
+		for (int i = sm->first; i < sm->first + sm->n; i++) {
+			const struct gnn_item *it = &d->items[i];
+			for (int j = 0; j < GNN_KERNEL_F; j++)
+				acc_add(&ka[j], it->kf[j]);
+			if (seen[it->graph])
+				continue;
+			seen[it->graph] = true;
+			const struct gnn_graph *g = &d->graphs[it->graph];
+			for (int v = 0; v < g->n; v++)
+				for (int j = 0; j < GNN_NODE_F; j++)
+					acc_add(&na[j], g->x[(size_t)v * GNN_NODE_F + j]);
+		}
+	}
+	ts_free(seen);
+	for (int j = 0; j < GNN_NODE_F; j++)
+		m->node_norm[j] = acc_norm(&na[j]);
+	for (int j = 0; j < GNN_KERNEL_F; j++)
+		m->kern_norm[j] = acc_norm(&ka[j]);
+	return TS_OK;
+}
+
+/* ---- forward and backward over a batch ------------------------------------------ */
+
+struct trainer {
+	const struct gnn_data *d;
+	struct gnn_model *m;
+	const struct gnn_train_opts *o;
+	struct gnn_graph_acts *acts; /* per graph, reused */
+	int *stamp;                  /* per graph: batch that embedded it */
+	double **d_emb;              /* per graph: 2H gradient (lazily) */
+	struct gnn_head_acts *heads; /* per item of the current batch */
+	int cap_heads;
+	double *grad, *adam_m, *adam_v;
+	struct gnn_tensors g;        /* into grad */
+	double *weight;              /* per sample: 1 / (n_sets x rows of its set) */
+	long step;
+};
+
+/* Base time of an item: the analytic estimate, or 1 ns (learned-only). */
+static double base_ns(const struct gnn_model *m, const struct gnn_item *it)
+{
+	return m->kind == GNN_LEARNED_ONLY ? 1.0 : it->analytic_ns;
+}
+
+/* Items that contribute: positive base and multiplicity. */
+static bool item_counts(const struct gnn_model *m, const struct gnn_item *it)
+{
+	return base_ns(m, it) > 0 && it->mult > 0;
+}
+
+double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
+			  int s, double *const *embs)
+{
+	const struct gnn_sample *sm = &d->samples[s];
+	double p = sm->extra_ns;
+	struct gnn_graph_acts ga = {0};
+	for (int i = sm->first; i < sm->first + sm->n; i++) {
+		const struct gnn_item *it = &d->items[i];
+		if (!item_counts(m, it))
+			continue;
+		const double *emb = embs ? embs[it->graph] : NULL;
+		double excess = 0;
+		if (!emb) {
+			if (gnn_embed(m, &d->graphs[it->graph], &ga) != TS_OK) {
+				gnn_graph_acts_free(&ga);
+				return NAN;
+			}
+			emb = ga.emb;
+			excess = ga.excess;
+		}
+		struct gnn_head_acts ha;
+		double raw = gnn_head(m, emb, it->kf, &ha);
+		double r = gnn_output(m, raw, fmax(excess, ha.excess), NULL);
+		p += it->mult * base_ns(m, it) * exp(r);
+	}
+	gnn_graph_acts_free(&ga);
+	return p;
+}
+
+/* Embeds graph gi for batch b (once per batch). */
+static enum ts_status embed_once(struct trainer *t, int gi, int b)
+{
+	if (t->stamp[gi] == b)
+		return TS_OK;
+	enum ts_status st = gnn_embed(t->m, &t->d->graphs[gi], &t->acts[gi]);
+	if (st)
+		return st;
+	if (!t->d_emb[gi]) {
+		t->d_emb[gi] = ts_malloc((size_t)2 * t->m->hidden *
+					 sizeof *t->d_emb[gi]);
+		if (!t->d_emb[gi])
+			return TS_ERR_NOMEM;
+	}
+	memset(t->d_emb[gi], 0, (size_t)2 * t->m->hidden * sizeof *t->d_emb[gi]);
+	t->stamp[gi] = b;
+	return TS_OK;
+}
+
+/* Forward of sample s: fills heads[first..] for its items and returns
+ * ln p. Graphs are embedded under stamp b. */
+static enum ts_status forward(struct trainer *t, int s, int b,
+			      struct gnn_head_acts *heads, double *ln_p)
+{
+	const struct gnn_sample *sm = &t->d->samples[s];
+	double p = sm->extra_ns;
+	for (int i = 0; i < sm->n; i++) {
+		const struct gnn_item *it = &t->d->items[sm->first + i];
+		if (!item_counts(t->m, it))
+			continue;
+		enum ts_status st = embed_once(t, it->graph, b);
+		if (st)
+			return st;
+		const struct gnn_graph_acts *ga = &t->acts[it->graph];
+		double raw = gnn_head(t->m, ga->emb, it->kf, &heads[i]);
+		double r = gnn_output(t->m, raw, fmax(ga->excess, heads[i].excess),
+				      NULL);
+		p += it->mult * base_ns(t->m, it) * exp(r);
+	}
+	*ln_p = log(fmax(p, 1e-3));
+	return TS_OK;
+}
+
+/* Backward of d(loss)/d(ln p) = g through sample s's heads. */
+static void backward(struct trainer *t, int s, struct gnn_head_acts *heads,
+		     double ln_p, double g)
+{
+	const struct gnn_sample *sm = &t->d->samples[s];
+	double p = exp(ln_p);
+	for (int i = 0; i < sm->n; i++) {
+		const struct gnn_item *it = &t->d->items[sm->first + i];
+		if (!item_counts(t->m, it))
+			continue;
+		const struct gnn_graph_acts *ga = &t->acts[it->graph];
+		double dr;
+		double r = gnn_output(t->m, heads[i].raw,
+				      fmax(ga->excess, heads[i].excess), &dr);
+		/* d ln p / d r = mult x base x e^r / p */
+		double d_raw = g * it->mult * base_ns(t->m, it) * exp(r) / p * dr;
+		gnn_head_backward(t->m, ga->emb, &heads[i], d_raw, &t->g,
+				  t->d_emb[it->graph]);
+	}
+}
+
+static enum ts_status reserve_heads(struct trainer *t, int n)
+{
+	if (n <= t->cap_heads)
+		return TS_OK;
+	void *q = ts_realloc(t->heads, (size_t)n * sizeof *t->heads);
+	if (!q)
+		return TS_ERR_NOMEM;
+	t->heads = q;
+	t->cap_heads = n;
+	return TS_OK;
+}
+
+/* ---- the loop ---------------------------------------------------------------- */
+
+/* Weighted mean squared log error over the samples with mask set. */
+static double eval_loss(struct trainer *t, const bool *mask)
+{
+	double num = 0, den = 0;
+	for (int s = 0; s < t->d->n_samples; s++) {
+		if (!mask[s])
+			continue;
+		double p = gnn_predict_sample(t->m, t->d, s, NULL);
+		double e = log(fmax(p, 1e-3)) - log(t->d->samples[s].measured_ns);
+		num += t->weight[s] * e * e;
+		den += t->weight[s];
+	}
+	return den > 0 ? num / den : NAN;
+}
+
+static void adam_step(struct trainer *t)
+{
+	t->step++;
+	double b1t = 1.0 - pow(ADAM_B1, (double)t->step);
+	double b2t = 1.0 - pow(ADAM_B2, (double)t->step);
+	double *w = t->m->params;
+	for (size_t i = 0; i < t->m->n_params; i++) {
+		double gr = t->grad[i];
+		t->adam_m[i] = ADAM_B1 * t->adam_m[i] + (1 - ADAM_B1) * gr;
+		t->adam_v[i] = ADAM_B2 * t->adam_v[i] + (1 - ADAM_B2) * gr * gr;
+		double mh = t->adam_m[i] / b1t, vh = t->adam_v[i] / b2t;
+		w[i] -= t->o->lr * (mh / (sqrt(vh) + ADAM_EPS) + WEIGHT_DECAY * w[i]);
+	}
+}
+
+/* Per-sample weights: every set weighs the same. */
+static void set_weights(struct trainer *t, const bool *mask)
+{
+	int count[GNN_MAX_SETS] = {0}, sets = 0;
+	for (int s = 0; s < t->d->n_samples; s++)
+		if (mask[s] && count[t->d->samples[s].set]++ == 0)
+			sets++;
+	for (int s = 0; s < t->d->n_samples; s++) {
+		int c = count[t->d->samples[s].set];
+		t->weight[s] = mask[s] && c ? 1.0 / ((double)sets * c) : 0;
+	}
+}
+
+/* One mini-batch: samples order[lo..hi) with their ranking partners. */
+static enum ts_status batch(struct trainer *t, const int *order, int lo,
+			    int hi, int b, gsl_rng *rng, const int *rk_off,
+			    const int *rk_idx, double *loss)
+{
+	const struct gnn_data *d = t->d;
+	memset(t->grad, 0, t->m->n_params * sizeof *t->grad);
+	/* the samples touched: the batch, then each one's partners */
+	int sel[BATCH * (1 + RANK_PAIRS)], pair_of[BATCH * (1 + RANK_PAIRS)];
+	int n_sel = 0, n_items = 0;
+	for (int i = lo; i < hi; i++) {
+		int s = order[i], anchor = n_sel;
+		sel[n_sel] = s;
+		pair_of[n_sel++] = -1;
+		int rg = d->samples[s].rank_group;
+		int cnt = rg >= 0 ? rk_off[rg + 1] - rk_off[rg] : 0;
+		for (int p = 0; p < RANK_PAIRS && cnt > 1; p++) {
+			int o = rk_idx[rk_off[rg] + (int)gsl_rng_uniform_int(
+							    rng, (unsigned long)cnt)];
+			if (o == s || d->samples[o].measured_ns ==
+					      d->samples[s].measured_ns)
+				continue;
+			sel[n_sel] = o;
+			pair_of[n_sel++] = anchor;
+		}
+	}
+	for (int i = 0; i < n_sel; i++)
+		n_items += d->samples[sel[i]].n;
+	enum ts_status st = reserve_heads(t, n_items);
+	if (st)
+		return st;
+	double ln_p[BATCH * (1 + RANK_PAIRS)], gl[BATCH * (1 + RANK_PAIRS)];
+	int first[BATCH * (1 + RANK_PAIRS)];
+	int at = 0;
+	for (int i = 0; i < n_sel; i++) {
+		first[i] = at;
+		st = forward(t, sel[i], b, t->heads + at, &ln_p[i]);
+		if (st)
+			return st;
+		at += d->samples[sel[i]].n;
+		gl[i] = 0;
+	}
+	/* losses and d/d ln p */
+	for (int i = 0; i < n_sel; i++) {
+		const struct gnn_sample *sm = &d->samples[sel[i]];
+		if (pair_of[i] < 0) {
+			double e = ln_p[i] - log(sm->measured_ns);
+			*loss += t->weight[sel[i]] * e * e;
+			gl[i] += 2.0 * e * t->weight[sel[i]];
+			continue;
+		}
+		/* the pair (anchor a, partner i) */
+		int a = pair_of[i];
+		int fast = d->samples[sel[a]].measured_ns < sm->measured_ns ? a : i;
+		int slow = fast == a ? i : a;
+		double delta = ln_p[slow] - ln_p[fast];
+		double w = t->o->rank_weight * t->weight[sel[a]] / RANK_PAIRS;
+		*loss += w * log1p(exp(-delta));
+		double dd = -w / (1.0 + exp(delta)); /* dL/d delta */
+		gl[slow] += dd;
+		gl[fast] -= dd;
+	}
+	for (int i = 0; i < n_sel; i++)
+		backward(t, sel[i], t->heads + first[i], ln_p[i], gl[i]);
+	for (int gi = 0; gi < d->n_graphs; gi++)
+		if (t->stamp[gi] == b)
+			gnn_embed_backward(t->m, &d->graphs[gi], &t->acts[gi],
+					   t->d_emb[gi], &t->g);
+	adam_step(t);
+	return TS_OK;
+}
+
+static void shuffle(int *a, int n, gsl_rng *rng)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)gsl_rng_uniform_int(rng, (unsigned long)i + 1);
+		int x = a[i];
+		a[i] = a[j];
+		a[j] = x;
+	}
+}
+
+/* Splits groups: val[s] for samples of a drawn val_fraction of the
+ * groups that have a sample within o->train_mask, train[s] for the rest.
+ * perm and is_val: n_groups entries of scratch. */
+static void split(const struct gnn_data *d, const struct gnn_train_opts *o,
+		  gsl_rng *rng, int *perm, bool *is_val, bool *train,
+		  bool *val)
+{
+	memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
+	for (int s = 0; s < d->n_samples; s++)
+		if (!o->train_mask || o->train_mask[s])
+			is_val[d->samples[s].group] = true; /* "has one" */
+	int n = 0;
+	for (int g = 0; g < d->n_groups; g++)
+		if (is_val[g])
+			perm[n++] = g;
+	shuffle(perm, n, rng);
+	int n_val = (int)floor(o->val_fraction * n + 0.5);
+	memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
+	for (int i = 0; i < n_val; i++)
+		is_val[perm[i]] = true;
+	for (int s = 0; s < d->n_samples; s++) {
+		bool ok = !o->train_mask || o->train_mask[s];
+		bool v = is_val[d->samples[s].group];
+		train[s] = ok && !v;
+		val[s] = ok && v;
+	}
+}
+
+static void trainer_free(struct trainer *t)
+{
+	if (t->acts)
+		for (int i = 0; i < t->d->n_graphs; i++)
+			gnn_graph_acts_free(&t->acts[i]);
+	if (t->d_emb)
+		for (int i = 0; i < t->d->n_graphs; i++)
+			ts_free(t->d_emb[i]);
+	ts_free(t->acts);
+	ts_free(t->d_emb);
+	ts_free(t->stamp);
+	ts_free(t->heads);
+	ts_free(t->grad);
+	ts_free(t->adam_m);
+	ts_free(t->adam_v);
+	ts_free(t->weight);
+}
+
+/* Rank groups as CSR over the training samples. */
+static enum ts_status rank_index(const struct gnn_data *d, const bool *train,
+				 int **off, int **idx)
+{
+	int n_rg = 0;
+	for (int s = 0; s < d->n_samples; s++)
+		if (d->samples[s].rank_group >= n_rg)
+			n_rg = d->samples[s].rank_group + 1;
+	*off = ts_calloc((size_t)n_rg + 2, sizeof **off);
+	*idx = ts_calloc((size_t)d->n_samples + 1, sizeof **idx);
+	if (!*off || !*idx)
+		return TS_ERR_NOMEM;
+	for (int s = 0; s < d->n_samples; s++)
+		if (train[s] && d->samples[s].rank_group >= 0)
+			(*off)[d->samples[s].rank_group + 1]++;
+	for (int g = 0; g < n_rg; g++)
+		(*off)[g + 1] += (*off)[g];
+	int *fill = ts_calloc((size_t)n_rg + 1, sizeof *fill);
+	if (!fill)
+		return TS_ERR_NOMEM;
+	for (int s = 0; s < d->n_samples; s++) {
+		int g = d->samples[s].rank_group;
+		if (train[s] && g >= 0)
+			(*idx)[(*off)[g] + fill[g]++] = s;
+	}
+	ts_free(fill);
+	return TS_OK;
+}
+
+enum ts_status gnn_train(const struct gnn_data *d,
+			 const struct gnn_train_opts *o, struct gnn_model *m,
+			 struct ts_diag *diag)
+{
+	openblas_set_num_threads(1);
+	enum ts_status st = gnn_model_alloc(m, o->kind, o->hidden, o->layers,
+					    o->head);
+	if (st) {
+		ts_diag_set(diag, NULL, 0, 0, "model sizes out of range");
+		return st;
+	}
+	m->clip = o->clip;
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(rng, (unsigned long)o->seed);
+	struct trainer t = {.d = d, .m = m, .o = o};
+	bool *train = ts_calloc((size_t)d->n_samples + 1, sizeof *train);
+	bool *val = ts_calloc((size_t)d->n_samples + 1, sizeof *val);
+	int *perm = ts_calloc((size_t)d->n_groups + 1, sizeof *perm);
+	bool *is_val = ts_calloc((size_t)d->n_groups + 1, sizeof *is_val);
+	int *order = ts_calloc((size_t)d->n_samples + 1, sizeof *order);
+	int *rk_off = NULL, *rk_idx = NULL;
+	double *best = ts_malloc(m->n_params * sizeof *best);
+	t.acts = ts_calloc((size_t)d->n_graphs + 1, sizeof *t.acts);
+	t.d_emb = ts_calloc((size_t)d->n_graphs + 1, sizeof *t.d_emb);
+	t.stamp = ts_malloc(((size_t)d->n_graphs + 1) * sizeof *t.stamp);
+	t.grad = ts_calloc(m->n_params, sizeof *t.grad);
+	t.adam_m = ts_calloc(m->n_params, sizeof *t.adam_m);
+	t.adam_v = ts_calloc(m->n_params, sizeof *t.adam_v);
+	t.weight = ts_calloc((size_t)d->n_samples + 1, sizeof *t.weight);
+	if (!train || !val || !perm || !is_val || !order || !best || !t.acts ||
+	    !t.d_emb || !t.stamp || !t.grad || !t.adam_m || !t.adam_v ||
+	    !t.weight) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int i = 0; i <= d->n_graphs; i++)
+		t.stamp[i] = -1;
+	gnn_model_bind(m, t.grad, &t.g);
+	split(d, o, rng, perm, is_val, train, val);
+	int n_train = 0, n_val = 0;
+	for (int s = 0; s < d->n_samples; s++) {
+		if (train[s])
+			order[n_train++] = s;
+		n_val += val[s];
+	}
+	if (n_train == 0) {
+		ts_diag_set(diag, NULL, 0, 0, "no sample to train on");
+		st = TS_ERR_MISUSE;
+		goto out;
+	}
+	if ((st = fit_norms(d, train, m)) || (st = rank_index(d, train, &rk_off,
+								 &rk_idx)))
+		goto out;
+	gnn_model_init(m, o->seed);
+	if (o->kind == GNN_LEARNED_ONLY) {
+		/* start at the mean log time per kernel run */
+		double sum = 0;
+		for (int i = 0; i < n_train; i++) {
+			const struct gnn_sample *sm = &d->samples[order[i]];
+			double runs = 0;
+			for (int k = sm->first; k < sm->first + sm->n; k++)
+				runs += d->items[k].mult;
+			sum += log(fmax(sm->measured_ns - sm->extra_ns, 1.0) /
+				   fmax(runs, 1.0));
+		}
+		struct gnn_tensors p;
+		gnn_model_bind(m, m->params, &p);
+		p.b2[0] = sum / n_train;
+	}
+	bool *val_mask = n_val > 0 ? val : train;
+	double best_loss = INFINITY, tr_loss = NAN;
+	int best_epoch = 0, stale = 0, b = 0, epoch = 0;
+	memcpy(best, m->params, m->n_params * sizeof *best);
+	time_t t0 = time(NULL);
+	for (epoch = 1; epoch <= o->epochs && stale < o->patience; epoch++) {
+		set_weights(&t, train);
+		shuffle(order, n_train, rng);
+		double loss = 0;
+		for (int lo = 0; lo < n_train; lo += BATCH) {
+			int hi = lo + BATCH < n_train ? lo + BATCH : n_train;
+			st = batch(&t, order, lo, hi, b++, rng, rk_off, rk_idx,
+				   &loss);
+			if (st)
+				goto out;
+		}
+		set_weights(&t, val_mask);
+		double vl = eval_loss(&t, val_mask);
+		if (vl < best_loss) {
+			best_loss = vl;
+			best_epoch = epoch;
+			tr_loss = loss;
+			stale = 0;
+			memcpy(best, m->params, m->n_params * sizeof *best);
+		} else {
+			stale++;
+		}
+		if (o->progress) {
+			double el = difftime(time(NULL), t0);
+			fprintf(o->progress,
+				"epoch %3d/%d  train loss %.5f  validation %.5f"
+				"  best %.5f (epoch %d)  %.0f s, ETA %.0f s\n",
+				epoch, o->epochs, loss, vl, best_loss,
+				best_epoch, el,
+				el / epoch * (o->epochs - epoch));
+		}
+	}
+	memcpy(m->params, best, m->n_params * sizeof *best);
+	m->summary.seed = o->seed;
+	m->summary.epochs = epoch - 1;
+	m->summary.best_epoch = best_epoch;
+	m->summary.train_loss = tr_loss;
+	m->summary.val_loss = best_loss;
+	m->summary.n_sets = d->n_sets;
+	for (int i = 0; i < d->n_sets && i < GNN_MAX_SETS; i++) {
+		memcpy(m->summary.sets[i], d->sets[i], sizeof m->summary.sets[i]);
+		m->summary.rows[i] = 0;
+	}
+	for (int s = 0; s < d->n_samples; s++)
+		if (train[s])
+			m->summary.rows[d->samples[s].set]++;
+out:
+	trainer_free(&t);
+	ts_free(train);
+	ts_free(val);
+	ts_free(perm);
+	ts_free(is_val);
+	ts_free(order);
+	ts_free(rk_off);
+	ts_free(rk_idx);
+	ts_free(best);
+	gsl_rng_free(rng);
+	if (st && st != TS_ERR_MISUSE)
+		ts_diag_set(diag, NULL, 0, 0, "out of memory while training");
+	if (st)
+		gnn_model_free(m);
+	return st;
+}
