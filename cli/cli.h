@@ -41,7 +41,8 @@
 #include "val.h"
 
 /* Commands defined in their own cli/cmd_*.c files, in help order. */
-#define CMD_LIST(X) X(run) X(tile) X(validate) X(calibrate)
+#define CMD_LIST(X) \
+	X(run) X(tile) X(validate) X(calibrate) X(train) X(compare)
 
 /* ---- exit codes ----------------------------------------------------------- */
 
@@ -171,6 +172,28 @@ void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
  * puts below 5% MXU utilisation (cli/graph.c says why). */
 void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 		      const struct hw_spec *hw);
+
+/* ---- measured sets for the learning commands (cli/learn.c) ---------------- */
+
+#define CMD_MAX_SETS 16 /* --data options in one call */
+
+struct cmd_sets {
+	int n;
+	struct val_dataset sets[CMD_MAX_SETS];
+	struct val_specs specs[CMD_MAX_SETS]; /* per set: --hw-dir's specs */
+	struct val_learn learn;               /* their training samples */
+};
+
+/* Loads the sets in dirs with a spec per row from hw_dir and builds their
+ * samples; prints every failure and returns an enum cmd_exit. s is always
+ * safe to cmd_sets_free(). */
+int cmd_sets_load(const struct cmd_ctx *ctx, const char *const *dirs, int n,
+		  const char *hw_dir, struct cmd_sets *s);
+void cmd_sets_free(struct cmd_sets *s);
+/* Loads --model MODEL ("default": the shipped one); prints a refusal and
+ * returns an enum cmd_exit. */
+int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
+		   struct gnn_model *m);
 
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 

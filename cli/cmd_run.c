@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 
+#include <math.h>
 #include <string.h>
 
 struct run_opts {
@@ -19,6 +20,7 @@ struct run_opts {
 	const char *explain;       /* --explain KERNEL, NULL if absent */
 	const char *module;        /* --module NAME, NULL: every module */
 	bool roofline;             /* --roofline */
+	const char *model;         /* --model MODEL: hybrid estimates */
 };
 
 enum {
@@ -28,6 +30,7 @@ enum {
 	RUN_OPT_EXPLAIN,
 	RUN_OPT_MODULE,
 	RUN_OPT_ROOFLINE,
+	RUN_OPT_MODEL,
 };
 
 static const struct option run_options[] = {
@@ -37,6 +40,7 @@ static const struct option run_options[] = {
 	{"explain", required_argument, NULL, RUN_OPT_EXPLAIN},
 	{"module", required_argument, NULL, RUN_OPT_MODULE},
 	{"roofline", no_argument, NULL, RUN_OPT_ROOFLINE},
+	{"model", required_argument, NULL, RUN_OPT_MODEL},
 	{0},
 };
 
@@ -87,7 +91,14 @@ static void run_help(FILE *out)
 	      "tunable kernel)\n"
 	      "      --explain KERNEL  print how KERNEL's estimate is derived "
 	      "instead of\n"
-	      "                        the table (text only)\n",
+	      "                        the table (text only)\n"
+	      "      --model MODEL     hybrid estimates: each kernel's "
+	      "analytic time x the\n"
+	      "                        learned correction exp(r) of MODEL "
+	      "(tpusim train;\n"
+	      "                        \"default\": the shipped one); the "
+	      "table adds the\n"
+	      "                        analytic time and the correction\n",
 	      out);
 }
 
@@ -135,6 +146,9 @@ static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 	case RUN_OPT_ROOFLINE:
 		o->roofline = true;
 		return CMD_EXIT_OK;
+	case RUN_OPT_MODEL:
+		o->model = arg;
+		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"run_parse_opt: unknown option id");
 		return CMD_EXIT_USAGE;
@@ -164,8 +178,11 @@ enum run_col {
 	COL_MXU_UTIL,
 	COL_TIME_TOTAL,
 	COL_CONFIG,
+	COL_ANALYTIC,   /* with --model only: the table has COL_NO_MODEL */
+	COL_CORRECTION, /* columns without it */
 	COL_COUNT
 };
+enum { COL_NO_MODEL = COL_ANALYTIC };
 
 static const struct cmd_col run_cols[] = {
 	[COL_MODULE] = {"module", "module", CMD_UNIT_TEXT, CMD_COL_CSV_ONLY},
@@ -189,6 +206,8 @@ static const struct cmd_col run_cols[] = {
 	[COL_TIME_TOTAL] = {"time_total_ns", "x mult", CMD_UNIT_TIME_NS,
 			    CMD_COL_NO_TABLE},
 	[COL_CONFIG] = {"config", "config", CMD_UNIT_TEXT, CMD_COL_NO_TABLE},
+	[COL_ANALYTIC] = {"analytic_ns", "analytic", CMD_UNIT_TIME_NS, 0},
+	[COL_CORRECTION] = {"correction", "corr", CMD_UNIT_REAL, 0},
 };
 _Static_assert(TS_ARRAY_LEN(run_cols) == COL_COUNT,
 	       "run_cols must describe every run_col");
@@ -202,10 +221,13 @@ static int count_unmodelled(const struct sim_program *p)
 }
 
 /* Fills one row. Cycles, steps and VMEM exist only for the analytic
- * model; an unmodelled kernel shows its counted work and zero time. */
+ * model; an unmodelled kernel shows its counted work and zero time.
+ * analytic_ns: the analytic time when k->est holds the hybrid one (NaN:
+ * no model). */
 static enum ts_status fill_row(struct cmd_table *t, const char *module,
 			       int index, const struct sim_kernel *k,
-			       double total_ns, bool roofline)
+			       double total_ns, bool roofline,
+			       double analytic_ns)
 {
 	const struct sim_estimate *e = &k->est;
 	enum ts_status st = cmd_table_add_row(t);
@@ -244,6 +266,12 @@ static enum ts_status fill_row(struct cmd_table *t, const char *module,
 	}
 	cmd_table_set_num(t, COL_TIME, e->time_ns);
 	cmd_table_set_num(t, COL_TIME_TOTAL, time_total);
+	if (!isnan(analytic_ns)) {
+		cmd_table_set_num(t, COL_ANALYTIC, analytic_ns);
+		if (analytic_ns > 0)
+			cmd_table_set_num(t, COL_CORRECTION,
+					  e->time_ns / analytic_ns);
+	}
 	if (k->work.mxu_macs > 0)
 		cmd_table_set_num(t, COL_MXU_UTIL, e->mxu_util);
 	cmd_table_set_num(t, COL_SHARE,
@@ -476,15 +504,22 @@ static void report_loops(struct cmd_report *r, const struct sim_program *p)
 	cmd_report_list_end(r);
 }
 
+/* analytic[m][i]: kernel i of program m's analytic time when a model
+ * replaced it by the hybrid one (NULL: no model). */
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			   const char *path, struct sim_program *progs,
-			   int n_progs, const struct sim_kernel *cfg_kernel)
+			   int n_progs, const struct sim_kernel *cfg_kernel,
+			   double *const *analytic)
 {
 	struct cmd_report r;
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
 	cmd_report_text(&r, "hw", ctx->hw.name);
-	cmd_report_text(&r, "model", o->roofline ? "roofline" : "analytic");
+	cmd_report_text(&r, "model", o->roofline ? "roofline"
+				     : o->model  ? "hybrid"
+						 : "analytic");
+	if (o->model)
+		cmd_report_text(&r, "learned_model", o->model);
 	if (cfg_kernel) {
 		cmd_report_text(&r, "config", o->config_text);
 		cmd_report_text(&r, "config_kernel", cfg_kernel->name);
@@ -495,10 +530,12 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		struct sim_program *p = &progs[m];
 		double total = sim_program_total(p);
 		struct cmd_table t;
-		cmd_table_init(&t, "kernels", "total", run_cols, COL_COUNT);
+		cmd_table_init(&t, "kernels", "total", run_cols,
+			       analytic ? COL_COUNT : COL_NO_MODEL);
 		for (int i = 0; i < p->n_kernels && st == TS_OK; i++)
 			st = fill_row(&t, p->module->name, i, &p->kernels[i],
-				      total, o->roofline);
+				      total, o->roofline,
+				      analytic ? analytic[m][i] : NAN);
 		if (st == TS_OK)
 			st = fill_footer(&t, p, total);
 		if (st == TS_OK) {
@@ -531,6 +568,39 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 	return CMD_EXIT_OK;
 }
 
+/* Replaces every kernel's time by its hybrid one, keeping the analytic
+ * times in (*analytic)[m][i]; the report totals them as it totals
+ * analytic times (sim_program_total: async overlap included). */
+static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
+		       struct sim_program *progs, int n_progs,
+		       double ***analytic)
+{
+	*analytic = ts_calloc((size_t)n_progs, sizeof **analytic);
+	if (!*analytic)
+		goto nomem;
+	for (int p = 0; p < n_progs; p++) {
+		struct sim_program *pr = &progs[p];
+		double *a = ts_calloc((size_t)pr->n_kernels + 1, sizeof *a);
+		if (!((*analytic)[p] = a))
+			goto nomem;
+		for (int i = 0; i < pr->n_kernels; i++) {
+			struct sim_kernel *k = &pr->kernels[i];
+			struct hyb_embedding e;
+			a[i] = k->est.time_ns;
+			if (!k->est.modelled || !(k->est.time_ns > 0))
+				continue;
+			if (hyb_embed(m, k, &e) != TS_OK)
+				goto nomem;
+			k->est.time_ns = hyb_kernel_time(m, &e, k, &k->est,
+							 &ctx->hw, false, NULL);
+		}
+	}
+	return CMD_EXIT_OK;
+nomem:
+	cmd_error(ctx, "out of memory");
+	return CMD_EXIT_IO;
+}
+
 static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 {
 	struct run_opts *o = opts_;
@@ -550,10 +620,20 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		cmd_error(ctx, "--explain writes text; leave out --format");
 		return CMD_EXIT_USAGE;
 	}
+	if (o->model && (o->roofline || o->explain)) {
+		cmd_error(ctx, "--model corrects the analytic table; it "
+			       "excludes --roofline and --explain");
+		return CMD_EXIT_USAGE;
+	}
+	struct gnn_model model = {0};
+	double **analytic = NULL;
+	int rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
+	if (rc != CMD_EXIT_OK)
+		return rc;
 
 	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
 	struct cmd_graph g;
-	int rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+	rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
 	if (rc != CMD_EXIT_OK)
 		goto out;
 	struct sim_program *progs = g.progs;
@@ -601,8 +681,16 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}
-	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel);
+	if (o->model && (rc = apply_model(ctx, &model, progs, n_progs,
+					  &analytic)))
+		goto out;
+	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
+			     analytic);
 out:
+	for (int m = 0; analytic && m < n_progs; m++)
+		ts_free(analytic[m]);
+	ts_free(analytic);
+	gnn_model_free(&model);
 	cmd_graph_free(&g);
 	return rc;
 }

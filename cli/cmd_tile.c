@@ -15,6 +15,8 @@ struct tile_opts {
 	int64_t per_dim;           /* --per-dim N; 0: every candidate */
 	const char *kernel;        /* --kernel NAME; NULL: every tunable kernel */
 	const char *module;        /* --module NAME; NULL: every module */
+	const char *model;         /* --model MODEL: rank by the hybrid */
+	struct gnn_model learned;  /* it, loaded by tile_main */
 };
 
 enum {
@@ -22,6 +24,7 @@ enum {
 	TILE_OPT_PER_DIM,
 	TILE_OPT_KERNEL,
 	TILE_OPT_MODULE,
+	TILE_OPT_MODEL,
 };
 
 static const struct option tile_options[] = {
@@ -29,6 +32,7 @@ static const struct option tile_options[] = {
 	{"per-dim", required_argument, NULL, TILE_OPT_PER_DIM},
 	{"kernel", required_argument, NULL, TILE_OPT_KERNEL},
 	{"module", required_argument, NULL, TILE_OPT_MODULE},
+	{"model", required_argument, NULL, TILE_OPT_MODEL},
 	{0},
 };
 
@@ -62,7 +66,14 @@ static void tile_help(FILE *out)
 	      "configs)\n"
 	      "      --kernel NAME     only kernel NAME\n"
 	      "      --module NAME     only module NAME of a multi-module "
-	      "file\n",
+	      "file\n"
+	      "      --model MODEL     rank by the hybrid estimate (analytic x "
+	      "the learned\n"
+	      "                        correction of MODEL, tpusim train; "
+	      "\"default\": the\n"
+	      "                        shipped one); time is then the hybrid's "
+	      "and\n"
+	      "                        analytic the analytic one\n",
 	      out);
 }
 
@@ -95,6 +106,9 @@ static int tile_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 	case TILE_OPT_MODULE:
 		o->module = arg;
 		return CMD_EXIT_OK;
+	case TILE_OPT_MODEL:
+		o->model = arg;
+		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"tile_parse_opt: unknown option id");
 		return CMD_EXIT_USAGE;
@@ -117,8 +131,10 @@ enum tile_col {
 	COL_VPU,
 	COL_DMA,
 	COL_OVERHEAD,
+	COL_ANALYTIC, /* with --model only: the table has COL_NO_MODEL without */
 	COL_COUNT
 };
+enum { COL_NO_MODEL = COL_ANALYTIC };
 
 static const struct cmd_col tile_cols[] = {
 	[COL_MODULE] = {"module", "module", CMD_UNIT_TEXT, CMD_COL_CSV_ONLY},
@@ -134,17 +150,19 @@ static const struct cmd_col tile_cols[] = {
 	[COL_VPU] = {"vpu_share", "vpu", CMD_UNIT_FRACTION, 0},
 	[COL_DMA] = {"dma_share", "dma", CMD_UNIT_FRACTION, 0},
 	[COL_OVERHEAD] = {"overhead_share", "overhead", CMD_UNIT_FRACTION, 0},
+	[COL_ANALYTIC] = {"analytic_ns", "analytic", CMD_UNIT_TIME_NS, 0},
 };
 _Static_assert(TS_ARRAY_LEN(tile_cols) == COL_COUNT,
 	       "tile_cols must describe every tile_col");
 
 /* One row: the config, its time and why (each unit's busy time as a share
- * of the predicted time; they overlap, so the shares need not sum to 1;
- * split over megacore's cores, the MXU and VPU are busy cycles / cores). */
+ * of the analytic time; they overlap, so the shares need not sum to 1;
+ * split over megacore's cores, the MXU and VPU are busy cycles / cores).
+ * With a model, time is the hybrid one and analytic the analytic one. */
 static enum ts_status add_pick(struct cmd_table *t, const char *module,
 			       const char *kernel, int rank,
 			       const struct hyb_tile_pick *pk, double def_ns,
-			       const struct hw_spec *hw)
+			       const struct hw_spec *hw, bool model)
 {
 	const struct sim_estimate *e = &pk->est;
 	char buf[256];
@@ -162,10 +180,12 @@ static enum ts_status add_pick(struct cmd_table *t, const char *module,
 						    : "infeasible");
 	if (st != TS_OK)
 		return st;
-	double ns = e->time_ns > 0 ? e->time_ns : 1.0;
+	double ns = pk->analytic_ns > 0 ? pk->analytic_ns : 1.0;
 	double ghz = hw->clock_hz * 1e-9;
 	cmd_table_set_num(t, COL_RANK, rank);
 	cmd_table_set_num(t, COL_TIME, e->time_ns);
+	if (model)
+		cmd_table_set_num(t, COL_ANALYTIC, pk->analytic_ns);
 	if (def_ns > 0)
 		cmd_table_set_num(t, COL_GAIN, e->time_ns / def_ns);
 	cmd_table_set_num(t, COL_STEPS, (double)e->steps);
@@ -189,6 +209,7 @@ static int tile_kernel(struct cmd_ctx *ctx, const struct tile_opts *o,
 	struct hyb_tile_opts ho = {
 		.top_k = o->top > 0 ? (int)o->top : TILE_DEFAULT_TOP,
 		.per_dim = (int)o->per_dim,
+		.model = o->model ? &o->learned : NULL,
 	};
 	struct hyb_tile_result res;
 	struct ts_diag d = {0};
@@ -198,12 +219,15 @@ static int tile_kernel(struct cmd_ctx *ctx, const struct tile_opts *o,
 		return cmd_exit_from_status(st);
 	}
 	struct cmd_table t;
-	cmd_table_init(&t, "configs", NULL, tile_cols, COL_COUNT);
+	cmd_table_init(&t, "configs", NULL, tile_cols,
+		       o->model ? COL_COUNT : COL_NO_MODEL);
 	double def_ns = res.def.est.time_ns;
-	st = add_pick(&t, module, k->name, 0, &res.def, def_ns, &ctx->hw);
+	bool model = o->model != NULL;
+	st = add_pick(&t, module, k->name, 0, &res.def, def_ns, &ctx->hw,
+		      model);
 	for (int i = 0; i < res.n_top && st == TS_OK; i++)
 		st = add_pick(&t, module, k->name, i + 1, &res.top[i], def_ns,
-			      &ctx->hw);
+			      &ctx->hw, model);
 	if (st != TS_OK) {
 		cmd_table_free(&t);
 		cmd_error(ctx, "out of memory building the report");
@@ -238,8 +262,11 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	const char *path = argv[0];
 	(void)argc;
 	struct sim_program_opts popts = {0};
-	struct cmd_graph g;
-	int rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+	struct cmd_graph g = {0};
+	int rc = o->model ? cmd_load_model(ctx, o->model, &o->learned)
+			  : CMD_EXIT_OK;
+	if (rc == CMD_EXIT_OK)
+		rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
 	if (rc != CMD_EXIT_OK)
 		goto out;
 	const struct sim_program *progs = g.progs;
@@ -268,7 +295,9 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
 	cmd_report_text(&r, "hw", ctx->hw.name);
-	cmd_report_text(&r, "model", "analytic");
+	cmd_report_text(&r, "model", o->model ? "hybrid" : "analytic");
+	if (o->model)
+		cmd_report_text(&r, "learned_model", o->model);
 	cmd_report_list_begin(&r, "kernels");
 	for (int m = 0; m < n_progs && rc == CMD_EXIT_OK; m++) {
 		const struct sim_program *p = &progs[m];
@@ -289,6 +318,7 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		rc = cmd_exit_from_status(end_st);
 	}
 out:
+	gnn_model_free(&o->learned);
 	cmd_graph_free(&g);
 	return rc;
 }

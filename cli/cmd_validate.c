@@ -20,6 +20,8 @@ struct validate_opts {
 	const char *hw_dir;   /* --hw-dir DIR: DIR/<gen>.yaml per row's hw */
 	const char *csv;      /* --csv FILE: one line per measurement */
 	bool markdown;        /* --markdown: the README's accuracy section */
+	const char *model;    /* --model MODEL: predictions are the learned
+	                         model's (hybrid for a residual model) */
 };
 
 enum {
@@ -28,6 +30,7 @@ enum {
 	OPT_HW_DIR,
 	OPT_CSV,
 	OPT_MARKDOWN,
+	OPT_MODEL,
 };
 
 static const struct option validate_options[] = {
@@ -36,6 +39,7 @@ static const struct option validate_options[] = {
 	{"hw-dir", required_argument, NULL, OPT_HW_DIR},
 	{"csv", required_argument, NULL, OPT_CSV},
 	{"markdown", no_argument, NULL, OPT_MARKDOWN},
+	{"model", required_argument, NULL, OPT_MODEL},
 	{0},
 };
 
@@ -63,6 +67,9 @@ static int validate_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 		return CMD_EXIT_OK;
 	case OPT_MARKDOWN:
 		o->markdown = true;
+		return CMD_EXIT_OK;
+	case OPT_MODEL:
+		o->model = arg;
 		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
@@ -96,7 +103,16 @@ static void validate_help(FILE *out)
 	      "                       predicted, roofline, steps, bound, "
 	      "cycles, VMEM)\n"
 	      "      --markdown       print the summary as Markdown (the "
-	      "README section)\n",
+	      "README section)\n"
+	      "      --model MODEL    predict with a learned model (tpusim "
+	      "train; \"default\"\n"
+	      "                       is the one shipped): the hybrid estimate "
+	      "analytic x\n"
+	      "                       exp(r) for a residual model; --csv then "
+	      "has\n"
+	      "                       analytic_ns and hybrid_ns, and "
+	      "predicted_ns is the\n"
+	      "                       model's\n",
 	      out);
 }
 
@@ -136,7 +152,8 @@ _Static_assert(TS_ARRAY_LEN(group_cols) == G_COUNT,
 
 enum {
 	R_SET = 0, R_ID, R_MODULE, R_HW, R_SPEC, R_CONFIG, R_TIMING, R_STATUS,
-	R_MEASURED, R_PREDICTED, R_DEVICE, R_DISPATCH, R_ROOFLINE, R_APE,
+	R_MEASURED, R_PREDICTED, R_ANALYTIC, R_HYBRID, R_DEVICE, R_DISPATCH,
+	R_ROOFLINE, R_APE,
 	R_ROOF_APE, R_STEPS, R_BOUND, R_MXU, R_VPU, R_DMA, R_VMEM, R_FEASIBLE,
 	R_KERNELS, R_ERROR, R_COUNT
 };
@@ -152,6 +169,8 @@ static const struct cmd_col row_cols[] = {
 	[R_STATUS] = {"status", "status", CMD_UNIT_TEXT, 0},
 	[R_MEASURED] = {"measured_ns", "measured", CMD_UNIT_TIME_NS, 0},
 	[R_PREDICTED] = {"predicted_ns", "predicted", CMD_UNIT_TIME_NS, 0},
+	[R_ANALYTIC] = {"analytic_ns", "analytic", CMD_UNIT_TIME_NS, 0},
+	[R_HYBRID] = {"hybrid_ns", "hybrid", CMD_UNIT_TIME_NS, 0},
 	[R_DEVICE] = {"device_ns", "device", CMD_UNIT_TIME_NS, 0},
 	[R_DISPATCH] = {"dispatch_ns", "dispatch", CMD_UNIT_TIME_NS, 0},
 	[R_ROOFLINE] = {"roofline_ns", "roofline", CMD_UNIT_TIME_NS, 0},
@@ -351,6 +370,8 @@ static enum ts_status add_rows(struct cmd_table *t, const struct val_report *r)
 					     hw_unit_name(res->bound))))
 			return st;
 		set_num(t, R_PREDICTED, res->predicted_ns);
+		set_num(t, R_ANALYTIC, res->analytic_ns);
+		set_num(t, R_HYBRID, res->hybrid_ns);
 		set_num(t, R_DEVICE, res->device_ns);
 		cmd_table_set_num(t, R_DISPATCH, res->dispatch_ns);
 		set_num(t, R_ROOFLINE, res->roofline_ns);
@@ -403,8 +424,10 @@ static void check_single_spec(const struct cmd_ctx *ctx,
 /* One set: load, cost, print. rows_tbl collects --csv lines (NULL: none). */
 static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 			const char *dir, const struct hw_spec *single,
-			struct cmd_report *rep, struct cmd_table *rows_tbl)
+			const struct gnn_model *model, struct cmd_report *rep,
+			struct cmd_table *rows_tbl)
 {
+	struct val_report_opts ro = {.model = model};
 	struct val_dataset ds;
 	struct val_specs specs = {0};
 	struct val_report r = {0};
@@ -416,7 +439,7 @@ static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 	if (st == TS_OK && single)
 		check_single_spec(ctx, &ds, single);
 	if (st == TS_OK)
-		st = val_report_build(&ds, &specs, &r, &d);
+		st = val_report_build(&ds, &specs, &ro, &r, &d);
 	if (st != TS_OK) {
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		goto out;
@@ -480,6 +503,9 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	int rc = CMD_EXIT_OK;
 	if (o->hw && (rc = cmd_load_spec(ctx, o->hw, &single)) != CMD_EXIT_OK)
 		return rc;
+	struct gnn_model model = {0};
+	if (o->model && (rc = cmd_load_model(ctx, o->model, &model)))
+		return rc;
 
 	struct cmd_table rows_tbl;
 	cmd_table_init(&rows_tbl, "rows", NULL, row_cols, R_COUNT);
@@ -491,7 +517,8 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	for (int i = 0; i < o->n_data && rc == CMD_EXIT_OK; i++)
 		rc = validate_set(ctx, o, o->data[i], o->hw ? &single : NULL,
-				  &rep, o->csv ? &rows_tbl : NULL);
+				  o->model ? &model : NULL, &rep,
+				  o->csv ? &rows_tbl : NULL);
 	struct ts_diag d = {0};
 	if (structured) {
 		cmd_report_list_end(&rep);
@@ -513,6 +540,7 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 	}
 	cmd_table_free(&rows_tbl);
+	gnn_model_free(&model);
 	return rc;
 }
 
@@ -520,7 +548,7 @@ const struct cmd cmd_validate = {
 	.name = "validate",
 	.summary = "Compare estimates with measured TPU runtimes",
 	.synopsis = "--data DIR [--data DIR...] (--hw SPEC.yaml | --hw-dir "
-		    "DIR) [--csv FILE] [--markdown]",
+		    "DIR) [--csv FILE] [--markdown] [--model MODEL]",
 	.flags = CMD_HAS_FORMAT,
 	.options = validate_options,
 	.opts_size = sizeof(struct validate_opts),

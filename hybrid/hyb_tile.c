@@ -18,7 +18,22 @@ struct search {
 	const struct hw_spec *hw;
 	struct hyb_tile_result *r;
 	int top_k;
+	const struct gnn_model *model; /* NULL: analytic */
+	const struct hyb_embedding *emb;
 };
+
+/* Costs cfg: analytic, then the model's correction. */
+static void cost(const struct search *s, const struct sim_tile_config *cfg,
+		 struct hyb_tile_pick *pick)
+{
+	pick->config = *cfg;
+	sim_plan_estimate(s->p, s->hw, cfg, &pick->est);
+	pick->analytic_ns = pick->est.time_ns;
+	if (s->model)
+		pick->est.time_ns = hyb_kernel_time(s->model, s->emb, s->p->k,
+						    &pick->est, s->hw, false,
+						    NULL);
+}
 
 /* true when pick a ranks before pick b (sim_config_better) */
 static bool better(const struct hyb_tile_pick *a, const struct hyb_tile_pick *b)
@@ -48,8 +63,7 @@ static bool visit(const struct sim_tile_config *cfg, void *ctx)
 	/* the default, costed first, is not listed twice */
 	if (r->n_costed > 0 && same_config(cfg, &r->def.config))
 		return true;
-	pick.config = *cfg;
-	sim_plan_estimate(s->p, s->hw, cfg, &pick.est);
+	cost(s, cfg, &pick);
 	r->n_costed++;
 	if (!pick.est.feasible)
 		return true;
@@ -81,8 +95,16 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 		return sim_kernel_estimate(k, hw, NULL, &r->def.est, d);
 	if (st != TS_OK)
 		return st;
+	struct hyb_embedding emb;
+	const struct gnn_model *model = o ? o->model : NULL;
+	if (model && (st = hyb_embed(model, k, &emb))) {
+		ts_diag_set(d, NULL, 0, 0, "out of memory");
+		return st;
+	}
+	struct search s = {.p = &p, .hw = hw, .r = r, .model = model,
+			   .emb = &emb};
 	sim_plan_default(&p, hw, &r->def.config);
-	sim_plan_estimate(&p, hw, &r->def.config, &r->def.est);
+	cost(&s, &r->def.config, &r->def);
 	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0)
 		return TS_OK;
 	r->tunable = true;
@@ -100,7 +122,7 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 			per_dim--;
 	}
 	r->per_dim = per_dim;
-	struct search s = {.p = &p, .hw = hw, .r = r, .top_k = top_k};
+	s.top_k = top_k;
 	/* The default is a candidate too (with a smaller cap it can come
 	 * from another spread): the best listed is never slower than it. */
 	visit(&r->def.config, &s);

@@ -5,8 +5,41 @@
 #ifndef HYBRID_H
 #define HYBRID_H
 
+#include "gnn.h"
 #include "model.h"
 #include "sim.h"
+
+/* ---- hybrid estimates (hybrid/hyb_model.c) ----------------------------------
+ * A learned model (learned/gnn.h) on a kernel: its graph is embedded once
+ * (hyb_embed), then each estimate of the kernel (a config, a spec) costs
+ * only the model's head (hyb_kernel_time). */
+
+struct hyb_embedding {
+	double emb[2 * GNN_MAX_HIDDEN];
+	double excess; /* how far the graph lies outside the training range */
+};
+
+/* Embeds kernel k's graph. TS_ERR_NOMEM only. */
+enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
+			 struct hyb_embedding *e);
+
+/*
+ * The learned time (ns) of kernel k costed as est on hw:
+ *   residual model:      est->time_ns x exp(r)   (the hybrid estimate)
+ *   learned-only model:  exp(log time)           (no analytic input)
+ * *r (may be NULL) gets r, or log time - log analytic for learned-only.
+ * host_timed: the kernel runs in a host-timed measurement (validation);
+ * false for run and tile. An unmodelled or zero-time kernel keeps its
+ * analytic time (0) under a residual model.
+ */
+double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
+		       const struct sim_kernel *k, const struct sim_estimate *est,
+		       const struct hw_spec *hw, bool host_timed, double *r);
+
+/* Loads a model file; "default" names the model shipped with tpusim
+ * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
+enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
+			      struct ts_diag *d);
 
 /* ---- tile-size search (hybrid/hyb_tile.c) ---------------------------------- */
 
@@ -15,7 +48,9 @@
 /* One costed config. */
 struct hyb_tile_pick {
 	struct sim_tile_config config; /* complete (kernel bounds included) */
-	struct sim_estimate est;       /* its analytic estimate */
+	struct sim_estimate est;       /* its estimate: analytic, or with a
+	                                  model time_ns is the hybrid time */
+	double analytic_ns;            /* the analytic time */
 };
 
 struct hyb_tile_opts {
@@ -24,6 +59,9 @@ struct hyb_tile_opts {
 	                        sim_plan_enumerate) */
 	int64_t max_configs; /* cap on configs costed; per_dim shrinks until
 	                        the candidate product fits (0: 4,000,000) */
+	const struct gnn_model *model; /* rank by the hybrid (or learned-only)
+	                        time: the kernel's graph embedded once, the
+	                        model's head per config; NULL: analytic */
 };
 
 struct hyb_tile_result {
@@ -39,8 +77,8 @@ struct hyb_tile_result {
 
 /*
  * Enumerates the VMEM-feasible tile configs of kernel k (sim_plan_
- * enumerate), costs each with the analytic model and keeps the best
- * top_k. Deterministic. Fails only as sim_plan_build() does (unsupported
+ * enumerate), costs each with the analytic model (corrected by o->model
+ * when given) and keeps the best top_k. Deterministic. Fails only as sim_plan_build() does (unsupported
  * forms, out of memory).
  */
 enum ts_status hyb_tile_search(const struct sim_kernel *k,

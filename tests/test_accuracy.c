@@ -85,7 +85,7 @@ static int check_set(const char *dir, const char *hw_dir)
 	struct ts_diag d = {0};
 	if (val_dataset_load(dir, &ds, &d) ||
 	    val_specs_load_dir(&ds, hw_dir, &specs, &d) ||
-	    val_report_build(&ds, &specs, &r, &d)) {
+	    val_report_build(&ds, &specs, NULL, &r, &d)) {
 		ts_diag_print(&d, stderr);
 		fail_msg("%s: cannot validate", dir);
 	}

@@ -128,7 +128,7 @@ static void test_recovers_known_figures(void **state)
 	zero.host_call_ns = zero.host_kernel_ns = zero.host_device_ns = 0;
 	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
 	assert_int_equal(val_specs_single(&zero, "v3", &specs), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
 	csv[strcspn(csv, "\n") + 1] = '\0';
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(r.rows[i].status, TS_OK);

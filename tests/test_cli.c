@@ -1267,6 +1267,108 @@ static void test_roofline(void **state)
 	proc_free(&p);
 }
 
+/* ---- the learned residual ---------------------------------------------- */
+
+/* Two files hold the same bytes. */
+static bool same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	int ca, cb;
+	do {
+		ca = fgetc(fa);
+		cb = fgetc(fb);
+	} while (ca == cb && ca != EOF);
+	fclose(fa);
+	fclose(fb);
+	return ca == cb;
+}
+
+/*
+ * train on two tiny sets writes a model, the same bits twice; run,
+ * validate and tile take it (--model), adding the analytic time and the
+ * correction; a damaged model is refused with the file's name and the
+ * reason, exit 1; the shipped model loads as "default".
+ */
+static void test_learned(void **state)
+{
+	(void)state;
+	char tiny[PATH_MAX], host[PATH_MAX], hw[PATH_MAX], ex[PATH_MAX],
+		v3[PATH_MAX], m1[PATH_MAX], m2[PATH_MAX];
+	src(tiny, "tests/data/val/tiny");
+	src(host, "tests/data/val/tiny_host");
+	src(hw, "hwspecs");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	snprintf(m1, sizeof m1, "%s/test_cli_m1_%d.gnn", tu_tmpdir(),
+		 (int)getpid());
+	snprintf(m2, sizeof m2, "%s/test_cli_m2_%d.gnn", tu_tmpdir(),
+		 (int)getpid());
+	struct proc p;
+	tpusim(&p, "train", "--data", tiny, "--data", host, "--hw-dir", hw,
+	       "--epochs", "5", "-o", m1);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim train: residual model: 4 samples, 2 "
+			       "groups; ");
+	proc_free(&p);
+	tpusim(&p, "train", "--data", tiny, "--data", host, "--hw-dir", hw,
+	       "--epochs", "5", "-o", m2);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_true(same_bytes(m1, m2));
+
+	tpusim(&p, "run", ex, "--hw", v3, "--model", m1, "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, ",time_total_ns,config,analytic_ns,correction\n");
+	proc_free(&p);
+	tpusim(&p, "run", ex, "--hw", v3, "--model", m1);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "model: hybrid\nlearned_model: ");
+	proc_free(&p);
+	tpusim(&p, "tile", ex, "--hw", v3, "--model", m1, "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, ",overhead_share,analytic_ns\n");
+	proc_free(&p);
+	char csv[PATH_MAX];
+	snprintf(csv, sizeof csv, "%s/test_cli_v_%d.csv", tu_tmpdir(),
+		 (int)getpid());
+	tpusim(&p, "validate", "--data", tiny, "--hw-dir", hw, "--model", m1,
+	       "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	char *text = slurp(csv);
+	expect_contains(text, ",measured_ns,predicted_ns,analytic_ns,hybrid_ns,");
+	ts_free(text);
+	unlink(csv);
+	tpusim(&p, "run", ex, "--hw", v3, "--model", "default");
+	expect_rc(&p, 0);
+	proc_free(&p);
+
+	/* one byte damaged: refused, named, exit 1 */
+	FILE *f = fopen(m2, "r+b");
+	assert_non_null(f);
+	fseek(f, 100, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, 100, SEEK_SET);
+	fputc(c ^ 0x20, f);
+	fclose(f);
+	tpusim(&p, "run", ex, "--hw", v3, "--model", m2);
+	expect_rc(&p, 1);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof want,
+		 "%s: error: checksum mismatch: the file is corrupted or "
+		 "truncated\n", m2);
+	assert_string_equal(p.err, want);
+	assert_string_equal(p.out, "");
+	proc_free(&p);
+	tpusim(&p, "run", ex, "--hw", v3, "--model", m2, "--roofline");
+	expect_rc(&p, 2);
+	proc_free(&p);
+	unlink(m1);
+	unlink(m2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1302,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_trip_count),
 		cmocka_unit_test(test_low_mxu_warning),
 		cmocka_unit_test(test_roofline),
+		cmocka_unit_test(test_learned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,9 @@
  *   (a wrong term is off by its own size, order 1e-2 and more).
  * - A kernel's graph from HLO text: nodes, operand and user edges and the
  *   features written by hand below.
+ * - The model file: a bit-exact round trip, and every refusal with its
+ *   message (truncated, corrupted, another version or schema, trailing
+ *   bytes), a failed save leaving nothing behind.
  * - Training end to end on synthetic rows whose measured time is the
  *   analytic one times a factor set by one kernel feature: the residual
  *   must learn it (held-out MAPE far below the analytic one), bit for bit
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -305,12 +309,134 @@ static void test_train(void **state)
 	gnn_data_free(&d);
 }
 
+/* FNV-1a 64, written out here from its definition (not the reader's). */
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3u;
+	return h;
+}
+
+/* Rewrites the checksum of a file image after an edit. */
+static void reseal(unsigned char *b, size_t n)
+{
+	uint64_t h = fnv(b, n - 8);
+	for (int i = 0; i < 8; i++)
+		b[n - 8 + i] = (unsigned char)(h >> (8 * i));
+}
+
+static void expect_refusal(const unsigned char *b, size_t n, const char *msg)
+{
+	struct gnn_model m;
+	struct ts_diag d = {0};
+	assert_int_equal(gnn_model_read(b, n, "m.gnn", &m, &d), TS_ERR_PARSE);
+	if (!strstr(d.msg, msg))
+		fail_msg("expected '%s' in '%s'", msg, d.msg);
+	assert_string_equal(d.file, "m.gnn");
+	assert_null(m.params);
+}
+
+static void test_file(void **state)
+{
+	(void)state;
+	struct gnn_model m, back;
+	assert_int_equal(gnn_model_alloc(&m, GNN_LEARNED_ONLY, 5, 2, 3), TS_OK);
+	gnn_model_init(&m, 3);
+	m.clip = 0.75;
+	m.node_norm[4] = (struct gnn_norm){1.5, 2.5, -0.5, 3.25};
+	m.kern_norm[39] = (struct gnn_norm){-1, 0.125, -2, 2};
+	m.summary.n_sets = 2;
+	strcpy(m.summary.sets[0], "tpuv4-ops");
+	strcpy(m.summary.sets[1], "tpugraphs-tile-v3");
+	m.summary.rows[0] = 4428;
+	m.summary.rows[1] = 752;
+	m.summary.seed = 42;
+	m.summary.epochs = 17;
+	m.summary.best_epoch = 11;
+	m.summary.train_loss = 0.0625;
+	m.summary.val_loss = 0.015625;
+	char path[512];
+	snprintf(path, sizeof path, "%s/test_gnn_%d.gnn", tu_tmpdir(),
+		 (int)getpid());
+	struct ts_diag d = {0};
+	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
+	assert_int_equal(gnn_model_load(path, &back, &d), TS_OK);
+	assert_int_equal(back.kind, GNN_LEARNED_ONLY);
+	assert_int_equal(back.hidden, 5);
+	assert_int_equal(back.layers, 2);
+	assert_int_equal(back.head, 3);
+	assert_int_equal(back.n_params, m.n_params);
+	assert_memory_equal(back.params, m.params, m.n_params * sizeof *m.params);
+	assert_memory_equal(back.node_norm, m.node_norm, sizeof m.node_norm);
+	assert_memory_equal(back.kern_norm, m.kern_norm, sizeof m.kern_norm);
+	assert_memory_equal(&back.summary, &m.summary, sizeof m.summary);
+	assert_true(back.clip == 0.75);
+	gnn_model_free(&back);
+
+	char *text;
+	size_t n;
+	assert_int_equal(ts_read_file(path, &text, &n, &d), TS_OK);
+	unlink(path);
+	/* header 8 + 4 + 8 + 4 x 6 + 8 = 52 bytes, then the summary */
+	unsigned char *b = malloc(n + 1);
+	memcpy(b, text, n);
+	expect_refusal(b, 5, "truncated at byte 0: expected the magic");
+	expect_refusal(b, 10, "truncated at byte 8: expected the format version");
+	expect_refusal(b, 40, "checksum mismatch");
+	expect_refusal(b, n - 1, "checksum mismatch");
+	b[0] = 'X';
+	expect_refusal(b, n, "not a tpusim model file (bad magic)");
+	b[0] = 'T';
+	b[n - 20] ^= 0x40; /* a parameter bit */
+	expect_refusal(b, n, "checksum mismatch: the file is corrupted");
+	b[n - 20] ^= 0x40;
+	b[8] = 2; /* version 2 */
+	reseal(b, n);
+	expect_refusal(b, n, "format version 2, this tpusim reads 1");
+	b[8] = 1;
+	b[12] ^= 1; /* the schema hash */
+	reseal(b, n);
+	expect_refusal(b, n, "this tpusim has");
+	expect_refusal(b, n, "retrain it");
+	b[12] ^= 1;
+	b[28] = 7; /* kind */
+	reseal(b, n);
+	expect_refusal(b, n, "model kind 7 is neither residual (0) nor "
+			     "learned-only (1)");
+	b[28] = 1;
+	b[32] = 200; /* hidden width */
+	reseal(b, n);
+	expect_refusal(b, n, "sizes out of range: hidden 200");
+	b[32] = 5;
+	/* one byte more, sealed: the reader sees it after the parameters */
+	unsigned char *c = malloc(n + 1);
+	memcpy(c, b, n - 8);
+	c[n - 8] = 0;
+	reseal(c, n + 1);
+	expect_refusal(c, n + 1, "1 bytes after the parameters");
+	free(c);
+	/* a NaN parameter, sealed */
+	memset(b + n - 16, 0xff, 8);
+	reseal(b, n);
+	expect_refusal(b, n, "the parameters at byte");
+	free(b);
+	ts_free(text);
+
+	/* a save that cannot happen leaves nothing behind */
+	assert_int_not_equal(gnn_model_save(&m, "/nonexistent-dir/m.gnn", &d),
+			     TS_OK);
+	assert_true(access("/nonexistent-dir/m.gnn", F_OK) != 0);
+	gnn_model_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gradients),
 		cmocka_unit_test(test_output),
 		cmocka_unit_test(test_graph),
+		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_train),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,7 +43,7 @@ static void build(const char *set, struct val_dataset *ds,
 	if (st == TS_OK)
 		st = val_specs_load_dir(ds, hw_dir, specs, &d);
 	if (st == TS_OK)
-		st = val_report_build(ds, specs, r, &d);
+		st = val_report_build(ds, specs, NULL, r, &d);
 	if (st != TS_OK)
 		ts_diag_print(&d, stderr);
 	assert_int_equal(st, TS_OK);

@@ -196,7 +196,7 @@ static void test_tiny_report(void **state)
 	load_set("tests/data/val/tiny", &ds, &specs);
 	assert_int_equal(specs.n, 1);
 	assert_string_equal(specs.spec[0].name, "v3");
-	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
 
 	assert_int_equal(r.n_errors, 0);
 	assert_true(r.by_kernel);
@@ -259,7 +259,7 @@ static void test_host_row(void **state)
 	struct ts_diag d = {0};
 	load_set("tests/data/val/tiny_host", &ds, &specs);
 	assert_false(ds.has_configs);
-	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
 	const struct val_row_result *res = &r.rows[0];
 	assert_int_equal(res->status, TS_OK);
 	const struct hw_spec *hw = &specs.spec[0];
@@ -294,7 +294,7 @@ static void test_host_details(void **state)
 	assert_int_equal(ds.n_overhead, 1);
 	assert_int_equal(ds.rows[0].overhead_ns, 100000);
 	assert_int_equal(ds.rows[1].overhead_ns, -1);
-	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
 	const struct hw_spec *hw = &specs.spec[0];
 	double spec = hw->host_call_ns + hw->host_kernel_ns; /* 1 kernel */
 	assert_true(spec != 100000);
@@ -338,7 +338,7 @@ static void test_host_devices(void **state)
 	struct val_report r;
 	struct ts_diag d = {0};
 	load_set("tests/data/val/host_devices", &ds, &specs);
-	assert_int_equal(val_report_build(&ds, &specs, &r, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
 	const struct hw_spec *hw = &specs.spec[0];
 	assert_int_equal(r.rows[0].status, TS_OK);
 	assert_int_equal(r.rows[0].n_kernels, 2);
@@ -538,7 +538,7 @@ static void test_report_nomem(void **state)
 	for (long n = 0; n < 4096; n++) {
 		struct val_report r;
 		ts_alloc_fail_after(n);
-		enum ts_status st = val_report_build(&ds, &specs, &r, &d);
+		enum ts_status st = val_report_build(&ds, &specs, NULL, &r, &d);
 		ts_alloc_fail_after(-1);
 		int errors = r.n_errors;
 		val_report_free(&r);

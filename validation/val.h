@@ -117,6 +117,13 @@ enum ts_status val_dataset_subset(const struct val_dataset *ds,
  * "matmul_f16_m32_n32_k32"), or the whole id. Writes at most cap bytes. */
 void val_id_family(const char *id, char *buf, size_t cap);
 
+/* A row's group key in arena a: "set/kernel" in sets with tile configs;
+ * else "set/family" (shape false) or "set/" + the id after its family and
+ * before any ':' (shape true: all ops of one shape together). NULL when
+ * out of memory. */
+const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
+			const struct val_row *row, bool shape);
+
 /* Numbers the distinct strings of keys[0..n) by first appearance:
  * group_of[i] in [0, *n_groups), equal keys equal numbers. O(n log n). */
 enum ts_status val_group_keys(const char *const *keys, int n, int *group_of,
@@ -197,10 +204,18 @@ struct val_row_result {
 	const char *error;       /* "file:line:col: message" when status != TS_OK
 	                            (report arena) */
 	double measured_ns;      /* the row's runtime_ns */
-	double predicted_ns;     /* model: device_ns + dispatch_ns */
-	double device_ns;        /* model device time: sum over kernels of
-	                            time x multiplicity, tuned kernel under the
-	                            row's config, others at their defaults */
+	double predicted_ns;     /* the model's: hybrid_ns with a learned
+	                            model (val_report_opts.model), else
+	                            analytic_ns */
+	double analytic_ns;      /* analytic device time + dispatch_ns */
+	double hybrid_ns;        /* the learned model's device time (sum over
+	                            kernels of hyb_kernel_time x multiplicity)
+	                            + dispatch_ns; NaN without a model */
+	double device_ns;        /* predicted device time: the hybrid's with a
+	                            model, else the analytic one (sum over
+	                            kernels of time x multiplicity, tuned
+	                            kernel under the row's config, others at
+	                            their defaults) */
 	double roofline_ns;      /* roofline baseline: sum of sim_kernel_roofline
 	                            x multiplicity, + dispatch_ns */
 	double dispatch_ns;      /* host rows: sim_program_host_ns() of the
@@ -260,9 +275,27 @@ struct val_tile_totals {
 
 #define VAL_TAU_MIN_ROWS 10 /* configs a kernel needs to count in mean_tau_* */
 
+/* Called once per costed row with its program (alive during the call
+ * only), the index of its tuned kernel (-1 none) and each kernel's
+ * analytic estimate (the tuned one under the row's config). A status
+ * other than TS_OK stops val_report_build with it. */
+typedef enum ts_status (*val_row_visit)(void *ctx, int i_row,
+					const struct sim_program *prog,
+					int tuned,
+					const struct sim_estimate *const *est,
+					const struct hw_spec *hw);
+
+struct val_report_opts {
+	const struct gnn_model *model; /* learned model: predicted_ns becomes
+	                                  its estimate (NULL: analytic) */
+	val_row_visit visit;           /* NULL: none */
+	void *ctx;                     /* passed to visit */
+};
+
 struct val_report {
 	struct ts_arena arena;   /* owns the strings and arrays below */
 	const struct val_dataset *ds; /* not owned */
+	struct val_report_opts opts;  /* as given (zeroed for NULL) */
 	int n_rows;
 	struct val_row_result *rows;  /* one per dataset row, same order */
 	bool by_kernel;          /* groups are kernels (the set has configs),
@@ -300,7 +333,7 @@ struct val_report {
 };
 
 /*
- * Costs every row. Each module is parsed and built once; the default
+ * Costs every row (opts may be NULL). Each module is parsed and built once; the default
  * estimate and the roofline of each kernel are computed once per module,
  * and only the tuned kernel is costed again per config. The tuned kernel
  * is the one whose metadata op_name is "autotuned_op", else the only
@@ -313,8 +346,16 @@ struct val_report {
  */
 enum ts_status val_report_build(const struct val_dataset *ds,
 				const struct val_specs *specs,
+				const struct val_report_opts *opts,
 				struct val_report *r, struct ts_diag *d);
 void val_report_free(struct val_report *r);
+/* A copy of base whose rows are predicted by another model: device_ns[i]
+ * per row (NaN: no prediction, left out of MAPE and ranked last), plus
+ * each row's dispatch_ns; every summary recomputed. Strings stay base's:
+ * free out before base. TS_ERR_NOMEM only. */
+enum ts_status val_report_repredict(const struct val_report *base,
+				    const double *device_ns,
+				    struct val_report *out);
 
 /* Writes the per-group and per-set summary as aligned text tables. */
 enum ts_status val_report_print_table(const struct val_report *r, FILE *out);
@@ -392,5 +433,67 @@ enum ts_status val_calibrate(const struct val_dataset *const *sets,
 			     const struct val_calib_opts *opts,
 			     struct val_calib *out, struct ts_diag *d);
 void val_calib_free(struct val_calib *c);
+
+/* ---- training data of the learned residual (val_learn.c) ----------------- */
+
+/* The measured rows of several sets as samples of gnn_train: every row the
+ * analytic model costs (a program of its kernels with an analytic time,
+ * the host term of a host-timed row); groups by val_row_key(shape) (a
+ * kernel of a tile set, a shape of an op set), ranking groups by kernel
+ * in tile sets. */
+struct val_learn {
+	struct gnn_data data;
+	int *set_of;        /* per sample: index of its set */
+	int *row_of;        /* per sample: its row in that set */
+	int n_rows;         /* rows of all sets */
+	int n_skipped;      /* rows without an estimate, left out (counted) */
+	struct ts_arena arena;
+};
+
+/* specs[i] serves sets[i]. Errors: TS_ERR_NOMEM, or a set's spec is
+ * missing for a row (TS_ERR_MISUSE, located). */
+enum ts_status val_learn_build(const struct val_dataset *const *sets,
+			       const struct val_specs *const *specs, int n_sets,
+			       struct val_learn *out, struct ts_diag *d);
+void val_learn_free(struct val_learn *l);
+
+/* ---- analytic vs learned-only vs hybrid, out of fold (val_compare.c) ----- */
+
+struct val_compare_opts {
+	int folds;         /* groups dealt into this many folds; 0: one fold
+	                      per group */
+	uint64_t seed;     /* fold assignment and training */
+	int epochs;        /* 0: gnn_train_opts_default's */
+	FILE *progress;    /* a line per fold (a terminal), NULL none */
+};
+
+/* One set's three reports: every prediction of the learned ones made by a
+ * model trained without the row's fold. */
+struct val_compare_set {
+	struct val_report analytic, learned, hybrid;
+	int *fold;           /* per row: its fold, -1 no sample */
+};
+
+struct val_compare {
+	int n_sets;
+	struct val_compare_set sets[GNN_MAX_SETS];
+	int n_folds;
+	double train_s;      /* seconds spent training, all folds */
+	int n_trained;       /* models trained */
+};
+
+/*
+ * Trains, for each fold, a residual and a learned-only model on the other
+ * folds' samples of l (val_learn_build of the same sets and specs) and
+ * predicts the fold; reports analytic, learned-only and hybrid on every
+ * set. Groups (val_row_key shapes: a kernel of a tile set, a shape of an
+ * op set) never straddle folds. Call val_compare_free in every case.
+ */
+enum ts_status val_compare_run(const struct val_dataset *const *sets,
+			       const struct val_specs *const *specs,
+			       int n_sets, const struct val_learn *l,
+			       const struct val_compare_opts *o,
+			       struct val_compare *out, struct ts_diag *d);
+void val_compare_free(struct val_compare *c);
 
 #endif /* VAL_H */

@@ -108,7 +108,7 @@ static enum ts_status predict(struct cctx *c)
 						     &specs);
 		if (st)
 			return st;
-		st = val_report_build(&c->sets[s], &specs, &r, c->d);
+		st = val_report_build(&c->sets[s], &specs, NULL, &r, c->d);
 		for (; st == TS_OK && k < c->n_rows && c->rows[k].set == s;
 		     k++) {
 			const struct val_row_result *res =
@@ -251,29 +251,6 @@ static bool row_selected(const struct val_calib_opts *o, const char *id)
 	return o->n_rows == 0;
 }
 
-/* A row's loss group ("set/kernel" in tile sets, "set/family" otherwise)
- * or shape ("set/kernel", or "set/" + the id after its family and before
- * any ':'), in the arena. */
-static const char *row_key(struct ts_arena *a, const struct val_dataset *ds,
-			   const struct val_row *row, bool shape)
-{
-	char buf[256];
-	if (ds->has_configs)
-		snprintf(buf, sizeof buf, "%s/%s", ds->name,
-			 ds->modules[row->i_module].name);
-	else if (!shape) {
-		char fam[128];
-		val_id_family(row->id, fam, sizeof fam);
-		snprintf(buf, sizeof buf, "%s/%s", ds->name, fam);
-	} else {
-		const char *u = strchr(row->id, '_');
-		u = u ? u + 1 : row->id;
-		snprintf(buf, sizeof buf, "%s/%.*s", ds->name,
-			 (int)strcspn(u, ":"), u);
-	}
-	return ts_arena_strndup(a, buf, strlen(buf));
-}
-
 /* Selects the rows: hw is "tpu-<spec name>" (or the name itself) and the id
  * matches one of o->rows; makes the per-set views, numbers groups and
  * folds. */
@@ -313,9 +290,9 @@ static enum ts_status select_rows(struct cctx *c,
 				continue;
 			}
 			keep[i] = true;
-			gkeys[c->n_rows] = row_key(&out->arena, ds, row, false);
+			gkeys[c->n_rows] = val_row_key(&out->arena, ds, row, false);
 			fkeys[c->n_rows] = c->o->folds == VAL_FOLDS_SHAPE
-						   ? row_key(&out->arena, ds,
+						   ? val_row_key(&out->arena, ds,
 							     row, true)
 						   : gkeys[c->n_rows];
 			if (!gkeys[c->n_rows] || !fkeys[c->n_rows]) {

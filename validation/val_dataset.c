@@ -36,6 +36,29 @@ void val_id_family(const char *id, char *buf, size_t cap)
 	buf[n] = '\0';
 }
 
+/* A row's loss group ("set/kernel" in tile sets, "set/family" otherwise)
+ * or shape ("set/kernel", or "set/" + the id after its family and before
+ * any ':'), in the arena (val.h). */
+const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
+			const struct val_row *row, bool shape)
+{
+	char buf[256];
+	if (ds->has_configs)
+		snprintf(buf, sizeof buf, "%s/%s", ds->name,
+			 ds->modules[row->i_module].name);
+	else if (!shape) {
+		char fam[128];
+		val_id_family(row->id, fam, sizeof fam);
+		snprintf(buf, sizeof buf, "%s/%s", ds->name, fam);
+	} else {
+		const char *u = strchr(row->id, '_');
+		u = u ? u + 1 : row->id;
+		snprintf(buf, sizeof buf, "%s/%.*s", ds->name,
+			 (int)strcspn(u, ":"), u);
+	}
+	return ts_arena_strndup(a, buf, strlen(buf));
+}
+
 /* ---- columns ------------------------------------------------------------ */
 
 enum col {

@@ -110,11 +110,13 @@ static void fail_rows(struct val_report *r, const int *rows, int n,
 	}
 }
 
-/* Costs one row given its module's program and per-kernel cache. */
+/* Costs one row given its module's program and per-kernel cache (emb:
+ * each kernel's embedding when a model is given, else NULL). */
 static enum ts_status cost_row(struct val_report *r, int i_row,
 			       const struct sim_program *prog, int tuned,
 			       const char *tuned_why,
 			       const struct kcache *kc,
+			       const struct hyb_embedding *emb,
 			       const struct hw_spec *hw)
 {
 	const struct val_dataset *ds = r->ds;
@@ -159,15 +161,22 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		}
 	}
 
-	double device = 0, roof = 0, worst = -1;
+	double device = 0, hybrid = 0, roof = 0, worst = -1;
 	int64_t steps = 0;
 	bool time_ok = true;
 	res->feasible = true;
 	res->bound = HW_UNIT_NONE;
+	const struct gnn_model *model = r->opts.model;
+	bool host = row->timing == VAL_TIMING_HOST;
 	for (int k = 0; k < prog->n_kernels; k++) {
 		const struct sim_estimate *e =
 			cfg_row && k == tuned ? &tuned_est : &kc[k].def;
 		double mult = prog->kernels[k].multiplicity;
+		if (model)
+			hybrid += hyb_kernel_time(model, &emb[k],
+						  &prog->kernels[k], e, hw,
+						  host, NULL) *
+				  mult;
 		if (!e->feasible) {
 			res->feasible = false;
 			if (!(e->time_ns > 0) || !isfinite(e->time_ns))
@@ -192,11 +201,26 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		res->bound = e->bound;
 	}
 	res->measured_ns = (double)row->runtime_ns;
-	res->device_ns = time_ok ? device : NAN;
-	res->predicted_ns = res->device_ns + res->dispatch_ns;
+	res->analytic_ns = (time_ok ? device : NAN) + res->dispatch_ns;
+	res->hybrid_ns = model && time_ok ? hybrid + res->dispatch_ns : NAN;
+	res->device_ns = time_ok ? (model ? hybrid : device) : NAN;
+	res->predicted_ns = model ? res->hybrid_ns : res->analytic_ns;
 	res->roofline_ns = roof + res->dispatch_ns;
 	res->steps = steps;
 	res->status = TS_OK;
+	if (r->opts.visit) {
+		const struct sim_estimate *ests[64], **ep = ests;
+		if (prog->n_kernels > 64 &&
+		    !(ep = ts_malloc((size_t)prog->n_kernels * sizeof *ep)))
+			return TS_ERR_NOMEM;
+		for (int k = 0; k < prog->n_kernels; k++)
+			ep[k] = cfg_row && k == tuned ? &tuned_est : &kc[k].def;
+		enum ts_status st = r->opts.visit(r->opts.ctx, i_row, prog,
+						  tuned, ep, hw);
+		if (ep != ests)
+			ts_free(ep);
+		return st;
+	}
 	return TS_OK;
 }
 
@@ -214,6 +238,7 @@ static enum ts_status cost_module(struct val_report *r,
 	struct sim_program prog = {0};
 	bool built = false;
 	struct kcache *kc = NULL;
+	struct hyb_embedding *emb = NULL;
 	bool *done = NULL;
 	enum ts_status st = hlo_parse_file(m->full_path, &text, &mods, &n_mods,
 					   &hd);
@@ -262,10 +287,17 @@ static enum ts_status cost_module(struct val_report *r,
 	kc = ts_calloc(prog.n_kernels ? (size_t)prog.n_kernels : 1,
 		       sizeof *kc);
 	done = ts_calloc((size_t)n_rows, sizeof *done);
-	if (!kc || !done) {
+	if (r->opts.model)
+		emb = ts_calloc(prog.n_kernels ? (size_t)prog.n_kernels : 1,
+				sizeof *emb);
+	if (!kc || !done || (r->opts.model && !emb)) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
+	/* the graphs do not depend on the spec or the config: embed once */
+	for (int k = 0; emb && k < prog.n_kernels; k++)
+		if ((st = hyb_embed(r->opts.model, &prog.kernels[k], &emb[k])))
+			goto out;
 	/* Rows of one module normally share one spec; cost the defaults once
 	 * per distinct spec among them. */
 	for (int first = 0; first < n_rows; first++) {
@@ -317,7 +349,7 @@ static enum ts_status cost_module(struct val_report *r,
 				continue;
 			}
 			st = cost_row(r, rows[i], &prog, tuned, tuned_why, kc,
-				      hw);
+				      emb, hw);
 			if (st)
 				goto out;
 		}
@@ -327,6 +359,7 @@ out:
 		ts_diag_set(d, m->full_path, 0, 0, "out of memory");
 	ts_free(done);
 	ts_free(kc);
+	ts_free(emb);
 	if (built)
 		sim_program_free(&prog);
 	for (int i = 0; i < n_mods; i++)
@@ -588,6 +621,38 @@ out:
 
 /* ---- building ------------------------------------------------------------- */
 
+enum ts_status val_report_repredict(const struct val_report *base,
+				    const double *device_ns,
+				    struct val_report *out)
+{
+	memset(out, 0, sizeof *out);
+	ts_arena_init(&out->arena);
+	out->ds = base->ds;
+	out->n_rows = base->n_rows;
+	out->host_term_mape = base->host_term_mape;
+	out->n_errors = base->n_errors;
+	out->n_infeasible = base->n_infeasible;
+	out->n_host = base->n_host;
+	out->n_host_recorded = base->n_host_recorded;
+	out->n_unmodelled_modules = base->n_unmodelled_modules;
+	out->spec_names = base->spec_names;
+	out->unmodelled_example = base->unmodelled_example;
+	out->rows = ts_arena_array(&out->arena, (size_t)base->n_rows,
+				   sizeof *out->rows);
+	if (!out->rows && base->n_rows)
+		return TS_ERR_NOMEM;
+	for (int i = 0; i < base->n_rows; i++) {
+		struct val_row_result *res = &out->rows[i];
+		*res = base->rows[i];
+		if (res->status != TS_OK)
+			continue;
+		res->device_ns = device_ns[i];
+		res->predicted_ns = device_ns[i] + res->dispatch_ns;
+		res->hybrid_ns = res->predicted_ns;
+	}
+	return build_summaries(out);
+}
+
 void val_report_free(struct val_report *r)
 {
 	if (!r)
@@ -598,11 +663,14 @@ void val_report_free(struct val_report *r)
 
 enum ts_status val_report_build(const struct val_dataset *ds,
 				const struct val_specs *specs,
+				const struct val_report_opts *opts,
 				struct val_report *r, struct ts_diag *d)
 {
 	memset(r, 0, sizeof *r);
 	ts_arena_init(&r->arena);
 	r->ds = ds;
+	if (opts)
+		r->opts = *opts;
 	r->n_rows = ds->n_rows;
 	r->host_term_mape = NAN;
 	enum ts_status st = TS_OK;

@@ -1,0 +1,170 @@
+/*
+ * cmd_train.c: `tpusim train`: trains the learned residual (or the
+ * learned-only baseline) on measured sets and writes the model file
+ * (learned/gnn.h: network and training; learned/gnn_file.c: the file).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct train_opts {
+	const char *data[CMD_MAX_SETS]; /* --data DIR, in order */
+	int n_data;
+	const char *hw_dir;   /* --hw-dir DIR */
+	const char *out;      /* -o MODEL */
+	int64_t seed;         /* --seed N */
+	bool seed_set;        /* --seed given (else 1) */
+	int64_t epochs;       /* --epochs N (0: default) */
+	bool learned_only;    /* --learned-only */
+};
+
+enum {
+	OPT_DATA = CMD_OPT_OWN,
+	OPT_HW_DIR,
+	OPT_SEED,
+	OPT_EPOCHS,
+	OPT_LEARNED_ONLY,
+	OPT_OUT = 'o',
+};
+
+static const struct option train_options[] = {
+	{"data", required_argument, NULL, OPT_DATA},
+	{"hw-dir", required_argument, NULL, OPT_HW_DIR},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"epochs", required_argument, NULL, OPT_EPOCHS},
+	{"learned-only", no_argument, NULL, OPT_LEARNED_ONLY},
+	{"output", required_argument, NULL, OPT_OUT},
+	{0},
+};
+
+static int train_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
+			   const char *arg)
+{
+	struct train_opts *o = opts_v;
+	switch (id) {
+	case OPT_DATA:
+		if (o->n_data == CMD_MAX_SETS) {
+			cmd_error(ctx, "at most %d --data options", CMD_MAX_SETS);
+			return CMD_EXIT_USAGE;
+		}
+		o->data[o->n_data++] = arg;
+		return CMD_EXIT_OK;
+	case OPT_HW_DIR:
+		o->hw_dir = arg;
+		return CMD_EXIT_OK;
+	case OPT_SEED:
+		if (!cmd_parse_int64(arg, 0, INT64_C(4294967295), &o->seed)) {
+			cmd_error(ctx, "--seed takes a whole number from 0 to "
+				       "4294967295, got '%s'", arg);
+			return CMD_EXIT_USAGE;
+		}
+		o->seed_set = true;
+		return CMD_EXIT_OK;
+	case OPT_EPOCHS:
+		if (!cmd_parse_int64(arg, 1, 100000, &o->epochs)) {
+			cmd_error(ctx, "--epochs takes a whole number from 1 "
+				       "to 100000, got '%s'", arg);
+			return CMD_EXIT_USAGE;
+		}
+		return CMD_EXIT_OK;
+	case OPT_LEARNED_ONLY:
+		o->learned_only = true;
+		return CMD_EXIT_OK;
+	case OPT_OUT:
+		o->out = arg;
+		return CMD_EXIT_OK;
+	default:
+		cmd_error(ctx, "unhandled option");
+		return CMD_EXIT_USAGE;
+	}
+}
+
+static void train_help(FILE *out)
+{
+	fputs("Trains the learned residual on the measured sets DIR: a graph "
+	      "network over\neach kernel's HLO graph and its kernel features "
+	      "(tile config, analytic\nbreakdown, spec) that predicts r, the "
+	      "hybrid estimate being analytic x\nexp(r). Loss: the squared log "
+	      "error of each row's program time, plus a\npairwise ranking loss "
+	      "over the tile configs of one kernel; every set weighs\nthe same. "
+	      "A fifth of the groups (a kernel of a tile set, a shape of an op\n"
+	      "set) is held out for early stopping; the epoch with the lowest "
+	      "held-out\nloss is kept. The same data, specs and seed give the "
+	      "same file, bit for\nbit. With --learned-only, the same network "
+	      "predicts log time without any\nanalytic input (the baseline "
+	      "that shows what the physics adds).\n\n"
+	      "Options:\n"
+	      "      --data DIR      a measurement set (repeatable, at least "
+	      "one)\n"
+	      "      --hw-dir DIR    a spec per row from its hw column: tpu-v3 "
+	      "-> DIR/v3.yaml\n"
+	      "  -o, --output MODEL  the model file to write (required)\n"
+	      "      --seed N        random seed (default 1)\n"
+	      "      --epochs N      at most N epochs (default 60)\n"
+	      "      --learned-only  train the learned-only baseline\n",
+	      out);
+}
+
+static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	struct train_opts *o = opts_v;
+	if (!o->out) {
+		cmd_error(ctx, "-o MODEL is required");
+		return CMD_EXIT_USAGE;
+	}
+	struct cmd_sets s;
+	int rc = cmd_sets_load(ctx, o->data, o->n_data, o->hw_dir, &s);
+	if (rc != CMD_EXIT_OK) {
+		cmd_sets_free(&s);
+		return rc;
+	}
+	struct gnn_train_opts to;
+	gnn_train_opts_default(&to);
+	to.kind = o->learned_only ? GNN_LEARNED_ONLY : GNN_RESIDUAL;
+	to.seed = o->seed_set ? (uint64_t)o->seed : 1;
+	if (o->epochs)
+		to.epochs = (int)o->epochs;
+	to.progress = isatty(fileno(ctx->err)) ? ctx->err : NULL;
+	struct gnn_model m = {0};
+	struct ts_diag d = {0};
+	time_t t0 = time(NULL);
+	enum ts_status st = gnn_train(&s.learn.data, &to, &m, &d);
+	if (st == TS_OK)
+		st = gnn_model_save(&m, o->out, &d);
+	if (st != TS_OK) {
+		cmd_diag(ctx, &d, NULL, NULL, 0);
+		rc = cmd_exit_from_status(st);
+	} else {
+		fprintf(ctx->err,
+			"%s: %s model: %d samples, %d groups; %d epochs, best "
+			"%d (training loss %.4f, held-out %.4f); %.0f s; "
+			"wrote %s\n",
+			ctx->prog, gnn_kind_name(m.kind), s.learn.data.n_samples,
+			s.learn.data.n_groups, m.summary.epochs,
+			m.summary.best_epoch, m.summary.train_loss,
+			m.summary.val_loss, difftime(time(NULL), t0), o->out);
+	}
+	gnn_model_free(&m);
+	cmd_sets_free(&s);
+	return rc;
+}
+
+const struct cmd cmd_train = {
+	.name = "train",
+	.summary = "Train the learned residual on measured runtimes",
+	.synopsis = "--data DIR [--data DIR...] --hw-dir DIR -o MODEL "
+		    "[--seed N] [--epochs N] [--learned-only]",
+	.options = train_options,
+	.short_opts = "o:",
+	.opts_size = sizeof(struct train_opts),
+	.parse_opt = train_parse_opt,
+	.help = train_help,
+	.min_args = 0,
+	.max_args = 0,
+	.fn = train_main,
+};

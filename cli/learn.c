@@ -1,0 +1,73 @@
+/*
+ * learn.c: what the learning commands share: loading the measured sets
+ * with a spec per row (--hw-dir) and building their training samples
+ * (validation/val_learn.c), and loading a model (--model).
+ */
+#include "cli.h"
+
+#include <string.h>
+
+void cmd_sets_free(struct cmd_sets *s)
+{
+	val_learn_free(&s->learn);
+	for (int i = 0; i < s->n; i++) {
+		val_specs_free(&s->specs[i]);
+		val_dataset_free(&s->sets[i]);
+	}
+	memset(s, 0, sizeof *s);
+}
+
+int cmd_sets_load(const struct cmd_ctx *ctx, const char *const *dirs, int n,
+		  const char *hw_dir, struct cmd_sets *s)
+{
+	memset(s, 0, sizeof *s);
+	if (n == 0) {
+		cmd_error(ctx, "--data DIR is required (e.g. --data "
+			       "../shared/data/tpuv4-ops)");
+		return CMD_EXIT_USAGE;
+	}
+	if (!hw_dir) {
+		cmd_error(ctx, "--hw-dir DIR is required (e.g. --hw-dir "
+			       "hwspecs)");
+		return CMD_EXIT_USAGE;
+	}
+	const struct val_dataset *sp[CMD_MAX_SETS];
+	const struct val_specs *pp[CMD_MAX_SETS];
+	struct ts_diag d = {0};
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < n && st == TS_OK; i++) {
+		/* counted before it loads: d may point into it, and a set
+		 * that failed to load is still safe to free */
+		s->n++;
+		st = val_dataset_load(dirs[i], &s->sets[i], &d);
+		if (st == TS_OK)
+			st = val_specs_load_dir(&s->sets[i], hw_dir,
+						&s->specs[i], &d);
+		sp[i] = &s->sets[i];
+		pp[i] = &s->specs[i];
+	}
+	if (st == TS_OK)
+		st = val_learn_build(sp, pp, n, &s->learn, &d);
+	if (st != TS_OK) {
+		cmd_diag(ctx, &d, NULL, NULL, 0);
+		return cmd_exit_from_status(st);
+	}
+	if (s->learn.n_skipped)
+		fprintf(ctx->err,
+			"%s: warning: %d of %d rows have no analytic estimate "
+			"and are left out (tpusim validate lists them)\n",
+			ctx->prog, s->learn.n_skipped, s->learn.n_rows);
+	return CMD_EXIT_OK;
+}
+
+int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
+		   struct gnn_model *m)
+{
+	struct ts_diag d = {0};
+	enum ts_status st = hyb_model_load(path, m, &d);
+	if (st != TS_OK) {
+		cmd_diag(ctx, &d, NULL, NULL, 0);
+		return cmd_exit_from_status(st);
+	}
+	return CMD_EXIT_OK;
+}

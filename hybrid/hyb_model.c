@@ -1,0 +1,56 @@
+/*
+ * hyb_model.c: hybrid estimates, the analytic model corrected by the learned
+ * residual (learned/gnn.h): time = analytic x exp(r). The kernel's graph is
+ * embedded once; each config or spec then runs only the network's head, so
+ * a tile search with a model costs little more than without.
+ */
+#include "hybrid.h"
+
+#include <math.h>
+#include <string.h>
+
+enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
+			 struct hyb_embedding *e)
+{
+	struct gnn_graph g;
+	struct gnn_graph_acts a = {0};
+	memset(e, 0, sizeof *e);
+	enum ts_status st = gnn_graph_build(k, &g);
+	if (st == TS_OK)
+		st = gnn_embed(m, &g, &a);
+	if (st == TS_OK) {
+		memcpy(e->emb, a.emb, (size_t)2 * m->hidden * sizeof *e->emb);
+		e->excess = a.excess;
+	}
+	gnn_graph_acts_free(&a);
+	gnn_graph_free(&g);
+	return st;
+}
+
+double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
+		       const struct sim_kernel *k, const struct sim_estimate *est,
+		       const struct hw_spec *hw, bool host_timed, double *r)
+{
+	double kf[GNN_KERNEL_F];
+	struct gnn_head_acts h;
+	gnn_kernel_features(k, est, hw, host_timed, kf);
+	double raw = gnn_head(m, e->emb, kf, &h);
+	double out = gnn_output(m, raw, fmax(e->excess, h.excess), NULL);
+	if (m->kind == GNN_LEARNED_ONLY) {
+		double t = exp(out);
+		if (r)
+			*r = est->time_ns > 0 ? out - log(est->time_ns) : NAN;
+		return t;
+	}
+	if (r)
+		*r = est->time_ns > 0 ? out : 0;
+	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;
+}
+
+enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
+			      struct ts_diag *d)
+{
+	return gnn_model_load(strcmp(path, "default") ? path
+						       : TPUSIM_DEFAULT_MODEL,
+			      m, d);
+}

@@ -1,0 +1,345 @@
+/*
+ * gnn_file.c: the model file of the learned residual. Little-endian, every
+ * field written byte by byte (portable), doubles as their IEEE-754 bits:
+ *
+ *   "TPUSIMGN"                 magic, 8 bytes
+ *   u32 format version         GNN_FILE_VERSION
+ *   u64 schema hash            gnn_schema_hash() of the trainer
+ *   u32 node features, u32 kernel features
+ *   u32 kind                   0 residual, 1 learned-only
+ *   u32 hidden, u32 layers, u32 head
+ *   f64 clip
+ *   summary: u32 sets, per set (u32 name length, name bytes, u32 rows),
+ *            u64 seed, u32 epochs, u32 best epoch, f64 train loss,
+ *            f64 validation loss
+ *   node norms, kernel norms   4 f64 each: mean, std, lo, hi
+ *   u64 parameter count, the parameters (f64)
+ *   u64 checksum               FNV-1a 64 of every byte before it
+ *
+ * Reading checks the magic, then the checksum (a damaged file says so
+ * before anything it would misread), then each field in order; every
+ * refusal names what is wrong. Writing goes through a temp file and a
+ * rename (ts_write_file_atomic).
+ */
+#include "gnn.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#define GNN_FILE_VERSION 1
+static const char magic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'G', 'N'};
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+struct wbuf {
+	unsigned char *p;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n)
+{
+	if (w->nomem)
+		return;
+	if (w->n + n > w->cap) {
+		size_t c = w->cap ? w->cap * 2 : 4096;
+		while (c < w->n + n)
+			c *= 2;
+		unsigned char *q = ts_realloc(w->p, c);
+		if (!q) {
+			w->nomem = true;
+			return;
+		}
+		w->p = q;
+		w->cap = c;
+	}
+	memcpy(w->p + w->n, src, n);
+	w->n += n;
+}
+
+static void put_u64(struct wbuf *w, uint64_t v)
+{
+	unsigned char b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	put(w, b, 8);
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	unsigned char b[4];
+	for (int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	put(w, b, 4);
+}
+
+static void put_f64(struct wbuf *w, double x)
+{
+	uint64_t v;
+	memcpy(&v, &x, 8);
+	put_u64(w, v);
+}
+
+static void put_norms(struct wbuf *w, const struct gnn_norm *n, int count)
+{
+	for (int i = 0; i < count; i++) {
+		put_f64(w, n[i].mean);
+		put_f64(w, n[i].std);
+		put_f64(w, n[i].lo);
+		put_f64(w, n[i].hi);
+	}
+}
+
+static enum ts_status write_all(FILE *f, void *ctx)
+{
+	const struct wbuf *w = ctx;
+	return fwrite(w->p, 1, w->n, f) == w->n ? TS_OK : TS_ERR_IO;
+}
+
+enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
+			      struct ts_diag *d)
+{
+	struct wbuf w = {0};
+	const struct gnn_summary *s = &m->summary;
+	put(&w, magic, sizeof magic);
+	put_u32(&w, GNN_FILE_VERSION);
+	put_u64(&w, gnn_schema_hash());
+	put_u32(&w, GNN_NODE_F);
+	put_u32(&w, GNN_KERNEL_F);
+	put_u32(&w, (uint32_t)m->kind);
+	put_u32(&w, (uint32_t)m->hidden);
+	put_u32(&w, (uint32_t)m->layers);
+	put_u32(&w, (uint32_t)m->head);
+	put_f64(&w, m->clip);
+	put_u32(&w, (uint32_t)s->n_sets);
+	for (int i = 0; i < s->n_sets; i++) {
+		size_t len = strnlen(s->sets[i], sizeof s->sets[i] - 1);
+		put_u32(&w, (uint32_t)len);
+		put(&w, s->sets[i], len);
+		put_u32(&w, (uint32_t)s->rows[i]);
+	}
+	put_u64(&w, s->seed);
+	put_u32(&w, (uint32_t)s->epochs);
+	put_u32(&w, (uint32_t)s->best_epoch);
+	put_f64(&w, s->train_loss);
+	put_f64(&w, s->val_loss);
+	put_norms(&w, m->node_norm, GNN_NODE_F);
+	put_norms(&w, m->kern_norm, GNN_KERNEL_F);
+	put_u64(&w, m->n_params);
+	for (size_t i = 0; i < m->n_params; i++)
+		put_f64(&w, m->params[i]);
+	if (!w.nomem)
+		put_u64(&w, fnv1a(w.p, w.n));
+	enum ts_status st = TS_ERR_NOMEM;
+	if (w.nomem)
+		ts_diag_set(d, path, 0, 0, "out of memory");
+	else if ((st = ts_write_file_atomic(path, write_all, &w, d)) &&
+		 !d->msg[0])
+		ts_diag_set(d, path, 0, 0, "cannot write: %s",
+			    ts_status_str(st));
+	ts_free(w.p);
+	return st;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+struct rbuf {
+	const unsigned char *p;
+	size_t n, at;
+	const char *name;
+	struct ts_diag *d;
+	bool bad; /* a refusal is set in d */
+};
+
+/* Takes n bytes for `what`; refuses a truncated file. */
+static const unsigned char *take(struct rbuf *r, size_t n, const char *what)
+{
+	if (r->bad)
+		return NULL;
+	if (r->n - r->at < n) {
+		ts_diag_set(r->d, r->name, 0, 0,
+			    "truncated at byte %zu: expected the %s", r->at,
+			    what);
+		r->bad = true;
+		return NULL;
+	}
+	r->at += n;
+	return r->p + r->at - n;
+}
+
+static uint64_t get_u64(struct rbuf *r, const char *what)
+{
+	const unsigned char *b = take(r, 8, what);
+	uint64_t v = 0;
+	for (int i = 0; b && i < 8; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	return v;
+}
+
+static uint32_t get_u32(struct rbuf *r, const char *what)
+{
+	const unsigned char *b = take(r, 4, what);
+	uint32_t v = 0;
+	for (int i = 0; b && i < 4; i++)
+		v |= (uint32_t)b[i] << (8 * i);
+	return v;
+}
+
+/* A finite double. */
+static double get_f64(struct rbuf *r, const char *what)
+{
+	uint64_t v = get_u64(r, what);
+	double x;
+	memcpy(&x, &v, 8);
+	if (!r->bad && !isfinite(x)) {
+		ts_diag_set(r->d, r->name, 0, 0,
+			    "the %s at byte %zu is not a finite number", what,
+			    r->at - 8);
+		r->bad = true;
+	}
+	return x;
+}
+
+static void refuse(struct rbuf *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Refuses the file with a message (the first refusal stands). */
+static void refuse(struct rbuf *r, const char *fmt, ...)
+{
+	if (r->bad)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	ts_diag_vset(r->d, r->name, 0, 0, fmt, ap);
+	va_end(ap);
+	r->bad = true;
+}
+
+static void get_norms(struct rbuf *r, struct gnn_norm *n, int count,
+		      const char *what)
+{
+	for (int i = 0; i < count; i++) {
+		n[i].mean = get_f64(r, what);
+		n[i].std = get_f64(r, what);
+		n[i].lo = get_f64(r, what);
+		n[i].hi = get_f64(r, what);
+		if (!(n[i].std > 0))
+			refuse(r, "%s %d has a standard deviation <= 0", what,
+			       i);
+	}
+}
+
+enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
+			      const char *name, struct gnn_model *m,
+			      struct ts_diag *d)
+{
+	memset(m, 0, sizeof *m);
+	struct rbuf r = {buf, len, 0, name, d, false};
+	const unsigned char *mg = take(&r, sizeof magic, "magic");
+	if (mg && memcmp(mg, magic, sizeof magic))
+		refuse(&r, "not a tpusim model file (bad magic)");
+	uint32_t version = get_u32(&r, "format version");
+	if (!r.bad && version != GNN_FILE_VERSION)
+		refuse(&r, "format version %u, this tpusim reads %d", version,
+		       GNN_FILE_VERSION);
+	if (!r.bad && len < r.at + 8)
+		refuse(&r, "truncated at byte %zu: expected the checksum", len);
+	if (!r.bad) {
+		uint64_t stored = 0;
+		for (int i = 0; i < 8; i++)
+			stored |= (uint64_t)buf[len - 8 + i] << (8 * i);
+		if (fnv1a(buf, len - 8) != stored)
+			refuse(&r, "checksum mismatch: the file is corrupted or "
+				   "truncated");
+	}
+	if (r.bad)
+		return TS_ERR_PARSE;
+	r.n = len - 8; /* the checksum is not a field */
+	r.at = sizeof magic + 4;
+	uint64_t hash = get_u64(&r, "schema hash");
+	if (!r.bad && hash != gnn_schema_hash())
+		refuse(&r, "trained on feature schema %016llx, this tpusim has "
+			   "%016llx: retrain it", (unsigned long long)hash,
+		       (unsigned long long)gnn_schema_hash());
+	uint32_t nf = get_u32(&r, "node feature count");
+	uint32_t kf = get_u32(&r, "kernel feature count");
+	if (!r.bad && (nf != GNN_NODE_F || kf != GNN_KERNEL_F))
+		refuse(&r, "has %u node and %u kernel features, this tpusim "
+			   "%d and %d", nf, kf, GNN_NODE_F, GNN_KERNEL_F);
+	uint32_t kind = get_u32(&r, "model kind");
+	uint32_t hidden = get_u32(&r, "hidden width");
+	uint32_t layers = get_u32(&r, "layer count");
+	uint32_t head = get_u32(&r, "head width");
+	if (!r.bad && kind > 1)
+		refuse(&r, "model kind %u is neither residual (0) nor "
+			   "learned-only (1)", kind);
+	if (!r.bad && gnn_model_alloc(m, (enum gnn_kind)kind, (int)hidden,
+				      (int)layers, (int)head) != TS_OK)
+		refuse(&r, "sizes out of range: hidden %u, layers %u, head %u "
+			   "(at most %d, %d, %d)", hidden, layers, head,
+		       GNN_MAX_HIDDEN, GNN_MAX_LAYERS, GNN_MAX_HIDDEN);
+	m->clip = get_f64(&r, "clip");
+	if (!r.bad && kind == GNN_RESIDUAL && !(m->clip > 0))
+		refuse(&r, "clip must be > 0, got %g", m->clip);
+	struct gnn_summary *s = &m->summary;
+	uint32_t n_sets = get_u32(&r, "set count");
+	if (!r.bad && n_sets > GNN_MAX_SETS)
+		refuse(&r, "%u training sets, at most %d", n_sets,
+		       GNN_MAX_SETS);
+	s->n_sets = r.bad ? 0 : (int)n_sets;
+	for (int i = 0; i < s->n_sets && !r.bad; i++) {
+		uint32_t n = get_u32(&r, "set name length");
+		if (!r.bad && n >= sizeof s->sets[i])
+			refuse(&r, "set name of %u bytes, at most %zu", n,
+			       sizeof s->sets[i] - 1);
+		const unsigned char *t = r.bad ? NULL : take(&r, n, "set name");
+		if (t)
+			memcpy(s->sets[i], t, n);
+		s->rows[i] = (int)get_u32(&r, "set row count");
+	}
+	s->seed = get_u64(&r, "seed");
+	s->epochs = (int)get_u32(&r, "epoch count");
+	s->best_epoch = (int)get_u32(&r, "best epoch");
+	s->train_loss = get_f64(&r, "training loss");
+	s->val_loss = get_f64(&r, "validation loss");
+	get_norms(&r, m->node_norm, GNN_NODE_F, "node feature");
+	get_norms(&r, m->kern_norm, GNN_KERNEL_F, "kernel feature");
+	uint64_t np = get_u64(&r, "parameter count");
+	if (!r.bad && np != m->n_params)
+		refuse(&r, "%llu parameters, its sizes need %llu",
+		       (unsigned long long)np, (unsigned long long)m->n_params);
+	for (size_t i = 0; i < m->n_params && !r.bad; i++)
+		m->params[i] = get_f64(&r, "parameters");
+	if (!r.bad && r.at != r.n)
+		refuse(&r, "%zu bytes after the parameters", r.n - r.at);
+	if (r.bad) {
+		gnn_model_free(m);
+		return TS_ERR_PARSE;
+	}
+	return TS_OK;
+}
+
+enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
+			      struct ts_diag *d)
+{
+	char *text;
+	size_t len;
+	memset(m, 0, sizeof *m);
+	enum ts_status st = ts_read_file(path, &text, &len, d);
+	if (st != TS_OK)
+		return st;
+	st = gnn_model_read((const unsigned char *)text, len, path, m, d);
+	ts_free(text);
+	return st;
+}
