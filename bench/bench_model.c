@@ -1,10 +1,13 @@
 /*
- * bench_model.c: analytic estimates per second. Parses an HLO module, plans
- * its largest convolution kernel (fusion.191 for tpugraphs-tile-v3), lists
+ * bench_model.c: estimates per second. Parses an HLO module, plans its
+ * largest convolution kernel (fusion.191 for tpugraphs-tile-v3), lists
  * every feasible tile config (sim_plan_enumerate, all bounds), then costs
  * them over and over on one core for at least two seconds of CPU time and
  * prints "model: N estimates/s ..." (per second of this process's CPU
- * time). Target: >= 1e6 estimates/s per core.
+ * time); then the same with the shipped learned model (the kernel's graph
+ * embedded once, as tile search does; each estimate is the analytic one
+ * and the model's head): "hybrid: N estimates/s". Targets: >= 1e6
+ * analytic and >= 1e5 hybrid estimates/s per core.
  * Usage: bench_model <module.hlo> [spec.yaml]   (default hwspecs/v3.yaml)
  */
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hybrid.h"
 #include "model.h"
 
 #define BENCH_MIN_SECONDS 2.0
@@ -138,6 +142,31 @@ int main(int argc, char **argv)
 	       "%lld estimates in %.2f s CPU; checksum %.6g)\n",
 	       (double)done / t, l.n, (long long)all, k->name,
 	       (long long)done, t, sink / (double)done);
+
+	struct gnn_model gm;
+	struct hyb_embedding emb;
+	if (hyb_model_load("default", &gm, &d) != TS_OK ||
+	    hyb_embed(&gm, k, &emb) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		return 1;
+	}
+	sink = 0;
+	done = 0;
+	t0 = now_s();
+	do {
+		for (size_t i = 0; i < l.n; i++) {
+			struct sim_estimate e;
+			sim_plan_estimate(&plan, &hw, &l.v[i], &e);
+			sink += hyb_kernel_time(&gm, &emb, k, &e, &hw, false,
+						NULL);
+		}
+		done += (int64_t)l.n;
+		t = now_s() - t0;
+	} while (t < BENCH_MIN_SECONDS);
+	printf("hybrid: %.3g estimates/s (the same configs, learned/default.gnn "
+	       "on top; %lld in %.2f s CPU; checksum %.6g)\n",
+	       (double)done / t, (long long)done, t, sink / (double)done);
+	gnn_model_free(&gm);
 	ts_free(l.v);
 	sim_program_free(&prog);
 	for (int m = 0; m < n_mods; m++)

@@ -687,7 +687,7 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
 			     analytic);
 out:
-	for (int m = 0; analytic && m < n_progs; m++)
+	for (int m = 0; analytic && m < g.n_progs; m++)
 		ts_free(analytic[m]);
 	ts_free(analytic);
 	gnn_model_free(&model);

@@ -4,8 +4,11 @@
 #   - HLO parse throughput over ../shared/data/hlo-corpus, 5 runs (target >= 200 MB/s)
 #   - analytic estimates per second over every feasible tile config of the
 #     largest convolution kernel in tpugraphs-tile-v3, fusion.191 (target >= 1e6/s)
+#   - the same with the shipped learned model on top (target >= 1e5/s)
 #   - `tpusim run` wall time on the largest corpus module, median of 21 runs
-#     (target <= 20 ms)
+#     (target <= 20 ms), and with --model default (target <= 2x that)
+#   - `tpusim train` wall time of the default model on every shared set
+#     (target <= 2 minutes on 2 cores)
 #   usage: scripts/bench.sh [BUILD_DIR]     (default: build)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +24,11 @@ command -v taskset >/dev/null || pin=""
 
 largest=$(ls -S "$corpus"/*.hlo | head -n 1)
 run_ms() {
-	# Median wall time in ms of `tpusim run` over 21 runs.
+	# Median wall time in ms of `tpusim run` (with arguments $@) over 21 runs.
 	i=0
 	while [ $i -lt 21 ]; do
 		t0=$(date +%s%N)
-		$pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" >/dev/null
+		$pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" "$@" >/dev/null
 		t1=$(date +%s%N)
 		echo $(( (t1 - t0) / 1000 ))
 		i=$((i + 1))
@@ -48,6 +51,16 @@ trap 'rm -f "$section"' EXIT
 	done
 	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
 	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
+	echo "tpusim run $(basename "$largest") --hw v3 --model default: $(run_ms --model default) ms wall (median of 21)"
+	set --
+	for d in "$shared"/data/*/; do
+		[ -f "$d/measurements.csv" ] && set -- "$@" --data "${d%/}"
+	done
+	t0=$(date +%s%N)
+	"$build/cli/tpusim" train "$@" --hw-dir "$root/hwspecs" -o "$section.gnn" 2>/dev/null
+	t1=$(date +%s%N)
+	rm -f "$section.gnn"
+	echo "tpusim train (the default model, every shared set, 2 cores): $(( (t1 - t0) / 1000000 )) ms wall"
 	echo '```'
 } >"$section"
 sh "$root/scripts/readme_section.sh" bench <"$section"
