@@ -195,6 +195,13 @@ void cmd_sets_free(struct cmd_sets *s);
 int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 		   struct gnn_model *m);
 
+/* ---- pictures (cli/plots.c, PLplot) -------------------------------------- */
+
+/* Writes compare_scatter.png, compare_ape.png and compare_tau.png (tile
+ * sets only) into the existing folder dir; returns an enum cmd_exit. */
+int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
+		     const struct val_compare *c);
+
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 
 /* How a column's numbers are shown. Tables use human units; CSV, JSON and

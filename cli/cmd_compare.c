@@ -6,9 +6,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define COMPARE_DEFAULT_FOLDS 5
@@ -24,6 +26,7 @@ struct compare_opts {
 	bool seed_set;
 	int64_t epochs;
 	bool markdown;
+	const char *plots;    /* --plots DIR */
 };
 
 enum {
@@ -34,6 +37,7 @@ enum {
 	OPT_SEED,
 	OPT_EPOCHS,
 	OPT_MARKDOWN,
+	OPT_PLOTS,
 };
 
 static const struct option compare_options[] = {
@@ -44,6 +48,7 @@ static const struct option compare_options[] = {
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"epochs", required_argument, NULL, OPT_EPOCHS},
 	{"markdown", no_argument, NULL, OPT_MARKDOWN},
+	{"plots", required_argument, NULL, OPT_PLOTS},
 	{0},
 };
 
@@ -94,6 +99,9 @@ static int compare_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	case OPT_MARKDOWN:
 		o->markdown = true;
 		return CMD_EXIT_OK;
+	case OPT_PLOTS:
+		o->plots = arg;
+		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
 		return CMD_EXIT_USAGE;
@@ -123,7 +131,15 @@ static void compare_help(FILE *out)
 	      "measured_ns,\n"
 	      "                        analytic_ns, learned_ns, hybrid_ns\n"
 	      "      --markdown        print the tables as Markdown (the "
-	      "README section)\n",
+	      "README section)\n"
+	      "      --plots DIR       draw compare_scatter.png (predicted vs "
+	      "measured,\n"
+	      "                        log-log, a panel per model), "
+	      "compare_ape.png (the\n"
+	      "                        APE distribution per set) and "
+	      "compare_tau.png (Kendall\n"
+	      "                        tau per kernel) into DIR (created if "
+	      "absent)\n",
 	      out);
 }
 
@@ -362,6 +378,15 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		rc = cmd_exit_from_status(st);
 	}
+	if (rc == CMD_EXIT_OK && o->plots) {
+		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
+			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
+				  strerror(errno));
+			rc = CMD_EXIT_IO;
+		} else {
+			rc = cmd_plot_compare(ctx, o->plots, &c);
+		}
+	}
 	val_compare_free(&c);
 	cmd_sets_free(&s);
 	return rc;
@@ -372,7 +397,7 @@ const struct cmd cmd_compare = {
 	.summary = "Analytic vs learned vs hybrid, out of fold",
 	.synopsis = "--data DIR [--data DIR...] --hw-dir DIR [--folds "
 		    "K|group] [--seed N] [--epochs N] [--csv FILE] "
-		    "[--markdown]",
+		    "[--markdown] [--plots DIR]",
 	.options = compare_options,
 	.opts_size = sizeof(struct compare_opts),
 	.parse_opt = compare_parse_opt,

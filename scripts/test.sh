@@ -5,7 +5,8 @@
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build, every test
 #                again (parser, spec loader, mutated inputs, CLI, data sets);
 #   build-fuzz/  clang + libFuzzer build, the `fuzz` tests: a bounded, seeded
-#                fuzz run of the HLO parser and the spec loader.
+#                fuzz run of the HLO parser, the spec loader, the pipeline
+#                after the parser and the model file reader.
 # Tests that read ../shared/data skip, saying so, when it is absent.
 set -e
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=AddressSanitizer -DUNIT_TESTING=ON >
 cmake --build build-asan -j"$jobs" >/dev/null
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNIT_TESTING=ON \
 	-DTPUSIM_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec fuzz_pipeline >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec fuzz_pipeline \
+	fuzz_gnn_file >/dev/null
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 # A sanitizer report exits with its own code (ASan 87, UBSan 86), never
@@ -30,13 +32,17 @@ ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz || status=1
 
 # Totals over the three runs, from CTest's logs: a test executable that
 # skipped any of its cases (cmocka "[  SKIPPED ]": ../shared/data absent)
-# counts as skipped, not passed.
+# counts as skipped, not passed; one whose executable was not built (CTest
+# logs "Unable to find executable" and then, oddly, "Test Passed.") counts
+# as failed.
 for b in build build-asan build-fuzz; do
 	cat "$b/Testing/Temporary/LastTest.log"
 done | awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
+	/^Unable to find executable: / { k = split($5, a, "/"); missing[a[k]] = 1 }
 	/^[0-9]+\/[0-9]+ Testing: / { skip = 0; name = $3 }
 	/\[  SKIPPED \]/ { skip = 1 }
 	/^Test Passed\.|^Test Pass Reason:/ {
+		if (name in missing) { f++; next }
 		if (!skip) p++
 		else if (!seen[name]++) { s++; names = names " " name } else s++
 	}

@@ -1,0 +1,351 @@
+/*
+ * plots.c: pictures of the comparison report, drawn with PLplot's C API
+ * (Debian's libplplot-dev; the pngcairo driver from plplot-driver-cairo).
+ * PLplot is a maintained scientific plotting library with log axes,
+ * legends and anti-aliased PNG output: what we would otherwise write by
+ * hand. Each picture goes to DIR/NAME.png.tmp first and is renamed into
+ * place when PLplot has finished it, so a failed run leaves no half-drawn
+ * file.
+ *
+ *   compare_scatter.png  predicted vs measured, log-log, one panel per
+ *                        model (analytic, learned-only, hybrid), a colour
+ *                        per set, the y = x line and a +-25% band
+ *   compare_ape.png      per set, the share of rows within each APE, one
+ *                        line per model (higher and further left is better)
+ *   compare_tau.png      per kernel with >= 10 configs, Kendall tau of
+ *                        each model's ranking of its tile configs
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <plplot.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { COL_BG = 0, COL_FG, COL_GRID, COL_SERIES };
+
+/* Colour-blind safe series colours (Okabe-Ito). */
+static const int series_rgb[][3] = {
+	{0, 114, 178}, {213, 94, 0}, {0, 158, 115}, {204, 121, 167},
+	{230, 159, 0}, {86, 180, 233}, {240, 228, 66}, {0, 0, 0},
+};
+#define N_SERIES (int)(sizeof series_rgb / sizeof series_rgb[0])
+
+static const char *const model_names[3] = {"analytic", "learned-only",
+					   "hybrid"};
+
+#define PATH_CAP 4096
+
+/* DIR/NAME and the temp file beside it. */
+static void file_names(const char *dir, const char *name,
+		       char path[PATH_CAP], char tmp[PATH_CAP + 8])
+{
+	snprintf(path, PATH_CAP, "%s/%s", dir, name);
+	snprintf(tmp, PATH_CAP + 8, "%s.tmp", path);
+}
+
+/* Starts a PNG of w x h pixels at path.tmp. */
+static void begin(const char *tmp, int w, int h)
+{
+	plsdev("pngcairo");
+	plsfnam(tmp);
+	plspage(0, 0, w, h, 0, 0);
+	plscolbg(255, 255, 255);
+	plinit();
+	plscol0(COL_FG, 0, 0, 0);
+	plscol0(COL_GRID, 190, 190, 190);
+	for (int i = 0; i < N_SERIES; i++)
+		plscol0(COL_SERIES + i, series_rgb[i][0], series_rgb[i][1],
+			series_rgb[i][2]);
+	plfontld(1);
+}
+
+/* Ends the picture and moves it into place; prints a failure. */
+static int end(const struct cmd_ctx *ctx, const char *tmp, const char *path)
+{
+	plend();
+	if (rename(tmp, path) != 0) {
+		remove(tmp);
+		cmd_error(ctx, "cannot write %s", path);
+		return CMD_EXIT_IO;
+	}
+	return CMD_EXIT_OK;
+}
+
+static const double *pred_of(const struct val_compare_set *cs, int model,
+			     int row)
+{
+	const struct val_report *r = model == 0   ? &cs->analytic
+				     : model == 1 ? &cs->learned
+						  : &cs->hybrid;
+	return &r->rows[row].predicted_ns;
+}
+
+/* One model's panel of the scatter plot. */
+static void scatter_panel(const struct val_compare *c, int model, double lo,
+			  double hi)
+{
+	pladv(0);
+	plvpor(0.18, 0.96, 0.14, 0.90);
+	plwind(lo, hi, lo, hi);
+	plcol0(COL_GRID);
+	plbox("g", 1, 0, "g", 1, 0);
+	/* y = x, and +-25% */
+	double x[2] = {lo, hi}, y[2];
+	plwidth(2);
+	plline(2, x, x);
+	pllsty(2);
+	for (int s = -1; s <= 1; s += 2) {
+		y[0] = lo + s * log10(1.25);
+		y[1] = hi + s * log10(1.25);
+		plline(2, x, y);
+	}
+	pllsty(1);
+	plwidth(1);
+	for (int i = 0; i < c->n_sets; i++) {
+		const struct val_compare_set *cs = &c->sets[i];
+		const struct val_dataset *ds = cs->analytic.ds;
+		plcol0(COL_SERIES + i % N_SERIES);
+		for (int r = 0; r < ds->n_rows; r++) {
+			double p = *pred_of(cs, model, r);
+			if (!(p > 0) || !isfinite(p))
+				continue;
+			double px = log10((double)ds->rows[r].runtime_ns);
+			double py = log10(p);
+			plpoin(1, &px, &py, 17);
+		}
+	}
+	plcol0(COL_FG);
+	plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
+	pllab("measured (ns)", "predicted (ns)", model_names[model]);
+}
+
+static void legend_sets(const struct val_compare *c)
+{
+	int n = c->n_sets;
+	PLINT opt[CMD_MAX_SETS], tcol[CMD_MAX_SETS], scol[CMD_MAX_SETS],
+		snum[CMD_MAX_SETS];
+	PLFLT sscale[CMD_MAX_SETS];
+	const char *text[CMD_MAX_SETS], *sym[CMD_MAX_SETS];
+	for (int i = 0; i < n; i++) {
+		opt[i] = PL_LEGEND_SYMBOL;
+		tcol[i] = COL_FG;
+		scol[i] = COL_SERIES + i % N_SERIES;
+		snum[i] = 1;
+		sscale[i] = 1.2;
+		text[i] = c->sets[i].analytic.ds->name;
+		sym[i] = "•";
+	}
+	PLFLT w, h;
+	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		 PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT, 0.02,
+		 0.02, 0.05, COL_BG, COL_FG, 1, 0, 0, n, opt, 1.0, 0.8, 2.0, 0,
+		 tcol, text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, scol,
+		 sscale, snum, sym);
+}
+
+static int plot_scatter(const struct cmd_ctx *ctx, const char *dir,
+			const struct val_compare *c)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	for (int i = 0; i < c->n_sets; i++) {
+		const struct val_dataset *ds = c->sets[i].analytic.ds;
+		for (int r = 0; r < ds->n_rows; r++) {
+			lo = fmin(lo, (double)ds->rows[r].runtime_ns);
+			hi = fmax(hi, (double)ds->rows[r].runtime_ns);
+		}
+	}
+	if (!(lo > 0))
+		return CMD_EXIT_OK;
+	lo = floor(log10(lo) - 0.3);
+	hi = ceil(log10(hi) + 0.3);
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	file_names(dir, "compare_scatter.png", path, tmp);
+	begin(tmp, 1800, 640);
+	plssub(3, 1);
+	plschr(0, 0.75);
+	for (int m = 0; m < 3; m++) {
+		scatter_panel(c, m, lo, hi);
+		if (m == 0)
+			legend_sets(c);
+	}
+	return end(ctx, tmp, path);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Per set: the empirical distribution of APE for each model. */
+static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
+		    const struct val_compare *c)
+{
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	file_names(dir, "compare_ape.png", path, tmp);
+	int cols = c->n_sets < 2 ? 1 : 2, rows = (c->n_sets + cols - 1) / cols;
+	begin(tmp, 800 * cols, 520 * rows);
+	plssub(cols, rows);
+	plschr(0, 0.75);
+	int n_max = 0;
+	for (int i = 0; i < c->n_sets; i++)
+		if (c->sets[i].analytic.ds->n_rows > n_max)
+			n_max = c->sets[i].analytic.ds->n_rows;
+	double *x = malloc(((size_t)n_max + 1) * sizeof *x);
+	double *y = malloc(((size_t)n_max + 1) * sizeof *y);
+	if (!x || !y) {
+		free(x);
+		free(y);
+		plend();
+		remove(tmp);
+		cmd_error(ctx, "out of memory");
+		return CMD_EXIT_IO;
+	}
+	for (int i = 0; i < c->n_sets; i++) {
+		const struct val_compare_set *cs = &c->sets[i];
+		const struct val_dataset *ds = cs->analytic.ds;
+		pladv(0);
+		plvpor(0.12, 0.96, 0.14, 0.88);
+		plwind(0, 60, 0, 1);
+		plcol0(COL_GRID);
+		plbox("g", 10, 0, "g", 0.2, 0);
+		for (int m = 0; m < 3; m++) {
+			int n = 0;
+			for (int r = 0; r < ds->n_rows; r++) {
+				double p = *pred_of(cs, m, r);
+				double meas = (double)ds->rows[r].runtime_ns;
+				if (isfinite(p))
+					x[n++] = 100 * fabs(p - meas) / meas;
+			}
+			qsort(x, (size_t)n, sizeof *x, cmp_double);
+			/* the share of rows within each APE, up to 60% (the
+			 * axis ends there; the line stops at its share) */
+			int shown = 0;
+			for (int k = 0; k < n && x[k] <= 60; k++) {
+				y[k] = (k + 1.0) / n;
+				shown++;
+			}
+			plcol0(COL_SERIES + m);
+			plwidth(3);
+			plline(shown, x, y);
+			plwidth(1);
+		}
+		plcol0(COL_FG);
+		plbox("bcnst", 10, 0, "bcnstv", 0.2, 0);
+		char title[160];
+		snprintf(title, sizeof title, "%s (%d rows, out of fold)",
+			 ds->name, ds->n_rows);
+		pllab("absolute percentage error (%)", "share of rows", title);
+		PLINT opt[3], lcol[3], lsty[3], tcol[3];
+		PLFLT lw[3];
+		for (int m = 0; m < 3; m++) {
+			opt[m] = PL_LEGEND_LINE;
+			lcol[m] = COL_SERIES + m;
+			lsty[m] = 1;
+			lw[m] = 3;
+			tcol[m] = COL_FG;
+		}
+		PLFLT w, h;
+		pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+			 PL_POSITION_INSIDE | PL_POSITION_BOTTOM |
+				 PL_POSITION_RIGHT,
+			 0.03, 0.05, 0.08, COL_BG, COL_FG, 1, 0, 0, 3, opt, 1.0,
+			 0.9, 2.0, 0, tcol, model_names, NULL, NULL, NULL, NULL,
+			 lcol, lsty, lw, NULL, NULL, NULL, NULL);
+	}
+	free(x);
+	free(y);
+	return end(ctx, tmp, path);
+}
+
+/* Kendall tau of each model per kernel with >= VAL_TAU_MIN_ROWS configs. */
+static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
+		    const struct val_compare *c)
+{
+	const struct val_group *g[64][3];
+	int n = 0;
+	for (int i = 0; i < c->n_sets; i++) {
+		const struct val_compare_set *cs = &c->sets[i];
+		const struct val_report *a = &cs->analytic;
+		if (!a->by_kernel)
+			continue;
+		for (int k = 0; k < a->n_groups && n < 64; k++) {
+			if (a->groups[k].n_ranked < VAL_TAU_MIN_ROWS)
+				continue;
+			const struct val_report *rs[3] = {a, &cs->learned,
+							  &cs->hybrid};
+			bool ok = true;
+			for (int m = 0; m < 3; m++) {
+				g[n][m] = NULL;
+				for (int j = 0; j < rs[m]->n_groups; j++)
+					if (!strcmp(rs[m]->groups[j].name,
+						    a->groups[k].name))
+						g[n][m] = &rs[m]->groups[j];
+				ok = ok && g[n][m];
+			}
+			n += ok;
+		}
+	}
+	if (n == 0)
+		return CMD_EXIT_OK;
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	file_names(dir, "compare_tau.png", path, tmp);
+	begin(tmp, 300 + 120 * n, 600);
+	plschr(0, 0.8);
+	pladv(0);
+	plvpor(0.08, 0.98, 0.12, 0.88);
+	double ymin = 0;
+	for (int k = 0; k < n; k++)
+		for (int m = 0; m < 3; m++)
+			ymin = fmin(ymin, g[k][m]->tau_model);
+	plwind(0, n, ymin, 1.15); /* room for the legend above 1 */
+	plcol0(COL_GRID);
+	plbox("", 0, 0, "g", 0.1, 0);
+	for (int k = 0; k < n; k++) {
+		for (int m = 0; m < 3; m++) {
+			double t = g[k][m]->tau_model;
+			if (!isfinite(t))
+				continue;
+			double x0 = k + 0.12 + 0.25 * m, x1 = x0 + 0.24;
+			double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, t, t};
+			plcol0(COL_SERIES + m);
+			plfill(4, bx, by);
+		}
+		plcol0(COL_FG);
+		plmtex("b", 1.2, (k + 0.5) / n, 0.5, g[k][0]->name);
+	}
+	plcol0(COL_FG);
+	plbox("bc", 0, 0, "bcnstv", 0.1, 0);
+	pllab("", "Kendall tau-b (1 = measured order)",
+	      "ranking the tile configs of each kernel (>= 10 configs), out of fold");
+	PLINT opt[3], bcol[3], bpat[3], tcol[3];
+	PLFLT bscale[3], bw[3];
+	for (int m = 0; m < 3; m++) {
+		opt[m] = PL_LEGEND_COLOR_BOX;
+		bcol[m] = COL_SERIES + m;
+		bpat[m] = 0;
+		bscale[m] = 0.8;
+		bw[m] = 1;
+		tcol[m] = COL_FG;
+	}
+	PLFLT w, h;
+	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		 PL_POSITION_INSIDE | PL_POSITION_TOP, 0, 0.02, 0.05, COL_BG,
+		 COL_FG, 1, 1, 3, 3, opt, 1.0, 0.9, 2.0, 0, tcol, model_names,
+		 bcol, bpat, bscale, bw, NULL, NULL, NULL, NULL, NULL, NULL,
+		 NULL);
+	return end(ctx, tmp, path);
+}
+
+int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
+		     const struct val_compare *c)
+{
+	int rc = plot_scatter(ctx, dir, c);
+	if (rc == CMD_EXIT_OK)
+		rc = plot_ape(ctx, dir, c);
+	if (rc == CMD_EXIT_OK)
+		rc = plot_tau(ctx, dir, c);
+	return rc;
+}
