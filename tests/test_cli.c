@@ -1289,7 +1289,8 @@ static bool same_bytes(const char *a, const char *b)
  * train on two tiny sets writes a model, the same bits twice; run,
  * validate and tile take it (--model), adding the analytic time and the
  * correction; a damaged model is refused with the file's name and the
- * reason, exit 1; the shipped model loads as "default".
+ * reason, exit 1; the shipped model loads as "default"; compare writes
+ * its per-row CSV and its pictures.
  */
 static void test_learned(void **state)
 {
@@ -1367,6 +1368,42 @@ static void test_learned(void **state)
 	proc_free(&p);
 	unlink(m1);
 	unlink(m2);
+
+	/* compare: two groups, two folds; each row predicted by the model
+	 * trained on the other; the CSV and the three pictures */
+	char dir[PATH_MAX], file[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s/test_cli_plots_%d", tu_tmpdir(),
+		 (int)getpid());
+	snprintf(csv, sizeof csv, "%s/test_cli_c_%d.csv", tu_tmpdir(),
+		 (int)getpid());
+	tpusim(&p, "compare", "--data", tiny, "--data", host, "--hw-dir", hw,
+	       "--folds", "2", "--epochs", "3", "--csv", csv, "--plots", dir);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "set tiny: 3 rows, 2 folds, out of fold\n");
+	expect_contains(p.err, "tpusim compare: 4 models trained in ");
+	proc_free(&p);
+	text = slurp(csv);
+	expect_contains(text, "set,id,fold,measured_ns,analytic_ns,learned_ns,"
+			      "hybrid_ns\ntiny,tiny#r0,");
+	ts_free(text);
+	unlink(csv);
+	static const char *const pics[] = {"compare_scatter.png",
+					   "compare_ape.png", "compare_tau.png"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(file, sizeof file, "%s/%s", dir, pics[i]);
+		FILE *pf = fopen(file, "rb");
+		if (i == 2) { /* no kernel has 10 configs: no tau picture */
+			assert_null(pf);
+			continue;
+		}
+		assert_non_null(pf);
+		unsigned char sig[8] = {0};
+		assert_int_equal(fread(sig, 1, 8, pf), 8);
+		fclose(pf);
+		assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+		unlink(file);
+	}
+	rmdir(dir);
 }
 
 int main(void)
