@@ -89,7 +89,7 @@ static void train_help(FILE *out)
 	      "(tile config, analytic\nbreakdown, spec) that predicts r, the "
 	      "hybrid estimate being analytic x\nexp(r). Loss: the squared log "
 	      "error of each row's program time, plus a\npairwise ranking loss "
-	      "over the tile configs of one kernel; every set weighs\nthe same. "
+	      "over the tile configs of one kernel; every group weighs\nthe same. "
 	      "A fifth of the groups (a kernel of a tile set, a shape of an op\n"
 	      "set) is held out for early stopping; the epoch with the lowest "
 	      "held-out\nloss is kept. The same data, specs and seed give the "
