@@ -319,8 +319,11 @@ static bool parse_instr(struct hp_parser *p, struct hp_level *lv,
 	if (!hp_expect_char(p, '=', "'=' after the instruction name"))
 		return false;
 	struct ir_instr *in = new_instr(p, comp, ns, nn, at);
+	const char *rhs = p->p;
 	if (!in || !parse_rhs(p, lv, in, true))
 		return false;
+	in->rhs_begin = (uint32_t)(rhs - p->text);
+	in->rhs_end = (uint32_t)(p->p - p->text);
 	skip_ws(p);
 	if (p->st != TS_OK)
 		return false;
@@ -428,6 +431,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 	} else {
 		size_t base = p->ops.n;
 		skip_ws(p);
+		in->ops_begin = (uint32_t)(p->p - p->text);
 		if (cur(p) != ')') {
 			for (;;) {
 				if (!parse_operand(p, lv, in->parent))
@@ -440,6 +444,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 				p->p++;
 			}
 		}
+		in->ops_end = (uint32_t)(p->p - p->text);
 		p->p++; /* ')' */
 		size_t n = p->ops.n - base;
 		if (n > INT_MAX)
@@ -1212,6 +1217,11 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 	*n_out = 0;
 	if (!text && len)
 		return TS_ERR_MISUSE;
+	if (len >= UINT32_MAX) { /* instruction spans are 32-bit offsets */
+		ts_diag_set(d, file, 0, 0, "HLO text of %zu bytes: at most 4 GiB",
+			    len);
+		return TS_ERR_PARSE;
+	}
 	struct hp_parser *p = ts_calloc(1, sizeof *p);
 	if (!p) {
 		ts_diag_set(d, file, 0, 0, "out of memory");

@@ -316,6 +316,12 @@ struct ir_instr {
 	int index;                        /* position in parent->instrs */
 	int n_users;                      /* instructions of the same computation using it */
 	uint32_t line, col;               /* where its name starts, for diagnostics */
+	/* Byte offsets into the parsed text (the fusion pass re-emits an
+	 * instruction from them): rhs_begin .. rhs_end is what follows '='
+	 * (shape, opcode, operands, attributes); ops_begin .. ops_end the
+	 * operand list inside its parentheses. 0 .. 0 for instructions the
+	 * parser made up or nested operands. */
+	uint32_t rhs_begin, rhs_end, ops_begin, ops_end;
 };
 
 struct ir_computation {

@@ -15,10 +15,6 @@
 #include "kernels_int.h"
 #include "model.h"
 
-/* Nesting of while/call/conditional bodies beyond which the module is taken
- * to be recursive (HLO forbids recursion; a hand-made module may not). */
-#define SIM_MAX_NESTING 64
-
 /* ---- kind names ------------------------------------------------------------ */
 
 static const char *const kind_names[] = {

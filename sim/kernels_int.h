@@ -49,6 +49,10 @@ enum sim_top {
 /* The role of a top-level instruction, and its kernel kind. */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind);
 
+/* Nesting of while/call/conditional bodies beyond which the module is taken
+ * to be recursive (HLO forbids recursion; a hand-made module may not). */
+#define SIM_MAX_NESTING 64
+
 /* ---- grouping pre-optimization modules into kernels (grouping.c) ---- */
 
 enum fuse_class {

@@ -263,4 +263,23 @@ double sim_program_total(struct sim_program *p);
 double sim_program_host_ns(const struct sim_program *p,
 			   const struct hw_spec *hw);
 
+/* ---- the fusion pass as HLO text (sim/fusion.c) ---- */
+
+struct sim_fuse_stats {
+	int fusions;      /* fusion instructions written */
+	int multi_output; /* of those, with several outputs */
+	int refused;      /* groups left unfused: fusing would make a cycle */
+};
+
+/*
+ * Writes module m, parsed from text[0..len), as the fused module XLA's
+ * fusion would make of it (the `xla` policy: the grouping `run` costs an
+ * unfused module with; sim/fusion.c says how), as HLO text that tpusim
+ * reads back to the same kernels. Fails with TS_ERR_UNSUPPORTED_OP (d
+ * located) for forms it cannot re-emit, TS_ERR_NOMEM.
+ */
+enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
+			      size_t len, FILE *out,
+			      struct sim_fuse_stats *stats, struct ts_diag *d);
+
 #endif /* SIM_H */

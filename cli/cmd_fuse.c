@@ -1,0 +1,201 @@
+/*
+ * cmd_fuse.c: `tpusim fuse IN.hlo --hw SPEC [-o OUT.hlo]`: writes an unfused
+ * module as the fused module XLA's fusion passes would make of it (the
+ * `xla` policy, sim/fusion.c), reads the result back and checks that it
+ * costs what the unfused module costs, and reports kernels, HBM bytes and
+ * program time on SPEC.
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fuse_opts {
+	const char *out; /* -o OUT.hlo; NULL: standard output */
+};
+
+enum { OPT_OUT = 'o' };
+
+static const struct option fuse_options[] = {
+	{"output", required_argument, NULL, OPT_OUT},
+	{0},
+};
+
+static int fuse_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
+			  const char *arg)
+{
+	struct fuse_opts *o = opts_v;
+	if (id == OPT_OUT) {
+		o->out = arg;
+		return CMD_EXIT_OK;
+	}
+	cmd_error(ctx, "unhandled option");
+	return CMD_EXIT_USAGE;
+}
+
+static void fuse_help(FILE *out)
+{
+	fputs("Fuses an unfused (pre-optimization) module the way XLA's TPU "
+	      "fusion passes\nwould (the decisions `tpusim run` costs such a "
+	      "module with: producer-consumer\nfusion of elementwise ops, "
+	      "recomputation of cheap producers, reductions and\n"
+	      "dots/convolutions as fusion roots with their epilogues, sibling "
+	      "multi-output\nfusion) and writes it as HLO text: fusion "
+	      "instructions with kind and calls=,\nshapes, layouts and "
+	      "attributes as written. The result is read back and\nmust cost "
+	      "what the unfused module costs on SPEC; kernels, HBM bytes and\n"
+	      "program time before and after go to standard error.\n\n"
+	      "Options:\n"
+	      "  -o, --output OUT.hlo  write there (temp file, then rename); "
+	      "default: stdout\n",
+	      out);
+}
+
+struct buf {
+	char *p;
+	size_t n;
+};
+
+static enum ts_status write_buf(FILE *f, void *ctx)
+{
+	const struct buf *b = ctx;
+	return fwrite(b->p, 1, b->n, f) == b->n ? TS_OK : TS_ERR_IO;
+}
+
+/* Program time and HBM bytes of a parsed module on hw. */
+static enum ts_status cost(const struct ir_module *m, const struct hw_spec *hw,
+			   int *kernels, double *ns, double *bytes,
+			   struct ts_diag *d)
+{
+	struct sim_program p;
+	struct sim_program_opts po = {0};
+	enum ts_status st = sim_program_build(m, &po, &p, d);
+	if (st)
+		return st;
+	st = sim_program_estimate(&p, hw, d);
+	*kernels = p.n_kernels;
+	*ns = st ? NAN : sim_program_total(&p);
+	*bytes = 0;
+	for (int i = 0; i < p.n_kernels; i++)
+		*bytes += (p.kernels[i].est.bytes_read +
+			   p.kernels[i].est.bytes_written) *
+			  p.kernels[i].multiplicity;
+	sim_program_free(&p);
+	return st;
+}
+
+static bool has_fusion(const struct ir_module *m)
+{
+	for (int c = 0; c < m->n_comps; c++)
+		for (int i = 0; i < m->comps[c]->n_instrs; i++)
+			if (m->comps[c]->instrs[i]->op == IR_OP_FUSION)
+				return true;
+	return false;
+}
+
+static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
+{
+	(void)argc;
+	struct fuse_opts *o = opts_v;
+	const char *path = argv[0];
+	struct cmd_graph g;
+	struct sim_program_opts popts = {0};
+	int rc = cmd_graph_load(ctx, path, NULL, &popts, &g);
+	struct buf b = {0};
+	struct ir_module **back = NULL;
+	int n_back = 0;
+	if (rc != CMD_EXIT_OK)
+		goto out;
+	if (g.n_mods != 1) {
+		cmd_error(ctx, "%s holds %d modules; fuse takes one", path,
+			  g.n_mods);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+	const struct ir_module *m = g.mods[0];
+	if (has_fusion(m)) {
+		cmd_error(ctx, "%s: module %s already has fusion instructions "
+			       "(an optimized module): nothing to decide",
+			  path, m->name);
+		rc = CMD_EXIT_INPUT;
+		goto out;
+	}
+	FILE *mem = open_memstream(&b.p, &b.n);
+	struct ts_diag d = {0};
+	struct sim_fuse_stats fs;
+	enum ts_status st = mem ? sim_fuse_write(m, g.text, strlen(g.text), mem,
+						 &fs, &d)
+				: TS_ERR_NOMEM;
+	if (mem && fclose(mem) != 0 && st == TS_OK)
+		st = TS_ERR_NOMEM;
+	if (st != TS_OK) {
+		if (!d.msg[0])
+			ts_diag_set(&d, path, 0, 0, "%s", ts_status_str(st));
+		cmd_diag(ctx, &d, path, g.text, strlen(g.text));
+		rc = cmd_exit_from_status(st);
+		goto out;
+	}
+	/* read back: it must parse and cost what the unfused module costs */
+	const char *name = o->out ? o->out : "<fused output>";
+	int k0, k1;
+	double t0, t1, b0, b1;
+	st = hlo_parse(name, b.p, b.n, &back, &n_back, &d);
+	if (st == TS_OK)
+		st = cost(m, &ctx->hw, &k0, &t0, &b0, &d);
+	if (st == TS_OK)
+		st = cost(back[0], &ctx->hw, &k1, &t1, &b1, &d);
+	if (st != TS_OK) {
+		cmd_error(ctx, "internal error: the fused module does not read "
+			       "back: %s", d.msg);
+		rc = CMD_EXIT_IO;
+		goto out;
+	}
+	if (!(fabs(t1 - t0) <= 1e-9 * fmax(t0, 1.0)))
+		fprintf(ctx->err,
+			"%s: warning: the fused module costs %.6g ns, the unfused "
+			"one %.6g ns\n", ctx->prog, t1, t0);
+	if (o->out) {
+		st = ts_write_file_atomic(o->out, write_buf, &b, &d);
+		if (st != TS_OK) {
+			if (!d.msg[0])
+				ts_diag_set(&d, o->out, 0, 0, "cannot write: %s",
+					    ts_status_str(st));
+			cmd_diag(ctx, &d, NULL, NULL, 0);
+			rc = cmd_exit_from_status(st);
+			goto out;
+		}
+	} else if (fwrite(b.p, 1, b.n, ctx->out) != b.n) {
+		cmd_error(ctx, "cannot write to standard output");
+		rc = CMD_EXIT_IO;
+		goto out;
+	}
+	fprintf(ctx->err,
+		"%s: policy xla: %d fusions (%d multi-output, %d groups left "
+		"unfused: a cycle); kernels %d -> %d; HBM bytes %.4g -> %.4g; "
+		"program time on %s %.6g -> %.6g ns\n",
+		ctx->prog, fs.fusions, fs.multi_output, fs.refused, k0, k1, b0,
+		b1, ctx->hw.name, t0, t1);
+out:
+	for (int i = 0; i < n_back; i++)
+		ir_module_free(back[i]);
+	ts_free(back);
+	free(b.p);
+	cmd_graph_free(&g);
+	return rc;
+}
+
+const struct cmd cmd_fuse = {
+	.name = "fuse",
+	.summary = "Fuse an unfused module as XLA would, as HLO text",
+	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo]",
+	.flags = CMD_NEEDS_HW,
+	.options = fuse_options,
+	.short_opts = "o:",
+	.opts_size = sizeof(struct fuse_opts),
+	.parse_opt = fuse_parse_opt,
+	.help = fuse_help,
+	.min_args = 1,
+	.max_args = 1,
+	.fn = fuse_main,
+};

@@ -1,0 +1,499 @@
+/*
+ * fusion.c: the fusion pass as HLO text. An unfused (pre-optimization)
+ * module is grouped the way XLA's TPU fusion passes would group it (the
+ * `xla` policy: grouping.c, the same decisions `tpusim run` costs such a
+ * module with), and written back out as a fused module that tpusim reads
+ * back to the same kernels:
+ *
+ *   - every group with at least two working members (not free, not
+ *     constant-derived) becomes a fusion instruction calling a fused
+ *     computation: a parameter per value the group reads from outside
+ *     (sim_group_inputs, in that order), the members in text order with
+ *     their operands renamed, and as root the single value it writes, or
+ *     a tuple of them (multi-output fusion; the caller then reads each
+ *     with get-tuple-element under the value's old name);
+ *   - kind=kOutput when a dot or convolution has an epilogue, kInput when
+ *     a reduce is fused, kLoop otherwise;
+ *   - recomputed producers (cheap ops fused into several users) are
+ *     copied into each fused computation; a single-op group stays
+ *     unfused; dead pure instructions are dropped, as XLA's DCE does;
+ *   - legality: a group one of whose inputs depends on one of its own
+ *     members (a sibling merge across a dependency) would make a cycle:
+ *     it is left unfused and counted (sim_fuse_stats.refused);
+ *   - computations the grouping does not apply to (reduction regions,
+ *     comparators, already fused computations) are copied verbatim.
+ *
+ * Instructions are re-emitted from their own text (the parser's byte
+ * spans: rhs and operand list), so shapes, layouts and attributes are kept
+ * as written; only operand lists are rewritten, as bare names. Known
+ * limits: a file with several modules, instructions nested inside operand
+ * lists and control-predecessors naming fused instructions are refused
+ * with a message.
+ */
+#include "kernels_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct emitter {
+	const struct ir_module *m;
+	const char *text;
+	size_t len;
+	uint32_t *line_start; /* offset of each line (1-based: [line - 1]) */
+	uint32_t n_lines;
+	FILE *out;
+	struct ts_diag *d;
+	int n_fusions;        /* fused computations written so far */
+	struct sim_fuse_stats *stats;
+};
+
+static uint32_t offset_of(const struct emitter *e, uint32_t line, uint32_t col)
+{
+	if (line == 0 || line > e->n_lines)
+		return 0;
+	return e->line_start[line - 1] + (col > 0 ? col - 1 : 0);
+}
+
+static uint32_t line_begin(const struct emitter *e, uint32_t at)
+{
+	while (at > 0 && e->text[at - 1] != '\n')
+		at--;
+	return at;
+}
+
+static void put_span(struct emitter *e, uint32_t a, uint32_t b)
+{
+	if (b > a)
+		fwrite(e->text + a, 1, b - a, e->out);
+}
+
+static bool space_at(const struct emitter *e, uint32_t i)
+{
+	char c = e->text[i];
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* An instruction's right-hand side [a, b) without the blanks around it. */
+static void put_rhs_span(struct emitter *e, uint32_t a, uint32_t b,
+			 bool first, bool last)
+{
+	while (first && a < b && space_at(e, a))
+		a++;
+	while (last && b > a && space_at(e, b - 1))
+		b--;
+	put_span(e, a, b);
+}
+
+static void put_shape(struct emitter *e, const struct ir_shape *s)
+{
+	char small[512];
+	size_t n = ir_shape_format(s, small, sizeof small);
+	if (n < sizeof small) {
+		fputs(small, e->out);
+		return;
+	}
+	char *big = ts_malloc(n + 1);
+	if (big) {
+		ir_shape_format(s, big, n + 1);
+		fputs(big, e->out);
+		ts_free(big);
+	}
+}
+
+/* Is computation c one the grouping applies to: the entry and the bodies
+ * of control flow reached from it (not reduction regions or fusions)? */
+static void mark_grouped(const struct ir_computation *c, bool *grouped,
+			 int depth)
+{
+	if (grouped[c->index] || depth > SIM_MAX_NESTING)
+		return;
+	grouped[c->index] = true;
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		if (in->op != IR_OP_WHILE && in->op != IR_OP_CONDITIONAL &&
+		    in->op != IR_OP_CALL)
+			continue;
+		for (int j = 0; j < in->n_called; j++)
+			if (in->called[j])
+				mark_grouped(in->called[j], grouped, depth + 1);
+	}
+}
+
+/* Index of instruction in within c, -1 when it is not one of c's. */
+static int index_in(const struct ir_computation *c, const struct ir_instr *in)
+{
+	return in && in->parent == c && in->index >= 0 &&
+			       in->index < c->n_instrs && c->instrs[in->index] == in
+		       ? in->index
+		       : -1;
+}
+
+/* Members of group id that do work (not free, not constant-derived). */
+static int working_members(const struct grouping *g, int id)
+{
+	int n = 0;
+	for (int i = 0; i < g->n; i++)
+		if (sim_group_member(g, id, i) && !g->cd[i] &&
+		    sim_fuse_class(g, g->c->instrs[i]) != FC_FREE)
+			n++;
+	return n;
+}
+
+/* Does instruction i depend on a member group id owns (not one it copies
+ * as a recomputed producer) through instructions outside it? Then fusing
+ * the group would make a cycle: the fusion would both feed and read i.
+ * seen: scratch of g->n, cleared here. */
+static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
+		       int *stack)
+{
+	memset(seen, 0, (size_t)g->n * sizeof *seen);
+	int top = 0;
+	stack[top++] = i;
+	seen[i] = true;
+	while (top > 0) {
+		const struct ir_instr *in = g->c->instrs[stack[--top]];
+		for (int j = 0; j < in->n_operands; j++) {
+			int k = index_in(g->c, in->operands[j]);
+			if (k < 0 || seen[k])
+				continue;
+			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
+				return true;
+			seen[k] = true;
+			stack[top++] = k;
+		}
+	}
+	return false;
+}
+
+/* A group is fused when it has two working members and no value it reads
+ * depends on one of its own members (legality: no cycles). */
+static bool fusible(const struct grouping *g, int id,
+		    const struct ir_instr **inputs, bool *seen, int *stack)
+{
+	if (working_members(g, id) < 2)
+		return false;
+	int n = sim_group_inputs(g, id, inputs);
+	for (int q = 0; q < n; q++) {
+		int k = index_in(g->c, inputs[q]);
+		if (k >= 0 && feeds_back(g, id, k, seen, stack))
+			return false;
+	}
+	return true;
+}
+
+static const char *fusion_kind(const struct grouping *g, int id)
+{
+	bool reduce = false, mxu = false;
+	for (int i = 0; i < g->n; i++) {
+		if (!sim_group_member(g, id, i))
+			continue;
+		enum ir_op op = g->c->instrs[i]->op;
+		reduce |= op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
+		mxu |= op == IR_OP_DOT || op == IR_OP_CONVOLUTION;
+	}
+	return mxu ? "kOutput" : reduce ? "kInput" : "kLoop";
+}
+
+/* One instruction re-emitted: "[ROOT ]%name = rhs" with its operands
+ * named by name_of(operand). */
+static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
+				bool root, const char *suffix,
+				const struct grouping *g, int id,
+				const struct ir_instr *const *inputs,
+				int n_inputs)
+{
+	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
+		ts_diag_set(e->d, e->m->file, in->line, in->col,
+			    "%s: no text to re-emit (an operand nested in "
+			    "another's list)", in->name);
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	fprintf(e->out, "  %s%%%s%s = ", root ? "ROOT " : "", in->name, suffix);
+	if (in->ops_end <= in->ops_begin) {
+		put_rhs_span(e, in->rhs_begin, in->rhs_end, true, true);
+		fputc('\n', e->out);
+		return TS_OK;
+	}
+	put_rhs_span(e, in->rhs_begin, in->ops_begin, true, false);
+	for (int j = 0; j < in->n_operands; j++) {
+		const struct ir_instr *o = in->operands[j];
+		int k = index_in(g->c, o);
+		if (k < 0) {
+			ts_diag_set(e->d, e->m->file, in->line, in->col,
+				    "%s: operand %d is nested in its operand "
+				    "list: not re-emitted",
+				    in->name, j);
+			return TS_ERR_UNSUPPORTED_OP;
+		}
+		if (j)
+			fputs(", ", e->out);
+		bool member = id >= 0 && sim_group_member(g, id, k);
+		int p = -1;
+		for (int q = 0; !member && q < n_inputs; q++)
+			if (inputs[q] == o)
+				p = q;
+		if (member)
+			fprintf(e->out, "%%%s%s", o->name, suffix);
+		else if (p >= 0)
+			fprintf(e->out, "%%param_%d%s", p, suffix);
+		else
+			fprintf(e->out, "%%%s", o->name);
+	}
+	put_rhs_span(e, in->ops_end, in->rhs_end, false, true);
+	fputc('\n', e->out);
+	return TS_OK;
+}
+
+/* The fused computation of group id; its outputs into outs. */
+static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
+				int id, int k, const struct ir_instr **inputs,
+				int n_inputs, const struct ir_instr **outs,
+				int n_outs)
+{
+	const struct ir_computation *c = g->c;
+	char suffix[32];
+	snprintf(suffix, sizeof suffix, ".f%d", k);
+	fprintf(e->out, "\n%%fused_computation.%d (", k);
+	for (int p = 0; p < n_inputs; p++) {
+		fprintf(e->out, "%sparam_%d%s: ", p ? ", " : "", p, suffix);
+		put_shape(e, &inputs[p]->shape);
+	}
+	fputs(") -> ", e->out);
+	if (n_outs == 1) {
+		put_shape(e, &outs[0]->shape);
+	} else {
+		fputc('(', e->out);
+		for (int o = 0; o < n_outs; o++) {
+			if (o)
+				fputs(", ", e->out);
+			put_shape(e, &outs[o]->shape);
+		}
+		fputc(')', e->out);
+	}
+	fputs(" {\n", e->out);
+	for (int p = 0; p < n_inputs; p++) {
+		fprintf(e->out, "  %%param_%d%s = ", p, suffix);
+		put_shape(e, &inputs[p]->shape);
+		fprintf(e->out, " parameter(%d)\n", p);
+	}
+	for (int i = 0; i < g->n; i++) {
+		if (!sim_group_member(g, id, i))
+			continue;
+		bool root = n_outs == 1 && c->instrs[i] == outs[0];
+		enum ts_status st = put_instr(e, c->instrs[i], root, suffix, g,
+					      id, inputs, n_inputs);
+		if (st)
+			return st;
+	}
+	if (n_outs > 1) {
+		fprintf(e->out, "  ROOT %%tuple%s = (", suffix);
+		for (int o = 0; o < n_outs; o++) {
+			if (o)
+				fputs(", ", e->out);
+			put_shape(e, &outs[o]->shape);
+		}
+		fputs(") tuple(", e->out);
+		for (int o = 0; o < n_outs; o++)
+			fprintf(e->out, "%s%%%s%s", o ? ", " : "", outs[o]->name,
+				suffix);
+		fputs(")\n", e->out);
+	}
+	fputs("}\n", e->out);
+	return TS_OK;
+}
+
+/* A grouped computation: its fused computations first, then its own text
+ * with each fused group replaced by its fusion instruction. */
+static enum ts_status put_grouped(struct emitter *e,
+				  const struct ir_computation *c)
+{
+	struct grouping g;
+	enum ts_status st = sim_grouping_build(&g, c);
+	int n = g.n;
+	const struct ir_instr **inputs = ts_malloc(((size_t)n + 1) * sizeof *inputs);
+	const struct ir_instr **outs = ts_malloc(((size_t)n + 1) * sizeof *outs);
+	int *fused_id = ts_malloc(((size_t)g.n_groups + 1) * sizeof *fused_id);
+	int *at = ts_malloc(((size_t)g.n_groups + 1) * sizeof *at);
+	bool *inside = ts_calloc((size_t)n + 1, sizeof *inside);
+	bool *shown = ts_calloc((size_t)n + 1, sizeof *shown);
+	bool *seen = ts_calloc((size_t)n + 1, sizeof *seen);
+	int *stack = ts_malloc(((size_t)n + 1) * sizeof *stack);
+	if (!st && (!inputs || !outs || !fused_id || !at || !inside || !shown ||
+		    !seen || !stack))
+		st = TS_ERR_NOMEM;
+	/* which groups become fusions, and where each is emitted (its last
+	 * member in text order) */
+	for (int id = 0; !st && id < g.n_groups; id++) {
+		fused_id[id] = -1;
+		at[id] = -1;
+		if (g.g_rep[id] != id || !fusible(&g, id, inputs, seen, stack)) {
+			e->stats->refused += g.g_rep[id] == id &&
+					     working_members(&g, id) >= 2;
+			continue;
+		}
+		fused_id[id] = e->n_fusions++;
+		for (int i = 0; i < n; i++)
+			if (sim_group_member(&g, id, i))
+				at[id] = i;
+	}
+	/* fused computations, before the computation that calls them */
+	for (int id = 0; !st && id < g.n_groups; id++) {
+		if (fused_id[id] < 0)
+			continue;
+		int ni = sim_group_inputs(&g, id, inputs), no = 0;
+		for (int i = 0; i < n; i++)
+			if (sim_group_member(&g, id, i) &&
+			    sim_group_output(&g, id, i))
+				outs[no++] = c->instrs[i];
+		if (no == 0)
+			continue;
+		st = put_fused(e, &g, id, fused_id[id], inputs, ni, outs, no);
+		e->stats->fusions++;
+		e->stats->multi_output += no > 1;
+	}
+	/* members of fused groups live inside them, unless an unfused group
+	 * also needs one */
+	for (int id = 0; !st && id < g.n_groups; id++)
+		for (int i = 0; i < n; i++)
+			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] >= 0)
+				inside[i] = true;
+	for (int id = 0; !st && id < g.n_groups; id++)
+		for (int i = 0; i < n; i++)
+			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] < 0)
+				inside[i] = false;
+	if (!st) {
+		/* the header: from the computation's line to its first
+		 * instruction's line */
+		uint32_t h0 = line_begin(e, offset_of(e, c->line, c->col));
+		uint32_t h1 = c->n_instrs > 0
+				      ? line_begin(e, offset_of(e, c->instrs[0]->line,
+								c->instrs[0]->col))
+				      : h0;
+		fputc('\n', e->out);
+		put_span(e, h0, h1);
+	}
+	for (int i = 0; !st && i < n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		for (int id = 0; id < g.n_groups && !st; id++) {
+			if (fused_id[id] < 0 || at[id] != i)
+				continue;
+			int ni = sim_group_inputs(&g, id, inputs), no = 0;
+			for (int k = 0; k < n; k++)
+				if (sim_group_member(&g, id, k) &&
+				    sim_group_output(&g, id, k))
+					outs[no++] = c->instrs[k];
+			const char *kind = fusion_kind(&g, id);
+			char name[64];
+			snprintf(name, sizeof name, "fusion.f%d", fused_id[id]);
+			bool root = no == 1 && (outs[0]->flags & IR_INSTR_ROOT);
+			fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "",
+				no == 1 ? outs[0]->name : name);
+			if (no == 1) {
+				put_shape(e, &outs[0]->shape);
+			} else {
+				fputc('(', e->out);
+				for (int o = 0; o < no; o++) {
+					if (o)
+						fputs(", ", e->out);
+					put_shape(e, &outs[o]->shape);
+				}
+				fputc(')', e->out);
+			}
+			fputs(" fusion(", e->out);
+			for (int q = 0; q < ni; q++)
+				fprintf(e->out, "%s%%%s", q ? ", " : "",
+					inputs[q]->name);
+			fprintf(e->out, "), kind=%s, calls=%%fused_computation.%d\n",
+				kind, fused_id[id]);
+			for (int o = 0; no > 1 && o < no; o++) {
+				bool r = outs[o]->flags & IR_INSTR_ROOT;
+				fprintf(e->out, "  %s%%%s = ", r ? "ROOT " : "",
+					outs[o]->name);
+				put_shape(e, &outs[o]->shape);
+				fprintf(e->out, " get-tuple-element(%%%s), index=%d\n",
+					name, o);
+				shown[outs[o]->index] = true;
+			}
+			if (no == 1)
+				shown[outs[0]->index] = true;
+		}
+		if (st || inside[i] || shown[i])
+			continue;
+		if (!g.live[i] && in->op != IR_OP_PARAMETER)
+			continue; /* dead: XLA's DCE drops it */
+		st = put_instr(e, in, (in->flags & IR_INSTR_ROOT) != 0, "", &g,
+			       -1, NULL, 0);
+	}
+	if (!st)
+		fputs("}\n", e->out);
+	ts_free(inputs);
+	ts_free(outs);
+	ts_free(fused_id);
+	ts_free(at);
+	ts_free(inside);
+	ts_free(shown);
+	ts_free(seen);
+	ts_free(stack);
+	sim_grouping_free(&g);
+	return st;
+}
+
+/* A computation copied as written: its lines up to its closing brace. */
+static void put_verbatim(struct emitter *e, const struct ir_computation *c)
+{
+	uint32_t a = line_begin(e, offset_of(e, c->line, c->col));
+	uint32_t b = a;
+	for (int i = 0; i < c->n_instrs; i++)
+		if (c->instrs[i]->rhs_end > b)
+			b = c->instrs[i]->rhs_end;
+	while (b < e->len && e->text[b] != '}')
+		b++;
+	fputc('\n', e->out);
+	put_span(e, a, b < e->len ? b + 1 : b);
+	fputc('\n', e->out);
+}
+
+enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
+			      size_t len, FILE *out,
+			      struct sim_fuse_stats *stats, struct ts_diag *d)
+{
+	memset(stats, 0, sizeof *stats);
+	struct emitter e = {.m = m, .text = text, .len = len, .out = out,
+			    .d = d, .stats = stats};
+	uint32_t lines = 1;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	e.line_start = ts_malloc((size_t)lines * sizeof *e.line_start);
+	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
+	if (!e.line_start || !grouped) {
+		ts_free(e.line_start);
+		ts_free(grouped);
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	e.line_start[e.n_lines++] = 0;
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == '\n')
+			e.line_start[e.n_lines++] = (uint32_t)i + 1;
+	if (m->entry)
+		mark_grouped(m->entry, grouped, 0);
+	/* the header line(s): up to the first computation */
+	uint32_t h = m->n_comps > 0 ? line_begin(&e, offset_of(&e, m->comps[0]->line,
+							   m->comps[0]->col))
+				    : (uint32_t)len;
+	uint32_t h0 = m->line > 0 ? e.line_start[m->line - 1] : 0;
+	put_span(&e, h0, h);
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < m->n_comps && !st; i++) {
+		const struct ir_computation *c = m->comps[i];
+		if (grouped[c->index])
+			st = put_grouped(&e, c);
+		else
+			put_verbatim(&e, c);
+	}
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+	ts_free(e.line_start);
+	ts_free(grouped);
+	return st;
+}
