@@ -25,10 +25,13 @@
  *
  * Instructions are re-emitted from their own text (the parser's byte
  * spans: rhs and operand list), so shapes, layouts and attributes are kept
- * as written; only operand lists are rewritten, as bare names. Known
- * limits: a file with several modules, instructions nested inside operand
- * lists and control-predecessors naming fused instructions are refused
- * with a message.
+ * as written; only operand lists are rewritten, as bare names. Module and
+ * computation headers are written from the IR (the module header's text
+ * span; each computation's name, parameters and result shape). Known
+ * limits: instructions nested inside the operand lists of a grouped
+ * computation are refused with a message; computation attributes after
+ * the body (execution_thread=) and control-predecessors naming fused
+ * instructions are not kept.
  */
 #include "kernels_int.h"
 
@@ -39,27 +42,11 @@ struct emitter {
 	const struct ir_module *m;
 	const char *text;
 	size_t len;
-	uint32_t *line_start; /* offset of each line (1-based: [line - 1]) */
-	uint32_t n_lines;
 	FILE *out;
 	struct ts_diag *d;
 	int n_fusions;        /* fused computations written so far */
 	struct sim_fuse_stats *stats;
 };
-
-static uint32_t offset_of(const struct emitter *e, uint32_t line, uint32_t col)
-{
-	if (line == 0 || line > e->n_lines)
-		return 0;
-	return e->line_start[line - 1] + (col > 0 ? col - 1 : 0);
-}
-
-static uint32_t line_begin(const struct emitter *e, uint32_t at)
-{
-	while (at > 0 && e->text[at - 1] != '\n')
-		at--;
-	return at;
-}
 
 static void put_span(struct emitter *e, uint32_t a, uint32_t b)
 {
@@ -98,6 +85,25 @@ static void put_shape(struct emitter *e, const struct ir_shape *s)
 		fputs(big, e->out);
 		ts_free(big);
 	}
+}
+
+/* A computation's signature, from the IR:
+ *   [ENTRY ]%name (p0: shape, ...) -> shape {                          */
+static void put_header(struct emitter *e, const struct ir_computation *c)
+{
+	fprintf(e->out, "\n%s%%%s (", c->is_entry ? "ENTRY " : "", c->name);
+	for (int i = 0; i < c->n_params; i++) {
+		fprintf(e->out, "%s%s: ", i ? ", " : "",
+			c->params[i] ? c->params[i]->name : "?");
+		if (c->params[i])
+			put_shape(e, &c->params[i]->shape);
+	}
+	fputs(") -> ", e->out);
+	if (c->has_result_shape)
+		put_shape(e, &c->result_shape);
+	else if (c->root)
+		put_shape(e, &c->root->shape);
+	fputs(" {\n", e->out);
 }
 
 /* Is computation c one the grouping applies to: the entry and the bodies
@@ -361,17 +367,8 @@ static enum ts_status put_grouped(struct emitter *e,
 		for (int i = 0; i < n; i++)
 			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] < 0)
 				inside[i] = false;
-	if (!st) {
-		/* the header: from the computation's line to its first
-		 * instruction's line */
-		uint32_t h0 = line_begin(e, offset_of(e, c->line, c->col));
-		uint32_t h1 = c->n_instrs > 0
-				      ? line_begin(e, offset_of(e, c->instrs[0]->line,
-								c->instrs[0]->col))
-				      : h0;
-		fputc('\n', e->out);
-		put_span(e, h0, h1);
-	}
+	if (!st)
+		put_header(e, c);
 	for (int i = 0; !st && i < n; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		for (int id = 0; id < g.n_groups && !st; id++) {
@@ -385,7 +382,7 @@ static enum ts_status put_grouped(struct emitter *e,
 			const char *kind = fusion_kind(&g, id);
 			char name[64];
 			snprintf(name, sizeof name, "fusion.f%d", fused_id[id]);
-			bool root = no == 1 && (outs[0]->flags & IR_INSTR_ROOT);
+			bool root = no == 1 && outs[0] == c->root;
 			fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "",
 				no == 1 ? outs[0]->name : name);
 			if (no == 1) {
@@ -406,7 +403,7 @@ static enum ts_status put_grouped(struct emitter *e,
 			fprintf(e->out, "), kind=%s, calls=%%fused_computation.%d\n",
 				kind, fused_id[id]);
 			for (int o = 0; no > 1 && o < no; o++) {
-				bool r = outs[o]->flags & IR_INSTR_ROOT;
+				bool r = outs[o] == c->root;
 				fprintf(e->out, "  %s%%%s = ", r ? "ROOT " : "",
 					outs[o]->name);
 				put_shape(e, &outs[o]->shape);
@@ -421,8 +418,7 @@ static enum ts_status put_grouped(struct emitter *e,
 			continue;
 		if (!g.live[i] && in->op != IR_OP_PARAMETER)
 			continue; /* dead: XLA's DCE drops it */
-		st = put_instr(e, in, (in->flags & IR_INSTR_ROOT) != 0, "", &g,
-			       -1, NULL, 0);
+		st = put_instr(e, in, in == c->root, "", &g, -1, NULL, 0);
 	}
 	if (!st)
 		fputs("}\n", e->out);
@@ -438,19 +434,26 @@ static enum ts_status put_grouped(struct emitter *e,
 	return st;
 }
 
-/* A computation copied as written: its lines up to its closing brace. */
-static void put_verbatim(struct emitter *e, const struct ir_computation *c)
+/* A computation the pass does not change: each instruction as written
+ * (operands nested in an operand list included). */
+static enum ts_status put_verbatim(struct emitter *e,
+				   const struct ir_computation *c)
 {
-	uint32_t a = line_begin(e, offset_of(e, c->line, c->col));
-	uint32_t b = a;
-	for (int i = 0; i < c->n_instrs; i++)
-		if (c->instrs[i]->rhs_end > b)
-			b = c->instrs[i]->rhs_end;
-	while (b < e->len && e->text[b] != '}')
-		b++;
-	fputc('\n', e->out);
-	put_span(e, a, b < e->len ? b + 1 : b);
-	fputc('\n', e->out);
+	put_header(e, c);
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
+			ts_diag_set(e->d, e->m->file, in->line, in->col,
+				    "%s: no text to re-emit", in->name);
+			return TS_ERR_UNSUPPORTED_OP;
+		}
+		fprintf(e->out, "  %s%%%s = ", in == c->root ? "ROOT " : "",
+			in->name);
+		put_rhs_span(e, in->rhs_begin, in->rhs_end, true, true);
+		fputc('\n', e->out);
+	}
+	fputs("}\n", e->out);
+	return TS_OK;
 }
 
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
@@ -460,40 +463,24 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	memset(stats, 0, sizeof *stats);
 	struct emitter e = {.m = m, .text = text, .len = len, .out = out,
 			    .d = d, .stats = stats};
-	uint32_t lines = 1;
-	for (size_t i = 0; i < len; i++)
-		lines += text[i] == '\n';
-	e.line_start = ts_malloc((size_t)lines * sizeof *e.line_start);
 	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
-	if (!e.line_start || !grouped) {
-		ts_free(e.line_start);
-		ts_free(grouped);
+	if (!grouped) {
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
-	e.line_start[e.n_lines++] = 0;
-	for (size_t i = 0; i < len; i++)
-		if (text[i] == '\n')
-			e.line_start[e.n_lines++] = (uint32_t)i + 1;
 	if (m->entry)
 		mark_grouped(m->entry, grouped, 0);
-	/* the header line(s): up to the first computation */
-	uint32_t h = m->n_comps > 0 ? line_begin(&e, offset_of(&e, m->comps[0]->line,
-							   m->comps[0]->col))
-				    : (uint32_t)len;
-	uint32_t h0 = m->line > 0 ? e.line_start[m->line - 1] : 0;
-	put_span(&e, h0, h);
+	if (m->header_end > m->header_begin && m->header_end <= len) {
+		put_span(&e, m->header_begin, m->header_end);
+		fputc('\n', out);
+	}
 	enum ts_status st = TS_OK;
 	for (int i = 0; i < m->n_comps && !st; i++) {
 		const struct ir_computation *c = m->comps[i];
-		if (grouped[c->index])
-			st = put_grouped(&e, c);
-		else
-			put_verbatim(&e, c);
+		st = grouped[c->index] ? put_grouped(&e, c) : put_verbatim(&e, c);
 	}
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
-	ts_free(e.line_start);
 	ts_free(grouped);
 	return st;
 }

@@ -891,6 +891,7 @@ bool hp_parse_computation(struct hp_parser *p, bool inline_body,
 static bool parse_header(struct hp_parser *p)
 {
 	struct ts_arena *a = &p->m->arena;
+	p->m->header_begin = (uint32_t)(p->p - p->text);
 	p->p += strlen("HloModule");
 	skip_ws(p);
 	const char *s;
@@ -905,6 +906,7 @@ static bool parse_header(struct hp_parser *p)
 	if (cur(p) == ':')
 		p->p++;
 	for (;;) {
+		p->m->header_end = (uint32_t)(p->p - p->text);
 		skip_ws(p);
 		if (cur(p) != ',')
 			return true;

@@ -366,6 +366,9 @@ struct ir_module {
 	struct ir_computation *entry;
 	int64_t n_instrs;                 /* all instructions of all computations */
 	uint32_t line;                    /* line of the HloModule header (or first computation) */
+	uint32_t header_begin, header_end; /* byte offsets of "HloModule NAME,
+	                                     ATTRS" in the parsed text (0, 0:
+	                                     no header) */
 	int n_unknown_attrs;              /* distinct unknown attribute names, at most
 	                                     IR_MAX_UNKNOWN_ATTRS recorded */
 	struct ir_unknown_attr unknown_attrs[IR_MAX_UNKNOWN_ATTRS];

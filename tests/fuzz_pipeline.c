@@ -7,6 +7,8 @@
  *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
  *     negative, or a program total is;
  *   - the tile search's best is slower than the default it also costed;
+ *   - an unfused single module that the fusion pass writes out does not
+ *     read back (sim_fuse_write's output must parse);
  *   - a failure is not located (parse errors need line and column, other
  *     failures a message).
  * Built with -DTPUSIM_FUZZ=ON and clang (ASan + UBSan, float-cast-overflow,
@@ -107,6 +109,41 @@ static void cost_program(struct sim_program *p, const struct hw_spec *hw)
 	}
 }
 
+/* The fusion pass on an unfused module: what it writes must parse. */
+static void fuse_round_trip(const struct ir_module *m, const char *text,
+			    size_t len)
+{
+	for (int c = 0; c < m->n_comps; c++)
+		for (int i = 0; i < m->comps[c]->n_instrs; i++)
+			if (m->comps[c]->instrs[i]->op == IR_OP_FUSION)
+				return;
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+	if (!f)
+		return;
+	struct ts_diag d = {0};
+	struct sim_fuse_stats fs;
+	enum ts_status st = sim_fuse_write(m, text, len, f, &fs, &d);
+	fclose(f);
+	if (st == TS_OK) {
+		struct ir_module **back = NULL;
+		int nb = 0;
+		struct ts_diag bd = {0};
+		if (hlo_parse("fused.hlo", out, n, &back, &nb, &bd) != TS_OK) {
+			fprintf(stderr, "fused output does not read back: %s\n%.*s\n",
+				bd.msg, (int)n, out);
+			abort();
+		}
+		for (int i = 0; i < nb; i++)
+			ir_module_free(back[i]);
+		ts_free(back);
+	} else {
+		check_failure(st, &d);
+	}
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ir_module **m = NULL;
@@ -127,6 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (int s = 0; s < N_SPECS; s++)
 				cost_program(&p, &specs[s]);
 			sim_program_free(&p);
+			if (n == 1)
+				fuse_round_trip(m[0], (const char *)data, size);
 		} else {
 			check_failure(st, &d);
 		}
