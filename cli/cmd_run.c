@@ -66,7 +66,13 @@ static void run_help(FILE *out)
 	      "with zero time.\n"
 	      "A file holding several modules is run module by module (CSV "
 	      "adds a\n"
-	      "module column); --module picks one.\n"
+	      "module column); --module picks one. A module without fusion "
+	      "instructions\n"
+	      "(unfused, as JAX or TF hand it to XLA) is costed as XLA's "
+	      "fusion passes\n"
+	      "would group it (header \"fusion: xla\"; `tpusim fuse` writes "
+	      "that module\n"
+	      "out); a compiled one as written (\"fusion: as compiled\").\n"
 	      "\n"
 	      "Options:\n"
 	      "      --module NAME     run only module NAME of a multi-module "
@@ -541,6 +547,9 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		if (st == TS_OK) {
 			cmd_report_item_begin(&r);
 			cmd_report_text(&r, "module", p->module->name);
+			cmd_report_text(&r, "fusion",
+					p->fused_xla ? "xla (unfused module)"
+						     : "as compiled");
 			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
 				       p->n_kernels);
 			cmd_report_num(&r, "n_unmodelled", CMD_UNIT_INT,

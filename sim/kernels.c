@@ -1062,6 +1062,7 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		for (int i = 0; i < m->comps[ci]->n_instrs && b.pre_opt; i++)
 			if (m->comps[ci]->instrs[i]->op == IR_OP_FUSION)
 				b.pre_opt = false;
+	p->fused_xla = b.pre_opt;
 	struct site s = {.mult = 1.0};
 	enum ts_status st = walk(&b, m->entry, s);
 	if (st != TS_OK) {

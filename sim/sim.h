@@ -196,6 +196,10 @@ struct sim_program {
 	int n_async;
 	struct sim_async *async;       /* async pairs in schedule order, each
 	                                  with its done (ts_malloc'd) */
+	bool fused_xla;                /* an unfused module: its kernels are
+	                                  the groups XLA's fusion would make
+	                                  (grouping.c, the `xla` policy;
+	                                  tpusim fuse writes them out) */
 };
 
 enum ts_status sim_program_build(const struct ir_module *m,

@@ -508,7 +508,8 @@ static void test_run_example_table(void **state)
 	char head[3 * PATH_MAX];
 	snprintf(head, sizeof head,
 		 "file: %s\nhw: v3\nmodel: analytic\n\nmodule: jit_train_loop\n"
-		 "n_kernels: 14\nn_unmodelled: 0\nn_assumed_trip_counts: 0\n\n",
+		 "fusion: as compiled\nn_kernels: 14\nn_unmodelled: 0\n"
+		 "n_assumed_trip_counts: 0\n\n",
 		 ex);
 	assert_true(starts_with(p.out, head));
 	const char *hdr = p.out + strlen(head);
@@ -976,7 +977,8 @@ static void test_run_json(void **state)
 	expect_rc(&p, 0);
 	snprintf(head, sizeof head,
 		 "{\"file\": \"%s\", \"hw\": \"v3\", \"model\": \"analytic\", "
-		 "\"modules\": [{\"module\": \"jit_train_loop\", \"n_kernels\": 14, "
+		 "\"modules\": [{\"module\": \"jit_train_loop\", \"fusion\": "
+		 "\"as compiled\", \"n_kernels\": 14, "
 		 "\"n_unmodelled\": 0, \"n_assumed_trip_counts\": 0, \"kernels\": "
 		 "[{\"index\": 0, \"name\": \"copy.40\", \"kind\": \"copy\"",
 		 ex);
@@ -1406,6 +1408,48 @@ static void test_learned(void **state)
 	rmdir(dir);
 }
 
+/* fuse: an unfused module out as HLO (run says how it groups it), the
+ * same program time read back; a compiled module is refused. */
+static void test_fuse(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], out[PATH_MAX], cc[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(cc, "tests/data/cli/custom_call.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	snprintf(out, sizeof out, "%s/test_cli_fused_%d.hlo", tu_tmpdir(),
+		 (int)getpid());
+	struct proc p;
+	tpusim(&p, "run", cc, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nfusion: xla (unfused module)\n");
+	proc_free(&p);
+	tpusim(&p, "fuse", cc, "--hw", v3, "-o", out);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim fuse: policy xla: ");
+	const char *t = strstr(p.err, "program time on v3 ");
+	assert_non_null(t);
+	double t0, t1;
+	assert_int_equal(sscanf(t, "program time on v3 %lf -> %lf ns", &t0, &t1),
+			 2);
+	assert_true(t0 > 0 && t1 == t0);
+	proc_free(&p);
+	tpusim(&p, "run", out, "--hw", v3);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	unlink(out);
+	tpusim(&p, "fuse", ex, "--hw", v3, "-o", out);
+	expect_rc(&p, 1);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want,
+		 "tpusim fuse: error: %s: module jit_train_loop already has "
+		 "fusion instructions (an optimized module): nothing to "
+		 "decide\n", ex);
+	assert_string_equal(p.err, want);
+	assert_true(access(out, F_OK) != 0);
+	proc_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1442,6 +1486,7 @@ int main(void)
 		cmocka_unit_test(test_low_mxu_warning),
 		cmocka_unit_test(test_roofline),
 		cmocka_unit_test(test_learned),
+		cmocka_unit_test(test_fuse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
