@@ -35,76 +35,14 @@
  */
 #include "kernels_int.h"
 
-#include <stdio.h>
 #include <string.h>
 
 struct emitter {
+	struct hlo_emit h;    /* text primitives (hlo_emit.c) */
 	const struct ir_module *m;
-	const char *text;
-	size_t len;
-	FILE *out;
-	struct ts_diag *d;
 	int n_fusions;        /* fused computations written so far */
 	struct sim_fuse_stats *stats;
 };
-
-static void put_span(struct emitter *e, uint32_t a, uint32_t b)
-{
-	if (b > a)
-		fwrite(e->text + a, 1, b - a, e->out);
-}
-
-static bool space_at(const struct emitter *e, uint32_t i)
-{
-	char c = e->text[i];
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* An instruction's right-hand side [a, b) without the blanks around it. */
-static void put_rhs_span(struct emitter *e, uint32_t a, uint32_t b,
-			 bool first, bool last)
-{
-	while (first && a < b && space_at(e, a))
-		a++;
-	while (last && b > a && space_at(e, b - 1))
-		b--;
-	put_span(e, a, b);
-}
-
-static void put_shape(struct emitter *e, const struct ir_shape *s)
-{
-	char small[512];
-	size_t n = ir_shape_format(s, small, sizeof small);
-	if (n < sizeof small) {
-		fputs(small, e->out);
-		return;
-	}
-	char *big = ts_malloc(n + 1);
-	if (big) {
-		ir_shape_format(s, big, n + 1);
-		fputs(big, e->out);
-		ts_free(big);
-	}
-}
-
-/* A computation's signature, from the IR:
- *   [ENTRY ]%name (p0: shape, ...) -> shape {                          */
-static void put_header(struct emitter *e, const struct ir_computation *c)
-{
-	fprintf(e->out, "\n%s%%%s (", c->is_entry ? "ENTRY " : "", c->name);
-	for (int i = 0; i < c->n_params; i++) {
-		fprintf(e->out, "%s%s: ", i ? ", " : "",
-			c->params[i] ? c->params[i]->name : "?");
-		if (c->params[i])
-			put_shape(e, &c->params[i]->shape);
-	}
-	fputs(") -> ", e->out);
-	if (c->has_result_shape)
-		put_shape(e, &c->result_shape);
-	else if (c->root)
-		put_shape(e, &c->root->shape);
-	fputs(" {\n", e->out);
-}
 
 /* Is computation c one the grouping applies to: the entry and the bodies
  * of control flow reached from it (not reduction regions or fusions)? */
@@ -200,54 +138,52 @@ static const char *fusion_kind(const struct grouping *g, int id)
 	return mxu ? "kOutput" : reduce ? "kInput" : "kLoop";
 }
 
-/* One instruction re-emitted: "[ROOT ]%name = rhs" with its operands
- * named by name_of(operand). */
+/* One instruction of a group's computation: named name + suffix, each
+ * operand renamed: a member of group id (id >= 0) to its own name +
+ * suffix, an input to its parameter, any other value as it is. */
 static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 				bool root, const char *suffix,
 				const struct grouping *g, int id,
 				const struct ir_instr *const *inputs,
 				int n_inputs)
 {
-	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
-		ts_diag_set(e->d, e->m->file, in->line, in->col,
-			    "%s: no text to re-emit (an operand nested in "
-			    "another's list)", in->name);
-		return TS_ERR_UNSUPPORTED_OP;
-	}
-	fprintf(e->out, "  %s%%%s%s = ", root ? "ROOT " : "", in->name, suffix);
-	if (in->ops_end <= in->ops_begin) {
-		put_rhs_span(e, in->rhs_begin, in->rhs_end, true, true);
-		fputc('\n', e->out);
-		return TS_OK;
-	}
-	put_rhs_span(e, in->rhs_begin, in->ops_begin, true, false);
-	for (int j = 0; j < in->n_operands; j++) {
+	struct ts_arena a;
+	ts_arena_init(&a);
+	const char **ops = ts_arena_array(&a, (size_t)in->n_operands + 1,
+					  sizeof *ops);
+	enum ts_status st = ops ? TS_OK : TS_ERR_NOMEM;
+	for (int j = 0; !st && j < in->n_operands; j++) {
 		const struct ir_instr *o = in->operands[j];
 		int k = index_in(g->c, o);
 		if (k < 0) {
-			ts_diag_set(e->d, e->m->file, in->line, in->col,
+			ts_diag_set(e->h.d, e->h.file, in->line, in->col,
 				    "%s: operand %d is nested in its operand "
 				    "list: not re-emitted",
 				    in->name, j);
-			return TS_ERR_UNSUPPORTED_OP;
+			st = TS_ERR_UNSUPPORTED_OP;
+			break;
 		}
-		if (j)
-			fputs(", ", e->out);
-		bool member = id >= 0 && sim_group_member(g, id, k);
+		char buf[512];
 		int p = -1;
+		bool member = id >= 0 && sim_group_member(g, id, k);
 		for (int q = 0; !member && q < n_inputs; q++)
 			if (inputs[q] == o)
 				p = q;
 		if (member)
-			fprintf(e->out, "%%%s%s", o->name, suffix);
+			snprintf(buf, sizeof buf, "%s%s", o->name, suffix);
 		else if (p >= 0)
-			fprintf(e->out, "%%param_%d%s", p, suffix);
+			snprintf(buf, sizeof buf, "param_%d%s", p, suffix);
 		else
-			fprintf(e->out, "%%%s", o->name);
+			snprintf(buf, sizeof buf, "%s", o->name);
+		if (!(ops[j] = ts_arena_strndup(&a, buf, strlen(buf))))
+			st = TS_ERR_NOMEM;
 	}
-	put_rhs_span(e, in->ops_end, in->rhs_end, false, true);
-	fputc('\n', e->out);
-	return TS_OK;
+	char name[512];
+	snprintf(name, sizeof name, "%s%s", in->name, suffix);
+	if (!st)
+		st = hlo_emit_instr(&e->h, in, root, name, ops);
+	ts_arena_free(&a);
+	return st;
 }
 
 /* The fused computation of group id; its outputs into outs. */
@@ -259,28 +195,28 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 	const struct ir_computation *c = g->c;
 	char suffix[32];
 	snprintf(suffix, sizeof suffix, ".f%d", k);
-	fprintf(e->out, "\n%%fused_computation.%d (", k);
+	fprintf(e->h.out, "\n%%fused_computation.%d (", k);
 	for (int p = 0; p < n_inputs; p++) {
-		fprintf(e->out, "%sparam_%d%s: ", p ? ", " : "", p, suffix);
-		put_shape(e, &inputs[p]->shape);
+		fprintf(e->h.out, "%sparam_%d%s: ", p ? ", " : "", p, suffix);
+		hlo_emit_shape(&e->h, &inputs[p]->shape);
 	}
-	fputs(") -> ", e->out);
+	fputs(") -> ", e->h.out);
 	if (n_outs == 1) {
-		put_shape(e, &outs[0]->shape);
+		hlo_emit_shape(&e->h, &outs[0]->shape);
 	} else {
-		fputc('(', e->out);
+		fputc('(', e->h.out);
 		for (int o = 0; o < n_outs; o++) {
 			if (o)
-				fputs(", ", e->out);
-			put_shape(e, &outs[o]->shape);
+				fputs(", ", e->h.out);
+			hlo_emit_shape(&e->h, &outs[o]->shape);
 		}
-		fputc(')', e->out);
+		fputc(')', e->h.out);
 	}
-	fputs(" {\n", e->out);
+	fputs(" {\n", e->h.out);
 	for (int p = 0; p < n_inputs; p++) {
-		fprintf(e->out, "  %%param_%d%s = ", p, suffix);
-		put_shape(e, &inputs[p]->shape);
-		fprintf(e->out, " parameter(%d)\n", p);
+		fprintf(e->h.out, "  %%param_%d%s = ", p, suffix);
+		hlo_emit_shape(&e->h, &inputs[p]->shape);
+		fprintf(e->h.out, " parameter(%d)\n", p);
 	}
 	for (int i = 0; i < g->n; i++) {
 		if (!sim_group_member(g, id, i))
@@ -292,19 +228,19 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 			return st;
 	}
 	if (n_outs > 1) {
-		fprintf(e->out, "  ROOT %%tuple%s = (", suffix);
+		fprintf(e->h.out, "  ROOT %%tuple%s = (", suffix);
 		for (int o = 0; o < n_outs; o++) {
 			if (o)
-				fputs(", ", e->out);
-			put_shape(e, &outs[o]->shape);
+				fputs(", ", e->h.out);
+			hlo_emit_shape(&e->h, &outs[o]->shape);
 		}
-		fputs(") tuple(", e->out);
+		fputs(") tuple(", e->h.out);
 		for (int o = 0; o < n_outs; o++)
-			fprintf(e->out, "%s%%%s%s", o ? ", " : "", outs[o]->name,
+			fprintf(e->h.out, "%s%%%s%s", o ? ", " : "", outs[o]->name,
 				suffix);
-		fputs(")\n", e->out);
+		fputs(")\n", e->h.out);
 	}
-	fputs("}\n", e->out);
+	fputs("}\n", e->h.out);
 	return TS_OK;
 }
 
@@ -368,7 +304,7 @@ static enum ts_status put_grouped(struct emitter *e,
 			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] < 0)
 				inside[i] = false;
 	if (!st)
-		put_header(e, c);
+		hlo_emit_signature(&e->h, c);
 	for (int i = 0; !st && i < n; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		for (int id = 0; id < g.n_groups && !st; id++) {
@@ -383,31 +319,31 @@ static enum ts_status put_grouped(struct emitter *e,
 			char name[64];
 			snprintf(name, sizeof name, "fusion.f%d", fused_id[id]);
 			bool root = no == 1 && outs[0] == c->root;
-			fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "",
+			fprintf(e->h.out, "  %s%%%s = ", root ? "ROOT " : "",
 				no == 1 ? outs[0]->name : name);
 			if (no == 1) {
-				put_shape(e, &outs[0]->shape);
+				hlo_emit_shape(&e->h, &outs[0]->shape);
 			} else {
-				fputc('(', e->out);
+				fputc('(', e->h.out);
 				for (int o = 0; o < no; o++) {
 					if (o)
-						fputs(", ", e->out);
-					put_shape(e, &outs[o]->shape);
+						fputs(", ", e->h.out);
+					hlo_emit_shape(&e->h, &outs[o]->shape);
 				}
-				fputc(')', e->out);
+				fputc(')', e->h.out);
 			}
-			fputs(" fusion(", e->out);
+			fputs(" fusion(", e->h.out);
 			for (int q = 0; q < ni; q++)
-				fprintf(e->out, "%s%%%s", q ? ", " : "",
+				fprintf(e->h.out, "%s%%%s", q ? ", " : "",
 					inputs[q]->name);
-			fprintf(e->out, "), kind=%s, calls=%%fused_computation.%d\n",
+			fprintf(e->h.out, "), kind=%s, calls=%%fused_computation.%d\n",
 				kind, fused_id[id]);
 			for (int o = 0; no > 1 && o < no; o++) {
 				bool r = outs[o] == c->root;
-				fprintf(e->out, "  %s%%%s = ", r ? "ROOT " : "",
+				fprintf(e->h.out, "  %s%%%s = ", r ? "ROOT " : "",
 					outs[o]->name);
-				put_shape(e, &outs[o]->shape);
-				fprintf(e->out, " get-tuple-element(%%%s), index=%d\n",
+				hlo_emit_shape(&e->h, &outs[o]->shape);
+				fprintf(e->h.out, " get-tuple-element(%%%s), index=%d\n",
 					name, o);
 				shown[outs[o]->index] = true;
 			}
@@ -421,7 +357,7 @@ static enum ts_status put_grouped(struct emitter *e,
 		st = put_instr(e, in, in == c->root, "", &g, -1, NULL, 0);
 	}
 	if (!st)
-		fputs("}\n", e->out);
+		fputs("}\n", e->h.out);
 	ts_free(inputs);
 	ts_free(outs);
 	ts_free(fused_id);
@@ -439,20 +375,15 @@ static enum ts_status put_grouped(struct emitter *e,
 static enum ts_status put_verbatim(struct emitter *e,
 				   const struct ir_computation *c)
 {
-	put_header(e, c);
+	hlo_emit_signature(&e->h, c);
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
-		if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
-			ts_diag_set(e->d, e->m->file, in->line, in->col,
-				    "%s: no text to re-emit", in->name);
-			return TS_ERR_UNSUPPORTED_OP;
-		}
-		fprintf(e->out, "  %s%%%s = ", in == c->root ? "ROOT " : "",
-			in->name);
-		put_rhs_span(e, in->rhs_begin, in->rhs_end, true, true);
-		fputc('\n', e->out);
+		enum ts_status st = hlo_emit_instr(&e->h, in, in == c->root,
+						   in->name, NULL);
+		if (st)
+			return st;
 	}
-	fputs("}\n", e->out);
+	fputs("}\n", e->h.out);
 	return TS_OK;
 }
 
@@ -461,8 +392,9 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			      struct sim_fuse_stats *stats, struct ts_diag *d)
 {
 	memset(stats, 0, sizeof *stats);
-	struct emitter e = {.m = m, .text = text, .len = len, .out = out,
-			    .d = d, .stats = stats};
+	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
+				  .out = out, .d = d},
+			    .m = m, .stats = stats};
 	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
 	if (!grouped) {
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
@@ -470,10 +402,7 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	}
 	if (m->entry)
 		mark_grouped(m->entry, grouped, 0);
-	if (m->header_end > m->header_begin && m->header_end <= len) {
-		put_span(&e, m->header_begin, m->header_end);
-		fputc('\n', out);
-	}
+	hlo_emit_module_header(&e.h, m);
 	enum ts_status st = TS_OK;
 	for (int i = 0; i < m->n_comps && !st; i++) {
 		const struct ir_computation *c = m->comps[i];

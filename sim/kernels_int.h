@@ -8,8 +8,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ir.h"
+
 #include "sim.h"
 
 /*
@@ -102,5 +104,30 @@ int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);
 /* Is member i of group id written to HBM? */
 bool sim_group_output(const struct grouping *g, int id, int i);
+
+/* ---- writing HLO text (hlo_emit.c) ---- */
+
+struct hlo_emit {
+	const char *text;   /* the text the module was parsed from */
+	size_t len;
+	const char *file;   /* for diagnostics */
+	FILE *out;
+	struct ts_diag *d;
+};
+
+/* text[a, b), blanks trimmed at the front and/or back. */
+void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
+		   bool trim_back);
+void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s);
+/* "HloModule NAME, ATTRS" as written, and a newline; nothing without one. */
+void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m);
+/* "\n[ENTRY ]%name (p: shape, ...) -> shape {\n" from the IR. */
+void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
+/* "  [ROOT ]%name = <rhs>\n" from in's own text, its operand list
+ * rewritten as ops[0..n_operands) (bare names) when ops is given.
+ * TS_ERR_UNSUPPORTED_OP (located) when in has no text of its own. */
+enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
+			      bool root, const char *name,
+			      const char *const *ops);
 
 #endif /* KERNELS_INT_H */

@@ -1,0 +1,91 @@
+/*
+ * hlo_emit.c: writing HLO text back out (the fusion and unfusion passes,
+ * sim/fusion.c and sim/unfuse.c). An instruction is re-emitted from its
+ * own text, the byte spans the parser recorded (its right-hand side and
+ * operand list), so shapes, layouts and attributes stay as written and
+ * only names change; headers are written from the IR.
+ */
+#include "kernels_int.h"
+
+#include <string.h>
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
+		   bool trim_back)
+{
+	while (trim_front && a < b && blank(e->text[a]))
+		a++;
+	while (trim_back && b > a && blank(e->text[b - 1]))
+		b--;
+	if (b > a)
+		fwrite(e->text + a, 1, b - a, e->out);
+}
+
+void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s)
+{
+	char small[512];
+	size_t n = ir_shape_format(s, small, sizeof small);
+	if (n < sizeof small) {
+		fputs(small, e->out);
+		return;
+	}
+	char *big = ts_malloc(n + 1);
+	if (big) {
+		ir_shape_format(s, big, n + 1);
+		fputs(big, e->out);
+		ts_free(big);
+	}
+}
+
+void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m)
+{
+	if (m->header_end > m->header_begin && m->header_end <= e->len) {
+		hlo_emit_span(e, m->header_begin, m->header_end, false, false);
+		fputc('\n', e->out);
+	}
+}
+
+void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
+{
+	fprintf(e->out, "\n%s%%%s (", c->is_entry ? "ENTRY " : "", c->name);
+	for (int i = 0; i < c->n_params; i++) {
+		fprintf(e->out, "%s%s: ", i ? ", " : "",
+			c->params[i] ? c->params[i]->name : "?");
+		if (c->params[i])
+			hlo_emit_shape(e, &c->params[i]->shape);
+	}
+	fputs(") -> ", e->out);
+	if (c->has_result_shape)
+		hlo_emit_shape(e, &c->result_shape);
+	else if (c->root)
+		hlo_emit_shape(e, &c->root->shape);
+	fputs(" {\n", e->out);
+}
+
+enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
+			      bool root, const char *name,
+			      const char *const *ops)
+{
+	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
+		ts_diag_set(e->d, e->file, in->line, in->col,
+			    "%s: no text to re-emit (an operand nested in "
+			    "another's list)", in->name);
+		return TS_ERR_UNSUPPORTED_OP;
+	}
+	fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "", name);
+	if (!ops || in->ops_end <= in->ops_begin) {
+		hlo_emit_span(e, in->rhs_begin, in->rhs_end, true, true);
+		fputc('\n', e->out);
+		return TS_OK;
+	}
+	hlo_emit_span(e, in->rhs_begin, in->ops_begin, true, false);
+	for (int j = 0; j < in->n_operands; j++)
+		fprintf(e->out, "%s%%%s", j ? ", " : "", ops[j]);
+	hlo_emit_span(e, in->ops_end, in->rhs_end, false, true);
+	fputc('\n', e->out);
+	return TS_OK;
+}
