@@ -12,13 +12,17 @@
 #include <string.h>
 
 struct fuse_opts {
-	const char *out; /* -o OUT.hlo; NULL: standard output */
+	const char *out;  /* -o OUT.hlo; NULL: standard output */
+	bool unfuse;      /* --unfuse: inline a compiled module's fusions */
+	bool agreement;   /* --agreement: compare the policy with XLA */
 };
 
-enum { OPT_OUT = 'o' };
+enum { OPT_OUT = 'o', OPT_UNFUSE = CMD_OPT_OWN, OPT_AGREEMENT };
 
 static const struct option fuse_options[] = {
 	{"output", required_argument, NULL, OPT_OUT},
+	{"unfuse", no_argument, NULL, OPT_UNFUSE},
+	{"agreement", no_argument, NULL, OPT_AGREEMENT},
 	{0},
 };
 
@@ -26,12 +30,20 @@ static int fuse_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 			  const char *arg)
 {
 	struct fuse_opts *o = opts_v;
-	if (id == OPT_OUT) {
+	switch (id) {
+	case OPT_OUT:
 		o->out = arg;
 		return CMD_EXIT_OK;
+	case OPT_UNFUSE:
+		o->unfuse = true;
+		return CMD_EXIT_OK;
+	case OPT_AGREEMENT:
+		o->agreement = true;
+		return CMD_EXIT_OK;
+	default:
+		cmd_error(ctx, "unhandled option");
+		return CMD_EXIT_USAGE;
 	}
-	cmd_error(ctx, "unhandled option");
-	return CMD_EXIT_USAGE;
 }
 
 static void fuse_help(FILE *out)
@@ -46,9 +58,25 @@ static void fuse_help(FILE *out)
 	      "attributes as written. The result is read back and\nmust cost "
 	      "what the unfused module costs on SPEC; kernels, HBM bytes and\n"
 	      "program time before and after go to standard error.\n\n"
+	      "With --unfuse, the other way: a compiled module with its "
+	      "fusions inlined\n"
+	      "into their callers (instruction X of fusion F named X__in__F). "
+	      "With\n"
+	      "--agreement, for each compiled module given: unfuse it, group "
+	      "it with the\n"
+	      "xla policy, and print how many of XLA's fusions one group "
+	      "forms exactly\n"
+	      "and the precision and recall of the fused operand edges "
+	      "(working\n"
+	      "instructions only: not free, not constant-derived).\n\n"
 	      "Options:\n"
 	      "  -o, --output OUT.hlo  write there (temp file, then rename); "
-	      "default: stdout\n",
+	      "default: stdout\n"
+	      "      --unfuse          inline the fusions of a compiled module\n"
+	      "      --agreement       compare the xla policy with XLA's "
+	      "fusions (several\n"
+	      "                        IN.hlo allowed; a table, no HLO "
+	      "written)\n",
 	      out);
 }
 
@@ -61,6 +89,26 @@ static enum ts_status write_buf(FILE *f, void *ctx)
 {
 	const struct buf *b = ctx;
 	return fwrite(b->p, 1, b->n, f) == b->n ? TS_OK : TS_ERR_IO;
+}
+
+/* b to -o (temp file, then rename) or standard output. */
+static int write_out(const struct cmd_ctx *ctx, const struct fuse_opts *o,
+		     struct buf *b)
+{
+	if (!o->out) {
+		if (fwrite(b->p, 1, b->n, ctx->out) == b->n)
+			return CMD_EXIT_OK;
+		cmd_error(ctx, "cannot write to standard output");
+		return CMD_EXIT_IO;
+	}
+	struct ts_diag d = {0};
+	enum ts_status st = ts_write_file_atomic(o->out, write_buf, b, &d);
+	if (st == TS_OK)
+		return CMD_EXIT_OK;
+	if (!d.msg[0])
+		ts_diag_set(&d, o->out, 0, 0, "cannot write: %s", ts_status_str(st));
+	cmd_diag(ctx, &d, NULL, NULL, 0);
+	return cmd_exit_from_status(st);
 }
 
 /* Program time and HBM bytes of a parsed module on hw. */
@@ -94,11 +142,112 @@ static bool has_fusion(const struct ir_module *m)
 	return false;
 }
 
+/* The unfused text of module `mod` of g (malloc'd into *b). */
+static int unfuse_text(const struct cmd_ctx *ctx, const struct cmd_graph *g,
+		       int mod, const char *path, struct buf *b, int *inlined)
+{
+	FILE *mem = open_memstream(&b->p, &b->n);
+	struct ts_diag d = {0};
+	enum ts_status st = mem ? sim_unfuse_write(g->mods[mod], g->text,
+						   strlen(g->text), mem,
+						   inlined, &d)
+				: TS_ERR_NOMEM;
+	if (mem && fclose(mem) != 0 && st == TS_OK)
+		st = TS_ERR_NOMEM;
+	if (st != TS_OK) {
+		if (!d.msg[0])
+			ts_diag_set(&d, path, 0, 0, "%s", ts_status_str(st));
+		cmd_diag(ctx, &d, path, g->text, strlen(g->text));
+		return cmd_exit_from_status(st);
+	}
+	return CMD_EXIT_OK;
+}
+
+/* Adds b's counts to a. */
+static void add_agreement(struct sim_fuse_agreement *a,
+			  const struct sim_fuse_agreement *b)
+{
+	a->xla_kernels += b->xla_kernels;
+	a->reproduced += b->reproduced;
+	a->edges_xla += b->edges_xla;
+	a->edges_policy += b->edges_policy;
+	a->edges_both += b->edges_both;
+}
+
+static void put_agreement(FILE *f, const char *name,
+			  const struct sim_fuse_agreement *a)
+{
+	fprintf(f, "%-44s %8d %10d %8.1f%% %8.1f%%\n", name, a->xla_kernels,
+		a->reproduced,
+		a->edges_policy ? 100.0 * a->edges_both / a->edges_policy : 100.0,
+		a->edges_xla ? 100.0 * a->edges_both / a->edges_xla : 100.0);
+}
+
+/* One module of g: unfused, read back, compared; its line printed when it
+ * had fusions. */
+static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
+			int mod, const char *path, struct sim_fuse_agreement *all)
+{
+	struct buf b = {0};
+	struct ir_module **u = NULL;
+	int nu = 0, inlined = 0;
+	int rc = unfuse_text(ctx, g, mod, path, &b, &inlined);
+	struct ts_diag d = {0};
+	struct sim_fuse_agreement a;
+	if (rc == CMD_EXIT_OK && inlined > 0) {
+		if (hlo_parse(path, b.p, b.n, &u, &nu, &d) != TS_OK ||
+		    sim_fuse_agreement(u[0], &a, &d) != TS_OK) {
+			cmd_error(ctx, "internal error: %s unfused does not "
+				       "read back: %s", path, d.msg);
+			rc = CMD_EXIT_IO;
+		} else {
+			const char *nm = g->mods[mod]->name;
+			put_agreement(ctx->out, nm[0] ? nm : "(unnamed)", &a);
+			add_agreement(all, &a);
+		}
+	}
+	for (int k = 0; k < nu; k++)
+		ir_module_free(u[k]);
+	ts_free(u);
+	free(b.p);
+	return rc;
+}
+
+/* --agreement: one line per module with fusions, then the totals. */
+static int agreement(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	struct sim_fuse_agreement all = {0};
+	int rc = CMD_EXIT_OK;
+	fprintf(ctx->out, "%-44s %8s %10s %9s %9s\n", "module", "fusions",
+		"reproduced", "precision", "recall");
+	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
+		struct cmd_graph g;
+		struct sim_program_opts po = {0};
+		rc = cmd_graph_load(ctx, argv[i], NULL, &po, &g);
+		for (int m = 0; rc == CMD_EXIT_OK && m < g.n_mods; m++)
+			rc = agree_module(ctx, &g, m, argv[i], &all);
+		cmd_graph_free(&g);
+	}
+	if (rc == CMD_EXIT_OK)
+		put_agreement(ctx->out, "all", &all);
+	return rc;
+}
+
 static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 {
-	(void)argc;
 	struct fuse_opts *o = opts_v;
 	const char *path = argv[0];
+	if (o->agreement && (o->unfuse || o->out)) {
+		cmd_error(ctx, "--agreement prints a table: it excludes --unfuse "
+			       "and -o");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->agreement)
+		return agreement(ctx, argc, argv);
+	if (argc != 1) {
+		cmd_error(ctx, "give one IN.hlo (several only with --agreement)");
+		return CMD_EXIT_USAGE;
+	}
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
 	int rc = cmd_graph_load(ctx, path, NULL, &popts, &g);
@@ -114,6 +263,16 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		goto out;
 	}
 	const struct ir_module *m = g.mods[0];
+	if (o->unfuse) {
+		int inlined;
+		rc = unfuse_text(ctx, &g, 0, path, &b, &inlined);
+		if (rc == CMD_EXIT_OK)
+			rc = write_out(ctx, o, &b);
+		if (rc == CMD_EXIT_OK)
+			fprintf(ctx->err, "%s: %d fusions inlined\n", ctx->prog,
+				inlined);
+		goto out;
+	}
 	if (has_fusion(m)) {
 		cmd_error(ctx, "%s: module %s already has fusion instructions "
 			       "(an optimized module): nothing to decide",
@@ -155,21 +314,8 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		fprintf(ctx->err,
 			"%s: warning: the fused module costs %.6g ns, the unfused "
 			"one %.6g ns\n", ctx->prog, t1, t0);
-	if (o->out) {
-		st = ts_write_file_atomic(o->out, write_buf, &b, &d);
-		if (st != TS_OK) {
-			if (!d.msg[0])
-				ts_diag_set(&d, o->out, 0, 0, "cannot write: %s",
-					    ts_status_str(st));
-			cmd_diag(ctx, &d, NULL, NULL, 0);
-			rc = cmd_exit_from_status(st);
-			goto out;
-		}
-	} else if (fwrite(b.p, 1, b.n, ctx->out) != b.n) {
-		cmd_error(ctx, "cannot write to standard output");
-		rc = CMD_EXIT_IO;
+	if ((rc = write_out(ctx, o, &b)))
 		goto out;
-	}
 	fprintf(ctx->err,
 		"%s: policy xla: %d fusions (%d multi-output, %d groups left "
 		"unfused: a cycle); kernels %d -> %d; HBM bytes %.4g -> %.4g; "
@@ -188,7 +334,8 @@ out:
 const struct cmd cmd_fuse = {
 	.name = "fuse",
 	.summary = "Fuse an unfused module as XLA would, as HLO text",
-	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo]",
+	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo] [--unfuse] | "
+		    "--agreement IN.hlo...",
 	.flags = CMD_NEEDS_HW,
 	.options = fuse_options,
 	.short_opts = "o:",
@@ -196,6 +343,6 @@ const struct cmd cmd_fuse = {
 	.parse_opt = fuse_parse_opt,
 	.help = fuse_help,
 	.min_args = 1,
-	.max_args = 1,
+	.max_args = -1,
 	.fn = fuse_main,
 };

@@ -52,7 +52,7 @@
  *                      of the result's dimensions;
  *   fusion, call       one parameter of the called computation per
  *                      operand, of the operand's dimensions, and a root of
- *                      the result's.
+ *                      the result's dimensions and element types.
  * Not checked: transpose (XLA's own corpus has a transpose whose declared
  * shape its dimensions= contradict, which XLA's parser reads), a
  * convolution's window sizes against its kernel (likewise), random number
@@ -775,6 +775,10 @@ static bool check_instr(struct vctx *v)
 		if (c->root && checkable(&c->root->shape) &&
 		    !ir_shape_equal_dims(&c->root->shape, s))
 			return bad(v, "%s's root has other dimensions", c->name);
+		if (c->root && checkable(&c->root->shape) &&
+		    !ir_shape_compatible(&c->root->shape, s))
+			return bad(v, "%s's root has another element type",
+				   c->name);
 		return true;
 	}
 	case IR_OP_GET_TUPLE_ELEMENT: {

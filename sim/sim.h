@@ -286,4 +286,26 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			      size_t len, FILE *out,
 			      struct sim_fuse_stats *stats, struct ts_diag *d);
 
+/* Writes module m (parsed from text) with every fusion inlined into its
+ * caller (sim/unfuse.c): the module before XLA fused it; an inlined
+ * instruction X of fusion F is named X__in__F. *inlined counts the
+ * fusions. TS_ERR_UNSUPPORTED_OP (located) for nested operands or a
+ * fusion inside a fused computation, TS_ERR_NOMEM. */
+enum ts_status sim_unfuse_write(const struct ir_module *m, const char *text,
+				size_t len, FILE *out, int *inlined,
+				struct ts_diag *d);
+
+/* How the `xla` policy's grouping of an unfused module written by
+ * sim_unfuse_write agrees with the fusions its names record. */
+struct sim_fuse_agreement {
+	int xla_kernels;   /* XLA fusions with working instructions */
+	int reproduced;    /* of those, formed exactly by one group */
+	int edges_xla;     /* operand edges inside one XLA fusion */
+	int edges_policy;  /* operand edges inside one group */
+	int edges_both;
+};
+enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
+				  struct sim_fuse_agreement *a,
+				  struct ts_diag *d);
+
 #endif /* SIM_H */

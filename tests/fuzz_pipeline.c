@@ -7,8 +7,9 @@
  *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
  *     negative, or a program total is;
  *   - the tile search's best is slower than the default it also costed;
- *   - an unfused single module that the fusion pass writes out does not
- *     read back (sim_fuse_write's output must parse);
+ *   - an unfused single module that the fusion pass writes out, or a
+ *     fused one that the unfusion pass writes out, does not read back
+ *     (sim_fuse_write's and sim_unfuse_write's output must parse);
  *   - a failure is not located (parse errors need line and column, other
  *     failures a message).
  * Built with -DTPUSIM_FUZZ=ON and clang (ASan + UBSan, float-cast-overflow,
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,14 +111,15 @@ static void cost_program(struct sim_program *p, const struct hw_spec *hw)
 	}
 }
 
-/* The fusion pass on an unfused module: what it writes must parse. */
+/* The fusion pass on an unfused module, the unfusion pass on a fused
+ * one: what they write must parse. */
 static void fuse_round_trip(const struct ir_module *m, const char *text,
 			    size_t len)
 {
+	bool fused = false;
 	for (int c = 0; c < m->n_comps; c++)
 		for (int i = 0; i < m->comps[c]->n_instrs; i++)
-			if (m->comps[c]->instrs[i]->op == IR_OP_FUSION)
-				return;
+			fused |= m->comps[c]->instrs[i]->op == IR_OP_FUSION;
 	char *out = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&out, &n);
@@ -124,15 +127,18 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 		return;
 	struct ts_diag d = {0};
 	struct sim_fuse_stats fs;
-	enum ts_status st = sim_fuse_write(m, text, len, f, &fs, &d);
+	int inlined;
+	enum ts_status st =
+		fused ? sim_unfuse_write(m, text, len, f, &inlined, &d)
+		      : sim_fuse_write(m, text, len, f, &fs, &d);
 	fclose(f);
 	if (st == TS_OK) {
 		struct ir_module **back = NULL;
 		int nb = 0;
 		struct ts_diag bd = {0};
 		if (hlo_parse("fused.hlo", out, n, &back, &nb, &bd) != TS_OK) {
-			fprintf(stderr, "fused output does not read back: %s\n%.*s\n",
-				bd.msg, (int)n, out);
+			fprintf(stderr, "%s output does not read back: %s\n%.*s\n",
+				fused ? "unfused" : "fused", bd.msg, (int)n, out);
 			abort();
 		}
 		for (int i = 0; i < nb; i++)
