@@ -299,9 +299,13 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	const char *name = o->out ? o->out : "<fused output>";
 	int k0, k1;
 	double t0, t1, b0, b1;
+	st = cost(m, &ctx->hw, &k0, &t0, &b0, &d);
+	if (st != TS_OK) { /* the input itself cannot be costed */
+		cmd_diag(ctx, &d, path, g.text, strlen(g.text));
+		rc = cmd_exit_from_status(st);
+		goto out;
+	}
 	st = hlo_parse(name, b.p, b.n, &back, &n_back, &d);
-	if (st == TS_OK)
-		st = cost(m, &ctx->hw, &k0, &t0, &b0, &d);
 	if (st == TS_OK)
 		st = cost(back[0], &ctx->hw, &k1, &t1, &b1, &d);
 	if (st != TS_OK) {
