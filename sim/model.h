@@ -46,9 +46,12 @@ enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
 /*
  * The instruction whose iteration space a kernel's output_bounds tile
  * (TPU.md section 3): a convolution or dot among the members (the largest
- * by output elements), else a reduce at the root (or in a root tuple; its
- * *input* is the space), else the root (the largest tuple element). For an
- * unfused kernel, the instruction itself. NULL only for an empty kernel.
+ * by output elements), else a reduce among them (the largest input; its
+ * *input* is the space: a reduction fusion iterates over what it reduces,
+ * also when an elementwise epilogue follows the reduce, as the grouping of
+ * unfused modules has it, so a fused module costs what its unfused source
+ * does), else the root (the largest tuple element). For an unfused kernel,
+ * the instruction itself. NULL only for an empty kernel.
  */
 const struct ir_instr *sim_tile_target(const struct sim_kernel *k);
 

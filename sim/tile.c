@@ -260,8 +260,8 @@ const struct ir_instr *sim_tile_target(const struct sim_kernel *k)
 		return best;
 	const struct ir_instr *roots[64];
 	int n = kernel_roots(k, roots, (int)TS_ARRAY_LEN(roots));
-	for (int i = 0; i < n; i++) {
-		const struct ir_instr *r = roots[i];
+	for (int i = 0; i < k->n_members; i++) {
+		const struct ir_instr *r = k->members[i];
 		if (r->op != IR_OP_REDUCE || r->n_operands < 1)
 			continue;
 		if (!best || ir_shape_elems(&r->operands[0]->shape) >

@@ -14,9 +14,9 @@
  *   inverse's fixed point);
  * - on the shared sets (skipped without ../shared): every unfused module
  *   of tpuv3-ops and the corpus fuses and reads back, and the program
- *   times agree on the counts stated below (the others differ because a
- *   group and the fusion made of it are planned differently by the
- *   analytic model, up to 3.4% on tpuv3-ops layernorm: a known gap); the
+ *   times agree on the counts stated below (all of tpuv3-ops; in the
+ *   corpus, 9 differ where a GPU module's library calls and gathers are
+ *   costed differently once fused: a known gap); the
  *   fused TpuGraphs kernels unfused and grouped again: how many of XLA's
  *   fusions the `xla` policy forms exactly, and its edge recall (the
  *   figures the README's agreement table gives).
@@ -263,13 +263,13 @@ static void test_shared(void **state)
 	assert_int_equal(fuse_dir(dir, &hw, &same), 82);
 	print_message("tpuv3-ops: 82 fused and read back, %d at the same "
 		      "time\n", same);
-	assert_int_equal(same, 74);
+	assert_int_equal(same, 82);
 	snprintf(dir, sizeof dir, "%s/data/hlo-corpus", shared);
 	int n = fuse_dir(dir, &hw, &same);
 	print_message("corpus: %d fused and read back, %d at the same time\n",
 		      n, same);
 	assert_int_equal(n, 31);
-	assert_int_equal(same, 20);
+	assert_int_equal(same, 22);
 
 	/* the ten fused TpuGraphs kernels against XLA's fusions */
 	struct sim_fuse_agreement all = {0};
