@@ -14,9 +14,9 @@
  *   inverse's fixed point);
  * - on the shared sets (skipped without ../shared): every unfused module
  *   of tpuv3-ops and the corpus fuses and reads back, and the program
- *   times agree on the counts stated below (all of tpuv3-ops; in the
- *   corpus, 9 differ where a GPU module's library calls and gathers are
- *   costed differently once fused: a known gap); the
+ *   times agree on the counts stated below (all of tpuv3-ops; 9 of the
+ *   corpus's differ, where ops a group folds away become kernels of their
+ *   own once fused: a known gap, README "Operator fusion"); the
  *   fused TpuGraphs kernels unfused and grouped again: how many of XLA's
  *   fusions the `xla` policy forms exactly, and its edge recall (the
  *   figures the README's agreement table gives).
