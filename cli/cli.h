@@ -190,6 +190,13 @@ struct cmd_sets {
 int cmd_sets_load(const struct cmd_ctx *ctx, const char *const *dirs, int n,
 		  const char *hw_dir, struct cmd_sets *s);
 void cmd_sets_free(struct cmd_sets *s);
+/* The learning commands' options: --data DIR (appended, at most
+ * CMD_MAX_SETS), --seed N (0 .. 2^32 - 1), --epochs N (1 .. 100000); each
+ * prints what is wrong and returns an enum cmd_exit. */
+int cmd_opt_data(const struct cmd_ctx *ctx, const char **dirs, int *n,
+		 const char *arg);
+int cmd_opt_seed(const struct cmd_ctx *ctx, const char *arg, uint64_t *seed);
+int cmd_opt_epochs(const struct cmd_ctx *ctx, const char *arg, int *epochs);
 /* Loads --model MODEL ("default": the shipped one); prints a refusal and
  * returns an enum cmd_exit. */
 int cmd_load_model(const struct cmd_ctx *ctx, const char *path,

@@ -22,9 +22,9 @@ struct compare_opts {
 	const char *csv;      /* --csv FILE */
 	int64_t folds;        /* --folds K; 0 with folds_group */
 	bool folds_group;     /* --folds group */
-	int64_t seed;
+	uint64_t seed;
 	bool seed_set;
-	int64_t epochs;
+	int epochs;
 	bool markdown;
 	const char *plots;    /* --plots DIR */
 };
@@ -58,12 +58,7 @@ static int compare_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	struct compare_opts *o = opts_v;
 	switch (id) {
 	case OPT_DATA:
-		if (o->n_data == CMD_MAX_SETS) {
-			cmd_error(ctx, "at most %d --data options", CMD_MAX_SETS);
-			return CMD_EXIT_USAGE;
-		}
-		o->data[o->n_data++] = arg;
-		return CMD_EXIT_OK;
+		return cmd_opt_data(ctx, o->data, &o->n_data, arg);
 	case OPT_HW_DIR:
 		o->hw_dir = arg;
 		return CMD_EXIT_OK;
@@ -82,20 +77,10 @@ static int compare_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 		}
 		return CMD_EXIT_OK;
 	case OPT_SEED:
-		if (!cmd_parse_int64(arg, 0, INT64_C(4294967295), &o->seed)) {
-			cmd_error(ctx, "--seed takes a whole number from 0 to "
-				       "4294967295, got '%s'", arg);
-			return CMD_EXIT_USAGE;
-		}
 		o->seed_set = true;
-		return CMD_EXIT_OK;
+		return cmd_opt_seed(ctx, arg, &o->seed);
 	case OPT_EPOCHS:
-		if (!cmd_parse_int64(arg, 1, 100000, &o->epochs)) {
-			cmd_error(ctx, "--epochs takes a whole number from 1 "
-				       "to 100000, got '%s'", arg);
-			return CMD_EXIT_USAGE;
-		}
-		return CMD_EXIT_OK;
+		return cmd_opt_epochs(ctx, arg, &o->epochs);
 	case OPT_MARKDOWN:
 		o->markdown = true;
 		return CMD_EXIT_OK;
@@ -336,8 +321,8 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		.folds = o->folds_group ? 0
 			 : o->folds     ? (int)o->folds
 					: COMPARE_DEFAULT_FOLDS,
-		.seed = o->seed_set ? (uint64_t)o->seed : 1,
-		.epochs = (int)o->epochs,
+		.seed = o->seed_set ? o->seed : 1,
+		.epochs = o->epochs,
 		.progress = isatty(fileno(ctx->err)) ? ctx->err : NULL,
 	};
 	struct val_compare c;

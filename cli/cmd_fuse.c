@@ -142,22 +142,26 @@ static bool has_fusion(const struct ir_module *m)
 	return false;
 }
 
-/* The unfused text of module `mod` of g (malloc'd into *b). */
-static int unfuse_text(const struct cmd_ctx *ctx, const struct cmd_graph *g,
-		       int mod, const char *path, struct buf *b, int *inlined)
+/* Module `mod` of g through the unfusion pass (unfuse: *inlined counts
+ * the fusions) or the fusion pass (*fs), its text malloc'd into *b. */
+static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
+		    int mod, const char *path, bool unfuse, struct buf *b,
+		    struct sim_fuse_stats *fs, int *inlined)
 {
 	FILE *mem = open_memstream(&b->p, &b->n);
 	struct ts_diag d = {0};
-	enum ts_status st = mem ? sim_unfuse_write(g->mods[mod], g->text,
-						   strlen(g->text), mem,
-						   inlined, &d)
-				: TS_ERR_NOMEM;
+	size_t len = strlen(g->text);
+	enum ts_status st =
+		!mem     ? TS_ERR_NOMEM
+		: unfuse ? sim_unfuse_write(g->mods[mod], g->text, len, mem,
+					    inlined, &d)
+			 : sim_fuse_write(g->mods[mod], g->text, len, mem, fs, &d);
 	if (mem && fclose(mem) != 0 && st == TS_OK)
 		st = TS_ERR_NOMEM;
 	if (st != TS_OK) {
 		if (!d.msg[0])
 			ts_diag_set(&d, path, 0, 0, "%s", ts_status_str(st));
-		cmd_diag(ctx, &d, path, g->text, strlen(g->text));
+		cmd_diag(ctx, &d, path, g->text, len);
 		return cmd_exit_from_status(st);
 	}
 	return CMD_EXIT_OK;
@@ -191,7 +195,7 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 	struct buf b = {0};
 	struct ir_module **u = NULL;
 	int nu = 0, inlined = 0;
-	int rc = unfuse_text(ctx, g, mod, path, &b, &inlined);
+	int rc = run_pass(ctx, g, mod, path, true, &b, NULL, &inlined);
 	struct ts_diag d = {0};
 	struct sim_fuse_agreement a;
 	if (rc == CMD_EXIT_OK && inlined > 0) {
@@ -265,7 +269,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	const struct ir_module *m = g.mods[0];
 	if (o->unfuse) {
 		int inlined;
-		rc = unfuse_text(ctx, &g, 0, path, &b, &inlined);
+		rc = run_pass(ctx, &g, 0, path, true, &b, NULL, &inlined);
 		if (rc == CMD_EXIT_OK)
 			rc = write_out(ctx, o, &b);
 		if (rc == CMD_EXIT_OK)
@@ -280,21 +284,11 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		rc = CMD_EXIT_INPUT;
 		goto out;
 	}
-	FILE *mem = open_memstream(&b.p, &b.n);
-	struct ts_diag d = {0};
 	struct sim_fuse_stats fs;
-	enum ts_status st = mem ? sim_fuse_write(m, g.text, strlen(g.text), mem,
-						 &fs, &d)
-				: TS_ERR_NOMEM;
-	if (mem && fclose(mem) != 0 && st == TS_OK)
-		st = TS_ERR_NOMEM;
-	if (st != TS_OK) {
-		if (!d.msg[0])
-			ts_diag_set(&d, path, 0, 0, "%s", ts_status_str(st));
-		cmd_diag(ctx, &d, path, g.text, strlen(g.text));
-		rc = cmd_exit_from_status(st);
+	if ((rc = run_pass(ctx, &g, 0, path, false, &b, &fs, NULL)))
 		goto out;
-	}
+	struct ts_diag d = {0};
+	enum ts_status st;
 	/* read back: it must parse and cost what the unfused module costs */
 	const char *name = o->out ? o->out : "<fused output>";
 	int k0, k1;

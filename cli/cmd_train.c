@@ -15,9 +15,9 @@ struct train_opts {
 	int n_data;
 	const char *hw_dir;   /* --hw-dir DIR */
 	const char *out;      /* -o MODEL */
-	int64_t seed;         /* --seed N */
+	uint64_t seed;        /* --seed N */
 	bool seed_set;        /* --seed given (else 1) */
-	int64_t epochs;       /* --epochs N (0: default) */
+	int epochs;           /* --epochs N (0: default) */
 	bool learned_only;    /* --learned-only */
 };
 
@@ -46,30 +46,15 @@ static int train_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	struct train_opts *o = opts_v;
 	switch (id) {
 	case OPT_DATA:
-		if (o->n_data == CMD_MAX_SETS) {
-			cmd_error(ctx, "at most %d --data options", CMD_MAX_SETS);
-			return CMD_EXIT_USAGE;
-		}
-		o->data[o->n_data++] = arg;
-		return CMD_EXIT_OK;
+		return cmd_opt_data(ctx, o->data, &o->n_data, arg);
 	case OPT_HW_DIR:
 		o->hw_dir = arg;
 		return CMD_EXIT_OK;
 	case OPT_SEED:
-		if (!cmd_parse_int64(arg, 0, INT64_C(4294967295), &o->seed)) {
-			cmd_error(ctx, "--seed takes a whole number from 0 to "
-				       "4294967295, got '%s'", arg);
-			return CMD_EXIT_USAGE;
-		}
 		o->seed_set = true;
-		return CMD_EXIT_OK;
+		return cmd_opt_seed(ctx, arg, &o->seed);
 	case OPT_EPOCHS:
-		if (!cmd_parse_int64(arg, 1, 100000, &o->epochs)) {
-			cmd_error(ctx, "--epochs takes a whole number from 1 "
-				       "to 100000, got '%s'", arg);
-			return CMD_EXIT_USAGE;
-		}
-		return CMD_EXIT_OK;
+		return cmd_opt_epochs(ctx, arg, &o->epochs);
 	case OPT_LEARNED_ONLY:
 		o->learned_only = true;
 		return CMD_EXIT_OK;
@@ -126,9 +111,9 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	struct gnn_train_opts to;
 	gnn_train_opts_default(&to);
 	to.kind = o->learned_only ? GNN_LEARNED_ONLY : GNN_RESIDUAL;
-	to.seed = o->seed_set ? (uint64_t)o->seed : 1;
+	to.seed = o->seed_set ? o->seed : 1;
 	if (o->epochs)
-		to.epochs = (int)o->epochs;
+		to.epochs = o->epochs;
 	to.progress = isatty(fileno(ctx->err)) ? ctx->err : NULL;
 	struct gnn_model m = {0};
 	struct ts_diag d = {0};

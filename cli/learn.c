@@ -71,3 +71,38 @@ int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 	}
 	return CMD_EXIT_OK;
 }
+
+int cmd_opt_data(const struct cmd_ctx *ctx, const char **dirs, int *n,
+		 const char *arg)
+{
+	if (*n == CMD_MAX_SETS) {
+		cmd_error(ctx, "at most %d --data options", CMD_MAX_SETS);
+		return CMD_EXIT_USAGE;
+	}
+	dirs[(*n)++] = arg;
+	return CMD_EXIT_OK;
+}
+
+int cmd_opt_seed(const struct cmd_ctx *ctx, const char *arg, uint64_t *seed)
+{
+	int64_t v;
+	if (!cmd_parse_int64(arg, 0, INT64_C(4294967295), &v)) {
+		cmd_error(ctx, "--seed takes a whole number from 0 to "
+			       "4294967295, got '%s'", arg);
+		return CMD_EXIT_USAGE;
+	}
+	*seed = (uint64_t)v;
+	return CMD_EXIT_OK;
+}
+
+int cmd_opt_epochs(const struct cmd_ctx *ctx, const char *arg, int *epochs)
+{
+	int64_t v;
+	if (!cmd_parse_int64(arg, 1, 100000, &v)) {
+		cmd_error(ctx, "--epochs takes a whole number from 1 to 100000, "
+			       "got '%s'", arg);
+		return CMD_EXIT_USAGE;
+	}
+	*epochs = (int)v;
+	return CMD_EXIT_OK;
+}
