@@ -108,6 +108,9 @@ struct cmd {
 	unsigned flags;            /* CMD_NEEDS_HW | CMD_HAS_FORMAT */
 	const struct option *options; /* own long options, {0}-terminated; NULL: none */
 	const char *short_opts;    /* own short options in getopt syntax; NULL: none */
+	const char *repeatable;    /* long options that may be given more than
+	                              once, space-separated ("data fit");
+	                              repeating any other is a usage error */
 	size_t opts_size;          /* bytes of the options struct main zeroes */
 	/* Stores option `id` (its argument in arg, NULL for flags). */
 	int (*parse_opt)(const struct cmd_ctx *ctx, void *opts, int id,

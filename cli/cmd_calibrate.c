@@ -396,6 +396,7 @@ const struct cmd cmd_calibrate = {
 	.flags = CMD_NEEDS_HW,
 	.options = calibrate_options,
 	.short_opts = "o:",
+	.repeatable = "data fit rows",
 	.opts_size = sizeof(struct calibrate_opts),
 	.parse_opt = calibrate_parse_opt,
 	.help = calibrate_help,

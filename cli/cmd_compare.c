@@ -384,6 +384,7 @@ const struct cmd cmd_compare = {
 		    "K|group] [--seed N] [--epochs N] [--csv FILE] "
 		    "[--markdown] [--plots DIR]",
 	.options = compare_options,
+	.repeatable = "data",
 	.opts_size = sizeof(struct compare_opts),
 	.parse_opt = compare_parse_opt,
 	.help = compare_help,

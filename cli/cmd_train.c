@@ -146,6 +146,7 @@ const struct cmd cmd_train = {
 		    "[--seed N] [--epochs N] [--learned-only]",
 	.options = train_options,
 	.short_opts = "o:",
+	.repeatable = "data",
 	.opts_size = sizeof(struct train_opts),
 	.parse_opt = train_parse_opt,
 	.help = train_help,

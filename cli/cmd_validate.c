@@ -551,6 +551,7 @@ const struct cmd cmd_validate = {
 		    "DIR) [--csv FILE] [--markdown] [--model MODEL]",
 	.flags = CMD_HAS_FORMAT,
 	.options = validate_options,
+	.repeatable = "data",
 	.opts_size = sizeof(struct validate_opts),
 	.parse_opt = validate_parse_opt,
 	.help = validate_help,

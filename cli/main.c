@@ -258,6 +258,40 @@ static int help_main(struct cmd_ctx *ctx, void *opts, int argc, char **argv)
 
 /* ---- running one command ------------------------------------------------- */
 
+/* An option that takes one value given twice is a usage error (the
+ * second would silently win); cmd->repeatable names the exceptions. */
+static int check_repeat(const struct cmd_ctx *ctx, const struct cmd *cmd,
+			const struct option *longopts, int c, int *seen,
+			int *n_seen)
+{
+	const char *name = NULL;
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->val == c)
+			name = o->name;
+	for (int i = 0; i < *n_seen; i++) {
+		if (seen[i] != c)
+			continue;
+		if (name && cmd->repeatable) {
+			size_t n = strlen(name);
+			for (const char *r = cmd->repeatable; (r = strstr(r, name));
+			     r += n)
+				if ((r == cmd->repeatable || r[-1] == ' ') &&
+				    (r[n] == ' ' || r[n] == '\0'))
+					return CMD_EXIT_OK;
+		}
+		if (name)
+			cmd_error(ctx, "option '--%s' given twice: it takes one "
+				       "value", name);
+		else
+			cmd_error(ctx, "option '-%c' given twice: it takes one "
+				       "value", c);
+		return CMD_EXIT_USAGE;
+	}
+	if (*n_seen < CMD_MAX_OPTIONS)
+		seen[(*n_seen)++] = c;
+	return CMD_EXIT_OK;
+}
+
 /*
  * What getopt_long returned '?' for; arg is the word it stopped at. optopt
  * holds an unknown short option's letter, or the val of a long option
@@ -366,10 +400,15 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	bool want_help = false;
 	optind = 0; /* glibc: restart scanning from scratch */
 	opterr = 0;
-	int c;
+	int c, seen[CMD_MAX_OPTIONS], n_seen = 0;
 	while (rc == CMD_EXIT_OK &&
 	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
 		       -1) {
+		if (c != ':' && c != '?' && c != CMD_OPT_HELP &&
+		    check_repeat(&ctx, cmd, longopts, c, seen, &n_seen)) {
+			rc = usage_error(&ctx, cmd);
+			break;
+		}
 		switch (c) {
 		case CMD_OPT_HELP:
 			want_help = true;

@@ -330,6 +330,11 @@ static void test_usage_errors(void **state)
 		 "tpusim run: error: --explain writes text"},
 		{{"help", "run", "extra"},
 		 "tpusim help: error: expected at most 1 argument, got 2\n"},
+		{{"run", ex, "--hw", v3, "--hw", v3},
+		 "tpusim run: error: option '--hw' given twice: it takes one "
+		 "value\nTry 'tpusim run --help'.\n"},
+		{{"fuse", ex, "--hw", v3, "-o", "a", "-o", "b"},
+		 "tpusim fuse: error: option '--output' given twice"},
 	};
 	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
 		struct proc p;
