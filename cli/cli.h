@@ -86,6 +86,7 @@ enum {
 /* Option ids: main's own (below) and a command's first free id. */
 enum {
 	CMD_OPT_HW = 0x10000,      /* --hw */
+	CMD_OPT_SET,               /* --set PATH=VALUE (with --hw) */
 	CMD_OPT_FORMAT = 'f',      /* -f, --format */
 	CMD_OPT_HELP = 'h',        /* -h, --help */
 	CMD_OPT_OWN = 0x100,       /* first id for a command's long options */
@@ -97,7 +98,10 @@ struct cmd_ctx {
 	FILE *out;                 /* results: stdout */
 	FILE *err;                 /* diagnostics: stderr */
 	const char *hw_path;       /* --hw as given; NULL if absent */
-	struct hw_spec hw;         /* loaded and validated (CMD_NEEDS_HW) */
+	struct hw_spec hw;         /* loaded and validated (CMD_NEEDS_HW), with
+	                              the --set changes applied */
+	char hw_set[512];          /* the --set changes, "PATH=VALUE, ..."
+	                              ("" none), for reports */
 	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
 };
 

@@ -345,6 +345,12 @@ static int calibrate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			 i ? "," : "", o->fit[i]);
 	}
 	memcpy(fit_work, fit_list, sizeof fit_list);
+	if (ctx->hw_set[0]) {
+		cmd_error(ctx, "--set does not apply: calibrate fits the figures "
+			       "of the spec file it writes back");
+		rc = CMD_EXIT_USAGE;
+		goto out;
+	}
 	if (o->n_data == 0) {
 		cmd_error(ctx, "--data DIR is required (e.g. --data "
 			       "../shared/data/tpuv3-ops)");

@@ -521,6 +521,8 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
 	cmd_report_text(&r, "hw", ctx->hw.name);
+	if (ctx->hw_set[0])
+		cmd_report_text(&r, "hw_set", ctx->hw_set);
 	cmd_report_text(&r, "model", o->roofline ? "roofline"
 				     : o->model  ? "hybrid"
 						 : "analytic");

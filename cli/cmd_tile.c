@@ -295,6 +295,8 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
 	cmd_report_text(&r, "hw", ctx->hw.name);
+	if (ctx->hw_set[0])
+		cmd_report_text(&r, "hw_set", ctx->hw_set);
 	cmd_report_text(&r, "model", o->model ? "hybrid" : "analytic");
 	if (o->model)
 		cmd_report_text(&r, "learned_model", o->model);

@@ -147,7 +147,12 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 	fputs("\nCommon options:\n", out);
 	if (cmd->flags & CMD_NEEDS_HW)
 		fputs("      --hw SPEC.yaml    hardware spec, e.g. "
-		      "hwspecs/v3.yaml (required)\n",
+		      "hwspecs/v3.yaml (required)\n"
+		      "      --set PATH=VALUE  change one spec field as if the "
+		      "file said it, e.g.\n"
+		      "                        --set hbm.bw_bytes_per_s=2.4e12 "
+		      "(the field's unit;\n"
+		      "                        repeatable)\n",
 		      out);
 	if (cmd->flags & CMD_HAS_FORMAT)
 		fputs("  -f, --format FMT      output: table (default), csv, "
@@ -341,15 +346,60 @@ int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
 	return cmd_exit_from_status(st);
 }
 
-/* Loads and validates --hw into ctx->hw. */
-static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd)
+#define MAX_SETS 32 /* --set options in one call */
+
+/* Loads and validates --hw into ctx->hw, then applies the --set changes
+ * (sets[0..n_sets), each "PATH=VALUE") as if the file said them
+ * (hw_spec_apply: ranges, the checks that relate fields, derived
+ * figures). */
+static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
+		   const char *const *sets, int n_sets)
 {
 	if (!ctx->hw_path) {
 		cmd_error(ctx, "--hw SPEC.yaml is required (e.g. --hw "
 			       "hwspecs/v3.yaml)");
 		return usage_error(ctx, cmd);
 	}
-	return cmd_load_spec(ctx, ctx->hw_path, &ctx->hw);
+	int rc = cmd_load_spec(ctx, ctx->hw_path, &ctx->hw);
+	if (rc != CMD_EXIT_OK || n_sets == 0)
+		return rc;
+	const struct hw_field_info *fields[MAX_SETS];
+	double values[MAX_SETS];
+	size_t used = 0;
+	for (int i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		char path[128];
+		int pn = eq ? (int)(eq - sets[i]) : 0;
+		snprintf(path, sizeof path, "%.*s", pn, sets[i]);
+		fields[i] = eq ? hw_spec_field(path) : NULL;
+		char *end = NULL;
+		values[i] = eq ? strtod(eq + 1, &end) : 0;
+		if (!eq || !fields[i]) {
+			cmd_error(ctx, "--set %s: expected PATH=VALUE with PATH a "
+				       "numeric spec field (e.g. hbm.bw_bytes_per_s)",
+				  sets[i]);
+			return usage_error(ctx, cmd);
+		}
+		if (end == eq + 1 || *end) {
+			cmd_error(ctx, "--set %s: '%s' is not a number%s%s%s",
+				  sets[i], eq + 1, fields[i]->unit[0] ? " (in " : "",
+				  fields[i]->unit, fields[i]->unit[0] ? ")" : "");
+			return usage_error(ctx, cmd);
+		}
+		used += (size_t)snprintf(ctx->hw_set + used,
+					 used < sizeof ctx->hw_set
+						 ? sizeof ctx->hw_set - used
+						 : 0,
+					 "%s%s", i ? ", " : "", sets[i]);
+		if (used >= sizeof ctx->hw_set)
+			used = sizeof ctx->hw_set;
+	}
+	struct ts_diag d = {0};
+	if (hw_spec_apply(&ctx->hw, n_sets, fields, values, &d) != TS_OK) {
+		cmd_error(ctx, "--set: %s", d.msg);
+		return usage_error(ctx, cmd);
+	}
+	return CMD_EXIT_OK;
 }
 
 /*
@@ -372,9 +422,12 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	int n_long = 0;
 	longopts[n_long++] =
 		(struct option){"help", no_argument, NULL, CMD_OPT_HELP};
-	if (cmd->flags & CMD_NEEDS_HW)
+	if (cmd->flags & CMD_NEEDS_HW) {
 		longopts[n_long++] = (struct option){"hw", required_argument,
 						     NULL, CMD_OPT_HW};
+		longopts[n_long++] = (struct option){"set", required_argument,
+						     NULL, CMD_OPT_SET};
+	}
 	if (cmd->flags & CMD_HAS_FORMAT)
 		longopts[n_long++] = (struct option){
 			"format", required_argument, NULL, CMD_OPT_FORMAT};
@@ -400,11 +453,13 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	bool want_help = false;
 	optind = 0; /* glibc: restart scanning from scratch */
 	opterr = 0;
-	int c, seen[CMD_MAX_OPTIONS], n_seen = 0;
+	int c, seen[CMD_MAX_OPTIONS], n_seen = 0, n_sets = 0;
+	const char *sets[MAX_SETS];
 	while (rc == CMD_EXIT_OK &&
 	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
 		       -1) {
 		if (c != ':' && c != '?' && c != CMD_OPT_HELP &&
+		    c != CMD_OPT_SET &&
 		    check_repeat(&ctx, cmd, longopts, c, seen, &n_seen)) {
 			rc = usage_error(&ctx, cmd);
 			break;
@@ -415,6 +470,15 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			break;
 		case CMD_OPT_HW:
 			ctx.hw_path = optarg;
+			break;
+		case CMD_OPT_SET:
+			if (n_sets == MAX_SETS) {
+				cmd_error(&ctx, "at most %d --set options",
+					  MAX_SETS);
+				rc = usage_error(&ctx, cmd);
+				break;
+			}
+			sets[n_sets++] = optarg;
 			break;
 		case CMD_OPT_FORMAT:
 			if (!cmd_format_parse(optarg, &ctx.format)) {
@@ -456,7 +520,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		goto out;
 	}
 	if (cmd->flags & CMD_NEEDS_HW) {
-		rc = load_hw(&ctx, cmd);
+		rc = load_hw(&ctx, cmd, sets, n_sets);
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}

@@ -594,24 +594,31 @@ static const yaml_node_t *node_at(const struct hw_load_ctx *c, const char *path)
 }
 
 /*
- * Checks that relate two fields; each failure is reported at the first named
- * field. Single-field ranges live in the tables above.
+ * Checks that relate two fields: false with the first named field and what
+ * is wrong. Single-field ranges live in the tables above.
  */
+static bool consistent(const struct hw_spec *s, const char **path,
+		       const char **msg)
+{
+	*path = *msg = NULL;
+	if (s->megacore && s->tensorcores_per_chip < 2) {
+		*path = "chip.megacore";
+		*msg = "true needs chip.tensorcores >= 2 (one program spanning several cores)";
+	} else if (s->vmem_bytes > s->hbm_bytes) {
+		*path = "vmem.bytes";
+		*msg = "larger than hbm.bytes; VMEM is a scratchpad in front of HBM";
+	} else if (s->ici_links > 0 && s->ici_link_bw_bytes_per_s <= 0) {
+		*path = "ici.link_bw_bytes_per_s";
+		*msg = "must be > 0 when ici.links > 0";
+	}
+	return !*path;
+}
+
+/* consistent(), each failure located at the first named field. */
 static enum ts_status check_consistency(const struct hw_load_ctx *c)
 {
-	const struct hw_spec *s = c->out;
-	const char *path = NULL, *msg = NULL;
-	if (s->megacore && s->tensorcores_per_chip < 2) {
-		path = "chip.megacore";
-		msg = "true needs chip.tensorcores >= 2 (one program spanning several cores)";
-	} else if (s->vmem_bytes > s->hbm_bytes) {
-		path = "vmem.bytes";
-		msg = "larger than hbm.bytes; VMEM is a scratchpad in front of HBM";
-	} else if (s->ici_links > 0 && s->ici_link_bw_bytes_per_s <= 0) {
-		path = "ici.link_bw_bytes_per_s";
-		msg = "must be > 0 when ici.links > 0";
-	}
-	if (!path)
+	const char *path, *msg;
+	if (consistent(c->out, &path, &msg))
 		return TS_OK;
 	/* The file that inherits a field does not write it: point at the top. */
 	const yaml_node_t *n = node_at(c, path);
@@ -938,6 +945,26 @@ double hw_spec_get(const struct hw_spec *s, const struct hw_field_info *f)
 	if (f->is_int)
 		return *(const int *)(const void *)p;
 	return *(const double *)(const void *)p;
+}
+
+enum ts_status hw_spec_apply(struct hw_spec *s, int n,
+			     const struct hw_field_info *const *fields,
+			     const double *values, struct ts_diag *d)
+{
+	struct hw_spec t = *s;
+	for (int i = 0; i < n; i++) {
+		enum ts_status st = hw_spec_set(&t, fields[i], values[i], d);
+		if (st)
+			return st;
+	}
+	const char *path, *msg;
+	if (!consistent(&t, &path, &msg)) {
+		ts_diag_set(d, NULL, 0, 0, "%s: %s", path, msg);
+		return TS_ERR_SPEC;
+	}
+	derive_figures(&t);
+	*s = t;
+	return TS_OK;
 }
 
 enum ts_status hw_spec_set(struct hw_spec *s, const struct hw_field_info *f,

@@ -11,170 +11,18 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "test_util.h"
 #include "ts.h"
-
-extern char **environ;
-
-#define MAX_ARGS 32
-
-/* One finished process. */
-struct proc {
-	int rc;    /* exit status; 128 + signal if killed */
-	char *out; /* stdout (NUL-terminated, ts_malloc'd) */
-	char *err; /* stderr */
-};
-
-static void proc_free(struct proc *p)
-{
-	ts_free(p->out);
-	ts_free(p->err);
-	p->out = p->err = NULL;
-}
-
-static const char *env_or_skip(const char *name)
-{
-	const char *v = getenv(name);
-	if (!v || !*v) {
-		print_message("%s is not set (run through ctest); skipping\n",
-			      name);
-		skip();
-	}
-	return v;
-}
-
-/* path = $TPUSIM_SOURCE/rel, in buf. */
-static const char *src(char *buf, const char *rel)
-{
-	snprintf(buf, PATH_MAX, "%s/%s", env_or_skip("TPUSIM_SOURCE"), rel);
-	return buf;
-}
-
-static char *slurp(const char *path)
-{
-	char *text = NULL;
-	size_t len = 0;
-	struct ts_diag d = {0};
-	assert_int_equal(ts_read_file(path, &text, &len, &d), TS_OK);
-	return text;
-}
-
-static int make_temp(char *path)
-{
-	snprintf(path, PATH_MAX, "%s/test_cli_XXXXXX", tu_tmpdir());
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	return fd;
-}
-
-/*
- * Runs prog (searched in PATH when search_path) with argv[] (argv[0]
- * included, NULL-terminated). stdin comes from in_file (or /dev/null);
- * stdout goes to out_file when given (e.g. /dev/full), else is captured.
- * Returns false when the program could not be started.
- */
-static bool spawn(struct proc *p, const char *prog, bool search_path,
-		  const char *in_file, const char *out_file, char **argv)
-{
-	char out_path[PATH_MAX], err_path[PATH_MAX];
-	int out_fd = make_temp(out_path), err_fd = make_temp(err_path);
-	posix_spawn_file_actions_t fa;
-	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-	posix_spawn_file_actions_addopen(&fa, 0, in_file ? in_file : "/dev/null",
-					 O_RDONLY, 0);
-	if (out_file)
-		posix_spawn_file_actions_addopen(&fa, 1, out_file, O_WRONLY, 0);
-	else
-		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-	posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-	pid_t pid;
-	int e = search_path ? posix_spawnp(&pid, prog, &fa, NULL, argv, environ) :
-			      posix_spawn(&pid, prog, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out_fd);
-	close(err_fd);
-	bool started = e == 0;
-	int status = 0;
-	if (started) {
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		p->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
-					    128 + WTERMSIG(status);
-		/* posix_spawnp reports a missing program as exit 127. */
-		started = p->rc != 127;
-	}
-	p->out = slurp(out_path);
-	p->err = slurp(err_path);
-	unlink(out_path);
-	unlink(err_path);
-	return started;
-}
-
-/* Runs tpusim with args (NULL-terminated, without argv[0]); stdout goes to
- * out_file when given, else is captured. */
-static void tpusim_args(struct proc *p, const char *out_file,
-			const char *const *args)
-{
-	char *argv[MAX_ARGS];
-	int n = 0;
-	argv[n++] = (char *)"tpusim";
-	for (; *args; args++) {
-		assert_true(n + 1 < MAX_ARGS);
-		argv[n++] = (char *)*args;
-	}
-	argv[n] = NULL;
-	assert_true(spawn(p, env_or_skip("TPUSIM_BIN"), false, NULL, out_file,
-			  argv));
-}
-
-/* tpusim_args with the arguments given inline (NULL-terminated). */
-static void tpusim_to(struct proc *p, const char *out_file, ...)
-{
-	const char *args[MAX_ARGS];
-	int n = 0;
-	va_list ap;
-	va_start(ap, out_file);
-	const char *a;
-	while ((a = va_arg(ap, const char *)) != NULL) {
-		assert_true(n + 1 < MAX_ARGS);
-		args[n++] = a;
-	}
-	va_end(ap);
-	args[n] = NULL;
-	tpusim_args(p, out_file, args);
-}
-
-#define tpusim(p, ...) tpusim_to(p, NULL, __VA_ARGS__, (const char *)NULL)
-
-/* Fails with both streams shown when rc is not `want`. */
-static void expect_rc(const struct proc *p, int want)
-{
-	if (p->rc != want)
-		fail_msg("exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", p->rc,
-			 want, p->out, p->err);
-}
-
-static void expect_contains(const char *text, const char *want)
-{
-	if (!strstr(text, want))
-		fail_msg("expected to find\n  %s\nin\n%s", want, text);
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
 
 /* ---- global options, help, commands ------------------------------------ */
 
@@ -335,6 +183,16 @@ static void test_usage_errors(void **state)
 		 "value\nTry 'tpusim run --help'.\n"},
 		{{"fuse", ex, "--hw", v3, "-o", "a", "-o", "b"},
 		 "tpusim fuse: error: option '--output' given twice"},
+		{{"run", ex, "--hw", v3, "--set", "hbm.bw=1"},
+		 "tpusim run: error: --set hbm.bw=1: expected PATH=VALUE with "
+		 "PATH a numeric spec field (e.g. hbm.bw_bytes_per_s)\n"},
+		{{"run", ex, "--hw", v3, "--set", "mxu.count=two"},
+		 "tpusim run: error: --set mxu.count=two: 'two' is not a "
+		 "number\n"},
+		{{"run", ex, "--hw", v3, "--set", "hbm.bw_bytes_per_s=fast"},
+		 "'fast' is not a number (in bytes/s)\n"},
+		{{"run", ex, "--hw", v3, "--set", "mxu.count=2.5"},
+		 "tpusim run: error: --set: mxu.count: 2.5 is not an integer\n"},
 	};
 	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
 		struct proc p;
@@ -1274,187 +1132,6 @@ static void test_roofline(void **state)
 	proc_free(&p);
 }
 
-/* ---- the learned residual ---------------------------------------------- */
-
-/* Two files hold the same bytes. */
-static bool same_bytes(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	assert_non_null(fa);
-	assert_non_null(fb);
-	int ca, cb;
-	do {
-		ca = fgetc(fa);
-		cb = fgetc(fb);
-	} while (ca == cb && ca != EOF);
-	fclose(fa);
-	fclose(fb);
-	return ca == cb;
-}
-
-/*
- * train on two tiny sets writes a model, the same bits twice; run,
- * validate and tile take it (--model), adding the analytic time and the
- * correction; a damaged model is refused with the file's name and the
- * reason, exit 1; the shipped model loads as "default"; compare writes
- * its per-row CSV and its pictures.
- */
-static void test_learned(void **state)
-{
-	(void)state;
-	char tiny[PATH_MAX], host[PATH_MAX], hw[PATH_MAX], ex[PATH_MAX],
-		v3[PATH_MAX], m1[PATH_MAX], m2[PATH_MAX];
-	src(tiny, "tests/data/val/tiny");
-	src(host, "tests/data/val/tiny_host");
-	src(hw, "hwspecs");
-	src(ex, "cli/examples/mlp_train_step.hlo");
-	src(v3, "hwspecs/v3.yaml");
-	snprintf(m1, sizeof m1, "%s/test_cli_m1_%d.gnn", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(m2, sizeof m2, "%s/test_cli_m2_%d.gnn", tu_tmpdir(),
-		 (int)getpid());
-	struct proc p;
-	tpusim(&p, "train", "--data", tiny, "--data", host, "--hw-dir", hw,
-	       "--epochs", "5", "-o", m1);
-	expect_rc(&p, 0);
-	expect_contains(p.err, "tpusim train: residual model: 4 samples, 2 "
-			       "groups; ");
-	proc_free(&p);
-	tpusim(&p, "train", "--data", tiny, "--data", host, "--hw-dir", hw,
-	       "--epochs", "5", "-o", m2);
-	expect_rc(&p, 0);
-	proc_free(&p);
-	assert_true(same_bytes(m1, m2));
-
-	tpusim(&p, "run", ex, "--hw", v3, "--model", m1, "-f", "csv");
-	expect_rc(&p, 0);
-	expect_contains(p.out, ",time_total_ns,config,analytic_ns,correction\n");
-	proc_free(&p);
-	tpusim(&p, "run", ex, "--hw", v3, "--model", m1);
-	expect_rc(&p, 0);
-	expect_contains(p.out, "model: hybrid\nlearned_model: ");
-	proc_free(&p);
-	tpusim(&p, "tile", ex, "--hw", v3, "--model", m1, "-f", "csv");
-	expect_rc(&p, 0);
-	expect_contains(p.out, ",overhead_share,analytic_ns\n");
-	proc_free(&p);
-	char csv[PATH_MAX];
-	snprintf(csv, sizeof csv, "%s/test_cli_v_%d.csv", tu_tmpdir(),
-		 (int)getpid());
-	tpusim(&p, "validate", "--data", tiny, "--hw-dir", hw, "--model", m1,
-	       "--csv", csv);
-	expect_rc(&p, 0);
-	proc_free(&p);
-	char *text = slurp(csv);
-	expect_contains(text, ",measured_ns,predicted_ns,analytic_ns,hybrid_ns,");
-	ts_free(text);
-	unlink(csv);
-	tpusim(&p, "run", ex, "--hw", v3, "--model", "default");
-	expect_rc(&p, 0);
-	proc_free(&p);
-
-	/* one byte damaged: refused, named, exit 1 */
-	FILE *f = fopen(m2, "r+b");
-	assert_non_null(f);
-	fseek(f, 100, SEEK_SET);
-	int c = fgetc(f);
-	fseek(f, 100, SEEK_SET);
-	fputc(c ^ 0x20, f);
-	fclose(f);
-	tpusim(&p, "run", ex, "--hw", v3, "--model", m2);
-	expect_rc(&p, 1);
-	char want[PATH_MAX + 128];
-	snprintf(want, sizeof want,
-		 "%s: error: checksum mismatch: the file is corrupted or "
-		 "truncated\n", m2);
-	assert_string_equal(p.err, want);
-	assert_string_equal(p.out, "");
-	proc_free(&p);
-	tpusim(&p, "run", ex, "--hw", v3, "--model", m2, "--roofline");
-	expect_rc(&p, 2);
-	proc_free(&p);
-	unlink(m1);
-	unlink(m2);
-
-	/* compare: two groups, two folds; each row predicted by the model
-	 * trained on the other; the CSV and the three pictures */
-	char dir[PATH_MAX], file[PATH_MAX + 64];
-	snprintf(dir, sizeof dir, "%s/test_cli_plots_%d", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(csv, sizeof csv, "%s/test_cli_c_%d.csv", tu_tmpdir(),
-		 (int)getpid());
-	tpusim(&p, "compare", "--data", tiny, "--data", host, "--hw-dir", hw,
-	       "--folds", "2", "--epochs", "3", "--csv", csv, "--plots", dir);
-	expect_rc(&p, 0);
-	expect_contains(p.out, "set tiny: 3 rows, 2 folds, out of fold\n");
-	expect_contains(p.err, "tpusim compare: 4 models trained in ");
-	proc_free(&p);
-	text = slurp(csv);
-	expect_contains(text, "set,id,fold,measured_ns,analytic_ns,learned_ns,"
-			      "hybrid_ns\ntiny,tiny#r0,");
-	ts_free(text);
-	unlink(csv);
-	static const char *const pics[] = {"compare_scatter.png",
-					   "compare_ape.png", "compare_tau.png"};
-	for (int i = 0; i < 3; i++) {
-		snprintf(file, sizeof file, "%s/%s", dir, pics[i]);
-		FILE *pf = fopen(file, "rb");
-		if (i == 2) { /* no kernel has 10 configs: no tau picture */
-			assert_null(pf);
-			continue;
-		}
-		assert_non_null(pf);
-		unsigned char sig[8] = {0};
-		assert_int_equal(fread(sig, 1, 8, pf), 8);
-		fclose(pf);
-		assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
-		unlink(file);
-	}
-	rmdir(dir);
-}
-
-/* fuse: an unfused module out as HLO (run says how it groups it), the
- * same program time read back; a compiled module is refused. */
-static void test_fuse(void **state)
-{
-	(void)state;
-	char ex[PATH_MAX], v3[PATH_MAX], out[PATH_MAX], cc[PATH_MAX];
-	src(ex, "cli/examples/mlp_train_step.hlo");
-	src(cc, "tests/data/cli/custom_call.hlo");
-	src(v3, "hwspecs/v3.yaml");
-	snprintf(out, sizeof out, "%s/test_cli_fused_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
-	struct proc p;
-	tpusim(&p, "run", cc, "--hw", v3);
-	expect_rc(&p, 0);
-	expect_contains(p.out, "\nfusion: xla (unfused module)\n");
-	proc_free(&p);
-	tpusim(&p, "fuse", cc, "--hw", v3, "-o", out);
-	expect_rc(&p, 0);
-	expect_contains(p.err, "tpusim fuse: policy xla: ");
-	const char *t = strstr(p.err, "program time on v3 ");
-	assert_non_null(t);
-	double t0, t1;
-	assert_int_equal(sscanf(t, "program time on v3 %lf -> %lf ns", &t0, &t1),
-			 2);
-	assert_true(t0 > 0 && t1 == t0);
-	proc_free(&p);
-	tpusim(&p, "run", out, "--hw", v3);
-	expect_rc(&p, 0);
-	proc_free(&p);
-	unlink(out);
-	tpusim(&p, "fuse", ex, "--hw", v3, "-o", out);
-	expect_rc(&p, 1);
-	char want[2 * PATH_MAX];
-	snprintf(want, sizeof want,
-		 "tpusim fuse: error: %s: module jit_train_loop already has "
-		 "fusion instructions (an optimized module): nothing to "
-		 "decide\n", ex);
-	assert_string_equal(p.err, want);
-	assert_true(access(out, F_OK) != 0);
-	proc_free(&p);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1490,8 +1167,6 @@ int main(void)
 		cmocka_unit_test(test_trip_count),
 		cmocka_unit_test(test_low_mxu_warning),
 		cmocka_unit_test(test_roofline),
-		cmocka_unit_test(test_learned),
-		cmocka_unit_test(test_fuse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -837,6 +837,51 @@ static void test_write_fields(void **state)
 	remove_files(dir, names, 4);
 }
 
+/* --set: the spec as if its file said the values (hw_spec_apply) is the
+ * spec loaded from the file written with them (hw_spec_write_fields),
+ * byte for byte, derived figures included; the checks that relate fields
+ * refuse what the loader refuses, leaving the spec as it was. */
+static void test_apply(void **state)
+{
+	(void)state;
+	char dir[1024], in[1200], out[1200];
+	make_dir(dir, sizeof dir);
+	put(dir, "base.yaml", base_spec);
+	snprintf(in, sizeof in, "%s/base.yaml", dir);
+	snprintf(out, sizeof out, "%s/set.yaml", dir);
+	const char *paths[] = {"hbm.bw_bytes_per_s", "vpu.cost.divide",
+			       "mxu.count"};
+	const double values[] = {2.5e12, 9.25, 8};
+	const struct hw_field_info *fields[3];
+	for (int i = 0; i < 3; i++)
+		assert_non_null(fields[i] = hw_spec_field(paths[i]));
+	struct ts_diag d = {0};
+	struct hw_spec a, b;
+	assert_int_equal(load_in(dir, "base.yaml", &a, &d), TS_OK);
+	assert_int_equal(hw_spec_apply(&a, 3, fields, values, &d), TS_OK);
+	assert_int_equal(hw_spec_write_fields(in, out, 3, paths, values, NULL,
+					      &d),
+			 TS_OK);
+	assert_int_equal(load_in(dir, "set.yaml", &b, &d), TS_OK);
+	assert_memory_equal(&a, &b, sizeof a);
+	assert_true(a.vpu_class_cost[HW_VPU_COMPOSITE] ==
+		    a.vpu_class_cost[HW_VPU_TRANSCEND] + 9.25 +
+			    2 * a.vpu_class_cost[HW_VPU_SIMPLE]);
+	/* links without bandwidth: refused as the loader refuses it, a
+	 * unchanged */
+	struct hw_spec keep = a;
+	const struct hw_field_info *ici[2] = {
+		hw_spec_field("ici.links"),
+		hw_spec_field("ici.link_bw_bytes_per_s")};
+	const double no_bw[2] = {4, 0};
+	assert_int_equal(hw_spec_apply(&a, 2, ici, no_bw, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "ici.link_bw_bytes_per_s: must be > 0 "
+				   "when ici.links > 0");
+	assert_memory_equal(&a, &keep, sizeof a);
+	const char *names[] = {"base.yaml", "set.yaml"};
+	remove_files(dir, names, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -864,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_inheritance),
 		cmocka_unit_test(test_fields_by_path),
 		cmocka_unit_test(test_write_fields),
+		cmocka_unit_test(test_apply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
