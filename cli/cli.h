@@ -42,7 +42,8 @@
 
 /* Commands defined in their own cli/cmd_*.c files, in help order. */
 #define CMD_LIST(X) \
-	X(run) X(tile) X(fuse) X(validate) X(calibrate) X(train) X(compare)
+	X(run) X(tile) X(fuse) X(whatif) X(validate) X(calibrate) X(train) \
+	X(compare)
 
 /* ---- exit codes ----------------------------------------------------------- */
 

@@ -3,8 +3,9 @@
  * commands: the learned residual (train twice to the same bytes; --model
  * on run, tile and validate; a damaged model refused with the file's name
  * and the reason, exit 1; the shipped model as "default"; compare's CSV and
- * pictures) and operator fusion (fuse writes a module that reads back at
- * the same time; a compiled module is refused).
+ * pictures), operator fusion (fuse writes a module that reads back at
+ * the same time; a compiled module is refused) and what-if sweeps
+ * (physics, not numbers: see test_whatif).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,11 +203,105 @@ static void test_fuse(void **state)
 	proc_free(&p);
 }
 
+/* The "time_ns" and "dma_ns" of each point of whatif's CSV (at most 8). */
+static int read_points(const char *csv, double *time, double *dma)
+{
+	char *text = slurp(csv), *save = NULL;
+	int n = 0;
+	char *line = strtok_r(text, "\n", &save); /* header */
+	assert_true(starts_with(line, "point,time_ns,mxu_ns,vpu_ns,dma_ns,"));
+	while ((line = strtok_r(NULL, "\n", &save)) && n < 8) {
+		double pt, t, mxu, vpu, d;
+		assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf", &pt, &t,
+					&mxu, &vpu, &d),
+				 5);
+		time[n] = t;
+		dma[n++] = d;
+	}
+	ts_free(text);
+	return n;
+}
+
+/*
+ * whatif, physics rather than numbers:
+ * - an add over a 64 MiB array is DMA-bound: doubling the HBM bandwidth
+ *   halves its DMA time (bytes / bandwidth; the per-transfer costs that
+ *   do not scale are below 1% of it here: 16 steps of 4 MiB blocks);
+ * - a field no kernel of the program uses (the ICI links, no collective)
+ *   leaves the time as it is, exactly;
+ * - a point costs what `run --set` with the same values costs.
+ */
+static void test_whatif(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], hlo[PATH_MAX], csv[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	snprintf(hlo, sizeof hlo, "%s/test_whatif_%d.hlo", tu_tmpdir(),
+		 (int)getpid());
+	snprintf(csv, sizeof csv, "%s/test_whatif_%d.csv", tu_tmpdir(),
+		 (int)getpid());
+	FILE *f = fopen(hlo, "w");
+	assert_non_null(f);
+	fputs("HloModule c\nENTRY e {\n  p = f32[4096,4096]{1,0} parameter(0)\n"
+	      "  ROOT t = f32[4096,4096]{1,0} add(p, p)\n}\n", f);
+	fclose(f);
+	struct proc p;
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
+	       "hbm.bw_bytes_per_s=450e9:1800e9:x2", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	double t[8], d[8];
+	assert_int_equal(read_points(csv, t, d), 3);
+	for (int i = 0; i < 2; i++) {
+		assert_near(d[i + 1], d[i] / 2, 0.01 * d[i] / 2);
+		assert_true(t[i + 1] < t[i]);
+	}
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "ici.links=1,2,4",
+	       "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t, d), 3);
+	assert_true(t[0] == t[1] && t[1] == t[2]);
+	/* the second point of a sweep against run --set */
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
+	       "hbm.bw_bytes_per_s=450e9,700e9", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t, d), 2);
+	tpusim(&p, "run", hlo, "--hw", v3, "--set", "hbm.bw_bytes_per_s=700e9",
+	       "-f", "csv");
+	expect_rc(&p, 0);
+	char *row = strstr(p.out, "\nc,0,t,");
+	assert_non_null(row);
+	/* time_ns is the 16th field of run's CSV row */
+	char *fld = row + 1;
+	for (int i = 0; i < 15; i++)
+		fld = strchr(fld, ',') + 1;
+	assert_near(atof(fld), t[1], 1e-3); /* both printed with 3 decimals */
+	proc_free(&p);
+	/* bad sweeps: usage errors with the reason */
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "hbm.bw_bytes_per_s=9:1:x2");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim whatif: error: --sweep "
+			       "hbm.bw_bytes_per_s=9:1:x2: a range is "
+			       "LO:HI:xFACTOR (factor > 1, LO > 0) or LO:HI:+STEP "
+			       "(step > 0), LO <= HI\n");
+	proc_free(&p);
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "mxu.count=0,1");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim whatif: error: --sweep: mxu.count: 0 is "
+			       "out of range");
+	proc_free(&p);
+	unlink(hlo);
+	unlink(csv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_fuse),
+		cmocka_unit_test(test_whatif),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

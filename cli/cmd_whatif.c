@@ -1,0 +1,435 @@
+/*
+ * cmd_whatif.c: `tpusim whatif GRAPH.hlo --hw SPEC [--set P=V] --sweep
+ * P=VALUES ...`: a hardware what-if study. The kernels are built once;
+ * each point of the grid (the product of the sweeps) is the spec with its
+ * values applied as if the file said them (hw_spec_apply), and the program
+ * is costed on it: program time, each unit's busy time, how many kernels
+ * each unit bounds, kernels that stop fitting VMEM, kernels whose best tile
+ * config changes against the base point. Then, at the base point (the spec
+ * with the --set values), the elasticity of program time to each swept
+ * field: d ln T / d ln x by central differences.
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WHATIF_MAX_SWEEPS 4
+#define WHATIF_MAX_VALUES 64    /* per sweep */
+#define WHATIF_MAX_POINTS 4096  /* the whole grid */
+
+struct sweep {
+	const char *text;                 /* as given */
+	const struct hw_field_info *field;
+	int n;
+	double v[WHATIF_MAX_VALUES];
+};
+
+struct whatif_opts {
+	int n_sweeps;
+	struct sweep sweeps[WHATIF_MAX_SWEEPS];
+	const char *csv;                  /* --csv FILE */
+};
+
+enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV };
+
+static const struct option whatif_options[] = {
+	{"sweep", required_argument, NULL, OPT_SWEEP},
+	{"csv", required_argument, NULL, OPT_CSV},
+	{0},
+};
+
+/* Parses "P=a,b,c", "P=lo:hi:xF" (lo, lo F, lo F^2, ... up to hi) or
+ * "P=lo:hi:+S" (lo, lo + S, ... up to hi) into w. */
+static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
+		       struct sweep *w)
+{
+	w->text = arg;
+	const char *eq = strchr(arg, '=');
+	char path[128];
+	snprintf(path, sizeof path, "%.*s", eq ? (int)(eq - arg) : 0, arg);
+	if (!eq || !(w->field = hw_spec_field(path))) {
+		cmd_error(ctx, "--sweep %s: expected PATH=VALUES with PATH a "
+			       "numeric spec field (e.g. hbm.bw_bytes_per_s)",
+			  arg);
+		return CMD_EXIT_USAGE;
+	}
+	const char *v = eq + 1;
+	char *end;
+	if (strchr(v, ':')) {
+		double lo = strtod(v, &end), hi = 0, step = 0;
+		char kind = 0;
+		bool ok = end != v && *end == ':';
+		if (ok) {
+			const char *h = end + 1;
+			hi = strtod(h, &end);
+			ok = end != h && *end == ':' &&
+			     (end[1] == 'x' || end[1] == '+');
+		}
+		if (ok) {
+			kind = end[1];
+			const char *st = end + 2;
+			step = strtod(st, &end);
+			ok = end != st && !*end && hi >= lo &&
+			     (kind == 'x' ? step > 1 && lo > 0 : step > 0);
+		}
+		if (!ok) {
+			cmd_error(ctx, "--sweep %s: a range is LO:HI:xFACTOR "
+				       "(factor > 1, LO > 0) or LO:HI:+STEP "
+				       "(step > 0), LO <= HI", arg);
+			return CMD_EXIT_USAGE;
+		}
+		w->n = 0;
+		for (double x = lo; x <= hi * (1 + 1e-12);
+		     x = kind == 'x' ? x * step : x + step) {
+			if (w->n == WHATIF_MAX_VALUES) {
+				cmd_error(ctx, "--sweep %s: more than %d values",
+					  arg, WHATIF_MAX_VALUES);
+				return CMD_EXIT_USAGE;
+			}
+			w->v[w->n++] = x;
+		}
+		return CMD_EXIT_OK;
+	}
+	w->n = 0;
+	for (const char *p = v;;) {
+		if (w->n == WHATIF_MAX_VALUES) {
+			cmd_error(ctx, "--sweep %s: more than %d values", arg,
+				  WHATIF_MAX_VALUES);
+			return CMD_EXIT_USAGE;
+		}
+		w->v[w->n] = strtod(p, &end);
+		if (end == p || (*end && *end != ',')) {
+			cmd_error(ctx, "--sweep %s: '%s' is not a list of numbers",
+				  arg, v);
+			return CMD_EXIT_USAGE;
+		}
+		w->n++;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	return CMD_EXIT_OK;
+}
+
+static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
+			    const char *arg)
+{
+	struct whatif_opts *o = opts_v;
+	switch (id) {
+	case OPT_SWEEP:
+		if (o->n_sweeps == WHATIF_MAX_SWEEPS) {
+			cmd_error(ctx, "at most %d --sweep options",
+				  WHATIF_MAX_SWEEPS);
+			return CMD_EXIT_USAGE;
+		}
+		return parse_sweep(ctx, arg, &o->sweeps[o->n_sweeps++]);
+	case OPT_CSV:
+		o->csv = arg;
+		return CMD_EXIT_OK;
+	default:
+		cmd_error(ctx, "unhandled option");
+		return CMD_EXIT_USAGE;
+	}
+}
+
+static void whatif_help(FILE *out)
+{
+	fputs("A hardware what-if study of GRAPH.hlo's program. Each --sweep "
+	      "gives a spec\nfield and its values; several form the grid of "
+	      "their product (at most\n4096 points). Each point is the spec "
+	      "(with the --set changes) with the\npoint's values applied as if "
+	      "the file said them (ranges, the checks that\nrelate fields and "
+	      "the derived figures, as --set); the kernels are built\nonce and "
+	      "costed at every point with their best tile config there. Per\n"
+	      "point: program time; busy time of the MXU, VPU and HBM DMA "
+	      "(cycles at\nthe clock, summed over kernels x runs) and fixed "
+	      "overheads; how many\nkernels each unit bounds; kernels that do "
+	      "not fit VMEM; kernels whose best\ntile config differs from the "
+	      "base point's. Then the elasticity of program\ntime to each swept "
+	      "field at the base point: d ln T / d ln x by central\n"
+	      "differences (x +- 1%, or +- 1 for integer fields).\n\n"
+	      "Options:\n"
+	      "      --sweep P=VALUES  a field and its values: a,b,c or "
+	      "LO:HI:xFACTOR or\n"
+	      "                        LO:HI:+STEP, in the field's unit "
+	      "(repeatable, at most 4)\n"
+	      "      --csv FILE        also write one line per point\n",
+	      out);
+}
+
+/* One point's figures. */
+struct point {
+	double v[WHATIF_MAX_SWEEPS];
+	double time_ns, mxu_ns, vpu_ns, dma_ns, overhead_ns;
+	int bound[HW_UNIT_COUNT];
+	int infeasible, retiled;
+};
+
+static bool same_config(const struct sim_tile_config *a,
+			const struct sim_tile_config *b)
+{
+	return a->n_out == b->n_out && a->n_kernel == b->n_kernel &&
+	       !memcmp(a->out_bounds, b->out_bounds,
+		       (size_t)a->n_out * sizeof *a->out_bounds) &&
+	       !memcmp(a->kernel_bounds, b->kernel_bounds,
+		       (size_t)a->n_kernel * sizeof *a->kernel_bounds);
+}
+
+/* Costs every program on hw into pt; base: the base point's configs per
+ * kernel (NULL: none yet, they are recorded into cfg). */
+static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
+		      const struct hw_spec *hw, struct point *pt,
+		      struct sim_tile_config *cfg, bool base)
+{
+	double ghz = hw->clock_hz * 1e-9;
+	int k_all = 0;
+	for (int m = 0; m < g->n_progs; m++) {
+		struct sim_program *p = &g->progs[m];
+		struct ts_diag d = {0};
+		if (sim_program_estimate(p, hw, &d) != TS_OK) {
+			cmd_diag(ctx, &d, NULL, NULL, 0);
+			return CMD_EXIT_INPUT;
+		}
+		pt->time_ns += sim_program_total(p);
+		for (int i = 0; i < p->n_kernels; i++, k_all++) {
+			const struct sim_kernel *k = &p->kernels[i];
+			const struct sim_estimate *e = &k->est;
+			double mult = k->multiplicity;
+			pt->mxu_ns += mult * e->mxu_cycles / ghz;
+			pt->vpu_ns += mult * e->vpu_cycles / ghz;
+			pt->dma_ns += mult * e->dma_cycles / ghz;
+			pt->overhead_ns += mult * e->overhead_ns;
+			if ((int)e->bound >= 0 && e->bound < HW_UNIT_COUNT &&
+			    e->modelled)
+				pt->bound[e->bound]++;
+			pt->infeasible += !e->feasible;
+			if (base)
+				cfg[k_all] = e->config;
+			else if (k->tunable && !same_config(&cfg[k_all], &e->config))
+				pt->retiled++;
+		}
+	}
+	return CMD_EXIT_OK;
+}
+
+static int n_kernels(const struct cmd_graph *g)
+{
+	int n = 0;
+	for (int m = 0; m < g->n_progs; m++)
+		n += g->progs[m].n_kernels;
+	return n;
+}
+
+/* The spec at the values vals[0..n) of the sweeps (on top of ctx->hw). */
+static int spec_at(const struct cmd_ctx *ctx, const struct whatif_opts *o,
+		   const double *vals, struct hw_spec *hw)
+{
+	const struct hw_field_info *f[WHATIF_MAX_SWEEPS];
+	for (int s = 0; s < o->n_sweeps; s++)
+		f[s] = o->sweeps[s].field;
+	*hw = ctx->hw;
+	struct ts_diag d = {0};
+	if (hw_spec_apply(hw, o->n_sweeps, f, vals, &d) != TS_OK) {
+		cmd_error(ctx, "--sweep: %s", d.msg);
+		return CMD_EXIT_USAGE;
+	}
+	return CMD_EXIT_OK;
+}
+
+/* d ln T / d ln x of sweep s's field at the base spec; NaN when neither
+ * neighbour is in range. */
+static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
+			 const struct sweep *w, struct sim_tile_config *scratch)
+{
+	double x0 = hw_spec_get(&ctx->hw, w->field);
+	double lo = w->field->is_int ? x0 - 1 : x0 / 1.01;
+	double hi = w->field->is_int ? x0 + 1 : x0 * 1.01;
+	double t[2], x[2] = {lo, hi};
+	for (int i = 0; i < 2; i++) {
+		struct hw_spec hw = ctx->hw;
+		struct ts_diag d = {0};
+		struct point pt = {0};
+		if (!(x[i] > 0) ||
+		    hw_spec_apply(&hw, 1, &w->field, &x[i], &d) != TS_OK ||
+		    cost_point(ctx, g, &hw, &pt, scratch, true) != CMD_EXIT_OK)
+			return NAN;
+		t[i] = pt.time_ns;
+	}
+	if (!(t[0] > 0) || !(t[1] > 0))
+		return NAN;
+	return (log(t[1]) - log(t[0])) / (log(x[1]) - log(x[0]));
+}
+
+enum { C_POINT = 0, C_TIME, C_MXU, C_VPU, C_DMA, C_OVERHEAD, C_B_MXU,
+       C_B_VPU, C_B_HBM, C_B_ICI, C_B_OVERHEAD, C_INFEASIBLE, C_RETILED,
+       C_FIXED };
+
+static const struct cmd_col fixed_cols[C_FIXED] = {
+	[C_POINT] = {"point", "#", CMD_UNIT_INT, 0},
+	[C_TIME] = {"time_ns", "time", CMD_UNIT_TIME_NS, 0},
+	[C_MXU] = {"mxu_ns", "mxu", CMD_UNIT_TIME_NS, 0},
+	[C_VPU] = {"vpu_ns", "vpu", CMD_UNIT_TIME_NS, 0},
+	[C_DMA] = {"dma_ns", "dma", CMD_UNIT_TIME_NS, 0},
+	[C_OVERHEAD] = {"overhead_ns", "overhead", CMD_UNIT_TIME_NS, 0},
+	[C_B_MXU] = {"mxu_bound", "mxu#", CMD_UNIT_INT, 0},
+	[C_B_VPU] = {"vpu_bound", "vpu#", CMD_UNIT_INT, 0},
+	[C_B_HBM] = {"hbm_bound", "hbm#", CMD_UNIT_INT, 0},
+	[C_B_ICI] = {"ici_bound", "ici#", CMD_UNIT_INT, 0},
+	[C_B_OVERHEAD] = {"overhead_bound", "ovh#", CMD_UNIT_INT, 0},
+	[C_INFEASIBLE] = {"infeasible", "infeas", CMD_UNIT_INT, 0},
+	[C_RETILED] = {"retiled", "retiled", CMD_UNIT_INT, 0},
+};
+
+static enum ts_status fill_row(struct cmd_table *t, int i, int n_sweeps,
+			       const struct point *pt)
+{
+	enum ts_status st = cmd_table_add_row(t);
+	if (st)
+		return st;
+	cmd_table_set_num(t, C_POINT, i);
+	cmd_table_set_num(t, C_TIME, pt->time_ns);
+	cmd_table_set_num(t, C_MXU, pt->mxu_ns);
+	cmd_table_set_num(t, C_VPU, pt->vpu_ns);
+	cmd_table_set_num(t, C_DMA, pt->dma_ns);
+	cmd_table_set_num(t, C_OVERHEAD, pt->overhead_ns);
+	cmd_table_set_num(t, C_B_MXU, pt->bound[HW_UNIT_MXU]);
+	cmd_table_set_num(t, C_B_VPU, pt->bound[HW_UNIT_VPU]);
+	cmd_table_set_num(t, C_B_HBM, pt->bound[HW_UNIT_HBM]);
+	cmd_table_set_num(t, C_B_ICI, pt->bound[HW_UNIT_ICI]);
+	cmd_table_set_num(t, C_B_OVERHEAD, pt->bound[HW_UNIT_OVERHEAD]);
+	cmd_table_set_num(t, C_INFEASIBLE, pt->infeasible);
+	cmd_table_set_num(t, C_RETILED, pt->retiled);
+	for (int s = 0; s < n_sweeps; s++)
+		cmd_table_set_num(t, C_FIXED + s, pt->v[s]);
+	return TS_OK;
+}
+
+static enum ts_status write_csv(FILE *f, void *t)
+{
+	struct cmd_report rep;
+	struct ts_diag d = {0};
+	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
+	cmd_report_table(&rep, t);
+	return cmd_report_end(&rep, &d);
+}
+
+static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
+		       char **argv)
+{
+	(void)argc;
+	struct whatif_opts *o = opts_v;
+	if (o->n_sweeps == 0) {
+		cmd_error(ctx, "--sweep P=VALUES is required (e.g. --sweep "
+			       "hbm.bw_bytes_per_s=450e9:1800e9:x2)");
+		return CMD_EXIT_USAGE;
+	}
+	int n_points = 1;
+	for (int s = 0; s < o->n_sweeps; s++) {
+		if (n_points > WHATIF_MAX_POINTS / o->sweeps[s].n) {
+			cmd_error(ctx, "the grid has more than %d points",
+				  WHATIF_MAX_POINTS);
+			return CMD_EXIT_USAGE;
+		}
+		n_points *= o->sweeps[s].n;
+	}
+	struct cmd_graph g;
+	struct sim_program_opts popts = {0};
+	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, &g);
+	struct sim_tile_config *cfg = NULL, *scratch = NULL;
+	struct cmd_col cols[C_FIXED + WHATIF_MAX_SWEEPS];
+	struct cmd_table t;
+	memcpy(cols, fixed_cols, sizeof fixed_cols);
+	for (int s = 0; s < o->n_sweeps; s++)
+		cols[C_FIXED + s] = (struct cmd_col){o->sweeps[s].field->path,
+						     o->sweeps[s].field->path,
+						     CMD_UNIT_REAL, 0};
+	cmd_table_init(&t, "points", NULL, cols, C_FIXED + o->n_sweeps);
+	if (rc != CMD_EXIT_OK)
+		goto out;
+	int nk = n_kernels(&g);
+	cfg = ts_calloc((size_t)nk + 1, sizeof *cfg);
+	scratch = ts_calloc((size_t)nk + 1, sizeof *scratch);
+	if (!cfg || !scratch) {
+		cmd_error(ctx, "out of memory");
+		rc = CMD_EXIT_IO;
+		goto out;
+	}
+	struct point base = {0};
+	if ((rc = cost_point(ctx, &g, &ctx->hw, &base, cfg, true)))
+		goto out;
+	for (int i = 0; i < n_points && rc == CMD_EXIT_OK; i++) {
+		struct point pt = {0};
+		int rest = i;
+		for (int s = o->n_sweeps - 1; s >= 0; s--) {
+			pt.v[s] = o->sweeps[s].v[rest % o->sweeps[s].n];
+			rest /= o->sweeps[s].n;
+		}
+		struct hw_spec hw;
+		if ((rc = spec_at(ctx, o, pt.v, &hw)) ||
+		    (rc = cost_point(ctx, &g, &hw, &pt, cfg, false)))
+			break;
+		if (fill_row(&t, i, o->n_sweeps, &pt)) {
+			cmd_error(ctx, "out of memory");
+			rc = CMD_EXIT_IO;
+		}
+	}
+	if (rc != CMD_EXIT_OK)
+		goto out;
+	struct cmd_report r;
+	cmd_report_begin(&r, ctx->format, ctx->out);
+	cmd_report_text(&r, "file", argv[0]);
+	cmd_report_text(&r, "hw", ctx->hw.name);
+	if (ctx->hw_set[0])
+		cmd_report_text(&r, "hw_set", ctx->hw_set);
+	cmd_report_num(&r, "base_time_ns", CMD_UNIT_TIME_NS, base.time_ns);
+	cmd_report_table(&r, &t);
+	cmd_report_list_begin(&r, "elasticity");
+	for (int s = 0; s < o->n_sweeps; s++) {
+		const struct sweep *w = &o->sweeps[s];
+		cmd_report_item_begin(&r);
+		cmd_report_text(&r, "field", w->field->path);
+		cmd_report_num(&r, "base_value", CMD_UNIT_REAL,
+			       hw_spec_get(&ctx->hw, w->field));
+		double e = elasticity(ctx, &g, w, scratch);
+		if (isfinite(e))
+			cmd_report_num(&r, "d_ln_time_d_ln_value", CMD_UNIT_REAL,
+				       e);
+		cmd_report_item_end(&r);
+	}
+	cmd_report_list_end(&r);
+	struct ts_diag d = {0};
+	enum ts_status st = cmd_report_end(&r, &d);
+	if (st == TS_OK && o->csv)
+		st = ts_write_file_atomic(o->csv, write_csv, &t, &d);
+	if (st != TS_OK) {
+		if (!d.msg[0])
+			ts_diag_set(&d, o->csv ? o->csv : "<stdout>", 0, 0,
+				    "cannot write: %s", ts_status_str(st));
+		cmd_diag(ctx, &d, NULL, NULL, 0);
+		rc = cmd_exit_from_status(st);
+	}
+out:
+	cmd_table_free(&t);
+	ts_free(cfg);
+	ts_free(scratch);
+	cmd_graph_free(&g);
+	return rc;
+}
+
+const struct cmd cmd_whatif = {
+	.name = "whatif",
+	.summary = "Sweep spec fields: time, bottlenecks, elasticities",
+	.synopsis = "GRAPH.hlo --hw SPEC.yaml --sweep P=VALUES [--sweep ...] "
+		    "[--set P=V ...] [--csv FILE]",
+	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
+	.options = whatif_options,
+	.repeatable = "sweep",
+	.opts_size = sizeof(struct whatif_opts),
+	.parse_opt = whatif_parse_opt,
+	.help = whatif_help,
+	.min_args = 1,
+	.max_args = 1,
+	.fn = whatif_main,
+};
