@@ -82,7 +82,12 @@ enum {
 	CMD_NEEDS_HW = 1u << 0,    /* --hw SPEC.yaml is required; main loads and
 	                              validates it into ctx->hw */
 	CMD_HAS_FORMAT = 1u << 1,  /* accepts -f/--format FMT into ctx->format */
+	CMD_MULTI_HW = 1u << 2,    /* --hw may repeat: ctx->hw is the first,
+	                              ctx->more_hw the others (generations
+	                              side by side), --set applied to each */
 };
+
+#define CMD_MAX_HW 8 /* --hw options of a CMD_MULTI_HW command */
 
 /* Option ids: main's own (below) and a command's first free id. */
 enum {
@@ -103,6 +108,8 @@ struct cmd_ctx {
 	                              the --set changes applied */
 	char hw_set[512];          /* the --set changes, "PATH=VALUE, ..."
 	                              ("" none), for reports */
+	int n_more_hw;             /* CMD_MULTI_HW: further --hw specs */
+	struct hw_spec more_hw[CMD_MAX_HW - 1];
 	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
 };
 

@@ -98,6 +98,11 @@ static void run_help(FILE *out)
 	      "      --explain KERNEL  print how KERNEL's estimate is derived "
 	      "instead of\n"
 	      "                        the table (text only)\n"
+	      "      --hw SPEC.yaml    (repeated) generations side by side: "
+	      "each kernel's\n"
+	      "                        time and bound unit on every spec, "
+	      "the totals and\n"
+	      "                        each spec's speed-up over the first\n"
 	      "      --model MODEL     hybrid estimates: each kernel's "
 	      "analytic time x the\n"
 	      "                        learned correction exp(r) of MODEL "
@@ -612,6 +617,149 @@ nomem:
 	return CMD_EXIT_IO;
 }
 
+/* ---- generations side by side (several --hw) ------------------------------ */
+
+enum { G_MODULE = 0, G_INDEX, G_NAME, G_KIND, G_OP, G_MULT, G_FIXED };
+
+/* One row per kernel with its time and bound unit on each spec, the
+ * program totals as the footer, then each spec's speed-up over the first
+ * (total on the first / total on it). */
+static int report_generations(struct cmd_ctx *ctx, const char *path,
+			      struct sim_program *progs, int n_progs)
+{
+	int n_hw = 1 + ctx->n_more_hw;
+	const struct hw_spec *hw[CMD_MAX_HW];
+	hw[0] = &ctx->hw;
+	for (int i = 1; i < n_hw; i++)
+		hw[i] = &ctx->more_hw[i - 1];
+	for (int i = 0; i < n_hw; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(hw[i]->name, hw[j]->name)) {
+				cmd_error(ctx, "--hw: spec %s given twice", hw[i]->name);
+				return CMD_EXIT_USAGE;
+			}
+	struct cmd_col cols[G_FIXED + 2 * CMD_MAX_HW] = {
+		[G_MODULE] = {"module", "module", CMD_UNIT_TEXT, CMD_COL_CSV_ONLY},
+		[G_INDEX] = {"index", "#", CMD_UNIT_INT, 0},
+		[G_NAME] = {"name", "kernel", CMD_UNIT_TEXT, 0},
+		[G_KIND] = {"kind", "kind", CMD_UNIT_TEXT, 0},
+		[G_OP] = {"main_op", "op", CMD_UNIT_TEXT, 0},
+		[G_MULT] = {"multiplicity", "mult", CMD_UNIT_REAL, 0},
+	};
+	char keys[2 * CMD_MAX_HW][2][64];
+	for (int i = 0; i < n_hw; i++) {
+		snprintf(keys[2 * i][0], 64, "time_ns_%s", hw[i]->name);
+		snprintf(keys[2 * i][1], 64, "%s", hw[i]->name);
+		snprintf(keys[2 * i + 1][0], 64, "bound_%s", hw[i]->name);
+		snprintf(keys[2 * i + 1][1], 64, "bound");
+		cols[G_FIXED + 2 * i] = (struct cmd_col){
+			keys[2 * i][0], keys[2 * i][1], CMD_UNIT_TIME_NS, 0};
+		cols[G_FIXED + 2 * i + 1] = (struct cmd_col){
+			keys[2 * i + 1][0], keys[2 * i + 1][1], CMD_UNIT_TEXT, 0};
+	}
+	struct cmd_report r;
+	cmd_report_begin(&r, ctx->format, ctx->out);
+	cmd_report_text(&r, "file", path);
+	char names[CMD_MAX_HW * (HW_NAME_MAX + 2)] = "";
+	for (int i = 0; i < n_hw; i++) {
+		strcat(names, i ? ", " : "");
+		strcat(names, hw[i]->name);
+	}
+	cmd_report_text(&r, "hw", names);
+	if (ctx->hw_set[0])
+		cmd_report_text(&r, "hw_set", ctx->hw_set);
+	cmd_report_text(&r, "model", "analytic");
+	cmd_report_list_begin(&r, "modules");
+	enum ts_status st = TS_OK;
+	int rc = CMD_EXIT_OK;
+	for (int m = 0; m < n_progs && rc == CMD_EXIT_OK; m++) {
+		struct sim_program *p = &progs[m];
+		double total[CMD_MAX_HW];
+		double *t = ts_calloc((size_t)p->n_kernels * n_hw + 1, sizeof *t);
+		enum hw_unit *b = ts_calloc((size_t)p->n_kernels * n_hw + 1,
+					    sizeof *b);
+		if (!t || !b) {
+			ts_free(t);
+			ts_free(b);
+			cmd_error(ctx, "out of memory");
+			rc = CMD_EXIT_IO;
+			break;
+		}
+		for (int g = 0; g < n_hw && rc == CMD_EXIT_OK; g++) {
+			struct ts_diag d = {0};
+			if (sim_program_estimate(p, hw[g], &d) != TS_OK) {
+				cmd_diag(ctx, &d, NULL, NULL, 0);
+				rc = CMD_EXIT_INPUT;
+				break;
+			}
+			total[g] = sim_program_total(p);
+			for (int k = 0; k < p->n_kernels; k++) {
+				t[(size_t)k * n_hw + g] = p->kernels[k].est.time_ns;
+				b[(size_t)k * n_hw + g] = p->kernels[k].est.bound;
+			}
+		}
+		struct cmd_table tb;
+		cmd_table_init(&tb, "kernels", "total", cols, G_FIXED + 2 * n_hw);
+		for (int k = 0; rc == CMD_EXIT_OK && !st && k < p->n_kernels; k++) {
+			const struct sim_kernel *kn = &p->kernels[k];
+			if ((st = cmd_table_add_row(&tb)) ||
+			    (st = cmd_table_set_text(&tb, G_MODULE, p->module->name)) ||
+			    (st = cmd_table_set_text(&tb, G_NAME, kn->name)) ||
+			    (st = cmd_table_set_text(&tb, G_KIND,
+						     sim_kernel_kind_name(kn->kind))) ||
+			    (st = cmd_table_set_text(&tb, G_OP,
+						     ir_op_name(kn->main_op))))
+				break;
+			cmd_table_set_num(&tb, G_INDEX, k);
+			cmd_table_set_num(&tb, G_MULT, kn->multiplicity);
+			for (int g = 0; g < n_hw && !st; g++) {
+				cmd_table_set_num(&tb, G_FIXED + 2 * g,
+						  t[(size_t)k * n_hw + g]);
+				st = cmd_table_set_text(
+					&tb, G_FIXED + 2 * g + 1,
+					hw_unit_name(b[(size_t)k * n_hw + g]));
+			}
+		}
+		if (rc == CMD_EXIT_OK && !st && !(st = cmd_table_begin_footer(&tb)))
+			st = cmd_table_set_text(&tb, G_NAME, "total");
+		for (int g = 0; rc == CMD_EXIT_OK && !st && g < n_hw; g++)
+			cmd_table_set_num(&tb, G_FIXED + 2 * g, total[g]);
+		if (rc == CMD_EXIT_OK && !st) {
+			cmd_report_item_begin(&r);
+			cmd_report_text(&r, "module", p->module->name);
+			cmd_report_table(&r, &tb);
+			cmd_report_list_begin(&r, "speedup");
+			for (int g = 1; g < n_hw; g++) {
+				cmd_report_item_begin(&r);
+				cmd_report_text(&r, "hw", hw[g]->name);
+				cmd_report_num(&r, "vs_first", CMD_UNIT_REAL,
+					       total[g] > 0 ? total[0] / total[g]
+							    : NAN);
+				cmd_report_item_end(&r);
+			}
+			cmd_report_list_end(&r);
+			cmd_report_item_end(&r);
+		}
+		cmd_table_free(&tb);
+		ts_free(t);
+		ts_free(b);
+	}
+	cmd_report_list_end(&r);
+	struct ts_diag d = {0};
+	enum ts_status end_st = cmd_report_end(&r, &d);
+	if (rc != CMD_EXIT_OK)
+		return rc;
+	if (st != TS_OK) {
+		cmd_error(ctx, "out of memory building the report");
+		return CMD_EXIT_IO;
+	}
+	if (end_st != TS_OK) {
+		cmd_error(ctx, "%s", d.msg);
+		return cmd_exit_from_status(end_st);
+	}
+	return CMD_EXIT_OK;
+}
+
 static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 {
 	struct run_opts *o = opts_;
@@ -629,6 +777,12 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	}
 	if (o->explain && ctx->format != CMD_FORMAT_TABLE) {
 		cmd_error(ctx, "--explain writes text; leave out --format");
+		return CMD_EXIT_USAGE;
+	}
+	if (ctx->n_more_hw > 0 &&
+	    (o->model || o->roofline || o->explain || o->has_config)) {
+		cmd_error(ctx, "several --hw compare generations; that excludes "
+			       "--model, --roofline, --explain and --config");
 		return CMD_EXIT_USAGE;
 	}
 	if (o->model && (o->roofline || o->explain)) {
@@ -653,6 +807,10 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	struct ts_diag d = {0};
 	enum ts_status st;
 
+	if (ctx->n_more_hw > 0) {
+		rc = report_generations(ctx, path, progs, n_progs);
+		goto out;
+	}
 	struct sim_kernel *cfg_kernel = NULL;
 	if (o->has_config) {
 		cfg_kernel = config_kernel(ctx, o, progs, n_progs, &rc);
@@ -710,7 +868,7 @@ const struct cmd cmd_run = {
 	.name = "run",
 	.summary = "Estimate the kernels of an HLO module on one TPU",
 	.synopsis = "GRAPH.hlo --hw SPEC.yaml [options]",
-	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
+	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT | CMD_MULTI_HW,
 	.options = run_options,
 	.opts_size = sizeof(struct run_opts),
 	.parse_opt = run_parse_opt,

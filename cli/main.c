@@ -353,7 +353,8 @@ int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
  * (hw_spec_apply: ranges, the checks that relate fields, derived
  * figures). */
 static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
-		   const char *const *sets, int n_sets)
+		   const char *const *sets, int n_sets,
+		   const char *const *more, int n_more)
 {
 	if (!ctx->hw_path) {
 		cmd_error(ctx, "--hw SPEC.yaml is required (e.g. --hw "
@@ -361,6 +362,9 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 		return usage_error(ctx, cmd);
 	}
 	int rc = cmd_load_spec(ctx, ctx->hw_path, &ctx->hw);
+	for (int i = 0; rc == CMD_EXIT_OK && i < n_more; i++)
+		rc = cmd_load_spec(ctx, more[i], &ctx->more_hw[i]);
+	ctx->n_more_hw = rc == CMD_EXIT_OK ? n_more : 0;
 	if (rc != CMD_EXIT_OK || n_sets == 0)
 		return rc;
 	const struct hw_field_info *fields[MAX_SETS];
@@ -395,10 +399,12 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 			used = sizeof ctx->hw_set;
 	}
 	struct ts_diag d = {0};
-	if (hw_spec_apply(&ctx->hw, n_sets, fields, values, &d) != TS_OK) {
-		cmd_error(ctx, "--set: %s", d.msg);
-		return usage_error(ctx, cmd);
-	}
+	for (int i = -1; i < n_more; i++)
+		if (hw_spec_apply(i < 0 ? &ctx->hw : &ctx->more_hw[i], n_sets,
+				  fields, values, &d) != TS_OK) {
+			cmd_error(ctx, "--set: %s", d.msg);
+			return usage_error(ctx, cmd);
+		}
 	return CMD_EXIT_OK;
 }
 
@@ -453,13 +459,14 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	bool want_help = false;
 	optind = 0; /* glibc: restart scanning from scratch */
 	opterr = 0;
-	int c, seen[CMD_MAX_OPTIONS], n_seen = 0, n_sets = 0;
-	const char *sets[MAX_SETS];
+	int c, seen[CMD_MAX_OPTIONS], n_seen = 0, n_sets = 0, n_more = 0;
+	const char *sets[MAX_SETS], *more[CMD_MAX_HW - 1];
 	while (rc == CMD_EXIT_OK &&
 	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
 		       -1) {
 		if (c != ':' && c != '?' && c != CMD_OPT_HELP &&
 		    c != CMD_OPT_SET &&
+		    !(c == CMD_OPT_HW && (cmd->flags & CMD_MULTI_HW)) &&
 		    check_repeat(&ctx, cmd, longopts, c, seen, &n_seen)) {
 			rc = usage_error(&ctx, cmd);
 			break;
@@ -469,7 +476,15 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			want_help = true;
 			break;
 		case CMD_OPT_HW:
-			ctx.hw_path = optarg;
+			if (!ctx.hw_path) {
+				ctx.hw_path = optarg;
+			} else if (n_more < CMD_MAX_HW - 1) {
+				more[n_more++] = optarg;
+			} else {
+				cmd_error(&ctx, "at most %d --hw options",
+					  CMD_MAX_HW);
+				rc = usage_error(&ctx, cmd);
+			}
 			break;
 		case CMD_OPT_SET:
 			if (n_sets == MAX_SETS) {
@@ -520,7 +535,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		goto out;
 	}
 	if (cmd->flags & CMD_NEEDS_HW) {
-		rc = load_hw(&ctx, cmd, sets, n_sets);
+		rc = load_hw(&ctx, cmd, sets, n_sets, more, n_more);
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}

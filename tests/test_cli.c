@@ -178,9 +178,11 @@ static void test_usage_errors(void **state)
 		 "tpusim run: error: --explain writes text"},
 		{{"help", "run", "extra"},
 		 "tpusim help: error: expected at most 1 argument, got 2\n"},
+		{{"tile", ex, "--hw", v3, "--hw", v3},
+		 "tpusim tile: error: option '--hw' given twice: it takes one "
+		 "value\nTry 'tpusim tile --help'.\n"},
 		{{"run", ex, "--hw", v3, "--hw", v3},
-		 "tpusim run: error: option '--hw' given twice: it takes one "
-		 "value\nTry 'tpusim run --help'.\n"},
+		 "tpusim run: error: --hw: spec v3 given twice\n"},
 		{{"fuse", ex, "--hw", v3, "-o", "a", "-o", "b"},
 		 "tpusim fuse: error: option '--output' given twice"},
 		{{"run", ex, "--hw", v3, "--set", "hbm.bw=1"},

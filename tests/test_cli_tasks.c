@@ -5,7 +5,8 @@
  * and the reason, exit 1; the shipped model as "default"; compare's CSV and
  * pictures), operator fusion (fuse writes a module that reads back at
  * the same time; a compiled module is refused) and what-if sweeps
- * (physics, not numbers: see test_whatif).
+ * (physics, not numbers: see test_whatif), and generations side by side
+ * (run with several --hw).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -296,12 +297,71 @@ static void test_whatif(void **state)
 	unlink(csv);
 }
 
+/* run --hw v3 --hw v4: each kernel's time on each spec is what a run on
+ * that spec alone gives, and the totals and speed-up follow. */
+static void test_generations(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], v4[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	src(v4, "hwspecs/v4.yaml");
+	struct proc both, one[2];
+	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "-f", "csv");
+	expect_rc(&both, 0);
+	tpusim(&one[0], "run", ex, "--hw", v3, "-f", "csv");
+	tpusim(&one[1], "run", ex, "--hw", v4, "-f", "csv");
+	expect_rc(&one[0], 0);
+	expect_rc(&one[1], 0);
+	assert_true(starts_with(both.out, "module,index,name,kind,main_op,"
+					  "multiplicity,time_ns_v3,bound_v3,"
+					  "time_ns_v4,bound_v4\n"));
+	/* row k: ...,t3,b3,t4,b4 against run's time_ns (16th field) */
+	char *s0 = NULL, *s1 = NULL, *s2 = NULL;
+	char *l = strtok_r(both.out, "\n", &s0);
+	char *a = strtok_r(one[0].out, "\n", &s1);
+	char *b = strtok_r(one[1].out, "\n", &s2);
+	int rows = 0;
+	while ((l = strtok_r(NULL, "\n", &s0)) && (a = strtok_r(NULL, "\n", &s1)) &&
+	       (b = strtok_r(NULL, "\n", &s2))) {
+		double t3, t4;
+		char b3[16], b4[16];
+		const char *f = l;
+		for (int i = 0; i < 6; i++)
+			f = strchr(f, ',') + 1;
+		assert_int_equal(sscanf(f, "%lf,%15[a-z],%lf,%15[a-z]", &t3, b3,
+					&t4, b4),
+				 4);
+		const char *fa = a, *fb = b;
+		for (int i = 0; i < 15; i++) {
+			fa = strchr(fa, ',') + 1;
+			fb = strchr(fb, ',') + 1;
+		}
+		assert_near(t3, atof(fa), 1e-3);
+		assert_near(t4, atof(fb), 1e-3);
+		rows++;
+	}
+	assert_int_equal(rows, 14);
+	proc_free(&both);
+	proc_free(&one[0]);
+	proc_free(&one[1]);
+	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4);
+	expect_rc(&both, 0);
+	expect_contains(both.out, "hw: v3, v4\n");
+	expect_contains(both.out, "\nhw: v4\nvs_first: ");
+	proc_free(&both);
+	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--roofline");
+	expect_rc(&both, 2);
+	proc_free(&both);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
+		cmocka_unit_test(test_generations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
