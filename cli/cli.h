@@ -217,6 +217,14 @@ int cmd_opt_epochs(const struct cmd_ctx *ctx, const char *arg, int *epochs);
 int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 		   struct gnn_model *m);
 
+/* ---- timelines (cli/trace.c) --------------------------------------------- */
+
+/* Writes the programs' schedule (estimated on ctx->hw) to path as a Chrome
+ * trace (temp file, then rename); prints a failure and returns an enum
+ * cmd_exit. cli/trace.c says which tracks and events. */
+int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
+		    struct sim_program *progs, int n_progs);
+
 /* ---- pictures (cli/plots.c, PLplot) -------------------------------------- */
 
 /* Writes compare_scatter.png, compare_ape.png and compare_tau.png (tile
@@ -326,6 +334,10 @@ void cmd_report_num(struct cmd_report *r, const char *key,
 		    enum cmd_unit unit, double v);
 void cmd_report_list_begin(struct cmd_report *r, const char *key);
 void cmd_report_list_end(struct cmd_report *r);
+/* A nested mapping under key (JSON/YAML; tables and CSV ignore it and
+ * print its fields as they come). */
+void cmd_report_map_begin(struct cmd_report *r, const char *key);
+void cmd_report_map_end(struct cmd_report *r);
 void cmd_report_item_begin(struct cmd_report *r);
 void cmd_report_item_end(struct cmd_report *r);
 void cmd_report_table(struct cmd_report *r, const struct cmd_table *t);

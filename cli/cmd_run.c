@@ -21,6 +21,7 @@ struct run_opts {
 	const char *module;        /* --module NAME, NULL: every module */
 	bool roofline;             /* --roofline */
 	const char *model;         /* --model MODEL: hybrid estimates */
+	const char *trace;         /* --trace FILE.json: the timeline */
 };
 
 enum {
@@ -31,6 +32,7 @@ enum {
 	RUN_OPT_MODULE,
 	RUN_OPT_ROOFLINE,
 	RUN_OPT_MODEL,
+	RUN_OPT_TRACE,
 };
 
 static const struct option run_options[] = {
@@ -41,6 +43,7 @@ static const struct option run_options[] = {
 	{"module", required_argument, NULL, RUN_OPT_MODULE},
 	{"roofline", no_argument, NULL, RUN_OPT_ROOFLINE},
 	{"model", required_argument, NULL, RUN_OPT_MODEL},
+	{"trace", required_argument, NULL, RUN_OPT_TRACE},
 	{0},
 };
 
@@ -98,6 +101,12 @@ static void run_help(FILE *out)
 	      "      --explain KERNEL  print how KERNEL's estimate is derived "
 	      "instead of\n"
 	      "                        the table (text only)\n"
+	      "      --trace FILE.json the program's timeline as a Chrome trace "
+	      "(Perfetto,\n"
+	      "                        chrome://tracing): kernels, MXU, VPU, "
+	      "DMA, ICI and\n"
+	      "                        async tracks; its kernel events add up "
+	      "to the total\n"
 	      "      --hw SPEC.yaml    (repeated) generations side by side: "
 	      "each kernel's\n"
 	      "                        time and bound unit on every spec, "
@@ -159,6 +168,9 @@ static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 		return CMD_EXIT_OK;
 	case RUN_OPT_MODEL:
 		o->model = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_TRACE:
+		o->trace = arg;
 		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"run_parse_opt: unknown option id");
@@ -780,9 +792,16 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		return CMD_EXIT_USAGE;
 	}
 	if (ctx->n_more_hw > 0 &&
-	    (o->model || o->roofline || o->explain || o->has_config)) {
+	    (o->model || o->roofline || o->explain || o->has_config ||
+	     o->trace)) {
 		cmd_error(ctx, "several --hw compare generations; that excludes "
-			       "--model, --roofline, --explain and --config");
+			       "--model, --roofline, --explain, --config and "
+			       "--trace");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->trace && o->explain) {
+		cmd_error(ctx, "--trace writes the program's timeline; it "
+			       "excludes --explain");
 		return CMD_EXIT_USAGE;
 	}
 	if (o->model && (o->roofline || o->explain)) {
@@ -855,6 +874,8 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		goto out;
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
 			     analytic);
+	if (rc == CMD_EXIT_OK && o->trace)
+		rc = cmd_write_trace(ctx, o->trace, progs, n_progs);
 out:
 	for (int m = 0; analytic && m < g.n_progs; m++)
 		ts_free(analytic[m]);

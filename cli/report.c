@@ -650,6 +650,14 @@ void cmd_report_list_begin(struct cmd_report *r, const char *key)
 
 void cmd_report_list_end(struct cmd_report *r) { emit_seq_end(r); }
 
+void cmd_report_map_begin(struct cmd_report *r, const char *key)
+{
+	emit_key(r, key);
+	emit_map_start(r);
+}
+
+void cmd_report_map_end(struct cmd_report *r) { emit_map_end(r); }
+
 void cmd_report_item_begin(struct cmd_report *r)
 {
 	if (r->status == TS_OK && r->format == CMD_FORMAT_TABLE)

@@ -5,8 +5,8 @@
  * and the reason, exit 1; the shipped model as "default"; compare's CSV and
  * pictures), operator fusion (fuse writes a module that reads back at
  * the same time; a compiled module is refused) and what-if sweeps
- * (physics, not numbers: see test_whatif), and generations side by side
- * (run with several --hw).
+ * (physics, not numbers: see test_whatif), generations side by side
+ * (run with several --hw) and the timeline (run --trace).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -355,6 +355,56 @@ static void test_generations(void **state)
 	proc_free(&both);
 }
 
+/* run --trace: valid JSON (python3's json module, skipped without it),
+ * and the kernels track's events add up to the program time run reports
+ * (each printed to the nanosecond: a tolerance of 1 ns per event). */
+static void test_trace(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], tr[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	snprintf(tr, sizeof tr, "%s/test_trace_%d.json", tu_tmpdir(),
+		 (int)getpid());
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--trace", tr, "-f", "csv");
+	expect_rc(&p, 0);
+	/* the CSV's time_total_ns column, summed: the program time */
+	char *save = NULL, *line = strtok_r(p.out, "\n", &save);
+	double total = 0;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		const char *f = line;
+		for (int i = 0; i < 18; i++)
+			f = strchr(f, ',') + 1;
+		total += atof(f);
+	}
+	proc_free(&p);
+	char *py[] = {"python3", "-c",
+		      "import json,sys; json.load(open(sys.argv[1]))", tr, NULL};
+	struct proc q;
+	if (spawn(&q, "python3", true, NULL, NULL, py))
+		expect_rc(&q, 0);
+	else
+		print_message("python3 not found: the JSON is not parsed\n");
+	proc_free(&q);
+	char *text = slurp(tr);
+	double sum = 0;
+	int n = 0;
+	for (const char *c = text; (c = strstr(c, "\"tid\": 1, \"ts\": "));
+	     c++) {
+		double ts, dur;
+		assert_int_equal(sscanf(c, "\"tid\": 1, \"ts\": %lf, \"dur\": %lf",
+					&ts, &dur),
+				 2);
+		sum += dur * 1e3;
+		n++;
+	}
+	assert_true(n >= 14);
+	assert_near(sum, total, 1.0 * n);
+	ts_free(text);
+	unlink(tr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
 		cmocka_unit_test(test_generations),
+		cmocka_unit_test(test_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
