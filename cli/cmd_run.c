@@ -22,6 +22,7 @@ struct run_opts {
 	bool roofline;             /* --roofline */
 	const char *model;         /* --model MODEL: hybrid estimates */
 	const char *trace;         /* --trace FILE.json: the timeline */
+	bool summary;              /* --summary: rolled up, not per kernel */
 };
 
 enum {
@@ -33,6 +34,7 @@ enum {
 	RUN_OPT_ROOFLINE,
 	RUN_OPT_MODEL,
 	RUN_OPT_TRACE,
+	RUN_OPT_SUMMARY,
 };
 
 static const struct option run_options[] = {
@@ -44,6 +46,7 @@ static const struct option run_options[] = {
 	{"roofline", no_argument, NULL, RUN_OPT_ROOFLINE},
 	{"model", required_argument, NULL, RUN_OPT_MODEL},
 	{"trace", required_argument, NULL, RUN_OPT_TRACE},
+	{"summary", no_argument, NULL, RUN_OPT_SUMMARY},
 	{0},
 };
 
@@ -101,6 +104,11 @@ static void run_help(FILE *out)
 	      "      --explain KERNEL  print how KERNEL's estimate is derived "
 	      "instead of\n"
 	      "                        the table (text only)\n"
+	      "      --summary         instead of the kernel table, the time "
+	      "rolled up by\n"
+	      "                        kernel kind, by main op and by bound "
+	      "unit (kernels,\n"
+	      "                        time x runs, share), largest first\n"
 	      "      --trace FILE.json the program's timeline as a Chrome trace "
 	      "(Perfetto,\n"
 	      "                        chrome://tracing): kernels, MXU, VPU, "
@@ -171,6 +179,9 @@ static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 		return CMD_EXIT_OK;
 	case RUN_OPT_TRACE:
 		o->trace = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_SUMMARY:
+		o->summary = true;
 		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"run_parse_opt: unknown option id");
@@ -527,6 +538,102 @@ static void report_loops(struct cmd_report *r, const struct sim_program *p)
 	cmd_report_list_end(r);
 }
 
+/* ---- --summary: the time rolled up ---------------------------------------- */
+
+#define SUMMARY_MAX_KEYS 256
+
+struct rollup {
+	int n;
+	const char *key[SUMMARY_MAX_KEYS];
+	int kernels[SUMMARY_MAX_KEYS];
+	double ns[SUMMARY_MAX_KEYS];
+};
+
+static void rollup_add(struct rollup *u, const char *key, double ns)
+{
+	int i = 0;
+	while (i < u->n && strcmp(u->key[i], key))
+		i++;
+	if (i == u->n) {
+		if (u->n == SUMMARY_MAX_KEYS)
+			i = u->n - 1; /* the rest joins the last key */
+		else
+			u->key[u->n++] = key;
+	}
+	u->kernels[i]++;
+	u->ns[i] += ns;
+}
+
+enum { S_GROUP = 0, S_KERNELS, S_TIME, S_SHARE, S_COUNT };
+
+/* One rollup as a table keyed `key`, largest time first. */
+static enum ts_status summary_table(struct cmd_report *r, const char *key,
+				    const char *title, struct rollup *u,
+				    double total)
+{
+	const struct cmd_col cols[S_COUNT] = {
+		[S_GROUP] = {title, title, CMD_UNIT_TEXT, 0},
+		[S_KERNELS] = {"kernels", "kernels", CMD_UNIT_INT, 0},
+		[S_TIME] = {"time_ns", "time", CMD_UNIT_TIME_NS, 0},
+		[S_SHARE] = {"share", "share", CMD_UNIT_FRACTION, 0},
+	};
+	/* selection sort: a few dozen keys at most in practice */
+	for (int i = 0; i < u->n; i++)
+		for (int j = i + 1; j < u->n; j++)
+			if (u->ns[j] > u->ns[i]) {
+				const char *k = u->key[i];
+				u->key[i] = u->key[j];
+				u->key[j] = k;
+				int c = u->kernels[i];
+				u->kernels[i] = u->kernels[j];
+				u->kernels[j] = c;
+				double t = u->ns[i];
+				u->ns[i] = u->ns[j];
+				u->ns[j] = t;
+			}
+	struct cmd_table t;
+	cmd_table_init(&t, key, NULL, cols, S_COUNT);
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < u->n && !st; i++) {
+		if ((st = cmd_table_add_row(&t)) ||
+		    (st = cmd_table_set_text(&t, S_GROUP, u->key[i])))
+			break;
+		cmd_table_set_num(&t, S_KERNELS, u->kernels[i]);
+		cmd_table_set_num(&t, S_TIME, u->ns[i]);
+		cmd_table_set_num(&t, S_SHARE, total > 0 ? u->ns[i] / total : 0);
+	}
+	if (!st)
+		cmd_report_table(r, &t);
+	cmd_table_free(&t);
+	return st;
+}
+
+/* The program's time by kernel kind, main op and bound unit (each kernel's
+ * time x runs; the shares are of the sum, which the async overlap can
+ * make exceed the program time). */
+static enum ts_status summary_tables(struct cmd_report *r,
+				     const struct sim_program *p)
+{
+	struct rollup by[3] = {{0}};
+	double sum = 0;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		double ns = k->est.time_ns * k->multiplicity;
+		sum += ns;
+		rollup_add(&by[0], sim_kernel_kind_name(k->kind), ns);
+		rollup_add(&by[1], ir_op_name(k->main_op), ns);
+		rollup_add(&by[2], k->est.modelled ? hw_unit_name(k->est.bound)
+						   : "unmodelled",
+			   ns);
+	}
+	enum ts_status st = summary_table(r, "by_kind", "kind", &by[0], sum);
+	if (!st)
+		st = summary_table(r, "by_op", "op", &by[1], sum);
+	if (!st)
+		st = summary_table(r, "by_bound", "bound", &by[2], sum);
+	return st;
+}
+
 /* analytic[m][i]: kernel i of program m's analytic time when a model
  * replaced it by the hybrid one (NULL: no model). */
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
@@ -575,7 +682,13 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				       count_unmodelled(p));
 			cmd_report_num(&r, "n_assumed_trip_counts",
 				       CMD_UNIT_INT, p->n_assumed_trip_counts);
-			cmd_report_table(&r, &t);
+			if (o->summary) {
+				cmd_report_num(&r, "time_ns", CMD_UNIT_TIME_NS,
+					       total);
+				st = summary_tables(&r, p);
+			} else {
+				cmd_report_table(&r, &t);
+			}
 			report_loops(&r, p);
 			report_async(&r, p);
 			cmd_report_item_end(&r);

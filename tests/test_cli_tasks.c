@@ -6,7 +6,8 @@
  * pictures), operator fusion (fuse writes a module that reads back at
  * the same time; a compiled module is refused) and what-if sweeps
  * (physics, not numbers: see test_whatif), generations side by side
- * (run with several --hw) and the timeline (run --trace).
+ * (run with several --hw), the timeline (run --trace) and the summary
+ * (run --summary).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -405,6 +406,55 @@ static void test_trace(void **state)
 	unlink(tr);
 }
 
+/* Sums the "kernels" and "time_ns" of the rows of JSON table `key`. */
+static void sum_table(const char *json, const char *key, int *kernels,
+		      double *ns)
+{
+	char want[64];
+	snprintf(want, sizeof want, "\"%s\": [", key);
+	const char *c = strstr(json, want);
+	assert_non_null(c);
+	const char *end = strchr(c, ']');
+	*kernels = 0;
+	*ns = 0;
+	while ((c = strstr(c, "\"kernels\": ")) && c < end) {
+		int k;
+		double t;
+		assert_int_equal(sscanf(c, "\"kernels\": %d, \"time_ns\": %lf",
+					&k, &t),
+				 2);
+		*kernels += k;
+		*ns += t;
+		c++;
+	}
+}
+
+/* run --summary: each rollup (kind, op, bound) holds every kernel once and
+ * all their time; with no async pair here, that is the program time. */
+static void test_summary(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--summary", "-f", "json");
+	expect_rc(&p, 0);
+	double total;
+	const char *t = strstr(p.out, "\"time_ns\": ");
+	assert_non_null(t);
+	assert_int_equal(sscanf(t, "\"time_ns\": %lf", &total), 1);
+	static const char *const keys[] = {"by_kind", "by_op", "by_bound"};
+	for (int i = 0; i < 3; i++) {
+		int k;
+		double ns;
+		sum_table(p.out, keys[i], &k, &ns);
+		assert_int_equal(k, 14);
+		assert_near(ns, total, 1e-3 * 14); /* 3 decimals per row */
+	}
+	proc_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_whatif),
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
