@@ -231,6 +231,27 @@ int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
  * sets only) into the existing folder dir; returns an enum cmd_exit. */
 int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
 		     const struct val_compare *c);
+/* Writes run_<module>.png per program into dir: the roofline of its
+ * kernels (estimated on hw) and its time by bound unit. */
+int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
+		 const struct sim_program *progs, int n_progs,
+		 const struct hw_spec *hw);
+
+/* The points of a whatif grid, for its picture. */
+struct cmd_whatif_plot {
+	int n_sweeps;             /* 1 or 2 are drawn */
+	const char *names[2];     /* the swept fields */
+	int n[2];                 /* values per sweep */
+	int n_points;             /* the grid, first sweep outermost */
+	const double *values;     /* n_points x n_sweeps */
+	const double *time;       /* n_points: program time, ns */
+	const double *by_unit;    /* n_points x HW_UNIT_COUNT: time of the
+	                             kernels each unit bounds, ns */
+};
+/* Writes whatif.png into dir: one sweep as stacked bars by bound unit,
+ * two as a heat map of program time (more: a note, no picture). */
+int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
+		    const struct cmd_whatif_plot *w);
 
 /* ---- tables (cli/report.c) ------------------------------------------------ */
 

@@ -8,8 +8,10 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct run_opts {
 	int64_t trip_count;        /* --trip-count; 0 when not given */
@@ -23,6 +25,7 @@ struct run_opts {
 	const char *model;         /* --model MODEL: hybrid estimates */
 	const char *trace;         /* --trace FILE.json: the timeline */
 	bool summary;              /* --summary: rolled up, not per kernel */
+	const char *plots;         /* --plots DIR */
 };
 
 enum {
@@ -35,6 +38,7 @@ enum {
 	RUN_OPT_MODEL,
 	RUN_OPT_TRACE,
 	RUN_OPT_SUMMARY,
+	RUN_OPT_PLOTS,
 };
 
 static const struct option run_options[] = {
@@ -47,6 +51,7 @@ static const struct option run_options[] = {
 	{"model", required_argument, NULL, RUN_OPT_MODEL},
 	{"trace", required_argument, NULL, RUN_OPT_TRACE},
 	{"summary", no_argument, NULL, RUN_OPT_SUMMARY},
+	{"plots", required_argument, NULL, RUN_OPT_PLOTS},
 	{0},
 };
 
@@ -104,6 +109,10 @@ static void run_help(FILE *out)
 	      "      --explain KERNEL  print how KERNEL's estimate is derived "
 	      "instead of\n"
 	      "                        the table (text only)\n"
+	      "      --plots DIR       run_<module>.png into DIR (created if "
+	      "absent): the\n"
+	      "                        roofline of the kernels and the time "
+	      "by bound unit\n"
 	      "      --summary         instead of the kernel table, the time "
 	      "rolled up by\n"
 	      "                        kernel kind, by main op and by bound "
@@ -182,6 +191,9 @@ static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 		return CMD_EXIT_OK;
 	case RUN_OPT_SUMMARY:
 		o->summary = true;
+		return CMD_EXIT_OK;
+	case RUN_OPT_PLOTS:
+		o->plots = arg;
 		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"run_parse_opt: unknown option id");
@@ -906,10 +918,10 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	}
 	if (ctx->n_more_hw > 0 &&
 	    (o->model || o->roofline || o->explain || o->has_config ||
-	     o->trace)) {
+	     o->trace || o->plots)) {
 		cmd_error(ctx, "several --hw compare generations; that excludes "
-			       "--model, --roofline, --explain, --config and "
-			       "--trace");
+			       "--model, --roofline, --explain, --config, "
+			       "--trace and --plots");
 		return CMD_EXIT_USAGE;
 	}
 	if (o->trace && o->explain) {
@@ -989,6 +1001,15 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			     analytic);
 	if (rc == CMD_EXIT_OK && o->trace)
 		rc = cmd_write_trace(ctx, o->trace, progs, n_progs);
+	if (rc == CMD_EXIT_OK && o->plots) {
+		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
+			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
+				  strerror(errno));
+			rc = CMD_EXIT_IO;
+		} else {
+			rc = cmd_plot_run(ctx, o->plots, progs, n_progs, &ctx->hw);
+		}
+	}
 out:
 	for (int m = 0; analytic && m < g.n_progs; m++)
 		ts_free(analytic[m]);

@@ -11,9 +11,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define WHATIF_MAX_SWEEPS 4
 #define WHATIF_MAX_VALUES 64    /* per sweep */
@@ -30,13 +32,15 @@ struct whatif_opts {
 	int n_sweeps;
 	struct sweep sweeps[WHATIF_MAX_SWEEPS];
 	const char *csv;                  /* --csv FILE */
+	const char *plots;                /* --plots DIR */
 };
 
-enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV };
+enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV, OPT_PLOTS };
 
 static const struct option whatif_options[] = {
 	{"sweep", required_argument, NULL, OPT_SWEEP},
 	{"csv", required_argument, NULL, OPT_CSV},
+	{"plots", required_argument, NULL, OPT_PLOTS},
 	{0},
 };
 
@@ -128,6 +132,9 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	case OPT_CSV:
 		o->csv = arg;
 		return CMD_EXIT_OK;
+	case OPT_PLOTS:
+		o->plots = arg;
+		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
 		return CMD_EXIT_USAGE;
@@ -155,7 +162,12 @@ static void whatif_help(FILE *out)
 	      "LO:HI:xFACTOR or\n"
 	      "                        LO:HI:+STEP, in the field's unit "
 	      "(repeatable, at most 4)\n"
-	      "      --csv FILE        also write one line per point\n",
+	      "      --csv FILE        also write one line per point\n"
+	      "      --plots DIR       whatif.png into DIR (created if "
+	      "absent): one sweep as\n"
+	      "                        bars of program time stacked by bound "
+	      "unit, two as a\n"
+	      "                        heat map of program time\n",
 	      out);
 }
 
@@ -164,6 +176,8 @@ struct point {
 	double v[WHATIF_MAX_SWEEPS];
 	double time_ns, mxu_ns, vpu_ns, dma_ns, overhead_ns;
 	int bound[HW_UNIT_COUNT];
+	double bound_ns[HW_UNIT_COUNT]; /* time x runs of the kernels each
+	                                   unit bounds */
 	int infeasible, retiled;
 };
 
@@ -202,8 +216,10 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			pt->dma_ns += mult * e->dma_cycles / ghz;
 			pt->overhead_ns += mult * e->overhead_ns;
 			if ((int)e->bound >= 0 && e->bound < HW_UNIT_COUNT &&
-			    e->modelled)
+			    e->modelled) {
 				pt->bound[e->bound]++;
+				pt->bound_ns[e->bound] += mult * e->time_ns;
+			}
 			pt->infeasible += !e->feasible;
 			if (base)
 				cfg[k_all] = e->config;
@@ -338,6 +354,11 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	struct sim_program_opts popts = {0};
 	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, &g);
 	struct sim_tile_config *cfg = NULL, *scratch = NULL;
+	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
+				 sizeof *vals);
+	double *times = ts_calloc((size_t)n_points + 1, sizeof *times);
+	double *by_unit = ts_calloc((size_t)n_points * HW_UNIT_COUNT + 1,
+				    sizeof *by_unit);
 	struct cmd_col cols[C_FIXED + WHATIF_MAX_SWEEPS];
 	struct cmd_table t;
 	memcpy(cols, fixed_cols, sizeof fixed_cols);
@@ -351,7 +372,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	int nk = n_kernels(&g);
 	cfg = ts_calloc((size_t)nk + 1, sizeof *cfg);
 	scratch = ts_calloc((size_t)nk + 1, sizeof *scratch);
-	if (!cfg || !scratch) {
+	if (!cfg || !scratch || !vals || !times || !by_unit) {
 		cmd_error(ctx, "out of memory");
 		rc = CMD_EXIT_IO;
 		goto out;
@@ -370,6 +391,11 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		if ((rc = spec_at(ctx, o, pt.v, &hw)) ||
 		    (rc = cost_point(ctx, &g, &hw, &pt, cfg, false)))
 			break;
+		for (int v = 0; v < o->n_sweeps; v++)
+			vals[(size_t)i * o->n_sweeps + v] = pt.v[v];
+		times[i] = pt.time_ns;
+		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pt.bound_ns,
+		       sizeof pt.bound_ns);
 		if (fill_row(&t, i, o->n_sweeps, &pt)) {
 			cmd_error(ctx, "out of memory");
 			rc = CMD_EXIT_IO;
@@ -410,7 +436,26 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		rc = cmd_exit_from_status(st);
 	}
+	if (rc == CMD_EXIT_OK && o->plots) {
+		struct cmd_whatif_plot w = {
+			.n_sweeps = o->n_sweeps, .n_points = n_points,
+			.values = vals, .time = times, .by_unit = by_unit};
+		for (int v = 0; v < o->n_sweeps && v < 2; v++) {
+			w.names[v] = o->sweeps[v].field->path;
+			w.n[v] = o->sweeps[v].n;
+		}
+		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
+			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
+				  strerror(errno));
+			rc = CMD_EXIT_IO;
+		} else {
+			rc = cmd_plot_whatif(ctx, o->plots, &w);
+		}
+	}
 out:
+	ts_free(vals);
+	ts_free(times);
+	ts_free(by_unit);
 	cmd_table_free(&t);
 	ts_free(cfg);
 	ts_free(scratch);
@@ -422,7 +467,7 @@ const struct cmd cmd_whatif = {
 	.name = "whatif",
 	.summary = "Sweep spec fields: time, bottlenecks, elasticities",
 	.synopsis = "GRAPH.hlo --hw SPEC.yaml --sweep P=VALUES [--sweep ...] "
-		    "[--set P=V ...] [--csv FILE]",
+		    "[--set P=V ...] [--csv FILE] [--plots DIR]",
 	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
 	.options = whatif_options,
 	.repeatable = "sweep",

@@ -349,3 +349,268 @@ int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
 		rc = plot_tau(ctx, dir, c);
 	return rc;
 }
+
+/* ---- run --plots: the roofline and the time per bound unit -------------------- */
+
+/* Series colour of each bound unit (HW_UNIT_* order). */
+static int unit_color(enum hw_unit u)
+{
+	switch (u) {
+	case HW_UNIT_MXU:
+		return COL_SERIES + 0;
+	case HW_UNIT_VPU:
+		return COL_SERIES + 1;
+	case HW_UNIT_HBM:
+		return COL_SERIES + 2;
+	case HW_UNIT_OVERHEAD:
+		return COL_SERIES + 3;
+	case HW_UNIT_ICI:
+		return COL_SERIES + 4;
+	default:
+		return COL_SERIES + 7;
+	}
+}
+
+static const enum hw_unit shown_units[] = {HW_UNIT_MXU, HW_UNIT_VPU,
+					   HW_UNIT_HBM, HW_UNIT_OVERHEAD,
+					   HW_UNIT_ICI};
+#define N_SHOWN (int)(sizeof shown_units / sizeof shown_units[0])
+
+static void legend_units(PLINT position)
+{
+	PLINT opt[N_SHOWN], tcol[N_SHOWN], bcol[N_SHOWN], bpat[N_SHOWN];
+	PLFLT bscale[N_SHOWN], bw[N_SHOWN];
+	const char *text[N_SHOWN];
+	for (int i = 0; i < N_SHOWN; i++) {
+		opt[i] = PL_LEGEND_COLOR_BOX;
+		tcol[i] = COL_FG;
+		bcol[i] = unit_color(shown_units[i]);
+		bpat[i] = 0;
+		bscale[i] = 0.8;
+		bw[i] = 1;
+		text[i] = hw_unit_name(shown_units[i]);
+	}
+	PLFLT w, h;
+	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		 position, 0.02, 0.02, 0.05, COL_BG, COL_FG, 1, 0, 0, N_SHOWN,
+		 opt, 1.0, 0.9, 2.0, 0, tcol, text, bcol, bpat, bscale, bw,
+		 NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+/* Kernels at (log intensity, log achieved FLOP/s), a disc per kernel whose
+ * area is its share of the program time, under the compute roof (the
+ * spec's peak) and the bandwidth roof (bytes/s x intensity). */
+static void roofline(const struct sim_program *p, const struct hw_spec *hw)
+{
+	double peak = hw_spec_peak_flops(hw), bw = hw_spec_hbm_bw(hw);
+	double total = 0, xlo = 1e9, xhi = -1e9, ylo = 1e9;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		const struct sim_estimate *e = &k->est;
+		double bytes = e->bytes_read + e->bytes_written;
+		if (!(e->time_ns > 0) || !(e->flops > 0) || !(bytes > 0))
+			continue;
+		total += e->time_ns * k->multiplicity;
+		double x = log10(e->flops / bytes);
+		double y = log10(e->flops / (e->time_ns * 1e-9));
+		xlo = fmin(xlo, x);
+		xhi = fmax(xhi, x);
+		ylo = fmin(ylo, y);
+	}
+	double ridge = log10(peak / bw);
+	xlo = floor(fmin(xlo, ridge - 1) - 0.5);
+	xhi = ceil(fmax(xhi, ridge + 1) + 0.5);
+	ylo = floor(fmin(ylo, log10(bw) + xlo) - 0.5);
+	double yhi = ceil(log10(peak) + 0.5);
+	pladv(0);
+	plvpor(0.15, 0.97, 0.12, 0.90);
+	plwind(xlo, xhi, ylo, yhi);
+	plcol0(COL_GRID);
+	plbox("g", 1, 0, "g", 1, 0);
+	double rx[3] = {xlo, ridge, xhi};
+	double ry[3] = {log10(bw) + xlo, log10(peak), log10(peak)};
+	plcol0(COL_FG);
+	plwidth(2);
+	plline(3, rx, ry);
+	plwidth(1);
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		const struct sim_estimate *e = &k->est;
+		double bytes = e->bytes_read + e->bytes_written;
+		if (!(e->time_ns > 0) || !(e->flops > 0) || !(bytes > 0))
+			continue;
+		double share = e->time_ns * k->multiplicity / total;
+		double x = log10(e->flops / bytes);
+		double y = log10(e->flops / (e->time_ns * 1e-9));
+		plcol0(unit_color(e->bound));
+		plschr(0, 1.0 + 8.0 * sqrt(share)); /* disc area ~ share */
+		plstring(1, &x, &y, "•");
+	}
+	plschr(0, 0.75);
+	plcol0(COL_FG);
+	plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
+	pllab("arithmetic intensity (FLOP per HBM byte)", "achieved FLOP/s",
+	      "roofline: disc area ~ share of time, colour = bound unit");
+	/* above the roofs is always empty: the legend goes there */
+	legend_units(PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT);
+}
+
+/* Bars: the program's time attributed to each bound unit. */
+static void unit_bars(const struct sim_program *p)
+{
+	double t[HW_UNIT_COUNT] = {0}, hi = 0;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if ((int)k->est.bound >= 0 && k->est.bound < HW_UNIT_COUNT)
+			t[k->est.bound] += k->est.time_ns * k->multiplicity * 1e-3;
+	}
+	for (int u = 0; u < N_SHOWN; u++)
+		hi = fmax(hi, t[shown_units[u]]);
+	pladv(0);
+	plvpor(0.15, 0.95, 0.12, 0.90);
+	plwind(0, N_SHOWN, 0, hi > 0 ? hi * 1.1 : 1);
+	plcol0(COL_GRID);
+	plbox("", 0, 0, "g", 0, 0);
+	for (int u = 0; u < N_SHOWN; u++) {
+		double x0 = u + 0.15, x1 = u + 0.85, v = t[shown_units[u]];
+		double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, v, v};
+		plcol0(unit_color(shown_units[u]));
+		plfill(4, bx, by);
+		plcol0(COL_FG);
+		plmtex("b", 1.2, (u + 0.5) / N_SHOWN, 0.5,
+		       hw_unit_name(shown_units[u]));
+	}
+	plcol0(COL_FG);
+	plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pllab("", "time (us)", "program time by the unit that bounds each kernel");
+}
+
+int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
+		 const struct sim_program *progs, int n_progs,
+		 const struct hw_spec *hw)
+{
+	int rc = CMD_EXIT_OK;
+	for (int m = 0; m < n_progs && rc == CMD_EXIT_OK; m++) {
+		char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
+		const char *mod = progs[m].module->name;
+		snprintf(name, sizeof name, "run_%s.png", mod[0] ? mod : "module");
+		file_names(dir, name, path, tmp);
+		begin(tmp, 1500, 600);
+		plssub(2, 1);
+		plschr(0, 0.75);
+		roofline(&progs[m], hw);
+		unit_bars(&progs[m]);
+		rc = end(ctx, tmp, path);
+	}
+	return rc;
+}
+
+/* ---- whatif --plots: time over the swept fields ------------------------------ */
+
+/* One sweep: a stacked bar per value, the program time split by the unit
+ * that bounds each kernel. */
+static void sweep_bars(const struct cmd_whatif_plot *w)
+{
+	double hi = 0;
+	for (int i = 0; i < w->n_points; i++) {
+		double s = 0;
+		for (int u = 0; u < N_SHOWN; u++)
+			s += w->by_unit[i * HW_UNIT_COUNT + shown_units[u]];
+		hi = fmax(hi, s);
+	}
+	pladv(0);
+	plvpor(0.12, 0.80, 0.14, 0.90);
+	plwind(0, w->n_points, 0, hi > 0 ? hi * 1.05e-3 : 1);
+	plcol0(COL_GRID);
+	plbox("", 0, 0, "g", 0, 0);
+	for (int i = 0; i < w->n_points; i++) {
+		double y0 = 0;
+		for (int u = 0; u < N_SHOWN; u++) {
+			double v = w->by_unit[i * HW_UNIT_COUNT + shown_units[u]] *
+				   1e-3;
+			if (!(v > 0))
+				continue;
+			double bx[4] = {i + 0.15, i + 0.85, i + 0.85, i + 0.15};
+			double by[4] = {y0, y0, y0 + v, y0 + v};
+			plcol0(unit_color(shown_units[u]));
+			plfill(4, bx, by);
+			y0 += v;
+		}
+		char label[32];
+		snprintf(label, sizeof label, "%.4g", w->values[i]);
+		plcol0(COL_FG);
+		plmtex("b", 1.2, (i + 0.5) / w->n_points, 0.5, label);
+	}
+	plcol0(COL_FG);
+	plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pllab(w->names[0], "program time (us)",
+	      "program time by the unit that bounds each kernel");
+	legend_units(PL_POSITION_OUTSIDE | PL_POSITION_RIGHT);
+}
+
+/* Two sweeps: a heat map of program time, each cell labelled. */
+static void sweep_heat(const struct cmd_whatif_plot *w)
+{
+	int nx = w->n[0], ny = w->n[1];
+	double lo = INFINITY, hi = -INFINITY;
+	for (int i = 0; i < w->n_points; i++) {
+		lo = fmin(lo, w->time[i]);
+		hi = fmax(hi, w->time[i]);
+	}
+	/* light (fast) to dark (slow) */
+	PLFLT pos[2] = {0, 1}, r[2] = {1, 0.05}, g[2] = {0.96, 0.25},
+	      b[2] = {0.85, 0.45};
+	plscmap1n(256);
+	plscmap1l(1, 2, pos, r, g, b, NULL);
+	pladv(0);
+	plvpor(0.14, 0.95, 0.14, 0.90);
+	plwind(0, nx, 0, ny);
+	for (int i = 0; i < nx; i++)
+		for (int j = 0; j < ny; j++) {
+			double t = w->time[i * ny + j];
+			double f = hi > lo ? (t - lo) / (hi - lo) : 0;
+			double bx[4] = {i, i + 1, i + 1, i};
+			double by[4] = {j, j, j + 1, j + 1};
+			plcol1(f);
+			plfill(4, bx, by);
+			char label[32];
+			snprintf(label, sizeof label, "%.4g us", t * 1e-3);
+			plcol0(f > 0.55 ? COL_BG : COL_FG);
+			plptex(i + 0.5, j + 0.5, 1, 0, 0.5, label);
+		}
+	plcol0(COL_FG);
+	for (int i = 0; i < nx; i++) {
+		char label[32];
+		snprintf(label, sizeof label, "%.4g", w->values[i * ny * 2]);
+		plmtex("b", 1.2, (i + 0.5) / nx, 0.5, label);
+	}
+	for (int j = 0; j < ny; j++) {
+		char label[32];
+		snprintf(label, sizeof label, "%.4g", w->values[j * 2 + 1]);
+		plmtex("lv", 0.8, (j + 0.5) / ny, 1.0, label);
+	}
+	plbox("bc", 0, 0, "bc", 0, 0);
+	pllab("", "", "program time over the grid (darker: slower)");
+	plmtex("b", 3.0, 0.5, 0.5, w->names[0]);
+	plmtex("l", 6.0, 0.5, 0.5, w->names[1]);
+}
+
+int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
+		    const struct cmd_whatif_plot *w)
+{
+	if (w->n_sweeps > 2) {
+		fprintf(ctx->err, "%s: note: no picture of a grid of %d sweeps "
+				  "(one or two)\n",
+			ctx->prog, w->n_sweeps);
+		return CMD_EXIT_OK;
+	}
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	file_names(dir, "whatif.png", path, tmp);
+	begin(tmp, w->n_sweeps == 1 ? 1000 : 1100, 620);
+	plschr(0, 0.8);
+	if (w->n_sweeps == 1)
+		sweep_bars(w);
+	else
+		sweep_heat(w);
+	return end(ctx, tmp, path);
+}

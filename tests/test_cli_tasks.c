@@ -294,6 +294,29 @@ static void test_whatif(void **state)
 	expect_contains(p.err, "tpusim whatif: error: --sweep: mxu.count: 0 is "
 			       "out of range");
 	proc_free(&p);
+	/* the pictures of a sweep and of a run: PNG files */
+	char dir[PATH_MAX], png[PATH_MAX + 32];
+	snprintf(dir, sizeof dir, "%s/test_whatif_plots_%d", tu_tmpdir(),
+		 (int)getpid());
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
+	       "hbm.bw_bytes_per_s=450e9,900e9", "--plots", dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	tpusim(&p, "run", hlo, "--hw", v3, "--plots", dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	static const char *const pics[] = {"whatif.png", "run_c.png"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(png, sizeof png, "%s/%s", dir, pics[i]);
+		FILE *pf = fopen(png, "rb");
+		assert_non_null(pf);
+		unsigned char sig[8] = {0};
+		assert_int_equal(fread(sig, 1, 8, pf), 8);
+		fclose(pf);
+		assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+		unlink(png);
+	}
+	rmdir(dir);
 	unlink(hlo);
 	unlink(csv);
 }
