@@ -164,7 +164,8 @@ struct cmd_graph {
 };
 
 /*
- * Parses `path` and builds the programs of its modules (only the one named
+ * Parses `path` ("-": standard input) and builds the programs of its
+ * modules (only the one named
  * `module` when not NULL; with opts->default_trip_count). Reports every
  * failure itself (located diagnostics, an unknown --module with the list
  * of modules, loops whose trip count was assumed) and returns an enum

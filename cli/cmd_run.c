@@ -8,8 +8,10 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -77,7 +79,15 @@ static void run_help(FILE *out)
 	      "with zero time.\n"
 	      "A file holding several modules is run module by module (CSV "
 	      "adds a\n"
-	      "module column); --module picks one. A module without fusion "
+	      "module column); --module picks one. Several inputs are run one "
+	      "after\n"
+	      "another, each its own report (JSON: one document per line); "
+	      "\"-\" reads\n"
+	      "standard input; a folder written by XLA's --xla_dump_to runs "
+	      "its modules\n"
+	      "after optimizations (*.after_optimizations.txt, what the "
+	      "device ran),\n"
+	      "counting the other files in a note. A module without fusion "
 	      "instructions\n"
 	      "(unfused, as JAX or TF hand it to XLA) is costed as XLA's "
 	      "fusion passes\n"
@@ -897,54 +907,19 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 	return CMD_EXIT_OK;
 }
 
-static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
+/* One input file: cost its programs and report them. */
+static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
+		    const struct gnn_model *model, const char *path)
 {
-	struct run_opts *o = opts_;
-	const char *path = argv[0];
-	(void)argc;
-	if (o->has_config && o->roofline) {
-		cmd_error(ctx, "--config and --roofline exclude each other "
-			       "(the roofline has no tiles)");
-		return CMD_EXIT_USAGE;
-	}
-	if (o->kernel && !o->has_config) {
-		cmd_error(ctx, "--kernel names the kernel --config applies to; "
-			       "give --config too");
-		return CMD_EXIT_USAGE;
-	}
-	if (o->explain && ctx->format != CMD_FORMAT_TABLE) {
-		cmd_error(ctx, "--explain writes text; leave out --format");
-		return CMD_EXIT_USAGE;
-	}
-	if (ctx->n_more_hw > 0 &&
-	    (o->model || o->roofline || o->explain || o->has_config ||
-	     o->trace || o->plots)) {
-		cmd_error(ctx, "several --hw compare generations; that excludes "
-			       "--model, --roofline, --explain, --config, "
-			       "--trace and --plots");
-		return CMD_EXIT_USAGE;
-	}
-	if (o->trace && o->explain) {
-		cmd_error(ctx, "--trace writes the program's timeline; it "
-			       "excludes --explain");
-		return CMD_EXIT_USAGE;
-	}
-	if (o->model && (o->roofline || o->explain)) {
-		cmd_error(ctx, "--model corrects the analytic table; it "
-			       "excludes --roofline and --explain");
-		return CMD_EXIT_USAGE;
-	}
-	struct gnn_model model = {0};
 	double **analytic = NULL;
-	int rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
-	if (rc != CMD_EXIT_OK)
-		return rc;
-
+	int rc;
 	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
 	struct cmd_graph g;
 	rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
 	if (rc != CMD_EXIT_OK)
 		goto out;
+	if (strcmp(path, "-") == 0)
+		path = "<stdin>";
 	struct sim_program *progs = g.progs;
 	int n_progs = g.n_progs;
 	const char *text = g.text;
@@ -994,8 +969,8 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}
-	if (o->model && (rc = apply_model(ctx, &model, progs, n_progs,
-					  &analytic)))
+	if (model && (rc = apply_model(ctx, model, progs, n_progs,
+				       &analytic)))
 		goto out;
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
 			     analytic);
@@ -1014,21 +989,148 @@ out:
 	for (int m = 0; analytic && m < g.n_progs; m++)
 		ts_free(analytic[m]);
 	ts_free(analytic);
-	gnn_model_free(&model);
 	cmd_graph_free(&g);
+	return rc;
+}
+
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A folder written by XLA's --xla_dump_to: its modules after
+ * optimizations (files named *.after_optimizations.txt, what ran), in
+ * name order; the other files (before optimizations, buffer assignments,
+ * ...) are counted in a note. */
+static int run_dump_dir(struct cmd_ctx *ctx, const struct run_opts *o,
+			const struct gnn_model *model, const char *dir)
+{
+	static const char suffix[] = ".after_optimizations.txt";
+	DIR *dp = opendir(dir);
+	if (!dp) {
+		cmd_error(ctx, "%s: cannot read the folder: %s", dir,
+			  strerror(errno));
+		return CMD_EXIT_IO;
+	}
+	char **names = NULL;
+	int n = 0, cap = 0, other = 0, rc = CMD_EXIT_OK;
+	struct dirent *de;
+	while ((de = readdir(dp)) && rc == CMD_EXIT_OK) {
+		size_t l = strlen(de->d_name), sl = sizeof suffix - 1;
+		if (de->d_name[0] == '.')
+			continue;
+		if (l <= sl || strcmp(de->d_name + l - sl, suffix)) {
+			other++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			char **q = ts_realloc(names, (size_t)cap * sizeof *q);
+			if (!q) {
+				rc = CMD_EXIT_IO;
+				break;
+			}
+			names = q;
+		}
+		if (!(names[n] = ts_strdup(de->d_name))) {
+			rc = CMD_EXIT_IO;
+			break;
+		}
+		n++;
+	}
+	closedir(dp);
+	if (rc != CMD_EXIT_OK)
+		cmd_error(ctx, "out of memory");
+	else if (n == 0) {
+		cmd_error(ctx, "%s: no *%s (a folder written by XLA's "
+			       "--xla_dump_to holds one per module)",
+			  dir, suffix);
+		rc = CMD_EXIT_INPUT;
+	} else {
+		qsort(names, (size_t)n, sizeof *names, cmp_names);
+		fprintf(ctx->err,
+			"%s: note: %s: %d module%s after optimizations; %d other "
+			"file%s (before optimizations, buffer assignments, ...) "
+			"not run\n",
+			ctx->prog, dir, n, n == 1 ? "" : "s", other,
+			other == 1 ? "" : "s");
+	}
+	for (int i = 0; i < n && rc == CMD_EXIT_OK; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		rc = run_file(ctx, o, model, path);
+	}
+	for (int i = 0; i < n; i++)
+		ts_free(names[i]);
+	ts_free(names);
+	return rc;
+}
+
+static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
+{
+	struct run_opts *o = opts_;
+	if (o->has_config && o->roofline) {
+		cmd_error(ctx, "--config and --roofline exclude each other "
+			       "(the roofline has no tiles)");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->kernel && !o->has_config) {
+		cmd_error(ctx, "--kernel names the kernel --config applies to; "
+			       "give --config too");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->explain && ctx->format != CMD_FORMAT_TABLE) {
+		cmd_error(ctx, "--explain writes text; leave out --format");
+		return CMD_EXIT_USAGE;
+	}
+	if (ctx->n_more_hw > 0 &&
+	    (o->model || o->roofline || o->explain || o->has_config ||
+	     o->trace || o->plots)) {
+		cmd_error(ctx, "several --hw compare generations; that excludes "
+			       "--model, --roofline, --explain, --config, "
+			       "--trace and --plots");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->trace && o->explain) {
+		cmd_error(ctx, "--trace writes the program's timeline; it "
+			       "excludes --explain");
+		return CMD_EXIT_USAGE;
+	}
+	if (o->model && (o->roofline || o->explain)) {
+		cmd_error(ctx, "--model corrects the analytic table; it "
+			       "excludes --roofline and --explain");
+		return CMD_EXIT_USAGE;
+	}
+	if (argc > 1 && (o->trace || o->explain || o->has_config)) {
+		cmd_error(ctx, "several inputs exclude --trace, --explain and "
+			       "--config (they name one program)");
+		return CMD_EXIT_USAGE;
+	}
+	struct gnn_model model = {0};
+	int rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
+	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
+		struct stat sb;
+		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &sb) == 0 &&
+		    S_ISDIR(sb.st_mode))
+			rc = run_dump_dir(ctx, o, o->model ? &model : NULL, argv[i]);
+		else
+			rc = run_file(ctx, o, o->model ? &model : NULL, argv[i]);
+	}
+	gnn_model_free(&model);
 	return rc;
 }
 
 const struct cmd cmd_run = {
 	.name = "run",
 	.summary = "Estimate the kernels of an HLO module on one TPU",
-	.synopsis = "GRAPH.hlo --hw SPEC.yaml [options]",
+	.synopsis = "GRAPH.hlo|-|DUMP_DIR... --hw SPEC.yaml [options]",
 	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT | CMD_MULTI_HW,
 	.options = run_options,
 	.opts_size = sizeof(struct run_opts),
 	.parse_opt = run_parse_opt,
 	.help = run_help,
 	.min_args = 1,
-	.max_args = 1,
+	.max_args = -1,
 	.fn = run_main,
 };

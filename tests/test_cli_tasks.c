@@ -6,8 +6,9 @@
  * pictures), operator fusion (fuse writes a module that reads back at
  * the same time; a compiled module is refused) and what-if sweeps
  * (physics, not numbers: see test_whatif), generations side by side
- * (run with several --hw), the timeline (run --trace) and the summary
- * (run --summary).
+ * (run with several --hw), the timeline (run --trace), the summary
+ * (run --summary) and inputs as users have them (several files, standard
+ * input, an --xla_dump_to folder).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -478,6 +480,69 @@ static void test_summary(void **state)
 	proc_free(&p);
 }
 
+/* run -: standard input gives the report a file gives (the file line
+ * aside); a dump folder runs only its *.after_optimizations.txt and says
+ * what it left; several inputs give one report each. */
+static void test_inputs(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], dir[PATH_MAX], f1[PATH_MAX + 64],
+		f2[PATH_MAX + 64];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc a, b;
+	tpusim(&a, "run", ex, "--hw", v3, "-f", "csv");
+	expect_rc(&a, 0);
+	char *argv[] = {"tpusim", "run", "-", "--hw", v3, "-f", "csv", NULL};
+	assert_true(spawn(&b, env_or_skip("TPUSIM_BIN"), false, ex, NULL, argv));
+	expect_rc(&b, 0);
+	assert_string_equal(b.out, a.out); /* CSV has no file line */
+	proc_free(&a);
+	proc_free(&b);
+
+	snprintf(dir, sizeof dir, "%s/test_dump_%d", tu_tmpdir(), (int)getpid());
+	assert_int_equal(mkdir(dir, 0777), 0);
+	snprintf(f1, sizeof f1, "%s/module_0001.jit_train_loop.after_optimizations.txt",
+		 dir);
+	snprintf(f2, sizeof f2, "%s/module_0001.jit_train_loop.before_optimizations.txt",
+		 dir);
+	char *text = slurp(ex);
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(i ? f2 : f1, "w");
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+	}
+	ts_free(text);
+	tpusim(&a, "run", dir, "--hw", v3);
+	expect_rc(&a, 0);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want,
+		 "tpusim run: note: %s: 1 module after optimizations; 1 other "
+		 "file (before optimizations, buffer assignments, ...) not "
+		 "run\n", dir);
+	assert_string_equal(a.err, want);
+	expect_contains(a.out, "after_optimizations.txt\nhw: v3\n");
+	proc_free(&a);
+	unlink(f1);
+	tpusim(&a, "run", dir, "--hw", v3);
+	expect_rc(&a, 1);
+	expect_contains(a.err, ": no *.after_optimizations.txt (a folder "
+			       "written by XLA's --xla_dump_to holds one per "
+			       "module)\n");
+	proc_free(&a);
+	unlink(f2);
+	rmdir(dir);
+
+	tpusim(&a, "run", ex, ex, "--hw", v3, "-f", "json");
+	expect_rc(&a, 0);
+	int lines = 0;
+	for (const char *c = a.out; (c = strchr(c, '\n')); c++)
+		lines++;
+	assert_int_equal(lines, 2); /* one JSON document per input */
+	proc_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
