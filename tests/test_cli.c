@@ -158,10 +158,11 @@ static void test_usage_errors(void **state)
 		{{"run", ex},
 		 "tpusim run: error: --hw SPEC.yaml is required"},
 		{{"run", "--hw", v3},
-		 "tpusim run: error: expected 1 argument, got 0\n"
-		 "usage: tpusim run GRAPH.hlo --hw SPEC.yaml [options]\n"},
-		{{"run", ex, ex, "--hw", v3},
-		 "tpusim run: error: expected 1 argument, got 2\n"},
+		 "tpusim run: error: expected at least 1 argument, got 0\n"
+		 "usage: tpusim run GRAPH.hlo|-|DUMP_DIR... --hw SPEC.yaml "
+		 "[options]\n"},
+		{{"tile", ex, ex, "--hw", v3},
+		 "tpusim tile: error: expected 1 argument, got 2\n"},
 		{{"run", ex, "--hw", v3, "--format", "xml"},
 		 "tpusim run: error: unknown format 'xml' (expected table, "
 		 "csv, json or yaml)\n"},
