@@ -172,7 +172,9 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		const struct sim_estimate *e =
 			cfg_row && k == tuned ? &tuned_est : &kc[k].def;
 		double mult = prog->kernels[k].multiplicity;
-		if (model)
+		/* a kernel without analytic time (free, unmodelled) has
+		 * none learned either: training saw no such kernel */
+		if (model && e->time_ns > 0)
 			hybrid += hyb_kernel_time(model, &emb[k],
 						  &prog->kernels[k], e, hw,
 						  host, NULL) *
