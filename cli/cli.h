@@ -238,6 +238,13 @@ int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
 		 const struct sim_program *progs, int n_progs,
 		 const struct hw_spec *hw);
 
+/* Writes generations_<module>.png into dir: grouped bars of the program
+ * time by kernel kind, one bar per spec; by_kind: n_hw x
+ * SIM_KERNEL_KIND_COUNT times (ns, time x runs). */
+int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
+			 const char *module, int n_hw, const char *const *names,
+			 const double *by_kind);
+
 /* The points of a whatif grid, for its picture. */
 struct cmd_whatif_plot {
 	int n_sweeps;             /* 1 or 2 are drawn */

@@ -123,6 +123,9 @@ static void run_help(FILE *out)
 	      "absent): the\n"
 	      "                        roofline of the kernels and the time "
 	      "by bound unit\n"
+	      "                        (with several --hw: "
+	      "generations_<module>.png, the\n"
+	      "                        time by kernel kind on each spec)\n"
 	      "      --summary         instead of the kernel table, the time "
 	      "rolled up by\n"
 	      "                        kernel kind, by main op and by bound "
@@ -772,7 +775,8 @@ enum { G_MODULE = 0, G_INDEX, G_NAME, G_KIND, G_OP, G_MULT, G_FIXED };
  * program totals as the footer, then each spec's speed-up over the first
  * (total on the first / total on it). */
 static int report_generations(struct cmd_ctx *ctx, const char *path,
-			      struct sim_program *progs, int n_progs)
+			      struct sim_program *progs, int n_progs,
+			      const char *plots)
 {
 	int n_hw = 1 + ctx->n_more_hw;
 	const struct hw_spec *hw[CMD_MAX_HW];
@@ -832,8 +836,11 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 			rc = CMD_EXIT_IO;
 			break;
 		}
+		double by_kind[CMD_MAX_HW * SIM_KERNEL_KIND_COUNT] = {0};
+		const char *hw_names[CMD_MAX_HW];
 		for (int g = 0; g < n_hw && rc == CMD_EXIT_OK; g++) {
 			struct ts_diag d = {0};
+			hw_names[g] = hw[g]->name;
 			if (sim_program_estimate(p, hw[g], &d) != TS_OK) {
 				cmd_diag(ctx, &d, NULL, NULL, 0);
 				rc = CMD_EXIT_INPUT;
@@ -841,10 +848,16 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 			}
 			total[g] = sim_program_total(p);
 			for (int k = 0; k < p->n_kernels; k++) {
-				t[(size_t)k * n_hw + g] = p->kernels[k].est.time_ns;
-				b[(size_t)k * n_hw + g] = p->kernels[k].est.bound;
+				const struct sim_kernel *kn = &p->kernels[k];
+				t[(size_t)k * n_hw + g] = kn->est.time_ns;
+				b[(size_t)k * n_hw + g] = kn->est.bound;
+				by_kind[g * SIM_KERNEL_KIND_COUNT + kn->kind] +=
+					kn->est.time_ns * kn->multiplicity;
 			}
 		}
+		if (rc == CMD_EXIT_OK && plots)
+			rc = cmd_plot_generations(ctx, plots, p->module->name,
+						  n_hw, hw_names, by_kind);
 		struct cmd_table tb;
 		cmd_table_init(&tb, "kernels", "total", cols, G_FIXED + 2 * n_hw);
 		for (int k = 0; rc == CMD_EXIT_OK && !st && k < p->n_kernels; k++) {
@@ -927,7 +940,13 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	enum ts_status st;
 
 	if (ctx->n_more_hw > 0) {
-		rc = report_generations(ctx, path, progs, n_progs);
+		if (o->plots && mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
+			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
+				  strerror(errno));
+			rc = CMD_EXIT_IO;
+			goto out;
+		}
+		rc = report_generations(ctx, path, progs, n_progs, o->plots);
 		goto out;
 	}
 	struct sim_kernel *cfg_kernel = NULL;
@@ -1086,10 +1105,10 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	}
 	if (ctx->n_more_hw > 0 &&
 	    (o->model || o->roofline || o->explain || o->has_config ||
-	     o->trace || o->plots)) {
+	     o->trace)) {
 		cmd_error(ctx, "several --hw compare generations; that excludes "
-			       "--model, --roofline, --explain, --config, "
-			       "--trace and --plots");
+			       "--model, --roofline, --explain, --config and "
+			       "--trace");
 		return CMD_EXIT_USAGE;
 	}
 	if (o->trace && o->explain) {

@@ -614,3 +614,72 @@ int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
 		sweep_heat(w);
 	return end(ctx, tmp, path);
 }
+
+/* ---- run with several --hw: generations side by side ------------------------- */
+
+int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
+			 const char *module, int n_hw, const char *const *names,
+			 const double *by_kind)
+{
+	/* the kinds with time on some spec */
+	int kinds[SIM_KERNEL_KIND_COUNT], nk = 0;
+	double hi = 0;
+	for (int k = 0; k < SIM_KERNEL_KIND_COUNT; k++) {
+		bool any = false;
+		for (int g = 0; g < n_hw; g++) {
+			double v = by_kind[g * SIM_KERNEL_KIND_COUNT + k];
+			any |= v > 0;
+			hi = fmax(hi, v);
+		}
+		if (any)
+			kinds[nk++] = k;
+	}
+	if (nk == 0)
+		return CMD_EXIT_OK;
+	char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
+	snprintf(name, sizeof name, "generations_%s.png",
+		 module[0] ? module : "module");
+	file_names(dir, name, path, tmp);
+	begin(tmp, 300 + 160 * nk, 600);
+	plschr(0, 0.8);
+	pladv(0);
+	plvpor(0.10, 0.80, 0.12, 0.90);
+	plwind(0, nk, 0, hi * 1.1e-3);
+	plcol0(COL_GRID);
+	plbox("", 0, 0, "g", 0, 0);
+	double w = 0.8 / n_hw;
+	for (int i = 0; i < nk; i++) {
+		for (int g = 0; g < n_hw; g++) {
+			double v = by_kind[g * SIM_KERNEL_KIND_COUNT + kinds[i]] *
+				   1e-3;
+			double x0 = i + 0.1 + g * w, x1 = x0 + w * 0.95;
+			double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, v, v};
+			plcol0(COL_SERIES + g % N_SERIES);
+			plfill(4, bx, by);
+		}
+		plcol0(COL_FG);
+		plmtex("b", 1.2, (i + 0.5) / nk, 0.5,
+		       sim_kernel_kind_name((enum sim_kernel_kind)kinds[i]));
+	}
+	plcol0(COL_FG);
+	plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pllab("kernel kind", "time x runs (us)",
+	      "program time by kernel kind on each spec");
+	PLINT opt[CMD_MAX_HW], bcol[CMD_MAX_HW], bpat[CMD_MAX_HW],
+		tcol[CMD_MAX_HW];
+	PLFLT bscale[CMD_MAX_HW], bw[CMD_MAX_HW];
+	for (int g = 0; g < n_hw; g++) {
+		opt[g] = PL_LEGEND_COLOR_BOX;
+		bcol[g] = COL_SERIES + g % N_SERIES;
+		bpat[g] = 0;
+		bscale[g] = 0.8;
+		bw[g] = 1;
+		tcol[g] = COL_FG;
+	}
+	PLFLT lw, lh;
+	pllegend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		 PL_POSITION_OUTSIDE | PL_POSITION_RIGHT, 0.02, 0, 0.05, COL_BG,
+		 COL_FG, 1, 0, 0, n_hw, opt, 1.0, 0.9, 2.0, 0, tcol, names, bcol,
+		 bpat, bscale, bw, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	return end(ctx, tmp, path);
+}

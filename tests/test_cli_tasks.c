@@ -379,6 +379,22 @@ static void test_generations(void **state)
 	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--roofline");
 	expect_rc(&both, 2);
 	proc_free(&both);
+	/* the picture: grouped bars per kernel kind */
+	char dir[PATH_MAX], png[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s/test_gen_plots_%d", tu_tmpdir(),
+		 (int)getpid());
+	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--plots", dir);
+	expect_rc(&both, 0);
+	proc_free(&both);
+	snprintf(png, sizeof png, "%s/generations_jit_train_loop.png", dir);
+	FILE *pf = fopen(png, "rb");
+	assert_non_null(pf);
+	unsigned char sig[8] = {0};
+	assert_int_equal(fread(sig, 1, 8, pf), 8);
+	fclose(pf);
+	assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+	unlink(png);
+	rmdir(dir);
 }
 
 /* run --trace: valid JSON (python3's json module, skipped without it),
