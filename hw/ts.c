@@ -5,8 +5,10 @@
 #include "ts.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- status ------------------------------------------------------------ */
@@ -276,11 +278,19 @@ enum ts_status ts_write_file_atomic(const char *path,
 				    enum ts_status (*write_fn)(FILE *f, void *ctx),
 				    void *ctx, struct ts_diag *d)
 {
+	/* A target that exists and is not a regular file (/dev/null,
+	 * /dev/stdout, a FIFO) is written in place: renaming a temporary over
+	 * it would replace the device with a plain file. */
+	struct stat sb;
+	bool in_place = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
 	size_t n = strlen(path) + 32;
 	char *tmp = ts_malloc(n);
 	if (!tmp)
 		return TS_ERR_NOMEM;
-	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	if (in_place)
+		snprintf(tmp, n, "%s", path);
+	else
+		snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
 	enum ts_status st = TS_OK;
 	FILE *f = fopen(tmp, "wb");
 	if (!f) {
@@ -301,11 +311,11 @@ enum ts_status ts_write_file_atomic(const char *path,
 		ts_diag_set(d, path, 0, 0, "close failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}
-	if (st == TS_OK && rename(tmp, path) != 0) {
+	if (st == TS_OK && !in_place && rename(tmp, path) != 0) {
 		ts_diag_set(d, path, 0, 0, "rename failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}
-	if (st != TS_OK)
+	if (st != TS_OK && !in_place)
 		remove(tmp);
 	ts_free(tmp);
 	return st;

@@ -112,6 +112,8 @@ enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
  * Writes a file atomically: path.tmp.<pid> first, then rename(2), so a
  * failure never leaves a half-written file at path. write_fn gets the open
  * stream and must return TS_OK or an error; on error the temp file is removed.
+ * A path that exists and is not a regular file (/dev/null, /dev/stdout, a
+ * FIFO) is written in place, never replaced.
  */
 enum ts_status ts_write_file_atomic(const char *path,
 				    enum ts_status (*write_fn)(FILE *f, void *ctx),

@@ -28,7 +28,10 @@ round_trip() {
 	spec=$1
 	shift
 	for f in "$@"; do
-		out=$("$bin" fuse "$f" --hw "$spec" -o /dev/null 2>&1 >/dev/null) || continue
+		if ! out=$("$bin" fuse "$f" --hw "$spec" 2>&1 >/dev/null); then
+			echo failed
+			continue
+		fi
 		echo "$out" | grep -q "already has fusion" && continue
 		echo "$out" | grep -o "program time on [^ ]* [0-9.e+-]* -> [0-9.e+-]*" |
 			awk '{ r = $7 / $5; print (r > 1 + 1e-9 || r < 1 - 1e-9) ? "differ" : "same" }'

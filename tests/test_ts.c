@@ -8,8 +8,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ts.h"
@@ -136,6 +138,23 @@ static void test_atomic_write(void **state)
 	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
 	assert_int_not_equal(access(tmp, F_OK), 0);
 	remove(path);
+	/* A target that is not a regular file is written in place, never
+	 * replaced: a FIFO (held open for reading here, so the write does not
+	 * block) stays a FIFO and carries the text. */
+	char fifo[160];
+	snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rd = open(fifo, O_RDWR | O_NONBLOCK);
+	assert_true(rd >= 0);
+	assert_int_equal(ts_write_file_atomic(fifo, write_hello, "x,y\n", &d), TS_OK);
+	struct stat sb;
+	assert_int_equal(stat(fifo, &sb), 0);
+	assert_true(S_ISFIFO(sb.st_mode));
+	char got[8] = {0};
+	assert_int_equal(read(rd, got, sizeof got - 1), 4);
+	assert_string_equal(got, "x,y\n");
+	close(rd);
+	remove(fifo);
 	rmdir(dir);
 	/* A missing file is an I/O error naming the path. */
 	assert_int_equal(ts_read_file("/nonexistent/x.hlo", &text, &len, &d), TS_ERR_IO);
