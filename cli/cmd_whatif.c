@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef TPUSIM_MPI
+#include <mpi.h>
+#endif
 
 #define WHATIF_MAX_SWEEPS 4
 #define WHATIF_MAX_VALUES 64    /* per sweep */
@@ -171,14 +177,15 @@ static void whatif_help(FILE *out)
 	      out);
 }
 
-/* One point's figures. */
+/* One point's figures, all doubles: a sweep split over MPI ranks sums
+ * the points' arrays (each rank's zeros elsewhere), which is exact. */
 struct point {
 	double v[WHATIF_MAX_SWEEPS];
 	double time_ns, mxu_ns, vpu_ns, dma_ns, overhead_ns;
-	int bound[HW_UNIT_COUNT];
+	double bound[HW_UNIT_COUNT];    /* kernels each unit bounds */
 	double bound_ns[HW_UNIT_COUNT]; /* time x runs of the kernels each
 	                                   unit bounds */
-	int infeasible, retiled;
+	double infeasible, retiled;
 };
 
 static bool same_config(const struct sim_tile_config *a,
@@ -331,6 +338,63 @@ static enum ts_status write_csv(FILE *f, void *t)
 	return cmd_report_end(&rep, &d);
 }
 
+/* ---- splitting a sweep over Open MPI ranks -------------------------------- */
+
+/*
+ * Under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) with a build that found
+ * MPI, each rank costs the points i with i % ranks == rank, and the points
+ * are summed onto rank 0 (each rank's zeros elsewhere: exact), which alone
+ * reports; the output is byte-identical to a single process's. Without
+ * either, one process does every point.
+ */
+#ifdef TPUSIM_MPI
+static bool mpi_on;
+#endif
+
+static void mpi_begin(int *rank, int *ranks)
+{
+#ifdef TPUSIM_MPI
+	if (!getenv("OMPI_COMM_WORLD_SIZE"))
+		return;
+	MPI_Init(NULL, NULL);
+	mpi_on = true;
+	MPI_Comm_rank(MPI_COMM_WORLD, rank);
+	MPI_Comm_size(MPI_COMM_WORLD, ranks);
+#else
+	(void)rank;
+	(void)ranks;
+#endif
+}
+
+/* Sums the points onto rank 0; the worst exit code of any rank. */
+static int mpi_gather(struct point *pts, int n, int rc)
+{
+#ifdef TPUSIM_MPI
+	if (!mpi_on)
+		return rc;
+	int worst = rc;
+	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (worst == CMD_EXIT_OK)
+		MPI_Reduce(MPI_IN_PLACE, pts,
+			   n * (int)(sizeof *pts / sizeof(double)), MPI_DOUBLE,
+			   MPI_SUM, 0, MPI_COMM_WORLD);
+	return worst;
+#else
+	(void)pts;
+	(void)n;
+	return rc;
+#endif
+}
+
+static void mpi_end(void)
+{
+#ifdef TPUSIM_MPI
+	if (mpi_on)
+		MPI_Finalize();
+	mpi_on = false;
+#endif
+}
+
 static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		       char **argv)
 {
@@ -350,10 +414,13 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 		n_points *= o->sweeps[s].n;
 	}
+	int rank = 0, ranks = 1;
+	mpi_begin(&rank, &ranks);
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
 	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, &g);
 	struct sim_tile_config *cfg = NULL, *scratch = NULL;
+	struct point *pts = ts_calloc((size_t)n_points + 1, sizeof *pts);
 	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
 				 sizeof *vals);
 	double *times = ts_calloc((size_t)n_points + 1, sizeof *times);
@@ -372,37 +439,57 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	int nk = n_kernels(&g);
 	cfg = ts_calloc((size_t)nk + 1, sizeof *cfg);
 	scratch = ts_calloc((size_t)nk + 1, sizeof *scratch);
-	if (!cfg || !scratch || !vals || !times || !by_unit) {
+	if (!cfg || !scratch || !pts || !vals || !times || !by_unit) {
 		cmd_error(ctx, "out of memory");
 		rc = CMD_EXIT_IO;
 		goto out;
 	}
-	struct point base = {0};
-	if ((rc = cost_point(ctx, &g, &ctx->hw, &base, cfg, true)))
-		goto out;
+	/* every point's spec first, on every rank: a bad value stops them
+	 * all at the same place */
 	for (int i = 0; i < n_points && rc == CMD_EXIT_OK; i++) {
-		struct point pt = {0};
 		int rest = i;
 		for (int s = o->n_sweeps - 1; s >= 0; s--) {
-			pt.v[s] = o->sweeps[s].v[rest % o->sweeps[s].n];
+			pts[i].v[s] = o->sweeps[s].v[rest % o->sweeps[s].n];
 			rest /= o->sweeps[s].n;
 		}
 		struct hw_spec hw;
-		if ((rc = spec_at(ctx, o, pt.v, &hw)) ||
-		    (rc = cost_point(ctx, &g, &hw, &pt, cfg, false)))
+		rc = spec_at(ctx, o, pts[i].v, &hw);
+	}
+	struct point base = {0};
+	if (rc == CMD_EXIT_OK)
+		rc = cost_point(ctx, &g, &ctx->hw, &base, cfg, true);
+	bool tty = isatty(fileno(ctx->err)) && n_points >= 100;
+	time_t t0 = time(NULL);
+	for (int i = rank; i < n_points && rc == CMD_EXIT_OK; i += ranks) {
+		struct hw_spec hw;
+		struct point *pt = &pts[i];
+		if ((rc = spec_at(ctx, o, pt->v, &hw)) ||
+		    (rc = cost_point(ctx, &g, &hw, pt, cfg, false)))
 			break;
-		for (int v = 0; v < o->n_sweeps; v++)
-			vals[(size_t)i * o->n_sweeps + v] = pt.v[v];
-		times[i] = pt.time_ns;
-		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pt.bound_ns,
-		       sizeof pt.bound_ns);
-		if (fill_row(&t, i, o->n_sweeps, &pt)) {
-			cmd_error(ctx, "out of memory");
-			rc = CMD_EXIT_IO;
+		if (tty && rank == 0 && i % (50 * ranks) == 0) {
+			double el = difftime(time(NULL), t0);
+			fprintf(ctx->err, "\rpoint %d/%d, %.0f s, ETA %.0f s ", i,
+				n_points, el,
+				i ? el / i * (n_points - i) : 0.0);
 		}
 	}
-	if (rc != CMD_EXIT_OK)
+	if (tty && rank == 0)
+		fputc('\n', ctx->err);
+	rc = mpi_gather(pts, n_points, rc);
+	if (rc != CMD_EXIT_OK || rank != 0)
 		goto out;
+	for (int i = 0; i < n_points; i++) {
+		for (int v = 0; v < o->n_sweeps; v++)
+			vals[(size_t)i * o->n_sweeps + v] = pts[i].v[v];
+		times[i] = pts[i].time_ns;
+		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pts[i].bound_ns,
+		       sizeof pts[i].bound_ns);
+		if (fill_row(&t, i, o->n_sweeps, &pts[i])) {
+			cmd_error(ctx, "out of memory");
+			rc = CMD_EXIT_IO;
+			goto out;
+		}
+	}
 	struct cmd_report r;
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", argv[0]);
@@ -453,6 +540,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 	}
 out:
+	mpi_end();
+	ts_free(pts);
 	ts_free(vals);
 	ts_free(times);
 	ts_free(by_unit);

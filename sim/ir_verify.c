@@ -726,8 +726,11 @@ static bool check_instr(struct vctx *v)
 					      "of %lld", (long long)x->start,
 					   (long long)x->limit, (long long)x->stride,
 					   (long long)o0->dims[i]);
-			int64_t n = (x->limit - x->start + x->stride - 1) /
-				    x->stride;
+			/* ceil((limit - start) / stride), without overflow
+			 * for a stride near INT64_MAX. */
+			int64_t n = x->limit == x->start
+					    ? 0
+					    : (x->limit - x->start - 1) / x->stride + 1;
 			if (n != s->dims[i])
 				return bad(v, "dimension %d is %lld", i,
 					   (long long)n);
@@ -749,6 +752,12 @@ static bool check_instr(struct vctx *v)
 				if (i != cd && o->dims[i] != s->dims[i])
 					return bad(v, "operand %d differs in "
 						      "dimension %d", k, i);
+			/* Stop once past the result's extent: the sum of
+			 * huge extents would overflow. */
+			if (o->dims[cd] > s->dims[cd] - sum)
+				return bad(v, "the operands add up to more than "
+					      "%lld along dimension %lld",
+					   (long long)s->dims[cd], (long long)cd);
 			sum += o->dims[cd];
 		}
 		if (sum != s->dims[cd])

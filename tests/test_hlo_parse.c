@@ -940,6 +940,16 @@ static void test_verifier(void **state)
 		  "  ROOT c = f32[7,3] concatenate(a, b), dimensions={0}\n}\n",
 		  4, 8, "concatenate c: shape f32[7,3] does not match its operands: "
 			"the operands add up to 6 along dimension 0");
+	/* extents near INT64_MAX must not overflow the checks (UBSan) */
+	parse_err("ENTRY e {\n  a = pred[1000000000000000000] parameter(0)\n"
+		  "  ROOT c = pred[5] concatenate(a, a, a, a, a, a, a, a, a, a), "
+		  "dimensions={0}\n}\n",
+		  3, 8, "concatenate c: shape pred[5] does not match its operands: "
+			"the operands add up to more than 5 along dimension 0");
+	struct parsed big = parse_ok("ENTRY e {\n  a = f32[10] parameter(0)\n"
+				     "  ROOT s = f32[1] slice(a), "
+				     "slice={[0:5:9223372036854775807]}\n}\n");
+	parsed_free(&big);
 	parse_err("ENTRY e {\n  t = (f32[2], f32[3]) parameter(0)\n"
 		  "  ROOT g = f32[2] get-tuple-element(t), index=2\n}\n",
 		  3, 8, "get-tuple-element g: shape f32[2] does not match its "
