@@ -17,6 +17,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <plplot.h>
 #include <stdio.h>
@@ -37,17 +38,22 @@ static const char *const model_names[3] = {"analytic", "learned-only",
 
 #define PATH_CAP 4096
 
-/* DIR/NAME and the temp file beside it. */
-static void file_names(const char *dir, const char *name,
-		       char path[PATH_CAP], char tmp[PATH_CAP + 8])
+/*
+ * Starts a PNG of w x h pixels at DIR/NAME.tmp (path gets DIR/NAME). The temp
+ * file is created here first: PLplot itself reacts to a file it cannot open
+ * by asking for another name and then exiting the process.
+ */
+static int begin(const struct cmd_ctx *ctx, const char *dir, const char *name,
+		 char path[PATH_CAP], char tmp[PATH_CAP + 8], int w, int h)
 {
 	snprintf(path, PATH_CAP, "%s/%s", dir, name);
 	snprintf(tmp, PATH_CAP + 8, "%s.tmp", path);
-}
-
-/* Starts a PNG of w x h pixels at path.tmp. */
-static void begin(const char *tmp, int w, int h)
-{
+	FILE *probe = fopen(tmp, "wb");
+	if (!probe) {
+		cmd_error(ctx, "cannot write %s: %s", path, strerror(errno));
+		return CMD_EXIT_IO;
+	}
+	fclose(probe);
 	plsdev("pngcairo");
 	plsfnam(tmp);
 	plspage(0, 0, w, h, 0, 0);
@@ -59,6 +65,7 @@ static void begin(const char *tmp, int w, int h)
 		plscol0(COL_SERIES + i, series_rgb[i][0], series_rgb[i][1],
 			series_rgb[i][2]);
 	plfontld(1);
+	return CMD_EXIT_OK;
 }
 
 /* Ends the picture and moves it into place; prints a failure. */
@@ -161,8 +168,9 @@ static int plot_scatter(const struct cmd_ctx *ctx, const char *dir,
 	lo = floor(log10(lo) - 0.3);
 	hi = ceil(log10(hi) + 0.3);
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	file_names(dir, "compare_scatter.png", path, tmp);
-	begin(tmp, 1800, 640);
+	int rc = begin(ctx, dir, "compare_scatter.png", path, tmp, 1800, 640);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	plssub(3, 1);
 	plschr(0, 0.75);
 	for (int m = 0; m < 3; m++) {
@@ -184,9 +192,11 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 		    const struct val_compare *c)
 {
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	file_names(dir, "compare_ape.png", path, tmp);
 	int cols = c->n_sets < 2 ? 1 : 2, rows = (c->n_sets + cols - 1) / cols;
-	begin(tmp, 800 * cols, 520 * rows);
+	int rc = begin(ctx, dir, "compare_ape.png", path, tmp, 800 * cols,
+			520 * rows);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	plssub(cols, rows);
 	plschr(0, 0.75);
 	int n_max = 0;
@@ -291,8 +301,10 @@ static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
 	if (n == 0)
 		return CMD_EXIT_OK;
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	file_names(dir, "compare_tau.png", path, tmp);
-	begin(tmp, 300 + 120 * n, 600);
+	int rc = begin(ctx, dir, "compare_tau.png", path, tmp, 300 + 120 * n,
+		       600);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	plschr(0, 0.8);
 	pladv(0);
 	plvpor(0.08, 0.98, 0.12, 0.88);
@@ -494,8 +506,9 @@ int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
 		char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
 		const char *mod = progs[m].module->name;
 		snprintf(name, sizeof name, "run_%s.png", mod[0] ? mod : "module");
-		file_names(dir, name, path, tmp);
-		begin(tmp, 1500, 600);
+		rc = begin(ctx, dir, name, path, tmp, 1500, 600);
+		if (rc != CMD_EXIT_OK)
+			return rc;
 		plssub(2, 1);
 		plschr(0, 0.75);
 		roofline(&progs[m], hw);
@@ -605,8 +618,10 @@ int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
 		return CMD_EXIT_OK;
 	}
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	file_names(dir, "whatif.png", path, tmp);
-	begin(tmp, w->n_sweeps == 1 ? 1000 : 1100, 620);
+	int rc = begin(ctx, dir, "whatif.png", path, tmp,
+		       w->n_sweeps == 1 ? 1000 : 1100, 620);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	plschr(0, 0.8);
 	if (w->n_sweeps == 1)
 		sweep_bars(w);
@@ -639,8 +654,9 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
 	snprintf(name, sizeof name, "generations_%s.png",
 		 module[0] ? module : "module");
-	file_names(dir, name, path, tmp);
-	begin(tmp, 300 + 160 * nk, 600);
+	int rc = begin(ctx, dir, name, path, tmp, 300 + 160 * nk, 600);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	plschr(0, 0.8);
 	pladv(0);
 	plvpor(0.10, 0.80, 0.12, 0.90);

@@ -319,6 +319,13 @@ static void test_whatif(void **state)
 		unlink(png);
 	}
 	rmdir(dir);
+	/* a folder where no file can be made: an I/O error, not PLplot's own
+	 * prompt-and-exit */
+	tpusim(&p, "run", hlo, "--hw", v3, "--plots", "/proc/sys");
+	expect_rc(&p, 3);
+	expect_contains(p.err, "tpusim run: error: cannot write "
+			       "/proc/sys/run_c.png: No such file or directory\n");
+	proc_free(&p);
 	unlink(hlo);
 	unlink(csv);
 }
