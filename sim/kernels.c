@@ -1014,11 +1014,17 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 		if (st != TS_OK)
 			return st;
 	}
-	/* a start whose done is not here hides nothing */
+	/* a start whose done is not here hides nothing: its kernels are
+	 * ordinary work again */
 	int kept = open;
-	for (int a = open; a < p->n_async; a++)
-		if (p->async[a].done)
-			p->async[kept++] = p->async[a];
+	for (int a = open; a < p->n_async; a++) {
+		const struct sim_async *pa = &p->async[a];
+		if (pa->done)
+			p->async[kept++] = *pa;
+		else
+			for (int k = pa->first; k < pa->first + pa->n; k++)
+				p->kernels[k].async_work = false;
+	}
 	p->n_async = kept;
 	return TS_OK;
 }
