@@ -134,8 +134,9 @@ struct sim_kernel {
 	                                  num_partitions); 1 for other kernels */
 	bool async_work;               /* the async work of a pair (sim_async):
 	                                  it runs beside the TensorCore */
-	bool trip_count_assumed;       /* some enclosing while had no
-	                                  known_trip_count: multiplicity uses
+	bool trip_count_assumed;       /* some enclosing while had neither a
+	                                  known_trip_count nor one derivable
+	                                  from its condition: multiplicity uses
 	                                  opts->default_trip_count (or 1) */
 	/* A library call costed as what it computes (a cuBLAS gemm as a dot,
 	 * a cuDNN convolution as a convolution): the stand-in instruction
@@ -179,15 +180,19 @@ struct sim_async {
 };
 
 struct sim_program_opts {
-	int64_t default_trip_count;    /* trip count for loops without
-	                                  known_trip_count (--trip-count); <= 0: 1 */
+	int64_t default_trip_count;    /* trip count for loops with neither a
+	                                  known nor a derivable one
+	                                  (--trip-count); <= 0: 1 */
 };
 
 struct sim_program {
 	const struct ir_module *module;
 	int n_kernels;
 	struct sim_kernel *kernels;    /* schedule order (ts_malloc'd) */
-	double total_ns;               /* sum of time x multiplicity */
+	double total_ns;               /* program time: sum of time x
+	                                  multiplicity less the async time
+	                                  hidden behind other work
+	                                  (sim_program_total) */
 	int n_unmodelled;              /* kernels listed with zero time */
 	int n_assumed_trip_counts;     /* loops[] entries with source ASSUMED */
 	int n_loops;
@@ -289,8 +294,9 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 /* Writes module m (parsed from text) with every fusion inlined into its
  * caller (sim/unfuse.c): the module before XLA fused it; an inlined
  * instruction X of fusion F is named X__in__F. *inlined counts the
- * fusions. TS_ERR_UNSUPPORTED_OP (located) for nested operands or a
- * fusion inside a fused computation, TS_ERR_NOMEM. */
+ * fusions (nested ones are inlined too); a result that is a fusion's
+ * own input becomes a ROOT bitcast of it. TS_ERR_UNSUPPORTED_OP (located)
+ * for nested operands, TS_ERR_NOMEM. */
 enum ts_status sim_unfuse_write(const struct ir_module *m, const char *text,
 				size_t len, FILE *out, int *inlined,
 				struct ts_diag *d);

@@ -81,6 +81,14 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 			if (p < 0 || p >= c->n_params || !pnames[p])
 				return nested(e, in);
 			names[i] = pnames[p];
+			if (in == want) { /* the result is an input: pass it on */
+				const char *r = name2(a, in->name, fname);
+				if (!r)
+					return TS_ERR_NOMEM;
+				fprintf(e->out, "  ROOT %%%s = ", r);
+				hlo_emit_shape(e, &in->shape);
+				fprintf(e->out, " bitcast(%%%s)\n", names[i]);
+			}
 			continue;
 		}
 		if (pnames && in == c->root && in->op == IR_OP_TUPLE)

@@ -76,10 +76,11 @@ static char *round_trip(const char *text, const struct hw_spec *hw,
 	return out;
 }
 
-/* Unfuses a fused text (from the pass) and measures the agreement. */
-static void unfuse_agree(const char *fused, struct sim_fuse_agreement *a)
+/* Unfuses a compiled module's text; checks it reads back; returns the text
+ * (free()) and its module (*u, ir_module_free). */
+static char *unfuse_text(const char *fused, struct ir_module **u)
 {
-	struct ir_module **m = NULL, **u = NULL;
+	struct ir_module **m = NULL, **back = NULL;
 	int n = 0, nu = 0, inlined = 0;
 	struct ts_diag d = {0};
 	if (hlo_parse("f.hlo", fused, strlen(fused), &m, &n, &d) != TS_OK)
@@ -92,16 +93,48 @@ static void unfuse_agree(const char *fused, struct sim_fuse_agreement *a)
 	    TS_OK)
 		fail_msg("unfuse: %s", d.msg);
 	fclose(f);
-	if (hlo_parse("u.hlo", out, len, &u, &nu, &d) != TS_OK)
+	if (hlo_parse("u.hlo", out, len, &back, &nu, &d) != TS_OK)
 		fail_msg("unfused does not read back: %s\n%s", d.msg, out);
-	assert_int_equal(sim_fuse_agreement(u[0], a, &d), TS_OK);
+	assert_int_equal(nu, 1);
 	assert_true(inlined > 0);
+	*u = back[0];
 	for (int i = 0; i < n; i++)
 		ir_module_free(m[i]);
-	for (int i = 0; i < nu; i++)
-		ir_module_free(u[i]);
 	ts_free(m);
-	ts_free(u);
+	ts_free(back);
+	return out;
+}
+
+/* Unfuses a fused text (from the pass) and measures the agreement. */
+static void unfuse_agree(const char *fused, struct sim_fuse_agreement *a)
+{
+	struct ir_module *u;
+	struct ts_diag d = {0};
+	free(unfuse_text(fused, &u));
+	assert_int_equal(sim_fuse_agreement(u, a, &d), TS_OK);
+	ir_module_free(u);
+}
+
+/* A result that is one of the fusion's own inputs (a multi-output fusion
+ * passing a parameter through) stays the ROOT: a bitcast of the input. */
+static void test_unfuse_passthrough_root(void **state)
+{
+	(void)state;
+	static const char pt[] =
+		"HloModule pt\n"
+		"f {\n  p0 = f32[8] parameter(0)\n  p1 = f32[8] parameter(1)\n"
+		"  n = f32[8] negate(p0)\n"
+		"  ROOT t = (f32[8], f32[8]) tuple(n, p1)\n}\n"
+		"ENTRY e {\n  a = f32[8] parameter(0)\n  b = f32[8] parameter(1)\n"
+		"  fu = (f32[8], f32[8]) fusion(a, b), kind=kLoop, calls=f\n"
+		"  ROOT g = f32[8] get-tuple-element(fu), index=1\n}\n";
+	struct ir_module *u;
+	char *out = unfuse_text(pt, &u);
+	if (!strstr(out, "  ROOT %p1__in__fu = f32[8] bitcast(%b)\n"))
+		fail_msg("unexpected unfused text:\n%s", out);
+	assert_int_equal(u->entry->root->op, IR_OP_BITCAST);
+	assert_string_equal(u->entry->root->operands[0]->name, "b");
+	ir_module_free(u);
 	free(out);
 }
 
@@ -311,6 +344,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
+		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
