@@ -1,9 +1,9 @@
 /*
  * cmd_fuse.c: `tpusim fuse IN.hlo --hw SPEC [-o OUT.hlo]`: writes an unfused
  * module as the fused module XLA's fusion passes would make of it (the
- * `xla` policy, sim/fusion.c), reads the result back and checks that it
- * costs what the unfused module costs, and reports kernels, HBM bytes and
- * program time on SPEC.
+ * `xla` policy, sim/fusion.c), reads the result back, compares its cost
+ * with the unfused module's (a warning when they differ), and reports
+ * kernels, HBM bytes and program time on SPEC.
  */
 #include "cli.h"
 
@@ -55,9 +55,10 @@ static void fuse_help(FILE *out)
 	      "dots/convolutions as fusion roots with their epilogues, sibling "
 	      "multi-output\nfusion) and writes it as HLO text: fusion "
 	      "instructions with kind and calls=,\nshapes, layouts and "
-	      "attributes as written. The result is read back and\nmust cost "
-	      "what the unfused module costs on SPEC; kernels, HBM bytes and\n"
-	      "program time before and after go to standard error.\n\n"
+	      "attributes as written. The result is read back and\nits cost "
+	      "compared with the unfused module's on SPEC (a warning when they\n"
+	      "differ); kernels, HBM bytes and program time before and after go "
+	      "to\nstandard error.\n\n"
 	      "With --unfuse, the other way: a compiled module with its "
 	      "fusions inlined\n"
 	      "into their callers (instruction X of fusion F named X__in__F). "
