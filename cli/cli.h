@@ -146,6 +146,11 @@ void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
  * and d names file `src_file` (pass NULL src when there is no text). */
 void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 	      const char *src_file, const char *src, size_t src_len);
+/* The spec field at path; when there is none, prints "<prog>: error: <opt>
+ * '<path>' is not a numeric spec field; the fields: ..." (every field, as
+ * --set, --sweep and --fit take them) and returns NULL. */
+const struct hw_field_info *cmd_spec_field(const struct cmd_ctx *ctx,
+					   const char *opt, const char *path);
 /* Parses a whole decimal integer in [lo, hi]; false on anything else. */
 bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Loads and validates the spec at `path` into hw; a failure is printed

@@ -145,13 +145,9 @@ static int parse_fields(const struct cmd_ctx *ctx, char *text,
 {
 	for (char *save = NULL, *p = strtok_r(text, ",", &save); p;
 	     p = strtok_r(NULL, ",", &save)) {
-		const struct hw_field_info *f = hw_spec_field(p);
-		if (!f) {
-			cmd_error(ctx, "--fit: '%s' is not a numeric spec "
-				       "field (e.g. hbm.dma_latency_ns)",
-				  p);
+		const struct hw_field_info *f = cmd_spec_field(ctx, "--fit", p);
+		if (!f)
 			return CMD_EXIT_USAGE;
-		}
 		for (int j = 0; j < co->n_fields; j++)
 			if (co->fields[j] == f) {
 				cmd_error(ctx, "--fit: '%s' given twice", p);

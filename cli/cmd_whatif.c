@@ -39,14 +39,16 @@ struct whatif_opts {
 	struct sweep sweeps[WHATIF_MAX_SWEEPS];
 	const char *csv;                  /* --csv FILE */
 	const char *plots;                /* --plots DIR */
+	bool hold_tiles;                  /* --hold-tiles */
 };
 
-enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV, OPT_PLOTS };
+enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV, OPT_PLOTS, OPT_HOLD_TILES };
 
 static const struct option whatif_options[] = {
 	{"sweep", required_argument, NULL, OPT_SWEEP},
 	{"csv", required_argument, NULL, OPT_CSV},
 	{"plots", required_argument, NULL, OPT_PLOTS},
+	{"hold-tiles", no_argument, NULL, OPT_HOLD_TILES},
 	{0},
 };
 
@@ -59,12 +61,13 @@ static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
 	const char *eq = strchr(arg, '=');
 	char path[128];
 	snprintf(path, sizeof path, "%.*s", eq ? (int)(eq - arg) : 0, arg);
-	if (!eq || !(w->field = hw_spec_field(path))) {
-		cmd_error(ctx, "--sweep %s: expected PATH=VALUES with PATH a "
-			       "numeric spec field (e.g. hbm.bw_bytes_per_s)",
-			  arg);
+	if (!eq) {
+		cmd_error(ctx, "--sweep %s: expected PATH=VALUES (e.g. "
+			       "hbm.bw_bytes_per_s=450e9,900e9)", arg);
 		return CMD_EXIT_USAGE;
 	}
+	if (!(w->field = cmd_spec_field(ctx, "--sweep", path)))
+		return CMD_EXIT_USAGE;
 	const char *v = eq + 1;
 	char *end;
 	if (strchr(v, ':')) {
@@ -141,6 +144,9 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	case OPT_PLOTS:
 		o->plots = arg;
 		return CMD_EXIT_OK;
+	case OPT_HOLD_TILES:
+		o->hold_tiles = true;
+		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
 		return CMD_EXIT_USAGE;
@@ -162,7 +168,13 @@ static void whatif_help(FILE *out)
 	      "not fit VMEM; kernels whose best\ntile config differs from the "
 	      "base point's. Then the elasticity of program\ntime to each swept "
 	      "field at the base point: d ln T / d ln x by central\n"
-	      "differences (x +- 1%, or +- 1 for integer fields).\n\n"
+	      "differences (x +- 1%, or +- 1 for integer fields; one-sided when "
+	      "a\nneighbour is out of the field's range).\n\n"
+	      "Under `mpirun -n N` (a build with Open MPI: see tpusim --version) "
+	      "the\npoints are split over the ranks and rank 0 writes the "
+	      "report, the same\nbytes as one process's. A sweep of 100 points "
+	      "or more shows its progress\nand ETA when standard error is a "
+	      "terminal.\n\n"
 	      "Options:\n"
 	      "      --sweep P=VALUES  a field and its values: a,b,c or "
 	      "LO:HI:xFACTOR or\n"
@@ -173,7 +185,13 @@ static void whatif_help(FILE *out)
 	      "absent): one sweep as\n"
 	      "                        bars of program time stacked by bound "
 	      "unit, two as a\n"
-	      "                        heat map of program time\n",
+	      "                        heat map of program time\n"
+	      "      --hold-tiles      keep each kernel's base-point tile "
+	      "config at every\n"
+	      "                        point (no tile search: faster; retiled "
+	      "is then 0, and\n"
+	      "                        a config that stops fitting VMEM counts "
+	      "as infeasible)\n",
 	      out);
 }
 
@@ -187,6 +205,8 @@ struct point {
 	                                   unit bounds */
 	double infeasible, retiled;
 };
+_Static_assert(sizeof(struct point) % sizeof(double) == 0,
+	       "struct point is summed over MPI ranks as doubles");
 
 static bool same_config(const struct sim_tile_config *a,
 			const struct sim_tile_config *b)
@@ -198,24 +218,30 @@ static bool same_config(const struct sim_tile_config *a,
 		       (size_t)a->n_kernel * sizeof *a->kernel_bounds);
 }
 
-/* Costs every program on hw into pt; base: the base point's configs per
- * kernel (NULL: none yet, they are recorded into cfg). */
+/*
+ * Costs every program on hw into pt. base: this is the base point; each
+ * kernel's best config is recorded into cfg. Otherwise a kernel is costed
+ * with its best config on hw (a tile search per kernel) and counted as
+ * retiled when that differs from cfg's, or, with hold, with cfg's config
+ * (no search; a config that stops fitting VMEM counts as infeasible).
+ */
 static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 		      const struct hw_spec *hw, struct point *pt,
-		      struct sim_tile_config *cfg, bool base)
+		      struct sim_tile_config *cfg, bool base, bool hold)
 {
 	double ghz = hw->clock_hz * 1e-9;
 	int k_all = 0;
 	for (int m = 0; m < g->n_progs; m++) {
 		struct sim_program *p = &g->progs[m];
-		struct ts_diag d = {0};
-		if (sim_program_estimate(p, hw, &d) != TS_OK) {
-			cmd_diag(ctx, &d, NULL, NULL, 0);
-			return CMD_EXIT_INPUT;
-		}
-		pt->time_ns += sim_program_total(p);
 		for (int i = 0; i < p->n_kernels; i++, k_all++) {
-			const struct sim_kernel *k = &p->kernels[i];
+			struct sim_kernel *k = &p->kernels[i];
+			const struct sim_tile_config *held =
+				hold && !base && k->tunable ? &cfg[k_all] : NULL;
+			struct ts_diag d = {0};
+			if (sim_kernel_estimate(k, hw, held, &k->est, &d) != TS_OK) {
+				cmd_diag(ctx, &d, NULL, NULL, 0);
+				return CMD_EXIT_INPUT;
+			}
 			const struct sim_estimate *e = &k->est;
 			double mult = k->multiplicity;
 			pt->mxu_ns += mult * e->mxu_cycles / ghz;
@@ -230,9 +256,11 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			pt->infeasible += !e->feasible;
 			if (base)
 				cfg[k_all] = e->config;
-			else if (k->tunable && !same_config(&cfg[k_all], &e->config))
+			else if (!hold && k->tunable &&
+				 !same_config(&cfg[k_all], &e->config))
 				pt->retiled++;
 		}
+		pt->time_ns += sim_program_total(p);
 	}
 	return CMD_EXIT_OK;
 }
@@ -261,28 +289,33 @@ static int spec_at(const struct cmd_ctx *ctx, const struct whatif_opts *o,
 	return CMD_EXIT_OK;
 }
 
-/* d ln T / d ln x of sweep s's field at the base spec; NaN when neither
+/* d ln T / d ln x of sweep w's field at the base spec (time t0): a central
+ * difference, or a one-sided one when a neighbour is out of the field's
+ * range (an integer field at 1, a fraction at its limit); NaN when neither
  * neighbour is in range. */
 static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
-			 const struct sweep *w, struct sim_tile_config *scratch)
+			 const struct sweep *w, double t0,
+			 struct sim_tile_config *cfg, bool hold)
 {
 	double x0 = hw_spec_get(&ctx->hw, w->field);
-	double lo = w->field->is_int ? x0 - 1 : x0 / 1.01;
-	double hi = w->field->is_int ? x0 + 1 : x0 * 1.01;
-	double t[2], x[2] = {lo, hi};
-	for (int i = 0; i < 2; i++) {
+	double x[3] = {w->field->is_int ? x0 - 1 : x0 / 1.01, x0,
+		       w->field->is_int ? x0 + 1 : x0 * 1.01};
+	double t[3] = {NAN, t0, NAN};
+	for (int i = 0; i < 3; i += 2) {
 		struct hw_spec hw = ctx->hw;
 		struct ts_diag d = {0};
 		struct point pt = {0};
-		if (!(x[i] > 0) ||
-		    hw_spec_apply(&hw, 1, &w->field, &x[i], &d) != TS_OK ||
-		    cost_point(ctx, g, &hw, &pt, scratch, true) != CMD_EXIT_OK)
-			return NAN;
-		t[i] = pt.time_ns;
+		if (x[i] > 0 &&
+		    hw_spec_apply(&hw, 1, &w->field, &x[i], &d) == TS_OK &&
+		    cost_point(ctx, g, &hw, &pt, cfg, false, hold) ==
+			    CMD_EXIT_OK &&
+		    pt.time_ns > 0)
+			t[i] = pt.time_ns;
 	}
-	if (!(t[0] > 0) || !(t[1] > 0))
+	int lo = isnan(t[0]) ? 1 : 0, hi = isnan(t[2]) ? 1 : 2;
+	if (lo == hi || !(t[1] > 0))
 		return NAN;
-	return (log(t[1]) - log(t[0])) / (log(x[1]) - log(x[0]));
+	return (log(t[hi]) - log(t[lo])) / (log(x[hi]) - log(x[lo]));
 }
 
 enum { C_POINT = 0, C_TIME, C_MXU, C_VPU, C_DMA, C_OVERHEAD, C_B_MXU,
@@ -366,22 +399,33 @@ static void mpi_begin(int *rank, int *ranks)
 #endif
 }
 
-/* Sums the points onto rank 0; the worst exit code of any rank. */
-static int mpi_gather(struct point *pts, int n, int rc)
+/* Sums the points onto rank 0 (a rank's points other than its own are
+ * zeroed first, sweep values included); the worst exit code of any rank. */
+static int mpi_gather(struct point *pts, int n, int rank, int ranks, int rc)
 {
 #ifdef TPUSIM_MPI
 	if (!mpi_on)
 		return rc;
 	int worst = rc;
 	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	if (worst == CMD_EXIT_OK)
-		MPI_Reduce(MPI_IN_PLACE, pts,
-			   n * (int)(sizeof *pts / sizeof(double)), MPI_DOUBLE,
-			   MPI_SUM, 0, MPI_COMM_WORLD);
+	if (worst != CMD_EXIT_OK)
+		return worst;
+	for (int i = 0; i < n; i++)
+		if (i % ranks != rank)
+			memset(&pts[i], 0, sizeof pts[i]);
+	int count = n * (int)(sizeof *pts / sizeof(double));
+	if (rank == 0)
+		MPI_Reduce(MPI_IN_PLACE, pts, count, MPI_DOUBLE, MPI_SUM, 0,
+			   MPI_COMM_WORLD);
+	else
+		MPI_Reduce(pts, NULL, count, MPI_DOUBLE, MPI_SUM, 0,
+			   MPI_COMM_WORLD);
 	return worst;
 #else
 	(void)pts;
 	(void)n;
+	(void)rank;
+	(void)ranks;
 	return rc;
 #endif
 }
@@ -419,7 +463,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
 	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, &g);
-	struct sim_tile_config *cfg = NULL, *scratch = NULL;
+	struct sim_tile_config *cfg = NULL;
 	struct point *pts = ts_calloc((size_t)n_points + 1, sizeof *pts);
 	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
 				 sizeof *vals);
@@ -438,8 +482,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		goto out;
 	int nk = n_kernels(&g);
 	cfg = ts_calloc((size_t)nk + 1, sizeof *cfg);
-	scratch = ts_calloc((size_t)nk + 1, sizeof *scratch);
-	if (!cfg || !scratch || !pts || !vals || !times || !by_unit) {
+	if (!cfg || !pts || !vals || !times || !by_unit) {
 		cmd_error(ctx, "out of memory");
 		rc = CMD_EXIT_IO;
 		goto out;
@@ -457,14 +500,15 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	struct point base = {0};
 	if (rc == CMD_EXIT_OK)
-		rc = cost_point(ctx, &g, &ctx->hw, &base, cfg, true);
+		rc = cost_point(ctx, &g, &ctx->hw, &base, cfg, true, false);
 	bool tty = isatty(fileno(ctx->err)) && n_points >= 100;
 	time_t t0 = time(NULL);
 	for (int i = rank; i < n_points && rc == CMD_EXIT_OK; i += ranks) {
 		struct hw_spec hw;
 		struct point *pt = &pts[i];
 		if ((rc = spec_at(ctx, o, pt->v, &hw)) ||
-		    (rc = cost_point(ctx, &g, &hw, pt, cfg, false)))
+		    (rc = cost_point(ctx, &g, &hw, pt, cfg, false,
+					  o->hold_tiles)))
 			break;
 		if (tty && rank == 0 && i % (50 * ranks) == 0) {
 			double el = difftime(time(NULL), t0);
@@ -475,7 +519,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	if (tty && rank == 0)
 		fputc('\n', ctx->err);
-	rc = mpi_gather(pts, n_points, rc);
+	rc = mpi_gather(pts, n_points, rank, ranks, rc);
 	if (rc != CMD_EXIT_OK || rank != 0)
 		goto out;
 	for (int i = 0; i < n_points; i++) {
@@ -505,7 +549,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		cmd_report_text(&r, "field", w->field->path);
 		cmd_report_num(&r, "base_value", CMD_UNIT_REAL,
 			       hw_spec_get(&ctx->hw, w->field));
-		double e = elasticity(ctx, &g, w, scratch);
+		double e = elasticity(ctx, &g, w, base.time_ns, cfg,
+				      o->hold_tiles);
 		if (isfinite(e))
 			cmd_report_num(&r, "d_ln_time_d_ln_value", CMD_UNIT_REAL,
 				       e);
@@ -547,7 +592,6 @@ out:
 	ts_free(by_unit);
 	cmd_table_free(&t);
 	ts_free(cfg);
-	ts_free(scratch);
 	cmd_graph_free(&g);
 	return rc;
 }
@@ -556,7 +600,7 @@ const struct cmd cmd_whatif = {
 	.name = "whatif",
 	.summary = "Sweep spec fields: time, bottlenecks, elasticities",
 	.synopsis = "GRAPH.hlo --hw SPEC.yaml --sweep P=VALUES [--sweep ...] "
-		    "[--set P=V ...] [--csv FILE] [--plots DIR]",
+		    "[--set P=V ...] [--hold-tiles] [--csv FILE] [--plots DIR]",
 	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
 	.options = whatif_options,
 	.repeatable = "sweep",

@@ -68,6 +68,30 @@ void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
 	fputc('\n', ctx->err);
 }
 
+const struct hw_field_info *cmd_spec_field(const struct cmd_ctx *ctx,
+					   const char *opt, const char *path)
+{
+	const struct hw_field_info *f = hw_spec_field(path);
+	if (f)
+		return f;
+	fprintf(ctx->err, "%s: error: %s '%s' is not a numeric spec field; "
+			  "the fields:", ctx->prog, opt, path);
+	int col = 80;
+	for (int i = 0; i < hw_spec_n_fields(); i++) {
+		const char *name = hw_spec_field_at(i)->path;
+		int w = (int)strlen(name) + 2;
+		if (col + w > 78) {
+			fputs("\n ", ctx->err);
+			col = 1;
+		}
+		fprintf(ctx->err, " %s%s", name,
+			i + 1 < hw_spec_n_fields() ? "," : "");
+		col += w;
+	}
+	fputc('\n', ctx->err);
+	return NULL;
+}
+
 void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 	      const char *src_file, const char *src, size_t src_len)
 {
@@ -375,15 +399,21 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 		char path[128];
 		int pn = eq ? (int)(eq - sets[i]) : 0;
 		snprintf(path, sizeof path, "%.*s", pn, sets[i]);
-		fields[i] = eq ? hw_spec_field(path) : NULL;
-		char *end = NULL;
-		values[i] = eq ? strtod(eq + 1, &end) : 0;
-		if (!eq || !fields[i]) {
-			cmd_error(ctx, "--set %s: expected PATH=VALUE with PATH a "
-				       "numeric spec field (e.g. hbm.bw_bytes_per_s)",
-				  sets[i]);
+		if (!eq) {
+			cmd_error(ctx, "--set %s: expected PATH=VALUE (e.g. "
+				       "hbm.bw_bytes_per_s=1.6e12)", sets[i]);
 			return usage_error(ctx, cmd);
 		}
+		if (!(fields[i] = cmd_spec_field(ctx, "--set", path)))
+			return usage_error(ctx, cmd);
+		for (int j = 0; j < i; j++)
+			if (fields[j] == fields[i]) {
+				cmd_error(ctx, "--set %s: %s given twice", sets[i],
+					  path);
+				return usage_error(ctx, cmd);
+			}
+		char *end = NULL;
+		values[i] = strtod(eq + 1, &end);
 		if (end == eq + 1 || *end) {
 			cmd_error(ctx, "--set %s: '%s' is not a number%s%s%s",
 				  sets[i], eq + 1, fields[i]->unit[0] ? " (in " : "",
@@ -597,6 +627,13 @@ int main(int argc, char **argv)
 	}
 	if (version) {
 		fputs("tpusim " TPUSIM_VERSION "\n", stdout);
+#ifdef TPUSIM_MPI
+		fputs("open-mpi: yes (mpirun -n N tpusim whatif splits the "
+		      "points)\n", stdout);
+#else
+		fputs("open-mpi: no (built without it: whatif runs in one "
+		      "process)\n", stdout);
+#endif
 		return finish(CMD_EXIT_OK);
 	}
 	if (optind >= argc) {

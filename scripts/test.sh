@@ -38,9 +38,8 @@ ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz || status=1
 # counts as skipped, not passed; one whose executable was not built (CTest
 # logs "Unable to find executable" and then, oddly, "Test Passed.") counts
 # as failed.
-for b in build build-asan build-fuzz; do
-	cat "$b/Testing/Temporary/LastTest.log"
-done | awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
+awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
+	FNR == 1 { split("", missing) } # each build on its own
 	/^Unable to find executable: / { k = split($5, a, "/"); missing[a[k]] = 1 }
 	/^[0-9]+\/[0-9]+ Testing: / { skip = 0; name = $3 }
 	/\[  SKIPPED \]/ { skip = 1 }
@@ -51,8 +50,9 @@ done | awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
 	}
 	/^Test Failed|^Test Fail Reason:/ { f++ }
 	END {
-		if (s) printf "skipped (cases that need ../shared/data%s):%s\n",
+		if (s) printf "skipped (cases that need ../shared/data or Open MPI%s):%s\n",
 			shared == "no" ? ", which is absent" : "", names
 		printf "tests: %d passed, %d failed, %d skipped\n", p, f, s
-	}'
+	}' build/Testing/Temporary/LastTest.log build-asan/Testing/Temporary/LastTest.log \
+	build-fuzz/Testing/Temporary/LastTest.log
 exit $status

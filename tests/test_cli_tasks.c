@@ -283,6 +283,42 @@ static void test_whatif(void **state)
 		fld = strchr(fld, ',') + 1;
 	assert_near(atof(fld), t[1], 1e-3); /* both printed with 3 decimals */
 	proc_free(&p);
+	/* --hold-tiles: each kernel keeps its base-point config. VMEM only
+	 * decides which configs fit, so shrinking it changes no time, retiles
+	 * nothing and makes configs infeasible; without the flag the search
+	 * re-chooses them (the example's kernels, 16 MiB down to 512 KiB). */
+	char ex[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	for (int hold = 0; hold < 2; hold++) {
+		tpusim(&p, "whatif", ex, "--hw", v3, "--sweep",
+		       "vmem.bytes=16777216,2097152,524288", "--csv", csv,
+		       hold ? "--hold-tiles" : NULL);
+		expect_rc(&p, 0);
+		proc_free(&p);
+		char *text = slurp(csv), *save = NULL;
+		strtok_r(text, "\n", &save);
+		double time[3], infeasible[3], retiled[3];
+		for (int i = 0; i < 3; i++) {
+			const char *ln = strtok_r(NULL, "\n", &save);
+			assert_non_null(ln);
+			double col[13];
+			for (int c = 0; c < 13; c++, ln = strchr(ln, ',') + 1)
+				col[c] = atof(ln);
+			time[i] = col[1];
+			infeasible[i] = col[11];
+			retiled[i] = col[12];
+		}
+		ts_free(text);
+		if (hold) {
+			assert_true(time[1] == time[0] && time[2] == time[0]);
+			assert_true(retiled[1] == 0 && retiled[2] == 0);
+			assert_true(infeasible[2] > 0);
+			assert_true(infeasible[1] <= infeasible[2]);
+		} else {
+			assert_true(infeasible[2] == 0 && retiled[2] > 0);
+			assert_true(time[2] > time[0]);
+		}
+	}
 	/* bad sweeps: usage errors with the reason */
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "hbm.bw_bytes_per_s=9:1:x2");
 	expect_rc(&p, 2);
@@ -328,6 +364,87 @@ static void test_whatif(void **state)
 	proc_free(&p);
 	unlink(hlo);
 	unlink(csv);
+}
+
+/* mpirun -n 2 tpusim whatif: the report and the CSV are byte-identical to
+ * one process's (the 5 x 3 grid splits unevenly: 8 and 7 points). Skipped,
+ * and said, when the build has no Open MPI or mpirun is absent. */
+static void test_whatif_mpi(void **state)
+{
+	(void)state;
+	struct proc p;
+	tpusim(&p, "--version");
+	bool mpi = strstr(p.out, "open-mpi: yes") != NULL;
+	proc_free(&p);
+	if (!mpi) {
+		print_message("tpusim built without Open MPI: skipped\n");
+		skip();
+	}
+	char ex[PATH_MAX], v3[PATH_MAX], csv[2][PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	/* mpirun refuses root unless told (CI runs as root) */
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	char *out[2] = {NULL, NULL};
+	for (int r = 0; r < 2; r++) {
+		snprintf(csv[r], sizeof csv[r], "%s/test_whatif_mpi_%d_%d.csv",
+			 tu_tmpdir(), (int)getpid(), r);
+		char *argv[] = {"mpirun", "--oversubscribe", "-n", "2",
+				(char *)env_or_skip("TPUSIM_BIN"), "whatif", ex,
+				"--hw", v3, "--sweep",
+				"hbm.bw_bytes_per_s=300e9:4800e9:x2", "--sweep",
+				"mxu.count=1,2,4", "--csv", csv[r], NULL};
+		char **args = r == 0 ? argv + 4 : argv;
+		if (r == 0)
+			args[0] = "tpusim";
+		/* Open MPI's plugins (unloaded at exit) leave memory that
+		 * LeakSanitizer cannot attribute to a library, so the ranks
+		 * run without the leak check in the sanitizer build (the
+		 * single-process run above keeps it; ASan and UBSan errors
+		 * still fail the ranks). */
+		char saved[1024] = "";
+		const char *asan = getenv("ASAN_OPTIONS");
+		if (asan)
+			snprintf(saved, sizeof saved, "%s", asan);
+		if (r == 1) {
+			char opts[1100];
+			snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", saved,
+				 saved[0] ? ":" : "");
+			setenv("ASAN_OPTIONS", opts, 1);
+		}
+		bool started = spawn(&p, r == 0 ? env_or_skip("TPUSIM_BIN")
+						: "mpirun",
+				     r == 1, NULL, NULL, args);
+		if (asan)
+			setenv("ASAN_OPTIONS", saved, 1);
+		else
+			unsetenv("ASAN_OPTIONS");
+		if (!started) {
+			print_message("mpirun not found: skipped\n");
+			proc_free(&p);
+			ts_free(out[0]);
+			unlink(csv[0]);
+			skip();
+		}
+		if (p.rc != 0)
+			fail_msg("rank count %d: exit %d: %s", r + 1, p.rc, p.err);
+		out[r] = p.out;
+		p.out = NULL;
+		proc_free(&p);
+	}
+	assert_string_equal(out[1], out[0]);
+	assert_true(same_bytes(csv[0], csv[1]));
+	char *c = slurp(csv[0]);
+	int lines = 0;
+	for (const char *x = c; *x; x++)
+		lines += *x == '\n';
+	assert_int_equal(lines, 1 + 15);
+	ts_free(c);
+	for (int r = 0; r < 2; r++) {
+		ts_free(out[r]);
+		unlink(csv[r]);
+	}
 }
 
 /* run --hw v3 --hw v4: each kernel's time on each spec is what a run on
@@ -634,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
+		cmocka_unit_test(test_whatif_mpi),
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_summary),
