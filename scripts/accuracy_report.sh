@@ -9,22 +9,8 @@
 #   usage: scripts/accuracy_report.sh [BUILD_DIR]     (default: build)
 set -eu
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-shared=${TPUSIM_SHARED:-$root/../shared}
-die() {
-	echo "accuracy_report.sh: $*" >&2
-	exit 1
-}
-[ -d "$shared/data" ] ||
-	die "$shared/data not found (put ../shared beside the checkout or set TPUSIM_SHARED)"
-
-if [ ! -f "$build/CMakeCache.txt" ]; then
-	cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" --target tpusim -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
-bin=$build/cli/tpusim
-[ -x "$bin" ] || die "$bin was not built"
+me=accuracy_report.sh
+. "$(dirname "$0")/common.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,6 +9,9 @@
 #     (target <= 20 ms), and with --model default (target <= 2x that)
 #   - `tpusim train` wall time of the default model on every shared set
 #     (target <= 2 minutes on 2 cores)
+#   - `tpusim whatif` on the largest corpus module, 1024 points, with tile
+#     configs held and re-chosen (target >= 1000 points/s on a 1k-kernel
+#     program, held), and under mpirun with 1 and 2 ranks
 #   usage: scripts/bench.sh [BUILD_DIR]     (default: build)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +38,25 @@ run_ms() {
 	done | sort -n | sed -n 11p | awk '{ printf "%.1f", $1 / 1000 }'
 }
 
+whatif_ms() {
+	# Median wall time in ms of five whatif runs on the largest module,
+	# launched by $1 (taskset, mpirun or nothing), with arguments $2...
+	launch=$1
+	shift
+	i=0
+	while [ $i -lt 5 ]; do
+		t0=$(date +%s%N)
+		$launch "$build/cli/tpusim" whatif "$largest" --hw "$root/hwspecs/v3.yaml" "$@" >/dev/null
+		t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000 ))
+		i=$((i + 1))
+	done | sort -n | sed -n 3p | awk '{ printf "%.0f", $1 / 1000 }'
+}
+pps() {
+	# points per second of 1024 points in $1 ms (load and elasticities included)
+	awk -v ms="$1" 'BEGIN { printf "%.0f", 1024 / (ms / 1000) }'
+}
+
 section=$(mktemp)
 trap 'rm -f "$section"' EXIT
 {
@@ -52,6 +74,21 @@ trap 'rm -f "$section"' EXIT
 	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
 	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
 	echo "tpusim run $(basename "$largest") --hw v3 --model default: $(run_ms --model default) ms wall (median of 21)"
+	kernels=$("$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" | sed -n 's/^n_kernels: //p')
+	sweep="--sweep hbm.bw_bytes_per_s=100e9:6400e9:+100e9 --sweep mxu.count=1:16:+1"
+	for mode in --hold-tiles ""; do
+		# shellcheck disable=SC2086
+		ms=$(whatif_ms "$pin" $sweep $mode)
+		echo "tpusim whatif $(basename "$largest") ($kernels kernels), 1024 points ${mode:-(tiles re-chosen)}: $ms ms wall, $(pps "$ms") points/s"
+	done
+	if "$build/cli/tpusim" --version | grep -q "open-mpi: yes" && command -v mpirun >/dev/null; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		for n in 1 2; do
+			# shellcheck disable=SC2086
+			ms=$(whatif_ms "mpirun --oversubscribe -n $n" $sweep)
+			echo "mpirun -n $n tpusim whatif (the same 1024 points, tiles re-chosen, not pinned): $ms ms wall, $(pps "$ms") points/s"
+		done
+	fi
 	set --
 	for d in "$shared"/data/*/; do
 		[ -f "$d/measurements.csv" ] && set -- "$@" --data "${d%/}"
