@@ -197,6 +197,8 @@ void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 /* ---- measured sets for the learning commands (cli/learn.c) ---------------- */
 
 #define CMD_MAX_SETS 16 /* --data options in one call */
+_Static_assert(CMD_MAX_SETS <= GNN_MAX_SETS,
+	       "every --data set must fit a model's training summary");
 
 struct cmd_sets {
 	int n;
@@ -212,7 +214,7 @@ int cmd_sets_load(const struct cmd_ctx *ctx, const char *const *dirs, int n,
 		  const char *hw_dir, struct cmd_sets *s);
 void cmd_sets_free(struct cmd_sets *s);
 /* The learning commands' options: --data DIR (appended, at most
- * CMD_MAX_SETS), --seed N (0 .. 2^32 - 1), --epochs N (1 .. 100000); each
+ * CMD_MAX_SETS), --seed N (1 .. 2^32 - 1), --epochs N (1 .. 100000); each
  * prints what is wrong and returns an enum cmd_exit. */
 int cmd_opt_data(const struct cmd_ctx *ctx, const char **dirs, int *n,
 		 const char *arg);

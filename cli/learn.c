@@ -86,8 +86,8 @@ int cmd_opt_data(const struct cmd_ctx *ctx, const char **dirs, int *n,
 int cmd_opt_seed(const struct cmd_ctx *ctx, const char *arg, uint64_t *seed)
 {
 	int64_t v;
-	if (!cmd_parse_int64(arg, 0, INT64_C(4294967295), &v)) {
-		cmd_error(ctx, "--seed takes a whole number from 0 to "
+	if (!cmd_parse_int64(arg, 1, INT64_C(4294967295), &v)) {
+		cmd_error(ctx, "--seed takes a whole number from 1 to "
 			       "4294967295, got '%s'", arg);
 		return CMD_EXIT_USAGE;
 	}

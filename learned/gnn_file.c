@@ -16,13 +16,15 @@
  *   u64 parameter count, the parameters (f64)
  *   u64 checksum               FNV-1a 64 of every byte before it
  *
- * Reading checks the magic, then the checksum (a damaged file says so
- * before anything it would misread), then each field in order; every
- * refusal names what is wrong. Writing goes through a temp file and a
- * rename (ts_write_file_atomic).
+ * Reading checks the magic and version, then the checksum (a damaged file
+ * says so before anything it would misread), then each field in order;
+ * every refusal names what is wrong. Writing goes through a temp file and
+ * a rename (ts_write_file_atomic).
  */
 #include "gnn.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -46,6 +48,8 @@ struct wbuf {
 	unsigned char *p;
 	size_t n, cap;
 	bool nomem;
+	const char *path;  /* for write_all's message */
+	struct ts_diag *d;
 };
 
 static void put(struct wbuf *w, const void *src, size_t n)
@@ -101,17 +105,23 @@ static void put_norms(struct wbuf *w, const struct gnn_norm *n, int count)
 	}
 }
 
+/* ts_write_file_atomic names only its own failures (open, flush, close,
+ * rename): a short fwrite is named here. */
 static enum ts_status write_all(FILE *f, void *ctx)
 {
 	const struct wbuf *w = ctx;
-	return fwrite(w->p, 1, w->n, f) == w->n ? TS_OK : TS_ERR_IO;
+	if (fwrite(w->p, 1, w->n, f) == w->n)
+		return TS_OK;
+	ts_diag_set(w->d, w->path, 0, 0, "write failed: %s", strerror(errno));
+	return TS_ERR_IO;
 }
 
 enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 			      struct ts_diag *d)
 {
-	struct wbuf w = {0};
+	struct wbuf w = {.path = path, .d = d};
 	const struct gnn_summary *s = &m->summary;
+	TS_ASSERT(m->params && s->n_sets >= 0 && s->n_sets <= GNN_MAX_SETS);
 	put(&w, magic, sizeof magic);
 	put_u32(&w, GNN_FILE_VERSION);
 	put_u64(&w, gnn_schema_hash());
@@ -141,13 +151,12 @@ enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 		put_f64(&w, m->params[i]);
 	if (!w.nomem)
 		put_u64(&w, fnv1a(w.p, w.n));
+	/* the only failure ts_write_file_atomic leaves unnamed is its own
+	 * allocation */
 	enum ts_status st = TS_ERR_NOMEM;
-	if (w.nomem)
+	if (w.nomem ||
+	    (st = ts_write_file_atomic(path, write_all, &w, d)) == TS_ERR_NOMEM)
 		ts_diag_set(d, path, 0, 0, "out of memory");
-	else if ((st = ts_write_file_atomic(path, write_all, &w, d)) &&
-		 !d->msg[0])
-		ts_diag_set(d, path, 0, 0, "cannot write: %s",
-			    ts_status_str(st));
 	ts_free(w.p);
 	return st;
 }
@@ -226,6 +235,16 @@ static void refuse(struct rbuf *r, const char *fmt, ...)
 	r->bad = true;
 }
 
+/* A count of the summary: a u32 that fits an int. */
+static int get_int(struct rbuf *r, const char *what)
+{
+	uint32_t v = get_u32(r, what);
+	if (v > INT_MAX)
+		refuse(r, "%s %u is out of range (at most %d)", what, v,
+		       INT_MAX);
+	return r->bad ? 0 : (int)v;
+}
+
 static void get_norms(struct rbuf *r, struct gnn_norm *n, int count,
 		      const char *what)
 {
@@ -246,9 +265,10 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 {
 	memset(m, 0, sizeof *m);
 	struct rbuf r = {buf, len, 0, name, d, false};
-	const unsigned char *mg = take(&r, sizeof magic, "magic");
-	if (mg && memcmp(mg, magic, sizeof magic))
+	/* a short file is truncated only if what there is matches */
+	if (len && memcmp(buf, magic, len < sizeof magic ? len : sizeof magic))
 		refuse(&r, "not a tpusim model file (bad magic)");
+	take(&r, sizeof magic, "magic");
 	uint32_t version = get_u32(&r, "format version");
 	if (!r.bad && version != GNN_FILE_VERSION)
 		refuse(&r, "format version %u, this tpusim reads %d", version,
@@ -284,8 +304,14 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	if (!r.bad && kind > 1)
 		refuse(&r, "model kind %u is neither residual (0) nor "
 			   "learned-only (1)", kind);
-	if (!r.bad && gnn_model_alloc(m, (enum gnn_kind)kind, (int)hidden,
-				      (int)layers, (int)head) != TS_OK)
+	enum ts_status st = TS_OK;
+	if (!r.bad && (st = gnn_model_alloc(m, (enum gnn_kind)kind,
+					    (int)hidden, (int)layers,
+					    (int)head)) == TS_ERR_NOMEM) {
+		ts_diag_set(d, name, 0, 0, "out of memory");
+		return st; /* m zeroed by gnn_model_alloc */
+	}
+	if (st != TS_OK)
 		refuse(&r, "sizes out of range: hidden %u, layers %u, head %u "
 			   "(at most %d, %d, %d)", hidden, layers, head,
 		       GNN_MAX_HIDDEN, GNN_MAX_LAYERS, GNN_MAX_HIDDEN);
@@ -306,11 +332,11 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 		const unsigned char *t = r.bad ? NULL : take(&r, n, "set name");
 		if (t)
 			memcpy(s->sets[i], t, n);
-		s->rows[i] = (int)get_u32(&r, "set row count");
+		s->rows[i] = get_int(&r, "set row count");
 	}
 	s->seed = get_u64(&r, "seed");
-	s->epochs = (int)get_u32(&r, "epoch count");
-	s->best_epoch = (int)get_u32(&r, "best epoch");
+	s->epochs = get_int(&r, "epoch count");
+	s->best_epoch = get_int(&r, "best epoch");
 	s->train_loss = get_f64(&r, "training loss");
 	s->val_loss = get_f64(&r, "validation loss");
 	get_norms(&r, m->node_norm, GNN_NODE_F, "node feature");

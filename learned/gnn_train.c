@@ -39,6 +39,7 @@
 #define ADAM_EPS 1e-8
 #define WEIGHT_DECAY 1e-4
 #define EMA_DECAY 0.99 /* parameter averaging: about the last 100 steps */
+#define P_FLOOR_NS 1e-3 /* predictions are floored here before the log */
 
 /* OpenBLAS's own call; one thread makes every product's summation order,
  * hence every bit of training, independent of the machine's load. */
@@ -279,7 +280,7 @@ static enum ts_status forward(struct trainer *t, int s, int b,
 				      NULL);
 		p += it->mult * base_ns(t->m, it) * exp(r);
 	}
-	*ln_p = log(fmax(p, 1e-3));
+	*ln_p = log(fmax(p, P_FLOOR_NS));
 	return TS_OK;
 }
 
@@ -326,7 +327,7 @@ static double eval_loss(struct trainer *t, const bool *mask)
 		if (!mask[s])
 			continue;
 		double p = gnn_predict_sample(t->m, t->d, s, NULL);
-		double e = log(fmax(p, 1e-3)) - log(t->d->samples[s].measured_ns);
+		double e = log(fmax(p, P_FLOOR_NS)) - log(t->d->samples[s].measured_ns);
 		num += t->weight[s] * e * e;
 		den += t->weight[s];
 	}
@@ -423,13 +424,16 @@ static enum ts_status batch(struct trainer *t, const int *order, int lo,
 		int slow = fast == a ? i : a;
 		double delta = ln_p[slow] - ln_p[fast];
 		double w = t->o->rank_weight * t->weight[sel[a]] / RANK_PAIRS;
-		*loss += w * log1p(exp(-delta));
+		/* ln(1 + e^-delta), without overflow for delta < -709 */
+		*loss += w * (fmax(-delta, 0.0) + log1p(exp(-fabs(delta))));
 		double dd = -w / (1.0 + exp(delta)); /* dL/d delta */
 		gl[slow] += dd;
 		gl[fast] -= dd;
 	}
+	/* a prediction held at forward's floor (1e-3 ns) has no gradient */
 	for (int i = 0; i < n_sel; i++)
-		backward(t, sel[i], t->heads + first[i], ln_p[i], gl[i]);
+		if (ln_p[i] > log(P_FLOOR_NS))
+			backward(t, sel[i], t->heads + first[i], ln_p[i], gl[i]);
 	for (int gi = 0; gi < d->n_graphs; gi++)
 		if (t->stamp[gi] == b)
 			gnn_embed_backward(t->m, &d->graphs[gi], &t->acts[gi],
@@ -531,6 +535,16 @@ enum ts_status gnn_train(const struct gnn_data *d,
 			 struct ts_diag *diag)
 {
 	openblas_set_num_threads(1);
+	if (d->n_sets > GNN_MAX_SETS) {
+		ts_diag_set(diag, NULL, 0, 0, "%d measurement sets: at most %d",
+			    d->n_sets, GNN_MAX_SETS);
+		return TS_ERR_MISUSE;
+	}
+	/* GSL's mt19937 takes seed 0 as 4357: two seeds, one model */
+	if (o->seed == 0) {
+		ts_diag_set(diag, NULL, 0, 0, "seed 0: seeds start at 1");
+		return TS_ERR_MISUSE;
+	}
 	enum ts_status st = gnn_model_alloc(m, o->kind, o->hidden, o->layers,
 					    o->head);
 	if (st) {
@@ -643,6 +657,13 @@ enum ts_status gnn_train(const struct gnn_data *d,
 				best_epoch, el,
 				el / epoch * (o->epochs - epoch));
 		}
+	}
+	if (best_epoch == 0) {
+		/* the held-out loss was never finite: no model to keep */
+		ts_diag_set(diag, NULL, 0, 0, "training diverged: no epoch "
+			    "gave a finite held-out loss");
+		st = TS_ERR_MISUSE;
+		goto out;
 	}
 	memcpy(m->params, best, m->n_params * sizeof *best);
 	m->summary.seed = o->seed;

@@ -77,6 +77,13 @@ static void test_learned(void **state)
 	expect_rc(&p, 0);
 	proc_free(&p);
 	assert_true(same_bytes(m1, m2));
+	/* GSL's mt19937 would take seed 0 as its default 4357 */
+	tpusim(&p, "train", "--data", tiny, "--hw-dir", hw, "--seed", "0", "-o",
+	       m2);
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim train: error: --seed takes a whole "
+			       "number from 1 to 4294967295, got '0'\n");
+	proc_free(&p);
 
 	tpusim(&p, "run", ex, "--hw", v3, "--model", m1, "-f", "csv");
 	expect_rc(&p, 0);
