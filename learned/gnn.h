@@ -74,6 +74,7 @@ const char *gnn_kind_name(enum gnn_kind k); /* "residual", "learned-only" */
 #define GNN_MAX_LAYERS 4
 #define GNN_MAX_HIDDEN 128
 #define GNN_MAX_SETS 16
+#define GNN_MAX_CLIP 5.0 /* |ln correction| bound a model file may hold: x148 */
 
 /* Standardisation of one feature: z = (x - mean) / std; lo, hi: the range
  * of z over the training rows (the correction shrinks outside it). */

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define GNN_FILE_VERSION 1
 static const char magic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'G', 'N'};
@@ -253,9 +254,14 @@ static void get_norms(struct rbuf *r, struct gnn_norm *n, int count,
 		n[i].std = get_f64(r, what);
 		n[i].lo = get_f64(r, what);
 		n[i].hi = get_f64(r, what);
-		if (!(n[i].std > 0))
-			refuse(r, "%s %d has a standard deviation <= 0", what,
-			       i);
+		/* training floors std at 1e-9 (a constant feature gets 1);
+		 * a smaller one would blow a feature up to inf */
+		if (!(n[i].std >= 1e-9))
+			refuse(r, "%s %d has a standard deviation below 1e-9",
+			       what, i);
+		if (!(n[i].lo <= n[i].hi))
+			refuse(r, "%s %d has a range from %g to %g", what, i,
+			       n[i].lo, n[i].hi);
 	}
 }
 
@@ -273,8 +279,10 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	if (!r.bad && version != GNN_FILE_VERSION)
 		refuse(&r, "format version %u, this tpusim reads %d", version,
 		       GNN_FILE_VERSION);
+	/* too short to hold a checksum: the next field is what is missing */
 	if (!r.bad && len < r.at + 8)
-		refuse(&r, "truncated at byte %zu: expected the checksum", len);
+		refuse(&r, "truncated at byte %zu: expected the schema hash",
+		       r.at);
 	if (!r.bad) {
 		uint64_t stored = 0;
 		for (int i = 0; i < 8; i++)
@@ -295,8 +303,9 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	uint32_t nf = get_u32(&r, "node feature count");
 	uint32_t kf = get_u32(&r, "kernel feature count");
 	if (!r.bad && (nf != GNN_NODE_F || kf != GNN_KERNEL_F))
-		refuse(&r, "has %u node and %u kernel features, this tpusim "
-			   "%d and %d", nf, kf, GNN_NODE_F, GNN_KERNEL_F);
+		refuse(&r, "%u node and %u kernel features, this tpusim has "
+			   "%d and %d: retrain it", nf, kf, GNN_NODE_F,
+		       GNN_KERNEL_F);
 	uint32_t kind = get_u32(&r, "model kind");
 	uint32_t hidden = get_u32(&r, "hidden width");
 	uint32_t layers = get_u32(&r, "layer count");
@@ -313,11 +322,13 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	}
 	if (st != TS_OK)
 		refuse(&r, "sizes out of range: hidden %u, layers %u, head %u "
-			   "(at most %d, %d, %d)", hidden, layers, head,
+			   "(1..%d, 1..%d, 1..%d)", hidden, layers, head,
 		       GNN_MAX_HIDDEN, GNN_MAX_LAYERS, GNN_MAX_HIDDEN);
 	m->clip = get_f64(&r, "clip");
-	if (!r.bad && kind == GNN_RESIDUAL && !(m->clip > 0))
-		refuse(&r, "clip must be > 0, got %g", m->clip);
+	if (!r.bad && kind == GNN_RESIDUAL &&
+	    !(m->clip > 0 && m->clip <= GNN_MAX_CLIP))
+		refuse(&r, "clip must be in (0, %g], got %g", GNN_MAX_CLIP,
+		       m->clip);
 	struct gnn_summary *s = &m->summary;
 	uint32_t n_sets = get_u32(&r, "set count");
 	if (!r.bad && n_sets > GNN_MAX_SETS)
@@ -362,6 +373,21 @@ enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
 	char *text;
 	size_t len;
 	memset(m, 0, sizeof *m);
+	/* a file larger than the largest model is refused before it is read
+	 * (--model /dev/zero would otherwise read until memory runs out) */
+	size_t cap = gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
+					   GNN_MAX_HIDDEN) * 8 + (64 << 10);
+	struct stat sb;
+	if (stat(path, &sb) == 0 &&
+	    (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap)) {
+		if (S_ISREG(sb.st_mode))
+			ts_diag_set(d, path, 0, 0, "%llu bytes: larger than any "
+				    "model file (at most %zu)",
+				    (unsigned long long)sb.st_size, cap);
+		else
+			ts_diag_set(d, path, 0, 0, "not a regular file");
+		return TS_ERR_PARSE;
+	}
 	enum ts_status st = ts_read_file(path, &text, &len, d);
 	if (st != TS_OK)
 		return st;

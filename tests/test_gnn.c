@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -146,7 +148,10 @@ static void test_output(void **state)
 	/* one standard deviation beyond the range keeps e^-1 of it */
 	assert_near(gnn_output(&m, 1.0, 1.0, NULL), exp(-1.0) * 0.5 * tanh(2.0),
 		    1e-12);
-	assert_true(fabs(gnn_output(&m, 1e9, 0.0, NULL)) <= 0.5);
+	/* saturated: a huge raw value gives the clip itself, with no slope */
+	assert_near(gnn_output(&m, 1e9, 0.0, &dr), 0.5, 1e-15);
+	assert_near(dr, 0.0, 1e-15);
+	assert_near(gnn_output(&m, -1e9, 0.0, NULL), -0.5, 1e-15);
 	m.kind = GNN_LEARNED_ONLY;
 	assert_near(gnn_output(&m, 7.5, 3.0, &dr), 7.5, 0);
 	assert_near(dr, 1.0, 0);
@@ -416,6 +421,34 @@ static void test_file(void **state)
 	reseal(c, n + 1);
 	expect_refusal(c, n + 1, "1 bytes after the parameters");
 	free(c);
+	/* values that pass as numbers but would make a NaN: a residual
+	 * model's clip above GNN_MAX_CLIP; node feature 4's std below training's
+	 * floor, its range reversed. The summary's 2 sets put that norm at
+	 * byte 52 + 4 + (4 + 9 + 4) + (4 + 17 + 4) + 8 + 4 + 4 + 8 + 8 + 4 x 32
+	 * = 258 (mean, std, lo, hi) */
+	double x;
+	memcpy(&x, b + 266, 8);
+	assert_true(x == 2.5);
+	b[28] = 0; /* residual */
+	x = 6.0;
+	memcpy(b + 44, &x, 8);
+	reseal(b, n);
+	expect_refusal(b, n, "clip must be in (0, 5], got 6");
+	x = 0.75;
+	memcpy(b + 44, &x, 8);
+	x = 1e-10;
+	memcpy(b + 266, &x, 8);
+	reseal(b, n);
+	expect_refusal(b, n, "node feature 4 has a standard deviation below "
+			     "1e-9");
+	x = 2.5;
+	memcpy(b + 266, &x, 8);
+	x = -4;
+	memcpy(b + 282, &x, 8);
+	reseal(b, n);
+	expect_refusal(b, n, "node feature 4 has a range from -0.5 to -4");
+	x = 3.25;
+	memcpy(b + 282, &x, 8);
 	/* a NaN parameter, sealed */
 	memset(b + n - 16, 0xff, 8);
 	reseal(b, n);
@@ -423,10 +456,39 @@ static void test_file(void **state)
 	free(b);
 	ts_free(text);
 
-	/* a save that cannot happen leaves nothing behind */
-	assert_int_not_equal(gnn_model_save(&m, "/nonexistent-dir/m.gnn", &d),
-			     TS_OK);
-	assert_true(access("/nonexistent-dir/m.gnn", F_OK) != 0);
+	/* a file larger than any model is refused before it is read */
+	char dir[] = "/tmp/tpusim_test_gnn_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char big[600], sub[640];
+	snprintf(big, sizeof big, "%s/big.gnn", dir);
+	FILE *f = fopen(big, "wb");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(truncate(big, (off_t)1 << 30), 0); /* sparse */
+	assert_int_equal(gnn_model_load(big, &back, &d), TS_ERR_PARSE);
+	if (!strstr(d.msg, "1073741824 bytes: larger than any model file"))
+		fail_msg("got '%s'", d.msg);
+	unlink(big);
+	/* a save that cannot happen (the target is a folder) fails and
+	 * leaves no file behind */
+	snprintf(big, sizeof big, "%s/m.gnn", dir);
+	assert_int_equal(mkdir(big, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/keep", big);
+	f = fopen(sub, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_not_equal(gnn_model_save(&m, big, &d), TS_OK);
+	DIR *dp = opendir(dir);
+	assert_non_null(dp);
+	int entries = 0;
+	for (struct dirent *de; (de = readdir(dp));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			entries++;
+	closedir(dp);
+	assert_int_equal(entries, 1); /* m.gnn, the folder, alone */
+	unlink(sub);
+	rmdir(big);
+	rmdir(dir);
 	gnn_model_free(&m);
 }
 
