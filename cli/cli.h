@@ -235,12 +235,17 @@ int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
 
 /* ---- pictures (cli/plots.c, PLplot) -------------------------------------- */
 
+/* Makes the --plots folder dir (an existing folder is fine, an existing
+ * file is not); prints a failure; returns an enum cmd_exit. */
+int cmd_plots_dir(const struct cmd_ctx *ctx, const char *dir);
 /* Writes compare_scatter.png, compare_ape.png and compare_tau.png (tile
  * sets only) into the existing folder dir; returns an enum cmd_exit. */
 int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
 		     const struct val_compare *c);
 /* Writes run_<module>.png per program into dir: the roofline of its
- * kernels (estimated on hw) and its time by bound unit. */
+ * kernels (estimated on hw) and its time by bound unit. A module name is
+ * kept to [A-Za-z0-9._-] (others become _), and a name this process has
+ * already written gets _2, _3, ... (several inputs with one module name). */
 int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
 		 const struct sim_program *progs, int n_progs,
 		 const struct hw_spec *hw);

@@ -6,11 +6,9 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define COMPARE_DEFAULT_FOLDS 5
@@ -364,13 +362,9 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		rc = cmd_exit_from_status(st);
 	}
 	if (rc == CMD_EXIT_OK && o->plots) {
-		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
-			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
-				  strerror(errno));
-			rc = CMD_EXIT_IO;
-		} else {
+		rc = cmd_plots_dir(ctx, o->plots);
+		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_compare(ctx, o->plots, &c);
-		}
 	}
 	val_compare_free(&c);
 	cmd_sets_free(&s);

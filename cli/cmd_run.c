@@ -940,12 +940,8 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	enum ts_status st;
 
 	if (ctx->n_more_hw > 0) {
-		if (o->plots && mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
-			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
-				  strerror(errno));
-			rc = CMD_EXIT_IO;
+		if (o->plots && (rc = cmd_plots_dir(ctx, o->plots)))
 			goto out;
-		}
 		rc = report_generations(ctx, path, progs, n_progs, o->plots);
 		goto out;
 	}
@@ -996,13 +992,9 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	if (rc == CMD_EXIT_OK && o->trace)
 		rc = cmd_write_trace(ctx, o->trace, progs, n_progs);
 	if (rc == CMD_EXIT_OK && o->plots) {
-		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
-			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
-				  strerror(errno));
-			rc = CMD_EXIT_IO;
-		} else {
+		rc = cmd_plots_dir(ctx, o->plots);
+		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_run(ctx, o->plots, progs, n_progs, &ctx->hw);
-		}
 	}
 out:
 	for (int m = 0; analytic && m < g.n_progs; m++)

@@ -11,11 +11,9 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -576,13 +574,9 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			w.names[v] = o->sweeps[v].field->path;
 			w.n[v] = o->sweeps[v].n;
 		}
-		if (mkdir(o->plots, 0777) != 0 && errno != EEXIST) {
-			cmd_error(ctx, "--plots: cannot create %s: %s", o->plots,
-				  strerror(errno));
-			rc = CMD_EXIT_IO;
-		} else {
+		rc = cmd_plots_dir(ctx, o->plots);
+		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_whatif(ctx, o->plots, &w);
-		}
 	}
 out:
 	mpi_end();

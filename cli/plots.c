@@ -17,12 +17,14 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <plplot.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { COL_BG = 0, COL_FG, COL_GRID, COL_SERIES };
 
@@ -37,6 +39,47 @@ static const char *const model_names[3] = {"analytic", "learned-only",
 					   "hybrid"};
 
 #define PATH_CAP 4096
+
+int cmd_plots_dir(const struct cmd_ctx *ctx, const char *dir)
+{
+	struct stat sb;
+	if (mkdir(dir, 0777) != 0 &&
+	    (errno != EEXIST || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+		cmd_error(ctx, "--plots: cannot create the folder %s: %s", dir,
+			  errno == EEXIST ? "a file of that name exists"
+					  : strerror(errno));
+		return CMD_EXIT_IO;
+	}
+	return CMD_EXIT_OK;
+}
+
+/* "<prefix>_<module>.png" for a module's picture: the name kept to
+ * [A-Za-z0-9._-], and _2, _3, ... after a name already written by this
+ * process. */
+static void module_picture(char name[256], const char *prefix,
+			   const char *module)
+{
+	static char written[64][256];
+	static int n_written;
+	char base[200];
+	snprintf(base, sizeof base, "%s_%s", prefix,
+		 module && module[0] ? module : "module");
+	for (char *c = base + strlen(prefix) + 1; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' &&
+		    *c != '_')
+			*c = '_';
+	snprintf(name, 256, "%s.png", base);
+	for (int k = 2;; k++) {
+		bool seen = false;
+		for (int i = 0; i < n_written && !seen; i++)
+			seen = strcmp(written[i], name) == 0;
+		if (!seen)
+			break;
+		snprintf(name, 256, "%s_%d.png", base, k);
+	}
+	if (n_written < 64)
+		snprintf(written[n_written++], 256, "%s", name);
+}
 
 /*
  * Starts a PNG of w x h pixels at DIR/NAME.tmp (path gets DIR/NAME). The temp
@@ -455,14 +498,16 @@ static void roofline(const struct sim_program *p, const struct hw_spec *hw)
 		double x = log10(e->flops / bytes);
 		double y = log10(e->flops / (e->time_ns * 1e-9));
 		plcol0(unit_color(e->bound));
-		plschr(0, 1.0 + 8.0 * sqrt(share)); /* disc area ~ share */
+		/* character size ~ sqrt(share): disc area ~ share, with a
+		 * floor (0.8) so that the smallest kernels stay visible */
+		plschr(0, fmax(0.8, 9.0 * sqrt(share)));
 		plstring(1, &x, &y, "•");
 	}
 	plschr(0, 0.75);
 	plcol0(COL_FG);
 	plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
 	pllab("arithmetic intensity (FLOP per HBM byte)", "achieved FLOP/s",
-	      "roofline: disc area ~ share of time, colour = bound unit");
+	      "roofline: disc area ~ time share, colour = bound unit");
 	/* above the roofs is always empty: the legend goes there */
 	legend_units(PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT);
 }
@@ -504,8 +549,7 @@ int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
 	int rc = CMD_EXIT_OK;
 	for (int m = 0; m < n_progs && rc == CMD_EXIT_OK; m++) {
 		char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
-		const char *mod = progs[m].module->name;
-		snprintf(name, sizeof name, "run_%s.png", mod[0] ? mod : "module");
+		module_picture(name, "run", progs[m].module->name);
 		rc = begin(ctx, dir, name, path, tmp, 1500, 600);
 		if (rc != CMD_EXIT_OK)
 			return rc;
@@ -652,8 +696,7 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	if (nk == 0)
 		return CMD_EXIT_OK;
 	char name[256], path[PATH_CAP], tmp[PATH_CAP + 8];
-	snprintf(name, sizeof name, "generations_%s.png",
-		 module[0] ? module : "module");
+	module_picture(name, "generations", module);
 	int rc = begin(ctx, dir, name, path, tmp, 300 + 160 * nk, 600);
 	if (rc != CMD_EXIT_OK)
 		return rc;

@@ -91,8 +91,11 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	memset(r, 0, sizeof *r);
 	struct sim_plan p;
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
-	if (st == TS_ERR_UNSUPPORTED_OP) /* no grid: not tunable, roofline */
-		return sim_kernel_estimate(k, hw, NULL, &r->def.est, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) { /* no grid: not tunable, roofline */
+		st = sim_kernel_estimate(k, hw, NULL, &r->def.est, d);
+		r->def.analytic_ns = r->def.est.time_ns;
+		return st;
+	}
 	if (st != TS_OK)
 		return st;
 	struct hyb_embedding emb;

@@ -318,7 +318,9 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 					    (int)hidden, (int)layers,
 					    (int)head)) == TS_ERR_NOMEM) {
 		ts_diag_set(d, name, 0, 0, "out of memory");
-		return st; /* m zeroed by gnn_model_alloc */
+		/* gnn_model_alloc leaves the sizes set beside no buffer */
+		gnn_model_free(m);
+		return st;
 	}
 	if (st != TS_OK)
 		refuse(&r, "sizes out of range: hidden %u, layers %u, head %u "

@@ -347,11 +347,13 @@ static void test_whatif(void **state)
 	       "hbm.bw_bytes_per_s=450e9,900e9", "--plots", dir);
 	expect_rc(&p, 0);
 	proc_free(&p);
-	tpusim(&p, "run", hlo, "--hw", v3, "--plots", dir);
+	/* two inputs with one module name: two pictures */
+	tpusim(&p, "run", hlo, hlo, "--hw", v3, "--plots", dir);
 	expect_rc(&p, 0);
 	proc_free(&p);
-	static const char *const pics[] = {"whatif.png", "run_c.png"};
-	for (int i = 0; i < 2; i++) {
+	static const char *const pics[] = {"whatif.png", "run_c.png",
+					   "run_c_2.png"};
+	for (int i = 0; i < 3; i++) {
 		snprintf(png, sizeof png, "%s/%s", dir, pics[i]);
 		FILE *pf = fopen(png, "rb");
 		assert_non_null(pf);
@@ -362,6 +364,14 @@ static void test_whatif(void **state)
 		unlink(png);
 	}
 	rmdir(dir);
+	/* a file where the folder should be */
+	tpusim(&p, "run", hlo, "--hw", v3, "--plots", hlo);
+	expect_rc(&p, 3);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof want, "tpusim run: error: --plots: cannot create "
+		 "the folder %s: a file of that name exists\n", hlo);
+	expect_contains(p.err, want);
+	proc_free(&p);
 	/* a folder where no file can be made: an I/O error, not PLplot's own
 	 * prompt-and-exit */
 	tpusim(&p, "run", hlo, "--hw", v3, "--plots", "/proc/sys");

@@ -61,8 +61,14 @@ static enum ts_status train_fold(const struct val_learn *l,
 				 struct val_compare *out, struct ts_diag *d)
 {
 	const struct gnn_data *data = &l->data;
-	for (int s = 0; s < data->n_samples; s++)
+	int held = 0, rest = 0;
+	for (int s = 0; s < data->n_samples; s++) {
 		mask[s] = fold_of_sample[s] != f;
+		rest += mask[s];
+		held += !mask[s];
+	}
+	if (held == 0 || rest == 0)
+		return TS_OK; /* nothing to predict, or nothing to learn from */
 	struct gnn_train_opts to;
 	gnn_train_opts_default(&to);
 	to.kind = kind;
@@ -74,8 +80,6 @@ static enum ts_status train_fold(const struct val_learn *l,
 	clock_t c0 = clock();
 	enum ts_status st = gnn_train(data, &to, &m, d);
 	out->train_s += (double)(clock() - c0) / CLOCKS_PER_SEC;
-	if (st == TS_ERR_MISUSE)
-		return TS_OK; /* nothing outside the fold: no prediction */
 	if (st)
 		return st;
 	out->n_trained++;
@@ -147,6 +151,18 @@ enum ts_status val_compare_run(const struct val_dataset *const *sets,
 				el / (f + 1) * (out->n_folds - f - 1));
 		}
 	}
+	/* the three models are scored on the same rows: one the analytic
+	 * model cannot cost, none can; one with no kernel the models
+	 * correct (not a sample) is the analytic estimate in all three */
+	for (int i = 0; i < n_sets && !st; i++)
+		for (int r = 0; r < sets[i]->n_rows; r++) {
+			const struct val_row_result *a =
+				&out->sets[i].analytic.rows[r];
+			if (!isfinite(a->predicted_ns))
+				learned[i][r] = hybrid[i][r] = NAN;
+			else if (out->sets[i].fold[r] < 0)
+				learned[i][r] = hybrid[i][r] = a->device_ns;
+		}
 	for (int i = 0; i < n_sets && !st; i++) {
 		st = val_report_repredict(&out->sets[i].analytic, learned[i],
 					  &out->sets[i].learned);

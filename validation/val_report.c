@@ -99,6 +99,13 @@ static int find_tuned(const struct sim_program *p, const char **why)
 	return -1;
 }
 
+/* A row that was not costed predicts nothing (not 0 ns). */
+static void no_prediction(struct val_row_result *res)
+{
+	res->predicted_ns = res->device_ns = res->analytic_ns = NAN;
+	res->hybrid_ns = res->roofline_ns = NAN;
+}
+
 /* Marks every listed row as failed with the same message. */
 static void fail_rows(struct val_report *r, const int *rows, int n,
 		      enum ts_status st, const char *msg)
@@ -107,6 +114,7 @@ static void fail_rows(struct val_report *r, const int *rows, int n,
 		struct val_row_result *res = &r->rows[rows[i]];
 		res->status = st;
 		res->error = msg;
+		no_prediction(res);
 	}
 }
 
@@ -124,6 +132,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 	struct val_row_result *res = &r->rows[i_row];
 	struct sim_estimate tuned_est;
 	bool cfg_row = has_cfg(row);
+	no_prediction(res);
 
 	res->n_kernels = prog->n_kernels;
 	res->i_tuned = tuned;
