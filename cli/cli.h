@@ -384,6 +384,14 @@ void cmd_report_item_end(struct cmd_report *r);
 void cmd_report_table(struct cmd_report *r, const struct cmd_table *t);
 enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d);
 
+/* Writes a file atomically (ts_write_file_atomic) with write_fn; on failure
+ * prints "<path>: error: cannot write: ..." (or the writer's own message)
+ * and returns the exit code; CMD_EXIT_OK otherwise. */
+int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
+		   enum ts_status (*write_fn)(FILE *f, void *arg), void *arg);
+/* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
+enum ts_status cmd_table_write_csv(FILE *f, void *t);
+
 /* Writes s as one CSV field, quoted per RFC 4180 when it holds a comma,
  * quote, CR or LF (inner quotes doubled). */
 void cmd_csv_field(FILE *out, const char *s);

@@ -288,15 +288,6 @@ static enum ts_status fill_csv(const struct val_compare *c, struct cmd_table *t)
 	return TS_OK;
 }
 
-static enum ts_status write_csv(FILE *f, void *t)
-{
-	struct cmd_report rep;
-	struct ts_diag d = {0};
-	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
-	cmd_report_table(&rep, t);
-	return cmd_report_end(&rep, &d);
-}
-
 static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			char **argv)
 {
@@ -346,20 +337,20 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			ctx->prog, c.n_trained, c.train_s,
 			c.n_trained ? c.train_s / c.n_trained : 0.0);
 	}
-	if (st == TS_OK && o->csv) {
-		struct cmd_table t;
-		cmd_table_init(&t, "rows", NULL, csv_cols, C_COUNT);
-		st = fill_csv(&c, &t);
-		if (st == TS_OK)
-			st = ts_write_file_atomic(o->csv, write_csv, &t, &d);
-		if (st != TS_OK && !d.msg[0])
-			ts_diag_set(&d, o->csv, 0, 0, "cannot write: %s",
-				    ts_status_str(st));
-		cmd_table_free(&t);
-	}
 	if (st != TS_OK) {
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		rc = cmd_exit_from_status(st);
+	}
+	if (rc == CMD_EXIT_OK && o->csv) {
+		struct cmd_table t;
+		cmd_table_init(&t, "rows", NULL, csv_cols, C_COUNT);
+		if (fill_csv(&c, &t) != TS_OK) {
+			cmd_error(ctx, "out of memory");
+			rc = CMD_EXIT_IO;
+		} else {
+			rc = cmd_write_file(ctx, o->csv, cmd_table_write_csv, &t);
+		}
+		cmd_table_free(&t);
 	}
 	if (rc == CMD_EXIT_OK && o->plots) {
 		rc = cmd_plots_dir(ctx, o->plots);

@@ -102,14 +102,7 @@ static int write_out(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 		cmd_error(ctx, "cannot write to standard output");
 		return CMD_EXIT_IO;
 	}
-	struct ts_diag d = {0};
-	enum ts_status st = ts_write_file_atomic(o->out, write_buf, b, &d);
-	if (st == TS_OK)
-		return CMD_EXIT_OK;
-	if (!d.msg[0])
-		ts_diag_set(&d, o->out, 0, 0, "cannot write: %s", ts_status_str(st));
-	cmd_diag(ctx, &d, NULL, NULL, 0);
-	return cmd_exit_from_status(st);
+	return cmd_write_file(ctx, o->out, write_buf, b);
 }
 
 /* Program time and HBM bytes of a parsed module on hw. */

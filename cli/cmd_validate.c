@@ -391,15 +391,6 @@ static enum ts_status add_rows(struct cmd_table *t, const struct val_report *r)
 	return TS_OK;
 }
 
-static enum ts_status write_rows_csv(FILE *f, void *ctx)
-{
-	struct cmd_report rep;
-	struct ts_diag d = {0};
-	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
-	cmd_report_table(&rep, ctx);
-	return cmd_report_end(&rep, &d);
-}
-
 /* ---- the command ------------------------------------------------------------ */
 
 /* Warns when --hw gives one spec to rows of another generation. */
@@ -529,15 +520,7 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 	}
 	if (rc == CMD_EXIT_OK && o->csv) {
-		enum ts_status st = ts_write_file_atomic(o->csv, write_rows_csv,
-							 &rows_tbl, &d);
-		if (st != TS_OK) {
-			if (!d.msg[0]) /* the writer failed, not the rename */
-				ts_diag_set(&d, o->csv, 0, 0, "cannot write: %s",
-					    ts_status_str(st));
-			cmd_diag(ctx, &d, NULL, NULL, 0);
-			rc = cmd_exit_from_status(st);
-		}
+		rc = cmd_write_file(ctx, o->csv, cmd_table_write_csv, &rows_tbl);
 	}
 	cmd_table_free(&rows_tbl);
 	gnn_model_free(&model);

@@ -360,15 +360,6 @@ static enum ts_status fill_row(struct cmd_table *t, int i, int n_sweeps,
 	return TS_OK;
 }
 
-static enum ts_status write_csv(FILE *f, void *t)
-{
-	struct cmd_report rep;
-	struct ts_diag d = {0};
-	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
-	cmd_report_table(&rep, t);
-	return cmd_report_end(&rep, &d);
-}
-
 /* ---- splitting a sweep over Open MPI ranks -------------------------------- */
 
 /*
@@ -557,15 +548,12 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	cmd_report_list_end(&r);
 	struct ts_diag d = {0};
 	enum ts_status st = cmd_report_end(&r, &d);
-	if (st == TS_OK && o->csv)
-		st = ts_write_file_atomic(o->csv, write_csv, &t, &d);
 	if (st != TS_OK) {
-		if (!d.msg[0])
-			ts_diag_set(&d, o->csv ? o->csv : "<stdout>", 0, 0,
-				    "cannot write: %s", ts_status_str(st));
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		rc = cmd_exit_from_status(st);
 	}
+	if (rc == CMD_EXIT_OK && o->csv)
+		rc = cmd_write_file(ctx, o->csv, cmd_table_write_csv, &t);
 	if (rc == CMD_EXIT_OK && o->plots) {
 		struct cmd_whatif_plot w = {
 			.n_sweeps = o->n_sweeps, .n_points = n_points,

@@ -719,3 +719,25 @@ enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d)
 		ts_diag_set(d, "tpusim", 0, 0, "%s", r->err_msg);
 	return r->status;
 }
+
+int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
+		   enum ts_status (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	struct ts_diag d = {0};
+	enum ts_status st = ts_write_file_atomic(path, write_fn, arg, &d);
+	if (st == TS_OK)
+		return CMD_EXIT_OK;
+	if (!d.msg[0]) /* the writer failed, not the file system */
+		ts_diag_set(&d, path, 0, 0, "cannot write: %s", ts_status_str(st));
+	cmd_diag(ctx, &d, NULL, NULL, 0);
+	return cmd_exit_from_status(st);
+}
+
+enum ts_status cmd_table_write_csv(FILE *f, void *t)
+{
+	struct cmd_report rep;
+	struct ts_diag d = {0};
+	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
+	cmd_report_table(&rep, t);
+	return cmd_report_end(&rep, &d);
+}

@@ -163,12 +163,5 @@ int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
 		    struct sim_program *progs, int n_progs)
 {
 	struct write_ctx c = {progs, n_progs, &ctx->hw};
-	struct ts_diag d = {0};
-	enum ts_status st = ts_write_file_atomic(path, write_trace, &c, &d);
-	if (st == TS_OK)
-		return CMD_EXIT_OK;
-	if (!d.msg[0])
-		ts_diag_set(&d, path, 0, 0, "cannot write: %s", ts_status_str(st));
-	cmd_diag(ctx, &d, NULL, NULL, 0);
-	return cmd_exit_from_status(st);
+	return cmd_write_file(ctx, path, write_trace, &c);
 }
