@@ -406,7 +406,11 @@ static void merge_siblings(struct grouping *g, const struct ir_instr **ia,
 			}
 			if (!same)
 				continue;
-			g->g_rep[b] = a;
+			/* b and what merged into b before (groups need not be
+			 * in root order) now point at a: no chains */
+			for (int h = 0; h < g->n_groups; h++)
+				if (g->g_rep[h] == b)
+					g->g_rep[h] = a;
 			for (int i = 0; i < g->n; i++)
 				if (sim_group_member(g, b, i))
 					set_member(g, a, i);
