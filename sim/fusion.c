@@ -244,128 +244,248 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 	return TS_OK;
 }
 
+/* The fusion instruction of group id (fused computation k) and, for a
+ * multi-output fusion, a get-tuple-element per output under the output's
+ * old name; outs/no: its outputs, inputs/ni: what it reads. */
+static void put_fusion_instr(struct emitter *e, const struct grouping *g,
+			     int id, int k, const struct ir_instr *const *inputs,
+			     int ni, const struct ir_instr *const *outs, int no)
+{
+	const struct ir_instr *root = g->c->root;
+	char name[64];
+	snprintf(name, sizeof name, "fusion.f%d", k);
+	fprintf(e->h.out, "  %s%%%s = ", no == 1 && outs[0] == root ? "ROOT " : "",
+		no == 1 ? outs[0]->name : name);
+	if (no == 1) {
+		hlo_emit_shape(&e->h, &outs[0]->shape);
+	} else {
+		fputc('(', e->h.out);
+		for (int o = 0; o < no; o++) {
+			if (o)
+				fputs(", ", e->h.out);
+			hlo_emit_shape(&e->h, &outs[o]->shape);
+		}
+		fputc(')', e->h.out);
+	}
+	fputs(" fusion(", e->h.out);
+	for (int q = 0; q < ni; q++)
+		fprintf(e->h.out, "%s%%%s", q ? ", " : "", inputs[q]->name);
+	fprintf(e->h.out, "), kind=%s, calls=%%fused_computation.%d\n",
+		fusion_kind(g, id), k);
+	for (int o = 0; no > 1 && o < no; o++) {
+		fprintf(e->h.out, "  %s%%%s = ", outs[o] == root ? "ROOT " : "",
+			outs[o]->name);
+		hlo_emit_shape(&e->h, &outs[o]->shape);
+		fprintf(e->h.out, " get-tuple-element(%%%s), index=%d\n", name, o);
+	}
+}
+
+/* Group id's outputs (members written to HBM) into outs; their count. */
+static int group_outputs(const struct grouping *g, int id,
+			 const struct ir_instr **outs)
+{
+	int no = 0;
+	for (int i = 0; i < g->n; i++)
+		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
+			outs[no++] = g->c->instrs[i];
+	return no;
+}
+
+/* Scratch of put_grouped, g->n (+ groups) long. */
+struct order {
+	const struct ir_instr **inputs, **outs;
+	int *fused_id;   /* per group: its fused computation, -1: unfused */
+	int *at;         /* per group: its last member (where it is written) */
+	int *out_group;  /* per instruction: the fused group it is an output
+			    of (-1: none) */
+	bool *inside;    /* per instruction: lives only inside fusions */
+	bool *seen;
+	int *stack;      /* g->n, for fusible() */
+	int *dfs;        /* nodes (instructions, then n + group) to write */
+	int n_dfs, cap_dfs;
+	unsigned char *state; /* per node: 0 new, 1 deps pushed, 2 written */
+};
+
+static void order_free(struct order *o)
+{
+	ts_free(o->inputs);
+	ts_free(o->outs);
+	ts_free(o->fused_id);
+	ts_free(o->at);
+	ts_free(o->out_group);
+	ts_free(o->inside);
+	ts_free(o->seen);
+	ts_free(o->stack);
+	ts_free(o->dfs);
+	ts_free(o->state);
+}
+
+static enum ts_status order_alloc(struct order *o, int n, int n_groups)
+{
+	size_t ni = (size_t)n + 1, ng = (size_t)n_groups + 1;
+	o->inputs = ts_malloc(ni * sizeof *o->inputs);
+	o->outs = ts_malloc(ni * sizeof *o->outs);
+	o->fused_id = ts_malloc(ng * sizeof *o->fused_id);
+	o->at = ts_malloc(ng * sizeof *o->at);
+	o->out_group = ts_malloc(ni * sizeof *o->out_group);
+	o->inside = ts_calloc(ni, sizeof *o->inside);
+	o->seen = ts_calloc(ni, sizeof *o->seen);
+	o->stack = ts_malloc(ni * sizeof *o->stack);
+	o->state = ts_calloc(ni + ng, sizeof *o->state);
+	return o->inputs && o->outs && o->fused_id && o->at && o->out_group &&
+			       o->inside && o->seen && o->stack && o->state
+		       ? TS_OK
+		       : TS_ERR_NOMEM;
+}
+
+/* Which groups become fusions: a representative group that is fusible
+ * (two working members, no cycle) and writes something. Members of fused
+ * groups live inside them, unless an unfused group also needs one. */
+static void choose_fusions(struct emitter *e, const struct grouping *g,
+			   struct order *o)
+{
+	for (int i = 0; i < g->n; i++)
+		o->out_group[i] = -1;
+	for (int id = 0; id < g->n_groups; id++) {
+		o->fused_id[id] = -1;
+		o->at[id] = -1;
+		if (g->g_rep[id] != id)
+			continue;
+		if (!fusible(g, id, o->inputs, o->seen, o->stack) ||
+		    group_outputs(g, id, o->outs) == 0) {
+			e->stats->refused += working_members(g, id) >= 2;
+			continue;
+		}
+		o->fused_id[id] = e->n_fusions++;
+		for (int i = 0; i < g->n; i++)
+			if (sim_group_member(g, id, i)) {
+				o->at[id] = i;
+				o->inside[i] = true;
+				if (sim_group_output(g, id, i))
+					o->out_group[i] = id;
+			}
+	}
+	for (int id = 0; id < g->n_groups; id++)
+		if (g->g_rep[id] == id && o->fused_id[id] < 0)
+			for (int i = 0; i < g->n; i++)
+				if (sim_group_member(g, id, i))
+					o->inside[i] = false;
+}
+
+static enum ts_status push(struct order *o, int node)
+{
+	if (o->n_dfs == o->cap_dfs) {
+		int cap = o->cap_dfs ? 2 * o->cap_dfs : 64;
+		int *grown = ts_realloc(o->dfs, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return TS_ERR_NOMEM;
+		o->dfs = grown;
+		o->cap_dfs = cap;
+	}
+	o->dfs[o->n_dfs++] = node;
+	return TS_OK;
+}
+
+/* The node that defines instruction k's value: k, or the fusion it is an
+ * output of (n + group); -1 when k lives only inside fusions. */
+static int node_of(const struct grouping *g, const struct order *o, int k)
+{
+	if (!o->inside[k])
+		return k;
+	return o->out_group[k] >= 0 ? g->n + o->out_group[k] : -1;
+}
+
+/* Writes node `start` after every node it reads (depth first, iterative:
+ * a chain of thousands of instructions needs no deep recursion). A
+ * fusion is written at its last member unless a value it defines is read
+ * earlier: then before that reader, so every name is defined before use. */
+static enum ts_status write_node(struct emitter *e, const struct grouping *g,
+				 struct order *o, int start)
+{
+	const struct ir_computation *c = g->c;
+	int n = g->n;
+	o->n_dfs = 0;
+	enum ts_status st = push(o, start);
+	while (!st && o->n_dfs > 0) {
+		int node = o->dfs[o->n_dfs - 1];
+		if (o->state[node] == 2) {
+			o->n_dfs--;
+			continue;
+		}
+		if (o->state[node] == 0) { /* its dependencies first */
+			o->state[node] = 1;
+			int nd = 0;
+			const struct ir_instr *const *deps;
+			if (node >= n) {
+				nd = sim_group_inputs(g, node - n, o->inputs);
+				deps = o->inputs;
+			} else {
+				nd = c->instrs[node]->n_operands;
+				deps = (const struct ir_instr *const *)
+					       c->instrs[node]->operands;
+			}
+			for (int q = nd - 1; q >= 0 && !st; q--) {
+				int k = index_in(c, deps[q]);
+				int dn = k >= 0 ? node_of(g, o, k) : -1;
+				if (dn >= 0 && o->state[dn] == 0)
+					st = push(o, dn);
+			}
+			continue;
+		}
+		o->n_dfs--; /* state 1: dependencies written */
+		o->state[node] = 2;
+		if (node >= n) {
+			int id = node - n;
+			int ni = sim_group_inputs(g, id, o->inputs);
+			int no = group_outputs(g, id, o->outs);
+			put_fusion_instr(e, g, id, o->fused_id[id], o->inputs, ni,
+					 o->outs, no);
+			continue;
+		}
+		const struct ir_instr *in = c->instrs[node];
+		if (!g->live[node] && in->op != IR_OP_PARAMETER)
+			continue; /* dead: XLA's DCE drops it */
+		st = put_instr(e, in, in == c->root, "", g, -1, NULL, 0);
+	}
+	return st;
+}
+
 /* A grouped computation: its fused computations first, then its own text
- * with each fused group replaced by its fusion instruction. */
+ * with each fused group replaced by its fusion instruction, in an order
+ * where every value is defined before it is read. */
 static enum ts_status put_grouped(struct emitter *e,
 				  const struct ir_computation *c)
 {
 	struct grouping g;
+	struct order o = {0};
 	enum ts_status st = sim_grouping_build(&g, c);
-	int n = g.n;
-	const struct ir_instr **inputs = ts_malloc(((size_t)n + 1) * sizeof *inputs);
-	const struct ir_instr **outs = ts_malloc(((size_t)n + 1) * sizeof *outs);
-	int *fused_id = ts_malloc(((size_t)g.n_groups + 1) * sizeof *fused_id);
-	int *at = ts_malloc(((size_t)g.n_groups + 1) * sizeof *at);
-	bool *inside = ts_calloc((size_t)n + 1, sizeof *inside);
-	bool *shown = ts_calloc((size_t)n + 1, sizeof *shown);
-	bool *seen = ts_calloc((size_t)n + 1, sizeof *seen);
-	int *stack = ts_malloc(((size_t)n + 1) * sizeof *stack);
-	if (!st && (!inputs || !outs || !fused_id || !at || !inside || !shown ||
-		    !seen || !stack))
-		st = TS_ERR_NOMEM;
-	/* which groups become fusions, and where each is emitted (its last
-	 * member in text order) */
-	for (int id = 0; !st && id < g.n_groups; id++) {
-		fused_id[id] = -1;
-		at[id] = -1;
-		if (g.g_rep[id] != id || !fusible(&g, id, inputs, seen, stack)) {
-			e->stats->refused += g.g_rep[id] == id &&
-					     working_members(&g, id) >= 2;
-			continue;
-		}
-		fused_id[id] = e->n_fusions++;
-		for (int i = 0; i < n; i++)
-			if (sim_group_member(&g, id, i))
-				at[id] = i;
-	}
+	if (!st)
+		st = order_alloc(&o, g.n, g.n_groups);
+	if (!st)
+		choose_fusions(e, &g, &o);
 	/* fused computations, before the computation that calls them */
 	for (int id = 0; !st && id < g.n_groups; id++) {
-		if (fused_id[id] < 0)
+		if (o.fused_id[id] < 0)
 			continue;
-		int ni = sim_group_inputs(&g, id, inputs), no = 0;
-		for (int i = 0; i < n; i++)
-			if (sim_group_member(&g, id, i) &&
-			    sim_group_output(&g, id, i))
-				outs[no++] = c->instrs[i];
-		if (no == 0)
-			continue;
-		st = put_fused(e, &g, id, fused_id[id], inputs, ni, outs, no);
+		int ni = sim_group_inputs(&g, id, o.inputs);
+		int no = group_outputs(&g, id, o.outs);
+		st = put_fused(e, &g, id, o.fused_id[id], o.inputs, ni, o.outs,
+			       no);
 		e->stats->fusions++;
 		e->stats->multi_output += no > 1;
 	}
-	/* members of fused groups live inside them, unless an unfused group
-	 * also needs one */
-	for (int id = 0; !st && id < g.n_groups; id++)
-		for (int i = 0; i < n; i++)
-			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] >= 0)
-				inside[i] = true;
-	for (int id = 0; !st && id < g.n_groups; id++)
-		for (int i = 0; i < n; i++)
-			if (sim_group_member(&g, id, i) && fused_id[g.g_rep[id]] < 0)
-				inside[i] = false;
 	if (!st)
 		hlo_emit_signature(&e->h, c);
-	for (int i = 0; !st && i < n; i++) {
-		const struct ir_instr *in = c->instrs[i];
-		for (int id = 0; id < g.n_groups && !st; id++) {
-			if (fused_id[id] < 0 || at[id] != i)
-				continue;
-			int ni = sim_group_inputs(&g, id, inputs), no = 0;
-			for (int k = 0; k < n; k++)
-				if (sim_group_member(&g, id, k) &&
-				    sim_group_output(&g, id, k))
-					outs[no++] = c->instrs[k];
-			const char *kind = fusion_kind(&g, id);
-			char name[64];
-			snprintf(name, sizeof name, "fusion.f%d", fused_id[id]);
-			bool root = no == 1 && outs[0] == c->root;
-			fprintf(e->h.out, "  %s%%%s = ", root ? "ROOT " : "",
-				no == 1 ? outs[0]->name : name);
-			if (no == 1) {
-				hlo_emit_shape(&e->h, &outs[0]->shape);
-			} else {
-				fputc('(', e->h.out);
-				for (int o = 0; o < no; o++) {
-					if (o)
-						fputs(", ", e->h.out);
-					hlo_emit_shape(&e->h, &outs[o]->shape);
-				}
-				fputc(')', e->h.out);
-			}
-			fputs(" fusion(", e->h.out);
-			for (int q = 0; q < ni; q++)
-				fprintf(e->h.out, "%s%%%s", q ? ", " : "",
-					inputs[q]->name);
-			fprintf(e->h.out, "), kind=%s, calls=%%fused_computation.%d\n",
-				kind, fused_id[id]);
-			for (int o = 0; no > 1 && o < no; o++) {
-				bool r = outs[o] == c->root;
-				fprintf(e->h.out, "  %s%%%s = ", r ? "ROOT " : "",
-					outs[o]->name);
-				hlo_emit_shape(&e->h, &outs[o]->shape);
-				fprintf(e->h.out, " get-tuple-element(%%%s), index=%d\n",
-					name, o);
-				shown[outs[o]->index] = true;
-			}
-			if (no == 1)
-				shown[outs[0]->index] = true;
-		}
-		if (st || inside[i] || shown[i])
-			continue;
-		if (!g.live[i] && in->op != IR_OP_PARAMETER)
-			continue; /* dead: XLA's DCE drops it */
-		st = put_instr(e, in, in == c->root, "", &g, -1, NULL, 0);
+	for (int i = 0; !st && i < g.n; i++) {
+		if (!o.inside[i])
+			st = write_node(e, &g, &o, i);
+		for (int id = 0; !st && id < g.n_groups; id++)
+			if (o.fused_id[id] >= 0 && o.at[id] == i)
+				st = write_node(e, &g, &o, g.n + id);
 	}
 	if (!st)
 		fputs("}\n", e->h.out);
-	ts_free(inputs);
-	ts_free(outs);
-	ts_free(fused_id);
-	ts_free(at);
-	ts_free(inside);
-	ts_free(shown);
-	ts_free(seen);
-	ts_free(stack);
+	order_free(&o);
 	sim_grouping_free(&g);
 	return st;
 }

@@ -278,6 +278,39 @@ static void test_three_siblings(void **state)
 	free(out);
 }
 
+/* A value of a fusion read by an instruction that sits between the
+ * fusion's members in the text: the fusion is written before its reader
+ * (at its last member it would come after). */
+static void test_defined_before_use(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char text[] =
+		"HloModule order\n"
+		"ENTRY e {\n"
+		"  x = f32[1024,128] parameter(0)\n"
+		"  y = f32[1024,128] parameter(1)\n"
+		"  a = f32[1024,128] divide(x, y)\n"
+		"  c = f32[1024,128] custom-call(a), custom_call_target=\"foo\"\n"
+		"  b = f32[1024,128] negate(a)\n"
+		"  b2 = f32[1024,128] exponential(b)\n"
+		"  ROOT t = (f32[1024,128], f32[1024,128]) tuple(c, b2)\n"
+		"}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 1);
+	const char *def = strstr(out, "  %a = f32[1024,128] get-tuple-element(");
+	const char *use = strstr(out, "custom-call(%a)");
+	if (!def || !use || def > use)
+		fail_msg("%%a is not defined before its use:\n%s", out);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
+}
+
 /* Every unfused single-module file in dir: fused, read back, costed;
  * returns how many, and how many at the same time into *same. */
 static int fuse_dir(const char *dir, const struct hw_spec *hw, int *same)
@@ -387,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_three_siblings),
+		cmocka_unit_test(test_defined_before_use),
 		cmocka_unit_test(test_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
