@@ -281,6 +281,9 @@ enum cmd_unit {
 	CMD_UNIT_TEXT = 0,  /* a string */
 	CMD_UNIT_INT,       /* whole count: table and raw "%.0f" */
 	CMD_UNIT_REAL,      /* plain real: table "%.3g", raw "%.6g" */
+	CMD_UNIT_EXACT,     /* a value a user gave (a swept spec field): table
+	                       "%.4g", raw the shortest "%.Ng" that reads back
+	                       to the same double */
 	CMD_UNIT_SI,        /* large count (FLOPs): table "1.23 G", raw "%.0f" */
 	CMD_UNIT_CYCLES,    /* cycles: table "1.23 M", raw "%.1f" */
 	CMD_UNIT_BYTES,     /* bytes: table "1.23 MB" (SI), raw "%.0f" */

@@ -91,9 +91,18 @@ static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
 				       "(step > 0), LO <= HI", arg);
 			return CMD_EXIT_USAGE;
 		}
+		/* lo + k step or lo F^k (no accumulated rounding), up to hi
+		 * and a hair beyond it (hi itself despite rounding) */
 		w->n = 0;
-		for (double x = lo; x <= hi * (1 + 1e-12);
-		     x = kind == 'x' ? x * step : x + step) {
+		for (int k = 0;; k++) {
+			double x = kind == 'x' ? lo * pow(step, k) : lo + k * step;
+			/* to 15 digits: 0.1:0.3:+0.1 gives 0.3, not
+			 * 0.30000000000000004 */
+			char txt[32];
+			snprintf(txt, sizeof txt, "%.15g", x);
+			x = strtod(txt, NULL);
+			if (!(x <= hi + fabs(hi) * 1e-12))
+				break;
 			if (w->n == WHATIF_MAX_VALUES) {
 				cmd_error(ctx, "--sweep %s: more than %d values",
 					  arg, WHATIF_MAX_VALUES);
@@ -163,11 +172,12 @@ static void whatif_help(FILE *out)
 	      "point: program time; busy time of the MXU, VPU and HBM DMA "
 	      "(cycles at\nthe clock, summed over kernels x runs) and fixed "
 	      "overheads; how many\nkernels each unit bounds; kernels that do "
-	      "not fit VMEM; kernels whose best\ntile config differs from the "
-	      "base point's. Then the elasticity of program\ntime to each swept "
-	      "field at the base point: d ln T / d ln x by central\n"
-	      "differences (x +- 1%, or +- 1 for integer fields; one-sided when "
-	      "a\nneighbour is out of the field's range).\n\n"
+	      "not fit VMEM; kernels whose base\npoint's tile config is slower "
+	      "there than the best one (retiled). Then\nthe elasticity of "
+	      "program time to each swept field at the base point:\nd ln T / "
+	      "d ln x by central differences (x +- 1%, or +- 1 for integer\n"
+	      "fields; one-sided when a neighbour is out of the field's range; "
+	      "none\nwhen the base value is 0).\n\n"
 	      "Under `mpirun -n N` (a build with Open MPI: see tpusim --version) "
 	      "the\npoints are split over the ranks and rank 0 writes the "
 	      "report, the same\nbytes as one process's. A sweep of 100 points "
@@ -216,12 +226,27 @@ static bool same_config(const struct sim_tile_config *a,
 		       (size_t)a->n_kernel * sizeof *a->kernel_bounds);
 }
 
+/* 1 when kernel k's config held (the base point's) is slower on hw than
+ * its best there (est), by more than rounding: a re-chosen tile that only
+ * breaks a tie is not counted. */
+static int slower(const struct sim_kernel *k, const struct hw_spec *hw,
+		  const struct sim_tile_config *held,
+		  const struct sim_estimate *est)
+{
+	struct sim_estimate e;
+	struct ts_diag d = {0};
+	if (sim_kernel_estimate(k, hw, held, &e, &d) != TS_OK)
+		return 1;
+	return !e.feasible || e.time_ns > est->time_ns * (1 + 1e-9);
+}
+
 /*
  * Costs every program on hw into pt. base: this is the base point; each
  * kernel's best config is recorded into cfg. Otherwise a kernel is costed
  * with its best config on hw (a tile search per kernel) and counted as
- * retiled when that differs from cfg's, or, with hold, with cfg's config
- * (no search; a config that stops fitting VMEM counts as infeasible).
+ * retiled when cfg's config is slower there, or, with hold, with cfg's
+ * config (no search; a config that stops fitting VMEM counts as
+ * infeasible).
  */
 static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 		      const struct hw_spec *hw, struct point *pt,
@@ -256,7 +281,7 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 				cfg[k_all] = e->config;
 			else if (!hold && k->tunable &&
 				 !same_config(&cfg[k_all], &e->config))
-				pt->retiled++;
+				pt->retiled += slower(k, hw, &cfg[k_all], e);
 		}
 		pt->time_ns += sim_program_total(p);
 	}
@@ -296,6 +321,8 @@ static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			 struct sim_tile_config *cfg, bool hold)
 {
 	double x0 = hw_spec_get(&ctx->hw, w->field);
+	if (!(x0 > 0)) /* ln 0: no elasticity */
+		return NAN;
 	double x[3] = {w->field->is_int ? x0 - 1 : x0 / 1.01, x0,
 		       w->field->is_int ? x0 + 1 : x0 * 1.01};
 	double t[3] = {NAN, t0, NAN};
@@ -463,18 +490,18 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	struct cmd_table t;
 	memcpy(cols, fixed_cols, sizeof fixed_cols);
 	for (int s = 0; s < o->n_sweeps; s++)
-		cols[C_FIXED + s] = (struct cmd_col){o->sweeps[s].field->path,
-						     o->sweeps[s].field->path,
-						     CMD_UNIT_REAL, 0};
+		cols[C_FIXED + s] = (struct cmd_col){
+			o->sweeps[s].field->path, o->sweeps[s].field->path,
+			o->sweeps[s].field->is_int ? CMD_UNIT_INT : CMD_UNIT_EXACT,
+			0};
 	cmd_table_init(&t, "points", NULL, cols, C_FIXED + o->n_sweeps);
-	if (rc != CMD_EXIT_OK)
-		goto out;
-	int nk = n_kernels(&g);
-	cfg = ts_calloc((size_t)nk + 1, sizeof *cfg);
-	if (!cfg || !pts || !vals || !times || !by_unit) {
+	/* no early exit until the ranks have gathered: a rank that stopped
+	 * alone would leave the others waiting in mpi_gather */
+	if (rc == CMD_EXIT_OK &&
+	    (!(cfg = ts_calloc((size_t)n_kernels(&g) + 1, sizeof *cfg)) ||
+	     !pts || !vals || !times || !by_unit)) {
 		cmd_error(ctx, "out of memory");
 		rc = CMD_EXIT_IO;
-		goto out;
 	}
 	/* every point's spec first, on every rank: a bad value stops them
 	 * all at the same place */
@@ -536,7 +563,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		const struct sweep *w = &o->sweeps[s];
 		cmd_report_item_begin(&r);
 		cmd_report_text(&r, "field", w->field->path);
-		cmd_report_num(&r, "base_value", CMD_UNIT_REAL,
+		cmd_report_num(&r, "base_value", CMD_UNIT_EXACT,
 			       hw_spec_get(&ctx->hw, w->field));
 		double e = elasticity(ctx, &g, w, base.time_ns, cfg,
 				      o->hold_tiles);

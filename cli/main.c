@@ -294,9 +294,12 @@ static int check_repeat(const struct cmd_ctx *ctx, const struct cmd *cmd,
 			int *n_seen)
 {
 	const char *name = NULL;
+	bool flag = false; /* takes no value */
 	for (const struct option *o = longopts; o->name; o++)
-		if (o->val == c)
+		if (o->val == c) {
 			name = o->name;
+			flag = o->has_arg == no_argument;
+		}
 	for (int i = 0; i < *n_seen; i++) {
 		if (seen[i] != c)
 			continue;
@@ -308,7 +311,9 @@ static int check_repeat(const struct cmd_ctx *ctx, const struct cmd *cmd,
 				    (r[n] == ' ' || r[n] == '\0'))
 					return CMD_EXIT_OK;
 		}
-		if (name)
+		if (name && flag)
+			cmd_error(ctx, "option '--%s' given twice", name);
+		else if (name)
 			cmd_error(ctx, "option '--%s' given twice: it takes one "
 				       "value", name);
 		else
@@ -421,12 +426,13 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 			return usage_error(ctx, cmd);
 		}
 		used += (size_t)snprintf(ctx->hw_set + used,
-					 used < sizeof ctx->hw_set
-						 ? sizeof ctx->hw_set - used
-						 : 0,
-					 "%s%s", i ? ", " : "", sets[i]);
-		if (used >= sizeof ctx->hw_set)
-			used = sizeof ctx->hw_set;
+					 sizeof ctx->hw_set - used, "%s%s",
+					 i ? ", " : "", sets[i]);
+		if (used >= sizeof ctx->hw_set) { /* reports would cut it */
+			cmd_error(ctx, "--set: the changes run past %zu "
+				       "characters", sizeof ctx->hw_set - 1);
+			return usage_error(ctx, cmd);
+		}
 	}
 	struct ts_diag d = {0};
 	for (int i = -1; i < n_more; i++)

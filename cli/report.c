@@ -86,6 +86,9 @@ static void fmt_human(char *buf, enum cmd_unit u, double v)
 	case CMD_UNIT_REAL:
 		snprintf(buf, NUM_BUF, "%.3g", v);
 		break;
+	case CMD_UNIT_EXACT:
+		snprintf(buf, NUM_BUF, "%.4g", v);
+		break;
 	case CMD_UNIT_SI:
 	case CMD_UNIT_CYCLES:
 		fmt_si(buf, v, si_count, (int)TS_ARRAY_LEN(si_count), "");
@@ -126,6 +129,13 @@ static bool fmt_raw(char *buf, enum cmd_unit u, double v)
 		break;
 	case CMD_UNIT_REAL:
 		snprintf(buf, NUM_BUF, "%.6g", v);
+		break;
+	case CMD_UNIT_EXACT:
+		for (int p = 6; p <= 17; p++) {
+			snprintf(buf, NUM_BUF, "%.*g", p, v);
+			if (strtod(buf, NULL) == v)
+				break;
+		}
 		break;
 	case CMD_UNIT_CYCLES:
 		snprintf(buf, NUM_BUF, "%.1f", v);

@@ -326,6 +326,32 @@ static void test_whatif(void **state)
 			assert_true(time[2] > time[0]);
 		}
 	}
+	/* a +STEP range reaches HI without rounding drift, and the values
+	 * are written as given; a 1 Hz clock change retiles nothing (a tie
+	 * between configs is not a re-choice); a base value of 0 has no
+	 * elasticity */
+	tpusim(&p, "whatif", ex, "--hw", v3, "--sweep",
+	       "hbm.efficiency=0.1:0.3:+0.1", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	char *pts_csv = slurp(csv);
+	expect_contains(pts_csv, ",0.3\n");
+	assert_null(strstr(pts_csv, "0.30000000000000004"));
+	ts_free(pts_csv);
+	tpusim(&p, "whatif", ex, "--hw", v3, "--sweep",
+	       "mxu.clock_hz=940000001,940000002", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	pts_csv = slurp(csv);
+	/* infeasible, retiled, the value */
+	expect_contains(pts_csv, ",0,0,940000001\n");
+	expect_contains(pts_csv, ",0,0,940000002\n");
+	ts_free(pts_csv);
+	tpusim(&p, "whatif", ex, "--hw", v3, "--set", "ici.links=0", "--sweep",
+	       "ici.links=1,2", "-f", "json");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\"field\": \"ici.links\", \"base_value\": 0}");
+	proc_free(&p);
 	/* bad sweeps: usage errors with the reason */
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "hbm.bw_bytes_per_s=9:1:x2");
 	expect_rc(&p, 2);
