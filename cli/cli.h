@@ -85,6 +85,9 @@ enum {
 	CMD_MULTI_HW = 1u << 2,    /* --hw may repeat: ctx->hw is the first,
 	                              ctx->more_hw the others (generations
 	                              side by side), --set applied to each */
+	CMD_HW_OPTIONAL = 1u << 3, /* with CMD_NEEDS_HW: --hw may be left out
+	                              (ctx->hw_path NULL); the command says
+	                              which of its modes need it */
 };
 
 #define CMD_MAX_HW 8 /* --hw options of a CMD_MULTI_HW command */

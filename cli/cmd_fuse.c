@@ -69,7 +69,8 @@ static void fuse_help(FILE *out)
 	      "forms exactly\n"
 	      "and the precision and recall of the fused operand edges "
 	      "(working\n"
-	      "instructions only: not free, not constant-derived).\n\n"
+	      "instructions only: not free, not constant-derived). Neither "
+	      "needs --hw.\n\n"
 	      "Options:\n"
 	      "  -o, --output OUT.hlo  write there (temp file, then rename); "
 	      "default: stdout\n"
@@ -175,10 +176,16 @@ static void add_agreement(struct sim_fuse_agreement *a,
 static void put_agreement(FILE *f, const char *name,
 			  const struct sim_fuse_agreement *a)
 {
-	fprintf(f, "%-44s %8d %10d %8.1f%% %8.1f%%\n", name, a->xla_kernels,
-		a->reproduced,
-		a->edges_policy ? 100.0 * a->edges_both / a->edges_policy : 100.0,
-		a->edges_xla ? 100.0 * a->edges_both / a->edges_xla : 100.0);
+	/* a ratio over no edges is not 100%: "-" */
+	char prec[16] = "-", rec[16] = "-";
+	if (a->edges_policy)
+		snprintf(prec, sizeof prec, "%.1f%%",
+			 100.0 * a->edges_both / a->edges_policy);
+	if (a->edges_xla)
+		snprintf(rec, sizeof rec, "%.1f%%",
+			 100.0 * a->edges_both / a->edges_xla);
+	fprintf(f, "%-44s %8d %10d %9s %9s\n", name, a->xla_kernels,
+		a->reproduced, prec, rec);
 }
 
 /* One module of g: unfused, read back, compared; its line printed when it
@@ -242,6 +249,11 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	if (o->agreement)
 		return agreement(ctx, argc, argv);
+	if (!o->unfuse && !ctx->hw_path) {
+		cmd_error(ctx, "--hw SPEC.yaml is required to fuse (the "
+			       "read-back is costed on it)");
+		return CMD_EXIT_USAGE;
+	}
 	if (argc != 1) {
 		cmd_error(ctx, "give one IN.hlo (several only with --agreement)");
 		return CMD_EXIT_USAGE;
@@ -326,9 +338,9 @@ out:
 const struct cmd cmd_fuse = {
 	.name = "fuse",
 	.summary = "Fuse an unfused module as XLA would, as HLO text",
-	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo] [--unfuse] | "
-		    "--agreement IN.hlo...",
-	.flags = CMD_NEEDS_HW,
+	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo] | --unfuse IN.hlo "
+		    "[-o OUT.hlo] | --agreement IN.hlo...",
+	.flags = CMD_NEEDS_HW | CMD_HW_OPTIONAL,
 	.options = fuse_options,
 	.short_opts = "o:",
 	.opts_size = sizeof(struct fuse_opts),

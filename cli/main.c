@@ -170,14 +170,14 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 	cmd->help(out);
 	fputs("\nCommon options:\n", out);
 	if (cmd->flags & CMD_NEEDS_HW)
-		fputs("      --hw SPEC.yaml    hardware spec, e.g. "
-		      "hwspecs/v3.yaml (required)\n"
+		fprintf(out, "      --hw SPEC.yaml    hardware spec, e.g. "
+		      "hwspecs/v3.yaml (%s)\n"
 		      "      --set PATH=VALUE  change one spec field as if the "
 		      "file said it, e.g.\n"
 		      "                        --set hbm.bw_bytes_per_s=2.4e12 "
 		      "(the field's unit;\n"
 		      "                        repeatable)\n",
-		      out);
+		      cmd->flags & CMD_HW_OPTIONAL ? "see above" : "required");
 	if (cmd->flags & CMD_HAS_FORMAT)
 		fputs("  -f, --format FMT      output: table (default), csv, "
 		      "json or yaml\n",
@@ -385,6 +385,8 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 		   const char *const *sets, int n_sets,
 		   const char *const *more, int n_more)
 {
+	if (!ctx->hw_path && (cmd->flags & CMD_HW_OPTIONAL) && n_sets == 0)
+		return CMD_EXIT_OK;
 	if (!ctx->hw_path) {
 		cmd_error(ctx, "--hw SPEC.yaml is required (e.g. --hw "
 			       "hwspecs/v3.yaml)");

@@ -212,6 +212,24 @@ static void test_fuse(void **state)
 	assert_string_equal(p.err, want);
 	assert_true(access(out, F_OK) != 0);
 	proc_free(&p);
+	/* --agreement and --unfuse need no spec; fusing does. The example
+	 * has its fusions: each reproduced, or "-" where a ratio has no
+	 * edges to count */
+	tpusim(&p, "fuse", "--agreement", ex);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "module                                        "
+			       "fusions reproduced precision    recall\n");
+	expect_contains(p.out, "\nall ");
+	proc_free(&p);
+	tpusim(&p, "fuse", "--unfuse", ex, "-o", out);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	unlink(out);
+	tpusim(&p, "fuse", cc);
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim fuse: error: --hw SPEC.yaml is required "
+			       "to fuse (the read-back is costed on it)\n");
+	proc_free(&p);
 }
 
 /* The "time_ns" and "dma_ns" of each point of whatif's CSV (at most 8). */
