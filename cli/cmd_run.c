@@ -81,8 +81,9 @@ static void run_help(FILE *out)
 	      "adds a\n"
 	      "module column); --module picks one. Several inputs are run one "
 	      "after\n"
-	      "another, each its own report (JSON: one document per line); "
-	      "\"-\" reads\n"
+	      "another, each its own report (JSON: one document per line; "
+	      "YAML: one\ndocument each, after \"---\"; not CSV); \"-\" "
+	      "reads\n"
 	      "standard input; a folder written by XLA's --xla_dump_to runs "
 	      "its modules\n"
 	      "after optimizations (*.after_optimizations.txt, what the "
@@ -1097,10 +1098,10 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	}
 	if (ctx->n_more_hw > 0 &&
 	    (o->model || o->roofline || o->explain || o->has_config ||
-	     o->trace)) {
+	     o->trace || o->summary)) {
 		cmd_error(ctx, "several --hw compare generations; that excludes "
-			       "--model, --roofline, --explain, --config and "
-			       "--trace");
+			       "--model, --roofline, --explain, --config, "
+			       "--trace and --summary");
 		return CMD_EXIT_USAGE;
 	}
 	if (o->trace && o->explain) {
@@ -1113,9 +1114,23 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			       "excludes --roofline and --explain");
 		return CMD_EXIT_USAGE;
 	}
-	if (argc > 1 && (o->trace || o->explain || o->has_config)) {
-		cmd_error(ctx, "several inputs exclude --trace, --explain and "
-			       "--config (they name one program)");
+	/* a dump folder is several inputs too */
+	bool several = argc > 1;
+	for (int i = 0; i < argc && !several; i++) {
+		struct stat sb;
+		several = strcmp(argv[i], "-") != 0 && stat(argv[i], &sb) == 0 &&
+			  S_ISDIR(sb.st_mode);
+	}
+	if (several && (o->trace || o->explain || o->has_config)) {
+		cmd_error(ctx, "several inputs (or a dump folder) exclude "
+			       "--trace, --explain and --config (they name one "
+			       "program)");
+		return CMD_EXIT_USAGE;
+	}
+	if (several && ctx->format == CMD_FORMAT_CSV) {
+		cmd_error(ctx, "several inputs (or a dump folder) write one "
+			       "report each: -f csv would repeat its header "
+			       "mid-stream; use -f json or yaml");
 		return CMD_EXIT_USAGE;
 	}
 	struct gnn_model model = {0};

@@ -619,8 +619,11 @@ void cmd_report_begin(struct cmd_report *r, enum cmd_format f, FILE *out)
 	yaml_event_t ev;
 	emit(r, &ev,
 	     yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+	/* YAML documents start with an explicit "---": several reports in
+	 * one stream (run A B) stay separate documents */
 	emit(r, &ev,
-	     yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
+	     yaml_document_start_event_initialize(&ev, NULL, NULL, NULL,
+						  r->format != CMD_FORMAT_YAML));
 	emit_map_start(r);
 }
 

@@ -804,6 +804,43 @@ static void test_inputs(void **state)
 		lines++;
 	assert_int_equal(lines, 2); /* one JSON document per input */
 	proc_free(&a);
+	/* YAML: a document each, both read by a YAML parser */
+	tpusim(&a, "run", ex, ex, "--hw", v3, "-f", "yaml");
+	expect_rc(&a, 0);
+	assert_true(starts_with(a.out, "---\n"));
+	char *py[] = {"python3", "-c",
+		      "import sys, yaml\n"
+		      "d = list(yaml.safe_load_all(sys.stdin))\n"
+		      "assert len(d) == 2, len(d)\n"
+		      "assert d[1]['modules'][0]['module'] == 'jit_train_loop'\n",
+		      NULL};
+	char yml[PATH_MAX];
+	snprintf(yml, sizeof yml, "%s/test_inputs_%d.yaml", tu_tmpdir(),
+		 (int)getpid());
+	FILE *yf = fopen(yml, "w");
+	assert_non_null(yf);
+	fputs(a.out, yf);
+	fclose(yf);
+	if (spawn(&b, "python3", true, yml, NULL, py))
+		expect_rc(&b, 0);
+	else
+		print_message("python3 not found: the YAML is not parsed\n");
+	proc_free(&b);
+	unlink(yml);
+	proc_free(&a);
+	/* CSV would repeat its header; a dump folder is several inputs */
+	tpusim(&a, "run", ex, ex, "--hw", v3, "-f", "csv");
+	expect_rc(&a, 2);
+	expect_contains(a.err, "tpusim run: error: several inputs (or a dump "
+			       "folder) write one report each: -f csv would "
+			       "repeat its header mid-stream; use -f json or "
+			       "yaml\n");
+	proc_free(&a);
+	tpusim(&a, "run", tu_tmpdir(), "--hw", v3, "--trace", yml);
+	expect_rc(&a, 2);
+	expect_contains(a.err, "tpusim run: error: several inputs (or a dump "
+			       "folder) exclude --trace, --explain and --config");
+	proc_free(&a);
 }
 
 int main(void)
