@@ -219,6 +219,21 @@ char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n)
 	return r;
 }
 
+char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *r = n >= 0 ? ts_arena_alloc(a, (size_t)n + 1) : NULL;
+	if (r) {
+		va_start(ap, fmt);
+		vsnprintf(r, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,

@@ -163,23 +163,21 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 			st = TS_ERR_UNSUPPORTED_OP;
 			break;
 		}
-		char buf[512];
 		int p = -1;
 		bool member = id >= 0 && sim_group_member(g, id, k);
 		for (int q = 0; !member && q < n_inputs; q++)
 			if (inputs[q] == o)
 				p = q;
-		if (member)
-			snprintf(buf, sizeof buf, "%s%s", o->name, suffix);
-		else if (p >= 0)
-			snprintf(buf, sizeof buf, "param_%d%s", p, suffix);
-		else
-			snprintf(buf, sizeof buf, "%s", o->name);
-		if (!(ops[j] = ts_arena_strndup(&a, buf, strlen(buf))))
+		ops[j] = member	  ? ts_arena_printf(&a, "%s%s", o->name, suffix)
+			 : p >= 0 ? ts_arena_printf(&a, "param_%d%s", p, suffix)
+				  : o->name;
+		if (!ops[j])
 			st = TS_ERR_NOMEM;
 	}
-	char name[512];
-	snprintf(name, sizeof name, "%s%s", in->name, suffix);
+	const char *name = st ? NULL
+			      : ts_arena_printf(&a, "%s%s", in->name, suffix);
+	if (!st && !name)
+		st = TS_ERR_NOMEM;
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name, ops);
 	ts_arena_free(&a);

@@ -27,9 +27,7 @@
 
 static const char *name2(struct ts_arena *a, const char *x, const char *f)
 {
-	char buf[1024];
-	snprintf(buf, sizeof buf, "%s" INLINED "%s", x, f);
-	return ts_arena_strndup(a, buf, strlen(buf));
+	return ts_arena_printf(a, "%s" INLINED "%s", x, f);
 }
 
 static int index_of(const struct ir_computation *c, const struct ir_instr *in)

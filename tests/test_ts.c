@@ -74,6 +74,12 @@ static void test_arena(void **state)
 	big[TS_ARENA_BLOCK * 3 - 1] = 1;
 	char *s = ts_arena_strndup(&a, "fusion.191xyz", 10);
 	assert_string_equal(s, "fusion.191");
+	/* formatted, of any length: 3000 characters, not cut */
+	char *longer = ts_arena_printf(&a, "%s__in__%0*d", s, 2984, 7);
+	assert_non_null(longer);
+	assert_int_equal(strlen(longer), 3000);
+	assert_int_equal(strncmp(longer, "fusion.191__in__000", 19), 0);
+	assert_int_equal(longer[2999], '7');
 	assert_null(ts_arena_array(&a, SIZE_MAX / 2, 4)); /* overflow refused */
 	ts_arena_free(&a);
 	assert_null(a.head);
