@@ -105,6 +105,19 @@ char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
 char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* ---- 128-bit integers ------------------------------------------------------
+ * Arithmetic on int64 values read from input text (padding, dilations,
+ * loop bounds) that may be anything the text holds: in 128 bits no sum or
+ * product of two of them overflows. */
+typedef __int128 ts_i128;
+
+/* floor(a / b) for b > 0 (C's / truncates toward zero). */
+static inline ts_i128 ts_floor_div(ts_i128 a, ts_i128 b)
+{
+	ts_i128 q = a / b;
+	return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
 /* ---- misc -------------------------------------------------------------- */
 
 /* Reads a whole file into a NUL-terminated buffer (ts_free it). */

@@ -84,27 +84,19 @@ static enum ts_status bad_attr(const struct ir_instr *in, const char *file,
 	return TS_ERR_PARSE;
 }
 
-/* Floor and ceiling of a / b for b > 0, in 128 bits: the offsets below
- * combine int64 attributes (padding, dilation) that may be anything the
- * text holds. */
-typedef __int128 i128;
-static i128 floor_div(i128 a, i128 b)
+/* Ceiling of a / b for b > 0, in 128 bits (ts_i128: the offsets below
+ * combine int64 attributes that may be anything the text holds). */
+static ts_i128 ceil_div(ts_i128 a, ts_i128 b)
 {
-	i128 q = a / b;
-	return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
-static i128 ceil_div(i128 a, i128 b)
-{
-	return -floor_div(-a, b);
+	return -ts_floor_div(-a, b);
 }
 
 /* Inverse of a modulo m (gcd(a, m) == 1, m >= 1), by extended Euclid. */
-static i128 mod_inverse(i128 a, i128 m)
+static ts_i128 mod_inverse(ts_i128 a, ts_i128 m)
 {
-	i128 r0 = m, r1 = a % m, t0 = 0, t1 = 1;
+	ts_i128 r0 = m, r1 = a % m, t0 = 0, t1 = 1;
 	while (r1 != 0) {
-		i128 q = r0 / r1, r = r0 - q * r1, t = t0 - q * t1;
+		ts_i128 q = r0 / r1, r = r0 - q * r1, t = t0 - q * t1;
 		r0 = r1;
 		r1 = r;
 		t0 = t1;
@@ -119,10 +111,10 @@ static i128 mod_inverse(i128 a, i128 m)
  * interval; with ld > 1 the multiples are o = o0 (mod ld / g), g =
  * gcd(s, ld), when g divides off (else none). O(log ld), no loop over O.
  */
-static i128 tap_positions(int64_t out_size, int64_t s, i128 off, int64_t ld,
-			  i128 xmax)
+static ts_i128 tap_positions(int64_t out_size, int64_t s, ts_i128 off, int64_t ld,
+			  ts_i128 xmax)
 {
-	i128 lo = ceil_div(-off, s), hi = floor_div(xmax - off, s);
+	ts_i128 lo = ceil_div(-off, s), hi = ts_floor_div(xmax - off, s);
 	if (lo < 0)
 		lo = 0;
 	if (hi > out_size - 1)
@@ -131,17 +123,17 @@ static i128 tap_positions(int64_t out_size, int64_t s, i128 off, int64_t ld,
 		return 0;
 	if (ld == 1)
 		return hi - lo + 1;
-	i128 g = s, h = ld;
+	ts_i128 g = s, h = ld;
 	while (h) {
-		i128 t = g % h;
+		ts_i128 t = g % h;
 		g = h;
 		h = t;
 	}
 	if (off % g != 0)
 		return 0;
-	i128 m = ld / g;
-	i128 o0 = (((-off / g) % m + m) % m) * mod_inverse((s / g) % m, m) % m;
-	i128 first = lo + (((o0 - lo) % m) + m) % m;
+	ts_i128 m = ld / g;
+	ts_i128 o0 = (((-off / g) % m + m) % m) * mod_inverse((s / g) % m, m) % m;
+	ts_i128 first = lo + (((o0 - lo) % m) + m) % m;
 	return first > hi ? 0 : (hi - first) / m + 1;
 }
 
@@ -166,10 +158,10 @@ static double valid_positions(int64_t in_size, int64_t out_size, int64_t k_size,
 {
 	int64_t s = wd->stride, ld = wd->lhs_dilate, rd = wd->rhs_dilate;
 	int64_t step = k_size > TAP_EXACT ? ir_ceil_div(k_size, TAP_EXACT) : 1;
-	i128 xmax = (i128)(in_size - 1) * ld;
+	ts_i128 xmax = (ts_i128)(in_size - 1) * ld;
 	double count = 0;
 	for (int64_t k = 0; k < k_size; k += step) {
-		i128 off = (i128)k * rd - wd->pad_lo; /* x = o*s + off */
+		ts_i128 off = (ts_i128)k * rd - wd->pad_lo; /* x = o*s + off */
 		int64_t stands = k_size - k < step ? k_size - k : step;
 		count += (double)tap_positions(out_size, s, off, ld, xmax) *
 			 (double)stands;

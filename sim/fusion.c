@@ -63,23 +63,12 @@ static void mark_grouped(const struct ir_computation *c, bool *grouped,
 	}
 }
 
-/* Index of instruction in within c, -1 when it is not one of c's. */
-static int index_in(const struct ir_computation *c, const struct ir_instr *in)
-{
-	return in && in->parent == c && in->index >= 0 &&
-			       in->index < c->n_instrs && c->instrs[in->index] == in
-		       ? in->index
-		       : -1;
-}
-
-/* Members of group id that do work (not free, not constant-derived). */
+/* Members of group id that do work (sim_group_working). */
 static int working_members(const struct grouping *g, int id)
 {
 	int n = 0;
 	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i) && !g->cd[i] &&
-		    sim_fuse_class(g, g->c->instrs[i]) != FC_FREE)
-			n++;
+		n += sim_group_member(g, id, i) && sim_group_working(g, i);
 	return n;
 }
 
@@ -97,7 +86,7 @@ static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
 	while (top > 0) {
 		const struct ir_instr *in = g->c->instrs[stack[--top]];
 		for (int j = 0; j < in->n_operands; j++) {
-			int k = index_in(g->c, in->operands[j]);
+			int k = sim_index_in(g->c, in->operands[j]);
 			if (k < 0 || seen[k])
 				continue;
 			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
@@ -118,7 +107,7 @@ static bool fusible(const struct grouping *g, int id,
 		return false;
 	int n = sim_group_inputs(g, id, inputs);
 	for (int q = 0; q < n; q++) {
-		int k = index_in(g->c, inputs[q]);
+		int k = sim_index_in(g->c, inputs[q]);
 		if (k >= 0 && feeds_back(g, id, k, seen, stack))
 			return false;
 	}
@@ -154,7 +143,7 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	enum ts_status st = ops ? TS_OK : TS_ERR_NOMEM;
 	for (int j = 0; !st && j < in->n_operands; j++) {
 		const struct ir_instr *o = in->operands[j];
-		int k = index_in(g->c, o);
+		int k = sim_index_in(g->c, o);
 		if (k < 0) {
 			ts_diag_set(e->h.d, e->h.file, in->line, in->col,
 				    "%s: operand %d is nested in its operand "
@@ -423,7 +412,7 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 					       c->instrs[node]->operands;
 			}
 			for (int q = nd - 1; q >= 0 && !st; q--) {
-				int k = index_in(c, deps[q]);
+				int k = sim_index_in(c, deps[q]);
 				int dn = k >= 0 ? node_of(g, o, k) : -1;
 				if (dn >= 0 && o->state[dn] == 0)
 					st = push(o, dn);

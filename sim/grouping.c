@@ -310,6 +310,12 @@ static void decide_fusion(struct grouping *g, int i)
 	new_group(g, i, fc == FC_CORE);
 }
 
+bool sim_group_working(const struct grouping *g, int i)
+{
+	return !g->cd[i] && g->live[i] &&
+	       sim_fuse_class(g, g->c->instrs[i]) != FC_FREE;
+}
+
 bool sim_group_member(const struct grouping *g, int grp, int i)
 {
 	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;

@@ -353,7 +353,6 @@ static bool check_dot(struct vctx *v)
 	return true;
 }
 
-typedef __int128 i128;
 
 /*
  * Output extent of one windowed dimension (XLA: ShapeInference's
@@ -365,13 +364,13 @@ typedef __int128 i128;
  * -1 for a window XLA refuses (size, stride or a dilation below 1, or a
  * padded extent below 0).
  */
-static i128 window_out(int64_t in, const struct ir_window_dim *w)
+static ts_i128 window_out(int64_t in, const struct ir_window_dim *w)
 {
 	if (w->size < 1 || w->stride < 1 || w->lhs_dilate < 1 || w->rhs_dilate < 1)
 		return -1;
-	i128 padded = (in > 0 ? (i128)(in - 1) * w->lhs_dilate + 1 : 0) +
+	ts_i128 padded = (in > 0 ? (ts_i128)(in - 1) * w->lhs_dilate + 1 : 0) +
 		      w->pad_lo + w->pad_hi;
-	i128 window = (i128)(w->size - 1) * w->rhs_dilate + 1;
+	ts_i128 window = (ts_i128)(w->size - 1) * w->rhs_dilate + 1;
 	if (padded < 0)
 		return -1;
 	return window > padded ? 0 : (padded - window) / w->stride + 1;
@@ -389,7 +388,7 @@ static const struct ir_shape *result_k(const struct ir_shape *s, int n, int k)
 }
 
 /* Compares want[0..n) with a result shape's dimensions. */
-static bool dims_are(struct vctx *v, const struct ir_shape *r, const i128 *want,
+static bool dims_are(struct vctx *v, const struct ir_shape *r, const ts_i128 *want,
 		     int n, const char *what)
 {
 	if (!r || r->type == IR_TYPE_TUPLE)
@@ -427,7 +426,7 @@ static bool check_convolution(struct vctx *v)
 			   w ? w->n : 0, n);
 	int64_t fgc = in->attrs.feature_group_count;
 	int64_t bgc = in->attrs.batch_group_count;
-	if ((i128)r->dims[cd->rhs_in] * fgc != l->dims[cd->lhs_feature])
+	if ((ts_i128)r->dims[cd->rhs_in] * fgc != l->dims[cd->lhs_feature])
 		return bad(v, "input features %lld are not kernel input features "
 			      "%lld x feature_group_count %lld",
 			   (long long)l->dims[cd->lhs_feature],
@@ -436,7 +435,7 @@ static bool check_convolution(struct vctx *v)
 		return bad(v, "batch %lld is not a multiple of batch_group_count "
 			      "%lld", (long long)l->dims[cd->lhs_batch],
 			   (long long)bgc);
-	i128 want[HP_VERIFY_RANK];
+	ts_i128 want[HP_VERIFY_RANK];
 	if (n + 2 > HP_VERIFY_RANK)
 		return true;
 	want[cd->out_batch] = l->dims[cd->lhs_batch] / bgc;
@@ -473,7 +472,7 @@ static bool check_reduce(struct vctx *v)
 		const struct ir_shape *o = &in->operands[k]->shape;
 		if (!checkable(o) || !dm)
 			continue;
-		i128 want[HP_VERIFY_RANK];
+		ts_i128 want[HP_VERIFY_RANK];
 		int m = 0;
 		for (int i = 0; i < dm->n; i++) {
 			if (dm->v[i] < 0 || dm->v[i] >= o->rank)
@@ -509,7 +508,7 @@ static bool check_reduce_window(struct vctx *v)
 		if (w->n != o->rank)
 			return bad(v, "the window has %d dimensions for rank %d",
 				   w->n, o->rank);
-		i128 want[HP_VERIFY_RANK];
+		ts_i128 want[HP_VERIFY_RANK];
 		for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++)
 			if ((want[i] = window_out(o->dims[i], &w->dims[i])) < 0)
 				return bad(v, "window dimension %d is malformed", i);
@@ -536,15 +535,15 @@ static bool check_pad(struct vctx *v)
 	if (pd->n != o->rank)
 		return bad(v, "padding= has %d dimensions for rank %d", pd->n,
 			   o->rank);
-	i128 want[HP_VERIFY_RANK];
+	ts_i128 want[HP_VERIFY_RANK];
 	for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++) {
 		const struct ir_pad_dim *x = &pd->dims[i];
 		if (x->interior < 0)
 			return bad(v, "negative interior padding %lld",
 				   (long long)x->interior);
 		int64_t e = o->dims[i];
-		want[i] = (i128)x->lo + x->hi + e +
-			  (e > 0 ? (i128)(e - 1) * x->interior : 0);
+		want[i] = (ts_i128)x->lo + x->hi + e +
+			  (e > 0 ? (ts_i128)(e - 1) * x->interior : 0);
 		if (want[i] < 0)
 			return bad(v, "dimension %d would be negative", i);
 	}
@@ -570,7 +569,7 @@ static bool check_gather(struct vctx *v)
 	if (g->slice_sizes.n != o->rank)
 		return bad(v, "slice_sizes has %d entries for rank %d",
 			   g->slice_sizes.n, o->rank);
-	i128 offs[HP_VERIFY_RANK], batch[HP_VERIFY_RANK];
+	ts_i128 offs[HP_VERIFY_RANK], batch[HP_VERIFY_RANK];
 	int n_off = 0, n_batch = 0;
 	for (int i = 0; i < o->rank && i < HP_VERIFY_RANK; i++) {
 		int64_t z = g->slice_sizes.v[i];
@@ -590,7 +589,7 @@ static bool check_gather(struct vctx *v)
 	int n = n_off + n_batch;
 	if (n > HP_VERIFY_RANK)
 		return true;
-	i128 want[HP_VERIFY_RANK];
+	ts_i128 want[HP_VERIFY_RANK];
 	int ko = 0, kb = 0;
 	for (int i = 0; i < n; i++) {
 		if (in_list(&g->offset_dims, i))
@@ -649,7 +648,7 @@ static bool check_instr(struct vctx *v)
 		if (z->n != o0->rank)
 			return bad(v, "dynamic_slice_sizes has %d entries for rank %d",
 				   z->n, o0->rank);
-		i128 want[HP_VERIFY_RANK];
+		ts_i128 want[HP_VERIFY_RANK];
 		for (int i = 0; i < z->n && i < HP_VERIFY_RANK; i++) {
 			if (z->v[i] < 0 || z->v[i] > o0->dims[i])
 				return bad(v, "slice size %lld of an extent of %lld",

@@ -104,6 +104,20 @@ int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);
 /* Is member i of group id written to HBM? */
 bool sim_group_output(const struct grouping *g, int id, int i);
+/* Does instruction i do work: live, not free, not constant-derived (what
+ * makes a group worth fusing, and what the agreement with XLA counts)? */
+bool sim_group_working(const struct grouping *g, int i);
+
+/* Index of instruction in within c; -1 when it is not one of c's (an
+ * operand nested in an operand list, or another computation's). */
+static inline int sim_index_in(const struct ir_computation *c,
+			       const struct ir_instr *in)
+{
+	return in && in->parent == c && in->index >= 0 &&
+			       in->index < c->n_instrs && c->instrs[in->index] == in
+		       ? in->index
+		       : -1;
+}
 
 /* ---- writing HLO text (hlo_emit.c) ---- */
 

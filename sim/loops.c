@@ -27,10 +27,9 @@
  */
 #include "sim.h"
 
-typedef __int128 i128;
 
 /* The scalar integer constant v is (through nothing else). */
-static bool int_const(const struct ir_instr *in, i128 *v)
+static bool int_const(const struct ir_instr *in, ts_i128 *v)
 {
 	if (in->op != IR_OP_CONSTANT || !(in->flags & IR_INSTR_INT_VALUE))
 		return false;
@@ -51,16 +50,11 @@ static bool state_elem(const struct ir_instr *in, const struct ir_computation *c
 	       in->operands[0] == c->params[0] && in->attrs.tuple_index == i;
 }
 
-static i128 floor_div(i128 a, i128 b) /* b > 0 */
-{
-	i128 q = a / b;
-	return (a % b != 0 && a < 0) ? q - 1 : q;
-}
 
 /* Body runs of the loop x_k = v0 + k c while x_k `dir` n holds; a test
  * false from the start runs it 0 times whatever the step. */
-static bool count_runs(enum ir_compare_dir dir, i128 v0, i128 c, i128 n,
-		       i128 *trip)
+static bool count_runs(enum ir_compare_dir dir, ts_i128 v0, ts_i128 c, ts_i128 n,
+		       ts_i128 *trip)
 {
 	bool first = dir == IR_CMP_LT ? v0 < n : dir == IR_CMP_LE ? v0 <= n :
 		     dir == IR_CMP_GT ? v0 > n : dir == IR_CMP_GE ? v0 >= n :
@@ -69,27 +63,27 @@ static bool count_runs(enum ir_compare_dir dir, i128 v0, i128 c, i128 n,
 		*trip = 0;
 		return true;
 	}
-	i128 t;
+	ts_i128 t;
 	switch (dir) {
 	case IR_CMP_LT:
 		if (c <= 0)
 			return false;
-		t = -floor_div(v0 - n, c); /* ceil((n - v0) / c) */
+		t = -ts_floor_div(v0 - n, c); /* ceil((n - v0) / c) */
 		break;
 	case IR_CMP_LE:
 		if (c <= 0)
 			return false;
-		t = floor_div(n - v0, c) + 1;
+		t = ts_floor_div(n - v0, c) + 1;
 		break;
 	case IR_CMP_GT:
 		if (c >= 0)
 			return false;
-		t = -floor_div(n - v0, -c); /* ceil((v0 - n) / -c) */
+		t = -ts_floor_div(n - v0, -c); /* ceil((v0 - n) / -c) */
 		break;
 	case IR_CMP_GE:
 		if (c >= 0)
 			return false;
-		t = floor_div(v0 - n, -c) + 1;
+		t = ts_floor_div(v0 - n, -c) + 1;
 		break;
 	case IR_CMP_NE:
 		if ((n - v0) % c != 0 || (n - v0) / c < 0)
@@ -132,7 +126,7 @@ bool sim_while_trip_count(const struct ir_instr *w, int64_t *trip)
 	/* i = -1: the state is the variable itself */
 	for (int i = tuple ? 0 : -1; i < (tuple ? next->n_operands : 0); i++) {
 		const struct ir_instr *upd = i < 0 ? next : next->operands[i];
-		i128 v0, c, n, t;
+		ts_i128 v0, c, n, t;
 		if (upd->op != IR_OP_ADD || upd->n_operands != 2 ||
 		    !int_const(i < 0 ? init : init->operands[i], &v0))
 			continue;
@@ -150,7 +144,7 @@ bool sim_while_trip_count(const struct ir_instr *w, int64_t *trip)
 		} else {
 			continue;
 		}
-		if (!count_runs(dir, v0, c, n, &t) || t >= ((i128)1 << 62))
+		if (!count_runs(dir, v0, c, n, &t) || t >= ((ts_i128)1 << 62))
 			return false;
 		*trip = (int64_t)t;
 		return true;

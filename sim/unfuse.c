@@ -30,14 +30,6 @@ static const char *name2(struct ts_arena *a, const char *x, const char *f)
 	return ts_arena_printf(a, "%s" INLINED "%s", x, f);
 }
 
-static int index_of(const struct ir_computation *c, const struct ir_instr *in)
-{
-	return in && in->parent == c && in->index >= 0 &&
-			       in->index < c->n_instrs && c->instrs[in->index] == in
-		       ? in->index
-		       : -1;
-}
-
 static enum ts_status nested(struct hlo_emit *e, const struct ir_instr *in)
 {
 	ts_diag_set(e->d, e->file, in->line, in->col,
@@ -92,7 +84,7 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 		if (pnames && in == c->root && in->op == IR_OP_TUPLE)
 			continue;
 		if (in->op == IR_OP_GET_TUPLE_ELEMENT && in->n_operands == 1) {
-			int k = index_of(c, in->operands[0]);
+			int k = sim_index_in(c, in->operands[0]);
 			int t = (int)in->attrs.tuple_index;
 			if (k >= 0 && outs[k] && t >= 0 &&
 			    t < c->instrs[k]->called[0]->root->n_operands) {
@@ -105,7 +97,7 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 		if (!ops)
 			return TS_ERR_NOMEM;
 		for (int o = 0; o < in->n_operands; o++) {
-			int k = index_of(c, in->operands[o]);
+			int k = sim_index_in(c, in->operands[o]);
 			if (k < 0)
 				return nested(e, in);
 			ops[o] = names[k];
@@ -142,7 +134,7 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 		if (st)
 			return st;
 		++*inlined;
-		int r = index_of(fc, froot);
+		int r = sim_index_in(fc, froot);
 		if (r < 0)
 			return nested(e, in);
 		names[i] = fnames[r];
@@ -153,7 +145,7 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 		if (!o)
 			return TS_ERR_NOMEM;
 		for (int t = 0; t < froot->n_operands; t++) {
-			int k = index_of(fc, froot->operands[t]);
+			int k = sim_index_in(fc, froot->operands[t]);
 			if (k < 0)
 				return nested(e, froot);
 			o[t] = fnames[k];
@@ -229,23 +221,17 @@ static bool same_origin(const struct ir_instr *a, const struct ir_instr *b)
 	return x && y && strcmp(x, y) == 0;
 }
 
-static bool working(const struct grouping *g, int i)
-{
-	return !g->cd[i] && g->live[i] &&
-	       sim_fuse_class(g, g->c->instrs[i]) != FC_FREE;
-}
-
 static void agree_comp(const struct grouping *g, struct sim_fuse_agreement *a)
 {
 	const struct ir_computation *c = g->c;
 	/* edges */
 	for (int v = 0; v < g->n; v++) {
-		if (!working(g, v))
+		if (!sim_group_working(g, v))
 			continue;
 		const struct ir_instr *in = c->instrs[v];
 		for (int o = 0; o < in->n_operands; o++) {
-			int u = index_of(c, in->operands[o]);
-			if (u < 0 || !working(g, u))
+			int u = sim_index_in(c, in->operands[o]);
+			if (u < 0 || !sim_group_working(g, u))
 				continue;
 			bool xla = same_origin(c->instrs[u], in);
 			bool ours = false;
@@ -262,12 +248,12 @@ static void agree_comp(const struct grouping *g, struct sim_fuse_agreement *a)
 	 * the first of them; reproduced when one group holds exactly them */
 	for (int v = 0; v < g->n; v++) {
 		const char *f = origin(c->instrs[v]);
-		if (!f || !working(g, v))
+		if (!f || !sim_group_working(g, v))
 			continue;
 		bool first = true;
 		for (int u = 0; u < v && first; u++)
-			first = !(working(g, u) && same_origin(c->instrs[u],
-							       c->instrs[v]));
+			first = !(sim_group_working(g, u) &&
+				  same_origin(c->instrs[u], c->instrs[v]));
 		if (!first)
 			continue;
 		a->xla_kernels++;
@@ -276,7 +262,7 @@ static void agree_comp(const struct grouping *g, struct sim_fuse_agreement *a)
 				continue;
 			bool exact = true;
 			for (int u = 0; u < g->n && exact; u++) {
-				if (!working(g, u))
+				if (!sim_group_working(g, u))
 					continue;
 				bool in_f = same_origin(c->instrs[u], c->instrs[v]);
 				exact = in_f == sim_group_member(g, id, u);
