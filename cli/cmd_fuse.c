@@ -128,15 +128,6 @@ static enum ts_status cost(const struct ir_module *m, const struct hw_spec *hw,
 	return st;
 }
 
-static bool has_fusion(const struct ir_module *m)
-{
-	for (int c = 0; c < m->n_comps; c++)
-		for (int i = 0; i < m->comps[c]->n_instrs; i++)
-			if (m->comps[c]->instrs[i]->op == IR_OP_FUSION)
-				return true;
-	return false;
-}
-
 /* Module `mod` of g through the unfusion pass (unfuse: *inlined counts
  * the fusions) or the fusion pass (*fs), its text malloc'd into *b. */
 static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
@@ -283,7 +274,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 				inlined);
 		goto out;
 	}
-	if (has_fusion(m)) {
+	if (!g.progs[0].fused_xla) { /* run's test: a fusion instruction */
 		cmd_error(ctx, "%s: module %s already has fusion instructions "
 			       "(an optimized module): nothing to decide",
 			  path, m->name);

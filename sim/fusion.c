@@ -124,7 +124,9 @@ static const char *fusion_kind(const struct grouping *g, int id)
 		reduce |= op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
 		mxu |= op == IR_OP_DOT || op == IR_OP_CONVOLUTION;
 	}
-	return mxu ? "kOutput" : reduce ? "kInput" : "kLoop";
+	return ir_fusion_kind_name(mxu	   ? IR_FUSION_OUTPUT
+				   : reduce ? IR_FUSION_INPUT
+					    : IR_FUSION_LOOP);
 }
 
 /* One instruction of a group's computation: named name + suffix, each

@@ -11,13 +11,12 @@
 static const struct {
 	const char *name;
 	int bits;
-	bool is_float;
 } type_traits[] = {
-	[IR_TYPE_INVALID] = {"invalid", 0, false},
-#define X(e, s, b, fp) [IR_TYPE_##e] = {s, b, fp},
+	[IR_TYPE_INVALID] = {"invalid", 0},
+#define X(e, s, b, fp) [IR_TYPE_##e] = {s, b},
 #include "ir_types.def"
 #undef X
-	[IR_TYPE_TUPLE] = {"tuple", 0, false},
+	[IR_TYPE_TUPLE] = {"tuple", 0},
 };
 _Static_assert(TS_ARRAY_LEN(type_traits) == IR_TYPE_COUNT,
 	       "type_traits must cover every ir_type");
@@ -30,21 +29,6 @@ const char *ir_type_name(enum ir_type t)
 int ir_type_bits(enum ir_type t)
 {
 	return (unsigned)t < IR_TYPE_COUNT ? type_traits[t].bits : 0;
-}
-
-bool ir_type_is_float(enum ir_type t)
-{
-	return (unsigned)t < IR_TYPE_COUNT && type_traits[t].is_float;
-}
-
-enum ir_type ir_type_from_name(const char *s, size_t n)
-{
-	for (int t = IR_TYPE_INVALID + 1; t < IR_TYPE_TUPLE; t++) {
-		const char *name = type_traits[t].name;
-		if (strlen(name) == n && memcmp(name, s, n) == 0)
-			return (enum ir_type)t;
-	}
-	return IR_TYPE_INVALID;
 }
 
 /* ---- opcodes -------------------------------------------------------------- */
@@ -63,19 +47,6 @@ static const struct {
 _Static_assert(TS_ARRAY_LEN(op_traits) == IR_OP_COUNT,
 	       "op_traits must cover every ir_op");
 
-static const char *const class_names[] = {
-	[IR_CLASS_FREE] = "free",
-	[IR_CLASS_ELEMENTWISE] = "elementwise",
-	[IR_CLASS_TRANSCENDENTAL] = "transcendental",
-	[IR_CLASS_DATA_MOVEMENT] = "data-movement",
-	[IR_CLASS_REDUCTION] = "reduction",
-	[IR_CLASS_CONTRACTION] = "contraction",
-	[IR_CLASS_CONTROL] = "control",
-	[IR_CLASS_COLLECTIVE] = "collective",
-	[IR_CLASS_OTHER] = "other",
-};
-_Static_assert(TS_ARRAY_LEN(class_names) == IR_CLASS_COUNT,
-	       "class_names must cover every ir_class");
 
 const char *ir_op_name(enum ir_op op)
 {
@@ -97,11 +68,6 @@ void ir_op_arity(enum ir_op op, int *min, int *max)
 	op = (unsigned)op < IR_OP_COUNT ? op : IR_OP_INVALID;
 	*min = op_traits[op].min_operands;
 	*max = op_traits[op].max_operands;
-}
-
-const char *ir_class_name(enum ir_class c)
-{
-	return (unsigned)c < IR_CLASS_COUNT ? class_names[c] : "invalid";
 }
 
 /* A linear scan: 140 short strings, compared only once per instruction.

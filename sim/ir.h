@@ -28,9 +28,6 @@ enum ir_type {
 
 const char *ir_type_name(enum ir_type t);       /* "f32"; "tuple" for tuples */
 int ir_type_bits(enum ir_type t);               /* unpacked storage bits */
-bool ir_type_is_float(enum ir_type t);
-/* Looks up an HLO type word of length n; IR_TYPE_INVALID if none. */
-enum ir_type ir_type_from_name(const char *s, size_t n);
 
 /* ---- opcodes ------------------------------------------------------------ */
 
@@ -62,7 +59,6 @@ enum hw_vpu_class ir_op_vpu_class(enum ir_op op);
 /* Operands the op takes, as XLA's parser counts them: *max is -1 when
  * there is no upper bound (tuple, fusion, reduce, ...). */
 void ir_op_arity(enum ir_op op, int *min, int *max);
-const char *ir_class_name(enum ir_class c);
 /* Exact lookup of an opcode word of length n; IR_OP_INVALID if none. */
 enum ir_op ir_op_from_name(const char *s, size_t n);
 
