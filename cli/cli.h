@@ -346,6 +346,7 @@ enum ts_status cmd_table_begin_footer(struct cmd_table *t);
 /* Fill column `col` of the current (last added, or footer) row. */
 enum ts_status cmd_table_set_text(struct cmd_table *t, int col,
 				  const char *text);
+/* A NaN or infinite v leaves the cell empty (CSV "", JSON null). */
 void cmd_table_set_num(struct cmd_table *t, int col, double v);
 
 /* ---- reports (cli/report.c) ----------------------------------------------- */

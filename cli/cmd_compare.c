@@ -126,24 +126,6 @@ static void compare_help(FILE *out)
 	      out);
 }
 
-static const char *pct(char *b, size_t n, double x)
-{
-	if (isnan(x))
-		snprintf(b, n, "n/a");
-	else
-		snprintf(b, n, "%.1f%%", 100 * x);
-	return b;
-}
-
-static const char *num(char *b, size_t n, double x)
-{
-	if (isnan(x))
-		snprintf(b, n, "n/a");
-	else
-		snprintf(b, n, "%.3f", x);
-	return b;
-}
-
 /* Tile choice: total measured time of the model's picks over the sum of
  * measured bests, minus one. */
 static double tile_choice(const struct val_report *r)
@@ -186,12 +168,12 @@ static void print_set(FILE *f, const struct val_compare_set *cs,
 			"medAPE", rank ? "      tau     top1     top5    tiles" : "");
 	for (int m = 0; m < 3; m++) {
 		const struct val_report *r = rep[m];
-		pct(b[0], 32, r->overall.mape);
-		pct(b[1], 32, r->overall.median_ape);
-		num(b[2], 32, r->mean_tau_model);
-		pct(b[3], 32, r->mean_top1_slowdown);
-		pct(b[4], 32, r->mean_top5_slowdown);
-		pct(b[5], 32, tile_choice(r));
+		val_fmt_pct(b[0], 32, r->overall.mape);
+		val_fmt_pct(b[1], 32, r->overall.median_ape);
+		val_fmt_fix3(b[2], 32, r->mean_tau_model);
+		val_fmt_pct(b[3], 32, r->mean_top1_slowdown);
+		val_fmt_pct(b[4], 32, r->mean_top5_slowdown);
+		val_fmt_pct(b[5], 32, tile_choice(r));
 		if (md)
 			fprintf(f, "| %s | %s | %s |", names[m], b[0], b[1]);
 		else
@@ -223,8 +205,8 @@ static void print_set(FILE *f, const struct val_compare_set *cs,
 			continue;
 		char c[6][32];
 		for (int m = 0; m < 3; m++) {
-			pct(c[m], 32, g[m]->mape);
-			num(c[3 + m], 32,
+			val_fmt_pct(c[m], 32, g[m]->mape);
+			val_fmt_fix3(c[3 + m], 32,
 			    g[m]->n_ranked >= VAL_TAU_MIN_ROWS ? g[m]->tau_model
 							       : NAN);
 		}
@@ -258,12 +240,6 @@ static const struct cmd_col csv_cols[] = {
 _Static_assert(TS_ARRAY_LEN(csv_cols) == C_COUNT,
 	       "csv_cols must list every column");
 
-static void set_num(struct cmd_table *t, int col, double v)
-{
-	if (isfinite(v))
-		cmd_table_set_num(t, col, v);
-}
-
 /* One line per row of every set, in set and file order. */
 static enum ts_status fill_csv(const struct val_compare *c, struct cmd_table *t)
 {
@@ -280,9 +256,9 @@ static enum ts_status fill_csv(const struct val_compare *c, struct cmd_table *t)
 				cmd_table_set_num(t, C_FOLD, cs->fold[i]);
 			cmd_table_set_num(t, C_MEASURED,
 					  (double)ds->rows[i].runtime_ns);
-			set_num(t, C_ANALYTIC, cs->analytic.rows[i].predicted_ns);
-			set_num(t, C_LEARNED, cs->learned.rows[i].predicted_ns);
-			set_num(t, C_HYBRID, cs->hybrid.rows[i].predicted_ns);
+			cmd_table_set_num(t, C_ANALYTIC, cs->analytic.rows[i].predicted_ns);
+			cmd_table_set_num(t, C_LEARNED, cs->learned.rows[i].predicted_ns);
+			cmd_table_set_num(t, C_HYBRID, cs->hybrid.rows[i].predicted_ns);
 		}
 	}
 	return TS_OK;

@@ -189,13 +189,6 @@ static const struct cmd_col row_cols[] = {
 _Static_assert(TS_ARRAY_LEN(row_cols) == R_COUNT,
 	       "row_cols must list every row column");
 
-/* Sets a numeric cell only when the value means something (finite). */
-static void set_num(struct cmd_table *t, int col, double v)
-{
-	if (isfinite(v))
-		cmd_table_set_num(t, col, v);
-}
-
 static enum ts_status add_group_row(struct cmd_table *t, const char *set,
 				    const struct val_group *g,
 				    const char *kind, bool ranking)
@@ -208,21 +201,21 @@ static enum ts_status add_group_row(struct cmd_table *t, const char *set,
 	cmd_table_set_num(t, G_ROWS, g->n_rows);
 	cmd_table_set_num(t, G_EST, g->n_estimated);
 	cmd_table_set_num(t, G_INFEAS, g->n_infeasible);
-	set_num(t, G_MAPE, g->mape);
-	set_num(t, G_MEDAPE, g->median_ape);
-	set_num(t, G_ROOF_MAPE, g->roofline_mape);
-	set_num(t, G_ROOF_MEDAPE, g->roofline_median_ape);
+	cmd_table_set_num(t, G_MAPE, g->mape);
+	cmd_table_set_num(t, G_MEDAPE, g->median_ape);
+	cmd_table_set_num(t, G_ROOF_MAPE, g->roofline_mape);
+	cmd_table_set_num(t, G_ROOF_MEDAPE, g->roofline_median_ape);
 	if (!ranking)
 		return TS_OK;
-	set_num(t, G_TAU, g->tau_model);
-	set_num(t, G_TAU_ROOF, g->tau_roofline);
-	set_num(t, G_TAU_STEPS, g->tau_steps);
-	set_num(t, G_TOP1, g->top1_slowdown);
-	set_num(t, G_TOP5, g->top5_slowdown);
-	set_num(t, G_STEPS_TOP1, g->steps_top1_slowdown);
-	set_num(t, G_BEST, g->best_ns);
-	set_num(t, G_CHOSEN, g->chosen_ns);
-	set_num(t, G_DEFAULT, g->default_ns);
+	cmd_table_set_num(t, G_TAU, g->tau_model);
+	cmd_table_set_num(t, G_TAU_ROOF, g->tau_roofline);
+	cmd_table_set_num(t, G_TAU_STEPS, g->tau_steps);
+	cmd_table_set_num(t, G_TOP1, g->top1_slowdown);
+	cmd_table_set_num(t, G_TOP5, g->top5_slowdown);
+	cmd_table_set_num(t, G_STEPS_TOP1, g->steps_top1_slowdown);
+	cmd_table_set_num(t, G_BEST, g->best_ns);
+	cmd_table_set_num(t, G_CHOSEN, g->chosen_ns);
+	cmd_table_set_num(t, G_DEFAULT, g->default_ns);
 	return TS_OK;
 }
 
@@ -369,22 +362,22 @@ static enum ts_status add_rows(struct cmd_table *t, const struct val_report *r)
 		    (st = cmd_table_set_text(t, R_BOUND,
 					     hw_unit_name(res->bound))))
 			return st;
-		set_num(t, R_PREDICTED, res->predicted_ns);
-		set_num(t, R_ANALYTIC, res->analytic_ns);
-		set_num(t, R_HYBRID, res->hybrid_ns);
-		set_num(t, R_DEVICE, res->device_ns);
+		cmd_table_set_num(t, R_PREDICTED, res->predicted_ns);
+		cmd_table_set_num(t, R_ANALYTIC, res->analytic_ns);
+		cmd_table_set_num(t, R_HYBRID, res->hybrid_ns);
+		cmd_table_set_num(t, R_DEVICE, res->device_ns);
 		cmd_table_set_num(t, R_DISPATCH, res->dispatch_ns);
-		set_num(t, R_ROOFLINE, res->roofline_ns);
-		set_num(t, R_APE, fabs(res->predicted_ns - res->measured_ns) /
+		cmd_table_set_num(t, R_ROOFLINE, res->roofline_ns);
+		cmd_table_set_num(t, R_APE, fabs(res->predicted_ns - res->measured_ns) /
 					  res->measured_ns);
-		set_num(t, R_ROOF_APE,
+		cmd_table_set_num(t, R_ROOF_APE,
 			fabs(res->roofline_ns - res->measured_ns) /
 				res->measured_ns);
 		cmd_table_set_num(t, R_STEPS, (double)res->steps);
-		set_num(t, R_MXU, res->mxu_cycles);
-		set_num(t, R_VPU, res->vpu_cycles);
-		set_num(t, R_DMA, res->dma_cycles);
-		set_num(t, R_VMEM, res->vmem_bytes);
+		cmd_table_set_num(t, R_MXU, res->mxu_cycles);
+		cmd_table_set_num(t, R_VPU, res->vpu_cycles);
+		cmd_table_set_num(t, R_DMA, res->dma_cycles);
+		cmd_table_set_num(t, R_VMEM, res->vmem_bytes);
 		cmd_table_set_num(t, R_FEASIBLE, res->feasible ? 1 : 0);
 		cmd_table_set_num(t, R_KERNELS, res->n_kernels);
 	}

@@ -256,8 +256,8 @@ void cmd_table_set_num(struct cmd_table *t, int col, double v)
 {
 	TS_ASSERT(col >= 0 && col < t->n_cols);
 	TS_ASSERT(t->cols[col].unit != CMD_UNIT_TEXT);
-	if (!t->cells || (!t->has_footer && t->n_rows == 0))
-		return;
+	if (!t->cells || (!t->has_footer && t->n_rows == 0) || !isfinite(v))
+		return; /* a value that means nothing leaves the cell empty */
 	struct cmd_cell *c = &current_row(t)[col];
 	c->present = true;
 	c->num = v;

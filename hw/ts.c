@@ -234,6 +234,16 @@ char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 	return r;
 }
 
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,

@@ -105,6 +105,10 @@ char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
 char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* FNV-1a 64 of n bytes at p, continuing from h (start: TS_FNV1A_BASIS). */
+#define TS_FNV1A_BASIS UINT64_C(14695981039346656037)
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* ---- 128-bit integers ------------------------------------------------------
  * Arithmetic on int64 values read from input text (padding, dilations,
  * loop bounds) that may be anything the text holds: in 128 bits no sum or

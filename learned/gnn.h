@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "sim.h"
 
 /* ---- feature schema (gnn_features.c) ------------------------------------ */
@@ -247,6 +249,9 @@ void gnn_train_opts_default(struct gnn_train_opts *o);
 
 /* Trains m (allocated and initialised here) on d. TS_ERR_MISUSE when no
  * sample can train, TS_ERR_NOMEM. */
+/* Fisher-Yates shuffle of a[0..n) with draws from rng (the order of
+ * training samples, of validation groups, of compare's folds). */
+void gnn_shuffle(int *a, int n, gsl_rng *rng);
 enum ts_status gnn_train(const struct gnn_data *d,
 			 const struct gnn_train_opts *o, struct gnn_model *m,
 			 struct ts_diag *diag);

@@ -92,25 +92,15 @@ bool gnn_kernel_feature_analytic(int i)
 	return i >= 0 && i < GNN_KERNEL_F && kernel_fields[i].analytic;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
-
 uint64_t gnn_schema_hash(void)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
+	uint64_t h = TS_FNV1A_BASIS;
 	unsigned char v = GNN_SCHEMA_VERSION;
-	h = fnv(h, &v, 1);
+	h = ts_fnv1a(h, &v, 1);
 	for (int i = 0; i < GNN_NODE_F; i++)
-		h = fnv(h, node_names[i], strlen(node_names[i]) + 1);
+		h = ts_fnv1a(h, node_names[i], strlen(node_names[i]) + 1);
 	for (int i = 0; i < GNN_KERNEL_F; i++)
-		h = fnv(h, kernel_fields[i].name,
+		h = ts_fnv1a(h, kernel_fields[i].name,
 			strlen(kernel_fields[i].name) + 1);
 	return h;
 }

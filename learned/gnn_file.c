@@ -33,16 +33,6 @@
 #define GNN_FILE_VERSION 1
 static const char magic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'G', 'N'};
 
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
-
 /* ---- writing ------------------------------------------------------------- */
 
 struct wbuf {
@@ -151,7 +141,7 @@ enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 	for (size_t i = 0; i < m->n_params; i++)
 		put_f64(&w, m->params[i]);
 	if (!w.nomem)
-		put_u64(&w, fnv1a(w.p, w.n));
+		put_u64(&w, ts_fnv1a(TS_FNV1A_BASIS, w.p, w.n));
 	/* the only failure ts_write_file_atomic leaves unnamed is its own
 	 * allocation */
 	enum ts_status st = TS_ERR_NOMEM;
@@ -287,7 +277,7 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 		uint64_t stored = 0;
 		for (int i = 0; i < 8; i++)
 			stored |= (uint64_t)buf[len - 8 + i] << (8 * i);
-		if (fnv1a(buf, len - 8) != stored)
+		if (ts_fnv1a(TS_FNV1A_BASIS, buf, len - 8) != stored)
 			refuse(&r, "checksum mismatch: the file is corrupted or "
 				   "truncated");
 	}

@@ -442,7 +442,7 @@ static enum ts_status batch(struct trainer *t, const int *order, int lo,
 	return TS_OK;
 }
 
-static void shuffle(int *a, int n, gsl_rng *rng)
+void gnn_shuffle(int *a, int n, gsl_rng *rng)
 {
 	for (int i = n - 1; i > 0; i--) {
 		int j = (int)gsl_rng_uniform_int(rng, (unsigned long)i + 1);
@@ -467,7 +467,7 @@ static void split(const struct gnn_data *d, const struct gnn_train_opts *o,
 	for (int g = 0; g < d->n_groups; g++)
 		if (is_val[g])
 			perm[n++] = g;
-	shuffle(perm, n, rng);
+	gnn_shuffle(perm, n, rng);
 	int n_val = (int)floor(o->val_fraction * n + 0.5);
 	memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
 	for (int i = 0; i < n_val; i++)
@@ -619,7 +619,7 @@ enum ts_status gnn_train(const struct gnn_data *d,
 	time_t t0 = time(NULL);
 	for (epoch = 1; epoch <= o->epochs && stale < o->patience; epoch++) {
 		group_weights(&t, train);
-		shuffle(order, n_train, rng);
+		gnn_shuffle(order, n_train, rng);
 		double loss = 0;
 		for (int lo = 0; lo < n_train; lo += BATCH) {
 			int hi = lo + BATCH < n_train ? lo + BATCH : n_train;

@@ -47,7 +47,6 @@ static const struct {
 _Static_assert(TS_ARRAY_LEN(op_traits) == IR_OP_COUNT,
 	       "op_traits must cover every ir_op");
 
-
 const char *ir_op_name(enum ir_op op)
 {
 	return (unsigned)op < IR_OP_COUNT ? op_traits[op].name : "invalid";

@@ -349,6 +349,11 @@ enum ts_status val_report_build(const struct val_dataset *ds,
 				const struct val_report_opts *opts,
 				struct val_report *r, struct ts_diag *d);
 void val_report_free(struct val_report *r);
+
+/* Report cells: "12.3%" of a fraction and "0.887" (three decimals), each
+ * "n/a" for NaN; buf is returned. */
+const char *val_fmt_pct(char *buf, size_t cap, double x);
+const char *val_fmt_fix3(char *buf, size_t cap, double x);
 /* A copy of base whose rows are predicted by another model: device_ns[i]
  * per row (NaN: no prediction, left out of MAPE and ranked last), plus
  * each row's dispatch_ns; every summary recomputed. Strings stay base's:

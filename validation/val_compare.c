@@ -39,12 +39,7 @@ static enum ts_status assign_folds(int n_groups, int folds, uint64_t seed,
 		perm[g] = g;
 	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
 	gsl_rng_set(r, (unsigned long)seed);
-	for (int i = n_groups - 1; i > 0; i--) {
-		int j = (int)gsl_rng_uniform_int(r, (unsigned long)i + 1);
-		int t = perm[i];
-		perm[i] = perm[j];
-		perm[j] = t;
-	}
+	gnn_shuffle(perm, n_groups, r);
 	gsl_rng_free(r);
 	for (int i = 0; i < n_groups; i++)
 		fold_of_group[perm[i]] = folds > 0 ? i % folds : perm[i];

@@ -753,8 +753,7 @@ out:
 
 /* ---- writers -------------------------------------------------------------- */
 
-/* "12.3%" of a fraction, "n/a" for NaN. */
-static const char *pct(char *buf, size_t cap, double x)
+const char *val_fmt_pct(char *buf, size_t cap, double x)
 {
 	if (isnan(x))
 		snprintf(buf, cap, "n/a");
@@ -773,7 +772,7 @@ static const char *above(char *buf, size_t cap, double x, double base)
 	return buf;
 }
 
-static const char *fix3(char *buf, size_t cap, double x)
+const char *val_fmt_fix3(char *buf, size_t cap, double x)
 {
 	if (isnan(x))
 		snprintf(buf, cap, "n/a");
@@ -802,16 +801,16 @@ struct set_cells {
 static void set_cells(const struct val_report *r, struct set_cells *c)
 {
 	const struct val_group *o = &r->overall;
-	pct(CELL(c->mape), o->mape);
-	pct(CELL(c->medape), o->median_ape);
-	pct(CELL(c->roof_mape), o->roofline_mape);
-	pct(CELL(c->roof_medape), o->roofline_median_ape);
-	fix3(CELL(c->tau[0]), r->mean_tau_model);
-	fix3(CELL(c->tau[1]), r->mean_tau_roofline);
-	fix3(CELL(c->tau[2]), r->mean_tau_steps);
-	pct(CELL(c->top1[0]), r->mean_top1_slowdown);
-	pct(CELL(c->top1[1]), r->mean_steps_top1_slowdown);
-	pct(CELL(c->top5), r->mean_top5_slowdown);
+	val_fmt_pct(CELL(c->mape), o->mape);
+	val_fmt_pct(CELL(c->medape), o->median_ape);
+	val_fmt_pct(CELL(c->roof_mape), o->roofline_mape);
+	val_fmt_pct(CELL(c->roof_medape), o->roofline_median_ape);
+	val_fmt_fix3(CELL(c->tau[0]), r->mean_tau_model);
+	val_fmt_fix3(CELL(c->tau[1]), r->mean_tau_roofline);
+	val_fmt_fix3(CELL(c->tau[2]), r->mean_tau_steps);
+	val_fmt_pct(CELL(c->top1[0]), r->mean_top1_slowdown);
+	val_fmt_pct(CELL(c->top1[1]), r->mean_steps_top1_slowdown);
+	val_fmt_pct(CELL(c->top5), r->mean_top5_slowdown);
 	const struct val_tile_totals *t[2] = {&r->tiles_all, &r->tiles_config};
 	for (int i = 0; i < 2; i++) {
 		above(CELL(c->tiles[i][0]), t[i]->chosen_ns, t[i]->best_ns);
@@ -935,15 +934,15 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 			fprintf(out,
 				"%-12s %5d %7s %7s %8s %6s %8s %9s %7s %7s "
 				"%8s %8s\n",
-				g->name, g->n_rows, pct(B(0), g->mape),
-				pct(B(1), g->median_ape),
-				pct(B(2), g->roofline_mape),
-				fix3(B(3), g->tau_model),
-				fix3(B(4), g->tau_roofline),
-				fix3(B(5), g->tau_steps),
-				pct(B(6), g->top1_slowdown),
-				pct(B(7), g->top5_slowdown),
-				pct(B(8), g->steps_top1_slowdown),
+				g->name, g->n_rows, val_fmt_pct(B(0), g->mape),
+				val_fmt_pct(B(1), g->median_ape),
+				val_fmt_pct(B(2), g->roofline_mape),
+				val_fmt_fix3(B(3), g->tau_model),
+				val_fmt_fix3(B(4), g->tau_roofline),
+				val_fmt_fix3(B(5), g->tau_steps),
+				val_fmt_pct(B(6), g->top1_slowdown),
+				val_fmt_pct(B(7), g->top5_slowdown),
+				val_fmt_pct(B(8), g->steps_top1_slowdown),
 				above(B(9), g->default_ns, g->best_ns));
 		}
 		fprintf(out,
@@ -956,10 +955,10 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 		for (int i = 0; i < r->n_groups; i++) {
 			const struct val_group *g = &r->groups[i];
 			fprintf(out, "%-12s %5d %7s %7s %8s %10s\n", g->name,
-				g->n_rows, pct(B(0), g->mape),
-				pct(B(1), g->median_ape),
-				pct(B(2), g->roofline_mape),
-				pct(B(3), g->roofline_median_ape));
+				g->n_rows, val_fmt_pct(B(0), g->mape),
+				val_fmt_pct(B(1), g->median_ape),
+				val_fmt_pct(B(2), g->roofline_mape),
+				val_fmt_pct(B(3), g->roofline_median_ape));
 		}
 	}
 	struct set_cells c;
@@ -1036,11 +1035,11 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 		for (int i = 0; i < r->n_groups; i++) {
 			const struct val_group *g = &r->groups[i];
 			fprintf(out, "| %s | %d | %s | %s | %s | %s | %s | %s |\n",
-				g->name, g->n_rows, pct(B(0), g->mape),
-				fix3(B(1), g->tau_model),
-				fix3(B(2), g->tau_steps),
-				pct(B(3), g->top1_slowdown),
-				pct(B(4), g->steps_top1_slowdown),
+				g->name, g->n_rows, val_fmt_pct(B(0), g->mape),
+				val_fmt_fix3(B(1), g->tau_model),
+				val_fmt_fix3(B(2), g->tau_steps),
+				val_fmt_pct(B(3), g->top1_slowdown),
+				val_fmt_pct(B(4), g->steps_top1_slowdown),
 				above(B(5), g->default_ns, g->best_ns));
 		}
 	} else {
@@ -1049,9 +1048,9 @@ enum ts_status val_report_print_markdown(const struct val_report *r,
 		for (int i = 0; i < r->n_groups; i++) {
 			const struct val_group *g = &r->groups[i];
 			fprintf(out, "| %s | %d | %s | %s | %s |\n", g->name,
-				g->n_rows, pct(B(0), g->mape),
-				pct(B(1), g->median_ape),
-				pct(B(2), g->roofline_mape));
+				g->n_rows, val_fmt_pct(B(0), g->mape),
+				val_fmt_pct(B(1), g->median_ape),
+				val_fmt_pct(B(2), g->roofline_mape));
 		}
 	}
 	fputc('\n', out);
