@@ -157,8 +157,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < l.n; i++) {
 			struct sim_estimate e;
 			sim_plan_estimate(&plan, &hw, &l.v[i], &e);
-			sink += hyb_kernel_time(&gm, &emb, k, &e, &hw, false,
-						NULL);
+			sink += hyb_kernel_time(&gm, &emb, k, &e, &hw, false);
 		}
 		done += (int64_t)l.n;
 		t = now_s() - t0;

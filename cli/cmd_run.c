@@ -759,7 +759,7 @@ static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 			if (hyb_embed(m, k, &e) != TS_OK)
 				goto nomem;
 			k->est.time_ns = hyb_kernel_time(m, &e, k, &k->est,
-							 &ctx->hw, false, NULL);
+							 &ctx->hw, false);
 		}
 	}
 	return CMD_EXIT_OK;

@@ -127,7 +127,8 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	} else {
 		fprintf(ctx->err,
 			"%s: %s model: %d samples, %d groups; %d epochs, best "
-			"%d (training loss %.4f, held-out %.4f); %.0f s; "
+			"%d (training objective %.4f, with the ranking term; "
+			"held-out squared log error %.4f); %.0f s; "
 			"wrote %s\n",
 			ctx->prog, gnn_kind_name(m.kind), s.learn.data.n_samples,
 			s.learn.data.n_groups, m.summary.epochs,

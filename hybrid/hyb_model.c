@@ -29,21 +29,15 @@ enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
 
 double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 		       const struct sim_kernel *k, const struct sim_estimate *est,
-		       const struct hw_spec *hw, bool host_timed, double *r)
+		       const struct hw_spec *hw, bool host_timed)
 {
 	double kf[GNN_KERNEL_F];
 	struct gnn_head_acts h;
 	gnn_kernel_features(k, est, hw, host_timed, kf);
 	double raw = gnn_head(m, e->emb, kf, &h);
 	double out = gnn_output(m, raw, fmax(e->excess, h.excess), NULL);
-	if (m->kind == GNN_LEARNED_ONLY) {
-		double t = exp(out);
-		if (r)
-			*r = est->time_ns > 0 ? out - log(est->time_ns) : NAN;
-		return t;
-	}
-	if (r)
-		*r = est->time_ns > 0 ? out : 0;
+	if (m->kind == GNN_LEARNED_ONLY)
+		return exp(out);
 	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;
 }
 

@@ -31,8 +31,7 @@ static void cost(const struct search *s, const struct sim_tile_config *cfg,
 	pick->analytic_ns = pick->est.time_ns;
 	if (s->model)
 		pick->est.time_ns = hyb_kernel_time(s->model, s->emb, s->p->k,
-						    &pick->est, s->hw, false,
-						    NULL);
+						    &pick->est, s->hw, false);
 }
 
 /* true when pick a ranks before pick b (sim_config_better) */

@@ -27,14 +27,13 @@ enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
  * The learned time (ns) of kernel k costed as est on hw:
  *   residual model:      est->time_ns x exp(r)   (the hybrid estimate)
  *   learned-only model:  exp(log time)           (no analytic input)
- * *r (may be NULL) gets r, or log time - log analytic for learned-only.
  * host_timed: the kernel runs in a host-timed measurement (validation);
  * false for run and tile. An unmodelled or zero-time kernel keeps its
  * analytic time (0) under a residual model.
  */
 double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 		       const struct sim_kernel *k, const struct sim_estimate *est,
-		       const struct hw_spec *hw, bool host_timed, double *r);
+		       const struct hw_spec *hw, bool host_timed);
 
 /* Loads a model file; "default" names the model shipped with tpusim
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */

@@ -256,10 +256,10 @@ enum ts_status gnn_train(const struct gnn_data *d,
 			 const struct gnn_train_opts *o, struct gnn_model *m,
 			 struct ts_diag *diag);
 
-/* The model's prediction of sample s of d (ns), from per-graph embeddings
- * embs[g] (2H each, NULL: computed here). */
+/* The model's prediction of sample s of d (ns); NaN when a graph cannot be
+ * embedded (out of memory). */
 double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
-			  int s, double *const *embs);
+			  int s);
 
 /* ---- the model file (gnn_file.c) ---------------------------------------- */
 

@@ -5,12 +5,13 @@
  *   p = sum_k mult_k x base_k x exp(r_k) + extra
  * over its kernels k (base = the analytic time for the residual, 1 ns for
  * learned-only, where r is the log time), extra its host term. The loss is
- *   L = sum_sets 1/n_sets mean_{i in set} (ln p_i - ln m_i)^2
+ *   L = sum_groups 1/n_groups mean_{i in group} (ln p_i - ln m_i)^2
  *     + rank_weight x the same mean of a pairwise logistic loss
  *       ln(1 + exp(-(ln p_b - ln p_a))) over pairs of configs of one kernel
  *       (a measured faster than b; RANK_PAIRS partners drawn per sample and
  *       epoch), Kaufman et al.'s ranking loss;
- * every set weighs the same whatever its row count. Adam with decoupled
+ * every group (gnn_sample.group: a kernel's configs in a tile set, a shape
+ * in an op set) weighs the same whatever its row count. Adam with decoupled
  * weight decay, mini-batches in an order drawn from GSL's mt19937 with
  * the seed. The parameters judged and kept are an exponential moving
  * average of the steps' (Polyak averaging, decay EMA_DECAY, bias-corrected
@@ -213,7 +214,7 @@ static bool item_counts(const struct gnn_model *m, const struct gnn_item *it)
 }
 
 double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
-			  int s, double *const *embs)
+			  int s)
 {
 	const struct gnn_sample *sm = &d->samples[s];
 	double p = sm->extra_ns;
@@ -222,19 +223,13 @@ double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
 		const struct gnn_item *it = &d->items[i];
 		if (!item_counts(m, it))
 			continue;
-		const double *emb = embs ? embs[it->graph] : NULL;
-		double excess = 0;
-		if (!emb) {
-			if (gnn_embed(m, &d->graphs[it->graph], &ga) != TS_OK) {
-				gnn_graph_acts_free(&ga);
-				return NAN;
-			}
-			emb = ga.emb;
-			excess = ga.excess;
+		if (gnn_embed(m, &d->graphs[it->graph], &ga) != TS_OK) {
+			gnn_graph_acts_free(&ga);
+			return NAN;
 		}
 		struct gnn_head_acts ha;
-		double raw = gnn_head(m, emb, it->kf, &ha);
-		double r = gnn_output(m, raw, fmax(excess, ha.excess), NULL);
+		double raw = gnn_head(m, ga.emb, it->kf, &ha);
+		double r = gnn_output(m, raw, fmax(ga.excess, ha.excess), NULL);
 		p += it->mult * base_ns(m, it) * exp(r);
 	}
 	gnn_graph_acts_free(&ga);
@@ -326,7 +321,7 @@ static double eval_loss(struct trainer *t, const bool *mask)
 	for (int s = 0; s < t->d->n_samples; s++) {
 		if (!mask[s])
 			continue;
-		double p = gnn_predict_sample(t->m, t->d, s, NULL);
+		double p = gnn_predict_sample(t->m, t->d, s);
 		double e = log(fmax(p, P_FLOOR_NS)) - log(t->d->samples[s].measured_ns);
 		num += t->weight[s] * e * e;
 		den += t->weight[s];

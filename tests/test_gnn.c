@@ -286,7 +286,7 @@ static void test_train(void **state)
 			continue;
 		double meas = d.samples[s].measured_ns;
 		double ana = d.items[d.samples[s].first].analytic_ns;
-		double hyb = gnn_predict_sample(&m1, &d, s, NULL);
+		double hyb = gnn_predict_sample(&m1, &d, s);
 		ape_a += fabs(ana - meas) / meas;
 		ape_h += fabs(hyb - meas) / meas;
 		n++;

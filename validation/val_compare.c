@@ -81,7 +81,7 @@ static enum ts_status train_fold(const struct val_learn *l,
 	for (int s = 0; s < data->n_samples; s++) {
 		if (fold_of_sample[s] != f)
 			continue;
-		double p = gnn_predict_sample(&m, data, s, NULL);
+		double p = gnn_predict_sample(&m, data, s);
 		dev[l->set_of[s]][l->row_of[s]] = p - data->samples[s].extra_ns;
 	}
 	gnn_model_free(&m);

@@ -186,7 +186,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		if (model && e->time_ns > 0)
 			hybrid += hyb_kernel_time(model, &emb[k],
 						  &prog->kernels[k], e, hw,
-						  host, NULL) *
+						  host) *
 				  mult;
 		if (!e->feasible) {
 			res->feasible = false;
