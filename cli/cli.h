@@ -96,6 +96,8 @@ enum {
 enum {
 	CMD_OPT_HW = 0x10000,      /* --hw */
 	CMD_OPT_SET,               /* --set PATH=VALUE (with --hw) */
+	CMD_OPT_GEN,               /* --gen LIST (CMD_MULTI_HW) */
+	CMD_OPT_HW_DIR,            /* --hw-dir DIR for --gen (CMD_MULTI_HW) */
 	CMD_OPT_FORMAT = 'f',      /* -f, --format */
 	CMD_OPT_HELP = 'h',        /* -h, --help */
 	CMD_OPT_OWN = 0x100,       /* first id for a command's long options */

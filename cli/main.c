@@ -7,7 +7,9 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,14 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 		      "(the field's unit;\n"
 		      "                        repeatable)\n",
 		      cmd->flags & CMD_HW_OPTIONAL ? "see above" : "required");
+	if (cmd->flags & CMD_MULTI_HW)
+		fputs("      --gen LIST        the specs by generation, e.g. --gen "
+		      "v4,v5e,v6e:\n"
+		      "                        DIR/v4.yaml, ... side by side "
+		      "(instead of --hw)\n"
+		      "      --hw-dir DIR      where --gen finds them (default: "
+		      "hwspecs)\n",
+		      out);
 	if (cmd->flags & CMD_HAS_FORMAT)
 		fputs("  -f, --format FMT      output: table (default), csv, "
 		      "json or yaml\n",
@@ -446,6 +456,53 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 	return CMD_EXIT_OK;
 }
 
+/* --gen LIST [--hw-dir DIR]: the specs DIR/NAME.yaml of each generation
+ * named in LIST (comma-separated), as if given by --hw in that order. */
+static int gen_specs(struct cmd_ctx *ctx, const struct cmd *cmd,
+		     const char *gen, const char *hw_dir,
+		     char paths[CMD_MAX_HW][PATH_MAX], const char **more,
+		     int *n_more)
+{
+	if (!gen) {
+		cmd_error(ctx, "--hw-dir DIR goes with --gen LIST (e.g. --gen "
+			       "v4,v5e)");
+		return usage_error(ctx, cmd);
+	}
+	if (ctx->hw_path) {
+		cmd_error(ctx, "--gen picks the specs: leave out --hw");
+		return usage_error(ctx, cmd);
+	}
+	int n = 0;
+	for (const char *p = gen;; p++) {
+		size_t len = strcspn(p, ",");
+		bool ok = len > 0 && len < 64;
+		for (size_t i = 0; ok && i < len; i++)
+			ok = isalnum((unsigned char)p[i]) || p[i] == '_' ||
+			     p[i] == '-' || p[i] == '.';
+		if (!ok) {
+			cmd_error(ctx, "--gen %s: expected generation names "
+				       "like v4,v5e,v6e", gen);
+			return usage_error(ctx, cmd);
+		}
+		if (n == CMD_MAX_HW) {
+			cmd_error(ctx, "--gen %s: at most %d generations", gen,
+				  CMD_MAX_HW);
+			return usage_error(ctx, cmd);
+		}
+		snprintf(paths[n], PATH_MAX, "%s/%.*s.yaml",
+			 hw_dir ? hw_dir : "hwspecs", (int)len, p);
+		n++;
+		p += len;
+		if (!*p)
+			break;
+	}
+	ctx->hw_path = paths[0];
+	for (int i = 1; i < n; i++)
+		more[i - 1] = paths[i];
+	*n_more = n - 1;
+	return CMD_EXIT_OK;
+}
+
 /*
  * Parses argv (argv[0] is the command name) with the command's options and
  * main's shared ones, then does the setup its flags ask for and runs it.
@@ -471,6 +528,12 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 						     NULL, CMD_OPT_HW};
 		longopts[n_long++] = (struct option){"set", required_argument,
 						     NULL, CMD_OPT_SET};
+	}
+	if (cmd->flags & CMD_MULTI_HW) {
+		longopts[n_long++] = (struct option){"gen", required_argument,
+						     NULL, CMD_OPT_GEN};
+		longopts[n_long++] = (struct option){"hw-dir", required_argument,
+						     NULL, CMD_OPT_HW_DIR};
 	}
 	if (cmd->flags & CMD_HAS_FORMAT)
 		longopts[n_long++] = (struct option){
@@ -499,6 +562,8 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	opterr = 0;
 	int c, seen[CMD_MAX_OPTIONS], n_seen = 0, n_sets = 0, n_more = 0;
 	const char *sets[MAX_SETS], *more[CMD_MAX_HW - 1];
+	const char *gen = NULL, *hw_dir = NULL;
+	char gen_paths[CMD_MAX_HW][PATH_MAX];
 	while (rc == CMD_EXIT_OK &&
 	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
 		       -1) {
@@ -523,6 +588,12 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 					  CMD_MAX_HW);
 				rc = usage_error(&ctx, cmd);
 			}
+			break;
+		case CMD_OPT_GEN:
+			gen = optarg;
+			break;
+		case CMD_OPT_HW_DIR:
+			hw_dir = optarg;
 			break;
 		case CMD_OPT_SET:
 			if (n_sets == MAX_SETS) {
@@ -571,6 +642,11 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		bad_arg_count(&ctx, cmd, n_args);
 		rc = usage_error(&ctx, cmd);
 		goto out;
+	}
+	if (gen || hw_dir) {
+		rc = gen_specs(&ctx, cmd, gen, hw_dir, gen_paths, more, &n_more);
+		if (rc != CMD_EXIT_OK)
+			goto out;
 	}
 	if (cmd->flags & CMD_NEEDS_HW) {
 		rc = load_hw(&ctx, cmd, sets, n_sets, more, n_more);

@@ -564,6 +564,27 @@ static void test_generations(void **state)
 	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--roofline");
 	expect_rc(&both, 2);
 	proc_free(&both);
+	/* --gen v3,v4 --hw-dir DIR: the same as --hw DIR/v3.yaml --hw
+	 * DIR/v4.yaml, byte for byte */
+	char specs[PATH_MAX];
+	src(specs, "hwspecs");
+	struct proc g;
+	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "-f", "csv");
+	tpusim(&g, "run", ex, "--gen", "v3,v4", "--hw-dir", specs, "-f", "csv");
+	expect_rc(&g, 0);
+	assert_string_equal(g.out, both.out);
+	proc_free(&g);
+	proc_free(&both);
+	tpusim(&g, "run", ex, "--gen", "v3", "--hw", v4);
+	expect_rc(&g, 2);
+	expect_contains(g.err, "tpusim run: error: --gen picks the specs: leave "
+			       "out --hw\n");
+	proc_free(&g);
+	tpusim(&g, "run", ex, "--gen", "v3,,v4", "--hw-dir", specs);
+	expect_rc(&g, 2);
+	expect_contains(g.err, "tpusim run: error: --gen v3,,v4: expected "
+			       "generation names like v4,v5e,v6e\n");
+	proc_free(&g);
 	/* the picture: grouped bars per kernel kind */
 	char dir[PATH_MAX], png[PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s/test_gen_plots_%d", tu_tmpdir(),
