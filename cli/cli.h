@@ -232,17 +232,15 @@ int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 
 /* ---- timelines (cli/trace.c) --------------------------------------------- */
 
-/* Writes the programs' schedule (estimated on ctx->hw) to path as a Chrome
+/* Writes the programs' schedule (estimated on hw) to path as a Chrome
  * trace (temp file, then rename); prints a failure and returns an enum
  * cmd_exit. cli/trace.c says which tracks and events. */
 int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
-		    struct sim_program *progs, int n_progs);
+		    struct sim_program *progs, int n_progs,
+		    const struct hw_spec *hw);
 
 /* ---- pictures (cli/plots.c, PLplot) -------------------------------------- */
 
-/* Makes the --plots folder dir (an existing folder is fine, an existing
- * file is not); prints a failure; returns an enum cmd_exit. */
-int cmd_plots_dir(const struct cmd_ctx *ctx, const char *dir);
 /* Writes compare_scatter.png, compare_ape.png and compare_tau.png (tile
  * sets only) into the existing folder dir; returns an enum cmd_exit. */
 int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
@@ -398,6 +396,10 @@ enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d);
  * and returns the exit code; CMD_EXIT_OK otherwise. */
 int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
 		   enum ts_status (*write_fn)(FILE *f, void *arg), void *arg);
+/* Makes the output folder dir of option opt (--plots, --trace): an
+ * existing folder is fine, an existing file is not; prints a failure and
+ * returns an enum cmd_exit. */
+int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir);
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
 enum ts_status cmd_table_write_csv(FILE *f, void *t);
 

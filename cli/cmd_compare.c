@@ -329,7 +329,7 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		cmd_table_free(&t);
 	}
 	if (rc == CMD_EXIT_OK && o->plots) {
-		rc = cmd_plots_dir(ctx, o->plots);
+		rc = cmd_out_dir(ctx, "--plots", o->plots);
 		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_compare(ctx, o->plots, &c);
 	}

@@ -941,7 +941,7 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	enum ts_status st;
 
 	if (ctx->n_more_hw > 0) {
-		if (o->plots && (rc = cmd_plots_dir(ctx, o->plots)))
+		if (o->plots && (rc = cmd_out_dir(ctx, "--plots", o->plots)))
 			goto out;
 		rc = report_generations(ctx, path, progs, n_progs, o->plots);
 		goto out;
@@ -991,9 +991,10 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
 			     analytic);
 	if (rc == CMD_EXIT_OK && o->trace)
-		rc = cmd_write_trace(ctx, o->trace, progs, n_progs);
+		rc = cmd_write_trace(ctx, o->trace, progs, n_progs,
+				     &ctx->hw);
 	if (rc == CMD_EXIT_OK && o->plots) {
-		rc = cmd_plots_dir(ctx, o->plots);
+		rc = cmd_out_dir(ctx, "--plots", o->plots);
 		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_run(ctx, o->plots, progs, n_progs, &ctx->hw);
 	}

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +39,18 @@ struct whatif_opts {
 	const char *csv;                  /* --csv FILE */
 	const char *plots;                /* --plots DIR */
 	bool hold_tiles;                  /* --hold-tiles */
+	const char *trace;                /* --trace DIR */
 };
 
-enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV, OPT_PLOTS, OPT_HOLD_TILES };
+enum { OPT_SWEEP = CMD_OPT_OWN, OPT_CSV, OPT_PLOTS, OPT_HOLD_TILES,
+       OPT_TRACE };
 
 static const struct option whatif_options[] = {
 	{"sweep", required_argument, NULL, OPT_SWEEP},
 	{"csv", required_argument, NULL, OPT_CSV},
 	{"plots", required_argument, NULL, OPT_PLOTS},
 	{"hold-tiles", no_argument, NULL, OPT_HOLD_TILES},
+	{"trace", required_argument, NULL, OPT_TRACE},
 	{0},
 };
 
@@ -154,6 +158,9 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 	case OPT_HOLD_TILES:
 		o->hold_tiles = true;
 		return CMD_EXIT_OK;
+	case OPT_TRACE:
+		o->trace = arg;
+		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
 		return CMD_EXIT_USAGE;
@@ -199,7 +206,11 @@ static void whatif_help(FILE *out)
 	      "                        point (no tile search: faster; retiled "
 	      "is then 0, and\n"
 	      "                        a config that stops fitting VMEM counts "
-	      "as infeasible)\n",
+	      "as infeasible)\n"
+	      "      --trace DIR       each point's timeline as DIR/point_N.json "
+	      "(Chrome trace\n"
+	      "                        format, as run --trace; N as in the "
+	      "table)\n",
 	      out);
 }
 
@@ -495,6 +506,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			o->sweeps[s].field->is_int ? CMD_UNIT_INT : CMD_UNIT_EXACT,
 			0};
 	cmd_table_init(&t, "points", NULL, cols, C_FIXED + o->n_sweeps);
+	if (rc == CMD_EXIT_OK && o->trace)
+		rc = cmd_out_dir(ctx, "--trace", o->trace);
 	/* no early exit until the ranks have gathered: a rank that stopped
 	 * alone would leave the others waiting in mpi_gather */
 	if (rc == CMD_EXIT_OK &&
@@ -526,6 +539,14 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		    (rc = cost_point(ctx, &g, &hw, pt, cfg, false,
 					  o->hold_tiles)))
 			break;
+		if (o->trace) { /* the kernels hold this point's estimates */
+			char path[PATH_MAX];
+			snprintf(path, sizeof path, "%s/point_%d.json", o->trace,
+				 i);
+			if ((rc = cmd_write_trace(ctx, path, g.progs, g.n_progs,
+						  &hw)))
+				break;
+		}
 		if (tty && rank == 0 && i % (50 * ranks) == 0) {
 			double el = difftime(time(NULL), t0);
 			fprintf(ctx->err, "\rpoint %d/%d, %.0f s, ETA %.0f s ", i,
@@ -589,7 +610,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			w.names[v] = o->sweeps[v].field->path;
 			w.n[v] = o->sweeps[v].n;
 		}
-		rc = cmd_plots_dir(ctx, o->plots);
+		rc = cmd_out_dir(ctx, "--plots", o->plots);
 		if (rc == CMD_EXIT_OK)
 			rc = cmd_plot_whatif(ctx, o->plots, &w);
 	}
@@ -609,7 +630,8 @@ const struct cmd cmd_whatif = {
 	.name = "whatif",
 	.summary = "Sweep spec fields: time, bottlenecks, elasticities",
 	.synopsis = "GRAPH.hlo --hw SPEC.yaml --sweep P=VALUES [--sweep ...] "
-		    "[--set P=V ...] [--hold-tiles] [--csv FILE] [--plots DIR]",
+		    "[--set P=V ...] [--hold-tiles] [--csv FILE] [--plots DIR] "
+		    "[--trace DIR]",
 	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
 	.options = whatif_options,
 	.repeatable = "sweep",

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 enum { COL_BG = 0, COL_FG, COL_GRID, COL_SERIES };
 
@@ -39,19 +38,6 @@ static const char *const model_names[3] = {"analytic", "learned-only",
 					   "hybrid"};
 
 #define PATH_CAP 4096
-
-int cmd_plots_dir(const struct cmd_ctx *ctx, const char *dir)
-{
-	struct stat sb;
-	if (mkdir(dir, 0777) != 0 &&
-	    (errno != EEXIST || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-		cmd_error(ctx, "--plots: cannot create the folder %s: %s", dir,
-			  errno == EEXIST ? "a file of that name exists"
-					  : strerror(errno));
-		return CMD_EXIT_IO;
-	}
-	return CMD_EXIT_OK;
-}
 
 /* "<prefix>_<module>.png" for a module's picture: the name kept to
  * [A-Za-z0-9._-], and _2, _3, ... after a name already written by this

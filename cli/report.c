@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- formats ------------------------------------------------------------ */
 
@@ -753,4 +754,17 @@ enum ts_status cmd_table_write_csv(FILE *f, void *t)
 	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
 	cmd_report_table(&rep, t);
 	return cmd_report_end(&rep, &d);
+}
+
+int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir)
+{
+	struct stat sb;
+	if (mkdir(dir, 0777) != 0 &&
+	    (errno != EEXIST || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+		cmd_error(ctx, "%s: cannot create the folder %s: %s", opt, dir,
+			  errno == EEXIST ? "a file of that name exists"
+					  : strerror(errno));
+		return CMD_EXIT_IO;
+	}
+	return CMD_EXIT_OK;
 }

@@ -160,8 +160,9 @@ static enum ts_status write_trace(FILE *f, void *ctx_v)
 }
 
 int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
-		    struct sim_program *progs, int n_progs)
+		    struct sim_program *progs, int n_progs,
+		    const struct hw_spec *hw)
 {
-	struct write_ctx c = {progs, n_progs, &ctx->hw};
+	struct write_ctx c = {progs, n_progs, hw};
 	return cmd_write_file(ctx, path, write_trace, &c);
 }

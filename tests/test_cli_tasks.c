@@ -713,6 +713,32 @@ static void test_trace(void **state)
 		unlink(tr);
 	}
 	unlink(hlo);
+	/* whatif --trace DIR: a timeline per point, adding up to the point's
+	 * program time in the CSV */
+	char dir[PATH_MAX], csv[PATH_MAX + 8], pt[PATH_MAX + 32];
+	snprintf(dir, sizeof dir, "%s/test_whatif_trace_%d", tu_tmpdir(),
+		 (int)getpid());
+	snprintf(csv, sizeof csv, "%s.csv", dir);
+	struct proc p;
+	tpusim(&p, "whatif", ex, "--hw", v3, "--sweep", "mxu.count=1,4",
+	       "--trace", dir, "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	char *text = slurp(csv), *save = NULL;
+	strtok_r(text, "\n", &save);
+	for (int i = 0; i < 2; i++) {
+		const char *row = strtok_r(NULL, "\n", &save);
+		assert_non_null(row);
+		double t = atof(strchr(row, ',') + 1); /* time_ns */
+		snprintf(pt, sizeof pt, "%s/point_%d.json", dir, i);
+		int n;
+		double sum = kernels_track_ns(pt, &n);
+		assert_near(sum, t, 1.0 * n);
+		unlink(pt);
+	}
+	ts_free(text);
+	unlink(csv);
+	rmdir(dir);
 }
 
 /* Sums the "kernels" and "time_ns" of the rows of JSON table `key`. */
