@@ -291,6 +291,42 @@ static void test_whatif(void **state)
 	proc_free(&p);
 	assert_int_equal(read_points(csv, t, d), 3);
 	assert_true(t[0] == t[1] && t[1] == t[2]);
+	/* a 4096^3 bf16 matmul is MXU-bound: doubling the MXU count halves
+	 * its MXU time, within 2% (each pass's fill and drain, a few hundred
+	 * cycles against tens of thousands of work, do not scale); its DMA
+	 * time stays (tiles held, so the grid is the same at every point) */
+	char mm[PATH_MAX];
+	snprintf(mm, sizeof mm, "%s/test_whatif_mm_%d.hlo", tu_tmpdir(),
+		 (int)getpid());
+	f = fopen(mm, "w");
+	assert_non_null(f);
+	fputs("HloModule mm\nENTRY e {\n  a = bf16[4096,4096]{1,0} parameter(0)\n"
+	      "  b = bf16[4096,4096]{1,0} parameter(1)\n"
+	      "  ROOT d = bf16[4096,4096]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n}\n", f);
+	fclose(f);
+	tpusim(&p, "whatif", mm, "--hw", v3, "--sweep", "mxu.count=1,2,4",
+	       "--hold-tiles", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	char *mtext = slurp(csv), *msave = NULL;
+	strtok_r(mtext, "\n", &msave);
+	double mxu[3], dma[3];
+	for (int i = 0; i < 3; i++) {
+		const char *ln = strtok_r(NULL, "\n", &msave);
+		assert_non_null(ln);
+		double pt, tm, vpu;
+		assert_int_equal(sscanf(ln, "%lf,%lf,%lf,%lf,%lf", &pt, &tm,
+					&mxu[i], &vpu, &dma[i]),
+				 5);
+		assert_true(strstr(ln, ",1,0,0,0,0,0,0,") != NULL); /* MXU-bound */
+	}
+	ts_free(mtext);
+	for (int i = 0; i < 2; i++) {
+		assert_near(mxu[i + 1], mxu[i] / 2, 0.02 * mxu[i] / 2);
+		assert_true(dma[i + 1] == dma[i]);
+	}
+	unlink(mm);
 	/* the second point of a sweep against run --set */
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
 	       "hbm.bw_bytes_per_s=450e9,700e9", "--csv", csv);
