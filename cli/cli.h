@@ -163,6 +163,23 @@ bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
 		  struct hw_spec *hw);
 
+/* A fusion policy as `run --fusion` and `fuse --policy` take it: "xla"
+ * (cost NULL), "analytic" (the model on hw) or "hybrid" (with a learned
+ * model: --model, or the shipped one). */
+struct cmd_fusion {
+	const char *name;
+	struct sim_fuse_cost cost;
+	const struct sim_fuse_cost *use; /* &cost, or NULL for xla */
+	struct gnn_model model;          /* hybrid only */
+	struct hyb_fuse_ctx hyb;
+};
+/* Sets f for policy `name` on hw (model_path: the hybrid's model, NULL:
+ * "default"); prints what is wrong and returns an enum cmd_exit. */
+int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
+		    const char *model_path, const struct hw_spec *hw,
+		    struct cmd_fusion *f);
+void cmd_fusion_free(struct cmd_fusion *f);
+
 /* An HLO file as `run` and `tile` use it: the text (kept for carets), its
  * modules and one kernel program per selected module. */
 struct cmd_graph {
@@ -170,20 +187,23 @@ struct cmd_graph {
 	struct ir_module **mods;      /* every module of the file */
 	int n_mods;
 	struct sim_program *progs;    /* one per selected module, file order */
+	struct sim_fusion_plan *plans; /* the fusion decisions of each
+	                                  (cmd_graph_load's fusion) */
 	int n_progs;
 };
 
 /*
  * Parses `path` ("-": standard input) and builds the programs of its
- * modules (only the one named
- * `module` when not NULL; with opts->default_trip_count). Reports every
- * failure itself (located diagnostics, an unknown --module with the list
- * of modules, loops whose trip count was assumed) and returns an enum
- * cmd_exit. g is always safe to cmd_graph_free().
+ * modules (only the one named `module` when not NULL; with
+ * opts->default_trip_count; an unfused module fused by the policy
+ * `fusion` decides, NULL: xla). Reports every failure itself (located
+ * diagnostics, an unknown --module with the list of modules, loops whose
+ * trip count was assumed) and returns an enum cmd_exit. g is always safe
+ * to cmd_graph_free().
  */
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
-		   struct cmd_graph *g);
+		   const struct sim_fuse_cost *fusion, struct cmd_graph *g);
 void cmd_graph_free(struct cmd_graph *g);
 /* Warns on stderr about the kernels of p listed at zero time because the
  * model has no cost for them (custom calls, infeed, ...): their count and

@@ -15,14 +15,21 @@ struct fuse_opts {
 	const char *out;  /* -o OUT.hlo; NULL: standard output */
 	bool unfuse;      /* --unfuse: inline a compiled module's fusions */
 	bool agreement;   /* --agreement: compare the policy with XLA */
+	const char *policy; /* --policy; NULL: xla */
+	const char *model;  /* --model: the hybrid policy's (and report's) */
+	const char *report; /* --report FILE */
 };
 
-enum { OPT_OUT = 'o', OPT_UNFUSE = CMD_OPT_OWN, OPT_AGREEMENT };
+enum { OPT_OUT = 'o', OPT_UNFUSE = CMD_OPT_OWN, OPT_AGREEMENT, OPT_POLICY,
+       OPT_MODEL, OPT_REPORT };
 
 static const struct option fuse_options[] = {
 	{"output", required_argument, NULL, OPT_OUT},
 	{"unfuse", no_argument, NULL, OPT_UNFUSE},
 	{"agreement", no_argument, NULL, OPT_AGREEMENT},
+	{"policy", required_argument, NULL, OPT_POLICY},
+	{"model", required_argument, NULL, OPT_MODEL},
+	{"report", required_argument, NULL, OPT_REPORT},
 	{0},
 };
 
@@ -39,6 +46,15 @@ static int fuse_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 		return CMD_EXIT_OK;
 	case OPT_AGREEMENT:
 		o->agreement = true;
+		return CMD_EXIT_OK;
+	case OPT_POLICY:
+		o->policy = arg;
+		return CMD_EXIT_OK;
+	case OPT_MODEL:
+		o->model = arg;
+		return CMD_EXIT_OK;
+	case OPT_REPORT:
+		o->report = arg;
 		return CMD_EXIT_OK;
 	default:
 		cmd_error(ctx, "unhandled option");
@@ -106,13 +122,15 @@ static int write_out(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 	return cmd_write_file(ctx, o->out, write_buf, b);
 }
 
-/* Program time and HBM bytes of a parsed module on hw. */
-static enum ts_status cost(const struct ir_module *m, const struct hw_spec *hw,
-			   int *kernels, double *ns, double *bytes,
-			   struct ts_diag *d)
+/* Program time and HBM bytes of a parsed module on hw, fused by plan
+ * (NULL: the xla policy) when it is unfused. */
+static enum ts_status cost(const struct ir_module *m,
+			   const struct sim_fusion_plan *plan,
+			   const struct hw_spec *hw, int *kernels, double *ns,
+			   double *bytes, struct ts_diag *d)
 {
 	struct sim_program p;
-	struct sim_program_opts po = {0};
+	struct sim_program_opts po = {.fusion = plan};
 	enum ts_status st = sim_program_build(m, &po, &p, d);
 	if (st)
 		return st;
@@ -131,7 +149,8 @@ static enum ts_status cost(const struct ir_module *m, const struct hw_spec *hw,
 /* Module `mod` of g through the unfusion pass (unfuse: *inlined counts
  * the fusions) or the fusion pass (*fs), its text malloc'd into *b. */
 static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
-		    int mod, const char *path, bool unfuse, struct buf *b,
+		    int mod, const char *path, bool unfuse,
+		    const struct sim_fusion_plan *plan, struct buf *b,
 		    struct sim_fuse_stats *fs, int *inlined)
 {
 	FILE *mem = open_memstream(&b->p, &b->n);
@@ -141,7 +160,8 @@ static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
 		!mem     ? TS_ERR_NOMEM
 		: unfuse ? sim_unfuse_write(g->mods[mod], g->text, len, mem,
 					    inlined, &d)
-			 : sim_fuse_write(g->mods[mod], g->text, len, mem, fs, &d);
+			 : sim_fuse_write(g->mods[mod], g->text, len, plan, mem,
+					  fs, &d);
 	if (mem && fclose(mem) != 0 && st == TS_OK)
 		st = TS_ERR_NOMEM;
 	if (st != TS_OK) {
@@ -187,7 +207,7 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 	struct buf b = {0};
 	struct ir_module **u = NULL;
 	int nu = 0, inlined = 0;
-	int rc = run_pass(ctx, g, mod, path, true, &b, NULL, &inlined);
+	int rc = run_pass(ctx, g, mod, path, true, NULL, &b, NULL, &inlined);
 	struct ts_diag d = {0};
 	struct sim_fuse_agreement a;
 	if (rc == CMD_EXIT_OK && inlined > 0) {
@@ -219,13 +239,208 @@ static int agreement(struct cmd_ctx *ctx, int argc, char **argv)
 	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
 		struct cmd_graph g;
 		struct sim_program_opts po = {0};
-		rc = cmd_graph_load(ctx, argv[i], NULL, &po, &g);
+		rc = cmd_graph_load(ctx, argv[i], NULL, &po, NULL, &g);
 		for (int m = 0; rc == CMD_EXIT_OK && m < g.n_mods; m++)
 			rc = agree_module(ctx, &g, m, argv[i], &all);
 		cmd_graph_free(&g);
 	}
 	if (rc == CMD_EXIT_OK)
 		put_agreement(ctx->out, "all", &all);
+	return rc;
+}
+
+/* ---- the report (--report FILE) ------------------------------------------- */
+
+struct fuse_figures {
+	int kernels;
+	double ns, bytes;
+	double hybrid_ns; /* with a model: sum of hybrid kernel times x runs */
+};
+
+static enum ts_status figures(const struct ir_module *m,
+			      const struct sim_fusion_plan *plan,
+			      const struct hw_spec *hw, struct fuse_figures *f,
+			      struct ts_diag *d)
+{
+	f->hybrid_ns = NAN;
+	return cost(m, plan, hw, &f->kernels, &f->ns, &f->bytes, d);
+}
+
+/* The hybrid program time of m fused by plan: each kernel's hybrid time
+ * (hyb_fuse_cost) x its runs, summed (async overlap not subtracted). */
+static enum ts_status hybrid_time(const struct ir_module *m,
+				  const struct sim_fusion_plan *plan,
+				  struct cmd_fusion *hybrid, double *ns,
+				  struct ts_diag *d)
+{
+	struct sim_program p;
+	struct sim_program_opts po = {.fusion = plan};
+	enum ts_status st = sim_program_build(m, &po, &p, d);
+	*ns = 0;
+	for (int i = 0; !st && i < p.n_kernels; i++) {
+		double t = hyb_fuse_cost(&hybrid->hyb, &p.kernels[i]);
+		*ns += (isfinite(t) ? t : 0) * p.kernels[i].multiplicity;
+	}
+	sim_program_free(&p);
+	return st;
+}
+
+enum { R_POLICY, R_KERNELS, R_BYTES, R_TIME, R_HYBRID, R_FLIPS, R_COUNT };
+static const struct cmd_col policy_cols[R_COUNT] = {
+	[R_POLICY] = {"policy", "policy", CMD_UNIT_TEXT, 0},
+	[R_KERNELS] = {"kernels", "kernels", CMD_UNIT_INT, 0},
+	[R_BYTES] = {"hbm_bytes", "HBM bytes", CMD_UNIT_BYTES, 0},
+	[R_TIME] = {"analytic_ns", "analytic time", CMD_UNIT_TIME_NS, 0},
+	[R_HYBRID] = {"hybrid_ns", "hybrid time", CMD_UNIT_TIME_NS, 0},
+	[R_FLIPS] = {"decisions_differ", "differ from xla", CMD_UNIT_INT, 0},
+};
+
+enum { F_POLICY, F_COMP, F_INSTR, F_OP, F_XLA, F_DECIDED, F_BEFORE, F_AFTER,
+       F_COUNT };
+static const struct cmd_col flip_cols[F_COUNT] = {
+	[F_POLICY] = {"policy", "policy", CMD_UNIT_TEXT, 0},
+	[F_COMP] = {"computation", "computation", CMD_UNIT_TEXT, 0},
+	[F_INSTR] = {"instruction", "instruction", CMD_UNIT_TEXT, 0},
+	[F_OP] = {"op", "op", CMD_UNIT_TEXT, 0},
+	[F_XLA] = {"xla", "xla", CMD_UNIT_TEXT, 0},
+	[F_DECIDED] = {"decided", "decided", CMD_UNIT_TEXT, 0},
+	[F_BEFORE] = {"time_before_ns", "comp. time before",
+		      CMD_UNIT_TIME_NS, 0},
+	[F_AFTER] = {"time_after_ns", "after", CMD_UNIT_TIME_NS, 0},
+};
+
+struct report_ctx {
+	const struct ir_module *m;
+	const struct cmd_table *policies, *decisions;
+	enum cmd_format fmt;
+	const char *hw;
+};
+
+static enum ts_status put_report(FILE *f, void *arg)
+{
+	const struct report_ctx *r = arg;
+	struct cmd_report rep;
+	struct ts_diag d = {0};
+	cmd_report_begin(&rep, r->fmt, f);
+	if (r->fmt != CMD_FORMAT_CSV) {
+		cmd_report_text(&rep, "module", r->m->name);
+		cmd_report_text(&rep, "hw", r->hw);
+		cmd_report_table(&rep, r->policies);
+	}
+	cmd_report_table(&rep, r->decisions);
+	return cmd_report_end(&rep, &d);
+}
+
+/* The plans the report compares: none, xla, analytic, and hybrid when a
+ * model is at hand (--model, or --policy hybrid). */
+#define REPORT_PLANS 4
+
+static enum ts_status add_policy_row(struct cmd_table *t,
+				     const struct sim_fusion_plan *p,
+				     const struct fuse_figures *f)
+{
+	enum ts_status st = cmd_table_add_row(t);
+	if (st == TS_OK)
+		st = cmd_table_set_text(t, R_POLICY, p->policy);
+	cmd_table_set_num(t, R_KERNELS, f->kernels);
+	cmd_table_set_num(t, R_BYTES, f->bytes);
+	cmd_table_set_num(t, R_TIME, f->ns);
+	cmd_table_set_num(t, R_HYBRID, f->hybrid_ns);
+	cmd_table_set_num(t, R_FLIPS, p->n_flips);
+	return st;
+}
+
+static enum ts_status add_flip_rows(struct cmd_table *t,
+				    const struct sim_fusion_plan *p)
+{
+	enum ts_status st = TS_OK;
+	for (int i = 0; st == TS_OK && i < p->n_flips; i++) {
+		const struct sim_fusion_flip *f = &p->flips[i];
+		bool own = f->force == SIM_FUSE_OWN;
+		if ((st = cmd_table_add_row(t)) ||
+		    (st = cmd_table_set_text(t, F_POLICY, p->policy)) ||
+		    (st = cmd_table_set_text(t, F_COMP,
+					     f->instr->parent->name)) ||
+		    (st = cmd_table_set_text(t, F_INSTR, f->instr->name)) ||
+		    (st = cmd_table_set_text(t, F_OP,
+					     ir_op_name(f->instr->op))) ||
+		    (st = cmd_table_set_text(t, F_XLA,
+					     own ? "fused into its users"
+						 : "its own kernel")) ||
+		    (st = cmd_table_set_text(t, F_DECIDED,
+					     own ? "its own kernel"
+						 : "recomputed in every user")))
+			break;
+		cmd_table_set_num(t, F_BEFORE, f->before_ns);
+		cmd_table_set_num(t, F_AFTER, f->after_ns);
+	}
+	return st;
+}
+
+/* Report FILE: JSON (*.json), CSV (*.csv: the decisions only) or a text
+ * table: per policy (none: nothing fused; xla; analytic; hybrid when a
+ * model is at hand) kernels, HBM bytes and program time by the analytic
+ * model (and by the hybrid), and each decision of the analytic and hybrid
+ * policies that differs from the xla policy's, with the computation's
+ * predicted time (by that policy's cost) before and after it. */
+static int write_report(const struct cmd_ctx *ctx, const struct fuse_opts *o,
+			const struct ir_module *m, const struct cmd_fusion *chosen)
+{
+	size_t l = strlen(o->report);
+	enum cmd_format fmt =
+		l > 5 && !strcmp(o->report + l - 5, ".json")  ? CMD_FORMAT_JSON
+		: l > 4 && !strcmp(o->report + l - 4, ".csv") ? CMD_FORMAT_CSV
+							       : CMD_FORMAT_TABLE;
+	struct cmd_fusion analytic, hybrid;
+	int rc = cmd_fusion_init(ctx, "analytic", NULL, &ctx->hw, &analytic);
+	bool with_hybrid = o->model || !strcmp(chosen->name, "hybrid");
+	memset(&hybrid, 0, sizeof hybrid);
+	if (rc == CMD_EXIT_OK && with_hybrid)
+		rc = cmd_fusion_init(ctx, "hybrid", o->model, &ctx->hw, &hybrid);
+	struct sim_fusion_plan plans[REPORT_PLANS] = {0};
+	struct fuse_figures fig[REPORT_PLANS];
+	struct ts_diag d = {0};
+	enum ts_status st = TS_OK;
+	int n = with_hybrid ? 4 : 3;
+	if (rc == CMD_EXIT_OK) {
+		st = sim_fusion_plan_none(m, &plans[0], &d);
+		if (!st)
+			st = sim_fusion_plan_build(m, NULL, &plans[1], &d);
+		if (!st)
+			st = sim_fusion_plan_build(m, analytic.use, &plans[2], &d);
+		if (!st && with_hybrid)
+			st = sim_fusion_plan_build(m, hybrid.use, &plans[3], &d);
+		for (int i = 0; !st && i < n; i++) {
+			st = figures(m, &plans[i], &ctx->hw, &fig[i], &d);
+			if (!st && with_hybrid)
+				st = hybrid_time(m, &plans[i], &hybrid,
+						 &fig[i].hybrid_ns, &d);
+		}
+	}
+	struct cmd_table pt, ft;
+	cmd_table_init(&pt, "policies", NULL, policy_cols, R_COUNT);
+	cmd_table_init(&ft, "decisions", NULL, flip_cols, F_COUNT);
+	for (int i = 0; rc == CMD_EXIT_OK && !st && i < n; i++) {
+		st = add_policy_row(&pt, &plans[i], &fig[i]);
+		if (!st && i >= 2)
+			st = add_flip_rows(&ft, &plans[i]);
+	}
+	if (st) {
+		if (!d.msg[0])
+			ts_diag_set(&d, m->file, 0, 0, "%s", ts_status_str(st));
+		cmd_diag(ctx, &d, NULL, NULL, 0);
+		rc = cmd_exit_from_status(st);
+	}
+	if (rc == CMD_EXIT_OK) {
+		struct report_ctx r = {m, &pt, &ft, fmt, ctx->hw.name};
+		rc = cmd_write_file(ctx, o->report, put_report, &r);
+	}
+	cmd_table_free(&pt);
+	cmd_table_free(&ft);
+	for (int i = 0; i < REPORT_PLANS; i++)
+		sim_fusion_plan_free(&plans[i]);
+	cmd_fusion_free(&analytic);
+	cmd_fusion_free(&hybrid);
 	return rc;
 }
 
@@ -249,9 +464,19 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		cmd_error(ctx, "give one IN.hlo (several only with --agreement)");
 		return CMD_EXIT_USAGE;
 	}
+	if ((o->unfuse || o->agreement) && (o->policy || o->report)) {
+		cmd_error(ctx, "--policy and --report go with fusing, not "
+			       "--unfuse or --agreement");
+		return CMD_EXIT_USAGE;
+	}
+	struct cmd_fusion fusion;
+	int rc = cmd_fusion_init(ctx, o->policy ? o->policy : "xla", o->model,
+				 &ctx->hw, &fusion);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
-	int rc = cmd_graph_load(ctx, path, NULL, &popts, &g);
+	rc = cmd_graph_load(ctx, path, NULL, &popts, fusion.use, &g);
 	struct buf b = {0};
 	struct ir_module **back = NULL;
 	int n_back = 0;
@@ -266,7 +491,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	const struct ir_module *m = g.mods[0];
 	if (o->unfuse) {
 		int inlined;
-		rc = run_pass(ctx, &g, 0, path, true, &b, NULL, &inlined);
+		rc = run_pass(ctx, &g, 0, path, true, NULL, &b, NULL, &inlined);
 		if (rc == CMD_EXIT_OK)
 			rc = write_out(ctx, o, &b);
 		if (rc == CMD_EXIT_OK)
@@ -275,22 +500,26 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		goto out;
 	}
 	if (!g.progs[0].fused_xla) { /* run's test: a fusion instruction */
-		cmd_error(ctx, "%s: module %s already has fusion instructions "
-			       "(an optimized module): nothing to decide",
+		cmd_error(ctx, "%s: module %s is already compiled (it has "
+			       "fusion instructions or is_scheduled=true): "
+			       "nothing to decide",
 			  path, m->name);
 		rc = CMD_EXIT_INPUT;
 		goto out;
 	}
+	const struct sim_fusion_plan *plan = &g.plans[0];
 	struct sim_fuse_stats fs;
-	if ((rc = run_pass(ctx, &g, 0, path, false, &b, &fs, NULL)))
+	if ((rc = run_pass(ctx, &g, 0, path, false, plan, &b, &fs, NULL)))
 		goto out;
 	struct ts_diag d = {0};
 	enum ts_status st;
-	/* read back: it must parse and cost what the unfused module costs */
+	/* read back: it must parse and cost what the unfused module costs
+	 * under the same decisions */
 	const char *name = o->out ? o->out : "<fused output>";
-	int k0, k1;
-	double t0, t1, b0, b1;
-	st = cost(m, &ctx->hw, &k0, &t0, &b0, &d);
+	struct fuse_figures before, xla, after;
+	st = figures(m, plan, &ctx->hw, &before, &d);
+	if (st == TS_OK)
+		st = figures(m, NULL, &ctx->hw, &xla, &d);
 	if (st != TS_OK) { /* the input itself cannot be costed */
 		cmd_diag(ctx, &d, path, g.text, strlen(g.text));
 		rc = cmd_exit_from_status(st);
@@ -298,31 +527,40 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	st = hlo_parse(name, b.p, b.n, &back, &n_back, &d);
 	if (st == TS_OK)
-		st = cost(back[0], &ctx->hw, &k1, &t1, &b1, &d);
+		st = figures(back[0], NULL, &ctx->hw, &after, &d);
 	if (st != TS_OK) {
 		cmd_error(ctx, "internal error: the fused module does not read "
 			       "back: %s", d.msg);
 		rc = CMD_EXIT_IO;
 		goto out;
 	}
-	if (!(fabs(t1 - t0) <= 1e-9 * fmax(t0, 1.0)))
+	if (!(fabs(after.ns - before.ns) <= 1e-9 * fmax(before.ns, 1.0)))
 		fprintf(ctx->err,
 			"%s: warning: the fused module costs %.6g ns, the unfused "
-			"one %.6g ns\n", ctx->prog, t1, t0);
+			"one %.6g ns\n", ctx->prog, after.ns, before.ns);
 	if ((rc = write_out(ctx, o, &b)))
 		goto out;
 	fprintf(ctx->err,
-		"%s: policy xla: %d fusions (%d multi-output, %d groups left "
-		"unfused: a cycle); kernels %d -> %d; HBM bytes %.4g -> %.4g; "
-		"program time on %s %.6g -> %.6g ns\n",
-		ctx->prog, fs.fusions, fs.multi_output, fs.refused, k0, k1, b0,
-		b1, ctx->hw.name, t0, t1);
+		"%s: policy %s: %d fusions (%d multi-output, %d groups left "
+		"unfused: a cycle); kernels %d, HBM bytes %.4g; program time on "
+		"%s %.6g -> %.6g ns",
+		ctx->prog, plan->policy, fs.fusions, fs.multi_output,
+		fs.refused, after.kernels, after.bytes, ctx->hw.name, before.ns,
+		after.ns);
+	if (fusion.use)
+		fprintf(ctx->err, " (xla policy: %.6g ns; %d decisions differ, "
+				  "%d tried)",
+			xla.ns, plan->n_flips, plan->n_trials);
+	fputc('\n', ctx->err);
+	if (o->report)
+		rc = write_report(ctx, o, m, &fusion);
 out:
 	for (int i = 0; i < n_back; i++)
 		ir_module_free(back[i]);
 	ts_free(back);
 	free(b.p);
 	cmd_graph_free(&g);
+	cmd_fusion_free(&fusion);
 	return rc;
 }
 

@@ -28,6 +28,8 @@ struct run_opts {
 	const char *trace;         /* --trace FILE.json: the timeline */
 	bool summary;              /* --summary: rolled up, not per kernel */
 	const char *plots;         /* --plots DIR */
+	const char *fusion;        /* --fusion POLICY; NULL: xla */
+	const struct sim_fuse_cost *fusion_cost; /* its cost (run_main) */
 };
 
 enum {
@@ -41,6 +43,7 @@ enum {
 	RUN_OPT_TRACE,
 	RUN_OPT_SUMMARY,
 	RUN_OPT_PLOTS,
+	RUN_OPT_FUSION,
 };
 
 static const struct option run_options[] = {
@@ -54,6 +57,7 @@ static const struct option run_options[] = {
 	{"trace", required_argument, NULL, RUN_OPT_TRACE},
 	{"summary", no_argument, NULL, RUN_OPT_SUMMARY},
 	{"plots", required_argument, NULL, RUN_OPT_PLOTS},
+	{"fusion", required_argument, NULL, RUN_OPT_FUSION},
 	{0},
 };
 
@@ -94,7 +98,11 @@ static void run_help(FILE *out)
 	      "fusion passes\n"
 	      "would group it (header \"fusion: xla\"; `tpusim fuse` writes "
 	      "that module\n"
-	      "out); a compiled one as written (\"fusion: as compiled\").\n"
+	      "out); a compiled one as written (\"fusion: as compiled\"). "
+	      "--fusion\nanalytic or hybrid decides an unfused module's "
+	      "fusion by predicted time\ninstead (tpusim fuse --help says how; "
+	      "hybrid uses --model, else the\nshipped model; with several "
+	      "--hw, decided on the first).\n"
 	      "\n"
 	      "Options:\n"
 	      "      --module NAME     run only module NAME of a multi-module "
@@ -149,7 +157,11 @@ static void run_help(FILE *out)
 	      "(tpusim train;\n"
 	      "                        \"default\": the shipped one); the "
 	      "table adds the\n"
-	      "                        analytic time and the correction\n",
+	      "                        analytic time and the correction\n"
+	      "      --fusion POLICY   how an unfused module is fused: xla "
+	      "(default),\n"
+	      "                        analytic or hybrid (decided by "
+	      "predicted time)\n",
 	      out);
 }
 
@@ -208,6 +220,9 @@ static int run_parse_opt(const struct cmd_ctx *ctx, void *opts_, int id,
 		return CMD_EXIT_OK;
 	case RUN_OPT_PLOTS:
 		o->plots = arg;
+		return CMD_EXIT_OK;
+	case RUN_OPT_FUSION:
+		o->fusion = arg;
 		return CMD_EXIT_OK;
 	default:
 		TS_ASSERT(!"run_parse_opt: unknown option id");
@@ -699,9 +714,17 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		if (st == TS_OK) {
 			cmd_report_item_begin(&r);
 			cmd_report_text(&r, "module", p->module->name);
-			cmd_report_text(&r, "fusion",
-					p->fused_xla ? "xla (unfused module)"
-						     : "as compiled");
+			char fusion[96] = "as compiled";
+			if (p->fused_xla)
+				snprintf(fusion, sizeof fusion,
+					 "%s (unfused module%s", p->fusion_policy,
+					 p->fusion_flips ? "; " : ")");
+			if (p->fused_xla && p->fusion_flips)
+				snprintf(fusion + strlen(fusion),
+					 sizeof fusion - strlen(fusion),
+					 "%d decisions differ from xla)",
+					 p->fusion_flips);
+			cmd_report_text(&r, "fusion", fusion);
 			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
 				       p->n_kernels);
 			cmd_report_num(&r, "n_unmodelled", CMD_UNIT_INT,
@@ -929,7 +952,7 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 	int rc;
 	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
 	struct cmd_graph g;
-	rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+	rc = cmd_graph_load(ctx, path, o->module, &popts, o->fusion_cost, &g);
 	if (rc != CMD_EXIT_OK)
 		goto out;
 	if (strcmp(path, "-") == 0)
@@ -1135,7 +1158,13 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		return CMD_EXIT_USAGE;
 	}
 	struct gnn_model model = {0};
-	int rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
+	struct cmd_fusion fusion;
+	int rc = cmd_fusion_init(ctx, o->fusion ? o->fusion : "xla", o->model,
+				 &ctx->hw, &fusion);
+	if (rc != CMD_EXIT_OK)
+		return rc;
+	o->fusion_cost = fusion.use;
+	rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
 	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
 		struct stat sb;
 		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &sb) == 0 &&
@@ -1145,6 +1174,7 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			rc = run_file(ctx, o, o->model ? &model : NULL, argv[i]);
 	}
 	gnn_model_free(&model);
+	cmd_fusion_free(&fusion);
 	return rc;
 }
 

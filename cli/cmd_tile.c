@@ -266,7 +266,7 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	int rc = o->model ? cmd_load_model(ctx, o->model, &o->learned)
 			  : CMD_EXIT_OK;
 	if (rc == CMD_EXIT_OK)
-		rc = cmd_graph_load(ctx, path, o->module, &popts, &g);
+		rc = cmd_graph_load(ctx, path, o->module, &popts, NULL, &g);
 	if (rc != CMD_EXIT_OK)
 		goto out;
 	const struct sim_program *progs = g.progs;

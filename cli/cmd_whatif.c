@@ -489,7 +489,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	mpi_begin(&rank, &ranks);
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
-	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, &g);
+	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, NULL, &g);
 	struct sim_tile_config *cfg = NULL;
 	struct point *pts = ts_calloc((size_t)n_points + 1, sizeof *pts);
 	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,

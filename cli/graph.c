@@ -155,9 +155,43 @@ static enum ts_status read_stdin(char **out)
 	return TS_OK;
 }
 
+int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
+		    const char *model_path, const struct hw_spec *hw,
+		    struct cmd_fusion *f)
+{
+	memset(f, 0, sizeof *f);
+	f->name = name;
+	if (strcmp(name, "xla") == 0)
+		return CMD_EXIT_OK;
+	if (strcmp(name, "analytic") == 0) {
+		f->cost = (struct sim_fuse_cost){sim_fuse_cost_analytic,
+						 (void *)hw, "analytic"};
+	} else if (strcmp(name, "hybrid") == 0) {
+		int rc = cmd_load_model(ctx, model_path ? model_path : "default",
+					&f->model);
+		if (rc != CMD_EXIT_OK)
+			return rc;
+		f->hyb = (struct hyb_fuse_ctx){&f->model, hw};
+		f->cost = (struct sim_fuse_cost){hyb_fuse_cost, &f->hyb,
+						 "hybrid"};
+	} else {
+		cmd_error(ctx, "unknown fusion policy '%s' (expected xla, "
+			       "analytic or hybrid)", name);
+		return CMD_EXIT_USAGE;
+	}
+	f->use = &f->cost;
+	return CMD_EXIT_OK;
+}
+
+void cmd_fusion_free(struct cmd_fusion *f)
+{
+	gnn_model_free(&f->model);
+	memset(f, 0, sizeof *f);
+}
+
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
-		   struct cmd_graph *g)
+		   const struct sim_fuse_cost *fusion, struct cmd_graph *g)
 {
 	memset(g, 0, sizeof *g);
 	struct ts_diag d = {0};
@@ -195,15 +229,21 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		return CMD_EXIT_INPUT;
 	}
 	g->progs = ts_calloc((size_t)g->n_mods, sizeof *g->progs);
-	if (!g->progs) {
+	g->plans = ts_calloc((size_t)g->n_mods, sizeof *g->plans);
+	if (!g->progs || !g->plans) {
 		cmd_error(ctx, "out of memory");
 		return CMD_EXIT_IO;
 	}
 	for (int m = 0; m < g->n_mods; m++) {
 		if (module && strcmp(g->mods[m]->name, module) != 0)
 			continue;
-		st = sim_program_build(g->mods[m], opts, &g->progs[g->n_progs],
-				       &d);
+		struct sim_program_opts po = *opts;
+		st = sim_fusion_plan_build(g->mods[m], fusion,
+					   &g->plans[g->n_progs], &d);
+		po.fusion = &g->plans[g->n_progs];
+		if (st == TS_OK)
+			st = sim_program_build(g->mods[m], &po,
+					       &g->progs[g->n_progs], &d);
 		if (st != TS_OK) {
 			cmd_diag(ctx, &d, path, g->text, strlen(g->text));
 			return cmd_exit_from_status(st);
@@ -229,9 +269,14 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 
 void cmd_graph_free(struct cmd_graph *g)
 {
-	for (int m = 0; m < g->n_progs; m++)
+	for (int m = 0; m < g->n_progs; m++) {
 		sim_program_free(&g->progs[m]);
+		sim_fusion_plan_free(&g->plans[m]);
+	}
+	if (g->plans && g->n_progs < g->n_mods) /* one being built */
+		sim_fusion_plan_free(&g->plans[g->n_progs]);
 	ts_free(g->progs);
+	ts_free(g->plans);
 	for (int m = 0; m < g->n_mods; m++)
 		ir_module_free(g->mods[m]);
 	ts_free(g->mods);

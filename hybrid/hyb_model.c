@@ -41,6 +41,18 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;
 }
 
+double hyb_fuse_cost(void *ctx, const struct sim_kernel *k)
+{
+	const struct hyb_fuse_ctx *c = ctx;
+	struct sim_estimate est;
+	struct hyb_embedding e;
+	struct ts_diag d = {0};
+	if (sim_kernel_estimate(k, c->hw, NULL, &est, &d) != TS_OK ||
+	    hyb_embed(c->model, k, &e) != TS_OK)
+		return NAN;
+	return hyb_kernel_time(c->model, &e, k, &est, c->hw, false);
+}
+
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d)
 {

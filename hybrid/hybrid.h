@@ -35,6 +35,15 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 		       const struct sim_kernel *k, const struct sim_estimate *est,
 		       const struct hw_spec *hw, bool host_timed);
 
+/* The hybrid fusion policy's cost (struct sim_fuse_cost, ctx a struct
+ * hyb_fuse_ctx): a candidate kernel's analytic time with its best tile
+ * config, times the model's correction; NaN when it cannot be costed. */
+struct hyb_fuse_ctx {
+	const struct gnn_model *model;
+	const struct hw_spec *hw;
+};
+double hyb_fuse_cost(void *ctx, const struct sim_kernel *k);
+
 /* Loads a model file; "default" names the model shipped with tpusim
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,

@@ -42,26 +42,8 @@ struct emitter {
 	const struct ir_module *m;
 	int n_fusions;        /* fused computations written so far */
 	struct sim_fuse_stats *stats;
+	const struct sim_fusion_plan *plan; /* NULL: the xla policy */
 };
-
-/* Is computation c one the grouping applies to: the entry and the bodies
- * of control flow reached from it (not reduction regions or fusions)? */
-static void mark_grouped(const struct ir_computation *c, bool *grouped,
-			 int depth)
-{
-	if (grouped[c->index] || depth > SIM_MAX_NESTING)
-		return;
-	grouped[c->index] = true;
-	for (int i = 0; i < c->n_instrs; i++) {
-		const struct ir_instr *in = c->instrs[i];
-		if (in->op != IR_OP_WHILE && in->op != IR_OP_CONDITIONAL &&
-		    in->op != IR_OP_CALL)
-			continue;
-		for (int j = 0; j < in->n_called; j++)
-			if (in->called[j])
-				mark_grouped(in->called[j], grouped, depth + 1);
-	}
-}
 
 /* Members of group id that do work (sim_group_working). */
 static int working_members(const struct grouping *g, int id)
@@ -98,12 +80,26 @@ static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
 	return false;
 }
 
-/* A group is fused when it has two working members and no value it reads
- * depends on one of its own members (legality: no cycles). */
+/* Members of group id that are ops on the device: working ones and the
+ * constant-derived ones (a broadcast of a constant) XLA folds into the
+ * kernel that uses them; not free ops, not constants. */
+static int device_members(const struct grouping *g, int id)
+{
+	int n = 0;
+	for (int i = 0; i < g->n; i++)
+		n += sim_group_member(g, id, i) && g->live[i] &&
+		     sim_fuse_class(g, g->c->instrs[i]) != FC_FREE;
+	return n;
+}
+
+/* A group is fused when it has a working member and another device op
+ * (written alone, a broadcast of a constant would read back as a kernel
+ * of its own), and no value it reads depends on one of its own members
+ * (legality: no cycles). */
 static bool fusible(const struct grouping *g, int id,
 		    const struct ir_instr **inputs, bool *seen, int *stack)
 {
-	if (working_members(g, id) < 2)
+	if (working_members(g, id) < 1 || device_members(g, id) < 2)
 		return false;
 	int n = sim_group_inputs(g, id, inputs);
 	for (int q = 0; q < n; q++) {
@@ -447,7 +443,10 @@ static enum ts_status put_grouped(struct emitter *e,
 {
 	struct grouping g;
 	struct order o = {0};
-	enum ts_status st = sim_grouping_build(&g, c);
+	const struct sim_fusion_plan *plan = e->plan;
+	enum ts_status st = sim_grouping_build(
+		&g, c, plan && c->index < plan->n_comps ? plan->force[c->index]
+							: NULL);
 	if (!st)
 		st = order_alloc(&o, g.n, g.n_groups);
 	if (!st)
@@ -497,21 +496,22 @@ static enum ts_status put_verbatim(struct emitter *e,
 }
 
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
-			      size_t len, FILE *out,
-			      struct sim_fuse_stats *stats, struct ts_diag *d)
+			      size_t len, const struct sim_fusion_plan *plan,
+			      FILE *out, struct sim_fuse_stats *stats,
+			      struct ts_diag *d)
 {
 	memset(stats, 0, sizeof *stats);
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
-			    .m = m, .stats = stats};
+			    .m = m, .stats = stats, .plan = plan};
 	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
 	if (!grouped) {
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
 	if (m->entry)
-		mark_grouped(m->entry, grouped, 0);
-	hlo_emit_module_header(&e.h, m);
+		sim_mark_grouped(m->entry, grouped, 0);
+	hlo_emit_module_header(&e.h, m, true); /* compiled: as written */
 	enum ts_status st = TS_OK;
 	for (int i = 0; i < m->n_comps && !st; i++) {
 		const struct ir_computation *c = m->comps[i];

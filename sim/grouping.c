@@ -193,6 +193,36 @@ static void fuse_into(struct grouping *g, int i, int into)
 	}
 }
 
+/* Where recomputing instruction i in every user kernel would put it:
+ * G_MULTI, one group id, or G_NONE when that is not legal (a user is no
+ * kernel, or does not accept i). */
+static int recompute_target(const struct grouping *g, int i)
+{
+	const struct ir_instr *p = g->c->instrs[i];
+	bool multi = false, same = true;
+	int first = G_NONE;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		const struct ir_instr *u = g->c->instrs[g->users[k]];
+		int gu = g->grp[u->index];
+		if (!g->live[u->index])
+			continue;
+		if (gu == G_NONE || !user_accepts(g, u, p))
+			return G_NONE;
+		if (gu == G_MULTI)
+			multi = true;
+		else if (first == G_NONE)
+			first = gu;
+		else if (gu != first)
+			same = false;
+	}
+	return multi || !same ? G_MULTI : first;
+}
+
+bool sim_group_can_recompute(const struct grouping *g, int i)
+{
+	return recompute_target(g, i) != G_NONE;
+}
+
 /* The fusion predicate for instruction i (all its users decided). */
 static void decide_fusion(struct grouping *g, int i)
 {
@@ -211,6 +241,22 @@ static void decide_fusion(struct grouping *g, int i)
 		return;
 	if (fc == FC_ROOT || is_root) {
 		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	/* a policy's decision overrides the rules below where it is legal:
+	 * a kernel of its own always is; recomputing in every user kernel
+	 * when each accepts it (FC_CORE keeps its one-core-per-kernel rule
+	 * and is only ever unfused) */
+	signed char force = g->force ? g->force[i] : SIM_FUSE_DEFAULT;
+	if (force == SIM_FUSE_OWN) {
+		new_group(g, i, fc == FC_CORE);
+		return;
+	}
+	int into = force == SIM_FUSE_RECOMPUTE && fc != FC_CORE
+			   ? recompute_target(g, i)
+			   : G_NONE;
+	if (into != G_NONE) {
+		fuse_into(g, i, into);
 		return;
 	}
 	/* Survey the live users. */
@@ -308,6 +354,24 @@ static void decide_fusion(struct grouping *g, int i)
 		break;
 	}
 	new_group(g, i, fc == FC_CORE);
+}
+
+void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
+		      int depth)
+{
+	if (grouped[c->index] || depth > SIM_MAX_NESTING)
+		return;
+	grouped[c->index] = true;
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		if (in->op != IR_OP_WHILE && in->op != IR_OP_CONDITIONAL &&
+		    in->op != IR_OP_CALL)
+			continue;
+		for (int j = 0; j < in->n_called; j++)
+			if (in->called[j])
+				sim_mark_grouped(in->called[j], grouped,
+						 depth + 1);
+	}
 }
 
 bool sim_group_working(const struct grouping *g, int i)
@@ -562,13 +626,15 @@ static enum ts_status grouping_init(struct grouping *g,
 }
 
 enum ts_status sim_grouping_build(struct grouping *g,
-				  const struct ir_computation *c)
+				  const struct ir_computation *c,
+				  const signed char *force)
 {
 	const struct ir_instr **buf = NULL;
 	int *stack = NULL;
 	enum ts_status st = grouping_init(g, c);
 	if (st != TS_OK)
 		return st;
+	g->force = force;
 	for (int k = g->n - 1; k >= 0; k--)
 		decide_fusion(g, g->order[k]);
 	g->words_per_group = ((size_t)g->n + 63) / 64;

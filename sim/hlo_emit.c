@@ -41,12 +41,33 @@ void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s)
 	}
 }
 
-void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m)
+void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
+			    bool scheduled)
 {
-	if (m->header_end > m->header_begin && m->header_end <= e->len) {
+	if (!(m->header_end > m->header_begin && m->header_end <= e->len))
+		return;
+	/* the header as written, less any is_scheduled= attribute */
+	static const char key[] = "is_scheduled=";
+	const char *p = e->text + m->header_begin;
+	const char *end = e->text + m->header_end;
+	const char *k = NULL;
+	for (const char *q = p; q + sizeof key - 1 <= end && !k; q++)
+		if (!memcmp(q, key, sizeof key - 1))
+			k = q;
+	if (!k) {
 		hlo_emit_span(e, m->header_begin, m->header_end, false, false);
-		fputc('\n', e->out);
+	} else {
+		const char *ks = k, *ke = k + sizeof key - 1;
+		while (ke < end && *ke != ',' && *ke != ' ' && *ke != '\n')
+			ke++;
+		while (ks > p && (ks[-1] == ' ' || ks[-1] == ','))
+			ks--; /* ", is_scheduled=true" */
+		fwrite(p, 1, (size_t)(ks - p), e->out);
+		fwrite(ke, 1, (size_t)(end - ke), e->out);
 	}
+	if (scheduled)
+		fputs(", is_scheduled=true", e->out);
+	fputc('\n', e->out);
 }
 
 void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)

@@ -889,7 +889,8 @@ static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
 }
 
 /* Emits the kernel of group id. */
-static enum ts_status emit_group(struct build *b, struct grouping *g, int id,
+static enum ts_status emit_group(struct build *b, const struct grouping *g,
+				 int id,
 				 const struct ir_instr **buf,
 				 const struct site *s)
 {
@@ -949,7 +950,10 @@ static enum ts_status walk_grouped(struct build *b,
 {
 	struct grouping g;
 	const struct ir_instr **buf = NULL;
-	enum ts_status st = sim_grouping_build(&g, c);
+	const struct sim_fusion_plan *plan = b->opts ? b->opts->fusion : NULL;
+	enum ts_status st = sim_grouping_build(
+		&g, c, plan && c->index < plan->n_comps ? plan->force[c->index]
+							: NULL);
 	if (st == TS_OK) {
 		buf = ts_malloc((size_t)(g.n > 0 ? g.n : 1) * sizeof *buf);
 		if (!buf)
@@ -1031,16 +1035,53 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 
 /* ---- public ------------------------------------------------------------------ */
 
+bool sim_module_unfused(const struct ir_module *m)
+{
+	if (m->is_scheduled) /* XLA schedules what it has optimized */
+		return false;
+	for (int ci = 0; ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
+			if (m->comps[ci]->instrs[i]->op == IR_OP_FUSION)
+				return false;
+	return true;
+}
+
+void sim_kernel_release(struct sim_kernel *k)
+{
+	ts_free(k->members);
+	ts_free(k->inputs);
+	ts_free(k->outputs);
+	ts_free(k->lowered);
+	memset(k, 0, sizeof *k);
+}
+
+enum ts_status sim_group_kernel(const struct ir_module *m,
+				const struct grouping *g, int id,
+				struct sim_kernel *k, bool *none,
+				struct ts_diag *d)
+{
+	struct sim_program p = {.module = m};
+	struct build b = {.m = m, .p = &p, .pre_opt = true, .d = d};
+	struct site s = {.mult = 1.0};
+	const struct ir_instr **buf =
+		ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *buf);
+	enum ts_status st = buf ? emit_group(&b, g, id, buf, &s) : nomem(&b);
+	ts_free(buf);
+	*none = st == TS_OK && p.n_kernels == 0;
+	if (st == TS_OK && p.n_kernels == 1) {
+		*k = p.kernels[0];
+		p.n_kernels = 0;
+	}
+	sim_program_free(&p);
+	return st;
+}
+
 void sim_program_free(struct sim_program *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < p->n_kernels; i++) {
-		ts_free(p->kernels[i].members);
-		ts_free(p->kernels[i].inputs);
-		ts_free(p->kernels[i].outputs);
-		ts_free(p->kernels[i].lowered);
-	}
+	for (int i = 0; i < p->n_kernels; i++)
+		sim_kernel_release(&p->kernels[i]);
 	ts_free(p->kernels);
 	ts_free(p->loops);
 	ts_free(p->async);
@@ -1063,12 +1104,13 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	 * ops ran as written. One without is grouped as XLA would fuse it
 	 * (per module, not per computation: a compiled module's loop
 	 * condition has no fusion either, yet ran as written). */
-	b.pre_opt = true;
-	for (int ci = 0; ci < m->n_comps && b.pre_opt; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs && b.pre_opt; i++)
-			if (m->comps[ci]->instrs[i]->op == IR_OP_FUSION)
-				b.pre_opt = false;
+	b.pre_opt = sim_module_unfused(m);
 	p->fused_xla = b.pre_opt;
+	if (b.pre_opt) {
+		const struct sim_fusion_plan *plan = opts ? opts->fusion : NULL;
+		p->fusion_policy = plan ? plan->policy : "xla";
+		p->fusion_flips = plan ? plan->n_flips : 0;
+	}
 	struct site s = {.mult = 1.0};
 	enum ts_status st = walk(&b, m->entry, s);
 	if (st != TS_OK) {

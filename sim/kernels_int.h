@@ -87,13 +87,17 @@ struct grouping {
 	uint64_t *bits;        /* membership: group g, instr i at bit
 	                          g * words_per_group * 64 + i */
 	size_t words_per_group; /* 64-bit words per group: ceil(n / 64) */
+	const signed char *force; /* per instruction: a policy's decision
+	                             (enum sim_fuse_force), NULL: none */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says
- * how): fills g (sim_grouping_free it, also after an error). TS_ERR_NOMEM
- * only. */
+ * how), except where force (NULL: nowhere; else per instruction of c, enum
+ * sim_fuse_force) overrides a decision legally: fills g (sim_grouping_free
+ * it, also after an error). TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_build(struct grouping *g,
-				  const struct ir_computation *c);
+				  const struct ir_computation *c,
+				  const signed char *force);
 void sim_grouping_free(struct grouping *g);
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
@@ -107,6 +111,23 @@ bool sim_group_output(const struct grouping *g, int id, int i);
 /* Does instruction i do work: live, not free, not constant-derived (what
  * makes a group worth fusing, and what the agreement with XLA counts)? */
 bool sim_group_working(const struct grouping *g, int i);
+
+/* Could instruction i (decided in g) be recomputed in every user kernel:
+ * every live user in a kernel that accepts it? (SIM_FUSE_RECOMPUTE) */
+bool sim_group_can_recompute(const struct grouping *g, int i);
+/* Marks in grouped[] (by computation index) the computations the
+ * grouping applies to, from c: c and the bodies of its control flow (not
+ * reduction regions or fused computations). */
+void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
+		      int depth);
+/* The kernel group id of g would be (kernels.c, as sim_program_build
+ * makes it, multiplicity 1), into *k (sim_kernel_release it); *none when
+ * the group does no work (a free op as its root). */
+enum ts_status sim_group_kernel(const struct ir_module *m,
+				const struct grouping *g, int id,
+				struct sim_kernel *k, bool *none,
+				struct ts_diag *d);
+void sim_kernel_release(struct sim_kernel *k);
 
 /* Index of instruction in within c; -1 when it is not one of c's (an
  * operand nested in an operand list, or another computation's). */
@@ -133,8 +154,11 @@ struct hlo_emit {
 void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
 		   bool trim_back);
 void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s);
-/* "HloModule NAME, ATTRS" as written, and a newline; nothing without one. */
-void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m);
+/* "HloModule NAME, ATTRS" as written less is_scheduled=, then
+ * ", is_scheduled=true" when scheduled (a compiled module: fuse's output),
+ * and a newline; nothing without a header. */
+void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
+			    bool scheduled);
 /* "\n[ENTRY ]%name (p: shape, ...) -> shape {\n" from the IR. */
 void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
 /* "  [ROOT ]%name = <rhs>\n" from in's own text, its operand list

@@ -179,10 +179,15 @@ struct sim_async {
 	                                  between (sim_program_total) */
 };
 
+struct sim_fusion_plan;
+
 struct sim_program_opts {
 	int64_t default_trip_count;    /* trip count for loops with neither a
 	                                  known nor a derivable one
 	                                  (--trip-count); <= 0: 1 */
+	const struct sim_fusion_plan *fusion; /* an unfused module's fusion
+	                                  decisions (sim_fusion_plan_build);
+	                                  NULL: the xla policy */
 };
 
 struct sim_program {
@@ -204,8 +209,20 @@ struct sim_program {
 	bool fused_xla;                /* an unfused module: its kernels are
 	                                  the groups XLA's fusion would make
 	                                  (grouping.c, the `xla` policy;
-	                                  tpusim fuse writes them out) */
+	                                  tpusim fuse writes them out), or
+	                                  a policy's (below) */
+	const char *fusion_policy;     /* an unfused module's: "xla",
+	                                  "analytic", "hybrid"; NULL else */
+	int fusion_flips;              /* its decisions that differ from the
+	                                  xla policy's */
 };
+
+/* An unfused (pre-optimization) module: one without any fusion
+ * instruction and not marked is_scheduled=true (XLA schedules the module
+ * it has optimized; tpusim fuse marks its output so). Its kernels are
+ * decided by a fusion policy; a compiled module's are its top-level ops
+ * as written. */
+bool sim_module_unfused(const struct ir_module *m);
 
 enum ts_status sim_program_build(const struct ir_module *m,
 				 const struct sim_program_opts *opts,
@@ -272,6 +289,68 @@ double sim_program_total(struct sim_program *p);
 double sim_program_host_ns(const struct sim_program *p,
 			   const struct hw_spec *hw);
 
+/* ---- fusion policies (sim/fusion_policy.c) ---- */
+
+/* A policy's decision on one instruction of an unfused computation. */
+enum sim_fuse_force {
+	SIM_FUSE_DEFAULT = 0, /* as the xla policy's rules decide */
+	SIM_FUSE_OWN,         /* a kernel of its own (not fused into users) */
+	SIM_FUSE_RECOMPUTE,   /* computed inside every user kernel (where
+	                         each accepts it) */
+};
+
+/* How a policy times a candidate kernel: ns for one run, NaN when it
+ * cannot. The analytic policy: sim_fuse_cost_analytic; the hybrid one
+ * lives in hybrid/ (the learned correction on top). */
+struct sim_fuse_cost {
+	double (*kernel_ns)(void *ctx, const struct sim_kernel *k);
+	void *ctx;
+	const char *name;     /* "analytic", "hybrid" */
+};
+/* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config. */
+double sim_fuse_cost_analytic(void *hw, const struct sim_kernel *k);
+
+/* One decision that differs from the xla policy, in the order taken. */
+struct sim_fusion_flip {
+	const struct ir_instr *instr;
+	enum sim_fuse_force force;  /* SIM_FUSE_OWN or SIM_FUSE_RECOMPUTE */
+	double before_ns, after_ns; /* the computation's predicted time (sum
+	                               of its kernels, one run) without and
+	                               with this decision */
+};
+
+struct sim_fusion_plan {
+	const char *policy;        /* "xla", "analytic", "hybrid" */
+	int n_comps;
+	signed char **force;       /* per computation index: NULL (xla rules)
+	                              or one enum sim_fuse_force per
+	                              instruction (ts_malloc'd) */
+	int n_flips;
+	struct sim_fusion_flip *flips; /* ts_malloc'd */
+	int n_trials;              /* decisions tried */
+	int n_costed;              /* distinct candidate kernels costed */
+};
+
+/*
+ * Decides an unfused module's fusion by predicted time (sim/fusion_policy.c
+ * says how): starting from the xla policy's decisions, each instruction
+ * whose fusion the rules decide is tried the other way (a kernel of its
+ * own, or recomputed in every user kernel) and kept so when the cost's
+ * sum over the computation's kernels drops. cost NULL: the xla policy (no
+ * decision changed). TS_ERR_NOMEM, or an error from building a kernel.
+ */
+enum ts_status sim_fusion_plan_build(const struct ir_module *m,
+				     const struct sim_fuse_cost *cost,
+				     struct sim_fusion_plan *plan,
+				     struct ts_diag *d);
+/* The plan that fuses nothing: every instruction whose fusion the rules
+ * decide is a kernel of its own (policy "none": the module before any
+ * fusion, the baseline of `fuse --report`). */
+enum ts_status sim_fusion_plan_none(const struct ir_module *m,
+				    struct sim_fusion_plan *plan,
+				    struct ts_diag *d);
+void sim_fusion_plan_free(struct sim_fusion_plan *plan);
+
 /* ---- the fusion pass as HLO text (sim/fusion.c) ---- */
 
 struct sim_fuse_stats {
@@ -283,13 +362,15 @@ struct sim_fuse_stats {
 /*
  * Writes module m, parsed from text[0..len), as the fused module XLA's
  * fusion would make of it (the `xla` policy: the grouping `run` costs an
- * unfused module with; sim/fusion.c says how), as HLO text that tpusim
+ * unfused module with; sim/fusion.c says how), or as plan decides (NULL:
+ * the xla policy), as HLO text that tpusim
  * reads back to the same kernels. Fails with TS_ERR_UNSUPPORTED_OP (d
  * located) for forms it cannot re-emit, TS_ERR_NOMEM.
  */
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
-			      size_t len, FILE *out,
-			      struct sim_fuse_stats *stats, struct ts_diag *d);
+			      size_t len, const struct sim_fusion_plan *plan,
+			      FILE *out, struct sim_fuse_stats *stats,
+			      struct ts_diag *d);
 
 /* Writes module m (parsed from text) with every fusion inlined into its
  * caller (sim/unfuse.c): the module before XLA fused it; an inlined

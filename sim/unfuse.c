@@ -191,7 +191,7 @@ enum ts_status sim_unfuse_write(const struct ir_module *m, const char *text,
 	struct hlo_emit e = {.text = text, .len = len, .file = m->file,
 			     .out = out, .d = d};
 	*inlined = 0;
-	hlo_emit_module_header(&e, m);
+	hlo_emit_module_header(&e, m, false); /* to be fused again */
 	enum ts_status st = TS_OK;
 	for (int i = 0; i < m->n_comps && !st; i++)
 		if (!m->comps[i]->is_fusion)
@@ -288,7 +288,7 @@ enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
 		if (!has)
 			continue;
 		struct grouping g;
-		enum ts_status st = sim_grouping_build(&g, c);
+		enum ts_status st = sim_grouping_build(&g, c, NULL);
 		if (st == TS_OK)
 			agree_comp(&g, a);
 		sim_grouping_free(&g);

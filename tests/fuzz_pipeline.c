@@ -130,7 +130,7 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	int inlined;
 	enum ts_status st =
 		fused ? sim_unfuse_write(m, text, len, f, &inlined, &d)
-		      : sim_fuse_write(m, text, len, f, &fs, &d);
+		      : sim_fuse_write(m, text, len, NULL, f, &fs, &d);
 	fclose(f);
 	if (st == TS_OK) {
 		struct ir_module **back = NULL;

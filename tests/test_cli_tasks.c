@@ -206,9 +206,9 @@ static void test_fuse(void **state)
 	expect_rc(&p, 1);
 	char want[2 * PATH_MAX];
 	snprintf(want, sizeof want,
-		 "tpusim fuse: error: %s: module jit_train_loop already has "
-		 "fusion instructions (an optimized module): nothing to "
-		 "decide\n", ex);
+		 "tpusim fuse: error: %s: module jit_train_loop is already "
+		 "compiled (it has fusion instructions or is_scheduled=true): "
+		 "nothing to decide\n", ex);
 	assert_string_equal(p.err, want);
 	assert_true(access(out, F_OK) != 0);
 	proc_free(&p);

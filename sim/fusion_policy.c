@@ -1,0 +1,335 @@
+/*
+ * fusion_policy.c: the `analytic` and `hybrid` fusion policies, which
+ * decide an unfused module's fusion by predicted time instead of by XLA's
+ * rules alone.
+ *
+ * The decision space is the xla policy's (grouping.c): consumers first,
+ * each instruction is either computed inside the kernels of its users or
+ * is a kernel of its own. The rules are of two sorts. Legality (what a
+ * kernel can hold: a dot's operands take only format ops, collectives and
+ * custom calls accept nothing, one core per kernel, no cycles) is kept by
+ * every policy. Heuristics (recompute cheap producers in every user,
+ * never fuse an expensive op through a broadcast, fuse a reduce or dot
+ * into its one elementwise user, an expensive op joins its earliest user)
+ * are what the analytic and hybrid policies may overturn.
+ *
+ * Greedy search, per grouped computation (the entry and control-flow
+ * bodies): start from the xla policy's grouping; visit the instructions
+ * whose fusion the rules decide (live, not free, not constant-derived, not
+ * the root; cheap, expensive and core ops) consumers first, as XLA's
+ * InstructionFusion does; try each the other way:
+ *   - fused somewhere  -> a kernel of its own (SIM_FUSE_OWN);
+ *   - its own kernel   -> recomputed in every user kernel
+ *                         (SIM_FUSE_RECOMPUTE; tried only where legal, and
+ *                         never for a reduce, dot or convolution);
+ * regroup the computation with that decision and keep it when
+ *
+ *   T = sum over the computation's kernels of cost(kernel)   [ns, one run]
+ *
+ * drops by more than SIM_FUSE_MIN_GAIN (0.1%) of T: a smaller gain is
+ * within the model's own error and not worth departing from XLA's rules
+ * (and keeps the search from chasing rounding). cost is the analytic model's time of the
+ * kernel with its best tile config (sim_kernel_estimate), or the hybrid's
+ * (hybrid/: analytic x the learned correction). A kernel's HBM traffic,
+ * VPU work (recomputed producers counted in every kernel that holds them),
+ * VMEM working set and the per-kernel overhead are all in that time, so
+ * "HBM traffic removed against recomputation and VMEM pressure" is the
+ * model's own trade, not a second formula. Kernels are costed once per
+ * distinct (members, outputs) set: a cache keyed by a 64-bit FNV-1a hash
+ * of both (a collision would reuse another set's time; at the sizes here,
+ * a few thousand sets, its odds are below 1e-12).
+ *
+ * Known limits: one pass, one decision at a time (a pair of changes that
+ * only pays together is not found); a while body is judged by one run of
+ * its kernels (its trip count scales both sides equally); async overlap
+ * is ignored (T sums kernels); sibling multi-output merging stays XLA's.
+ * Source: the greedy producer-consumer search of Kaufman et al. (MLSys
+ * 2021) for the fusion task, with the cost model in place of measurement.
+ */
+#include "kernels_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#define SIM_FUSE_MIN_GAIN 1e-3
+
+double sim_fuse_cost_analytic(void *hw, const struct sim_kernel *k)
+{
+	struct sim_estimate e;
+	struct ts_diag d = {0};
+	if (sim_kernel_estimate(k, hw, NULL, &e, &d) != TS_OK)
+		return NAN;
+	return e.time_ns;
+}
+
+/* Kernel times by (members, outputs) key; open addressing. */
+struct cache {
+	uint64_t *key; /* 0: empty */
+	double *ns;
+	size_t cap, n;
+};
+
+static void cache_free(struct cache *c)
+{
+	ts_free(c->key);
+	ts_free(c->ns);
+	memset(c, 0, sizeof *c);
+}
+
+static double *cache_slot(struct cache *c, uint64_t key, bool *found)
+{
+	if (2 * (c->n + 1) > c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 256;
+		uint64_t *k = ts_calloc(cap, sizeof *k);
+		double *v = ts_calloc(cap, sizeof *v);
+		if (!k || !v) {
+			ts_free(k);
+			ts_free(v);
+			return NULL;
+		}
+		for (size_t i = 0; i < c->cap; i++) {
+			if (!c->key[i])
+				continue;
+			size_t j = c->key[i] & (cap - 1);
+			while (k[j])
+				j = (j + 1) & (cap - 1);
+			k[j] = c->key[i];
+			v[j] = c->ns[i];
+		}
+		ts_free(c->key);
+		ts_free(c->ns);
+		c->key = k;
+		c->ns = v;
+		c->cap = cap;
+	}
+	size_t j = key & (c->cap - 1);
+	while (c->key[j] && c->key[j] != key)
+		j = (j + 1) & (c->cap - 1);
+	*found = c->key[j] == key;
+	if (!*found) {
+		c->key[j] = key;
+		c->n++;
+	}
+	return &c->ns[j];
+}
+
+/* The key of group id: its member bits and its outputs (a member read
+ * outside the group, the only ones sim_group_output has to check). */
+static uint64_t group_key(const struct grouping *g, int id)
+{
+	const uint64_t *w = g->bits + (size_t)id * g->words_per_group;
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, w,
+			      g->words_per_group * sizeof *w);
+	for (int i = 0; i < g->n; i++) {
+		if (!sim_group_member(g, id, i))
+			continue;
+		bool outside = g->c->root == g->c->instrs[i];
+		for (int k = g->uoff[i]; k < g->uoff[i + 1] && !outside; k++)
+			outside = g->live[g->users[k]] &&
+				  !sim_group_member(g, id, g->users[k]);
+		if (outside && sim_group_output(g, id, i))
+			h = ts_fnv1a(h, &i, sizeof i);
+	}
+	return h ? h : 1;
+}
+
+struct search {
+	const struct ir_module *m;
+	const struct sim_fuse_cost *cost;
+	struct cache cache;
+	struct sim_fusion_plan *plan;
+	struct ts_diag *d;
+};
+
+/* T of computation c under force: the sum of its kernels' costs. */
+static enum ts_status comp_time(struct search *s,
+				const struct ir_computation *c,
+				const signed char *force, double *t)
+{
+	struct grouping g;
+	enum ts_status st = sim_grouping_build(&g, c, force);
+	*t = 0;
+	for (int id = 0; !st && id < g.n_groups; id++) {
+		if (g.g_rep[id] != id)
+			continue;
+		bool found;
+		double *ns = cache_slot(&s->cache, group_key(&g, id), &found);
+		if (!ns) {
+			st = TS_ERR_NOMEM;
+			break;
+		}
+		if (!found) {
+			struct sim_kernel k = {0};
+			bool none;
+			st = sim_group_kernel(s->m, &g, id, &k, &none, s->d);
+			double v = st || none ? 0 : s->cost->kernel_ns(s->cost->ctx, &k);
+			*ns = isfinite(v) ? v : 0; /* unmodelled: 0, as run */
+			sim_kernel_release(&k);
+			s->plan->n_costed++;
+		}
+		*t += *ns;
+	}
+	sim_grouping_free(&g);
+	return st;
+}
+
+static enum ts_status add_flip(struct sim_fusion_plan *p,
+			       const struct sim_fusion_flip *f)
+{
+	struct sim_fusion_flip *q =
+		ts_realloc(p->flips, (size_t)(p->n_flips + 1) * sizeof *q);
+	if (!q)
+		return TS_ERR_NOMEM;
+	p->flips = q;
+	p->flips[p->n_flips++] = *f;
+	return TS_OK;
+}
+
+/* Is i's fusion decided by the rules (a candidate for the search)? */
+static bool decided(const struct grouping *g, int i)
+{
+	if (!g->live[i] || g->cd[i] || g->c->root == g->c->instrs[i])
+		return false;
+	enum fuse_class fc = sim_fuse_class(g, g->c->instrs[i]);
+	return fc == FC_CHEAP || fc == FC_EXPENSIVE || fc == FC_CORE;
+}
+
+/* The greedy search over computation c; force[] (zeroed, n_instrs) gets
+ * the decisions kept. */
+static enum ts_status search_comp(struct search *s,
+				  const struct ir_computation *c,
+				  signed char *force)
+{
+	double best;
+	enum ts_status st = comp_time(s, c, force, &best);
+	struct grouping g;
+	if (!st)
+		st = sim_grouping_build(&g, c, force);
+	if (st)
+		return st;
+	/* the visiting order: consumers first, fixed from the start */
+	int *visit = ts_malloc(((size_t)g.n + 1) * sizeof *visit);
+	int n_visit = 0;
+	if (!visit)
+		st = TS_ERR_NOMEM;
+	for (int k = g.n - 1; !st && k >= 0; k--)
+		if (decided(&g, g.order[k]))
+			visit[n_visit++] = g.order[k];
+	for (int v = 0; !st && v < n_visit; v++) {
+		int i = visit[v];
+		int id = g.grp[i];
+		bool own = id >= 0 && g.g_root[id] == i;
+		enum fuse_class fc = sim_fuse_class(&g, c->instrs[i]);
+		signed char alt = !own ? SIM_FUSE_OWN
+				  : fc != FC_CORE && sim_group_can_recompute(&g, i)
+					  ? SIM_FUSE_RECOMPUTE
+					  : SIM_FUSE_DEFAULT;
+		if (alt == SIM_FUSE_DEFAULT)
+			continue;
+		signed char prev = force[i];
+		force[i] = alt;
+		double t;
+		s->plan->n_trials++;
+		if ((st = comp_time(s, c, force, &t)))
+			break;
+		if (!(t < best * (1 - SIM_FUSE_MIN_GAIN))) {
+			force[i] = prev;
+			continue;
+		}
+		struct sim_fusion_flip f = {c->instrs[i], (enum sim_fuse_force)alt,
+					    best, t};
+		best = t;
+		sim_grouping_free(&g);
+		if ((st = add_flip(s->plan, &f)) ||
+		    (st = sim_grouping_build(&g, c, force)))
+			return st; /* g is freed (or was) */
+	}
+	ts_free(visit);
+	sim_grouping_free(&g);
+	return st;
+}
+
+static enum ts_status plan_make(const struct ir_module *m,
+					   const struct sim_fuse_cost *cost,
+					   bool none,
+					   struct sim_fusion_plan *plan,
+					   struct ts_diag *d);
+
+/* The no-fusion plan's decisions for c: every decided instruction on its
+ * own. */
+static enum ts_status none_comp(const struct ir_computation *c,
+				signed char *force)
+{
+	struct grouping g;
+	enum ts_status st = sim_grouping_build(&g, c, NULL);
+	for (int i = 0; !st && i < g.n; i++)
+		if (decided(&g, i))
+			force[i] = SIM_FUSE_OWN;
+	sim_grouping_free(&g);
+	return st;
+}
+
+enum ts_status sim_fusion_plan_build(const struct ir_module *m,
+				     const struct sim_fuse_cost *cost,
+				     struct sim_fusion_plan *plan,
+				     struct ts_diag *d)
+{
+	return plan_make(m, cost, false, plan, d);
+}
+
+enum ts_status sim_fusion_plan_none(const struct ir_module *m,
+				    struct sim_fusion_plan *plan,
+				    struct ts_diag *d)
+{
+	return plan_make(m, NULL, true, plan, d);
+}
+
+static enum ts_status plan_make(const struct ir_module *m,
+					   const struct sim_fuse_cost *cost,
+					   bool none,
+					   struct sim_fusion_plan *plan,
+					   struct ts_diag *d)
+{
+	memset(plan, 0, sizeof *plan);
+	plan->policy = none ? "none" : cost ? cost->name : "xla";
+	plan->n_comps = m->n_comps;
+	plan->force = ts_calloc((size_t)m->n_comps + 1, sizeof *plan->force);
+	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
+	struct search s = {.m = m, .cost = cost, .plan = plan, .d = d};
+	enum ts_status st = plan->force && grouped ? TS_OK : TS_ERR_NOMEM;
+	/* a compiled module ran as written: nothing to decide */
+	if (!st && (cost || none) && sim_module_unfused(m) && m->entry)
+		sim_mark_grouped(m->entry, grouped, 0);
+	for (int ci = 0; !st && ci < m->n_comps; ci++) {
+		const struct ir_computation *c = m->comps[ci];
+		if (!grouped[c->index])
+			continue;
+		signed char *f = ts_calloc((size_t)c->n_instrs + 1, sizeof *f);
+		if (!f) {
+			st = TS_ERR_NOMEM;
+			break;
+		}
+		int before = plan->n_flips;
+		st = none ? none_comp(c, f) : search_comp(&s, c, f);
+		if (none || plan->n_flips > before)
+			plan->force[c->index] = f;
+		else
+			ts_free(f);
+	}
+	cache_free(&s.cache);
+	ts_free(grouped);
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+	if (st)
+		sim_fusion_plan_free(plan);
+	return st;
+}
+
+void sim_fusion_plan_free(struct sim_fusion_plan *plan)
+{
+	for (int i = 0; plan->force && i < plan->n_comps; i++)
+		ts_free(plan->force[i]);
+	ts_free(plan->force);
+	ts_free(plan->flips);
+	memset(plan, 0, sizeof *plan);
+}
