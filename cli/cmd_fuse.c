@@ -1,9 +1,12 @@
 /*
- * cmd_fuse.c: `tpusim fuse IN.hlo --hw SPEC [-o OUT.hlo]`: writes an unfused
- * module as the fused module XLA's fusion passes would make of it (the
- * `xla` policy, sim/fusion.c), reads the result back, compares its cost
- * with the unfused module's (a warning when they differ), and reports
- * kernels, HBM bytes and program time on SPEC.
+ * cmd_fuse.c: `tpusim fuse IN.hlo --hw SPEC [--policy P] [-o OUT.hlo]
+ * [--report FILE]`: writes an unfused module as the fused module a fusion
+ * policy makes of it (xla: XLA's rules, sim/grouping.c; analytic/hybrid:
+ * decided by predicted time, sim/fusion_policy.c; the text by
+ * sim/fusion.c), reads the result back, compares its cost with the
+ * unfused module's under the same decisions (a warning when they differ),
+ * reports kernels, HBM bytes and program time on SPEC, and writes the
+ * policies side by side with --report. Also --unfuse and --agreement.
  */
 #include "cli.h"
 
@@ -64,17 +67,34 @@ static int fuse_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 
 static void fuse_help(FILE *out)
 {
-	fputs("Fuses an unfused (pre-optimization) module the way XLA's TPU "
-	      "fusion passes\nwould (the decisions `tpusim run` costs such a "
-	      "module with: producer-consumer\nfusion of elementwise ops, "
-	      "recomputation of cheap producers, reductions and\n"
-	      "dots/convolutions as fusion roots with their epilogues, sibling "
-	      "multi-output\nfusion) and writes it as HLO text: fusion "
-	      "instructions with kind and calls=,\nshapes, layouts and "
-	      "attributes as written. The result is read back and\nits cost "
-	      "compared with the unfused module's on SPEC (a warning when they\n"
-	      "differ); kernels, HBM bytes and program time before and after go "
-	      "to\nstandard error.\n\n"
+	fputs("Decides which producers of an unfused (pre-optimization) module "
+	      "fuse into\nwhich consumers and writes the fused module as HLO "
+	      "text: fusion\ninstructions with kind and calls=, shapes, layouts "
+	      "and attributes as\nwritten, marked is_scheduled=true (a compiled "
+	      "module). The policy decides:\n"
+	      "  xla       XLA's TPU fusion rules (what `tpusim run` costs an "
+	      "unfused module\n"
+	      "            with): producer-consumer fusion of elementwise ops, "
+	      "cheap\n"
+	      "            producers recomputed in each user, reductions and "
+	      "dots as fusion\n"
+	      "            roots with their epilogues, sibling multi-output "
+	      "fusion;\n"
+	      "  analytic  starts from those decisions and overturns a "
+	      "heuristic one (never\n"
+	      "            a legality rule) where the analytic model predicts "
+	      "the\n"
+	      "            computation faster by more than 0.1%: a fused "
+	      "producer made a\n"
+	      "            kernel of its own, or one recomputed in every user "
+	      "kernel;\n"
+	      "  hybrid    the same with the hybrid estimate (analytic x the "
+	      "learned\n"
+	      "            correction of --model, else the shipped model).\n"
+	      "The result is read back and its cost compared with the unfused "
+	      "module's\nunder the same decisions (a warning when they differ); "
+	      "fusions, kernels,\nHBM bytes and program time go to standard "
+	      "error.\n\n"
 	      "With --unfuse, the other way: a compiled module with its "
 	      "fusions inlined\n"
 	      "into their callers (instruction X of fusion F named X__in__F). "
@@ -90,6 +110,18 @@ static void fuse_help(FILE *out)
 	      "Options:\n"
 	      "  -o, --output OUT.hlo  write there (temp file, then rename); "
 	      "default: stdout\n"
+	      "      --policy POLICY   xla (default), analytic or hybrid\n"
+	      "      --model MODEL     the hybrid policy's model (default: the "
+	      "shipped one);\n"
+	      "                        given, the report also has the hybrid\n"
+	      "      --report FILE     per policy (none = nothing fused, xla, "
+	      "analytic,\n"
+	      "                        hybrid) kernels, HBM bytes and program "
+	      "time, and\n"
+	      "                        each decision that differs from xla's; "
+	      "JSON for\n"
+	      "                        *.json, the decisions as CSV for *.csv, "
+	      "else tables\n"
 	      "      --unfuse          inline the fusions of a compiled module\n"
 	      "      --agreement       compare the xla policy with XLA's "
 	      "fusions (several\n"
@@ -567,8 +599,9 @@ out:
 const struct cmd cmd_fuse = {
 	.name = "fuse",
 	.summary = "Fuse an unfused module as XLA would, as HLO text",
-	.synopsis = "IN.hlo --hw SPEC.yaml [-o OUT.hlo] | --unfuse IN.hlo "
-		    "[-o OUT.hlo] | --agreement IN.hlo...",
+	.synopsis = "IN.hlo --hw SPEC.yaml [--policy P] [--model M] [-o OUT.hlo] "
+		    "[--report FILE] | --unfuse IN.hlo [-o OUT.hlo] | "
+		    "--agreement IN.hlo...",
 	.flags = CMD_NEEDS_HW | CMD_HW_OPTIONAL,
 	.options = fuse_options,
 	.short_opts = "o:",

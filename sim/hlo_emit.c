@@ -52,7 +52,8 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 	const char *end = e->text + m->header_end;
 	const char *k = NULL;
 	for (const char *q = p; q + sizeof key - 1 <= end && !k; q++)
-		if (!memcmp(q, key, sizeof key - 1))
+		if (!memcmp(q, key, sizeof key - 1) &&
+		    (q == p || q[-1] == ' ' || q[-1] == ',')) /* a whole name */
 			k = q;
 	if (!k) {
 		hlo_emit_span(e, m->header_begin, m->header_end, false, false);

@@ -111,27 +111,62 @@ static void cost_program(struct sim_program *p, const struct hw_spec *hw)
 	}
 }
 
-/* The fusion pass on an unfused module, the unfusion pass on a fused
- * one: what they write must parse. */
+/* Program time of m on hw fused by plan; NaN when it cannot be costed. */
+static double plan_time(const struct ir_module *m,
+			const struct sim_fusion_plan *plan,
+			const struct hw_spec *hw)
+{
+	struct sim_program p;
+	struct sim_program_opts o = {.fusion = plan};
+	struct ts_diag d = {0};
+	double t = NAN;
+	if (sim_program_build(m, &o, &p, &d) == TS_OK) {
+		if (sim_program_estimate(&p, hw, &d) == TS_OK)
+			t = sim_program_total(&p);
+		sim_program_free(&p);
+	}
+	return t;
+}
+
+/* The fusion pass on an unfused module (the xla policy, or for an input
+ * whose last byte is odd the analytic one, which must predict no more
+ * than the xla policy), the unfusion pass on a compiled one: what they
+ * write must parse. */
 static void fuse_round_trip(const struct ir_module *m, const char *text,
 			    size_t len)
 {
-	bool fused = false;
-	for (int c = 0; c < m->n_comps; c++)
-		for (int i = 0; i < m->comps[c]->n_instrs; i++)
-			fused |= m->comps[c]->instrs[i]->op == IR_OP_FUSION;
+	bool fused = !sim_module_unfused(m);
+	struct sim_fusion_plan plan = {0};
+	struct ts_diag d = {0};
+	struct sim_fuse_cost cost = {sim_fuse_cost_analytic, &specs[0],
+				     "analytic"};
+	bool analytic = !fused && len > 0 && (text[len - 1] & 1);
+	if (analytic) {
+		enum ts_status pst = sim_fusion_plan_build(m, &cost, &plan, &d);
+		if (pst != TS_OK) {
+			check_failure(pst, &d);
+			return;
+		}
+		double tx = plan_time(m, NULL, &specs[0]);
+		double ta = plan_time(m, &plan, &specs[0]);
+		if (isfinite(tx) && isfinite(ta) && ta > tx * (1 + 1e-9))
+			abort();
+	}
 	char *out = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&out, &n);
-	if (!f)
+	if (!f) {
+		sim_fusion_plan_free(&plan);
 		return;
-	struct ts_diag d = {0};
+	}
 	struct sim_fuse_stats fs;
 	int inlined;
 	enum ts_status st =
 		fused ? sim_unfuse_write(m, text, len, f, &inlined, &d)
-		      : sim_fuse_write(m, text, len, NULL, f, &fs, &d);
+		      : sim_fuse_write(m, text, len, analytic ? &plan : NULL, f,
+				       &fs, &d);
 	fclose(f);
+	sim_fusion_plan_free(&plan);
 	if (st == TS_OK) {
 		struct ir_module **back = NULL;
 		int nb = 0;

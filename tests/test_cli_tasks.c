@@ -230,6 +230,61 @@ static void test_fuse(void **state)
 	expect_contains(p.err, "tpusim fuse: error: --hw SPEC.yaml is required "
 			       "to fuse (the read-back is costed on it)\n");
 	proc_free(&p);
+	/* the policies: a producer shared by four consumers (test_fusion
+	 * derives why the analytic policy materialises it); the report
+	 * lists every policy and the one decision, run --fusion says it */
+	char share[PATH_MAX], rep[PATH_MAX];
+	snprintf(share, sizeof share, "%s/test_fuse_share_%d.hlo", tu_tmpdir(),
+		 (int)getpid());
+	snprintf(rep, sizeof rep, "%s/test_fuse_report_%d.json", tu_tmpdir(),
+		 (int)getpid());
+	FILE *f = fopen(share, "w");
+	assert_non_null(f);
+	fputs("HloModule share\nENTRY e {\n"
+	      "  x = f32[2048,2048]{1,0} parameter(0)\n"
+	      "  y = f32[2048,2048]{1,0} parameter(1)\n"
+	      "  a = f32[2048,2048]{1,0} add(x, y)\n", f);
+	for (int i = 0; i < 4; i++)
+		fprintf(f, "  c%d = f32[] constant(%d)\n"
+			   "  b%d = f32[2048,2048]{1,0} broadcast(c%d), "
+			   "dimensions={}\n"
+			   "  o%d = f32[2048,2048]{1,0} multiply(a, b%d)\n",
+			i, i + 2, i, i, i, i);
+	fputs("  ROOT t = (f32[2048,2048]{1,0}, f32[2048,2048]{1,0}, "
+	      "f32[2048,2048]{1,0}, f32[2048,2048]{1,0}) tuple(o0, o1, o2, "
+	      "o3)\n}\n", f);
+	fclose(f);
+	tpusim(&p, "fuse", share, "--hw", v3, "--policy", "analytic", "-o", out,
+	       "--report", rep);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim fuse: policy analytic: ");
+	expect_contains(p.err, "1 decisions differ");
+	proc_free(&p);
+	char *json = slurp(rep);
+	expect_contains(json, "\"policy\": \"none\", \"kernels\": 5,");
+	expect_contains(json, "\"policy\": \"xla\", \"kernels\": 4,");
+	expect_contains(json, "\"policy\": \"analytic\", \"kernels\": 5,");
+	expect_contains(json, "\"instruction\": \"a\", \"op\": \"add\", "
+			      "\"xla\": \"fused into its users\", "
+			      "\"decided\": \"its own kernel\"");
+	ts_free(json);
+	tpusim(&p, "run", out, "--hw", v3);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nfusion: as compiled\n");
+	proc_free(&p);
+	tpusim(&p, "run", share, "--hw", v3, "--fusion", "analytic");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "\nfusion: analytic (unfused module; 1 "
+			       "decisions differ from xla)\n");
+	proc_free(&p);
+	tpusim(&p, "run", share, "--hw", v3, "--fusion", "best");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim run: error: unknown fusion policy 'best' "
+			       "(expected xla, analytic or hybrid)\n");
+	proc_free(&p);
+	unlink(share);
+	unlink(rep);
+	unlink(out);
 }
 
 /* The "time_ns" and "dma_ns" of each point of whatif's CSV (at most 8). */
