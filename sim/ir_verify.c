@@ -620,10 +620,34 @@ static bool same_as_operand(const struct ir_instr *in)
 	}
 }
 
+/* A fusion's or call's operands against its computation's parameters
+ * (also for a tuple result, which the shape checks below skip). */
+static bool check_call_params(struct vctx *v)
+{
+	const struct ir_instr *in = v->in;
+	const struct ir_computation *c = in->n_called ? in->called[0] : NULL;
+	if (!c)
+		return true;
+	if (c->n_params != in->n_operands)
+		return bad(v, "%s takes %d parameters, given %d operands",
+			   c->name, c->n_params, in->n_operands);
+	for (int k = 0; k < c->n_params; k++) {
+		const struct ir_shape *ps = &c->params[k]->shape;
+		const struct ir_shape *os = &in->operands[k]->shape;
+		if (checkable(ps) && checkable(os) && !ir_shape_equal_dims(ps, os))
+			return bad(v, "operand %d has other dimensions than "
+				      "parameter %d of %s", k, k, c->name);
+	}
+	return true;
+}
+
 static bool check_instr(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
 	const struct ir_shape *s = &in->shape;
+	if ((in->op == IR_OP_FUSION || in->op == IR_OP_CALL) &&
+	    !check_call_params(v))
+		return false;
 	if (!checkable(s) || (in->flags & IR_INSTR_SHAPE_INFERRED))
 		return true;
 	const struct ir_shape *o0 = in->n_operands ? &in->operands[0]->shape
@@ -770,16 +794,6 @@ static bool check_instr(struct vctx *v)
 		const struct ir_computation *c = in->n_called ? in->called[0] : NULL;
 		if (!c)
 			return true;
-		if (c->n_params != in->n_operands)
-			return bad(v, "%s takes %d parameters, given %d operands",
-				   c->name, c->n_params, in->n_operands);
-		for (int k = 0; k < c->n_params; k++) {
-			const struct ir_shape *ps = &c->params[k]->shape;
-			const struct ir_shape *os = &in->operands[k]->shape;
-			if (checkable(ps) && checkable(os) && !ir_shape_equal_dims(ps, os))
-				return bad(v, "operand %d has other dimensions than "
-					      "parameter %d of %s", k, k, c->name);
-		}
 		if (c->root && checkable(&c->root->shape) &&
 		    !ir_shape_equal_dims(&c->root->shape, s))
 			return bad(v, "%s's root has other dimensions", c->name);
