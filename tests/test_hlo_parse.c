@@ -968,7 +968,7 @@ static void test_verifier(void **state)
 		  "  ROOT t = (f32[4], f32[4]) tuple(n, p) }\n"
 		  "ENTRY e {\n  a = f32[8] parameter(0)\n"
 		  "  ROOT u = (f32[4], f32[4]) fusion(a), kind=kLoop, calls=f\n}\n",
-		  5, 8, "fusion u: shape (f32[4], f32[4]) does not match its "
+		  6, 8, "fusion u: shape (f32[4], f32[4]) does not match its "
 			"operands: operand 0 has other dimensions than parameter "
 			"0 of f");
 	/* window: padded 10 - 1 + 1 + 1 + 0 = 11, window 3, stride 1: 9 */
