@@ -234,7 +234,9 @@ static void put_agreement(FILE *f, const char *name,
 /* One module of g: unfused, read back, compared; its line printed when it
  * had fusions. */
 static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
-			int mod, const char *path, struct sim_fuse_agreement *all)
+			int mod, const char *path,
+			const struct cmd_fusion *fusion,
+			struct sim_fuse_agreement *all)
 {
 	struct buf b = {0};
 	struct ir_module **u = NULL;
@@ -242,9 +244,11 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 	int rc = run_pass(ctx, g, mod, path, true, NULL, &b, NULL, &inlined);
 	struct ts_diag d = {0};
 	struct sim_fuse_agreement a;
+	struct sim_fusion_plan plan = {0};
 	if (rc == CMD_EXIT_OK && inlined > 0) {
 		if (hlo_parse(path, b.p, b.n, &u, &nu, &d) != TS_OK ||
-		    sim_fuse_agreement(u[0], &a, &d) != TS_OK) {
+		    sim_fusion_plan_build(u[0], fusion->use, &plan, &d) ||
+		    sim_fuse_agreement(u[0], &plan, &a, &d) != TS_OK) {
 			cmd_error(ctx, "internal error: %s unfused does not "
 				       "read back: %s", path, d.msg);
 			rc = CMD_EXIT_IO;
@@ -254,6 +258,7 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 			add_agreement(all, &a);
 		}
 	}
+	sim_fusion_plan_free(&plan);
 	for (int k = 0; k < nu; k++)
 		ir_module_free(u[k]);
 	ts_free(u);
@@ -262,7 +267,8 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 }
 
 /* --agreement: one line per module with fusions, then the totals. */
-static int agreement(struct cmd_ctx *ctx, int argc, char **argv)
+static int agreement(struct cmd_ctx *ctx, int argc, char **argv,
+		     const struct cmd_fusion *fusion)
 {
 	struct sim_fuse_agreement all = {0};
 	int rc = CMD_EXIT_OK;
@@ -273,7 +279,7 @@ static int agreement(struct cmd_ctx *ctx, int argc, char **argv)
 		struct sim_program_opts po = {0};
 		rc = cmd_graph_load(ctx, argv[i], NULL, &po, NULL, &g);
 		for (int m = 0; rc == CMD_EXIT_OK && m < g.n_mods; m++)
-			rc = agree_module(ctx, &g, m, argv[i], &all);
+			rc = agree_module(ctx, &g, m, argv[i], fusion, &all);
 		cmd_graph_free(&g);
 	}
 	if (rc == CMD_EXIT_OK)
@@ -485,27 +491,34 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 			       "and -o");
 		return CMD_EXIT_USAGE;
 	}
-	if (o->agreement)
-		return agreement(ctx, argc, argv);
-	if (!o->unfuse && !ctx->hw_path) {
-		cmd_error(ctx, "--hw SPEC.yaml is required to fuse (the "
-			       "read-back is costed on it)");
+	const char *policy = o->policy ? o->policy : "xla";
+	if ((o->unfuse && (o->policy || o->report)) ||
+	    (o->agreement && o->report)) {
+		cmd_error(ctx, "--unfuse takes neither --policy nor --report; "
+			       "--agreement takes no --report");
 		return CMD_EXIT_USAGE;
 	}
-	if (argc != 1) {
-		cmd_error(ctx, "give one IN.hlo (several only with --agreement)");
-		return CMD_EXIT_USAGE;
-	}
-	if ((o->unfuse || o->agreement) && (o->policy || o->report)) {
-		cmd_error(ctx, "--policy and --report go with fusing, not "
-			       "--unfuse or --agreement");
+	if (!o->unfuse && !ctx->hw_path &&
+	    (!o->agreement || strcmp(policy, "xla") != 0)) {
+		cmd_error(ctx, "--hw SPEC.yaml is required to fuse, or to "
+			       "compare a policy other than xla (the decisions "
+			       "are costed on it)");
 		return CMD_EXIT_USAGE;
 	}
 	struct cmd_fusion fusion;
-	int rc = cmd_fusion_init(ctx, o->policy ? o->policy : "xla", o->model,
-				 &ctx->hw, &fusion);
+	int rc = cmd_fusion_init(ctx, policy, o->model, &ctx->hw, &fusion);
 	if (rc != CMD_EXIT_OK)
 		return rc;
+	if (o->agreement) {
+		rc = agreement(ctx, argc, argv, &fusion);
+		cmd_fusion_free(&fusion);
+		return rc;
+	}
+	if (argc != 1) {
+		cmd_error(ctx, "give one IN.hlo (several only with --agreement)");
+		cmd_fusion_free(&fusion);
+		return CMD_EXIT_USAGE;
+	}
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
 	rc = cmd_graph_load(ctx, path, NULL, &popts, fusion.use, &g);

@@ -11,13 +11,14 @@ me=fusion_report.sh
 . "$(dirname "$0")/common.sh"
 v3=$root/hwspecs/v3.yaml
 
-# Round trip: every unfused single-module file fused, read back, costed.
+# Round trip: every unfused single-module file fused (by policy $POLICY,
+# default xla), read back, costed.
 round_trip() {
 	spec=$1
 	shift
 	for f in "$@"; do
 		rc=0
-		out=$("$bin" fuse "$f" --hw "$spec" 2>&1 >/dev/null) || rc=$?
+		out=$("$bin" fuse "$f" --hw "$spec" --policy "${POLICY:-xla}" 2>&1 >/dev/null) || rc=$?
 		echo "$out" | grep -q "is already compiled" && continue
 		if echo "$out" | grep -q "modules; fuse takes one"; then
 			echo "refused-(several-modules-in-one-file)"
@@ -28,12 +29,14 @@ round_trip() {
 			continue
 		fi
 		echo "$out" | grep -o "program time on [^ ]* [0-9.e+-]* -> [0-9.e+-]*" |
-			awk '{ r = $7 / $5; print (r > 1 + 1e-9 || r < 1 - 1e-9) ? "differ" : "same" }'
+			awk '{ r = $7 / $5; d = r > 1 ? r - 1 : 1 - r
+			       print d <= 1e-9 ? "same" : d <= 1e-3 ? "within-0.1%" : "differ" }'
 	done | sort | uniq -c | awk '{ gsub("-", " ", $2); printf "%s %s; ", $1, $2 }'
 }
 
 section=$(mktemp)
-trap 'rm -f "$section"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$section" "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 # the section into a file first: with set -e a failure stops the script
 # before the README is touched
@@ -61,6 +64,50 @@ trap 'exit 1' HUP INT TERM
 	echo "tpuv3-ops (v3): $(round_trip "$v3" "$shared"/data/tpuv3-ops/modules/*.hlo)"
 	echo "tpuv4-ops (v4): $(round_trip "$root/hwspecs/v4.yaml" "$shared"/data/tpuv4-ops/modules/*.hlo)"
 	echo "hlo-corpus (v3): $(round_trip "$v3" "$shared"/data/hlo-corpus/*.hlo)"
+	echo "tpuv3-ops (v3), analytic policy: $(POLICY=analytic round_trip "$v3" "$shared"/data/tpuv3-ops/modules/*.hlo)"
+	echo
+	for p in analytic hybrid; do
+		echo "The $p policy's agreement with XLA (totals):"
+		echo "  tpugraphs-tile-v3: $("$bin" fuse --agreement --policy $p "$shared"/data/tpugraphs-tile-v3/modules/fusion.*.hlo --hw "$v3" | tail -n 1)"
+		# shellcheck disable=SC2086
+		echo "  hlo-corpus:        $("$bin" fuse --agreement --policy $p $fused --hw "$v3" | tail -n 1)"
+	done
 	echo '```'
+	echo
+	echo "Predicted program time per policy on v3 (\`tpusim fuse --report\`; analytic time of each"
+	echo "policy's module, and its hybrid time by the shipped model), the corpus modules"
+	echo "that reach the fusion pass, largest xla time first; *differ*: decisions of the"
+	echo "analytic / hybrid policy that differ from the xla policy's; *none*: nothing fused."
+	echo
+	for f in "$shared"/data/hlo-corpus/*.hlo; do
+		"$bin" fuse "$f" --hw "$v3" --model default --report "$tmp/$(basename "$f" .hlo).json" \
+			>/dev/null 2>&1 || true
+	done
+	python3 - "$tmp" <<'PY'
+import glob, json, os, sys
+rows = []
+for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    r = json.load(open(path))
+    p = {x["policy"]: x for x in r["policies"]}
+    rows.append((os.path.basename(path)[:-5], p))
+rows.sort(key=lambda r: -r[1]["xla"]["analytic_ns"])
+us = lambda v: "%.1f" % (v / 1e3)
+print("| module | none | xla | analytic | hybrid policy | analytic vs xla | differ | xla (hybrid time) | hybrid policy (hybrid time) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for name, p in rows:
+    x, a, h = p["xla"], p["analytic"], p["hybrid"]
+    vs = "%+.1f%%" % (100 * (a["analytic_ns"] / x["analytic_ns"] - 1)) if x["analytic_ns"] > 0 else "-"
+    print("| %s | %s | %s | %s | %s | %s | %d / %d | %s | %s |" % (
+        name, us(p["none"]["analytic_ns"]), us(x["analytic_ns"]), us(a["analytic_ns"]),
+        us(h["analytic_ns"]), vs,
+        a["decisions_differ"], h["decisions_differ"], us(x["hybrid_ns"]), us(h["hybrid_ns"])))
+faster = [a["analytic_ns"] / x["analytic_ns"] - 1 for _, p in rows
+          for x, a in [(p["xla"], p["analytic"])] if x["analytic_ns"] > 0 and a["analytic_ns"] < x["analytic_ns"] * (1 - 1e-9)]
+print()
+print("Times in us. The analytic policy predicts %d of the %d modules faster than xla "
+      "(by %.1f%% to %.1f%%), none slower (it keeps a decision only when the "
+      "computation gets faster)." % (len(faster), len(rows),
+      -100 * max(faster) if faster else 0, -100 * min(faster) if faster else 0))
+PY
 } >"$section"
 sh "$root/scripts/readme_section.sh" fusion <"$section"

@@ -386,8 +386,13 @@ static const struct ir_instr *heaviest(const struct ir_computation *c,
 {
 	const struct ir_instr *best = NULL;
 	int best_w = 0;
+	/* constant-derived ops (a reduce over constants) XLA folds away:
+	 * never the kernel's main op */
+	bool *cd = c ? sim_const_derived(c) : NULL;
 	for (int i = 0; c && depth < SIM_MAX_NESTING && i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i], *cand = in;
+		if (cd && cd[i])
+			continue;
 		if (in->op == IR_OP_FUSION && in->n_called > 0)
 			cand = heaviest(in->called[0], depth + 1);
 		int w = cand ? op_weight(cand->op) : 0;
@@ -396,6 +401,7 @@ static const struct ir_instr *heaviest(const struct ir_computation *c,
 			best_w = w;
 		}
 	}
+	ts_free(cd);
 	return best;
 }
 

@@ -382,8 +382,9 @@ enum ts_status sim_unfuse_write(const struct ir_module *m, const char *text,
 				size_t len, FILE *out, int *inlined,
 				struct ts_diag *d);
 
-/* How the `xla` policy's grouping of an unfused module written by
- * sim_unfuse_write agrees with the fusions its names record. */
+/* How a policy's grouping (plan; NULL: the xla policy) of an unfused
+ * module written by sim_unfuse_write agrees with the fusions its names
+ * record. */
 struct sim_fuse_agreement {
 	int xla_kernels;   /* XLA fusions with working instructions */
 	int reproduced;    /* of those, formed exactly by one group */
@@ -392,6 +393,7 @@ struct sim_fuse_agreement {
 	int edges_both;
 };
 enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
+				  const struct sim_fusion_plan *plan,
 				  struct sim_fuse_agreement *a,
 				  struct ts_diag *d);
 

@@ -262,7 +262,8 @@ const struct ir_instr *sim_tile_target(const struct sim_kernel *k)
 	int n = kernel_roots(k, roots, (int)TS_ARRAY_LEN(roots));
 	for (int i = 0; i < k->n_members; i++) {
 		const struct ir_instr *r = k->members[i];
-		if (r->op != IR_OP_REDUCE || r->n_operands < 1)
+		if (r->op != IR_OP_REDUCE || r->n_operands < 1 ||
+		    r->operands[0]->op == IR_OP_CONSTANT) /* folded by XLA */
 			continue;
 		if (!best || ir_shape_elems(&r->operands[0]->shape) >
 				     ir_shape_elems(&best->operands[0]->shape))

@@ -276,6 +276,7 @@ static void agree_comp(const struct grouping *g, struct sim_fuse_agreement *a)
 }
 
 enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
+				  const struct sim_fusion_plan *plan,
 				  struct sim_fuse_agreement *a,
 				  struct ts_diag *d)
 {
@@ -288,7 +289,10 @@ enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
 		if (!has)
 			continue;
 		struct grouping g;
-		enum ts_status st = sim_grouping_build(&g, c, NULL);
+		enum ts_status st = sim_grouping_build(
+			&g, c,
+			plan && c->index < plan->n_comps ? plan->force[c->index]
+							 : NULL);
 		if (st == TS_OK)
 			agree_comp(&g, a);
 		sim_grouping_free(&g);

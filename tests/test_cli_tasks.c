@@ -228,7 +228,8 @@ static void test_fuse(void **state)
 	tpusim(&p, "fuse", cc);
 	expect_rc(&p, 2);
 	expect_contains(p.err, "tpusim fuse: error: --hw SPEC.yaml is required "
-			       "to fuse (the read-back is costed on it)\n");
+			       "to fuse, or to compare a policy other than xla "
+			       "(the decisions are costed on it)\n");
 	proc_free(&p);
 	/* the policies: a producer shared by four consumers (test_fusion
 	 * derives why the analytic policy materialises it); the report

@@ -126,7 +126,7 @@ static void unfuse_agree(const char *fused, struct sim_fuse_agreement *a)
 	struct ir_module *u;
 	struct ts_diag d = {0};
 	free(unfuse_text(fused, &u));
-	assert_int_equal(sim_fuse_agreement(u, a, &d), TS_OK);
+	assert_int_equal(sim_fuse_agreement(u, NULL, a, &d), TS_OK);
 	ir_module_free(u);
 }
 
