@@ -4,7 +4,7 @@
  * once per kernel, the combined tile grid and how every input, result, MXU
  * and VPU follow it; sim_plan_estimate() (here) costs a config from that
  * in closed form (no step-by-step loop), so tile search can cost millions
- * of configs. sim_kernel_estimate() (sim.h) wraps the two; sim/explain.c
+ * of configs. sim_kernel_estimate() (config.c) wraps the two; sim/explain.c
  * prints them.
  * Units: ns, core cycles (hw->clock_hz), bytes padded to layout tiles.
  * Governing notes: docs/ARCHITECTURE.md "Kernels, tiles and the analytic
@@ -672,33 +672,4 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 {
 	memset(detail, 0, sizeof *detail);
 	estimate(p, hw, full, out, detail);
-}
-
-/* ---- sim.h entry points ---- */
-
-enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
-				   const struct hw_spec *hw,
-				   const struct sim_tile_config *cfg,
-				   struct sim_estimate *out, struct ts_diag *d)
-{
-	struct sim_plan p;
-	enum ts_status st = sim_plan_build(k, hw, &p, d);
-	if (st == TS_ERR_UNSUPPORTED_OP) {
-		/* No grid for this form: the roofline (max of the units' busy
-		 * times + the kernel overhead) stands in, marked, rather than
-		 * failing the whole program; d keeps the reason. */
-		struct ts_diag rd = {0};
-		if (sim_kernel_roofline(k, hw, out, &rd) != TS_OK)
-			return st;
-		out->untiled = true;
-		return TS_OK;
-	}
-	if (st != TS_OK)
-		return st;
-	struct sim_tile_config full;
-	st = sim_plan_check(&p, cfg, &full, d);
-	if (st != TS_OK)
-		return st;
-	sim_plan_estimate(&p, hw, &full, out);
-	return TS_OK;
 }

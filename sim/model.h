@@ -199,6 +199,12 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
  * output bounds when only those were given) into *full. TS_ERR_MISUSE
  * with the offending entry named.
  */
+/* Kernel-grid bound that covers the same elements as output bound ob on
+ * output grid dim od (kernel grid dim kd), or -1 if no whole number of
+ * kernel tiles does (tile.c). */
+int64_t sim_plan_shared_bound(const struct sim_plan *p, int kd, int od,
+			      int64_t ob);
+
 enum ts_status sim_plan_check(const struct sim_plan *p,
 			      const struct sim_tile_config *cfg,
 			      struct sim_tile_config *full,

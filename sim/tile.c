@@ -1,10 +1,9 @@
 /*
  * tile.c: tile configs and tile grids. Parses and prints the TpuGraphs
  * config text, computes the tile grid of an array, picks the tensor a
- * kernel's bounds tile, checks a config against a plan (ranks, ranges, the
- * output-feature dim shared by output and kernel bounds), and gives the
- * default config and the candidate configs of tile search. docs/TPU.md
- * section 3 is the governing note; the cost of a config is in model.c.
+ * kernel's bounds tile, and lists the candidate configs of tile search.
+ * docs/TPU.md section 3 is the governing note; the cost of a config is in
+ * model.c, checking a config and the model's best one in config.c.
  */
 #include "model.h"
 
@@ -288,15 +287,12 @@ const struct ir_shape *sim_tile_space_shape(const struct ir_instr *target)
 	return &target->shape;
 }
 
-/* ---- checking a config against a plan ------------------------------------------- */
+/* ---- shared dims ------------------------------------------------------------------ */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Kernel-grid bound that covers the same elements as out bound ob on out
- * grid dim od (kernel grid dim kd), or -1 if no whole number of kernel
- * tiles does. */
-static int64_t shared_kernel_bound(const struct sim_plan *p, int kd, int od,
-				   int64_t ob)
+int64_t sim_plan_shared_bound(const struct sim_plan *p, int kd, int od,
+			      int64_t ob)
 {
 	int64_t e = min64(ir_mul_sat(ob, p->out.tile[od]), p->out.elems[od]);
 	int64_t kt = p->kern.tile[kd];
@@ -314,141 +310,12 @@ static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
 		int od = p->kern_shared[kd];
 		if (od < 0)
 			continue;
-		int64_t kb = shared_kernel_bound(p, kd, od, c->out_bounds[od]);
+		int64_t kb = sim_plan_shared_bound(p, kd, od, c->out_bounds[od]);
 		if (kb < 0)
 			return false;
 		c->kernel_bounds[kd] = kb;
 	}
 	return true;
-}
-
-enum ts_status sim_plan_check(const struct sim_plan *p,
-			      const struct sim_tile_config *cfg,
-			      struct sim_tile_config *full,
-			      struct ts_diag *d)
-{
-	/* Bounds the config does not give come from the model's best. */
-	struct sim_tile_config c = {0};
-	bool complete = cfg && cfg->n_out == p->out.rank;
-	for (int kd = 0; complete && p->has_kernel && kd < p->kern.rank; kd++)
-		complete = cfg->n_kernel > 0 || p->kern_shared[kd] >= 0;
-	if (!complete)
-		sim_plan_default(p, p->hw, &c);
-	else {
-		c.n_out = p->out.rank;
-		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
-	}
-	if (cfg && cfg->n_out > 0) {
-		if (cfg->n_out != p->out.rank) {
-			ts_diag_set(d, NULL, 0, 0,
-				    "%s: output_bounds has %d entries, the "
-				    "tile grid has %d",
-				    p->k->name, cfg->n_out, p->out.rank);
-			return TS_ERR_MISUSE;
-		}
-		c.n_out = cfg->n_out;
-		memcpy(c.out_bounds, cfg->out_bounds, sizeof c.out_bounds);
-	}
-	for (int i = 0; i < c.n_out; i++) {
-		if (c.out_bounds[i] < 1 || c.out_bounds[i] > p->out.tiles[i]) {
-			ts_diag_set(d, NULL, 0, 0,
-				    "%s: output_bounds[%d] = %lld is outside "
-				    "1..%lld (the tile grid)",
-				    p->k->name, i, (long long)c.out_bounds[i],
-				    (long long)p->out.tiles[i]);
-			return TS_ERR_MISUSE;
-		}
-	}
-	if (cfg && cfg->n_kernel > 0) {
-		if (!p->has_kernel || cfg->n_kernel != p->kern.rank) {
-			ts_diag_set(d, NULL, 0, 0,
-				    "%s: kernel_bounds has %d entries, the "
-				    "kernel tile grid has %d",
-				    p->k->name, cfg->n_kernel,
-				    p->has_kernel ? p->kern.rank : 0);
-			return TS_ERR_MISUSE;
-		}
-		c.n_kernel = cfg->n_kernel;
-		memcpy(c.kernel_bounds, cfg->kernel_bounds,
-		       sizeof c.kernel_bounds);
-	}
-	for (int i = 0; i < c.n_kernel; i++) {
-		if (c.kernel_bounds[i] < 1 ||
-		    c.kernel_bounds[i] > p->kern.tiles[i]) {
-			ts_diag_set(d, NULL, 0, 0,
-				    "%s: kernel_bounds[%d] = %lld is outside "
-				    "1..%lld (the kernel tile grid)",
-				    p->k->name, i,
-				    (long long)c.kernel_bounds[i],
-				    (long long)p->kern.tiles[i]);
-			return TS_ERR_MISUSE;
-		}
-	}
-	/* Shared dims: derive the kernel bound from the output bound when the
-	 * caller gave output bounds only (or only kernel bounds), else they
-	 * must cover the same elements (TPU.md section 3). */
-	bool gave_out = cfg && cfg->n_out > 0;
-	bool gave_kern = cfg && cfg->n_kernel > 0;
-	for (int kd = 0; kd < c.n_kernel; kd++) {
-		int od = p->kern_shared[kd];
-		if (od < 0)
-			continue;
-		if (gave_kern && !gave_out) {
-			/* out bound from the kernel bound */
-			int64_t e = min64(ir_mul_sat(c.kernel_bounds[kd], p->kern.tile[kd]),
-					  p->kern.elems[kd]);
-			int64_t ob = (e + p->out.tile[od] - 1) / p->out.tile[od];
-			c.out_bounds[od] = ob;
-		}
-		int64_t kb = shared_kernel_bound(p, kd, od, c.out_bounds[od]);
-		if (gave_kern && gave_out) {
-			if (kb != c.kernel_bounds[kd]) {
-				ts_diag_set(d, NULL, 0, 0,
-					    "%s: kernel_bounds[%d] = %lld (%lld "
-					    "elements) and output_bounds[%d] = "
-					    "%lld (%lld elements) must cover the "
-					    "same output features",
-					    p->k->name, kd,
-					    (long long)c.kernel_bounds[kd],
-					    (long long)min64(c.kernel_bounds[kd] *
-							       p->kern.tile[kd],
-							     p->kern.elems[kd]),
-					    od, (long long)c.out_bounds[od],
-					    (long long)min64(c.out_bounds[od] *
-							       p->out.tile[od],
-							     p->out.elems[od]));
-				return TS_ERR_MISUSE;
-			}
-		} else if (kb < 0) {
-			ts_diag_set(d, NULL, 0, 0,
-				    "%s: output_bounds[%d] = %lld covers no "
-				    "whole number of kernel tiles (%lld "
-				    "elements each)",
-				    p->k->name, od, (long long)c.out_bounds[od],
-				    (long long)p->kern.tile[kd]);
-			return TS_ERR_MISUSE;
-		} else {
-			c.kernel_bounds[kd] = kb;
-		}
-	}
-	*full = c;
-	return TS_OK;
-}
-
-int64_t sim_plan_steps(const struct sim_plan *p,
-		       const struct sim_tile_config *full)
-{
-	int64_t steps = 1;
-	for (int i = 0; i < full->n_out && i < p->out.rank; i++)
-		steps = ir_mul_sat(steps, ir_ceil_div(p->out.tiles[i],
-						      full->out_bounds[i]));
-	for (int i = 0; i < full->n_kernel && i < p->kern.rank; i++) {
-		if (p->kern_shared[i] >= 0)
-			continue;
-		steps = ir_mul_sat(steps, ir_ceil_div(p->kern.tiles[i],
-						      full->kernel_bounds[i]));
-	}
-	return steps;
 }
 
 /* ---- candidate configs ----------------------------------------------------------- */
@@ -585,92 +452,4 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 			break;
 	}
 	return visited;
-}
-
-/* ---- the default config ---------------------------------------------------------- */
-
-static int cmp_bounds(const struct sim_tile_config *a,
-		      const struct sim_tile_config *b)
-{
-	for (int i = 0; i < a->n_out && i < b->n_out; i++)
-		if (a->out_bounds[i] != b->out_bounds[i])
-			return a->out_bounds[i] < b->out_bounds[i] ? -1 : 1;
-	for (int i = 0; i < a->n_kernel && i < b->n_kernel; i++)
-		if (a->kernel_bounds[i] != b->kernel_bounds[i])
-			return a->kernel_bounds[i] < b->kernel_bounds[i] ? -1 : 1;
-	return 0;
-}
-
-bool sim_config_better(const struct sim_estimate *ea,
-		       const struct sim_tile_config *a,
-		       const struct sim_estimate *eb,
-		       const struct sim_tile_config *b)
-{
-	if (ea->feasible != eb->feasible)
-		return ea->feasible;
-	if (!ea->feasible) /* neither fits: the smaller working set */
-		return ea->vmem_bytes < eb->vmem_bytes;
-	if (ea->time_ns != eb->time_ns)
-		return ea->time_ns < eb->time_ns;
-	if (ea->steps != eb->steps)
-		return ea->steps < eb->steps;
-	return cmp_bounds(a, b) < 0;
-}
-
-struct best {
-	const struct sim_plan *p;
-	const struct hw_spec *hw;
-	struct sim_tile_config cfg;
-	struct sim_estimate est;
-	int64_t n;
-};
-
-static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
-{
-	struct best *b = ctx;
-	struct sim_estimate e;
-	sim_plan_estimate(b->p, b->hw, cfg, &e);
-	if (b->n++ == 0 || sim_config_better(&e, cfg, &b->est, &b->cfg)) {
-		b->cfg = *cfg;
-		b->est = e;
-	}
-	return true;
-}
-
-/* Configs the default may cost: fusion.191's full candidate product
- * (139,968) fits, so on every TpuGraphs kernel the default is the exact
- * optimum of the candidate set; a kernel with a larger product is searched
- * over fewer, evenly spread candidates per dim (sim_plan_enumerate's
- * per_dim), until the product fits. */
-#define SIM_DEFAULT_MAX_CONFIGS INT64_C(150000)
-
-/*
- * The default config is the model's best: every candidate config
- * (sim_plan_enumerate) is costed and the best by sim_config_better kept.
- * Cost: the product of the per-dim candidate counts (every bound up to 16
- * tiles, else powers of two and divisors), i.e. it grows as the product of
- * log(tiles) over the grid dims: a handful for a vector kernel, 10^2-10^4
- * for most 2-4 dim kernels, 139,968 for fusion.191's 7-dim convolution
- * grid (0.1 s); capped at SIM_DEFAULT_MAX_CONFIGS. The same candidates are
- * what `tpusim tile` ranks, so its best is this config (or, with a larger
- * cap, one the model puts no slower).
- */
-int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
-			 struct sim_tile_config *cfg)
-{
-	memset(cfg, 0, sizeof *cfg);
-	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
-		return 0;
-	int per_dim = 0;
-	if (sim_plan_enumerate(p, 0, NULL, NULL) > SIM_DEFAULT_MAX_CONFIGS) {
-		per_dim = 64;
-		while (per_dim > 2 && sim_plan_enumerate(p, per_dim, NULL, NULL) >
-					      SIM_DEFAULT_MAX_CONFIGS)
-			per_dim--;
-	}
-	struct best b = {.p = p, .hw = hw};
-	sim_plan_enumerate(p, per_dim, keep_best, &b);
-	if (b.n)
-		*cfg = b.cfg;
-	return b.n;
 }

@@ -1,0 +1,262 @@
+/*
+ * classify.c: what an instruction of a computation is, before any kernel
+ * is formed: constant-derived values (folded by XLA) and the role of a
+ * top-level instruction (free, a kernel of some kind, control flow). Read
+ * by the kernel builder (kernels.c), the fusion grouping (grouping.c) and
+ * the work counter (cost.c); it reads none of them, so those three form
+ * no import circle.
+ */
+#include "kernels_int.h"
+
+#include <string.h>
+
+/* ---- constant-derived values ------------------------------------------------- */
+
+bool *sim_const_derived(const struct ir_computation *c)
+{
+	size_t n = c->n_instrs > 0 ? (size_t)c->n_instrs : 1;
+	bool *cd = ts_calloc(n, sizeof *cd);
+	if (!cd)
+		return NULL;
+	/* Monotone fixpoint (false -> true only), so text order need not be
+	 * topological; printed HLO is, and one pass then suffices. */
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < c->n_instrs; i++) {
+			const struct ir_instr *in = c->instrs[i];
+			if (cd[i])
+				continue;
+			bool v;
+			switch (in->op) {
+			case IR_OP_CONSTANT:
+				v = true;
+				break;
+			case IR_OP_IOTA:
+			case IR_OP_RNG:
+			case IR_OP_RNG_BIT_GENERATOR:
+				v = false;
+				break;
+			default:
+				switch (ir_op_class(in->op)) {
+				case IR_CLASS_ELEMENTWISE:
+				case IR_CLASS_TRANSCENDENTAL:
+				case IR_CLASS_DATA_MOVEMENT:
+				case IR_CLASS_REDUCTION:
+					v = in->n_operands > 0;
+					for (int j = 0; v && j < in->n_operands; j++) {
+						const struct ir_instr *o =
+							in->operands[j];
+						v = o->parent == c &&
+						    cd[o->index];
+					}
+					break;
+				default:
+					v = false;
+					break;
+				}
+			}
+			if (v) {
+				cd[i] = true;
+				changed = true;
+			}
+		}
+	}
+	return cd;
+}
+
+/* ---- what a top-level instruction is -------------------------------------------- */
+
+/* Physical dims, major to minor, into out[] (rank entries). */
+static void physical_dims(const struct ir_shape *s, int64_t *out)
+{
+	int order[64];
+	ir_shape_major_to_minor(s, order);
+	for (int i = 0; i < s->rank; i++)
+		out[i] = s->dims[order[i]];
+}
+
+static bool same_tiles(const struct ir_layout *a, const struct ir_layout *b)
+{
+	if (a->n_tiles != b->n_tiles || a->memory_space != b->memory_space ||
+	    a->element_size_bits != b->element_size_bits)
+		return false;
+	for (int t = 0; t < a->n_tiles; t++) {
+		if (a->tiles[t].rank != b->tiles[t].rank)
+			return false;
+		for (int i = 0; i < a->tiles[t].rank; i++)
+			if (a->tiles[t].dims[i] != b->tiles[t].dims[i])
+				return false;
+	}
+	return true;
+}
+
+/* Dims covered by the first layout tile: its rank, or TPU's default 2-D
+ * tiling (1-D for vectors) when the shape has no tiles. */
+static int tiled_dims(const struct ir_shape *s)
+{
+	int k = s->layout.n_tiles > 0 ? s->layout.tiles[0].rank : 2;
+	return k < s->rank ? k : s->rank;
+}
+
+/*
+ * A reshape is a bitcast (no data moves) when every layout tile keeps its
+ * bytes and its place. In tile-major memory an array is the sequence
+ * [major dims..., ceil(outer tiled dim / e), ...inner tiled dims] of tiles,
+ * e the tile extent of the outer tiled dim. So the element type and tiling
+ * must be unchanged, the inner tiled dims identical (the lane dim for
+ * (8,128)), and either the outer tiled dim and the product of the major
+ * dims both equal, or both outer tiled dims multiples of e with the same
+ * number of tile rows (f32[16,128] <-> f32[2,8,128] under T(8,128)). XLA
+ * rewrites such reshapes to bitcast itself; a compiled module's remaining
+ * reshapes (e.g. tpugraphs reshape.37) are real relayouts. Conservative:
+ * anything else counts as a copy.
+ */
+static bool reshape_is_bitcast(const struct ir_instr *in)
+{
+	if (in->n_operands != 1 || in->shape.type == IR_TYPE_TUPLE)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (a->type != r->type || a->rank > 64 || r->rank > 64 ||
+	    !same_tiles(&a->layout, &r->layout))
+		return false;
+	int k = tiled_dims(a);
+	if (k != tiled_dims(r))
+		return false;
+	if (k == 0)
+		return true; /* scalars */
+	int64_t pa[64], pr[64];
+	physical_dims(a, pa);
+	physical_dims(r, pr);
+	for (int i = 0; i < k - 1; i++)
+		if (pa[a->rank - 1 - i] != pr[r->rank - 1 - i])
+			return false;
+	int64_t ta = pa[a->rank - k], tr = pr[r->rank - k];
+	int64_t e = 8; /* default T(8,128) row extent */
+	if (a->layout.n_tiles > 0) {
+		const struct ir_tile *t = &a->layout.tiles[0];
+		int64_t te = t->dims[t->rank - k];
+		e = te > 0 ? te : 1;
+	} else if (k == 1) {
+		e = 1; /* 1-D: the only dim, compared as a whole below */
+	}
+	int64_t ma = 1, mr = 1;
+	for (int i = 0; i < a->rank - k; i++)
+		ma = ir_mul_sat(ma, pa[i]);
+	for (int i = 0; i < r->rank - k; i++)
+		mr = ir_mul_sat(mr, pr[i]);
+	if (ta == tr)
+		return ma == mr && ma < INT64_MAX;
+	int64_t sa = ir_mul_sat(ma, ta), sr = ir_mul_sat(mr, tr);
+	return k > 1 && ta % e == 0 && tr % e == 0 && sa == sr && sa < INT64_MAX;
+}
+
+/* A transpose is a bitcast when its layouts make the permutation a
+ * relabelling: the i-th most major output dim is the i-th most major input
+ * dim, with the same tiling. */
+static bool transpose_is_bitcast(const struct ir_instr *in)
+{
+	const struct ir_ints *perm = in->attrs.dimensions;
+	if (in->n_operands != 1 || !perm || in->shape.type == IR_TYPE_TUPLE)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (perm->n != r->rank || a->rank != r->rank || r->rank > 64 ||
+	    a->type != r->type || !same_tiles(&a->layout, &r->layout))
+		return false;
+	int oa[64], orr[64];
+	ir_shape_major_to_minor(a, oa);
+	ir_shape_major_to_minor(r, orr);
+	for (int i = 0; i < r->rank; i++)
+		if (perm->v[orr[i]] != oa[i])
+			return false;
+	return true;
+}
+
+
+/* Kernel kind of an op X by its cost class: an unfused op not named in
+ * sim_top_role(), or the op wrapped by async X-start sugar. */
+static enum sim_kernel_kind class_kind(enum ir_op x)
+{
+	switch (ir_op_class(x)) {
+	case IR_CLASS_ELEMENTWISE:
+	case IR_CLASS_TRANSCENDENTAL:
+		return SIM_KERNEL_ELEMENTWISE;
+	case IR_CLASS_DATA_MOVEMENT:
+		return x == IR_OP_COPY ? SIM_KERNEL_COPY : SIM_KERNEL_DATA;
+	case IR_CLASS_REDUCTION:
+		return SIM_KERNEL_REDUCE;
+	case IR_CLASS_CONTRACTION:
+		return x == IR_OP_CONVOLUTION ? SIM_KERNEL_CONVOLUTION
+					      : SIM_KERNEL_DOT;
+	case IR_CLASS_COLLECTIVE:
+		return SIM_KERNEL_COLLECTIVE;
+	default:
+		return SIM_KERNEL_UNMODELLED;
+	}
+}
+
+/* The role of a top-level instruction, and its kernel kind. */
+enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
+{
+	*kind = SIM_KERNEL_UNMODELLED;
+	switch (in->op) {
+	case IR_OP_FUSION:
+		*kind = SIM_KERNEL_FUSION;
+		return SIM_TOP_KERNEL;
+	case IR_OP_CONVOLUTION:
+		*kind = SIM_KERNEL_CONVOLUTION;
+		return SIM_TOP_KERNEL;
+	case IR_OP_COPY:
+	case IR_OP_COPY_START:
+		*kind = SIM_KERNEL_COPY;
+		return SIM_TOP_KERNEL;
+	case IR_OP_TRANSPOSE:
+		*kind = SIM_KERNEL_COPY;
+		return transpose_is_bitcast(in) ? SIM_TOP_FREE : SIM_TOP_KERNEL;
+	case IR_OP_RESHAPE:
+		*kind = SIM_KERNEL_COPY;
+		return reshape_is_bitcast(in) ? SIM_TOP_FREE : SIM_TOP_KERNEL;
+	case IR_OP_BROADCAST:
+	case IR_OP_IOTA:
+	case IR_OP_SORT:
+		*kind = SIM_KERNEL_DATA;
+		return SIM_TOP_KERNEL;
+	case IR_OP_WHILE:
+		return SIM_TOP_WHILE;
+	case IR_OP_ASYNC_START:
+		/* Sugar "X-start" without calls=: X itself, run async. Its kind
+		 * follows X; its work is counted as bytes only (cost.c). */
+		if (in->n_called == 0 && in->wrapped_op != IR_OP_INVALID) {
+			*kind = class_kind(in->wrapped_op);
+			return SIM_TOP_KERNEL;
+		}
+		return SIM_TOP_CALL;
+	case IR_OP_CALL:
+		return SIM_TOP_CALL;
+	case IR_OP_CONDITIONAL:
+		return SIM_TOP_CONDITIONAL;
+	case IR_OP_ASYNC_UPDATE:
+	case IR_OP_ASYNC_DONE:
+		return SIM_TOP_FREE;
+	/* Not modelled: listed with zero time, never dropped. */
+	case IR_OP_CUSTOM_CALL:
+	case IR_OP_INFEED:
+	case IR_OP_OUTFEED:
+	case IR_OP_SEND:
+	case IR_OP_RECV:
+	case IR_OP_RNG_GET_AND_UPDATE_STATE:
+	case IR_OP_FFT:
+	case IR_OP_CHOLESKY:
+	case IR_OP_TRIANGULAR_SOLVE:
+	case IR_OP_BATCH_NORM_GRAD:
+	case IR_OP_BATCH_NORM_INFERENCE:
+	case IR_OP_BATCH_NORM_TRAINING:
+	case IR_OP_TOPK:
+		return SIM_TOP_KERNEL;
+	default:
+		break;
+	}
+	if (ir_op_class(in->op) == IR_CLASS_FREE)
+		return SIM_TOP_FREE;
+	*kind = class_kind(in->op); /* control, other ops: unmodelled */
+	return SIM_TOP_KERNEL;
+}

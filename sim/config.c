@@ -1,0 +1,266 @@
+/*
+ * config.c: a kernel's tile config against its plan, and the model's best
+ * one. Checks a config (ranks, ranges, the output-feature dim shared by
+ * output and kernel bounds) and completes it, finds the default config
+ * (every candidate of tile.c costed by model.c, the best kept) and costs a
+ * kernel (sim_kernel_estimate: plan, check, estimate). It sits above
+ * tile.c (grids, candidates) and model.c (the cost of one config), which
+ * read neither it nor each other's callers: no import circle.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- checking a config against a plan ------------------------------------------- */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+
+enum ts_status sim_plan_check(const struct sim_plan *p,
+			      const struct sim_tile_config *cfg,
+			      struct sim_tile_config *full,
+			      struct ts_diag *d)
+{
+	/* Bounds the config does not give come from the model's best. */
+	struct sim_tile_config c = {0};
+	bool complete = cfg && cfg->n_out == p->out.rank;
+	for (int kd = 0; complete && p->has_kernel && kd < p->kern.rank; kd++)
+		complete = cfg->n_kernel > 0 || p->kern_shared[kd] >= 0;
+	if (!complete)
+		sim_plan_default(p, p->hw, &c);
+	else {
+		c.n_out = p->out.rank;
+		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
+	}
+	if (cfg && cfg->n_out > 0) {
+		if (cfg->n_out != p->out.rank) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds has %d entries, the "
+				    "tile grid has %d",
+				    p->k->name, cfg->n_out, p->out.rank);
+			return TS_ERR_MISUSE;
+		}
+		c.n_out = cfg->n_out;
+		memcpy(c.out_bounds, cfg->out_bounds, sizeof c.out_bounds);
+	}
+	for (int i = 0; i < c.n_out; i++) {
+		if (c.out_bounds[i] < 1 || c.out_bounds[i] > p->out.tiles[i]) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds[%d] = %lld is outside "
+				    "1..%lld (the tile grid)",
+				    p->k->name, i, (long long)c.out_bounds[i],
+				    (long long)p->out.tiles[i]);
+			return TS_ERR_MISUSE;
+		}
+	}
+	if (cfg && cfg->n_kernel > 0) {
+		if (!p->has_kernel || cfg->n_kernel != p->kern.rank) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: kernel_bounds has %d entries, the "
+				    "kernel tile grid has %d",
+				    p->k->name, cfg->n_kernel,
+				    p->has_kernel ? p->kern.rank : 0);
+			return TS_ERR_MISUSE;
+		}
+		c.n_kernel = cfg->n_kernel;
+		memcpy(c.kernel_bounds, cfg->kernel_bounds,
+		       sizeof c.kernel_bounds);
+	}
+	for (int i = 0; i < c.n_kernel; i++) {
+		if (c.kernel_bounds[i] < 1 ||
+		    c.kernel_bounds[i] > p->kern.tiles[i]) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: kernel_bounds[%d] = %lld is outside "
+				    "1..%lld (the kernel tile grid)",
+				    p->k->name, i,
+				    (long long)c.kernel_bounds[i],
+				    (long long)p->kern.tiles[i]);
+			return TS_ERR_MISUSE;
+		}
+	}
+	/* Shared dims: derive the kernel bound from the output bound when the
+	 * caller gave output bounds only (or only kernel bounds), else they
+	 * must cover the same elements (TPU.md section 3). */
+	bool gave_out = cfg && cfg->n_out > 0;
+	bool gave_kern = cfg && cfg->n_kernel > 0;
+	for (int kd = 0; kd < c.n_kernel; kd++) {
+		int od = p->kern_shared[kd];
+		if (od < 0)
+			continue;
+		if (gave_kern && !gave_out) {
+			/* out bound from the kernel bound */
+			int64_t e = min64(ir_mul_sat(c.kernel_bounds[kd], p->kern.tile[kd]),
+					  p->kern.elems[kd]);
+			int64_t ob = (e + p->out.tile[od] - 1) / p->out.tile[od];
+			c.out_bounds[od] = ob;
+		}
+		int64_t kb = sim_plan_shared_bound(p, kd, od, c.out_bounds[od]);
+		if (gave_kern && gave_out) {
+			if (kb != c.kernel_bounds[kd]) {
+				ts_diag_set(d, NULL, 0, 0,
+					    "%s: kernel_bounds[%d] = %lld (%lld "
+					    "elements) and output_bounds[%d] = "
+					    "%lld (%lld elements) must cover the "
+					    "same output features",
+					    p->k->name, kd,
+					    (long long)c.kernel_bounds[kd],
+					    (long long)min64(c.kernel_bounds[kd] *
+							       p->kern.tile[kd],
+							     p->kern.elems[kd]),
+					    od, (long long)c.out_bounds[od],
+					    (long long)min64(c.out_bounds[od] *
+							       p->out.tile[od],
+							     p->out.elems[od]));
+				return TS_ERR_MISUSE;
+			}
+		} else if (kb < 0) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "%s: output_bounds[%d] = %lld covers no "
+				    "whole number of kernel tiles (%lld "
+				    "elements each)",
+				    p->k->name, od, (long long)c.out_bounds[od],
+				    (long long)p->kern.tile[kd]);
+			return TS_ERR_MISUSE;
+		} else {
+			c.kernel_bounds[kd] = kb;
+		}
+	}
+	*full = c;
+	return TS_OK;
+}
+
+int64_t sim_plan_steps(const struct sim_plan *p,
+		       const struct sim_tile_config *full)
+{
+	int64_t steps = 1;
+	for (int i = 0; i < full->n_out && i < p->out.rank; i++)
+		steps = ir_mul_sat(steps, ir_ceil_div(p->out.tiles[i],
+						      full->out_bounds[i]));
+	for (int i = 0; i < full->n_kernel && i < p->kern.rank; i++) {
+		if (p->kern_shared[i] >= 0)
+			continue;
+		steps = ir_mul_sat(steps, ir_ceil_div(p->kern.tiles[i],
+						      full->kernel_bounds[i]));
+	}
+	return steps;
+}
+
+/* ---- the default config ---------------------------------------------------------- */
+
+static int cmp_bounds(const struct sim_tile_config *a,
+		      const struct sim_tile_config *b)
+{
+	for (int i = 0; i < a->n_out && i < b->n_out; i++)
+		if (a->out_bounds[i] != b->out_bounds[i])
+			return a->out_bounds[i] < b->out_bounds[i] ? -1 : 1;
+	for (int i = 0; i < a->n_kernel && i < b->n_kernel; i++)
+		if (a->kernel_bounds[i] != b->kernel_bounds[i])
+			return a->kernel_bounds[i] < b->kernel_bounds[i] ? -1 : 1;
+	return 0;
+}
+
+bool sim_config_better(const struct sim_estimate *ea,
+		       const struct sim_tile_config *a,
+		       const struct sim_estimate *eb,
+		       const struct sim_tile_config *b)
+{
+	if (ea->feasible != eb->feasible)
+		return ea->feasible;
+	if (!ea->feasible) /* neither fits: the smaller working set */
+		return ea->vmem_bytes < eb->vmem_bytes;
+	if (ea->time_ns != eb->time_ns)
+		return ea->time_ns < eb->time_ns;
+	if (ea->steps != eb->steps)
+		return ea->steps < eb->steps;
+	return cmp_bounds(a, b) < 0;
+}
+
+struct best {
+	const struct sim_plan *p;
+	const struct hw_spec *hw;
+	struct sim_tile_config cfg;
+	struct sim_estimate est;
+	int64_t n;
+};
+
+static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
+{
+	struct best *b = ctx;
+	struct sim_estimate e;
+	sim_plan_estimate(b->p, b->hw, cfg, &e);
+	if (b->n++ == 0 || sim_config_better(&e, cfg, &b->est, &b->cfg)) {
+		b->cfg = *cfg;
+		b->est = e;
+	}
+	return true;
+}
+
+/* Configs the default may cost: fusion.191's full candidate product
+ * (139,968) fits, so on every TpuGraphs kernel the default is the exact
+ * optimum of the candidate set; a kernel with a larger product is searched
+ * over fewer, evenly spread candidates per dim (sim_plan_enumerate's
+ * per_dim), until the product fits. */
+#define SIM_DEFAULT_MAX_CONFIGS INT64_C(150000)
+
+/*
+ * The default config is the model's best: every candidate config
+ * (sim_plan_enumerate) is costed and the best by sim_config_better kept.
+ * Cost: the product of the per-dim candidate counts (every bound up to 16
+ * tiles, else powers of two and divisors), i.e. it grows as the product of
+ * log(tiles) over the grid dims: a handful for a vector kernel, 10^2-10^4
+ * for most 2-4 dim kernels, 139,968 for fusion.191's 7-dim convolution
+ * grid (0.1 s); capped at SIM_DEFAULT_MAX_CONFIGS. The same candidates are
+ * what `tpusim tile` ranks, so its best is this config (or, with a larger
+ * cap, one the model puts no slower).
+ */
+int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+			 struct sim_tile_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	int per_dim = 0;
+	if (sim_plan_enumerate(p, 0, NULL, NULL) > SIM_DEFAULT_MAX_CONFIGS) {
+		per_dim = 64;
+		while (per_dim > 2 && sim_plan_enumerate(p, per_dim, NULL, NULL) >
+					      SIM_DEFAULT_MAX_CONFIGS)
+			per_dim--;
+	}
+	struct best b = {.p = p, .hw = hw};
+	sim_plan_enumerate(p, per_dim, keep_best, &b);
+	if (b.n)
+		*cfg = b.cfg;
+	return b.n;
+}
+
+/* ---- sim.h entry points ---- */
+
+enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   const struct sim_tile_config *cfg,
+				   struct sim_estimate *out, struct ts_diag *d)
+{
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) {
+		/* No grid for this form: the roofline (max of the units' busy
+		 * times + the kernel overhead) stands in, marked, rather than
+		 * failing the whole program; d keeps the reason. */
+		struct ts_diag rd = {0};
+		if (sim_kernel_roofline(k, hw, out, &rd) != TS_OK)
+			return st;
+		out->untiled = true;
+		return TS_OK;
+	}
+	if (st != TS_OK)
+		return st;
+	struct sim_tile_config full;
+	st = sim_plan_check(&p, cfg, &full, d);
+	if (st != TS_OK)
+		return st;
+	sim_plan_estimate(&p, hw, &full, out);
+	return TS_OK;
+}
