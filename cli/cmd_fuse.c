@@ -214,6 +214,8 @@ static void add_agreement(struct sim_fuse_agreement *a,
 	a->edges_xla += b->edges_xla;
 	a->edges_policy += b->edges_policy;
 	a->edges_both += b->edges_both;
+	for (int w = 0; w < SIM_WHY_COUNT; w++)
+		a->missed[w] += b->missed[w];
 }
 
 static void put_agreement(FILE *f, const char *name,
@@ -282,8 +284,22 @@ static int agreement(struct cmd_ctx *ctx, int argc, char **argv,
 			rc = agree_module(ctx, &g, m, argv[i], fusion, &all);
 		cmd_graph_free(&g);
 	}
-	if (rc == CMD_EXIT_OK)
+	if (rc == CMD_EXIT_OK) {
 		put_agreement(ctx->out, "all", &all);
+		/* the rules behind the edges XLA fused and the policy did not */
+		int missed = 0;
+		for (int w = 0; w < SIM_WHY_COUNT; w++)
+			missed += all.missed[w];
+		if (missed)
+			fprintf(ctx->out, "edges XLA fused and the %s policy did "
+					  "not (%d), by the rule that kept the "
+					  "producer out:\n",
+				fusion->name, missed);
+		for (int w = 0; w < SIM_WHY_COUNT; w++)
+			if (all.missed[w])
+				fprintf(ctx->out, "  %-44s %4d\n",
+					sim_fuse_why_name(w), all.missed[w]);
+	}
 	return rc;
 }
 

@@ -9,6 +9,8 @@
 #     (target <= 20 ms), and with --model default (target <= 2x that)
 #   - `tpusim train` wall time of the default model on every shared set
 #     (target <= 2 minutes on 2 cores)
+#   - `tpusim fuse` on the largest corpus module, xla and analytic policies
+#     (target: fuse + run on a 3.5k-instruction module <= 100 ms, one core)
 #   - `tpusim whatif` on the largest corpus module, 1024 points, with tile
 #     configs held and re-chosen (target >= 1000 points/s on a 1k-kernel
 #     program, held), and under mpirun with 1 and 2 ranks
@@ -52,6 +54,18 @@ whatif_ms() {
 		i=$((i + 1))
 	done | sort -n | sed -n 3p | awk '{ printf "%.0f", $1 / 1000 }'
 }
+fuse_ms() {
+	# Median wall time in ms of five `tpusim fuse --policy $1` runs on the
+	# largest module, one core.
+	i=0
+	while [ $i -lt 5 ]; do
+		t0=$(date +%s%N)
+		$pin "$build/cli/tpusim" fuse "$largest" --hw "$root/hwspecs/v3.yaml" --policy "$1" >/dev/null 2>&1
+		t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000 ))
+		i=$((i + 1))
+	done | sort -n | sed -n 3p | awk '{ printf "%.0f", $1 / 1000 }'
+}
 pps() {
 	# points per second of 1024 points in $1 ms (load and elasticities included)
 	awk -v ms="$1" 'BEGIN { printf "%.0f", 1024 / (ms / 1000) }'
@@ -74,6 +88,10 @@ trap 'rm -f "$section"' EXIT
 	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
 	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
 	echo "tpusim run $(basename "$largest") --hw v3 --model default: $(run_ms --model default) ms wall (median of 21)"
+	instrs=$(grep -c " = " "$largest")
+	for policy in xla analytic; do
+		echo "tpusim fuse $(basename "$largest") ($instrs instructions) --policy $policy (decide, write, read back, cost both): $(fuse_ms "$policy") ms wall (median of 5)"
+	done
 	kernels=$("$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" | sed -n 's/^n_kernels: //p')
 	sweep="--sweep hbm.bw_bytes_per_s=100e9:6400e9:+100e9 --sweep mxu.count=1:16:+1"
 	for mode in --hold-tiles ""; do

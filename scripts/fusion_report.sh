@@ -68,9 +68,9 @@ trap 'exit 1' HUP INT TERM
 	echo
 	for p in analytic hybrid; do
 		echo "The $p policy's agreement with XLA (totals):"
-		echo "  tpugraphs-tile-v3: $("$bin" fuse --agreement --policy $p "$shared"/data/tpugraphs-tile-v3/modules/fusion.*.hlo --hw "$v3" | tail -n 1)"
+		echo "  tpugraphs-tile-v3: $("$bin" fuse --agreement --policy $p "$shared"/data/tpugraphs-tile-v3/modules/fusion.*.hlo --hw "$v3" | grep "^all ")"
 		# shellcheck disable=SC2086
-		echo "  hlo-corpus:        $("$bin" fuse --agreement --policy $p $fused --hw "$v3" | tail -n 1)"
+		echo "  hlo-corpus:        $("$bin" fuse --agreement --policy $p $fused --hw "$v3" | grep "^all ")"
 	done
 	echo '```'
 	echo

@@ -240,6 +240,7 @@ static void decide_fusion(struct grouping *g, int i)
 	if (fc == FC_FREE || fc == FC_CONTROL)
 		return;
 	if (fc == FC_ROOT || is_root) {
+		g->why[i] = fc == FC_ROOT ? SIM_WHY_ROOT_OP : SIM_WHY_COMP_ROOT;
 		new_group(g, i, fc == FC_CORE);
 		return;
 	}
@@ -249,6 +250,7 @@ static void decide_fusion(struct grouping *g, int i)
 	 * and is only ever unfused) */
 	signed char force = g->force ? g->force[i] : SIM_FUSE_DEFAULT;
 	if (force == SIM_FUSE_OWN) {
+		g->why[i] = SIM_WHY_POLICY;
 		new_group(g, i, fc == FC_CORE);
 		return;
 	}
@@ -283,6 +285,7 @@ static void decide_fusion(struct grouping *g, int i)
 			same = false;
 	}
 	if (n_users == 0) {
+		g->why[i] = SIM_WHY_ROOT_OP;
 		new_group(g, i, fc == FC_CORE);
 		return;
 	}
@@ -353,7 +356,30 @@ static void decide_fusion(struct grouping *g, int i)
 	default:
 		break;
 	}
+	g->why[i] = materialise		? SIM_WHY_MATERIALISE
+		    : !all_accept	? SIM_WHY_NOT_ACCEPTED
+		    : fc == FC_CORE	? SIM_WHY_CORE
+		    : reuse_any		? SIM_WHY_REUSE
+		    : fc == FC_EXPENSIVE ? SIM_WHY_EXPENSIVE
+					 : SIM_WHY_ROOT_OP;
 	new_group(g, i, fc == FC_CORE);
+}
+
+const char *sim_fuse_why_name(enum sim_fuse_why w)
+{
+	static const char *const names[SIM_WHY_COUNT] = {
+		[SIM_WHY_FUSED] = "fused",
+		[SIM_WHY_ROOT_OP] = "always its own kernel",
+		[SIM_WHY_COMP_ROOT] = "the computation's result",
+		[SIM_WHY_MATERIALISE] = "a user takes no fused operand",
+		[SIM_WHY_NOT_ACCEPTED] = "a user kernel does not accept it",
+		[SIM_WHY_CORE] = "reduce/dot: one elementwise user, one core",
+		[SIM_WHY_REUSE] = "expensive op through a broadcast",
+		[SIM_WHY_EXPENSIVE] = "expensive op, users in several kernels",
+		[SIM_WHY_POLICY] = "the policy's decision",
+		[SIM_WHY_ELSEWHERE] = "fused into another kernel",
+	};
+	return (unsigned)w < SIM_WHY_COUNT ? names[w] : "invalid";
 }
 
 void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
@@ -524,6 +550,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->grp);
 	ts_free(g->reuse);
 	ts_free(g->prologue);
+	ts_free(g->why);
 	ts_free(g->g_root);
 	ts_free(g->g_core);
 	ts_free(g->g_rep);
@@ -581,13 +608,15 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->grp = ts_malloc(n * sizeof *g->grp);
 	g->reuse = ts_calloc(n, sizeof *g->reuse);
 	g->prologue = ts_calloc(n, sizeof *g->prologue);
+	g->why = ts_calloc(n, sizeof *g->why);
 	g->g_root = ts_malloc(n * sizeof *g->g_root);
 	g->g_core = ts_calloc(n, sizeof *g->g_core);
 	g->g_rep = ts_malloc(n * sizeof *g->g_rep);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
 	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
-	    !g->grp || !g->reuse || !g->prologue || !g->g_root || !g->g_core ||
+	    !g->grp || !g->reuse || !g->prologue || !g->why || !g->g_root ||
+	    !g->g_core ||
 	    !g->g_rep || !stack || !tmp) {
 		ts_free(stack);
 		ts_free(tmp);

@@ -89,6 +89,7 @@ struct grouping {
 	size_t words_per_group; /* 64-bit words per group: ceil(n / 64) */
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
+	unsigned char *why;    /* per instruction: enum sim_fuse_why */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says

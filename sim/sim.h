@@ -385,12 +385,37 @@ enum ts_status sim_unfuse_write(const struct ir_module *m, const char *text,
 /* How a policy's grouping (plan; NULL: the xla policy) of an unfused
  * module written by sim_unfuse_write agrees with the fusions its names
  * record. */
+/* Why a producer was not fused into its users: the rule (of the xla
+ * policy, or a policy's decision) that kept it a kernel of its own. */
+enum sim_fuse_why {
+	SIM_WHY_FUSED = 0,     /* fused (into some kernel) */
+	SIM_WHY_ROOT_OP,       /* an op that is always its own kernel */
+	SIM_WHY_COMP_ROOT,     /* the computation's result */
+	SIM_WHY_MATERIALISE,   /* a user takes no fused operand (tuple,
+	                          collective, custom call, while, ...) */
+	SIM_WHY_NOT_ACCEPTED,  /* a user kernel does not accept it (a dot's
+	                          operands take only format ops, a reduce
+	                          loop ops) */
+	SIM_WHY_CORE,          /* a reduce/dot/convolution: fused only into
+	                          one elementwise user, one core per kernel */
+	SIM_WHY_REUSE,         /* an expensive op is not evaluated again
+	                          through a broadcast */
+	SIM_WHY_EXPENSIVE,     /* an expensive op with users in several
+	                          kernels is not recomputed */
+	SIM_WHY_POLICY,        /* a policy's decision (SIM_FUSE_OWN) */
+	SIM_WHY_ELSEWHERE,     /* fused, but into another kernel */
+	SIM_WHY_COUNT
+};
+const char *sim_fuse_why_name(enum sim_fuse_why w); /* "materialise" */
+
 struct sim_fuse_agreement {
 	int xla_kernels;   /* XLA fusions with working instructions */
 	int reproduced;    /* of those, formed exactly by one group */
 	int edges_xla;     /* operand edges inside one XLA fusion */
 	int edges_policy;  /* operand edges inside one group */
 	int edges_both;
+	int missed[SIM_WHY_COUNT]; /* edges XLA fused and the policy did not,
+	                              by the rule that kept the producer out */
 };
 enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
 				  const struct sim_fusion_plan *plan,

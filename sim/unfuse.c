@@ -242,6 +242,11 @@ static void agree_comp(const struct grouping *g, struct sim_fuse_agreement *a)
 			a->edges_xla += xla;
 			a->edges_policy += ours;
 			a->edges_both += xla && ours;
+			if (xla && !ours) {
+				int gu = g->grp[u];
+				bool own = gu >= 0 && g->g_root[gu] == u;
+				a->missed[own ? g->why[u] : SIM_WHY_ELSEWHERE]++;
+			}
 		}
 	}
 	/* XLA's kernels: the working instructions of one origin, found at

@@ -220,6 +220,9 @@ static void test_fuse(void **state)
 	expect_contains(p.out, "module                                        "
 			       "fusions reproduced precision    recall\n");
 	expect_contains(p.out, "\nall ");
+	/* the missed edges, by the rule behind each (a count per rule) */
+	expect_contains(p.out, "edges XLA fused and the xla policy did not (");
+	expect_contains(p.out, "\n  a user kernel does not accept it ");
 	proc_free(&p);
 	tpusim(&p, "fuse", "--unfuse", ex, "-o", out);
 	expect_rc(&p, 0);
