@@ -142,6 +142,21 @@ enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 		put_f64(&w, m->params[i]);
 	if (!w.nomem)
 		put_u64(&w, ts_fnv1a(TS_FNV1A_BASIS, w.p, w.n));
+	/* a model the reader would refuse (a NaN, a std below 1e-9, a clip
+	 * out of range) is not written: read the bytes back first */
+	if (!w.nomem) {
+		struct gnn_model back;
+		struct ts_diag rd = {0};
+		enum ts_status rst =
+			gnn_model_read(w.p, w.n, path, &back, &rd);
+		gnn_model_free(&back);
+		if (rst == TS_ERR_PARSE) {
+			ts_diag_set(d, path, 0, 0, "not saved: the file would be "
+				    "refused on loading: %s", rd.msg);
+			ts_free(w.p);
+			return TS_ERR_MISUSE;
+		}
+	}
 	/* the only failure ts_write_file_atomic leaves unnamed is its own
 	 * allocation */
 	enum ts_status st = TS_ERR_NOMEM;

@@ -488,6 +488,14 @@ static void test_file(void **state)
 	assert_int_equal(entries, 1); /* m.gnn, the folder, alone */
 	unlink(sub);
 	rmdir(big);
+	/* a model the reader would refuse is not written at all */
+	m.params[0] = NAN;
+	snprintf(big, sizeof big, "%s/nan.gnn", dir);
+	assert_int_equal(gnn_model_save(&m, big, &d), TS_ERR_MISUSE);
+	if (!strstr(d.msg, "not saved: the file would be refused on loading: "
+			   "the parameters at byte"))
+		fail_msg("got '%s'", d.msg);
+	assert_int_not_equal(access(big, F_OK), 0);
 	rmdir(dir);
 	gnn_model_free(&m);
 }
