@@ -202,11 +202,13 @@ static enum ts_status search_comp(struct search *s,
 {
 	double best;
 	enum ts_status st = comp_time(s, c, force, &best);
-	struct grouping g;
+	struct grouping g = {0};
 	if (!st)
 		st = sim_grouping_build(&g, c, force);
-	if (st)
+	if (st) {
+		sim_grouping_free(&g);
 		return st;
+	}
 	/* the visiting order: consumers first, fixed from the start */
 	int *visit = ts_malloc(((size_t)g.n + 1) * sizeof *visit);
 	int n_visit = 0;
@@ -240,9 +242,8 @@ static enum ts_status search_comp(struct search *s,
 					    best, t};
 		best = t;
 		sim_grouping_free(&g);
-		if ((st = add_flip(s->plan, &f)) ||
-		    (st = sim_grouping_build(&g, c, force)))
-			return st; /* g is freed (or was) */
+		if (!(st = add_flip(s->plan, &f)))
+			st = sim_grouping_build(&g, c, force);
 	}
 	ts_free(visit);
 	sim_grouping_free(&g);

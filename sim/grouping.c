@@ -555,6 +555,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->g_core);
 	ts_free(g->g_rep);
 	ts_free(g->bits);
+	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
 
 /* Topological order (operands first) by iterative DFS; stack holds n. */
