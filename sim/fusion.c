@@ -80,22 +80,26 @@ static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
 	return false;
 }
 
-/* Members of group id that are ops on the device: working ones and the
- * constant-derived ones (a broadcast of a constant) XLA folds into the
- * kernel that uses them; not free ops, not constants. */
+/* Members of group id that XLA keeps inside the kernel that uses them:
+ * working ones, constant-derived ones (a broadcast of a constant) and the
+ * constants themselves (a reduce's init value); not other free ops. */
 static int device_members(const struct grouping *g, int id)
 {
 	int n = 0;
-	for (int i = 0; i < g->n; i++)
+	for (int i = 0; i < g->n; i++) {
+		const struct ir_instr *in = g->c->instrs[i];
 		n += sim_group_member(g, id, i) && g->live[i] &&
-		     sim_fuse_class(g, g->c->instrs[i]) != FC_FREE;
+		     (in->op == IR_OP_CONSTANT ||
+		      sim_fuse_class(g, in) != FC_FREE);
+	}
 	return n;
 }
 
-/* A group is fused when it has a working member and another device op
- * (written alone, a broadcast of a constant would read back as a kernel
- * of its own), and no value it reads depends on one of its own members
- * (legality: no cycles). */
+/* A group is fused when it has a working member and another device op or
+ * constant (written alone, a broadcast of a constant would read back as a
+ * kernel of its own, a reduce's constant init as an HBM operand), and no
+ * value it reads depends on one of its own members (legality: no
+ * cycles). */
 static bool fusible(const struct grouping *g, int id,
 		    const struct ir_instr **inputs, bool *seen, int *stack)
 {
@@ -355,6 +359,26 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 			for (int i = 0; i < g->n; i++)
 				if (sim_group_member(g, id, i))
 					o->inside[i] = false;
+	/* a member copied into fusions (a constant, a constant-derived
+	 * value) that something written outside still reads: a fusion's
+	 * input, or an instruction of no fusion; written there as well */
+	for (int id = 0; id < g->n_groups; id++) {
+		if (o->fused_id[id] < 0)
+			continue;
+		int ni = sim_group_inputs(g, id, o->inputs);
+		for (int q = 0; q < ni; q++) {
+			int k = sim_index_in(g->c, o->inputs[q]);
+			if (k >= 0 && o->out_group[k] < 0)
+				o->inside[k] = false;
+		}
+	}
+	for (int i = g->n - 1; i >= 0; i--) { /* users first: chains */
+		if (!o->inside[i] || o->out_group[i] >= 0)
+			continue;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
+			if (g->live[g->users[k]] && !o->inside[g->users[k]])
+				o->inside[i] = false;
+	}
 }
 
 static enum ts_status push(struct order *o, int node)
