@@ -100,6 +100,13 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 			int k = sim_index_in(c, in->operands[o]);
 			if (k < 0)
 				return nested(e, in);
+			if (k >= i) { /* named before it is defined */
+				ts_diag_set(e->d, e->file, in->line, in->col,
+					    "%s: operand %s is defined after "
+					    "its use: not inlined", in->name,
+					    in->operands[o]->name);
+				return TS_ERR_UNSUPPORTED_OP;
+			}
 			ops[o] = names[k];
 		}
 		if (in->op != IR_OP_FUSION || !in->n_called || !in->called[0]) {

@@ -130,6 +130,39 @@ static void unfuse_agree(const char *fused, struct sim_fuse_agreement *a)
 	ir_module_free(u);
 }
 
+/* An operand named before it is defined (the parser takes any order) is
+ * refused by unfuse, located, not written as an undefined name (fuzzer
+ * find). */
+static void test_unfuse_forward_operand(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"HloModule fwd\n"
+		"f {\n  p = f32[8] parameter(0)\n  n = f32[8] add(p, c)\n"
+		"  c = f32[8] negate(p)\n  ROOT r = f32[8] abs(n)\n}\n"
+		"ENTRY e {\n  a = f32[8] parameter(0)\n"
+		"  ROOT u = f32[8] fusion(a), kind=kLoop, calls=f\n}\n";
+	struct ir_module **m = NULL;
+	int n = 0, inlined = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(hlo_parse("fwd.hlo", text, strlen(text), &m, &n, &d),
+			 TS_OK);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(sim_unfuse_write(m[0], text, strlen(text), f, &inlined,
+					  &d),
+			 TS_ERR_UNSUPPORTED_OP);
+	fclose(f);
+	assert_string_equal(d.msg, "n: operand c is defined after its use: "
+				   "not inlined");
+	assert_int_equal(d.line, 4);
+	free(out);
+	ir_module_free(m[0]);
+	ts_free(m);
+}
+
 /* A result that is one of the fusion's own inputs (a multi-output fusion
  * passing a parameter through) stays the ROOT: a bitcast of the input. */
 static void test_unfuse_passthrough_root(void **state)
@@ -513,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_unfuse_passthrough_root),
+		cmocka_unit_test(test_unfuse_forward_operand),
 		cmocka_unit_test(test_three_siblings),
 		cmocka_unit_test(test_defined_before_use),
 		cmocka_unit_test(test_analytic_policy),
