@@ -21,6 +21,7 @@ enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
 	if (st == TS_OK) {
 		memcpy(e->emb, a.emb, (size_t)2 * m->hidden * sizeof *e->emb);
 		e->excess = a.excess;
+		e->ops = a.ops;
 	}
 	gnn_graph_acts_free(&a);
 	gnn_graph_free(&g);
@@ -35,7 +36,8 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 	struct gnn_head_acts h;
 	gnn_kernel_features(k, est, hw, host_timed, kf);
 	double raw = gnn_head(m, e->emb, kf, &h);
-	double out = gnn_output(m, raw, fmax(e->excess, h.excess), NULL);
+	double out = gnn_output(m, raw, fmax(e->excess, h.excess),
+				 gnn_trust(m, e->ops, kf), NULL);
 	if (m->kind == GNN_LEARNED_ONLY)
 		return exp(out);
 	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;

@@ -17,6 +17,7 @@
 struct hyb_embedding {
 	double emb[2 * GNN_MAX_HIDDEN];
 	double excess; /* how far the graph lies outside the training range */
+	uint64_t ops;  /* the graph's op mix (gnn_trust) */
 };
 
 /* Embeds kernel k's graph. TS_ERR_NOMEM only. */

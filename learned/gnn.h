@@ -32,6 +32,7 @@
 #define GNN_SCHEMA_VERSION 1
 #define GNN_NODE_F 36   /* features per node (gnn_node_feature_name) */
 #define GNN_KERNEL_F 40 /* features per kernel (gnn_kernel_feature_name) */
+#define GNN_KF_HOST_TIMED 39 /* the kernel feature "host_timed" (0 or 1) */
 
 const char *gnn_node_feature_name(int i);
 const char *gnn_kernel_feature_name(int i);
@@ -51,6 +52,9 @@ struct gnn_graph {
 	int *in_idx;
 	int *out_off;   /* n + 1 offsets into out_idx: node v's users */
 	int *out_idx;
+	uint64_t ops;   /* its op mix: XOR of the FNV-1a hashes of the names of
+	                   its distinct opcodes that do device work (not
+	                   IR_CLASS_FREE); order-free, shape-free */
 };
 
 /* Builds k's graph (at most GNN_MAX_NODES nodes: a larger kernel keeps its
@@ -77,6 +81,7 @@ const char *gnn_kind_name(enum gnn_kind k); /* "residual", "learned-only" */
 #define GNN_MAX_HIDDEN 128
 #define GNN_MAX_SETS 16
 #define GNN_MAX_CLIP 5.0 /* |ln correction| bound a model file may hold: x148 */
+#define GNN_MAX_KNOWN 65536 /* op mixes a model file may hold */
 
 /* Standardisation of one feature: z = (x - mean) / std; lo, hi: the range
  * of z over the training rows (the correction shrinks outside it). */
@@ -93,6 +98,8 @@ struct gnn_summary {
 	int epochs;                  /* epochs run (early stopping included) */
 	int best_epoch;              /* the epoch whose parameters were kept */
 	double train_loss, val_loss; /* at best_epoch */
+	int novel_groups;            /* held-out groups with a kernel of a novel
+	                                op mix: novel_trust's evidence */
 };
 
 struct gnn_model {
@@ -104,6 +111,13 @@ struct gnn_model {
 	struct gnn_norm node_norm[GNN_NODE_F];
 	struct gnn_norm kern_norm[GNN_KERNEL_F];
 	struct gnn_summary summary;
+	/* Mix keys (gnn_mix_key) that the kernels of at least two training
+	 * groups have, sorted; a kernel whose key is not among them is novel
+	 * and its correction is scaled by novel_trust, fitted on held-out
+	 * groups (gnn_train.c). */
+	int n_known;
+	uint64_t *known;  /* ts_malloc'd, n_known */
+	double novel_trust; /* in [0, 1] */
 	size_t n_params;
 	double *params;   /* ts_malloc'd, n_params */
 };
@@ -125,6 +139,16 @@ struct gnn_tensors {
  * out of range, TS_ERR_NOMEM. */
 enum ts_status gnn_model_alloc(struct gnn_model *m, enum gnn_kind kind,
 			       int hidden, int layers, int head);
+/* A kernel's mix key: its graph's op mix with how it was timed (a
+ * correction learned on host-timed rows, dispatch included, is not one
+ * for the device time alone). kf: its raw kernel features. */
+uint64_t gnn_mix_key(uint64_t ops, const double kf[GNN_KERNEL_F]);
+/* True when key is among m's known mix keys. */
+bool gnn_model_knows(const struct gnn_model *m, uint64_t key);
+/* The scale of a kernel's correction for its mix key: 1 when m knows it,
+ * else m->novel_trust. */
+double gnn_trust(const struct gnn_model *m, uint64_t ops,
+		 const double kf[GNN_KERNEL_F]);
 /* Parameters drawn from GSL's mt19937 with seed: Glorot-uniform weights,
  * zero biases. */
 void gnn_model_init(struct gnn_model *m, uint64_t seed);
@@ -142,6 +166,7 @@ struct gnn_graph_acts {
 	double *emb;     /* 2H: mean and max pooling of the last layer */
 	int *argmax;     /* H: node of each max */
 	double excess;   /* largest |z| beyond the training range, over nodes */
+	uint64_t ops;    /* the graph's op mix (for gnn_trust) */
 	double *scratch; /* n x max(3 in) for the backward pass */
 };
 void gnn_graph_acts_free(struct gnn_graph_acts *a);
@@ -175,17 +200,17 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
 
 /*
  * The output of a kernel from its raw head output:
- *   residual:      r = s x clip x tanh(raw / clip),  s = exp(-excess)
+ *   residual:      r = s x clip x tanh(raw / clip),  s = trust x exp(-excess)
  *                  time = analytic x exp(r)
  *   learned-only:  log time (ns) = raw
  * excess = the larger of the graph's and the head's: how far (in training
  * standard deviations) the kernel lies outside the training range, so a
- * kernel unlike anything trained on keeps its analytic estimate.
- * Returns r (residual) or log time (learned-only); *dr_draw gets the
- * derivative for training (may be NULL).
+ * kernel unlike anything trained on keeps its analytic estimate; trust =
+ * gnn_trust's (novel_trust for a mix key absent from training). Returns r (residual) or log time (learned-only); *dr_draw
+ * gets the derivative for training (may be NULL).
  */
 double gnn_output(const struct gnn_model *m, double raw, double excess,
-		  double *dr_draw);
+		  double trust, double *dr_draw);
 
 /* ---- training (gnn_train.c) --------------------------------------------- */
 
@@ -247,11 +272,11 @@ struct gnn_train_opts {
 };
 void gnn_train_opts_default(struct gnn_train_opts *o);
 
-/* Trains m (allocated and initialised here) on d. TS_ERR_MISUSE when no
- * sample can train, TS_ERR_NOMEM. */
 /* Fisher-Yates shuffle of a[0..n) with draws from rng (the order of
  * training samples, of validation groups, of compare's folds). */
 void gnn_shuffle(int *a, int n, gsl_rng *rng);
+/* Trains m (allocated and initialised here) on d. TS_ERR_MISUSE when no
+ * sample can train, TS_ERR_NOMEM. */
 enum ts_status gnn_train(const struct gnn_data *d,
 			 const struct gnn_train_opts *o, struct gnn_model *m,
 			 struct ts_diag *diag);

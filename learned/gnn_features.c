@@ -228,6 +228,24 @@ static int node_of(const struct ir_instr *const *nodes, int n,
 	return -1;
 }
 
+/* The op mix of nodes[0..n): XOR over its distinct device-work opcodes of
+ * FNV-1a of the opcode's name (names, not enum values, so that a model
+ * file's known mixes survive a reordering of ir_ops.def). */
+static uint64_t op_mix(const struct ir_instr *const *nodes, int n)
+{
+	bool seen[IR_OP_COUNT] = {false};
+	uint64_t h = 0;
+	for (int v = 0; v < n; v++) {
+		enum ir_op op = nodes[v]->op;
+		if (seen[op] || ir_op_class(op) == IR_CLASS_FREE)
+			continue;
+		seen[op] = true;
+		const char *name = ir_op_name(op);
+		h ^= ts_fnv1a(TS_FNV1A_BASIS, name, strlen(name));
+	}
+	return h;
+}
+
 enum ts_status gnn_graph_build(const struct sim_kernel *k, struct gnn_graph *g)
 {
 	memset(g, 0, sizeof *g);
@@ -247,6 +265,7 @@ enum ts_status gnn_graph_build(const struct sim_kernel *k, struct gnn_graph *g)
 		for (int j = 0; j < nodes[v]->n_operands; j++)
 			n_edges += node_of(nodes, n, nodes[v]->operands[j]) >= 0;
 	g->n = n;
+	g->ops = op_mix(nodes, n);
 	g->x = ts_calloc((size_t)n * GNN_NODE_F + 1, sizeof *g->x);
 	g->in_off = ts_calloc((size_t)n + 1, sizeof *g->in_off);
 	g->out_off = ts_calloc((size_t)n + 1, sizeof *g->out_off);
@@ -323,5 +342,5 @@ void gnn_kernel_features(const struct sim_kernel *k,
 	out[36] = lg(hw_spec_hbm_bw(hw));
 	out[37] = lg(hw->vmem_bytes);
 	out[38] = hw_spec_cores(hw);
-	out[39] = host_timed;
+	out[GNN_KF_HOST_TIMED] = host_timed;
 }

@@ -11,8 +11,10 @@
  *   f64 clip
  *   summary: u32 sets, per set (u32 name length, name bytes, u32 rows),
  *            u64 seed, u32 epochs, u32 best epoch, f64 train loss,
- *            f64 validation loss
+ *            f64 validation loss, u32 held-out groups of a novel op mix
  *   node norms, kernel norms   4 f64 each: mean, std, lo, hi
+ *   f64 novel trust            in [0, 1]
+ *   u32 known op mixes, the mixes (u64, strictly increasing)
  *   u64 parameter count, the parameters (f64)
  *   u64 checksum               FNV-1a 64 of every byte before it
  *
@@ -30,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define GNN_FILE_VERSION 1
+#define GNN_FILE_VERSION 2
 static const char magic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'G', 'N'};
 
 /* ---- writing ------------------------------------------------------------- */
@@ -135,8 +137,13 @@ enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 	put_u32(&w, (uint32_t)s->best_epoch);
 	put_f64(&w, s->train_loss);
 	put_f64(&w, s->val_loss);
+	put_u32(&w, (uint32_t)s->novel_groups);
 	put_norms(&w, m->node_norm, GNN_NODE_F);
 	put_norms(&w, m->kern_norm, GNN_KERNEL_F);
+	put_f64(&w, m->novel_trust);
+	put_u32(&w, (uint32_t)m->n_known);
+	for (int i = 0; i < m->n_known; i++)
+		put_u64(&w, m->known[i]);
 	put_u64(&w, m->n_params);
 	for (size_t i = 0; i < m->n_params; i++)
 		put_f64(&w, m->params[i]);
@@ -357,8 +364,29 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	s->best_epoch = get_int(&r, "best epoch");
 	s->train_loss = get_f64(&r, "training loss");
 	s->val_loss = get_f64(&r, "validation loss");
+	s->novel_groups = get_int(&r, "novel group count");
 	get_norms(&r, m->node_norm, GNN_NODE_F, "node feature");
 	get_norms(&r, m->kern_norm, GNN_KERNEL_F, "kernel feature");
+	m->novel_trust = get_f64(&r, "novel trust");
+	if (!r.bad && !(m->novel_trust >= 0 && m->novel_trust <= 1))
+		refuse(&r, "novel trust must be in [0, 1], got %g",
+		       m->novel_trust);
+	uint32_t n_known = get_u32(&r, "known op mix count");
+	if (!r.bad && n_known > GNN_MAX_KNOWN)
+		refuse(&r, "%u known op mixes, at most %d", n_known,
+		       GNN_MAX_KNOWN);
+	if (!r.bad && n_known > 0 &&
+	    !(m->known = ts_malloc((size_t)n_known * sizeof *m->known))) {
+		ts_diag_set(d, name, 0, 0, "out of memory");
+		gnn_model_free(m);
+		return TS_ERR_NOMEM;
+	}
+	for (uint32_t i = 0; i < n_known && !r.bad; i++) {
+		m->known[i] = get_u64(&r, "known op mixes");
+		if (!r.bad && i > 0 && m->known[i] <= m->known[i - 1])
+			refuse(&r, "known op mixes out of order at entry %u", i);
+		m->n_known = (int)i + 1;
+	}
 	uint64_t np = get_u64(&r, "parameter count");
 	if (!r.bad && np != m->n_params)
 		refuse(&r, "%llu parameters, its sizes need %llu",
@@ -383,7 +411,8 @@ enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
 	/* a file larger than the largest model is refused before it is read
 	 * (--model /dev/zero would otherwise read until memory runs out) */
 	size_t cap = gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
-					   GNN_MAX_HIDDEN) * 8 + (64 << 10);
+					   GNN_MAX_HIDDEN) * 8 +
+		     (size_t)GNN_MAX_KNOWN * 8 + (64 << 10);
 	struct stat sb;
 	if (stat(path, &sb) == 0 &&
 	    (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap)) {

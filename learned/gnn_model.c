@@ -77,6 +77,7 @@ enum ts_status gnn_model_alloc(struct gnn_model *m, enum gnn_kind kind,
 	m->layers = layers;
 	m->head = head;
 	m->clip = 1.0;
+	m->novel_trust = 1.0;
 	for (int i = 0; i < GNN_NODE_F; i++)
 		m->node_norm[i] = (struct gnn_norm){0, 1, 0, 0};
 	for (int i = 0; i < GNN_KERNEL_F; i++)
@@ -89,7 +90,37 @@ enum ts_status gnn_model_alloc(struct gnn_model *m, enum gnn_kind kind,
 void gnn_model_free(struct gnn_model *m)
 {
 	ts_free(m->params);
+	ts_free(m->known);
 	memset(m, 0, sizeof *m);
+}
+
+uint64_t gnn_mix_key(uint64_t ops, const double kf[GNN_KERNEL_F])
+{
+	static const char host[] = "host_timed";
+	return kf[GNN_KF_HOST_TIMED] != 0
+		       ? ops ^ ts_fnv1a(TS_FNV1A_BASIS, host, sizeof host - 1)
+		       : ops;
+}
+
+double gnn_trust(const struct gnn_model *m, uint64_t ops,
+		 const double kf[GNN_KERNEL_F])
+{
+	return gnn_model_knows(m, gnn_mix_key(ops, kf)) ? 1.0 : m->novel_trust;
+}
+
+bool gnn_model_knows(const struct gnn_model *m, uint64_t key)
+{
+	int lo = 0, hi = m->n_known;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (m->known[mid] == key)
+			return true;
+		if (m->known[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
 }
 
 /* Glorot-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)). */
@@ -200,6 +231,7 @@ enum ts_status gnn_embed(const struct gnn_model *m, const struct gnn_graph *g,
 	int n = g->n, H = m->hidden;
 	a->n = n;
 	a->excess = 0;
+	a->ops = g->ops;
 	for (int v = 0; v < n; v++)
 		for (int j = 0; j < GNN_NODE_F; j++) {
 			const struct gnn_norm *nm = &m->node_norm[j];
@@ -361,21 +393,23 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
 }
 
 /*
- * r = s x clip x tanh(raw / clip), s = exp(-excess)   (residual)
+ * r = s x clip x tanh(raw / clip), s = trust x exp(-excess)   (residual)
  * The tanh bounds the correction to a factor e^clip either way; s fades it
  * out for a kernel whose standardised features lie beyond the training
- * range (excess in training standard deviations: one beyond keeps 37%).
- * Learned-only: log time = raw, unbounded.
+ * range (excess in training standard deviations: one beyond keeps 37%) and
+ * scales it by trust for a mix key absent from training (novel_trust,
+ * fitted on held-out kernels: how far a correction carries to kernels the
+ * network never saw). Learned-only: log time = raw, unbounded.
  */
 double gnn_output(const struct gnn_model *m, double raw, double excess,
-		  double *dr_draw)
+		  double trust, double *dr_draw)
 {
 	if (m->kind == GNN_LEARNED_ONLY) {
 		if (dr_draw)
 			*dr_draw = 1.0;
 		return raw;
 	}
-	double s = exp(-excess), th = tanh(raw / m->clip);
+	double s = trust * exp(-excess), th = tanh(raw / m->clip);
 	if (dr_draw)
 		*dr_draw = s * (1.0 - th * th);
 	return s * m->clip * th;

@@ -17,13 +17,15 @@
  * average of the steps' (Polyak averaging, decay EMA_DECAY, bias-corrected
  * like Adam's moments): out of fold it beat the last step's on three of
  * the four shared sets and tied on the fourth (tpusim compare, 5 folds,
- * seeds 1 and 2). Validation: a val_fraction of the groups
+ * seeds 1 and 2). Validation: a val_fraction of each set's groups
  * (gnn_sample.group: a kernel of a tile set, a shape of an op set) drawn
  * with the seed; the averaged parameters of the epoch with the lowest
  * validation loss are kept, and training stops after `patience` epochs
- * without a better one. The
- * feature standardisation (and the ranges the correction fades outside)
- * come from the training samples alone.
+ * without a better one. The same held-out groups then choose novel_trust,
+ * the scale of the correction on kernels of an op mix training did not
+ * show in two groups (fit_novel_trust). The feature standardisation (and
+ * the ranges the correction fades outside) and the known op mixes come
+ * from the training samples alone.
  */
 #include "gnn.h"
 
@@ -31,6 +33,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define BATCH 32
@@ -229,7 +232,9 @@ double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
 		}
 		struct gnn_head_acts ha;
 		double raw = gnn_head(m, ga.emb, it->kf, &ha);
-		double r = gnn_output(m, raw, fmax(ga.excess, ha.excess), NULL);
+		double r = gnn_output(m, raw, fmax(ga.excess, ha.excess),
+				      gnn_trust(m, ga.ops, it->kf),
+				      NULL);
 		p += it->mult * base_ns(m, it) * exp(r);
 	}
 	gnn_graph_acts_free(&ga);
@@ -272,7 +277,7 @@ static enum ts_status forward(struct trainer *t, int s, int b,
 		const struct gnn_graph_acts *ga = &t->acts[it->graph];
 		double raw = gnn_head(t->m, ga->emb, it->kf, &heads[i]);
 		double r = gnn_output(t->m, raw, fmax(ga->excess, heads[i].excess),
-				      NULL);
+				      gnn_trust(t->m, ga->ops, it->kf), NULL);
 		p += it->mult * base_ns(t->m, it) * exp(r);
 	}
 	*ln_p = log(fmax(p, P_FLOOR_NS));
@@ -292,7 +297,8 @@ static void backward(struct trainer *t, int s, struct gnn_head_acts *heads,
 		const struct gnn_graph_acts *ga = &t->acts[it->graph];
 		double dr;
 		double r = gnn_output(t->m, heads[i].raw,
-				      fmax(ga->excess, heads[i].excess), &dr);
+				      fmax(ga->excess, heads[i].excess),
+				      gnn_trust(t->m, ga->ops, it->kf), &dr);
 		/* d ln p / d r = mult x base x e^r / p */
 		double d_raw = g * it->mult * base_ns(t->m, it) * exp(r) / p * dr;
 		gnn_head_backward(t->m, ga->emb, &heads[i], d_raw, &t->g,
@@ -447,29 +453,38 @@ void gnn_shuffle(int *a, int n, gsl_rng *rng)
 	}
 }
 
-/* Splits groups: val[s] for samples of a drawn val_fraction of the
- * groups that have a sample within o->train_mask, train[s] for the rest.
- * perm and is_val: n_groups entries of scratch. */
+/* Splits groups: val[s] for samples of a drawn val_fraction of each set's
+ * groups that have a sample within o->train_mask (per set, so that a
+ * small set, a tile set's few kernels, is held out in proportion too),
+ * train[s] for the rest. perm and is_val: n_groups entries of scratch. */
 static void split(const struct gnn_data *d, const struct gnn_train_opts *o,
 		  gsl_rng *rng, int *perm, bool *is_val, bool *train,
 		  bool *val)
 {
-	memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
-	for (int s = 0; s < d->n_samples; s++)
-		if (!o->train_mask || o->train_mask[s])
-			is_val[d->samples[s].group] = true; /* "has one" */
-	int n = 0;
-	for (int g = 0; g < d->n_groups; g++)
-		if (is_val[g])
-			perm[n++] = g;
-	gnn_shuffle(perm, n, rng);
-	int n_val = (int)floor(o->val_fraction * n + 0.5);
-	memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
-	for (int i = 0; i < n_val; i++)
-		is_val[perm[i]] = true;
+	bool *pick = val; /* scratch until the end: "group drawn" */
+	memset(pick, 0, (size_t)d->n_samples * sizeof *pick);
+	for (int set = 0; set < d->n_sets; set++) {
+		memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
+		for (int s = 0; s < d->n_samples; s++)
+			if (d->samples[s].set == set &&
+			    (!o->train_mask || o->train_mask[s]))
+				is_val[d->samples[s].group] = true; /* has one */
+		int n = 0;
+		for (int g = 0; g < d->n_groups; g++)
+			if (is_val[g])
+				perm[n++] = g;
+		gnn_shuffle(perm, n, rng);
+		int n_val = (int)floor(o->val_fraction * n + 0.5);
+		memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
+		for (int i = 0; i < n_val; i++)
+			is_val[perm[i]] = true;
+		for (int s = 0; s < d->n_samples; s++)
+			if (d->samples[s].set == set)
+				pick[s] = is_val[d->samples[s].group];
+	}
 	for (int s = 0; s < d->n_samples; s++) {
 		bool ok = !o->train_mask || o->train_mask[s];
-		bool v = is_val[d->samples[s].group];
+		bool v = pick[s];
 		train[s] = ok && !v;
 		val[s] = ok && v;
 	}
@@ -523,6 +538,206 @@ static enum ts_status rank_index(const struct gnn_data *d, const bool *train,
 	}
 	ts_free(fill);
 	return TS_OK;
+}
+
+/* m->known: the mix keys (gnn_mix_key: op mix and timing) that the kernels
+ * of at least MIN_SUPPORT training groups have. A mix seen in one kernel alone shows the network no
+ * variation across kernels, and out of fold its correction did not carry
+ * to a sibling of the same mix (tpugraphs-tile-v3's reshapes and copies:
+ * Kendall tau 0.884 against the analytic 0.887 with MIN_SUPPORT 1, equal
+ * with 2 or 4; tpusim compare --folds 5 --seed 1, every shared set). */
+#define MIN_SUPPORT 2
+struct mix_group {
+	uint64_t ops;
+	int group;
+};
+
+static int cmp_mix_group(const void *a, const void *b)
+{
+	const struct mix_group *x = a, *y = b;
+	if (x->ops != y->ops)
+		return (x->ops > y->ops) - (x->ops < y->ops);
+	return (x->group > y->group) - (x->group < y->group);
+}
+
+static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
+				  struct gnn_model *m)
+{
+	int n = 0;
+	for (int s = 0; s < d->n_samples; s++)
+		if (train[s])
+			n += d->samples[s].n;
+	struct mix_group *mg = ts_malloc(((size_t)n + 1) * sizeof *mg);
+	m->known = ts_malloc(((size_t)n + 1) * sizeof *m->known);
+	if (!mg || !m->known) {
+		ts_free(mg);
+		return TS_ERR_NOMEM;
+	}
+	n = 0;
+	for (int s = 0; s < d->n_samples; s++)
+		for (int i = 0; train[s] && i < d->samples[s].n; i++) {
+			const struct gnn_item *it = &d->items[d->samples[s].first + i];
+			mg[n++] = (struct mix_group){
+				gnn_mix_key(d->graphs[it->graph].ops, it->kf),
+				d->samples[s].group};
+		}
+	qsort(mg, (size_t)n, sizeof *mg, cmp_mix_group);
+	int u = 0;
+	for (int i = 0, groups = 0; i < n; i++) {
+		if (i > 0 && mg[i].ops != mg[i - 1].ops)
+			groups = 0;
+		if ((i == 0 || mg[i].ops != mg[i - 1].ops ||
+		     mg[i].group != mg[i - 1].group) &&
+		    ++groups == MIN_SUPPORT)
+			m->known[u++] = mg[i].ops;
+	}
+	ts_free(mg);
+	m->n_known = u;
+	return TS_OK;
+}
+
+/* Rank groups of the held-out samples: rank_group order, for
+ * heldout_objective's pairs. */
+static const struct gnn_data *sort_data;
+static int cmp_rank_group(const void *a, const void *b)
+{
+	int x = sort_data->samples[*(const int *)a].rank_group;
+	int y = sort_data->samples[*(const int *)b].rank_group;
+	if (x != y)
+		return (x > y) - (x < y);
+	return (*(const int *)a > *(const int *)b) -
+	       (*(const int *)a < *(const int *)b);
+}
+
+/*
+ * The training objective on the held-out samples, per group (weights from
+ * group_weights over them) into gl[group]: the weighted squared log error
+ * plus rank_weight x the same weight times the mean pairwise logistic loss
+ * of each sample against every other held-out config of its kernel (all
+ * pairs, where training draws RANK_PAIRS). rk: the n_rk held-out samples
+ * with a rank group, in rank-group order; lnp: scratch per sample.
+ */
+static void heldout_objective(struct trainer *t, const bool *val,
+			      const int *rk, int n_rk, double *lnp, double *gl)
+{
+	const struct gnn_data *d = t->d;
+	memset(gl, 0, (size_t)d->n_groups * sizeof *gl);
+	for (int s = 0; s < d->n_samples; s++) {
+		if (!val[s])
+			continue;
+		lnp[s] = log(fmax(gnn_predict_sample(t->m, d, s), P_FLOOR_NS));
+		double e = lnp[s] - log(d->samples[s].measured_ns);
+		gl[d->samples[s].group] += t->weight[s] * e * e;
+	}
+	for (int lo = 0, hi; lo < n_rk; lo = hi) {
+		int g = d->samples[rk[lo]].rank_group;
+		for (hi = lo; hi < n_rk && d->samples[rk[hi]].rank_group == g;)
+			hi++;
+		for (int i = lo; i < hi; i++) {
+			const struct gnn_sample *a = &d->samples[rk[i]];
+			double sum = 0;
+			int n = 0;
+			for (int j = lo; j < hi; j++) {
+				const struct gnn_sample *b = &d->samples[rk[j]];
+				if (j == i || b->measured_ns == a->measured_ns)
+					continue;
+				bool a_fast = a->measured_ns < b->measured_ns;
+				double delta = a_fast ? lnp[rk[j]] - lnp[rk[i]]
+						      : lnp[rk[i]] - lnp[rk[j]];
+				sum += fmax(-delta, 0.0) + log1p(exp(-fabs(delta)));
+				n++;
+			}
+			if (n > 0)
+				gl[a->group] += t->o->rank_weight *
+						t->weight[rk[i]] * sum / n;
+		}
+	}
+}
+
+/*
+ * novel_trust: the scale of the correction on a kernel whose op mix is not
+ * known (m->known), chosen among TRUST_STEPS + 1 even steps of [0, 1] on
+ * the groups held out for early stopping (their kernels the network never
+ * trained on, as a user's new kernels are). Only the held-out groups with
+ * a novel kernel depend on it. A step is taken only if it lowers their
+ * training objective (squared log error and ranking, per group) against
+ * trust 0 by more than one standard error of the per-group differences
+ * (the one-standard-error rule of model selection): with one such group,
+ * or none, or a gain within the noise of a few kernels, it is 0, and a
+ * correction not shown to carry to new op mixes is not applied to them.
+ * Returns the number of held-out groups with a novel kernel; TS_ERR_NOMEM
+ * in *st.
+ */
+#define TRUST_STEPS 10
+static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
+			   enum ts_status *st)
+{
+	const struct gnn_data *d = t->d;
+	struct gnn_model *m = t->m;
+	int n_novel = 0, n_rk = 0;
+	m->novel_trust = 0;
+	if (n_val == 0 || m->kind == GNN_LEARNED_ONLY)
+		return 0; /* learned-only: gnn_output does not read it */
+	size_t ng = (size_t)d->n_groups + 1;
+	bool *novel = ts_calloc(ng, sizeof *novel);
+	int *rk = ts_malloc(((size_t)d->n_samples + 1) * sizeof *rk);
+	double *lnp = ts_malloc(((size_t)d->n_samples + 1) * sizeof *lnp);
+	double *gl0 = ts_malloc(ng * sizeof *gl0);
+	double *gl = ts_malloc(ng * sizeof *gl);
+	if (!novel || !rk || !lnp || !gl0 || !gl) {
+		*st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int s = 0; s < d->n_samples; s++) {
+		if (!val[s])
+			continue;
+		if (d->samples[s].rank_group >= 0)
+			rk[n_rk++] = s;
+		for (int i = 0; i < d->samples[s].n; i++) {
+			const struct gnn_item *it =
+				&d->items[d->samples[s].first + i];
+			int g = d->samples[s].group;
+			if (!novel[g] &&
+			    !gnn_model_knows(m, gnn_mix_key(d->graphs[it->graph].ops,
+							    it->kf))) {
+				novel[g] = true;
+				n_novel++;
+			}
+		}
+	}
+	if (n_novel < 2)
+		goto out;
+	sort_data = d;
+	qsort(rk, (size_t)n_rk, sizeof *rk, cmp_rank_group);
+	group_weights(t, val);
+	heldout_objective(t, val, rk, n_rk, lnp, gl0);
+	double best = 0, pick = 0;
+	for (int k = 1; k <= TRUST_STEPS; k++) {
+		m->novel_trust = (double)k / TRUST_STEPS;
+		heldout_objective(t, val, rk, n_rk, lnp, gl);
+		double sum = 0, sq = 0;
+		for (int g = 0; g < d->n_groups; g++)
+			if (novel[g])
+				sum += gl[g] - gl0[g];
+		double mean = sum / n_novel;
+		for (int g = 0; g < d->n_groups; g++)
+			if (novel[g])
+				sq += (gl[g] - gl0[g] - mean) *
+				      (gl[g] - gl0[g] - mean);
+		double se = sqrt(sq / (n_novel - 1) / n_novel);
+		if (mean + se < 0 && mean < best) {
+			best = mean;
+			pick = m->novel_trust;
+		}
+	}
+	m->novel_trust = pick;
+out:
+	ts_free(novel);
+	ts_free(rk);
+	ts_free(lnp);
+	ts_free(gl0);
+	ts_free(gl);
+	return n_novel;
 }
 
 enum ts_status gnn_train(const struct gnn_data *d,
@@ -588,8 +803,8 @@ enum ts_status gnn_train(const struct gnn_data *d,
 		st = TS_ERR_MISUSE;
 		goto out;
 	}
-	if ((st = fit_norms(d, train, m)) || (st = rank_index(d, train, &rk_off,
-								 &rk_idx)))
+	if ((st = fit_norms(d, train, m)) || (st = known_mixes(d, train, m)) ||
+	    (st = rank_index(d, train, &rk_off, &rk_idx)))
 		goto out;
 	gnn_model_init(m, o->seed);
 	if (o->kind == GNN_LEARNED_ONLY) {
@@ -661,6 +876,9 @@ enum ts_status gnn_train(const struct gnn_data *d,
 		goto out;
 	}
 	memcpy(m->params, best, m->n_params * sizeof *best);
+	m->summary.novel_groups = fit_novel_trust(&t, val, n_val, &st);
+	if (st)
+		goto out;
 	m->summary.seed = o->seed;
 	m->summary.epochs = epoch - 1;
 	m->summary.best_epoch = best_epoch;

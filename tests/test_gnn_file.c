@@ -127,7 +127,7 @@ static void encode(const struct gnn_model *m, struct img *g)
 	mark(g, "magic");
 	for (const char *c = "TPUSIMGN"; *c; c++)
 		byte(g, (unsigned char)*c);
-	field(g, "format version", 4, 1);
+	field(g, "format version", 4, 2);
 	field(g, "schema hash", 8, gnn_schema_hash());
 	field(g, "node feature count", 4, GNN_NODE_F);
 	field(g, "kernel feature count", 4, GNN_KERNEL_F);
@@ -150,8 +150,13 @@ static void encode(const struct gnn_model *m, struct img *g)
 	field(g, "best epoch", 4, (uint32_t)s->best_epoch);
 	field(g, "training loss", 8, bits(s->train_loss));
 	field(g, "validation loss", 8, bits(s->val_loss));
+	field(g, "novel group count", 4, (uint32_t)s->novel_groups);
 	norms(g, m->node_norm, GNN_NODE_F, "node feature");
 	norms(g, m->kern_norm, GNN_KERNEL_F, "kernel feature");
+	field(g, "novel trust", 8, bits(m->novel_trust));
+	field(g, "known op mix count", 4, (uint32_t)m->n_known);
+	for (int i = 0; i < m->n_known; i++)
+		field(g, "known op mixes", 8, m->known[i]);
 	field(g, "parameter count", 8, m->n_params);
 	for (size_t i = 0; i < m->n_params; i++)
 		field(g, "parameters", 8, bits(m->params[i]));
@@ -194,6 +199,14 @@ static void sample_model(struct gnn_model *m, enum gnn_kind kind)
 	s->best_epoch = 0;
 	s->train_loss = DBL_TRUE_MIN;
 	s->val_loss = -0.0;
+	s->novel_groups = INT_MAX;
+	m->novel_trust = 0.3; /* not a binary fraction */
+	static const uint64_t mixes[] = {0, 1, UINT64_C(0x8000000000000000),
+					 UINT64_MAX};
+	m->n_known = 4;
+	m->known = malloc(sizeof mixes);
+	assert_non_null(m->known);
+	memcpy(m->known, mixes, sizeof mixes);
 }
 
 static void tmp_path(char *buf, size_t n, const char *leaf)
@@ -228,6 +241,10 @@ static void expect_same(const struct gnn_model *a, const struct gnn_model *b)
 	assert_memory_equal(a->params, b->params, a->n_params * sizeof(double));
 	assert_memory_equal(a->node_norm, b->node_norm, sizeof a->node_norm);
 	assert_memory_equal(a->kern_norm, b->kern_norm, sizeof a->kern_norm);
+	assert_int_equal(bits(a->novel_trust), bits(b->novel_trust));
+	assert_int_equal(a->n_known, b->n_known);
+	assert_memory_equal(a->known, b->known,
+			    (size_t)a->n_known * sizeof *a->known);
 	/* both zeroed before they were filled: the padding matches too */
 	assert_memory_equal(&a->summary, &b->summary, sizeof a->summary);
 }
@@ -328,10 +345,10 @@ static void test_refusals(void **state)
 	refused((const unsigned char *)"", 0,
 		"truncated at byte 0: expected the magic");
 
-	mutated(&m, "format version", 0, 2,
-		"format version 2, this tpusim reads 1");
-	mutated(&m, "format version", 0, 0,
-		"format version 0, this tpusim reads 1");
+	mutated(&m, "format version", 0, 3,
+		"format version 3, this tpusim reads 2");
+	mutated(&m, "format version", 0, 1,
+		"format version 1, this tpusim reads 2");
 	uint64_t h = gnn_schema_hash();
 	snprintf(want, sizeof want,
 		 "trained on feature schema %016llx, this tpusim has %016llx: "
@@ -383,6 +400,8 @@ static void test_refusals(void **state)
 		"2147483648 is out of range (at most 2147483647)");
 	mutated(&m, "training loss", 0, bits(INFINITY), NULL);
 	mutated(&m, "validation loss", 0, bits(NAN), NULL);
+	mutated(&m, "novel group count", 0, UINT32_MAX, "novel group count "
+		"4294967295 is out of range (at most 2147483647)");
 
 	/* norms: four doubles each (mean, std, lo, hi) */
 	mutated(&m, "node feature", 4 * 5 + 0, bits(NAN), NULL);
@@ -395,6 +414,18 @@ static void test_refusals(void **state)
 	mutated(&m, "node feature", 4 * 2 + 2, bits(1.5),
 		"node feature 2 has a range from 1.5 to 0");
 
+	mutated(&m, "novel trust", 0, bits(NAN), NULL);
+	mutated(&m, "novel trust", 0, bits(-0.5),
+		"novel trust must be in [0, 1], got -0.5");
+	mutated(&m, "novel trust", 0, bits(1.25),
+		"novel trust must be in [0, 1], got 1.25");
+	snprintf(want, sizeof want, "%d known op mixes, at most %d",
+		 GNN_MAX_KNOWN + 1, GNN_MAX_KNOWN);
+	mutated(&m, "known op mix count", 0, GNN_MAX_KNOWN + 1, want);
+	mutated(&m, "known op mixes", 2, 1,
+		"known op mixes out of order at entry 2");
+	mutated(&m, "known op mixes", 1, 0,
+		"known op mixes out of order at entry 1");
 	snprintf(want, sizeof want, "%zu parameters, its sizes need %zu",
 		 m.n_params + 1, m.n_params);
 	mutated(&m, "parameter count", 0, m.n_params + 1, want);
@@ -604,7 +635,8 @@ static void test_save_failures(void **state)
 	assert_int_equal(gnn_model_load(dir, &back, &d), TS_ERR_PARSE);
 	assert_string_equal(d.msg, "not a regular file");
 	size_t cap = gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
-					   GNN_MAX_HIDDEN) * 8 + (64 << 10);
+					   GNN_MAX_HIDDEN) * 8 +
+		     (size_t)GNN_MAX_KNOWN * 8 + (64 << 10);
 	FILE *f = fopen(want, "wb");
 	assert_non_null(f);
 	fclose(f);
