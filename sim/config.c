@@ -257,10 +257,38 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 	}
 	if (st != TS_OK)
 		return st;
+	return sim_plan_cost(&p, hw, cfg, out, d);
+}
+
+enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
+			     const struct sim_tile_config *cfg,
+			     struct sim_estimate *out, struct ts_diag *d)
+{
 	struct sim_tile_config full;
-	st = sim_plan_check(&p, cfg, &full, d);
-	if (st != TS_OK)
-		return st;
-	sim_plan_estimate(&p, hw, &full, out);
-	return TS_OK;
+	p->hw = hw; /* the default config is searched on it */
+	enum ts_status st = sim_plan_check(p, cfg, &full, d);
+	if (st == TS_OK)
+		sim_plan_estimate(p, hw, &full, out);
+	return st;
+}
+
+/*
+ * The spec fields sim_plan_build reads none of: HBM, VMEM, the MXU array's
+ * size and speed, the overheads and the host terms (a plan holds shapes,
+ * grids, bytes, VPU cycles, MXU passes, the core split and the collective's
+ * ICI cost; model.c turns them into time with these). test_tile checks
+ * each against every kernel of the corpus: the same estimate from a plan
+ * built on a spec with the field changed and from one built without.
+ */
+bool sim_plan_spec_free(const struct hw_field_info *f)
+{
+	static const char *const prefixes[] = {
+		"hbm.", "vmem.", "overhead.", "host.", "mxu.count", "mxu.rows",
+		"mxu.cols", "mxu.clock_hz", "mxu.macs_per_cell_cycle",
+		"mxu.pass_cycles",
+	};
+	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+		if (!strncmp(f->path, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
 }

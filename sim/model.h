@@ -210,6 +210,17 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 			      struct sim_tile_config *full,
 			      struct ts_diag *d);
 
+/* Costs kernel p->k under cfg (NULL: the default config, searched on hw)
+ * on hw: sim_plan_check, then sim_plan_estimate. p may have been built on
+ * another spec that differs from hw only in fields sim_plan_spec_free
+ * names (a what-if sweep builds each kernel's plan once); p->hw becomes
+ * hw. */
+enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
+			     const struct sim_tile_config *cfg,
+			     struct sim_estimate *out, struct ts_diag *d);
+/* True for a spec field no plan depends on (config.c). */
+bool sim_plan_spec_free(const struct hw_field_info *f);
+
 /* Costs a checked config (from sim_plan_check). Never fails. */
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		       const struct sim_tile_config *full,

@@ -1,0 +1,168 @@
+/*
+ * test_plan_reuse.c: a kernel's plan built on one spec serves every spec
+ * that differs from it only in fields sim_plan_spec_free names (what a
+ * what-if sweep relies on to build each plan once). For every kernel of
+ * every module in data/hlo-corpus, data/tpugraphs-tile-v3 and
+ * data/tpuv3-allreduce, on v3 and v4, and every such field changed (x2, or
+ * /2 where x2 is out of range): the estimate from the plan built on the
+ * base spec, costed on the changed one (sim_plan_cost), is bit for bit the
+ * estimate of the plan built on the changed spec (sim_kernel_estimate),
+ * default tile config search included. A control: changing a field that
+ * is not free (vpu.cost.simple, vpu.lanes, ici.link_bw_bytes_per_s) makes
+ * the two differ somewhere, so the comparison can fail. Skips without
+ * TPUSIM_SHARED.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "test_util.h"
+
+/* The spec base with field f at twice (or half) its value; false when
+ * neither is accepted. */
+static bool changed(const struct hw_spec *base, const struct hw_field_info *f,
+		    struct hw_spec *out)
+{
+	double v = hw_spec_get(base, f);
+	double tries[2] = {v != 0 ? 2 * v : 1, v / 2};
+	for (int i = 0; i < 2; i++) {
+		struct ts_diag d = {0};
+		*out = *base;
+		if (f->is_int && tries[i] != (double)(int64_t)tries[i])
+			continue;
+		if (hw_spec_apply(out, 1, &f, &tries[i], &d) == TS_OK)
+			return true;
+	}
+	return false;
+}
+
+/* Kernels of one program whose plan on hw2 differs from the one built on
+ * hw (as the estimates show). */
+static int differing(const struct sim_program *p, const struct hw_spec *hw,
+		     const struct hw_spec *hw2, const char *file)
+{
+	int n = 0;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		struct sim_plan plan;
+		struct ts_diag d = {0};
+		if (sim_plan_build(k, hw, &plan, &d) != TS_OK)
+			continue; /* ungriddable: never planned (roofline) */
+		struct sim_estimate a, b;
+		enum ts_status sa = sim_plan_cost(&plan, hw2, NULL, &a, &d);
+		enum ts_status sb = sim_kernel_estimate(k, hw2, NULL, &b, &d);
+		if (sa != sb)
+			fail_msg("%s %s: status %d from the reused plan, %d "
+				 "built anew", file, k->name, sa, sb);
+		n += sa == TS_OK && memcmp(&a, &b, sizeof a) != 0;
+	}
+	return n;
+}
+
+struct totals {
+	int files, kernels;
+	int free_diff;     /* kernels x free fields that differed: must be 0 */
+	int control_diff;  /* kernels x control fields that differed */
+};
+
+static void check_file(const char *path, const char *rel,
+		       const struct hw_spec *hw, struct totals *t)
+{
+	char *text;
+	size_t len;
+	struct ts_diag d = {0};
+	if (ts_read_file(path, &text, &len, &d) != TS_OK)
+		fail_msg("%s: %s", path, d.msg);
+	struct tu_built b;
+	tu_build_file(rel, text, len, NULL, &b);
+	t->files++;
+	t->kernels += b.p.n_kernels;
+	static const char *const controls[] = {
+		"vpu.cost.simple", "vpu.lanes", "ici.link_bw_bytes_per_s"};
+	for (int i = 0; i < hw_spec_n_fields(); i++) {
+		const struct hw_field_info *f = hw_spec_field_at(i);
+		bool control = false;
+		for (size_t c = 0; c < sizeof controls / sizeof *controls; c++)
+			control |= !strcmp(f->path, controls[c]);
+		if (!sim_plan_spec_free(f) && !control)
+			continue;
+		assert_false(control && sim_plan_spec_free(f));
+		struct hw_spec hw2;
+		if (!changed(hw, f, &hw2))
+			fail_msg("%s: neither twice nor half of %g accepted",
+				 f->path, hw_spec_get(hw, f));
+		int n = differing(&b.p, hw, &hw2, rel);
+		if (n && !control)
+			print_message("%s: %d kernels of %s differ\n", f->path,
+				      n, rel);
+		*(control ? &t->control_diff : &t->free_diff) += n;
+	}
+	tu_built_free(&b);
+	ts_free(text);
+}
+
+static void check_folder(const char *data, const char *folder,
+			 const struct hw_spec *hw, struct totals *t)
+{
+	char dir_path[1024];
+	snprintf(dir_path, sizeof dir_path, "%s/%s", data, folder);
+	DIR *dir = opendir(dir_path);
+	if (!dir)
+		fail_msg("cannot open %s", dir_path);
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		size_t len = strlen(e->d_name);
+		if (len < 4 || strcmp(e->d_name + len - 4, ".hlo") != 0)
+			continue;
+		char path[1536], rel[512];
+		snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
+		snprintf(rel, sizeof rel, "%s/%s", folder, e->d_name);
+		check_file(path, rel, hw, t);
+	}
+	closedir(dir);
+}
+
+static void test_plan_reuse(void **state)
+{
+	(void)state;
+	const char *shared = getenv("TPUSIM_SHARED");
+	if (!shared || !*shared) {
+		print_message("TPUSIM_SHARED is not set: skipping the plan "
+			      "reuse test\n");
+		skip();
+	}
+	char data[1024];
+	snprintf(data, sizeof data, "%s/data", shared);
+	static const char *const gens[] = {"v3", "v4"};
+	for (int g = 0; g < 2; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		struct totals t = {0};
+		check_folder(data, "hlo-corpus", &hw, &t);
+		check_folder(data, "tpugraphs-tile-v3/modules", &hw, &t);
+		check_folder(data, "tpuv3-allreduce/modules", &hw, &t);
+		print_message("%s: %d files, %d kernels; free fields: %d "
+			      "differ; control fields: %d differ\n", gens[g],
+			      t.files, t.kernels, t.free_diff, t.control_diff);
+		assert_true(t.kernels > 1000);
+		assert_int_equal(t.free_diff, 0);
+		assert_true(t.control_diff > 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan_reuse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
