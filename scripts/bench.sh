@@ -13,7 +13,8 @@
 #     (target: fuse + run on a 3.5k-instruction module <= 100 ms, one core)
 #   - `tpusim whatif` on the largest corpus module, 1024 points, with tile
 #     configs held and re-chosen (target >= 1000 points/s on a 1k-kernel
-#     program, held), and under mpirun with 1 and 2 ranks
+#     program, held), over fields the kernels' plans read (rebuilt per
+#     point), and under mpirun with 1 and 2 ranks
 #   usage: scripts/bench.sh [BUILD_DIR]     (default: build)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,6 +100,9 @@ trap 'rm -f "$section"' EXIT
 		ms=$(whatif_ms "$pin" $sweep $mode)
 		echo "tpusim whatif $(basename "$largest") ($kernels kernels), 1024 points ${mode:-(tiles re-chosen)}: $ms ms wall, $(pps "$ms") points/s"
 	done
+	# fields the kernels' plans read: each point builds every plan anew
+	ms=$(whatif_ms "$pin" --sweep vpu.cost.simple=0.25:8:+0.25 --sweep ici.efficiency=0.03125:1:+0.03125 --hold-tiles)
+	echo "tpusim whatif, 1024 points of vpu.cost.simple x ici.efficiency (plans rebuilt per point) --hold-tiles: $ms ms wall, $(pps "$ms") points/s"
 	if "$build/cli/tpusim" --version | grep -q "open-mpi: yes" && command -v mpirun >/dev/null; then
 		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 		for n in 1 2; do
