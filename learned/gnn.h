@@ -206,8 +206,9 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
  * excess = the larger of the graph's and the head's: how far (in training
  * standard deviations) the kernel lies outside the training range, so a
  * kernel unlike anything trained on keeps its analytic estimate; trust =
- * gnn_trust's (novel_trust for a mix key absent from training). Returns r (residual) or log time (learned-only); *dr_draw
- * gets the derivative for training (may be NULL).
+ * gnn_trust's (novel_trust for a mix key the model does not know).
+ * Returns r (residual) or log time (learned-only); *dr_draw gets the
+ * derivative for training (may be NULL).
  */
 double gnn_output(const struct gnn_model *m, double raw, double excess,
 		  double trust, double *dr_draw);

@@ -397,9 +397,9 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
  * The tanh bounds the correction to a factor e^clip either way; s fades it
  * out for a kernel whose standardised features lie beyond the training
  * range (excess in training standard deviations: one beyond keeps 37%) and
- * scales it by trust for a mix key absent from training (novel_trust,
- * fitted on held-out kernels: how far a correction carries to kernels the
- * network never saw). Learned-only: log time = raw, unbounded.
+ * scales it by trust for a mix key the model does not know (novel_trust,
+ * fitted on held-out kernels: how far a correction carries to kernels of
+ * an op mix the network saw in fewer than two training groups). Learned-only: log time = raw, unbounded.
  */
 double gnn_output(const struct gnn_model *m, double raw, double excess,
 		  double trust, double *dr_draw)

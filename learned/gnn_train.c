@@ -32,8 +32,8 @@
 #include <cblas.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define BATCH 32
@@ -540,24 +540,27 @@ static enum ts_status rank_index(const struct gnn_data *d, const bool *train,
 	return TS_OK;
 }
 
-/* m->known: the mix keys (gnn_mix_key: op mix and timing) that the kernels
- * of at least MIN_SUPPORT training groups have. A mix seen in one kernel alone shows the network no
- * variation across kernels, and out of fold its correction did not carry
- * to a sibling of the same mix (tpugraphs-tile-v3's reshapes and copies:
- * Kendall tau 0.884 against the analytic 0.887 with MIN_SUPPORT 1, equal
- * with 2 or 4; tpusim compare --folds 5 --seed 1, every shared set). */
+/* m->known: the mix keys (gnn_mix_key: op mix and timing) that the
+ * kernels of at least MIN_SUPPORT training groups have. A mix seen in one
+ * kernel alone shows the network no variation across kernels, and out of
+ * fold its correction did not carry to a sibling of the same mix
+ * (tpugraphs-tile-v3's reshapes and copies: Kendall tau 0.884 against the
+ * analytic 0.887 with MIN_SUPPORT 1, equal with 2 or 4; tpusim compare
+ * --folds 5 --seed 1, every shared set). */
 #define MIN_SUPPORT 2
-struct mix_group {
-	uint64_t ops;
-	int group;
+
+/* A pair ordered by its first field, then its second. */
+struct pair64 {
+	uint64_t a;
+	int b;
 };
 
-static int cmp_mix_group(const void *a, const void *b)
+static int cmp_pair64(const void *x, const void *y)
 {
-	const struct mix_group *x = a, *y = b;
-	if (x->ops != y->ops)
-		return (x->ops > y->ops) - (x->ops < y->ops);
-	return (x->group > y->group) - (x->group < y->group);
+	const struct pair64 *p = x, *q = y;
+	if (p->a != q->a)
+		return (p->a > q->a) - (p->a < q->a);
+	return (p->b > q->b) - (p->b < q->b);
 }
 
 static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
@@ -567,7 +570,8 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 	for (int s = 0; s < d->n_samples; s++)
 		if (train[s])
 			n += d->samples[s].n;
-	struct mix_group *mg = ts_malloc(((size_t)n + 1) * sizeof *mg);
+	/* (mix key, group) of every training kernel */
+	struct pair64 *mg = ts_malloc(((size_t)n + 1) * sizeof *mg);
 	m->known = ts_malloc(((size_t)n + 1) * sizeof *m->known);
 	if (!mg || !m->known) {
 		ts_free(mg);
@@ -577,36 +581,22 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 	for (int s = 0; s < d->n_samples; s++)
 		for (int i = 0; train[s] && i < d->samples[s].n; i++) {
 			const struct gnn_item *it = &d->items[d->samples[s].first + i];
-			mg[n++] = (struct mix_group){
+			mg[n++] = (struct pair64){
 				gnn_mix_key(d->graphs[it->graph].ops, it->kf),
 				d->samples[s].group};
 		}
-	qsort(mg, (size_t)n, sizeof *mg, cmp_mix_group);
+	qsort(mg, (size_t)n, sizeof *mg, cmp_pair64);
 	int u = 0;
 	for (int i = 0, groups = 0; i < n; i++) {
-		if (i > 0 && mg[i].ops != mg[i - 1].ops)
+		if (i > 0 && mg[i].a != mg[i - 1].a)
 			groups = 0;
-		if ((i == 0 || mg[i].ops != mg[i - 1].ops ||
-		     mg[i].group != mg[i - 1].group) &&
+		if ((i == 0 || mg[i].a != mg[i - 1].a || mg[i].b != mg[i - 1].b) &&
 		    ++groups == MIN_SUPPORT)
-			m->known[u++] = mg[i].ops;
+			m->known[u++] = mg[i].a;
 	}
 	ts_free(mg);
 	m->n_known = u;
 	return TS_OK;
-}
-
-/* Rank groups of the held-out samples: rank_group order, for
- * heldout_objective's pairs. */
-static const struct gnn_data *sort_data;
-static int cmp_rank_group(const void *a, const void *b)
-{
-	int x = sort_data->samples[*(const int *)a].rank_group;
-	int y = sort_data->samples[*(const int *)b].rank_group;
-	if (x != y)
-		return (x > y) - (x < y);
-	return (*(const int *)a > *(const int *)b) -
-	       (*(const int *)a < *(const int *)b);
 }
 
 /*
@@ -615,10 +605,12 @@ static int cmp_rank_group(const void *a, const void *b)
  * plus rank_weight x the same weight times the mean pairwise logistic loss
  * of each sample against every other held-out config of its kernel (all
  * pairs, where training draws RANK_PAIRS). rk: the n_rk held-out samples
- * with a rank group, in rank-group order; lnp: scratch per sample.
+ * with a rank group as (rank group, sample), sorted; lnp: scratch per
+ * sample.
  */
 static void heldout_objective(struct trainer *t, const bool *val,
-			      const int *rk, int n_rk, double *lnp, double *gl)
+			      const struct pair64 *rk, int n_rk, double *lnp,
+			      double *gl)
 {
 	const struct gnn_data *d = t->d;
 	memset(gl, 0, (size_t)d->n_groups * sizeof *gl);
@@ -630,26 +622,25 @@ static void heldout_objective(struct trainer *t, const bool *val,
 		gl[d->samples[s].group] += t->weight[s] * e * e;
 	}
 	for (int lo = 0, hi; lo < n_rk; lo = hi) {
-		int g = d->samples[rk[lo]].rank_group;
-		for (hi = lo; hi < n_rk && d->samples[rk[hi]].rank_group == g;)
+		for (hi = lo; hi < n_rk && rk[hi].a == rk[lo].a;)
 			hi++;
 		for (int i = lo; i < hi; i++) {
-			const struct gnn_sample *a = &d->samples[rk[i]];
+			const struct gnn_sample *a = &d->samples[rk[i].b];
 			double sum = 0;
 			int n = 0;
 			for (int j = lo; j < hi; j++) {
-				const struct gnn_sample *b = &d->samples[rk[j]];
+				const struct gnn_sample *b = &d->samples[rk[j].b];
 				if (j == i || b->measured_ns == a->measured_ns)
 					continue;
 				bool a_fast = a->measured_ns < b->measured_ns;
-				double delta = a_fast ? lnp[rk[j]] - lnp[rk[i]]
-						      : lnp[rk[i]] - lnp[rk[j]];
+				double delta = a_fast ? lnp[rk[j].b] - lnp[rk[i].b]
+						      : lnp[rk[i].b] - lnp[rk[j].b];
 				sum += fmax(-delta, 0.0) + log1p(exp(-fabs(delta)));
 				n++;
 			}
 			if (n > 0)
 				gl[a->group] += t->o->rank_weight *
-						t->weight[rk[i]] * sum / n;
+						t->weight[rk[i].b] * sum / n;
 		}
 	}
 }
@@ -680,7 +671,7 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 		return 0; /* learned-only: gnn_output does not read it */
 	size_t ng = (size_t)d->n_groups + 1;
 	bool *novel = ts_calloc(ng, sizeof *novel);
-	int *rk = ts_malloc(((size_t)d->n_samples + 1) * sizeof *rk);
+	struct pair64 *rk = ts_malloc(((size_t)d->n_samples + 1) * sizeof *rk);
 	double *lnp = ts_malloc(((size_t)d->n_samples + 1) * sizeof *lnp);
 	double *gl0 = ts_malloc(ng * sizeof *gl0);
 	double *gl = ts_malloc(ng * sizeof *gl);
@@ -692,7 +683,8 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 		if (!val[s])
 			continue;
 		if (d->samples[s].rank_group >= 0)
-			rk[n_rk++] = s;
+			rk[n_rk++] = (struct pair64){
+				(uint64_t)d->samples[s].rank_group, s};
 		for (int i = 0; i < d->samples[s].n; i++) {
 			const struct gnn_item *it =
 				&d->items[d->samples[s].first + i];
@@ -707,8 +699,7 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 	}
 	if (n_novel < 2)
 		goto out;
-	sort_data = d;
-	qsort(rk, (size_t)n_rk, sizeof *rk, cmp_rank_group);
+	qsort(rk, (size_t)n_rk, sizeof *rk, cmp_pair64);
 	group_weights(t, val);
 	heldout_objective(t, val, rk, n_rk, lnp, gl0);
 	double best = 0, pick = 0;
