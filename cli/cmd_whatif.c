@@ -242,7 +242,7 @@ static bool same_config(const struct sim_tile_config *a,
  * point's config and, when every swept field is one no plan reads
  * (sim_plan_spec_free; test_plan_reuse checks it on the corpus), its plan
  * built once on the base spec, so that a point costs only the plan's
- * estimate (about 4x fewer cycles than building it). ok[i]: kernel i has a
+ * estimate (about 5x fewer cycles than building it). ok[i]: kernel i has a
  * plan; an ungriddable one has none and is costed anew (its roofline).
  * 12 kB per kernel.
  */
