@@ -272,18 +272,26 @@ enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
 	return st;
 }
 
+void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
+		  struct hw_ici_cost *out)
+{
+	hw_ici_collective(hw, p->coll, p->coll_bytes, p->coll_devices,
+			  p->coll_bits, out);
+}
+
 /*
- * The spec fields sim_plan_build reads none of: HBM, VMEM, the MXU array's
- * size and speed, the overheads and the host terms (a plan holds shapes,
- * grids, bytes, VPU cycles, MXU passes, the core split and the collective's
- * ICI cost; model.c turns them into time with these). test_tile checks
+ * The spec fields sim_plan_build reads none of: HBM, VMEM, ICI, the MXU
+ * array's size and speed, the overheads and the host terms (a plan holds
+ * shapes, grids, bytes, VPU cycles, MXU passes and the core split; model.c
+ * turns them into time with these). test_tile checks
  * each against every kernel of the corpus: the same estimate from a plan
  * built on a spec with the field changed and from one built without.
  */
 bool sim_plan_spec_free(const struct hw_field_info *f)
 {
 	static const char *const prefixes[] = {
-		"hbm.", "vmem.", "overhead.", "host.", "mxu.count", "mxu.rows",
+		"hbm.", "vmem.", "ici.", "overhead.", "host.", "mxu.count",
+		"mxu.rows",
 		"mxu.cols", "mxu.clock_hz", "mxu.macs_per_cell_cycle",
 		"mxu.pass_cycles",
 	};

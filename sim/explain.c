@@ -73,15 +73,18 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	case SIM_PLAN_FREE:
 		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
 		return TS_OK;
-	case SIM_PLAN_COLLECTIVE:
+	case SIM_PLAN_COLLECTIVE: {
+		struct hw_ici_cost ici;
+		sim_plan_ici(&p, hw, &ici);
 		fprintf(f, "  collective: %s, ICI %.1f ns = max(transfer %.1f, "
 			   "VPU reduction %.1f) + latency %.1f; HBM %.0f bytes\n"
 			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",
-			p.ici.one_shot ? "one-shot" : "ring", p.ici.ns,
-			p.ici.transfer_ns, p.ici.reduce_ns, p.ici.latency_ns,
+			ici.one_shot ? "one-shot" : "ring", ici.ns,
+			ici.transfer_ns, ici.reduce_ns, ici.latency_ns,
 			p.other_bytes, hw->kernel_overhead_ns, e.time_ns,
 			hw_unit_name(e.bound));
 		return TS_OK;
+	}
 	default:
 		break;
 	}

@@ -438,9 +438,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		out->bound = HW_UNIT_NONE;
 		return;
 	case SIM_PLAN_COLLECTIVE: {
+		struct hw_ici_cost ici;
+		sim_plan_ici(p, hw, &ici);
 		double dma = hw_mem_dma_ns(hw, p->other_bytes, 2);
-		out->time_ns = hw->kernel_overhead_ns + fmax(p->ici.ns, dma);
-		out->bound = p->ici.ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
+		out->time_ns = hw->kernel_overhead_ns + fmax(ici.ns, dma);
+		out->bound = ici.ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
 		out->bytes_read = p->other_bytes / 2;
 		out->bytes_written = p->other_bytes / 2;
 		out->dma_cycles = dma * clock_ghz;

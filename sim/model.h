@@ -178,8 +178,12 @@ struct sim_plan {
 	                                     split across (hw_spec_kernel_cores
 	                                     of the output space): each step's
 	                                     MXU and VPU work divides by it */
-	/* collectives */
-	struct hw_ici_cost ici;           /* hw_ici_collective of the kernel */
+	/* collectives: sim_collective_of, costed by sim_plan_ici at estimate
+	 * time (so that no ICI field is read into the plan) */
+	enum hw_collective coll;
+	double coll_bytes;                /* each device holds in full */
+	int64_t coll_devices;
+	int coll_bits;
 	const struct hw_spec *hw;         /* the spec it was built for (the
 	                                     default config is costed on it) */
 };
@@ -218,6 +222,9 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d);
+/* hw_ici_collective of a collective plan's kernel on hw. */
+void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
+		  struct hw_ici_cost *out);
 /* True for a spec field no plan depends on (config.c). */
 bool sim_plan_spec_free(const struct hw_field_info *f);
 

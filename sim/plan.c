@@ -929,13 +929,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	if (k->kind == SIM_KERNEL_COLLECTIVE) {
 		p->kind = SIM_PLAN_COLLECTIVE;
-		enum hw_collective c;
-		double bytes;
-		int64_t n;
-		int bits;
-		sim_collective_of(k, &c, &bytes, &n, &bits);
-		hw_ici_collective(hw, c, bytes, n, bits, &p->ici);
-		p->other_bytes = 2.0 * bytes;
+		sim_collective_of(k, &p->coll, &p->coll_bytes,
+				  &p->coll_devices, &p->coll_bits);
+		p->other_bytes = 2.0 * p->coll_bytes;
 		return TS_OK;
 	}
 	if (kernel_is_free(k)) {

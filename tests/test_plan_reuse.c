@@ -86,7 +86,7 @@ static void check_file(const char *path, const char *rel,
 	t->files++;
 	t->kernels += b.p.n_kernels;
 	static const char *const controls[] = {
-		"vpu.cost.simple", "vpu.lanes", "ici.link_bw_bytes_per_s"};
+		"vpu.cost.simple", "vpu.lanes", "mxu.f32_passes"};
 	for (int i = 0; i < hw_spec_n_fields(); i++) {
 		const struct hw_field_info *f = hw_spec_field_at(i);
 		bool control = false;
