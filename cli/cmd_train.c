@@ -128,14 +128,17 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		fprintf(ctx->err,
 			"%s: %s model: %d samples, %d groups; %d epochs, best "
 			"%d (training objective %.4f, with the ranking term; "
-			"held-out squared log error %.4f); novel op mixes: "
-			"correction x %.1f (%d held-out groups); %.0f s; "
-			"wrote %s\n",
+			"held-out squared log error %.4f); ",
 			ctx->prog, gnn_kind_name(m.kind), s.learn.data.n_samples,
 			s.learn.data.n_groups, m.summary.epochs,
 			m.summary.best_epoch, m.summary.train_loss,
-			m.summary.val_loss, m.novel_trust,
-			m.summary.novel_groups, difftime(time(NULL), t0), o->out);
+			m.summary.val_loss);
+		if (m.kind == GNN_RESIDUAL)
+			fprintf(ctx->err, "novel op mixes: correction x %.1f "
+				"(%d held-out groups); ", m.novel_trust,
+				m.summary.novel_groups);
+		fprintf(ctx->err, "%.0f s; wrote %s\n",
+			difftime(time(NULL), t0), o->out);
 	}
 	gnn_model_free(&m);
 	cmd_sets_free(&s);

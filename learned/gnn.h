@@ -97,7 +97,9 @@ struct gnn_summary {
 	uint64_t seed;
 	int epochs;                  /* epochs run (early stopping included) */
 	int best_epoch;              /* the epoch whose parameters were kept */
-	double train_loss, val_loss; /* at best_epoch */
+	double train_loss;           /* at best_epoch */
+	double val_loss;             /* held-out squared log error of the model
+	                                as saved (best_epoch, novel_trust) */
 	int novel_groups;            /* held-out groups with a kernel of a novel
 	                                op mix: novel_trust's evidence */
 };
@@ -292,6 +294,9 @@ double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
 /* Writes m to path (a temp file beside it, then rename). */
 enum ts_status gnn_model_save(const struct gnn_model *m, const char *path,
 			      struct ts_diag *d);
+/* The largest model file a reader takes (the largest sizes, GNN_MAX_KNOWN
+ * mixes, 64 kB for the rest): a larger file is refused unread. */
+size_t gnn_model_file_max(void);
 /* Reads a model; a truncated, corrupted, wrong-version or wrong-schema
  * file is TS_ERR_PARSE with d naming the path and what is wrong. */
 enum ts_status gnn_model_load(const char *path, struct gnn_model *m,

@@ -289,8 +289,9 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	take(&r, sizeof magic, "magic");
 	uint32_t version = get_u32(&r, "format version");
 	if (!r.bad && version != GNN_FILE_VERSION)
-		refuse(&r, "format version %u, this tpusim reads %d", version,
-		       GNN_FILE_VERSION);
+		refuse(&r, "format version %u, this tpusim reads %d%s", version,
+		       GNN_FILE_VERSION,
+		       version < GNN_FILE_VERSION ? ": retrain it" : "");
 	/* too short to hold a checksum: the next field is what is missing */
 	if (!r.bad && len < r.at + 8)
 		refuse(&r, "truncated at byte %zu: expected the schema hash",
@@ -402,6 +403,13 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	return TS_OK;
 }
 
+size_t gnn_model_file_max(void)
+{
+	return gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
+				     GNN_MAX_HIDDEN) * 8 +
+	       (size_t)GNN_MAX_KNOWN * 8 + (64 << 10);
+}
+
 enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d)
 {
@@ -410,9 +418,7 @@ enum ts_status gnn_model_load(const char *path, struct gnn_model *m,
 	memset(m, 0, sizeof *m);
 	/* a file larger than the largest model is refused before it is read
 	 * (--model /dev/zero would otherwise read until memory runs out) */
-	size_t cap = gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
-					   GNN_MAX_HIDDEN) * 8 +
-		     (size_t)GNN_MAX_KNOWN * 8 + (64 << 10);
+	size_t cap = gnn_model_file_max();
 	struct stat sb;
 	if (stat(path, &sb) == 0 &&
 	    (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap)) {

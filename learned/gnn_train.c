@@ -564,8 +564,10 @@ static int cmp_pair64(const void *x, const void *y)
 }
 
 static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
-				  struct gnn_model *m)
+				  struct gnn_model *m, struct ts_diag *diag)
 {
+	if (m->kind == GNN_LEARNED_ONLY)
+		return TS_OK; /* gnn_output reads no trust */
 	int n = 0;
 	for (int s = 0; s < d->n_samples; s++)
 		if (train[s])
@@ -596,6 +598,14 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 	}
 	ts_free(mg);
 	m->n_known = u;
+	if (u > GNN_MAX_KNOWN) {
+		ts_diag_set(diag, NULL, 0, 0, "%d op mixes are known, a model "
+			    "file holds at most %d", u, GNN_MAX_KNOWN);
+		return TS_ERR_MISUSE;
+	}
+	uint64_t *fit = ts_realloc(m->known, ((size_t)u + 1) * sizeof *fit);
+	if (fit)
+		m->known = fit;
 	return TS_OK;
 }
 
@@ -652,9 +662,9 @@ static void heldout_objective(struct trainer *t, const bool *val,
  * trained on, as a user's new kernels are). Only the held-out groups with
  * a novel kernel depend on it. A step is taken only if it lowers their
  * training objective (squared log error and ranking, per group) against
- * trust 0 by more than one standard error of the per-group differences
- * (the one-standard-error rule of model selection): with one such group,
- * or none, or a gain within the noise of a few kernels, it is 0, and a
+ * trust 0 by more than one standard error of the mean per-group
+ * difference, and the best such step is kept: with one such group, or
+ * none, or a gain within the noise of a few kernels, it is 0, and a
  * correction not shown to carry to new op mixes is not applied to them.
  * Returns the number of held-out groups with a novel kernel; TS_ERR_NOMEM
  * in *st.
@@ -794,7 +804,7 @@ enum ts_status gnn_train(const struct gnn_data *d,
 		st = TS_ERR_MISUSE;
 		goto out;
 	}
-	if ((st = fit_norms(d, train, m)) || (st = known_mixes(d, train, m)) ||
+	if ((st = fit_norms(d, train, m)) || (st = known_mixes(d, train, m, diag)) ||
 	    (st = rank_index(d, train, &rk_off, &rk_idx)))
 		goto out;
 	gnn_model_init(m, o->seed);
@@ -870,11 +880,14 @@ enum ts_status gnn_train(const struct gnn_data *d,
 	m->summary.novel_groups = fit_novel_trust(&t, val, n_val, &st);
 	if (st)
 		goto out;
+	/* the held-out loss of the model as saved: early stopping judged it
+	 * at trust 1 */
+	group_weights(&t, val_mask);
+	m->summary.val_loss = eval_loss(&t, val_mask);
 	m->summary.seed = o->seed;
 	m->summary.epochs = epoch - 1;
 	m->summary.best_epoch = best_epoch;
 	m->summary.train_loss = tr_loss;
-	m->summary.val_loss = best_loss;
 	m->summary.n_sets = d->n_sets;
 	for (int i = 0; i < d->n_sets && i < GNN_MAX_SETS; i++) {
 		memcpy(m->summary.sets[i], d->sets[i], sizeof m->summary.sets[i]);

@@ -306,6 +306,11 @@ static void test_train(void **state)
 	assert_int_equal(m1.n_params, m2.n_params);
 	assert_memory_equal(m1.params, m2.params,
 			    m1.n_params * sizeof *m1.params);
+	assert_true(m1.novel_trust == m2.novel_trust);
+	assert_int_equal(m1.n_known, m2.n_known);
+	assert_memory_equal(m1.known, m2.known,
+			    (size_t)m1.n_known * sizeof *m1.known);
+	assert_true(m1.summary.val_loss == m2.summary.val_loss);
 	o.seed = 2;
 	assert_int_equal(gnn_train(&d, &o, &m3, &diag), TS_OK);
 	assert_memory_not_equal(m1.params, m3.params,
@@ -382,6 +387,23 @@ static void test_novel(void **state)
 		gnn_model_free(&m);
 		gnn_data_free(&d);
 	}
+	/* one own-mix kernel: at most one held-out group can be novel, too
+	 * little to judge by, so the trust is 0 even though it obeys the law */
+	struct gnn_data d;
+	synth(&d);
+	d.graphs[39].ops = 1039;
+	struct gnn_train_opts o;
+	gnn_train_opts_default(&o);
+	o.epochs = 20;
+	o.hidden = 8;
+	o.head = 16;
+	struct gnn_model m;
+	struct ts_diag diag = {0};
+	assert_int_equal(gnn_train(&d, &o, &m, &diag), TS_OK);
+	assert_true(m.summary.novel_groups <= 1);
+	assert_true(m.novel_trust == 0.0);
+	gnn_model_free(&m);
+	gnn_data_free(&d);
 }
 
 /* FNV-1a 64, written out here from its definition (not the reader's). */

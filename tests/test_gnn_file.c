@@ -293,6 +293,59 @@ static void test_round_trip(void **state)
 	}
 }
 
+/* The largest model the format allows (every size at its maximum, sixteen
+ * sets of 63-byte names, GNN_MAX_KNOWN mixes) saves, and loads under the
+ * reader's size cap, with room to spare. */
+static void test_largest(void **state)
+{
+	(void)state;
+	struct gnn_model m, back;
+	assert_int_equal(gnn_model_alloc(&m, GNN_RESIDUAL, GNN_MAX_HIDDEN,
+					 GNN_MAX_LAYERS, GNN_MAX_HIDDEN), TS_OK);
+	gnn_model_init(&m, 3);
+	m.summary.n_sets = GNN_MAX_SETS;
+	for (int i = 0; i < GNN_MAX_SETS; i++)
+		memset(m.summary.sets[i], 'a' + i, sizeof m.summary.sets[i] - 1);
+	m.n_known = GNN_MAX_KNOWN;
+	m.known = ts_malloc((size_t)GNN_MAX_KNOWN * sizeof *m.known);
+	assert_non_null(m.known);
+	for (int i = 0; i < GNN_MAX_KNOWN; i++)
+		m.known[i] = (uint64_t)i << 47 | (uint64_t)i; /* spread out */
+	for (int i = 1; i < GNN_MAX_KNOWN; i++)
+		assert_true(m.known[i] > m.known[i - 1]);
+	char path[512];
+	tmp_path(path, sizeof path, "largest.gnn");
+	struct ts_diag d = {0};
+	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	print_message("largest model file: %lld bytes, the cap %zu\n",
+		      (long long)sb.st_size, gnn_model_file_max());
+	assert_true((size_t)sb.st_size <= gnn_model_file_max());
+	assert_int_equal(gnn_model_load(path, &back, &d), TS_OK);
+	expect_same(&m, &back);
+	gnn_model_free(&back);
+	/* one mix more is what the reader refuses, so save refuses it and
+	 * leaves the file as it was */
+	uint64_t *more = ts_realloc(m.known, ((size_t)GNN_MAX_KNOWN + 1) *
+					     sizeof *more);
+	assert_non_null(more);
+	m.known = more;
+	m.known[GNN_MAX_KNOWN] = UINT64_MAX;
+	m.n_known = GNN_MAX_KNOWN + 1;
+	assert_int_equal(gnn_model_save(&m, path, &d), TS_ERR_MISUSE);
+	char want[TS_DIAG_MSG_MAX];
+	snprintf(want, sizeof want, "not saved: the file would be refused on "
+		 "loading: %d known op mixes, at most %d", GNN_MAX_KNOWN + 1,
+		 GNN_MAX_KNOWN);
+	assert_string_equal(d.msg, want);
+	struct stat again;
+	assert_int_equal(stat(path, &again), 0);
+	assert_int_equal(again.st_size, sb.st_size);
+	unlink(path);
+	gnn_model_free(&m);
+}
+
 /* Reads b[0..n) and expects msg exactly, the model left zeroed. */
 static void refused(const unsigned char *b, size_t n, const char *msg)
 {
@@ -348,7 +401,7 @@ static void test_refusals(void **state)
 	mutated(&m, "format version", 0, 3,
 		"format version 3, this tpusim reads 2");
 	mutated(&m, "format version", 0, 1,
-		"format version 1, this tpusim reads 2");
+		"format version 1, this tpusim reads 2: retrain it");
 	uint64_t h = gnn_schema_hash();
 	snprintf(want, sizeof want,
 		 "trained on feature schema %016llx, this tpusim has %016llx: "
@@ -634,9 +687,7 @@ static void test_save_failures(void **state)
 	snprintf(want, sizeof want, "%s/big.gnn", dir);
 	assert_int_equal(gnn_model_load(dir, &back, &d), TS_ERR_PARSE);
 	assert_string_equal(d.msg, "not a regular file");
-	size_t cap = gnn_model_param_count(GNN_MAX_HIDDEN, GNN_MAX_LAYERS,
-					   GNN_MAX_HIDDEN) * 8 +
-		     (size_t)GNN_MAX_KNOWN * 8 + (64 << 10);
+	size_t cap = gnn_model_file_max();
 	FILE *f = fopen(want, "wb");
 	assert_non_null(f);
 	fclose(f);
@@ -664,6 +715,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_largest),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_save_failures),
