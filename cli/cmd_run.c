@@ -157,7 +157,13 @@ static void run_help(FILE *out)
 	      "(tpusim train;\n"
 	      "                        \"default\": the shipped one); the "
 	      "table adds the\n"
-	      "                        analytic time and the correction\n"
+	      "                        analytic time and the correction, "
+	      "the header\n"
+	      "                        how many kernels are of an op mix "
+	      "the model\n"
+	      "                        does not know (their correction x "
+	      "its\n"
+	      "                        learned_novel_trust)\n"
 	      "      --fusion POLICY   how an unfused module is fused: xla "
 	      "(default),\n"
 	      "                        analytic or hybrid (decided by "
@@ -675,13 +681,30 @@ static enum ts_status summary_tables(struct cmd_report *r,
 	return st;
 }
 
-/* analytic[m][i]: kernel i of program m's analytic time when a model
- * replaced it by the hybrid one (NULL: no model). */
+/* What apply_model keeps for the report. */
+struct model_view {
+	double **analytic;  /* [m][i]: kernel i of program m's analytic time,
+	                       replaced by the hybrid one */
+	int *n_novel;       /* [m]: program m's kernels of an op mix the
+	                       model does not know (hyb_novel) */
+	double novel_trust; /* the model's scale of their correction */
+};
+
+static void model_view_free(struct model_view *v, int n_progs)
+{
+	for (int m = 0; v->analytic && m < n_progs; m++)
+		ts_free(v->analytic[m]);
+	ts_free(v->analytic);
+	ts_free(v->n_novel);
+}
+
+/* mv: NULL without a model. */
 static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			   const char *path, struct sim_program *progs,
 			   int n_progs, const struct sim_kernel *cfg_kernel,
-			   double *const *analytic)
+			   const struct model_view *mv)
 {
+	double *const *analytic = mv ? mv->analytic : NULL;
 	struct cmd_report r;
 	cmd_report_begin(&r, ctx->format, ctx->out);
 	cmd_report_text(&r, "file", path);
@@ -693,6 +716,9 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 						 : "analytic");
 	if (o->model)
 		cmd_report_text(&r, "learned_model", o->model);
+	if (mv && mv->n_novel)
+		cmd_report_num(&r, "learned_novel_trust", CMD_UNIT_REAL,
+			       mv->novel_trust);
 	if (cfg_kernel) {
 		cmd_report_text(&r, "config", o->config_text);
 		cmd_report_text(&r, "config_kernel", cfg_kernel->name);
@@ -729,6 +755,9 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				       p->n_kernels);
 			cmd_report_num(&r, "n_unmodelled", CMD_UNIT_INT,
 				       count_unmodelled(p));
+			if (mv && mv->n_novel)
+				cmd_report_num(&r, "n_novel_op_mix",
+					       CMD_UNIT_INT, mv->n_novel[m]);
 			cmd_report_num(&r, "n_assumed_trip_counts",
 				       CMD_UNIT_INT, p->n_assumed_trip_counts);
 			if (o->summary) {
@@ -759,19 +788,24 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 }
 
 /* Replaces every kernel's time by its hybrid one, keeping the analytic
- * times in (*analytic)[m][i]; the report totals them as it totals
- * analytic times (sim_program_total: async overlap included). */
+ * times in mv (the report totals them as it totals analytic times:
+ * sim_program_total, async overlap included) and, for a residual model,
+ * counting the kernels of a novel op mix. */
 static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 		       struct sim_program *progs, int n_progs,
-		       double ***analytic)
+		       struct model_view *mv)
 {
-	*analytic = ts_calloc((size_t)n_progs, sizeof **analytic);
-	if (!*analytic)
+	mv->analytic = ts_calloc((size_t)n_progs, sizeof *mv->analytic);
+	if (!mv->analytic)
 		goto nomem;
+	if (m->kind == GNN_RESIDUAL &&
+	    !(mv->n_novel = ts_calloc((size_t)n_progs, sizeof *mv->n_novel)))
+		goto nomem;
+	mv->novel_trust = m->novel_trust;
 	for (int p = 0; p < n_progs; p++) {
 		struct sim_program *pr = &progs[p];
 		double *a = ts_calloc((size_t)pr->n_kernels + 1, sizeof *a);
-		if (!((*analytic)[p] = a))
+		if (!(mv->analytic[p] = a))
 			goto nomem;
 		for (int i = 0; i < pr->n_kernels; i++) {
 			struct sim_kernel *k = &pr->kernels[i];
@@ -783,6 +817,8 @@ static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 				goto nomem;
 			k->est.time_ns = hyb_kernel_time(m, &e, k, &k->est,
 							 &ctx->hw, false);
+			if (mv->n_novel)
+				mv->n_novel[p] += hyb_novel(m, &e);
 		}
 	}
 	return CMD_EXIT_OK;
@@ -948,7 +984,7 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 		    const struct gnn_model *model, const char *path)
 {
-	double **analytic = NULL;
+	struct model_view mv = {0};
 	int rc;
 	struct sim_program_opts popts = {.default_trip_count = o->trip_count};
 	struct cmd_graph g;
@@ -1008,11 +1044,10 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}
-	if (model && (rc = apply_model(ctx, model, progs, n_progs,
-				       &analytic)))
+	if (model && (rc = apply_model(ctx, model, progs, n_progs, &mv)))
 		goto out;
 	rc = report_programs(ctx, o, path, progs, n_progs, cfg_kernel,
-			     analytic);
+			     model ? &mv : NULL);
 	if (rc == CMD_EXIT_OK && o->trace)
 		rc = cmd_write_trace(ctx, o->trace, progs, n_progs,
 				     &ctx->hw);
@@ -1022,9 +1057,7 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 			rc = cmd_plot_run(ctx, o->plots, progs, n_progs, &ctx->hw);
 	}
 out:
-	for (int m = 0; analytic && m < g.n_progs; m++)
-		ts_free(analytic[m]);
-	ts_free(analytic);
+	model_view_free(&mv, g.n_progs);
 	cmd_graph_free(&g);
 	return rc;
 }

@@ -43,6 +43,13 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;
 }
 
+bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e)
+{
+	double kf[GNN_KERNEL_F] = {0}; /* host_timed 0 */
+	return m->kind == GNN_RESIDUAL &&
+	       !gnn_model_knows(m, gnn_mix_key(e->ops, kf));
+}
+
 double hyb_fuse_cost(void *ctx, const struct sim_kernel *k)
 {
 	const struct hyb_fuse_ctx *c = ctx;

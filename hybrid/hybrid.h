@@ -36,6 +36,11 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 		       const struct sim_kernel *k, const struct sim_estimate *est,
 		       const struct hw_spec *hw, bool host_timed);
 
+/* True when residual model m does not know kernel e's op mix as run and
+ * tile cost it (device-timed): its correction is scaled by
+ * m->novel_trust (gnn_trust). */
+bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e);
+
 /* The hybrid fusion policy's cost (struct sim_fuse_cost, ctx a struct
  * hyb_fuse_ctx): a candidate kernel's analytic time with its best tile
  * config, times the model's correction; NaN when it cannot be costed. */

@@ -92,6 +92,12 @@ static void test_learned(void **state)
 	tpusim(&p, "run", ex, "--hw", v3, "--model", m1);
 	expect_rc(&p, 0);
 	expect_contains(p.out, "model: hybrid\nlearned_model: ");
+	/* each set holds one group (one kernel, one timing): no mix is
+	 * known and none is held out, so the trust is 0 and all 14 kernels
+	 * of the example are novel */
+	expect_contains(p.out, "\nlearned_novel_trust: 0\n");
+	expect_contains(p.out, "\nn_kernels: 14\nn_unmodelled: 0\n"
+			       "n_novel_op_mix: 14\n");
 	proc_free(&p);
 	tpusim(&p, "tile", ex, "--hw", v3, "--model", m1, "-f", "csv");
 	expect_rc(&p, 0);

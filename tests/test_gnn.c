@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "gnn.h"
+#include "hybrid.h"
 #include "test_util.h"
 
 /* A 5-node graph: 0, 1 parameters; 2 = f(0, 1); 3 = g(2); 4 = h(2, 3). */
@@ -162,6 +163,15 @@ static void test_output(void **state)
 	gnn_model_free(&m);
 }
 
+/* FNV-1a 64, written out here from its definition (not the reader's). */
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3u;
+	return h;
+}
+
 /* The graph of a small fusion. */
 static void test_graph(void **state)
 {
@@ -200,6 +210,26 @@ static void test_graph(void **state)
 	assert_near(e[24], log2(1.0 + 256 * 128), 1e-12);
 	assert_near(e[26], log2(129.0), 1e-12);  /* minor dim 128 */
 	assert_near(e[28], 0, 0);                /* 128 lanes: no padding */
+	/* its op mix: dot and exponential (parameters do no device work) */
+	uint64_t mix = fnv((const unsigned char *)"dot", 3) ^
+		       fnv((const unsigned char *)"exponential", 11);
+	assert_true(g.ops == mix);
+	/* a model that knows the mix corrects it fully; one that does not
+	 * scales the correction by its novel trust */
+	struct gnn_model m;
+	assert_int_equal(gnn_model_alloc(&m, GNN_RESIDUAL, 4, 1, 4), TS_OK);
+	struct hyb_embedding he;
+	assert_int_equal(hyb_embed(&m, tu_kernel(&b, "r"), &he), TS_OK);
+	assert_true(hyb_novel(&m, &he));
+	m.known = ts_malloc(sizeof *m.known);
+	assert_non_null(m.known);
+	m.known[0] = mix;
+	m.n_known = 1;
+	assert_false(hyb_novel(&m, &he));
+	m.kind = GNN_LEARNED_ONLY; /* no correction to scale */
+	m.known[0] = mix ^ 1;
+	assert_false(hyb_novel(&m, &he));
+	gnn_model_free(&m);
 	gnn_graph_free(&g);
 	tu_built_free(&b);
 	/* the schema's names are unique and the hash sees them */
@@ -404,15 +434,6 @@ static void test_novel(void **state)
 	assert_true(m.novel_trust == 0.0);
 	gnn_model_free(&m);
 	gnn_data_free(&d);
-}
-
-/* FNV-1a 64, written out here from its definition (not the reader's). */
-static uint64_t fnv(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3u;
-	return h;
 }
 
 /* Rewrites the checksum of a file image after an edit. */
