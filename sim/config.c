@@ -265,10 +265,12 @@ enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
 			     struct sim_estimate *out, struct ts_diag *d)
 {
 	struct sim_tile_config full;
+	const struct hw_spec *built = p->hw;
 	p->hw = hw; /* the default config is searched on it */
 	enum ts_status st = sim_plan_check(p, cfg, &full, d);
 	if (st == TS_OK)
 		sim_plan_estimate(p, hw, &full, out);
+	p->hw = built; /* the plan may outlive hw (a what-if point's spec) */
 	return st;
 }
 
@@ -283,20 +285,27 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
  * The spec fields sim_plan_build reads none of: HBM, VMEM, ICI, the MXU
  * array's size and speed, the overheads and the host terms (a plan holds
  * shapes, grids, bytes, VPU cycles, MXU passes and the core split; model.c
- * turns them into time with these). test_tile checks
- * each against every kernel of the corpus: the same estimate from a plan
- * built on a spec with the field changed and from one built without.
+ * turns them into time with these). A field added to one of these groups
+ * in hw_spec.c joins them: test_plan_reuse checks each free field on the
+ * kernels of the corpus, the tile set, the all-reduce sweep, a sample of
+ * tpuv4-ops (pooling included) and f32 dots at every precision: the same
+ * estimate from a plan built on a spec with the field changed and from
+ * one built without.
  */
 bool sim_plan_spec_free(const struct hw_field_info *f)
 {
-	static const char *const prefixes[] = {
-		"hbm.", "vmem.", "ici.", "overhead.", "host.", "mxu.count",
-		"mxu.rows",
-		"mxu.cols", "mxu.clock_hz", "mxu.macs_per_cell_cycle",
-		"mxu.pass_cycles",
+	static const char *const groups[] = {
+		"hbm.", "vmem.", "ici.", "overhead.", "host.",
 	};
-	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-		if (!strncmp(f->path, prefixes[i], strlen(prefixes[i])))
+	static const char *const fields[] = {
+		"mxu.count", "mxu.rows", "mxu.cols", "mxu.clock_hz",
+		"mxu.macs_per_cell_cycle", "mxu.pass_cycles",
+	};
+	for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
+		if (!strncmp(f->path, groups[i], strlen(groups[i])))
+			return true;
+	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+		if (!strcmp(f->path, fields[i]))
 			return true;
 	return false;
 }

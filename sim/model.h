@@ -185,7 +185,9 @@ struct sim_plan {
 	int64_t coll_devices;
 	int coll_bits;
 	const struct hw_spec *hw;         /* the spec it was built for (the
-	                                     default config is costed on it) */
+	                                     default config is searched on it;
+	                                     sim_plan_cost points it at its own
+	                                     spec for the call) */
 };
 
 /* Builds the plan of one kernel on one spec (fills *p; no allocation is

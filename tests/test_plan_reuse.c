@@ -2,15 +2,16 @@
  * test_plan_reuse.c: a kernel's plan built on one spec serves every spec
  * that differs from it only in fields sim_plan_spec_free names (what a
  * what-if sweep relies on to build each plan once). For every kernel of
- * every module in data/hlo-corpus, data/tpugraphs-tile-v3 and
- * data/tpuv3-allreduce, on v3 and v4, and every such field changed (x2, or
- * /2 where x2 is out of range): the estimate from the plan built on the
- * base spec, costed on the changed one (sim_plan_cost), is bit for bit the
- * estimate of the plan built on the changed spec (sim_kernel_estimate),
- * default tile config search included. A control: changing a field that
- * is not free (vpu.cost.simple, vpu.lanes, ici.link_bw_bytes_per_s) makes
- * the two differ somewhere, so the comparison can fail. Skips without
- * TPUSIM_SHARED.
+ * every module in data/hlo-corpus, data/tpugraphs-tile-v3,
+ * data/tpuv3-allreduce, every tenth of data/tpuv4-ops (its pooling
+ * modules among them), and f32 dots at each precision, on v3 and v4, and
+ * every such field changed (x2, or /2 where x2 is out of range): the
+ * estimate from the plan built on the base spec, costed on the changed one
+ * (sim_plan_cost), is bit for bit the estimate of the plan built on the
+ * changed spec (sim_kernel_estimate), default tile config search included.
+ * Controls: each of vpu.cost.simple, vpu.lanes and mxu.f32_passes, which
+ * plans read, makes the two differ on some kernel, so the comparison can
+ * fail. Skips without TPUSIM_SHARED.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,11 +68,46 @@ static int differing(const struct sim_program *p, const struct hw_spec *hw,
 	return n;
 }
 
+static const char *const controls[] = {"vpu.cost.simple", "vpu.lanes",
+				       "mxu.f32_passes"};
+#define N_CONTROLS (int)(sizeof controls / sizeof *controls)
+
 struct totals {
 	int files, kernels;
-	int free_diff;     /* kernels x free fields that differed: must be 0 */
-	int control_diff;  /* kernels x control fields that differed */
+	int free_diff;              /* kernels x free fields that differed:
+	                               must be 0 */
+	int control_diff[N_CONTROLS]; /* kernels that differed, per control */
 };
+
+/* Every free and control field against the kernels of one HLO text. */
+static void check_text(const char *rel, const char *text, size_t len,
+		       const struct hw_spec *hw, struct totals *t)
+{
+	struct tu_built b;
+	tu_build_file(rel, text, len, NULL, &b);
+	t->files++;
+	t->kernels += b.p.n_kernels;
+	for (int i = 0; i < hw_spec_n_fields(); i++) {
+		const struct hw_field_info *f = hw_spec_field_at(i);
+		int control = -1;
+		for (int c = 0; c < N_CONTROLS; c++)
+			if (!strcmp(f->path, controls[c]))
+				control = c;
+		if (!sim_plan_spec_free(f) && control < 0)
+			continue;
+		assert_false(control >= 0 && sim_plan_spec_free(f));
+		struct hw_spec hw2;
+		if (!changed(hw, f, &hw2))
+			fail_msg("%s: neither twice nor half of %g accepted",
+				 f->path, hw_spec_get(hw, f));
+		int n = differing(&b.p, hw, &hw2, rel);
+		if (n && control < 0)
+			print_message("%s: %d kernels of %s differ\n", f->path,
+				      n, rel);
+		*(control >= 0 ? &t->control_diff[control] : &t->free_diff) += n;
+	}
+	tu_built_free(&b);
+}
 
 static void check_file(const char *path, const char *rel,
 		       const struct hw_spec *hw, struct totals *t)
@@ -81,54 +117,67 @@ static void check_file(const char *path, const char *rel,
 	struct ts_diag d = {0};
 	if (ts_read_file(path, &text, &len, &d) != TS_OK)
 		fail_msg("%s: %s", path, d.msg);
-	struct tu_built b;
-	tu_build_file(rel, text, len, NULL, &b);
-	t->files++;
-	t->kernels += b.p.n_kernels;
-	static const char *const controls[] = {
-		"vpu.cost.simple", "vpu.lanes", "mxu.f32_passes"};
-	for (int i = 0; i < hw_spec_n_fields(); i++) {
-		const struct hw_field_info *f = hw_spec_field_at(i);
-		bool control = false;
-		for (size_t c = 0; c < sizeof controls / sizeof *controls; c++)
-			control |= !strcmp(f->path, controls[c]);
-		if (!sim_plan_spec_free(f) && !control)
-			continue;
-		assert_false(control && sim_plan_spec_free(f));
-		struct hw_spec hw2;
-		if (!changed(hw, f, &hw2))
-			fail_msg("%s: neither twice nor half of %g accepted",
-				 f->path, hw_spec_get(hw, f));
-		int n = differing(&b.p, hw, &hw2, rel);
-		if (n && !control)
-			print_message("%s: %d kernels of %s differ\n", f->path,
-				      n, rel);
-		*(control ? &t->control_diff : &t->free_diff) += n;
-	}
-	tu_built_free(&b);
+	check_text(rel, text, len, hw, t);
 	ts_free(text);
 }
 
-static void check_folder(const char *data, const char *folder,
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every `every`-th .hlo file of data/folder in name order (the first
+ * included). */
+static void check_folder(const char *data, const char *folder, int every,
 			 const struct hw_spec *hw, struct totals *t)
 {
-	char dir_path[1024];
+	char dir_path[1100];
 	snprintf(dir_path, sizeof dir_path, "%s/%s", data, folder);
 	DIR *dir = opendir(dir_path);
 	if (!dir)
 		fail_msg("cannot open %s", dir_path);
+	char **names = NULL;
+	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(dir))) {
 		size_t len = strlen(e->d_name);
 		if (len < 4 || strcmp(e->d_name + len - 4, ".hlo") != 0)
 			continue;
-		char path[1536], rel[512];
-		snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
-		snprintf(rel, sizeof rel, "%s/%s", folder, e->d_name);
-		check_file(path, rel, hw, t);
+		names = realloc(names, (size_t)(n + 1) * sizeof *names);
+		assert_non_null(names);
+		names[n] = strdup(e->d_name);
+		assert_non_null(names[n++]);
 	}
 	closedir(dir);
+	qsort(names, (size_t)n, sizeof *names, cmp_names);
+	for (int i = 0; i < n; i++) {
+		if (i % every == 0) {
+			char path[1536], rel[512];
+			snprintf(path, sizeof path, "%s/%s", dir_path, names[i]);
+			snprintf(rel, sizeof rel, "%s/%s", folder, names[i]);
+			check_file(path, rel, hw, t);
+		}
+		free(names[i]);
+	}
+	free(names);
 }
+
+/* f32 dots at each operand precision: DEFAULT takes one bf16 pass, HIGH
+ * and HIGHEST take passes from mxu.f32_passes. */
+static const char f32_dots[] =
+	"HloModule f32_dots\n"
+	"ENTRY e {\n"
+	"  a = f32[512,512]{1,0} parameter(0)\n"
+	"  b = f32[512,512]{1,0} parameter(1)\n"
+	"  d0 = f32[512,512]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  d1 = f32[512,512]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}, operand_precision={high,high}\n"
+	"  d2 = f32[512,512]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}, operand_precision={highest,highest}\n"
+	"  ROOT t = (f32[512,512]{1,0}, f32[512,512]{1,0}, f32[512,512]{1,0}) "
+	"tuple(d0, d1, d2)\n"
+	"}\n";
 
 static void test_plan_reuse(void **state)
 {
@@ -147,15 +196,22 @@ static void test_plan_reuse(void **state)
 		if (!tu_load_spec(gens[g], &hw))
 			skip();
 		struct totals t = {0};
-		check_folder(data, "hlo-corpus", &hw, &t);
-		check_folder(data, "tpugraphs-tile-v3/modules", &hw, &t);
-		check_folder(data, "tpuv3-allreduce/modules", &hw, &t);
+		check_folder(data, "hlo-corpus", 1, &hw, &t);
+		check_folder(data, "tpugraphs-tile-v3/modules", 1, &hw, &t);
+		check_folder(data, "tpuv3-allreduce/modules", 1, &hw, &t);
+		check_folder(data, "tpuv4-ops/modules", 10, &hw, &t);
+		check_text("f32_dots.hlo", f32_dots, sizeof f32_dots - 1, &hw,
+			   &t);
 		print_message("%s: %d files, %d kernels; free fields: %d "
-			      "differ; control fields: %d differ\n", gens[g],
-			      t.files, t.kernels, t.free_diff, t.control_diff);
+			      "differ; controls: %s %d, %s %d, %s %d differ\n",
+			      gens[g], t.files, t.kernels, t.free_diff,
+			      controls[0], t.control_diff[0], controls[1],
+			      t.control_diff[1], controls[2],
+			      t.control_diff[2]);
 		assert_true(t.kernels > 1000);
 		assert_int_equal(t.free_diff, 0);
-		assert_true(t.control_diff > 0);
+		for (int c = 0; c < N_CONTROLS; c++)
+			assert_true(t.control_diff[c] > 0);
 	}
 }
 
