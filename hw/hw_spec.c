@@ -94,9 +94,9 @@ static const struct hw_field chip_fields[] = {
 HW_SECTION_FITS(chip_fields);
 
 /* A what-if sweep builds each kernel's plan once when it sweeps only fields
- * no plan reads (sim_plan_spec_free in sim/config.c names them: the hbm,
- * vmem, ici, overhead and host sections and the MXU array's fields below
- * but f32_passes). A field added to those sections is taken as plan-free:
+ * no plan reads (sim_plan_spec_free in sim/config.c names them: the chip,
+ * hbm, vmem, ici, overhead and host sections and the MXU array's fields
+ * below but f32_passes). A field added to those sections is taken as plan-free:
  * if sim_plan_build reads it, sim_plan_spec_free must leave it out
  * (test_plan_reuse checks every free field). */
 static const struct hw_field mxu_fields[] = {

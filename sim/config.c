@@ -274,6 +274,11 @@ enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
 	return st;
 }
 
+int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
+{
+	return p->core_space > 0 ? hw_spec_kernel_cores(hw, p->core_space) : 1;
+}
+
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out)
 {
@@ -282,10 +287,10 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 }
 
 /*
- * The spec fields sim_plan_build reads none of: HBM, VMEM, ICI, the MXU
- * array's size and speed, the overheads and the host terms (a plan holds
- * shapes, grids, bytes, VPU cycles, MXU passes and the core split; model.c
- * turns them into time with these). A field added to one of these groups
+ * The spec fields sim_plan_build reads none of: the chip's cores, HBM,
+ * VMEM, ICI, the MXU array's size and speed, the overheads and the host
+ * terms (a plan holds shapes, grids, bytes, VPU cycles and MXU passes;
+ * model.c turns them into time with these). A field added to one of these groups
  * in hw_spec.c joins them: test_plan_reuse checks each free field on the
  * kernels of the corpus, the tile set, the all-reduce sweep, a sample of
  * tpuv4-ops (pooling included) and f32 dots at every precision: the same
@@ -295,7 +300,7 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 bool sim_plan_spec_free(const struct hw_field_info *f)
 {
 	static const char *const groups[] = {
-		"hbm.", "vmem.", "ici.", "overhead.", "host.",
+		"chip.", "hbm.", "vmem.", "ici.", "overhead.", "host.",
 	};
 	static const char *const fields[] = {
 		"mxu.count", "mxu.rows", "mxu.cols", "mxu.clock_hz",

@@ -370,7 +370,7 @@ static double dma_ns(const struct hw_spec *hw, const struct dma_part *d)
  *   S        = prod ceil(grid / bound) over the combined grid
  *   compute  = max(MXU + re-adds, VPU) cycles per step / clock / cores
  *              (the VPU feeds the MXU in the same VLIW bundles, so they
- *              overlap; cores = plan.cores, 2 for a megacore kernel split
+ *              overlap; cores = sim_plan_cores, 2 for a megacore kernel split
  *              across both TensorCores; re-adds: a split contraction's
  *              partial sums, one op per result vreg per extra step, which
  *              hold up the MXU), where VPU =
@@ -574,9 +574,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	 * matmuls over chip.megacore_min_elems run at the speed of few-step
 	 * configs only when both cores' pipelines and their unhidden first
 	 * loads are counted (see hwspecs/v4.yaml chip.megacore_min_elems). */
-	int64_t split = p->cores > 1 ? (out_steps < p->cores ? out_steps
-							      : p->cores)
-				     : 1;
+	int64_t cores = sim_plan_cores(p, hw);
+	int64_t split = cores > 1 ? (out_steps < cores ? out_steps : cores) : 1;
 	double n_core = ceil((double)out_steps / (double)split) *
 			(double)(steps / out_steps);
 	double compute_step = fmax(mxu + readd_cyc, vpu) / clock_ghz / n;

@@ -174,10 +174,9 @@ struct sim_plan {
 	                                     contraction step */
 	double flops;                     /* 2 x MACs + VPU element ops */
 	/* megacore */
-	int cores;                        /* TensorCores the kernel's steps are
-	                                     split across (hw_spec_kernel_cores
-	                                     of the output space): each step's
-	                                     MXU and VPU work divides by it */
+	double core_space;                /* output-space elements that
+	                                     sim_plan_cores splits by; 0: never
+	                                     split (a reduce-window) */
 	/* collectives: sim_collective_of, costed by sim_plan_ici at estimate
 	 * time (so that no ICI field is read into the plan) */
 	enum hw_collective coll;
@@ -224,6 +223,10 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d);
+/* TensorCores the kernel's steps are split across on hw
+ * (hw_spec_kernel_cores of p->core_space; 1 when it is 0): each step's MXU
+ * and VPU work divides by it. */
+int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw);
 /* hw_ici_collective of a collective plan's kernel on hw. */
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out);

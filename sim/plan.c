@@ -1202,8 +1202,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	double space = 1;
 	for (int i = 0; i < p->out.rank; i++)
 		space *= (double)p->out.elems[i];
-	p->cores = t->op == IR_OP_REDUCE_WINDOW ? 1
-						 : hw_spec_kernel_cores(hw, space);
+	p->core_space = t->op == IR_OP_REDUCE_WINDOW ? 0 : space;
 	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;

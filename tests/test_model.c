@@ -708,7 +708,7 @@ static void test_megacore_split(void **state)
 	struct sim_plan p;
 	struct ts_diag d = {0};
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &mc, &p, &d), TS_OK);
-	assert_int_equal(p.cores, 2);
+	assert_int_equal(sim_plan_cores(&p, &mc), 2);
 	struct sim_tile_config cfg, full;
 	assert_int_equal(sim_tile_config_parse("output_bounds=16x16", &cfg, &d),
 			 TS_OK);
@@ -717,7 +717,7 @@ static void test_megacore_split(void **state)
 	struct sim_est_detail x2, x1;
 	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &one, &p, &d), TS_OK);
-	assert_int_equal(p.cores, 1);
+	assert_int_equal(sim_plan_cores(&p, &one), 1);
 	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
 	assert_int_equal(x2.steps, x1.steps);
 	assert_true(x2.steps >= 4 && x2.steps % 2 == 0);
@@ -743,9 +743,9 @@ static void test_megacore_split(void **state)
 	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
 	assert_near(e2.time_ns, e1.time_ns, EXACT);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "small"), &mc, &p, &d), TS_OK);
-	assert_int_equal(p.cores, 1);
+	assert_int_equal(sim_plan_cores(&p, &mc), 1);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "w"), &mc, &p, &d), TS_OK);
-	assert_int_equal(p.cores, 1);
+	assert_int_equal(sim_plan_cores(&p, &mc), 1);
 	tu_built_free(&b);
 }
 
