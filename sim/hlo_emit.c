@@ -46,15 +46,28 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 {
 	if (!(m->header_end > m->header_begin && m->header_end <= e->len))
 		return;
-	/* the header as written, less any is_scheduled= attribute */
+	/* the header as written, less any is_scheduled= attribute: a whole
+	 * name outside every bracket (not text inside a layout or a string
+	 * that happens to read so) */
 	static const char key[] = "is_scheduled=";
 	const char *p = e->text + m->header_begin;
 	const char *end = e->text + m->header_end;
 	const char *k = NULL;
-	for (const char *q = p; q + sizeof key - 1 <= end && !k; q++)
-		if (!memcmp(q, key, sizeof key - 1) &&
-		    (q == p || q[-1] == ' ' || q[-1] == ',')) /* a whole name */
+	int depth = 0;
+	bool quoted = false;
+	for (const char *q = p; q + sizeof key - 1 <= end && !k; q++) {
+		if (*q == '"' && (q == p || q[-1] != '\\'))
+			quoted = !quoted;
+		if (quoted)
+			continue;
+		if (*q == '(' || *q == '{' || *q == '[')
+			depth++;
+		else if (*q == ')' || *q == '}' || *q == ']')
+			depth--;
+		else if (depth == 0 && !memcmp(q, key, sizeof key - 1) &&
+			 (q == p || q[-1] == ' ' || q[-1] == ','))
 			k = q;
+	}
 	if (!k) {
 		hlo_emit_span(e, m->header_begin, m->header_end, false, false);
 	} else {

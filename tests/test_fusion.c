@@ -251,6 +251,53 @@ static void test_softmax(void **state)
 	free(out);
 }
 
+/* The header is kept as written, is_scheduled=true added: text inside a
+ * layout or a quoted attribute that reads "is_scheduled=" is not the
+ * attribute (the pipeline fuzzer found the layout case cut, the output
+ * then unreadable). */
+static void test_header(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char text[] =
+		"HloModule m, entry_computation_layout={(f32[8,128,"
+		"is_scheduled=1]{1,0})->f32[8,128]{1,0}}, "
+		"frontend_attributes={x=\"a,is_scheduled=b\"}\n"
+		"ENTRY e {\n"
+		"  p = f32[8,128]{1,0} parameter(0)\n"
+		"  a = f32[8,128]{1,0} exponential(p)\n"
+		"  ROOT b = f32[8,128]{1,0} add(a, p)\n"
+		"}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	const char *want = "HloModule m, entry_computation_layout={(f32[8,128,"
+			   "is_scheduled=1]{1,0})->f32[8,128]{1,0}}, "
+			   "frontend_attributes={x=\"a,is_scheduled=b\"}, "
+			   "is_scheduled=true\n";
+	if (strncmp(out, want, strlen(want)))
+		fail_msg("header:\n%s", out);
+	/* an is_scheduled attribute of the input is replaced, not doubled */
+	static const char sched[] =
+		"HloModule m, is_scheduled=false, entry_computation_layout="
+		"{(f32[8,128]{1,0})->f32[8,128]{1,0}}\n"
+		"ENTRY e {\n"
+		"  p = f32[8,128]{1,0} parameter(0)\n"
+		"  a = f32[8,128]{1,0} exponential(p)\n"
+		"  ROOT b = f32[8,128]{1,0} add(a, p)\n"
+		"}\n";
+	free(out);
+	out = round_trip(sched, &hw, &t0, &t1, &k0, &k1, &fs);
+	want = "HloModule m, entry_computation_layout={(f32[8,128]{1,0})->"
+	       "f32[8,128]{1,0}}, is_scheduled=true\n";
+	if (strncmp(out, want, strlen(want)))
+		fail_msg("header:\n%s", out);
+	free(out);
+}
+
 /* mean and mean of squares of one input: sibling reductions merged into
  * one kernel, written as a two-output fusion. */
 static const char moments[] =
@@ -543,6 +590,7 @@ static void test_shared(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_unfuse_passthrough_root),
