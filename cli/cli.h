@@ -410,6 +410,12 @@ void cmd_report_item_begin(struct cmd_report *r);
 void cmd_report_item_end(struct cmd_report *r);
 void cmd_report_table(struct cmd_report *r, const struct cmd_table *t);
 enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d);
+/* Ends r and turns what went wrong into an exit code, printed with
+ * cmd_error: built, the status of building its content (not TS_OK: "out
+ * of memory building the report", CMD_EXIT_IO), else cmd_report_end's
+ * error; CMD_EXIT_OK when both are fine. */
+int cmd_report_finish(const struct cmd_ctx *ctx, struct cmd_report *r,
+		      enum ts_status built);
 
 /* Writes a file atomically (ts_write_file_atomic) with write_fn; on failure
  * prints "<path>: error: cannot write: ..." (or the writer's own message)

@@ -774,17 +774,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		cmd_table_free(&t);
 	}
 	cmd_report_list_end(&r);
-	struct ts_diag d = {0};
-	enum ts_status end_st = cmd_report_end(&r, &d);
-	if (st != TS_OK) {
-		cmd_error(ctx, "out of memory building the report");
-		return CMD_EXIT_IO;
-	}
-	if (end_st != TS_OK) {
-		cmd_error(ctx, "%s", d.msg);
-		return cmd_exit_from_status(end_st);
-	}
-	return CMD_EXIT_OK;
+	return cmd_report_finish(ctx, &r, st);
 }
 
 /* Replaces every kernel's time by its hybrid one, keeping the analytic
@@ -965,19 +955,12 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 		ts_free(b);
 	}
 	cmd_report_list_end(&r);
-	struct ts_diag d = {0};
-	enum ts_status end_st = cmd_report_end(&r, &d);
-	if (rc != CMD_EXIT_OK)
+	if (rc != CMD_EXIT_OK) {
+		struct ts_diag d = {0};
+		cmd_report_end(&r, &d); /* frees it; rc's error is printed */
 		return rc;
-	if (st != TS_OK) {
-		cmd_error(ctx, "out of memory building the report");
-		return CMD_EXIT_IO;
 	}
-	if (end_st != TS_OK) {
-		cmd_error(ctx, "%s", d.msg);
-		return cmd_exit_from_status(end_st);
-	}
-	return CMD_EXIT_OK;
+	return cmd_report_finish(ctx, &r, st);
 }
 
 /* One input file: cost its programs and report them. */

@@ -313,11 +313,11 @@ static int tile_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 		}
 	}
 	cmd_report_list_end(&r);
-	struct ts_diag rd = {0};
-	enum ts_status end_st = cmd_report_end(&r, &rd);
-	if (rc == CMD_EXIT_OK && end_st != TS_OK) {
-		cmd_error(ctx, "%s", rd.msg);
-		rc = cmd_exit_from_status(end_st);
+	if (rc == CMD_EXIT_OK) {
+		rc = cmd_report_finish(ctx, &r, TS_OK);
+	} else {
+		struct ts_diag rd = {0};
+		cmd_report_end(&r, &rd); /* frees it; rc's error is printed */
 	}
 out:
 	gnn_model_free(&o->learned);

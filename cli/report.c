@@ -734,6 +734,22 @@ enum ts_status cmd_report_end(struct cmd_report *r, struct ts_diag *d)
 	return r->status;
 }
 
+int cmd_report_finish(const struct cmd_ctx *ctx, struct cmd_report *r,
+		      enum ts_status built)
+{
+	struct ts_diag d = {0};
+	enum ts_status st = cmd_report_end(r, &d);
+	if (built != TS_OK) {
+		cmd_error(ctx, "out of memory building the report");
+		return CMD_EXIT_IO;
+	}
+	if (st != TS_OK) {
+		cmd_error(ctx, "%s", d.msg);
+		return cmd_exit_from_status(st);
+	}
+	return CMD_EXIT_OK;
+}
+
 int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
 		   enum ts_status (*write_fn)(FILE *f, void *arg), void *arg)
 {

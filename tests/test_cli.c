@@ -554,8 +554,7 @@ static void test_calibrate_cli(void **state)
 	expect_contains(p.err, " ici.efficiency\n");
 	proc_free(&p);
 	/* beside hwspecs/v3.yaml: no inherits to resolve, any folder works */
-	snprintf(out, sizeof out, "%s/calib_cli_%ld.yaml", tu_tmpdir(),
-		 (long)getpid());
+	tu_tmp_path(out, sizeof out, "calib_cli", ".yaml");
 	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",
 	       "host.call_ns", "-o", out);
 	expect_rc(&p, 0);
@@ -706,8 +705,7 @@ static void test_validate_unmodelled_warning(void **state)
 {
 	(void)state;
 	char dir[PATH_MAX / 2], path[PATH_MAX], hw_dir[PATH_MAX], want[1024];
-	snprintf(dir, sizeof dir, "%s/test_cli_set_%ld", tu_tmpdir(),
-		 (long)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_cli_set", "");
 	snprintf(path, sizeof path, "%s/modules", dir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	assert_int_equal(mkdir(path, 0700), 0);

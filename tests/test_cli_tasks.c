@@ -61,10 +61,8 @@ static void test_learned(void **state)
 	src(hw, "hwspecs");
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	src(v3, "hwspecs/v3.yaml");
-	snprintf(m1, sizeof m1, "%s/test_cli_m1_%d.gnn", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(m2, sizeof m2, "%s/test_cli_m2_%d.gnn", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(m1, sizeof m1, "test_cli_m1", ".gnn");
+	tu_tmp_path(m2, sizeof m2, "test_cli_m2", ".gnn");
 	struct proc p;
 	tpusim(&p, "train", "--data", tiny, "--data", host, "--hw-dir", hw,
 	       "--epochs", "5", "-o", m1);
@@ -104,8 +102,7 @@ static void test_learned(void **state)
 	expect_contains(p.out, ",overhead_share,analytic_ns\n");
 	proc_free(&p);
 	char csv[PATH_MAX];
-	snprintf(csv, sizeof csv, "%s/test_cli_v_%d.csv", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(csv, sizeof csv, "test_cli_v", ".csv");
 	tpusim(&p, "validate", "--data", tiny, "--hw-dir", hw, "--model", m1,
 	       "--csv", csv);
 	expect_rc(&p, 0);
@@ -144,10 +141,8 @@ static void test_learned(void **state)
 	/* compare: two groups, two folds; each row predicted by the model
 	 * trained on the other; the CSV and the three pictures */
 	char dir[PATH_MAX], file[PATH_MAX + 64];
-	snprintf(dir, sizeof dir, "%s/test_cli_plots_%d", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(csv, sizeof csv, "%s/test_cli_c_%d.csv", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_cli_plots", "");
+	tu_tmp_path(csv, sizeof csv, "test_cli_c", ".csv");
 	tpusim(&p, "compare", "--data", tiny, "--data", host, "--hw-dir", hw,
 	       "--folds", "2", "--epochs", "3", "--csv", csv, "--plots", dir);
 	expect_rc(&p, 0);
@@ -187,8 +182,7 @@ static void test_fuse(void **state)
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	src(cc, "tests/data/cli/custom_call.hlo");
 	src(v3, "hwspecs/v3.yaml");
-	snprintf(out, sizeof out, "%s/test_cli_fused_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(out, sizeof out, "test_cli_fused", ".hlo");
 	struct proc p;
 	tpusim(&p, "run", cc, "--hw", v3);
 	expect_rc(&p, 0);
@@ -244,10 +238,8 @@ static void test_fuse(void **state)
 	 * derives why the analytic policy materialises it); the report
 	 * lists every policy and the one decision, run --fusion says it */
 	char share[PATH_MAX], rep[PATH_MAX];
-	snprintf(share, sizeof share, "%s/test_fuse_share_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(rep, sizeof rep, "%s/test_fuse_report_%d.json", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(share, sizeof share, "test_fuse_share", ".hlo");
+	tu_tmp_path(rep, sizeof rep, "test_fuse_report", ".json");
 	FILE *f = fopen(share, "w");
 	assert_non_null(f);
 	fputs("HloModule share\nENTRY e {\n"
@@ -330,10 +322,8 @@ static void test_whatif(void **state)
 	(void)state;
 	char v3[PATH_MAX], hlo[PATH_MAX], csv[PATH_MAX];
 	src(v3, "hwspecs/v3.yaml");
-	snprintf(hlo, sizeof hlo, "%s/test_whatif_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(csv, sizeof csv, "%s/test_whatif_%d.csv", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(hlo, sizeof hlo, "test_whatif", ".hlo");
+	tu_tmp_path(csv, sizeof csv, "test_whatif", ".csv");
 	FILE *f = fopen(hlo, "w");
 	assert_non_null(f);
 	fputs("HloModule c\nENTRY e {\n  p = f32[4096,4096]{1,0} parameter(0)\n"
@@ -361,8 +351,7 @@ static void test_whatif(void **state)
 	 * cycles against tens of thousands of work, do not scale); its DMA
 	 * time stays (tiles held, so the grid is the same at every point) */
 	char mm[PATH_MAX];
-	snprintf(mm, sizeof mm, "%s/test_whatif_mm_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(mm, sizeof mm, "test_whatif_mm", ".hlo");
 	f = fopen(mm, "w");
 	assert_non_null(f);
 	fputs("HloModule mm\nENTRY e {\n  a = bf16[4096,4096]{1,0} parameter(0)\n"
@@ -486,8 +475,7 @@ static void test_whatif(void **state)
 	proc_free(&p);
 	/* the pictures of a sweep and of a run: PNG files */
 	char dir[PATH_MAX], png[PATH_MAX + 32];
-	snprintf(dir, sizeof dir, "%s/test_whatif_plots_%d", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_whatif_plots", "");
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
 	       "hbm.bw_bytes_per_s=450e9,900e9", "--plots", dir);
 	expect_rc(&p, 0);
@@ -550,8 +538,8 @@ static void test_whatif_mpi(void **state)
 	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 	char *out[2] = {NULL, NULL};
 	for (int r = 0; r < 2; r++) {
-		snprintf(csv[r], sizeof csv[r], "%s/test_whatif_mpi_%d_%d.csv",
-			 tu_tmpdir(), (int)getpid(), r);
+		tu_tmp_path(csv[r], sizeof csv[r], "test_whatif_mpi",
+			    r ? "_1.csv" : "_0.csv");
 		char *argv[] = {"mpirun", "--oversubscribe", "-n", "2",
 				(char *)env_or_skip("TPUSIM_BIN"), "whatif", ex,
 				"--hw", v3, "--sweep",
@@ -688,8 +676,7 @@ static void test_generations(void **state)
 	proc_free(&g);
 	/* the picture: grouped bars per kernel kind */
 	char dir[PATH_MAX], png[PATH_MAX + 64];
-	snprintf(dir, sizeof dir, "%s/test_gen_plots_%d", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_gen_plots", "");
 	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--plots", dir);
 	expect_rc(&both, 0);
 	proc_free(&both);
@@ -747,10 +734,8 @@ static void test_trace(void **state)
 	char ex[PATH_MAX], v3[PATH_MAX], tr[PATH_MAX], hlo[PATH_MAX];
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	src(v3, "hwspecs/v3.yaml");
-	snprintf(tr, sizeof tr, "%s/test_trace_%d.json", tu_tmpdir(),
-		 (int)getpid());
-	snprintf(hlo, sizeof hlo, "%s/test_trace_%d.hlo", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(tr, sizeof tr, "test_trace", ".json");
+	tu_tmp_path(hlo, sizeof hlo, "test_trace", ".hlo");
 	FILE *f = fopen(hlo, "w");
 	assert_non_null(f);
 	fputs("HloModule m\n\nfd {\n  p = f32[1024,1024] parameter(0)\n"
@@ -817,8 +802,7 @@ static void test_trace(void **state)
 	/* whatif --trace DIR: a timeline per point, adding up to the point's
 	 * program time in the CSV */
 	char dir[PATH_MAX], csv[PATH_MAX + 8], pt[PATH_MAX + 32];
-	snprintf(dir, sizeof dir, "%s/test_whatif_trace_%d", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_whatif_trace", "");
 	snprintf(csv, sizeof csv, "%s.csv", dir);
 	struct proc p;
 	tpusim(&p, "whatif", ex, "--hw", v3, "--sweep", "mxu.count=1,4",
@@ -911,7 +895,7 @@ static void test_inputs(void **state)
 	proc_free(&a);
 	proc_free(&b);
 
-	snprintf(dir, sizeof dir, "%s/test_dump_%d", tu_tmpdir(), (int)getpid());
+	tu_tmp_path(dir, sizeof dir, "test_dump", "");
 	assert_int_equal(mkdir(dir, 0777), 0);
 	snprintf(f1, sizeof f1, "%s/module_0001.jit_train_loop.after_optimizations.txt",
 		 dir);
@@ -963,8 +947,7 @@ static void test_inputs(void **state)
 		      "assert d[1]['modules'][0]['module'] == 'jit_train_loop'\n",
 		      NULL};
 	char yml[PATH_MAX];
-	snprintf(yml, sizeof yml, "%s/test_inputs_%d.yaml", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(yml, sizeof yml, "test_inputs", ".yaml");
 	FILE *yf = fopen(yml, "w");
 	assert_non_null(yf);
 	fputs(a.out, yf);

@@ -47,8 +47,7 @@ static void test_table_and_csv(void **state)
 {
 	(void)state;
 	char csv[256], args[1024];
-	snprintf(csv, sizeof csv, "%s/val_cli_%ld.csv",
-		 tu_tmpdir(), (long)getpid());
+	tu_tmp_path(csv, sizeof csv, "val_cli", ".csv");
 	snprintf(args, sizeof args,
 		 "--data tests/data/val/tiny --hw-dir hwspecs --csv %s", csv);
 	assert_int_equal(run(args, out), 0);

@@ -261,15 +261,17 @@ static void test_header(void **state)
 	struct hw_spec hw;
 	if (!tu_load_spec("v3", &hw))
 		skip();
+#define HEADER_TEST_BODY                                                       \
+	"ENTRY e {\n"                                                          \
+	"  p = f32[8,128]{1,0} parameter(0)\n"                                 \
+	"  a = f32[8,128]{1,0} exponential(p)\n"                               \
+	"  ROOT b = f32[8,128]{1,0} add(a, p)\n"                               \
+	"}\n"
 	static const char text[] =
 		"HloModule m, entry_computation_layout={(f32[8,128,"
 		"is_scheduled=1]{1,0})->f32[8,128]{1,0}}, "
 		"frontend_attributes={x=\"a,is_scheduled=b\"}\n"
-		"ENTRY e {\n"
-		"  p = f32[8,128]{1,0} parameter(0)\n"
-		"  a = f32[8,128]{1,0} exponential(p)\n"
-		"  ROOT b = f32[8,128]{1,0} add(a, p)\n"
-		"}\n";
+		HEADER_TEST_BODY;
 	double t0, t1;
 	int k0, k1;
 	struct sim_fuse_stats fs;
@@ -283,12 +285,8 @@ static void test_header(void **state)
 	/* an is_scheduled attribute of the input is replaced, not doubled */
 	static const char sched[] =
 		"HloModule m, is_scheduled=false, entry_computation_layout="
-		"{(f32[8,128]{1,0})->f32[8,128]{1,0}}\n"
-		"ENTRY e {\n"
-		"  p = f32[8,128]{1,0} parameter(0)\n"
-		"  a = f32[8,128]{1,0} exponential(p)\n"
-		"  ROOT b = f32[8,128]{1,0} add(a, p)\n"
-		"}\n";
+		"{(f32[8,128]{1,0})->f32[8,128]{1,0}}\n" HEADER_TEST_BODY;
+#undef HEADER_TEST_BODY
 	free(out);
 	out = round_trip(sched, &hw, &t0, &t1, &k0, &k1, &fs);
 	want = "HloModule m, entry_computation_layout={(f32[8,128]{1,0})->"

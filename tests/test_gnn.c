@@ -475,8 +475,7 @@ static void test_file(void **state)
 	m.summary.train_loss = 0.0625;
 	m.summary.val_loss = 0.015625;
 	char path[512];
-	snprintf(path, sizeof path, "%s/test_gnn_%d.gnn", tu_tmpdir(),
-		 (int)getpid());
+	tu_tmp_path(path, sizeof path, "test_gnn", ".gnn");
 	struct ts_diag d = {0};
 	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
 	assert_int_equal(gnn_model_load(path, &back, &d), TS_OK);

@@ -209,12 +209,6 @@ static void sample_model(struct gnn_model *m, enum gnn_kind kind)
 	memcpy(m->known, mixes, sizeof mixes);
 }
 
-static void tmp_path(char *buf, size_t n, const char *leaf)
-{
-	snprintf(buf, n, "%s/test_gnn_file_%d_%s", tu_tmpdir(), (int)getpid(),
-		 leaf);
-}
-
 /* The bytes of a file (malloc'd). */
 static unsigned char *slurp(const char *path, size_t *n)
 {
@@ -258,7 +252,7 @@ static void test_round_trip(void **state)
 		struct gnn_model m, back;
 		sample_model(&m, (enum gnn_kind)kind);
 		char path[512];
-		tmp_path(path, sizeof path, "rt.gnn");
+		tu_tmp_path(path, sizeof path, "test_gnn_file_rt", ".gnn");
 		struct ts_diag d = {0};
 		assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
 		memset(&back, 0xa5, sizeof back);
@@ -314,7 +308,7 @@ static void test_largest(void **state)
 	for (int i = 1; i < GNN_MAX_KNOWN; i++)
 		assert_true(m.known[i] > m.known[i - 1]);
 	char path[512];
-	tmp_path(path, sizeof path, "largest.gnn");
+	tu_tmp_path(path, sizeof path, "test_gnn_file_largest", ".gnn");
 	struct ts_diag d = {0};
 	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
 	struct stat sb;
@@ -589,7 +583,7 @@ static void test_save_failures(void **state)
 	struct gnn_model m, other;
 	sample_model(&m, GNN_RESIDUAL);
 	char dir[512], path[600], want[900];
-	tmp_path(dir, sizeof dir, "dir");
+	tu_tmp_path(dir, sizeof dir, "test_gnn_file_dir", "");
 	assert_int_equal(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof path, "%s/m.gnn", dir);
 	struct ts_diag d = {0};

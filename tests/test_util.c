@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -73,4 +74,9 @@ const char *tu_tmpdir(void)
 {
 	const char *dir = getenv("TMPDIR");
 	return dir && *dir ? dir : "/tmp";
+}
+
+void tu_tmp_path(char *buf, size_t n, const char *stem, const char *ext)
+{
+	snprintf(buf, n, "%s/%s_%d%s", tu_tmpdir(), stem, (int)getpid(), ext);
 }

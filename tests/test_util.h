@@ -49,5 +49,8 @@ bool tu_load_spec(const char *gen, struct hw_spec *hw);
 /* The folder for temporary files: $TMPDIR, or /tmp when it is unset or
  * empty. */
 const char *tu_tmpdir(void);
+/* "<tu_tmpdir()>/<stem>_<pid><ext>" into buf: a temporary file or folder
+ * name of its own for each test process. */
+void tu_tmp_path(char *buf, size_t n, const char *stem, const char *ext);
 
 #endif /* TEST_UTIL_H */
