@@ -29,43 +29,38 @@ pin="taskset -c 0"
 command -v taskset >/dev/null || pin=""
 
 largest=$(ls -S "$corpus"/*.hlo | head -n 1)
-run_ms() {
-	# Median wall time in ms of `tpusim run` (with arguments $@) over 21 runs.
+median_ms() {
+	# Median wall time in ms, with $2 decimals, of $1 runs of the command
+	# $3... (its output discarded).
+	n=$1 dec=$2
+	shift 2
 	i=0
-	while [ $i -lt 21 ]; do
+	while [ $i -lt "$n" ]; do
 		t0=$(date +%s%N)
-		$pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" "$@" >/dev/null
+		"$@" >/dev/null 2>&1
 		t1=$(date +%s%N)
 		echo $(( (t1 - t0) / 1000 ))
 		i=$((i + 1))
-	done | sort -n | sed -n 11p | awk '{ printf "%.1f", $1 / 1000 }'
+	done | sort -n | sed -n "$(( (n + 1) / 2 ))p" |
+		awk -v d="$dec" '{ printf "%.*f", d, $1 / 1000 }'
 }
-
+run_ms() {
+	# `tpusim run` (with arguments $@) on the largest module, 21 runs.
+	# shellcheck disable=SC2086
+	median_ms 21 1 $pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" "$@"
+}
 whatif_ms() {
-	# Median wall time in ms of five whatif runs on the largest module,
-	# launched by $1 (taskset, mpirun or nothing), with arguments $2...
+	# five whatif runs on the largest module, launched by $1 (taskset,
+	# mpirun or nothing), with arguments $2...
 	launch=$1
 	shift
-	i=0
-	while [ $i -lt 5 ]; do
-		t0=$(date +%s%N)
-		$launch "$build/cli/tpusim" whatif "$largest" --hw "$root/hwspecs/v3.yaml" "$@" >/dev/null
-		t1=$(date +%s%N)
-		echo $(( (t1 - t0) / 1000 ))
-		i=$((i + 1))
-	done | sort -n | sed -n 3p | awk '{ printf "%.0f", $1 / 1000 }'
+	# shellcheck disable=SC2086
+	median_ms 5 0 $launch "$build/cli/tpusim" whatif "$largest" --hw "$root/hwspecs/v3.yaml" "$@"
 }
 fuse_ms() {
-	# Median wall time in ms of five `tpusim fuse --policy $1` runs on the
-	# largest module, one core.
-	i=0
-	while [ $i -lt 5 ]; do
-		t0=$(date +%s%N)
-		$pin "$build/cli/tpusim" fuse "$largest" --hw "$root/hwspecs/v3.yaml" --policy "$1" >/dev/null 2>&1
-		t1=$(date +%s%N)
-		echo $(( (t1 - t0) / 1000 ))
-		i=$((i + 1))
-	done | sort -n | sed -n 3p | awk '{ printf "%.0f", $1 / 1000 }'
+	# five `tpusim fuse --policy $1` runs on the largest module, one core.
+	# shellcheck disable=SC2086
+	median_ms 5 0 $pin "$build/cli/tpusim" fuse "$largest" --hw "$root/hwspecs/v3.yaml" --policy "$1"
 }
 pps() {
 	# points per second of 1024 points in $1 ms (load and elasticities included)
