@@ -181,6 +181,31 @@ static void legend_sets(const struct val_compare *c)
 		 sscale, snum, sym);
 }
 
+/* A legend of n (<= LEGEND_MAX) colour boxes, box i in colour col[i]
+ * beside text[i], at position offset by (x, y), in nrow rows and ncol
+ * columns (0 and 0: one column). */
+#define LEGEND_MAX 16
+static void legend_boxes(int n, const PLINT *col, const char *const *text,
+			 PLINT position, PLFLT x, PLFLT y, PLINT nrow,
+			 PLINT ncol)
+{
+	TS_ASSERT(n >= 0 && n <= LEGEND_MAX);
+	PLINT opt[LEGEND_MAX], tcol[LEGEND_MAX], bpat[LEGEND_MAX];
+	PLFLT bscale[LEGEND_MAX], bw[LEGEND_MAX];
+	for (int i = 0; i < n; i++) {
+		opt[i] = PL_LEGEND_COLOR_BOX;
+		tcol[i] = COL_FG;
+		bpat[i] = 0;
+		bscale[i] = 0.8;
+		bw[i] = 1;
+	}
+	PLFLT w, h;
+	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		 position, x, y, 0.05, COL_BG, COL_FG, 1, nrow, ncol, n, opt,
+		 1.0, 0.9, 2.0, 0, tcol, text, col, bpat, bscale, bw, NULL, NULL,
+		 NULL, NULL, NULL, NULL, NULL);
+}
+
 static int plot_scatter(const struct cmd_ctx *ctx, const char *dir,
 			const struct val_compare *c)
 {
@@ -361,22 +386,9 @@ static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
 	plbox("bc", 0, 0, "bcnstv", 0.1, 0);
 	pllab("", "Kendall tau-b (1 = measured order)",
 	      "ranking the tile configs of each kernel (>= 10 configs), out of fold");
-	PLINT opt[3], bcol[3], bpat[3], tcol[3];
-	PLFLT bscale[3], bw[3];
-	for (int m = 0; m < 3; m++) {
-		opt[m] = PL_LEGEND_COLOR_BOX;
-		bcol[m] = COL_SERIES + m;
-		bpat[m] = 0;
-		bscale[m] = 0.8;
-		bw[m] = 1;
-		tcol[m] = COL_FG;
-	}
-	PLFLT w, h;
-	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-		 PL_POSITION_INSIDE | PL_POSITION_TOP, 0, 0.02, 0.05, COL_BG,
-		 COL_FG, 1, 1, 3, 3, opt, 1.0, 0.9, 2.0, 0, tcol, model_names,
-		 bcol, bpat, bscale, bw, NULL, NULL, NULL, NULL, NULL, NULL,
-		 NULL);
+	PLINT bcol[3] = {COL_SERIES, COL_SERIES + 1, COL_SERIES + 2};
+	legend_boxes(3, bcol, model_names, PL_POSITION_INSIDE | PL_POSITION_TOP,
+		     0, 0.02, 1, 3);
 	return end(ctx, tmp, path);
 }
 
@@ -419,23 +431,13 @@ static const enum hw_unit shown_units[] = {HW_UNIT_MXU, HW_UNIT_VPU,
 
 static void legend_units(PLINT position)
 {
-	PLINT opt[N_SHOWN], tcol[N_SHOWN], bcol[N_SHOWN], bpat[N_SHOWN];
-	PLFLT bscale[N_SHOWN], bw[N_SHOWN];
+	PLINT bcol[N_SHOWN];
 	const char *text[N_SHOWN];
 	for (int i = 0; i < N_SHOWN; i++) {
-		opt[i] = PL_LEGEND_COLOR_BOX;
-		tcol[i] = COL_FG;
 		bcol[i] = unit_color(shown_units[i]);
-		bpat[i] = 0;
-		bscale[i] = 0.8;
-		bw[i] = 1;
 		text[i] = hw_unit_name(shown_units[i]);
 	}
-	PLFLT w, h;
-	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-		 position, 0.02, 0.02, 0.05, COL_BG, COL_FG, 1, 0, 0, N_SHOWN,
-		 opt, 1.0, 0.9, 2.0, 0, tcol, text, bcol, bpat, bscale, bw,
-		 NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	legend_boxes(N_SHOWN, bcol, text, position, 0.02, 0.02, 0, 0);
 }
 
 /* Kernels at (log intensity, log achieved FLOP/s), a disc per kernel whose
@@ -710,21 +712,10 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	plbox("bc", 0, 0, "bcnstv", 0, 0);
 	pllab("kernel kind", "time x runs (us)",
 	      "program time by kernel kind on each spec");
-	PLINT opt[CMD_MAX_HW], bcol[CMD_MAX_HW], bpat[CMD_MAX_HW],
-		tcol[CMD_MAX_HW];
-	PLFLT bscale[CMD_MAX_HW], bw[CMD_MAX_HW];
-	for (int g = 0; g < n_hw; g++) {
-		opt[g] = PL_LEGEND_COLOR_BOX;
+	PLINT bcol[CMD_MAX_HW];
+	for (int g = 0; g < n_hw; g++)
 		bcol[g] = COL_SERIES + g % N_SERIES;
-		bpat[g] = 0;
-		bscale[g] = 0.8;
-		bw[g] = 1;
-		tcol[g] = COL_FG;
-	}
-	PLFLT lw, lh;
-	pllegend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-		 PL_POSITION_OUTSIDE | PL_POSITION_RIGHT, 0.02, 0, 0.05, COL_BG,
-		 COL_FG, 1, 0, 0, n_hw, opt, 1.0, 0.9, 2.0, 0, tcol, names, bcol,
-		 bpat, bscale, bw, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	legend_boxes(n_hw, bcol, names, PL_POSITION_OUTSIDE | PL_POSITION_RIGHT,
+		     0.02, 0, 0, 0);
 	return end(ctx, tmp, path);
 }
