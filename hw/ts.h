@@ -122,6 +122,12 @@ static inline ts_i128 ts_floor_div(ts_i128 a, ts_i128 b)
 	return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
+/* ceil(a / b) for b > 0. */
+static inline ts_i128 ts_ceil_div(ts_i128 a, ts_i128 b)
+{
+	return -ts_floor_div(-a, b);
+}
+
 /* ---- misc -------------------------------------------------------------- */
 
 /* Reads a whole file into a NUL-terminated buffer (ts_free it). */

@@ -16,13 +16,11 @@
 
 /* ---- checking a config against a plan ------------------------------------------- */
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-
-enum ts_status sim_plan_check(const struct sim_plan *p,
-			      const struct sim_tile_config *cfg,
-			      struct sim_tile_config *full,
-			      struct ts_diag *d)
+/* sim_plan_check with the default config searched on hw. */
+static enum ts_status check_on(const struct sim_plan *p,
+			       const struct hw_spec *hw,
+			       const struct sim_tile_config *cfg,
+			       struct sim_tile_config *full, struct ts_diag *d)
 {
 	/* Bounds the config does not give come from the model's best. */
 	struct sim_tile_config c = {0};
@@ -30,7 +28,7 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 	for (int kd = 0; complete && p->has_kernel && kd < p->kern.rank; kd++)
 		complete = cfg->n_kernel > 0 || p->kern_shared[kd] >= 0;
 	if (!complete)
-		sim_plan_default(p, p->hw, &c);
+		sim_plan_default(p, hw, &c);
 	else {
 		c.n_out = p->out.rank;
 		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
@@ -92,7 +90,7 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 			continue;
 		if (gave_kern && !gave_out) {
 			/* out bound from the kernel bound */
-			int64_t e = min64(ir_mul_sat(c.kernel_bounds[kd], p->kern.tile[kd]),
+			int64_t e = ir_min64(ir_mul_sat(c.kernel_bounds[kd], p->kern.tile[kd]),
 					  p->kern.elems[kd]);
 			int64_t ob = (e + p->out.tile[od] - 1) / p->out.tile[od];
 			c.out_bounds[od] = ob;
@@ -107,11 +105,11 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 					    "same output features",
 					    p->k->name, kd,
 					    (long long)c.kernel_bounds[kd],
-					    (long long)min64(c.kernel_bounds[kd] *
+					    (long long)ir_min64(c.kernel_bounds[kd] *
 							       p->kern.tile[kd],
 							     p->kern.elems[kd]),
 					    od, (long long)c.out_bounds[od],
-					    (long long)min64(c.out_bounds[od] *
+					    (long long)ir_min64(c.out_bounds[od] *
 							       p->out.tile[od],
 							     p->out.elems[od]));
 				return TS_ERR_MISUSE;
@@ -130,6 +128,14 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 	}
 	*full = c;
 	return TS_OK;
+}
+
+enum ts_status sim_plan_check(const struct sim_plan *p,
+			      const struct sim_tile_config *cfg,
+			      struct sim_tile_config *full,
+			      struct ts_diag *d)
+{
+	return check_on(p, p->hw, cfg, full, d);
 }
 
 int64_t sim_plan_steps(const struct sim_plan *p,
@@ -260,17 +266,15 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 	return sim_plan_cost(&p, hw, cfg, out, d);
 }
 
-enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
+enum ts_status sim_plan_cost(const struct sim_plan *p,
+			     const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d)
 {
 	struct sim_tile_config full;
-	const struct hw_spec *built = p->hw;
-	p->hw = hw; /* the default config is searched on it */
-	enum ts_status st = sim_plan_check(p, cfg, &full, d);
+	enum ts_status st = check_on(p, hw, cfg, &full, d);
 	if (st == TS_OK)
 		sim_plan_estimate(p, hw, &full, out);
-	p->hw = built; /* the plan may outlive hw (a what-if point's spec) */
 	return st;
 }
 

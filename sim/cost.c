@@ -84,13 +84,6 @@ static enum ts_status bad_attr(const struct ir_instr *in, const char *file,
 	return TS_ERR_PARSE;
 }
 
-/* Ceiling of a / b for b > 0, in 128 bits (ts_i128: the offsets below
- * combine int64 attributes that may be anything the text holds). */
-static ts_i128 ceil_div(ts_i128 a, ts_i128 b)
-{
-	return -ts_floor_div(-a, b);
-}
-
 /* Inverse of a modulo m (gcd(a, m) == 1, m >= 1), by extended Euclid. */
 static ts_i128 mod_inverse(ts_i128 a, ts_i128 m)
 {
@@ -114,7 +107,7 @@ static ts_i128 mod_inverse(ts_i128 a, ts_i128 m)
 static ts_i128 tap_positions(int64_t out_size, int64_t s, ts_i128 off, int64_t ld,
 			  ts_i128 xmax)
 {
-	ts_i128 lo = ceil_div(-off, s), hi = ts_floor_div(xmax - off, s);
+	ts_i128 lo = ts_ceil_div(-off, s), hi = ts_floor_div(xmax - off, s);
 	if (lo < 0)
 		lo = 0;
 	if (hi > out_size - 1)

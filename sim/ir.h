@@ -76,6 +76,10 @@ static inline int64_t ir_mul_sat(int64_t a, int64_t b)
 	int64_t r;
 	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
+static inline int64_t ir_min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
 static inline int64_t ir_ceil_div(int64_t a, int64_t m)
 {
 	return a / m + (a % m != 0);

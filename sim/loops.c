@@ -68,7 +68,7 @@ static bool count_runs(enum ir_compare_dir dir, ts_i128 v0, ts_i128 c, ts_i128 n
 	case IR_CMP_LT:
 		if (c <= 0)
 			return false;
-		t = -ts_floor_div(v0 - n, c); /* ceil((n - v0) / c) */
+		t = ts_ceil_div(n - v0, c);
 		break;
 	case IR_CMP_LE:
 		if (c <= 0)
@@ -78,7 +78,7 @@ static bool count_runs(enum ir_compare_dir dir, ts_i128 v0, ts_i128 c, ts_i128 n
 	case IR_CMP_GT:
 		if (c >= 0)
 			return false;
-		t = -ts_floor_div(n - v0, -c); /* ceil((v0 - n) / -c) */
+		t = ts_ceil_div(v0 - n, -c);
 		break;
 	case IR_CMP_GE:
 		if (c >= 0)

@@ -183,10 +183,9 @@ struct sim_plan {
 	double coll_bytes;                /* each device holds in full */
 	int64_t coll_devices;
 	int coll_bits;
-	const struct hw_spec *hw;         /* the spec it was built for (the
-	                                     default config is searched on it;
-	                                     sim_plan_cost points it at its own
-	                                     spec for the call) */
+	const struct hw_spec *hw;         /* the spec it was built for
+	                                     (sim_plan_check searches the
+	                                     default config on it) */
 };
 
 /* Builds the plan of one kernel on one spec (fills *p; no allocation is
@@ -218,9 +217,9 @@ enum ts_status sim_plan_check(const struct sim_plan *p,
 /* Costs kernel p->k under cfg (NULL: the default config, searched on hw)
  * on hw: sim_plan_check, then sim_plan_estimate. p may have been built on
  * another spec that differs from hw only in fields sim_plan_spec_free
- * names (a what-if sweep builds each kernel's plan once); p->hw becomes
- * hw. */
-enum ts_status sim_plan_cost(struct sim_plan *p, const struct hw_spec *hw,
+ * names (a what-if sweep builds each kernel's plan once). */
+enum ts_status sim_plan_cost(const struct sim_plan *p,
+			     const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d);
 /* TensorCores the kernel's steps are split across on hw

@@ -289,15 +289,14 @@ const struct ir_shape *sim_tile_space_shape(const struct ir_instr *target)
 
 /* ---- shared dims ------------------------------------------------------------------ */
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 int64_t sim_plan_shared_bound(const struct sim_plan *p, int kd, int od,
 			      int64_t ob)
 {
-	int64_t e = min64(ir_mul_sat(ob, p->out.tile[od]), p->out.elems[od]);
+	int64_t e = ir_min64(ir_mul_sat(ob, p->out.tile[od]), p->out.elems[od]);
 	int64_t kt = p->kern.tile[kd];
 	int64_t kb = ir_ceil_div(e, kt);
-	if (min64(kb * kt, p->kern.elems[kd]) != e)
+	if (ir_min64(kb * kt, p->kern.elems[kd]) != e)
 		return -1;
 	return kb;
 }
