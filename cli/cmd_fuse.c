@@ -154,26 +154,54 @@ static int write_out(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 	return cmd_write_file(ctx, o->out, write_buf, b);
 }
 
-/* Program time and HBM bytes of a parsed module on hw, fused by plan
- * (NULL: the xla policy) when it is unfused. */
-static enum ts_status cost(const struct ir_module *m,
-			   const struct sim_fusion_plan *plan,
-			   const struct hw_spec *hw, int *kernels, double *ns,
-			   double *bytes, struct ts_diag *d)
+struct fuse_figures {
+	int kernels;
+	double ns, bytes;
+	double hybrid_ns; /* with a model: sum of hybrid kernel times x runs */
+};
+
+/* Kernels, HBM bytes and analytic time of program p, estimated here on
+ * hw; with a model (else NaN) its hybrid time: each kernel's estimate
+ * corrected (hyb_kernel_time) x its runs, summed (async overlap not
+ * subtracted). */
+static enum ts_status program_figures(struct sim_program *p,
+				      const struct hw_spec *hw,
+				      const struct gnn_model *model,
+				      struct fuse_figures *f, struct ts_diag *d)
+{
+	enum ts_status st = sim_program_estimate(p, hw, d);
+	f->kernels = p->n_kernels;
+	f->ns = st ? NAN : sim_program_total(p);
+	f->bytes = 0;
+	f->hybrid_ns = model ? 0 : NAN;
+	for (int i = 0; i < p->n_kernels; i++) {
+		struct sim_kernel *k = &p->kernels[i];
+		f->bytes += (k->est.bytes_read + k->est.bytes_written) *
+			    k->multiplicity;
+		struct hyb_embedding e;
+		if (model && !st && hyb_embed(model, k, &e) == TS_OK) {
+			double t = hyb_kernel_time(model, &e, k, &k->est, hw,
+						   false);
+			f->hybrid_ns += (isfinite(t) ? t : 0) * k->multiplicity;
+		}
+	}
+	return st;
+}
+
+/* program_figures of a parsed module fused by plan (NULL: the xla policy)
+ * when it is unfused. */
+static enum ts_status figures(const struct ir_module *m,
+			      const struct sim_fusion_plan *plan,
+			      const struct hw_spec *hw,
+			      const struct gnn_model *model,
+			      struct fuse_figures *f, struct ts_diag *d)
 {
 	struct sim_program p;
 	struct sim_program_opts po = {.fusion = plan};
 	enum ts_status st = sim_program_build(m, &po, &p, d);
 	if (st)
 		return st;
-	st = sim_program_estimate(&p, hw, d);
-	*kernels = p.n_kernels;
-	*ns = st ? NAN : sim_program_total(&p);
-	*bytes = 0;
-	for (int i = 0; i < p.n_kernels; i++)
-		*bytes += (p.kernels[i].est.bytes_read +
-			   p.kernels[i].est.bytes_written) *
-			  p.kernels[i].multiplicity;
+	st = program_figures(&p, hw, model, f, d);
 	sim_program_free(&p);
 	return st;
 }
@@ -305,40 +333,6 @@ static int agreement(struct cmd_ctx *ctx, int argc, char **argv,
 
 /* ---- the report (--report FILE) ------------------------------------------- */
 
-struct fuse_figures {
-	int kernels;
-	double ns, bytes;
-	double hybrid_ns; /* with a model: sum of hybrid kernel times x runs */
-};
-
-static enum ts_status figures(const struct ir_module *m,
-			      const struct sim_fusion_plan *plan,
-			      const struct hw_spec *hw, struct fuse_figures *f,
-			      struct ts_diag *d)
-{
-	f->hybrid_ns = NAN;
-	return cost(m, plan, hw, &f->kernels, &f->ns, &f->bytes, d);
-}
-
-/* The hybrid program time of m fused by plan: each kernel's hybrid time
- * (hyb_fuse_cost) x its runs, summed (async overlap not subtracted). */
-static enum ts_status hybrid_time(const struct ir_module *m,
-				  const struct sim_fusion_plan *plan,
-				  struct cmd_fusion *hybrid, double *ns,
-				  struct ts_diag *d)
-{
-	struct sim_program p;
-	struct sim_program_opts po = {.fusion = plan};
-	enum ts_status st = sim_program_build(m, &po, &p, d);
-	*ns = 0;
-	for (int i = 0; !st && i < p.n_kernels; i++) {
-		double t = hyb_fuse_cost(&hybrid->hyb, &p.kernels[i]);
-		*ns += (isfinite(t) ? t : 0) * p.kernels[i].multiplicity;
-	}
-	sim_program_free(&p);
-	return st;
-}
-
 enum { R_POLICY, R_KERNELS, R_BYTES, R_TIME, R_HYBRID, R_FLIPS, R_COUNT };
 static const struct cmd_col policy_cols[R_COUNT] = {
 	[R_POLICY] = {"policy", "policy", CMD_UNIT_TEXT, 0},
@@ -438,46 +432,54 @@ static enum ts_status add_flip_rows(struct cmd_table *t,
  * policies that differs from the xla policy's, with the computation's
  * predicted time (by that policy's cost) before and after it. */
 static int write_report(const struct cmd_ctx *ctx, const struct fuse_opts *o,
-			const struct ir_module *m, const struct cmd_fusion *chosen)
+			const struct ir_module *m, const struct cmd_fusion *chosen,
+			const struct sim_fusion_plan *chosen_plan)
 {
 	size_t l = strlen(o->report);
 	enum cmd_format fmt =
 		l > 5 && !strcmp(o->report + l - 5, ".json")  ? CMD_FORMAT_JSON
 		: l > 4 && !strcmp(o->report + l - 4, ".csv") ? CMD_FORMAT_CSV
 							       : CMD_FORMAT_TABLE;
-	struct cmd_fusion analytic, hybrid;
-	int rc = cmd_fusion_init(ctx, "analytic", NULL, &ctx->hw, &analytic);
+	/* the chosen policy's decisions and model are at hand: only the
+	 * others are decided (and loaded) here */
+	static const char *const names[REPORT_PLANS] = {"none", "xla",
+							"analytic", "hybrid"};
+	struct cmd_fusion own[REPORT_PLANS] = {{0}};
+	const struct cmd_fusion *hybrid = &own[3];
 	bool with_hybrid = o->model || !strcmp(chosen->name, "hybrid");
-	memset(&hybrid, 0, sizeof hybrid);
-	if (rc == CMD_EXIT_OK && with_hybrid)
-		rc = cmd_fusion_init(ctx, "hybrid", o->model, &ctx->hw, &hybrid);
+	int n = with_hybrid ? 4 : 3, rc = CMD_EXIT_OK;
+	if (!strcmp(chosen->name, "hybrid"))
+		hybrid = chosen;
+	else if (with_hybrid)
+		rc = cmd_fusion_init(ctx, "hybrid", o->model, &ctx->hw, &own[3]);
+	if (rc == CMD_EXIT_OK && strcmp(chosen->name, "analytic"))
+		rc = cmd_fusion_init(ctx, "analytic", NULL, &ctx->hw, &own[2]);
 	struct sim_fusion_plan plans[REPORT_PLANS] = {0};
+	const struct sim_fusion_plan *plan[REPORT_PLANS];
 	struct fuse_figures fig[REPORT_PLANS];
 	struct ts_diag d = {0};
 	enum ts_status st = TS_OK;
-	int n = with_hybrid ? 4 : 3;
-	if (rc == CMD_EXIT_OK) {
-		st = sim_fusion_plan_none(m, &plans[0], &d);
+	for (int i = 0; rc == CMD_EXIT_OK && !st && i < n; i++) {
+		plan[i] = &plans[i];
+		if (!strcmp(chosen->name, names[i]))
+			plan[i] = chosen_plan;
+		else if (i == 0)
+			st = sim_fusion_plan_none(m, &plans[0], &d);
+		else
+			st = sim_fusion_plan_build(
+				m, i == 3 ? hybrid->use : own[i].use, &plans[i], &d);
 		if (!st)
-			st = sim_fusion_plan_build(m, NULL, &plans[1], &d);
-		if (!st)
-			st = sim_fusion_plan_build(m, analytic.use, &plans[2], &d);
-		if (!st && with_hybrid)
-			st = sim_fusion_plan_build(m, hybrid.use, &plans[3], &d);
-		for (int i = 0; !st && i < n; i++) {
-			st = figures(m, &plans[i], &ctx->hw, &fig[i], &d);
-			if (!st && with_hybrid)
-				st = hybrid_time(m, &plans[i], &hybrid,
-						 &fig[i].hybrid_ns, &d);
-		}
+			st = figures(m, plan[i], &ctx->hw,
+				     with_hybrid ? &hybrid->model : NULL, &fig[i],
+				     &d);
 	}
 	struct cmd_table pt, ft;
 	cmd_table_init(&pt, "policies", NULL, policy_cols, R_COUNT);
 	cmd_table_init(&ft, "decisions", NULL, flip_cols, F_COUNT);
 	for (int i = 0; rc == CMD_EXIT_OK && !st && i < n; i++) {
-		st = add_policy_row(&pt, &plans[i], &fig[i]);
+		st = add_policy_row(&pt, plan[i], &fig[i]);
 		if (!st && i >= 2)
-			st = add_flip_rows(&ft, &plans[i]);
+			st = add_flip_rows(&ft, plan[i]);
 	}
 	if (st) {
 		if (!d.msg[0])
@@ -491,10 +493,10 @@ static int write_report(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 	}
 	cmd_table_free(&pt);
 	cmd_table_free(&ft);
-	for (int i = 0; i < REPORT_PLANS; i++)
+	for (int i = 0; i < REPORT_PLANS; i++) {
 		sim_fusion_plan_free(&plans[i]);
-	cmd_fusion_free(&analytic);
-	cmd_fusion_free(&hybrid);
+		cmd_fusion_free(&own[i]);
+	}
 	return rc;
 }
 
@@ -578,9 +580,9 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	 * under the same decisions */
 	const char *name = o->out ? o->out : "<fused output>";
 	struct fuse_figures before, xla, after;
-	st = figures(m, plan, &ctx->hw, &before, &d);
-	if (st == TS_OK)
-		st = figures(m, NULL, &ctx->hw, &xla, &d);
+	st = program_figures(&g.progs[0], &ctx->hw, NULL, &before, &d);
+	if (st == TS_OK && fusion.use) /* else xla is the policy: before */
+		st = figures(m, NULL, &ctx->hw, NULL, &xla, &d);
 	if (st != TS_OK) { /* the input itself cannot be costed */
 		cmd_diag(ctx, &d, path, g.text, strlen(g.text));
 		rc = cmd_exit_from_status(st);
@@ -588,7 +590,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	st = hlo_parse(name, b.p, b.n, &back, &n_back, &d);
 	if (st == TS_OK)
-		st = figures(back[0], NULL, &ctx->hw, &after, &d);
+		st = figures(back[0], NULL, &ctx->hw, NULL, &after, &d);
 	if (st != TS_OK) {
 		cmd_error(ctx, "internal error: the fused module does not read "
 			       "back: %s", d.msg);
@@ -614,7 +616,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 			xla.ns, plan->n_flips, plan->n_trials);
 	fputc('\n', ctx->err);
 	if (o->report)
-		rc = write_report(ctx, o, m, &fusion);
+		rc = write_report(ctx, o, m, &fusion, plan);
 out:
 	for (int i = 0; i < n_back; i++)
 		ir_module_free(back[i]);
