@@ -156,6 +156,15 @@ void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
  * --set, --sweep and --fit take them) and returns NULL. */
 const struct hw_field_info *cmd_spec_field(const struct cmd_ctx *ctx,
 					   const char *opt, const char *path);
+/* The spec field of an option's "PATH=..." argument, *value pointing past
+ * the '='; without a '=' prints "<prog>: error: <opt> <arg>: expected
+ * <form>", with an unknown PATH cmd_spec_field's error, and returns
+ * NULL. */
+const struct hw_field_info *cmd_spec_assignment(const struct cmd_ctx *ctx,
+						const char *opt,
+						const char *arg,
+						const char *form,
+						const char **value);
 /* Parses a whole decimal integer in [lo, hi]; false on anything else. */
 bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Loads and validates the spec at `path` into hw; a failure is printed

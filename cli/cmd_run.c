@@ -833,12 +833,6 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 	hw[0] = &ctx->hw;
 	for (int i = 1; i < n_hw; i++)
 		hw[i] = &ctx->more_hw[i - 1];
-	for (int i = 0; i < n_hw; i++)
-		for (int j = 0; j < i; j++)
-			if (!strcmp(hw[i]->name, hw[j]->name)) {
-				cmd_error(ctx, "--hw: spec %s given twice", hw[i]->name);
-				return CMD_EXIT_USAGE;
-			}
 	struct cmd_col cols[G_FIXED + 2 * CMD_MAX_HW] = {
 		[G_MODULE] = {"module", "module", CMD_UNIT_TEXT, CMD_COL_CSV_ONLY},
 		[G_INDEX] = {"index", "#", CMD_UNIT_INT, 0},
@@ -1119,6 +1113,28 @@ static int run_dump_dir(struct cmd_ctx *ctx, const struct run_opts *o,
 	return rc;
 }
 
+/* The name of a spec given twice among several --hw, or NULL. */
+static const char *spec_twice(const struct cmd_ctx *ctx)
+{
+	for (int i = 0; i < ctx->n_more_hw; i++) {
+		const char *name = ctx->more_hw[i].name;
+		if (!strcmp(name, ctx->hw.name))
+			return name;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(name, ctx->more_hw[j].name))
+				return name;
+	}
+	return NULL;
+}
+
+/* An argument naming a folder: an XLA dump to read (run_dump_dir). */
+static bool is_dump_dir(const char *arg)
+{
+	struct stat sb;
+	return strcmp(arg, "-") != 0 && stat(arg, &sb) == 0 &&
+	       S_ISDIR(sb.st_mode);
+}
+
 static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 {
 	struct run_opts *o = opts_;
@@ -1154,13 +1170,15 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 			       "excludes --roofline and --explain");
 		return CMD_EXIT_USAGE;
 	}
+	const char *twice = spec_twice(ctx);
+	if (twice) {
+		cmd_error(ctx, "--hw: spec %s given twice", twice);
+		return CMD_EXIT_USAGE;
+	}
 	/* a dump folder is several inputs too */
 	bool several = argc > 1;
-	for (int i = 0; i < argc && !several; i++) {
-		struct stat sb;
-		several = strcmp(argv[i], "-") != 0 && stat(argv[i], &sb) == 0 &&
-			  S_ISDIR(sb.st_mode);
-	}
+	for (int i = 0; i < argc && !several; i++)
+		several = is_dump_dir(argv[i]);
 	if (several && (o->trace || o->explain || o->has_config)) {
 		cmd_error(ctx, "several inputs (or a dump folder) exclude "
 			       "--trace, --explain and --config (they name one "
@@ -1180,15 +1198,16 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	o->fusion_cost = fusion.use;
-	rc = o->model ? cmd_load_model(ctx, o->model, &model) : CMD_EXIT_OK;
-	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
-		struct stat sb;
-		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &sb) == 0 &&
-		    S_ISDIR(sb.st_mode))
-			rc = run_dump_dir(ctx, o, o->model ? &model : NULL, argv[i]);
-		else
-			rc = run_file(ctx, o, o->model ? &model : NULL, argv[i]);
-	}
+	/* the hybrid fusion policy has loaded --model already */
+	const struct gnn_model *use = NULL;
+	if (o->model && !strcmp(fusion.name, "hybrid"))
+		use = &fusion.model;
+	else if (o->model && (rc = cmd_load_model(ctx, o->model, &model)) ==
+				     CMD_EXIT_OK)
+		use = &model;
+	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++)
+		rc = is_dump_dir(argv[i]) ? run_dump_dir(ctx, o, use, argv[i])
+					  : run_file(ctx, o, use, argv[i]);
 	gnn_model_free(&model);
 	cmd_fusion_free(&fusion);
 	return rc;

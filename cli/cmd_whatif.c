@@ -60,17 +60,11 @@ static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
 		       struct sweep *w)
 {
 	w->text = arg;
-	const char *eq = strchr(arg, '=');
-	char path[128];
-	snprintf(path, sizeof path, "%.*s", eq ? (int)(eq - arg) : 0, arg);
-	if (!eq) {
-		cmd_error(ctx, "--sweep %s: expected PATH=VALUES (e.g. "
-			       "hbm.bw_bytes_per_s=450e9,900e9)", arg);
+	const char *v;
+	if (!(w->field = cmd_spec_assignment(
+		      ctx, "--sweep", arg,
+		      "PATH=VALUES (e.g. hbm.bw_bytes_per_s=450e9,900e9)", &v)))
 		return CMD_EXIT_USAGE;
-	}
-	if (!(w->field = cmd_spec_field(ctx, "--sweep", path)))
-		return CMD_EXIT_USAGE;
-	const char *v = eq + 1;
 	char *end;
 	if (strchr(v, ':')) {
 		double lo = strtod(v, &end), hi = 0, step = 0;

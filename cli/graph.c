@@ -126,35 +126,6 @@ static void warn_hbm(const struct cmd_ctx *ctx, const struct ir_module *m)
 			ctx->prog, m->name, live / 1e9, cap / 1e9, ctx->hw.name);
 }
 
-/* All of standard input, NUL-terminated (ts_malloc'd into *out). */
-static enum ts_status read_stdin(char **out)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = ts_malloc(cap);
-	if (!buf)
-		return TS_ERR_NOMEM;
-	size_t got;
-	while ((got = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
-		n += got;
-		if (cap - n - 1 == 0) {
-			char *q = ts_realloc(buf, cap * 2);
-			if (!q) {
-				ts_free(buf);
-				return TS_ERR_NOMEM;
-			}
-			buf = q;
-			cap *= 2;
-		}
-	}
-	if (ferror(stdin)) {
-		ts_free(buf);
-		return TS_ERR_IO;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	return TS_OK;
-}
-
 int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 		    const char *model_path, const struct hw_spec *hw,
 		    struct cmd_fusion *f)
@@ -197,10 +168,11 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 	struct ts_diag d = {0};
 	enum ts_status st;
 	if (strcmp(path, "-") == 0) { /* standard input */
-		st = read_stdin(&g->text);
 		path = "<stdin>";
+		size_t len;
+		st = ts_read_stream(stdin, path, &g->text, &len, &d);
 		if (st == TS_OK)
-			st = hlo_parse(path, g->text, strlen(g->text), &g->mods,
+			st = hlo_parse(path, g->text, len, &g->mods,
 				       &g->n_mods, &d);
 		else
 			ts_diag_set(&d, path, 0, 0, "cannot read: %s",

@@ -107,6 +107,23 @@ void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 	ts_diag_print(d, ctx->err);
 }
 
+const struct hw_field_info *cmd_spec_assignment(const struct cmd_ctx *ctx,
+						const char *opt,
+						const char *arg,
+						const char *form,
+						const char **value)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq) {
+		cmd_error(ctx, "%s %s: expected %s", opt, arg, form);
+		return NULL;
+	}
+	char path[128];
+	snprintf(path, sizeof path, "%.*s", (int)(eq - arg), arg);
+	*value = eq + 1;
+	return cmd_spec_field(ctx, opt, path);
+}
+
 bool cmd_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
 	if (!*s)
@@ -412,28 +429,22 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 	double values[MAX_SETS];
 	size_t used = 0;
 	for (int i = 0; i < n_sets; i++) {
-		const char *eq = strchr(sets[i], '=');
-		char path[128];
-		int pn = eq ? (int)(eq - sets[i]) : 0;
-		snprintf(path, sizeof path, "%.*s", pn, sets[i]);
-		if (!eq) {
-			cmd_error(ctx, "--set %s: expected PATH=VALUE (e.g. "
-				       "hbm.bw_bytes_per_s=1.6e12)", sets[i]);
-			return usage_error(ctx, cmd);
-		}
-		if (!(fields[i] = cmd_spec_field(ctx, "--set", path)))
+		const char *v;
+		if (!(fields[i] = cmd_spec_assignment(
+			      ctx, "--set", sets[i],
+			      "PATH=VALUE (e.g. hbm.bw_bytes_per_s=1.6e12)", &v)))
 			return usage_error(ctx, cmd);
 		for (int j = 0; j < i; j++)
 			if (fields[j] == fields[i]) {
 				cmd_error(ctx, "--set %s: %s given twice", sets[i],
-					  path);
+					  fields[i]->path);
 				return usage_error(ctx, cmd);
 			}
 		char *end = NULL;
-		values[i] = strtod(eq + 1, &end);
-		if (end == eq + 1 || *end) {
+		values[i] = strtod(v, &end);
+		if (end == v || *end) {
 			cmd_error(ctx, "--set %s: '%s' is not a number%s%s%s",
-				  sets[i], eq + 1, fields[i]->unit[0] ? " (in " : "",
+				  sets[i], v, fields[i]->unit[0] ? " (in " : "",
 				  fields[i]->unit, fields[i]->unit[0] ? ")" : "");
 			return usage_error(ctx, cmd);
 		}

@@ -256,6 +256,16 @@ enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 		ts_diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
 		return TS_ERR_IO;
 	}
+	enum ts_status st = ts_read_stream(f, path, out, out_len, d);
+	fclose(f);
+	return st;
+}
+
+enum ts_status ts_read_stream(FILE *f, const char *path, char **out,
+			      size_t *out_len, struct ts_diag *d)
+{
+	*out = NULL;
+	*out_len = 0;
 	size_t cap = 1 << 16, len = 0;
 	char *buf = ts_malloc(cap);
 	enum ts_status st = TS_OK;
@@ -295,7 +305,6 @@ out:
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, path, 0, 0, "out of memory reading file");
 	ts_free(buf);
-	fclose(f);
 	return st;
 }
 

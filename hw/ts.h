@@ -133,6 +133,9 @@ static inline ts_i128 ts_ceil_div(ts_i128 a, ts_i128 b)
 /* Reads a whole file into a NUL-terminated buffer (ts_free it). */
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 			    struct ts_diag *d);
+/* The same from an open stream to its end (name: for d's messages). */
+enum ts_status ts_read_stream(FILE *f, const char *name, char **out,
+			      size_t *out_len, struct ts_diag *d);
 
 /*
  * Writes a file atomically: path.tmp.<pid> first, then rename(2), so a
