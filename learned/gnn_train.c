@@ -216,6 +216,15 @@ static bool item_counts(const struct gnn_model *m, const struct gnn_item *it)
 	return base_ns(m, it) > 0 && it->mult > 0;
 }
 
+/* Item it's time in a prediction, from its head's raw output, how far it
+ * lies outside the training range and its graph's op mix. */
+static double item_time(const struct gnn_model *m, const struct gnn_item *it,
+			double raw, double excess, uint64_t ops)
+{
+	double r = gnn_output(m, raw, excess, gnn_trust(m, ops, it->kf), NULL);
+	return it->mult * base_ns(m, it) * exp(r);
+}
+
 double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
 			  int s)
 {
@@ -232,10 +241,7 @@ double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,
 		}
 		struct gnn_head_acts ha;
 		double raw = gnn_head(m, ga.emb, it->kf, &ha);
-		double r = gnn_output(m, raw, fmax(ga.excess, ha.excess),
-				      gnn_trust(m, ga.ops, it->kf),
-				      NULL);
-		p += it->mult * base_ns(m, it) * exp(r);
+		p += item_time(m, it, raw, fmax(ga.excess, ha.excess), ga.ops);
 	}
 	gnn_graph_acts_free(&ga);
 	return p;
@@ -615,19 +621,28 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
  * plus rank_weight x the same weight times the mean pairwise logistic loss
  * of each sample against every other held-out config of its kernel (all
  * pairs, where training draws RANK_PAIRS). rk: the n_rk held-out samples
- * with a rank group as (rank group, sample), sorted; lnp: scratch per
- * sample.
+ * with a rank group as (rank group, sample), sorted; raw, excess: each
+ * held-out item's head output and range excess (heldout_heads: they do
+ * not depend on the trust); lnp: scratch per sample.
  */
 static void heldout_objective(struct trainer *t, const bool *val,
-			      const struct pair64 *rk, int n_rk, double *lnp,
-			      double *gl)
+			      const struct pair64 *rk, int n_rk,
+			      const double *raw, const double *excess,
+			      double *lnp, double *gl)
 {
 	const struct gnn_data *d = t->d;
 	memset(gl, 0, (size_t)d->n_groups * sizeof *gl);
 	for (int s = 0; s < d->n_samples; s++) {
 		if (!val[s])
 			continue;
-		lnp[s] = log(fmax(gnn_predict_sample(t->m, d, s), P_FLOOR_NS));
+		const struct gnn_sample *sm = &d->samples[s];
+		double p = sm->extra_ns;
+		for (int i = sm->first; i < sm->first + sm->n; i++)
+			if (item_counts(t->m, &d->items[i]))
+				p += item_time(t->m, &d->items[i], raw[i],
+					       excess[i],
+					       d->graphs[d->items[i].graph].ops);
+		lnp[s] = log(fmax(p, P_FLOOR_NS));
 		double e = lnp[s] - log(d->samples[s].measured_ns);
 		gl[d->samples[s].group] += t->weight[s] * e * e;
 	}
@@ -653,6 +668,32 @@ static void heldout_objective(struct trainer *t, const bool *val,
 						t->weight[rk[i].b] * sum / n;
 		}
 	}
+}
+
+/* raw[i], excess[i] of every counting item of the held-out samples, as
+ * gnn_predict_sample computes them (NaN raw when a graph cannot be
+ * embedded: the sample's prediction is then NaN too). */
+static void heldout_heads(struct trainer *t, const bool *val, double *raw,
+			  double *excess)
+{
+	const struct gnn_data *d = t->d;
+	struct gnn_graph_acts ga = {0};
+	for (int s = 0; s < d->n_samples; s++) {
+		const struct gnn_sample *sm = &d->samples[s];
+		for (int i = sm->first; val[s] && i < sm->first + sm->n; i++) {
+			const struct gnn_item *it = &d->items[i];
+			if (!item_counts(t->m, it))
+				continue;
+			raw[i] = NAN;
+			excess[i] = 0;
+			if (gnn_embed(t->m, &d->graphs[it->graph], &ga) != TS_OK)
+				continue;
+			struct gnn_head_acts ha;
+			raw[i] = gnn_head(t->m, ga.emb, it->kf, &ha);
+			excess[i] = fmax(ga.excess, ha.excess);
+		}
+	}
+	gnn_graph_acts_free(&ga);
 }
 
 /*
@@ -685,7 +726,9 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 	double *lnp = ts_malloc(((size_t)d->n_samples + 1) * sizeof *lnp);
 	double *gl0 = ts_malloc(ng * sizeof *gl0);
 	double *gl = ts_malloc(ng * sizeof *gl);
-	if (!novel || !rk || !lnp || !gl0 || !gl) {
+	double *raw = ts_malloc(((size_t)d->n_items + 1) * sizeof *raw);
+	double *excess = ts_malloc(((size_t)d->n_items + 1) * sizeof *excess);
+	if (!novel || !rk || !lnp || !gl0 || !gl || !raw || !excess) {
 		*st = TS_ERR_NOMEM;
 		goto out;
 	}
@@ -711,11 +754,12 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 		goto out;
 	qsort(rk, (size_t)n_rk, sizeof *rk, cmp_pair64);
 	group_weights(t, val);
-	heldout_objective(t, val, rk, n_rk, lnp, gl0);
+	heldout_heads(t, val, raw, excess);
+	heldout_objective(t, val, rk, n_rk, raw, excess, lnp, gl0);
 	double best = 0, pick = 0;
 	for (int k = 1; k <= TRUST_STEPS; k++) {
 		m->novel_trust = (double)k / TRUST_STEPS;
-		heldout_objective(t, val, rk, n_rk, lnp, gl);
+		heldout_objective(t, val, rk, n_rk, raw, excess, lnp, gl);
 		double sum = 0, sq = 0;
 		for (int g = 0; g < d->n_groups; g++)
 			if (novel[g])
@@ -738,6 +782,8 @@ out:
 	ts_free(lnp);
 	ts_free(gl0);
 	ts_free(gl);
+	ts_free(raw);
+	ts_free(excess);
 	return n_novel;
 }
 
