@@ -175,6 +175,23 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	return st;
 }
 
+/* The shape of outs[0..n): the one shape, or a tuple of them. */
+static void put_out_shape(struct emitter *e, const struct ir_instr *const *outs,
+			  int n)
+{
+	if (n == 1) {
+		hlo_emit_shape(&e->h, &outs[0]->shape);
+		return;
+	}
+	fputc('(', e->h.out);
+	for (int o = 0; o < n; o++) {
+		if (o)
+			fputs(", ", e->h.out);
+		hlo_emit_shape(&e->h, &outs[o]->shape);
+	}
+	fputc(')', e->h.out);
+}
+
 /* The fused computation of group id; its outputs into outs. */
 static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 				int id, int k, const struct ir_instr **inputs,
@@ -190,17 +207,7 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 		hlo_emit_shape(&e->h, &inputs[p]->shape);
 	}
 	fputs(") -> ", e->h.out);
-	if (n_outs == 1) {
-		hlo_emit_shape(&e->h, &outs[0]->shape);
-	} else {
-		fputc('(', e->h.out);
-		for (int o = 0; o < n_outs; o++) {
-			if (o)
-				fputs(", ", e->h.out);
-			hlo_emit_shape(&e->h, &outs[o]->shape);
-		}
-		fputc(')', e->h.out);
-	}
+	put_out_shape(e, outs, n_outs);
 	fputs(" {\n", e->h.out);
 	for (int p = 0; p < n_inputs; p++) {
 		fprintf(e->h.out, "  %%param_%d%s = ", p, suffix);
@@ -217,13 +224,9 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 			return st;
 	}
 	if (n_outs > 1) {
-		fprintf(e->h.out, "  ROOT %%tuple%s = (", suffix);
-		for (int o = 0; o < n_outs; o++) {
-			if (o)
-				fputs(", ", e->h.out);
-			hlo_emit_shape(&e->h, &outs[o]->shape);
-		}
-		fputs(") tuple(", e->h.out);
+		fprintf(e->h.out, "  ROOT %%tuple%s = ", suffix);
+		put_out_shape(e, outs, n_outs);
+		fputs(" tuple(", e->h.out);
 		for (int o = 0; o < n_outs; o++)
 			fprintf(e->h.out, "%s%%%s%s", o ? ", " : "", outs[o]->name,
 				suffix);
@@ -245,17 +248,7 @@ static void put_fusion_instr(struct emitter *e, const struct grouping *g,
 	snprintf(name, sizeof name, "fusion.f%d", k);
 	fprintf(e->h.out, "  %s%%%s = ", no == 1 && outs[0] == root ? "ROOT " : "",
 		no == 1 ? outs[0]->name : name);
-	if (no == 1) {
-		hlo_emit_shape(&e->h, &outs[0]->shape);
-	} else {
-		fputc('(', e->h.out);
-		for (int o = 0; o < no; o++) {
-			if (o)
-				fputs(", ", e->h.out);
-			hlo_emit_shape(&e->h, &outs[o]->shape);
-		}
-		fputc(')', e->h.out);
-	}
+	put_out_shape(e, outs, no);
 	fputs(" fusion(", e->h.out);
 	for (int q = 0; q < ni; q++)
 		fprintf(e->h.out, "%s%%%s", q ? ", " : "", inputs[q]->name);
@@ -467,10 +460,7 @@ static enum ts_status put_grouped(struct emitter *e,
 {
 	struct grouping g;
 	struct order o = {0};
-	const struct sim_fusion_plan *plan = e->plan;
-	enum ts_status st = sim_grouping_build(
-		&g, c, plan && c->index < plan->n_comps ? plan->force[c->index]
-							: NULL);
+	enum ts_status st = sim_grouping_build(&g, c, sim_plan_force(e->plan, c));
 	if (!st)
 		st = order_alloc(&o, g.n, g.n_groups);
 	if (!st)

@@ -100,6 +100,13 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const struct ir_computation *c,
 				  const signed char *force);
 void sim_grouping_free(struct grouping *g);
+/* The decisions plan forces on computation c (sim_grouping_build's force;
+ * NULL without a plan or for a computation it does not cover). */
+static inline const signed char *sim_plan_force(
+	const struct sim_fusion_plan *plan, const struct ir_computation *c)
+{
+	return plan && c->index < plan->n_comps ? plan->force[c->index] : NULL;
+}
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
 /* Is instruction i a member of group grp? */

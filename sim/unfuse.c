@@ -301,10 +301,8 @@ enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
 		if (!has)
 			continue;
 		struct grouping g;
-		enum ts_status st = sim_grouping_build(
-			&g, c,
-			plan && c->index < plan->n_comps ? plan->force[c->index]
-							 : NULL);
+		enum ts_status st =
+			sim_grouping_build(&g, c, sim_plan_force(plan, c));
 		if (st == TS_OK)
 			agree_comp(&g, a);
 		sim_grouping_free(&g);
