@@ -113,23 +113,15 @@ static double *cache_slot(struct cache *c, uint64_t key, bool *found)
 	return &c->ns[j];
 }
 
-/* The key of group id: its member bits and its outputs (a member read
- * outside the group, the only ones sim_group_output has to check). */
+/* The key of group id: its member bits and its outputs. */
 static uint64_t group_key(const struct grouping *g, int id)
 {
 	const uint64_t *w = g->bits + (size_t)id * g->words_per_group;
 	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, w,
 			      g->words_per_group * sizeof *w);
-	for (int i = 0; i < g->n; i++) {
-		if (!sim_group_member(g, id, i))
-			continue;
-		bool outside = g->c->root == g->c->instrs[i];
-		for (int k = g->uoff[i]; k < g->uoff[i + 1] && !outside; k++)
-			outside = g->live[g->users[k]] &&
-				  !sim_group_member(g, id, g->users[k]);
-		if (outside && sim_group_output(g, id, i))
+	for (int i = 0; i < g->n; i++)
+		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
 			h = ts_fnv1a(h, &i, sizeof i);
-	}
 	return h ? h : 1;
 }
 
