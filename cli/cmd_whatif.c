@@ -512,6 +512,45 @@ static void mpi_end(void)
 #endif
 }
 
+/* --plots: the points' values, times and time by unit in the arrays
+ * cmd_plot_whatif takes. */
+static int plot_points(const struct cmd_ctx *ctx, const struct whatif_opts *o,
+		       const struct point *pts, int n_points)
+{
+	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
+				 sizeof *vals);
+	double *times = ts_calloc((size_t)n_points + 1, sizeof *times);
+	double *by_unit = ts_calloc((size_t)n_points * HW_UNIT_COUNT + 1,
+				    sizeof *by_unit);
+	int rc = CMD_EXIT_IO;
+	if (!vals || !times || !by_unit) {
+		cmd_error(ctx, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n_points; i++) {
+		for (int v = 0; v < o->n_sweeps; v++)
+			vals[(size_t)i * o->n_sweeps + v] = pts[i].v[v];
+		times[i] = pts[i].time_ns;
+		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pts[i].bound_ns,
+		       sizeof pts[i].bound_ns);
+	}
+	struct cmd_whatif_plot w = {
+		.n_sweeps = o->n_sweeps, .n_points = n_points,
+		.values = vals, .time = times, .by_unit = by_unit};
+	for (int v = 0; v < o->n_sweeps && v < 2; v++) {
+		w.names[v] = o->sweeps[v].field->path;
+		w.n[v] = o->sweeps[v].n;
+	}
+	rc = cmd_out_dir(ctx, "--plots", o->plots);
+	if (rc == CMD_EXIT_OK)
+		rc = cmd_plot_whatif(ctx, o->plots, &w);
+out:
+	ts_free(vals);
+	ts_free(times);
+	ts_free(by_unit);
+	return rc;
+}
+
 static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		       char **argv)
 {
@@ -538,11 +577,6 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, NULL, &g);
 	struct kstate ks = {0};
 	struct point *pts = ts_calloc((size_t)n_points + 1, sizeof *pts);
-	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
-				 sizeof *vals);
-	double *times = ts_calloc((size_t)n_points + 1, sizeof *times);
-	double *by_unit = ts_calloc((size_t)n_points * HW_UNIT_COUNT + 1,
-				    sizeof *by_unit);
 	struct cmd_col cols[C_FIXED + WHATIF_MAX_SWEEPS];
 	struct cmd_table t;
 	memcpy(cols, fixed_cols, sizeof fixed_cols);
@@ -558,7 +592,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	 * alone would leave the others waiting in mpi_gather */
 	if (rc == CMD_EXIT_OK &&
 	    (!(ks.cfg = ts_calloc((size_t)n_kernels(&g) + 1, sizeof *ks.cfg)) ||
-	     !pts || !vals || !times || !by_unit ||
+	     !pts ||
 	     build_plans(ctx, &g, o, &ks) != TS_OK)) {
 		cmd_error(ctx, "out of memory");
 		rc = CMD_EXIT_IO;
@@ -607,11 +641,6 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	if (rc != CMD_EXIT_OK || rank != 0)
 		goto out;
 	for (int i = 0; i < n_points; i++) {
-		for (int v = 0; v < o->n_sweeps; v++)
-			vals[(size_t)i * o->n_sweeps + v] = pts[i].v[v];
-		times[i] = pts[i].time_ns;
-		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pts[i].bound_ns,
-		       sizeof pts[i].bound_ns);
 		if (fill_row(&t, i, o->n_sweeps, &pts[i])) {
 			cmd_error(ctx, "out of memory");
 			rc = CMD_EXIT_IO;
@@ -649,24 +678,11 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	if (rc == CMD_EXIT_OK && o->csv)
 		rc = cmd_write_file(ctx, o->csv, cmd_table_write_csv, &t);
-	if (rc == CMD_EXIT_OK && o->plots) {
-		struct cmd_whatif_plot w = {
-			.n_sweeps = o->n_sweeps, .n_points = n_points,
-			.values = vals, .time = times, .by_unit = by_unit};
-		for (int v = 0; v < o->n_sweeps && v < 2; v++) {
-			w.names[v] = o->sweeps[v].field->path;
-			w.n[v] = o->sweeps[v].n;
-		}
-		rc = cmd_out_dir(ctx, "--plots", o->plots);
-		if (rc == CMD_EXIT_OK)
-			rc = cmd_plot_whatif(ctx, o->plots, &w);
-	}
+	if (rc == CMD_EXIT_OK && o->plots)
+		rc = plot_points(ctx, o, pts, n_points);
 out:
 	mpi_end();
 	ts_free(pts);
-	ts_free(vals);
-	ts_free(times);
-	ts_free(by_unit);
 	cmd_table_free(&t);
 	ts_free(ks.cfg);
 	ts_free(ks.plan);
