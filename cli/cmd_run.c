@@ -591,24 +591,26 @@ static void report_loops(struct cmd_report *r, const struct sim_program *p)
 
 struct rollup {
 	int n;
-	const char *key[SUMMARY_MAX_KEYS];
-	int kernels[SUMMARY_MAX_KEYS];
-	double ns[SUMMARY_MAX_KEYS];
+	struct rollup_row {
+		const char *key;
+		int kernels;
+		double ns;
+	} row[SUMMARY_MAX_KEYS];
 };
 
 static void rollup_add(struct rollup *u, const char *key, double ns)
 {
 	int i = 0;
-	while (i < u->n && strcmp(u->key[i], key))
+	while (i < u->n && strcmp(u->row[i].key, key))
 		i++;
 	if (i == u->n) {
 		if (u->n == SUMMARY_MAX_KEYS)
 			i = u->n - 1; /* the rest joins the last key */
 		else
-			u->key[u->n++] = key;
+			u->row[u->n++].key = key;
 	}
-	u->kernels[i]++;
-	u->ns[i] += ns;
+	u->row[i].kernels++;
+	u->row[i].ns += ns;
 }
 
 enum { S_GROUP = 0, S_KERNELS, S_TIME, S_SHARE, S_COUNT };
@@ -627,27 +629,22 @@ static enum ts_status summary_table(struct cmd_report *r, const char *key,
 	/* selection sort: a few dozen keys at most in practice */
 	for (int i = 0; i < u->n; i++)
 		for (int j = i + 1; j < u->n; j++)
-			if (u->ns[j] > u->ns[i]) {
-				const char *k = u->key[i];
-				u->key[i] = u->key[j];
-				u->key[j] = k;
-				int c = u->kernels[i];
-				u->kernels[i] = u->kernels[j];
-				u->kernels[j] = c;
-				double t = u->ns[i];
-				u->ns[i] = u->ns[j];
-				u->ns[j] = t;
+			if (u->row[j].ns > u->row[i].ns) {
+				struct rollup_row tmp = u->row[i];
+				u->row[i] = u->row[j];
+				u->row[j] = tmp;
 			}
 	struct cmd_table t;
 	cmd_table_init(&t, key, NULL, cols, S_COUNT);
 	enum ts_status st = TS_OK;
 	for (int i = 0; i < u->n && !st; i++) {
 		if ((st = cmd_table_add_row(&t)) ||
-		    (st = cmd_table_set_text(&t, S_GROUP, u->key[i])))
+		    (st = cmd_table_set_text(&t, S_GROUP, u->row[i].key)))
 			break;
-		cmd_table_set_num(&t, S_KERNELS, u->kernels[i]);
-		cmd_table_set_num(&t, S_TIME, u->ns[i]);
-		cmd_table_set_num(&t, S_SHARE, total > 0 ? u->ns[i] / total : 0);
+		cmd_table_set_num(&t, S_KERNELS, u->row[i].kernels);
+		cmd_table_set_num(&t, S_TIME, u->row[i].ns);
+		cmd_table_set_num(&t, S_SHARE,
+				  total > 0 ? u->row[i].ns / total : 0);
 	}
 	if (!st)
 		cmd_report_table(r, &t);
@@ -741,15 +738,14 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			cmd_report_item_begin(&r);
 			cmd_report_text(&r, "module", p->module->name);
 			char fusion[96] = "as compiled";
-			if (p->fused_xla)
-				snprintf(fusion, sizeof fusion,
-					 "%s (unfused module%s", p->fusion_policy,
-					 p->fusion_flips ? "; " : ")");
 			if (p->fused_xla && p->fusion_flips)
-				snprintf(fusion + strlen(fusion),
-					 sizeof fusion - strlen(fusion),
-					 "%d decisions differ from xla)",
+				snprintf(fusion, sizeof fusion,
+					 "%s (unfused module; %d decisions "
+					 "differ from xla)", p->fusion_policy,
 					 p->fusion_flips);
+			else if (p->fused_xla)
+				snprintf(fusion, sizeof fusion,
+					 "%s (unfused module)", p->fusion_policy);
 			cmd_report_text(&r, "fusion", fusion);
 			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
 				       p->n_kernels);
