@@ -177,8 +177,8 @@ int cmd_load_spec(const struct cmd_ctx *ctx, const char *path,
  * model: --model, or the shipped one). */
 struct cmd_fusion {
 	const char *name;
-	struct sim_fuse_cost cost;
-	const struct sim_fuse_cost *use; /* &cost, or NULL for xla */
+	struct hyb_fuse_cost cost;
+	const struct hyb_fuse_cost *use; /* &cost, or NULL for xla */
 	struct gnn_model model;          /* hybrid only */
 	struct hyb_fuse_ctx hyb;
 };
@@ -212,7 +212,7 @@ struct cmd_graph {
  */
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
-		   const struct sim_fuse_cost *fusion, struct cmd_graph *g);
+		   const struct hyb_fuse_cost *fusion, struct cmd_graph *g);
 void cmd_graph_free(struct cmd_graph *g);
 /* Warns on stderr about the kernels of p listed at zero time because the
  * model has no cost for them (custom calls, infeed, ...): their count and

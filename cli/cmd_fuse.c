@@ -277,7 +277,7 @@ static int agree_module(struct cmd_ctx *ctx, const struct cmd_graph *g,
 	struct sim_fusion_plan plan = {0};
 	if (rc == CMD_EXIT_OK && inlined > 0) {
 		if (hlo_parse(path, b.p, b.n, &u, &nu, &d) != TS_OK ||
-		    sim_fusion_plan_build(u[0], fusion->use, &plan, &d) ||
+		    hyb_fusion_plan_build(u[0], fusion->use, &plan, &d) ||
 		    sim_fuse_agreement(u[0], &plan, &a, &d) != TS_OK) {
 			cmd_error(ctx, "internal error: %s unfused does not "
 				       "read back: %s", path, d.msg);
@@ -464,9 +464,9 @@ static int write_report(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 		if (!strcmp(chosen->name, names[i]))
 			plan[i] = chosen_plan;
 		else if (i == 0)
-			st = sim_fusion_plan_none(m, &plans[0], &d);
+			st = hyb_fusion_plan_none(m, &plans[0], &d);
 		else
-			st = sim_fusion_plan_build(
+			st = hyb_fusion_plan_build(
 				m, i == 3 ? hybrid->use : own[i].use, &plans[i], &d);
 		if (!st)
 			st = figures(m, plan[i], &ctx->hw,

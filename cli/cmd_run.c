@@ -29,7 +29,7 @@ struct run_opts {
 	bool summary;              /* --summary: rolled up, not per kernel */
 	const char *plots;         /* --plots DIR */
 	const char *fusion;        /* --fusion POLICY; NULL: xla */
-	const struct sim_fuse_cost *fusion_cost; /* its cost (run_main) */
+	const struct hyb_fuse_cost *fusion_cost; /* its cost (run_main) */
 };
 
 enum {

@@ -135,7 +135,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 	if (strcmp(name, "xla") == 0)
 		return CMD_EXIT_OK;
 	if (strcmp(name, "analytic") == 0) {
-		f->cost = (struct sim_fuse_cost){sim_fuse_cost_analytic,
+		f->cost = (struct hyb_fuse_cost){hyb_fuse_cost_analytic,
 						 (void *)hw, "analytic"};
 	} else if (strcmp(name, "hybrid") == 0) {
 		int rc = cmd_load_model(ctx, model_path ? model_path : "default",
@@ -143,7 +143,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 		if (rc != CMD_EXIT_OK)
 			return rc;
 		f->hyb = (struct hyb_fuse_ctx){&f->model, hw};
-		f->cost = (struct sim_fuse_cost){hyb_fuse_cost, &f->hyb,
+		f->cost = (struct hyb_fuse_cost){hyb_fuse_cost_hybrid, &f->hyb,
 						 "hybrid"};
 	} else {
 		cmd_error(ctx, "unknown fusion policy '%s' (expected xla, "
@@ -162,7 +162,7 @@ void cmd_fusion_free(struct cmd_fusion *f)
 
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
-		   const struct sim_fuse_cost *fusion, struct cmd_graph *g)
+		   const struct hyb_fuse_cost *fusion, struct cmd_graph *g)
 {
 	memset(g, 0, sizeof *g);
 	struct ts_diag d = {0};
@@ -210,7 +210,7 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		if (module && strcmp(g->mods[m]->name, module) != 0)
 			continue;
 		struct sim_program_opts po = *opts;
-		st = sim_fusion_plan_build(g->mods[m], fusion,
+		st = hyb_fusion_plan_build(g->mods[m], fusion,
 					   &g->plans[g->n_progs], &d);
 		po.fusion = &g->plans[g->n_progs];
 		if (st == TS_OK)

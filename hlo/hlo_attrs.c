@@ -912,7 +912,7 @@ static bool parse_comp_ref(struct hp_parser *p, int rank, struct ir_instr *in,
 		struct ir_computation *c;
 		if (!hp_enter(p))
 			return false;
-		bool ok = hp_parse_computation(p, true, name, &c);
+		bool ok = p->parse_body(p, true, name, &c);
 		p->depth--;
 		if (!ok)
 			return false;

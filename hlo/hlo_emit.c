@@ -5,7 +5,7 @@
  * operand list), so shapes, layouts and attributes stay as written and
  * only names change; headers are written from the IR.
  */
-#include "kernels_int.h"
+#include "hlo_emit.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * keyword table, whitespace and comments, names, integers, strings, and
  * the atom rule that skips any attribute value (docs/HLO.md 1.10).
  */
-#include "hlo_parse_int.h"
+#include "hlo_lex.h"
 
 #include <limits.h>
 #include <stdarg.h>

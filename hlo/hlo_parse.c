@@ -742,8 +742,8 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
  * The caller has consumed ENTRY. An inline body is just '{' instr+ '}'
  * named gen_name.
  */
-bool hp_parse_computation(struct hp_parser *p, bool inline_body,
-			  const char *gen_name, struct ir_computation **out)
+static bool parse_computation(struct hp_parser *p, bool inline_body,
+			      const char *gen_name, struct ir_computation **out)
 {
 	struct ts_arena *a = &p->m->arena;
 	skip_ws(p);
@@ -1179,7 +1179,7 @@ static bool parse_text(struct hp_parser *p)
 					    p->m->name);
 		}
 		struct ir_computation *c;
-		if (!hp_parse_computation(p, false, NULL, &c))
+		if (!parse_computation(p, false, NULL, &c))
 			return false;
 		c->is_entry = entry;
 	}
@@ -1237,6 +1237,7 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 	p->lc_pos = p->lc_line_start = p->text;
 	p->lc_line = 1;
 	p->last_sep = p->text; /* "none yet": compared with m_last_close */
+	p->parse_body = parse_computation;
 	hp_kw_init(p);
 	bool ok = parse_text(p);
 	enum ts_status st = p->st;

@@ -36,11 +36,10 @@ int ir_type_bits(enum ir_type t)
 static const struct {
 	const char *name;
 	enum ir_class cls;
-	enum hw_vpu_class vpu;
 	int8_t min_operands, max_operands; /* max -1: no upper bound */
 } op_traits[] = {
-	[IR_OP_INVALID] = {"invalid", IR_CLASS_OTHER, HW_VPU_SIMPLE, 0, -1},
-#define X(e, s, cls, vpu, lo, hi) [IR_OP_##e] = {s, IR_CLASS_##cls, HW_VPU_##vpu, lo, hi},
+	[IR_OP_INVALID] = {"invalid", IR_CLASS_OTHER, 0, -1},
+#define X(e, s, cls, vpu, lo, hi) [IR_OP_##e] = {s, IR_CLASS_##cls, lo, hi},
 #include "ir_ops.def"
 #undef X
 };
@@ -55,11 +54,6 @@ const char *ir_op_name(enum ir_op op)
 enum ir_class ir_op_class(enum ir_op op)
 {
 	return (unsigned)op < IR_OP_COUNT ? op_traits[op].cls : IR_CLASS_OTHER;
-}
-
-enum hw_vpu_class ir_op_vpu_class(enum ir_op op)
-{
-	return (unsigned)op < IR_OP_COUNT ? op_traits[op].vpu : HW_VPU_SIMPLE;
 }
 
 void ir_op_arity(enum ir_op op, int *min, int *max)

@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw_spec.h"
 #include "ts.h"
 
 /* ---- element types ------------------------------------------------------ */
@@ -55,7 +54,6 @@ enum ir_class {
 
 const char *ir_op_name(enum ir_op op);          /* HLO spelling */
 enum ir_class ir_op_class(enum ir_op op);
-enum hw_vpu_class ir_op_vpu_class(enum ir_op op);
 /* Operands the op takes, as XLA's parser counts them: *max is -1 when
  * there is no upper bound (tuple, fusion, reduce, ...). */
 void ir_op_arity(enum ir_op op, int *min, int *max);

@@ -1,9 +1,10 @@
 /*
- * fusion_policy.c: the `analytic` and `hybrid` fusion policies, which
+ * hyb_fusion.c: the `analytic` and `hybrid` fusion policies, which
  * decide an unfused module's fusion by predicted time instead of by XLA's
- * rules alone.
+ * rules alone, and the no-fusion baseline of `fuse --report`.
  *
- * The decision space is the xla policy's (grouping.c): consumers first,
+ * The decision space is the xla policy's (sim/grouping.c, seen through
+ * sim/fusion_space.c: sim.h "fusion decisions"): consumers first,
  * each instruction is either computed inside the kernels of its users or
  * is a kernel of its own. The rules are of two sorts. Legality (what a
  * kernel can hold: a dot's operands take only format ops, collectives and
@@ -26,17 +27,17 @@
  *
  *   T = sum over the computation's kernels of cost(kernel)   [ns, one run]
  *
- * drops by more than SIM_FUSE_MIN_GAIN (0.1%) of T: a smaller gain is
+ * drops by more than HYB_FUSE_MIN_GAIN (0.1%) of T: a smaller gain is
  * within the model's own error and not worth departing from XLA's rules
  * (and keeps the search from chasing rounding). cost is the analytic model's time of the
  * kernel with its best tile config (sim_kernel_estimate), or the hybrid's
- * (hybrid/: analytic x the learned correction). A kernel's HBM traffic,
+ * (hyb_model.c: analytic x the learned correction). A kernel's HBM traffic,
  * VPU work (recomputed producers counted in every kernel that holds them),
  * VMEM working set and the per-kernel overhead are all in that time, so
  * "HBM traffic removed against recomputation and VMEM pressure" is the
  * model's own trade, not a second formula. Kernels are costed once per
  * distinct (members, outputs) set: a cache keyed by a 64-bit FNV-1a hash
- * of both (a collision would reuse another set's time; at the sizes here,
+ * of both (sim_fusion_space_key; a collision would reuse another set's time; at the sizes here,
  * a few thousand sets, its odds are below 1e-12).
  *
  * Known limits: one pass, one decision at a time (a pair of changes that
@@ -46,14 +47,14 @@
  * Source: the greedy producer-consumer search of Kaufman et al. (MLSys
  * 2021) for the fusion task, with the cost model in place of measurement.
  */
-#include "kernels_int.h"
+#include "hybrid.h"
 
 #include <math.h>
 #include <string.h>
 
-#define SIM_FUSE_MIN_GAIN 1e-3
+#define HYB_FUSE_MIN_GAIN 1e-3
 
-double sim_fuse_cost_analytic(void *hw, const struct sim_kernel *k)
+double hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k)
 {
 	struct sim_estimate e;
 	struct ts_diag d = {0};
@@ -113,21 +114,9 @@ static double *cache_slot(struct cache *c, uint64_t key, bool *found)
 	return &c->ns[j];
 }
 
-/* The key of group id: its member bits and its outputs. */
-static uint64_t group_key(const struct grouping *g, int id)
-{
-	const uint64_t *w = g->bits + (size_t)id * g->words_per_group;
-	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, w,
-			      g->words_per_group * sizeof *w);
-	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
-			h = ts_fnv1a(h, &i, sizeof i);
-	return h ? h : 1;
-}
-
 struct search {
 	const struct ir_module *m;
-	const struct sim_fuse_cost *cost;
+	const struct hyb_fuse_cost *cost;
 	struct cache cache;
 	struct sim_fusion_plan *plan;
 	struct ts_diag *d;
@@ -138,30 +127,28 @@ static enum ts_status comp_time(struct search *s,
 				const struct ir_computation *c,
 				const signed char *force, double *t)
 {
-	struct grouping g;
-	enum ts_status st = sim_grouping_build(&g, c, force);
+	struct sim_fusion_space *g;
+	enum ts_status st = sim_fusion_space_build(s->m, c, force, &g);
 	*t = 0;
-	for (int id = 0; !st && id < g.n_groups; id++) {
-		if (g.g_rep[id] != id)
-			continue;
+	for (int k = 0; !st && k < sim_fusion_space_kernels(g); k++) {
 		bool found;
-		double *ns = cache_slot(&s->cache, group_key(&g, id), &found);
+		double *ns = cache_slot(&s->cache, sim_fusion_space_key(g, k), &found);
 		if (!ns) {
 			st = TS_ERR_NOMEM;
 			break;
 		}
 		if (!found) {
-			struct sim_kernel k = {0};
+			struct sim_kernel kn = {0};
 			bool none;
-			st = sim_group_kernel(s->m, &g, id, &k, &none, s->d);
-			double v = st || none ? 0 : s->cost->kernel_ns(s->cost->ctx, &k);
+			st = sim_fusion_space_kernel(g, k, &kn, &none, s->d);
+			double v = st || none ? 0 : s->cost->kernel_ns(s->cost->ctx, &kn);
 			*ns = isfinite(v) ? v : 0; /* unmodelled: 0, as run */
-			sim_kernel_release(&k);
+			sim_kernel_release(&kn);
 			s->plan->n_costed++;
 		}
 		*t += *ns;
 	}
-	sim_grouping_free(&g);
+	sim_fusion_space_free(g);
 	return st;
 }
 
@@ -177,15 +164,6 @@ static enum ts_status add_flip(struct sim_fusion_plan *p,
 	return TS_OK;
 }
 
-/* Is i's fusion decided by the rules (a candidate for the search)? */
-static bool decided(const struct grouping *g, int i)
-{
-	if (!g->live[i] || g->cd[i] || g->c->root == g->c->instrs[i])
-		return false;
-	enum fuse_class fc = sim_fuse_class(g, g->c->instrs[i]);
-	return fc == FC_CHEAP || fc == FC_EXPENSIVE || fc == FC_CORE;
-}
-
 /* The greedy search over computation c; force[] (zeroed, n_instrs) gets
  * the decisions kept. */
 static enum ts_status search_comp(struct search *s,
@@ -194,94 +172,64 @@ static enum ts_status search_comp(struct search *s,
 {
 	double best;
 	enum ts_status st = comp_time(s, c, force, &best);
-	struct grouping g = {0};
+	struct sim_fusion_space *g = NULL;
 	if (!st)
-		st = sim_grouping_build(&g, c, force);
-	if (st) {
-		sim_grouping_free(&g);
-		return st;
-	}
+		st = sim_fusion_space_build(s->m, c, force, &g);
 	/* the visiting order: consumers first, fixed from the start */
-	int *visit = ts_malloc(((size_t)g.n + 1) * sizeof *visit);
-	int n_visit = 0;
-	if (!visit)
+	int *visit = st ? NULL : ts_malloc(((size_t)c->n_instrs + 1) * sizeof *visit);
+	if (!st && !visit)
 		st = TS_ERR_NOMEM;
-	for (int k = g.n - 1; !st && k >= 0; k--)
-		if (decided(&g, g.order[k]))
-			visit[n_visit++] = g.order[k];
+	int n_visit = st ? 0 : sim_fusion_space_candidates(g, visit);
 	for (int v = 0; !st && v < n_visit; v++) {
 		int i = visit[v];
-		int id = g.grp[i];
-		bool own = id >= 0 && g.g_root[id] == i;
-		enum fuse_class fc = sim_fuse_class(&g, c->instrs[i]);
-		signed char alt = !own ? SIM_FUSE_OWN
-				  : fc != FC_CORE && sim_group_can_recompute(&g, i)
-					  ? SIM_FUSE_RECOMPUTE
-					  : SIM_FUSE_DEFAULT;
+		enum sim_fuse_force alt = sim_fusion_space_alternative(g, i);
 		if (alt == SIM_FUSE_DEFAULT)
 			continue;
 		signed char prev = force[i];
-		force[i] = alt;
+		force[i] = (signed char)alt;
 		double t;
 		s->plan->n_trials++;
 		if ((st = comp_time(s, c, force, &t)))
 			break;
-		if (!(t < best * (1 - SIM_FUSE_MIN_GAIN))) {
+		if (!(t < best * (1 - HYB_FUSE_MIN_GAIN))) {
 			force[i] = prev;
 			continue;
 		}
-		struct sim_fusion_flip f = {c->instrs[i], (enum sim_fuse_force)alt,
-					    best, t};
+		struct sim_fusion_flip f = {c->instrs[i], alt, best, t};
 		best = t;
-		sim_grouping_free(&g);
+		sim_fusion_space_free(g);
+		g = NULL;
 		if (!(st = add_flip(s->plan, &f)))
-			st = sim_grouping_build(&g, c, force);
+			st = sim_fusion_space_build(s->m, c, force, &g);
 	}
 	ts_free(visit);
-	sim_grouping_free(&g);
+	sim_fusion_space_free(g);
 	return st;
 }
-
-static enum ts_status plan_make(const struct ir_module *m,
-					   const struct sim_fuse_cost *cost,
-					   bool none,
-					   struct sim_fusion_plan *plan,
-					   struct ts_diag *d);
 
 /* The no-fusion plan's decisions for c: every decided instruction on its
  * own. */
-static enum ts_status none_comp(const struct ir_computation *c,
+static enum ts_status none_comp(const struct ir_module *m,
+				const struct ir_computation *c,
 				signed char *force)
 {
-	struct grouping g;
-	enum ts_status st = sim_grouping_build(&g, c, NULL);
-	for (int i = 0; !st && i < g.n; i++)
-		if (decided(&g, i))
-			force[i] = SIM_FUSE_OWN;
-	sim_grouping_free(&g);
+	struct sim_fusion_space *g;
+	enum ts_status st = sim_fusion_space_build(m, c, NULL, &g);
+	int *cand = st ? NULL : ts_malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
+	if (!st && !cand)
+		st = TS_ERR_NOMEM;
+	int n = st ? 0 : sim_fusion_space_candidates(g, cand);
+	for (int k = 0; k < n; k++)
+		force[cand[k]] = SIM_FUSE_OWN;
+	ts_free(cand);
+	sim_fusion_space_free(g);
 	return st;
 }
 
-enum ts_status sim_fusion_plan_build(const struct ir_module *m,
-				     const struct sim_fuse_cost *cost,
-				     struct sim_fusion_plan *plan,
-				     struct ts_diag *d)
-{
-	return plan_make(m, cost, false, plan, d);
-}
-
-enum ts_status sim_fusion_plan_none(const struct ir_module *m,
-				    struct sim_fusion_plan *plan,
-				    struct ts_diag *d)
-{
-	return plan_make(m, NULL, true, plan, d);
-}
-
 static enum ts_status plan_make(const struct ir_module *m,
-					   const struct sim_fuse_cost *cost,
-					   bool none,
-					   struct sim_fusion_plan *plan,
-					   struct ts_diag *d)
+				const struct hyb_fuse_cost *cost, bool none,
+				struct sim_fusion_plan *plan,
+				struct ts_diag *d)
 {
 	memset(plan, 0, sizeof *plan);
 	plan->policy = none ? "none" : cost ? cost->name : "xla";
@@ -291,8 +239,8 @@ static enum ts_status plan_make(const struct ir_module *m,
 	struct search s = {.m = m, .cost = cost, .plan = plan, .d = d};
 	enum ts_status st = plan->force && grouped ? TS_OK : TS_ERR_NOMEM;
 	/* a compiled module ran as written: nothing to decide */
-	if (!st && (cost || none) && sim_module_unfused(m) && m->entry)
-		sim_mark_grouped(m->entry, grouped, 0);
+	if (!st && (cost || none))
+		sim_fusion_space_comps(m, grouped);
 	for (int ci = 0; !st && ci < m->n_comps; ci++) {
 		const struct ir_computation *c = m->comps[ci];
 		if (!grouped[c->index])
@@ -303,7 +251,7 @@ static enum ts_status plan_make(const struct ir_module *m,
 			break;
 		}
 		int before = plan->n_flips;
-		st = none ? none_comp(c, f) : search_comp(&s, c, f);
+		st = none ? none_comp(m, c, f) : search_comp(&s, c, f);
 		if (none || plan->n_flips > before)
 			plan->force[c->index] = f;
 		else
@@ -318,11 +266,17 @@ static enum ts_status plan_make(const struct ir_module *m,
 	return st;
 }
 
-void sim_fusion_plan_free(struct sim_fusion_plan *plan)
+enum ts_status hyb_fusion_plan_build(const struct ir_module *m,
+				     const struct hyb_fuse_cost *cost,
+				     struct sim_fusion_plan *plan,
+				     struct ts_diag *d)
 {
-	for (int i = 0; plan->force && i < plan->n_comps; i++)
-		ts_free(plan->force[i]);
-	ts_free(plan->force);
-	ts_free(plan->flips);
-	memset(plan, 0, sizeof *plan);
+	return plan_make(m, cost, false, plan, d);
+}
+
+enum ts_status hyb_fusion_plan_none(const struct ir_module *m,
+				    struct sim_fusion_plan *plan,
+				    struct ts_diag *d)
+{
+	return plan_make(m, NULL, true, plan, d);
 }

@@ -50,7 +50,7 @@ bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e)
 	       !gnn_model_knows(m, gnn_mix_key(e->ops, kf));
 }
 
-double hyb_fuse_cost(void *ctx, const struct sim_kernel *k)
+double hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k)
 {
 	const struct hyb_fuse_ctx *c = ctx;
 	struct sim_estimate est;

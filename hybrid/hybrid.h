@@ -1,6 +1,9 @@
 /*
- * hybrid.h: decisions on top of the estimators: tile-size search (hyb_tile_*),
- * later fusion and what-if sweeps. See README "Source code layout".
+ * hybrid.h: the tasks, where the analytic model (sim/) and the learned one
+ * (learned/) meet: hybrid estimates (analytic x the learned correction),
+ * tile-size search (hyb_tile_*) and the fusion policies that decide by
+ * predicted time (hyb_fusion_*). hybrid/README.md says what this room owns
+ * and what it may call.
  */
 #ifndef HYBRID_H
 #define HYBRID_H
@@ -41,14 +44,14 @@ double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
  * m->novel_trust (gnn_trust). */
 bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e);
 
-/* The hybrid fusion policy's cost (struct sim_fuse_cost, ctx a struct
+/* The hybrid fusion policy's cost (struct hyb_fuse_cost, ctx a struct
  * hyb_fuse_ctx): a candidate kernel's analytic time with its best tile
  * config, times the model's correction; NaN when it cannot be costed. */
 struct hyb_fuse_ctx {
 	const struct gnn_model *model;
 	const struct hw_spec *hw;
 };
-double hyb_fuse_cost(void *ctx, const struct sim_kernel *k);
+double hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k);
 
 /* Loads a model file; "default" names the model shipped with tpusim
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
@@ -99,5 +102,38 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 			       const struct hw_spec *hw,
 			       const struct hyb_tile_opts *o,
 			       struct hyb_tile_result *r, struct ts_diag *d);
+
+/* ---- fusion policies (hybrid/hyb_fusion.c) --------------------------------- */
+
+/* How a policy times a candidate kernel: ns for one run, NaN when it
+ * cannot. The analytic policy: hyb_fuse_cost_analytic (ctx the spec); the
+ * hybrid one: hyb_fuse_cost_hybrid (ctx a struct hyb_fuse_ctx). */
+struct hyb_fuse_cost {
+	double (*kernel_ns)(void *ctx, const struct sim_kernel *k);
+	void *ctx;
+	const char *name;     /* "analytic", "hybrid" */
+};
+/* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config. */
+double hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k);
+
+/*
+ * Decides an unfused module's fusion by predicted time (hyb_fusion.c says
+ * how): starting from the xla policy's decisions, each instruction whose
+ * fusion the rules decide is tried the other way (a kernel of its own, or
+ * recomputed in every user kernel) and kept so when the cost's sum over
+ * the computation's kernels drops. cost NULL: the xla policy (no decision
+ * changed). A compiled module gets a plan that decides nothing.
+ * TS_ERR_NOMEM, or an error from building a kernel.
+ */
+enum ts_status hyb_fusion_plan_build(const struct ir_module *m,
+				     const struct hyb_fuse_cost *cost,
+				     struct sim_fusion_plan *plan,
+				     struct ts_diag *d);
+/* The plan that fuses nothing: every instruction whose fusion the rules
+ * decide is a kernel of its own (policy "none": the module before any
+ * fusion, the baseline of `fuse --report`). */
+enum ts_status hyb_fusion_plan_none(const struct ir_module *m,
+				    struct sim_fusion_plan *plan,
+				    struct ts_diag *d);
 
 #endif /* HYBRID_H */

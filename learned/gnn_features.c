@@ -24,7 +24,7 @@ static const char *const node_names[GNN_NODE_F] = {
 	"class_free", "class_elementwise", "class_transcendental",
 	"class_data_movement", "class_reduction", "class_contraction",
 	"class_control", "class_collective", "class_other",
-	/* 9-14: the VPU cost class of an elementwise op (ir_op_vpu_class) */
+	/* 9-14: the VPU cost class of an elementwise op (sim_op_vpu_class) */
 	"vpu_simple", "vpu_divide", "vpu_transcendental", "vpu_composite",
 	"vpu_trig", "vpu_rng",
 	/* 15-22: ops the TPU treats specially */
@@ -154,7 +154,7 @@ static void node_features(const struct ir_instr *in, double *x)
 	if ((int)c >= 0 && c < IR_CLASS_COUNT)
 		x[c] = 1;
 	if (c == IR_CLASS_ELEMENTWISE || c == IR_CLASS_TRANSCENDENTAL) {
-		enum hw_vpu_class v = ir_op_vpu_class(in->op);
+		enum hw_vpu_class v = sim_op_vpu_class(in->op);
 		if ((int)v >= 0 && v < HW_VPU_CLASS_COUNT)
 			x[9 + v] = 1;
 	}

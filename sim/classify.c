@@ -1,7 +1,8 @@
 /*
  * classify.c: what an instruction of a computation is, before any kernel
  * is formed: constant-derived values (folded by XLA) and the role of a
- * top-level instruction (free, a kernel of some kind, control flow). Read
+ * top-level instruction (free, a kernel of some kind, control flow), and
+ * the vector unit's cost class of an opcode. Read
  * by the kernel builder (kernels.c), the fusion grouping (grouping.c) and
  * the work counter (cost.c); it reads none of them, so those three form
  * no import circle.
@@ -9,6 +10,23 @@
 #include "kernels_int.h"
 
 #include <string.h>
+
+/* ---- the VPU cost class of an opcode ---------------------------------------- */
+
+/* The VPU column of hlo/ir_ops.def, which the front end does not read: the
+ * class is a fact of the TPU's vector unit (hw_spec.h), not of HLO. */
+static const enum hw_vpu_class op_vpu[] = {
+	[IR_OP_INVALID] = HW_VPU_SIMPLE,
+#define X(e, s, cls, vpu, lo, hi) [IR_OP_##e] = HW_VPU_##vpu,
+#include "ir_ops.def"
+#undef X
+};
+_Static_assert(TS_ARRAY_LEN(op_vpu) == IR_OP_COUNT, "op_vpu must cover every ir_op");
+
+enum hw_vpu_class sim_op_vpu_class(enum ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? op_vpu[op] : HW_VPU_SIMPLE;
+}
 
 /* ---- constant-derived values ------------------------------------------------- */
 

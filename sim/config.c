@@ -278,18 +278,6 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 	return st;
 }
 
-int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
-{
-	return p->core_space > 0 ? hw_spec_kernel_cores(hw, p->core_space) : 1;
-}
-
-void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
-		  struct hw_ici_cost *out)
-{
-	hw_ici_collective(hw, p->coll, p->coll_bytes, p->coll_devices,
-			  p->coll_bits, out);
-}
-
 /*
  * The spec fields sim_plan_build reads none of: the chip's cores, HBM,
  * VMEM, ICI, the MXU array's size and speed, the overheads and the host

@@ -272,11 +272,11 @@ static void body_mix(const struct ir_instr *in, int which, struct op_mix *mix)
 		switch (ir_op_class(op)) {
 		case IR_CLASS_ELEMENTWISE:
 			mix->flops += 1;
-			mix->vpu[ir_op_vpu_class(op)] += 1;
+			mix->vpu[sim_op_vpu_class(op)] += 1;
 			break;
 		case IR_CLASS_TRANSCENDENTAL:
 			mix->trans += 1;
-			mix->vpu[ir_op_vpu_class(op)] += 1;
+			mix->vpu[sim_op_vpu_class(op)] += 1;
 			break;
 		default:
 			break;
@@ -421,11 +421,11 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	switch (ir_op_class(in->op)) {
 	case IR_CLASS_ELEMENTWISE:
 		w->flops += e;
-		w->vpu_elem_ops[ir_op_vpu_class(in->op)] += ep;
+		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += ep;
 		break;
 	case IR_CLASS_TRANSCENDENTAL:
 		w->transcendentals += e;
-		w->vpu_elem_ops[ir_op_vpu_class(in->op)] += ep;
+		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += ep;
 		break;
 	default:
 		break;

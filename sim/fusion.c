@@ -33,6 +33,7 @@
  * the body (execution_thread=) and control-predecessors naming fused
  * instructions are not kept.
  */
+#include "hlo_emit.h"
 #include "kernels_int.h"
 
 #include <string.h>

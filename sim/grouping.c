@@ -105,7 +105,7 @@ enum fuse_class sim_fuse_class(const struct grouping *g,
 	case SIM_TOP_KERNEL:
 		if (kind == SIM_KERNEL_ELEMENTWISE)
 			return ir_op_class(in->op) == IR_CLASS_ELEMENTWISE &&
-					       ir_op_vpu_class(in->op) ==
+					       sim_op_vpu_class(in->op) ==
 						       HW_VPU_SIMPLE
 				       ? FC_CHEAP
 				       : FC_EXPENSIVE;
@@ -321,7 +321,7 @@ static void decide_fusion(struct grouping *g, int i)
 		return;
 	}
 	case FC_EXPENSIVE: {
-		if (ir_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
+		if (sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
 		    !materialise && all_accept && !reuse_any) {
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
 			return;

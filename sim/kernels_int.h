@@ -129,13 +129,12 @@ bool sim_group_can_recompute(const struct grouping *g, int i);
 void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 		      int depth);
 /* The kernel group id of g would be (kernels.c, as sim_program_build
- * makes it, multiplicity 1), into *k (sim_kernel_release it); *none when
+ * makes it, multiplicity 1), into *k (sim_kernel_release it, sim.h); *none when
  * the group does no work (a free op as its root). */
 enum ts_status sim_group_kernel(const struct ir_module *m,
 				const struct grouping *g, int id,
 				struct sim_kernel *k, bool *none,
 				struct ts_diag *d);
-void sim_kernel_release(struct sim_kernel *k);
 
 /* Index of instruction in within c; -1 when it is not one of c's (an
  * operand nested in an operand list, or another computation's). */
@@ -147,33 +146,5 @@ static inline int sim_index_in(const struct ir_computation *c,
 		       ? in->index
 		       : -1;
 }
-
-/* ---- writing HLO text (hlo_emit.c) ---- */
-
-struct hlo_emit {
-	const char *text;   /* the text the module was parsed from */
-	size_t len;
-	const char *file;   /* for diagnostics */
-	FILE *out;
-	struct ts_diag *d;
-};
-
-/* text[a, b), blanks trimmed at the front and/or back. */
-void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
-		   bool trim_back);
-void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s);
-/* "HloModule NAME, ATTRS" as written less is_scheduled=, then
- * ", is_scheduled=true" when scheduled (a compiled module: fuse's output),
- * and a newline; nothing without a header. */
-void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
-			    bool scheduled);
-/* "\n[ENTRY ]%name (p: shape, ...) -> shape {\n" from the IR. */
-void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
-/* "  [ROOT ]%name = <rhs>\n" from in's own text, its operand list
- * rewritten as ops[0..n_operands) (bare names) when ops is given.
- * TS_ERR_UNSUPPORTED_OP (located) when in has no text of its own. */
-enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
-			      bool root, const char *name,
-			      const char *const *ops);
 
 #endif /* KERNELS_INT_H */

@@ -715,7 +715,7 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 	}
 	if (cls == IR_CLASS_ELEMENTWISE || cls == IR_CLASS_TRANSCENDENTAL)
 		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
-					ir_op_vpu_class(in->op));
+					sim_op_vpu_class(in->op));
 	if (cls == IR_CLASS_DATA_MOVEMENT)
 		return hw_vpu_op_cycles(hw, shape_vregs(hw, &in->shape),
 					HW_VPU_SIMPLE);

@@ -186,7 +186,7 @@ struct sim_program_opts {
 	                                  known nor a derivable one
 	                                  (--trip-count); <= 0: 1 */
 	const struct sim_fusion_plan *fusion; /* an unfused module's fusion
-	                                  decisions (sim_fusion_plan_build);
+	                                  decisions (hyb_fusion_plan_build);
 	                                  NULL: the xla policy */
 };
 
@@ -223,6 +223,10 @@ struct sim_program {
  * decided by a fusion policy; a compiled module's are its top-level ops
  * as written. */
 bool sim_module_unfused(const struct ir_module *m);
+
+/* How dear one element of op is on the vector unit (the VPU column of
+ * hlo/ir_ops.def; sim/classify.c). */
+enum hw_vpu_class sim_op_vpu_class(enum ir_op op);
 
 enum ts_status sim_program_build(const struct ir_module *m,
 				 const struct sim_program_opts *opts,
@@ -289,7 +293,15 @@ double sim_program_total(struct sim_program *p);
 double sim_program_host_ns(const struct sim_program *p,
 			   const struct hw_spec *hw);
 
-/* ---- fusion policies (sim/fusion_policy.c) ---- */
+/* ---- fusion decisions (sim/fusion_space.c) ---- */
+
+/*
+ * The xla policy's rules (sim/grouping.c) decide an unfused module's
+ * fusion; the policies that decide by predicted time (hybrid/hyb_fusion.c)
+ * overturn some of those decisions, instruction by instruction, and hand
+ * the result to the model as a struct sim_fusion_plan. They search the
+ * space below: a computation grouped under a set of decisions.
+ */
 
 /* A policy's decision on one instruction of an unfused computation. */
 enum sim_fuse_force {
@@ -298,17 +310,6 @@ enum sim_fuse_force {
 	SIM_FUSE_RECOMPUTE,   /* computed inside every user kernel (where
 	                         each accepts it) */
 };
-
-/* How a policy times a candidate kernel: ns for one run, NaN when it
- * cannot. The analytic policy: sim_fuse_cost_analytic; the hybrid one
- * lives in hybrid/ (the learned correction on top). */
-struct sim_fuse_cost {
-	double (*kernel_ns)(void *ctx, const struct sim_kernel *k);
-	void *ctx;
-	const char *name;     /* "analytic", "hybrid" */
-};
-/* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config. */
-double sim_fuse_cost_analytic(void *hw, const struct sim_kernel *k);
 
 /* One decision that differs from the xla policy, in the order taken. */
 struct sim_fusion_flip {
@@ -320,7 +321,7 @@ struct sim_fusion_flip {
 };
 
 struct sim_fusion_plan {
-	const char *policy;        /* "xla", "analytic", "hybrid" */
+	const char *policy;        /* "none", "xla", "analytic", "hybrid" */
 	int n_comps;
 	signed char **force;       /* per computation index: NULL (xla rules)
 	                              or one enum sim_fuse_force per
@@ -330,26 +331,45 @@ struct sim_fusion_plan {
 	int n_trials;              /* decisions tried */
 	int n_costed;              /* distinct candidate kernels costed */
 };
-
-/*
- * Decides an unfused module's fusion by predicted time (sim/fusion_policy.c
- * says how): starting from the xla policy's decisions, each instruction
- * whose fusion the rules decide is tried the other way (a kernel of its
- * own, or recomputed in every user kernel) and kept so when the cost's
- * sum over the computation's kernels drops. cost NULL: the xla policy (no
- * decision changed). TS_ERR_NOMEM, or an error from building a kernel.
- */
-enum ts_status sim_fusion_plan_build(const struct ir_module *m,
-				     const struct sim_fuse_cost *cost,
-				     struct sim_fusion_plan *plan,
-				     struct ts_diag *d);
-/* The plan that fuses nothing: every instruction whose fusion the rules
- * decide is a kernel of its own (policy "none": the module before any
- * fusion, the baseline of `fuse --report`). */
-enum ts_status sim_fusion_plan_none(const struct ir_module *m,
-				    struct sim_fusion_plan *plan,
-				    struct ts_diag *d);
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
+
+/* Marks in grouped[] (by computation index, m->n_comps entries) the
+ * computations whose fusion a policy decides: for an unfused module its
+ * entry and the bodies of its control flow; none for a compiled one. */
+void sim_fusion_space_comps(const struct ir_module *m, bool *grouped);
+
+/* Computation c of m grouped into kernels under force (NULL: the xla
+ * rules; else one enum sim_fuse_force per instruction of c). Free it with
+ * sim_fusion_space_free, also after an error (*out may be NULL then).
+ * TS_ERR_NOMEM only. */
+struct sim_fusion_space;
+enum ts_status sim_fusion_space_build(const struct ir_module *m,
+				      const struct ir_computation *c,
+				      const signed char *force,
+				      struct sim_fusion_space **out);
+void sim_fusion_space_free(struct sim_fusion_space *s);
+/* The instructions whose fusion the rules decide (live, not
+ * constant-derived, not the root; cheap, expensive and core ops), by
+ * index in c, consumers first as XLA's InstructionFusion visits them; out
+ * has room for c->n_instrs. Returns how many. */
+int sim_fusion_space_candidates(const struct sim_fusion_space *s, int *out);
+/* The other way candidate i can go here: SIM_FUSE_OWN when it is fused,
+ * SIM_FUSE_RECOMPUTE when it is its own kernel and every user kernel
+ * accepts it (never a reduce, dot or convolution), else SIM_FUSE_DEFAULT
+ * (nothing to try). */
+enum sim_fuse_force sim_fusion_space_alternative(const struct sim_fusion_space *s,
+						 int i);
+/* The kernels the grouping forms (0 .. n-1), each with a key: a 64-bit
+ * FNV-1a hash of its members and outputs, never 0 (equal sets, equal
+ * keys), and the kernel itself as sim_program_build would make it
+ * (multiplicity 1; sim_kernel_release it); *none when it does no work. */
+int sim_fusion_space_kernels(const struct sim_fusion_space *s);
+uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k);
+enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
+				       struct sim_kernel *out, bool *none,
+				       struct ts_diag *d);
+/* Frees what a kernel from sim_fusion_space_kernel holds. */
+void sim_kernel_release(struct sim_kernel *k);
 
 /* ---- the fusion pass as HLO text (sim/fusion.c) ---- */
 

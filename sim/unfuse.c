@@ -19,6 +19,7 @@
  * operand of a working instruction) is fused by XLA when both came from
  * one fusion, by the policy when one group holds both.
  */
+#include "hlo_emit.h"
 #include "kernels_int.h"
 
 #include <string.h>

@@ -138,11 +138,11 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	bool fused = !sim_module_unfused(m);
 	struct sim_fusion_plan plan = {0};
 	struct ts_diag d = {0};
-	struct sim_fuse_cost cost = {sim_fuse_cost_analytic, &specs[0],
+	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &specs[0],
 				     "analytic"};
 	bool analytic = !fused && len > 0 && (text[len - 1] & 1);
 	if (analytic) {
-		enum ts_status pst = sim_fusion_plan_build(m, &cost, &plan, &d);
+		enum ts_status pst = hyb_fusion_plan_build(m, &cost, &plan, &d);
 		if (pst != TS_OK) {
 			check_failure(pst, &d);
 			return;

@@ -33,12 +33,13 @@
 
 #include <dirent.h>
 
+#include "hybrid.h"
 #include "test_util.h"
 
 /* Fuses text, reads the result back, costs both on hw; returns the fused
  * text (malloc'd) and the two program times and kernel counts. */
 static char *round_trip_policy(const char *text, const struct hw_spec *hw,
-			       const struct sim_fuse_cost *cost, int *flips,
+			       const struct hyb_fuse_cost *cost, int *flips,
 			       double *t0, double *t1, int *k0, int *k1,
 			       struct sim_fuse_stats *fs)
 {
@@ -48,7 +49,7 @@ static char *round_trip_policy(const char *text, const struct hw_spec *hw,
 	if (hlo_parse("in.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
 		fail_msg("parse: %s", d.msg);
 	struct sim_fusion_plan plan;
-	if (sim_fusion_plan_build(m[0], cost, &plan, &d) != TS_OK)
+	if (hyb_fusion_plan_build(m[0], cost, &plan, &d) != TS_OK)
 		fail_msg("plan: %s", d.msg);
 	if (flips)
 		*flips = plan.n_flips;
@@ -449,7 +450,7 @@ static void test_analytic_policy(void **state)
 	int kx, kx1, ka, ka1, flips;
 	struct sim_fuse_stats fs;
 	free(round_trip(text, &hw, &tx, &tx1, &kx, &kx1, &fs));
-	struct sim_fuse_cost cost = {sim_fuse_cost_analytic, &hw, "analytic"};
+	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &hw, "analytic"};
 	free(round_trip_policy(text, &hw, &cost, &flips, &ta, &ta1, &ka, &ka1,
 			       &fs));
 	assert_int_equal(kx, 8);
@@ -464,14 +465,14 @@ static void test_analytic_policy(void **state)
 	assert_int_equal(hlo_parse("s.hlo", text, strlen(text), &m, &nm, &d),
 			 TS_OK);
 	struct sim_fusion_plan plan;
-	assert_int_equal(sim_fusion_plan_build(m[0], &cost, &plan, &d), TS_OK);
+	assert_int_equal(hyb_fusion_plan_build(m[0], &cost, &plan, &d), TS_OK);
 	assert_int_equal(plan.n_flips, 1);
 	assert_string_equal(plan.flips[0].instr->name, "a");
 	assert_int_equal(plan.flips[0].force, SIM_FUSE_OWN);
 	assert_true(plan.flips[0].after_ns < plan.flips[0].before_ns);
 	sim_fusion_plan_free(&plan);
 	/* none: every working op its own kernel (a and the 8 multiplies) */
-	assert_int_equal(sim_fusion_plan_none(m[0], &plan, &d), TS_OK);
+	assert_int_equal(hyb_fusion_plan_none(m[0], &plan, &d), TS_OK);
 	struct sim_program p;
 	struct sim_program_opts po = {.fusion = &plan};
 	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);

@@ -78,10 +78,10 @@ static void test_op_classes(void **state)
 		{IR_OP_RNG_BIT_GENERATOR, HW_VPU_RNG},
 	};
 	for (size_t i = 0; i < TS_ARRAY_LEN(want); i++)
-		if (ir_op_vpu_class(want[i].op) != want[i].c)
+		if (sim_op_vpu_class(want[i].op) != want[i].c)
 			fail_msg("%s: class %d, want %d",
 				 ir_op_name(want[i].op),
-				 (int)ir_op_vpu_class(want[i].op),
+				 (int)sim_op_vpu_class(want[i].op),
 				 (int)want[i].c);
 }
 

@@ -1,0 +1,42 @@
+/*
+ * hlo_emit.h: writing HLO text back out (hlo_emit.c), for the passes that
+ * rewrite a module (the fusion writer sim/fusion.c and sim/unfuse.c). An
+ * instruction is re-emitted from the byte spans the parser recorded, so
+ * shapes, layouts and attributes stay as written and only names change.
+ */
+#ifndef HLO_EMIT_H
+#define HLO_EMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir.h"
+
+struct hlo_emit {
+	const char *text;   /* the text the module was parsed from */
+	size_t len;
+	const char *file;   /* for diagnostics */
+	FILE *out;
+	struct ts_diag *d;
+};
+
+/* text[a, b), blanks trimmed at the front and/or back. */
+void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
+		   bool trim_back);
+void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s);
+/* "HloModule NAME, ATTRS" as written less is_scheduled=, then
+ * ", is_scheduled=true" when scheduled (a compiled module: fuse's output),
+ * and a newline; nothing without a header. */
+void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
+			    bool scheduled);
+/* "\n[ENTRY ]%name (p: shape, ...) -> shape {\n" from the IR. */
+void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
+/* "  [ROOT ]%name = <rhs>\n" from in's own text, its operand list
+ * rewritten as ops[0..n_operands) (bare names) when ops is given.
+ * TS_ERR_UNSUPPORTED_OP (located) when in has no text of its own. */
+enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
+			      bool root, const char *name,
+			      const char *const *ops);
+
+#endif /* HLO_EMIT_H */

@@ -1,0 +1,120 @@
+/*
+ * fusion_space.c: the decision space of the fusion policies, as the
+ * searches above the model see it (hybrid/hyb_fusion.c): a computation
+ * grouped under a set of decisions (grouping.c), the instructions whose
+ * fusion the rules decide, the other way each can go, and the kernels the
+ * grouping forms, each with a key for caching its time. The grouping's
+ * insides stay here; a policy sees only this and struct sim_fusion_plan.
+ */
+#include "kernels_int.h"
+
+#include <string.h>
+
+struct sim_fusion_space {
+	const struct ir_module *m;
+	struct grouping g;
+	int n_kernels;
+	int *kernels; /* representative group ids, in id order */
+};
+
+enum ts_status sim_fusion_space_build(const struct ir_module *m,
+				      const struct ir_computation *c,
+				      const signed char *force,
+				      struct sim_fusion_space **out)
+{
+	struct sim_fusion_space *s = ts_calloc(1, sizeof *s);
+	*out = s;
+	if (!s)
+		return TS_ERR_NOMEM;
+	s->m = m;
+	enum ts_status st = sim_grouping_build(&s->g, c, force);
+	if (!st) {
+		s->kernels = ts_malloc(((size_t)s->g.n_groups + 1) * sizeof *s->kernels);
+		if (!s->kernels)
+			st = TS_ERR_NOMEM;
+	}
+	for (int id = 0; !st && id < s->g.n_groups; id++)
+		if (s->g.g_rep[id] == id)
+			s->kernels[s->n_kernels++] = id;
+	return st;
+}
+
+void sim_fusion_space_free(struct sim_fusion_space *s)
+{
+	if (!s)
+		return;
+	sim_grouping_free(&s->g);
+	ts_free(s->kernels);
+	ts_free(s);
+}
+
+/* Is i's fusion decided by the rules: live, not constant-derived, not the
+ * root, and a cheap, expensive or core op? */
+static bool decided(const struct grouping *g, int i)
+{
+	if (!g->live[i] || g->cd[i] || g->c->root == g->c->instrs[i])
+		return false;
+	enum fuse_class fc = sim_fuse_class(g, g->c->instrs[i]);
+	return fc == FC_CHEAP || fc == FC_EXPENSIVE || fc == FC_CORE;
+}
+
+int sim_fusion_space_candidates(const struct sim_fusion_space *s, int *out)
+{
+	const struct grouping *g = &s->g;
+	int n = 0;
+	for (int k = g->n - 1; k >= 0; k--)
+		if (decided(g, g->order[k]))
+			out[n++] = g->order[k];
+	return n;
+}
+
+enum sim_fuse_force sim_fusion_space_alternative(const struct sim_fusion_space *s,
+						 int i)
+{
+	const struct grouping *g = &s->g;
+	int id = g->grp[i];
+	if (!(id >= 0 && g->g_root[id] == i))
+		return SIM_FUSE_OWN;
+	enum fuse_class fc = sim_fuse_class(g, g->c->instrs[i]);
+	return fc != FC_CORE && sim_group_can_recompute(g, i) ? SIM_FUSE_RECOMPUTE
+							       : SIM_FUSE_DEFAULT;
+}
+
+int sim_fusion_space_kernels(const struct sim_fusion_space *s)
+{
+	return s->n_kernels;
+}
+
+uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
+{
+	const struct grouping *g = &s->g;
+	int id = s->kernels[k];
+	const uint64_t *w = g->bits + (size_t)id * g->words_per_group;
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, w, g->words_per_group * sizeof *w);
+	for (int i = 0; i < g->n; i++)
+		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
+			h = ts_fnv1a(h, &i, sizeof i);
+	return h ? h : 1;
+}
+
+enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
+				       struct sim_kernel *out, bool *none,
+				       struct ts_diag *d)
+{
+	return sim_group_kernel(s->m, &s->g, s->kernels[k], out, none, d);
+}
+
+void sim_fusion_space_comps(const struct ir_module *m, bool *grouped)
+{
+	if (sim_module_unfused(m) && m->entry)
+		sim_mark_grouped(m->entry, grouped, 0);
+}
+
+void sim_fusion_plan_free(struct sim_fusion_plan *plan)
+{
+	for (int i = 0; plan->force && i < plan->n_comps; i++)
+		ts_free(plan->force[i]);
+	ts_free(plan->force);
+	ts_free(plan->flips);
+	memset(plan, 0, sizeof *plan);
+}
