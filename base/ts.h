@@ -1,8 +1,8 @@
 /*
  * ts.h: project-wide basics shared by every layer: the status enum and its
  * string table, located diagnostics, the allocation hook, and the arena.
- * They live in hw/ because hw/ is the bottom layer: everything may use it and
- * it uses nothing else in the project (README, "Source code layout").
+ * They live in base/, the bottom room: everything may use it and it uses
+ * nothing else in the project (base/README.md, docs/ARCHITECTURE.md).
  */
 #ifndef TS_H
 #define TS_H

@@ -19,7 +19,7 @@ struct validate_opts {
 	const char *hw;       /* --hw SPEC.yaml: one spec for every row */
 	const char *hw_dir;   /* --hw-dir DIR: DIR/<gen>.yaml per row's hw */
 	const char *csv;      /* --csv FILE: one line per measurement */
-	bool markdown;        /* --markdown: the README's accuracy section */
+	bool markdown;        /* --markdown: docs/ACCURACY.md's tables */
 	const char *model;    /* --model MODEL: predictions are the learned
 	                         model's (hybrid for a residual model) */
 };
@@ -102,8 +102,8 @@ static void validate_help(FILE *out)
 	      "(measured,\n"
 	      "                       predicted, roofline, steps, bound, "
 	      "cycles, VMEM)\n"
-	      "      --markdown       print the summary as Markdown (the "
-	      "README section)\n"
+	      "      --markdown       print the summary as Markdown (as in "
+	      "docs/ACCURACY.md)\n"
 	      "      --model MODEL    predict with a learned model (tpusim "
 	      "train; \"default\"\n"
 	      "                       is the one shipped): the hybrid estimate "

@@ -3,7 +3,7 @@
  * read by kernel extraction and the analytic model. Everything of one module
  * (computations, instructions, shapes, strings) lives in the module's arena
  * and is freed by ir_module_free(). No tensor data is stored: constants keep
- * their shape only. Design: README "Source code layout", docs/ARCHITECTURE.md.
+ * their shape only. Design: hlo/README.md, docs/ARCHITECTURE.md "The IR".
  */
 #ifndef IR_H
 #define IR_H

@@ -1,11 +1,13 @@
 #!/bin/sh
-# accuracy_report.sh: regenerates the README's accuracy section (the lines
-# between <!-- accuracy:begin --> and <!-- accuracy:end -->) and the accuracy
-# regression baseline tests/accuracy_baseline.txt, together, from
+# accuracy_report.sh: regenerates the accuracy section of docs/ACCURACY.md
+# (the lines between <!-- accuracy:begin --> and <!-- accuracy:end -->), the
+# README's summary of it (<!-- summary:begin --> ... <!-- summary:end -->)
+# and the accuracy regression baseline tests/accuracy_baseline.txt,
+# together, from
 # `tpusim validate --hw-dir hwspecs` on every measurement set in
 # ../shared/data beside the checkout (or $TPUSIM_SHARED/data): each folder
 # there with a measurements.csv, worst MAPE first. Builds tpusim first when
-# needed; scripts/readme_section.sh does the replacing.
+# needed; scripts/doc_section.sh does the replacing.
 #   usage: scripts/accuracy_report.sh [BUILD_DIR]     (default: build)
 set -eu
 
@@ -32,7 +34,7 @@ for p in glob.glob(os.path.join(tmp, "*.json")):
 sets.sort(key=lambda s: -s["overall"]["mape"])
 with open(out, "w") as f:
     f.write("# Accuracy regression baseline (tests/test_accuracy.c): written by\n"
-            "# scripts/accuracy_report.sh with the README's accuracy section; do not edit.\n"
+            "# scripts/accuracy_report.sh with docs/ACCURACY.md's accuracy section; do not edit.\n"
             "# SET METRIC GROUP VALUE (mape: whole set; tau: kernels with >= 10 configs)\n")
     for s in sorted(sets, key=lambda s: s["set"]):
         f.write("%s mape - %.6f\n" % (s["set"], s["overall"]["mape"]))
@@ -42,6 +44,15 @@ with open(out, "w") as f:
                 f.write("%s tau %s %.6f\n" % (s["set"], g["group"], g["tau_model"]))
 for s in sets:
     print(s["set"])
+# the README's summary: one line per set, worst first
+with open(os.path.join(tmp, "summary"), "w") as f:
+    f.write("| set (worst first) | rows | spec | MAPE | median APE | roofline MAPE |\n"
+            "|---|---|---|---|---|---|\n")
+    for s in sets:
+        o = s["overall"]
+        f.write("| %s | %d | %s | %.1f%% | %.1f%% | %.1f%% |\n" % (
+            s["set"], s["rows"], s["spec"], 100 * o["mape"],
+            100 * o["median_ape"], 100 * o["roofline_mape"]))
 EOF
 
 section=$tmp/section
@@ -69,5 +80,6 @@ section=$tmp/section
 			die "tpusim validate failed on $s"
 	done <"$tmp/order"
 } >"$section"
-sh "$root/scripts/readme_section.sh" accuracy <"$section"
+sh "$root/scripts/doc_section.sh" docs/ACCURACY.md accuracy <"$section"
+sh "$root/scripts/doc_section.sh" README.md summary <"$tmp/summary"
 mv "$root/tests/accuracy_baseline.txt.new" "$root/tests/accuracy_baseline.txt"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench.sh: runs the benchmarks on one core (taskset -c 0) and rewrites the
-# README's bench section (between <!-- bench:begin --> and <!-- bench:end -->):
+# bench section of docs/BENCH.md (between <!-- bench:begin --> and <!-- bench:end -->):
 #   - HLO parse throughput over ../shared/data/hlo-corpus, 5 runs (target >= 200 MB/s)
 #   - analytic estimates per second over every feasible tile config of the
 #     largest convolution kernel in tpugraphs-tile-v3, fusion.191 (target >= 1e6/s)
@@ -117,4 +117,4 @@ trap 'rm -f "$section"' EXIT
 	echo "tpusim train (the default model, every shared set, 2 cores): $(( (t1 - t0) / 1000000 )) ms wall"
 	echo '```'
 } >"$section"
-sh "$root/scripts/readme_section.sh" bench <"$section"
+sh "$root/scripts/doc_section.sh" docs/BENCH.md bench <"$section"

@@ -7,7 +7,7 @@
 # host term share the GELU rows; the v4 element costs and kernel_ns share
 # the elementwise kernels), so the list runs twice: a first pass without
 # cross-validation settles the values, the second, with it, writes the
-# comments. About 10 minutes on one core. Regenerate the README's accuracy
+# comments. About 10 minutes on one core. Regenerate docs/ACCURACY.md's accuracy
 # section afterwards (scripts/accuracy_report.sh).
 #   usage: scripts/calibrate_specs.sh [BUILD_DIR]     (default: build)
 set -eu

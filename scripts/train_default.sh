@@ -3,7 +3,7 @@
 # learned/default.gnn, on every measurement set in ../shared/data beside the
 # checkout (or $TPUSIM_SHARED/data), with hwspecs/ and seed 1, and writes
 # the out-of-fold comparison of analytic, learned-only and hybrid into the
-# README (the lines between <!-- learned:begin --> and <!-- learned:end -->,
+# docs/ACCURACY.md (the lines between <!-- learned:begin --> and <!-- learned:end -->,
 # by `tpusim compare --folds 5 --markdown`). Run it whenever the analytic
 # model or a spec changes: the residual corrects that model's errors. The
 # same data, specs and seed give the same file, bit for bit.
@@ -24,7 +24,7 @@ done
 oof=$(mktemp)
 trap 'rm -f "$oof"' EXIT
 trap 'exit 1' HUP INT TERM
-# compare first, into a file: a failure must not reach the README (sh has
+# compare first, into a file: a failure must not reach docs/ACCURACY.md (sh has
 # no pipefail, so a failing command inside the pipe would go unseen)
 "$bin" compare "$@" --hw-dir "$root/hwspecs" --folds 5 --seed 1 --markdown >"$oof" ||
 	die "tpusim compare failed"
@@ -35,4 +35,4 @@ trap 'exit 1' HUP INT TERM
 	echo "a tile set, a shape of an op set). Worst hybrid MAPE first within each set."
 	echo
 	cat "$oof"
-} | sh "$root/scripts/readme_section.sh" learned
+} | sh "$root/scripts/doc_section.sh" docs/ACCURACY.md learned

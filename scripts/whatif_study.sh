@@ -1,5 +1,5 @@
 #!/bin/sh
-# whatif_study.sh: the README's example what-if study (between
+# whatif_study.sh: docs/WHATIF.md's example what-if study (between
 # <!-- whatif:begin --> and <!-- whatif:end -->): one training step of the
 # shared corpus (tpu_tf_mnist_training_loop_while.hlo, TensorFlow's MNIST
 # training loop for TPU) on TPU v4 with the HBM bandwidth and the MXU count
@@ -30,4 +30,4 @@ trap 'exit 1' HUP INT TERM
 	sed "s|$shared/data/||" "$tmp/study"
 	echo '```'
 } >"$tmp/section"
-sh "$root/scripts/readme_section.sh" whatif <"$tmp/section"
+sh "$root/scripts/doc_section.sh" docs/WHATIF.md whatif <"$tmp/section"

@@ -3,7 +3,7 @@
  * measurement set in $TPUSIM_SHARED/data (a folder with measurements.csv) is
  * validated with hwspecs/ (a spec per row's hw, as `tpusim validate
  * --hw-dir hwspecs`) and compared with tests/accuracy_baseline.txt, which
- * scripts/accuracy_report.sh writes together with the README's accuracy
+ * scripts/accuracy_report.sh writes together with docs/ACCURACY.md's accuracy
  * section (so the two change together):
  *   - the set's MAPE may exceed its baseline by at most MAPE_MARGIN;
  *   - every kernel with >= VAL_TAU_MIN_ROWS configs keeps its Kendall tau-b

@@ -16,10 +16,10 @@
  *   of tpuv3-ops and the corpus fuses and reads back, and the program
  *   times agree on the counts stated below (all of tpuv3-ops; 9 of the
  *   corpus's differ, where ops a group folds away become kernels of their
- *   own once fused: a known gap, README "Operator fusion"); the
+ *   own once fused: a known gap, docs/FUSION.md); the
  *   fused TpuGraphs kernels unfused and grouped again: how many of XLA's
  *   fusions the `xla` policy forms exactly, and its edge recall (the
- *   figures the README's agreement table gives).
+ *   figures docs/FUSION.md's agreement table gives).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -546,7 +546,7 @@ static void test_shared(void **state)
 	print_message("corpus: %d fused and read back, %d at the same time\n",
 		      n, same);
 	/* 30 unfused modules (gpu_select_and_scatter is is_scheduled=true:
-	 * compiled); 8 differ (README: a fused module's top-level ops are
+	 * compiled); 8 differ (docs/FUSION.md: a fused module's top-level ops are
 	 * costed as written, which is not always how a group is costed) */
 	assert_int_equal(n, 30);
 	assert_int_equal(same, 22);

@@ -2,7 +2,7 @@
  * test_val_data.c: validates the real measurement sets in
  * $TPUSIM_SHARED/data with hwspecs/ (label `data`). It checks structure
  * (row, kernel and module counts from the sets' MANIFEST.md, every row
- * costed, metrics finite), not accuracy: thresholds belong to the README's
+ * costed, metrics finite), not accuracy: thresholds belong to docs/ACCURACY.md's
  * accuracy report, which changes as the model does.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * val.h: measured datasets (val_dataset_*), accuracy metrics (val_metric_*)
- * and comparison reports (val_report_*). See README "Source code layout".
+ * and comparison reports (val_report_*). See validation/README.md.
  * A dataset folder is the format of shared/data/README.md: measurements.csv
  * plus modules/<id>.hlo. A report costs every row with the analytic model and
  * two baselines (roofline, "fewer tile steps is faster") and summarises the

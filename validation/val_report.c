@@ -2,7 +2,7 @@
  * val_report.c: costs every row of a measurement set with the analytic
  * model and two baselines (plain roofline; "fewer tile steps is faster"),
  * then summarises per kernel or op family and per set (val.h). Also the
- * text writers: aligned tables and Markdown for the README (CSV, JSON and
+ * text writers: aligned tables and Markdown for docs/ACCURACY.md (CSV, JSON and
  * YAML go through the CLI's output layer, cli/cmd_validate.c).
  * Host-timed rows are compared with device estimate + the program's host
  * term (sim_program_host_ns: the spec's host.* figures applied to the
