@@ -2,7 +2,7 @@
  * cmd_fuse.c: `tpusim fuse IN.hlo --hw SPEC [--policy P] [-o OUT.hlo]
  * [--report FILE]`: writes an unfused module as the fused module a fusion
  * policy makes of it (xla: XLA's rules, sim/grouping.c; analytic/hybrid:
- * decided by predicted time, sim/fusion_policy.c; the text by
+ * decided by predicted time, hybrid/hyb_fusion.c; the text by
  * sim/fusion.c), reads the result back, compares its cost with the
  * unfused module's under the same decisions (a warning when they differ),
  * reports kernels, HBM bytes and program time on SPEC, and writes the

@@ -1,5 +1,5 @@
 /*
- * hlo_shape.c: shapes and layouts of HLO text (docs/HLO.md 1.1-1.3):
+ * hlo_shape.c: shapes and layouts of HLO text (docs/HLO.md 1.1, 1.3, 1.5-1.6):
  * element types, dimensions (static, bounded, unbounded), tuples, buffers,
  * and layouts with tiles, memory spaces, element sizes, sparse level types
  * and physical shapes. Element counts and bytes must fit 63 bits.

@@ -136,7 +136,7 @@ double ir_shape_bytes(const struct ir_shape *s);
  * padded up to its tile extent, element size from E(n) or the type, the
  * second tile level (2,1)/(4,1) packing narrow types into 32-bit words. An
  * array without tiles gets the default TPU tiling for its width (docs/HLO.md
- * 3.3, docs/TPU.md section 2 rule 2). Tuples sum their leaves.
+ * 1.6, docs/TPU.md section 2 rule 2). Tuples sum their leaves.
  */
 double ir_shape_padded_bytes(const struct ir_shape *s);
 /* Physical order: out[i] = logical dim index of the i-th most major dim
@@ -384,7 +384,7 @@ struct ir_computation *ir_module_find_comp(const struct ir_module *m,
  * into counts[IR_OP_COUNT]. */
 void ir_module_count_ops(const struct ir_module *m, int64_t *counts);
 
-/* ---- parsing (sim/hlo_parse.c and the files hlo_parse_int.h names) ------- */
+/* ---- parsing (hlo/hlo_parse.c and the files hlo_parse_int.h names) ------- */
 
 /*
  * Parses HLO text into modules. A file may hold several modules (`// -----`
@@ -400,7 +400,7 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 			 struct ir_module ***out, int *n_out, struct ts_diag *d);
 
 /* XLA's verifier's shape rules for the ops whose result follows from the
- * operands (sim/ir_verify.c lists them): TS_ERR_PARSE with d at the first
+ * operands (hlo/ir_verify.c lists them): TS_ERR_PARSE with d at the first
  * instruction whose declared shape its operands cannot produce. hlo_parse
  * runs it on every module it returns. */
 enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d);

@@ -3,7 +3,7 @@
  * MXU multiply-accumulates, VPU element ops per cost class on padded
  * elements, transcendentals, and HBM bytes under XLA's fusion byte rules.
  * Counting follows HloCostAnalysis (docs/HLO.md 3.1) with TPU padded sizes
- * (HLO.md 3.3); tile configs and hardware enter only in the model.
+ * (docs/HLO.md 1.6); tile configs and hardware enter only in the model.
  */
 #include "sim.h"
 

@@ -24,7 +24,7 @@
  * the last k divided by the layout's first tile (k = tile rank), rounded up.
  * Arrays written without tiles get the tile and physical order XLA TPU
  * would assign (ir_shape_default_tile, ir_shape_major_to_minor in
- * sim/ir_shape.c: T(8,128) or a 1-D T(256|512|1024), least padding).
+ * hlo/ir_shape.c: T(8,128) or a 1-D T(256|512|1024), least padding).
  */
 struct sim_tgrid {
 	int rank;                        /* grid dims = array rank (0: scalar) */

@@ -1,5 +1,5 @@
 /*
- * test_hlo_literal.c: hlo_literal_check (sim/hlo_literal.h) against XLA's
+ * test_hlo_literal.c: hlo_literal_check (hlo/hlo_literal.h) against XLA's
  * literal rules, one test per rule, each with texts XLA accepts and texts it
  * refuses. Every expected message and offset is derived by hand from
  * hlo_parser.cc / hlo_lexer.cc in the comment above it (offsets count from

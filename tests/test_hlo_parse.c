@@ -1,6 +1,6 @@
 /*
- * test_hlo_parse.c: the HLO text parser (sim/hlo_parse.c) and the shape
- * arithmetic (sim/ir_shape.c) on small hand-written modules: grammar corner
+ * test_hlo_parse.c: the HLO text parser (hlo/hlo_parse.c) and the shape
+ * arithmetic (hlo/ir_shape.c) on small hand-written modules: grammar corner
  * cases of docs/HLO.md section 1, every cost attribute, the derived IR facts
  * (roots, parameters, users, callers), and exact located error messages.
  */
@@ -776,7 +776,7 @@ static void test_errors(void **state)
 		  "module 'm' has no computations");
 }
 
-/* The shape verifier (sim/ir_verify.c): a declared shape its operands
+/* The shape verifier (hlo/ir_verify.c): a declared shape its operands
  * cannot produce is refused at the instruction's name. Each expectation
  * worked out by hand from the operand shapes. */
 /*

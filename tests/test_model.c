@@ -785,7 +785,7 @@ static void test_divide_by_broadcast(void **state)
 
 /*
  * Arrays written without tiles get the layout XLA TPU would assign
- * (sim/ir_shape.c): the lane and sublane dims that pad least.
+ * (hlo/ir_shape.c): the lane and sublane dims that pad least.
  *   f16[64,64,32,32]: lanes on a 64 dim (2x) rather than 32 (4x); the
  *     order keeps the others: dims 0, 2, 3, then 1 on the lanes, 8 MiB of
  *     data in 16 MiB.

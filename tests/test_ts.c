@@ -1,5 +1,5 @@
 /*
- * test_ts.c: the project basics in hw/ts.c: status strings, diagnostics with
+ * test_ts.c: the project basics in base/ts.c: status strings, diagnostics with
  * carets, the failing-allocation hook, arenas and atomic file writes.
  */
 #include <setjmp.h>

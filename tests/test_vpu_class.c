@@ -1,5 +1,5 @@
 /*
- * test_vpu_class.c: the VPU cost classes of elementwise ops (sim/ir_ops.def,
+ * test_vpu_class.c: the VPU cost classes of elementwise ops (hlo/ir_ops.def,
  * hw/hw_spec.h hw_vpu_class): which opcode is one EUP function, a composite
  * of several steps, random-number generation, a divide or a trig function,
  * and that the analytic model charges each single-op kernel its class's
