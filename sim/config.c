@@ -204,6 +204,26 @@ static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
 	return true;
 }
 
+/* Relative slack on the floor before a subtree is cut: the floor and the
+ * estimate sum their terms in different orders, so a floor that equals
+ * the time in exact arithmetic may exceed it by a few ulps. */
+#define SIM_FLOOR_SLACK 1e-9
+
+/* Cut a partial config whose every completion overflows VMEM, or is
+ * slower than the best feasible config so far (sim_plan_floor): none
+ * could beat or tie it, so the best is the one costing every candidate
+ * finds (when some candidate fits; sim_plan_default). */
+static bool cut(const struct sim_tile_config *part, void *ctx)
+{
+	struct best *b = ctx;
+	struct sim_plan_floors f;
+	sim_plan_floor(b->p, b->hw, part, &f);
+	if (!hw_mem_fits_vmem(b->hw, f.vmem_bytes))
+		return true;
+	return b->n > 0 && b->est.feasible && isfinite(b->est.time_ns) &&
+	       f.time_ns > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
+}
+
 /* Configs the default may cost: fusion.191's full candidate product
  * (139,968) fits, so on every TpuGraphs kernel the default is the exact
  * optimum of the candidate set; a kernel with a larger product is searched
@@ -211,23 +231,8 @@ static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
  * per_dim), until the product fits. */
 #define SIM_DEFAULT_MAX_CONFIGS INT64_C(150000)
 
-/*
- * The default config is the model's best: every candidate config
- * (sim_plan_enumerate) is costed and the best by sim_config_better kept.
- * Cost: the product of the per-dim candidate counts (every bound up to 16
- * tiles, else powers of two and divisors), i.e. it grows as the product of
- * log(tiles) over the grid dims: a handful for a vector kernel, 10^2-10^4
- * for most 2-4 dim kernels, 139,968 for fusion.191's 7-dim convolution
- * grid (0.1 s); capped at SIM_DEFAULT_MAX_CONFIGS. The same candidates are
- * what `tpusim tile` ranks, so its best is this config (or, with a larger
- * cap, one the model puts no slower).
- */
-int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
-			 struct sim_tile_config *cfg)
+int sim_plan_default_per_dim(const struct sim_plan *p)
 {
-	memset(cfg, 0, sizeof *cfg);
-	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
-		return 0;
 	int per_dim = 0;
 	if (sim_plan_enumerate(p, 0, NULL, NULL) > SIM_DEFAULT_MAX_CONFIGS) {
 		per_dim = 64;
@@ -235,8 +240,40 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 					      SIM_DEFAULT_MAX_CONFIGS)
 			per_dim--;
 	}
+	return per_dim;
+}
+
+/*
+ * The default config is the model's best of the candidate configs
+ * (sim_plan_enumerate): the one sim_config_better ranks first, found by
+ * branch and bound. The free dims are chosen depth first, largest bounds
+ * first (few steps: a good feasible config early); a partial config whose
+ * floor (sim_plan_time_floor) exceeds the best feasible time so far is
+ * not descended into. Among feasible configs the order is total (time,
+ * steps, bounds), so the pruned search picks exactly the config that
+ * costing every candidate picks. When no candidate fits VMEM nothing was
+ * cut, and the candidates are costed again in enumeration order so that
+ * the smallest working set is chosen, ties to the first, as before. Cost:
+ * the candidates' product grows as the product of log(tiles) over the
+ * grid dims (139,968 for fusion.191's 7-dim convolution grid; capped at
+ * SIM_DEFAULT_MAX_CONFIGS by thinning per dim), of which the search costs
+ * only the configs and partial configs its floors do not cut. The same
+ * candidates are what `tpusim tile` ranks, so its best is this config
+ * (or, with a larger cap, one the model puts no slower).
+ */
+int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+			 struct sim_tile_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	int per_dim = sim_plan_default_per_dim(p);
 	struct best b = {.p = p, .hw = hw};
-	sim_plan_enumerate(p, per_dim, keep_best, &b);
+	sim_plan_search(p, per_dim, true, keep_best, cut, &b);
+	if (!(b.n && b.est.feasible && isfinite(b.est.time_ns))) {
+		b.n = 0;
+		sim_plan_enumerate(p, per_dim, keep_best, &b);
+	}
 	if (b.n)
 		*cfg = b.cfg;
 	return b.n;

@@ -674,6 +674,146 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 					   out->cores, t);
 }
 
+/*
+ * Floors on estimate()'s time and VMEM over every config that agrees with
+ * part on its chosen (nonzero) bounds. For the time, the unchosen dims are
+ * taken whole (one block each); with S0 = the product of the blocks per
+ * dim so taken (the fewest steps any completion has), cores =
+ * sim_plan_cores and lat = hbm.dma_latency_ns:
+ *
+ *   time = kernel_ns + max(1, S0 / cores) x step_ns + lat x (1 + [output])
+ *        + max( B / bw                       only when S0 > cores
+ *             , F / bw + max(MXU0, VPU0) / clock / cores )
+ *   B    = other_bytes + sum over accesses not in VMEM of
+ *          R0 x pad_factor x elem_bytes x prod over its dims of the whole
+ *          padded extent (a windowed dim: one tile)
+ *   R0   = its refetch count (access_cost's R) with those blocks
+ *   F    = other_bytes + the inputs' smallest first blocks (below)
+ *   MXU0 = S0 x fill + weight tiles x rows x passes / (MXUs x MACs per
+ *          cell and cycle), the whole grid's: batch x taps x ceil(K / R)
+ *          (K / R where taps fold into the contraction) tiles of
+ *          ceil(N / C) x M rows, or of ceil(M / C) x N (the cheaper
+ *          orientation, as mxu_total_cycles takes it; none for grouped or
+ *          tap-thinned convolutions)
+ *   VPU0 = vpu_cycles + S0 x row_cycles
+ *
+ * For VMEM, the unchosen dims take one tile (the smallest blocks):
+ *
+ *   vmem = 2 x other_bytes + sum over accesses of block x (1 + staging)
+ *   block = pad_factor x elem_bytes x prod over its dims of the block's
+ *           extent padded to the access's tile
+ *
+ * Why each is a floor. Block counts only grow as a bound shrinks, so S and
+ * R (a product of block counts over a prefix of dims that only lengthens)
+ * are least with the unchosen dims whole. Along an unwindowed dim the
+ * blocks' padded extents sum to at least the whole dim padded (padding,
+ * ragged blocks and straddled tiles only add); a strided window can skip
+ * input between blocks, so a windowed dim gets no more than one tile.
+ * Every step streams its block's rows through each of its weight tiles
+ * (mxu_total_cycles: fills and the weight-load bound only add), and over
+ * the steps the blocks cover the grid: b x ceil(x / R) >= ceil(b x / R)
+ * for b blocks of x (a fractional group or tap count is truncated there,
+ * so those kernels get no such floor). A block's extent never shrinks as
+ * its bound grows, and a block straddling tiles holds at least its extent
+ * padded; double buffering, the accumulator and a straddle's extra tiles
+ * only add to VMEM. The pipeline (estimate()) is T = kernel_ns + first +
+ * (n - 1) x max(compute, dma) + compute + last + n x step_ns with n >= S
+ * / cores steps per core; first = lat + the first loads, last = lat + the
+ * last stores (when anything is written back): its DMA terms add up to at
+ * least every byte over the bandwidth once a core runs more than one step
+ * (first loads, the steps between, last stores), and its compute terms to
+ * n x compute >= max(MXU + re-adds, VPU) / clock / cores. The re-adds,
+ * the accumulator drain, conversions, prologues and per-run costs are left
+ * out (all >= 0). Keep this in step with estimate() and
+ * mxu_total_cycles(): test_tile_search checks on the kernels of the corpus,
+ * the tile set and a sample of tpuv4-ops that the search pruned by it
+ * picks what costing every candidate picks.
+ */
+void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
+		    const struct sim_tile_config *part, struct sim_plan_floors *out)
+{
+	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
+	double steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
+	for (int i = 0; i < p->n_dims; i++) {
+		int src = p->dims[i].src;
+		int64_t b = src < p->out.rank ? part->out_bounds[src]
+					      : part->kernel_bounds[src - p->out.rank];
+		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
+		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
+		steps *= (double)bl[i].nb;
+		ext[p->dims[i].role] *= (double)p->dims[i].elems;
+	}
+	double cores = (double)sim_plan_cores(p, hw);
+	double clock_ghz = hw->clock_hz * 1e-9;
+	double mxu = 0;
+	if (p->has_kernel) {
+		mxu = steps * hw_mxu_fill_cycles(hw);
+		if (p->mxu_groups <= 1 && p->tap_density == 1.0) {
+			/* weight tiles x rows streamed, either orientation */
+			double rr = hw->mxu_rows, cc = hw->mxu_cols;
+			double m = ext[SIM_ROLE_M], n = ext[SIM_ROLE_N];
+			double kt = ext[SIM_ROLE_BATCH] * ext[SIM_ROLE_TAP] *
+				    (p->mxu_fold_taps ? ext[SIM_ROLE_K] / rr
+						      : ceil(ext[SIM_ROLE_K] / rr));
+			double c1 = kt * ceil(n / cc) * m, c2 = kt * ceil(m / cc) * n;
+			double k = hw->mxu_macs_per_cell_cycle > 0
+					   ? hw->mxu_macs_per_cell_cycle : 1.0;
+			mxu += (p->mxu_windowed ? c1 : fmin(c1, c2)) *
+			       (p->mxu_passes > 0 ? p->mxu_passes : 1) /
+			       ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
+		}
+	}
+	double vpu = p->vpu_cycles + steps * hw->row_overhead_cycles;
+	double compute = fmax(mxu, vpu) / clock_ghz / cores;
+	double bpns = hw_mem_bytes_per_ns(hw);
+	double bytes = p->other_bytes, first = p->other_bytes;
+	double vmem = 2 * p->other_bytes;
+	bool written = false;
+	for (int a = 0; a < p->n_access; a++) {
+		const struct sim_plan_access *ac = &p->acc[a];
+		bool in_d[SIM_PLAN_MAX_DIMS] = {false};
+		double pass = ac->pad_factor * ac->elem_bytes, block = pass;
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			if (ad->grid >= 0)
+				in_d[ad->grid] = true;
+			if (ad->win >= 0)
+				in_d[ad->win] = true;
+			int64_t whole = ad->grid < 0 ? ad->elems
+					: ad->win >= 0 ? 1
+					: adim_extent(ad, p->dims[ad->grid].elems, 1);
+			int64_t least = ad->grid < 0 ? ad->elems
+					: adim_extent(ad, small[ad->grid].full,
+						      ad->win >= 0 ? small[ad->win].full : 1);
+			pass *= (double)pad_to(whole, ad->tile);
+			block *= (double)pad_to(least, ad->tile);
+		}
+		vmem += block * (1.0 + ac->stage_ratio);
+		if (ac->in_vmem)
+			continue;
+		int j = -1;
+		for (int d = 0; d < p->n_dims; d++)
+			if (in_d[d] && bl[d].nb > 1)
+				j = d;
+		double r = 1;
+		for (int d = 0; d <= j; d++)
+			if (!in_d[d])
+				r *= (double)bl[d].nb;
+		bytes += pass * r;
+		if (ac->output)
+			written = true;
+		else
+			first += block;
+	}
+	double dma = steps > cores && bpns > 0 ? bytes / bpns : 0.0;
+	double load = bpns > 0 ? first / bpns : 0.0;
+	out->time_ns = hw->kernel_overhead_ns +
+		       fmax(1.0, steps / cores) * hw->step_overhead_ns +
+		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
+		       fmax(dma, load + compute);
+	out->vmem_bytes = vmem;
+}
+
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		       const struct sim_tile_config *full,
 		       struct sim_estimate *out)

@@ -302,6 +302,22 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 
+/* Floors on sim_plan_estimate's time and working set over every config
+ * that agrees with part on its nonzero bounds (0: a dim not chosen yet):
+ * what a search that prunes compares with its best so far and with VMEM
+ * (sim/model.c says why they are floors). A tiled plan only. */
+struct sim_plan_floors {
+	double time_ns;
+	double vmem_bytes;
+};
+void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
+		    const struct sim_tile_config *part,
+		    struct sim_plan_floors *out);
+
+/* The candidates per dim the default searches (sim_plan_enumerate's
+ * per_dim: 0, all, unless their product passes 150,000). */
+int sim_plan_default_per_dim(const struct sim_plan *p);
+
 /* Whether config a (estimate ea) ranks before b (eb): feasible first, then
  * less time, fewer steps, smaller bounds (lexicographic). The one order
  * of the default and of tile search. */
@@ -324,6 +340,19 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 			   bool (*fn)(const struct sim_tile_config *cfg,
 				      void *ctx),
 			   void *ctx);
+
+/* sim_plan_enumerate that may skip subtrees: the free dims are chosen
+ * depth first, in the order above (each dim's candidates largest first
+ * when descending), and before descending below a partial config (the
+ * bounds of the dims not yet chosen read 0) prune is asked; true skips
+ * every config under it. Calls leaf for each config reached (stops when
+ * it returns false); returns how many. prune NULL and ascending: every
+ * config in sim_plan_enumerate's order. */
+int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
+			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
+			bool (*prune)(const struct sim_tile_config *part,
+				      void *ctx),
+			void *ctx);
 
 /* Steps of a checked config: prod ceil(grid / bound) over the combined
  * grid (shared dims once). */

@@ -301,22 +301,6 @@ int64_t sim_plan_shared_bound(const struct sim_plan *p, int kd, int od,
 	return kb;
 }
 
-/* Completes the kernel bounds of shared dims from the output bounds; false
- * when some output bound covers no whole number of kernel tiles. */
-static bool tie_shared(const struct sim_plan *p, struct sim_tile_config *c)
-{
-	for (int kd = 0; kd < c->n_kernel; kd++) {
-		int od = p->kern_shared[kd];
-		if (od < 0)
-			continue;
-		int64_t kb = sim_plan_shared_bound(p, kd, od, c->out_bounds[od]);
-		if (kb < 0)
-			return false;
-		c->kernel_bounds[kd] = kb;
-	}
-	return true;
-}
-
 /* ---- candidate configs ----------------------------------------------------------- */
 
 /* Candidate bounds of one grid dim of extent n: every value when n <= 16,
@@ -372,22 +356,33 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 
 #define CAND_MAX 64
 
-int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
-			   bool (*fn)(const struct sim_tile_config *cfg,
-				      void *ctx),
-			   void *ctx)
-{
-	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
-		return 0;
-	if (per_dim > CAND_MAX)
-		per_dim = CAND_MAX;
-	/* free dims: out grid dims, then kernel dims not shared */
+/* The free dims of a plan's configs (output grid dims, then kernel dims
+ * not shared with one) and their candidate bounds, ascending. */
+struct walk {
+	const struct sim_plan *p;
+	int nf;
 	int64_t cand[2 * SIM_MAX_GRID][CAND_MAX];
 	int n_cand[2 * SIM_MAX_GRID];
 	int which[2 * SIM_MAX_GRID]; /* < out.rank: out dim; else kernel dim */
+	bool (*leaf)(const struct sim_tile_config *cfg, void *ctx);
+	bool (*prune)(const struct sim_tile_config *part, void *ctx);
+	void *ctx;
+	bool descending;
+	int64_t below[2 * SIM_MAX_GRID + 1]; /* configs under a choice of
+	                                        dims 0..f-1: prod of n_cand[f..] */
+	int64_t visited;
+	bool stop;
+	struct sim_tile_config c;
+};
+
+static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim)
+{
+	if (per_dim > CAND_MAX)
+		per_dim = CAND_MAX;
 	int nf = 0;
+	w->p = p;
 	for (int i = 0; i < p->out.rank; i++) {
-		which[nf] = i;
+		w->which[nf] = i;
 		/* an output dim shared with a kernel tiled q times coarser
 		 * (fusion.261: 8-row tiles against 128-wide kernel tiles)
 		 * takes whole kernel tiles: bounds q, 2q, ... and the dim */
@@ -398,10 +393,10 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 			    p->kern.tile[kd] % p->out.tile[i] == 0)
 				q = p->kern.tile[kd] / p->out.tile[i];
 		int64_t n = ir_ceil_div(p->out.tiles[i], q);
-		n_cand[nf] = dim_candidates(n, per_dim, cand[nf], CAND_MAX);
-		for (int c = 0; c < n_cand[nf]; c++) {
-			int64_t b = ir_mul_sat(cand[nf][c], q);
-			cand[nf][c] = b < p->out.tiles[i] ? b : p->out.tiles[i];
+		w->n_cand[nf] = dim_candidates(n, per_dim, w->cand[nf], CAND_MAX);
+		for (int c = 0; c < w->n_cand[nf]; c++) {
+			int64_t b = ir_mul_sat(w->cand[nf][c], q);
+			w->cand[nf][c] = b < p->out.tiles[i] ? b : p->out.tiles[i];
 		}
 		nf++;
 	}
@@ -409,46 +404,111 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 		for (int i = 0; i < p->kern.rank; i++) {
 			if (p->kern_shared[i] >= 0)
 				continue;
-			which[nf] = p->out.rank + i;
-			n_cand[nf] = dim_candidates(p->kern.tiles[i], per_dim,
-						    cand[nf], CAND_MAX);
+			w->which[nf] = p->out.rank + i;
+			w->n_cand[nf] = dim_candidates(p->kern.tiles[i], per_dim,
+						       w->cand[nf], CAND_MAX);
 			nf++;
 		}
-	if (!fn) {
+	w->nf = nf;
+	memset(&w->c, 0, sizeof w->c);
+	w->c.n_out = p->out.rank;
+	w->c.n_kernel = p->has_kernel ? p->kern.rank : 0;
+}
+
+/* Sets free dim f of w->c to bound b; for an output dim, the kernel dims
+ * it shares too. False when some shared kernel dim takes no whole number
+ * of kernel tiles (no config under it is valid). */
+static bool walk_set(struct walk *w, int f, int64_t b)
+{
+	const struct sim_plan *p = w->p;
+	int d = w->which[f];
+	if (d >= p->out.rank) {
+		w->c.kernel_bounds[d - p->out.rank] = b;
+		return true;
+	}
+	w->c.out_bounds[d] = b;
+	for (int kd = 0; kd < w->c.n_kernel; kd++) {
+		if (p->kern_shared[kd] != d)
+			continue;
+		int64_t kb = sim_plan_shared_bound(p, kd, d, b);
+		if (kb < 0)
+			return false;
+		w->c.kernel_bounds[kd] = kb;
+	}
+	return true;
+}
+
+/* A subtree is offered to prune only when it holds at least this many
+ * configs: asking costs about one estimate, so a smaller subtree is
+ * cheaper to cost whole. */
+#define PRUNE_MIN_BELOW 8
+
+/* Depth first over free dims f.., candidates ascending (or descending), so
+ * configs come in the order of an odometer whose last free dim turns
+ * fastest. */
+static void walk_dim(struct walk *w, int f)
+{
+	if (f == w->nf) {
+		w->visited++;
+		if (!w->leaf(&w->c, w->ctx))
+			w->stop = true;
+		return;
+	}
+	for (int k = 0; k < w->n_cand[f] && !w->stop; k++) {
+		int i = w->descending ? w->n_cand[f] - 1 - k : k;
+		if (!walk_set(w, f, w->cand[f][i]))
+			continue;
+		if (w->prune && w->below[f + 1] >= PRUNE_MIN_BELOW &&
+		    w->prune(&w->c, w->ctx))
+			continue;
+		walk_dim(w, f + 1);
+	}
+	/* unset: the dims below f read as not yet chosen (0) */
+	int d = w->which[f];
+	if (d >= w->p->out.rank) {
+		w->c.kernel_bounds[d - w->p->out.rank] = 0;
+	} else {
+		w->c.out_bounds[d] = 0;
+		for (int kd = 0; kd < w->c.n_kernel; kd++)
+			if (w->p->kern_shared[kd] == d)
+				w->c.kernel_bounds[kd] = 0;
+	}
+}
+
+int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
+			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
+			bool (*prune)(const struct sim_tile_config *part,
+				      void *ctx),
+			void *ctx)
+{
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	struct walk w;
+	walk_init(&w, p, per_dim);
+	if (!leaf) {
 		int64_t total = 1;
-		for (int f = 0; f < nf; f++)
-			total = total > INT64_MAX / n_cand[f] ? INT64_MAX
-							     : total * n_cand[f];
+		for (int f = 0; f < w.nf; f++)
+			total = total > INT64_MAX / w.n_cand[f] ? INT64_MAX
+							       : total * w.n_cand[f];
 		return total;
 	}
-	int idx[2 * SIM_MAX_GRID] = {0};
-	int64_t visited = 0;
-	struct sim_tile_config c;
-	for (;;) {
-		memset(&c, 0, sizeof c);
-		c.n_out = p->out.rank;
-		c.n_kernel = p->has_kernel ? p->kern.rank : 0;
-		for (int f = 0; f < nf; f++) {
-			if (which[f] < p->out.rank)
-				c.out_bounds[which[f]] = cand[f][idx[f]];
-			else
-				c.kernel_bounds[which[f] - p->out.rank] =
-					cand[f][idx[f]];
-		}
-		if (tie_shared(p, &c)) {
-			visited++;
-			if (!fn(&c, ctx))
-				return visited;
-		}
-		int f = nf - 1;
-		while (f >= 0) {
-			if (++idx[f] < n_cand[f])
-				break;
-			idx[f] = 0;
-			f--;
-		}
-		if (f < 0)
-			break;
-	}
-	return visited;
+	w.leaf = leaf;
+	w.prune = prune;
+	w.ctx = ctx;
+	w.descending = descending;
+	w.below[w.nf] = 1;
+	for (int f = w.nf - 1; f >= 0; f--)
+		w.below[f] = ir_mul_sat(w.below[f + 1], w.n_cand[f]);
+	w.visited = 0;
+	w.stop = false;
+	walk_dim(&w, 0);
+	return w.visited;
+}
+
+int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
+			   bool (*fn)(const struct sim_tile_config *cfg,
+				      void *ctx),
+			   void *ctx)
+{
+	return sim_plan_search(p, per_dim, false, fn, NULL, ctx);
 }

@@ -25,7 +25,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,57 +151,17 @@ static void check_text(const char *rel, const char *text, size_t len,
 	tu_built_free(&b);
 }
 
-static void check_file(const char *path, const char *rel,
-		       const struct hw_spec *hw, struct totals *t)
-{
-	char *text;
-	size_t len;
-	struct ts_diag d = {0};
-	if (ts_read_file(path, &text, &len, &d) != TS_OK)
-		fail_msg("%s: %s", path, d.msg);
-	check_text(rel, text, len, hw, t);
-	ts_free(text);
-}
+/* tu_each_hlo's visitor: one file's kernels. */
+struct visit {
+	const struct hw_spec *hw;
+	struct totals *t;
+};
 
-static int cmp_names(const void *a, const void *b)
+static void check_file(const char *rel, const char *text, size_t len,
+		       void *ctx)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every `every`-th .hlo file of data/folder in name order (the first
- * included). */
-static void check_folder(const char *data, const char *folder, int every,
-			 const struct hw_spec *hw, struct totals *t)
-{
-	char dir_path[1100];
-	snprintf(dir_path, sizeof dir_path, "%s/%s", data, folder);
-	DIR *dir = opendir(dir_path);
-	if (!dir)
-		fail_msg("cannot open %s", dir_path);
-	char **names = NULL;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		size_t len = strlen(e->d_name);
-		if (len < 4 || strcmp(e->d_name + len - 4, ".hlo") != 0)
-			continue;
-		names = realloc(names, (size_t)(n + 1) * sizeof *names);
-		assert_non_null(names);
-		names[n] = strdup(e->d_name);
-		assert_non_null(names[n++]);
-	}
-	closedir(dir);
-	qsort(names, (size_t)n, sizeof *names, cmp_names);
-	for (int i = 0; i < n; i++) {
-		if (i % every == 0) {
-			char path[1536], rel[512];
-			snprintf(path, sizeof path, "%s/%s", dir_path, names[i]);
-			snprintf(rel, sizeof rel, "%s/%s", folder, names[i]);
-			check_file(path, rel, hw, t);
-		}
-		free(names[i]);
-	}
-	free(names);
+	struct visit *v = ctx;
+	check_text(rel, text, len, v->hw, v->t);
 }
 
 /* f32 dots at each operand precision: DEFAULT takes one bf16 pass, HIGH
@@ -239,10 +198,11 @@ static void test_plan_reuse(void **state)
 		if (!tu_load_spec(gens[g], &hw))
 			skip();
 		struct totals t = {0};
-		check_folder(data, "hlo-corpus", SAMPLE, &hw, &t);
-		check_folder(data, "tpugraphs-tile-v3/modules", SAMPLE, &hw, &t);
-		check_folder(data, "tpuv3-allreduce/modules", SAMPLE, &hw, &t);
-		check_folder(data, "tpuv4-ops/modules", 10 * SAMPLE, &hw, &t);
+		struct visit v = {&hw, &t};
+		tu_each_hlo(data, "hlo-corpus", SAMPLE, check_file, &v);
+		tu_each_hlo(data, "tpugraphs-tile-v3/modules", SAMPLE, check_file, &v);
+		tu_each_hlo(data, "tpuv3-allreduce/modules", SAMPLE, check_file, &v);
+		tu_each_hlo(data, "tpuv4-ops/modules", 10 * SAMPLE, check_file, &v);
 		check_text("f32_dots.hlo", f32_dots, sizeof f32_dots - 1, &hw,
 			   &t);
 		print_message("%s: %d files, %d kernels; free fields: %d "

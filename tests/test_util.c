@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "test_util.h"
 
@@ -79,4 +80,51 @@ const char *tu_tmpdir(void)
 void tu_tmp_path(char *buf, size_t n, const char *stem, const char *ext)
 {
 	snprintf(buf, n, "%s/%s_%d%s", tu_tmpdir(), stem, (int)getpid(), ext);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tu_each_hlo(const char *data, const char *folder, int every,
+		 void (*fn)(const char *rel, const char *text, size_t len,
+			    void *ctx),
+		 void *ctx)
+{
+	char dir_path[1100];
+	snprintf(dir_path, sizeof dir_path, "%s/%s", data, folder);
+	DIR *dir = opendir(dir_path);
+	if (!dir)
+		fail_msg("cannot open %s", dir_path);
+	char **names = NULL;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		size_t len = strlen(e->d_name);
+		if (len < 4 || strcmp(e->d_name + len - 4, ".hlo") != 0)
+			continue;
+		names = realloc(names, (size_t)(n + 1) * sizeof *names);
+		assert_non_null(names);
+		names[n] = strdup(e->d_name);
+		assert_non_null(names[n++]);
+	}
+	closedir(dir);
+	qsort(names, (size_t)n, sizeof *names, cmp_names);
+	for (int i = 0; i < n; i++) {
+		if (i % every == 0) {
+			char path[1536], rel[512];
+			snprintf(path, sizeof path, "%s/%s", dir_path, names[i]);
+			snprintf(rel, sizeof rel, "%s/%s", folder, names[i]);
+			char *text;
+			size_t len;
+			struct ts_diag d = {0};
+			if (ts_read_file(path, &text, &len, &d) != TS_OK)
+				fail_msg("%s: %s", path, d.msg);
+			fn(rel, text, len, ctx);
+			ts_free(text);
+		}
+		free(names[i]);
+	}
+	free(names);
 }

@@ -46,6 +46,14 @@ const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
  * does not load fails the test. */
 bool tu_load_spec(const char *gen, struct hw_spec *hw);
 
+/* Calls fn with every `every`-th .hlo file of data/folder in name order
+ * (the first included): its path relative to data, text and length. A
+ * folder or file that cannot be read fails the test. */
+void tu_each_hlo(const char *data, const char *folder, int every,
+		 void (*fn)(const char *rel, const char *text, size_t len,
+			    void *ctx),
+		 void *ctx);
+
 /* The folder for temporary files: $TMPDIR, or /tmp when it is unset or
  * empty. */
 const char *tu_tmpdir(void);

@@ -1,0 +1,201 @@
+/*
+ * test_tile_search.c: the default tile config (sim_plan_default, a branch
+ * and bound that skips every subtree whose floor, sim_plan_floor, exceeds
+ * the best time so far or overflows VMEM) is the config that costing every
+ * candidate picks. The reference here costs each candidate of the same set
+ * (sim_plan_enumerate with sim_plan_default_per_dim) and keeps the first by
+ * sim_config_better, as the search did before it pruned: the same bounds
+ * and the same estimate, bit for bit (kernels no candidate fits included).
+ * Every kernel of data/hlo-corpus, data/tpugraphs-tile-v3 and
+ * data/tpuv3-allreduce, every other module of data/hlo-programs (the
+ * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
+ * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
+ * sanitizer build takes every 5th file and every 100th of tpuv4-ops. A
+ * control: the same search with its floors raised 25% cuts the best of a
+ * convolution shaped like fusion.191 and picks a slower config, so a floor
+ * that is not one would be caught. Skips without TPUSIM_SHARED.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "test_util.h"
+
+#ifdef TPUSIM_SANITIZED
+#define SAMPLE 5
+#else
+#define SAMPLE 1
+#endif
+
+struct ref {
+	const struct sim_plan *p;
+	const struct hw_spec *hw;
+	struct sim_tile_config cfg;
+	struct sim_estimate est;
+	int64_t n;
+};
+
+static bool keep(const struct sim_tile_config *cfg, void *ctx)
+{
+	struct ref *r = ctx;
+	struct sim_estimate e;
+	sim_plan_estimate(r->p, r->hw, cfg, &e);
+	if (r->n++ == 0 || sim_config_better(&e, cfg, &r->est, &r->cfg)) {
+		r->cfg = *cfg;
+		r->est = e;
+	}
+	return true;
+}
+
+struct totals {
+	const struct hw_spec *hw;
+	int files, kernels, searched;
+	int64_t candidates, costed;
+};
+
+static void check_text(const char *rel, const char *text, size_t len,
+		       void *ctx)
+{
+	struct totals *t = ctx;
+	struct tu_built b;
+	tu_build_file(rel, text, len, NULL, &b);
+	t->files++;
+	for (int i = 0; i < b.p.n_kernels; i++) {
+		const struct sim_kernel *k = &b.p.kernels[i];
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		t->kernels++;
+		if (sim_plan_build(k, t->hw, &p, &d) != TS_OK ||
+		    p.kind != SIM_PLAN_TILED || p.out.rank == 0)
+			continue;
+		struct ref r = {.p = &p, .hw = t->hw};
+		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), keep, &r);
+		struct sim_tile_config got;
+		int64_t costed = sim_plan_default(&p, t->hw, &got);
+		t->searched++;
+		t->candidates += r.n;
+		t->costed += costed;
+		struct sim_estimate e;
+		sim_plan_estimate(&p, t->hw, &got, &e);
+		char want_s[256], got_s[256];
+		sim_tile_config_format(&r.cfg, want_s, sizeof want_s);
+		sim_tile_config_format(&got, got_s, sizeof got_s);
+		if (strcmp(want_s, got_s) != 0 ||
+		    memcmp(&e, &r.est, sizeof e) != 0)
+			fail_msg("%s %s on %s: the search picks %s (%.17g ns), "
+				 "every candidate costed picks %s (%.17g ns)",
+				 rel, k->name, t->hw->name, got_s, e.time_ns,
+				 want_s, r.est.time_ns);
+	}
+	tu_built_free(&b);
+}
+
+static void test_search_is_exhaustive(void **state)
+{
+	(void)state;
+	const char *shared = getenv("TPUSIM_SHARED");
+	if (!shared || !*shared) {
+		print_message("TPUSIM_SHARED is not set: skipping the tile "
+			      "search test\n");
+		skip();
+	}
+	char data[1024];
+	snprintf(data, sizeof data, "%s/data", shared);
+	static const char *const gens[] = {"v3", "v4", "v5p"};
+	for (int g = 0; g < 3; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		struct totals t = {.hw = &hw};
+		tu_each_hlo(data, "hlo-corpus", SAMPLE, check_text, &t);
+		tu_each_hlo(data, "hlo-programs", 2 * SAMPLE, check_text, &t);
+		tu_each_hlo(data, "tpugraphs-tile-v3/modules", SAMPLE, check_text, &t);
+		tu_each_hlo(data, "tpuv3-allreduce/modules", SAMPLE, check_text, &t);
+		tu_each_hlo(data, "tpuv4-ops/modules", 20 * SAMPLE, check_text, &t);
+		print_message("%s: %d files, %d kernels, %d searched: %lld "
+			      "configs costed of %lld candidates\n",
+			      gens[g], t.files, t.kernels, t.searched,
+			      (long long)t.costed, (long long)t.candidates);
+		assert_true(t.searched > 100 / SAMPLE);
+		assert_true(t.costed < t.candidates);
+	}
+}
+
+/* The search of sim_plan_default with its floors scaled by bias (the VMEM
+ * cut left out: the control's kernel fits at every config it compares). */
+struct biased {
+	struct ref r;
+	double bias;
+};
+
+static bool cut_biased(const struct sim_tile_config *part, void *ctx)
+{
+	struct biased *b = ctx;
+	struct sim_plan_floors f;
+	sim_plan_floor(b->r.p, b->r.hw, part, &f);
+	return b->r.n > 0 && b->r.est.feasible &&
+	       f.time_ns * b->bias > b->r.est.time_ns;
+}
+
+static bool keep_biased(const struct sim_tile_config *cfg, void *ctx)
+{
+	return keep(cfg, &((struct biased *)ctx)->r);
+}
+
+static void test_control(void **state)
+{
+	(void)state;
+	const char *src = getenv("TPUSIM_SOURCE");
+	if (!src) {
+		print_message("TPUSIM_SOURCE is not set: skipping\n");
+		skip();
+	}
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	/* a 7-dim convolution grid with many near-best configs (the shape
+	 * of TpuGraphs' fusion.191) */
+	struct tu_built b;
+	tu_build("HloModule c\n"
+		 "ENTRY e {\n"
+		 "  a = f32[32,12,12,192]{3,0,2,1:T(8,128)} parameter(0)\n"
+		 "  w = f32[3,3,192,384]{3,2,1,0:T(8,128)} parameter(1)\n"
+		 "  ROOT c = f32[32,12,12,384]{3,0,2,1:T(8,128)} convolution(a, w), "
+		 "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+		 "}\n",
+		 &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(&b.p.kernels[0], &hw, &p, &d), TS_OK);
+	int per_dim = sim_plan_default_per_dim(&p);
+	struct biased exact = {.r = {.p = &p, .hw = &hw}, .bias = 1.0};
+	struct biased high = {.r = {.p = &p, .hw = &hw}, .bias = 1.25};
+	sim_plan_search(&p, per_dim, true, keep_biased, cut_biased, &exact);
+	sim_plan_search(&p, per_dim, true, keep_biased, cut_biased, &high);
+	struct sim_tile_config def;
+	sim_plan_default(&p, &hw, &def);
+	char a[256], c[256];
+	sim_tile_config_format(&exact.r.cfg, a, sizeof a);
+	sim_tile_config_format(&def, c, sizeof c);
+	assert_string_equal(a, c);
+	/* a floor 25% too high cuts the best: a slower pick */
+	assert_true(high.r.est.time_ns > exact.r.est.time_ns);
+	tu_built_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_search_is_exhaustive),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
