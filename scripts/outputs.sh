@@ -18,6 +18,7 @@ me=outputs.sh
 if [ $# -ge 2 ]; then build_arg=$1; out=$2; else build_arg=""; out=$1; fi
 set -- $build_arg
 . "$(dirname "$0")/common.sh"
+shared=$(cd "$shared" && pwd -P)
 data=$shared/data
 bin=$(cd "$(dirname "$bin")" && pwd)/tpusim
 mkdir -p "$out"
@@ -25,14 +26,15 @@ out=$(cd "$out" && pwd)
 cd "$root"
 
 # one NAME CMD...: standard output to NAME.out, standard error and exit code
-# to NAME.err; paths of the checkout and the data folder written as $ROOT, $DATA.
+# to NAME.err; paths of the data folder and the checkout written as $SHARED
+# and $ROOT, so that two checkouts' outputs compare.
 one() {
 	name=$1
 	shift
 	rc=0
 	"$@" >"$out/$name.out" 2>"$out/$name.err" || rc=$?
 	echo "exit $rc" >>"$out/$name.err"
-	sed -i "s#$root#\$ROOT#g; s#$shared#\$SHARED#g" "$out/$name.out" "$out/$name.err"
+	sed -i "s#$shared#\$SHARED#g; s#$root#\$ROOT#g" "$out/$name.out" "$out/$name.err"
 }
 
 ex=cli/examples/mlp_train_step.hlo
@@ -77,5 +79,5 @@ for s in tpugraphs-tile-v3 tpuv3-ops tpuv4-ops tpuv3-allreduce; do
 done
 one calibrate "$bin" calibrate --hw hwspecs/v3.yaml --data "$data/tpuv3-ops" \
 	--data "$data/tpuv3-allreduce" --fit host.call_ns,host.kernel_ns,host.device_ns
-sed -i "s#$root#\$ROOT#g; s#$shared#\$SHARED#g" "$out"/*.csv "$out"/*.json
+sed -i "s#$shared#\$SHARED#g; s#$root#\$ROOT#g" "$out"/*.csv "$out"/*.json
 echo "$me: $(ls "$out" | wc -l) files in $out"
