@@ -686,11 +686,13 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	return st;
 }
 
-static enum ts_status group_work(const struct sim_kernel *k, const char *file,
+static enum ts_status group_work(const struct sim_kernel *k,
+				 const bool *parent_cd, const char *file,
 				 struct sim_work *w, struct ts_diag *d)
 {
 	const struct ir_computation *c = k->instr->parent;
-	bool *cd = c ? sim_const_derived(c) : NULL;
+	bool *own = parent_cd || !c ? NULL : sim_const_derived(c);
+	const bool *cd = parent_cd ? parent_cd : own;
 	if (!cd)
 		return TS_ERR_NOMEM;
 	enum ts_status st = TS_OK;
@@ -710,7 +712,7 @@ static enum ts_status group_work(const struct sim_kernel *k, const char *file,
 			w->bytes_written += written_bytes(
 				k->outputs[i], &k->outputs[i]->shape);
 	}
-	ts_free(cd);
+	ts_free(own);
 	return st;
 }
 
@@ -730,8 +732,9 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	return TS_OK;
 }
 
-enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
-			       struct sim_work *w, struct ts_diag *d)
+enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd,
+			       const char *file, struct sim_work *w,
+			       struct ts_diag *d)
 {
 	memset(w, 0, sizeof *w);
 	if (!k->instr || k->n_members < 1 || !k->members) {
@@ -744,7 +747,7 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
 	else if (k->n_members == 1 && k->members[0] == k->instr)
 		st = single_work(k, file, w, d);
 	else
-		st = group_work(k, file, w, d);
+		st = group_work(k, parent_cd, file, w, d);
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, file, 0, 0, "out of memory counting work");
 	return st;

@@ -89,11 +89,13 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 {
 	const struct grouping *g = &s->g;
 	int id = s->kernels[k];
-	const uint64_t *w = g->bits + (size_t)id * g->words_per_group;
-	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, w, g->words_per_group * sizeof *w);
-	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
-			h = ts_fnv1a(h, &i, sizeof i);
+	const int *mem;
+	int n = sim_group_members(g, id, &mem);
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, &n, sizeof n);
+	h = ts_fnv1a(h, mem, (size_t)n * sizeof *mem);
+	for (int q = 0; q < n; q++)
+		if (sim_group_output(g, id, mem[q]))
+			h = ts_fnv1a(h, &mem[q], sizeof mem[q]);
 	return h ? h : 1;
 }
 

@@ -56,6 +56,7 @@
  */
 #include "kernels_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool is_contraction(enum ir_op op)
@@ -408,38 +409,131 @@ bool sim_group_working(const struct grouping *g, int i)
 
 bool sim_group_member(const struct grouping *g, int grp, int i)
 {
-	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
-	return (g->bits[bit / 64] >> (bit % 64)) & 1u;
+	const int *v = g->pool + g->m_start[grp];
+	int lo = 0, hi = g->m_len[grp];
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (v[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->m_len[grp] && v[lo] == i;
 }
 
-static void set_member(struct grouping *g, int grp, int i)
+int sim_group_members(const struct grouping *g, int grp, const int **out)
 {
-	size_t bit = (size_t)grp * g->words_per_group * 64 + (size_t)i;
-	g->bits[bit / 64] |= (uint64_t)1 << (bit % 64);
+	*out = g->pool + g->m_start[grp];
+	return g->m_len[grp];
 }
 
-/* Members of group id: its root and, backwards through operands, every
- * instruction fused into it (its own, recomputed, or constant-derived).
- * stack has room for n entries. */
-static void collect_members(struct grouping *g, int id, int *stack)
+/* Room for n more entries at the end of the member pool. */
+static bool pool_reserve(struct grouping *g, size_t n)
 {
-	int sp = 0;
-	stack[sp++] = g->g_root[id];
-	set_member(g, id, g->g_root[id]);
+	if (g->pool_n + n <= g->pool_cap)
+		return true;
+	size_t cap = g->pool_cap ? g->pool_cap : 256;
+	while (cap < g->pool_n + n)
+		cap *= 2;
+	int *p = ts_realloc(g->pool, cap * sizeof *p);
+	if (!p)
+		return false;
+	g->pool = p;
+	g->pool_cap = cap;
+	return true;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Members of group id, appended to the pool: its root and, backwards
+ * through operands, every instruction fused into it (its own, recomputed,
+ * or constant-derived), then sorted. mark[] (n entries) holds id + 1 for
+ * an instruction already taken; stack has room for n entries. */
+static bool collect_members(struct grouping *g, int id, int *stack, int *mark)
+{
+	if (!pool_reserve(g, (size_t)g->n))
+		return false;
+	int *v = g->pool + g->pool_n;
+	int sp = 0, len = 0;
+	stack[sp++] = v[len++] = g->g_root[id];
+	mark[g->g_root[id]] = id + 1;
 	while (sp > 0) {
 		const struct ir_instr *in = g->c->instrs[stack[--sp]];
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
 			int oi = o->index;
-			if (o->parent != g->c || sim_group_member(g, id, oi))
+			if (o->parent != g->c || mark[oi] == id + 1)
 				continue;
 			if (g->grp[oi] == id || g->grp[oi] == G_MULTI ||
 			    (g->cd[oi] && g->grp[oi] == G_NONE)) {
-				set_member(g, id, oi);
-				stack[sp++] = oi;
+				mark[oi] = id + 1;
+				stack[sp++] = v[len++] = oi;
 			}
 		}
 	}
+	qsort(v, (size_t)len, sizeof *v, cmp_int);
+	g->m_start[id] = (int)g->pool_n;
+	g->m_len[id] = len;
+	g->pool_n += (size_t)len;
+	return true;
+}
+
+/* Group a takes group b's members too (a sorted union, appended to the
+ * pool). */
+static bool absorb(struct grouping *g, int a, int b)
+{
+	if (!pool_reserve(g, (size_t)g->m_len[a] + (size_t)g->m_len[b]))
+		return false;
+	const int *x = g->pool + g->m_start[a], *y = g->pool + g->m_start[b];
+	int nx = g->m_len[a], ny = g->m_len[b], n = 0, p = 0, q = 0;
+	int *v = g->pool + g->pool_n;
+	while (p < nx || q < ny) {
+		int e = q >= ny || (p < nx && x[p] <= y[q]) ? x[p] : y[q];
+		if (p < nx && x[p] == e)
+			p++;
+		if (q < ny && y[q] == e)
+			q++;
+		v[n++] = e;
+	}
+	g->m_start[a] = (int)g->pool_n;
+	g->m_len[a] = n;
+	g->pool_n += (size_t)n;
+	return true;
+}
+
+/* The representative groups holding each instruction (CSR), once the
+ * groups are final. */
+static bool index_holders(struct grouping *g)
+{
+	g->h_off = ts_calloc((size_t)g->n + 1, sizeof *g->h_off);
+	size_t total = 0;
+	for (int h = 0; h < g->n_groups; h++)
+		if (g->g_rep[h] == h)
+			total += (size_t)g->m_len[h];
+	g->holders = ts_malloc((total > 0 ? total : 1) * sizeof *g->holders);
+	if (!g->h_off || !g->holders)
+		return false;
+	for (int h = 0; h < g->n_groups; h++)
+		if (g->g_rep[h] == h)
+			for (int k = 0; k < g->m_len[h]; k++)
+				g->h_off[g->pool[g->m_start[h] + k] + 1]++;
+	for (int i = 0; i < g->n; i++)
+		g->h_off[i + 1] += g->h_off[i];
+	int *fill = ts_calloc((size_t)g->n + 1, sizeof *fill);
+	if (!fill)
+		return false;
+	for (int h = 0; h < g->n_groups; h++)
+		if (g->g_rep[h] == h)
+			for (int k = 0; k < g->m_len[h]; k++) {
+				int i = g->pool[g->m_start[h] + k];
+				g->holders[g->h_off[i] + fill[i]++] = h;
+			}
+	ts_free(fill);
+	return true;
 }
 
 /* Inputs of group id (operands of members that are not members), in
@@ -448,10 +542,10 @@ int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out)
 {
 	int n = 0;
-	for (int i = 0; i < g->n; i++) {
-		if (!sim_group_member(g, id, i))
-			continue;
-		const struct ir_instr *in = g->c->instrs[i];
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int k = 0; k < n_mem; k++) {
+		const struct ir_instr *in = g->c->instrs[mem[k]];
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
 			if (o->parent == g->c && sim_group_member(g, id, o->index))
@@ -469,7 +563,7 @@ int sim_group_inputs(const struct grouping *g, int id,
 /* Sibling multi-output fusion: a later reduce-rooted group whose reduce
  * reads an input of the same dims over the same dimensions, and which
  * has exactly the same inputs, merges into the earlier one. */
-static void merge_siblings(struct grouping *g, const struct ir_instr **ia,
+static bool merge_siblings(struct grouping *g, const struct ir_instr **ia,
 			   const struct ir_instr **ib)
 {
 	for (int a = 0; a < g->n_groups; a++) {
@@ -507,11 +601,11 @@ static void merge_siblings(struct grouping *g, const struct ir_instr **ia,
 			for (int h = 0; h < g->n_groups; h++)
 				if (g->g_rep[h] == b)
 					g->g_rep[h] = a;
-			for (int i = 0; i < g->n; i++)
-				if (sim_group_member(g, b, i))
-					set_member(g, a, i);
+			if (!absorb(g, a, b))
+				return false;
 		}
 	}
+	return true;
 }
 
 /* Is member i of group id written to HBM: the computation's root, or used
@@ -526,16 +620,11 @@ bool sim_group_output(const struct grouping *g, int id, int i)
 		int u = g->users[k];
 		if (!g->live[u] || sim_group_member(g, id, u))
 			continue;
-		bool in_some = false;
-		for (int h = 0; h < g->n_groups; h++) {
-			if (g->g_rep[h] != h || !sim_group_member(g, h, u))
-				continue;
-			in_some = true;
-			if (!sim_group_member(g, h, i))
+		if (g->h_off[u] == g->h_off[u + 1])
+			return true; /* a free op or a loop reads it from memory */
+		for (int h = g->h_off[u]; h < g->h_off[u + 1]; h++)
+			if (!sim_group_member(g, g->holders[h], i))
 				return true;
-		}
-		if (!in_some) /* a free op or a loop reads it from memory */
-			return true;
 	}
 	return false;
 }
@@ -554,7 +643,11 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->g_root);
 	ts_free(g->g_core);
 	ts_free(g->g_rep);
-	ts_free(g->bits);
+	ts_free(g->pool);
+	ts_free(g->m_start);
+	ts_free(g->m_len);
+	ts_free(g->h_off);
+	ts_free(g->holders);
 	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
 
@@ -667,21 +760,19 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	g->force = force;
 	for (int k = g->n - 1; k >= 0; k--)
 		decide_fusion(g, g->order[k]);
-	g->words_per_group = ((size_t)g->n + 63) / 64;
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	size_t n_groups = (size_t)(g->n_groups > 0 ? g->n_groups : 1);
-	if (g->words_per_group > SIZE_MAX / sizeof(uint64_t) / n_groups)
-		return TS_ERR_NOMEM;
-	g->bits = ts_calloc(n_groups * g->words_per_group, sizeof(uint64_t));
-	buf = ts_malloc((size_t)(g->n > 0 ? g->n : 1) * 2 * sizeof *buf);
-	stack = ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *stack);
-	if (!g->bits || !buf || !stack) {
-		st = TS_ERR_NOMEM;
-	} else {
-		for (int id = 0; id < g->n_groups; id++)
-			collect_members(g, id, stack);
-		merge_siblings(g, buf, buf + g->n);
-	}
+	g->m_start = ts_calloc(n_groups, sizeof *g->m_start);
+	g->m_len = ts_calloc(n_groups, sizeof *g->m_len);
+	buf = ts_malloc(n * 2 * sizeof *buf);
+	stack = ts_malloc(n * sizeof *stack);
+	int *mark = ts_calloc(n, sizeof *mark);
+	bool ok = g->m_start && g->m_len && buf && stack && mark;
+	for (int id = 0; ok && id < g->n_groups; id++)
+		ok = collect_members(g, id, stack, mark);
+	ok = ok && merge_siblings(g, buf, buf + g->n) && index_holders(g);
 	ts_free(buf);
 	ts_free(stack);
-	return st;
+	ts_free(mark);
+	return ok ? TS_OK : TS_ERR_NOMEM;
 }

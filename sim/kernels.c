@@ -415,10 +415,12 @@ static enum ts_status lower_copy_start(struct build *b, struct sim_kernel *k,
 	return TS_OK;
 }
 
-/* Fills the common fields, counts the work, keeps the kernel. */
+/* Fills the common fields, counts the work, keeps the kernel. cd: the
+ * constant-derived marks of a grouped kernel's computation (the
+ * grouping's), or NULL. */
 static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 				    const struct ir_instr *instr,
-				    const struct site *s)
+				    const struct site *s, const bool *cd)
 {
 	enum ts_status st = k->kind == SIM_KERNEL_UNMODELLED
 				    ? lower_library_call(b, k, &instr)
@@ -436,7 +438,7 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 	k->loop_depth = s->loop_depth;
 	k->trip_count_assumed = s->assumed;
 	k->tunable = kernel_tunable(k);
-	return sim_kernel_work(k, b->m->file, &k->work, b->d);
+	return sim_kernel_work(k, cd, b->m->file, &k->work, b->d);
 }
 
 /* One kernel for a top-level fusion or unfused op of a compiled module. */
@@ -476,7 +478,7 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
 	k->outputs = dup_list(&in, 1);
 	if (!k->members || !k->inputs || !k->outputs)
 		return nomem(b);
-	return finish_kernel(b, k, in, s);
+	return finish_kernel(b, k, in, s, NULL);
 }
 
 /* ---- the walk ---------------------------------------------------------------- */
@@ -650,14 +652,13 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 				 const struct site *s)
 {
 	const struct ir_computation *c = g->c;
-	int n_mem = 0, n_work = 0;
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), n_work = 0;
 	const struct ir_instr *work = NULL, *heavy = NULL;
 	int heavy_w = 0;
-	for (int i = 0; i < g->n; i++) {
-		if (!sim_group_member(g, id, i))
-			continue;
+	for (int q = 0; q < n_mem; q++) {
+		int i = mem[q];
 		const struct ir_instr *in = c->instrs[i];
-		n_mem++;
 		if (sim_fuse_class(g, in) != FC_FREE &&
 		    (!g->cd[i] || in == c->instrs[g->g_root[id]])) {
 			n_work++;
@@ -678,23 +679,22 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	k->kind = kind;
 	describe(k, heavy, root, heavy && heavy->op == IR_OP_REDUCE);
 	int n = 0;
-	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i))
-			buf[n++] = c->instrs[i];
+	for (int q = 0; q < n_mem; q++)
+		buf[n++] = c->instrs[mem[q]];
 	k->n_members = n;
 	k->members = dup_list(buf, n);
 	n = sim_group_inputs(g, id, buf);
 	k->n_inputs = n;
 	k->inputs = dup_list(buf, n);
 	n = 0;
-	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
-			buf[n++] = c->instrs[i];
+	for (int q = 0; q < n_mem; q++)
+		if (sim_group_output(g, id, mem[q]))
+			buf[n++] = c->instrs[mem[q]];
 	k->n_outputs = n;
 	k->outputs = dup_list(buf, n);
 	if (!k->members || !k->inputs || !k->outputs)
 		return nomem(b);
-	return finish_kernel(b, k, root, s);
+	return finish_kernel(b, k, root, s, g->cd);
 }
 
 /* A pre-optimization computation: group, then emit kernels and recurse

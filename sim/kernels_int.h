@@ -84,9 +84,13 @@ struct grouping {
 	int *g_root;           /* root instruction of each group */
 	bool *g_core;          /* group already holds a core op */
 	int *g_rep;            /* representative after sibling merging */
-	uint64_t *bits;        /* membership: group g, instr i at bit
-	                          g * words_per_group * 64 + i */
-	size_t words_per_group; /* 64-bit words per group: ceil(n / 64) */
+	/* membership: group g's members (instruction indices, ascending)
+	 * are pool[m_start[g] .. m_start[g] + m_len[g]); the groups that
+	 * hold instruction i, representatives only (g_rep[h] == h,
+	 * ascending), are holders[h_off[i] .. h_off[i + 1]) */
+	int *pool, *m_start, *m_len;
+	size_t pool_n, pool_cap;
+	int *h_off, *holders;
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
@@ -109,8 +113,11 @@ static inline const signed char *sim_plan_force(
 }
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
-/* Is instruction i a member of group grp? */
+/* Is instruction i a member of group grp? (a binary search) */
 bool sim_group_member(const struct grouping *g, int grp, int i);
+/* The members of group grp, instruction indices ascending (*out points
+ * into g); returns how many. */
+int sim_group_members(const struct grouping *g, int grp, const int **out);
 /* The values group id reads from outside it, into out (room for n). */
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);

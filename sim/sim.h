@@ -235,10 +235,15 @@ void sim_program_free(struct sim_program *p);
 
 /* Counts a kernel's work from the IR (sim/cost.c): MXU MACs, VPU element
  * ops per class on padded elements, HBM bytes under XLA's fusion rules
- * (docs/HLO.md 3.1). `file` names the module in diagnostics. Fails with
- * TS_ERR_PARSE on a dot/convolution whose attributes do not fit its shapes. */
-enum ts_status sim_kernel_work(const struct sim_kernel *k, const char *file,
-			       struct sim_work *w, struct ts_diag *d);
+ * (docs/HLO.md 3.1). parent_cd: the constant-derived marks
+ * (sim_const_derived) of a grouped kernel's computation when the caller
+ * has them, else NULL (worked out here: linear in the computation's size,
+ * so a program of many grouped kernels passes them). `file` names the
+ * module in diagnostics. Fails with TS_ERR_PARSE on a dot/convolution
+ * whose attributes do not fit its shapes. */
+enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd,
+			       const char *file, struct sim_work *w,
+			       struct ts_diag *d);
 /* Multiply-accumulates of one dot or convolution (HloCostAnalysis: dot =
  * out elems x contracted size; convolution = valid positions rule incl.
  * feature/batch groups, padding and dilations); 0 for any other op. */
