@@ -49,33 +49,42 @@ struct emitter {
 /* Members of group id that do work (sim_group_working). */
 static int working_members(const struct grouping *g, int id)
 {
-	int n = 0;
-	for (int i = 0; i < g->n; i++)
-		n += sim_group_member(g, id, i) && sim_group_working(g, i);
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), n = 0;
+	for (int q = 0; q < n_mem; q++)
+		n += sim_group_working(g, mem[q]);
 	return n;
 }
+
+/* Scratch of the cycle check: a visit stamp per instruction and the
+ * position of each in the grouping's topological order. */
+struct reach {
+	int *stamp, *pos, *stack;
+	int gen;
+};
 
 /* Does instruction i depend on a member group id owns (not one it copies
  * as a recomputed producer) through instructions outside it? Then fusing
  * the group would make a cycle: the fusion would both feed and read i.
- * seen: scratch of g->n, cleared here. */
-static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
-		       int *stack)
+ * Only instructions after the first member it owns in topological order
+ * (from) can depend on one, so the search stops below it. */
+static bool feeds_back(const struct grouping *g, int id, int i, int from,
+		       struct reach *r)
 {
-	memset(seen, 0, (size_t)g->n * sizeof *seen);
+	r->gen++;
 	int top = 0;
-	stack[top++] = i;
-	seen[i] = true;
+	r->stack[top++] = i;
+	r->stamp[i] = r->gen;
 	while (top > 0) {
-		const struct ir_instr *in = g->c->instrs[stack[--top]];
+		const struct ir_instr *in = g->c->instrs[r->stack[--top]];
 		for (int j = 0; j < in->n_operands; j++) {
 			int k = sim_index_in(g->c, in->operands[j]);
-			if (k < 0 || seen[k])
+			if (k < 0 || r->stamp[k] == r->gen || r->pos[k] < from)
 				continue;
 			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
 				return true;
-			seen[k] = true;
-			stack[top++] = k;
+			r->stamp[k] = r->gen;
+			r->stack[top++] = k;
 		}
 	}
 	return false;
@@ -86,12 +95,12 @@ static bool feeds_back(const struct grouping *g, int id, int i, bool *seen,
  * constants themselves (a reduce's init value); not other free ops. */
 static int device_members(const struct grouping *g, int id)
 {
-	int n = 0;
-	for (int i = 0; i < g->n; i++) {
-		const struct ir_instr *in = g->c->instrs[i];
-		n += sim_group_member(g, id, i) && g->live[i] &&
-		     (in->op == IR_OP_CONSTANT ||
-		      sim_fuse_class(g, in) != FC_FREE);
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), n = 0;
+	for (int q = 0; q < n_mem; q++) {
+		const struct ir_instr *in = g->c->instrs[mem[q]];
+		n += g->live[mem[q]] && (in->op == IR_OP_CONSTANT ||
+					 sim_fuse_class(g, in) != FC_FREE);
 	}
 	return n;
 }
@@ -102,14 +111,21 @@ static int device_members(const struct grouping *g, int id)
  * value it reads depends on one of its own members (legality: no
  * cycles). */
 static bool fusible(const struct grouping *g, int id,
-		    const struct ir_instr **inputs, bool *seen, int *stack)
+		    const struct ir_instr **inputs, struct reach *r)
 {
 	if (working_members(g, id) < 1 || device_members(g, id) < 2)
 		return false;
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), from = g->n;
+	for (int q = 0; q < n_mem; q++) {
+		int m = mem[q], gm = g->grp[m];
+		if (gm >= 0 && g->g_rep[gm] == id && r->pos[m] < from)
+			from = r->pos[m];
+	}
 	int n = sim_group_inputs(g, id, inputs);
 	for (int q = 0; q < n; q++) {
 		int k = sim_index_in(g->c, inputs[q]);
-		if (k >= 0 && feeds_back(g, id, k, seen, stack))
+		if (k >= 0 && feeds_back(g, id, k, from, r))
 			return false;
 	}
 	return true;
@@ -118,10 +134,10 @@ static bool fusible(const struct grouping *g, int id,
 static const char *fusion_kind(const struct grouping *g, int id)
 {
 	bool reduce = false, mxu = false;
-	for (int i = 0; i < g->n; i++) {
-		if (!sim_group_member(g, id, i))
-			continue;
-		enum ir_op op = g->c->instrs[i]->op;
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int q = 0; q < n_mem; q++) {
+		enum ir_op op = g->c->instrs[mem[q]]->op;
 		reduce |= op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
 		mxu |= op == IR_OP_DOT || op == IR_OP_CONVOLUTION;
 	}
@@ -215,12 +231,13 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 		hlo_emit_shape(&e->h, &inputs[p]->shape);
 		fprintf(e->h.out, " parameter(%d)\n", p);
 	}
-	for (int i = 0; i < g->n; i++) {
-		if (!sim_group_member(g, id, i))
-			continue;
-		bool root = n_outs == 1 && c->instrs[i] == outs[0];
-		enum ts_status st = put_instr(e, c->instrs[i], root, suffix, g,
-					      id, inputs, n_inputs);
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int q = 0; q < n_mem; q++) {
+		const struct ir_instr *in = c->instrs[mem[q]];
+		bool root = n_outs == 1 && in == outs[0];
+		enum ts_status st = put_instr(e, in, root, suffix, g, id, inputs,
+					      n_inputs);
 		if (st)
 			return st;
 	}
@@ -267,10 +284,11 @@ static void put_fusion_instr(struct emitter *e, const struct grouping *g,
 static int group_outputs(const struct grouping *g, int id,
 			 const struct ir_instr **outs)
 {
-	int no = 0;
-	for (int i = 0; i < g->n; i++)
-		if (sim_group_member(g, id, i) && sim_group_output(g, id, i))
-			outs[no++] = g->c->instrs[i];
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), no = 0;
+	for (int q = 0; q < n_mem; q++)
+		if (sim_group_output(g, id, mem[q]))
+			outs[no++] = g->c->instrs[mem[q]];
 	return no;
 }
 
@@ -282,8 +300,7 @@ struct order {
 	int *out_group;  /* per instruction: the fused group it is an output
 			    of (-1: none) */
 	bool *inside;    /* per instruction: lives only inside fusions */
-	bool *seen;
-	int *stack;      /* g->n, for fusible() */
+	struct reach reach; /* for fusible() */
 	int *dfs;        /* nodes (instructions, then n + group) to write */
 	int n_dfs, cap_dfs;
 	unsigned char *state; /* per node: 0 new, 1 deps pushed, 2 written */
@@ -297,14 +314,16 @@ static void order_free(struct order *o)
 	ts_free(o->at);
 	ts_free(o->out_group);
 	ts_free(o->inside);
-	ts_free(o->seen);
-	ts_free(o->stack);
+	ts_free(o->reach.stamp);
+	ts_free(o->reach.pos);
+	ts_free(o->reach.stack);
 	ts_free(o->dfs);
 	ts_free(o->state);
 }
 
-static enum ts_status order_alloc(struct order *o, int n, int n_groups)
+static enum ts_status order_alloc(struct order *o, const struct grouping *g)
 {
+	int n = g->n, n_groups = g->n_groups;
 	size_t ni = (size_t)n + 1, ng = (size_t)n_groups + 1;
 	o->inputs = ts_malloc(ni * sizeof *o->inputs);
 	o->outs = ts_malloc(ni * sizeof *o->outs);
@@ -312,13 +331,17 @@ static enum ts_status order_alloc(struct order *o, int n, int n_groups)
 	o->at = ts_malloc(ng * sizeof *o->at);
 	o->out_group = ts_malloc(ni * sizeof *o->out_group);
 	o->inside = ts_calloc(ni, sizeof *o->inside);
-	o->seen = ts_calloc(ni, sizeof *o->seen);
-	o->stack = ts_malloc(ni * sizeof *o->stack);
+	o->reach.stamp = ts_calloc(ni, sizeof *o->reach.stamp);
+	o->reach.pos = ts_malloc(ni * sizeof *o->reach.pos);
+	o->reach.stack = ts_malloc(ni * sizeof *o->reach.stack);
 	o->state = ts_calloc(ni + ng, sizeof *o->state);
-	return o->inputs && o->outs && o->fused_id && o->at && o->out_group &&
-			       o->inside && o->seen && o->stack && o->state
-		       ? TS_OK
-		       : TS_ERR_NOMEM;
+	if (!(o->inputs && o->outs && o->fused_id && o->at && o->out_group &&
+	      o->inside && o->reach.stamp && o->reach.pos && o->reach.stack &&
+	      o->state))
+		return TS_ERR_NOMEM;
+	for (int k = 0; k < n; k++)
+		o->reach.pos[g->order[k]] = k;
+	return TS_OK;
 }
 
 /* Which groups become fusions: a representative group that is fusible
@@ -334,25 +357,30 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 		o->at[id] = -1;
 		if (g->g_rep[id] != id)
 			continue;
-		if (!fusible(g, id, o->inputs, o->seen, o->stack) ||
+		if (!fusible(g, id, o->inputs, &o->reach) ||
 		    group_outputs(g, id, o->outs) == 0) {
 			e->stats->refused += working_members(g, id) >= 2;
 			continue;
 		}
 		o->fused_id[id] = e->n_fusions++;
-		for (int i = 0; i < g->n; i++)
-			if (sim_group_member(g, id, i)) {
-				o->at[id] = i;
-				o->inside[i] = true;
-				if (sim_group_output(g, id, i))
-					o->out_group[i] = id;
-			}
+		const int *mem;
+		int n_mem = sim_group_members(g, id, &mem);
+		for (int q = 0; q < n_mem; q++) {
+			int i = mem[q];
+			o->at[id] = i;
+			o->inside[i] = true;
+			if (sim_group_output(g, id, i))
+				o->out_group[i] = id;
+		}
 	}
-	for (int id = 0; id < g->n_groups; id++)
-		if (g->g_rep[id] == id && o->fused_id[id] < 0)
-			for (int i = 0; i < g->n; i++)
-				if (sim_group_member(g, id, i))
-					o->inside[i] = false;
+	for (int id = 0; id < g->n_groups; id++) {
+		if (g->g_rep[id] != id || o->fused_id[id] >= 0)
+			continue;
+		const int *mem;
+		int n_mem = sim_group_members(g, id, &mem);
+		for (int q = 0; q < n_mem; q++)
+			o->inside[mem[q]] = false;
+	}
 	/* a member copied into fusions (a constant, a constant-derived
 	 * value) that something written outside still reads: a fusion's
 	 * input, or an instruction of no fusion; written there as well */
@@ -463,7 +491,7 @@ static enum ts_status put_grouped(struct emitter *e,
 	struct order o = {0};
 	enum ts_status st = sim_grouping_build(&g, c, sim_plan_force(e->plan, c));
 	if (!st)
-		st = order_alloc(&o, g.n, g.n_groups);
+		st = order_alloc(&o, &g);
 	if (!st)
 		choose_fusions(e, &g, &o);
 	/* fused computations, before the computation that calls them */
@@ -477,15 +505,29 @@ static enum ts_status put_grouped(struct emitter *e,
 		e->stats->fusions++;
 		e->stats->multi_output += no > 1;
 	}
+	/* the fused groups written at each instruction, ascending: a list
+	 * per instruction through next[] */
+	int *first = st ? NULL : ts_malloc(((size_t)g.n + 1) * sizeof *first);
+	int *next = st ? NULL : ts_malloc(((size_t)g.n_groups + 1) * sizeof *next);
+	if (!st && (!first || !next))
+		st = TS_ERR_NOMEM;
+	for (int i = 0; !st && i < g.n; i++)
+		first[i] = -1;
+	for (int id = g.n_groups - 1; !st && id >= 0; id--)
+		if (o.fused_id[id] >= 0 && o.at[id] >= 0) {
+			next[id] = first[o.at[id]];
+			first[o.at[id]] = id;
+		}
 	if (!st)
 		hlo_emit_signature(&e->h, c);
 	for (int i = 0; !st && i < g.n; i++) {
 		if (!o.inside[i])
 			st = write_node(e, &g, &o, i);
-		for (int id = 0; !st && id < g.n_groups; id++)
-			if (o.fused_id[id] >= 0 && o.at[id] == i)
-				st = write_node(e, &g, &o, g.n + id);
+		for (int id = first[i]; !st && id >= 0; id = next[id])
+			st = write_node(e, &g, &o, g.n + id);
 	}
+	ts_free(first);
+	ts_free(next);
 	if (!st)
 		fputs("}\n", e->h.out);
 	order_free(&o);
