@@ -15,10 +15,20 @@
 #     configs held and re-chosen (target >= 1000 points/s on a 1k-kernel
 #     program, held), over fields the kernels' plans read (rebuilt per
 #     point), and under mpirun with 1 and 2 ranks
-#   usage: scripts/bench.sh [BUILD_DIR]     (default: build)
+#   - `tpusim run` on whole programs (the Llama-3.1-8B step and MaxText step
+#     of hlo-programs) and `validate` on tpuv4-ops
+#   - how `run` and `fuse` grow with module size: the largest corpus module
+#     replicated 1 to 56 times (scripts/replicate_hlo.py, 1.6k to 90k
+#     instructions), one run each, and the exponent of time in size
+#     (target: ~ instructions^1.1)
+# With BEFORE_BUILD (a build of an earlier commit, e.g. the one before a
+# speed change), every timed command runs with it too, in the same run,
+# and its figure follows in brackets.
+#   usage: scripts/bench.sh [BUILD_DIR [BEFORE_BUILD_DIR]]   (default: build)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
+before=${2:-}
 shared=${TPUSIM_SHARED:-$root/../shared}
 corpus=$shared/data/hlo-corpus
 [ -d "$corpus" ] || { echo "bench.sh: $corpus not found" >&2; exit 1; }
@@ -44,10 +54,21 @@ median_ms() {
 	done | sort -n | sed -n "$(( (n + 1) / 2 ))p" |
 		awk -v d="$dec" '{ printf "%.*f", d, $1 / 1000 }'
 }
+both_ms() {
+	# median_ms $1 $2 of tpusim (with arguments $3...) on one core, with
+	# the build and, given BEFORE_BUILD, " (before: Y ms)" with that one
+	n=$1 dec=$2
+	shift 2
+	# shellcheck disable=SC2086
+	printf '%s ms' "$(median_ms "$n" "$dec" $pin "$build/cli/tpusim" "$@")"
+	if [ -n "$before" ]; then
+		# shellcheck disable=SC2086
+		printf ' (before: %s ms)' "$(median_ms "$n" "$dec" $pin "$before/cli/tpusim" "$@")"
+	fi
+}
 run_ms() {
 	# `tpusim run` (with arguments $@) on the largest module, 21 runs.
-	# shellcheck disable=SC2086
-	median_ms 21 1 $pin "$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" "$@"
+	both_ms 21 1 run "$largest" --hw "$root/hwspecs/v3.yaml" "$@"
 }
 whatif_ms() {
 	# five whatif runs on the largest module, launched by $1 (taskset,
@@ -59,8 +80,7 @@ whatif_ms() {
 }
 fuse_ms() {
 	# five `tpusim fuse --policy $1` runs on the largest module, one core.
-	# shellcheck disable=SC2086
-	median_ms 5 0 $pin "$build/cli/tpusim" fuse "$largest" --hw "$root/hwspecs/v3.yaml" --policy "$1"
+	both_ms 5 0 fuse "$largest" --hw "$root/hwspecs/v3.yaml" --policy "$1"
 }
 pps() {
 	# points per second of 1024 points in $1 ms (load and elasticities included)
@@ -82,12 +102,35 @@ trap 'rm -f "$section"' EXIT
 		i=$((i + 1))
 	done
 	$pin "$build/bench/bench_model" "$shared/data/tpugraphs-tile-v3/modules/fusion.191.hlo"
-	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) ms wall (median of 21)"
-	echo "tpusim run $(basename "$largest") --hw v3 --model default: $(run_ms --model default) ms wall (median of 21)"
+	echo "tpusim run $(basename "$largest") --hw v3: $(run_ms) wall (median of 21)"
+	echo "tpusim run $(basename "$largest") --hw v3 --model default: $(run_ms --model default) wall (median of 21)"
 	instrs=$(grep -c " = " "$largest")
 	for policy in xla analytic; do
-		echo "tpusim fuse $(basename "$largest") ($instrs instructions) --policy $policy (decide, write, read back, cost both): $(fuse_ms "$policy") ms wall (median of 5)"
+		echo "tpusim fuse $(basename "$largest") ($instrs instructions) --policy $policy (decide, write, read back, cost both): $(fuse_ms "$policy") wall (median of 5)"
 	done
+	programs=$shared/data/hlo-programs
+	for m in hlo_llama31_8b_bf16_1x8 nv_maxtext_1n1g_jit_train_step_before_optimization; do
+		[ -f "$programs/$m.hlo" ] || continue
+		echo "tpusim run $m ($(grep -c " = " "$programs/$m.hlo") instructions) --hw v3: $(both_ms 3 0 run "$programs/$m.hlo" --hw "$root/hwspecs/v3.yaml") wall (median of 3)"
+	done
+	echo "tpusim validate tpuv4-ops (4428 rows): $(both_ms 3 0 validate --data "$shared/data/tpuv4-ops" --hw-dir "$root/hwspecs") wall (median of 3)"
+	# growth with size: the largest module replicated
+	first_n="" first_ms=""
+	for k in 1 4 16 56; do
+		python3 "$root/scripts/replicate_hlo.py" "$largest" $k >"$section.rep.hlo"
+		n=$(grep -c " = " "$section.rep.hlo")
+		ms=$(median_ms 1 0 $pin "$build/cli/tpusim" run "$section.rep.hlo" --hw "$root/hwspecs/v3.yaml")
+		fms=$(median_ms 1 0 $pin "$build/cli/tpusim" fuse "$section.rep.hlo" --hw "$root/hwspecs/v3.yaml" -o /dev/null)
+		line="$(basename "$largest" .hlo) x$k ($n instructions): run $ms ms, fuse --policy xla $fms ms"
+		if [ -n "$before" ] && [ $k -le 16 ]; then
+			bms=$(median_ms 1 0 $pin "$before/cli/tpusim" run "$section.rep.hlo" --hw "$root/hwspecs/v3.yaml")
+			line="$line (before: run $bms ms)"
+		fi
+		echo "$line"
+		[ -n "$first_n" ] || { first_n=$n first_ms=$ms; }
+	done
+	rm -f "$section.rep.hlo"
+	echo "run time ~ instructions^$(awk -v a="$first_n" -v b="$n" -v ta="$first_ms" -v tb="$ms" 'BEGIN { printf "%.2f", log(tb / ta) / log(b / a) }') from $first_n to $n instructions"
 	kernels=$("$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" | sed -n 's/^n_kernels: //p')
 	sweep="--sweep hbm.bw_bytes_per_s=100e9:6400e9:+100e9 --sweep mxu.count=1:16:+1"
 	for mode in --hold-tiles ""; do
