@@ -359,22 +359,6 @@ const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
 
 
 /* Consumes c after optional whitespace. */
-bool hp_accept(struct hp_parser *p, int c)
-{
-	skip_ws(p);
-	if (cur(p) == c) {
-		p->p++;
-		return true;
-	}
-	return false;
-}
-
-bool hp_expect_char(struct hp_parser *p, int c, const char *what)
-{
-	if (hp_accept(p, c))
-		return true;
-	return hp_expected(p, what);
-}
 
 
 /* A name: optional '%', then a word starting with a letter or '_' (a digit

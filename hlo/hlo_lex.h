@@ -141,8 +141,6 @@ struct hp_parser {
  * byte, at line:col, "expected X, got Y", out of memory) and return false;
  * each function's comment is at its definition. */
 
-bool hp_accept(struct hp_parser *p, int c);
-bool hp_expect_char(struct hp_parser *p, int c, const char *what);
 bool hp_expected(struct hp_parser *p, const char *what);
 __attribute__((format(printf, 3, 4)))
 bool hp_fail(struct hp_parser *p, const char *at, const char *fmt, ...);
@@ -215,6 +213,23 @@ static inline size_t word_len(const struct hp_parser *p, const char *q)
 		q++;
 	}
 	return (size_t)(q - s);
+}
+
+/* Skips blanks; consumes c when it comes next. */
+static inline bool hp_accept(struct hp_parser *p, int c)
+{
+	skip_ws(p);
+	if (cur(p) == c) {
+		p->p++;
+		return true;
+	}
+	return false;
+}
+
+/* hp_accept, else "expected WHAT" recorded (false). */
+static inline bool hp_expect_char(struct hp_parser *p, int c, const char *what)
+{
+	return hp_accept(p, c) || hp_expected(p, what);
 }
 
 #endif /* HLO_LEX_H */
