@@ -231,16 +231,25 @@ static bool cut(const struct sim_tile_config *part, void *ctx)
  * per_dim), until the product fits. */
 #define SIM_DEFAULT_MAX_CONFIGS INT64_C(150000)
 
-int sim_plan_default_per_dim(const struct sim_plan *p)
+/* The per-dim cap of the default's candidates, and (n) how many they are. */
+static int default_per_dim(const struct sim_plan *p, int64_t *n)
 {
 	int per_dim = 0;
-	if (sim_plan_enumerate(p, 0, NULL, NULL) > SIM_DEFAULT_MAX_CONFIGS) {
+	*n = sim_plan_enumerate(p, 0, NULL, NULL);
+	if (*n > SIM_DEFAULT_MAX_CONFIGS) {
 		per_dim = 64;
-		while (per_dim > 2 && sim_plan_enumerate(p, per_dim, NULL, NULL) >
+		while (per_dim > 2 && (*n = sim_plan_enumerate(p, per_dim, NULL,
+							       NULL)) >
 					      SIM_DEFAULT_MAX_CONFIGS)
 			per_dim--;
 	}
 	return per_dim;
+}
+
+int sim_plan_default_per_dim(const struct sim_plan *p)
+{
+	int64_t n;
+	return default_per_dim(p, &n);
 }
 
 /*
@@ -261,13 +270,10 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
  * candidates are what `tpusim tile` ranks, so its best is this config
  * (or, with a larger cap, one the model puts no slower).
  */
-int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
-			 struct sim_tile_config *cfg)
+static int64_t search_default(const struct sim_plan *p,
+			      const struct hw_spec *hw, int per_dim,
+			      struct sim_tile_config *cfg)
 {
-	memset(cfg, 0, sizeof *cfg);
-	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
-		return 0;
-	int per_dim = sim_plan_default_per_dim(p);
 	struct best b = {.p = p, .hw = hw};
 	sim_plan_search(p, per_dim, true, keep_best, cut, &b);
 	if (!(b.n && b.est.feasible && isfinite(b.est.time_ns))) {
@@ -277,6 +283,69 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 	if (b.n)
 		*cfg = b.cfg;
 	return b.n;
+}
+
+/*
+ * The default config, remembered. Whole programs repeat kernels (the 6,287
+ * kernels of the Llama-3.1-8B step have about 150 distinct plans), and a
+ * what-if point searches every kernel again; the default is a function of
+ * the plan's contents and the spec alone. So the searches over at least
+ * SIM_MEMO_MIN candidates are remembered in SIM_MEMO_SLOTS slots (direct
+ * mapped by an FNV-1a hash of the grid, the work and the spec, a new search
+ * replacing the slot's old one), keyed by the plan's bytes (with its pointers, which only name the kernel
+ * and spec it came from, cleared) and the spec's, compared whole on a hit:
+ * no hash is trusted, so a hit returns exactly what the search would. The
+ * slots are static: tpusim runs one thread (MPI ranks are processes).
+ */
+#define SIM_MEMO_SLOTS 128
+#define SIM_MEMO_MIN 16
+
+struct memo_slot {
+	bool used;
+	struct sim_plan plan;
+	struct hw_spec hw;
+	struct sim_tile_config cfg;
+	int64_t n;
+};
+static struct memo_slot memo[SIM_MEMO_SLOTS];
+
+int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
+			 struct sim_tile_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
+		return 0;
+	int64_t n_cand;
+	int per_dim = default_per_dim(p, &n_cand);
+	if (n_cand < SIM_MEMO_MIN)
+		return search_default(p, hw, per_dim, cfg);
+	static struct sim_plan key; /* 12 KB: off the stack */
+	key = *p;
+	key.k = NULL;
+	key.target = NULL;
+	key.hw = NULL;
+	for (int a = 0; a < SIM_PLAN_MAX_ACCESS; a++)
+		key.acc[a].name = NULL;
+	/* the slot from a digest (the grid and the work); the whole key
+	 * decides a hit */
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, key.dims,
+			      (size_t)key.n_dims * sizeof *key.dims);
+	double work[3] = {key.vpu_cycles, key.mxu_macs, key.other_bytes};
+	h = ts_fnv1a(h, work, sizeof work);
+	h = ts_fnv1a(h, hw, sizeof *hw);
+	struct memo_slot *m = &memo[h % SIM_MEMO_SLOTS];
+	if (m->used && memcmp(&m->plan, &key, sizeof key) == 0 &&
+	    memcmp(&m->hw, hw, sizeof *hw) == 0) {
+		*cfg = m->cfg;
+		return m->n;
+	}
+	int64_t n = search_default(p, hw, per_dim, cfg);
+	m->used = true;
+	m->plan = key;
+	m->hw = *hw;
+	m->cfg = *cfg;
+	m->n = n;
+	return n;
 }
 
 /* ---- sim.h entry points ---- */

@@ -348,13 +348,14 @@ struct dma_part {
 	double worst; /* ns of the slowest stream alone (hw_mem_stream_ns) */
 };
 
-static void dma_add(struct dma_part *d, const struct hw_spec *hw,
+/* bw: hw_mem_bytes_per_ns(hw), once per estimate. */
+static void dma_add(struct dma_part *d, const struct hw_spec *hw, double bw,
 		    double bytes, double runs)
 {
 	if (bytes <= 0)
 		return;
 	d->bytes += bytes;
-	d->worst = fmax(d->worst, hw_mem_stream_ns(hw, bytes, runs));
+	d->worst = fmax(d->worst, hw_mem_stream_ns_at(hw, bw, bytes, runs));
 }
 
 /*
@@ -368,10 +369,9 @@ static void dma_add(struct dma_part *d, const struct hw_spec *hw,
  * cost about the bytes at the sustained rate, not bytes plus every run of
  * both inputs.
  */
-static double dma_ns(const struct hw_spec *hw, const struct dma_part *d)
+static double dma_ns(double bw, const struct dma_part *d)
 {
-	double bpns = hw_mem_bytes_per_ns(hw);
-	return fmax(bpns > 0 ? d->bytes / bpns : 0.0, d->worst);
+	return fmax(bw > 0 ? d->bytes / bw : 0.0, d->worst);
 }
 
 /*
@@ -445,9 +445,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->modelled = p->kind != SIM_PLAN_UNMODELLED;
 	out->config = *full;
 	double clock_ghz = hw->clock_hz * 1e-9;
-	double bpns = hw_mem_bytes_per_ns(hw);
-	if (bpns <= 0)
-		bpns = 1e-9;
+	double bw = hw_mem_bytes_per_ns(hw); /* bytes per ns */
 	switch (p->kind) {
 	case SIM_PLAN_UNMODELLED:
 	case SIM_PLAN_FREE:
@@ -491,7 +489,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double runs = transfers; /* contiguous runs (DMA chunks) in all */
 	/* the DMA streams of the first loads, the last stores and the
 	 * steps between them (dma_add) */
-	struct dma_part d_first = {first, hw_mem_stream_ns(hw, first, transfers)};
+	struct dma_part d_first = {first,
+				   hw_mem_stream_ns_at(hw, bw, first, transfers)};
 	struct dma_part d_last = {0, 0}, d_mid = {0, 0}, d_all = d_first;
 	double prologue = 0;
 	for (int a = 0; a < p->n_access; a++) {
@@ -515,19 +514,19 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		double moved = c->total + c->reread;
 		double moved_runs = c->chunks + c->reread_chunks;
 		runs += moved_runs;
-		dma_add(&d_all, hw, moved, moved_runs);
+		dma_add(&d_all, hw, bw, moved, moved_runs);
 		if (ac->output) {
 			wr += c->total;
 			rd += c->reread;
 			last += c->last;
-			dma_add(&d_last, hw, c->last, c->last_chunks);
-			dma_add(&d_mid, hw, moved - c->last,
+			dma_add(&d_last, hw, bw, c->last, c->last_chunks);
+			dma_add(&d_mid, hw, bw, moved - c->last,
 				moved_runs - c->last_chunks);
 		} else {
 			rd += c->total;
 			first += c->block;
-			dma_add(&d_first, hw, c->block, c->block_chunks);
-			dma_add(&d_mid, hw, moved - c->block,
+			dma_add(&d_first, hw, bw, c->block, c->block_chunks);
+			dma_add(&d_mid, hw, bw, moved - c->block,
 				moved_runs - c->block_chunks);
 		}
 	}
@@ -612,10 +611,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 				: 0.0;
 	double dma_step = n_core > 1 && c_mid.bytes > 0
 				  ? (mid_in > 0 ? hw->dma_latency_ns : 0.0) +
-					    dma_ns(hw, &c_mid) / (n_core - 1.0)
+					    dma_ns(bw, &c_mid) / (n_core - 1.0)
 				  : 0.0;
-	double first_ns = hw->dma_latency_ns + dma_ns(hw, &c_first);
-	double last_ns = last > 0 ? hw->dma_latency_ns + dma_ns(hw, &c_last)
+	double first_ns = hw->dma_latency_ns + dma_ns(bw, &c_first);
+	double last_ns = last > 0 ? hw->dma_latency_ns + dma_ns(bw, &c_last)
 				  : 0.0;
 	double pipe = (n_core - 1.0) * (fmax(compute_step, dma_step) +
 					hw->step_overhead_ns) +
@@ -626,7 +625,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->steps = steps;
 	out->mxu_cycles = mxu;
 	out->vpu_cycles = vpu;
-	double dma_busy = dma_ns(hw, &d_all); /* the DMAs alone, ns */
+	double dma_busy = dma_ns(bw, &d_all); /* the DMAs alone, ns */
 	out->dma_cycles = dma_busy * clock_ghz;
 	out->overhead_ns = hw->kernel_overhead_ns + n * hw->step_overhead_ns;
 	out->vmem_bytes = vmem;
