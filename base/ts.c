@@ -2,6 +2,10 @@
  * ts.c: status strings, diagnostics, the failing-allocation hook, arenas and
  * whole-file I/O. See ts.h for the contracts.
  */
+/* realpath(3) for writes through symbolic links: X/Open on top of the
+ * build-wide POSIX. */
+#define _XOPEN_SOURCE 700
+
 #include "ts.h"
 
 #include <errno.h>
@@ -249,6 +253,19 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 			    struct ts_diag *d)
 {
+	return ts_read_file_max(path, TS_READ_MAX, out, out_len, d);
+}
+
+static enum ts_status too_large(const char *path, size_t max, struct ts_diag *d)
+{
+	ts_diag_set(d, path, 0, 0, "the file is larger than %zu bytes: not read",
+		    max);
+	return TS_ERR_PARSE;
+}
+
+enum ts_status ts_read_file_max(const char *path, size_t max, char **out,
+				size_t *out_len, struct ts_diag *d)
+{
 	*out = NULL;
 	*out_len = 0;
 	FILE *f = fopen(path, "rb");
@@ -256,13 +273,21 @@ enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 		ts_diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
 		return TS_ERR_IO;
 	}
-	enum ts_status st = ts_read_stream(f, path, out, out_len, d);
+	/* a regular file is measured first; anything else is read up to
+	 * the cap */
+	struct stat sb;
+	enum ts_status st;
+	if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (uintmax_t)sb.st_size > max)
+		st = too_large(path, max, d);
+	else
+		st = ts_read_stream(f, path, max, out, out_len, d);
 	fclose(f);
 	return st;
 }
 
-enum ts_status ts_read_stream(FILE *f, const char *path, char **out,
-			      size_t *out_len, struct ts_diag *d)
+enum ts_status ts_read_stream(FILE *f, const char *path, size_t max,
+			      char **out, size_t *out_len, struct ts_diag *d)
 {
 	*out = NULL;
 	*out_len = 0;
@@ -275,20 +300,29 @@ enum ts_status ts_read_stream(FILE *f, const char *path, char **out,
 	}
 	for (;;) {
 		if (cap - len < 2) {
-			if (cap > SIZE_MAX / 2) {
+			/* grow to at most max + 2: one byte past the cap
+			 * tells, and the terminating NUL */
+			size_t ncap = max < SIZE_MAX - 2 && cap > (max + 2) / 2
+					      ? max + 2
+					      : cap * 2;
+			if (cap > SIZE_MAX / 2 || ncap <= cap) {
 				st = TS_ERR_NOMEM;
 				goto out;
 			}
-			char *nb = ts_realloc(buf, cap * 2);
+			char *nb = ts_realloc(buf, ncap);
 			if (!nb) {
 				st = TS_ERR_NOMEM;
 				goto out;
 			}
 			buf = nb;
-			cap *= 2;
+			cap = ncap;
 		}
 		size_t got = fread(buf + len, 1, cap - len - 1, f);
 		len += got;
+		if (len > max) {
+			st = too_large(path, max, d);
+			goto out;
+		}
 		if (got == 0)
 			break;
 	}
@@ -312,15 +346,37 @@ enum ts_status ts_write_file_atomic(const char *path,
 				    enum ts_status (*write_fn)(FILE *f, void *ctx),
 				    void *ctx, struct ts_diag *d)
 {
+	/* A symbolic link is followed: the file it names is replaced, the
+	 * link stays. */
+	struct stat sb;
+	char *real = NULL;
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+		real = realpath(path, NULL);
+		if (!real) {
+			ts_diag_set(d, path, 0, 0,
+				    "a symbolic link to nothing: not written");
+			return TS_ERR_IO;
+		}
+		path = real;
+	}
 	/* A target that exists and is not a regular file (/dev/null,
 	 * /dev/stdout, a FIFO) is written in place: renaming a temporary over
-	 * it would replace the device with a plain file. */
-	struct stat sb;
-	bool in_place = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+	 * it would replace the device with a plain file. A regular file
+	 * nobody may write is left alone (a rename would replace it even so,
+	 * and root may write anything). */
+	bool exists = stat(path, &sb) == 0;
+	bool in_place = exists && !S_ISREG(sb.st_mode);
+	if (exists && S_ISREG(sb.st_mode) && !(sb.st_mode & 0222)) {
+		ts_diag_set(d, path, 0, 0, "the file is read-only: not replaced");
+		free(real);
+		return TS_ERR_IO;
+	}
 	size_t n = strlen(path) + 32;
 	char *tmp = ts_malloc(n);
-	if (!tmp)
+	if (!tmp) {
+		free(real);
 		return TS_ERR_NOMEM;
+	}
 	if (in_place)
 		snprintf(tmp, n, "%s", path);
 	else
@@ -331,6 +387,7 @@ enum ts_status ts_write_file_atomic(const char *path,
 		ts_diag_set(d, path, 0, 0, "cannot create %s: %s", tmp,
 			    strerror(errno));
 		ts_free(tmp);
+		free(real);
 		return TS_ERR_IO;
 	}
 	st = write_fn(f, ctx);
@@ -352,6 +409,7 @@ enum ts_status ts_write_file_atomic(const char *path,
 	if (st != TS_OK && !in_place)
 		remove(tmp);
 	ts_free(tmp);
+	free(real);
 	return st;
 }
 

@@ -130,19 +130,31 @@ static inline ts_i128 ts_ceil_div(ts_i128 a, ts_i128 b)
 
 /* ---- misc -------------------------------------------------------------- */
 
-/* Reads a whole file into a NUL-terminated buffer (ts_free it). */
+/* The most any input file may hold (HLO text, CSV): 1 GiB. */
+#define TS_READ_MAX ((size_t)1 << 30)
+
+/* Reads a whole file into a NUL-terminated buffer (ts_free it). A file of
+ * more than TS_READ_MAX bytes (or a special file that goes on past it,
+ * /dev/zero) is not read: TS_ERR_PARSE, "the file is larger than N bytes",
+ * before anything is kept. */
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 			    struct ts_diag *d);
+/* The same with a cap of max bytes of its own (hardware specs). */
+enum ts_status ts_read_file_max(const char *path, size_t max, char **out,
+				size_t *out_len, struct ts_diag *d);
 /* The same from an open stream to its end (name: for d's messages). */
-enum ts_status ts_read_stream(FILE *f, const char *name, char **out,
-			      size_t *out_len, struct ts_diag *d);
+enum ts_status ts_read_stream(FILE *f, const char *name, size_t max,
+			      char **out, size_t *out_len, struct ts_diag *d);
 
 /*
  * Writes a file atomically: path.tmp.<pid> first, then rename(2), so a
  * failure never leaves a half-written file at path. write_fn gets the open
  * stream and must return TS_OK or an error; on error the temp file is removed.
  * A path that exists and is not a regular file (/dev/null, /dev/stdout, a
- * FIFO) is written in place, never replaced.
+ * FIFO) is written in place, never replaced. A symbolic link is followed
+ * (the file it names is replaced, the link kept; one to nothing is an
+ * error), and a regular file without write permission for anyone is not
+ * replaced (TS_ERR_IO, "the file is read-only: not replaced").
  */
 enum ts_status ts_write_file_atomic(const char *path,
 				    enum ts_status (*write_fn)(FILE *f, void *ctx),

@@ -170,13 +170,10 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 	if (strcmp(path, "-") == 0) { /* standard input */
 		path = "<stdin>";
 		size_t len;
-		st = ts_read_stream(stdin, path, &g->text, &len, &d);
+		st = ts_read_stream(stdin, path, TS_READ_MAX, &g->text, &len, &d);
 		if (st == TS_OK)
 			st = hlo_parse(path, g->text, len, &g->mods,
 				       &g->n_mods, &d);
-		else
-			ts_diag_set(&d, path, 0, 0, "cannot read: %s",
-				    ts_status_str(st));
 	} else {
 		st = hlo_parse_file(path, &g->text, &g->mods, &g->n_mods, &d);
 	}

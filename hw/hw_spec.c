@@ -745,7 +745,8 @@ static enum ts_status load_parent(const struct hw_load_ctx *c,
 		goto out;
 	}
 	struct ts_diag pd = {0};
-	if ((st = ts_read_file(ppath, &text, &len, &pd)) != TS_OK) {
+	if ((st = ts_read_file_max(ppath, HW_SPEC_MAX_BYTES, &text, &len,
+				   &pd)) != TS_OK) {
 		free(real);
 		st = fail_at(c, v->start_mark, "inherits: cannot read '%s': %s",
 			     ppath, pd.msg);
@@ -859,7 +860,7 @@ enum ts_status hw_spec_load_file(const char *path, char **text_out,
 		ts_diag_set(d, "<spec>", 0, 0, "hw_spec_load_file: NULL path");
 		return TS_ERR_MISUSE;
 	}
-	enum ts_status st = ts_read_file(path, &text, &len, d);
+	enum ts_status st = ts_read_file_max(path, HW_SPEC_MAX_BYTES, &text, &len, d);
 	if (st != TS_OK)
 		return st;
 	*text_out = text;

@@ -149,6 +149,8 @@ struct hw_spec {
  * `inherits` is an error there.
  */
 #define HW_INHERIT_MAX 8
+/* The most a spec file may hold (the largest real one is a few KB). */
+#define HW_SPEC_MAX_BYTES ((size_t)1 << 20)
 enum ts_status hw_spec_load(const char *path, struct hw_spec *spec,
 			    struct ts_diag *d);
 /* Same, from text in memory; `name` is used as the file in diagnostics. */

@@ -247,6 +247,34 @@ static void test_missing_file(void **state)
 	proc_free(&p);
 }
 
+/* Inputs that never end or are too large are refused, exit 1, without
+ * reading on: an HLO input over 1 GiB, a spec over 1 MiB (also one
+ * reached through inherits:). */
+static void test_unbounded_inputs(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], ex[PATH_MAX], spec[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", "/dev/zero");
+	expect_rc(&p, 1);
+	assert_string_equal(p.err, "/dev/zero: error: the file is larger than "
+				   "1048576 bytes: not read\n");
+	proc_free(&p);
+	close(make_temp(spec));
+	FILE *f = fopen(spec, "w");
+	assert_non_null(f);
+	fputs("name: x\ninherits: /dev/zero\n", f);
+	fclose(f);
+	tpusim(&p, "run", ex, "--hw", spec);
+	expect_rc(&p, 1);
+	expect_contains(p.err, ":2:11: error: inherits: cannot read '/dev/zero': "
+			       "the file is larger than 1048576 bytes: not read");
+	proc_free(&p);
+	remove(spec);
+}
+
 static void test_malformed_hlo(void **state)
 {
 	(void)state;
@@ -1157,6 +1185,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_unbounded_inputs),
 		cmocka_unit_test(test_malformed_hlo),
 		cmocka_unit_test(test_malformed_yaml),
 		cmocka_unit_test(test_run_example_csv),

@@ -161,11 +161,68 @@ static void test_atomic_write(void **state)
 	assert_string_equal(got, "x,y\n");
 	close(rd);
 	remove(fifo);
+	/* A symbolic link is followed: the file it names gets the text, the
+	 * link stays a link. */
+	char target[160], link[160];
+	snprintf(target, sizeof target, "%s/target.csv", dir);
+	snprintf(link, sizeof link, "%s/link.csv", dir);
+	assert_int_equal(ts_write_file_atomic(target, write_hello, "old\n", &d), TS_OK);
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(ts_write_file_atomic(link, write_hello, "new\n", &d), TS_OK);
+	assert_int_equal(lstat(link, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+	assert_int_equal(ts_read_file(target, &text, &len, &d), TS_OK);
+	assert_string_equal(text, "new\n");
+	ts_free(text);
+	/* A link to nothing is refused, and nothing is created. */
+	remove(target);
+	assert_int_equal(ts_write_file_atomic(link, write_hello, "x\n", &d), TS_ERR_IO);
+	assert_string_equal(d.msg, "a symbolic link to nothing: not written");
+	assert_int_not_equal(access(target, F_OK), 0);
+	remove(link);
+	/* A read-only file is not replaced (not even by root, whom the
+	 * permission bits do not stop), and keeps its bytes. */
+	assert_int_equal(ts_write_file_atomic(target, write_hello, "keep\n", &d), TS_OK);
+	assert_int_equal(chmod(target, 0444), 0);
+	assert_int_equal(ts_write_file_atomic(target, write_hello, "lost\n", &d), TS_ERR_IO);
+	assert_string_equal(d.msg, "the file is read-only: not replaced");
+	assert_int_equal(ts_read_file(target, &text, &len, &d), TS_OK);
+	assert_string_equal(text, "keep\n");
+	ts_free(text);
+	remove(target);
 	rmdir(dir);
 	/* A missing file is an I/O error naming the path. */
 	assert_int_equal(ts_read_file("/nonexistent/x.hlo", &text, &len, &d), TS_ERR_IO);
 	assert_string_equal(d.file, "/nonexistent/x.hlo");
 	assert_non_null(strstr(d.msg, "cannot open"));
+}
+
+/* Inputs are capped: a regular file over the cap is refused before it is
+ * read, a special file that goes on past it (/dev/zero) once it has. */
+static void test_read_cap(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof path, "/tmp/tpusim_test_cap_%ld", (long)getpid());
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	for (int i = 0; i < 100; i++)
+		fputc('x', f);
+	fclose(f);
+	char *text = NULL;
+	size_t len = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file_max(path, 99, &text, &len, &d), TS_ERR_PARSE);
+	assert_string_equal(d.msg, "the file is larger than 99 bytes: not read");
+	assert_null(text);
+	assert_int_equal(ts_read_file_max(path, 100, &text, &len, &d), TS_OK);
+	assert_int_equal(len, 100);
+	ts_free(text);
+	remove(path);
+	assert_int_equal(ts_read_file_max("/dev/zero", 70000, &text, &len, &d),
+			 TS_ERR_PARSE);
+	assert_string_equal(d.msg, "the file is larger than 70000 bytes: not read");
+	assert_null(text);
 }
 
 int main(void)
@@ -177,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_arena),
 		cmocka_unit_test(test_alloc_hook),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_read_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
