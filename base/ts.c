@@ -9,6 +9,7 @@
 #include "ts.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,42 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 }
 
 /* ---- files ------------------------------------------------------------- */
+
+/* The resolved folder of a path that does not exist yet, its last part
+ * appended, into buf (room PATH_MAX); false when the folder is not there. */
+static bool resolve_new(const char *path, char *buf)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	char dir[PATH_MAX];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	char *real = realpath(dir, NULL);
+	if (!real)
+		return false;
+	snprintf(buf, PATH_MAX, "%s/%s", real, base);
+	free(real);
+	return true;
+}
+
+bool ts_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea && eb)
+		return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) &&
+		       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	if (ea || eb)
+		return false;
+	char ra[PATH_MAX], rb[PATH_MAX];
+	if (resolve_new(a, ra) && resolve_new(b, rb))
+		return strcmp(ra, rb) == 0;
+	return strcmp(a, b) == 0;
+}
 
 enum ts_status ts_read_file(const char *path, char **out, size_t *out_len,
 			    struct ts_diag *d)

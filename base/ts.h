@@ -8,6 +8,7 @@
 #define TS_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,12 @@ static inline ts_i128 ts_ceil_div(ts_i128 a, ts_i128 b)
 }
 
 /* ---- misc -------------------------------------------------------------- */
+
+/* Do paths a and b name the same file? Both existing: the same regular
+ * file (device and inode; a device or FIFO is written in place and names
+ * no file to lose); neither existing: the same name in the same folder
+ * (after symbolic links); one existing and not the other: no. */
+bool ts_same_file(const char *a, const char *b);
 
 /* The most any input file may hold (HLO text, CSV): 1 GiB. */
 #define TS_READ_MAX ((size_t)1 << 30)

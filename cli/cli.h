@@ -435,6 +435,25 @@ int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
  * existing folder is fine, an existing file is not; prints a failure and
  * returns an enum cmd_exit. */
 int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir);
+/* A file a command reads or writes, by the option that names it. */
+enum cmd_file_kind {
+	CMD_FILE = 0,     /* the file path */
+	CMD_FILE_SET,     /* a measurement set folder: its measurements.csv and
+	                     details.csv */
+	CMD_FILE_SPECS,   /* a folder of specs (--hw-dir): its *.yaml */
+};
+struct cmd_file {
+	const char *opt;  /* "-o", "--data", "the input", ... */
+	const char *path; /* NULL or "-": none */
+	enum cmd_file_kind kind;
+};
+/* Refuses an output (outs, plain files) that names the same file
+ * (ts_same_file) as an input or as another output, before anything is
+ * written: "OPT and OPT name the same file: PATH", CMD_EXIT_USAGE;
+ * CMD_EXIT_OK otherwise. */
+int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
+		    int n_outs, const struct cmd_file *ins, int n_ins);
+
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
 enum ts_status cmd_table_write_csv(FILE *f, void *t);
 

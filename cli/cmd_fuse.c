@@ -523,8 +523,19 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 			       "are costed on it)");
 		return CMD_EXIT_USAGE;
 	}
+	const struct cmd_file outs[] = {{"-o", o->out, CMD_FILE},
+					{"--report", o->report, CMD_FILE}};
+	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
+				       {"--model", o->model, CMD_FILE}};
+	int rc = cmd_check_files(ctx, outs, 2, ins, 2);
+	for (int i = 0; rc == CMD_EXIT_OK && i < argc; i++) {
+		const struct cmd_file in = {"the input", argv[i], CMD_FILE};
+		rc = cmd_check_files(ctx, outs, 2, &in, 1);
+	}
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	struct cmd_fusion fusion;
-	int rc = cmd_fusion_init(ctx, policy, o->model, &ctx->hw, &fusion);
+	rc = cmd_fusion_init(ctx, policy, o->model, &ctx->hw, &fusion);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	if (o->agreement) {

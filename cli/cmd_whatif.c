@@ -570,6 +570,12 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 		n_points *= o->sweeps[s].n;
 	}
+	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
+	const struct cmd_file ins[] = {{"the input", argv[0], CMD_FILE},
+				       {"--hw", ctx->hw_path, CMD_FILE}};
+	int rc0 = cmd_check_files(ctx, &out, 1, ins, 2);
+	if (rc0 != CMD_EXIT_OK)
+		return rc0;
 	int rank = 0, ranks = 1;
 	mpi_begin(&rank, &ranks);
 	struct cmd_graph g;

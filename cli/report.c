@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -770,6 +771,58 @@ enum ts_status cmd_table_write_csv(FILE *f, void *t)
 	cmd_report_begin(&rep, CMD_FORMAT_CSV, f);
 	cmd_report_table(&rep, t);
 	return cmd_report_end(&rep, &d);
+}
+
+/* Does output out name input in (of its kind)? */
+static bool names(const char *out, const struct cmd_file *in)
+{
+	char p[PATH_MAX];
+	switch (in->kind) {
+	case CMD_FILE_SET:
+		snprintf(p, sizeof p, "%s/measurements.csv", in->path);
+		if (ts_same_file(out, p))
+			return true;
+		snprintf(p, sizeof p, "%s/details.csv", in->path);
+		return ts_same_file(out, p);
+	case CMD_FILE_SPECS: {
+		const char *slash = strrchr(out, '/');
+		const char *base = slash ? slash + 1 : out;
+		size_t n = strlen(base);
+		snprintf(p, sizeof p, "%s/%s", in->path, base);
+		return n > 5 && strcmp(base + n - 5, ".yaml") == 0 &&
+		       ts_same_file(out, p);
+	}
+	default:
+		return ts_same_file(out, in->path);
+	}
+}
+
+static bool given(const char *path)
+{
+	return path && strcmp(path, "-") != 0;
+}
+
+int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
+		    int n_outs, const struct cmd_file *ins, int n_ins)
+{
+	for (int i = 0; i < n_outs; i++) {
+		if (!given(outs[i].path))
+			continue;
+		const struct cmd_file *clash = NULL;
+		for (int j = 0; j < n_ins && !clash; j++)
+			if (given(ins[j].path) && names(outs[i].path, &ins[j]))
+				clash = &ins[j];
+		for (int j = i + 1; j < n_outs && !clash; j++)
+			if (given(outs[j].path) &&
+			    ts_same_file(outs[i].path, outs[j].path))
+				clash = &outs[j];
+		if (clash) {
+			cmd_error(ctx, "%s and %s name the same file: %s",
+				  outs[i].opt, clash->opt, outs[i].path);
+			return CMD_EXIT_USAGE;
+		}
+	}
+	return CMD_EXIT_OK;
 }
 
 int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir)

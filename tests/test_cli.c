@@ -275,6 +275,113 @@ static void test_unbounded_inputs(void **state)
 	remove(spec);
 }
 
+/* Copies file from to to (the test's fixtures). */
+static void copy_file(const char *from, const char *to)
+{
+	char *text = slurp(from);
+	FILE *f = fopen(to, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	ts_free(text);
+}
+
+/* An output that names an input or another output is refused before
+ * anything is written: exit 2, both options named, every file's bytes as
+ * they were. Every command with an output file, each output pointed at
+ * each kind of input it has and at another output. */
+static void test_outputs_never_clobber(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/tpusim_clobber_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char ex[PATH_MAX], v3src[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3src, "hwspecs/v3.yaml");
+	char in[PATH_MAX], spec[PATH_MAX], specs[PATH_MAX], set[PATH_MAX],
+		meas[PATH_MAX], details[PATH_MAX], specs_v3[PATH_MAX],
+		out[PATH_MAX], link[PATH_MAX];
+	snprintf(in, sizeof in, "%s/in.hlo", dir);
+	snprintf(spec, sizeof spec, "%s/v3.yaml", dir);
+	snprintf(specs, sizeof specs, "%s/specs", dir);
+	snprintf(specs_v3, sizeof specs_v3, "%s/specs/v3.yaml", dir);
+	snprintf(set, sizeof set, "%s/set", dir);
+	snprintf(meas, sizeof meas, "%s/set/measurements.csv", dir);
+	snprintf(details, sizeof details, "%s/set/details.csv", dir);
+	snprintf(out, sizeof out, "%s/out.hlo", dir);
+	snprintf(link, sizeof link, "%s/link.hlo", dir);
+	assert_int_equal(mkdir(specs, 0700), 0);
+	assert_int_equal(mkdir(set, 0700), 0);
+	copy_file(ex, in);
+	copy_file(v3src, spec);
+	copy_file(v3src, specs_v3);
+	copy_file(ex, meas); /* any bytes: checked before it is read */
+	copy_file(ex, details);
+	assert_int_equal(symlink(in, link), 0);
+	const char *files[] = {in, spec, specs_v3, meas, details};
+	char *before[5];
+	for (int i = 0; i < 5; i++)
+		before[i] = slurp(files[i]);
+	struct {
+		const char *argv[16];
+		const char *a, *b, *path; /* the two options, the file */
+	} cases[] = {
+		{{"fuse", in, "--hw", spec, "-o", in}, "-o", "the input", in},
+		{{"fuse", in, "--hw", spec, "-o", link}, "-o", "the input", link},
+		{{"fuse", "--unfuse", in, "-o", in}, "-o", "the input", in},
+		{{"fuse", in, "--hw", spec, "-o", out, "--report", out},
+		 "-o", "--report", out},
+		{{"fuse", in, "--hw", spec, "--report", spec}, "--report", "--hw",
+		 spec},
+		{{"run", in, "--hw", spec, "--trace", in}, "--trace", "the input",
+		 in},
+		{{"run", in, "--hw", spec, "--trace", spec}, "--trace", "--hw",
+		 spec},
+		{{"whatif", in, "--hw", spec, "--sweep", "mxu.count=1,2", "--csv",
+		  spec}, "--csv", "--hw", spec},
+		{{"whatif", in, "--hw", spec, "--sweep", "mxu.count=1,2", "--csv",
+		  in}, "--csv", "the input", in},
+		{{"validate", "--data", set, "--hw-dir", specs, "--csv", meas},
+		 "--csv", "--data", meas},
+		{{"validate", "--data", set, "--hw-dir", specs, "--csv", specs_v3},
+		 "--csv", "--hw-dir", specs_v3},
+		{{"validate", "--data", set, "--hw", spec, "--csv", spec}, "--csv",
+		 "--hw", spec},
+		{{"train", "--data", set, "--hw-dir", specs, "-o", details}, "-o",
+		 "--data", details},
+		{{"compare", "--data", set, "--hw-dir", specs, "--csv", meas},
+		 "--csv", "--data", meas},
+		{{"calibrate", "--hw", spec, "--data", set, "--fit",
+		  "ici.efficiency", "-o", meas}, "-o", "--data", meas},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		struct proc p;
+		tpusim_args(&p, NULL, cases[c].argv);
+		char want[3 * PATH_MAX];
+		snprintf(want, sizeof want,
+			 "tpusim %s: error: %s and %s name the same file: %s\n",
+			 cases[c].argv[0], cases[c].a, cases[c].b, cases[c].path);
+		if (p.rc != 2 || strcmp(p.err, want) != 0)
+			fail_msg("case %zu (%s): exit %d, %s", c, cases[c].argv[0],
+				 p.rc, p.err);
+		proc_free(&p);
+		for (int i = 0; i < 5; i++) {
+			char *now = slurp(files[i]);
+			if (strcmp(now, before[i]) != 0)
+				fail_msg("case %zu changed %s", c, files[i]);
+			ts_free(now);
+		}
+	}
+	for (int i = 0; i < 5; i++) {
+		ts_free(before[i]);
+		remove(files[i]);
+	}
+	remove(link);
+	rmdir(specs);
+	rmdir(set);
+	rmdir(dir);
+}
+
 static void test_malformed_hlo(void **state)
 {
 	(void)state;
@@ -1186,6 +1293,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_unbounded_inputs),
+		cmocka_unit_test(test_outputs_never_clobber),
 		cmocka_unit_test(test_malformed_hlo),
 		cmocka_unit_test(test_malformed_yaml),
 		cmocka_unit_test(test_run_example_csv),
