@@ -100,9 +100,16 @@ static void test_bad_csv(void **state)
 		     "no measurements after the header");
 	expect_error("dup.csv", TS_ERR_PARSE, "4:1",
 		     "duplicate id 'a' (first on line 2)");
-	expect_error("module.csv", TS_ERR_PARSE, "3:3",
+	expect_error("module_missing.csv", TS_ERR_PARSE, "2:3",
 		     "module file 'modules/nope.hlo' not found: No such file "
 		     "or directory");
+	/* module paths stay inside the set's folder */
+	expect_error("module.csv", TS_ERR_PARSE, "2:3",
+		     "module path '../tiny/modules/tiny.hlo' leads outside the "
+		     "set's folder");
+	expect_error("module_abs.csv", TS_ERR_PARSE, "2:3",
+		     "module path '/etc/passwd' is absolute: a module is named "
+		     "relative to the set's folder");
 }
 
 /* A config the tile parser rejects is reported at its csv line, inside the

@@ -4,6 +4,9 @@
  * Every check reports file:line:col of the offending field; nothing in the
  * file is skipped or guessed. Modules are listed once each, not parsed.
  */
+/* realpath(3): X/Open on top of the build-wide POSIX. */
+#define _XOPEN_SOURCE 700
+
 #include "val.h"
 
 #include <errno.h>
@@ -417,7 +420,20 @@ out:
 	return st;
 }
 
-/* Module file names: full path for opening, bare name for reports. */
+/* Is file (after symbolic links) inside folder dir? */
+static bool inside(const char *dir, const char *file)
+{
+	char *rd = realpath(dir, NULL), *rf = realpath(file, NULL);
+	size_t n = rd ? strlen(rd) : 0;
+	bool in = rd && rf && strncmp(rd, rf, n) == 0 &&
+		  (rf[n] == '/' || (n == 1 && rd[0] == '/'));
+	free(rd);
+	free(rf);
+	return in;
+}
+
+/* Module file names: full path for opening, bare name for reports. A
+ * module must lie inside the set's folder, symbolic links followed. */
 static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 				    const uint32_t *module_cols,
 				    struct ts_diag *d)
@@ -446,6 +462,13 @@ static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 			return TS_ERR_NOMEM;
 
 		const struct val_row *row = &ds->rows[m->first_row];
+		if (m->path[0] == '/') {
+			ts_diag_set(d, ds->csv_path, row->line,
+				    module_cols[m->first_row],
+				    "module path '%s' is absolute: a module is "
+				    "named relative to the set's folder", m->path);
+			return TS_ERR_PARSE;
+		}
 		struct stat sb;
 		if (stat(full, &sb) != 0) {
 			ts_diag_set(d, ds->csv_path, row->line,
@@ -459,6 +482,13 @@ static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 				    module_cols[m->first_row],
 				    "module '%s' is not a regular file",
 				    m->path);
+			return TS_ERR_PARSE;
+		}
+		if (!inside(dir, full)) {
+			ts_diag_set(d, ds->csv_path, row->line,
+				    module_cols[m->first_row],
+				    "module path '%s' leads outside the set's "
+				    "folder", m->path);
 			return TS_ERR_PARSE;
 		}
 	}
