@@ -22,6 +22,7 @@
 #define HP_KW_CAP 512     /* keyword hash slots (power of two) */
 #define HP_KW_MAX_LEN 40  /* longer words are never keywords */
 #define HP_MSG_TOK 48     /* bytes of a token echoed in a message */
+#define HP_MAX_TILE_DIM ((int64_t)1 << 24) /* a layout tile's extent */
 
 /* ---- small helpers --------------------------------------------------------- */
 

@@ -5,6 +5,8 @@
  */
 #include "ir.h"
 
+#include <math.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,11 +39,10 @@ static int stored_bits(const struct ir_shape *s)
 }
 
 /* ceil(bits / 8): the whole bytes that hold `bits` bits. */
+/* ceil in doubles (no integer cast: sizes past 2^63 stay sizes). */
 static double whole_bytes(double bits)
 {
-	double bytes = bits / 8.0;
-	double whole = (double)(int64_t)bytes;
-	return whole < bytes ? whole + 1 : whole;
+	return ceil(bits / 8.0);
 }
 
 double ir_shape_bytes(const struct ir_shape *s)
@@ -169,7 +170,7 @@ static double round_up(double v, double m)
 {
 	if (m <= 1)
 		return v;
-	double q = (double)(int64_t)(v / m);
+	double q = floor(v / m);
 	return q * m < v ? (q + 1) * m : q * m;
 }
 

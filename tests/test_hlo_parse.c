@@ -698,6 +698,14 @@ static void test_errors(void **state)
 		  "malformed layout: 1 dimensions for a shape of rank 2");
 	parse_err("ENTRY e {\n  p = f32[2,3]{1,0:T(8,128)Q(1)} parameter(0)\n}\n", 2, 28,
 		  "malformed layout: unexpected 'Q'");
+	/* tiles are range-checked as dimensions are: a tile's extent, and
+	 * the array padded to its tiles (2^60 bytes) */
+	parse_err("ENTRY e {\n  p = f32[1024,1024]{1,0:T(4611686018427387904)} parameter(0)\n}\n",
+		  2, 28, "malformed layout: tile dimension 4611686018427387904 is "
+			 "larger than 16777216");
+	parse_err("ENTRY e {\n  p = f32[8,8,8,8]{3,2,1,0:T(16777216,16777216,16777216,16777216)} "
+		  "parameter(0)\n}\n",
+		  2, 19, "shape too large: padded to its tiles it exceeds 2^60 bytes");
 	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = pred[] compare(p, p), direction=XX\n}\n", 3, 44,
 		  "bad value for attribute 'direction': 'XX'");
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = f32[2] broadcast(p), dimensions={a}\n}\n", 3, 45,
