@@ -278,6 +278,45 @@ static enum ts_status fail_at(const struct hw_load_ctx *c, yaml_mark_t m,
 	return spec_error(c);
 }
 
+/* Collections nested deeper than this make no spec (specs nest 3 deep). */
+#define HW_YAML_MAX_DEPTH 32
+
+/* Refuses text whose collections nest deeper than HW_YAML_MAX_DEPTH, at
+ * the first one too deep, before libyaml's document loader sees it (it
+ * takes time quadratic in the depth: 30,000 levels of [[[...]]] take
+ * seconds). The event parser stops there; syntax errors are left to the
+ * loader, which says them in full. */
+static enum ts_status check_depth(const struct hw_load_ctx *c)
+{
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser)) {
+		ts_diag_set(c->d, c->file, 0, 0, "out of memory reading YAML");
+		return TS_ERR_NOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)c->text,
+				     c->len);
+	enum ts_status st = TS_OK;
+	int depth = 0;
+	yaml_event_t ev;
+	while (st == TS_OK && yaml_parser_parse(&parser, &ev)) {
+		yaml_event_type_t t = ev.type;
+		if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+			if (++depth > HW_YAML_MAX_DEPTH)
+				st = fail_at(c, ev.start_mark,
+					     "collections nested deeper than %d "
+					     "levels", HW_YAML_MAX_DEPTH);
+		} else if (t == YAML_SEQUENCE_END_EVENT ||
+			   t == YAML_MAPPING_END_EVENT) {
+			depth--;
+		}
+		yaml_event_delete(&ev);
+		if (t == YAML_STREAM_END_EVENT)
+			break;
+	}
+	yaml_parser_delete(&parser);
+	return st;
+}
+
 /*
  * Copies a scalar into buf for quoting in a message: at most 40 bytes, any
  * byte outside printable ASCII shown as '?', so that binary junk or a
@@ -793,6 +832,10 @@ static enum ts_status load_text_at(const char *name, const char *text,
 	if (!yaml_parser_initialize(&parser)) {
 		ts_diag_set(d, name, 0, 0, "out of memory reading YAML");
 		return TS_ERR_NOMEM;
+	}
+	if ((st = check_depth(&c)) != TS_OK) {
+		yaml_parser_delete(&parser);
+		return st;
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &doc)) {

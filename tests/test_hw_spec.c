@@ -507,6 +507,21 @@ static void test_err_document_shape(void **state)
 				   "vmem, overhead, host and ici at the top level, got a scalar");
 	expect_error("- a\n- b\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
 					 "vmem, overhead, host and ici at the top level, got a sequence");
+	/* Nesting is capped before the document is loaded (100,000 levels
+	 * of [[[...]]] took minutes): the 33rd collection, the 32nd '[' of
+	 * "mxu: [[[..." (the top mapping is the first), is refused. */
+	static char deep[2 * 100000 + 16];
+	size_t n = (size_t)snprintf(deep, sizeof deep, "mxu: ");
+	memset(deep + n, '[', 100000);
+	memset(deep + n + 100000, ']', 100000);
+	deep[n + 200000] = '\n';
+	expect_error_n(deep, n + 200001, 1, 37,
+		       "collections nested deeper than 32 levels");
+	/* 32 levels are a spec's business (here: not a mapping) */
+	char ok[80];
+	snprintf(ok, sizeof ok, "mxu: %.31s%.31s\n",
+		 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+	expect_error(ok, 1, 6, "mxu: expected a mapping, got a sequence");
 }
 
 static void test_err_encoding(void **state)
