@@ -362,7 +362,7 @@ static int spec_at(const struct cmd_ctx *ctx, const struct whatif_opts *o,
 		f[s] = o->sweeps[s].field;
 	*hw = ctx->hw;
 	struct ts_diag d = {0};
-	if (hw_spec_apply(hw, o->n_sweeps, f, vals, &d) != TS_OK) {
+	if (hw_spec_apply(hw, o->n_sweeps, f, vals, NULL, &d) != TS_OK) {
 		cmd_error(ctx, "--sweep: %s", d.msg);
 		return CMD_EXIT_USAGE;
 	}
@@ -388,7 +388,7 @@ static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
 		struct ts_diag d = {0};
 		struct point pt = {0};
 		if (x[i] > 0 &&
-		    hw_spec_apply(&hw, 1, &w->field, &x[i], &d) == TS_OK &&
+		    hw_spec_apply(&hw, 1, &w->field, &x[i], NULL, &d) == TS_OK &&
 		    cost_point(ctx, g, &hw, &pt, ks, false, hold) ==
 			    CMD_EXIT_OK &&
 		    pt.time_ns > 0)

@@ -427,6 +427,7 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 		return rc;
 	const struct hw_field_info *fields[MAX_SETS];
 	double values[MAX_SETS];
+	const char *texts[MAX_SETS];
 	size_t used = 0;
 	for (int i = 0; i < n_sets; i++) {
 		const char *v;
@@ -442,6 +443,7 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 			}
 		char *end = NULL;
 		values[i] = strtod(v, &end);
+		texts[i] = v;
 		if (end == v || *end) {
 			cmd_error(ctx, "--set %s: '%s' is not a number%s%s%s",
 				  sets[i], v, fields[i]->unit[0] ? " (in " : "",
@@ -460,7 +462,7 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 	struct ts_diag d = {0};
 	for (int i = -1; i < n_more; i++)
 		if (hw_spec_apply(i < 0 ? &ctx->hw : &ctx->more_hw[i], n_sets,
-				  fields, values, &d) != TS_OK) {
+				  fields, values, texts, &d) != TS_OK) {
 			cmd_error(ctx, "--set: %s", d.msg);
 			return usage_error(ctx, cmd);
 		}

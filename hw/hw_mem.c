@@ -129,7 +129,7 @@ void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
 	if (devices <= 1 || bytes <= 0)
 		return;
 	double n = (double)devices;
-	double all_links = hw->ici_links > 0 ? hw->ici_links : 1;
+	double all_links = hw->ici_links; /* at least 1 (hw_spec.c) */
 	double links = all_links < 2 ? all_links : 2;
 	double share = hw->megacore || hw->tensorcores_per_chip < 1
 			       ? 1.0

@@ -163,8 +163,10 @@ static const struct hw_field host_fields[] = {
 HW_SECTION_FITS(host_fields);
 
 static const struct hw_field ici_fields[] = {
-	HW_INT("ici", "links", ici_links, "", 0, 64),
-	HW_REAL("ici", "link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 0, 1e13),
+	HW_INT("ici", "links", ici_links, "", 1, 64),
+	/* physical lower bounds: a chip with links moves data over them
+	 * (100 MB/s is far below any published link) */
+	HW_REAL("ici", "link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 1e8, 1e13),
 	HW_REAL("ici", "latency_ns", ici_latency_ns, "ns", 0, 1e6),
 	HW_REAL("ici", "efficiency", ici_efficiency, "", 0.01, 1),
 };
@@ -516,8 +518,9 @@ static enum ts_status load_leaf(const struct hw_load_ctx *c,
 		if (end != s + v->data.scalar.length)
 			return fail_at(c, v->start_mark, "%s: expected a number, got '%s'",
 				       path, quote_scalar(v, q, sizeof q));
-		if (errno == ERANGE || !isfinite(x) || x < f->info.min ||
-		    x > f->info.max)
+		/* strtod's ERANGE also flags an underflow to a subnormal or
+		 * 0, a value the range decides; an overflow is infinite */
+		if (!isfinite(x) || x < f->info.min || x > f->info.max)
 			return range_error(c, v, path, f);
 		*(double *)dst = x;
 		return TS_OK;
@@ -652,9 +655,6 @@ static bool consistent(const struct hw_spec *s, const char **path,
 	} else if (s->vmem_bytes > s->hbm_bytes) {
 		*path = "vmem.bytes";
 		*msg = "larger than hbm.bytes; VMEM is a scratchpad in front of HBM";
-	} else if (s->ici_links > 0 && s->ici_link_bw_bytes_per_s <= 0) {
-		*path = "ici.link_bw_bytes_per_s";
-		*msg = "must be > 0 when ici.links > 0";
 	}
 	return !*path;
 }
@@ -999,11 +999,13 @@ double hw_spec_get(const struct hw_spec *s, const struct hw_field_info *f)
 
 enum ts_status hw_spec_apply(struct hw_spec *s, int n,
 			     const struct hw_field_info *const *fields,
-			     const double *values, struct ts_diag *d)
+			     const double *values, const char *const *texts,
+			     struct ts_diag *d)
 {
 	struct hw_spec t = *s;
 	for (int i = 0; i < n; i++) {
-		enum ts_status st = hw_spec_set(&t, fields[i], values[i], d);
+		enum ts_status st = hw_spec_set(&t, fields[i], values[i],
+						texts ? texts[i] : NULL, d);
 		if (st)
 			return st;
 	}
@@ -1018,16 +1020,21 @@ enum ts_status hw_spec_apply(struct hw_spec *s, int n,
 }
 
 enum ts_status hw_spec_set(struct hw_spec *s, const struct hw_field_info *f,
-			   double v, struct ts_diag *d)
+			   double v, const char *text, struct ts_diag *d)
 {
+	char num[32];
+	if (!text) {
+		snprintf(num, sizeof num, "%.17g", v);
+		text = num;
+	}
 	if (!(v >= f->min && v <= f->max)) {
-		ts_diag_set(d, NULL, 0, 0, "%s: %.17g is out of range [%.6g, %.6g]%s%s",
-			    f->path, v, f->min, f->max, f->unit[0] ? " " : "",
+		ts_diag_set(d, NULL, 0, 0, "%s: %s is out of range [%.6g, %.6g]%s%s",
+			    f->path, text, f->min, f->max, f->unit[0] ? " " : "",
 			    f->unit);
 		return TS_ERR_SPEC;
 	}
 	if (f->is_int && v != floor(v)) {
-		ts_diag_set(d, NULL, 0, 0, "%s: %.17g is not an integer", f->path, v);
+		ts_diag_set(d, NULL, 0, 0, "%s: %s is not an integer", f->path, text);
 		return TS_ERR_SPEC;
 	}
 	char *p = (char *)s + row_of(f)->offset;
@@ -1296,7 +1303,7 @@ enum ts_status hw_spec_write_fields(const char *in_path, const char *out_path,
 			st = TS_ERR_MISUSE;
 			goto out;
 		}
-		if ((st = hw_spec_set(&spec, f, values[i], d))) {
+		if ((st = hw_spec_set(&spec, f, values[i], NULL, d))) {
 			d->file = in_path;
 			goto out;
 		}

@@ -183,16 +183,18 @@ double hw_spec_get(const struct hw_spec *s, const struct hw_field_info *f);
 /* Range- and type-checked set (an int field needs an integral value). On
  * error TS_ERR_SPEC, s unchanged and d = "<path>: <value> is out of range
  * [lo, hi] <unit>" (the loader's wording) or "<path>: <value> is not an
- * integer", without file or line. */
+ * integer", without file or line; <value> is text as the user gave it
+ * (1e400, not inf), or v printed when text is NULL. */
 enum ts_status hw_spec_set(struct hw_spec *s, const struct hw_field_info *f,
-			   double v, struct ts_diag *d);
-/* The spec as if its file had said fields[i]: values[i] (i < n): each set
- * (hw_spec_set's checks), then the checks that relate fields, then the
- * derived figures, as the loader does. On error TS_ERR_SPEC with d =
- * "<path>: <what>", s unchanged. */
+			   double v, const char *text, struct ts_diag *d);
+/* The spec as if its file had said fields[i]: values[i] (i < n; texts[i]
+ * as given, or texts NULL): each set (hw_spec_set's checks), then the
+ * checks that relate fields, then the derived figures, as the loader
+ * does. On error TS_ERR_SPEC with d = "<path>: <what>", s unchanged. */
 enum ts_status hw_spec_apply(struct hw_spec *s, int n,
 			     const struct hw_field_info *const *fields,
-			     const double *values, struct ts_diag *d);
+			     const double *values, const char *const *texts,
+			     struct ts_diag *d);
 /*
  * Rewrites the spec file in_path into out_path (may be the same file) with
  * field paths[i] set to values[i] (the shortest text that reads back as the

@@ -455,10 +455,24 @@ static void test_whatif(void **state)
 	expect_contains(pts_csv, ",0,0,940000001\n");
 	expect_contains(pts_csv, ",0,0,940000002\n");
 	ts_free(pts_csv);
-	tpusim(&p, "whatif", ex, "--hw", v3, "--set", "ici.links=0", "--sweep",
-	       "ici.links=1,2", "-f", "json");
+	tpusim(&p, "whatif", ex, "--hw", v3, "--set", "hbm.dma_chunk_ns=0",
+	       "--sweep", "hbm.dma_chunk_ns=1,2", "-f", "json");
 	expect_rc(&p, 0);
-	expect_contains(p.out, "\"field\": \"ici.links\", \"base_value\": 0}");
+	expect_contains(p.out,
+			"\"field\": \"hbm.dma_chunk_ns\", \"base_value\": 0}");
+	proc_free(&p);
+	/* a chip has links: ici.links=0 is out of its range, said with
+	 * the value as given */
+	tpusim(&p, "whatif", ex, "--hw", v3, "--set", "ici.links=0", "--sweep",
+	       "ici.links=1,2");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim whatif: error: --set: ici.links: 0 is out "
+			       "of range [1, 64]\n");
+	proc_free(&p);
+	tpusim(&p, "run", ex, "--hw", v3, "--set", "hbm.bw_bytes_per_s=1e400");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim run: error: --set: hbm.bw_bytes_per_s: "
+			       "1e400 is out of range [1e+09, 1e+14] bytes/s\n");
 	proc_free(&p);
 	/* bad sweeps: usage errors with the reason */
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "hbm.bw_bytes_per_s=9:1:x2");

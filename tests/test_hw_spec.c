@@ -472,7 +472,7 @@ static void test_err_range(void **state)
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
 	expect_edit_error("  links: 4", "  links: 99999999999999999999", 46, 10,
-			  "ici.links: 99999999999999999999 is out of range [0, 64]");
+			  "ici.links: 99999999999999999999 is out of range [1, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
 	/* Fields that are fine alone but contradict each other. */
@@ -482,8 +482,17 @@ static void test_err_range(void **state)
 			  "(one program spanning several cores)");
 	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 36, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
+	/* physical fields have physical lower bounds: no link without
+	 * bandwidth, no chip with 0 links; an underflow to a subnormal is a
+	 * value like any (strtod's ERANGE), which the range decides */
 	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 47, 24,
-			  "ici.link_bw_bytes_per_s: must be > 0 when ici.links > 0");
+			  "ici.link_bw_bytes_per_s: 0 is out of range [1e+08, 1e+13] bytes/s");
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 47, 24,
+			  "ici.link_bw_bytes_per_s: 1e-300 is out of range [1e+08, 1e+13] bytes/s");
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 47, 24,
+			  "ici.link_bw_bytes_per_s: 4.9e-324 is out of range [1e+08, 1e+13] bytes/s");
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 47, 24,
+			  "ici.link_bw_bytes_per_s: 1e400 is out of range [1e+08, 1e+13] bytes/s");
 }
 
 static void test_err_document_shape(void **state)
@@ -762,18 +771,18 @@ static void test_fields_by_path(void **state)
 	assert_int_equal(hw_spec_load_text("b.yaml", base_spec,
 					   strlen(base_spec), &s, &d), TS_OK);
 	assert_true(hw_spec_get(&s, f) == 900e9);
-	assert_int_equal(hw_spec_set(&s, f, 1.8e12, &d), TS_OK);
+	assert_int_equal(hw_spec_set(&s, f, 1.8e12, NULL, &d), TS_OK);
 	assert_true(s.hbm_bw_bytes_per_s == 1.8e12);
-	assert_int_equal(hw_spec_set(&s, f, 5, &d), TS_ERR_SPEC);
+	assert_int_equal(hw_spec_set(&s, f, 5, NULL, &d), TS_ERR_SPEC);
 	assert_string_equal(d.msg, "hbm.bw_bytes_per_s: 5 is out of range "
 				   "[1e+09, 1e+14] bytes/s");
 	assert_true(s.hbm_bw_bytes_per_s == 1.8e12); /* unchanged */
 	const struct hw_field_info *cnt = hw_spec_field("mxu.count");
 	assert_true(cnt->is_int);
 	assert_true(hw_spec_get(&s, cnt) == 2);
-	assert_int_equal(hw_spec_set(&s, cnt, 2.5, &d), TS_ERR_SPEC);
+	assert_int_equal(hw_spec_set(&s, cnt, 2.5, NULL, &d), TS_ERR_SPEC);
 	assert_string_equal(d.msg, "mxu.count: 2.5 is not an integer");
-	assert_int_equal(hw_spec_set(&s, cnt, 4, &d), TS_OK);
+	assert_int_equal(hw_spec_set(&s, cnt, 4, NULL, &d), TS_OK);
 	assert_int_equal(s.mxu_count, 4);
 }
 
@@ -873,7 +882,7 @@ static void test_apply(void **state)
 	struct ts_diag d = {0};
 	struct hw_spec a, b;
 	assert_int_equal(load_in(dir, "base.yaml", &a, &d), TS_OK);
-	assert_int_equal(hw_spec_apply(&a, 3, fields, values, &d), TS_OK);
+	assert_int_equal(hw_spec_apply(&a, 3, fields, values, NULL, &d), TS_OK);
 	assert_int_equal(hw_spec_write_fields(in, out, 3, paths, values, NULL,
 					      &d),
 			 TS_OK);
@@ -889,9 +898,19 @@ static void test_apply(void **state)
 		hw_spec_field("ici.links"),
 		hw_spec_field("ici.link_bw_bytes_per_s")};
 	const double no_bw[2] = {4, 0};
-	assert_int_equal(hw_spec_apply(&a, 2, ici, no_bw, &d), TS_ERR_SPEC);
-	assert_string_equal(d.msg, "ici.link_bw_bytes_per_s: must be > 0 "
-				   "when ici.links > 0");
+	assert_int_equal(hw_spec_apply(&a, 2, ici, no_bw, NULL, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "ici.link_bw_bytes_per_s: 0 is out of range "
+				   "[1e+08, 1e+13] bytes/s");
+	assert_memory_equal(&a, &keep, sizeof a);
+	/* the value as the user gave it, not as strtod made it */
+	const char *texts[2] = {"0", "1e400"};
+	const double huge[2] = {0, HUGE_VAL};
+	assert_int_equal(hw_spec_apply(&a, 2, ici, huge, texts, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "ici.links: 0 is out of range [1, 64]");
+	assert_int_equal(hw_spec_apply(&a, 1, ici + 1, huge + 1, texts + 1, &d),
+			 TS_ERR_SPEC);
+	assert_string_equal(d.msg, "ici.link_bw_bytes_per_s: 1e400 is out of "
+				   "range [1e+08, 1e+13] bytes/s");
 	assert_memory_equal(&a, &keep, sizeof a);
 	const char *names[] = {"base.yaml", "set.yaml"};
 	remove_files(dir, names, 2);

@@ -48,7 +48,7 @@ static bool changed(const struct hw_spec *base, const struct hw_field_info *f,
 		*out = *base;
 		if (f->is_int && tries[i] != (double)(int64_t)tries[i])
 			continue;
-		if (hw_spec_apply(out, 1, &f, &tries[i], &d) == TS_OK)
+		if (hw_spec_apply(out, 1, &f, &tries[i], NULL, &d) == TS_OK)
 			return true;
 	}
 	return false;

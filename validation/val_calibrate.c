@@ -90,7 +90,7 @@ static void set_params(struct cctx *c, const gsl_vector *x)
 		/* Clamped to the range first, so the set cannot fail. */
 		(void)hw_spec_set(&c->spec, f,
 				  clamp_field(f, exp(gsl_vector_get(x, j))),
-				  &d);
+				  NULL, &d);
 	}
 }
 
@@ -216,7 +216,7 @@ static enum ts_status minimise(struct cctx *c, const double *start,
 		double scale = pow(10, 3 - floor(log10(v)));
 		out[j] = clamp_field(f, nearbyint(v * scale) / scale);
 		struct ts_diag d = {0};
-		(void)hw_spec_set(&c->spec, f, out[j], &d);
+		(void)hw_spec_set(&c->spec, f, out[j], NULL, &d);
 	}
 	if ((st = predict(c)))
 		goto out;
