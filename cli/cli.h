@@ -148,7 +148,8 @@ CMD_LIST(X)
 void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Prints d, with the caret line taken from src when d has none of its own
- * and d names file `src_file` (pass NULL src when there is no text). */
+ * and d names file `src_file` (pass NULL src when there is no text); a d
+ * that names no file (nor src_file) as cmd_error does. */
 void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 	      const char *src_file, const char *src, size_t src_len);
 /* The spec field at path; when there is none, prints "<prog>: error: <opt>
@@ -453,6 +454,12 @@ struct cmd_file {
  * CMD_EXIT_OK otherwise. */
 int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
 		    int n_outs, const struct cmd_file *ins, int n_ins);
+
+/* Refuses (CMD_EXIT_USAGE, both named) a measurement set given twice by
+ * --data, under the same name or another (a link, "x/../x"): its rows
+ * would count twice. */
+int cmd_check_sets(const struct cmd_ctx *ctx, const char *const *dirs,
+		   int n);
 
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
 enum ts_status cmd_table_write_csv(FILE *f, void *t);

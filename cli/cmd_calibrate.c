@@ -328,6 +328,8 @@ static int calibrate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		ins[i] = (struct cmd_file){"--data", o->data[i], CMD_FILE_SET};
 	const struct cmd_file out = {"-o", o->out, CMD_FILE};
 	int rc0 = cmd_check_files(ctx, &out, 1, ins, o->n_data);
+	if (rc0 == CMD_EXIT_OK)
+		rc0 = cmd_check_sets(ctx, o->data, o->n_data);
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	struct val_calib_opts co = {

@@ -491,6 +491,8 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		ins[3 + i] = (struct cmd_file){"--data", o->data[i], CMD_FILE_SET};
 	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
 	int rc = cmd_check_files(ctx, &out, 1, ins, 3 + o->n_data);
+	if (rc == CMD_EXIT_OK)
+		rc = cmd_check_sets(ctx, o->data, o->n_data);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	struct hw_spec single;

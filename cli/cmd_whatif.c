@@ -135,6 +135,7 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 			    const char *arg)
 {
 	struct whatif_opts *o = opts_v;
+	int rc;
 	switch (id) {
 	case OPT_SWEEP:
 		if (o->n_sweeps == WHATIF_MAX_SWEEPS) {
@@ -142,7 +143,17 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 				  WHATIF_MAX_SWEEPS);
 			return CMD_EXIT_USAGE;
 		}
-		return parse_sweep(ctx, arg, &o->sweeps[o->n_sweeps++]);
+		rc = parse_sweep(ctx, arg, &o->sweeps[o->n_sweeps]);
+		for (int i = 0; rc == CMD_EXIT_OK && i < o->n_sweeps; i++)
+			if (o->sweeps[i].field == o->sweeps[o->n_sweeps].field) {
+				cmd_error(ctx, "--sweep %s: %s is swept twice "
+					       "(--sweep %s)", arg,
+					  o->sweeps[i].field->path,
+					  o->sweeps[i].text);
+				rc = CMD_EXIT_USAGE;
+			}
+		o->n_sweeps++;
+		return rc;
 	case OPT_CSV:
 		o->csv = arg;
 		return CMD_EXIT_OK;

@@ -99,6 +99,10 @@ void cmd_diag(const struct cmd_ctx *ctx, struct ts_diag *d,
 {
 	if (!d->file)
 		d->file = src_file;
+	if (!d->file) { /* about no file: the command's own words */
+		cmd_error(ctx, "%s", d->msg);
+		return;
+	}
 	if (!d->src && src && d->line > 0 && d->file && src_file &&
 	    strcmp(d->file, src_file) == 0) {
 		d->src = src;

@@ -825,6 +825,23 @@ int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
 	return CMD_EXIT_OK;
 }
 
+int cmd_check_sets(const struct cmd_ctx *ctx, const char *const *dirs, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			char a[PATH_MAX], b[PATH_MAX];
+			snprintf(a, sizeof a, "%s/measurements.csv", dirs[i]);
+			snprintf(b, sizeof b, "%s/measurements.csv", dirs[j]);
+			if (ts_same_file(a, b)) {
+				cmd_error(ctx, "--data %s and --data %s are the "
+					       "same set: its rows would count "
+					       "twice", dirs[i], dirs[j]);
+				return CMD_EXIT_USAGE;
+			}
+		}
+	return CMD_EXIT_OK;
+}
+
 int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir)
 {
 	struct stat sb;

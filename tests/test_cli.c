@@ -372,6 +372,27 @@ static void test_outputs_never_clobber(void **state)
 			ts_free(now);
 		}
 	}
+	/* a set given twice, under another name: its rows would count
+	 * twice */
+	char set2[PATH_MAX + 16];
+	snprintf(set2, sizeof set2, "%s/../set", set);
+	const char *twice[][9] = {
+		{"train", "--data", set, "--data", set2, "--hw-dir", specs, "-o", out},
+		{"validate", "--data", set, "--data", set2, "--hw-dir", specs},
+	};
+	for (size_t c = 0; c < 2; c++) {
+		struct proc p;
+		const char *argv[10] = {0};
+		memcpy(argv, twice[c], sizeof twice[c]);
+		tpusim_args(&p, NULL, argv);
+		char want[3 * PATH_MAX];
+		snprintf(want, sizeof want,
+			 "tpusim %s: error: --data %s and --data %s are the same "
+			 "set: its rows would count twice\n", argv[0], set, set2);
+		expect_rc(&p, 2);
+		assert_string_equal(p.err, want);
+		proc_free(&p);
+	}
 	for (int i = 0; i < 5; i++) {
 		ts_free(before[i]);
 		remove(files[i]);
@@ -687,6 +708,14 @@ static void test_calibrate_cli(void **state)
 			       "not a numeric spec field; the fields:\n  "
 			       "chip.tensorcores, ");
 	expect_contains(p.err, " ici.efficiency\n");
+	proc_free(&p);
+	/* a message about no file is the command's own, not "<input>:" */
+	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",
+	       "host.call_ns", "--rows", "nomatch*");
+	expect_rc(&p, 2);
+	assert_string_equal(p.err, "tpusim calibrate: error: no rows to fit: "
+				   "none is measured on v3 and matches a --rows "
+				   "pattern\n");
 	proc_free(&p);
 	/* beside hwspecs/v3.yaml: no inherits to resolve, any folder works */
 	tu_tmp_path(out, sizeof out, "calib_cli", ".yaml");

@@ -475,6 +475,12 @@ static void test_whatif(void **state)
 			       "1e400 is out of range [1e+09, 1e+14] bytes/s\n");
 	proc_free(&p);
 	/* bad sweeps: usage errors with the reason */
+	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "mxu.count=1,2",
+	       "--sweep", "mxu.count=4");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim whatif: error: --sweep mxu.count=4: "
+			       "mxu.count is swept twice (--sweep mxu.count=1,2)\n");
+	proc_free(&p);
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep", "hbm.bw_bytes_per_s=9:1:x2");
 	expect_rc(&p, 2);
 	expect_contains(p.err, "tpusim whatif: error: --sweep "
