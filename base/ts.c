@@ -62,6 +62,17 @@ void ts_diag_set(struct ts_diag *d, const char *file, uint32_t line,
 
 /* Prints the source line `line` of d->src and a caret under column col.
  * Tabs before the caret are kept so the caret lines up in a terminal. */
+void ts_fput_text(const char *s, size_t n, FILE *out)
+{
+	for (size_t i = 0; i < n && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\x%02x", c);
+		else
+			fputc(c, out);
+	}
+}
+
 static void print_caret(const struct ts_diag *d, FILE *out)
 {
 	const char *p = d->src, *end = d->src + d->src_len;
@@ -84,7 +95,14 @@ static void print_caret(const struct ts_diag *d, FILE *out)
 	if (from > len)
 		from = len;
 	size_t show = len - from > 160 ? 160 : len - from;
-	fprintf(out, "  %.*s\n  ", (int)show, p + from);
+	/* a control byte shows as '?' (a tab as itself), one column each,
+	 * so the caret stays under its column */
+	fputs("  ", out);
+	for (size_t i = from; i < from + show; i++) {
+		unsigned char c = (unsigned char)p[i];
+		fputc(c == '\t' || (c >= 0x20 && c != 0x7f) ? c : '?', out);
+	}
+	fputs("\n  ", out);
 	for (size_t i = from; i + 1 < d->col && i < from + show; i++)
 		fputc(p[i] == '\t' ? '\t' : ' ', out);
 	fputs("^\n", out);
@@ -93,11 +111,12 @@ static void print_caret(const struct ts_diag *d, FILE *out)
 void ts_diag_print(const struct ts_diag *d, FILE *out)
 {
 	const char *file = d->file ? d->file : "<input>";
+	ts_fput_text(file, strlen(file), out);
 	if (d->line > 0)
-		fprintf(out, "%s:%u:%u: error: %s\n", file, d->line, d->col,
-			d->msg);
-	else
-		fprintf(out, "%s: error: %s\n", file, d->msg);
+		fprintf(out, ":%u:%u", d->line, d->col);
+	fputs(": error: ", out);
+	ts_fput_text(d->msg, sizeof d->msg, out);
+	fputc('\n', out);
 	if (d->src && d->line > 0 && d->col > 0)
 		print_caret(d, out);
 }

@@ -59,8 +59,13 @@ void ts_diag_vset(struct ts_diag *d, const char *file, uint32_t line,
 		  uint32_t col, const char *fmt, va_list ap)
 	__attribute__((format(printf, 5, 0)));
 
-/* Prints "file:line:col: error: msg", then the source line and a caret when
- * d->src is set. */
+/* Writes s (at most n bytes, to its NUL) with each control byte as \xHH:
+ * names and messages from the input reach a terminal as text, never as
+ * its commands (an escape sequence in a file name). */
+void ts_fput_text(const char *s, size_t n, FILE *out);
+
+/* Prints "file:line:col: error: msg" (through ts_fput_text), then the
+ * source line (control bytes as '?') and a caret when d->src is set. */
 void ts_diag_print(const struct ts_diag *d, FILE *out);
 
 /* ---- allocation -------------------------------------------------------- */

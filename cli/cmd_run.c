@@ -1211,9 +1211,20 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	else if (o->model && (rc = cmd_load_model(ctx, o->model, &model)) ==
 				     CMD_EXIT_OK)
 		use = &model;
-	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++)
-		rc = is_dump_dir(argv[i]) ? run_dump_dir(ctx, o, use, argv[i])
-					  : run_file(ctx, o, use, argv[i]);
+	/* every input is run, whatever the ones before it did; the exit
+	 * code is the worst of theirs */
+	int failed = 0, worst = CMD_EXIT_OK;
+	for (int i = 0; i < argc && rc == CMD_EXIT_OK; i++) {
+		int r = is_dump_dir(argv[i]) ? run_dump_dir(ctx, o, use, argv[i])
+					     : run_file(ctx, o, use, argv[i]);
+		failed += r != CMD_EXIT_OK;
+		worst = r > worst ? r : worst;
+	}
+	if (failed && argc > 1)
+		cmd_error(ctx, "%d of %d inputs failed (each said why above)",
+			  failed, argc);
+	if (rc == CMD_EXIT_OK)
+		rc = worst;
 	gnn_model_free(&model);
 	cmd_fusion_free(&fusion);
 	return rc;

@@ -62,11 +62,13 @@ enum cmd_exit cmd_exit_from_status(enum ts_status s)
 
 void cmd_error(const struct cmd_ctx *ctx, const char *fmt, ...)
 {
+	char msg[4096];
 	va_list ap;
-	fprintf(ctx->err, "%s: error: ", ctx->prog);
 	va_start(ap, fmt);
-	vfprintf(ctx->err, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	fprintf(ctx->err, "%s: error: ", ctx->prog);
+	ts_fput_text(msg, sizeof msg, ctx->err);
 	fputc('\n', ctx->err);
 }
 
@@ -76,8 +78,9 @@ const struct hw_field_info *cmd_spec_field(const struct cmd_ctx *ctx,
 	const struct hw_field_info *f = hw_spec_field(path);
 	if (f)
 		return f;
-	fprintf(ctx->err, "%s: error: %s '%s' is not a numeric spec field; "
-			  "the fields:", ctx->prog, opt, path);
+	fprintf(ctx->err, "%s: error: %s '", ctx->prog, opt);
+	ts_fput_text(path, strlen(path), ctx->err);
+	fputs("' is not a numeric spec field; the fields:", ctx->err);
 	int col = 80;
 	for (int i = 0; i < hw_spec_n_fields(); i++) {
 		const char *name = hw_spec_field_at(i)->path;

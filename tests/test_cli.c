@@ -245,6 +245,18 @@ static void test_missing_file(void **state)
 	assert_string_equal(p.err, "no/such/spec.yaml: error: cannot open: "
 				   "No such file or directory\n");
 	proc_free(&p);
+	/* a name's control bytes reach the terminal as text, not as its
+	 * commands */
+	tpusim(&p, "run", "no\x1b[2Jsuch.hlo", "--hw", v3);
+	expect_rc(&p, 3);
+	assert_string_equal(p.err, "no\\x1b[2Jsuch.hlo: error: cannot open: "
+				   "No such file or directory\n");
+	proc_free(&p);
+	tpusim(&p, "run", ex, "--hw", v3, "--set", "a\x07" "b=1");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "--set 'a\\x07b' is not a numeric spec field");
+	assert_null(strchr(p.err, '\a'));
+	proc_free(&p);
 }
 
 /* Inputs that never end or are too large are refused, exit 1, without
@@ -401,6 +413,26 @@ static void test_outputs_never_clobber(void **state)
 	rmdir(specs);
 	rmdir(set);
 	rmdir(dir);
+}
+
+/* Several inputs: a bad one does not stop the others; the exit code is
+ * the worst, and the end says how many failed. */
+static void test_several_inputs_go_on(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], bad[PATH_MAX], ex[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(bad, "tests/data/cli/bad_opcode.hlo");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	struct proc p;
+	tpusim(&p, "run", bad, ex, "no/such.hlo", "--hw", v3, "-f", "json");
+	expect_rc(&p, 3); /* the missing file's, worse than the bad one's 1 */
+	expect_contains(p.out, "\"module\": \"jit_train_loop\"");
+	expect_contains(p.err, "unknown opcode 'frobnicate'");
+	expect_contains(p.err, "no/such.hlo: error: cannot open");
+	assert_true(strstr(p.err, "tpusim run: error: 2 of 3 inputs failed (each "
+				  "said why above)\n") != NULL);
+	proc_free(&p);
 }
 
 static void test_malformed_hlo(void **state)
@@ -1322,6 +1354,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_unbounded_inputs),
+		cmocka_unit_test(test_several_inputs_go_on),
 		cmocka_unit_test(test_outputs_never_clobber),
 		cmocka_unit_test(test_malformed_hlo),
 		cmocka_unit_test(test_malformed_yaml),
