@@ -1,7 +1,9 @@
 /*
  * fuzz_pipeline.c: libFuzzer target for everything after the parser. An
- * input that parses is built into kernel programs and costed on three specs
- * (v3: separate cores; v4: megacore; v7: 256-row MXUs); every tunable
+ * input that parses is built into kernel programs and costed on five specs
+ * (v3: separate cores; v4: megacore; v7: 256-row MXUs; v3 with every
+ * field it accepts at the bottom of its range, and at the top: the
+ * physical bounds, slowest and fastest); every tunable
  * kernel's tile search runs (capped at a few thousand configs). Aborts,
  * so that the fuzzer sees it, when
  *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
@@ -29,14 +31,26 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define N_SPECS 3
+#define N_SPECS 5
 static struct hw_spec specs[N_SPECS];
+
+/* base with each field in turn at the low (or high) end of its range,
+ * where the spec stays consistent (hw_spec_apply says no otherwise). */
+static void at_bounds(struct hw_spec *s, bool high)
+{
+	for (int i = 0; i < hw_spec_n_fields(); i++) {
+		const struct hw_field_info *f = hw_spec_field_at(i);
+		double v = high ? f->max : f->min;
+		struct ts_diag d = {0};
+		(void)hw_spec_apply(s, 1, &f, &v, NULL, &d);
+	}
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	static const char *const gens[N_SPECS] = {"v3", "v4", "v7"};
+	static const char *const gens[N_SPECS] = {"v3", "v4", "v7", "v3", "v3"};
 	const char *src = getenv("TPUSIM_SOURCE");
 	for (int i = 0; i < N_SPECS; i++) {
 		char path[4096];
@@ -48,6 +62,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			abort();
 		}
 	}
+	at_bounds(&specs[3], false);
+	at_bounds(&specs[4], true);
 	return 0;
 }
 
