@@ -406,6 +406,7 @@ enum ts_status ts_write_file_atomic(const char *path,
 	 * link stays. */
 	struct stat sb;
 	char *real = NULL;
+	const char *target = path; /* path stays the name diagnostics use */
 	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
 		real = realpath(path, NULL);
 		if (!real) {
@@ -413,30 +414,30 @@ enum ts_status ts_write_file_atomic(const char *path,
 				    "a symbolic link to nothing: not written");
 			return TS_ERR_IO;
 		}
-		path = real;
+		target = real;
 	}
 	/* A target that exists and is not a regular file (/dev/null,
 	 * /dev/stdout, a FIFO) is written in place: renaming a temporary over
 	 * it would replace the device with a plain file. A regular file
 	 * nobody may write is left alone (a rename would replace it even so,
 	 * and root may write anything). */
-	bool exists = stat(path, &sb) == 0;
+	bool exists = stat(target, &sb) == 0;
 	bool in_place = exists && !S_ISREG(sb.st_mode);
 	if (exists && S_ISREG(sb.st_mode) && !(sb.st_mode & 0222)) {
 		ts_diag_set(d, path, 0, 0, "the file is read-only: not replaced");
 		free(real);
 		return TS_ERR_IO;
 	}
-	size_t n = strlen(path) + 32;
+	size_t n = strlen(target) + 32;
 	char *tmp = ts_malloc(n);
 	if (!tmp) {
 		free(real);
 		return TS_ERR_NOMEM;
 	}
 	if (in_place)
-		snprintf(tmp, n, "%s", path);
+		snprintf(tmp, n, "%s", target);
 	else
-		snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+		snprintf(tmp, n, "%s.tmp.%ld", target, (long)getpid());
 	enum ts_status st = TS_OK;
 	FILE *f = fopen(tmp, "wb");
 	if (!f) {
@@ -458,7 +459,7 @@ enum ts_status ts_write_file_atomic(const char *path,
 		ts_diag_set(d, path, 0, 0, "close failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}
-	if (st == TS_OK && !in_place && rename(tmp, path) != 0) {
+	if (st == TS_OK && !in_place && rename(tmp, target) != 0) {
 		ts_diag_set(d, path, 0, 0, "rename failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}

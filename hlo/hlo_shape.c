@@ -191,16 +191,17 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 		if (phys && !sparse)
 			return hp_fail(p, phys, "malformed layout: it has a physical shape, "
 					     "but is not for a sparse array");
-		/* Padded to its tiles, the array must fit 2^60 bytes as its
-		 * elements do (parse_array_shape): every later size is a
-		 * product of these. ir_shape_padded_bytes works in doubles,
+		/* Padded to its tiles (the default ones when it gives none)
+		 * and stored at its E(n) size, the array must fit 2^60 bytes
+		 * as its elements do (parse_array_shape): every later size is
+		 * a product of these. ir_shape_padded_bytes works in doubles,
 		 * which hold any such product without overflow. */
 		struct ir_shape view = *s;
 		view.dims = s->dims ? s->dims : p->decl_dims;
 		view.layout.minor_to_major = m2m;
 		view.layout.tiles = tiles;
 		view.layout.n_tiles = nt;
-		if (nt && ir_shape_padded_bytes(&view) > 0x1p60)
+		if (ir_shape_padded_bytes(&view) > 0x1p60)
 			return hp_fail(p, open, "shape too large: padded to its tiles "
 					     "it exceeds 2^60 bytes");
 		if (nt && !p->discard) {

@@ -177,6 +177,8 @@ bool sim_config_better(const struct sim_estimate *ea,
 		return ea->feasible;
 	if (!ea->feasible) /* neither fits: the smaller working set */
 		return ea->vmem_bytes < eb->vmem_bytes;
+	if (isnan(ea->time_ns) != isnan(eb->time_ns)) /* a NaN time last */
+		return isnan(eb->time_ns);
 	if (ea->time_ns != eb->time_ns)
 		return ea->time_ns < eb->time_ns;
 	if (ea->steps != eb->steps)
@@ -238,10 +240,10 @@ static int default_per_dim(const struct sim_plan *p, int64_t *n)
 	*n = sim_plan_enumerate(p, 0, NULL, NULL);
 	if (*n > SIM_DEFAULT_MAX_CONFIGS) {
 		per_dim = 64;
-		while (per_dim > 2 && (*n = sim_plan_enumerate(p, per_dim, NULL,
-							       NULL)) >
+		while (per_dim > 2 && sim_plan_enumerate(p, per_dim, NULL, NULL) >
 					      SIM_DEFAULT_MAX_CONFIGS)
 			per_dim--;
+		*n = sim_plan_enumerate(p, per_dim, NULL, NULL);
 	}
 	return per_dim;
 }
@@ -257,12 +259,13 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
  * (sim_plan_enumerate): the one sim_config_better ranks first, found by
  * branch and bound. The free dims are chosen depth first, largest bounds
  * first (few steps: a good feasible config early); a partial config whose
- * floor (sim_plan_time_floor) exceeds the best feasible time so far is
- * not descended into. Among feasible configs the order is total (time,
- * steps, bounds), so the pruned search picks exactly the config that
- * costing every candidate picks. When no candidate fits VMEM nothing was
- * cut, and the candidates are costed again in enumeration order so that
- * the smallest working set is chosen, ties to the first, as before. Cost:
+ * floors (sim_plan_floor) overflow VMEM or exceed the best feasible time
+ * so far is not descended into. Among feasible configs the order is total
+ * (time, a NaN time last, steps, bounds), so the pruned search picks
+ * exactly the config that costing every candidate picks. When no
+ * candidate fits VMEM (or the best time is not finite) the candidates are
+ * costed again, all of them, in enumeration order, so that the smallest
+ * working set is chosen, ties to the first, as before. Cost:
  * the candidates' product grows as the product of log(tiles) over the
  * grid dims (139,968 for fusion.191's 7-dim convolution grid; capped at
  * SIM_DEFAULT_MAX_CONFIGS by thinning per dim), of which the search costs

@@ -56,6 +56,7 @@
  */
 #include "kernels_int.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -430,6 +431,8 @@ int sim_group_members(const struct grouping *g, int grp, const int **out)
 /* Room for n more entries at the end of the member pool. */
 static bool pool_reserve(struct grouping *g, size_t n)
 {
+	if (n > (size_t)INT_MAX - g->pool_n) /* offsets are ints */
+		return false;
 	if (g->pool_n + n <= g->pool_cap)
 		return true;
 	size_t cap = g->pool_cap ? g->pool_cap : 256;

@@ -297,8 +297,8 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 			      struct sim_estimate *out,
 			      struct sim_est_detail *detail);
 
-/* The model's best config, the default (sim/tile.c): rule documented
- * there. Returns the number of configs it costed. */
+/* The model's best config, the default (sim/config.c: rule and search
+ * documented there). Returns the number of configs it costed. */
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 
@@ -319,7 +319,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 int sim_plan_default_per_dim(const struct sim_plan *p);
 
 /* Whether config a (estimate ea) ranks before b (eb): feasible first, then
- * less time, fewer steps, smaller bounds (lexicographic). The one order
+ * less time (a NaN time last), fewer steps, smaller bounds (lexicographic). The one order
  * of the default and of tile search. */
 bool sim_config_better(const struct sim_estimate *ea,
 		       const struct sim_tile_config *a,

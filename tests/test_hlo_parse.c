@@ -706,6 +706,9 @@ static void test_errors(void **state)
 	parse_err("ENTRY e {\n  p = f32[8,8,8,8]{3,2,1,0:T(16777216,16777216,16777216,16777216)} "
 		  "parameter(0)\n}\n",
 		  2, 19, "shape too large: padded to its tiles it exceeds 2^60 bytes");
+	/* the same at the element size E(n) gives, tiles or none */
+	parse_err("ENTRY e {\n  p = f32[1073741824,1024]{1,0:E(2147483647)} parameter(0)\n}\n",
+		  2, 27, "shape too large: padded to its tiles it exceeds 2^60 bytes");
 	parse_err("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = pred[] compare(p, p), direction=XX\n}\n", 3, 44,
 		  "bad value for attribute 'direction': 'XX'");
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = f32[2] broadcast(p), dimensions={a}\n}\n", 3, 45,

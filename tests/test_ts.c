@@ -189,6 +189,13 @@ static void test_atomic_write(void **state)
 	assert_int_equal(ts_read_file(target, &text, &len, &d), TS_OK);
 	assert_string_equal(text, "keep\n");
 	ts_free(text);
+	/* ... also through a link; the message names the path given (the
+	 * resolved one is gone by then: the sanitizer build would see it) */
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(ts_write_file_atomic(link, write_hello, "lost\n", &d), TS_ERR_IO);
+	assert_string_equal(d.file, link);
+	assert_string_equal(d.msg, "the file is read-only: not replaced");
+	remove(link);
 	remove(target);
 	rmdir(dir);
 	/* A missing file is an I/O error naming the path. */
