@@ -15,7 +15,7 @@
  * and checked against finite differences (tests/test_gnn.c). Dense
  * products go through cblas_dgemm / dgemv / dger; every sum runs in a
  * fixed order, so results are bit-identical for the same inputs on one
- * machine (training pins OpenBLAS to one thread).
+ * machine (OpenBLAS's serial build: one thread).
  */
 #include "gnn.h"
 

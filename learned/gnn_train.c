@@ -45,10 +45,6 @@
 #define EMA_DECAY 0.99 /* parameter averaging: about the last 100 steps */
 #define P_FLOOR_NS 1e-3 /* predictions are floored here before the log */
 
-/* OpenBLAS's own call; one thread makes every product's summation order,
- * hence every bit of training, independent of the machine's load. */
-void openblas_set_num_threads(int n);
-
 void gnn_train_opts_default(struct gnn_train_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -791,7 +787,6 @@ enum ts_status gnn_train(const struct gnn_data *d,
 			 const struct gnn_train_opts *o, struct gnn_model *m,
 			 struct ts_diag *diag)
 {
-	openblas_set_num_threads(1);
 	if (d->n_sets > GNN_MAX_SETS) {
 		ts_diag_set(diag, NULL, 0, 0, "%d measurement sets: at most %d",
 			    d->n_sets, GNN_MAX_SETS);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh: installs tpusim's build and test dependencies from Debian's packages.
 # Sourced by run.sh and test.sh; does nothing when everything is already there.
-pkgs="build-essential cmake pkg-config libyaml-dev libgsl-dev libopenblas-dev libcmocka-dev libplplot-dev plplot-driver-cairo libopenmpi-dev openmpi-bin clang python3 python3-yaml"
+pkgs="build-essential cmake pkg-config libyaml-dev libgsl-dev libopenblas-serial-dev libcmocka-dev libplplot-dev plplot-driver-cairo libopenmpi-dev openmpi-bin clang python3 python3-yaml"
 missing=""
 for p in $pkgs; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
