@@ -130,10 +130,11 @@ trap 'rm -f "$section"' EXIT
 		[ -n "$first_n" ] || { first_n=$n first_ms=$ms; }
 	done
 	rm -f "$section.rep.hlo"
+	echo "run time ~ instructions^$(awk -v a="$first_n" -v b="$n" -v ta="$first_ms" -v tb="$ms" 'BEGIN { printf "%.2f", log(tb / ta) / log(b / a) }') from $first_n to $n instructions"
 	# the analytic fusion policy on a chain of N elementwise ops (issue
 	# "Nothing lost, nothing absurd": quadratic in N)
-	for n in 1000 4000; do
-		awk -v n=$n 'BEGIN {
+	for len in 1000 4000; do
+		awk -v n=$len 'BEGIN {
 			print "HloModule chain\n\nENTRY e {"
 			print "  p0 = f32[1024,1024]{1,0} parameter(0)"
 			prev = "p0"
@@ -143,10 +144,10 @@ trap 'rm -f "$section"' EXIT
 			}
 			printf "  ROOT r = f32[1024,1024]{1,0} negate(%s)\n}\n", prev
 		}' >"$section.chain.hlo"
-		echo "tpusim fuse, a chain of $n adds: --policy xla $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" -o /dev/null), --policy analytic $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" --policy analytic -o /dev/null) wall"
+		echo "tpusim fuse, a chain of $len adds: --policy xla $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" -o /dev/null), --policy analytic $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" --policy analytic -o /dev/null) wall"
 	done
 	rm -f "$section.chain.hlo"
-	echo "run time ~ instructions^$(awk -v a="$first_n" -v b="$n" -v ta="$first_ms" -v tb="$ms" 'BEGIN { printf "%.2f", log(tb / ta) / log(b / a) }') from $first_n to $n instructions"
+
 	kernels=$("$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" | sed -n 's/^n_kernels: //p')
 	sweep="--sweep hbm.bw_bytes_per_s=100e9:6400e9:+100e9 --sweep mxu.count=1:16:+1"
 	for mode in --hold-tiles ""; do

@@ -408,18 +408,28 @@ bool sim_group_working(const struct grouping *g, int i)
 	       sim_fuse_class(g, g->c->instrs[i]) != FC_FREE;
 }
 
-bool sim_group_member(const struct grouping *g, int grp, int i)
+/* Is x in the ascending v[0..n)? */
+static bool sorted_has(const int *v, int n, int x)
 {
-	const int *v = g->pool + g->m_start[grp];
-	int lo = 0, hi = g->m_len[grp];
+	int lo = 0, hi = n;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (v[mid] < i)
+		if (v[mid] < x)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < g->m_len[grp] && v[lo] == i;
+	return lo < n && v[lo] == x;
+}
+
+bool sim_group_member(const struct grouping *g, int grp, int i)
+{
+	/* once the groups are final, a representative is looked up among
+	 * the few groups that hold i, not among the many members of grp */
+	if (g->h_off && g->g_rep[grp] == grp)
+		return sorted_has(g->holders + g->h_off[i],
+				  g->h_off[i + 1] - g->h_off[i], grp);
+	return sorted_has(g->pool + g->m_start[grp], g->m_len[grp], i);
 }
 
 int sim_group_members(const struct grouping *g, int grp, const int **out)
