@@ -24,6 +24,76 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+
+/*
+ * PLplot is loaded when the first picture is drawn (dlopen), not linked:
+ * it and the libraries it pulls in (cairo, freetype, qhull, libpng, ...)
+ * would otherwise be loaded at every start of tpusim, for runs that draw
+ * nothing. The functions are plplot.h's own (its macros name them c_pl*),
+ * so a call reads pl.plinit() and means c_plinit().
+ */
+#define PL_FUNCS \
+	X(pladv) \
+	X(plbox) \
+	X(plcol0) \
+	X(plcol1) \
+	X(plend) \
+	X(plfill) \
+	X(plfontld) \
+	X(plinit) \
+	X(pllab) \
+	X(pllegend) \
+	X(plline) \
+	X(pllsty) \
+	X(plmtex) \
+	X(plpoin) \
+	X(plptex) \
+	X(plschr) \
+	X(plscmap1l) \
+	X(plscmap1n) \
+	X(plscol0) \
+	X(plscolbg) \
+	X(plsdev) \
+	X(plsfnam) \
+	X(plspage) \
+	X(plssub) \
+	X(plstring) \
+	X(plvpor) \
+	X(plwidth) \
+	X(plwind)
+static struct {
+#define X(f) __typeof__(f) *f;
+	PL_FUNCS
+#undef X
+} pl;
+
+/* Loads PLplot once (TPUSIM_PLPLOT_LIB, found by CMake); prints a failure. */
+static int load_plplot(const struct cmd_ctx *ctx)
+{
+	static void *lib;
+	if (lib)
+		return CMD_EXIT_OK;
+	void *h = dlopen(TPUSIM_PLPLOT_LIB, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		cmd_error(ctx, "--plots needs PLplot: %s", dlerror());
+		return CMD_EXIT_IO;
+	}
+#define STR(x) #x
+#define NAME(x) STR(x)
+#define X(f)                                                                  \
+	if (!(*(void **)(&pl.f) = dlsym(h, NAME(f)))) {                       \
+		cmd_error(ctx, "--plots: PLplot has no %s", NAME(f));          \
+		dlclose(h);                                                   \
+		return CMD_EXIT_IO;                                           \
+	}
+	PL_FUNCS
+#undef X
+#undef NAME
+#undef STR
+	lib = h;
+	return CMD_EXIT_OK;
+}
 
 enum { COL_BG = 0, COL_FG, COL_GRID, COL_SERIES };
 
@@ -75,6 +145,9 @@ static void module_picture(char name[256], const char *prefix,
 static int begin(const struct cmd_ctx *ctx, const char *dir, const char *name,
 		 char path[PATH_CAP], char tmp[PATH_CAP + 8], int w, int h)
 {
+	int rc = load_plplot(ctx);
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	snprintf(path, PATH_CAP, "%s/%s", dir, name);
 	snprintf(tmp, PATH_CAP + 8, "%s.tmp", path);
 	FILE *probe = fopen(tmp, "wb");
@@ -83,24 +156,24 @@ static int begin(const struct cmd_ctx *ctx, const char *dir, const char *name,
 		return CMD_EXIT_IO;
 	}
 	fclose(probe);
-	plsdev("pngcairo");
-	plsfnam(tmp);
-	plspage(0, 0, w, h, 0, 0);
-	plscolbg(255, 255, 255);
-	plinit();
-	plscol0(COL_FG, 0, 0, 0);
-	plscol0(COL_GRID, 190, 190, 190);
+	pl.plsdev("pngcairo");
+	pl.plsfnam(tmp);
+	pl.plspage(0, 0, w, h, 0, 0);
+	pl.plscolbg(255, 255, 255);
+	pl.plinit();
+	pl.plscol0(COL_FG, 0, 0, 0);
+	pl.plscol0(COL_GRID, 190, 190, 190);
 	for (int i = 0; i < N_SERIES; i++)
-		plscol0(COL_SERIES + i, series_rgb[i][0], series_rgb[i][1],
+		pl.plscol0(COL_SERIES + i, series_rgb[i][0], series_rgb[i][1],
 			series_rgb[i][2]);
-	plfontld(1);
+	pl.plfontld(1);
 	return CMD_EXIT_OK;
 }
 
 /* Ends the picture and moves it into place; prints a failure. */
 static int end(const struct cmd_ctx *ctx, const char *tmp, const char *path)
 {
-	plend();
+	pl.plend();
 	if (rename(tmp, path) != 0) {
 		remove(tmp);
 		cmd_error(ctx, "cannot write %s", path);
@@ -122,39 +195,39 @@ static const double *pred_of(const struct val_compare_set *cs, int model,
 static void scatter_panel(const struct val_compare *c, int model, double lo,
 			  double hi)
 {
-	pladv(0);
-	plvpor(0.18, 0.96, 0.14, 0.90);
-	plwind(lo, hi, lo, hi);
-	plcol0(COL_GRID);
-	plbox("g", 1, 0, "g", 1, 0);
+	pl.pladv(0);
+	pl.plvpor(0.18, 0.96, 0.14, 0.90);
+	pl.plwind(lo, hi, lo, hi);
+	pl.plcol0(COL_GRID);
+	pl.plbox("g", 1, 0, "g", 1, 0);
 	/* y = x, and +-25% */
 	double x[2] = {lo, hi}, y[2];
-	plwidth(2);
-	plline(2, x, x);
-	pllsty(2);
+	pl.plwidth(2);
+	pl.plline(2, x, x);
+	pl.pllsty(2);
 	for (int s = -1; s <= 1; s += 2) {
 		y[0] = lo + s * log10(1.25);
 		y[1] = hi + s * log10(1.25);
-		plline(2, x, y);
+		pl.plline(2, x, y);
 	}
-	pllsty(1);
-	plwidth(1);
+	pl.pllsty(1);
+	pl.plwidth(1);
 	for (int i = 0; i < c->n_sets; i++) {
 		const struct val_compare_set *cs = &c->sets[i];
 		const struct val_dataset *ds = cs->analytic.ds;
-		plcol0(COL_SERIES + i % N_SERIES);
+		pl.plcol0(COL_SERIES + i % N_SERIES);
 		for (int r = 0; r < ds->n_rows; r++) {
 			double p = *pred_of(cs, model, r);
 			if (!(p > 0) || !isfinite(p))
 				continue;
 			double px = log10((double)ds->rows[r].runtime_ns);
 			double py = log10(p);
-			plpoin(1, &px, &py, 17);
+			pl.plpoin(1, &px, &py, 17);
 		}
 	}
-	plcol0(COL_FG);
-	plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
-	pllab("measured (ns)", "predicted (ns)", model_names[model]);
+	pl.plcol0(COL_FG);
+	pl.plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
+	pl.pllab("measured (ns)", "predicted (ns)", model_names[model]);
 }
 
 static void legend_sets(const struct val_compare *c)
@@ -174,7 +247,7 @@ static void legend_sets(const struct val_compare *c)
 		sym[i] = "•";
 	}
 	PLFLT w, h;
-	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+	pl.pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
 		 PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT, 0.02,
 		 0.02, 0.05, COL_BG, COL_FG, 1, 0, 0, n, opt, 1.0, 0.8, 2.0, 0,
 		 tcol, text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, scol,
@@ -200,7 +273,7 @@ static void legend_boxes(int n, const PLINT *col, const char *const *text,
 		bw[i] = 1;
 	}
 	PLFLT w, h;
-	pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+	pl.pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
 		 position, x, y, 0.05, COL_BG, COL_FG, 1, nrow, ncol, n, opt,
 		 1.0, 0.9, 2.0, 0, tcol, text, col, bpat, bscale, bw, NULL, NULL,
 		 NULL, NULL, NULL, NULL, NULL);
@@ -225,8 +298,8 @@ static int plot_scatter(const struct cmd_ctx *ctx, const char *dir,
 	int rc = begin(ctx, dir, "compare_scatter.png", path, tmp, 1800, 640);
 	if (rc != CMD_EXIT_OK)
 		return rc;
-	plssub(3, 1);
-	plschr(0, 0.75);
+	pl.plssub(3, 1);
+	pl.plschr(0, 0.75);
 	for (int m = 0; m < 3; m++) {
 		scatter_panel(c, m, lo, hi);
 		if (m == 0)
@@ -251,8 +324,8 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 			520 * rows);
 	if (rc != CMD_EXIT_OK)
 		return rc;
-	plssub(cols, rows);
-	plschr(0, 0.75);
+	pl.plssub(cols, rows);
+	pl.plschr(0, 0.75);
 	int n_max = 0;
 	for (int i = 0; i < c->n_sets; i++)
 		if (c->sets[i].analytic.ds->n_rows > n_max)
@@ -262,7 +335,7 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 	if (!x || !y) {
 		free(x);
 		free(y);
-		plend();
+		pl.plend();
 		remove(tmp);
 		cmd_error(ctx, "out of memory");
 		return CMD_EXIT_IO;
@@ -270,11 +343,11 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 	for (int i = 0; i < c->n_sets; i++) {
 		const struct val_compare_set *cs = &c->sets[i];
 		const struct val_dataset *ds = cs->analytic.ds;
-		pladv(0);
-		plvpor(0.12, 0.96, 0.14, 0.88);
-		plwind(0, 60, 0, 1);
-		plcol0(COL_GRID);
-		plbox("g", 10, 0, "g", 0.2, 0);
+		pl.pladv(0);
+		pl.plvpor(0.12, 0.96, 0.14, 0.88);
+		pl.plwind(0, 60, 0, 1);
+		pl.plcol0(COL_GRID);
+		pl.plbox("g", 10, 0, "g", 0.2, 0);
 		for (int m = 0; m < 3; m++) {
 			int n = 0;
 			for (int r = 0; r < ds->n_rows; r++) {
@@ -291,17 +364,17 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 				y[k] = (k + 1.0) / n;
 				shown++;
 			}
-			plcol0(COL_SERIES + m);
-			plwidth(3);
-			plline(shown, x, y);
-			plwidth(1);
+			pl.plcol0(COL_SERIES + m);
+			pl.plwidth(3);
+			pl.plline(shown, x, y);
+			pl.plwidth(1);
 		}
-		plcol0(COL_FG);
-		plbox("bcnst", 10, 0, "bcnstv", 0.2, 0);
+		pl.plcol0(COL_FG);
+		pl.plbox("bcnst", 10, 0, "bcnstv", 0.2, 0);
 		char title[160];
 		snprintf(title, sizeof title, "%s (%d rows, out of fold)",
 			 ds->name, ds->n_rows);
-		pllab("absolute percentage error (%)", "share of rows", title);
+		pl.pllab("absolute percentage error (%)", "share of rows", title);
 		PLINT opt[3], lcol[3], lsty[3], tcol[3];
 		PLFLT lw[3];
 		for (int m = 0; m < 3; m++) {
@@ -312,7 +385,7 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 			tcol[m] = COL_FG;
 		}
 		PLFLT w, h;
-		pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+		pl.pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
 			 PL_POSITION_INSIDE | PL_POSITION_BOTTOM |
 				 PL_POSITION_RIGHT,
 			 0.03, 0.05, 0.08, COL_BG, COL_FG, 1, 0, 0, 3, opt, 1.0,
@@ -359,16 +432,16 @@ static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
 		       600);
 	if (rc != CMD_EXIT_OK)
 		return rc;
-	plschr(0, 0.8);
-	pladv(0);
-	plvpor(0.08, 0.98, 0.12, 0.88);
+	pl.plschr(0, 0.8);
+	pl.pladv(0);
+	pl.plvpor(0.08, 0.98, 0.12, 0.88);
 	double ymin = 0;
 	for (int k = 0; k < n; k++)
 		for (int m = 0; m < 3; m++)
 			ymin = fmin(ymin, g[k][m]->tau_model);
-	plwind(0, n, ymin, 1.15); /* room for the legend above 1 */
-	plcol0(COL_GRID);
-	plbox("", 0, 0, "g", 0.1, 0);
+	pl.plwind(0, n, ymin, 1.15); /* room for the legend above 1 */
+	pl.plcol0(COL_GRID);
+	pl.plbox("", 0, 0, "g", 0.1, 0);
 	for (int k = 0; k < n; k++) {
 		for (int m = 0; m < 3; m++) {
 			double t = g[k][m]->tau_model;
@@ -376,15 +449,15 @@ static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
 				continue;
 			double x0 = k + 0.12 + 0.25 * m, x1 = x0 + 0.24;
 			double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, t, t};
-			plcol0(COL_SERIES + m);
-			plfill(4, bx, by);
+			pl.plcol0(COL_SERIES + m);
+			pl.plfill(4, bx, by);
 		}
-		plcol0(COL_FG);
-		plmtex("b", 1.2, (k + 0.5) / n, 0.5, g[k][0]->name);
+		pl.plcol0(COL_FG);
+		pl.plmtex("b", 1.2, (k + 0.5) / n, 0.5, g[k][0]->name);
 	}
-	plcol0(COL_FG);
-	plbox("bc", 0, 0, "bcnstv", 0.1, 0);
-	pllab("", "Kendall tau-b (1 = measured order)",
+	pl.plcol0(COL_FG);
+	pl.plbox("bc", 0, 0, "bcnstv", 0.1, 0);
+	pl.pllab("", "Kendall tau-b (1 = measured order)",
 	      "ranking the tile configs of each kernel (>= 10 configs), out of fold");
 	PLINT bcol[3] = {COL_SERIES, COL_SERIES + 1, COL_SERIES + 2};
 	legend_boxes(3, bcol, model_names, PL_POSITION_INSIDE | PL_POSITION_TOP,
@@ -465,17 +538,17 @@ static void roofline(const struct sim_program *p, const struct hw_spec *hw)
 	xhi = ceil(fmax(xhi, ridge + 1) + 0.5);
 	ylo = floor(fmin(ylo, log10(bw) + xlo) - 0.5);
 	double yhi = ceil(log10(peak) + 0.5);
-	pladv(0);
-	plvpor(0.15, 0.97, 0.12, 0.90);
-	plwind(xlo, xhi, ylo, yhi);
-	plcol0(COL_GRID);
-	plbox("g", 1, 0, "g", 1, 0);
+	pl.pladv(0);
+	pl.plvpor(0.15, 0.97, 0.12, 0.90);
+	pl.plwind(xlo, xhi, ylo, yhi);
+	pl.plcol0(COL_GRID);
+	pl.plbox("g", 1, 0, "g", 1, 0);
 	double rx[3] = {xlo, ridge, xhi};
 	double ry[3] = {log10(bw) + xlo, log10(peak), log10(peak)};
-	plcol0(COL_FG);
-	plwidth(2);
-	plline(3, rx, ry);
-	plwidth(1);
+	pl.plcol0(COL_FG);
+	pl.plwidth(2);
+	pl.plline(3, rx, ry);
+	pl.plwidth(1);
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		const struct sim_estimate *e = &k->est;
@@ -485,16 +558,16 @@ static void roofline(const struct sim_program *p, const struct hw_spec *hw)
 		double share = e->time_ns * k->multiplicity / total;
 		double x = log10(e->flops / bytes);
 		double y = log10(e->flops / (e->time_ns * 1e-9));
-		plcol0(unit_color(e->bound));
+		pl.plcol0(unit_color(e->bound));
 		/* character size ~ sqrt(share): disc area ~ share, with a
 		 * floor (0.8) so that the smallest kernels stay visible */
-		plschr(0, fmax(0.8, 9.0 * sqrt(share)));
-		plstring(1, &x, &y, "•");
+		pl.plschr(0, fmax(0.8, 9.0 * sqrt(share)));
+		pl.plstring(1, &x, &y, "•");
 	}
-	plschr(0, 0.75);
-	plcol0(COL_FG);
-	plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
-	pllab("arithmetic intensity (FLOP per HBM byte)", "achieved FLOP/s",
+	pl.plschr(0, 0.75);
+	pl.plcol0(COL_FG);
+	pl.plbox("bcnstl", 0, 0, "bcnstvl", 0, 0);
+	pl.pllab("arithmetic intensity (FLOP per HBM byte)", "achieved FLOP/s",
 	      "roofline: disc area ~ time share, colour = bound unit");
 	/* above the roofs is always empty: the legend goes there */
 	legend_units(PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT);
@@ -511,23 +584,23 @@ static void unit_bars(const struct sim_program *p)
 	}
 	for (int u = 0; u < N_SHOWN; u++)
 		hi = fmax(hi, t[shown_units[u]]);
-	pladv(0);
-	plvpor(0.15, 0.95, 0.12, 0.90);
-	plwind(0, N_SHOWN, 0, hi > 0 ? hi * 1.1 : 1);
-	plcol0(COL_GRID);
-	plbox("", 0, 0, "g", 0, 0);
+	pl.pladv(0);
+	pl.plvpor(0.15, 0.95, 0.12, 0.90);
+	pl.plwind(0, N_SHOWN, 0, hi > 0 ? hi * 1.1 : 1);
+	pl.plcol0(COL_GRID);
+	pl.plbox("", 0, 0, "g", 0, 0);
 	for (int u = 0; u < N_SHOWN; u++) {
 		double x0 = u + 0.15, x1 = u + 0.85, v = t[shown_units[u]];
 		double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, v, v};
-		plcol0(unit_color(shown_units[u]));
-		plfill(4, bx, by);
-		plcol0(COL_FG);
-		plmtex("b", 1.2, (u + 0.5) / N_SHOWN, 0.5,
+		pl.plcol0(unit_color(shown_units[u]));
+		pl.plfill(4, bx, by);
+		pl.plcol0(COL_FG);
+		pl.plmtex("b", 1.2, (u + 0.5) / N_SHOWN, 0.5,
 		       hw_unit_name(shown_units[u]));
 	}
-	plcol0(COL_FG);
-	plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pllab("", "time (us)", "program time by the unit that bounds each kernel");
+	pl.plcol0(COL_FG);
+	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pl.pllab("", "time (us)", "program time by the unit that bounds each kernel");
 }
 
 int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
@@ -541,8 +614,8 @@ int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
 		rc = begin(ctx, dir, name, path, tmp, 1500, 600);
 		if (rc != CMD_EXIT_OK)
 			return rc;
-		plssub(2, 1);
-		plschr(0, 0.75);
+		pl.plssub(2, 1);
+		pl.plschr(0, 0.75);
 		roofline(&progs[m], hw);
 		unit_bars(&progs[m]);
 		rc = end(ctx, tmp, path);
@@ -563,11 +636,11 @@ static void sweep_bars(const struct cmd_whatif_plot *w)
 			s += w->by_unit[i * HW_UNIT_COUNT + shown_units[u]];
 		hi = fmax(hi, s);
 	}
-	pladv(0);
-	plvpor(0.12, 0.80, 0.14, 0.90);
-	plwind(0, w->n_points, 0, hi > 0 ? hi * 1.05e-3 : 1);
-	plcol0(COL_GRID);
-	plbox("", 0, 0, "g", 0, 0);
+	pl.pladv(0);
+	pl.plvpor(0.12, 0.80, 0.14, 0.90);
+	pl.plwind(0, w->n_points, 0, hi > 0 ? hi * 1.05e-3 : 1);
+	pl.plcol0(COL_GRID);
+	pl.plbox("", 0, 0, "g", 0, 0);
 	for (int i = 0; i < w->n_points; i++) {
 		double y0 = 0;
 		for (int u = 0; u < N_SHOWN; u++) {
@@ -577,18 +650,18 @@ static void sweep_bars(const struct cmd_whatif_plot *w)
 				continue;
 			double bx[4] = {i + 0.15, i + 0.85, i + 0.85, i + 0.15};
 			double by[4] = {y0, y0, y0 + v, y0 + v};
-			plcol0(unit_color(shown_units[u]));
-			plfill(4, bx, by);
+			pl.plcol0(unit_color(shown_units[u]));
+			pl.plfill(4, bx, by);
 			y0 += v;
 		}
 		char label[32];
 		snprintf(label, sizeof label, "%.4g", w->values[i]);
-		plcol0(COL_FG);
-		plmtex("b", 1.2, (i + 0.5) / w->n_points, 0.5, label);
+		pl.plcol0(COL_FG);
+		pl.plmtex("b", 1.2, (i + 0.5) / w->n_points, 0.5, label);
 	}
-	plcol0(COL_FG);
-	plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pllab(w->names[0], "program time (us)",
+	pl.plcol0(COL_FG);
+	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pl.pllab(w->names[0], "program time (us)",
 	      "program time by the unit that bounds each kernel");
 	legend_units(PL_POSITION_OUTSIDE | PL_POSITION_RIGHT);
 }
@@ -605,39 +678,39 @@ static void sweep_heat(const struct cmd_whatif_plot *w)
 	/* light (fast) to dark (slow) */
 	PLFLT pos[2] = {0, 1}, r[2] = {1, 0.05}, g[2] = {0.96, 0.25},
 	      b[2] = {0.85, 0.45};
-	plscmap1n(256);
-	plscmap1l(1, 2, pos, r, g, b, NULL);
-	pladv(0);
-	plvpor(0.14, 0.95, 0.14, 0.90);
-	plwind(0, nx, 0, ny);
+	pl.plscmap1n(256);
+	pl.plscmap1l(1, 2, pos, r, g, b, NULL);
+	pl.pladv(0);
+	pl.plvpor(0.14, 0.95, 0.14, 0.90);
+	pl.plwind(0, nx, 0, ny);
 	for (int i = 0; i < nx; i++)
 		for (int j = 0; j < ny; j++) {
 			double t = w->time[i * ny + j];
 			double f = hi > lo ? (t - lo) / (hi - lo) : 0;
 			double bx[4] = {i, i + 1, i + 1, i};
 			double by[4] = {j, j, j + 1, j + 1};
-			plcol1(f);
-			plfill(4, bx, by);
+			pl.plcol1(f);
+			pl.plfill(4, bx, by);
 			char label[32];
 			snprintf(label, sizeof label, "%.4g us", t * 1e-3);
-			plcol0(f > 0.55 ? COL_BG : COL_FG);
-			plptex(i + 0.5, j + 0.5, 1, 0, 0.5, label);
+			pl.plcol0(f > 0.55 ? COL_BG : COL_FG);
+			pl.plptex(i + 0.5, j + 0.5, 1, 0, 0.5, label);
 		}
-	plcol0(COL_FG);
+	pl.plcol0(COL_FG);
 	for (int i = 0; i < nx; i++) {
 		char label[32];
 		snprintf(label, sizeof label, "%.4g", w->values[i * ny * 2]);
-		plmtex("b", 1.2, (i + 0.5) / nx, 0.5, label);
+		pl.plmtex("b", 1.2, (i + 0.5) / nx, 0.5, label);
 	}
 	for (int j = 0; j < ny; j++) {
 		char label[32];
 		snprintf(label, sizeof label, "%.4g", w->values[j * 2 + 1]);
-		plmtex("lv", 0.8, (j + 0.5) / ny, 1.0, label);
+		pl.plmtex("lv", 0.8, (j + 0.5) / ny, 1.0, label);
 	}
-	plbox("bc", 0, 0, "bc", 0, 0);
-	pllab("", "", "program time over the grid (darker: slower)");
-	plmtex("b", 3.0, 0.5, 0.5, w->names[0]);
-	plmtex("l", 6.0, 0.5, 0.5, w->names[1]);
+	pl.plbox("bc", 0, 0, "bc", 0, 0);
+	pl.pllab("", "", "program time over the grid (darker: slower)");
+	pl.plmtex("b", 3.0, 0.5, 0.5, w->names[0]);
+	pl.plmtex("l", 6.0, 0.5, 0.5, w->names[1]);
 }
 
 int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
@@ -654,7 +727,7 @@ int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
 		       w->n_sweeps == 1 ? 1000 : 1100, 620);
 	if (rc != CMD_EXIT_OK)
 		return rc;
-	plschr(0, 0.8);
+	pl.plschr(0, 0.8);
 	if (w->n_sweeps == 1)
 		sweep_bars(w);
 	else
@@ -688,12 +761,12 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	int rc = begin(ctx, dir, name, path, tmp, 300 + 160 * nk, 600);
 	if (rc != CMD_EXIT_OK)
 		return rc;
-	plschr(0, 0.8);
-	pladv(0);
-	plvpor(0.10, 0.80, 0.12, 0.90);
-	plwind(0, nk, 0, hi * 1.1e-3);
-	plcol0(COL_GRID);
-	plbox("", 0, 0, "g", 0, 0);
+	pl.plschr(0, 0.8);
+	pl.pladv(0);
+	pl.plvpor(0.10, 0.80, 0.12, 0.90);
+	pl.plwind(0, nk, 0, hi * 1.1e-3);
+	pl.plcol0(COL_GRID);
+	pl.plbox("", 0, 0, "g", 0, 0);
 	double w = 0.8 / n_hw;
 	for (int i = 0; i < nk; i++) {
 		for (int g = 0; g < n_hw; g++) {
@@ -701,16 +774,16 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 				   1e-3;
 			double x0 = i + 0.1 + g * w, x1 = x0 + w * 0.95;
 			double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, v, v};
-			plcol0(COL_SERIES + g % N_SERIES);
-			plfill(4, bx, by);
+			pl.plcol0(COL_SERIES + g % N_SERIES);
+			pl.plfill(4, bx, by);
 		}
-		plcol0(COL_FG);
-		plmtex("b", 1.2, (i + 0.5) / nk, 0.5,
+		pl.plcol0(COL_FG);
+		pl.plmtex("b", 1.2, (i + 0.5) / nk, 0.5,
 		       sim_kernel_kind_name((enum sim_kernel_kind)kinds[i]));
 	}
-	plcol0(COL_FG);
-	plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pllab("kernel kind", "time x runs (us)",
+	pl.plcol0(COL_FG);
+	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
+	pl.pllab("kernel kind", "time x runs (us)",
 	      "program time by kernel kind on each spec");
 	PLINT bcol[CMD_MAX_HW];
 	for (int g = 0; g < n_hw; g++)
