@@ -448,18 +448,24 @@ struct cmd_file {
 	const char *path; /* NULL or "-": none */
 	enum cmd_file_kind kind;
 };
-/* Refuses an output (outs, plain files) that names the same file
- * (ts_same_file) as an input or as another output, before anything is
- * written: "OPT and OPT name the same file: PATH", CMD_EXIT_USAGE;
- * CMD_EXIT_OK otherwise. */
-int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
-		    int n_outs, const struct cmd_file *ins, int n_ins);
-
-/* Refuses (CMD_EXIT_USAGE, both named) a measurement set given twice by
- * --data, under the same name or another (a link, "x/../x"): its rows
- * would count twice. */
-int cmd_check_sets(const struct cmd_ctx *ctx, const char *const *dirs,
-		   int n);
+/* A command's files: what it writes (plain files), what it reads by
+ * option, the measurement sets of its --data and its positional inputs
+ * ("the input"); NULL or "-" paths are none. */
+struct cmd_io {
+	const struct cmd_file *outs;
+	int n_outs;
+	const struct cmd_file *ins;
+	int n_ins;
+	const char *const *sets;
+	int n_sets;
+	char *const *args;
+	int n_args;
+};
+/* Before anything is read or written: refuses an output that names the
+ * same file (ts_same_file) as an input or as another output ("OPT and
+ * OPT name the same file: PATH"), and a set given twice under any name
+ * (its rows would count twice); CMD_EXIT_USAGE, else CMD_EXIT_OK. */
+int cmd_check_io(const struct cmd_ctx *ctx, const struct cmd_io *io);
 
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
 enum ts_status cmd_table_write_csv(FILE *f, void *t);

@@ -323,13 +323,10 @@ static int calibrate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	(void)argv;
 	struct calibrate_opts *o = opts_v;
 	/* -o may be the --hw spec itself: calibrate rewrites it in place */
-	struct cmd_file ins[CALIB_MAX_SETS];
-	for (int i = 0; i < o->n_data; i++)
-		ins[i] = (struct cmd_file){"--data", o->data[i], CMD_FILE_SET};
 	const struct cmd_file out = {"-o", o->out, CMD_FILE};
-	int rc0 = cmd_check_files(ctx, &out, 1, ins, o->n_data);
-	if (rc0 == CMD_EXIT_OK)
-		rc0 = cmd_check_sets(ctx, o->data, o->n_data);
+	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+						    .sets = o->data,
+						    .n_sets = o->n_data});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	struct val_calib_opts co = {

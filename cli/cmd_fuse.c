@@ -527,11 +527,9 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 					{"--report", o->report, CMD_FILE}};
 	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
 				       {"--model", o->model, CMD_FILE}};
-	int rc = cmd_check_files(ctx, outs, 2, ins, 2);
-	for (int i = 0; rc == CMD_EXIT_OK && i < argc; i++) {
-		const struct cmd_file in = {"the input", argv[i], CMD_FILE};
-		rc = cmd_check_files(ctx, outs, 2, &in, 1);
-	}
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
+						   .ins = ins, .n_ins = 2,
+						   .args = argv, .n_args = argc});
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	struct cmd_fusion fusion;

@@ -1137,11 +1137,9 @@ static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 	const struct cmd_file out = {"--trace", o->trace, CMD_FILE};
 	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
 				       {"--model", o->model, CMD_FILE}};
-	int crc = cmd_check_files(ctx, &out, 1, ins, 2);
-	for (int i = 0; crc == CMD_EXIT_OK && i < argc; i++) {
-		const struct cmd_file in = {"the input", argv[i], CMD_FILE};
-		crc = cmd_check_files(ctx, &out, 1, &in, 1);
-	}
+	int crc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+						    .ins = ins, .n_ins = 2,
+						    .args = argv, .n_args = argc});
 	if (crc != CMD_EXIT_OK)
 		return crc;
 	if (o->has_config && o->roofline) {

@@ -102,14 +102,12 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		cmd_error(ctx, "-o MODEL is required");
 		return CMD_EXIT_USAGE;
 	}
-	struct cmd_file ins[CMD_MAX_SETS + 1] = {
-		{"--hw-dir", o->hw_dir, CMD_FILE_SPECS}};
-	for (int i = 0; i < o->n_data; i++)
-		ins[1 + i] = (struct cmd_file){"--data", o->data[i], CMD_FILE_SET};
 	const struct cmd_file out = {"-o", o->out, CMD_FILE};
-	int rc = cmd_check_files(ctx, &out, 1, ins, 1 + o->n_data);
-	if (rc == CMD_EXIT_OK)
-		rc = cmd_check_sets(ctx, o->data, o->n_data);
+	const struct cmd_file in = {"--hw-dir", o->hw_dir, CMD_FILE_SPECS};
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+						   .ins = &in, .n_ins = 1,
+						   .sets = o->data,
+						   .n_sets = o->n_data});
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	struct cmd_sets s;

@@ -483,16 +483,14 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 			  cmd_format_name(ctx->format));
 		return CMD_EXIT_USAGE;
 	}
-	struct cmd_file ins[VALIDATE_MAX_SETS + 3] = {
-		{"--hw", o->hw, CMD_FILE},
-		{"--hw-dir", o->hw_dir, CMD_FILE_SPECS},
-		{"--model", o->model, CMD_FILE}};
-	for (int i = 0; i < o->n_data; i++)
-		ins[3 + i] = (struct cmd_file){"--data", o->data[i], CMD_FILE_SET};
+	const struct cmd_file ins[] = {{"--hw", o->hw, CMD_FILE},
+				       {"--hw-dir", o->hw_dir, CMD_FILE_SPECS},
+				       {"--model", o->model, CMD_FILE}};
 	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
-	int rc = cmd_check_files(ctx, &out, 1, ins, 3 + o->n_data);
-	if (rc == CMD_EXIT_OK)
-		rc = cmd_check_sets(ctx, o->data, o->n_data);
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+						   .ins = ins, .n_ins = 3,
+						   .sets = o->data,
+						   .n_sets = o->n_data});
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	struct hw_spec single;

@@ -582,9 +582,10 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		n_points *= o->sweeps[s].n;
 	}
 	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
-	const struct cmd_file ins[] = {{"the input", argv[0], CMD_FILE},
-				       {"--hw", ctx->hw_path, CMD_FILE}};
-	int rc0 = cmd_check_files(ctx, &out, 1, ins, 2);
+	const struct cmd_file in = {"--hw", ctx->hw_path, CMD_FILE};
+	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+						    .ins = &in, .n_ins = 1,
+						    .args = argv, .n_args = 1});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	int rank = 0, ranks = 1;

@@ -802,40 +802,53 @@ static bool given(const char *path)
 	return path && strcmp(path, "-") != 0;
 }
 
-int cmd_check_files(const struct cmd_ctx *ctx, const struct cmd_file *outs,
-		    int n_outs, const struct cmd_file *ins, int n_ins)
+/* The input of io that output out names (the first), or NULL. */
+static const struct cmd_file *clash_in(const struct cmd_io *io, const char *out,
+				       struct cmd_file *tmp)
 {
-	for (int i = 0; i < n_outs; i++) {
-		if (!given(outs[i].path))
+	for (int j = 0; j < io->n_ins; j++)
+		if (given(io->ins[j].path) && names(out, &io->ins[j]))
+			return &io->ins[j];
+	for (int j = 0; j < io->n_sets; j++) {
+		*tmp = (struct cmd_file){"--data", io->sets[j], CMD_FILE_SET};
+		if (names(out, tmp))
+			return tmp;
+	}
+	for (int j = 0; j < io->n_args; j++) {
+		*tmp = (struct cmd_file){"the input", io->args[j], CMD_FILE};
+		if (given(tmp->path) && names(out, tmp))
+			return tmp;
+	}
+	return NULL;
+}
+
+int cmd_check_io(const struct cmd_ctx *ctx, const struct cmd_io *io)
+{
+	for (int i = 0; i < io->n_outs; i++) {
+		const struct cmd_file *o = &io->outs[i];
+		if (!given(o->path))
 			continue;
-		const struct cmd_file *clash = NULL;
-		for (int j = 0; j < n_ins && !clash; j++)
-			if (given(ins[j].path) && names(outs[i].path, &ins[j]))
-				clash = &ins[j];
-		for (int j = i + 1; j < n_outs && !clash; j++)
-			if (given(outs[j].path) &&
-			    ts_same_file(outs[i].path, outs[j].path))
-				clash = &outs[j];
+		struct cmd_file tmp;
+		const struct cmd_file *clash = clash_in(io, o->path, &tmp);
+		for (int j = i + 1; j < io->n_outs && !clash; j++)
+			if (given(io->outs[j].path) &&
+			    ts_same_file(o->path, io->outs[j].path))
+				clash = &io->outs[j];
 		if (clash) {
-			cmd_error(ctx, "%s and %s name the same file: %s",
-				  outs[i].opt, clash->opt, outs[i].path);
+			cmd_error(ctx, "%s and %s name the same file: %s", o->opt,
+				  clash->opt, o->path);
 			return CMD_EXIT_USAGE;
 		}
 	}
-	return CMD_EXIT_OK;
-}
-
-int cmd_check_sets(const struct cmd_ctx *ctx, const char *const *dirs, int n)
-{
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++) {
+	for (int i = 0; i < io->n_sets; i++)
+		for (int j = i + 1; j < io->n_sets; j++) {
 			char a[PATH_MAX], b[PATH_MAX];
-			snprintf(a, sizeof a, "%s/measurements.csv", dirs[i]);
-			snprintf(b, sizeof b, "%s/measurements.csv", dirs[j]);
+			snprintf(a, sizeof a, "%s/measurements.csv", io->sets[i]);
+			snprintf(b, sizeof b, "%s/measurements.csv", io->sets[j]);
 			if (ts_same_file(a, b)) {
 				cmd_error(ctx, "--data %s and --data %s are the "
 					       "same set: its rows would count "
-					       "twice", dirs[i], dirs[j]);
+					       "twice", io->sets[i], io->sets[j]);
 				return CMD_EXIT_USAGE;
 			}
 		}
