@@ -263,7 +263,7 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 	const unsigned char *b = p;
 	for (size_t i = 0; i < n; i++) {
 		h ^= b[i];
-		h *= UINT64_C(1099511628211);
+		h *= TS_FNV1A_PRIME;
 	}
 	return h;
 }

@@ -113,7 +113,13 @@ char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 
 /* FNV-1a 64 of n bytes at p, continuing from h (start: TS_FNV1A_BASIS). */
 #define TS_FNV1A_BASIS UINT64_C(14695981039346656037)
+#define TS_FNV1A_PRIME UINT64_C(1099511628211)
 uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n);
+/* The same step on one word at a time (for long runs of ints). */
+static inline uint64_t ts_fnv1a_word(uint64_t h, uint64_t w)
+{
+	return (h ^ w) * TS_FNV1A_PRIME;
+}
 
 /* ---- 128-bit integers ------------------------------------------------------
  * Arithmetic on int64 values read from input text (padding, dilations,

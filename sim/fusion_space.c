@@ -10,8 +10,6 @@
 
 #include <string.h>
 
-#define FNV_PRIME UINT64_C(1099511628211)
-
 struct sim_fusion_space {
 	const struct ir_module *m;
 	struct grouping g;
@@ -95,12 +93,12 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 	 * groups): the count, the members, then the outputs among them */
 	const int *mem;
 	int n = sim_group_members(g, id, &mem);
-	uint64_t h = (TS_FNV1A_BASIS ^ (uint64_t)(uint32_t)n) * FNV_PRIME;
+	uint64_t h = ts_fnv1a_word(TS_FNV1A_BASIS, (uint32_t)n);
 	for (int q = 0; q < n; q++)
-		h = (h ^ (uint64_t)(uint32_t)mem[q]) * FNV_PRIME;
+		h = ts_fnv1a_word(h, (uint32_t)mem[q]);
 	for (int q = 0; q < n; q++)
 		if (sim_group_output(g, id, mem[q]))
-			h = (h ^ (uint64_t)(uint32_t)mem[q]) * FNV_PRIME;
+			h = ts_fnv1a_word(h, (uint32_t)mem[q]);
 	return h ? h : 1;
 }
 
