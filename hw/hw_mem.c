@@ -53,18 +53,13 @@ double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
  * transfers fastest) and 5 (the scalar core issues DMAs, one per cycle);
  * constant: hwspecs/<gen>.yaml hbm.dma_chunk_ns.
  */
-double hw_mem_stream_ns_at(const struct hw_spec *hw, double bpns,
-			   double bytes, double chunks)
+double hw_mem_stream_ns(const struct hw_spec *hw, double bpns, double bytes,
+			double chunks)
 {
 	double t = chunks > 0 ? chunks * hw->dma_chunk_ns : 0.0;
 	if (bytes > 0 && bpns > 0)
 		t += bytes / bpns;
 	return t;
-}
-
-double hw_mem_stream_ns(const struct hw_spec *hw, double bytes, double chunks)
-{
-	return hw_mem_stream_ns_at(hw, hw_mem_bytes_per_ns(hw), bytes, chunks);
 }
 
 /* Capacity check: bytes <= hw->vmem_bytes (TPU.md section 2 rule 4). */

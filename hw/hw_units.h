@@ -89,14 +89,11 @@ double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 		     double transfers);
 
 /* ns the DMA engine is busy moving `bytes` in `chunks` contiguous runs
- * (no latency): bytes at the sustained rate plus hw->dma_chunk_ns per run.
- * Formula in hw_mem.c. */
-double hw_mem_stream_ns(const struct hw_spec *hw, double bytes,
+ * (no latency): bytes at the sustained rate bpns (hw_mem_bytes_per_ns(hw),
+ * worked out once by a caller that times many streams) plus
+ * hw->dma_chunk_ns per run. Formula in hw_mem.c. */
+double hw_mem_stream_ns(const struct hw_spec *hw, double bpns, double bytes,
 			double chunks);
-/* The same with bpns = hw_mem_bytes_per_ns(hw), worked out once by a
- * caller that times many streams. */
-double hw_mem_stream_ns_at(const struct hw_spec *hw, double bpns,
-			   double bytes, double chunks);
 
 /* True when `bytes` fit in one TensorCore's VMEM. */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);

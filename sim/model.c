@@ -355,7 +355,7 @@ static void dma_add(struct dma_part *d, const struct hw_spec *hw, double bw,
 	if (bytes <= 0)
 		return;
 	d->bytes += bytes;
-	d->worst = fmax(d->worst, hw_mem_stream_ns_at(hw, bw, bytes, runs));
+	d->worst = fmax(d->worst, hw_mem_stream_ns(hw, bw, bytes, runs));
 }
 
 /*
@@ -490,7 +490,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	/* the DMA streams of the first loads, the last stores and the
 	 * steps between them (dma_add) */
 	struct dma_part d_first = {first,
-				   hw_mem_stream_ns_at(hw, bw, first, transfers)};
+				   hw_mem_stream_ns(hw, bw, first, transfers)};
 	struct dma_part d_last = {0, 0}, d_mid = {0, 0}, d_all = d_first;
 	double prologue = 0;
 	for (int a = 0; a < p->n_access; a++) {

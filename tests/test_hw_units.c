@@ -197,9 +197,9 @@ static void test_mem(void **state)
 	assert_near(hw_mem_bytes_per_ns(&h), 400, EXACT);
 	assert_near(hw_mem_dma_ns(&h, 1e6, 4), 2900, EXACT);
 	assert_near(hw_mem_dma_ns(&h, 0, 0), 0, EXACT);
-	assert_near(hw_mem_stream_ns(&h, 1e6, 256), 3780, EXACT);
-	assert_near(hw_mem_stream_ns(&h, 1e6, 1), 2505, EXACT);
-	assert_near(hw_mem_stream_ns(&h, 0, 0), 0, EXACT);
+	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 1e6, 256), 3780, EXACT);
+	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 1e6, 1), 2505, EXACT);
+	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 0, 0), 0, EXACT);
 	assert_true(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024));
 	assert_false(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024 + 1));
 	/* megacore: one program sees the whole chip */
