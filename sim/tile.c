@@ -463,16 +463,9 @@ static void walk_dim(struct walk *w, int f)
 			continue;
 		walk_dim(w, f + 1);
 	}
-	/* unset: the dims below f read as not yet chosen (0) */
-	int d = w->which[f];
-	if (d >= w->p->out.rank) {
-		w->c.kernel_bounds[d - w->p->out.rank] = 0;
-	} else {
-		w->c.out_bounds[d] = 0;
-		for (int kd = 0; kd < w->c.n_kernel; kd++)
-			if (w->p->kern_shared[kd] == d)
-				w->c.kernel_bounds[kd] = 0;
-	}
+	/* unset: dim f and the kernel dims it shares read as not yet
+	 * chosen (0; a shared bound of 0 is 0) */
+	walk_set(w, f, 0);
 }
 
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
