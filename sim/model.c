@@ -680,9 +680,12 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
  * dim so taken (the fewest steps any completion has), cores =
  * sim_plan_cores and lat = hbm.dma_latency_ns:
  *
- *   time = kernel_ns + max(1, S0 / cores) x step_ns + lat x (1 + [output])
+ *   time = kernel_ns + N0 x step_ns + lat x (1 + [output])
  *        + max( B / bw                       only when S0 > cores
- *             , F / bw + max(MXU0, VPU0) / clock / cores )
+ *             , F / bw + max(MXU0 + READD0, VPU0) / clock x share )
+ *   N0   = ceil(O0 / min(cores, O0)) x S0 / O0, the steps of one core
+ *          (O0: the output blocks among S0; estimate()'s megacore split)
+ *   share = N0 / S0 once every output dim is chosen, else 1 / cores
  *   B    = other_bytes + sum over accesses not in VMEM of
  *          R0 x pad_factor x elem_bytes x prod over its dims of the whole
  *          padded extent (a windowed dim: one tile)
@@ -694,7 +697,15 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
  *          ceil(N / C) x M rows, or of ceil(M / C) x N (the cheaper
  *          orientation, as mxu_total_cycles takes it; none for grouped or
  *          tap-thinned convolutions)
- *   VPU0 = vpu_cycles + S0 x row_cycles
+ *   VPU0 = vpu_cycles + ROWS0 x row_cycles + sum over accesses of
+ *          (prologue x R0 + convert x P0) + ACC0
+ *   ROWS0 = S0 x prod over the untiled output dims of elems / blocks
+ *   P0   = R0, or (an access whose dims each follow their own grid dim,
+ *          unwindowed and unscaled) the product of the blocks of every
+ *          dim it does not follow
+ *   ACC0, READD0 = (2 K0 - 1) and (K0 - 1) simple VPU ops on each output
+ *          vreg of the f32 accumulator (output padded to its tiles; K0 =
+ *          the contraction's blocks among S0), for a dot or convolution
  *
  * For VMEM, the unchosen dims take one tile (the smallest blocks):
  *
@@ -716,14 +727,18 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
  * its bound grows, and a block straddling tiles holds at least its extent
  * padded; double buffering, the accumulator and a straddle's extra tiles
  * only add to VMEM. The pipeline (estimate()) is T = kernel_ns + first +
- * (n - 1) x max(compute, dma) + compute + last + n x step_ns with n >= S
- * / cores steps per core; first = lat + the first loads, last = lat + the
- * last stores (when anything is written back): its DMA terms add up to at
- * least every byte over the bandwidth once a core runs more than one step
- * (first loads, the steps between, last stores), and its compute terms to
- * n x compute >= max(MXU + re-adds, VPU) / clock / cores. The re-adds,
- * the accumulator drain, conversions, prologues and per-run costs are left
- * out (all >= 0). Keep this in step with estimate() and
+ * (n - 1) x max(compute, dma) + compute + last + n x step_ns with n >=
+ * N0 steps per core (ceil(O / min(cores, O)) grows with O); first = lat +
+ * the first loads, last = lat + the last stores (when anything is written
+ * back): its DMA terms add up to at least every byte over the bandwidth
+ * once a core runs more than one step (first loads, the steps between,
+ * last stores), and its compute terms to n x compute = max(MXU + re-adds,
+ * VPU) / clock x n / S, where n / S >= 1 / cores. The rows, the drains
+ * and re-adds (blocks x full extents >= elems, the contraction's blocks
+ * grow) and the conversions (once per step's block: S x block / bytes >=
+ * the blocks of the dims the access does not follow) only grow as bounds
+ * shrink; the per-step DMA latencies and per-run costs are left out (all
+ * >= 0). Keep this in step with estimate() and
  * mxu_total_cycles(): test_tile_search checks on the kernels of the corpus,
  * the tile set and a sample of tpuv4-ops that the search pruned by it
  * picks what costing every candidate picks.
@@ -732,7 +747,8 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part, struct sim_plan_floors *out)
 {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
-	double steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
+	double steps = 1, out_steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
+	bool out_known = true; /* every output dim's bound chosen */
 	for (int i = 0; i < p->n_dims; i++) {
 		int src = p->dims[i].src;
 		int64_t b = src < p->out.rank ? part->out_bounds[src]
@@ -740,9 +756,17 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
 		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
 		steps *= (double)bl[i].nb;
+		if (src < p->out.rank)
+			out_steps *= (double)bl[i].nb;
+		if (src < p->out.rank && b <= 0)
+			out_known = false;
 		ext[p->dims[i].role] *= (double)p->dims[i].elems;
 	}
 	double cores = (double)sim_plan_cores(p, hw);
+	/* steps each core runs: the output blocks dealt out to the cores
+	 * (estimate()'s megacore split), each with its contraction steps */
+	double n_core = ceil(out_steps / fmin(cores, out_steps)) *
+			(steps / out_steps);
 	double clock_ghz = hw->clock_hz * 1e-9;
 	double mxu = 0;
 	if (p->has_kernel) {
@@ -762,8 +786,32 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			       ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
 		}
 	}
-	double vpu = p->vpu_cycles + steps * hw->row_overhead_cycles;
-	double compute = fmax(mxu, vpu) / clock_ghz / cores;
+	/* rows of tiles: each block's untiled output dims loop row by row */
+	double rows = steps;
+	for (int i = 0; i < p->out.rank; i++) {
+		const struct sim_blocks *b = &bl[p->out_dim[i]];
+		if (p->out.tile[i] == 1)
+			rows *= (double)p->dims[p->out_dim[i]].elems / (double)b->nb;
+	}
+	double readd = 0, vpu = p->vpu_cycles + rows * hw->row_overhead_cycles;
+	if (p->has_kernel) {
+		/* the drains and re-adds of the output blocks over the steps */
+		double out_blk = 1, k_steps = 1;
+		bool is_out[SIM_PLAN_MAX_DIMS] = {false};
+		for (int i = 0; i < p->out.rank; i++) {
+			int d = p->out_dim[i];
+			is_out[d] = true;
+			out_blk *= (double)pad_to(p->dims[d].elems, p->out.tile[i]);
+		}
+		for (int d = 0; d < p->n_dims; d++)
+			if (!is_out[d])
+				k_steps *= (double)bl[d].nb;
+		double vregs = out_blk * p->acc_vregs_per_elem;
+		vpu += hw_vpu_op_cycles(hw, vregs * (2 * k_steps - 1),
+					HW_VPU_SIMPLE);
+		readd = hw_vpu_op_cycles(hw, vregs * (k_steps - 1),
+					 HW_VPU_SIMPLE);
+	}
 	double bpns = hw_mem_bytes_per_ns(hw);
 	double bytes = p->other_bytes, first = p->other_bytes;
 	double vmem = 2 * p->other_bytes;
@@ -788,8 +836,6 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			block *= (double)pad_to(least, ad->tile);
 		}
 		vmem += block * (1.0 + ac->stage_ratio);
-		if (ac->in_vmem)
-			continue;
 		int j = -1;
 		for (int d = 0; d < p->n_dims; d++)
 			if (in_d[d] && bl[d].nb > 1)
@@ -798,16 +844,39 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		for (int d = 0; d <= j; d++)
 			if (!in_d[d])
 				r *= (double)bl[d].nb;
+		/* conversions: once per step's block, so at least once per
+		 * block of every dim the access does not follow (when its
+		 * blocks tile it plainly: one grid dim each, no window) */
+		double passes = r;
+		bool plain = true;
+		int seen[SIM_PLAN_MAX_DIMS] = {0};
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			if (ad->grid >= 0 && (ad->win >= 0 || ad->scale != 1.0 ||
+					      seen[ad->grid]++))
+				plain = false;
+		}
+		if (plain)
+			for (int d = 0; d < p->n_dims; d++)
+				if (!in_d[d])
+					passes *= d > j ? (double)bl[d].nb : 1.0;
+		vpu += ac->prologue_cycles * r + ac->convert_cycles * passes;
+		if (ac->in_vmem)
+			continue;
 		bytes += pass * r;
 		if (ac->output)
 			written = true;
 		else
 			first += block;
 	}
+	/* each core computes its share of the steps: exactly n_core / steps
+	 * once the output blocks are known, else at least 1 / cores */
+	double share = out_known ? n_core / steps : 1.0 / cores;
+	double compute = fmax(mxu + readd, vpu) / clock_ghz * share;
 	double dma = steps > cores && bpns > 0 ? bytes / bpns : 0.0;
 	double load = bpns > 0 ? first / bpns : 0.0;
 	out->time_ns = hw->kernel_overhead_ns +
-		       fmax(1.0, steps / cores) * hw->step_overhead_ns +
+		       n_core * hw->step_overhead_ns +
 		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
 		       fmax(dma, load + compute);
 	out->vmem_bytes = vmem;

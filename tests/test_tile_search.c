@@ -10,7 +10,8 @@
  * data/tpuv3-allreduce, every other module of data/hlo-programs (the
  * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
  * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
- * sanitizer build takes every 5th file and every 100th of tpuv4-ops. A
+ * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
+ * every candidate the floor of the whole config is at most its estimate. A
  * control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. Skips without TPUSIM_SHARED.
@@ -48,6 +49,16 @@ static bool keep(const struct sim_tile_config *cfg, void *ctx)
 	struct ref *r = ctx;
 	struct sim_estimate e;
 	sim_plan_estimate(r->p, r->hw, cfg, &e);
+	/* at a whole config the floor is a floor of its own estimate */
+	struct sim_plan_floors f;
+	sim_plan_floor(r->p, r->hw, cfg, &f);
+	if (isfinite(e.time_ns) && f.time_ns > e.time_ns * (1 + 1e-9)) {
+		char s[256];
+		sim_tile_config_format(cfg, s, sizeof s);
+		fail_msg("%s on %s, %s: floor %.17g ns above the estimate "
+			 "%.17g ns", r->p->k->name, r->hw->name, s, f.time_ns,
+			 e.time_ns);
+	}
 	if (r->n++ == 0 || sim_config_better(&e, cfg, &r->est, &r->cfg)) {
 		r->cfg = *cfg;
 		r->est = e;
