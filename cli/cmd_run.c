@@ -111,9 +111,13 @@ static void run_help(FILE *out)
 	      "known_trip_count\n"
 	      "                        (default 1)\n"
 	      "      --roofline        cost every kernel with the plain "
-	      "roofline (FLOPs at\n"
-	      "                        peak or bytes at HBM bandwidth, plus "
-	      "overhead)\n"
+	      "roofline: the\n"
+	      "                        slowest of MXU, VPU and HBM at peak "
+	      "(each byte\n"
+	      "                        moved once), plus the launch; the "
+	      "csv, json and\n"
+	      "                        yaml rows always carry it as "
+	      "roofline_ns\n"
 	      "      --config CFG      cost one kernel under tile config CFG, "
 	      "e.g.\n"
 	      "                        "
@@ -255,6 +259,7 @@ enum run_col {
 	COL_VMEM,
 	COL_BOUND,
 	COL_TIME,
+	COL_ROOFLINE,
 	COL_SHARE,
 	COL_MXU_UTIL,
 	COL_TIME_TOTAL,
@@ -282,6 +287,8 @@ static const struct cmd_col run_cols[] = {
 	[COL_VMEM] = {"vmem_bytes", "vmem", CMD_UNIT_BYTES, 0},
 	[COL_BOUND] = {"bound", "bound", CMD_UNIT_TEXT, 0},
 	[COL_TIME] = {"time_ns", "time", CMD_UNIT_TIME_NS, 0},
+	[COL_ROOFLINE] = {"roofline_ns", "roofline", CMD_UNIT_TIME_NS,
+			  CMD_COL_NO_TABLE},
 	[COL_SHARE] = {"share", "share", CMD_UNIT_FRACTION, 0},
 	[COL_MXU_UTIL] = {"mxu_util", "mxu%", CMD_UNIT_FRACTION, 0},
 	[COL_TIME_TOTAL] = {"time_total_ns", "x mult", CMD_UNIT_TIME_NS,
@@ -303,12 +310,13 @@ static int count_unmodelled(const struct sim_program *p)
 
 /* Fills one row. Cycles, steps and VMEM exist only for the analytic
  * model; an unmodelled kernel shows its counted work and zero time.
- * analytic_ns: the analytic time when k->est holds the hybrid one (NaN:
- * no model). */
+ * roofline_ns: sim_kernel_roofline's time, the envelope the kernel's time
+ * is checked against (cmd_warn_envelope). analytic_ns: the analytic time
+ * when k->est holds the hybrid one (NaN: no model). */
 static enum ts_status fill_row(struct cmd_table *t, const char *module,
 			       int index, const struct sim_kernel *k,
 			       double total_ns, bool roofline,
-			       double analytic_ns)
+			       const struct hw_spec *hw, double analytic_ns)
 {
 	const struct sim_estimate *e = &k->est;
 	enum ts_status st = cmd_table_add_row(t);
@@ -346,6 +354,10 @@ static enum ts_status fill_row(struct cmd_table *t, const char *module,
 		cmd_table_set_num(t, COL_VMEM, e->vmem_bytes);
 	}
 	cmd_table_set_num(t, COL_TIME, e->time_ns);
+	struct sim_estimate rf;
+	struct ts_diag rd = {0};
+	if (sim_kernel_roofline(k, hw, &rf, &rd) == TS_OK)
+		cmd_table_set_num(t, COL_ROOFLINE, rf.time_ns);
 	cmd_table_set_num(t, COL_TIME_TOTAL, time_total);
 	if (!isnan(analytic_ns)) {
 		cmd_table_set_num(t, COL_ANALYTIC, analytic_ns);
@@ -730,7 +742,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			       analytic ? COL_COUNT : COL_NO_MODEL);
 		for (int i = 0; i < p->n_kernels && st == TS_OK; i++)
 			st = fill_row(&t, p->module->name, i, &p->kernels[i],
-				      total, o->roofline,
+				      total, o->roofline, &ctx->hw,
 				      analytic ? analytic[m][i] : NAN);
 		if (st == TS_OK)
 			st = fill_footer(&t, p, total);

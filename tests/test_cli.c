@@ -499,10 +499,11 @@ static int csv_split(char *line, char **fields, int max)
 #define RUN_CSV_HEADER                                                        \
 	"module,index,name,kind,main_op,multiplicity,steps,flops,bytes_read,"  \
 	"bytes_written,mxu_cycles,vpu_cycles,dma_cycles,vmem_bytes,bound,"    \
-	"time_ns,share,mxu_util,time_total_ns,config"
+	"time_ns,roofline_ns,share,mxu_util,time_total_ns,config"
 enum { CSV_MODULE = 0, CSV_INDEX = 1, CSV_NAME = 2, CSV_KIND = 3,
-       CSV_OP = 4, CSV_MULT = 5, CSV_BOUND = 14, CSV_TIME = 15, CSV_SHARE = 16,
-       CSV_MXU_UTIL = 17, CSV_TIME_TOTAL = 18, CSV_N = 20 };
+       CSV_OP = 4, CSV_MULT = 5, CSV_BOUND = 14, CSV_TIME = 15,
+       CSV_ROOFLINE = 16, CSV_SHARE = 17, CSV_MXU_UTIL = 18,
+       CSV_TIME_TOTAL = 19, CSV_N = 21 };
 
 /*
  * The example's kernels in schedule order: the layout copy, the loop (its
@@ -545,6 +546,10 @@ static void test_run_example_csv(void **state)
 		assert_string_equal(f[CSV_NAME], example_kernels[i].name);
 		assert_string_equal(f[CSV_MULT], example_kernels[i].mult);
 		assert_true(atof(f[CSV_TIME]) > 0.0);
+		/* the roofline (every unit at its peak, each byte moved
+		 * once, plus the launch) is a floor of the modelled time */
+		assert_true(atof(f[CSV_ROOFLINE]) > 0.0);
+		assert_true(atof(f[CSV_ROOFLINE]) <= atof(f[CSV_TIME]));
 		/* MXU utilisation exactly where there is MXU work: the
 		 * kernels whose main op is a convolution or a dot */
 		bool mxu = !strcmp(f[CSV_OP], "convolution") ||
@@ -1253,7 +1258,7 @@ static void test_unmodelled_listed(void **state)
 	expect_rc(&p, 0);
 	expect_contains(p.out, "\nwith_custom_call,0,custom-call.1,unmodelled,"
 			       "custom-call,1,");
-	expect_contains(p.out, ",unmodelled,0.000,0.000000,,0.000,\n");
+	expect_contains(p.out, ",unmodelled,0.000,,0.000000,,0.000,\n");
 	proc_free(&p);
 
 	tpusim(&p, "run", cc, "--hw", v3);
