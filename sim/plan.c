@@ -478,11 +478,26 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 		p->other_bytes += ir_shape_padded_bytes(s);
 		return TS_OK;
 	}
-	if (p->n_access >= SIM_PLAN_MAX_ACCESS) {
-		p->other_bytes += ir_shape_padded_bytes(s);
-		return TS_OK;
+	struct sim_plan_access *a;
+	if (p->n_access < SIM_PLAN_MAX_ACCESS) {
+		a = &p->acc[p->n_access++];
+	} else {
+		/* Full: the smallest input is held whole (read once, in
+		 * other_bytes) and yields its slot to an output or a larger
+		 * input; so outputs are always tracked, and what is held whole
+		 * is what VMEM holds most easily. */
+		a = NULL;
+		for (int i = 0; i < p->n_access; i++)
+			if (!p->acc[i].output &&
+			    (!a || p->acc[i].bytes < a->bytes))
+				a = &p->acc[i];
+		double bytes = ir_shape_padded_bytes(s);
+		if (!a || (!output && bytes <= a->bytes)) {
+			p->other_bytes += bytes;
+			return TS_OK;
+		}
+		p->other_bytes += a->bytes;
 	}
-	struct sim_plan_access *a = &p->acc[p->n_access++];
 	memset(a, 0, sizeof *a);
 	a->name = v->name;
 	a->rank = g.rank;
@@ -1077,6 +1092,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	/* Inputs. */
 	for (int i = 0; i < k->n_inputs; i++) {
 		const struct ir_instr *v = k->inputs[i];
+		/* an input given twice (add(x, x) as two parameters) is one
+		 * buffer, read once: one access, with the first's map */
+		bool dup = false;
+		for (int j = 0; j < i && !dup; j++)
+			dup = k->inputs[j] == v;
+		if (dup)
+			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
 		st = add_access(p, v, &v->shape, m, false, t, d);
 		if (st != TS_OK)
