@@ -844,6 +844,107 @@ static void test_default_layout(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * More operands than access slots (SIM_PLAN_MAX_ACCESS): a fusion adding
+ * 30 rows (f32[1024], 4 KiB each) to one f32[1024,1024] (4 MiB), as the
+ * Llama-2 step's 26-input reduce fusion does. The output and the large
+ * input follow the grid; the smallest inputs are held whole. Before, the
+ * inputs past the cap took the slots in order, the output was dropped
+ * (0 bytes written) and the 4 MiB input held whole, double-buffered.
+ */
+static void test_many_operands(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	enum { ROWS = 30 };
+	char text[8192];
+	size_t n = 0;
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "HloModule many\n%%f (x: f32[1024,1024]");
+	for (int i = 0; i < ROWS; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n,
+				      ", r%d: f32[1024]", i);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      ") -> f32[1024,1024] {\n"
+			      "  %%x = f32[1024,1024] parameter(0)\n"
+			      "  %%s0 = f32[1024,1024] negate(%%x)\n");
+	for (int i = 0; i < ROWS; i++)
+		n += (size_t)snprintf(
+			text + n, sizeof text - n,
+			"  %%r%d = f32[1024] parameter(%d)\n"
+			"  %%b%d = f32[1024,1024] broadcast(%%r%d), dimensions={1}\n"
+			"  %%s%d = f32[1024,1024] add(%%s%d, %%b%d)\n",
+			i, i + 1, i, i, i + 1, i, i);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "  ROOT %%o = f32[1024,1024] negate(%%s%d)\n}\n"
+			      "ENTRY %%e (x: f32[1024,1024]",
+			      ROWS);
+	for (int i = 0; i < ROWS; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n,
+				      ", r%d: f32[1024]", i);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      ") -> f32[1024,1024] {\n"
+			      "  %%x = f32[1024,1024] parameter(0)\n");
+	for (int i = 0; i < ROWS; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n,
+				      "  %%r%d = f32[1024] parameter(%d)\n", i,
+				      i + 1);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "  ROOT %%k = f32[1024,1024] fusion(%%x");
+	for (int i = 0; i < ROWS; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n, ", %%r%d", i);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "), kind=kLoop, calls=%%f\n}\n");
+	assert_true(n < sizeof text);
+	struct tu_built b;
+	tu_build(text, &b);
+	const struct sim_kernel *k = tu_kernel(&b, "k");
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(k, &hw, &p, &d), TS_OK);
+	assert_int_equal(p.n_access, SIM_PLAN_MAX_ACCESS);
+	/* 31 inputs + 1 output in 24 slots: 8 rows held whole */
+	assert_near(p.other_bytes, 8 * 4096.0, 0);
+	struct sim_estimate e = estimate(k, &hw, "");
+	assert_true(e.feasible);
+	assert_near(e.bytes_written, 4096.0 * 1024, 0);
+	assert_near(e.bytes_read, 4096.0 * 1024 + ROWS * 4096.0, 0);
+	assert_true(e.steps > 1);
+	tu_built_free(&b);
+}
+
+/*
+ * One buffer given to a fusion twice (add(x, x) as two parameters, as
+ * `fuse` may emit): one access, read once, tiled. f32[4096,4096] is 64
+ * MiB, so the second read held whole (as before) could not fit VMEM.
+ */
+static void test_operand_twice(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule twice\n"
+		 "%f (p0: f32[4096,4096], p1: f32[4096,4096]) -> f32[4096,4096] {\n"
+		 "  %p0 = f32[4096,4096] parameter(0)\n"
+		 "  %p1 = f32[4096,4096] parameter(1)\n"
+		 "  ROOT %a = f32[4096,4096] add(%p0, %p1)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[4096,4096]) -> f32[4096,4096] {\n"
+		 "  %x = f32[4096,4096] parameter(0)\n"
+		 "  ROOT %k = f32[4096,4096] fusion(%x, %x), kind=kLoop, calls=%f\n"
+		 "}\n",
+		 &b);
+	struct sim_estimate e = estimate(tu_kernel(&b, "k"), &hw, "");
+	assert_true(e.feasible);
+	assert_near(e.bytes_read, 4096.0 * 4096 * 4, 0);
+	assert_near(e.bytes_written, 4096.0 * 4096 * 4, 0);
+	tu_built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -864,6 +965,8 @@ int main(void)
 		cmocka_unit_test(test_megacore_split),
 		cmocka_unit_test(test_divide_by_broadcast),
 		cmocka_unit_test(test_default_layout),
+		cmocka_unit_test(test_many_operands),
+		cmocka_unit_test(test_operand_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
