@@ -228,6 +228,10 @@ void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
  * puts below 5% MXU utilisation (cli/graph.c says why). */
 void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 		      const struct hw_spec *hw);
+/* Warns about each kernel of p the model (on hw) puts above 10x its
+ * roofline + 5 us, with the term that dominates it (cli/graph.c). */
+void cmd_warn_envelope(const struct cmd_ctx *ctx, const struct sim_program *p,
+		       const struct hw_spec *hw);
 
 /* ---- measured sets for the learning commands (cli/learn.c) ---------------- */
 

@@ -1023,6 +1023,8 @@ static int run_file(struct cmd_ctx *ctx, const struct run_opts *o,
 		}
 		cmd_warn_untiled(ctx, &progs[m], &ctx->hw);
 		cmd_warn_low_mxu(ctx, &progs[m], &ctx->hw);
+		if (!o->roofline)
+			cmd_warn_envelope(ctx, &progs[m], &ctx->hw);
 	}
 	if (cfg_kernel) {
 		rc = apply_config(ctx, o, cfg_kernel);

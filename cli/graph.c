@@ -99,6 +99,39 @@ void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 }
 
 /*
+ * The plausibility envelope: a kernel the model puts above ENVELOPE_X
+ * times its roofline (sim_kernel_roofline: every unit at peak, each byte
+ * moved once, plus the launch) plus ENVELOPE_NS is either a real
+ * mechanism (re-reads, many small steps, strided runs) or a model defect;
+ * each is named with the term that dominates it (sim_kernel_why), so the
+ * reader can tell which.
+ */
+#define ENVELOPE_X 10.0
+#define ENVELOPE_NS 5000.0
+void cmd_warn_envelope(const struct cmd_ctx *ctx, const struct sim_program *p,
+		       const struct hw_spec *hw)
+{
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		struct sim_estimate r;
+		struct ts_diag d = {0};
+		if (!k->est.modelled || k->est.untiled ||
+		    sim_kernel_roofline(k, hw, &r, &d) != TS_OK ||
+		    !(k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS))
+			continue;
+		char why[sizeof d.msg];
+		if (sim_kernel_why(k, hw, why, sizeof why, &d) != TS_OK)
+			memcpy(why, d.msg, sizeof why);
+		fprintf(ctx->err,
+			"%s: warning: module %s: kernel %s (%s) is costed at "
+			"%.3g x its roofline (%.4g us vs %.4g us): %s\n",
+			ctx->prog, p->module->name, k->name,
+			ir_op_name(k->main_op), k->est.time_ns / r.time_ns,
+			k->est.time_ns * 1e-3, r.time_ns * 1e-3, why);
+	}
+}
+
+/*
  * HBM one program can use: the chip's HBM shared by the programs that run
  * on it at once (v2/v3: one per TensorCore; megacore and single-core
  * chips: one):

@@ -181,3 +181,69 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		e.feasible ? "" : " -> INFEASIBLE");
 	return TS_OK;
 }
+
+/*
+ * The term that dominates a tiled kernel's estimate under its own config
+ * (k->est.config), in words, for a warning: no config fitting VMEM; else
+ * the largest of the HBM time (the access that moves the most bytes, its
+ * array, passes and contiguous runs), the per-step overhead of one core's
+ * steps, the VPU's and the MXU's busy time (per core, as estimate() splits
+ * them). Only names what estimate() computed: sim_plan_estimate_detail's
+ * terms.
+ */
+enum ts_status sim_kernel_why(const struct sim_kernel *k,
+			      const struct hw_spec *hw, char *buf, size_t n,
+			      struct ts_diag *d)
+{
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st != TS_OK)
+		return st;
+	if (p.kind != SIM_PLAN_TILED) {
+		snprintf(buf, n, "%s", p.kind == SIM_PLAN_COLLECTIVE
+					       ? "its HBM traffic and ICI time"
+					       : "no tiled work");
+		return TS_OK;
+	}
+	struct sim_estimate e;
+	struct sim_est_detail x;
+	sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x);
+	int big = -1;
+	double big_moved = 0;
+	for (int a = 0; a < p.n_access; a++) {
+		double moved = x.ac[a].total + x.ac[a].reread;
+		if (!p.acc[a].in_vmem && moved > big_moved) {
+			big = a;
+			big_moved = moved;
+		}
+	}
+	if (!e.feasible) {
+		snprintf(buf, n,
+			 "no tile config fits VMEM: the smallest working set "
+			 "is %.4g MB of %.4g MB",
+			 e.vmem_bytes * 1e-6, hw->vmem_bytes * 1e-6);
+		return TS_OK;
+	}
+	double ghz = hw->clock_hz * 1e-9;
+	double per_core = x.steps > 0 ? x.core_steps / (double)x.steps : 1.0;
+	double hbm = e.dma_cycles / ghz;
+	double steps = x.core_steps * x.step_ns;
+	double vpu = e.vpu_cycles / ghz * per_core;
+	double mxu = e.mxu_cycles / ghz * per_core;
+	if (hbm >= steps && hbm >= vpu && hbm >= mxu && big >= 0)
+		snprintf(buf, n,
+			 "HBM: %s moves %.4g MB of a %.4g MB array (%.4g "
+			 "passes, %.4g contiguous runs)",
+			 p.acc[big].name ? p.acc[big].name : "?",
+			 big_moved * 1e-6, p.acc[big].bytes * 1e-6,
+			 x.ac[big].refetch, x.ac[big].chunks);
+	else if (steps >= vpu && steps >= mxu)
+		snprintf(buf, n, "%.4g steps per core at %.4g ns each",
+			 x.core_steps, x.step_ns);
+	else if (vpu >= mxu)
+		snprintf(buf, n, "VPU: %.4g us per core", vpu * 1e-3);
+	else
+		snprintf(buf, n, "MXU: %.4g us per core at %.2g%% utilisation",
+			 mxu * 1e-3, 100.0 * e.mxu_util);
+	return TS_OK;
+}

@@ -467,6 +467,47 @@ static bool in_vmem(const struct ir_shape *s)
 }
 
 /* Adds one access for an array value with map m (NULL: follows nothing). */
+/*
+ * The slice an input is read through, if that is its only use among the
+ * kernel's members: a dynamic-slice, or a slice with unit strides, taking
+ * operand 0 from the input (a fusion's parameter standing for it). The kernel's DMA then
+ * moves the slice's window, not the array: a layer's weights taken from
+ * the stacked weights of a scanned model read one layer, not all of them.
+ * NULL otherwise (the input is read whole as it follows the grid).
+ */
+static const struct ir_instr *slice_read(const struct sim_kernel *k, int i)
+{
+	const struct ir_instr *v = k->inputs[i];
+	if (k->instr && k->instr->op == IR_OP_FUSION) {
+		const struct ir_computation *c =
+			k->instr->n_called > 0 ? k->instr->called[0] : NULL;
+		v = c && i < c->n_params ? c->params[i] : NULL;
+	}
+	if (!v)
+		return NULL;
+	const struct ir_instr *use = NULL;
+	for (int j = 0; j < k->n_members; j++) {
+		const struct ir_instr *u = k->members[j];
+		for (int o = 0; o < u->n_operands; o++) {
+			if (u->operands[o] != v)
+				continue;
+			if (use || o != 0)
+				return NULL; /* read otherwise too */
+			use = u;
+		}
+	}
+	if (!use || !is_array(use) || use->shape.rank != v->shape.rank)
+		return NULL;
+	if (use->op == IR_OP_DYNAMIC_SLICE)
+		return use;
+	if (use->op != IR_OP_SLICE || !use->attrs.slice)
+		return NULL;
+	for (int d = 0; d < use->attrs.slice->n; d++)
+		if (use->attrs.slice->dims[d].stride != 1)
+			return NULL;
+	return use;
+}
+
 static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 				 const struct ir_shape *s, const struct dmap *m,
 				 bool output, const struct ir_instr *target,
@@ -1100,7 +1141,15 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		if (dup)
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
-		st = add_access(p, v, &v->shape, m, false, t, d);
+		const struct ir_instr *sl = slice_read(k, i);
+		if (sl && pr.mm && sl->parent == comp && sl->index >= 0 &&
+		    sl->index < comp->n_instrs && pr.pos[sl->index] >= 0) {
+			const struct dmap *sm = &pr.mm[pr.pos[sl->index]];
+			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
+					false, t, d);
+		} else {
+			st = add_access(p, v, &v->shape, m, false, t, d);
+		}
 		if (st != TS_OK)
 			goto out;
 	}

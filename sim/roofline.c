@@ -16,10 +16,12 @@
  *   2(n-1)/n B, all-gather / reduce-scatter / all-to-all (n-1)/n B over
  *   the ring's links plus latency per ring step, or a one-shot
  *   all-reduce when faster)
+ *   max with the kernel's bytes read and written at HBM bandwidth (each
+ *   once; a group of one device moves no ICI bytes but still copies)
  *   + kernel_overhead_ns
  * B, n: sim_collective_of (the buffer each device holds in full, the
- * devices of the group). Known wrong: ignores the HBM reads/writes around
- * the transfer and torus algorithms that use more links.
+ * devices of the group). Known wrong: torus algorithms that use more
+ * links.
  */
 static enum ts_status collective_roofline(const struct sim_kernel *k,
 					  const struct hw_spec *hw,
@@ -32,10 +34,14 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
 	sim_collective_of(k, &c, &bytes, &n, &bits);
 	struct hw_ici_cost ic;
 	hw_ici_collective(hw, c, bytes, n, bits, &ic);
-	double ici = ic.ns;
-	out->time_ns = ici + hw->kernel_overhead_ns;
-	out->bound = ici >= hw->kernel_overhead_ns ? HW_UNIT_ICI
-						   : HW_UNIT_OVERHEAD;
+	double ici = ic.ns, bw = hw_spec_hbm_bw(hw);
+	double hbm = bw > 0 ? (out->bytes_read + out->bytes_written) / bw * 1e9
+			    : 0.0;
+	double t = ici >= hbm ? ici : hbm;
+	out->time_ns = t + hw->kernel_overhead_ns;
+	out->bound = t < hw->kernel_overhead_ns ? HW_UNIT_OVERHEAD
+		     : ici >= hbm		 ? HW_UNIT_ICI
+						 : HW_UNIT_HBM;
 	return TS_OK;
 }
 

@@ -274,6 +274,13 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct sim_tile_config *cfg, FILE *out,
 				  struct ts_diag *d);
 
+/* The term that dominates k's estimate under its config (k->est.config),
+ * in words (sim/explain.c), for a warning when a kernel is far above its
+ * roofline. */
+enum ts_status sim_kernel_why(const struct sim_kernel *k,
+			      const struct hw_spec *hw, char *buf, size_t n,
+			      struct ts_diag *d);
+
 /* The collective a collective kernel runs (hw_ici_collective), the bytes
  * each device holds in full (the gathered output for all-gather, the input
  * otherwise, padded as cost.c counts them), its group's devices and the
