@@ -1,0 +1,132 @@
+/*
+ * test_envelope.c: the plausibility envelope on every module of
+ * ../shared/data (the corpus, the whole programs and every measured set's
+ * modules) on v3, v4 and v5p. Every kernel is costed with its default
+ * config (sim_program_estimate) and compared with its roofline
+ * (sim_kernel_roofline: every unit at peak, each byte moved once, plus the
+ * launch). Asserted: every kernel above 10 x roofline + 5 us has a named reason
+ * (sim_kernel_why, what `run` prints in its warning), and the kernels
+ * with no feasible config and those above the envelope are exactly the
+ * ones counted here on the round's tree, each printed with its reason
+ * (and the kernels below their roofline, counted: see check_text):
+ * a change that adds one fails, one that removes one updates the count
+ * (docs/MODEL.md "Plausibility envelope" lists them). The sanitizer build
+ * takes every 5th file. Skips without TPUSIM_SHARED.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "test_util.h"
+
+#ifdef TPUSIM_SANITIZED
+#define SAMPLE 5
+#else
+#define SAMPLE 1
+#endif
+
+#define ENVELOPE_X 10.0
+#define ENVELOPE_NS 5000.0
+
+struct totals {
+	const struct hw_spec *hw;
+	int files, kernels, infeasible, above, below;
+};
+
+static void check_text(const char *rel, const char *text, size_t len,
+		       void *ctx)
+{
+	struct totals *t = ctx;
+	struct tu_built b;
+	tu_build_file(rel, text, len, NULL, &b);
+	struct ts_diag d = {0};
+	if (sim_program_estimate(&b.p, t->hw, &d) != TS_OK)
+		fail_msg("%s on %s: %s", rel, t->hw->name, d.msg);
+	t->files++;
+	for (int i = 0; i < b.p.n_kernels; i++) {
+		const struct sim_kernel *k = &b.p.kernels[i];
+		struct sim_estimate r;
+		if (!k->est.modelled || k->est.untiled)
+			continue;
+		t->kernels++;
+		if (sim_kernel_roofline(k, t->hw, &r, &d) != TS_OK)
+			fail_msg("%s %s: roofline: %s", rel, k->name, d.msg);
+		/* below: the roofline's VPU term sums each op's own work
+		 * (bf16 converted at every op) where a fused kernel keeps
+		 * values in f32 vregs, so it is not always a floor */
+		t->below += k->est.time_ns < r.time_ns * (1 - 1e-9);
+		bool above = k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS;
+		if (!above && k->est.feasible)
+			continue;
+		char why[sizeof d.msg];
+		if (sim_kernel_why(k, t->hw, why, sizeof why, &d) != TS_OK ||
+		    !why[0])
+			fail_msg("%s %s on %s: no reason", rel, k->name,
+				 t->hw->name);
+		t->infeasible += !k->est.feasible;
+		t->above += above;
+		print_message("%s %s %s (%s): %.3g x roofline: %s\n",
+			      t->hw->name, rel, k->name,
+			      ir_op_name(k->main_op), k->est.time_ns / r.time_ns,
+			      why);
+	}
+	tu_built_free(&b);
+}
+
+static void test_envelope(void **state)
+{
+	(void)state;
+	const char *shared = getenv("TPUSIM_SHARED");
+	if (!shared || !*shared) {
+		print_message("TPUSIM_SHARED is not set: skipping the "
+			      "envelope test\n");
+		skip();
+	}
+	char data[1024];
+	snprintf(data, sizeof data, "%s/data", shared);
+	static const struct {
+		const char *gen;
+		int infeasible, above, below;
+	} want[] = {
+		{"v3", 3, 34, 371},
+		{"v4", 3, 545, 332},
+		{"v5p", 3, 30, 336},
+	};
+	for (size_t g = 0; g < TS_ARRAY_LEN(want); g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(want[g].gen, &hw))
+			skip();
+		struct totals t = {.hw = &hw};
+		static const char *const sets[] = {
+			"hlo-corpus", "hlo-programs", "tpugraphs-tile-v3/modules",
+			"tpuv3-ops/modules", "tpuv4-ops/modules",
+			"tpuv3-allreduce/modules"};
+		for (size_t s = 0; s < TS_ARRAY_LEN(sets); s++)
+			tu_each_hlo(data, sets[s], SAMPLE, check_text, &t);
+		print_message("%s: %d files, %d kernels: %d with no feasible "
+			      "config, %d above 10 x roofline + 5 us, %d below "
+			      "the roofline\n",
+			      want[g].gen, t.files, t.kernels, t.infeasible,
+			      t.above, t.below);
+		if (SAMPLE == 1) {
+			assert_int_equal(t.infeasible, want[g].infeasible);
+			assert_int_equal(t.above, want[g].above);
+			assert_int_equal(t.below, want[g].below);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_envelope),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
