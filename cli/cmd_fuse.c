@@ -613,11 +613,11 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	if ((rc = write_out(ctx, o, &b)))
 		goto out;
 	fprintf(ctx->err,
-		"%s: policy %s: %d fusions (%d multi-output, %d groups left "
-		"unfused: a cycle); kernels %d, HBM bytes %.4g; program time on "
-		"%s %.6g -> %.6g ns",
+		"%s: policy %s: %d fusions (%d multi-output, %d kernels split "
+		"out of cyclic groups); kernels %d, HBM bytes %.4g; program "
+		"time on %s %.6g -> %.6g ns",
 		ctx->prog, plan->policy, fs.fusions, fs.multi_output,
-		fs.refused, after.kernels, after.bytes, ctx->hw.name, before.ns,
+		fs.cycle_split, after.kernels, after.bytes, ctx->hw.name, before.ns,
 		after.ns);
 	if (fusion.use)
 		fprintf(ctx->err, " (xla policy: %.6g ns; %d decisions differ, "

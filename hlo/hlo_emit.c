@@ -103,7 +103,7 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,
-			      const char *const *ops)
+			      const char *const *ops, const char *attrs)
 {
 	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
 		ts_diag_set(e->d, e->file, in->line, in->col,
@@ -114,13 +114,12 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 	fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "", name);
 	if (!ops || in->ops_end <= in->ops_begin) {
 		hlo_emit_span(e, in->rhs_begin, in->rhs_end, true, true);
-		fputc('\n', e->out);
-		return TS_OK;
+	} else {
+		hlo_emit_span(e, in->rhs_begin, in->ops_begin, true, false);
+		for (int j = 0; j < in->n_operands; j++)
+			fprintf(e->out, "%s%%%s", j ? ", " : "", ops[j]);
+		hlo_emit_span(e, in->ops_end, in->rhs_end, false, true);
 	}
-	hlo_emit_span(e, in->rhs_begin, in->ops_begin, true, false);
-	for (int j = 0; j < in->n_operands; j++)
-		fprintf(e->out, "%s%%%s", j ? ", " : "", ops[j]);
-	hlo_emit_span(e, in->ops_end, in->rhs_end, false, true);
-	fputc('\n', e->out);
+	fprintf(e->out, "%s\n", attrs ? attrs : "");
 	return TS_OK;
 }

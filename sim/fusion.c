@@ -18,8 +18,9 @@
  *     copied into each fused computation; a single-op group stays
  *     unfused; dead pure instructions are dropped, as XLA's DCE does;
  *   - legality: a group one of whose inputs depends on one of its own
- *     members (a sibling merge across a dependency) would make a cycle:
- *     it is left unfused and counted (sim_fuse_stats.refused);
+ *     members would make a cycle: the grouping splits it, each member a
+ *     kernel of its own (counted: sim_fuse_stats.cycle_split); what XLA
+ *     keeps alone (sim_fuse_alone) is never fused;
  *   - computations the grouping does not apply to (reduction regions,
  *     comparators, already fused computations) are copied verbatim.
  *
@@ -56,40 +57,6 @@ static int working_members(const struct grouping *g, int id)
 	return n;
 }
 
-/* Scratch of the cycle check: a visit stamp per instruction and the
- * position of each in the grouping's topological order. */
-struct reach {
-	int *stamp, *pos, *stack;
-	int gen;
-};
-
-/* Does instruction i depend on a member group id owns (not one it copies
- * as a recomputed producer) through instructions outside it? Then fusing
- * the group would make a cycle: the fusion would both feed and read i.
- * Only instructions after the first member it owns in topological order
- * (from) can depend on one, so the search stops below it. */
-static bool feeds_back(const struct grouping *g, int id, int i, int from,
-		       struct reach *r)
-{
-	r->gen++;
-	int top = 0;
-	r->stack[top++] = i;
-	r->stamp[i] = r->gen;
-	while (top > 0) {
-		const struct ir_instr *in = g->c->instrs[r->stack[--top]];
-		for (int j = 0; j < in->n_operands; j++) {
-			int k = sim_index_in(g->c, in->operands[j]);
-			if (k < 0 || r->stamp[k] == r->gen || r->pos[k] < from)
-				continue;
-			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
-				return true;
-			r->stamp[k] = r->gen;
-			r->stack[top++] = k;
-		}
-	}
-	return false;
-}
-
 /* Members of group id that XLA keeps inside the kernel that uses them:
  * working ones, constant-derived ones (a broadcast of a constant) and the
  * constants themselves (a reduce's init value); not other free ops. */
@@ -105,30 +72,22 @@ static int device_members(const struct grouping *g, int id)
 	return n;
 }
 
-/* A group is fused when it has a working member and another device op or
- * constant (written alone, a broadcast of a constant would read back as a
- * kernel of its own, a reduce's constant init as an HBM operand), and no
- * value it reads depends on one of its own members (legality: no
- * cycles). */
-static bool fusible(const struct grouping *g, int id,
-		    const struct ir_instr **inputs, struct reach *r)
+/* A group is fused when it has a working member (or is a stored
+ * constant-derived value) and another device op or constant (written alone, a broadcast of a constant would read back as a
+ * kernel of its own, a reduce's constant init as an HBM operand), its root
+ * is an op XLA fuses, and no value it reads depends on one of its own
+ * members (legality: no cycles). */
+static bool fusible(const struct grouping *g, int id)
 {
-	if (working_members(g, id) < 1 || device_members(g, id) < 2)
+	/* a stored constant-derived value (a broadcast of a constant that
+	 * a tuple reads) is a fusion of its own: it writes the buffer */
+	int root = g->g_root[id];
+	if ((working_members(g, id) < 1 && !g->cd[root]) ||
+	    device_members(g, id) < 2)
 		return false;
-	const int *mem;
-	int n_mem = sim_group_members(g, id, &mem), from = g->n;
-	for (int q = 0; q < n_mem; q++) {
-		int m = mem[q], gm = g->grp[m];
-		if (gm >= 0 && g->g_rep[gm] == id && r->pos[m] < from)
-			from = r->pos[m];
-	}
-	int n = sim_group_inputs(g, id, inputs);
-	for (int q = 0; q < n; q++) {
-		int k = sim_index_in(g->c, inputs[q]);
-		if (k >= 0 && feeds_back(g, id, k, from, r))
-			return false;
-	}
-	return true;
+	/* what XLA keeps alone is never fused, not even with the constants
+	 * it reads */
+	return !sim_fuse_alone(g->c->instrs[root]);
 }
 
 static const char *fusion_kind(const struct grouping *g, int id)
@@ -144,6 +103,19 @@ static const char *fusion_kind(const struct grouping *g, int id)
 	return ir_fusion_kind_name(mxu	   ? IR_FUSION_OUTPUT
 				   : reduce ? IR_FUSION_INPUT
 					    : IR_FUSION_LOOP);
+}
+
+/* Whether in's text carries a backend_config attribute. */
+static bool has_backend_config(const struct emitter *e,
+			       const struct ir_instr *in)
+{
+	static const char key[] = "backend_config=";
+	size_t n = sizeof key - 1;
+	for (uint32_t i = in->rhs_begin; i + n <= in->rhs_end && i + n <= e->h.len;
+	     i++)
+		if (memcmp(e->h.text + i, key, n) == 0)
+			return true;
+	return false;
 }
 
 /* One instruction of a group's computation: named name + suffix, each
@@ -186,8 +158,20 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 			      : ts_arena_printf(&a, "%s%s", in->name, suffix);
 	if (!st && !name)
 		st = TS_ERR_NOMEM;
+	/* A loop whose count was derived from its condition keeps it as
+	 * known_trip_count: the condition's compare may now sit inside a
+	 * fusion, where the pattern (sim_while_trip_count) no longer reads
+	 * it. Not when the loop has a backend_config of its own already. */
+	const char *attrs = NULL;
+	int64_t trip;
+	if (!st && in->op == IR_OP_WHILE && in->attrs.known_trip_count < 0 &&
+	    !has_backend_config(e, in) && sim_while_trip_count(in, &trip) &&
+	    !(attrs = ts_arena_printf(&a, ", backend_config={"
+					  "\"known_trip_count\":{\"n\":\"%lld\"}}",
+				      (long long)trip)))
+		st = TS_ERR_NOMEM;
 	if (!st)
-		st = hlo_emit_instr(&e->h, in, root, name, ops);
+		st = hlo_emit_instr(&e->h, in, root, name, ops, attrs);
 	ts_arena_free(&a);
 	return st;
 }
@@ -300,7 +284,6 @@ struct order {
 	int *out_group;  /* per instruction: the fused group it is an output
 			    of (-1: none) */
 	bool *inside;    /* per instruction: lives only inside fusions */
-	struct reach reach; /* for fusible() */
 	int *dfs;        /* nodes (instructions, then n + group) to write */
 	int n_dfs, cap_dfs;
 	unsigned char *state; /* per node: 0 new, 1 deps pushed, 2 written */
@@ -314,38 +297,28 @@ static void order_free(struct order *o)
 	ts_free(o->at);
 	ts_free(o->out_group);
 	ts_free(o->inside);
-	ts_free(o->reach.stamp);
-	ts_free(o->reach.pos);
-	ts_free(o->reach.stack);
 	ts_free(o->dfs);
 	ts_free(o->state);
 }
 
 static enum ts_status order_alloc(struct order *o, const struct grouping *g)
 {
-	int n = g->n, n_groups = g->n_groups;
-	size_t ni = (size_t)n + 1, ng = (size_t)n_groups + 1;
+	size_t ni = (size_t)g->n + 1, ng = (size_t)g->n_groups + 1;
 	o->inputs = ts_malloc(ni * sizeof *o->inputs);
 	o->outs = ts_malloc(ni * sizeof *o->outs);
 	o->fused_id = ts_malloc(ng * sizeof *o->fused_id);
 	o->at = ts_malloc(ng * sizeof *o->at);
 	o->out_group = ts_malloc(ni * sizeof *o->out_group);
 	o->inside = ts_calloc(ni, sizeof *o->inside);
-	o->reach.stamp = ts_calloc(ni, sizeof *o->reach.stamp);
-	o->reach.pos = ts_malloc(ni * sizeof *o->reach.pos);
-	o->reach.stack = ts_malloc(ni * sizeof *o->reach.stack);
 	o->state = ts_calloc(ni + ng, sizeof *o->state);
 	if (!(o->inputs && o->outs && o->fused_id && o->at && o->out_group &&
-	      o->inside && o->reach.stamp && o->reach.pos && o->reach.stack &&
-	      o->state))
+	      o->inside && o->state))
 		return TS_ERR_NOMEM;
-	for (int k = 0; k < n; k++)
-		o->reach.pos[g->order[k]] = k;
 	return TS_OK;
 }
 
 /* Which groups become fusions: a representative group that is fusible
- * (two working members, no cycle) and writes something. Members of fused
+ * and writes something. Members of fused
  * groups live inside them, unless an unfused group also needs one. */
 static void choose_fusions(struct emitter *e, const struct grouping *g,
 			   struct order *o)
@@ -357,11 +330,8 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 		o->at[id] = -1;
 		if (g->g_rep[id] != id)
 			continue;
-		if (!fusible(g, id, o->inputs, &o->reach) ||
-		    group_outputs(g, id, o->outs) == 0) {
-			e->stats->refused += working_members(g, id) >= 2;
+		if (!fusible(g, id) || group_outputs(g, id, o->outs) == 0)
 			continue;
-		}
 		o->fused_id[id] = e->n_fusions++;
 		const int *mem;
 		int n_mem = sim_group_members(g, id, &mem);
@@ -494,6 +464,8 @@ static enum ts_status put_grouped(struct emitter *e,
 		st = order_alloc(&o, &g);
 	if (!st)
 		choose_fusions(e, &g, &o);
+	for (int i = 0; !st && i < g.n; i++)
+		e->stats->cycle_split += g.why[i] == SIM_WHY_CYCLE;
 	/* fused computations, before the computation that calls them */
 	for (int id = 0; !st && id < g.n_groups; id++) {
 		if (o.fused_id[id] < 0)
@@ -544,7 +516,7 @@ static enum ts_status put_verbatim(struct emitter *e,
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		enum ts_status st = hlo_emit_instr(&e->h, in, in == c->root,
-						   in->name, NULL);
+						   in->name, NULL, NULL);
 		if (st)
 			return st;
 	}

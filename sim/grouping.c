@@ -117,6 +117,15 @@ enum fuse_class sim_fuse_class(const struct grouping *g,
 	}
 }
 
+bool sim_fuse_alone(const struct ir_instr *in)
+{
+	enum sim_kernel_kind kind;
+	return in->op == IR_OP_CUSTOM_CALL || in->op == IR_OP_SORT ||
+	       (sim_top_role(in, &kind) == SIM_TOP_KERNEL &&
+		(kind == SIM_KERNEL_UNMODELLED ||
+		 kind == SIM_KERNEL_COLLECTIVE));
+}
+
 /* Ops a contraction reads through without losing its MXU layout. */
 static bool is_format_op(enum ir_op op)
 {
@@ -234,7 +243,18 @@ static void decide_fusion(struct grouping *g, int i)
 	if (!g->live[i])
 		return;
 	if (g->cd[i]) {
-		if (is_root && p->op != IR_OP_CONSTANT)
+		/* copied into the kernels that read it, unless it must be in
+		 * memory: the root, read by a tuple or loop (an optimizer
+		 * state filled with a constant) or by an op XLA keeps alone (a
+		 * batch-norm's scale): then a kernel writes it */
+		bool stored = is_root;
+		for (int k = g->uoff[i]; !stored && k < g->uoff[i + 1]; k++) {
+			int u = g->users[k];
+			stored = g->live[u] && !g->cd[u] &&
+				 (g->grp[u] == G_NONE ||
+				  sim_fuse_alone(g->c->instrs[u]));
+		}
+		if (stored && p->op != IR_OP_CONSTANT)
 			new_group(g, i, false);
 		return;
 	}
@@ -380,6 +400,7 @@ const char *sim_fuse_why_name(enum sim_fuse_why w)
 		[SIM_WHY_EXPENSIVE] = "expensive op, users in several kernels",
 		[SIM_WHY_POLICY] = "the policy's decision",
 		[SIM_WHY_ELSEWHERE] = "fused into another kernel",
+		[SIM_WHY_CYCLE] = "fusing it would make a cycle",
 	};
 	return (unsigned)w < SIM_WHY_COUNT ? names[w] : "invalid";
 }
@@ -627,7 +648,7 @@ bool sim_group_output(const struct grouping *g, int id, int i)
 {
 	if (g->c->root == g->c->instrs[i])
 		return true;
-	if (g->cd[i])
+	if (g->cd[i] && g->grp[i] != id) /* a copy: each reader has its own */
 		return false;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int u = g->users[k];
@@ -640,6 +661,96 @@ bool sim_group_output(const struct grouping *g, int id, int i)
 				return true;
 	}
 	return false;
+}
+
+/*
+ * Does instruction i depend on a member group id owns (not one it copies
+ * as a recomputed producer) through instructions outside it? Then fusing
+ * the group would make a cycle: the fusion would both feed and read i.
+ * Only instructions after the group's first owned member in topological
+ * order (from) can depend on one, so the search stops below it. pos:
+ * each instruction's place in g->order; stamp (zeroed), stack: scratch.
+ */
+static bool feeds_back(const struct grouping *g, int id, int i, int from,
+		       const int *pos, int *stamp, int gen, int *stack)
+{
+	int top = 0;
+	stack[top++] = i;
+	stamp[i] = gen;
+	while (top > 0) {
+		const struct ir_instr *in = g->c->instrs[stack[--top]];
+		for (int j = 0; j < in->n_operands; j++) {
+			int k = sim_index_in(g->c, in->operands[j]);
+			if (k < 0 || stamp[k] == gen || pos[k] < from)
+				continue;
+			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
+				return true;
+			stamp[k] = gen;
+			stack[top++] = k;
+		}
+	}
+	return false;
+}
+
+/*
+ * A group whose inputs depend on its own members (feeds_back) is no legal
+ * fusion: XLA checks for that cycle before it fuses a producer and leaves
+ * it unfused. So each such group is dissolved: every member it owns
+ * becomes a kernel of its own (SIM_WHY_CYCLE), with the constant-derived
+ * values it reads copied in as usual, for the kernel builder and the
+ * fusion writer alike. The groups cycled and their merged siblings keep
+ * no representative (g_rep -1).
+ */
+static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
+			    int *stack, int *mark)
+{
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	int *pos = ts_malloc(n * sizeof *pos);
+	int *stamp = ts_calloc(n, sizeof *stamp);
+	int *scratch = ts_malloc(n * sizeof *scratch);
+	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
+	bool ok = pos && stamp && scratch && cyclic, any = false;
+	for (int k = 0; ok && k < g->n; k++)
+		pos[g->order[k]] = k;
+	int gen = 0, n_before = g->n_groups;
+	for (int id = 0; ok && id < n_before; id++) {
+		if (g->g_rep[id] != id)
+			continue;
+		const int *mem;
+		int n_mem = sim_group_members(g, id, &mem), from = g->n;
+		for (int q = 0; q < n_mem; q++) {
+			int m = mem[q], gm = g->grp[m];
+			if (gm >= 0 && g->g_rep[gm] == id && pos[m] < from)
+				from = pos[m];
+		}
+		int ni = sim_group_inputs(g, id, inputs);
+		for (int q = 0; q < ni && !cyclic[id]; q++) {
+			int k = sim_index_in(g->c, inputs[q]);
+			cyclic[id] = k >= 0 && feeds_back(g, id, k, from, pos,
+							  stamp, ++gen, scratch);
+		}
+		any = any || cyclic[id];
+	}
+	for (int i = 0; ok && any && i < g->n; i++) {
+		int gi = g->grp[i];
+		if (gi < 0 || g->g_rep[gi] < 0 || !cyclic[g->g_rep[gi]])
+			continue;
+		int id = new_group(g, i, sim_fuse_class(g, g->c->instrs[i]) ==
+						 FC_CORE);
+		g->why[i] = SIM_WHY_CYCLE;
+		ok = collect_members(g, id, stack, mark);
+	}
+	for (int id = 0; ok && any && id < n_before; id++)
+		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
+			g->g_rep[id] = -1;
+	for (int id = 0; ok && any && id < n_before; id++)
+		if (cyclic[id])
+			g->g_rep[id] = -1;
+	ts_free(pos);
+	ts_free(stamp);
+	ts_free(scratch);
+	ts_free(cyclic);
+	return ok;
 }
 
 void sim_grouping_free(struct grouping *g)
@@ -716,9 +827,11 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->reuse = ts_calloc(n, sizeof *g->reuse);
 	g->prologue = ts_calloc(n, sizeof *g->prologue);
 	g->why = ts_calloc(n, sizeof *g->why);
-	g->g_root = ts_malloc(n * sizeof *g->g_root);
-	g->g_core = ts_calloc(n, sizeof *g->g_core);
-	g->g_rep = ts_malloc(n * sizeof *g->g_rep);
+	/* groups: at most one per instruction, and as many again when
+	 * cyclic groups are dissolved (dissolve_cycles) */
+	g->g_root = ts_malloc(2 * n * sizeof *g->g_root);
+	g->g_core = ts_calloc(2 * n, sizeof *g->g_core);
+	g->g_rep = ts_malloc(2 * n * sizeof *g->g_rep);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
 	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
@@ -774,16 +887,16 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	for (int k = g->n - 1; k >= 0; k--)
 		decide_fusion(g, g->order[k]);
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	size_t n_groups = (size_t)(g->n_groups > 0 ? g->n_groups : 1);
-	g->m_start = ts_calloc(n_groups, sizeof *g->m_start);
-	g->m_len = ts_calloc(n_groups, sizeof *g->m_len);
+	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
+	g->m_len = ts_calloc(2 * n, sizeof *g->m_len);
 	buf = ts_malloc(n * 2 * sizeof *buf);
 	stack = ts_malloc(n * sizeof *stack);
 	int *mark = ts_calloc(n, sizeof *mark);
 	bool ok = g->m_start && g->m_len && buf && stack && mark;
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = collect_members(g, id, stack, mark);
-	ok = ok && merge_siblings(g, buf, buf + g->n) && index_holders(g);
+	ok = ok && merge_siblings(g, buf, buf + g->n) &&
+	     dissolve_cycles(g, buf, stack, mark) && index_holders(g);
 	ts_free(buf);
 	ts_free(stack);
 	ts_free(mark);

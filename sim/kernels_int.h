@@ -83,7 +83,8 @@ struct grouping {
 	int n_groups;          /* groups formed (ids 0 .. n_groups-1) */
 	int *g_root;           /* root instruction of each group */
 	bool *g_core;          /* group already holds a core op */
-	int *g_rep;            /* representative after sibling merging */
+	int *g_rep;            /* representative after sibling merging (-1:
+	                          dissolved, a cycle) */
 	/* membership: group g's members (instruction indices, ascending)
 	 * are pool[m_start[g] .. m_start[g] + m_len[g]); the groups that
 	 * hold instruction i, representatives only (g_rep[h] == h,
@@ -113,6 +114,9 @@ static inline const signed char *sim_plan_force(
 }
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
+/* Does XLA keep in alone, never fused (custom calls, sorts, collectives,
+ * the ops the model does not cost: batch-norm, infeed, FFT...)? */
+bool sim_fuse_alone(const struct ir_instr *in);
 /* Is instruction i a member of group grp? (a binary search) */
 bool sim_group_member(const struct grouping *g, int grp, int i);
 /* The members of group grp, instruction indices ascending (*out points

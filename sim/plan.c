@@ -996,13 +996,18 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	p->kind = SIM_PLAN_TILED;
 	/* kernel extraction's tiled instruction, unless it sits inside a
-	 * nested fused computation the maps below do not reach */
+	 * nested fused computation the maps below do not reach, or is not
+	 * the kernel's at all (a grouped reduce's input, made by another
+	 * kernel: its dot is not this kernel's work) */
 	const struct ir_computation *comp =
 		k->n_members > 0 ? k->members[0]->parent : NULL;
-	const struct ir_instr *t =
-		k->tiled && (!comp || k->tiled->parent == comp)
-			? k->tiled
-			: sim_tile_target(k);
+	bool own = k->tiled && (!comp || k->tiled->parent == comp);
+	if (own && comp && k->tiled->op != IR_OP_PARAMETER) {
+		own = false;
+		for (int i = 0; i < k->n_members && !own; i++)
+			own = k->members[i] == k->tiled;
+	}
+	const struct ir_instr *t = own ? k->tiled : sim_tile_target(k);
 	if (!t) {
 		ts_diag_set(d, NULL, 0, 0, "%s: kernel has no instructions",
 			    k->name ? k->name : "?");

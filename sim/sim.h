@@ -388,7 +388,8 @@ void sim_kernel_release(struct sim_kernel *k);
 struct sim_fuse_stats {
 	int fusions;      /* fusion instructions written */
 	int multi_output; /* of those, with several outputs */
-	int refused;      /* groups left unfused: fusing would make a cycle */
+	int cycle_split;  /* kernels split out of groups that would be
+	                     cyclic fusions (SIM_WHY_CYCLE) */
 };
 
 /*
@@ -436,6 +437,8 @@ enum sim_fuse_why {
 	                          kernels is not recomputed */
 	SIM_WHY_POLICY,        /* a policy's decision (SIM_FUSE_OWN) */
 	SIM_WHY_ELSEWHERE,     /* fused, but into another kernel */
+	SIM_WHY_CYCLE,         /* its group would be a cyclic fusion: each
+	                          member its own kernel (grouping.c) */
 	SIM_WHY_COUNT
 };
 const char *sim_fuse_why_name(enum sim_fuse_why w); /* "materialise" */
