@@ -466,16 +466,26 @@ static bool in_vmem(const struct ir_shape *s)
 	return ms == 1 || ms == 6 || ms == 7;
 }
 
-/* Adds one access for an array value with map m (NULL: follows nothing). */
 /*
- * The slice an input is read through, if that is its only use among the
- * kernel's members: a dynamic-slice, or a slice with unit strides, taking
- * operand 0 from the input (a fusion's parameter standing for it). The kernel's DMA then
- * moves the slice's window, not the array: a layer's weights taken from
- * the stacked weights of a scanned model read one layer, not all of them.
- * NULL otherwise (the input is read whole as it follows the grid).
+ * In-place ops: a dynamic-update-slice or a (one-input) scatter writes its
+ * update into operand 0's buffer, which the result aliases; the kernel
+ * reads and writes only the update (XLA's cost rule, docs/HLO.md 3.1, and
+ * its in-place emitters). Their update operand, else NULL.
  */
-static const struct ir_instr *slice_read(const struct sim_kernel *k, int i)
+static const struct ir_instr *inplace_update(const struct ir_instr *r)
+{
+	if (r->op == IR_OP_DYNAMIC_UPDATE_SLICE && r->n_operands >= 2 &&
+	    is_array(r->operands[1]) && is_array(r))
+		return r->operands[1];
+	if (r->op == IR_OP_SCATTER && r->n_operands == 3 &&
+	    is_array(r->operands[2]) && is_array(r))
+		return r->operands[2];
+	return NULL;
+}
+
+/* The one member that reads input i (a fusion's parameter standing for
+ * it), if it reads it once and as operand 0; else NULL. */
+static const struct ir_instr *only_use(const struct sim_kernel *k, int i)
 {
 	const struct ir_instr *v = k->inputs[i];
 	if (k->instr && k->instr->op == IR_OP_FUSION) {
@@ -496,7 +506,27 @@ static const struct ir_instr *slice_read(const struct sim_kernel *k, int i)
 			use = u;
 		}
 	}
-	if (!use || !is_array(use) || use->shape.rank != v->shape.rank)
+	return use;
+}
+
+/*
+ * The slice an input is read through, if that is its only use (only_use):
+ * a dynamic-slice, a slice with unit strides or a gather. The kernel's DMA
+ * then moves the slice's window, not the array (XLA's cost rule for these
+ * uses, docs/HLO.md 3.1): a layer's weights taken from the stacked
+ * weights of a scanned model read one layer, an embedding lookup the rows
+ * it gathers. Known wrong: a gather's rows are costed as one block shaped
+ * as its result (each row is its own DMA run on the device). NULL
+ * otherwise (the input is read whole as it follows the grid).
+ */
+static const struct ir_instr *slice_read(const struct ir_instr *use,
+					 const struct ir_instr *v)
+{
+	if (!use || !is_array(use))
+		return NULL;
+	if (use->op == IR_OP_GATHER) /* the gathered rows, shaped as its result */
+		return use;
+	if (use->shape.rank != v->shape.rank)
 		return NULL;
 	if (use->op == IR_OP_DYNAMIC_SLICE)
 		return use;
@@ -508,6 +538,7 @@ static const struct ir_instr *slice_read(const struct sim_kernel *k, int i)
 	return use;
 }
 
+/* Adds one access for an array value with map m (NULL: follows nothing). */
 static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 				 const struct ir_shape *s, const struct dmap *m,
 				 bool output, const struct ir_instr *target,
@@ -757,6 +788,13 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 	}
 	case IR_OP_REDUCE_WINDOW:
 		return window_vpu_cycles(hw, in);
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+	case IR_OP_SCATTER: { /* in place: the update's elements */
+		const struct ir_instr *u = inplace_update(in);
+		return hw_vpu_op_cycles(hw, shape_vregs(hw, u ? &u->shape
+							       : &in->shape),
+					HW_VPU_SIMPLE);
+	}
 	case IR_OP_BROADCAST:
 	case IR_OP_BITCAST:
 	case IR_OP_CONSTANT:
@@ -1013,6 +1051,10 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			    k->name ? k->name : "?");
 		return TS_ERR_UNSUPPORTED_OP;
 	}
+	/* an in-place root is tiled by its update: that is all it computes */
+	const struct ir_instr *inplace = inplace_update(t) ? t : NULL;
+	if (inplace)
+		t = inplace_update(inplace);
 	p->target = t;
 	enum ts_status st = sim_tile_grid(sim_tile_space_shape(t), &p->out, d);
 	if (st != TS_OK)
@@ -1146,7 +1188,10 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		if (dup)
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
-		const struct ir_instr *sl = slice_read(k, i);
+		const struct ir_instr *use = only_use(k, i);
+		if (inplace && use == inplace)
+			continue; /* the buffer it updates in place: not read */
+		const struct ir_instr *sl = slice_read(use, v);
 		if (sl && pr.mm && sl->parent == comp && sl->index >= 0 &&
 		    sl->index < comp->n_instrs && pr.pos[sl->index] >= 0) {
 			const struct dmap *sm = &pr.mm[pr.pos[sl->index]];
@@ -1193,7 +1238,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 				}
 				continue;
 			}
-			st = add_access(p, v, &v->shape, m, true, t, d);
+			if (v == inplace) { /* writes the update's window */
+				const struct ir_instr *u = inplace_update(v);
+				const struct dmap *um = comp ? slot(&pr, u) : NULL;
+				m = um && um->set ? um : NULL;
+				v = u;
+			}
+			st = add_access(p, roots[i], &v->shape, m, true, t, d);
 			if (st != TS_OK)
 				goto out;
 		}
