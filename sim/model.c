@@ -268,7 +268,10 @@ static void access_cost(const struct sim_plan_access *a,
  * MXU cycles of the whole kernel: steps x (hw_mxu_fill_cycles +
  * hw_mxu_stream_cycles(tiles, rows)),
  * where a step's weight tiles are
- *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group)
+ *   batch x taps x ceil(K / R) x ceil(N / C)   (per feature group, or the
+ *                                              groups' filters expanded
+ *                                              into one dense filter,
+ *                                              whichever is cheaper)
  * or, for a convolution whose window is larger than its output (a weight
  * gradient: the window spans the input's spatial extent, the output is the
  * kernel), with the taps folded into the contraction when K < R:
@@ -288,6 +291,27 @@ static void access_cost(const struct sim_plan_access *a,
  * contraction the f32 accumulator is re-added on the VPU (counted
  * separately).
  */
+/* One step's streaming cycles for grp groups of K x N weights over rows:
+ * weight tiles along the contraction per tap, or taps folded into the
+ * contraction (mxu_fold_taps: floor(R / K) taps share a tile), in the
+ * cheaper orientation unless windowed (mxu_total_cycles). */
+static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw,
+			      double rows, double kv, double nv, double taps,
+			      double grp)
+{
+	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double kt = taps * ceil(kv / rr);
+	if (p->mxu_fold_taps && kv < rr)
+		kt = ceil(taps / floor(rr / kv));
+	double t1 = grp * kt * ceil(nv / cc);
+	double t2 = grp * kt * ceil(rows / cc);
+	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
+					 p->mxu_passes);
+	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
+					 p->mxu_passes);
+	return p->mxu_windowed ? c1 : fmin(c1, c2);
+}
+
 static double mxu_total_cycles(const struct sim_plan *p,
 			       const struct hw_spec *hw, const struct sim_blocks *bl,
 			       int64_t steps)
@@ -313,31 +337,28 @@ static double mxu_total_cycles(const struct sim_plan *p,
 			break;
 		}
 	}
-	double rr = hw->mxu_rows, cc = hw->mxu_cols;
-	double g = (double)p->mxu_groups, grp = 1;
 	taps = fmax(1.0, taps * p->tap_density);
-	if (g > 1) {
-		/* per group K and N shrink by g; the groups a block spans
-		 * each take their own weight tiles */
-		grp = fmax(1.0, fmin(g, nv * g / fmax(1.0, (double)p->mxu_cout)));
-		kv = fmax(1.0, kv / g);
-		nv = fmax(1.0, nv / grp);
+	double g = (double)p->mxu_groups, c;
+	if (g <= 1) {
+		c = mxu_step_cycles(p, hw, rows, kv, nv, taps, 1.0);
+	} else {
+		/* K is the group's input features (the kernel's input-feature
+		 * dim); the block's N spans grp groups, each taking its own
+		 * weight tiles. Or the filter is expanded to a dense
+		 * block-diagonal one over those groups (XLA's
+		 * convolution_group_converter: a mask zeroes the other
+		 * groups' weights), K x grp deep: the cheaper lowering. A
+		 * depthwise 3x3 over 256 channels runs 36 dense weight tiles
+		 * instead of 2,304 one-by-one tiles. */
+		double grp = fmax(1.0, fmin(g, nv * g /
+						  fmax(1.0, (double)p->mxu_cout)));
+		c = fmin(mxu_step_cycles(p, hw, rows, kv * grp, nv, taps, 1.0),
+			 mxu_step_cycles(p, hw, rows, kv, fmax(1.0, nv / grp),
+					 taps, grp));
 	}
-	/* weight tiles along the contraction: per tap, or taps folded into
-	 * the contraction (mxu_fold_taps: floor(R / K) taps share a tile) */
-	double kt = taps * ceil(kv / rr);
-	if (p->mxu_fold_taps && kv < rr)
-		kt = ceil(taps / floor(rr / kv));
-	double t1 = grp * kt * ceil(nv / cc);
-	double t2 = grp * kt * ceil(rows / cc);
-	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
-					 p->mxu_passes);
-	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
-					 p->mxu_passes);
 	/* every step drains the array: its results leave for VMEM (the
 	 * accumulator or the epilogue) before the next step's weights load */
-	return (double)steps * (hw_mxu_fill_cycles(hw) +
-				(p->mxu_windowed ? c1 : fmin(c1, c2)));
+	return (double)steps * (hw_mxu_fill_cycles(hw) + c);
 }
 
 /* DMA work of one phase (the first loads, the steps, the last stores):

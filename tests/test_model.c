@@ -1047,6 +1047,41 @@ static void test_gather_and_in_place(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * A depthwise 3x3 convolution over 256 channels (feature_group_count =
+ * 256), one step: per group it would stream 256 x 9 one-by-one weight
+ * tiles; XLA expands a grouped filter into a dense block-diagonal one
+ * (convolution_group_converter), here 9 taps x 2 K tiles x 2 N tiles =
+ * 36 tiles of 128 x 128 over 56 x 56 = 3,136 rows, 18 per MXU on v3's two:
+ *   fill (2R + C - 2 = 382) + 18 x 3,136 + 18 x pass bubble.
+ */
+static void test_depthwise_expanded(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule dw\n"
+		 "ENTRY %e (x: bf16[1,256,56,56], w: bf16[256,1,3,3]) -> "
+		 "bf16[1,256,56,56] {\n"
+		 "  %x = bf16[1,256,56,56]{3,2,1,0} parameter(0)\n"
+		 "  %w = bf16[256,1,3,3]{3,2,1,0} parameter(1)\n"
+		 "  ROOT %c = bf16[1,256,56,56]{3,2,1,0} convolution(%x, %w), "
+		 "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, "
+		 "feature_group_count=256\n"
+		 "}\n",
+		 &b);
+	struct sim_estimate e = estimate(tu_kernel(&b, "c"), &hw,
+					 "output_bounds=1x56x7x2;"
+					 "kernel_bounds=1x3x1x2");
+	assert_int_equal(e.steps, 1);
+	assert_int_equal(hw.mxu_count, 2);
+	assert_near(e.mxu_cycles, 382.0 + 18 * 3136.0 + 18 * hw.mxu_pass_cycles,
+		    EXACT);
+	tu_built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1071,6 +1106,7 @@ int main(void)
 		cmocka_unit_test(test_operand_twice),
 		cmocka_unit_test(test_slice_read),
 		cmocka_unit_test(test_gather_and_in_place),
+		cmocka_unit_test(test_depthwise_expanded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
