@@ -369,9 +369,10 @@ static enum ts_status fill_row(struct cmd_table *t, const char *module,
 		cmd_table_set_num(t, COL_MXU_UTIL, e->mxu_util);
 	cmd_table_set_num(t, COL_SHARE,
 			  total_ns > 0.0 ? time_total / total_ns : 0.0);
-	st = cmd_table_set_text(t, COL_BOUND, e->feasible ?
-						  hw_unit_name(e->bound) :
-						  "infeasible");
+	/* a kernel costed at a config no candidate of which fits VMEM is
+	 * named in a warning (cmd_warn_envelope); its bound is still the
+	 * unit that bounds that config */
+	st = cmd_table_set_text(t, COL_BOUND, hw_unit_name(e->bound));
 	if (st == TS_OK && k->tunable && !roofline) {
 		char buf[256];
 		sim_tile_config_format(&e->config, buf, sizeof buf);

@@ -104,7 +104,8 @@ void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
  * moved once, plus the launch) plus ENVELOPE_NS is either a real
  * mechanism (re-reads, many small steps, strided runs) or a model defect;
  * each is named with the term that dominates it (sim_kernel_why), so the
- * reader can tell which.
+ * reader can tell which. So is a kernel no tile config of which fits VMEM
+ * (costed at its smallest working set), whatever its time.
  */
 #define ENVELOPE_X 10.0
 #define ENVELOPE_NS 5000.0
@@ -117,17 +118,20 @@ void cmd_warn_envelope(const struct cmd_ctx *ctx, const struct sim_program *p,
 		struct ts_diag d = {0};
 		if (!k->est.modelled || k->est.untiled ||
 		    sim_kernel_roofline(k, hw, &r, &d) != TS_OK ||
-		    !(k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS))
+		    (k->est.feasible &&
+		     !(k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS)))
 			continue;
 		char why[sizeof d.msg];
 		if (sim_kernel_why(k, hw, why, sizeof why, &d) != TS_OK)
 			memcpy(why, d.msg, sizeof why);
 		fprintf(ctx->err,
 			"%s: warning: module %s: kernel %s (%s) is costed at "
-			"%.3g x its roofline (%.4g us vs %.4g us): %s\n",
+			"%.3g x its roofline (%.4g us vs %.4g us)%s: %s\n",
 			ctx->prog, p->module->name, k->name,
 			ir_op_name(k->main_op), k->est.time_ns / r.time_ns,
-			k->est.time_ns * 1e-3, r.time_ns * 1e-3, why);
+			k->est.time_ns * 1e-3, r.time_ns * 1e-3,
+			k->est.feasible ? "" : " at its smallest working set",
+			why);
 	}
 }
 

@@ -1306,6 +1306,30 @@ static void test_trip_count(void **state)
  * a warning for its utilisation below 5%; its mxu_util column is the
  * MACs over time x peak.
  */
+/* With VMEM cut to 64 KiB the example's kernels leave the envelope: each
+ * is named with the term that dominates it, and a kernel no config of
+ * which fits VMEM says so (0.1434 MB at least: its smallest blocks, by
+ * --explain) instead of reporting "infeasible" as its bound. */
+static void test_envelope_warning(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--set", "vmem.bytes=65536", "-f",
+	       "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.err, "tpusim run: warning: module jit_train_loop: "
+			       "kernel fusion.6 (convolution) is costed at ");
+	expect_contains(p.err, " at its smallest working set: no tile config "
+			       "fits VMEM: the smallest working set is 0.1434 "
+			       "MB of 0.06554 MB\n");
+	expect_contains(p.err, "kernel fusion.1 (convolution) is costed at ");
+	assert_null(strstr(p.out, ",infeasible,"));
+	proc_free(&p);
+}
+
 static void test_low_mxu_warning(void **state)
 {
 	(void)state;
@@ -1386,6 +1410,7 @@ int main(void)
 		cmocka_unit_test(test_unmodelled_listed),
 		cmocka_unit_test(test_trip_count),
 		cmocka_unit_test(test_low_mxu_warning),
+		cmocka_unit_test(test_envelope_warning),
 		cmocka_unit_test(test_roofline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
