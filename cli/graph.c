@@ -99,16 +99,14 @@ void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 }
 
 /*
- * The plausibility envelope: a kernel the model puts above ENVELOPE_X
- * times its roofline (sim_kernel_roofline: every unit at peak, each byte
- * moved once, plus the launch) plus ENVELOPE_NS is either a real
+ * The plausibility envelope (sim_kernel_plausible): a kernel the model
+ * puts above SIM_ENVELOPE_X times its roofline (every unit at peak, each
+ * byte moved once, plus the launch) plus SIM_ENVELOPE_NS is either a real
  * mechanism (re-reads, many small steps, strided runs) or a model defect;
  * each is named with the term that dominates it (sim_kernel_why), so the
  * reader can tell which. So is a kernel no tile config of which fits VMEM
  * (costed at its smallest working set), whatever its time.
  */
-#define ENVELOPE_X 10.0
-#define ENVELOPE_NS 5000.0
 void cmd_warn_envelope(const struct cmd_ctx *ctx, const struct sim_program *p,
 		       const struct hw_spec *hw)
 {
@@ -116,10 +114,8 @@ void cmd_warn_envelope(const struct cmd_ctx *ctx, const struct sim_program *p,
 		const struct sim_kernel *k = &p->kernels[i];
 		struct sim_estimate r;
 		struct ts_diag d = {0};
-		if (!k->est.modelled || k->est.untiled ||
-		    sim_kernel_roofline(k, hw, &r, &d) != TS_OK ||
-		    (k->est.feasible &&
-		     !(k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS)))
+		if (sim_kernel_plausible(k, &k->est, hw) ||
+		    sim_kernel_roofline(k, hw, &r, &d) != TS_OK)
 			continue;
 		char why[sizeof d.msg];
 		if (sim_kernel_why(k, hw, why, sizeof why, &d) != TS_OK)

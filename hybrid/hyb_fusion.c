@@ -31,7 +31,14 @@
  * within the model's own error and not worth departing from XLA's rules
  * (and keeps the search from chasing rounding). cost is the analytic model's time of the
  * kernel with its best tile config (sim_kernel_estimate), or the hybrid's
- * (hyb_model.c: analytic x the learned correction). A kernel's HBM traffic,
+ * (hyb_model.c: analytic x the learned correction). Decisions rest on
+ * physics, not on the model's corners: among the kernels one alternative
+ * has and the other has not, one outside the plausibility envelope
+ * (sim_kernel_plausible: an infeasible config or over 10x its roofline)
+ * rules the decision out, and one whose op mix the learned model does not
+ * know (hyb_novel: its correction not trusted) makes the hybrid compare
+ * both alternatives analytic, never a corrected kernel against an
+ * uncorrected one. A kernel's HBM traffic,
  * VPU work (recomputed producers counted in every kernel that holds them),
  * VMEM working set and the per-kernel overhead are all in that time, so
  * "HBM traffic removed against recomputation and VMEM pressure" is the
@@ -54,35 +61,39 @@
 
 #define HYB_FUSE_MIN_GAIN 1e-3
 
-double hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k)
+void hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k,
+			    struct hyb_fuse_kernel *out)
 {
 	struct sim_estimate e;
 	struct ts_diag d = {0};
+	*out = (struct hyb_fuse_kernel){NAN, NAN, true, true};
 	if (sim_kernel_estimate(k, hw, NULL, &e, &d) != TS_OK)
-		return NAN;
-	return e.time_ns;
+		return;
+	out->ns = out->analytic_ns = e.time_ns;
+	out->plausible = sim_kernel_plausible(k, &e, hw);
 }
 
-/* Kernel times by (members, outputs) key; open addressing. */
+/* Kernel costs by (members, outputs) key; open addressing. */
 struct cache {
 	uint64_t *key; /* 0: empty */
-	double *ns;
+	struct hyb_fuse_kernel *v;
 	size_t cap, n;
 };
 
 static void cache_free(struct cache *c)
 {
 	ts_free(c->key);
-	ts_free(c->ns);
+	ts_free(c->v);
 	memset(c, 0, sizeof *c);
 }
 
-static double *cache_slot(struct cache *c, uint64_t key, bool *found)
+static struct hyb_fuse_kernel *cache_slot(struct cache *c, uint64_t key,
+					  bool *found)
 {
 	if (2 * (c->n + 1) > c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 256;
 		uint64_t *k = ts_calloc(cap, sizeof *k);
-		double *v = ts_calloc(cap, sizeof *v);
+		struct hyb_fuse_kernel *v = ts_calloc(cap, sizeof *v);
 		if (!k || !v) {
 			ts_free(k);
 			ts_free(v);
@@ -95,12 +106,12 @@ static double *cache_slot(struct cache *c, uint64_t key, bool *found)
 			while (k[j])
 				j = (j + 1) & (cap - 1);
 			k[j] = c->key[i];
-			v[j] = c->ns[i];
+			v[j] = c->v[i];
 		}
 		ts_free(c->key);
-		ts_free(c->ns);
+		ts_free(c->v);
 		c->key = k;
-		c->ns = v;
+		c->v = v;
 		c->cap = cap;
 	}
 	size_t j = key & (c->cap - 1);
@@ -111,7 +122,7 @@ static double *cache_slot(struct cache *c, uint64_t key, bool *found)
 		c->key[j] = key;
 		c->n++;
 	}
-	return &c->ns[j];
+	return &c->v[j];
 }
 
 struct search {
@@ -122,18 +133,44 @@ struct search {
 	struct ts_diag *d;
 };
 
-/* T of computation c under force: the sum of its kernels' costs. */
+/* One alternative of a computation: its kernels' keys (ascending) and the
+ * sums of their costs, as timed and analytic. */
+struct alt {
+	uint64_t *keys;
+	int n, cap;
+	double ns, analytic_ns;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Costs computation c under force into a (its keys and sums). */
 static enum ts_status comp_time(struct search *s,
 				const struct ir_computation *c,
-				const signed char *force, double *t)
+				const signed char *force, struct alt *a)
 {
 	struct sim_fusion_space *g;
 	enum ts_status st = sim_fusion_space_build(s->m, c, force, &g);
-	*t = 0;
-	for (int k = 0; !st && k < sim_fusion_space_kernels(g); k++) {
+	a->n = 0;
+	a->ns = a->analytic_ns = 0;
+	int n_k = st ? 0 : sim_fusion_space_kernels(g);
+	if (!st && n_k > a->cap) {
+		uint64_t *k = ts_realloc(a->keys, (size_t)n_k * sizeof *k);
+		if (!k)
+			st = TS_ERR_NOMEM;
+		else {
+			a->keys = k;
+			a->cap = n_k;
+		}
+	}
+	for (int k = 0; !st && k < n_k; k++) {
 		bool found;
-		double *ns = cache_slot(&s->cache, sim_fusion_space_key(g, k), &found);
-		if (!ns) {
+		uint64_t key = sim_fusion_space_key(g, k);
+		struct hyb_fuse_kernel *v = cache_slot(&s->cache, key, &found);
+		if (!v) {
 			st = TS_ERR_NOMEM;
 			break;
 		}
@@ -141,15 +178,51 @@ static enum ts_status comp_time(struct search *s,
 			struct sim_kernel kn = {0};
 			bool none;
 			st = sim_fusion_space_kernel(g, k, &kn, &none, s->d);
-			double v = st || none ? 0 : s->cost->kernel_ns(s->cost->ctx, &kn);
-			*ns = isfinite(v) ? v : 0; /* unmodelled: 0, as run */
+			*v = (struct hyb_fuse_kernel){0, 0, true, true};
+			if (!st && !none)
+				s->cost->kernel(s->cost->ctx, &kn, v);
+			if (!isfinite(v->ns) || !isfinite(v->analytic_ns))
+				v->ns = v->analytic_ns = 0; /* unmodelled: 0, as run */
 			sim_kernel_release(&kn);
 			s->plan->n_costed++;
 		}
-		*t += *ns;
+		a->keys[a->n++] = key;
+		a->ns += v->ns;
+		a->analytic_ns += v->analytic_ns;
 	}
+	if (a->n > 1)
+		qsort(a->keys, (size_t)a->n, sizeof *a->keys, cmp_u64);
 	sim_fusion_space_free(g);
 	return st;
+}
+
+/* Over the kernels one alternative has and the other has not (ascending
+ * keys, symmetric difference): does any leave the envelope, and does any
+ * go without its learned correction? */
+static void differing(struct search *s, const struct alt *x,
+		      const struct alt *y, bool *implausible, bool *uncorrected)
+{
+	*implausible = *uncorrected = false;
+	int i = 0, j = 0;
+	while (i < x->n || j < y->n) {
+		uint64_t key;
+		if (j >= y->n || (i < x->n && x->keys[i] < y->keys[j]))
+			key = x->keys[i++];
+		else if (i >= x->n || y->keys[j] < x->keys[i])
+			key = y->keys[j++];
+		else {
+			i++;
+			j++;
+			continue;
+		}
+		bool found;
+		const struct hyb_fuse_kernel *v =
+			cache_slot(&s->cache, key, &found);
+		if (!v || !found)
+			continue;
+		*implausible = *implausible || !v->plausible;
+		*uncorrected = *uncorrected || !v->corrected;
+	}
 }
 
 static enum ts_status add_flip(struct sim_fusion_plan *p,
@@ -170,7 +243,7 @@ static enum ts_status search_comp(struct search *s,
 				  const struct ir_computation *c,
 				  signed char *force)
 {
-	double best;
+	struct alt best = {0}, trial = {0}, swap;
 	enum ts_status st = comp_time(s, c, force, &best);
 	struct sim_fusion_space *g = NULL;
 	if (!st)
@@ -187,22 +260,31 @@ static enum ts_status search_comp(struct search *s,
 			continue;
 		signed char prev = force[i];
 		force[i] = (signed char)alt;
-		double t;
 		s->plan->n_trials++;
-		if ((st = comp_time(s, c, force, &t)))
+		if ((st = comp_time(s, c, force, &trial)))
 			break;
-		if (!(t < best * (1 - HYB_FUSE_MIN_GAIN))) {
+		/* physics, not artefacts: no decision on a kernel outside the
+		 * envelope; both sides corrected or both analytic */
+		bool implausible, uncorrected;
+		differing(s, &best, &trial, &implausible, &uncorrected);
+		double before = uncorrected ? best.analytic_ns : best.ns;
+		double after = uncorrected ? trial.analytic_ns : trial.ns;
+		if (implausible || !(after < before * (1 - HYB_FUSE_MIN_GAIN))) {
 			force[i] = prev;
 			continue;
 		}
-		struct sim_fusion_flip f = {c->instrs[i], alt, best, t};
-		best = t;
+		struct sim_fusion_flip f = {c->instrs[i], alt, before, after};
+		swap = best;
+		best = trial;
+		trial = swap;
 		sim_fusion_space_free(g);
 		g = NULL;
 		if (!(st = add_flip(s->plan, &f)))
 			st = sim_fusion_space_build(s->m, c, force, &g);
 	}
 	ts_free(visit);
+	ts_free(best.keys);
+	ts_free(trial.keys);
 	sim_fusion_space_free(g);
 	return st;
 }

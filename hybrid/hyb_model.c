@@ -50,16 +50,21 @@ bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e)
 	       !gnn_model_knows(m, gnn_mix_key(e->ops, kf));
 }
 
-double hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k)
+void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
+			  struct hyb_fuse_kernel *out)
 {
 	const struct hyb_fuse_ctx *c = ctx;
 	struct sim_estimate est;
 	struct hyb_embedding e;
 	struct ts_diag d = {0};
+	*out = (struct hyb_fuse_kernel){NAN, NAN, false, true};
 	if (sim_kernel_estimate(k, c->hw, NULL, &est, &d) != TS_OK ||
 	    hyb_embed(c->model, k, &e) != TS_OK)
-		return NAN;
-	return hyb_kernel_time(c->model, &e, k, &est, c->hw, false);
+		return;
+	out->ns = hyb_kernel_time(c->model, &e, k, &est, c->hw, false);
+	out->analytic_ns = est.time_ns;
+	out->corrected = !hyb_novel(c->model, &e);
+	out->plausible = sim_kernel_plausible(k, &est, c->hw);
 }
 
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,

@@ -46,12 +46,15 @@ bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e);
 
 /* The hybrid fusion policy's cost (struct hyb_fuse_cost, ctx a struct
  * hyb_fuse_ctx): a candidate kernel's analytic time with its best tile
- * config, times the model's correction; NaN when it cannot be costed. */
+ * config, times the model's correction (corrected: its op mix is known,
+ * hyb_novel). */
 struct hyb_fuse_ctx {
 	const struct gnn_model *model;
 	const struct hw_spec *hw;
 };
-double hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k);
+struct hyb_fuse_kernel;
+void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
+			  struct hyb_fuse_kernel *out);
 
 /* Loads a model file; "default" names the model shipped with tpusim
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
@@ -105,16 +108,28 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 
 /* ---- fusion policies (hybrid/hyb_fusion.c) --------------------------------- */
 
-/* How a policy times a candidate kernel: ns for one run, NaN when it
- * cannot. The analytic policy: hyb_fuse_cost_analytic (ctx the spec); the
- * hybrid one: hyb_fuse_cost_hybrid (ctx a struct hyb_fuse_ctx). */
+/* A candidate kernel as a policy times it: ns for one run (NaN when it
+ * cannot), the analytic ns, whether ns carries a learned correction
+ * (false for a novel op mix: then the correction is not trusted), and
+ * whether the analytic estimate is inside the envelope
+ * (sim_kernel_plausible). */
+struct hyb_fuse_kernel {
+	double ns, analytic_ns;
+	bool corrected, plausible;
+};
+/* How a policy times a candidate kernel. The analytic policy:
+ * hyb_fuse_cost_analytic (ctx the spec); the hybrid one:
+ * hyb_fuse_cost_hybrid (ctx a struct hyb_fuse_ctx). */
 struct hyb_fuse_cost {
-	double (*kernel_ns)(void *ctx, const struct sim_kernel *k);
+	void (*kernel)(void *ctx, const struct sim_kernel *k,
+		       struct hyb_fuse_kernel *out);
 	void *ctx;
 	const char *name;     /* "analytic", "hybrid" */
 };
-/* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config. */
-double hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k);
+/* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config
+ * (corrected: true, there being no correction to distrust). */
+void hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k,
+			    struct hyb_fuse_kernel *out);
 
 /*
  * Decides an unfused module's fusion by predicted time (hyb_fusion.c says

@@ -123,3 +123,16 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 					   out->time_ns);
 	return TS_OK;
 }
+
+bool sim_kernel_plausible(const struct sim_kernel *k,
+			  const struct sim_estimate *e,
+			  const struct hw_spec *hw)
+{
+	struct sim_estimate r;
+	struct ts_diag d = {0};
+	if (!e->modelled || e->untiled ||
+	    sim_kernel_roofline(k, hw, &r, &d) != TS_OK)
+		return true;
+	return e->feasible &&
+	       !(e->time_ns > SIM_ENVELOPE_X * r.time_ns + SIM_ENVELOPE_NS);
+}

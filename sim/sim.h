@@ -274,6 +274,19 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct sim_tile_config *cfg, FILE *out,
 				  struct ts_diag *d);
 
+/* The plausibility envelope: a kernel costed above SIM_ENVELOPE_X times
+ * its roofline (sim_kernel_roofline) plus SIM_ENVELOPE_NS, or at a config
+ * that does not fit VMEM, is outside it: a real mechanism or a model
+ * corner, which `run` names (sim_kernel_why) and the fusion policies do
+ * not decide on. */
+#define SIM_ENVELOPE_X 10.0
+#define SIM_ENVELOPE_NS 5000.0
+/* Is estimate e of kernel k inside the envelope on hw? (An unmodelled or
+ * untiled kernel, or one without a roofline, is.) */
+bool sim_kernel_plausible(const struct sim_kernel *k,
+			  const struct sim_estimate *e,
+			  const struct hw_spec *hw);
+
 /* The term that dominates k's estimate under its config (k->est.config),
  * in words (sim/explain.c), for a warning when a kernel is far above its
  * roofline. */

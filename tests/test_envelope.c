@@ -32,9 +32,6 @@
 #define SAMPLE 1
 #endif
 
-#define ENVELOPE_X 10.0
-#define ENVELOPE_NS 5000.0
-
 struct totals {
 	const struct hw_spec *hw;
 	int files, kernels, infeasible, above, below;
@@ -62,7 +59,13 @@ static void check_text(const char *rel, const char *text, size_t len,
 		 * (bf16 converted at every op) where a fused kernel keeps
 		 * values in f32 vregs, so it is not always a floor */
 		t->below += k->est.time_ns < r.time_ns * (1 - 1e-9);
-		bool above = k->est.time_ns > ENVELOPE_X * r.time_ns + ENVELOPE_NS;
+		/* the same test as sim_kernel_plausible, written out */
+		bool above = k->est.time_ns > 10.0 * r.time_ns + 5000.0;
+		if (above != (k->est.feasible &&
+			      !sim_kernel_plausible(k, &k->est, t->hw)) &&
+		    k->est.feasible)
+			fail_msg("%s %s: sim_kernel_plausible disagrees", rel,
+				 k->name);
 		if (!above && k->est.feasible)
 			continue;
 		char why[sizeof d.msg];
