@@ -84,6 +84,7 @@ enum sim_dim_role {
 
 #define SIM_PLAN_MAX_DIMS (2 * SIM_MAX_GRID)
 #define SIM_PLAN_MAX_ACCESS 24
+#define SIM_FOLD_MAX_K 16 /* input features a folded window tap may have */
 
 /* One dim of the combined iteration grid: the output grid's dims in
  * physical order, then the kernel grid's dims not shared with the output
@@ -162,8 +163,10 @@ struct sim_plan {
 	bool mxu_windowed;                /* a convolution window wider than 1:
 	                                     the kernel is the stationary operand */
 	bool mxu_fold_taps;               /* window taps outnumber the output's
-	                                     spatial positions (weight gradient):
-	                                     taps fold into the contraction */
+	                                     spatial positions (weight gradient),
+	                                     or the contraction is at most
+	                                     SIM_FOLD_MAX_K deep: taps fold into
+	                                     the contraction */
 	double mxu_macs;                  /* useful multiply-accumulates */
 	double tap_density;               /* fraction of window taps that land
 	                                     on real input (lhs dilation) */

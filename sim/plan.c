@@ -1124,7 +1124,19 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 				    cd->out_spatial[s] < t->shape.rank)
 					outsp *= (double)t->shape.dims[cd->out_spatial[s]];
 			}
-			p->mxu_fold_taps = win > outsp;
+			/* taps fold into the contraction when they outnumber
+			 * the output positions (a weight gradient), or when
+			 * the contraction is shallow (at most
+			 * SIM_FOLD_MAX_K input features per group, a first
+			 * layer's 1-16 channels): XLA gathers the window
+			 * into the contraction instead of padding a few
+			 * features to a 128-deep weight tile per tap */
+			int64_t k_in = cd && cd->rhs_in >= 0 &&
+						       cd->rhs_in < t->operands[1]->shape.rank
+					       ? t->operands[1]->shape.dims[cd->rhs_in]
+					       : 0;
+			p->mxu_fold_taps = win > outsp ||
+					   (k_in > 0 && k_in <= SIM_FOLD_MAX_K);
 		}
 		double macs = 0;
 		if (sim_instr_macs(t, NULL, &macs, NULL) == TS_OK)

@@ -1082,6 +1082,35 @@ static void test_depthwise_expanded(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * A first layer: 3 input channels, a 7x7 window, 64 outputs over 32x32.
+ * Per tap the contraction is 3 deep; XLA gathers the window into the
+ * contraction instead, floor(128 / 3) = 42 taps to a weight tile: 2 tiles
+ * (not 49), one per v3 MXU, each streaming the 1,024 output rows:
+ *   fill (382) + 1,024 + one pass bubble.
+ */
+static void test_shallow_conv_folds_taps(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule stem\n"
+		 "ENTRY %e (x: bf16[1,3,32,32], w: bf16[64,3,7,7]) -> "
+		 "bf16[1,64,32,32] {\n"
+		 "  %x = bf16[1,3,32,32]{3,2,1,0} parameter(0)\n"
+		 "  %w = bf16[64,3,7,7]{3,2,1,0} parameter(1)\n"
+		 "  ROOT %c = bf16[1,64,32,32]{3,2,1,0} convolution(%x, %w), "
+		 "window={size=7x7 pad=3_3x3_3}, dim_labels=bf01_oi01->bf01\n"
+		 "}\n",
+		 &b);
+	struct sim_estimate e = estimate(tu_kernel(&b, "c"), &hw, "");
+	assert_int_equal(e.steps, 1);
+	assert_near(e.mxu_cycles, 382.0 + 1024.0 + hw.mxu_pass_cycles, EXACT);
+	tu_built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1107,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_slice_read),
 		cmocka_unit_test(test_gather_and_in_place),
 		cmocka_unit_test(test_depthwise_expanded),
+		cmocka_unit_test(test_shallow_conv_folds_taps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
