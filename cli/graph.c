@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "hw_units.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Multiplicities resting on a guessed trip count are worth a warning,
@@ -72,9 +73,11 @@ void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
 /*
  * A kernel with at least LOW_MXU_MIN_NS of MXU work at the bf16 peak
  * (work.mxu_macs / peak MACs per ns) that the model puts below
- * LOW_MXU_UTIL of the peak is almost always a mapping defect (a
- * convolution form or batched dot the MXU mapping gets wrong), not a
- * slow kernel: each is named with its utilisation.
+ * LOW_MXU_UTIL of the MXU use its roofline allows (that work at peak over
+ * the roofline's time: a kernel the roofline says is HBM-bound cannot keep
+ * the MXU busy) is almost always a mapping defect (a convolution form or
+ * batched dot the MXU mapping gets wrong), not a slow kernel: each is
+ * named with its utilisation and what the roofline allows.
  */
 #define LOW_MXU_UTIL 0.05
 #define LOW_MXU_MIN_NS 10000.0
@@ -84,17 +87,25 @@ void cmd_warn_low_mxu(const struct cmd_ctx *ctx, const struct sim_program *p,
 	double peak = hw_mxu_peak_macs_per_cycle(hw) * hw->clock_hz * 1e-9;
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
+		struct sim_estimate r;
+		struct ts_diag d = {0};
 		if (!k->est.modelled || !(peak > 0) ||
 		    k->work.mxu_macs / peak < LOW_MXU_MIN_NS ||
-		    k->est.mxu_util >= LOW_MXU_UTIL)
+		    sim_kernel_roofline(k, hw, &r, &d) != TS_OK ||
+		    !(r.time_ns > 0))
+			continue;
+		double allowed = fmin(1.0, k->work.mxu_macs / peak / r.time_ns);
+		if (k->est.mxu_util >= LOW_MXU_UTIL * allowed)
 			continue;
 		fprintf(ctx->err,
 			"%s: warning: module %s: kernel %s (%s) is modelled at "
-			"%.2g%% MXU utilisation, below %.0f%% for %.0f us of MXU "
-			"work: likely a mapping defect\n",
+			"%.2g%% MXU utilisation, below %.0f%% of the %.2g%% its "
+			"roofline allows, for %.0f us of MXU work: likely a "
+			"mapping defect\n",
 			ctx->prog, p->module->name, k->name,
 			ir_op_name(k->main_op), 100.0 * k->est.mxu_util,
-			100.0 * LOW_MXU_UTIL, k->work.mxu_macs / peak * 1e-3);
+			100.0 * LOW_MXU_UTIL, 100.0 * allowed,
+			k->work.mxu_macs / peak * 1e-3);
 	}
 }
 
