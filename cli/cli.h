@@ -43,7 +43,7 @@
 /* Commands defined in their own cli/cmd_*.c files, in help order. */
 #define CMD_LIST(X) \
 	X(run) X(tile) X(fuse) X(whatif) X(validate) X(calibrate) X(train) \
-	X(compare)
+	X(compare) X(autotune)
 
 /* ---- exit codes ----------------------------------------------------------- */
 
@@ -279,6 +279,28 @@ int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
  * sets only) into the existing folder dir; returns an enum cmd_exit. */
 int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
 		     const struct val_compare *c);
+/* Writes autotune.png into dir: per set with kernels to tune, the mean
+ * slowdown at each budget, a line per strategy used. */
+int cmd_plot_autotune(const struct cmd_ctx *ctx, const char *dir,
+		      const struct val_tune_set *sets, int n,
+		      const struct val_tune_opts *o);
+
+/* ---- autotune live (cli/autotune_live.c) ---------------------------------- */
+
+/* The live mode's own options. */
+struct tune_live_opts {
+	const char *measure_cmd;  /* --measure-cmd: words, {module} {kernel}
+	                             {config} replaced */
+	int timeout_s;            /* --measure-timeout (0: 60) */
+	const char *record;       /* --record DIR, NULL: none */
+};
+/* Tunes every tunable kernel of GRAPH on ctx->hw with the user's command
+ * (cli/autotune_live.c says how); t's largest budget per kernel and its
+ * strategy (analytic or hybrid with model); returns an enum cmd_exit. */
+int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
+		      const struct val_tune_opts *t, const char *model,
+		      const struct tune_live_opts *o);
+
 /* Writes run_<module>.png per program into dir: the roofline of its
  * kernels (estimated on hw) and its time by bound unit. A module name is
  * kept to [A-Za-z0-9._-] (others become _), and a name this process has

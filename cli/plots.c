@@ -476,6 +476,101 @@ int cmd_plot_compare(const struct cmd_ctx *ctx, const char *dir,
 	return rc;
 }
 
+/* ---- autotune --plots: slowdown against the measurement budget ------------ */
+
+/* The floor of autotune.png's log axis: a slowdown below it (a strategy
+ * that found every kernel's best) is drawn on it. */
+#define TUNE_PLOT_FLOOR 0.01 /* % */
+
+/* autotune.png: a panel per set (side by side), the mean slowdown (%) at
+ * each budget on a log axis (random's first pick is some 100 times the
+ * models'), a line per strategy with a mark at each budget. */
+int cmd_plot_autotune(const struct cmd_ctx *ctx, const char *dir,
+		      const struct val_tune_set *sets, int n,
+		      const struct val_tune_opts *o)
+{
+	int shown = 0;
+	for (int i = 0; i < n; i++)
+		shown += sets[i].n_kernels > 0;
+	if (shown == 0)
+		return CMD_EXIT_OK;
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	int rc = begin(ctx, dir, "autotune.png", path, tmp, 560 * shown + 80,
+		       520);
+	if (rc != CMD_EXIT_OK)
+		return rc;
+	pl.plssub(shown, 1);
+	pl.plschr(0, 0.9);
+	const char *names[VAL_TUNE_COUNT];
+	PLINT opt[VAL_TUNE_COUNT], lcol[VAL_TUNE_COUNT], lsty[VAL_TUNE_COUNT],
+		tcol[VAL_TUNE_COUNT], scol[VAL_TUNE_COUNT], snum[VAL_TUNE_COUNT];
+	PLFLT lw[VAL_TUNE_COUNT], sscale[VAL_TUNE_COUNT];
+	const char *sym[VAL_TUNE_COUNT];
+	int n_lines = 0;
+	for (int s = 0; s < VAL_TUNE_COUNT; s++) {
+		if (!o->use[s])
+			continue;
+		names[n_lines] = val_tune_strategy_name((enum val_tune_strategy)s);
+		opt[n_lines] = PL_LEGEND_LINE | PL_LEGEND_SYMBOL;
+		lcol[n_lines] = scol[n_lines] = COL_SERIES + s;
+		lsty[n_lines] = 1;
+		lw[n_lines] = 3;
+		tcol[n_lines] = COL_FG;
+		snum[n_lines] = 1;
+		sscale[n_lines] = 1.0;
+		sym[n_lines] = "•";
+		n_lines++;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct val_tune_set *t = &sets[i];
+		if (!t->n_kernels)
+			continue;
+		pl.pladv(0);
+		pl.plvpor(0.14, 0.95, 0.13, 0.88);
+		double ymax = 1.0, xmax = o->budgets[o->n_budgets - 1];
+		for (int s = 0; s < VAL_TUNE_COUNT; s++)
+			for (int b = 0; o->use[s] && b < o->n_budgets; b++)
+				ymax = fmax(ymax, 100 * t->res[s].slowdown[b]);
+		pl.plwind(0.5, xmax + 0.5, log10(TUNE_PLOT_FLOOR),
+			  log10(ymax) + 0.3);
+		pl.plcol0(COL_GRID);
+		pl.plbox("g", 1, 0, "gl", 0, 0);
+		for (int s = 0; s < VAL_TUNE_COUNT; s++) {
+			if (!o->use[s])
+				continue;
+			double x[VAL_TUNE_MAX_BUDGETS], y[VAL_TUNE_MAX_BUDGETS];
+			for (int b = 0; b < o->n_budgets; b++) {
+				x[b] = o->budgets[b];
+				y[b] = log10(fmax(100 * t->res[s].slowdown[b],
+						  TUNE_PLOT_FLOOR));
+			}
+			pl.plcol0(COL_SERIES + s);
+			pl.plwidth(3);
+			pl.plline(o->n_budgets, x, y);
+			pl.plwidth(1);
+			pl.plschr(0, 1.6);
+			pl.plstring(o->n_budgets, x, y, "•");
+			pl.plschr(0, 0.9);
+		}
+		pl.plcol0(COL_FG);
+		pl.plbox("bcnst", xmax > 20 ? 0 : 1, 0, "bcnstvl", 0, 0);
+		char title[160];
+		snprintf(title, sizeof title,
+			 "%s (%d kernels; %g%% = found the best)", t->name,
+			 t->n_kernels, TUNE_PLOT_FLOOR);
+		pl.pllab("measurements per kernel (budget)",
+			 "mean slowdown over the best (%)", title);
+		PLFLT w, h;
+		pl.pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+			    PL_POSITION_INSIDE | PL_POSITION_TOP |
+				    PL_POSITION_RIGHT,
+			    0.03, 0.03, 0.08, COL_BG, COL_FG, 1, 0, 0, n_lines,
+			    opt, 1.0, 0.9, 2.0, 0, tcol, names, NULL, NULL, NULL,
+			    NULL, lcol, lsty, lw, scol, sscale, snum, sym);
+	}
+	return end(ctx, tmp, path);
+}
+
 /* ---- run --plots: the roofline and the time per bound unit -------------------- */
 
 /* Series colour of each bound unit (HW_UNIT_* order). */

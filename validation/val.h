@@ -368,6 +368,53 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out);
 enum ts_status val_report_print_markdown(const struct val_report *r,
 					 FILE *out);
 
+/* ---- autotuning replayed on measured sets (val_autotune.c) --------------- */
+
+enum val_tune_strategy {
+	VAL_TUNE_RANDOM = 0, /* uniform random orders, mean over seeds */
+	VAL_TUNE_ANALYTIC,   /* the analytic model's order */
+	VAL_TUNE_HYBRID,     /* the hybrid's order (the report's model) */
+	VAL_TUNE_ONLINE,     /* refitted after every measurement, transferred
+	                        across kernels (val_autotune.c says what) */
+	VAL_TUNE_COUNT
+};
+const char *val_tune_strategy_name(enum val_tune_strategy s); /* "online" */
+
+#define VAL_TUNE_MAX_BUDGETS 16
+
+struct val_tune_opts {
+	int n_budgets;
+	int budgets[VAL_TUNE_MAX_BUDGETS]; /* measurements, ascending, >= 1 */
+	bool use[VAL_TUNE_COUNT];          /* strategies replayed */
+	int seeds;                         /* random orders per kernel */
+	uint64_t seed;                     /* of the first */
+};
+
+/* One strategy over a set's kernels with at least two configs. */
+struct val_tune_result {
+	double slowdown[VAL_TUNE_MAX_BUDGETS]; /* mean over kernels of the
+	                                          best measured among the
+	                                          first budget picks over the
+	                                          kernel's best, minus 1 */
+	double to_1pct, to_5pct; /* mean measurements to come within 1% and
+	                            5% of the kernel's best */
+};
+
+struct val_tune_set {
+	const char *name;        /* the set's (dataset arena) */
+	int n_kernels;           /* kernels in the means */
+	int n_single;            /* kernels with one recorded config: left out */
+	const char *single_example; /* the first of those (dataset arena) */
+	struct val_tune_result res[VAL_TUNE_COUNT]; /* zero where not used */
+};
+
+/* Replays the strategies of o on the kernels of rep's set (each module's
+ * rows are its recorded configs). VAL_TUNE_HYBRID needs rep built with a
+ * model. Deterministic for a seed. TS_ERR_NOMEM only. */
+enum ts_status val_tune_replay(const struct val_report *rep,
+			       const struct val_tune_opts *o,
+			       struct val_tune_set *out);
+
 /* ---- calibration (val_calibrate.c) -------------------------------------- */
 
 #define VAL_FIT_MAX 16 /* spec fields fitted at once */
