@@ -278,6 +278,11 @@ void gnn_train_opts_default(struct gnn_train_opts *o);
 /* Fisher-Yates shuffle of a[0..n) with draws from rng (the order of
  * training samples, of validation groups, of compare's folds). */
 void gnn_shuffle(int *a, int n, gsl_rng *rng);
+/* The ranking loss of one pair (gnn_train.c): the measured slower member
+ * predicted ln_slow, the faster ln_fast, weight w; returns the loss and its
+ * derivatives by each prediction. */
+double gnn_rank_pair(double ln_slow, double ln_fast, double w, double *g_slow,
+		     double *g_fast);
 /* Trains m (allocated and initialised here) on d. TS_ERR_MISUSE when no
  * sample can train, TS_ERR_NOMEM. */
 enum ts_status gnn_train(const struct gnn_data *d,

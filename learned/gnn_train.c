@@ -370,6 +370,24 @@ static void group_weights(struct trainer *t, const bool *mask)
 				       : 0;
 }
 
+/*
+ * The pairwise ranking loss of one pair whose measured slower member is
+ * predicted ln_slow and faster one ln_fast (Kaufman et al.'s logistic
+ * loss): with delta = ln_slow - ln_fast,
+ *   L = w ln(1 + e^-delta)        (small when the slower is predicted slower)
+ *   dL/d ln_slow = -w / (1 + e^delta) = -dL/d ln_fast
+ * computed without overflow for delta < -709. Returns L.
+ */
+double gnn_rank_pair(double ln_slow, double ln_fast, double w, double *g_slow,
+		     double *g_fast)
+{
+	double delta = ln_slow - ln_fast;
+	double dd = -w / (1.0 + exp(delta));
+	*g_slow = dd;
+	*g_fast = -dd;
+	return w * (fmax(-delta, 0.0) + log1p(exp(-fabs(delta))));
+}
+
 /* One mini-batch: samples order[lo..hi) with their ranking partners. */
 static enum ts_status batch(struct trainer *t, const int *order, int lo,
 			    int hi, int b, gsl_rng *rng, const int *rk_off,
@@ -425,13 +443,12 @@ static enum ts_status batch(struct trainer *t, const int *order, int lo,
 		int a = pair_of[i];
 		int fast = d->samples[sel[a]].measured_ns < sm->measured_ns ? a : i;
 		int slow = fast == a ? i : a;
-		double delta = ln_p[slow] - ln_p[fast];
 		double w = t->o->rank_weight * t->weight[sel[a]] / RANK_PAIRS;
-		/* ln(1 + e^-delta), without overflow for delta < -709 */
-		*loss += w * (fmax(-delta, 0.0) + log1p(exp(-fabs(delta))));
-		double dd = -w / (1.0 + exp(delta)); /* dL/d delta */
-		gl[slow] += dd;
-		gl[fast] -= dd;
+		double g_slow, g_fast;
+		*loss += gnn_rank_pair(ln_p[slow], ln_p[fast], w, &g_slow,
+				       &g_fast);
+		gl[slow] += g_slow;
+		gl[fast] += g_fast;
 	}
 	/* a prediction held at forward's floor (1e-3 ns) has no gradient */
 	for (int i = 0; i < n_sel; i++)

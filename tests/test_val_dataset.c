@@ -560,9 +560,42 @@ static void test_report_nomem(void **state)
 	fail_msg("val_report_build still failing after 4096 allocations");
 }
 
+/* Families and shapes of op-set ids: a family of several words is one
+ * family (leaky_relu, not leaky), and the ops of one shape share its key
+ * whatever their family's length. */
+static void test_families(void **state)
+{
+	(void)state;
+	static const char *const cases[][3] = {
+		{"layer_norm_f16_10x1024x2048", "layer_norm", "f16_10x1024x2048"},
+		{"rms_norm_f16_10x1024x2048", "rms_norm", "f16_10x1024x2048"},
+		{"leaky_relu_f16_4096", "leaky_relu", "f16_4096"},
+		{"relu_f16_4096", "relu", "f16_4096"},
+		{"matmul_bf16_m64_n128_k256:sweepM", "matmul", "bf16_m64_n128_k256"},
+		{"softmax_f32_4096x32:sweepN", "softmax", "f32_4096x32"},
+		{"fusion_191", "fusion", "191"},
+		{"add", "add", ""},
+	};
+	struct val_dataset ds = {.name = "s"};
+	struct ts_arena a;
+	ts_arena_init(&a);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char fam[64], want[128];
+		val_id_family(cases[i][0], fam, sizeof fam);
+		assert_string_equal(fam, cases[i][1]);
+		struct val_row row = {.id = cases[i][0]};
+		snprintf(want, sizeof want, "s/%s", cases[i][2]);
+		assert_string_equal(val_row_key(&a, &ds, &row, true), want);
+		snprintf(want, sizeof want, "s/%s", cases[i][1]);
+		assert_string_equal(val_row_key(&a, &ds, &row, false), want);
+	}
+	ts_arena_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_bad_csv),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_missing_file),

@@ -113,13 +113,15 @@ void val_dataset_free(struct val_dataset *ds);
 enum ts_status val_dataset_subset(const struct val_dataset *ds,
 				  const bool *keep, struct val_dataset *out);
 
-/* The op family of a row id: the part before the first '_' ("matmul" of
- * "matmul_f16_m32_n32_k32"), or the whole id. Writes at most cap bytes. */
+/* The op family of a row id: the words before its first word that names
+ * an element type ("layer_norm" of "layer_norm_f16_10x1024x2048"), else
+ * its first word. Writes at most cap bytes. */
 void val_id_family(const char *id, char *buf, size_t cap);
 
 /* A row's group key in arena a: "set/kernel" in sets with tile configs;
- * else "set/family" (shape false) or "set/" + the id after its family and
- * before any ':' (shape true: all ops of one shape together). NULL when
+ * else "set/family" (shape false) or "set/" + the id from its element type
+ * word (after its family) to any ':' (shape true: all ops of one shape
+ * together). NULL when
  * out of memory. */
 const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
 			const struct val_row *row, bool shape);

@@ -28,11 +28,42 @@ const char *val_timing_name(enum val_timing t)
 	return (unsigned)t < VAL_TIMING_COUNT ? timing_names[t] : "unknown";
 }
 
+/*
+ * Where an op-set row id's family ends: before its first word that names
+ * an element type ("layer_norm_f16_10x1024x2048": family layer_norm,
+ * shape f16_10x1024x2048; "softmax_f32_4096x32:sweepN": softmax, shape
+ * f32_4096x32), so that a family of several words (leaky_relu, rms_norm,
+ * binary_step) is one family and ops of one shape share a shape key. An
+ * id with no such word: its first word is the family. Returns the
+ * family's length; *shape the shape's start.
+ */
+static size_t family_len(const char *id, const char **shape)
+{
+	for (const char *w = id; *w;) {
+		size_t n = strcspn(w, "_:");
+		for (int t = 0; t < IR_TYPE_COUNT; t++) {
+			const char *name = ir_type_name((enum ir_type)t);
+			if (w > id && t != IR_TYPE_TUPLE && strlen(name) == n &&
+			    !strncmp(w, name, n)) {
+				*shape = w;
+				return (size_t)(w - id - 1);
+			}
+		}
+		if (w[n] != '_')
+			break;
+		w += n + 1;
+	}
+	size_t n = strcspn(id, "_");
+	*shape = id[n] == '_' ? id + n + 1 : id + n;
+	return n;
+}
+
 void val_id_family(const char *id, char *buf, size_t cap)
 {
 	if (cap == 0)
 		return;
-	size_t n = strcspn(id, "_");
+	const char *shape;
+	size_t n = family_len(id, &shape);
 	if (n >= cap)
 		n = cap - 1;
 	memcpy(buf, id, n);
@@ -54,8 +85,8 @@ const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
 		val_id_family(row->id, fam, sizeof fam);
 		snprintf(buf, sizeof buf, "%s/%s", ds->name, fam);
 	} else {
-		const char *u = strchr(row->id, '_');
-		u = u ? u + 1 : row->id;
+		const char *u;
+		family_len(row->id, &u);
 		snprintf(buf, sizeof buf, "%s/%.*s", ds->name,
 			 (int)strcspn(u, ":"), u);
 	}

@@ -950,11 +950,11 @@ enum ts_status val_report_print_table(const struct val_report *r, FILE *out)
 			"vs the measured best; steps1: same for fewer tile "
 			"steps; default: compiler default vs best)\n");
 	} else {
-		fprintf(out, "%-12s %5s %7s %7s %8s %10s\n", "family", "rows",
+		fprintf(out, "%-20s %5s %7s %7s %8s %10s\n", "family", "rows",
 			"MAPE", "medAPE", "roofMAPE", "roofMedAPE");
 		for (int i = 0; i < r->n_groups; i++) {
 			const struct val_group *g = &r->groups[i];
-			fprintf(out, "%-12s %5d %7s %7s %8s %10s\n", g->name,
+			fprintf(out, "%-20s %5d %7s %7s %8s %10s\n", g->name,
 				g->n_rows, val_fmt_pct(B(0), g->mape),
 				val_fmt_pct(B(1), g->median_ape),
 				val_fmt_pct(B(2), g->roofline_mape),
