@@ -497,7 +497,7 @@ const struct cmd cmd_autotune = {
 	.synopsis = "(--data DIR [--data DIR...] --hw-dir DIR | GRAPH.hlo "
 		    "--hw SPEC.yaml --measure-cmd CMD [--record DIR]) "
 		    "[--budget LIST] [--strategy LIST] [--model M] [options]",
-	.flags = CMD_NEEDS_HW | CMD_HW_OPTIONAL | CMD_HAS_FORMAT,
+	.flags = CMD_NEEDS_HW | CMD_HW_OPTIONAL | CMD_HAS_FORMAT | CMD_TRAINS,
 	.options = autotune_options,
 	.repeatable = "data",
 	.opts_size = sizeof(struct autotune_opts),

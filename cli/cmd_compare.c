@@ -352,6 +352,7 @@ const struct cmd cmd_compare = {
 	.synopsis = "--data DIR [--data DIR...] --hw-dir DIR [--folds "
 		    "K|group] [--seed N] [--epochs N] [--csv FILE] "
 		    "[--markdown] [--plots DIR]",
+	.flags = CMD_TRAINS,
 	.options = compare_options,
 	.repeatable = "data",
 	.opts_size = sizeof(struct compare_opts),

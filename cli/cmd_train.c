@@ -158,6 +158,7 @@ const struct cmd cmd_train = {
 	.summary = "Train the learned residual on measured runtimes",
 	.synopsis = "--data DIR [--data DIR...] --hw-dir DIR -o MODEL "
 		    "[--seed N] [--epochs N] [--learned-only]",
+	.flags = CMD_TRAINS,
 	.options = train_options,
 	.short_opts = "o:",
 	.repeatable = "data",

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int help_main(struct cmd_ctx *ctx, void *opts, int argc, char **argv);
 static void help_help(FILE *out);
@@ -703,6 +704,34 @@ static int finish(int rc)
 	return rc;
 }
 
+/*
+ * Training is bit-reproducible only on one set of BLAS kernels: OpenBLAS
+ * (DYNAMIC_ARCH) picks its kernels by CPU when it loads, and its AVX-512
+ * dgemm sums in another order than its AVX2 one, so a model trained on a
+ * Skylake-X differed in its last bits from one trained on a Zen. The
+ * commands that train (CMD_TRAINS) run on OpenBLAS's Haswell kernels (AVX2
+ * and FMA: every x86-64 CPU since Haswell and Zen) wherever the CPU has
+ * them: tpusim re-runs itself once with OPENBLAS_CORETYPE=Haswell, which
+ * OpenBLAS reads as it loads (before main). A user's own
+ * OPENBLAS_CORETYPE is kept. On a CPU without AVX2 and FMA, or another
+ * architecture, OpenBLAS chooses and the bits may differ.
+ */
+static void pin_blas(char **argv)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (getenv("OPENBLAS_CORETYPE") || !__builtin_cpu_supports("avx2") ||
+	    !__builtin_cpu_supports("fma"))
+		return;
+	if (setenv("OPENBLAS_CORETYPE", "Haswell", 1) != 0)
+		return;
+	fflush(NULL);
+	execv("/proc/self/exe", argv);
+	unsetenv("OPENBLAS_CORETYPE"); /* not re-run: carry on as loaded */
+#else
+	(void)argv;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option global_opts[] = {
@@ -758,5 +787,7 @@ int main(int argc, char **argv)
 		print_cmd_help(cmd, stdout);
 		return finish(CMD_EXIT_OK);
 	}
+	if (cmd->flags & CMD_TRAINS)
+		pin_blas(argv);
 	return finish(run_cmd(cmd, argc - optind, argv + optind));
 }

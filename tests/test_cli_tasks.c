@@ -75,6 +75,21 @@ static void test_learned(void **state)
 	expect_rc(&p, 0);
 	proc_free(&p);
 	assert_true(same_bytes(m1, m2));
+	/* training runs on OpenBLAS's Haswell kernels wherever the CPU has
+	 * AVX2 and FMA (main.c pin_blas), whatever OpenBLAS would choose:
+	 * its verbose mode names the core it loaded for */
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	    !getenv("OPENBLAS_CORETYPE")) {
+		setenv("OPENBLAS_VERBOSE", "2", 1);
+		tpusim(&p, "train", "--data", tiny, "--hw-dir", hw, "--epochs",
+		       "1", "-o", m2);
+		unsetenv("OPENBLAS_VERBOSE");
+		expect_rc(&p, 0);
+		expect_contains(p.err, "Core: Haswell\n");
+		proc_free(&p);
+	}
+#endif
 	/* GSL's mt19937 would take seed 0 as its default 4357 */
 	tpusim(&p, "train", "--data", tiny, "--hw-dir", hw, "--seed", "0", "-o",
 	       m2);
