@@ -7,6 +7,9 @@
 #   - the same with the shipped learned model on top (target >= 1e5/s)
 #   - `tpusim run` wall time on the largest corpus module, median of 21 runs
 #     (target <= 20 ms), and with --model default (target <= 2x that)
+#   - `tpusim autotune`: the replay of the tile set, and the live loop's
+#     overhead per measurement (the command /bin/echo, its exec time
+#     subtracted)
 #   - `tpusim train` wall time of the default model on every shared set
 #     (target <= 2 minutes on 2 cores)
 #   - `tpusim fuse` on the largest corpus module, xla and analytic policies
@@ -166,6 +169,20 @@ trap 'rm -f "$section"' EXIT
 			echo "mpirun -n $n tpusim whatif (the same 1024 points, tiles re-chosen, not pinned): $ms ms wall, $(pps "$ms") points/s"
 		done
 	fi
+	tile="$shared/data/tpugraphs-tile-v3"
+	echo "tpusim autotune replay, tpugraphs-tile-v3, 4 strategies, 20 seeds: $(median_ms 5 0 $pin "$build/cli/tpusim" autotune --data "$tile" --hw-dir "$root/hwspecs" --seeds 20) ms wall (median of 5)"
+	# live: 1 measurement per kernel vs 32, the command /bin/echo; the
+	# difference over the extra measurements, less echo's own exec time
+	live() {
+		"$build/cli/tpusim" autotune "$root/cli/examples/mlp_train_step.hlo" \
+			--hw "$root/hwspecs/v3.yaml" --budget "$1" --measure-cmd "/bin/echo 1000" -f csv
+	}
+	n1=$(live 1 | awk -F, 'NR > 1 { s += $7 } END { print s }')
+	n32=$(live 32 | awk -F, 'NR > 1 { s += $7 } END { print s }')
+	m1=$(median_ms 5 1 $pin sh -c "\"$build/cli/tpusim\" autotune \"$root/cli/examples/mlp_train_step.hlo\" --hw \"$root/hwspecs/v3.yaml\" --budget 1 --measure-cmd '/bin/echo 1000'")
+	m32=$(median_ms 5 1 $pin sh -c "\"$build/cli/tpusim\" autotune \"$root/cli/examples/mlp_train_step.hlo\" --hw \"$root/hwspecs/v3.yaml\" --budget 32 --measure-cmd '/bin/echo 1000'")
+	e=$(median_ms 5 1 $pin sh -c "i=0; while [ \$i -lt $((n32 - n1)) ]; do /bin/echo 1000 >/dev/null; i=\$((i + 1)); done")
+	echo "tpusim autotune live, example ($n1 -> $n32 measurements, /bin/echo as the command): $(awk -v a="$m1" -v b="$m32" -v e="$e" -v n="$((n32 - n1))" 'BEGIN { printf "%.2f", (b - a - e) / n }') ms overhead per measurement"
 	set --
 	for d in "$shared"/data/*/; do
 		[ -f "$d/measurements.csv" ] && set -- "$@" --data "${d%/}"

@@ -36,8 +36,10 @@ static void make_set(struct val_dataset *ds, struct val_module *mods,
 	memset(res, 0, 5 * sizeof *res);
 	mods[0] = (struct val_module){.name = "k", .n_rows = 4, .first_row = 0};
 	mods[1] = (struct val_module){.name = "one", .n_rows = 1, .first_row = 4};
+	static const char *const configs[5] = {"a", "b", "c", "d", ""};
 	for (int i = 0; i < 5; i++) {
 		rows[i].i_module = i < 4 ? 0 : 1;
+		rows[i].config = configs[i];
 		res[i].measured_ns = measured[i];
 		res[i].analytic_ns = analytic[i];
 		res[i].hybrid_ns = hybrid[i];

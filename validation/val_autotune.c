@@ -8,8 +8,9 @@
  *
  *   slowdown(b) = min(measured of the first b picks) / min(measured) - 1
  *
- * averaged over the kernels with at least two recorded configs (a kernel
- * with one is counted and left out: any strategy finds its best at once).
+ * averaged over the kernels with at least two distinct recorded configs
+ * (a kernel with one is counted and left out: any strategy finds its best
+ * at once; a config recorded twice counts once, its first row).
  * Also the measurements a strategy needs to come within 1% and 5% of the
  * kernel's best (at most its configs), averaged the same way.
  *
@@ -318,9 +319,17 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 		ks[m].row = all + used;
 		used += ds->modules[m].n_rows;
 	}
+	/* a config measured again (another row of the same module and
+	 * config: a sweep that passes one shape twice) is one config, its
+	 * first row */
 	for (int i = 0; st == TS_OK && i < ds->n_rows; i++) {
 		struct kernel *k = &ks[ds->rows[i].i_module];
-		k->row[k->n++] = i;
+		bool again = false;
+		for (int j = 0; j < k->n && !again; j++)
+			again = !strcmp(ds->rows[k->row[j]].config,
+					ds->rows[i].config);
+		if (!again)
+			k->row[k->n++] = i;
 	}
 	for (int m = 0; st == TS_OK && m < ds->n_modules; m++) {
 		struct kernel *k = &ks[m];
