@@ -23,13 +23,14 @@
  * --record DIR keeps what was measured as a data set of the shared format
  * (measurements.csv + modules/, device timing), appended line by line with
  * one write each as measurements arrive, so an interrupted run loses at
- * most the measurement in flight; failures go to DIR/failed.csv. A run
- * that finds DIR already written measures only the configs not recorded
- * there (measured or failed), counting the recorded ones against the
- * budget. The module is copied into DIR/modules/ once per kernel; when it
- * has several tunable kernels, the copy marks the tuned one with
- * metadata op_name "autotuned_op" (as TpuGraphs marks its kernels), which
- * is how validate, train and calibrate find it.
+ * most the measurement in flight (an interrupt kills it); failures go to
+ * DIR/failed.csv. A run that finds DIR already written measures only the
+ * configs not recorded there for this hw (measured or failed), counting
+ * the recorded ones against the budget and their times in the best. The
+ * module goes into DIR/modules/ (written once: a file already there is
+ * kept); when it has several tunable kernels, one copy per kernel marks
+ * the tuned one with metadata op_name "autotuned_op" (as TpuGraphs marks
+ * its kernels), which is how validate, train and calibrate find it.
  */
 #include "cli.h"
 
@@ -133,6 +134,19 @@ static double now_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The measuring command in flight (its process group), for the signal
+ * handler: a tpusim interrupted (Ctrl-C, a job's kill) takes its
+ * measurement down with it instead of leaving it running on the TPU. */
+static volatile sig_atomic_t child_pgid;
+
+static void on_signal(int sig)
+{
+	if (child_pgid > 0)
+		kill(-(pid_t)child_pgid, SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* Runs argv; *ns its time when it succeeds (true), else why in reason. */
 static bool measure(char *const *argv, int timeout_s, double *ns,
 		    char *reason, size_t cap)
@@ -152,18 +166,28 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 	}
 	if (pid == 0) {
 		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
 		int null = open("/dev/null", O_RDONLY);
-		if (null >= 0)
+		if (null >= 0 && null != STDIN_FILENO) {
 			dup2(null, STDIN_FILENO);
+			close(null);
+		}
 		dup2(fd[1], STDOUT_FILENO);
-		close(fd[0]);
-		close(fd[1]);
+		/* none of tpusim's own descriptors (the pipe's ends, the
+		 * record) goes to the user's command */
+		for (int f = STDERR_FILENO + 1; f < 1024; f++)
+			close(f);
+		/* the BLAS pin is tpusim's (main.c pin_blas), not the
+		 * command's */
+		unsetenv("OPENBLAS_CORETYPE");
 		execvp(argv[0], argv);
 		fprintf(stderr, "tpusim autotune: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
 	setpgid(pid, pid);
+	child_pgid = pid;
 	close(fd[1]);
 	char *out = ts_malloc(LIVE_MAX_OUT + 1);
 	size_t len = 0;
@@ -201,20 +225,34 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 	} else {
-		/* its output ended; wait for it to exit, within the deadline */
-		while (waitpid(pid, &status, WNOHANG) == 0) {
+		/* its output ended; wait for it to exit, within the deadline
+		 * (most exit at once: the first check usually finds it) */
+		pid_t w;
+		long nap = 20000; /* ns, doubling to 10 ms */
+		while ((w = waitpid(pid, &status, WNOHANG)) == 0 ||
+		       (w < 0 && errno == EINTR)) {
 			if (now_s() > deadline) {
 				timed_out = true;
 				kill(-pid, SIGKILL);
 				kill(pid, SIGKILL);
 				break;
 			}
-			struct timespec ms = {0, 1000000};
-			nanosleep(&ms, NULL);
+			struct timespec t = {0, nap};
+			nanosleep(&t, NULL);
+			nap = nap < 5000000 ? 2 * nap : 10000000;
+		}
+		if (w < 0 && !timed_out) {
+			snprintf(reason, cap, "cannot wait for it: %s",
+				 strerror(errno));
+			child_pgid = 0;
+			ts_free(out);
+			return false;
 		}
 	}
 	if (timed_out)
-		waitpid(pid, &status, 0);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	child_pgid = 0;
 	bool ok = false;
 	if (timed_out) {
 		snprintf(reason, cap, "timed out after %d s", timeout_s);
@@ -283,24 +321,6 @@ static bool append_line(const char *path, const char *header,
 	return close(fd) == 0 && ok;
 }
 
-/* Whether `config` of module `mod` already appears in the record file
- * path (its module and config columns, by a plain text search of
- * ",<mod>," and ",<config>," on one line). */
-static bool recorded(const char *path, const char *mod, const char *config)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	char line[4096];
-	char a[1100], b[1100];
-	snprintf(a, sizeof a, ",%s,", mod);
-	snprintf(b, sizeof b, ",%s,", config);
-	bool found = false;
-	while (!found && fgets(line, sizeof line, f))
-		found = strstr(line, a) && strstr(line, b);
-	fclose(f);
-	return found;
-}
 
 /* The module text with kernel k's instruction marked op_name
  * "autotuned_op" (malloc'd): its op_name replaced, or added to its
@@ -385,6 +405,39 @@ struct live {
 	char csv[4096], failed[4096]; /* record files */
 };
 
+/* A config's record: its line in measurements.csv (id, module, hw,
+ * config, runtime_ns, ...) or failed.csv (id, module, kernel, config,
+ * reason), found by a plain text search of ",<mod>," and ",<config>,"
+ * (and ",<hw>," in measurements.csv) on one line. Returns the recorded
+ * ns, -1 for a recorded failure, 0 when not recorded. */
+static double recorded(const struct live *l, const char *mod,
+		       const char *config)
+{
+	char m[1100], c[300], h[80];
+	snprintf(m, sizeof m, ",%s,", mod);
+	snprintf(c, sizeof c, ",%s,", config);
+	snprintf(h, sizeof h, ",tpu-%s,", l->ctx->hw.name);
+	char line[4096];
+	FILE *f = fopen(l->csv, "r");
+	double ns = 0;
+	while (f && !ns && fgets(line, sizeof line, f)) {
+		char *at = strstr(line, c);
+		if (at && strstr(line, m) && strstr(line, h))
+			ns = strtod(at + strlen(c), NULL);
+	}
+	if (f)
+		fclose(f);
+	if (ns > 0)
+		return ns;
+	f = fopen(l->failed, "r");
+	bool failed = false;
+	while (f && !failed && fgets(line, sizeof line, f))
+		failed = strstr(line, m) && strstr(line, c);
+	if (f)
+		fclose(f);
+	return failed ? -1 : 0;
+}
+
 /* The hybrid time of k under cfg (NaN when it cannot be had). */
 static double hybrid_ns(const struct live *l, const struct sim_kernel *k,
 			const struct sim_tile_config *cfg)
@@ -446,9 +499,14 @@ static int tune_kernel(struct live *l, const char *module,
 	for (int i = 0; i < res.n_top && rc == CMD_EXIT_OK; i++) {
 		char cfg[256];
 		sim_tile_config_format(&res.top[i].config, cfg, sizeof cfg);
-		if (l->o->record && (recorded(l->csv, rel, cfg) ||
-				     recorded(l->failed, rel, cfg))) {
-			measured++; /* counted, not measured again */
+		double was = l->o->record ? recorded(l, rel, cfg) : 0;
+		if (was != 0) { /* counted, not measured again */
+			measured++;
+			failed += was < 0;
+			if (was > 0 && was < best_ns) {
+				best_ns = was;
+				best = i;
+			}
 			continue;
 		}
 		const char *vals[3] = {l->graph, k->name, cfg};
@@ -487,8 +545,10 @@ static int tune_kernel(struct live *l, const char *module,
 			rc = CMD_EXIT_IO;
 			break;
 		}
-		char id[600];
-		snprintf(id, sizeof id, "%s.%s.%d", l->stem, k->name, i);
+		/* unique whatever order a later run proposes in */
+		char id[1024];
+		snprintf(id, sizeof id, "%s.%s.tpu-%s.%s", l->stem, k->name,
+			 l->ctx->hw.name, cfg);
 		csv_field(m, id);
 		fputc(',', m);
 		csv_field(m, rel);
@@ -578,15 +638,22 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		return CMD_EXIT_USAGE;
 	}
 	char *wbuf = ts_malloc(strlen(o->measure_cmd) + 1);
-	if (!wbuf || !split_words(o->measure_cmd, wbuf, l.words, &l.n_words)) {
-		ts_free(wbuf);
-		cmd_error(ctx, "--measure-cmd: %s in '%s'",
-			  wbuf ? "no command, an unterminated quote or more "
-				 "than 64 words"
-			       : "out of memory",
-			  o->measure_cmd);
-		return wbuf ? CMD_EXIT_USAGE : CMD_EXIT_IO;
+	if (!wbuf) {
+		cmd_error(ctx, "out of memory");
+		return CMD_EXIT_IO;
 	}
+	if (!split_words(o->measure_cmd, wbuf, l.words, &l.n_words)) {
+		ts_free(wbuf);
+		cmd_error(ctx, "--measure-cmd: no command, an unterminated quote "
+			       "or more than 64 words in '%s'",
+			  o->measure_cmd);
+		return CMD_EXIT_USAGE;
+	}
+	/* a child's exit status is ours to read; an interrupt ends the
+	 * measurement in flight too */
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
 	if (o->record) {
 		snprintf(l.csv, sizeof l.csv, "%s/measurements.csv", o->record);
 		snprintf(l.failed, sizeof l.failed, "%s/failed.csv", o->record);

@@ -88,8 +88,9 @@ enum {
 	CMD_HW_OPTIONAL = 1u << 3, /* with CMD_NEEDS_HW: --hw may be left out
 	                              (ctx->hw_path NULL); the command says
 	                              which of its modes need it */
-	CMD_TRAINS = 1u << 4,      /* trains models: OpenBLAS pinned to one
-	                              kernel set (main.c pin_blas) */
+	CMD_TRAINS = 1u << 4,      /* trains or fits models (train, compare,
+	                              autotune's online fit): OpenBLAS pinned
+	                              to one kernel set (main.c pin_blas) */
 };
 
 #define CMD_MAX_HW 8 /* --hw options of a CMD_MULTI_HW command */

@@ -126,7 +126,11 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	struct gnn_model m = {0};
 	struct ts_diag d = {0};
 	time_t t0 = time(NULL);
+	struct gnn_holdback hb = {0};
 	enum ts_status st = gnn_train(&s.learn.data, &to, &m, &d);
+	if (st == TS_OK)
+		st = gnn_hold_back(&s.learn.data, &to, GNN_HOLDBACK_FOLDS, &m,
+				   &hb, &d);
 	if (st == TS_OK)
 		st = gnn_model_save(&m, o->out, &d);
 	if (st != TS_OK) {
@@ -143,8 +147,12 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 			m.summary.val_loss);
 		if (m.kind == GNN_RESIDUAL)
 			fprintf(ctx->err, "novel op mixes: correction x %.1f "
-				"(%d held-out groups); ", m.novel_trust,
-				m.summary.novel_groups);
+				"(%d held-out groups); held back: %d of %d known "
+				"op mixes (%d samples) corrected worse than the "
+				"analytic model out of %d folds, now novel; ",
+				m.novel_trust, m.summary.novel_groups,
+				hb.n_dropped, hb.n_known_before, hb.n_samples,
+				GNN_HOLDBACK_FOLDS);
 		fprintf(ctx->err, "%.0f s; wrote %s\n",
 			difftime(time(NULL), t0), o->out);
 	}

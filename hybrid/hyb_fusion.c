@@ -125,6 +125,18 @@ static struct hyb_fuse_kernel *cache_slot(struct cache *c, uint64_t key,
 	return &c->v[j];
 }
 
+/* The cost stored under key, NULL when there is none (no change to c). */
+static const struct hyb_fuse_kernel *cache_find(const struct cache *c,
+						uint64_t key)
+{
+	if (!c->cap)
+		return NULL;
+	size_t j = key & (c->cap - 1);
+	while (c->key[j] && c->key[j] != key)
+		j = (j + 1) & (c->cap - 1);
+	return c->key[j] == key ? &c->v[j] : NULL;
+}
+
 struct search {
 	const struct ir_module *m;
 	const struct hyb_fuse_cost *cost;
@@ -199,7 +211,7 @@ static enum ts_status comp_time(struct search *s,
 /* Over the kernels one alternative has and the other has not (ascending
  * keys, symmetric difference): does any leave the envelope, and does any
  * go without its learned correction? */
-static void differing(struct search *s, const struct alt *x,
+static void differing(const struct search *s, const struct alt *x,
 		      const struct alt *y, bool *implausible, bool *uncorrected)
 {
 	*implausible = *uncorrected = false;
@@ -215,11 +227,9 @@ static void differing(struct search *s, const struct alt *x,
 			j++;
 			continue;
 		}
-		bool found;
-		const struct hyb_fuse_kernel *v =
-			cache_slot(&s->cache, key, &found);
-		if (!v || !found)
-			continue;
+		/* comp_time stored every key of both */
+		const struct hyb_fuse_kernel *v = cache_find(&s->cache, key);
+		TS_ASSERT(v);
 		*implausible = *implausible || !v->plausible;
 		*uncorrected = *uncorrected || !v->corrected;
 	}

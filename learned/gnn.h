@@ -289,6 +289,31 @@ enum ts_status gnn_train(const struct gnn_data *d,
 			 const struct gnn_train_opts *o, struct gnn_model *m,
 			 struct ts_diag *diag);
 
+/* ---- holding back (gnn_holdback.c) --------------------------------------- */
+
+#define GNN_HOLDBACK_FOLDS 5 /* out-of-fold check of a model's known mixes */
+
+/* Fold of each of n_groups groups: a permutation drawn from GSL's mt19937
+ * with seed, dealt round-robin into folds (folds 0: a fold per group).
+ * TS_ERR_NOMEM only. */
+enum ts_status gnn_assign_folds(int n_groups, int folds, uint64_t seed,
+				int *fold_of_group);
+
+struct gnn_holdback {
+	int n_known_before;  /* mixes m knew */
+	int n_checked;       /* of those, with out-of-fold samples */
+	int n_dropped;       /* dropped: corrected worse than analytic */
+	int n_samples;       /* out-of-fold samples of the dropped mixes */
+};
+/* Drops from residual model m (trained on d with o: its train_mask too)
+ * the known mixes whose out-of-fold correction, over folds of d's groups,
+ * is worse than the analytic model (gnn_holdback.c says how). A
+ * learned-only model is left as it is. TS_ERR_NOMEM, or gnn_train's. */
+enum ts_status gnn_hold_back(const struct gnn_data *d,
+			     const struct gnn_train_opts *o, int folds,
+			     struct gnn_model *m, struct gnn_holdback *out,
+			     struct ts_diag *diag);
+
 /* The model's prediction of sample s of d (ns); NaN when a graph cannot be
  * embedded (out of memory). */
 double gnn_predict_sample(const struct gnn_model *m, const struct gnn_data *d,

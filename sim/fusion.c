@@ -73,10 +73,11 @@ static int device_members(const struct grouping *g, int id)
 }
 
 /* A group is fused when it has a working member (or is a stored
- * constant-derived value) and another device op or constant (written alone, a broadcast of a constant would read back as a
- * kernel of its own, a reduce's constant init as an HBM operand), its root
- * is an op XLA fuses, and no value it reads depends on one of its own
- * members (legality: no cycles). */
+ * constant-derived value) and another device op or constant (written
+ * alone, a broadcast of a constant would read back as a kernel of its
+ * own, a reduce's constant init as an HBM operand) and its root is an op
+ * XLA fuses. (A group that would be a cyclic fusion never gets here: the
+ * grouping splits it, sim/grouping.c dissolve_cycles.) */
 static bool fusible(const struct grouping *g, int id)
 {
 	/* a stored constant-derived value (a broadcast of a constant that

@@ -718,11 +718,19 @@ static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
 			continue;
 		const int *mem;
 		int n_mem = sim_group_members(g, id, &mem), from = g->n;
+		int owned = 0;
 		for (int q = 0; q < n_mem; q++) {
 			int m = mem[q], gm = g->grp[m];
-			if (gm >= 0 && g->g_rep[gm] == id && pos[m] < from)
-				from = pos[m];
+			if (gm >= 0 && g->g_rep[gm] == id) {
+				owned++;
+				if (pos[m] < from)
+					from = pos[m];
+			}
 		}
+		/* one owned member: the others are copies of producers
+		 * upstream of it, so nothing it reads can depend on it */
+		if (owned < 2)
+			continue;
 		int ni = sim_group_inputs(g, id, inputs);
 		for (int q = 0; q < ni && !cyclic[id]; q++) {
 			int k = sim_index_in(g->c, inputs[q]);
@@ -742,10 +750,7 @@ static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
 	}
 	for (int id = 0; ok && any && id < n_before; id++)
 		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
-			g->g_rep[id] = -1;
-	for (int id = 0; ok && any && id < n_before; id++)
-		if (cyclic[id])
-			g->g_rep[id] = -1;
+			g->g_rep[id] = -1; /* a cyclic group and its siblings */
 	ts_free(pos);
 	ts_free(stamp);
 	ts_free(scratch);

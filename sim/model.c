@@ -349,7 +349,8 @@ static double mxu_total_cycles(const struct sim_plan *p,
 		 * convolution_group_converter: a mask zeroes the other
 		 * groups' weights), K x grp deep: the cheaper lowering. A
 		 * depthwise 3x3 over 256 channels runs 36 dense weight tiles
-		 * instead of 2,304 one-by-one tiles. */
+		 * instead of 256 per-group tiles (its 9 taps folded into one
+		 * 1-deep contraction each, mxu_fold_taps). */
 		double grp = fmax(1.0, fmin(g, nv * g /
 						  fmax(1.0, (double)p->mxu_cout)));
 		c = fmin(mxu_step_cycles(p, hw, rows, kv * grp, nv, taps, 1.0),

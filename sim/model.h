@@ -116,6 +116,7 @@ struct sim_plan_adim {
 /* How one kernel input or output moves between HBM and VMEM. */
 struct sim_plan_access {
 	const char *name;     /* instruction name, for explain */
+	int input;            /* index into the kernel's inputs; -1: output */
 	int rank;
 	struct sim_plan_adim dims[SIM_MAX_GRID]; /* physical order */
 	double elem_bytes;    /* bytes per element (stored bits / 8) */

@@ -483,6 +483,27 @@ static const struct ir_instr *inplace_update(const struct ir_instr *r)
 	return NULL;
 }
 
+/* Is v a value kernel k writes: its fused computation's root (or an
+ * element of its root tuple), the op itself, or one of its outputs? */
+static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
+{
+	if (k->instr && k->instr->op == IR_OP_FUSION && k->instr->n_called > 0) {
+		const struct ir_instr *r = k->instr->called[0]->root;
+		if (r == v)
+			return true;
+		for (int i = 0; r && r->op == IR_OP_TUPLE && i < r->n_operands; i++)
+			if (r->operands[i] == v)
+				return true;
+		return false;
+	}
+	if (k->instr == v)
+		return true;
+	for (int i = 0; i < k->n_outputs; i++)
+		if (k->outputs[i] == v)
+			return true;
+	return false;
+}
+
 /* The one member that reads input i (a fusion's parameter standing for
  * it), if it reads it once and as operand 0; else NULL. */
 static const struct ir_instr *only_use(const struct sim_kernel *k, int i)
@@ -541,7 +562,8 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 /* Adds one access for an array value with map m (NULL: follows nothing). */
 static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 				 const struct ir_shape *s, const struct dmap *m,
-				 bool output, const struct ir_instr *target,
+				 bool output, int input,
+				 const struct ir_instr *target,
 				 struct ts_diag *d)
 {
 	struct sim_tgrid g;
@@ -556,8 +578,9 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	} else {
 		/* Full: the smallest input is held whole (read once, in
 		 * other_bytes) and yields its slot to an output or a larger
-		 * input; so outputs are always tracked, and what is held whole
-		 * is what VMEM holds most easily. */
+		 * input; so outputs are tracked (unless every slot holds
+		 * one), and what is held whole is what VMEM holds most
+		 * easily. */
 		a = NULL;
 		for (int i = 0; i < p->n_access; i++)
 			if (!p->acc[i].output &&
@@ -572,6 +595,7 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	}
 	memset(a, 0, sizeof *a);
 	a->name = v->name;
+	a->input = input;
 	a->rank = g.rank;
 	a->elem_bytes = g.bits / 8.0;
 	a->pad_factor = g.pad_factor;
@@ -1052,7 +1076,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		return TS_ERR_UNSUPPORTED_OP;
 	}
 	/* an in-place root is tiled by its update: that is all it computes */
-	const struct ir_instr *inplace = inplace_update(t) ? t : NULL;
+	const struct ir_instr *inplace =
+		inplace_update(t) && is_root(k, t) ? t : NULL;
 	if (inplace)
 		t = inplace_update(inplace);
 	p->target = t;
@@ -1203,14 +1228,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		const struct ir_instr *use = only_use(k, i);
 		if (inplace && use == inplace)
 			continue; /* the buffer it updates in place: not read */
-		const struct ir_instr *sl = slice_read(use, v);
+		bool twice = false; /* given again as a later parameter */
+		for (int j = i + 1; j < k->n_inputs && !twice; j++)
+			twice = k->inputs[j] == v;
+		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
 		if (sl && pr.mm && sl->parent == comp && sl->index >= 0 &&
 		    sl->index < comp->n_instrs && pr.pos[sl->index] >= 0) {
 			const struct dmap *sm = &pr.mm[pr.pos[sl->index]];
 			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
-					false, t, d);
+					false, i, t, d);
 		} else {
-			st = add_access(p, v, &v->shape, m, false, t, d);
+			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
 		if (st != TS_OK)
 			goto out;
@@ -1244,7 +1272,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			if (v->shape.type == IR_TYPE_TUPLE) {
 				for (int e = 0; e < v->shape.n_elems; e++) {
 					st = add_access(p, v, &v->shape.elems[e],
-							NULL, true, t, d);
+							NULL, true, -1, t, d);
 					if (st != TS_OK)
 						goto out;
 				}
@@ -1256,7 +1284,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 				m = um && um->set ? um : NULL;
 				v = u;
 			}
-			st = add_access(p, roots[i], &v->shape, m, true, t, d);
+			st = add_access(p, roots[i], &v->shape, m, true, -1, t,
+					d);
 			if (st != TS_OK)
 				goto out;
 		}
@@ -1290,18 +1319,26 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			/* the largest input feeding that side */
 			int best = -1;
 			for (int a = 0; a < p->n_access; a++) {
-				if (p->acc[a].output || a >= k->n_inputs)
+				int in = p->acc[a].input;
+				if (p->acc[a].output || in < 0 || in >= k->n_inputs)
 					continue;
-				const struct ir_instr *v = k->inputs[a];
+				const struct ir_instr *v = k->inputs[in];
 				/* the operand itself (an unfused dot), or an
-				 * input of the members that feed it */
+				 * input of the members that feed it (a fusion
+				 * parameter standing for it: any of them when
+				 * the buffer is given twice) */
 				bool feeds = v == t->operands[side];
-				for (int mi = 0; mi < k->n_members && !feeds; mi++)
+				for (int mi = 0; mi < k->n_members && !feeds; mi++) {
+					const struct ir_instr *mb = k->members[mi];
+					int pn = mb->op == IR_OP_PARAMETER
+							 ? (int)mb->attrs.parameter_number
+							 : -1;
 					if ((mark[mi] & (1u << side)) &&
-					    (k->members[mi] == v ||
-					     (k->members[mi]->op == IR_OP_PARAMETER &&
-					      k->members[mi]->attrs.parameter_number == a)))
+					    (mb == v ||
+					     (pn >= 0 && pn < k->n_inputs &&
+					      k->inputs[pn] == v)))
 						feeds = true;
+				}
 				if (feeds && (best < 0 || p->acc[a].bytes >
 								   p->acc[best].bytes))
 					best = a;

@@ -1299,13 +1299,6 @@ static void test_trip_count(void **state)
 	proc_free(&p);
 }
 
-/*
- * A convolution with one input and one output feature: 603,881,476 useful
- * MACs (24574 valid taps per dim, 8192 + 2 x 8191, squared), 19.6 us at
- * v3's bf16 peak of 2 x 128 x 128 x 0.94 = 30801.92 MACs/ns, is named in
- * a warning for its utilisation below 5%; its mxu_util column is the
- * MACs over time x peak.
- */
 /* With VMEM cut to 64 KiB the example's kernels leave the envelope: each
  * is named with the term that dominates it, and a kernel no config of
  * which fits VMEM says so (0.1434 MB at least: its smallest blocks, by
@@ -1330,6 +1323,13 @@ static void test_envelope_warning(void **state)
 	proc_free(&p);
 }
 
+/*
+ * A convolution with one input and one output feature: 603,881,476 useful
+ * MACs (24574 valid taps per dim, 8192 + 2 x 8191, squared), 19.6 us at
+ * v3's bf16 peak of 2 x 128 x 128 x 0.94 = 30801.92 MACs/ns, is named in
+ * a warning for its utilisation below 5% of what its roofline allows; its
+ * mxu_util column is the MACs over time x peak.
+ */
 static void test_low_mxu_warning(void **state)
 {
 	(void)state;

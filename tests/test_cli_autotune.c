@@ -177,7 +177,8 @@ static void test_live(void **state)
 	char *rec = slurp(csv);
 	assert_true(starts_with(rec, "id,module,hw,config,runtime_ns,"
 				     "runtime_min_ns,repeats,timing,source\n"
-				     "big_dot.fusion.1.0,modules/big_dot.hlo,"
+				     "big_dot.fusion.1.tpu-v3.output_bounds=32x8;"
+				     "kernel_bounds=256x8,modules/big_dot.hlo,"
 				     "tpu-v3,"));
 	ts_free(rec);
 	/* a data set validate reads */
@@ -185,13 +186,27 @@ static void test_live(void **state)
 	expect_rc(&p, 0);
 	expect_contains(p.out, "3 rows, 3 estimated, 0 errors");
 	proc_free(&p);
-	/* resumed with a larger budget: only the new configs are measured */
+	/* resumed with a larger budget: only the new configs are measured,
+	 * and the best recorded before is still the best */
 	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "5",
 	       "--measure-cmd", cmd, "--record", dir, "-f", "csv");
 	expect_rc(&p, 0);
+	expect_contains(p.out, "big_dot,fusion.1,output_bounds=32x16;"
+			       "kernel_bounds=128x16,500.000,");
 	expect_contains(p.out, ",5,0\n");
 	proc_free(&p);
 	assert_int_equal(count_lines(csv), 1 + 5);
+	/* on another spec nothing recorded counts: 5 more rows, ids apart */
+	char v4[PATH_MAX];
+	src(v4, "hwspecs/v4.yaml");
+	tpusim(&p, "autotune", dot, "--hw", v4, "--budget", "5",
+	       "--measure-cmd", cmd, "--record", dir, "-f", "csv");
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(count_lines(csv), 1 + 10);
+	tpusim(&p, "validate", "--data", dir, "--hw-dir", hwdir);
+	expect_rc(&p, 0);
+	proc_free(&p);
 
 	/* a failing command: recorded, counted, the run goes on */
 	char dir2[PATH_MAX], failed[PATH_MAX + 32];

@@ -1049,8 +1049,9 @@ static void test_gather_and_in_place(void **state)
 
 /*
  * A depthwise 3x3 convolution over 256 channels (feature_group_count =
- * 256), one step: per group it would stream 256 x 9 one-by-one weight
- * tiles; XLA expands a grouped filter into a dense block-diagonal one
+ * 256), one step: per group it would stream 256 weight tiles (one per
+ * channel, its 9 taps folded into a 9-deep contraction); XLA expands a
+ * grouped filter into a dense block-diagonal one
  * (convolution_group_converter), here 9 taps x 2 K tiles x 2 N tiles =
  * 36 tiles of 128 x 128 over 56 x 56 = 3,136 rows, 18 per MXU on v3's two:
  *   fill (2R + C - 2 = 382) + 18 x 3,136 + 18 x pass bubble.

@@ -27,7 +27,9 @@
  *        r = ln(measured / analytic),
  *    is modelled per kernel as r = w . phi(config) + noise, with
  *        phi = [1, ln steps, MXU share, DMA share]
- *    (shares of the config's MXU + VPU + DMA busy cycles: what changes
+ *    (shares of the MXU + VPU + DMA busy cycles of the row's estimate,
+ *    summed over its program's kernels as val_report sums them: the
+ *    tuned kernel's in a tile set, one kernel a module; what changes
  *    between the configs of one kernel and where the analytic model is
  *    known to err: per-step costs and the overlap of DMA and compute).
  *    Bayesian linear regression (GSL Cholesky): prior w ~ N(w0, diag(
@@ -313,7 +315,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 	enum ts_status st = ks && order && key && tie && all && rng
 				    ? TS_OK
 				    : TS_ERR_NOMEM;
-	/* each module's rows, in file order; only rows measured */
+	/* each module's rows, in file order */
 	int used = 0;
 	for (int m = 0; st == TS_OK && m < ds->n_modules; m++) {
 		ks[m].row = all + used;
