@@ -405,11 +405,12 @@ struct live {
 	char csv[4096], failed[4096]; /* record files */
 };
 
-/* A config's record: its line in measurements.csv (id, module, hw,
- * config, runtime_ns, ...) or failed.csv (id, module, kernel, config,
- * reason), found by a plain text search of ",<mod>," and ",<config>,"
- * (and ",<hw>," in measurements.csv) on one line. Returns the recorded
- * ns, -1 for a recorded failure, 0 when not recorded. */
+/* A config's record on this spec: its line in measurements.csv (id,
+ * module, hw, config, runtime_ns, ...) or failed.csv (id, module, kernel,
+ * config, reason), found by a plain text search of ",<mod>," and
+ * ",<config>," and the hw (",tpu-<hw>," in measurements.csv, the id's
+ * ".tpu-<hw>." in failed.csv) on one line. Returns the recorded ns, -1
+ * for a recorded failure, 0 when not recorded. */
 static double recorded(const struct live *l, const char *mod,
 		       const char *config)
 {
@@ -429,10 +430,12 @@ static double recorded(const struct live *l, const char *mod,
 		fclose(f);
 	if (ns > 0)
 		return ns;
+	/* a failure's id names its hw: module.kernel.tpu-<hw>.config */
+	snprintf(h, sizeof h, ".tpu-%s.", l->ctx->hw.name);
 	f = fopen(l->failed, "r");
 	bool failed = false;
 	while (f && !failed && fgets(line, sizeof line, f))
-		failed = strstr(line, m) && strstr(line, c);
+		failed = strstr(line, m) && strstr(line, c) && strstr(line, h);
 	if (f)
 		fclose(f);
 	return failed ? -1 : 0;
