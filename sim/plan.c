@@ -193,6 +193,23 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 	}
 }
 
+/* The map of reduce r's result(s) from its input operand opi's map om:
+ * the input's dims less the reduced ones, in order. A variadic reduce's
+ * results (a tuple: argmax's values and indices) all share it. */
+static bool reduce_out_map(const struct ir_instr *r, int opi,
+			   const struct dmap *om, struct dmap *out)
+{
+	const struct ir_ints *dims = r->attrs.dimensions;
+	if (opi >= r->n_operands / 2 || !dims || !is_array(r->operands[opi]))
+		return false;
+	map_none(out);
+	int o = 0;
+	for (int i = 0; i < r->operands[opi]->shape.rank; i++)
+		if (!ints_has(dims, i) && o < SIM_MAX_GRID)
+			out->src[o++] = om->src[i];
+	return true;
+}
+
 /* in's map from operand opi's map om (forward). */
 static bool forward_rule(const struct ir_instr *in, int opi,
 			 const struct dmap *om, struct dmap *out)
@@ -219,16 +236,8 @@ static bool forward_rule(const struct ir_instr *in, int opi,
 			if (dims->v[i] >= 0 && dims->v[i] < op->shape.rank)
 				out->src[i] = om->src[dims->v[i]];
 		return true;
-	case IR_OP_REDUCE: {
-		if (opi >= in->n_operands / 2 || !dims)
-			return false;
-		map_none(out);
-		int o = 0;
-		for (int i = 0; i < op->shape.rank; i++)
-			if (!ints_has(dims, i) && o < SIM_MAX_GRID)
-				out->src[o++] = om->src[i];
-		return true;
-	}
+	case IR_OP_REDUCE:
+		return reduce_out_map(in, opi, om, out);
 	case IR_OP_RESHAPE:
 	case IR_OP_BITCAST:
 	case IR_OP_DYNAMIC_RESHAPE:
@@ -1270,9 +1279,25 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			    pr.mm[pr.pos[v->index]].set)
 				m = &pr.mm[pr.pos[v->index]];
 			if (v->shape.type == IR_TYPE_TUPLE) {
+				/* a variadic reduce's results follow the
+				 * grid as one array would; other tuples are
+				 * held whole */
+				struct dmap rm;
+				const struct dmap *om =
+					v->op == IR_OP_REDUCE && comp &&
+							v->n_operands > 0
+						? slot(&pr, v->operands[0])
+						: NULL;
+				bool mapped = om && om->set &&
+					      reduce_out_map(v, 0, om, &rm);
 				for (int e = 0; e < v->shape.n_elems; e++) {
-					st = add_access(p, v, &v->shape.elems[e],
-							NULL, true, -1, t, d);
+					const struct ir_shape *es =
+						&v->shape.elems[e];
+					st = add_access(p, v, es,
+							mapped && es->type != IR_TYPE_TUPLE
+								? &rm
+								: NULL,
+							true, -1, t, d);
 					if (st != TS_OK)
 						goto out;
 				}

@@ -1112,6 +1112,47 @@ static void test_shallow_conv_folds_taps(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * A variadic (argmax) reduce over the minor dim of f32[2097152,8]: its two
+ * results, f32 and s32 [2097152] (8 MiB each), follow the grid as one
+ * array would. Held whole (as before), double-buffered they passed v3's
+ * 16 MiB of VMEM and no config fitted.
+ */
+static void test_variadic_reduce(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule argmax\n"
+		 "%am (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %ai = s32[] parameter(1)\n"
+		 "  %b = f32[] parameter(2)\n"
+		 "  %bi = s32[] parameter(3)\n"
+		 "  %gt = pred[] compare(%a, %b), direction=GT\n"
+		 "  %v = f32[] select(%gt, %a, %b)\n"
+		 "  %i = s32[] select(%gt, %ai, %bi)\n"
+		 "  ROOT %t = (f32[], s32[]) tuple(%v, %i)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[2097152,8]) -> (f32[2097152], s32[2097152]) {\n"
+		 "  %x = f32[2097152,8] parameter(0)\n"
+		 "  %io = s32[2097152,8] iota(), iota_dimension=1\n"
+		 "  %ninf = f32[] constant(-inf)\n"
+		 "  %z = s32[] constant(0)\n"
+		 "  ROOT %r = (f32[2097152], s32[2097152]) reduce(%x, %io, %ninf, "
+		 "%z), dimensions={1}, to_apply=%am\n"
+		 "}\n",
+		 &b);
+	const struct sim_kernel *k = tu_kernel(&b, "r");
+	struct sim_estimate e = estimate(k, &hw, "");
+	assert_true(e.feasible);
+	assert_near(e.bytes_written, 2 * 4.0 * 2097152, 0);
+	assert_true(e.steps > 1);
+	tu_built_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1138,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_gather_and_in_place),
 		cmocka_unit_test(test_depthwise_expanded),
 		cmocka_unit_test(test_shallow_conv_folds_taps),
+		cmocka_unit_test(test_variadic_reduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
