@@ -279,22 +279,6 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 
 /* ---- the record ------------------------------------------------------------ */
 
-/* f as a CSV field: quoted when it holds a comma, quote or line break. */
-static void csv_field(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 /* Appends one line to path (its header first when the file is new or
  * empty) with a single write. */
 static bool append_line(const char *path, const char *header,
@@ -552,20 +536,20 @@ static int tune_kernel(struct live *l, const char *module,
 		char id[1024];
 		snprintf(id, sizeof id, "%s.%s.tpu-%s.%s", l->stem, k->name,
 			 l->ctx->hw.name, cfg);
-		csv_field(m, id);
+		cmd_csv_field(m, id);
 		fputc(',', m);
-		csv_field(m, rel);
+		cmd_csv_field(m, rel);
 		fputc(',', m);
 		if (ok) {
 			fprintf(m, "tpu-%s,", l->ctx->hw.name);
-			csv_field(m, cfg);
+			cmd_csv_field(m, cfg);
 			fprintf(m, ",%.0f,,,device,tpusim autotune", ns);
 		} else {
-			csv_field(m, k->name);
+			cmd_csv_field(m, k->name);
 			fputc(',', m);
-			csv_field(m, cfg);
+			cmd_csv_field(m, cfg);
 			fputc(',', m);
-			csv_field(m, why);
+			cmd_csv_field(m, why);
 		}
 		fclose(m);
 		bool w = line && append_line(

@@ -87,6 +87,16 @@ static void cache_free(struct cache *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* Where key is, or the empty slot it would go to (linear probing; the
+ * table is never full). */
+static size_t probe(const struct cache *c, uint64_t key)
+{
+	size_t j = key & (c->cap - 1);
+	while (c->key[j] && c->key[j] != key)
+		j = (j + 1) & (c->cap - 1);
+	return j;
+}
+
 static struct hyb_fuse_kernel *cache_slot(struct cache *c, uint64_t key,
 					  bool *found)
 {
@@ -114,9 +124,7 @@ static struct hyb_fuse_kernel *cache_slot(struct cache *c, uint64_t key,
 		c->v = v;
 		c->cap = cap;
 	}
-	size_t j = key & (c->cap - 1);
-	while (c->key[j] && c->key[j] != key)
-		j = (j + 1) & (c->cap - 1);
+	size_t j = probe(c, key);
 	*found = c->key[j] == key;
 	if (!*found) {
 		c->key[j] = key;
@@ -131,9 +139,7 @@ static const struct hyb_fuse_kernel *cache_find(const struct cache *c,
 {
 	if (!c->cap)
 		return NULL;
-	size_t j = key & (c->cap - 1);
-	while (c->key[j] && c->key[j] != key)
-		j = (j + 1) & (c->cap - 1);
+	size_t j = probe(c, key);
 	return c->key[j] == key ? &c->v[j] : NULL;
 }
 

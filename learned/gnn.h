@@ -147,6 +147,8 @@ enum ts_status gnn_model_alloc(struct gnn_model *m, enum gnn_kind kind,
 uint64_t gnn_mix_key(uint64_t ops, const double kf[GNN_KERNEL_F]);
 /* True when key is among m's known mix keys. */
 bool gnn_model_knows(const struct gnn_model *m, uint64_t key);
+/* Its index in m->known (ascending), -1 when m does not know it. */
+int gnn_model_known_index(const struct gnn_model *m, uint64_t key);
 /* The scale of a kernel's correction for its mix key: 1 when m knows it,
  * else m->novel_trust. */
 double gnn_trust(const struct gnn_model *m, uint64_t ops,

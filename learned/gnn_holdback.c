@@ -85,19 +85,6 @@ struct tally {
 	int n;
 };
 
-static int find_known(const struct gnn_model *m, uint64_t key)
-{
-	int lo = 0, hi = m->n_known;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (m->known[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->n_known && m->known[lo] == key ? lo : -1;
-}
-
 enum ts_status gnn_hold_back(const struct gnn_data *d,
 			     const struct gnn_train_opts *o, int folds,
 			     struct gnn_model *m, struct gnn_holdback *out,
@@ -134,7 +121,7 @@ enum ts_status gnn_hold_back(const struct gnn_data *d,
 			if (fold_of_group[d->samples[s].group] != f ||
 			    (o->train_mask && !o->train_mask[s]))
 				continue;
-			int k = find_known(m, sample_mix(d, s));
+			int k = gnn_model_known_index(m, sample_mix(d, s));
 			double h = gnn_predict_sample(&fm, d, s);
 			double a = analytic_of(d, s);
 			double y = d->samples[s].measured_ns;

@@ -108,19 +108,22 @@ double gnn_trust(const struct gnn_model *m, uint64_t ops,
 	return gnn_model_knows(m, gnn_mix_key(ops, kf)) ? 1.0 : m->novel_trust;
 }
 
-bool gnn_model_knows(const struct gnn_model *m, uint64_t key)
+int gnn_model_known_index(const struct gnn_model *m, uint64_t key)
 {
 	int lo = 0, hi = m->n_known;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (m->known[mid] == key)
-			return true;
 		if (m->known[mid] < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return lo < m->n_known && m->known[lo] == key ? lo : -1;
+}
+
+bool gnn_model_knows(const struct gnn_model *m, uint64_t key)
+{
+	return gnn_model_known_index(m, key) >= 0;
 }
 
 /* Glorot-uniform: U(-a, a), a = sqrt(6 / (fan_in + fan_out)). */

@@ -54,6 +54,12 @@ enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
  * the instruction itself. NULL only for an empty kernel.
  */
 const struct ir_instr *sim_tile_target(const struct sim_kernel *k);
+/* The root values of a kernel (at most cap, SIM_MAX_ROOTS will do): a
+ * fused computation's root (its tuple elements), a group's one output (its
+ * tuple elements) or outputs, an unfused op itself. */
+#define SIM_MAX_ROOTS 64
+int sim_kernel_roots(const struct sim_kernel *k, const struct ir_instr **out,
+		     int cap);
 
 /* The shape the output bounds tile: the target's result, or a reduce
  * target's first input. */

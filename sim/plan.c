@@ -492,23 +492,13 @@ static const struct ir_instr *inplace_update(const struct ir_instr *r)
 	return NULL;
 }
 
-/* Is v a value kernel k writes: its fused computation's root (or an
- * element of its root tuple), the op itself, or one of its outputs? */
+/* Is v a value kernel k writes (sim_kernel_roots)? */
 static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 {
-	if (k->instr && k->instr->op == IR_OP_FUSION && k->instr->n_called > 0) {
-		const struct ir_instr *r = k->instr->called[0]->root;
-		if (r == v)
-			return true;
-		for (int i = 0; r && r->op == IR_OP_TUPLE && i < r->n_operands; i++)
-			if (r->operands[i] == v)
-				return true;
-		return false;
-	}
-	if (k->instr == v)
-		return true;
-	for (int i = 0; i < k->n_outputs; i++)
-		if (k->outputs[i] == v)
+	const struct ir_instr *roots[SIM_MAX_ROOTS];
+	int n = sim_kernel_roots(k, roots, SIM_MAX_ROOTS);
+	for (int i = 0; i < n; i++)
+		if (roots[i] == v)
 			return true;
 	return false;
 }
@@ -1254,23 +1244,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	/* Outputs: the root value(s) the kernel writes. */
 	{
-		const struct ir_instr *roots[64];
-		int n = 0;
-		const struct ir_instr *root = NULL;
-		if (k->instr && k->instr->op == IR_OP_FUSION &&
-		    k->instr->n_called > 0)
-			root = k->instr->called[0]->root;
-		if (root && root->op == IR_OP_TUPLE) {
-			for (int i = 0; i < root->n_operands && n < 64; i++)
-				roots[n++] = root->operands[i];
-		} else if (root) {
-			roots[n++] = root;
-		} else if (k->n_outputs > 0) {
-			for (int i = 0; i < k->n_outputs && n < 64; i++)
-				roots[n++] = k->outputs[i];
-		} else if (k->instr) {
-			roots[n++] = k->instr;
-		}
+		const struct ir_instr *roots[SIM_MAX_ROOTS];
+		int n = sim_kernel_roots(k, roots, SIM_MAX_ROOTS);
 		for (int i = 0; i < n; i++) {
 			const struct ir_instr *v = roots[i];
 			const struct dmap *m = NULL;

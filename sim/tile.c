@@ -220,10 +220,8 @@ static int64_t instr_elems(const struct ir_instr *in)
 	return ir_shape_elems(&in->shape);
 }
 
-/* The root values of a kernel: a fused computation's root (its tuple
- * elements), an unfused op itself, or a group's outputs. */
-static int kernel_roots(const struct sim_kernel *k,
-			const struct ir_instr **out, int cap)
+int sim_kernel_roots(const struct sim_kernel *k, const struct ir_instr **out,
+		     int cap)
 {
 	int n = 0;
 	const struct ir_instr *root = NULL;
@@ -257,8 +255,8 @@ const struct ir_instr *sim_tile_target(const struct sim_kernel *k)
 	}
 	if (best)
 		return best;
-	const struct ir_instr *roots[64];
-	int n = kernel_roots(k, roots, (int)TS_ARRAY_LEN(roots));
+	const struct ir_instr *roots[SIM_MAX_ROOTS];
+	int n = sim_kernel_roots(k, roots, SIM_MAX_ROOTS);
 	for (int i = 0; i < k->n_members; i++) {
 		const struct ir_instr *r = k->members[i];
 		if (r->op != IR_OP_REDUCE || r->n_operands < 1 ||

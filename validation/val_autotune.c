@@ -300,16 +300,12 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 	memset(out, 0, sizeof *out);
 	out->name = rep->ds->name;
 	const struct val_dataset *ds = rep->ds;
-	struct kernel *ks = ts_calloc((size_t)(ds->n_modules > 0 ? ds->n_modules : 1),
-				      sizeof *ks);
-	int *order = ts_malloc((size_t)(ds->n_rows > 0 ? ds->n_rows : 1) *
-			       sizeof *order);
-	double *key = ts_malloc((size_t)(ds->n_rows > 0 ? ds->n_rows : 1) *
-				sizeof *key);
-	double *tie = ts_malloc((size_t)(ds->n_rows > 0 ? ds->n_rows : 1) *
-				sizeof *tie);
-	int *all = ts_malloc((size_t)(ds->n_rows > 0 ? ds->n_rows : 1) *
-			     sizeof *all);
+	size_t nm = (size_t)ds->n_modules + 1, nr = (size_t)ds->n_rows + 1;
+	struct kernel *ks = ts_calloc(nm, sizeof *ks);
+	int *order = ts_malloc(nr * sizeof *order);
+	double *key = ts_malloc(nr * sizeof *key);
+	double *tie = ts_malloc(nr * sizeof *tie);
+	int *all = ts_malloc(nr * sizeof *all);
 	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
 	struct transfer t = {0};
 	enum ts_status st = ks && order && key && tie && all && rng
