@@ -220,7 +220,7 @@ static bool cut(const struct sim_tile_config *part, void *ctx)
 	struct best *b = ctx;
 	struct sim_plan_floors f;
 	sim_plan_floor(b->p, b->hw, part, &f);
-	if (!hw_mem_fits_vmem(b->hw, f.vmem_bytes))
+	if (!f.fits)
 		return true;
 	return b->n > 0 && b->est.feasible && isfinite(b->est.time_ns) &&
 	       f.time_ns > b->est.time_ns * (1 + SIM_FLOOR_SLACK);

@@ -695,12 +695,153 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 					   out->cores, t);
 }
 
+/* VMEM floor (bytes) with each dim's blocks in blk: every access's block,
+ * twice when a dim it follows is split (split[d]: more than one block in
+ * every completion), its staging copy, and the f32 accumulator when a
+ * contraction dim is split; block[a] gets access a's block and term[a]
+ * what it adds (or NULL). Grows with every bound in blk (extents never
+ * shrink as a bound grows). */
+static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
+			 const bool *split, double *block, double *term)
+{
+	double vmem = 2 * p->other_bytes;
+	for (int a = 0; a < p->n_access; a++) {
+		const struct sim_plan_access *ac = &p->acc[a];
+		double b = ac->pad_factor * ac->elem_bytes;
+		bool twice = false;
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			if (ad->grid < 0) {
+				b *= (double)pad_to(ad->elems, ad->tile);
+				continue;
+			}
+			twice = twice || split[ad->grid] ||
+				(ad->win >= 0 && split[ad->win]);
+			b *= (double)pad_to(adim_extent(ad, blk[ad->grid].full,
+							ad->win >= 0 ? blk[ad->win].full
+								     : 1),
+					    ad->tile);
+		}
+		double t = (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+		if (block) {
+			block[a] = b;
+			term[a] = t;
+		}
+		vmem += t;
+	}
+	bool acc = false;
+	for (int d = 0; p->has_kernel && d < p->n_dims; d++)
+		acc = acc || (split[d] && p->dims[d].src >= p->out.rank);
+	if (acc) {
+		double out_blk = 4.0;
+		for (int i = 0; i < p->out.rank; i++)
+			out_blk *= (double)pad_to(blk[p->out_dim[i]].full,
+						  p->out.tile[i]);
+		vmem += out_blk;
+	}
+	return vmem;
+}
+
+/* Relative slack when a VMEM floor decides a bound no completion may
+ * exceed: the floor and estimate() sum in different orders. */
+#define VMEM_FLOOR_SLACK 1e-9
+
+/* Does the VMEM floor fit with dim d at bound b (blk's other dims as
+ * they are; d split when b leaves it more than one block)? blk[d] and
+ * split[d] are left as they were. */
+static bool fits_at(const struct sim_plan *p, const struct hw_spec *hw,
+		    struct sim_blocks *blk, bool *split, int d, int64_t b)
+{
+	struct sim_blocks keep = blk[d];
+	bool keep_split = split[d];
+	dim_blocks(&p->dims[d], b, &blk[d]);
+	split[d] = blk[d].nb > 1;
+	double v = vmem_floor(p, blk, split, NULL, NULL);
+	blk[d] = keep;
+	split[d] = keep_split;
+	return hw_mem_fits_vmem(hw, v * (1 - VMEM_FLOOR_SLACK));
+}
+
+/* Elements of combined dim d over all its blocks, each padded to tile t:
+ * a chosen dim's blocks exactly (a ragged last block counts whole, as
+ * estimate() costs it), else the whole dim padded (the least any
+ * completion covers). */
+static double cover(const struct sim_plan *p, const struct sim_blocks *bl,
+		    const bool *chosen, int d, int64_t t)
+{
+	if (chosen[d])
+		return (double)bl[d].nb * (double)pad_to(bl[d].full, t);
+	return (double)pad_to(p->dims[d].elems, t);
+}
+
+/*
+ * The fewest steps a fitting completion takes, from VMEM jointly: each
+ * dim's largest fitting bound (bl) takes the other unchosen dims at one
+ * tile, but their blocks share VMEM. For an access a and the unchosen dims
+ * U it follows plainly (unwindowed, unscaled), the blocks along U cover
+ * them, prod_U nb x full >= prod_U elems, and its block, at least K x
+ * prod_U full (K: its floor block with the U factors taken out), must fit
+ * what the others leave it: (cap - rest) / (buffers x (1 + staging)). So
+ *   prod_U nb >= ceil(prod_U elems x K x buffers x (1 + staging) /
+ *                     (cap - rest))
+ * twice buffered once that exceeds 1 (a split access is double-buffered).
+ * Returns the most steps so implied (the blocks of the other dims as in
+ * bl), at least steps (bl's own product).
+ */
+static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
+			  const struct sim_blocks *small, const bool *chosen,
+			  const struct sim_blocks *bl, double steps,
+			  double vmem, const double *block, const double *term)
+{
+	double least = steps;
+	for (int a = 0; a < p->n_access; a++) {
+		const struct sim_plan_access *ac = &p->acc[a];
+		double k = block[a], elems = 1, cur = 1;
+		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false;
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			int g = ad->grid;
+			if (g < 0 || chosen[g] || ad->win >= 0 ||
+			    ad->scale != 1.0 || seen[g])
+				continue;
+			seen[g] = any = true;
+			k /= (double)pad_to(adim_extent(ad, small[g].full, 1),
+					    ad->tile);
+			elems *= (double)p->dims[g].elems;
+			cur *= (double)bl[g].nb;
+		}
+		double avail = hw->vmem_bytes - (vmem - term[a]);
+		if (!any || avail <= 0 || block[a] <= 0)
+			continue;
+		double per = term[a] / block[a]; /* buffers x (1 + staging) */
+		double need = elems * k * per / avail * (1 - VMEM_FLOOR_SLACK);
+		if (need > 1 && per < 2 * (1.0 + ac->stage_ratio))
+			need *= 2; /* split: double-buffered */
+		need = ceil(need);
+		if (need > cur)
+			least = fmax(least, steps / cur * need);
+	}
+	return least;
+}
+
 /*
  * Floors on estimate()'s time and VMEM over every config that agrees with
- * part on its chosen (nonzero) bounds. For the time, the unchosen dims are
- * taken whole (one block each); with S0 = the product of the blocks per
- * dim so taken (the fewest steps any completion has), cores =
- * sim_plan_cores and lat = hbm.dma_latency_ns:
+ * part on its chosen (nonzero) bounds and fits VMEM.
+ *
+ * VMEM: the unchosen dims take one tile (the smallest blocks):
+ *
+ *   vmem = 2 x other_bytes + sum over accesses of block x (1 + staging)
+ *          x (2 when a chosen dim it follows has several blocks)
+ *        + 4 x the output block (one tile along unchosen dims) when a
+ *          chosen contraction dim has several blocks (the accumulator)
+ *   block = pad_factor x elem_bytes x prod over its dims of the block's
+ *           extent padded to the access's tile
+ *
+ * Time: an unchosen dim takes its largest bound Bmax whose VMEM floor
+ * (that dim at Bmax, the other unchosen dims at one tile) fits: no
+ * completion with a larger bound fits VMEM. With S0 = the product of the
+ * blocks per dim so taken (the fewest steps any fitting completion has),
+ * cores = sim_plan_cores and lat = hbm.dma_latency_ns:
  *
  *   time = kernel_ns + N0 x step_ns + lat x (1 + [output])
  *        + max( B / bw                       only when S0 > cores
@@ -712,7 +853,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
  *          R0 x pad_factor x elem_bytes x prod over its dims of the whole
  *          padded extent (a windowed dim: one tile)
  *   R0   = its refetch count (access_cost's R) with those blocks
- *   F    = other_bytes + the inputs' smallest first blocks (below)
+ *   F    = other_bytes + the inputs' smallest first blocks (the VMEM
+ *          blocks above)
  *   MXU0 = S0 x fill + weight tiles x rows x passes / (MXUs x MACs per
  *          cell and cycle), the whole grid's: batch x taps x ceil(K / R)
  *          (K / R where taps fold into the contraction) tiles of
@@ -729,38 +871,33 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
  *          vreg of the f32 accumulator (output padded to its tiles; K0 =
  *          the contraction's blocks among S0), for a dot or convolution
  *
- * For VMEM, the unchosen dims take one tile (the smallest blocks):
- *
- *   vmem = 2 x other_bytes + sum over accesses of block x (1 + staging)
- *   block = pad_factor x elem_bytes x prod over its dims of the block's
- *           extent padded to the access's tile
- *
  * Why each is a floor. Block counts only grow as a bound shrinks, so S and
  * R (a product of block counts over a prefix of dims that only lengthens)
- * are least with the unchosen dims whole. Along an unwindowed dim the
- * blocks' padded extents sum to at least the whole dim padded (padding,
- * ragged blocks and straddled tiles only add); a strided window can skip
- * input between blocks, so a windowed dim gets no more than one tile.
- * Every step streams its block's rows through each of its weight tiles
- * (mxu_total_cycles: fills and the weight-load bound only add), and over
- * the steps the blocks cover the grid: b x ceil(x / R) >= ceil(b x / R)
- * for b blocks of x (a fractional group or tap count is truncated there,
- * so those kernels get no such floor). A block's extent never shrinks as
- * its bound grows, and a block straddling tiles holds at least its extent
- * padded; double buffering, the accumulator and a straddle's extra tiles
- * only add to VMEM. The pipeline (estimate()) is T = kernel_ns + first +
- * (n - 1) x max(compute, dma) + compute + last + n x step_ns with n >=
- * N0 steps per core (ceil(O / min(cores, O)) grows with O); first = lat +
- * the first loads, last = lat + the last stores (when anything is written
- * back): its DMA terms add up to at least every byte over the bandwidth
- * once a core runs more than one step (first loads, the steps between,
- * last stores), and its compute terms to n x compute = max(MXU + re-adds,
- * VPU) / clock x n / S, where n / S >= 1 / cores. The rows, the drains
- * and re-adds (blocks x full extents >= elems, the contraction's blocks
- * grow) and the conversions (once per step's block: S x block / bytes >=
- * the blocks of the dims the access does not follow) only grow as bounds
- * shrink; the per-step DMA latencies and per-run costs are left out (all
- * >= 0). Keep this in step with estimate() and
+ * are least at the largest bounds a fitting completion may take. Along an
+ * unwindowed dim the blocks' padded extents sum to at least the whole dim
+ * padded (padding, ragged blocks and straddled tiles only add); a strided
+ * window can skip input between blocks, so a windowed dim gets no more
+ * than one tile. Every step streams its block's rows through each of its
+ * weight tiles (mxu_total_cycles: fills and the weight-load bound only
+ * add), and over the steps the blocks cover the grid: b x ceil(x / R) >=
+ * ceil(b x / R) for b blocks of x (a fractional group or tap count is
+ * truncated there, so those kernels get no such floor). A block's extent
+ * never shrinks as its bound grows, and a block straddling tiles holds at
+ * least its extent padded; an access fetched more than once is double
+ * buffered, a split contraction keeps its accumulator, and a straddle's
+ * extra tiles only add to VMEM. The pipeline (estimate()) is T = kernel_ns
+ * + first + (n - 1) x max(compute, dma) + compute + last + n x step_ns
+ * with n >= N0 steps per core (ceil(O / min(cores, O)) grows with O);
+ * first = lat + the first loads, last = lat + the last stores (when
+ * anything is written back): its DMA terms add up to at least every byte
+ * over the bandwidth once a core runs more than one step (first loads,
+ * the steps between, last stores), and its compute terms to n x compute =
+ * max(MXU + re-adds, VPU) / clock x n / S, where n / S >= 1 / cores. The
+ * rows, the drains and re-adds (blocks x full extents >= elems, the
+ * contraction's blocks grow) and the conversions (once per step's block: S
+ * x block / bytes >= the blocks of the dims the access does not follow)
+ * only grow as bounds shrink; the per-step DMA latencies and per-run costs
+ * are left out (all >= 0). Keep this in step with estimate() and
  * mxu_total_cycles(): test_tile_search checks on the kernels of the corpus,
  * the tile set and a sample of tpuv4-ops that the search pruned by it
  * picks what costing every candidate picks.
@@ -769,21 +906,55 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part, struct sim_plan_floors *out)
 {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
-	double steps = 1, out_steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
-	bool out_known = true; /* every output dim's bound chosen */
+	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
 	for (int i = 0; i < p->n_dims; i++) {
 		int src = p->dims[i].src;
 		int64_t b = src < p->out.rank ? part->out_bounds[src]
 					      : part->kernel_bounds[src - p->out.rank];
-		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
+		chosen[i] = b > 0;
 		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
+		split[i] = chosen[i] && small[i].nb > 1;
+	}
+	double block[SIM_PLAN_MAX_ACCESS], term[SIM_PLAN_MAX_ACCESS];
+	double vmem = vmem_floor(p, small, split, block, term);
+	bool fits = hw_mem_fits_vmem(hw, vmem);
+	/* the largest bound each unchosen dim may take and still fit: the
+	 * whole dim, else by bisection below it (where the dim is split, the
+	 * VMEM floor grows with the bound); when no bound fits, no
+	 * completion does */
+	for (int i = 0; i < p->n_dims; i++) {
+		bl[i] = small[i];
+		if (chosen[i] || !fits)
+			continue;
+		int64_t lo = 1, hi = p->dims[i].tiles;
+		if (fits_at(p, hw, small, split, i, hi))
+			lo = hi;
+		else if (hi > 1 && !fits_at(p, hw, small, split, i, 1))
+			fits = false;
+		else
+			hi--;
+		while (lo < hi) {
+			int64_t mid = lo + (hi - lo) / 2;
+			if (fits_at(p, hw, small, split, i, mid + 1))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		dim_blocks(&p->dims[i], lo, &bl[i]);
+	}
+	double steps = 1, out_steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
+	bool out_known = true; /* every output dim's bound chosen */
+	for (int i = 0; i < p->n_dims; i++) {
 		steps *= (double)bl[i].nb;
-		if (src < p->out.rank)
+		if (p->dims[i].src < p->out.rank) {
 			out_steps *= (double)bl[i].nb;
-		if (src < p->out.rank && b <= 0)
-			out_known = false;
+			out_known = out_known && chosen[i];
+		}
 		ext[p->dims[i].role] *= (double)p->dims[i].elems;
 	}
+	double least = fits ? least_steps(p, hw, small, chosen, bl, steps,
+					  vmem, block, term)
+			    : steps;
 	double cores = (double)sim_plan_cores(p, hw);
 	/* steps each core runs: the output blocks dealt out to the cores
 	 * (estimate()'s megacore split), each with its contraction steps */
@@ -808,12 +979,14 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			       ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
 		}
 	}
-	/* rows of tiles: each block's untiled output dims loop row by row */
+	/* rows of tiles: each block's untiled output dims loop row by row
+	 * (a chosen dim's blocks exactly, ragged ones whole) */
 	double rows = steps;
 	for (int i = 0; i < p->out.rank; i++) {
-		const struct sim_blocks *b = &bl[p->out_dim[i]];
+		int d = p->out_dim[i];
 		if (p->out.tile[i] == 1)
-			rows *= (double)p->dims[p->out_dim[i]].elems / (double)b->nb;
+			rows *= chosen[d] ? (double)bl[d].full
+					  : (double)p->dims[d].elems / (double)bl[d].nb;
 	}
 	double readd = 0, vpu = p->vpu_cycles + rows * hw->row_overhead_cycles;
 	if (p->has_kernel) {
@@ -823,7 +996,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		for (int i = 0; i < p->out.rank; i++) {
 			int d = p->out_dim[i];
 			is_out[d] = true;
-			out_blk *= (double)pad_to(p->dims[d].elems, p->out.tile[i]);
+			out_blk *= cover(p, bl, chosen, d, p->out.tile[i]);
 		}
 		for (int d = 0; d < p->n_dims; d++)
 			if (!is_out[d])
@@ -836,12 +1009,11 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	}
 	double bpns = hw_mem_bytes_per_ns(hw);
 	double bytes = p->other_bytes, first = p->other_bytes;
-	double vmem = 2 * p->other_bytes;
 	bool written = false;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
 		bool in_d[SIM_PLAN_MAX_DIMS] = {false};
-		double pass = ac->pad_factor * ac->elem_bytes, block = pass;
+		double pass = ac->pad_factor * ac->elem_bytes;
 		for (int i = 0; i < ac->rank; i++) {
 			const struct sim_plan_adim *ad = &ac->dims[i];
 			if (ad->grid >= 0)
@@ -851,13 +1023,8 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			int64_t whole = ad->grid < 0 ? ad->elems
 					: ad->win >= 0 ? 1
 					: adim_extent(ad, p->dims[ad->grid].elems, 1);
-			int64_t least = ad->grid < 0 ? ad->elems
-					: adim_extent(ad, small[ad->grid].full,
-						      ad->win >= 0 ? small[ad->win].full : 1);
 			pass *= (double)pad_to(whole, ad->tile);
-			block *= (double)pad_to(least, ad->tile);
 		}
-		vmem += block * (1.0 + ac->stage_ratio);
 		int j = -1;
 		for (int d = 0; d < p->n_dims; d++)
 			if (in_d[d] && bl[d].nb > 1)
@@ -878,10 +1045,19 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 					      seen[ad->grid]++))
 				plain = false;
 		}
-		if (plain)
+		if (plain) {
 			for (int d = 0; d < p->n_dims; d++)
 				if (!in_d[d])
 					passes *= d > j ? (double)bl[d].nb : 1.0;
+			for (int i = 0; i < ac->rank; i++) {
+				int g = ac->dims[i].grid;
+				if (g >= 0 && chosen[g])
+					passes *= cover(p, bl, chosen, g,
+							ac->dims[i].tile) /
+						  (double)pad_to(p->dims[g].elems,
+								 ac->dims[i].tile);
+			}
+		}
 		vpu += ac->prologue_cycles * r + ac->convert_cycles * passes;
 		if (ac->in_vmem)
 			continue;
@@ -889,19 +1065,19 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		if (ac->output)
 			written = true;
 		else
-			first += block;
+			first += block[a];
 	}
 	/* each core computes its share of the steps: exactly n_core / steps
 	 * once the output blocks are known, else at least 1 / cores */
 	double share = out_known ? n_core / steps : 1.0 / cores;
 	double compute = fmax(mxu + readd, vpu) / clock_ghz * share;
-	double dma = steps > cores && bpns > 0 ? bytes / bpns : 0.0;
+	double dma = least > cores && bpns > 0 ? bytes / bpns : 0.0;
 	double load = bpns > 0 ? first / bpns : 0.0;
 	out->time_ns = hw->kernel_overhead_ns +
-		       n_core * hw->step_overhead_ns +
+		       fmax(n_core, ceil(least / cores)) * hw->step_overhead_ns +
 		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
 		       fmax(dma, load + compute);
-	out->vmem_bytes = vmem;
+	out->fits = fits;
 }
 
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,

@@ -312,13 +312,14 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 
-/* Floors on sim_plan_estimate's time and working set over every config
- * that agrees with part on its nonzero bounds (0: a dim not chosen yet):
- * what a search that prunes compares with its best so far and with VMEM
- * (sim/model.c says why they are floors). A tiled plan only. */
+/* A floor on sim_plan_estimate's time over every config that agrees with
+ * part on its nonzero bounds (0: a dim not chosen yet) and fits VMEM, and
+ * whether any such config may fit: what a search that prunes compares with
+ * its best so far (sim/model.c says why it is a floor). A tiled plan
+ * only. */
 struct sim_plan_floors {
 	double time_ns;
-	double vmem_bytes;
+	bool fits; /* false: every such config overflows VMEM */
 };
 void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part,
