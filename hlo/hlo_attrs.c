@@ -168,8 +168,12 @@ static bool attr_allowed(enum ir_op op, int attr)
 	}
 }
 
-void hp_kw_init(struct hp_parser *p)
+void hp_kw_init(void)
 {
+	static bool done;
+	if (done)
+		return;
+	done = true;
 	_Static_assert(IR_OP_COUNT + IR_TYPE_COUNT + A_COUNT +
 			       TS_ARRAY_LEN(cost_free_attrs) < HP_KW_CAP * 3 / 4,
 		       "keyword table too small");
@@ -177,13 +181,13 @@ void hp_kw_init(struct hp_parser *p)
 			       A_COUNT <= UINT8_MAX,
 		       "keyword fields too narrow");
 	for (int op = IR_OP_INVALID + 1; op < IR_OP_COUNT; op++)
-		hp_kw_add(p, ir_op_name((enum ir_op)op), op, 0, 0);
+		hp_kw_add(ir_op_name((enum ir_op)op), op, 0, 0);
 	for (int t = IR_TYPE_INVALID + 1; t < IR_TYPE_TUPLE; t++)
-		hp_kw_add(p, ir_type_name((enum ir_type)t), 0, t, 0);
+		hp_kw_add(ir_type_name((enum ir_type)t), 0, t, 0);
 	for (int a = A_NONE + 1; a < A_COST_FREE; a++)
-		hp_kw_add(p, attr_names[a], 0, 0, a);
+		hp_kw_add(attr_names[a], 0, 0, a);
 	for (size_t i = 0; i < TS_ARRAY_LEN(cost_free_attrs); i++)
-		hp_kw_add(p, cost_free_attrs[i], 0, 0, A_COST_FREE);
+		hp_kw_add(cost_free_attrs[i], 0, 0, A_COST_FREE);
 }
 
 /* Records a skipped attribute name tpusim does not know (the CLI prints a
@@ -1358,7 +1362,7 @@ bool hp_parse_attrs(struct hp_parser *p, struct hp_level *lv,
 		p->p += an;
 		if (!hp_expect_char(p, '=', "'=' after the attribute name"))
 			return false;
-		const struct hp_kw *k = hp_kw_get(p, as, an);
+		const struct hp_kw *k = hp_kw_get(as, an);
 		int attr = k ? k->attr : A_NONE;
 		if (attr == A_NONE && !note_unknown_attr(p, as, an))
 			return hp_nomem(p);

@@ -275,13 +275,15 @@ static inline uint32_t kw_hash(const char *s, size_t len)
 	return (uint32_t)len * 97u + u[0] * 31u + u[len - 1] * 7u + u[len / 2] * 131u;
 }
 
-void hp_kw_add(struct hp_parser *p, const char *s, int op, int type, int attr)
+static struct hp_kw kw_table[HP_KW_CAP];
+
+void hp_kw_add(const char *s, int op, int type, int attr)
 {
 	uint32_t len = (uint32_t)strlen(s);
 	TS_ASSERT(len > 0 && len <= HP_KW_MAX_LEN);
 	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
-		struct hp_kw *k = &p->kw[i];
+		struct hp_kw *k = &kw_table[i];
 		if (!k->s)
 			*k = (struct hp_kw){s, len, 0, 0, 0};
 		else if (k->len != len || memcmp(k->s, s, len) != 0)
@@ -296,14 +298,13 @@ void hp_kw_add(struct hp_parser *p, const char *s, int op, int type, int attr)
 	}
 }
 
-const struct hp_kw *hp_kw_get(const struct hp_parser *p, const char *s,
-			      size_t len)
+const struct hp_kw *hp_kw_get(const char *s, size_t len)
 {
 	if (len == 0 || len > HP_KW_MAX_LEN)
 		return NULL;
 	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
-		const struct hp_kw *k = &p->kw[i];
+		const struct hp_kw *k = &kw_table[i];
 		if (!k->s)
 			return NULL;
 		if (k->len == len && same_bytes(k->s, s, len))

@@ -114,7 +114,6 @@ struct hp_parser {
 	const char *lc_pos, *lc_line_start;
 	uint32_t lc_line;
 	const char *last_sep;         /* last "// -----" comment seen */
-	struct hp_kw kw[HP_KW_CAP];   /* opcodes, types, attribute names */
 	/* current module */
 	struct ir_module *m;
 	bool m_header;                /* an HloModule header was read */
@@ -147,9 +146,10 @@ __attribute__((format(printf, 3, 4)))
 bool hp_fail(struct hp_parser *p, const char *at, const char *fmt, ...);
 __attribute__((format(printf, 4, 5)))
 bool hp_fail_lc(struct hp_parser *p, uint32_t line, uint32_t col, const char *fmt, ...);
-void hp_kw_add(struct hp_parser *p, const char *s, int op, int type, int attr);
-const struct hp_kw *hp_kw_get(const struct hp_parser *p, const char *s,
-			      size_t len);
+/* The keyword table is static, built once (hp_kw_init): tpusim parses on
+ * one thread. */
+void hp_kw_add(const char *s, int op, int type, int attr);
+const struct hp_kw *hp_kw_get(const char *s, size_t len);
 uint32_t hp_line_of(struct hp_parser *p, const char *at);
 void hp_locate(struct hp_parser *p, const char *at, uint32_t *line,
 	       uint32_t *col);

@@ -16,11 +16,10 @@
 
 /* Looks up an opcode word; async sugar X-start/-update/-done maps to
  * async-start/-update/-done when the whole word is not an opcode. */
-static enum ir_op lookup_op(const struct hp_parser *p, const char *s, size_t n,
-			    enum ir_op *wrapped)
+static enum ir_op lookup_op(const char *s, size_t n, enum ir_op *wrapped)
 {
 	*wrapped = IR_OP_INVALID;
-	const struct hp_kw *k = hp_kw_get(p, s, n);
+	const struct hp_kw *k = hp_kw_get(s, n);
 	if (k && k->op)
 		return (enum ir_op)k->op;
 	static const struct {
@@ -32,7 +31,7 @@ static enum ir_op lookup_op(const struct hp_parser *p, const char *s, size_t n,
 	for (size_t i = 0; i < TS_ARRAY_LEN(sugar); i++) {
 		size_t sl = strlen(sugar[i].suffix);
 		if (n > sl && memcmp(s + n - sl, sugar[i].suffix, sl) == 0) {
-			k = hp_kw_get(p, s, n - sl);
+			k = hp_kw_get(s, n - sl);
 			if (k && k->op) {
 				*wrapped = (enum ir_op)k->op;
 				return sugar[i].op;
@@ -211,7 +210,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 	} else if (c != '%') {
 		const char *ws = p->p;
 		size_t wn = word_len(p, ws);
-		const struct hp_kw *k = wn ? hp_kw_get(p, ws, wn) : NULL;
+		const struct hp_kw *k = wn ? hp_kw_get(ws, wn) : NULL;
 		const char *after = ws_end(p, ws + wn);
 		int next = peek_at(p, after);
 		if ((k && k->type && next == '[') ||
@@ -365,7 +364,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 	} else {
 		wn = word_len(p, ws);
 		p->p = ws + wn;
-		const struct hp_kw *k = wn ? hp_kw_get(p, ws, wn) : NULL;
+		const struct hp_kw *k = wn ? hp_kw_get(ws, wn) : NULL;
 		int next = peek_at(p, ws_end(p, p->p));
 		if ((k && k->type) || (wn == 1 && *ws == 'b' && next == '(')) {
 			if (!hp_enter(p))
@@ -388,7 +387,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 		return hp_expected(p, "an opcode");
 	}
 	enum ir_op wrapped;
-	in->op = lookup_op(p, ws, wn, &wrapped);
+	in->op = lookup_op(ws, wn, &wrapped);
 	in->wrapped_op = wrapped;
 	if (in->op == IR_OP_INVALID) {
 		if (!have_shape && peek_at(p, hp_skip_ws_from(p, p->p)) == '[')
@@ -1238,7 +1237,7 @@ enum ts_status hlo_parse(const char *file, const char *text, size_t len,
 	p->lc_line = 1;
 	p->last_sep = p->text; /* "none yet": compared with m_last_close */
 	p->parse_body = parse_computation;
-	hp_kw_init(p);
+	hp_kw_init();
 	bool ok = parse_text(p);
 	enum ts_status st = p->st;
 	for (int i = 0; ok && st == TS_OK && i < p->n_out; i++)

@@ -77,7 +77,7 @@ bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
 
 /* ---- hlo_attrs.c ---- */
 
-void hp_kw_init(struct hp_parser *p);
+void hp_kw_init(void);
 bool hp_parse_aliasing(struct hp_parser *p, bool donor);
 bool hp_parse_int_attr(struct hp_parser *p, int64_t *out, const char *attr);
 bool hp_parse_int_list(struct hp_parser *p, struct ir_ints *out,

@@ -336,7 +336,7 @@ bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
 			return false;
 		return hp_expect_char(p, ')', "')' closing b(...)");
 	}
-	const struct hp_kw *k = hp_kw_get(p, ws, wn);
+	const struct hp_kw *k = hp_kw_get(ws, wn);
 	if (!k || !k->type)
 		return hp_fail(p, ws, "expected a shape, got '%.*s'",
 			    (int)(wn > HP_MSG_TOK ? HP_MSG_TOK : wn), ws);

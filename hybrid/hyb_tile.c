@@ -20,6 +20,12 @@ struct search {
 	int top_k;
 	const struct gnn_model *model; /* NULL: analytic */
 	const struct hyb_embedding *emb;
+	/* the default found on the way: the candidates are the default
+	 * search's, so its pick is the first by analytic estimate
+	 * (sim_config_better, in enumeration order, as sim_plan_default
+	 * picks) */
+	bool find_default;
+	struct sim_estimate def_analytic;
 };
 
 /* Costs cfg: analytic, then the model's correction. */
@@ -60,9 +66,20 @@ static bool visit(const struct sim_tile_config *cfg, void *ctx)
 	struct hyb_tile_result *r = s->r;
 	struct hyb_tile_pick pick;
 	/* the default, costed first, is not listed twice */
-	if (r->n_costed > 0 && same_config(cfg, &r->def.config))
+	if (!s->find_default && r->n_costed > 0 &&
+	    same_config(cfg, &r->def.config))
 		return true;
 	cost(s, cfg, &pick);
+	if (s->find_default) {
+		struct sim_estimate a = pick.est;
+		a.time_ns = pick.analytic_ns;
+		if (r->n_costed == 0 ||
+		    sim_config_better(&a, cfg, &s->def_analytic,
+				      &r->def.config)) {
+			s->def_analytic = a;
+			r->def = pick;
+		}
+	}
 	r->n_costed++;
 	if (!pick.est.feasible)
 		return true;
@@ -105,10 +122,11 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	}
 	struct search s = {.p = &p, .hw = hw, .r = r, .model = model,
 			   .emb = &emb};
-	sim_plan_default(&p, hw, &r->def.config);
-	cost(&s, &r->def.config, &r->def);
-	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0)
+	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0) {
+		sim_plan_default(&p, hw, &r->def.config);
+		cost(&s, &r->def.config, &r->def);
 		return TS_OK;
+	}
 	r->tunable = true;
 	int top_k = o && o->top_k > 0 ? o->top_k : 1;
 	if (top_k > HYB_TILE_MAX_TOP)
@@ -125,9 +143,15 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	}
 	r->per_dim = per_dim;
 	s.top_k = top_k;
-	/* The default is a candidate too (with a smaller cap it can come
-	 * from another spread): the best listed is never slower than it. */
-	visit(&r->def.config, &s);
+	/* Over the default's own candidates the default is found on the way;
+	 * else it is searched and listed first (with a smaller cap it can
+	 * come from another spread): the best listed is never slower. */
+	s.find_default = per_dim == sim_plan_default_per_dim(&p);
+	if (!s.find_default) {
+		sim_plan_default(&p, hw, &r->def.config);
+		cost(&s, &r->def.config, &r->def);
+		visit(&r->def.config, &s);
+	}
 	sim_plan_enumerate(&p, per_dim, visit, &s);
 	return TS_OK;
 }

@@ -439,7 +439,7 @@ static bool walk_set(struct walk *w, int f, int64_t b)
 /* A subtree is offered to prune only when it holds at least this many
  * configs: asking costs about one estimate, so a smaller subtree is
  * cheaper to cost whole. */
-#define PRUNE_MIN_BELOW 8
+#define PRUNE_MIN_BELOW 4
 
 /* Depth first over free dims f.., candidates ascending (or descending), so
  * configs come in the order of an odometer whose last free dim turns

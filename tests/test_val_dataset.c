@@ -13,8 +13,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "val.h"
@@ -127,6 +130,88 @@ static void test_bad_config(void **state)
 	assert_in_range(d.col, 35, 35 + strlen("output_bounds=8xq") - 1);
 	assert_memory_equal(d.msg, "config: ", strlen("config: "));
 	val_dataset_free(&ds);
+}
+
+/* Writes text to path; fails the test when it cannot. */
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Symbolic links are followed before a module path is judged: a file link
+ * or a folder link leading out of the set's folder is refused with its
+ * row's line:col, a folder link that stays inside is read. */
+static void test_module_links(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/tpusim_links_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char p[1024], q[1024];
+	static const char *const dirs[] = {"set", "set/modules", "other"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(dirs); i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
+		assert_int_equal(mkdir(p, 0700), 0);
+	}
+	static const char hlo[] = "HloModule m\nENTRY e {\n"
+				  "  ROOT p = f32[8] parameter(0)\n}\n";
+	snprintf(p, sizeof p, "%s/set/modules/in.hlo", dir);
+	put_file(p, hlo);
+	snprintf(p, sizeof p, "%s/other/out.hlo", dir);
+	put_file(p, hlo);
+	snprintf(p, sizeof p, "%s/set/modules/out.hlo", dir);
+	assert_int_equal(symlink("../../other/out.hlo", p), 0);
+	snprintf(p, sizeof p, "%s/set/away", dir);
+	assert_int_equal(symlink("../other", p), 0);
+	snprintf(p, sizeof p, "%s/set/mods", dir);
+	assert_int_equal(symlink("modules", p), 0);
+	static const char header[] =
+		"id,module,hw,config,runtime_ns,runtime_min_ns,repeats,"
+		"timing,source\n";
+	static const struct {
+		const char *rows, *error; /* NULL: loads */
+	} cases[] = {
+		{"a,modules/in.hlo,tpu-v3,,100,,,device,x\n"
+		 "b,mods/in.hlo,tpu-v3,,100,,,device,x\n",
+		 NULL},
+		{"a,modules/in.hlo,tpu-v3,,100,,,device,x\n"
+		 "b,modules/out.hlo,tpu-v3,,100,,,device,x\n",
+		 "3:3: error: module path 'modules/out.hlo' leads outside the "
+		 "set's folder"},
+		{"a,modules/in.hlo,tpu-v3,,100,,,device,x\n"
+		 "b,away/out.hlo,tpu-v3,,100,,,device,x\n",
+		 "3:3: error: module path 'away/out.hlo' leads outside the "
+		 "set's folder"},
+	};
+	snprintf(p, sizeof p, "%s/set/measurements.csv", dir);
+	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+		snprintf(q, sizeof q, "%s%s", header, cases[i].rows);
+		put_file(p, q);
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		enum ts_status st = val_dataset_load_csv(p, &ds, &d);
+		if (!cases[i].error) {
+			assert_int_equal(st, TS_OK);
+		} else {
+			char got[4096], want[2048];
+			assert_int_equal(st, TS_ERR_PARSE);
+			diag_line(&d, got, sizeof got);
+			snprintf(want, sizeof want, "%s:%s", p, cases[i].error);
+			assert_string_equal(got, want);
+		}
+		val_dataset_free(&ds);
+	}
+	static const char *const files[] = {
+		"set/measurements.csv", "set/modules/out.hlo", "set/away",
+		"set/mods", "set/modules/in.hlo", "other/out.hlo", "set/modules",
+		"set", "other"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(files); i++) {
+		snprintf(q, sizeof q, "%s/%s", dir, files[i]);
+		assert_int_equal(remove(q), 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_missing_file(void **state)
@@ -598,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_bad_csv),
 		cmocka_unit_test(test_bad_config),
+		cmocka_unit_test(test_module_links),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_tiny_rows),
 		cmocka_unit_test(test_tiny_report),

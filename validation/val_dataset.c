@@ -451,79 +451,131 @@ out:
 	return st;
 }
 
-/* Is file (after symbolic links) inside folder dir? */
-static bool inside(const char *dir, const char *file)
+/* Is file (after symbolic links) inside the folder whose real path is rd? */
+static bool inside_real(const char *rd, const char *file)
 {
-	char *rd = realpath(dir, NULL), *rf = realpath(file, NULL);
+	char *rf = realpath(file, NULL);
 	size_t n = rd ? strlen(rd) : 0;
 	bool in = rd && rf && strncmp(rd, rf, n) == 0 &&
 		  (rf[n] == '/' || (n == 1 && rd[0] == '/'));
-	free(rd);
 	free(rf);
 	return in;
 }
 
-/* Module file names: full path for opening, bare name for reports. A
- * module must lie inside the set's folder, symbolic links followed. */
+/* The directory part of the last module path found plain (no symbolic
+ * link, no ".."): modules under it need only their own file checked. */
+struct plain_dir {
+	char buf[1024];
+	size_t len; /* 0: none yet; else bytes of buf, ending in '/' */
+};
+
+/* Is module path rel (full: dir/rel) inside folder dir (real path rd),
+ * symbolic links followed? A path of plain components is, without asking
+ * realpath(3) (a readlink per component): one lstat per component not
+ * already seen plain. Anything else (a link, "..") is resolved in full. */
+static bool inside(const char *rd, const char *dir, const char *rel,
+		   const char *full, struct plain_dir *seen)
+{
+	size_t dir_len = strlen(dir), start = 0;
+	if (seen->len > 0 && strncmp(rel, seen->buf, seen->len) == 0)
+		start = seen->len;
+	for (size_t i = start; rel[i];) {
+		size_t j = i;
+		while (rel[j] && rel[j] != '/')
+			j++;
+		if ((j - i == 2 && rel[i] == '.' && rel[i + 1] == '.') ||
+		    dir_len + 1 + j >= sizeof seen->buf)
+			return inside_real(rd, full);
+		char prefix[sizeof seen->buf];
+		memcpy(prefix, full, dir_len + 1 + j);
+		prefix[dir_len + 1 + j] = '\0';
+		struct stat sb;
+		if (lstat(prefix, &sb) != 0 || S_ISLNK(sb.st_mode))
+			return inside_real(rd, full);
+		if (!rel[j])
+			break;
+		i = j + 1;
+		memcpy(seen->buf, rel, i);
+		seen->len = i;
+	}
+	return rd != NULL;
+}
+
+/* One module's file names: full path for opening, bare name for reports.
+ * A module must lie inside the set's folder (real path rd), symbolic links
+ * followed. */
+static enum ts_status check_module(struct val_dataset *ds, const char *dir,
+				   size_t dir_len, const char *rd,
+				   struct plain_dir *seen,
+				   const uint32_t *module_cols,
+				   struct val_module *m, struct ts_diag *d)
+{
+	size_t len = strlen(m->path);
+	if (len > SIZE_MAX - dir_len - 2)
+		return TS_ERR_NOMEM;
+	char *full = ts_arena_alloc(&ds->arena, dir_len + len + 2);
+	if (!full)
+		return TS_ERR_NOMEM;
+	memcpy(full, dir, dir_len);
+	full[dir_len] = '/';
+	memcpy(full + dir_len + 1, m->path, len + 1);
+	m->full_path = full;
+
+	const char *base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	size_t blen = strlen(base);
+	if (blen > 4 && !strcmp(base + blen - 4, ".hlo"))
+		blen -= 4;
+	m->name = ts_arena_strndup(&ds->arena, base, blen);
+	if (!m->name)
+		return TS_ERR_NOMEM;
+
+	const struct val_row *row = &ds->rows[m->first_row];
+	if (m->path[0] == '/') {
+		ts_diag_set(d, ds->csv_path, row->line,
+			    module_cols[m->first_row],
+			    "module path '%s' is absolute: a module is "
+			    "named relative to the set's folder", m->path);
+		return TS_ERR_PARSE;
+	}
+	struct stat sb;
+	if (stat(full, &sb) != 0) {
+		ts_diag_set(d, ds->csv_path, row->line,
+			    module_cols[m->first_row],
+			    "module file '%s' not found: %s", m->path,
+			    strerror(errno));
+		return TS_ERR_PARSE;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		ts_diag_set(d, ds->csv_path, row->line,
+			    module_cols[m->first_row],
+			    "module '%s' is not a regular file",
+			    m->path);
+		return TS_ERR_PARSE;
+	}
+	if (!inside(rd, dir, m->path, full, seen)) {
+		ts_diag_set(d, ds->csv_path, row->line,
+			    module_cols[m->first_row],
+			    "module path '%s' leads outside the set's "
+			    "folder", m->path);
+		return TS_ERR_PARSE;
+	}
+	return TS_OK;
+}
+
 static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 				    const uint32_t *module_cols,
 				    struct ts_diag *d)
 {
 	size_t dir_len = strlen(dir);
-	for (int i = 0; i < ds->n_modules; i++) {
-		struct val_module *m = &ds->modules[i];
-		size_t len = strlen(m->path);
-		if (len > SIZE_MAX - dir_len - 2)
-			return TS_ERR_NOMEM;
-		char *full = ts_arena_alloc(&ds->arena, dir_len + len + 2);
-		if (!full)
-			return TS_ERR_NOMEM;
-		memcpy(full, dir, dir_len);
-		full[dir_len] = '/';
-		memcpy(full + dir_len + 1, m->path, len + 1);
-		m->full_path = full;
-
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		size_t blen = strlen(base);
-		if (blen > 4 && !strcmp(base + blen - 4, ".hlo"))
-			blen -= 4;
-		m->name = ts_arena_strndup(&ds->arena, base, blen);
-		if (!m->name)
-			return TS_ERR_NOMEM;
-
-		const struct val_row *row = &ds->rows[m->first_row];
-		if (m->path[0] == '/') {
-			ts_diag_set(d, ds->csv_path, row->line,
-				    module_cols[m->first_row],
-				    "module path '%s' is absolute: a module is "
-				    "named relative to the set's folder", m->path);
-			return TS_ERR_PARSE;
-		}
-		struct stat sb;
-		if (stat(full, &sb) != 0) {
-			ts_diag_set(d, ds->csv_path, row->line,
-				    module_cols[m->first_row],
-				    "module file '%s' not found: %s", m->path,
-				    strerror(errno));
-			return TS_ERR_PARSE;
-		}
-		if (!S_ISREG(sb.st_mode)) {
-			ts_diag_set(d, ds->csv_path, row->line,
-				    module_cols[m->first_row],
-				    "module '%s' is not a regular file",
-				    m->path);
-			return TS_ERR_PARSE;
-		}
-		if (!inside(dir, full)) {
-			ts_diag_set(d, ds->csv_path, row->line,
-				    module_cols[m->first_row],
-				    "module path '%s' leads outside the set's "
-				    "folder", m->path);
-			return TS_ERR_PARSE;
-		}
-	}
-	return TS_OK;
+	char *rd = realpath(dir, NULL);
+	struct plain_dir seen = {.len = 0};
+	enum ts_status st = TS_OK;
+	for (int i = 0; i < ds->n_modules && st == TS_OK; i++)
+		st = check_module(ds, dir, dir_len, rd, &seen, module_cols,
+				  &ds->modules[i], d);
+	free(rd);
+	return st;
 }
 
 /* Fills one row from its fields; col_of maps column -> field index. */
