@@ -379,7 +379,7 @@ static int replay_main(struct cmd_ctx *ctx, struct autotune_opts *o)
 		if (st == TS_OK)
 			st = val_report_build(&ds[i], &specs, &ro, &r, &d);
 		if (st == TS_OK)
-			st = val_tune_replay(&r, &o->tune, &sets[n]);
+			st = val_tune_replay(&r, &o->tune, &sets[n], &d);
 		if (st == TS_OK && r.n_errors)
 			fprintf(ctx->err,
 				"%s: warning: %s: %d rows not estimated: the "

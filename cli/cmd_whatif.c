@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #ifdef TPUSIM_MPI
-#include <mpi.h>
+#include <dlfcn.h>
+
+#include "whatif_mpi.h"
 #endif
 
 #define WHATIF_MAX_SWEEPS 4
@@ -462,25 +464,39 @@ static enum ts_status fill_row(struct cmd_table *t, int i, int n_sweeps,
  * MPI, each rank costs the points i with i % ranks == rank, and the points
  * are summed onto rank 0 (each rank's zeros elsewhere: exact), which alone
  * reports; the output is byte-identical to a single process's. Without
- * either, one process does every point.
+ * either, one process does every point. Open MPI's calls are in a module
+ * loaded here, under mpirun only (cli/mpi/whatif_mpi.h).
  */
 #ifdef TPUSIM_MPI
-static bool mpi_on;
+static const struct whatif_mpi *mpi;
 #endif
 
-static void mpi_begin(int *rank, int *ranks)
+/* CMD_EXIT_OK, or CMD_EXIT_IO when the MPI module cannot be loaded or
+ * started under mpirun. */
+static int mpi_begin(const struct cmd_ctx *ctx, int *rank, int *ranks)
 {
 #ifdef TPUSIM_MPI
 	if (!getenv("OMPI_COMM_WORLD_SIZE"))
-		return;
-	MPI_Init(NULL, NULL);
-	mpi_on = true;
-	MPI_Comm_rank(MPI_COMM_WORLD, rank);
-	MPI_Comm_size(MPI_COMM_WORLD, ranks);
+		return CMD_EXIT_OK;
+	/* global: Open MPI's own plugins resolve against its libraries */
+	void *h = dlopen(TPUSIM_MPI_MODULE, RTLD_NOW | RTLD_GLOBAL);
+	const struct whatif_mpi *api = h ? dlsym(h, "whatif_mpi_api") : NULL;
+	if (!api) {
+		cmd_error(ctx, "under mpirun, cannot load %s: %s",
+			  TPUSIM_MPI_MODULE, dlerror());
+		return CMD_EXIT_IO;
+	}
+	if (api->init(rank, ranks) != 0) {
+		cmd_error(ctx, "MPI_Init failed");
+		return CMD_EXIT_IO;
+	}
+	mpi = api;
 #else
+	(void)ctx;
 	(void)rank;
 	(void)ranks;
 #endif
+	return CMD_EXIT_OK;
 }
 
 /* Sums the points onto rank 0 (a rank's points other than its own are
@@ -488,22 +504,16 @@ static void mpi_begin(int *rank, int *ranks)
 static int mpi_gather(struct point *pts, int n, int rank, int ranks, int rc)
 {
 #ifdef TPUSIM_MPI
-	if (!mpi_on)
+	if (!mpi)
 		return rc;
-	int worst = rc;
-	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	int worst = mpi->max_int(rc);
 	if (worst != CMD_EXIT_OK)
 		return worst;
 	for (int i = 0; i < n; i++)
 		if (i % ranks != rank)
 			memset(&pts[i], 0, sizeof pts[i]);
-	int count = n * (int)(sizeof *pts / sizeof(double));
-	if (rank == 0)
-		MPI_Reduce(MPI_IN_PLACE, pts, count, MPI_DOUBLE, MPI_SUM, 0,
-			   MPI_COMM_WORLD);
-	else
-		MPI_Reduce(pts, NULL, count, MPI_DOUBLE, MPI_SUM, 0,
-			   MPI_COMM_WORLD);
+	mpi->sum_to_root((double *)pts, n * (int)(sizeof *pts / sizeof(double)),
+			 rank);
 	return worst;
 #else
 	(void)pts;
@@ -517,9 +527,9 @@ static int mpi_gather(struct point *pts, int n, int rank, int ranks, int rc)
 static void mpi_end(void)
 {
 #ifdef TPUSIM_MPI
-	if (mpi_on)
-		MPI_Finalize();
-	mpi_on = false;
+	if (mpi)
+		mpi->finalize();
+	mpi = NULL;
 #endif
 }
 
@@ -589,7 +599,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	int rank = 0, ranks = 1;
-	mpi_begin(&rank, &ranks);
+	if ((rc0 = mpi_begin(ctx, &rank, &ranks)) != CMD_EXIT_OK)
+		return rc0;
 	struct cmd_graph g;
 	struct sim_program_opts popts = {0};
 	int rc = cmd_graph_load(ctx, argv[0], NULL, &popts, NULL, &g);

@@ -711,24 +711,17 @@ static int finish(int rc)
  * Skylake-X differed in its last bits from one trained on a Zen. The
  * commands that train (CMD_TRAINS) run on OpenBLAS's Haswell kernels (AVX2
  * and FMA: every x86-64 CPU since Haswell and Zen) wherever the CPU has
- * them: tpusim re-runs itself once with OPENBLAS_CORETYPE=Haswell, which
- * OpenBLAS reads as it loads (before main). A user's own
+ * them: OPENBLAS_CORETYPE=Haswell is set before OpenBLAS loads (at first
+ * use, learned/numlib.h), which OpenBLAS reads as it loads. A user's own
  * OPENBLAS_CORETYPE is kept. On a CPU without AVX2 and FMA, or another
  * architecture, OpenBLAS chooses and the bits may differ.
  */
-static void pin_blas(char **argv)
+static void pin_blas(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-	if (getenv("OPENBLAS_CORETYPE") || !__builtin_cpu_supports("avx2") ||
-	    !__builtin_cpu_supports("fma"))
-		return;
-	if (setenv("OPENBLAS_CORETYPE", "Haswell", 1) != 0)
-		return;
-	fflush(NULL);
-	execv("/proc/self/exe", argv);
-	unsetenv("OPENBLAS_CORETYPE"); /* not re-run: carry on as loaded */
-#else
-	(void)argv;
+	if (!getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2") &&
+	    __builtin_cpu_supports("fma"))
+		setenv("OPENBLAS_CORETYPE", "Haswell", 1);
 #endif
 }
 
@@ -788,6 +781,6 @@ int main(int argc, char **argv)
 		return finish(CMD_EXIT_OK);
 	}
 	if (cmd->flags & CMD_TRAINS)
-		pin_blas(argv);
+		pin_blas();
 	return finish(run_cmd(cmd, argc - optind, argv + optind));
 }

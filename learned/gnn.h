@@ -154,8 +154,10 @@ int gnn_model_known_index(const struct gnn_model *m, uint64_t key);
 double gnn_trust(const struct gnn_model *m, uint64_t ops,
 		 const double kf[GNN_KERNEL_F]);
 /* Parameters drawn from GSL's mt19937 with seed: Glorot-uniform weights,
- * zero biases. */
-void gnn_model_init(struct gnn_model *m, uint64_t seed);
+ * zero biases. TS_ERR_IO when GSL or OpenBLAS cannot be loaded (numlib.h,
+ * d says why). */
+enum ts_status gnn_model_init(struct gnn_model *m, uint64_t seed,
+			      struct ts_diag *d);
 void gnn_model_free(struct gnn_model *m);
 size_t gnn_model_param_count(int hidden, int layers, int head);
 void gnn_model_bind(const struct gnn_model *m, double *buf,
@@ -297,9 +299,9 @@ enum ts_status gnn_train(const struct gnn_data *d,
 
 /* Fold of each of n_groups groups: a permutation drawn from GSL's mt19937
  * with seed, dealt round-robin into folds (folds 0: a fold per group).
- * TS_ERR_NOMEM only. */
+ * TS_ERR_NOMEM, or TS_ERR_IO when GSL cannot be loaded (d says why). */
 enum ts_status gnn_assign_folds(int n_groups, int folds, uint64_t seed,
-				int *fold_of_group);
+				int *fold_of_group, struct ts_diag *d);
 
 struct gnn_holdback {
 	int n_known_before;  /* mixes m knew */

@@ -32,6 +32,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "numlib.h"
+
 #define GNN_FILE_VERSION 2
 static const char magic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'G', 'N'};
 
@@ -282,6 +284,9 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 			      struct ts_diag *d)
 {
 	memset(m, 0, sizeof *m);
+	enum ts_status st = numlib_load(d); /* the model's products */
+	if (st != TS_OK)
+		return st;
 	struct rbuf r = {buf, len, 0, name, d, false};
 	/* a short file is truncated only if what there is matches */
 	if (len && memcmp(buf, magic, len < sizeof magic ? len : sizeof magic))
@@ -326,7 +331,7 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	if (!r.bad && kind > 1)
 		refuse(&r, "model kind %u is neither residual (0) nor "
 			   "learned-only (1)", kind);
-	enum ts_status st = TS_OK;
+	st = TS_OK;
 	if (!r.bad && (st = gnn_model_alloc(m, (enum gnn_kind)kind,
 					    (int)hidden, (int)layers,
 					    (int)head)) == TS_ERR_NOMEM) {

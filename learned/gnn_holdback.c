@@ -26,22 +26,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numlib.h"
+
 enum ts_status gnn_assign_folds(int n_groups, int folds, uint64_t seed,
-				int *fold_of_group)
+				int *fold_of_group, struct ts_diag *d)
 {
+	enum ts_status st = numlib_load(d);
+	if (st != TS_OK)
+		return st;
 	int *perm = ts_malloc(((size_t)n_groups + 1) * sizeof *perm);
 	if (!perm)
 		return TS_ERR_NOMEM;
 	for (int g = 0; g < n_groups; g++)
 		perm[g] = g;
-	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *r = NL(gsl_rng_alloc)(*NL(gsl_rng_mt19937));
 	if (!r) {
 		ts_free(perm);
 		return TS_ERR_NOMEM;
 	}
-	gsl_rng_set(r, (unsigned long)seed);
+	NL(gsl_rng_set)(r, (unsigned long)seed);
 	gnn_shuffle(perm, n_groups, r);
-	gsl_rng_free(r);
+	NL(gsl_rng_free)(r);
 	for (int i = 0; i < n_groups; i++)
 		fold_of_group[perm[i]] = folds > 0 ? i % folds : perm[i];
 	ts_free(perm);
@@ -98,7 +103,8 @@ enum ts_status gnn_hold_back(const struct gnn_data *d,
 	struct tally *t = ts_calloc((size_t)m->n_known + 1, sizeof *t);
 	enum ts_status st = fold_of_group && mask && t ? TS_OK : TS_ERR_NOMEM;
 	if (!st)
-		st = gnn_assign_folds(d->n_groups, folds, o->seed, fold_of_group);
+		st = gnn_assign_folds(d->n_groups, folds, o->seed, fold_of_group,
+				      diag);
 	for (int f = 0; !st && f < folds; f++) {
 		int held = 0, rest = 0;
 		for (int s = 0; s < d->n_samples; s++) {

@@ -24,6 +24,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "numlib.h"
+
 const char *gnn_kind_name(enum gnn_kind k)
 {
 	return k == GNN_LEARNED_ONLY ? "learned-only" : "residual";
@@ -132,25 +134,30 @@ static void glorot(gsl_rng *r, double *w, int fan_in, int fan_out,
 {
 	double a = scale * sqrt(6.0 / (fan_in + fan_out));
 	for (size_t i = 0; i < (size_t)fan_in * fan_out; i++)
-		w[i] = a * (2.0 * gsl_rng_uniform(r) - 1.0);
+		w[i] = a * (2.0 * NL(gsl_rng_uniform)(r) - 1.0);
 }
 
-void gnn_model_init(struct gnn_model *m, uint64_t seed)
+enum ts_status gnn_model_init(struct gnn_model *m, uint64_t seed,
+			      struct ts_diag *d)
 {
+	enum ts_status st = numlib_load(d);
+	if (st != TS_OK)
+		return st;
 	struct gnn_tensors t;
 	memset(m->params, 0, m->n_params * sizeof *m->params);
 	gnn_model_bind(m, m->params, &t);
-	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *r = NL(gsl_rng_alloc)(*NL(gsl_rng_mt19937));
 	if (!r)
-		return; /* GSL aborts on allocation failure before this */
-	gsl_rng_set(r, (unsigned long)seed);
+		return TS_ERR_NOMEM; /* GSL aborts on allocation failure first */
+	NL(gsl_rng_set)(r, (unsigned long)seed);
 	for (int l = 0; l < m->layers; l++)
 		glorot(r, t.w[l], 3 * layer_in(l, m->hidden), m->hidden, 1.0);
 	glorot(r, t.w1, 2 * m->hidden + GNN_KERNEL_F, m->head, 1.0);
 	/* a small last layer: an untrained residual starts near r = 0, the
 	 * analytic estimate */
 	glorot(r, t.w2, m->head, 1, 0.1);
-	gsl_rng_free(r);
+	NL(gsl_rng_free)(r);
+	return TS_OK;
 }
 
 /* ---- the graph embedding ------------------------------------------------------ */
@@ -259,7 +266,7 @@ enum ts_status gnn_embed(const struct gnn_model *m, const struct gnn_graph *g,
 		for (int v = 0; v < n; v++)
 			memcpy(h + (size_t)v * H, t.b[l], (size_t)H * sizeof *h);
 		if (n > 0)
-			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n,
+			NL(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, n,
 				    H, 3 * d, 1.0, cat, 3 * d, t.w[l], H, 1.0, h,
 				    H);
 		for (size_t i = 0; i < (size_t)n * H; i++)
@@ -307,14 +314,14 @@ void gnn_embed_backward(const struct gnn_model *m, const struct gnn_graph *g,
 		for (size_t i = 0; i < (size_t)n * H; i++)
 			if (!(h[i] > 0))
 				dh[i] = 0; /* ReLU */
-		cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * d, H, n,
+		NL(cblas_dgemm)(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * d, H, n,
 			    1.0, a->cat[l], 3 * d, dh, H, 1.0, grad->w[l], H);
 		for (int v = 0; v < n; v++)
 			for (int j = 0; j < H; j++)
 				grad->b[l][j] += dh[(size_t)v * H + j];
 		if (l == 0)
 			break; /* inputs are features: no gradient needed */
-		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, 3 * d, H,
+		NL(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasTrans, n, 3 * d, H,
 			    1.0, dh, H, t.w[l], H, 0.0, dcat, 3 * d);
 		/* h^l fed cat^l three ways: itself, its users' operand
 		 * means, its operands' user means */
@@ -361,7 +368,7 @@ double gnn_head(const struct gnn_model *m, const double *emb,
 	struct gnn_tensors t;
 	gnn_model_bind(m, m->params, &t);
 	memcpy(a->hid, t.b1, (size_t)m->head * sizeof *a->hid);
-	cblas_dgemv(CblasRowMajor, CblasTrans, nin, m->head, 1.0, t.w1, m->head,
+	NL(cblas_dgemv)(CblasRowMajor, CblasTrans, nin, m->head, 1.0, t.w1, m->head,
 		    a->in, 1, 1.0, a->hid, 1);
 	double raw = t.b2[0];
 	for (int j = 0; j < m->head; j++) {
@@ -387,9 +394,9 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
 		dhid[j] = a->hid[j] > 0 ? d_raw * t.w2[j] : 0;
 		grad->b1[j] += dhid[j];
 	}
-	cblas_dger(CblasRowMajor, nin, m->head, 1.0, a->in, 1, dhid, 1,
+	NL(cblas_dger)(CblasRowMajor, nin, m->head, 1.0, a->in, 1, dhid, 1,
 		   grad->w1, m->head);
-	cblas_dgemv(CblasRowMajor, CblasNoTrans, nin, m->head, 1.0, t.w1,
+	NL(cblas_dgemv)(CblasRowMajor, CblasNoTrans, nin, m->head, 1.0, t.w1,
 		    m->head, dhid, 1, 0.0, din, 1);
 	for (int j = 0; j < H2; j++)
 		d_emb[j] += din[j];

@@ -36,6 +36,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "numlib.h"
+
 #define BATCH 32
 #define RANK_PAIRS 2
 #define ADAM_B1 0.9
@@ -405,7 +407,7 @@ static enum ts_status batch(struct trainer *t, const int *order, int lo,
 		int rg = d->samples[s].rank_group;
 		int cnt = rg >= 0 ? rk_off[rg + 1] - rk_off[rg] : 0;
 		for (int p = 0; p < RANK_PAIRS && cnt > 1; p++) {
-			int o = rk_idx[rk_off[rg] + (int)gsl_rng_uniform_int(
+			int o = rk_idx[rk_off[rg] + (int)NL(gsl_rng_uniform_int)(
 							    rng, (unsigned long)cnt)];
 			if (o == s || d->samples[o].measured_ns ==
 					      d->samples[s].measured_ns)
@@ -465,7 +467,7 @@ static enum ts_status batch(struct trainer *t, const int *order, int lo,
 void gnn_shuffle(int *a, int n, gsl_rng *rng)
 {
 	for (int i = n - 1; i > 0; i--) {
-		int j = (int)gsl_rng_uniform_int(rng, (unsigned long)i + 1);
+		int j = (int)NL(gsl_rng_uniform_int)(rng, (unsigned long)i + 1);
 		int x = a[i];
 		a[i] = a[j];
 		a[j] = x;
@@ -814,15 +816,17 @@ enum ts_status gnn_train(const struct gnn_data *d,
 		ts_diag_set(diag, NULL, 0, 0, "seed 0: seeds start at 1");
 		return TS_ERR_MISUSE;
 	}
-	enum ts_status st = gnn_model_alloc(m, o->kind, o->hidden, o->layers,
-					    o->head);
+	enum ts_status st = numlib_load(diag);
+	if (st != TS_OK)
+		return st;
+	st = gnn_model_alloc(m, o->kind, o->hidden, o->layers, o->head);
 	if (st) {
 		ts_diag_set(diag, NULL, 0, 0, "model sizes out of range");
 		return st;
 	}
 	m->clip = o->clip;
-	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-	gsl_rng_set(rng, (unsigned long)o->seed);
+	gsl_rng *rng = NL(gsl_rng_alloc)(*NL(gsl_rng_mt19937));
+	NL(gsl_rng_set)(rng, (unsigned long)o->seed);
 	struct trainer t = {.d = d, .m = m, .o = o};
 	bool *train = ts_calloc((size_t)d->n_samples + 1, sizeof *train);
 	bool *val = ts_calloc((size_t)d->n_samples + 1, sizeof *val);
@@ -863,9 +867,9 @@ enum ts_status gnn_train(const struct gnn_data *d,
 		goto out;
 	}
 	if ((st = fit_norms(d, train, m)) || (st = known_mixes(d, train, m, diag)) ||
-	    (st = rank_index(d, train, &rk_off, &rk_idx)))
+	    (st = rank_index(d, train, &rk_off, &rk_idx)) ||
+	    (st = gnn_model_init(m, o->seed, diag)))
 		goto out;
-	gnn_model_init(m, o->seed);
 	if (o->kind == GNN_LEARNED_ONLY) {
 		/* start at the mean log time per kernel run */
 		double sum = 0;
@@ -964,7 +968,7 @@ out:
 	ts_free(rk_off);
 	ts_free(rk_idx);
 	ts_free(best);
-	gsl_rng_free(rng);
+	NL(gsl_rng_free)(rng);
 	if (st && st != TS_ERR_MISUSE)
 		ts_diag_set(diag, NULL, 0, 0, "out of memory while training");
 	if (st)

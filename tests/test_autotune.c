@@ -72,7 +72,7 @@ static void test_replay_by_hand(void **state)
 	for (int s = 0; s < VAL_TUNE_COUNT; s++)
 		o.use[s] = true;
 	struct val_tune_set t;
-	assert_int_equal(val_tune_replay(&r, &o, &t), TS_OK);
+	assert_int_equal(val_tune_replay(&r, &o, &t, NULL), TS_OK);
 	assert_int_equal(t.n_kernels, 1);
 	assert_int_equal(t.n_single, 1);
 	assert_string_equal(t.single_example, "one");
@@ -119,7 +119,7 @@ static void test_replay_by_hand(void **state)
 	assert_near(t.res[VAL_TUNE_ONLINE].slowdown[1], 0.0, EPS);
 	/* the same seed, the same bits */
 	struct val_tune_set t2;
-	assert_int_equal(val_tune_replay(&r, &o, &t2), TS_OK);
+	assert_int_equal(val_tune_replay(&r, &o, &t2, NULL), TS_OK);
 	assert_memory_equal(&t, &t2, sizeof t);
 }
 

@@ -82,7 +82,7 @@ static void test_gradients(void **state)
 	(void)state;
 	struct gnn_model m;
 	assert_int_equal(gnn_model_alloc(&m, GNN_RESIDUAL, 6, 3, 5), TS_OK);
-	gnn_model_init(&m, 7);
+	assert_int_equal(gnn_model_init(&m, 7, NULL), TS_OK);
 	/* non-trivial standardisation, wide ranges (no fading) */
 	for (int j = 0; j < GNN_NODE_F; j++)
 		m.node_norm[j] = (struct gnn_norm){0.1, 0.9, -100, 100};
@@ -460,7 +460,7 @@ static void test_file(void **state)
 	(void)state;
 	struct gnn_model m, back;
 	assert_int_equal(gnn_model_alloc(&m, GNN_LEARNED_ONLY, 5, 2, 3), TS_OK);
-	gnn_model_init(&m, 3);
+	assert_int_equal(gnn_model_init(&m, 3, NULL), TS_OK);
 	m.clip = 0.75;
 	m.node_norm[4] = (struct gnn_norm){1.5, 2.5, -0.5, 3.25};
 	m.kern_norm[39] = (struct gnn_norm){-1, 0.125, -2, 2};

@@ -176,7 +176,7 @@ static void img_free(struct img *g)
 static void sample_model(struct gnn_model *m, enum gnn_kind kind)
 {
 	assert_int_equal(gnn_model_alloc(m, kind, 2, 1, 1), TS_OK);
-	gnn_model_init(m, 7);
+	assert_int_equal(gnn_model_init(m, 7, NULL), TS_OK);
 	m->clip = 1.5;
 	m->params[0] = -0.0;
 	m->params[1] = DBL_TRUE_MIN; /* a subnormal */
@@ -296,7 +296,7 @@ static void test_largest(void **state)
 	struct gnn_model m, back;
 	assert_int_equal(gnn_model_alloc(&m, GNN_RESIDUAL, GNN_MAX_HIDDEN,
 					 GNN_MAX_LAYERS, GNN_MAX_HIDDEN), TS_OK);
-	gnn_model_init(&m, 3);
+	assert_int_equal(gnn_model_init(&m, 3, NULL), TS_OK);
 	m.summary.n_sets = GNN_MAX_SETS;
 	for (int i = 0; i < GNN_MAX_SETS; i++)
 		memset(m.summary.sets[i], 'a' + i, sizeof m.summary.sets[i] - 1);

@@ -412,10 +412,11 @@ struct val_tune_set {
 
 /* Replays the strategies of o on the kernels of rep's set (each module's
  * rows are its recorded configs). VAL_TUNE_HYBRID needs rep built with a
- * model. Deterministic for a seed. TS_ERR_NOMEM only. */
+ * model. Deterministic for a seed. TS_ERR_NOMEM, or TS_ERR_IO when GSL
+ * cannot be loaded (d says why). */
 enum ts_status val_tune_replay(const struct val_report *rep,
 			       const struct val_tune_opts *o,
-			       struct val_tune_set *out);
+			       struct val_tune_set *out, struct ts_diag *d);
 
 /* ---- calibration (val_calibrate.c) -------------------------------------- */
 

@@ -64,6 +64,8 @@
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_rng.h>
 
+#include "numlib.h"
+
 #define TUNE_F 4                 /* online features */
 #define TUNE_PRIOR_LEVEL 1.0     /* prior sd of a kernel's log level */
 #define TUNE_PRIOR_SLOPE 0.5     /* prior sd of each slope */
@@ -123,15 +125,15 @@ static bool posterior(const double *w0, const double *pv,
 			for (int j = 0; j < TUNE_F; j++)
 				a[i * TUNE_F + j] += phi[k][i] * phi[k][j] / s2;
 		}
-	gsl_matrix_view av = gsl_matrix_view_array(a, TUNE_F, TUNE_F);
-	gsl_vector_view bv = gsl_vector_view_array(b, TUNE_F);
-	gsl_vector_view mv = gsl_vector_view_array(mu, TUNE_F);
-	gsl_error_handler_t *old = gsl_set_error_handler_off();
-	bool ok = gsl_linalg_cholesky_decomp1(&av.matrix) == 0 &&
-		  gsl_linalg_cholesky_solve(&av.matrix, &bv.vector,
+	gsl_matrix_view av = NL(gsl_matrix_view_array)(a, TUNE_F, TUNE_F);
+	gsl_vector_view bv = NL(gsl_vector_view_array)(b, TUNE_F);
+	gsl_vector_view mv = NL(gsl_vector_view_array)(mu, TUNE_F);
+	gsl_error_handler_t *old = NL(gsl_set_error_handler_off)();
+	bool ok = NL(gsl_linalg_cholesky_decomp1)(&av.matrix) == 0 &&
+		  NL(gsl_linalg_cholesky_solve)(&av.matrix, &bv.vector,
 					    &mv.vector) == 0 &&
-		  gsl_linalg_cholesky_invert(&av.matrix) == 0;
-	gsl_set_error_handler(old);
+		  NL(gsl_linalg_cholesky_invert)(&av.matrix) == 0;
+	NL(gsl_set_error_handler)(old);
 	if (ok)
 		memcpy(sigma, a, sizeof a);
 	return ok;
@@ -295,10 +297,13 @@ static void score(const struct val_report *rep, const struct kernel *k,
 
 enum ts_status val_tune_replay(const struct val_report *rep,
 			       const struct val_tune_opts *o,
-			       struct val_tune_set *out)
+			       struct val_tune_set *out, struct ts_diag *d)
 {
 	memset(out, 0, sizeof *out);
 	out->name = rep->ds->name;
+	enum ts_status lst = numlib_load(d);
+	if (lst != TS_OK)
+		return lst;
 	const struct val_dataset *ds = rep->ds;
 	size_t nm = (size_t)ds->n_modules + 1, nr = (size_t)ds->n_rows + 1;
 	struct kernel *ks = ts_calloc(nm, sizeof *ks);
@@ -306,7 +311,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 	double *key = ts_malloc(nr * sizeof *key);
 	double *tie = ts_malloc(nr * sizeof *tie);
 	int *all = ts_malloc(nr * sizeof *all);
-	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *rng = NL(gsl_rng_alloc)(*NL(gsl_rng_mt19937));
 	struct transfer t = {0};
 	enum ts_status st = ks && order && key && tie && all && rng
 				    ? TS_OK
@@ -346,7 +351,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 		if (!o->use[s] || n_k == 0)
 			continue;
 		struct val_tune_result *res = &out->res[s];
-		gsl_rng_set(rng, o->seed);
+		NL(gsl_rng_set)(rng, o->seed);
 		/* every strategy is averaged over the seeds: random draws its
 		 * orders from them, the others their tie breaks (a config
 		 * the model cannot tell from another is not favoured for
@@ -359,7 +364,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 				if (k->n < 2)
 					continue;
 				for (int i = 0; i < k->n; i++)
-					tie[i] = gsl_rng_uniform(rng);
+					tie[i] = NL(gsl_rng_uniform)(rng);
 				switch (s) {
 				case VAL_TUNE_RANDOM:
 					for (int i = 0; i < k->n; i++)
@@ -388,7 +393,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 			}
 		}
 	}
-	gsl_rng_free(rng);
+	NL(gsl_rng_free)(rng);
 	ts_free(t.phi);
 	ts_free(t.r);
 	ts_free(ks);

@@ -44,6 +44,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 
+#include "numlib.h"
+
 /* One row taking part in the fit. */
 struct crow {
 	int set, row;   /* subset and row index in it */
@@ -89,7 +91,7 @@ static void set_params(struct cctx *c, const gsl_vector *x)
 		struct ts_diag d = {0};
 		/* Clamped to the range first, so the set cannot fail. */
 		(void)hw_spec_set(&c->spec, f,
-				  clamp_field(f, exp(gsl_vector_get(x, j))),
+				  clamp_field(f, exp(NL(gsl_vector_get)(x, j))),
 				  NULL, &d);
 	}
 }
@@ -179,27 +181,27 @@ static enum ts_status minimise(struct cctx *c, const double *start,
 			       double *out, double *loss, bool *converged)
 {
 	int n = c->o->n_fields;
-	gsl_vector *x = gsl_vector_alloc((size_t)n);
-	gsl_vector *step = gsl_vector_alloc((size_t)n);
-	gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(
-		gsl_multimin_fminimizer_nmsimplex2, (size_t)n);
+	gsl_vector *x = NL(gsl_vector_alloc)((size_t)n);
+	gsl_vector *step = NL(gsl_vector_alloc)((size_t)n);
+	gsl_multimin_fminimizer *m = NL(gsl_multimin_fminimizer_alloc)(
+		*NL(gsl_multimin_fminimizer_nmsimplex2), (size_t)n);
 	enum ts_status st = TS_OK;
 	if (!x || !step || !m) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
 	for (int j = 0; j < n; j++) {
-		gsl_vector_set(x, j, log(start[j]));
-		gsl_vector_set(step, j, 0.5);
+		NL(gsl_vector_set)(x, j, log(start[j]));
+		NL(gsl_vector_set)(step, j, 0.5);
 	}
 	gsl_multimin_function fn = {.f = gsl_loss, .n = (size_t)n, .params = c};
 	c->status = TS_OK;
-	gsl_multimin_fminimizer_set(m, &fn, x, step);
+	NL(gsl_multimin_fminimizer_set)(m, &fn, x, step);
 	*converged = false;
 	for (int it = 0; it < c->o->max_iter && !c->status; it++) {
-		if (gsl_multimin_fminimizer_iterate(m))
+		if (NL(gsl_multimin_fminimizer_iterate)(m))
 			break;
-		if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m),
+		if (NL(gsl_multimin_test_size)(NL(gsl_multimin_fminimizer_size)(m),
 					   1e-3) == GSL_SUCCESS) {
 			*converged = true;
 			break;
@@ -209,10 +211,10 @@ static enum ts_status minimise(struct cctx *c, const double *start,
 		goto out;
 	/* The simplex stops at 0.1%: four significant digits say all the fit
 	 * knows, and are what the spec file gets and the errors are of. */
-	const gsl_vector *best = gsl_multimin_fminimizer_x(m);
+	const gsl_vector *best = NL(gsl_multimin_fminimizer_x)(m);
 	for (int j = 0; j < n; j++) {
 		const struct hw_field_info *f = c->o->fields[j];
-		double v = exp(gsl_vector_get(best, j));
+		double v = exp(NL(gsl_vector_get)(best, j));
 		double scale = pow(10, 3 - floor(log10(v)));
 		out[j] = clamp_field(f, nearbyint(v * scale) / scale);
 		struct ts_diag d = {0};
@@ -222,9 +224,9 @@ static enum ts_status minimise(struct cctx *c, const double *start,
 		goto out;
 	*loss = loss_of(c);
 out:
-	gsl_multimin_fminimizer_free(m);
-	gsl_vector_free(step);
-	gsl_vector_free(x);
+	NL(gsl_multimin_fminimizer_free)(m);
+	NL(gsl_vector_free)(step);
+	NL(gsl_vector_free)(x);
 	return st;
 }
 
@@ -353,12 +355,14 @@ enum ts_status val_calibrate(const struct val_dataset *const *sets,
 	ts_arena_init(&out->arena);
 	out->start = *start;
 	out->fitted = *start;
-	gsl_set_error_handler_off();
+	enum ts_status st = numlib_load(d);
+	if (st != TS_OK)
+		return st;
+	NL(gsl_set_error_handler_off)();
 	struct cctx c = {.n_sets = n_sets, .o = o, .spec = *start,
 			 .held_out = -1, .d = d};
 	double x0[VAL_FIT_MAX], best[VAL_FIT_MAX], fold[VAL_FIT_MAX];
 	double *pred_start = NULL, *pred_cv = NULL;
-	enum ts_status st;
 	for (int j = 0; j < o->n_fields; j++) {
 		x0[j] = hw_spec_get(start, o->fields[j]);
 		if (!(x0[j] > 0)) {

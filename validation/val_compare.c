@@ -109,7 +109,7 @@ enum ts_status val_compare_run(const struct val_dataset *const *sets,
 	}
 	if (!st)
 		st = gnn_assign_folds(data->n_groups, o->folds, o->seed,
-				      fold_of_group);
+				      fold_of_group, d);
 	if (!st) {
 		out->n_folds = o->folds > 0 ? o->folds : data->n_groups;
 		for (int s = 0; s < data->n_samples; s++) {
