@@ -10,6 +10,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,25 +293,84 @@ static int64_t search_default(const struct sim_plan *p,
  * The default config, remembered. Whole programs repeat kernels (the 6,287
  * kernels of the Llama-3.1-8B step have about 150 distinct plans), and a
  * what-if point searches every kernel again; the default is a function of
- * the plan's contents and the spec alone. So the searches over at least
- * SIM_MEMO_MIN candidates are remembered in SIM_MEMO_SLOTS slots (direct
- * mapped by an FNV-1a hash of the grid, the work and the spec, a new search
- * replacing the slot's old one), keyed by the plan's bytes (with its pointers, which only name the kernel
- * and spec it came from, cleared) and the spec's, compared whole on a hit:
- * no hash is trusted, so a hit returns exactly what the search would. The
- * slots are static: tpusim runs one thread (MPI ranks are processes).
+ * the plan's contents and of the spec fields the search reads
+ * (search_spec). So the searches over at least SIM_MEMO_MIN candidates are
+ * remembered in SIM_MEMO_SLOTS slots (direct mapped by an FNV-1a hash of
+ * the grid, the work and a few spec fields, a new search replacing the
+ * slot's old one), keyed by the plan's bytes (with its pointers, which
+ * only name the kernel and spec it came from, cleared) and the search's
+ * spec, compared whole on a hit: no hash is trusted, so a hit returns
+ * exactly what the search would. The slots are static: tpusim runs one
+ * thread (MPI ranks are processes).
  */
 #define SIM_MEMO_SLOTS 128
 #define SIM_MEMO_MIN 16
 
 struct memo_slot {
 	bool used;
-	struct sim_plan plan;
+	size_t len;                          /* bytes of key */
+	unsigned char key[sizeof(struct sim_plan)]; /* plan_key() */
 	struct hw_spec hw;
 	struct sim_tile_config cfg;
 	int64_t n;
 };
 static struct memo_slot memo[SIM_MEMO_SLOTS];
+
+/* The plan's bytes as a memo key, into out (sizeof(struct sim_plan) bytes
+ * at most): all of them but its pointers (which only name the kernel, the
+ * target and the spec it came from: cleared) and the unused access slots
+ * (left out). Returns the length. */
+static size_t plan_key(const struct sim_plan *p, unsigned char *out)
+{
+	_Static_assert(offsetof(struct sim_plan, k) < offsetof(struct sim_plan, acc) &&
+			       offsetof(struct sim_plan, target) <
+				       offsetof(struct sim_plan, acc) &&
+			       offsetof(struct sim_plan, other_bytes) >=
+				       offsetof(struct sim_plan, acc) +
+					       sizeof(((struct sim_plan *)0)->acc) &&
+			       offsetof(struct sim_plan, hw) >
+				       offsetof(struct sim_plan, other_bytes),
+		       "plan_key: the pointers and the accesses where it "
+		       "expects them");
+	size_t head = offsetof(struct sim_plan, acc);
+	size_t accs = (size_t)p->n_access * sizeof *p->acc;
+	size_t tail_at = offsetof(struct sim_plan, other_bytes);
+	size_t tail = sizeof *p - tail_at;
+	memcpy(out, p, head);
+	memset(out + offsetof(struct sim_plan, k), 0, sizeof p->k);
+	memset(out + offsetof(struct sim_plan, target), 0, sizeof p->target);
+	for (int a = 0; a < p->n_access; a++) {
+		unsigned char *q = out + head + (size_t)a * sizeof *p->acc;
+		memcpy(q, &p->acc[a], sizeof *p->acc);
+		memset(q + offsetof(struct sim_plan_access, name), 0,
+		       sizeof p->acc[a].name);
+	}
+	memcpy(out + head + accs, (const unsigned char *)p + tail_at, tail);
+	memset(out + head + accs + offsetof(struct sim_plan, hw) - tail_at, 0,
+	       sizeof p->hw);
+	return head + accs + tail;
+}
+
+/* The spec as the default's search reads it: the fields no tiled plan's
+ * estimate or floor reads (the name, HBM capacity, the host and ICI terms)
+ * cleared, and the MXU's when the plan has none of its work (its
+ * utilisation, which the ranking does not read, aside). A what-if sweep
+ * over a field so cleared finds each search remembered (test_tile_search
+ * changes them and compares with costing every candidate). */
+static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
+			struct hw_spec *s)
+{
+	*s = *hw;
+	memset(s->name, 0, sizeof s->name);
+	s->hbm_bytes = 0;
+	s->host_call_ns = s->host_kernel_ns = s->host_device_ns = 0;
+	s->ici_links = 0;
+	s->ici_link_bw_bytes_per_s = s->ici_latency_ns = s->ici_efficiency = 0;
+	if (!p->has_kernel) {
+		s->mxu_count = s->mxu_rows = s->mxu_cols = s->mxu_f32_passes = 0;
+		s->mxu_macs_per_cell_cycle = s->mxu_pass_cycles = 0;
+	}
+}
 
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg)
@@ -322,30 +382,30 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 	int per_dim = default_per_dim(p, &n_cand);
 	if (n_cand < SIM_MEMO_MIN)
 		return search_default(p, hw, per_dim, cfg);
-	static struct sim_plan key; /* 12 KB: off the stack */
-	key = *p;
-	key.k = NULL;
-	key.target = NULL;
-	key.hw = NULL;
-	for (int a = 0; a < SIM_PLAN_MAX_ACCESS; a++)
-		key.acc[a].name = NULL;
-	/* the slot from a digest (the grid and the work); the whole key
-	 * decides a hit */
-	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, key.dims,
-			      (size_t)key.n_dims * sizeof *key.dims);
-	double work[3] = {key.vpu_cycles, key.mxu_macs, key.other_bytes};
-	h = ts_fnv1a(h, work, sizeof work);
-	h = ts_fnv1a(h, hw, sizeof *hw);
+	struct hw_spec spec;
+	search_spec(p, hw, &spec);
+	/* the slot from a digest (the grid, the work, the spec's speeds);
+	 * the whole key decides a hit */
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, p->dims,
+			      (size_t)p->n_dims * sizeof *p->dims);
+	double digest[7] = {p->vpu_cycles,       p->mxu_macs,
+			    p->other_bytes,      spec.clock_hz,
+			    spec.hbm_bw_bytes_per_s, spec.vmem_bytes,
+			    (double)spec.mxu_count};
+	h = ts_fnv1a(h, digest, sizeof digest);
 	struct memo_slot *m = &memo[h % SIM_MEMO_SLOTS];
-	if (m->used && memcmp(&m->plan, &key, sizeof key) == 0 &&
-	    memcmp(&m->hw, hw, sizeof *hw) == 0) {
+	static unsigned char key[sizeof(struct sim_plan)]; /* off the stack */
+	size_t len = plan_key(p, key);
+	if (m->used && m->len == len && memcmp(m->key, key, len) == 0 &&
+	    memcmp(&m->hw, &spec, sizeof spec) == 0) {
 		*cfg = m->cfg;
 		return m->n;
 	}
+	memcpy(m->key, key, len);
+	m->len = len;
 	int64_t n = search_default(p, hw, per_dim, cfg);
 	m->used = true;
-	m->plan = key;
-	m->hw = *hw;
+	m->hw = spec;
 	m->cfg = *cfg;
 	m->n = n;
 	return n;

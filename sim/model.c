@@ -1008,7 +1008,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 					 HW_VPU_SIMPLE);
 	}
 	double bpns = hw_mem_bytes_per_ns(hw);
-	double bytes = p->other_bytes, first = p->other_bytes;
+	double bytes = p->other_bytes, first = p->other_bytes, stream = 0;
 	bool written = false;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
@@ -1062,6 +1062,26 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		if (ac->in_vmem)
 			continue;
 		bytes += pass * r;
+		/* its contiguous runs: one per tile row above the minor-most
+		 * dim known to be split, one per block from there */
+		int stop = -1;
+		for (int i = 0; i < ac->rank; i++)
+			if (ac->dims[i].grid >= 0 && ac->dims[i].win < 0 &&
+			    bl[ac->dims[i].grid].nb > 1)
+				stop = i;
+		double runs = r;
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			double tl = ad->tile > 1 ? (double)ad->tile : 1.0;
+			if (i < stop && ad->win < 0)
+				runs *= (double)pad_to(ad->grid < 0 ? ad->elems
+							: adim_extent(ad, p->dims[ad->grid].elems, 1),
+						       ad->tile) / tl;
+			else if (i >= stop && ad->grid >= 0)
+				runs *= (double)bl[ad->grid].nb *
+					(ad->win >= 0 ? (double)bl[ad->win].nb : 1.0);
+		}
+		stream = fmax(stream, hw_mem_stream_ns(hw, bpns, pass * r, runs));
 		if (ac->output)
 			written = true;
 		else
@@ -1073,10 +1093,14 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	double compute = fmax(mxu + readd, vpu) / clock_ghz * share;
 	double dma = least > cores && bpns > 0 ? bytes / bpns : 0.0;
 	double load = bpns > 0 ? first / bpns : 0.0;
+	/* on one core every phase (first loads, steps, last stores) takes
+	 * at least each operand's own stream in it */
+	if (cores > 1)
+		stream = 0;
 	out->time_ns = hw->kernel_overhead_ns +
 		       fmax(n_core, ceil(least / cores)) * hw->step_overhead_ns +
 		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
-		       fmax(dma, load + compute);
+		       fmax(fmax(dma, stream), load + compute);
 	out->fits = fits;
 }
 

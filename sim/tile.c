@@ -301,11 +301,6 @@ int64_t sim_plan_shared_bound(const struct sim_plan *p, int kd, int od,
 
 /* ---- candidate configs ----------------------------------------------------------- */
 
-/* Candidate bounds of one grid dim of extent n: every value when n <= 16,
- * else the powers of two, the divisors d <= 2^20 with their cofactors n / d
- * (every divisor when n <= 2^40) and n itself; ascending. When more than
- * cap (0: no cap) or max remain, an even spread is kept, always with 1 and
- * n. Work: at most 2^20 trial divisions, whatever the extent. */
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -313,7 +308,14 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 #define DIVISOR_TRIALS (1 << 20)
-static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
+#define CAND_MAX 64
+
+/* Candidate bounds of one grid dim of extent n: every value when n <= 16,
+ * else the powers of two, the divisors d <= 2^20 with their cofactors n / d
+ * (every divisor when n <= 2^40) and n itself; ascending. When more than
+ * lim remain, an even spread of lim is kept, always with 1 and n. Work: at
+ * most 2^20 trial divisions, whatever the extent. */
+static int dim_candidates_of(int64_t n, int lim, int64_t *v)
 {
 	int64_t all[512];
 	int k = 0;
@@ -337,7 +339,6 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 				all[u++] = all[i];
 		k = u;
 	}
-	int lim = cap > 0 && cap < max ? cap : max;
 	if (k <= lim) {
 		memcpy(v, all, sizeof(int64_t) * (size_t)k);
 		return k;
@@ -352,7 +353,33 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 	return m;
 }
 
-#define CAND_MAX 64
+
+/* The candidates of the extents seen last, remembered: a search asks for
+ * the same extents again and again (every search of a what-if point, the
+ * count before the search). Direct mapped by extent; one thread. */
+#define CAND_MEMO_SLOTS 256
+static struct {
+	int64_t n;
+	int lim, k;
+	int64_t v[CAND_MAX];
+} cand_memo[CAND_MEMO_SLOTS];
+
+/* dim_candidates_of(n, lim) with lim = cap (0: no cap) or max, the
+ * smaller, remembered. */
+static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
+{
+	int lim = cap > 0 && cap < max ? cap : max;
+	TS_ASSERT(lim <= CAND_MAX);
+	size_t slot = (size_t)((uint64_t)n * 0x9E3779B97F4A7C15u >> 56) %
+		      CAND_MEMO_SLOTS;
+	if (cand_memo[slot].n != n || cand_memo[slot].lim != lim) {
+		cand_memo[slot].k = dim_candidates_of(n, lim, cand_memo[slot].v);
+		cand_memo[slot].n = n;
+		cand_memo[slot].lim = lim;
+	}
+	memcpy(v, cand_memo[slot].v, sizeof *v * (size_t)cand_memo[slot].k);
+	return cand_memo[slot].k;
+}
 
 /* The free dims of a plan's configs (output grid dims, then kernel dims
  * not shared with one) and their candidate bounds, ascending. */

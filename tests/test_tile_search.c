@@ -14,7 +14,9 @@
  * every candidate the floor of the whole config is at most its estimate. A
  * control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
- * that is not one would be caught. Skips without TPUSIM_SHARED.
+ * that is not one would be caught. The remembered default (config.c) is
+ * checked the same way on a spec changed in fields its key leaves out.
+ * Skips without TPUSIM_SHARED.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +107,26 @@ static void check_text(const char *rel, const char *text, size_t len,
 				 "every candidate costed picks %s (%.17g ns)",
 				 rel, k->name, t->hw->name, got_s, e.time_ns,
 				 want_s, r.est.time_ns);
+		/* the remembered default (config.c search_spec): on a spec
+		 * that differs in fields the search reads for no plan, and in
+		 * the MXU's, it is still what costing every candidate on that
+		 * spec picks */
+		struct hw_spec hw2 = *t->hw;
+		snprintf(hw2.name, sizeof hw2.name, "changed");
+		hw2.hbm_bytes *= 2;
+		hw2.host_call_ns += 1000;
+		hw2.ici_efficiency /= 2;
+		hw2.mxu_count *= 2;
+		hw2.mxu_pass_cycles += 64;
+		struct ref r2 = {.p = &p, .hw = &hw2};
+		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), keep, &r2);
+		sim_plan_default(&p, &hw2, &got);
+		sim_tile_config_format(&r2.cfg, want_s, sizeof want_s);
+		sim_tile_config_format(&got, got_s, sizeof got_s);
+		if (strcmp(want_s, got_s) != 0)
+			fail_msg("%s %s on %s changed: the remembered default is "
+				 "%s, every candidate costed picks %s", rel,
+				 k->name, t->hw->name, got_s, want_s);
 	}
 	tu_built_free(&b);
 }
