@@ -257,6 +257,11 @@ struct kstate {
 	struct sim_tile_config *cfg;
 	struct sim_plan *plan; /* NULL: every point builds its own */
 	bool *ok;
+	/* with plans: the first kernel with the same plan (sim_plan_key),
+	 * or -1; a twin's costs are that kernel's, at every point */
+	int *twin;
+	const struct sim_kernel **kern; /* every kernel, in k_all order */
+	int *slow;                      /* this point's slower(), per kernel */
 };
 
 static enum ts_status kernel_cost(const struct kstate *ks, int i,
@@ -305,8 +310,12 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			const struct sim_tile_config *held =
 				hold && !base && k->tunable ? &cfg[k_all] : NULL;
 			struct ts_diag d = {0};
-			if (kernel_cost(ks, k_all, k, hw, held, &k->est, &d) !=
-			    TS_OK) {
+			int tw = ks->twin ? ks->twin[k_all] : -1;
+			if (tw >= 0 &&
+			    (!held || same_config(held, &cfg[tw])))
+				k->est = ks->kern[tw]->est;
+			else if (kernel_cost(ks, k_all, k, hw, held, &k->est,
+					     &d) != TS_OK) {
 				cmd_diag(ctx, &d, NULL, NULL, 0);
 				return CMD_EXIT_INPUT;
 			}
@@ -325,8 +334,14 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			if (base)
 				cfg[k_all] = e->config;
 			else if (!hold && k->tunable &&
-				 !same_config(&cfg[k_all], &e->config))
-				pt->retiled += slower(ks, k_all, k, hw, e);
+				 !same_config(&cfg[k_all], &e->config)) {
+				bool same = tw >= 0 &&
+					    same_config(&cfg[k_all], &cfg[tw]);
+				ks->slow[k_all] =
+					same ? ks->slow[tw]
+					     : slower(ks, k_all, k, hw, e);
+				pt->retiled += ks->slow[k_all];
+			}
 		}
 		pt->time_ns += sim_program_total(p);
 	}
@@ -339,6 +354,56 @@ static int n_kernels(const struct cmd_graph *g)
 	for (int m = 0; m < g->n_progs; m++)
 		n += g->progs[m].n_kernels;
 	return n;
+}
+
+/* ks->twin, kern and slow for the n kernels of g with plans: kernels
+ * whose plans have the same key (an FNV-1a digest into an open-addressed
+ * table of first kernels, the keys compared whole) cost the same. */
+static enum ts_status find_twins(const struct cmd_graph *g, int n,
+				 struct kstate *ks)
+{
+	size_t cap = 16;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	int *first = ts_malloc(cap * sizeof *first);
+	uint64_t *digest = ts_malloc(((size_t)n + 1) * sizeof *digest);
+	unsigned char *a = ts_malloc(sizeof(struct sim_plan));
+	unsigned char *b = ts_malloc(sizeof(struct sim_plan));
+	ks->twin = ts_malloc(((size_t)n + 1) * sizeof *ks->twin);
+	ks->kern = ts_malloc(((size_t)n + 1) * sizeof *ks->kern);
+	ks->slow = ts_calloc((size_t)n + 1, sizeof *ks->slow);
+	enum ts_status st = first && digest && a && b && ks->twin && ks->kern &&
+					    ks->slow
+				    ? TS_OK
+				    : TS_ERR_NOMEM;
+	for (size_t s = 0; !st && s < cap; s++)
+		first[s] = -1;
+	for (int m = 0, i = 0; !st && m < g->n_progs; m++)
+		for (int j = 0; j < g->progs[m].n_kernels; j++, i++) {
+			ks->kern[i] = &g->progs[m].kernels[j];
+			ks->twin[i] = -1;
+			if (!ks->ok[i])
+				continue;
+			size_t len = sim_plan_key(&ks->plan[i], a);
+			digest[i] = ts_fnv1a(TS_FNV1A_BASIS, a, len);
+			size_t s = digest[i] & (cap - 1);
+			for (; first[s] >= 0; s = (s + 1) & (cap - 1)) {
+				int f = first[s];
+				if (digest[f] == digest[i] &&
+				    sim_plan_key(&ks->plan[f], b) == len &&
+				    memcmp(a, b, len) == 0)
+					break;
+			}
+			if (first[s] >= 0)
+				ks->twin[i] = first[s];
+			else
+				first[s] = i;
+		}
+	ts_free(first);
+	ts_free(digest);
+	ts_free(a);
+	ts_free(b);
+	return st;
 }
 
 /* ks->plan and ok on the base spec when every sweep is over a field no
@@ -363,7 +428,7 @@ static enum ts_status build_plans(const struct cmd_ctx *ctx,
 						   &ctx->hw, &ks->plan[i],
 						   &d) == TS_OK;
 		}
-	return TS_OK;
+	return find_twins(g, n, ks);
 }
 
 /* The spec at the values vals[0..n) of the sweeps (on top of ctx->hw). */
@@ -716,6 +781,9 @@ out:
 	ts_free(ks.cfg);
 	ts_free(ks.plan);
 	ts_free(ks.ok);
+	ts_free(ks.twin);
+	ts_free(ks.kern);
+	ts_free(ks.slow);
 	cmd_graph_free(&g);
 	return rc;
 }

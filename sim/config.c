@@ -309,18 +309,14 @@ static int64_t search_default(const struct sim_plan *p,
 struct memo_slot {
 	bool used;
 	size_t len;                          /* bytes of key */
-	unsigned char key[sizeof(struct sim_plan)]; /* plan_key() */
+	unsigned char key[sizeof(struct sim_plan)]; /* sim_plan_key() */
 	struct hw_spec hw;
 	struct sim_tile_config cfg;
 	int64_t n;
 };
 static struct memo_slot memo[SIM_MEMO_SLOTS];
 
-/* The plan's bytes as a memo key, into out (sizeof(struct sim_plan) bytes
- * at most): all of them but its pointers (which only name the kernel, the
- * target and the spec it came from: cleared) and the unused access slots
- * (left out). Returns the length. */
-static size_t plan_key(const struct sim_plan *p, unsigned char *out)
+size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 {
 	_Static_assert(offsetof(struct sim_plan, k) < offsetof(struct sim_plan, acc) &&
 			       offsetof(struct sim_plan, target) <
@@ -330,7 +326,7 @@ static size_t plan_key(const struct sim_plan *p, unsigned char *out)
 					       sizeof(((struct sim_plan *)0)->acc) &&
 			       offsetof(struct sim_plan, hw) >
 				       offsetof(struct sim_plan, other_bytes),
-		       "plan_key: the pointers and the accesses where it "
+		       "sim_plan_key: the pointers and the accesses where it "
 		       "expects them");
 	size_t head = offsetof(struct sim_plan, acc);
 	size_t accs = (size_t)p->n_access * sizeof *p->acc;
@@ -395,7 +391,7 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 	h = ts_fnv1a(h, digest, sizeof digest);
 	struct memo_slot *m = &memo[h % SIM_MEMO_SLOTS];
 	static unsigned char key[sizeof(struct sim_plan)]; /* off the stack */
-	size_t len = plan_key(p, key);
+	size_t len = sim_plan_key(p, key);
 	if (m->used && m->len == len && memcmp(m->key, key, len) == 0 &&
 	    memcmp(&m->hw, &spec, sizeof spec) == 0) {
 		*cfg = m->cfg;

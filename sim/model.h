@@ -309,6 +309,11 @@ void sim_plan_estimate_detail(const struct sim_plan *p,
 
 /* The model's best config, the default (sim/config.c: rule and search
  * documented there). Returns the number of configs it costed. */
+/* A plan's bytes without its pointers (which only name the kernel, the
+ * target and the spec it came from) and its unused access slots, into out
+ * (sizeof(struct sim_plan) bytes at most); returns the length. Two plans
+ * with the same key cost the same under every spec and config. */
+size_t sim_plan_key(const struct sim_plan *p, unsigned char *out);
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 

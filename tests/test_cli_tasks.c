@@ -449,6 +449,65 @@ static void test_whatif(void **state)
 			assert_true(time[2] > time[0]);
 		}
 	}
+	/* kernels whose plans are the same cost the same (whatif costs one
+	 * and copies it): a module of two independent copies of a dot and
+	 * its add costs twice the module of one, at every point, tiles
+	 * re-chosen and held (time, MXU and DMA time, bound, infeasible and
+	 * retiled counts) */
+	static const char one[] =
+		"  d = f32[1024,2048]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  r = f32[1024,2048]{1,0} add(d, d)\n";
+	static const char two[] =
+		"  d2 = f32[1024,2048]{1,0} dot(x2, w2), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  r2 = f32[1024,2048]{1,0} add(d2, d2)\n";
+	static const char params[] =
+		"HloModule m\nENTRY e {\n"
+		"  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  w = f32[1024,2048]{1,0} parameter(1)\n"
+		"  x2 = f32[1024,1024]{1,0} parameter(2)\n"
+		"  w2 = f32[1024,2048]{1,0} parameter(3)\n";
+	double cols[2][2][3][13];
+	char twins[PATH_MAX];
+	tu_tmp_path(twins, sizeof twins, "test_whatif_twins", ".hlo");
+	for (int copies = 1; copies <= 2; copies++) {
+		f = fopen(twins, "w");
+		assert_non_null(f);
+		fprintf(f, "%s%s%s  ROOT t = (f32[1024,2048]{1,0}, "
+			   "f32[1024,2048]{1,0}) tuple(r, %s)\n}\n",
+			params, one, copies == 2 ? two : "",
+			copies == 2 ? "r2" : "r");
+		fclose(f);
+		for (int hold = 0; hold < 2; hold++) {
+			tpusim(&p, "whatif", twins, "--hw", v3, "--sweep",
+			       "vmem.bytes=16777216,2097152,1048576", "--csv",
+			       csv, hold ? "--hold-tiles" : NULL);
+			expect_rc(&p, 0);
+			proc_free(&p);
+			char *text = slurp(csv), *save = NULL;
+			strtok_r(text, "\n", &save);
+			for (int i = 0; i < 3; i++) {
+				const char *ln = strtok_r(NULL, "\n", &save);
+				assert_non_null(ln);
+				for (int c = 0; c < 13; c++, ln = strchr(ln, ',') + 1)
+					cols[copies - 1][hold][i][c] = atof(ln);
+			}
+			ts_free(text);
+		}
+	}
+	for (int hold = 0; hold < 2; hold++)
+		for (int i = 0; i < 3; i++)
+			for (int c = 1; c < 13; c++) {
+				double a = cols[0][hold][i][c], b = cols[1][hold][i][c];
+				if (c <= 5) /* times: sums in another order */
+					assert_near(b, 2 * a, 1e-9 * a + 1e-3);
+				else /* counts */
+					assert_true(b == 2 * a);
+			}
+	assert_true(cols[0][0][2][12] > 0); /* 1 MiB re-chooses a tile */
+	assert_true(cols[0][1][2][11] > 0); /* and held, one stops fitting */
+	unlink(twins);
 	/* a +STEP range reaches HI without rounding drift, and the values
 	 * are written as given; a 1 Hz clock change retiles nothing (a tie
 	 * between configs is not a re-choice); a base value of 0 has no
