@@ -790,17 +790,21 @@ static double cover(const struct sim_plan *p, const struct sim_blocks *bl,
  */
 static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 			  const struct sim_blocks *small, const bool *chosen,
-			  const struct sim_blocks *bl, double steps,
-			  double vmem, const double *block, const double *term)
+			  const bool *split, const struct sim_blocks *bl,
+			  double steps, double vmem, const double *block,
+			  const double *term)
 {
 	double least = steps;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
 		double k = block[a], elems = 1, cur = 1;
-		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false;
+		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false, twice = false;
 		for (int i = 0; i < ac->rank; i++) {
 			const struct sim_plan_adim *ad = &ac->dims[i];
 			int g = ad->grid;
+			if (g >= 0)
+				twice = twice || split[g] ||
+					(ad->win >= 0 && split[ad->win]);
 			if (g < 0 || chosen[g] || ad->win >= 0 ||
 			    ad->scale != 1.0 || seen[g])
 				continue;
@@ -813,9 +817,10 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 		double avail = hw->vmem_bytes - (vmem - term[a]);
 		if (!any || avail <= 0 || block[a] <= 0)
 			continue;
-		double per = term[a] / block[a]; /* buffers x (1 + staging) */
+		/* buffers x (1 + staging), as vmem_floor counts them */
+		double per = (twice ? 2.0 : 1.0) * (1.0 + ac->stage_ratio);
 		double need = elems * k * per / avail * (1 - VMEM_FLOOR_SLACK);
-		if (need > 1 && per < 2 * (1.0 + ac->stage_ratio))
+		if (need > 1 && !twice)
 			need *= 2; /* split: double-buffered */
 		need = ceil(need);
 		if (need > cur)
@@ -952,8 +957,8 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		ext[p->dims[i].role] *= (double)p->dims[i].elems;
 	}
-	double least = fits ? least_steps(p, hw, small, chosen, bl, steps,
-					  vmem, block, term)
+	double least = fits ? least_steps(p, hw, small, chosen, split, bl,
+					  steps, vmem, block, term)
 			    : steps;
 	double cores = (double)sim_plan_cores(p, hw);
 	/* steps each core runs: the output blocks dealt out to the cores
