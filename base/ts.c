@@ -9,6 +9,7 @@
 #include "ts.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -324,20 +325,60 @@ enum ts_status ts_read_file_max(const char *path, size_t max, char **out,
 {
 	*out = NULL;
 	*out_len = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		ts_diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
 		return TS_ERR_IO;
 	}
-	/* a regular file is measured first; anything else is read up to
-	 * the cap */
+	/* a regular file is measured first and read into a buffer of its
+	 * size (a byte more is asked for: one that comes means the file
+	 * grew, and it is read again as a stream); anything else is read
+	 * up to the cap */
 	struct stat sb;
-	enum ts_status st;
-	if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (uintmax_t)sb.st_size > max)
-		st = too_large(path, max, d);
-	else
-		st = ts_read_stream(f, path, max, out, out_len, d);
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		if ((uintmax_t)sb.st_size > max) {
+			close(fd);
+			return too_large(path, max, d);
+		}
+		size_t size = (size_t)sb.st_size;
+		char *buf = ts_malloc(size + 2);
+		if (!buf) {
+			close(fd);
+			ts_diag_set(d, path, 0, 0, "out of memory reading file");
+			return TS_ERR_NOMEM;
+		}
+		size_t len = 0;
+		ssize_t got = 0;
+		while (len <= size) {
+			got = read(fd, buf + len, size + 1 - len);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				break;
+			len += (size_t)got;
+		}
+		if (got == 0 && len <= size) {
+			close(fd);
+			buf[len] = '\0';
+			*out = buf;
+			*out_len = len;
+			return TS_OK;
+		}
+		ts_free(buf);
+		if (got < 0 || lseek(fd, 0, SEEK_SET) != 0) {
+			ts_diag_set(d, path, 0, 0, "read failed: %s",
+				    strerror(errno));
+			close(fd);
+			return TS_ERR_IO;
+		}
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		ts_diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		close(fd);
+		return TS_ERR_IO;
+	}
+	enum ts_status st = ts_read_stream(f, path, max, out, out_len, d);
 	fclose(f);
 	return st;
 }
