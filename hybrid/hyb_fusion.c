@@ -145,6 +145,8 @@ static const struct hyb_fuse_kernel *cache_find(const struct cache *c,
 
 struct search {
 	const struct ir_module *m;
+	const struct sim_fusion_space *base; /* of the computation searched:
+	                                        what no decision changes */
 	const struct hyb_fuse_cost *cost;
 	struct cache cache;
 	struct sim_fusion_plan *plan;
@@ -171,7 +173,7 @@ static enum ts_status comp_time(struct search *s,
 				const signed char *force, struct alt *a)
 {
 	struct sim_fusion_space *g;
-	enum ts_status st = sim_fusion_space_build(s->m, c, force, &g);
+	enum ts_status st = sim_fusion_space_build(s->m, c, force, s->base, &g);
 	a->n = 0;
 	a->ns = a->analytic_ns = 0;
 	int n_k = st ? 0 : sim_fusion_space_kernels(g);
@@ -260,10 +262,13 @@ static enum ts_status search_comp(struct search *s,
 				  signed char *force)
 {
 	struct alt best = {0}, trial = {0}, swap;
-	enum ts_status st = comp_time(s, c, force, &best);
-	struct sim_fusion_space *g = NULL;
+	/* the first grouping is the base the others borrow from; g is the
+	 * one under the decisions kept so far */
+	struct sim_fusion_space *first = NULL, *g = NULL;
+	enum ts_status st = sim_fusion_space_build(s->m, c, force, NULL, &first);
+	s->base = g = first;
 	if (!st)
-		st = sim_fusion_space_build(s->m, c, force, &g);
+		st = comp_time(s, c, force, &best);
 	/* the visiting order: consumers first, fixed from the start */
 	int *visit = st ? NULL : ts_malloc(((size_t)c->n_instrs + 1) * sizeof *visit);
 	if (!st && !visit)
@@ -293,15 +298,19 @@ static enum ts_status search_comp(struct search *s,
 		swap = best;
 		best = trial;
 		trial = swap;
-		sim_fusion_space_free(g);
+		if (g != first)
+			sim_fusion_space_free(g);
 		g = NULL;
 		if (!(st = add_flip(s->plan, &f)))
-			st = sim_fusion_space_build(s->m, c, force, &g);
+			st = sim_fusion_space_build(s->m, c, force, s->base, &g);
 	}
 	ts_free(visit);
 	ts_free(best.keys);
 	ts_free(trial.keys);
-	sim_fusion_space_free(g);
+	if (g != first)
+		sim_fusion_space_free(g);
+	sim_fusion_space_free(first);
+	s->base = NULL;
 	return st;
 }
 
@@ -312,7 +321,7 @@ static enum ts_status none_comp(const struct ir_module *m,
 				signed char *force)
 {
 	struct sim_fusion_space *g;
-	enum ts_status st = sim_fusion_space_build(m, c, NULL, &g);
+	enum ts_status st = sim_fusion_space_build(m, c, NULL, NULL, &g);
 	int *cand = st ? NULL : ts_malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
 	if (!st && !cand)
 		st = TS_ERR_NOMEM;

@@ -460,7 +460,8 @@ static enum ts_status put_grouped(struct emitter *e,
 {
 	struct grouping g;
 	struct order o = {0};
-	enum ts_status st = sim_grouping_build(&g, c, sim_plan_force(e->plan, c));
+	enum ts_status st =
+		sim_grouping_build(&g, c, sim_plan_force(e->plan, c), NULL);
 	if (!st)
 		st = order_alloc(&o, &g);
 	if (!st)

@@ -20,6 +20,7 @@ struct sim_fusion_space {
 enum ts_status sim_fusion_space_build(const struct ir_module *m,
 				      const struct ir_computation *c,
 				      const signed char *force,
+				      const struct sim_fusion_space *like,
 				      struct sim_fusion_space **out)
 {
 	struct sim_fusion_space *s = ts_calloc(1, sizeof *s);
@@ -27,7 +28,8 @@ enum ts_status sim_fusion_space_build(const struct ir_module *m,
 	if (!s)
 		return TS_ERR_NOMEM;
 	s->m = m;
-	enum ts_status st = sim_grouping_build(&s->g, c, force);
+	enum ts_status st =
+		sim_grouping_build(&s->g, c, force, like ? &like->g : NULL);
 	if (!st) {
 		s->kernels = ts_malloc(((size_t)s->g.n_groups + 1) * sizeof *s->kernels);
 		if (!s->kernels)

@@ -65,8 +65,10 @@ static bool is_contraction(enum ir_op op)
 	return ir_op_class(op) == IR_CLASS_CONTRACTION;
 }
 
-enum fuse_class sim_fuse_class(const struct grouping *g,
-			       const struct ir_instr *in)
+/* The fusion class of in, as sim_fuse_class gives it (worked out once per
+ * grouping of its computation, grouping_init). */
+static enum fuse_class fuse_class_of(const struct grouping *g,
+				     const struct ir_instr *in)
 {
 	switch (in->op) {
 	case IR_OP_DIVIDE:
@@ -115,6 +117,14 @@ enum fuse_class sim_fuse_class(const struct grouping *g,
 	default:
 		return FC_CONTROL;
 	}
+}
+
+enum fuse_class sim_fuse_class(const struct grouping *g,
+			       const struct ir_instr *in)
+{
+	if (g->fc && in->parent == g->c)
+		return (enum fuse_class)g->fc[in->index];
+	return fuse_class_of(g, in);
 }
 
 bool sim_fuse_alone(const struct ir_instr *in)
@@ -760,11 +770,14 @@ static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
 
 void sim_grouping_free(struct grouping *g)
 {
-	ts_free(g->order);
-	ts_free(g->uoff);
-	ts_free(g->users);
-	ts_free(g->cd);
-	ts_free(g->live);
+	if (!g->borrowed) {
+		ts_free(g->order);
+		ts_free(g->uoff);
+		ts_free(g->users);
+		ts_free(g->cd);
+		ts_free(g->live);
+		ts_free(g->fc);
+	}
 	ts_free(g->grp);
 	ts_free(g->reuse);
 	ts_free(g->prologue);
@@ -813,12 +826,12 @@ static void topo_order(struct grouping *g, int *stack, int *next_op)
 		done[i] = false;
 }
 
-static enum ts_status grouping_init(struct grouping *g,
-				    const struct ir_computation *c)
+/* What no decision changes: users (CSR), the topological order, the
+ * constant-derived and live marks and the fusion classes of g->c's
+ * instructions. */
+static enum ts_status grouping_base(struct grouping *g)
 {
-	memset(g, 0, sizeof *g);
-	g->c = c;
-	g->n = c->n_instrs;
+	const struct ir_computation *c = g->c;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	size_t n_uses = 1;
 	for (int i = 0; i < g->n; i++)
@@ -828,21 +841,11 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->users = ts_malloc(n_uses * sizeof *g->users);
 	g->cd = sim_const_derived(c);
 	g->live = ts_calloc(n, sizeof *g->live);
-	g->grp = ts_malloc(n * sizeof *g->grp);
-	g->reuse = ts_calloc(n, sizeof *g->reuse);
-	g->prologue = ts_calloc(n, sizeof *g->prologue);
-	g->why = ts_calloc(n, sizeof *g->why);
-	/* groups: at most one per instruction, and as many again when
-	 * cyclic groups are dissolved (dissolve_cycles) */
-	g->g_root = ts_malloc(2 * n * sizeof *g->g_root);
-	g->g_core = ts_calloc(2 * n, sizeof *g->g_core);
-	g->g_rep = ts_malloc(2 * n * sizeof *g->g_rep);
+	g->fc = ts_malloc(n);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
 	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
-	    !g->grp || !g->reuse || !g->prologue || !g->why || !g->g_root ||
-	    !g->g_core ||
-	    !g->g_rep || !stack || !tmp) {
+	    !g->fc || !stack || !tmp) {
 		ts_free(stack);
 		ts_free(tmp);
 		return TS_ERR_NOMEM;
@@ -860,6 +863,8 @@ static enum ts_status grouping_init(struct grouping *g,
 		}
 	}
 	topo_order(g, stack, tmp);
+	for (int i = 0; i < g->n; i++)
+		g->fc[i] = (unsigned char)fuse_class_of(g, c->instrs[i]);
 	/* Liveness (XLA DCE): from the root and every op with an effect or a
 	 * kernel of its own that is not a pure loop/core op. */
 	for (int k = g->n - 1; k >= 0; k--) {
@@ -879,13 +884,47 @@ static enum ts_status grouping_init(struct grouping *g,
 	return TS_OK;
 }
 
+static enum ts_status grouping_init(struct grouping *g,
+				    const struct ir_computation *c,
+				    const struct grouping *like)
+{
+	memset(g, 0, sizeof *g);
+	g->c = c;
+	g->n = c->n_instrs;
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	g->grp = ts_malloc(n * sizeof *g->grp);
+	g->reuse = ts_calloc(n, sizeof *g->reuse);
+	g->prologue = ts_calloc(n, sizeof *g->prologue);
+	g->why = ts_calloc(n, sizeof *g->why);
+	/* groups: at most one per instruction, and as many again when
+	 * cyclic groups are dissolved (dissolve_cycles) */
+	g->g_root = ts_malloc(2 * n * sizeof *g->g_root);
+	g->g_core = ts_calloc(2 * n, sizeof *g->g_core);
+	g->g_rep = ts_malloc(2 * n * sizeof *g->g_rep);
+	if (!g->grp || !g->reuse || !g->prologue || !g->why || !g->g_root ||
+	    !g->g_core || !g->g_rep)
+		return TS_ERR_NOMEM;
+	if (!like)
+		return grouping_base(g);
+	TS_ASSERT(like->c == c);
+	g->order = like->order;
+	g->uoff = like->uoff;
+	g->users = like->users;
+	g->cd = like->cd;
+	g->live = like->live;
+	g->fc = like->fc;
+	g->borrowed = true;
+	return TS_OK;
+}
+
 enum ts_status sim_grouping_build(struct grouping *g,
 				  const struct ir_computation *c,
-				  const signed char *force)
+				  const signed char *force,
+				  const struct grouping *like)
 {
 	const struct ir_instr **buf = NULL;
 	int *stack = NULL;
-	enum ts_status st = grouping_init(g, c);
+	enum ts_status st = grouping_init(g, c, like);
 	if (st != TS_OK)
 		return st;
 	g->force = force;

@@ -706,7 +706,8 @@ static enum ts_status walk_grouped(struct build *b,
 	struct grouping g;
 	const struct ir_instr **buf = NULL;
 	const struct sim_fusion_plan *plan = b->opts ? b->opts->fusion : NULL;
-	enum ts_status st = sim_grouping_build(&g, c, sim_plan_force(plan, c));
+	enum ts_status st =
+		sim_grouping_build(&g, c, sim_plan_force(plan, c), NULL);
 	if (st == TS_OK) {
 		buf = ts_malloc((size_t)(g.n > 0 ? g.n : 1) * sizeof *buf);
 		if (!buf)

@@ -95,15 +95,23 @@ struct grouping {
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
+	unsigned char *fc;     /* per instruction: enum fuse_class */
+	bool borrowed;         /* order, users, cd, live and fc (what no
+	                          decision changes) are another grouping's
+	                          of c, not freed with this one */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says
  * how), except where force (NULL: nowhere; else per instruction of c, enum
  * sim_fuse_force) overrides a decision legally: fills g (sim_grouping_free
- * it, also after an error). TS_ERR_NOMEM only. */
+ * it, also after an error). With like (a grouping of c, outliving g), g
+ * borrows what no decision changes (the order, users, constant-derived
+ * and live marks, fusion classes) instead of working it out again.
+ * TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_build(struct grouping *g,
 				  const struct ir_computation *c,
-				  const signed char *force);
+				  const signed char *force,
+				  const struct grouping *like);
 void sim_grouping_free(struct grouping *g);
 /* The decisions plan forces on computation c (sim_grouping_build's force;
  * NULL without a plan or for a computation it does not cover). */

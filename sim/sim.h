@@ -364,13 +364,17 @@ void sim_fusion_plan_free(struct sim_fusion_plan *plan);
 void sim_fusion_space_comps(const struct ir_module *m, bool *grouped);
 
 /* Computation c of m grouped into kernels under force (NULL: the xla
- * rules; else one enum sim_fuse_force per instruction of c). Free it with
- * sim_fusion_space_free, also after an error (*out may be NULL then).
+ * rules; else one enum sim_fuse_force per instruction of c). With like (a
+ * space of c that outlives this one), what no decision changes is taken
+ * from it, not worked out again: a search that tries many decisions on
+ * one computation builds one space first and the others like it. Free it
+ * with sim_fusion_space_free, also after an error (*out may be NULL then).
  * TS_ERR_NOMEM only. */
 struct sim_fusion_space;
 enum ts_status sim_fusion_space_build(const struct ir_module *m,
 				      const struct ir_computation *c,
 				      const signed char *force,
+				      const struct sim_fusion_space *like,
 				      struct sim_fusion_space **out);
 void sim_fusion_space_free(struct sim_fusion_space *s);
 /* The instructions whose fusion the rules decide (live, not

@@ -303,7 +303,7 @@ enum ts_status sim_fuse_agreement(const struct ir_module *unfused,
 			continue;
 		struct grouping g;
 		enum ts_status st =
-			sim_grouping_build(&g, c, sim_plan_force(plan, c));
+			sim_grouping_build(&g, c, sim_plan_force(plan, c), NULL);
 		if (st == TS_OK)
 			agree_comp(&g, a);
 		sim_grouping_free(&g);
