@@ -549,8 +549,51 @@ static bool absorb(struct grouping *g, int a, int b)
 	return true;
 }
 
-/* The representative groups holding each instruction (CSR), once the
- * groups are final. */
+/* Does a user u of i read i from HBM: live, and held by no group (a free
+ * op or a loop reads its operands from memory) or by one that does not
+ * hold i (it does not recompute i)? */
+static bool reads_from_memory(const struct grouping *g, int i, int u)
+{
+	if (!g->live[u])
+		return false;
+	if (g->h_off[u] == g->h_off[u + 1])
+		return true;
+	for (int h = g->h_off[u]; h < g->h_off[u + 1]; h++)
+		if (!sim_group_member(g, g->holders[h], i))
+			return true;
+	return false;
+}
+
+/* The users reading each instruction from HBM (CSR, struct grouping's
+ * readers): worked out once per grouping, so that asking whether a member
+ * is a group's output (sim_group_output) costs its readers, not all its
+ * users times their holders (a cheap op recomputed in hundreds of kernels
+ * had made every fusion trial of a Llama step quadratic). */
+static bool index_readers(struct grouping *g)
+{
+	g->r_off = ts_calloc((size_t)g->n + 1, sizeof *g->r_off);
+	if (!g->r_off)
+		return false;
+	for (int i = 0; i < g->n; i++) {
+		int n = 0;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
+			n += reads_from_memory(g, i, g->users[k]);
+		g->r_off[i + 1] = g->r_off[i] + n;
+	}
+	g->readers = ts_malloc(((size_t)g->r_off[g->n] + 1) * sizeof *g->readers);
+	if (!g->readers)
+		return false;
+	for (int i = 0; i < g->n; i++) {
+		int n = g->r_off[i];
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
+			if (reads_from_memory(g, i, g->users[k]))
+				g->readers[n++] = g->users[k];
+	}
+	return true;
+}
+
+/* The representative groups holding each instruction (CSR), and the
+ * readers of each, once the groups are final. */
 static bool index_holders(struct grouping *g)
 {
 	g->h_off = ts_calloc((size_t)g->n + 1, sizeof *g->h_off);
@@ -577,7 +620,7 @@ static bool index_holders(struct grouping *g)
 				g->holders[g->h_off[i] + fill[i]++] = h;
 			}
 	ts_free(fill);
-	return true;
+	return index_readers(g);
 }
 
 /* Inputs of group id (operands of members that are not members), in
@@ -604,24 +647,127 @@ int sim_group_inputs(const struct grouping *g, int id,
 	return n;
 }
 
-/* Sibling multi-output fusion: a later reduce-rooted group whose reduce
- * reads an input of the same dims over the same dimensions, and which
- * has exactly the same inputs, merges into the earlier one. */
-static bool merge_siblings(struct grouping *g, const struct ir_instr **ia,
-			   const struct ir_instr **ib)
+/* Is group id a reduce-rooted representative sibling merging considers? */
+static bool sibling_reduce(const struct grouping *g, int id)
 {
-	for (int a = 0; a < g->n_groups; a++) {
-		const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
-		if (g->g_rep[a] != a || ra->op != IR_OP_REDUCE ||
-		    ra->n_operands < 1 || !ra->attrs.dimensions)
+	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
+	return g->g_rep[id] == id && r->op == IR_OP_REDUCE &&
+	       r->n_operands >= 1 && r->attrs.dimensions;
+}
+
+/* A digest of what two siblings must share besides their inputs: the
+ * reduced operand's dims and the dimensions reduced. */
+static uint64_t sibling_key(const struct grouping *g, int id)
+{
+	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
+	const struct ir_shape *s = &r->operands[0]->shape;
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, &s->rank, sizeof s->rank);
+	h = ts_fnv1a(h, s->dims, (size_t)s->rank * sizeof *s->dims);
+	return ts_fnv1a(h, r->attrs.dimensions->v,
+			(size_t)r->attrs.dimensions->n *
+				sizeof *r->attrs.dimensions->v);
+}
+
+struct sib {
+	uint64_t key;
+	int id;
+};
+
+static int cmp_sib(const void *x, const void *y)
+{
+	const struct sib *a = x, *b = y;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_ptr(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t)*(const void *const *)x,
+		  b = (uintptr_t)*(const void *const *)y;
+	return (a > b) - (a < b);
+}
+
+/* The groups' inputs (sim_group_inputs), sorted by address for comparing
+ * as sets, worked out when first asked for: a group's inputs change only
+ * when it absorbs a sibling (then forgotten). */
+struct inputs_memo {
+	int *off, *len;                /* per group; off -1: not worked out */
+	const struct ir_instr **pool;  /* the lists, one after another */
+	size_t n, cap;
+};
+
+/* Group id's inputs into *out (pointing into m); -1 when out of memory.
+ * scratch has room for g->n. */
+static int memo_inputs(const struct grouping *g, struct inputs_memo *m, int id,
+		       const struct ir_instr **scratch,
+		       const struct ir_instr *const **out)
+{
+	if (m->off[id] < 0) {
+		int n = sim_group_inputs(g, id, scratch);
+		qsort(scratch, (size_t)n, sizeof *scratch, cmp_ptr);
+		if (m->n + (size_t)n > m->cap) {
+			size_t cap = 2 * (m->n + (size_t)n) + 64;
+			const struct ir_instr **p =
+				ts_realloc(m->pool, cap * sizeof *p);
+			if (!p)
+				return -1;
+			m->pool = p;
+			m->cap = cap;
+		}
+		memcpy(m->pool + m->n, scratch, (size_t)n * sizeof *scratch);
+		m->off[id] = (int)m->n;
+		m->len[id] = n;
+		m->n += (size_t)n;
+	}
+	*out = m->pool + m->off[id];
+	return m->len[id];
+}
+
+/*
+ * Sibling multi-output fusion: a later reduce-rooted group whose reduce
+ * reads an input of the same dims over the same dimensions, and which has
+ * exactly the same inputs, merges into the earlier one. Groups are taken
+ * in id order, each with the later ones in order; only groups whose
+ * digests (sibling_key) agree are compared, so the work grows with the
+ * siblings a group has, not with all reduce groups squared (the 64 layers
+ * of a Llama step have hundreds of reduces).
+ */
+static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
+			   const struct ir_instr **ia)
+{
+	size_t ng = (size_t)g->n_groups + 1;
+	struct sib *sib = ts_malloc(ng * sizeof *sib);
+	int *run_of = ts_malloc(ng * sizeof *run_of);
+	struct inputs_memo m = {ts_malloc(ng * sizeof(int)),
+				ts_malloc(ng * sizeof(int)), NULL, 0, 0};
+	bool ok = sib && run_of && m.off && m.len;
+	int n_sib = 0;
+	for (int id = 0; ok && id < g->n_groups; id++) {
+		m.off[id] = -1;
+		if (sibling_reduce(g, id))
+			sib[n_sib++] = (struct sib){sibling_key(g, id), id};
+	}
+	if (ok)
+		qsort(sib, (size_t)n_sib, sizeof *sib, cmp_sib);
+	/* run_of[id]: where id's run of equal digests starts in sib */
+	for (int k = 0; ok && k < n_sib; k++)
+		run_of[sib[k].id] = k > 0 && sib[k - 1].key == sib[k].key
+					    ? run_of[sib[k - 1].id]
+					    : k;
+	for (int a = 0; ok && a < g->n_groups; a++) {
+		if (!sibling_reduce(g, a))
 			continue;
-		int na = sim_group_inputs(g, a, ia);
-		for (int b = 0; b < g->n_groups; b++) {
+		const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
+		const struct ir_instr *const *ib;
+		int na = -1; /* a's inputs (in ia), as before it absorbed */
+		uint64_t key = sib[run_of[a]].key;
+		for (int k = run_of[a]; ok && k < n_sib && sib[k].key == key;
+		     k++) {
+			int b = sib[k].id;
 			const struct ir_instr *rb = g->c->instrs[g->g_root[b]];
 			if (b == a || g->g_rep[b] != b ||
 			    g->g_root[b] <= g->g_root[a] ||
-			    rb->op != IR_OP_REDUCE || rb->n_operands < 1 ||
-			    !rb->attrs.dimensions ||
 			    !ir_shape_equal_dims(&ra->operands[0]->shape,
 						 &rb->operands[0]->shape) ||
 			    rb->attrs.dimensions->n != ra->attrs.dimensions->n)
@@ -630,14 +776,25 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **ia,
 			for (int q = 0; same && q < ra->attrs.dimensions->n; q++)
 				same = ra->attrs.dimensions->v[q] ==
 				       rb->attrs.dimensions->v[q];
-			if (!same || sim_group_inputs(g, b, ib) != na)
+			if (!same)
 				continue;
-			for (int q = 0; same && q < na; q++) {
-				bool found = false;
-				for (int r = 0; r < na && !found; r++)
-					found = ia[q] == ib[r];
-				same = found;
+			if (na < 0) {
+				const struct ir_instr *const *la;
+				if ((na = memo_inputs(g, &m, a, scratch, &la)) < 0) {
+					ok = false;
+					break;
+				}
+				memcpy(ia, la, (size_t)na * sizeof *ia);
 			}
+			int nb = memo_inputs(g, &m, b, scratch, &ib);
+			if (nb < 0) {
+				ok = false;
+				break;
+			}
+			if (nb != na)
+				continue;
+			for (int q = 0; same && q < na; q++)
+				same = ia[q] == ib[q];
 			if (!same)
 				continue;
 			/* b and what merged into b before (groups need not be
@@ -645,11 +802,18 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **ia,
 			for (int h = 0; h < g->n_groups; h++)
 				if (g->g_rep[h] == b)
 					g->g_rep[h] = a;
-			if (!absorb(g, a, b))
-				return false;
+			ok = absorb(g, a, b);
+			/* a's list (ia) stays as it was for the rest of its
+			 * turn; later turns see its members now */
+			m.off[a] = -1;
 		}
 	}
-	return true;
+	ts_free(sib);
+	ts_free(run_of);
+	ts_free(m.off);
+	ts_free(m.len);
+	ts_free(m.pool);
+	return ok;
 }
 
 /* Is member i of group id written to HBM: the computation's root, or used
@@ -660,16 +824,10 @@ bool sim_group_output(const struct grouping *g, int id, int i)
 		return true;
 	if (g->cd[i] && g->grp[i] != id) /* a copy: each reader has its own */
 		return false;
-	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
-		int u = g->users[k];
-		if (!g->live[u] || sim_group_member(g, id, u))
-			continue;
-		if (g->h_off[u] == g->h_off[u + 1])
-			return true; /* a free op or a loop reads it from memory */
-		for (int h = g->h_off[u]; h < g->h_off[u + 1]; h++)
-			if (!sim_group_member(g, g->holders[h], i))
-				return true;
-	}
+	/* read from HBM by a user outside id (index_readers) */
+	for (int k = g->r_off[i]; k < g->r_off[i + 1]; k++)
+		if (!sim_group_member(g, id, g->readers[k]))
+			return true;
 	return false;
 }
 
@@ -790,6 +948,8 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->m_len);
 	ts_free(g->h_off);
 	ts_free(g->holders);
+	ts_free(g->r_off);
+	ts_free(g->readers);
 	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
 

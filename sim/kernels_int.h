@@ -92,6 +92,10 @@ struct grouping {
 	int *pool, *m_start, *m_len;
 	size_t pool_n, pool_cap;
 	int *h_off, *holders;
+	/* the users that read instruction i from HBM (live, and held by no
+	 * group or by one that does not hold i): readers[r_off[i] ..
+	 * r_off[i + 1]), once the groups are final */
+	int *r_off, *readers;
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
