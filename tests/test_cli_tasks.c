@@ -323,6 +323,21 @@ static int read_points(const char *csv, double *time, double *dma)
 	return n;
 }
 
+/* The first 13 columns (point .. retiled) of the first 3 points of
+ * whatif's CSV. */
+static void read_cols(const char *csv, double cols[3][13])
+{
+	char *text = slurp(csv), *save = NULL;
+	strtok_r(text, "\n", &save);
+	for (int i = 0; i < 3; i++) {
+		const char *ln = strtok_r(NULL, "\n", &save);
+		assert_non_null(ln);
+		for (int c = 0; c < 13; c++, ln = strchr(ln, ',') + 1)
+			cols[i][c] = atof(ln);
+	}
+	ts_free(text);
+}
+
 /*
  * whatif, physics rather than numbers:
  * - an add over a 64 MiB array is DMA-bound: doubling the HBM bandwidth
@@ -425,20 +440,13 @@ static void test_whatif(void **state)
 		       hold ? "--hold-tiles" : NULL);
 		expect_rc(&p, 0);
 		proc_free(&p);
-		char *text = slurp(csv), *save = NULL;
-		strtok_r(text, "\n", &save);
-		double time[3], infeasible[3], retiled[3];
+		double col[3][13], time[3], infeasible[3], retiled[3];
+		read_cols(csv, col);
 		for (int i = 0; i < 3; i++) {
-			const char *ln = strtok_r(NULL, "\n", &save);
-			assert_non_null(ln);
-			double col[13];
-			for (int c = 0; c < 13; c++, ln = strchr(ln, ',') + 1)
-				col[c] = atof(ln);
-			time[i] = col[1];
-			infeasible[i] = col[11];
-			retiled[i] = col[12];
+			time[i] = col[i][1];
+			infeasible[i] = col[i][11];
+			retiled[i] = col[i][12];
 		}
-		ts_free(text);
 		if (hold) {
 			assert_true(time[1] == time[0] && time[2] == time[0]);
 			assert_true(retiled[1] == 0 && retiled[2] == 0);
@@ -485,15 +493,7 @@ static void test_whatif(void **state)
 			       csv, hold ? "--hold-tiles" : NULL);
 			expect_rc(&p, 0);
 			proc_free(&p);
-			char *text = slurp(csv), *save = NULL;
-			strtok_r(text, "\n", &save);
-			for (int i = 0; i < 3; i++) {
-				const char *ln = strtok_r(NULL, "\n", &save);
-				assert_non_null(ln);
-				for (int c = 0; c < 13; c++, ln = strchr(ln, ',') + 1)
-					cols[copies - 1][hold][i][c] = atof(ln);
-			}
-			ts_free(text);
+			read_cols(csv, cols[copies - 1][hold]);
 		}
 	}
 	for (int hold = 0; hold < 2; hold++)
