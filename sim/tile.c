@@ -353,7 +353,6 @@ static int dim_candidates_of(int64_t n, int lim, int64_t *v)
 	return m;
 }
 
-
 /* The candidates of the extents seen last, remembered: a search asks for
  * the same extents again and again (every search of a what-if point, the
  * count before the search). Direct mapped by extent; one thread. */
@@ -464,8 +463,9 @@ static bool walk_set(struct walk *w, int f, int64_t b)
 }
 
 /* A subtree is offered to prune only when it holds at least this many
- * configs: asking costs about one estimate, so a smaller subtree is
- * cheaper to cost whole. */
+ * configs: asking costs about one to two estimates, so a smaller subtree
+ * is cheaper to cost whole (4 was the fastest of 2, 4 and 8 on a validate
+ * of tpuv4-ops; docs/BENCH.md). */
 #define PRUNE_MIN_BELOW 4
 
 /* Depth first over free dims f.., candidates ascending (or descending), so
