@@ -207,11 +207,6 @@ static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
 	return true;
 }
 
-/* Relative slack on the floor before a subtree is cut: the floor and the
- * estimate sum their terms in different orders, so a floor that equals
- * the time in exact arithmetic may exceed it by a few ulps. */
-#define SIM_FLOOR_SLACK 1e-9
-
 /* Cut a partial config whose every completion overflows VMEM, or is
  * slower than the best feasible config so far (sim_plan_floor): none
  * could beat or tie it, so the best is the one costing every candidate

@@ -698,11 +698,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 /* VMEM floor (bytes) with each dim's blocks in blk: every access's block,
  * twice when a dim it follows is split (split[d]: more than one block in
  * every completion), its staging copy, and the f32 accumulator when a
- * contraction dim is split; block[a] gets access a's block and term[a]
- * what it adds (or NULL). Grows with every bound in blk (extents never
- * shrink as a bound grows). */
+ * contraction dim is split; block[a] gets access a's block and twice[a]
+ * whether it counted twice (or NULL). Grows with every bound in blk
+ * (extents never shrink as a bound grows). */
 static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
-			 const bool *split, double *block, double *term)
+			 const bool *split, double *block, bool *twice_of)
 {
 	double vmem = 2 * p->other_bytes;
 	for (int a = 0; a < p->n_access; a++) {
@@ -722,12 +722,11 @@ static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
 								     : 1),
 					    ad->tile);
 		}
-		double t = (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
 		if (block) {
 			block[a] = b;
-			term[a] = t;
+			twice_of[a] = twice;
 		}
-		vmem += t;
+		vmem += (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
 	}
 	bool acc = false;
 	for (int d = 0; p->has_kernel && d < p->n_dims; d++)
@@ -742,9 +741,6 @@ static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
 	return vmem;
 }
 
-/* Relative slack when a VMEM floor decides a bound no completion may
- * exceed: the floor and estimate() sum in different orders. */
-#define VMEM_FLOOR_SLACK 1e-9
 
 /* Does the VMEM floor fit with dim d at bound b (blk's other dims as
  * they are; d split when b leaves it more than one block)? blk[d] and
@@ -759,7 +755,7 @@ static bool fits_at(const struct sim_plan *p, const struct hw_spec *hw,
 	double v = vmem_floor(p, blk, split, NULL, NULL);
 	blk[d] = keep;
 	split[d] = keep_split;
-	return hw_mem_fits_vmem(hw, v * (1 - VMEM_FLOOR_SLACK));
+	return hw_mem_fits_vmem(hw, v * (1 - SIM_FLOOR_SLACK));
 }
 
 /* Elements of combined dim d over all its blocks, each padded to tile t:
@@ -790,21 +786,18 @@ static double cover(const struct sim_plan *p, const struct sim_blocks *bl,
  */
 static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 			  const struct sim_blocks *small, const bool *chosen,
-			  const bool *split, const struct sim_blocks *bl,
-			  double steps, double vmem, const double *block,
-			  const double *term)
+			  const struct sim_blocks *bl, double steps,
+			  double vmem, const double *block,
+			  const bool *twice_of)
 {
 	double least = steps;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
 		double k = block[a], elems = 1, cur = 1;
-		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false, twice = false;
+		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false;
 		for (int i = 0; i < ac->rank; i++) {
 			const struct sim_plan_adim *ad = &ac->dims[i];
 			int g = ad->grid;
-			if (g >= 0)
-				twice = twice || split[g] ||
-					(ad->win >= 0 && split[ad->win]);
 			if (g < 0 || chosen[g] || ad->win >= 0 ||
 			    ad->scale != 1.0 || seen[g])
 				continue;
@@ -814,12 +807,15 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 			elems *= (double)p->dims[g].elems;
 			cur *= (double)bl[g].nb;
 		}
-		double avail = hw->vmem_bytes - (vmem - term[a]);
+		/* buffers x (1 + staging), as vmem_floor counts them */
+		bool twice = twice_of[a];
+		double term =
+			(twice ? 2.0 : 1.0) * block[a] * (1.0 + ac->stage_ratio);
+		double avail = hw->vmem_bytes - (vmem - term);
 		if (!any || avail <= 0 || block[a] <= 0)
 			continue;
-		/* buffers x (1 + staging), as vmem_floor counts them */
 		double per = (twice ? 2.0 : 1.0) * (1.0 + ac->stage_ratio);
-		double need = elems * k * per / avail * (1 - VMEM_FLOOR_SLACK);
+		double need = elems * k * per / avail * (1 - SIM_FLOOR_SLACK);
 		if (need > 1 && !twice)
 			need *= 2; /* split: double-buffered */
 		need = ceil(need);
@@ -920,8 +916,9 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
 		split[i] = chosen[i] && small[i].nb > 1;
 	}
-	double block[SIM_PLAN_MAX_ACCESS], term[SIM_PLAN_MAX_ACCESS];
-	double vmem = vmem_floor(p, small, split, block, term);
+	double block[SIM_PLAN_MAX_ACCESS];
+	bool twice[SIM_PLAN_MAX_ACCESS];
+	double vmem = vmem_floor(p, small, split, block, twice);
 	bool fits = hw_mem_fits_vmem(hw, vmem);
 	/* the largest bound each unchosen dim may take and still fit: the
 	 * whole dim, else by bisection below it (where the dim is split, the
@@ -957,8 +954,8 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		ext[p->dims[i].role] *= (double)p->dims[i].elems;
 	}
-	double least = fits ? least_steps(p, hw, small, chosen, split, bl,
-					  steps, vmem, block, term)
+	double least = fits ? least_steps(p, hw, small, chosen, bl, steps,
+					  vmem, block, twice)
 			    : steps;
 	double cores = (double)sim_plan_cores(p, hw);
 	/* steps each core runs: the output blocks dealt out to the cores

@@ -317,6 +317,13 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out);
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 
+/* Relative slack of a floor against the estimate (a subtree is cut only
+ * when its time floor exceeds the best by more; a bound is ruled out only
+ * when its VMEM floor exceeds VMEM by more): the floors and estimate() sum
+ * their terms in different orders, so a floor that equals the estimate in
+ * exact arithmetic may exceed it by a few ulps. */
+#define SIM_FLOOR_SLACK 1e-9
+
 /* A floor on sim_plan_estimate's time over every config that agrees with
  * part on its nonzero bounds (0: a dim not chosen yet) and fits VMEM, and
  * whether any such config may fit: what a search that prunes compares with
