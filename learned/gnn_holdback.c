@@ -128,10 +128,12 @@ enum ts_status gnn_hold_back(const struct gnn_data *d,
 			    (o->train_mask && !o->train_mask[s]))
 				continue;
 			int k = gnn_model_known_index(m, sample_mix(d, s));
-			double h = gnn_predict_sample(&fm, d, s);
+			if (k < 0) /* a novel or mixed sample: nothing to tally */
+				continue;
 			double a = analytic_of(d, s);
 			double y = d->samples[s].measured_ns;
-			if (k < 0 || !(h > 0) || !(a > 0) || !(y > 0))
+			double h = gnn_predict_sample(&fm, d, s);
+			if (!(h > 0) || !(a > 0) || !(y > 0))
 				continue;
 			t[k].hyb += fabs(log(h / y));
 			t[k].ana += fabs(log(a / y));
