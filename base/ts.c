@@ -244,6 +244,17 @@ char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n)
 	return r;
 }
 
+size_t ts_path_stem(const char *path, const char **start)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t n = strlen(base);
+	if (n > 4 && !strcmp(base + n - 4, ".hlo"))
+		n -= 4;
+	*start = base;
+	return n;
+}
+
 char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 {
 	va_list ap;

@@ -107,6 +107,10 @@ void *ts_arena_alloc(struct ts_arena *a, size_t n);
 void *ts_arena_array(struct ts_arena *a, size_t count, size_t size);
 /* Copies n bytes of s and a terminating NUL. */
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
+/* A module's name from its path: the last component without a ".hlo"
+ * ending (kept when it is all there is). *start points into path;
+ * returns the length. */
+size_t ts_path_stem(const char *path, const char **start);
 /* A formatted string of any length in the arena; NULL on failure. */
 char *ts_arena_printf(struct ts_arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

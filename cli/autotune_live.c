@@ -669,11 +669,9 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		rc = cmd_graph_load(ctx, graph, NULL,
 				    &(struct sim_program_opts){0}, NULL, &g);
 	char stem[512];
-	const char *base = strrchr(graph, '/');
-	snprintf(stem, sizeof stem, "%s", base ? base + 1 : graph);
-	size_t sl = strlen(stem);
-	if (sl > 4 && !strcmp(stem + sl - 4, ".hlo"))
-		stem[sl - 4] = '\0';
+	const char *base;
+	size_t sl = ts_path_stem(graph, &base);
+	snprintf(stem, sizeof stem, "%.*s", (int)sl, base);
 	l.stem = stem;
 	l.text = g.text;
 	l.len = g.text ? strlen(g.text) : 0;

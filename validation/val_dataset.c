@@ -521,11 +521,8 @@ static enum ts_status check_module(struct val_dataset *ds, const char *dir,
 	memcpy(full + dir_len + 1, m->path, len + 1);
 	m->full_path = full;
 
-	const char *base = strrchr(m->path, '/');
-	base = base ? base + 1 : m->path;
-	size_t blen = strlen(base);
-	if (blen > 4 && !strcmp(base + blen - 4, ".hlo"))
-		blen -= 4;
+	const char *base;
+	size_t blen = ts_path_stem(m->path, &base);
 	m->name = ts_arena_strndup(&ds->arena, base, blen);
 	if (!m->name)
 		return TS_ERR_NOMEM;
