@@ -221,10 +221,7 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 	}
 	close(fd[0]);
 	int status = 0;
-	if (timed_out) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
-	} else {
+	if (!timed_out) {
 		/* its output ended; wait for it to exit, within the deadline
 		 * (most exit at once: the first check usually finds it) */
 		pid_t w;
@@ -233,8 +230,6 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 		       (w < 0 && errno == EINTR)) {
 			if (now_s() > deadline) {
 				timed_out = true;
-				kill(-pid, SIGKILL);
-				kill(pid, SIGKILL);
 				break;
 			}
 			struct timespec t = {0, nap};
@@ -249,9 +244,13 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 			return false;
 		}
 	}
-	if (timed_out)
+	/* past the deadline: its whole process group goes */
+	if (timed_out) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
+	}
 	child_pgid = 0;
 	bool ok = false;
 	if (timed_out) {
