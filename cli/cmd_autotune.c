@@ -57,75 +57,73 @@ static const struct option autotune_options[] = {
 	{0},
 };
 
-/* "1,3,5,10": ascending whole numbers from 1 to 100000, at most
- * VAL_TUNE_MAX_BUDGETS. */
-static int parse_budgets(const struct cmd_ctx *ctx, const char *arg,
-			 struct val_tune_opts *t)
+/* Calls item for each comma-separated word of arg, the argument of option
+ * opt: a usage error when arg is too long, an item fails (item says why)
+ * or there is no word ("no <what> in ..."). */
+static int each_item(const struct cmd_ctx *ctx, const char *opt,
+		     const char *what, const char *arg, struct val_tune_opts *t,
+		     int (*item)(const struct cmd_ctx *ctx, const char *arg,
+				 const char *tok, struct val_tune_opts *t))
 {
 	char buf[256];
 	if (strlen(arg) >= sizeof buf) {
-		cmd_error(ctx, "--budget: too long");
+		cmd_error(ctx, "%s: too long", opt);
 		return CMD_EXIT_USAGE;
 	}
 	snprintf(buf, sizeof buf, "%s", arg);
-	t->n_budgets = 0;
 	char *save = NULL;
+	int n = 0;
 	for (char *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int64_t v;
-		if (t->n_budgets == VAL_TUNE_MAX_BUDGETS ||
-		    !cmd_parse_int64(tok, 1, 100000, &v) ||
-		    (t->n_budgets && v <= t->budgets[t->n_budgets - 1])) {
-			cmd_error(ctx, "--budget takes up to %d ascending whole "
-				       "numbers from 1 to 100000, comma-separated "
-				       "(e.g. 1,3,5,10), got '%s'",
-				  VAL_TUNE_MAX_BUDGETS, arg);
-			return CMD_EXIT_USAGE;
-		}
-		t->budgets[t->n_budgets++] = (int)v;
+	     tok = strtok_r(NULL, ",", &save), n++) {
+		int rc = item(ctx, arg, tok, t);
+		if (rc != CMD_EXIT_OK)
+			return rc;
 	}
-	if (t->n_budgets == 0) {
-		cmd_error(ctx, "--budget: no budget in '%s'", arg);
+	if (n == 0) {
+		cmd_error(ctx, "%s: no %s in '%s'", opt, what, arg);
 		return CMD_EXIT_USAGE;
 	}
 	return CMD_EXIT_OK;
 }
 
-/* "random,analytic,hybrid,online": each name once. */
-static int parse_strategies(const struct cmd_ctx *ctx, const char *arg,
-			    struct val_tune_opts *t)
+/* One of "1,3,5,10": ascending whole numbers from 1 to 100000, at most
+ * VAL_TUNE_MAX_BUDGETS. */
+static int budget_item(const struct cmd_ctx *ctx, const char *arg,
+		       const char *tok, struct val_tune_opts *t)
 {
-	char buf[256];
-	if (strlen(arg) >= sizeof buf) {
-		cmd_error(ctx, "--strategy: too long");
+	int64_t v;
+	if (t->n_budgets == VAL_TUNE_MAX_BUDGETS ||
+	    !cmd_parse_int64(tok, 1, 100000, &v) ||
+	    (t->n_budgets && v <= t->budgets[t->n_budgets - 1])) {
+		cmd_error(ctx, "--budget takes up to %d ascending whole "
+			       "numbers from 1 to 100000, comma-separated "
+			       "(e.g. 1,3,5,10), got '%s'",
+			  VAL_TUNE_MAX_BUDGETS, arg);
 		return CMD_EXIT_USAGE;
 	}
-	snprintf(buf, sizeof buf, "%s", arg);
-	memset(t->use, 0, sizeof t->use);
-	char *save = NULL;
-	int n = 0;
-	for (char *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int s = 0;
-		while (s < VAL_TUNE_COUNT &&
-		       strcmp(tok, val_tune_strategy_name((enum val_tune_strategy)s)))
-			s++;
-		if (s == VAL_TUNE_COUNT || t->use[s]) {
-			cmd_error(ctx, "--strategy: %s '%s' (expected "
-				       "random, analytic, hybrid or online, each "
-				       "once)",
-				  s == VAL_TUNE_COUNT ? "unknown strategy"
-						      : "repeated strategy",
-				  tok);
-			return CMD_EXIT_USAGE;
-		}
-		t->use[s] = true;
-		n++;
-	}
-	if (n == 0) {
-		cmd_error(ctx, "--strategy: no strategy in '%s'", arg);
+	t->budgets[t->n_budgets++] = (int)v;
+	return CMD_EXIT_OK;
+}
+
+/* One of "random,analytic,hybrid,online": each name once. */
+static int strategy_item(const struct cmd_ctx *ctx, const char *arg,
+			 const char *tok, struct val_tune_opts *t)
+{
+	(void)arg;
+	int s = 0;
+	while (s < VAL_TUNE_COUNT &&
+	       strcmp(tok, val_tune_strategy_name((enum val_tune_strategy)s)))
+		s++;
+	if (s == VAL_TUNE_COUNT || t->use[s]) {
+		cmd_error(ctx, "--strategy: %s '%s' (expected "
+			       "random, analytic, hybrid or online, each "
+			       "once)",
+			  s == VAL_TUNE_COUNT ? "unknown strategy"
+					      : "repeated strategy",
+			  tok);
 		return CMD_EXIT_USAGE;
 	}
+	t->use[s] = true;
 	return CMD_EXIT_OK;
 }
 
@@ -142,10 +140,14 @@ static int autotune_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 		return CMD_EXIT_OK;
 	case OPT_BUDGET:
 		o->budget_set = true;
-		return parse_budgets(ctx, arg, &o->tune);
+		o->tune.n_budgets = 0;
+		return each_item(ctx, "--budget", "budget", arg, &o->tune,
+				 budget_item);
 	case OPT_STRATEGY:
 		o->strategy_set = true;
-		return parse_strategies(ctx, arg, &o->tune);
+		memset(o->tune.use, 0, sizeof o->tune.use);
+		return each_item(ctx, "--strategy", "strategy", arg, &o->tune,
+				 strategy_item);
 	case OPT_MODEL:
 		o->model = arg;
 		return CMD_EXIT_OK;
