@@ -154,13 +154,19 @@ bool hp_expected(struct hp_parser *p, const char *what)
 
 /* ---- vectors and tables -------------------------------------------------- */
 
-void *hp_vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem)
+/* Grows v to hold count more elements of elem bytes and hands them out;
+ * NULL (and p->st set) when memory runs out. */
+void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
+		    size_t count)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 16;
-		if (cap > SIZE_MAX / elem) {
-			hp_nomem(p);
-			return NULL;
+	if (v->cap - v->n < count) {
+		size_t cap = v->cap ? v->cap : 16;
+		while (cap - v->n < count) {
+			if (cap > SIZE_MAX / 2 / elem) {
+				hp_nomem(p);
+				return NULL;
+			}
+			cap *= 2;
 		}
 		void *nv = ts_realloc(v->v, cap * elem);
 		if (!nv) {
@@ -170,18 +176,19 @@ void *hp_vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem)
 		v->v = nv;
 		v->cap = cap;
 	}
-	return (char *)v->v + elem * v->n++;
+	void *first = (char *)v->v + elem * v->n;
+	v->n += count;
+	return first;
 }
 
 /* Appends `count` copies of `value` to the int scratch vector p->ints. */
 bool hp_push_ints(struct hp_parser *p, int value, size_t count)
 {
-	for (size_t i = 0; i < count; i++) {
-		int *v = hp_vec_push(p, &p->ints, sizeof *v);
-		if (!v)
-			return false;
-		*v = value;
-	}
+	int *v = hp_vec_push_n(p, &p->ints, sizeof *v, count);
+	if (!v)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		v[i] = value;
 	return true;
 }
 
@@ -334,10 +341,11 @@ const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
 				p->last_sep = q;
 			/* to the end of the line: '\n', or '\r' alone (old
 			 * Mac line ends, which XLA's lexer takes too) */
-			const char *nl = q + 2;
-			while (nl < p->end && *nl != '\n' && *nl != '\r')
-				nl++;
-			q = nl;
+			const char *nl = memchr(q + 2, '\n', (size_t)(p->end - q - 2));
+			if (!nl)
+				nl = p->end;
+			const char *cr = memchr(q + 2, '\r', (size_t)(nl - q - 2));
+			q = cr ? cr : nl;
 		} else if (q[1] == '*') {
 			const char *c = q + 2;
 			for (;;) {
@@ -380,11 +388,6 @@ bool hp_read_name(struct hp_parser *p, const char **s, uint32_t *n)
 	*n = (uint32_t)len;
 	p->p = q + len;
 	return true;
-}
-
-bool hp_word_is(const char *s, size_t n, const char *w)
-{
-	return strlen(w) == n && memcmp(s, w, n) == 0;
 }
 
 /* Signed decimal integer; overflow is an error. */

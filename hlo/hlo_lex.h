@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ir.h"
 
@@ -170,8 +171,8 @@ void *hp_table_put(struct hp_parser *p, struct hp_table *t, const char *key,
 void hp_table_reset(struct hp_table *t);
 int hp_tok_len(const struct hp_parser *p, const char *at);
 void hp_vec_free(struct hp_vec *v);
-void *hp_vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem);
-bool hp_word_is(const char *s, size_t n, const char *w);
+void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
+		    size_t count);
 
 /* ---- inline lexical helpers (hlo_lex.c has the rest) ---- */
 
@@ -214,6 +215,20 @@ static inline size_t word_len(const struct hp_parser *p, const char *q)
 		q++;
 	}
 	return (size_t)(q - s);
+}
+
+/* The word [s, s+n) is w. */
+static inline bool hp_word_is(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && memcmp(s, w, n) == 0;
+}
+
+/* Room for one more element of v (hp_vec_push_n when it must grow). */
+static inline void *hp_vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem)
+{
+	if (v->n < v->cap)
+		return (char *)v->v + elem * v->n++;
+	return hp_vec_push_n(p, v, elem, 1);
 }
 
 /* Skips blanks; consumes c when it comes next. */

@@ -235,6 +235,8 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 	if (!hp_read_name(p, &s, &n))
 		return hp_expected(p, "an operand name");
 	skip_ws(p);
+	/* a nested instruction, or the operand a declared shape was checked
+	 * against: resolved here, not looked up again */
 	struct ir_instr *nested = NULL;
 	if (cur(p) == '(') {
 		p->p = start;
@@ -242,7 +244,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 		if (!nested)
 			return false;
 	} else if (typed_end) {
-		const struct ir_instr *o = hp_table_get(&lv->names, s, n);
+		struct ir_instr *o = hp_table_get(&lv->names, s, n);
 		if (o && !declared_matches(p, o)) {
 			char have[128];
 			ir_shape_format(&o->shape, have, sizeof have);
@@ -252,6 +254,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 					      "instruction %s", dn > 96 ? 96 : dn, start,
 				    have);
 		}
+		nested = o;
 	}
 	struct hp_ref *r = hp_vec_push(p, &p->ops, sizeof *r);
 	if (!r)

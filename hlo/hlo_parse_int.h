@@ -57,7 +57,8 @@ struct hp_ref {
 	const char *name;  /* in the text, without '%' */
 	uint32_t len;      /* bytes of name */
 	const char *at;    /* for the diagnostic */
-	void *direct;      /* operands: a nested instruction, already resolved */
+	void *direct;      /* operands: already resolved (a nested instruction, or
+	                      one found to check a declared shape) */
 };
 
 /* Per-nesting-level state of a computation body being parsed. */
