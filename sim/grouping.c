@@ -183,8 +183,7 @@ static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
 static bool reuses(const struct grouping *g, const struct ir_instr *u,
 		   const struct ir_instr *p)
 {
-	return g->reuse[u->index] ||
-	       ir_shape_elems(&u->shape) > ir_shape_elems(&p->shape);
+	return g->reuse[u->index] || g->elems[u->index] > g->elems[p->index];
 }
 
 static int new_group(struct grouping *g, int i, bool core)
@@ -487,10 +486,42 @@ static bool pool_reserve(struct grouping *g, size_t n)
 	return true;
 }
 
-static int cmp_int(const void *a, const void *b)
+/* Sorts v[0..n) ascending without a comparator call per pair (most
+ * groups hold a few members; a Gemma step's kernels hold hundreds, sorted
+ * again at every fusion trial): quicksort on the middle element's value,
+ * the shorter side first by recursion (depth <= log2 n), insertion below
+ * 16 entries. */
+static void sort_ints(int *v, int n)
 {
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
+	while (n > 16) {
+		int pivot = v[n / 2], i = 0, j = n - 1;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				int t = v[i];
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		/* v[0..j] <= pivot <= v[i..n) */
+		if (j + 1 < n - i) {
+			sort_ints(v, j + 1);
+			v += i;
+			n -= i;
+		} else {
+			sort_ints(v + i, n - i);
+			n = j + 1;
+		}
+	}
+	for (int i = 1; i < n; i++) {
+		int x = v[i], j = i;
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /* Members of group id, appended to the pool: its root and, backwards
@@ -502,24 +533,34 @@ static bool collect_members(struct grouping *g, int id, int *stack, int *mark)
 	if (!pool_reserve(g, (size_t)g->n))
 		return false;
 	int *v = g->pool + g->pool_n;
-	int sp = 0, len = 0;
+	int sp = 0, len = 0, lo = g->g_root[id], hi = lo;
 	stack[sp++] = v[len++] = g->g_root[id];
 	mark[g->g_root[id]] = id + 1;
 	while (sp > 0) {
-		const struct ir_instr *in = g->c->instrs[stack[--sp]];
-		for (int j = 0; j < in->n_operands; j++) {
-			const struct ir_instr *o = in->operands[j];
-			int oi = o->index;
-			if (o->parent != g->c || mark[oi] == id + 1)
+		int i = stack[--sp];
+		for (int j = g->ooff[i]; j < g->ooff[i + 1]; j++) {
+			int oi = g->ops[j];
+			if (oi < 0 || mark[oi] == id + 1)
 				continue;
 			if (g->grp[oi] == id || g->grp[oi] == G_MULTI ||
 			    (g->cd[oi] && g->grp[oi] == G_NONE)) {
 				mark[oi] = id + 1;
 				stack[sp++] = v[len++] = oi;
+				lo = oi < lo ? oi : lo;
+				hi = oi > hi ? oi : hi;
 			}
 		}
 	}
-	qsort(v, (size_t)len, sizeof *v, cmp_int);
+	/* ascending: read off the marks when the members lie dense in
+	 * their index range (a long fused chain), else sorted */
+	if (len > 16 && (int64_t)(hi - lo) < 4 * (int64_t)len) {
+		len = 0;
+		for (int i = lo; i <= hi; i++)
+			if (mark[i] == id + 1)
+				v[len++] = i;
+	} else {
+		sort_ints(v, len);
+	}
 	g->m_start[id] = (int)g->pool_n;
 	g->m_len[id] = len;
 	g->pool_n += (size_t)len;
@@ -549,47 +590,50 @@ static bool absorb(struct grouping *g, int a, int b)
 	return true;
 }
 
-/* Does a user u of i read i from HBM: live, and held by no group (a free
- * op or a loop reads its operands from memory) or by one that does not
- * hold i (it does not recompute i)? */
-static bool reads_from_memory(const struct grouping *g, int i, int u)
-{
-	if (!g->live[u])
-		return false;
-	if (g->h_off[u] == g->h_off[u + 1])
-		return true;
-	for (int h = g->h_off[u]; h < g->h_off[u + 1]; h++)
-		if (!sim_group_member(g, g->holders[h], i))
-			return true;
-	return false;
-}
-
 /* The users reading each instruction from HBM (CSR, struct grouping's
- * readers): worked out once per grouping, so that asking whether a member
- * is a group's output (sim_group_output) costs its readers, not all its
- * users times their holders (a cheap op recomputed in hundreds of kernels
- * had made every fusion trial of a Llama step quadratic). */
+ * readers): a user u of i reads i from HBM when it is live and held by no
+ * group (a free op or a loop reads its operands from memory) or by one
+ * that does not hold i (it does not recompute i). Worked out once per
+ * grouping, so that asking whether a member is a group's output
+ * (sim_group_output) costs its readers, not all its users times their
+ * holders (a cheap op recomputed in hundreds of kernels had made every
+ * fusion trial of a Llama step quadratic); i's holders are marked in a
+ * per-group array, so each holder of a user costs one look. */
 static bool index_readers(struct grouping *g)
 {
 	g->r_off = ts_calloc((size_t)g->n + 1, sizeof *g->r_off);
-	if (!g->r_off)
+	int *held = ts_calloc((size_t)g->n_groups + 1, sizeof *held);
+	bool *reads = ts_malloc((size_t)g->uoff[g->n] + 1);
+	if (!g->r_off || !held || !reads) {
+		ts_free(held);
+		ts_free(reads);
 		return false;
+	}
 	for (int i = 0; i < g->n; i++) {
+		for (int h = g->h_off[i]; h < g->h_off[i + 1]; h++)
+			held[g->holders[h]] = i + 1;
 		int n = 0;
-		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
-			n += reads_from_memory(g, i, g->users[k]);
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+			int u = g->users[k];
+			bool r = g->live[u] && g->h_off[u] == g->h_off[u + 1];
+			for (int h = g->h_off[u];
+			     g->live[u] && !r && h < g->h_off[u + 1]; h++)
+				r = held[g->holders[h]] != i + 1;
+			reads[k] = r;
+			n += r;
+		}
 		g->r_off[i + 1] = g->r_off[i] + n;
 	}
 	g->readers = ts_malloc(((size_t)g->r_off[g->n] + 1) * sizeof *g->readers);
-	if (!g->readers)
-		return false;
-	for (int i = 0; i < g->n; i++) {
+	for (int i = 0; g->readers && i < g->n; i++) {
 		int n = g->r_off[i];
 		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
-			if (reads_from_memory(g, i, g->users[k]))
+			if (reads[k])
 				g->readers[n++] = g->users[k];
 	}
-	return true;
+	ts_free(held);
+	ts_free(reads);
+	return g->readers != NULL;
 }
 
 /* The representative groups holding each instruction (CSR), and the
@@ -624,19 +668,34 @@ static bool index_holders(struct grouping *g)
 }
 
 /* Inputs of group id (operands of members that are not members), in
- * first-use order, into out[]; returns their count. */
+ * first-use order, into out[]; returns their count. Members and the
+ * inputs taken are marked in g->stamp with a new generation (an operand
+ * of another computation, rare, is looked for among those taken). */
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out)
 {
+	unsigned *mark = g->stamp, *gen = &g->stamp[2 * (size_t)g->n];
+	if (++*gen == 0) { /* wrapped: no mark may look current */
+		memset(mark, 0, 2 * (size_t)g->n * sizeof *mark);
+		*gen = 1;
+	}
 	int n = 0;
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem);
+	for (int k = 0; k < n_mem; k++)
+		mark[2 * mem[k]] = *gen;
 	for (int k = 0; k < n_mem; k++) {
 		const struct ir_instr *in = g->c->instrs[mem[k]];
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
-			if (o->parent == g->c && sim_group_member(g, id, o->index))
+			if (o->parent == g->c) {
+				unsigned *m = &mark[2 * o->index];
+				if (m[0] == *gen || m[1] == *gen)
+					continue; /* a member, or taken */
+				m[1] = *gen;
+				out[n++] = o;
 				continue;
+			}
 			bool seen = false;
 			for (int q = 0; q < n && !seen; q++)
 				seen = out[q] == o;
@@ -932,6 +991,9 @@ void sim_grouping_free(struct grouping *g)
 		ts_free(g->order);
 		ts_free(g->uoff);
 		ts_free(g->users);
+		ts_free(g->ooff);
+		ts_free(g->ops);
+		ts_free(g->elems);
 		ts_free(g->cd);
 		ts_free(g->live);
 		ts_free(g->fc);
@@ -950,6 +1012,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->holders);
 	ts_free(g->r_off);
 	ts_free(g->readers);
+	ts_free(g->stamp);
 	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
 
@@ -993,22 +1056,36 @@ static enum ts_status grouping_base(struct grouping *g)
 {
 	const struct ir_computation *c = g->c;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	size_t n_uses = 1;
-	for (int i = 0; i < g->n; i++)
+	size_t n_uses = 1, n_ops = 1;
+	for (int i = 0; i < g->n; i++) {
 		n_uses += (size_t)c->instrs[i]->n_users;
+		n_ops += (size_t)c->instrs[i]->n_operands;
+	}
 	g->order = ts_malloc(n * sizeof *g->order);
 	g->uoff = ts_calloc(n + 1, sizeof *g->uoff);
 	g->users = ts_malloc(n_uses * sizeof *g->users);
+	g->ooff = ts_calloc(n + 1, sizeof *g->ooff);
+	g->ops = ts_malloc(n_ops * sizeof *g->ops);
+	g->elems = ts_malloc(n * sizeof *g->elems);
 	g->cd = sim_const_derived(c);
 	g->live = ts_calloc(n, sizeof *g->live);
 	g->fc = ts_malloc(n);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
-	if (!g->order || !g->uoff || !g->users || !g->cd || !g->live ||
-	    !g->fc || !stack || !tmp) {
+	if (!g->order || !g->uoff || !g->users || !g->ooff || !g->ops ||
+	    !g->elems || !g->cd || !g->live || !g->fc || !stack || !tmp) {
 		ts_free(stack);
 		ts_free(tmp);
 		return TS_ERR_NOMEM;
+	}
+	/* Operands as indices (CSR) and element counts, for the walks that
+	 * each trial of a fusion search repeats */
+	for (int i = 0; i < g->n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		g->ooff[i + 1] = g->ooff[i] + in->n_operands;
+		for (int j = 0; j < in->n_operands; j++)
+			g->ops[g->ooff[i] + j] = sim_index_in(c, in->operands[j]);
+		g->elems[i] = ir_shape_elems(&in->shape);
 	}
 	/* Users, one entry per distinct using instruction (CSR); the parser
 	 * counted them (ir_instr.n_users). */
@@ -1070,6 +1147,9 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->order = like->order;
 	g->uoff = like->uoff;
 	g->users = like->users;
+	g->ooff = like->ooff;
+	g->ops = like->ops;
+	g->elems = like->elems;
 	g->cd = like->cd;
 	g->live = like->live;
 	g->fc = like->fc;
@@ -1096,7 +1176,8 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	buf = ts_malloc(n * 2 * sizeof *buf);
 	stack = ts_malloc(n * sizeof *stack);
 	int *mark = ts_calloc(n, sizeof *mark);
-	bool ok = g->m_start && g->m_len && buf && stack && mark;
+	g->stamp = ts_calloc(2 * n + 1, sizeof *g->stamp);
+	bool ok = g->m_start && g->m_len && buf && stack && mark && g->stamp;
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = collect_members(g, id, stack, mark);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&

@@ -75,6 +75,9 @@ struct grouping {
 	int n;                 /* instructions of c */
 	int *order;            /* topological order, operands first */
 	int *uoff, *users;     /* users of i: users[uoff[i] .. uoff[i+1]) */
+	int *ooff, *ops;       /* operands of i, as indices into c (-1: not
+	                          one of c's): ops[ooff[i] .. ooff[i+1]) */
+	int64_t *elems;        /* elements of i's shape (ir_shape_elems) */
 	bool *cd;              /* constant-derived */
 	bool *live;            /* reaches the root or a side effect */
 	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
@@ -100,9 +103,12 @@ struct grouping {
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
 	unsigned char *fc;     /* per instruction: enum fuse_class */
-	bool borrowed;         /* order, users, cd, live and fc (what no
-	                          decision changes) are another grouping's
-	                          of c, not freed with this one */
+	unsigned *stamp;       /* scratch of sim_group_inputs: 2 marks per
+	                          instruction, then the generation */
+	bool borrowed;         /* order, users, operands, elems, cd, live
+	                          and fc (what no decision changes) are
+	                          another grouping's of c, not freed with
+	                          this one */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says
