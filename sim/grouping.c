@@ -127,6 +127,13 @@ enum fuse_class sim_fuse_class(const struct grouping *g,
 	return fuse_class_of(g, in);
 }
 
+/* sim_fuse_class of c's instruction i, once g->fc is worked out (the
+ * decisions' inner loops: no call) */
+static inline enum fuse_class class_at(const struct grouping *g, int i)
+{
+	return (enum fuse_class)g->fc[i];
+}
+
 bool sim_fuse_alone(const struct ir_instr *in)
 {
 	enum sim_kernel_kind kind;
@@ -151,31 +158,33 @@ static bool is_format_op(enum ir_op op)
 	}
 }
 
-/* Does user u accept loop-op producer p in operand slot j? */
-static bool accepts(const struct grouping *g, const struct ir_instr *u, int j,
-		    const struct ir_instr *p)
-{
-	if (is_contraction(u->op) || g->prologue[u->index])
-		return is_format_op(p->op);
-	switch (sim_fuse_class(g, u)) {
-	case FC_CHEAP:
-	case FC_EXPENSIVE:
-	case FC_CORE: /* reduce / reduce-window: loop fusion over the input */
-		return true;
-	case FC_ROOT:
-		return u->op == IR_OP_DYNAMIC_UPDATE_SLICE && j == 1;
-	default:
-		return false;
-	}
-}
-
+/* Does user u accept loop-op producer p (one of its operands) in every
+ * operand slot that reads it? A dot or convolution, or a producer fused
+ * into one's operand, takes format ops only; loop ops, reduces and
+ * reduce-windows (a loop fusion over the input) take any;
+ * dynamic-update-slice takes p as its update (slot 1) only; other ops
+ * take nothing. Only the last rule looks at the slots (a user with
+ * thousands of operands, a concatenate, is asked once per producer). */
 static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
 			 const struct ir_instr *p)
 {
-	for (int j = 0; j < u->n_operands; j++)
-		if (u->operands[j] == p && !accepts(g, u, j, p))
+	if (is_contraction(u->op) || g->prologue[u->index])
+		return is_format_op(p->op);
+	switch (class_at(g, u->index)) {
+	case FC_CHEAP:
+	case FC_EXPENSIVE:
+	case FC_CORE:
+		return true;
+	case FC_ROOT:
+		if (u->op != IR_OP_DYNAMIC_UPDATE_SLICE)
 			return false;
-	return true;
+		for (int j = 0; j < u->n_operands; j++)
+			if (u->operands[j] == p && j != 1)
+				return false;
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* Would computing p inside u's kernel evaluate p more than once per
@@ -267,7 +276,7 @@ static void decide_fusion(struct grouping *g, int i)
 			new_group(g, i, false);
 		return;
 	}
-	enum fuse_class fc = sim_fuse_class(g, p);
+	enum fuse_class fc = class_at(g, i);
 	if (fc == FC_FREE || fc == FC_CONTROL)
 		return;
 	if (fc == FC_ROOT || is_root) {
@@ -345,7 +354,7 @@ static void decide_fusion(struct grouping *g, int i)
 					(is_format_op(u->op) &&
 					 !is_contraction(u->op));
 		if (!elementwise_like || g->prologue[u->index] ||
-		    sim_fuse_class(g, u) == FC_CORE)
+		    class_at(g, u->index) == FC_CORE)
 			break;
 		fuse_into(g, i, first);
 		g->g_core[first] = true;
@@ -528,8 +537,17 @@ static void sort_ints(int *v, int n)
  * through operands, every instruction fused into it (its own, recomputed,
  * or constant-derived), then sorted. mark[] (n entries) holds id + 1 for
  * an instruction already taken; stack has room for n entries. */
-static bool collect_members(struct grouping *g, int id, int *stack, int *mark)
+/* Scratch of collect_members: a stack and a mark per instruction, and a
+ * bitset of n bits (zero between calls). */
+struct collect_scratch {
+	int *stack, *mark;
+	uint64_t *bits;
+};
+
+static bool collect_members(struct grouping *g, int id,
+			    const struct collect_scratch *cs)
 {
+	int *stack = cs->stack, *mark = cs->mark;
 	if (!pool_reserve(g, (size_t)g->n))
 		return false;
 	int *v = g->pool + g->pool_n;
@@ -551,13 +569,22 @@ static bool collect_members(struct grouping *g, int id, int *stack, int *mark)
 			}
 		}
 	}
-	/* ascending: read off the marks when the members lie dense in
-	 * their index range (a long fused chain), else sorted */
-	if (len > 16 && (int64_t)(hi - lo) < 4 * (int64_t)len) {
+	/* ascending: a long list whose index range is under 64 bits per
+	 * member is read back from a bitset of that range (a Gemma step's
+	 * kernels hold hundreds of members, listed again at every fusion
+	 * trial), others sorted */
+	if (len > 16 && (int64_t)(hi - lo) / 64 < (int64_t)len) {
+		for (int q = 0; q < len; q++) {
+			int x = v[q] - lo;
+			cs->bits[x >> 6] |= UINT64_C(1) << (x & 63);
+		}
 		len = 0;
-		for (int i = lo; i <= hi; i++)
-			if (mark[i] == id + 1)
-				v[len++] = i;
+		for (int w = 0; w <= (hi - lo) >> 6; w++) {
+			uint64_t b = cs->bits[w];
+			cs->bits[w] = 0;
+			for (; b; b &= b - 1)
+				v[len++] = lo + (w << 6) + __builtin_ctzll(b);
+		}
 	} else {
 		sort_ints(v, len);
 	}
@@ -905,9 +932,9 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
 	stack[top++] = i;
 	stamp[i] = gen;
 	while (top > 0) {
-		const struct ir_instr *in = g->c->instrs[stack[--top]];
-		for (int j = 0; j < in->n_operands; j++) {
-			int k = sim_index_in(g->c, in->operands[j]);
+		int at = stack[--top];
+		for (int j = g->ooff[at]; j < g->ooff[at + 1]; j++) {
+			int k = g->ops[j];
 			if (k < 0 || stamp[k] == gen || pos[k] < from)
 				continue;
 			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
@@ -928,8 +955,7 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
  * fusion writer alike. The groups cycled and their merged siblings keep
  * no representative (g_rep -1).
  */
-static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
-			    int *stack, int *mark)
+static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs)
 {
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	int *pos = ts_malloc(n * sizeof *pos);
@@ -958,12 +984,21 @@ static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
 		 * upstream of it, so nothing it reads can depend on it */
 		if (owned < 2)
 			continue;
-		int ni = sim_group_inputs(g, id, inputs);
-		for (int q = 0; q < ni && !cyclic[id]; q++) {
-			int k = sim_index_in(g->c, inputs[q]);
-			cyclic[id] = k >= 0 && feeds_back(g, id, k, from, pos,
-							  stamp, ++gen, scratch);
-		}
+		/* its inputs (operands outside it) placed after its first
+		 * owned member: one placed before cannot depend on one. All
+		 * are searched under one stamp: a node an earlier search
+		 * left leads to no owned member. */
+		++gen;
+		for (int q = 0; q < n_mem && !cyclic[id]; q++)
+			for (int j = g->ooff[mem[q]];
+			     !cyclic[id] && j < g->ooff[mem[q] + 1]; j++) {
+				int k = g->ops[j];
+				if (k < 0 || pos[k] < from || stamp[k] == gen ||
+				    sim_group_member(g, id, k))
+					continue;
+				cyclic[id] = feeds_back(g, id, k, from, pos, stamp,
+							gen, scratch);
+			}
 		any = any || cyclic[id];
 	}
 	for (int i = 0; ok && any && i < g->n; i++) {
@@ -973,7 +1008,7 @@ static bool dissolve_cycles(struct grouping *g, const struct ir_instr **inputs,
 		int id = new_group(g, i, sim_fuse_class(g, g->c->instrs[i]) ==
 						 FC_CORE);
 		g->why[i] = SIM_WHY_CYCLE;
-		ok = collect_members(g, id, stack, mark);
+		ok = collect_members(g, id, cs);
 	}
 	for (int id = 0; ok && any && id < n_before; id++)
 		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
@@ -1162,8 +1197,6 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const signed char *force,
 				  const struct grouping *like)
 {
-	const struct ir_instr **buf = NULL;
-	int *stack = NULL;
 	enum ts_status st = grouping_init(g, c, like);
 	if (st != TS_OK)
 		return st;
@@ -1173,17 +1206,20 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
 	g->m_len = ts_calloc(2 * n, sizeof *g->m_len);
-	buf = ts_malloc(n * 2 * sizeof *buf);
-	stack = ts_malloc(n * sizeof *stack);
-	int *mark = ts_calloc(n, sizeof *mark);
+	const struct ir_instr **buf = ts_malloc(n * 2 * sizeof *buf);
+	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
+				     ts_calloc(n, sizeof *cs.mark),
+				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
 	g->stamp = ts_calloc(2 * n + 1, sizeof *g->stamp);
-	bool ok = g->m_start && g->m_len && buf && stack && mark && g->stamp;
+	bool ok = g->m_start && g->m_len && buf && cs.stack && cs.mark &&
+		  cs.bits && g->stamp;
 	for (int id = 0; ok && id < g->n_groups; id++)
-		ok = collect_members(g, id, stack, mark);
+		ok = collect_members(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
-	     dissolve_cycles(g, buf, stack, mark) && index_holders(g);
+	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
-	ts_free(stack);
-	ts_free(mark);
+	ts_free(cs.stack);
+	ts_free(cs.mark);
+	ts_free(cs.bits);
 	return ok ? TS_OK : TS_ERR_NOMEM;
 }
