@@ -189,10 +189,9 @@ static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
 
 /* Would computing p inside u's kernel evaluate p more than once per
  * element of p (u broadcasts it, or u itself sits on such a path)? */
-static bool reuses(const struct grouping *g, const struct ir_instr *u,
-		   const struct ir_instr *p)
+static bool reuses(const struct grouping *g, int u, int p)
 {
-	return g->reuse[u->index] || g->elems[u->index] > g->elems[p->index];
+	return g->reuse[u] || g->elems[u] > g->elems[p];
 }
 
 static int new_group(struct grouping *g, int i, bool core)
@@ -209,16 +208,15 @@ static int new_group(struct grouping *g, int i, bool core)
  * users when into == G_MULTI), inheriting their reuse/prologue flags. */
 static void fuse_into(struct grouping *g, int i, int into)
 {
-	const struct ir_instr *p = g->c->instrs[i];
 	g->grp[i] = into;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
-		const struct ir_instr *u = g->c->instrs[g->users[k]];
-		if (!g->live[u->index] ||
-		    (into != G_MULTI && g->grp[u->index] != into))
+		int ui = g->users[k];
+		if (!g->live[ui] || (into != G_MULTI && g->grp[ui] != into))
 			continue;
-		g->reuse[i] = g->reuse[i] || reuses(g, u, p);
-		g->prologue[i] = g->prologue[i] || is_contraction(u->op) ||
-				 g->prologue[u->index];
+		g->reuse[i] = g->reuse[i] || reuses(g, ui, i);
+		g->prologue[i] = g->prologue[i] ||
+				 is_contraction(g->c->instrs[ui]->op) ||
+				 g->prologue[ui];
 	}
 }
 
@@ -231,10 +229,10 @@ static int recompute_target(const struct grouping *g, int i)
 	bool multi = false, same = true;
 	int first = G_NONE;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
-		const struct ir_instr *u = g->c->instrs[g->users[k]];
-		int gu = g->grp[u->index];
-		if (!g->live[u->index])
+		int ui = g->users[k], gu = g->grp[ui];
+		if (!g->live[ui])
 			continue;
+		const struct ir_instr *u = g->c->instrs[ui];
 		if (gu == G_NONE || !user_accepts(g, u, p))
 			return G_NONE;
 		if (gu == G_MULTI)
@@ -306,17 +304,17 @@ static void decide_fusion(struct grouping *g, int i)
 	bool multi = false, same = true, all_accept = true, materialise = false;
 	bool reuse_any = false;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
-		const struct ir_instr *u = g->c->instrs[g->users[k]];
-		int gu = g->grp[u->index];
-		if (!g->live[u->index])
+		int ui = g->users[k], gu = g->grp[ui];
+		if (!g->live[ui])
 			continue;
+		const struct ir_instr *u = g->c->instrs[ui];
 		n_users++;
 		if (gu == G_NONE) { /* tuple, while, ...: needs p in memory */
 			materialise = true;
 			continue;
 		}
 		all_accept = all_accept && user_accepts(g, u, p);
-		reuse_any = reuse_any || reuses(g, u, p);
+		reuse_any = reuse_any || reuses(g, ui, i);
 		if (gu == G_MULTI)
 			multi = true;
 		else if (first == G_NONE)
@@ -383,7 +381,7 @@ static void decide_fusion(struct grouping *g, int i)
 					g->c->instrs[g->users[q]];
 				if (g->live[u->index] && g->grp[u->index] == gu)
 					ok = user_accepts(g, u, p) &&
-					     !reuses(g, u, p);
+					     !reuses(g, u->index, i);
 			}
 			if (ok)
 				best = gu;
