@@ -19,7 +19,9 @@
 #     program, held), over fields the kernels' plans read (rebuilt per
 #     point), and under mpirun with 1 and 2 ranks
 #   - `tpusim run` on whole programs (the Llama-3.1-8B step and MaxText step
-#     of hlo-programs) and `validate` on tpuv4-ops
+#     of hlo-programs), `fuse --policy analytic` on the Gemma-3-1B step (one
+#     run: about 7,000 fusion trials, each regrouping the computation) and
+#     `validate` on tpuv4-ops
 #   - how `run` and `fuse` grow with module size: the largest corpus module
 #     replicated 1 to 56 times (scripts/replicate_hlo.py, 1.6k to 90k
 #     instructions), one run each, and the exponent of time in size
@@ -116,6 +118,10 @@ trap 'rm -f "$section"' EXIT
 		[ -f "$programs/$m.hlo" ] || continue
 		echo "tpusim run $m ($(grep -c " = " "$programs/$m.hlo") instructions) --hw v3: $(both_ms 3 0 run "$programs/$m.hlo" --hw "$root/hwspecs/v3.yaml") wall (median of 3)"
 	done
+	m=gemma3_1b_flax_call
+	if [ -f "$programs/$m.hlo" ]; then
+		echo "tpusim fuse $m ($(grep -c " = " "$programs/$m.hlo") instructions) --policy analytic: $(both_ms 1 0 fuse "$programs/$m.hlo" --hw "$root/hwspecs/v3.yaml" --policy analytic -o /dev/null) wall (one run)"
+	fi
 	echo "tpusim validate tpuv4-ops (4428 rows): $(both_ms 3 0 validate --data "$shared/data/tpuv4-ops" --hw-dir "$root/hwspecs") wall (median of 3)"
 	# growth with size: the largest module replicated
 	first_n="" first_ms=""
