@@ -237,11 +237,11 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 	skip_ws(p);
 	/* a nested instruction, or the operand a declared shape was checked
 	 * against: resolved here, not looked up again */
-	struct ir_instr *nested = NULL;
+	struct ir_instr *resolved = NULL;
 	if (cur(p) == '(') {
 		p->p = start;
-		nested = parse_nested(p, lv, comp);
-		if (!nested)
+		resolved = parse_nested(p, lv, comp);
+		if (!resolved)
 			return false;
 	} else if (typed_end) {
 		struct ir_instr *o = hp_table_get(&lv->names, s, n);
@@ -254,12 +254,12 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 					      "instruction %s", dn > 96 ? 96 : dn, start,
 				    have);
 		}
-		nested = o;
+		resolved = o;
 	}
 	struct hp_ref *r = hp_vec_push(p, &p->ops, sizeof *r);
 	if (!r)
 		return false;
-	*r = (struct hp_ref){NULL, s, n, at, nested};
+	*r = (struct hp_ref){NULL, s, n, at, resolved};
 	return true;
 }
 

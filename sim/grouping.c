@@ -531,10 +531,6 @@ static void sort_ints(int *v, int n)
 	}
 }
 
-/* Members of group id, appended to the pool: its root and, backwards
- * through operands, every instruction fused into it (its own, recomputed,
- * or constant-derived), then sorted. mark[] (n entries) holds id + 1 for
- * an instruction already taken; stack has room for n entries. */
 /* Scratch of collect_members: a stack and a mark per instruction, and a
  * bitset of n bits (zero between calls). */
 struct collect_scratch {
@@ -542,6 +538,10 @@ struct collect_scratch {
 	uint64_t *bits;
 };
 
+/* Members of group id, appended to the pool: its root and, backwards
+ * through operands, every instruction fused into it (its own, recomputed,
+ * or constant-derived), then sorted. cs->mark holds id + 1 for an
+ * instruction already taken. */
 static bool collect_members(struct grouping *g, int id,
 			    const struct collect_scratch *cs)
 {
