@@ -26,6 +26,9 @@
 #     replicated 1 to 56 times (scripts/replicate_hlo.py, 1.6k to 90k
 #     instructions), one run each, and the exponent of time in size
 #     (target: ~ instructions^1.1)
+#   - `fuse --policy analytic` on chains of 1,000 and 4,000 adds, and `run`
+#     on two 3D convolutions shaped like a 3D U-Net's (the default tile
+#     search over 85k and 130k candidates)
 # With BEFORE_BUILD (a build of an earlier commit, e.g. the one before a
 # speed change), every timed command runs with it too, in the same run,
 # and its figure follows in brackets.
@@ -156,6 +159,22 @@ trap 'rm -f "$section"' EXIT
 		echo "tpusim fuse, a chain of $len adds: --policy xla $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" -o /dev/null), --policy analytic $(both_ms 1 0 fuse "$section.chain.hlo" --hw "$root/hwspecs/v3.yaml" --policy analytic -o /dev/null) wall"
 	done
 	rm -f "$section.chain.hlo"
+	# the default tile search on 3D convolutions shaped like a 3D U-Net's
+	# (issue "Speed back": a 5-d output grid and 4 filter dims, 84,672 and
+	# 129,654 candidates; the U-Net step itself is not in ../shared)
+	cat >"$section.conv3d.hlo" <<'HLO'
+HloModule conv3d
+
+ENTRY e {
+  a = f32[2,64,64,64,32]{4,3,2,1,0} parameter(0)
+  w = f32[3,3,3,32,64]{4,3,2,1,0} parameter(1)
+  c = f32[2,64,64,64,64]{4,3,2,1,0} convolution(a, w), window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f
+  w2 = f32[3,3,3,64,64]{4,3,2,1,0} parameter(2)
+  ROOT c2 = f32[2,64,64,64,64]{4,3,2,1,0} convolution(c, w2), window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f
+}
+HLO
+	echo "tpusim run, two 3D convolutions (U-Net-shaped grids): $(both_ms 21 1 run "$section.conv3d.hlo" --hw "$root/hwspecs/v3.yaml") wall (median of 21)"
+	rm -f "$section.conv3d.hlo"
 
 	kernels=$("$build/cli/tpusim" run "$largest" --hw "$root/hwspecs/v3.yaml" | sed -n 's/^n_kernels: //p')
 	sweep="--sweep hbm.bw_bytes_per_s=100e9:6400e9:+100e9 --sweep mxu.count=1:16:+1"
