@@ -88,12 +88,35 @@ double hw_mem_bytes_per_ns(const struct hw_spec *hw);
 double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 		     double transfers);
 
-/* ns the DMA engine is busy moving `bytes` in `chunks` contiguous runs
- * (no latency): bytes at the sustained rate bpns (hw_mem_bytes_per_ns(hw),
- * worked out once by a caller that times many streams) plus
- * hw->dma_chunk_ns per run. Formula in hw_mem.c. */
-double hw_mem_stream_ns(const struct hw_spec *hw, double bpns, double bytes,
-			double chunks);
+/*
+ * ns the DMA engine is busy moving `bytes` in `chunks` contiguous runs (no
+ * latency), at the sustained rate bpns (hw_mem_bytes_per_ns(hw), worked
+ * out once by a caller that times many streams; inline: the tile search
+ * asks millions of times):
+ *   ns = bytes / bpns + chunks x dma_chunk_ns
+ * A strided transfer is a sequence of contiguous runs in HBM (given the
+ * array's tiled physical layout and the block); the DMA engine pays a fixed
+ * cost per run (its descriptor or stride step is issued, a new burst is
+ * opened) on top of the bytes, so a block that is narrow in the minor dims
+ * (many small runs) streams below the sustained rate. Assumes runs are
+ * processed one after another by one engine and that the per-run cost does
+ * not depend on the run's length or stride. Known wrong: runs shorter than
+ * an HBM burst or a 4 KiB VMEM granule also waste bandwidth (the model
+ * counts padded bytes only). Several operands' streams overlap their run
+ * costs (sim/model.c dma_ns).
+ * Source: TPU.md section 2 rules 3 (4 KiB VMEM granules, aligned (8,128)
+ * transfers fastest) and 5 (the scalar core issues DMAs, one per cycle);
+ * constant: hwspecs/<gen>.yaml hbm.dma_chunk_ns.
+ */
+static inline double hw_mem_stream_ns(const struct hw_spec *hw, double bpns,
+				       double bytes, double chunks)
+{
+	double t = chunks > 0 ? chunks * hw->dma_chunk_ns : 0.0;
+	if (bytes > 0 && bpns > 0)
+		t += bytes / bpns;
+	return t;
+}
+
 
 /* True when `bytes` fit in one TensorCore's VMEM. */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);

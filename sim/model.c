@@ -21,6 +21,18 @@
  * enough output space, hw_spec_kernel_cores), and a collective's ICI cost
  * (hw_ici_collective): both read at estimate time from what the plan
  * keeps, so the chip.* and ici.* fields are plan-free (config.c). */
+/* fmax(a, b) as glibc's x86-64 fmax gives it (maxsd: b when the two
+ * compare equal, the other when one is a NaN), inline: the tile search
+ * takes millions of maxima, and fmax is a library call. */
+static inline double max2(double a, double b)
+{
+	if (a != a)
+		return b;
+	if (b != b)
+		return a;
+	return a > b ? a : b;
+}
+
 int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
 {
 	return p->core_space > 0 ? hw_spec_kernel_cores(hw, p->core_space) : 1;
@@ -337,7 +349,7 @@ static double mxu_total_cycles(const struct sim_plan *p,
 			break;
 		}
 	}
-	taps = fmax(1.0, taps * p->tap_density);
+	taps = max2(1.0, taps * p->tap_density);
 	double g = (double)p->mxu_groups, c;
 	if (g <= 1) {
 		c = mxu_step_cycles(p, hw, rows, kv, nv, taps, 1.0);
@@ -351,10 +363,10 @@ static double mxu_total_cycles(const struct sim_plan *p,
 		 * depthwise 3x3 over 256 channels runs 36 dense weight tiles
 		 * instead of 256 per-group tiles (its 9 taps folded into one
 		 * 1-deep contraction each, mxu_fold_taps). */
-		double grp = fmax(1.0, fmin(g, nv * g /
-						  fmax(1.0, (double)p->mxu_cout)));
+		double grp = max2(1.0, fmin(g, nv * g /
+						  max2(1.0, (double)p->mxu_cout)));
 		c = fmin(mxu_step_cycles(p, hw, rows, kv * grp, nv, taps, 1.0),
-			 mxu_step_cycles(p, hw, rows, kv, fmax(1.0, nv / grp),
+			 mxu_step_cycles(p, hw, rows, kv, max2(1.0, nv / grp),
 					 taps, grp));
 	}
 	/* every step drains the array: its results leave for VMEM (the
@@ -377,7 +389,7 @@ static void dma_add(struct dma_part *d, const struct hw_spec *hw, double bw,
 	if (bytes <= 0)
 		return;
 	d->bytes += bytes;
-	d->worst = fmax(d->worst, hw_mem_stream_ns(hw, bw, bytes, runs));
+	d->worst = max2(d->worst, hw_mem_stream_ns(hw, bw, bytes, runs));
 }
 
 /*
@@ -393,7 +405,7 @@ static void dma_add(struct dma_part *d, const struct hw_spec *hw, double bw,
  */
 static double dma_ns(double bw, const struct dma_part *d)
 {
-	return fmax(bw > 0 ? d->bytes / bw : 0.0, d->worst);
+	return max2(bw > 0 ? d->bytes / bw : 0.0, d->worst);
 }
 
 /*
@@ -477,7 +489,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		struct hw_ici_cost ici;
 		sim_plan_ici(p, hw, &ici);
 		double dma = hw_mem_dma_ns(hw, p->other_bytes, 2);
-		out->time_ns = hw->kernel_overhead_ns + fmax(ici.ns, dma);
+		out->time_ns = hw->kernel_overhead_ns + max2(ici.ns, dma);
 		out->bound = ici.ns >= dma ? HW_UNIT_ICI : HW_UNIT_HBM;
 		out->bytes_read = p->other_bytes / 2;
 		out->bytes_written = p->other_bytes / 2;
@@ -528,8 +540,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		 * least once per pass over the array */
 		prologue += ac->prologue_cycles * c->refetch +
 			    ac->convert_cycles *
-				    fmax(c->refetch, (double)steps * c->block /
-							     fmax(ac->bytes, 1.0));
+				    max2(c->refetch, (double)steps * c->block /
+							     max2(ac->bytes, 1.0));
 		if (ac->in_vmem)
 			continue;
 		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
@@ -615,7 +627,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	int64_t split = cores > 1 ? (out_steps < cores ? out_steps : cores) : 1;
 	double n_core = ceil((double)out_steps / (double)split) *
 			(double)(steps / out_steps);
-	double compute_step = fmax(mxu + readd_cyc, vpu) / clock_ghz / n;
+	double compute_step = max2(mxu + readd_cyc, vpu) / clock_ghz / n;
 	/* n - 1 steps overlap the next step's loads (and the previous
 	 * step's stores); the last step's compute has nothing to hide. A
 	 * step waits out the latency of the loads it needs; stores are
@@ -625,7 +637,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	struct dma_part c_first = {d_first.bytes * (double)split, d_first.worst};
 	struct dma_part c_last = {d_last.bytes * (double)split, d_last.worst};
 	struct dma_part c_mid = {
-		fmax(0.0, d_mid.bytes - (double)(split - 1) *
+		max2(0.0, d_mid.bytes - (double)(split - 1) *
 					       (d_first.bytes + d_last.bytes)),
 		d_mid.worst};
 	double mid_in = rd - first * (double)split > 0
@@ -638,7 +650,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double first_ns = hw->dma_latency_ns + dma_ns(bw, &c_first);
 	double last_ns = last > 0 ? hw->dma_latency_ns + dma_ns(bw, &c_last)
 				  : 0.0;
-	double pipe = (n_core - 1.0) * (fmax(compute_step, dma_step) +
+	double pipe = (n_core - 1.0) * (max2(compute_step, dma_step) +
 					hw->step_overhead_ns) +
 		      compute_step + hw->step_overhead_ns;
 	double t = hw->kernel_overhead_ns + first_ns + pipe + last_ns;
@@ -820,7 +832,7 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 			need *= 2; /* split: double-buffered */
 		need = ceil(need);
 		if (need > cur)
-			least = fmax(least, steps / cur * need);
+			least = max2(least, steps / cur * need);
 	}
 	return least;
 }
@@ -1083,7 +1095,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 				runs *= (double)bl[ad->grid].nb *
 					(ad->win >= 0 ? (double)bl[ad->win].nb : 1.0);
 		}
-		stream = fmax(stream, hw_mem_stream_ns(hw, bpns, pass * r, runs));
+		stream = max2(stream, hw_mem_stream_ns(hw, bpns, pass * r, runs));
 		if (ac->output)
 			written = true;
 		else
@@ -1092,7 +1104,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	/* each core computes its share of the steps: exactly n_core / steps
 	 * once the output blocks are known, else at least 1 / cores */
 	double share = out_known ? n_core / steps : 1.0 / cores;
-	double compute = fmax(mxu + readd, vpu) / clock_ghz * share;
+	double compute = max2(mxu + readd, vpu) / clock_ghz * share;
 	double dma = least > cores && bpns > 0 ? bytes / bpns : 0.0;
 	double load = bpns > 0 ? first / bpns : 0.0;
 	/* on one core every phase (first loads, steps, last stores) takes
@@ -1100,9 +1112,9 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	if (cores > 1)
 		stream = 0;
 	out->time_ns = hw->kernel_overhead_ns +
-		       fmax(n_core, ceil(least / cores)) * hw->step_overhead_ns +
+		       max2(n_core, ceil(least / cores)) * hw->step_overhead_ns +
 		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
-		       fmax(fmax(dma, stream), load + compute);
+		       max2(max2(dma, stream), load + compute);
 	out->fits = fits;
 }
 
