@@ -1305,15 +1305,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			for (int i = 0; i < k->n_members; i++)
 				if (mark[i] & (1u << side))
 					cyc += instr_vpu_cycles(hw, k->members[i], 0);
-			/* a 32-bit operand is rounded to bf16 on the VPU
-			 * before it enters the MXU (one op per vreg per
-			 * pass; the MXU takes bf16, TPU.md section 2 rule 1) */
+			/* a 32-bit operand, or an f16 one (unpacked to 32
+			 * bits, below), is rounded to bf16 on the VPU before
+			 * it enters the MXU (one op per vreg per pass; the
+			 * MXU takes bf16, TPU.md section 2 rule 1) */
 			const struct ir_shape *os = &t->operands[side]->shape;
-			double conv = ir_type_bits(os->type) > 16
-					      ? hw_vpu_op_cycles(hw, shape_vregs(hw, os) *
-								 p->mxu_passes,
-							 HW_VPU_SIMPLE)
-					      : 0.0;
+			bool rounds = ir_type_bits(os->type) > 16 ||
+				      os->type == IR_TYPE_F16;
+			double conv = rounds ? hw_vpu_op_cycles(hw, shape_vregs(hw, os) *
+								    p->mxu_passes,
+								HW_VPU_SIMPLE)
+					     : 0.0;
 			p->vpu_cycles += conv;
 			cyc += conv;
 			/* the largest input feeding that side */
