@@ -154,8 +154,8 @@ bool hp_expected(struct hp_parser *p, const char *what)
 
 /* ---- vectors and tables -------------------------------------------------- */
 
-/* Grows v to hold count more elements of elem bytes and hands them out;
- * NULL (and p->st set) when memory runs out. */
+/* Grows v to hold count (>= 1) more elements of elem bytes and hands them
+ * out; NULL (and p->st set) when memory runs out. */
 void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
 		    size_t count)
 {
@@ -184,6 +184,8 @@ void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
 /* Appends `count` copies of `value` to the int scratch vector p->ints. */
 bool hp_push_ints(struct hp_parser *p, int value, size_t count)
 {
+	if (count == 0)
+		return true;
 	int *v = hp_vec_push_n(p, &p->ints, sizeof *v, count);
 	if (!v)
 		return false;
@@ -341,11 +343,10 @@ const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
 				p->last_sep = q;
 			/* to the end of the line: '\n', or '\r' alone (old
 			 * Mac line ends, which XLA's lexer takes too) */
-			const char *nl = memchr(q + 2, '\n', (size_t)(p->end - q - 2));
-			if (!nl)
-				nl = p->end;
-			const char *cr = memchr(q + 2, '\r', (size_t)(nl - q - 2));
-			q = cr ? cr : nl;
+			const char *nl = q + 2;
+			while (nl < p->end && *nl != '\n' && *nl != '\r')
+				nl++;
+			q = nl;
 		} else if (q[1] == '*') {
 			const char *c = q + 2;
 			for (;;) {

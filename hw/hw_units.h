@@ -117,7 +117,6 @@ static inline double hw_mem_stream_ns(const struct hw_spec *hw, double bpns,
 	return t;
 }
 
-
 /* True when `bytes` fit in one TensorCore's VMEM. */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);
 

@@ -103,8 +103,10 @@ struct grouping {
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
 	unsigned char *fc;     /* per instruction: enum fuse_class */
-	unsigned *stamp;       /* scratch of sim_group_inputs: 2 marks per
-	                          instruction, then the generation */
+	unsigned *stamp;       /* scratch of sim_group_inputs, which writes
+	                          it through a const grouping (one thread;
+	                          every grouping comes from sim_grouping_build):
+	                          2 marks per instruction, then the generation */
 	bool borrowed;         /* order, users, operands, elems, cd, live
 	                          and fc (what no decision changes) are
 	                          another grouping's of c, not freed with

@@ -8,7 +8,8 @@
  * prints them.
  * Units: ns, core cycles (hw->clock_hz), bytes padded to layout tiles.
  * Governing notes: docs/ARCHITECTURE.md "Kernels, tiles and the analytic
- * model", docs/TPU.md sections 2 and 3; unit formulas in hw/hw_*.c.
+ * model", docs/TPU.md sections 2 and 3; unit formulas in hw/hw_*.c (the DMA
+ * stream time inline in hw/hw_units.h).
  */
 #include "model.h"
 
@@ -17,10 +18,6 @@
 
 #include "hw_units.h"
 
-/* The TensorCores a kernel runs on (2 for a megacore split of a large
- * enough output space, hw_spec_kernel_cores), and a collective's ICI cost
- * (hw_ici_collective): both read at estimate time from what the plan
- * keeps, so the chip.* and ici.* fields are plan-free (config.c). */
 /* fmax(a, b) as glibc's x86-64 fmax gives it (maxsd: b when the two
  * compare equal, the other when one is a NaN), inline: the tile search
  * takes millions of maxima, and fmax is a library call. */
@@ -33,6 +30,10 @@ static inline double max2(double a, double b)
 	return a > b ? a : b;
 }
 
+/* The TensorCores a kernel runs on (2 for a megacore split of a large
+ * enough output space, hw_spec_kernel_cores), and a collective's ICI cost
+ * (hw_ici_collective): both read at estimate time from what the plan
+ * keeps, so the chip.* and ici.* fields are plan-free (config.c). */
 int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
 {
 	return p->core_space > 0 ? hw_spec_kernel_cores(hw, p->core_space) : 1;

@@ -1308,7 +1308,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			/* a 32-bit operand, or an f16 one (unpacked to 32
 			 * bits, below), is rounded to bf16 on the VPU before
 			 * it enters the MXU (one op per vreg per pass; the
-			 * MXU takes bf16, TPU.md section 2 rule 1) */
+			 * MXU takes bf16, TPU.md section 2 rule 1); for f16
+			 * this comes on top of the f16 -> f32 conversion of
+			 * every load (convert_cycles, below) */
 			const struct ir_shape *os = &t->operands[side]->shape;
 			bool rounds = ir_type_bits(os->type) > 16 ||
 				      os->type == IR_TYPE_F16;
