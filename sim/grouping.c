@@ -158,6 +158,18 @@ static bool is_format_op(enum ir_op op)
 	}
 }
 
+/* What the fusion rules ask of an op, kept per instruction (struct
+ * grouping's opk) so that the decisions' inner loops read a byte instead
+ * of the instruction. */
+enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4 };
+
+static unsigned char op_kind(enum ir_op op)
+{
+	return (unsigned char)((is_contraction(op) ? OPK_CONTRACTION : 0) |
+			       (is_format_op(op) ? OPK_FORMAT : 0) |
+			       (op == IR_OP_DYNAMIC_UPDATE_SLICE ? OPK_DUS : 0));
+}
+
 /* Does user u accept loop-op producer p (one of its operands) in every
  * operand slot that reads it? A dot or convolution, or a producer fused
  * into one's operand, takes format ops only; loop ops, reduces and
@@ -165,21 +177,20 @@ static bool is_format_op(enum ir_op op)
  * dynamic-update-slice takes p as its update (slot 1) only; other ops
  * take nothing. Only the last rule looks at the slots (a user with
  * thousands of operands, a concatenate, is asked once per producer). */
-static bool user_accepts(const struct grouping *g, const struct ir_instr *u,
-			 const struct ir_instr *p)
+static bool user_accepts(const struct grouping *g, int u, int p)
 {
-	if (is_contraction(u->op) || g->prologue[u->index])
-		return is_format_op(p->op);
-	switch (class_at(g, u->index)) {
+	if ((g->opk[u] & OPK_CONTRACTION) || g->prologue[u])
+		return (g->opk[p] & OPK_FORMAT) != 0;
+	switch (class_at(g, u)) {
 	case FC_CHEAP:
 	case FC_EXPENSIVE:
 	case FC_CORE:
 		return true;
 	case FC_ROOT:
-		if (u->op != IR_OP_DYNAMIC_UPDATE_SLICE)
+		if (!(g->opk[u] & OPK_DUS))
 			return false;
-		for (int j = 0; j < u->n_operands; j++)
-			if (u->operands[j] == p && j != 1)
+		for (int j = g->ooff[u]; j < g->ooff[u + 1]; j++)
+			if (g->ops[j] == p && j - g->ooff[u] != 1)
 				return false;
 		return true;
 	default:
@@ -225,15 +236,13 @@ static void fuse_into(struct grouping *g, int i, int into)
  * kernel, or does not accept i). */
 static int recompute_target(const struct grouping *g, int i)
 {
-	const struct ir_instr *p = g->c->instrs[i];
 	bool multi = false, same = true;
 	int first = G_NONE;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int ui = g->users[k], gu = g->grp[ui];
 		if (!g->live[ui])
 			continue;
-		const struct ir_instr *u = g->c->instrs[ui];
-		if (gu == G_NONE || !user_accepts(g, u, p))
+		if (gu == G_NONE || !user_accepts(g, ui, i))
 			return G_NONE;
 		if (gu == G_MULTI)
 			multi = true;
@@ -307,13 +316,12 @@ static void decide_fusion(struct grouping *g, int i)
 		int ui = g->users[k], gu = g->grp[ui];
 		if (!g->live[ui])
 			continue;
-		const struct ir_instr *u = g->c->instrs[ui];
 		n_users++;
 		if (gu == G_NONE) { /* tuple, while, ...: needs p in memory */
 			materialise = true;
 			continue;
 		}
-		all_accept = all_accept && user_accepts(g, u, p);
+		all_accept = all_accept && user_accepts(g, ui, i);
 		reuse_any = reuse_any || reuses(g, ui, i);
 		if (gu == G_MULTI)
 			multi = true;
@@ -377,11 +385,10 @@ static void decide_fusion(struct grouping *g, int i)
 				continue;
 			bool ok = true;
 			for (int q = g->uoff[i]; ok && q < g->uoff[i + 1]; q++) {
-				const struct ir_instr *u =
-					g->c->instrs[g->users[q]];
-				if (g->live[u->index] && g->grp[u->index] == gu)
-					ok = user_accepts(g, u, p) &&
-					     !reuses(g, u->index, i);
+				int u = g->users[q];
+				if (g->live[u] && g->grp[u] == gu)
+					ok = user_accepts(g, u, i) &&
+					     !reuses(g, u, i);
 			}
 			if (ok)
 				best = gu;
@@ -813,9 +820,11 @@ static int memo_inputs(const struct grouping *g, struct inputs_memo *m, int id,
  * reads an input of the same dims over the same dimensions, and which has
  * exactly the same inputs, merges into the earlier one. Groups are taken
  * in id order, each with the later ones in order; only groups whose
- * digests (sibling_key) agree are compared, so the work grows with the
- * siblings a group has, not with all reduce groups squared (the 64 layers
- * of a Llama step have hundreds of reduces).
+ * digests (sibling_key and their inputs) agree are compared, so the work
+ * grows with the siblings a group has, not with all reduce groups squared
+ * (the 32 layers of a Llama step have hundreds of reduces of one shape,
+ * each over its own inputs: comparing them all, at every fusion trial,
+ * was a third of the analytic fusion's time).
  */
 static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 			   const struct ir_instr **ia)
@@ -827,10 +836,24 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 				ts_malloc(ng * sizeof(int)), NULL, 0, 0};
 	bool ok = sib && run_of && m.off && m.len;
 	int n_sib = 0;
-	for (int id = 0; ok && id < g->n_groups; id++) {
+	for (int id = 0; ok && id < g->n_groups; id++)
 		m.off[id] = -1;
-		if (sibling_reduce(g, id))
-			sib[n_sib++] = (struct sib){sibling_key(g, id), id};
+	for (int id = 0; ok && id < g->n_groups; id++) {
+		if (!sibling_reduce(g, id))
+			continue;
+		/* the digest takes in the inputs too (by address, sorted):
+		 * siblings must have exactly the same, and a group that
+		 * absorbs one keeps them (what it reads from outside is what
+		 * either read) */
+		const struct ir_instr *const *in;
+		int n_in = memo_inputs(g, &m, id, scratch, &in);
+		if (n_in < 0) {
+			ok = false;
+			break;
+		}
+		sib[n_sib++] = (struct sib){
+			ts_fnv1a(sibling_key(g, id), in, (size_t)n_in * sizeof *in),
+			id};
 	}
 	if (ok)
 		qsort(sib, (size_t)n_sib, sizeof *sib, cmp_sib);
@@ -1027,6 +1050,7 @@ void sim_grouping_free(struct grouping *g)
 		ts_free(g->ooff);
 		ts_free(g->ops);
 		ts_free(g->elems);
+		ts_free(g->opk);
 		ts_free(g->cd);
 		ts_free(g->live);
 		ts_free(g->fc);
@@ -1100,25 +1124,28 @@ static enum ts_status grouping_base(struct grouping *g)
 	g->ooff = ts_calloc(n + 1, sizeof *g->ooff);
 	g->ops = ts_malloc(n_ops * sizeof *g->ops);
 	g->elems = ts_malloc(n * sizeof *g->elems);
+	g->opk = ts_malloc(n);
 	g->cd = sim_const_derived(c);
 	g->live = ts_calloc(n, sizeof *g->live);
 	g->fc = ts_malloc(n);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
 	if (!g->order || !g->uoff || !g->users || !g->ooff || !g->ops ||
-	    !g->elems || !g->cd || !g->live || !g->fc || !stack || !tmp) {
+	    !g->elems || !g->opk || !g->cd || !g->live || !g->fc || !stack ||
+	    !tmp) {
 		ts_free(stack);
 		ts_free(tmp);
 		return TS_ERR_NOMEM;
 	}
-	/* Operands as indices (CSR) and element counts, for the walks that
-	 * each trial of a fusion search repeats */
+	/* Operands as indices (CSR), element counts and op kinds, for the
+	 * walks that each trial of a fusion search repeats */
 	for (int i = 0; i < g->n; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		g->ooff[i + 1] = g->ooff[i] + in->n_operands;
 		for (int j = 0; j < in->n_operands; j++)
 			g->ops[g->ooff[i] + j] = sim_index_in(c, in->operands[j]);
 		g->elems[i] = ir_shape_elems(&in->shape);
+		g->opk[i] = op_kind(in->op);
 	}
 	/* Users, one entry per distinct using instruction (CSR); the parser
 	 * counted them (ir_instr.n_users). */
@@ -1183,6 +1210,7 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->ooff = like->ooff;
 	g->ops = like->ops;
 	g->elems = like->elems;
+	g->opk = like->opk;
 	g->cd = like->cd;
 	g->live = like->live;
 	g->fc = like->fc;

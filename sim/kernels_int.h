@@ -78,6 +78,8 @@ struct grouping {
 	int *ooff, *ops;       /* operands of i, as indices into c (-1: not
 	                          one of c's): ops[ooff[i] .. ooff[i+1]) */
 	int64_t *elems;        /* elements of i's shape (ir_shape_elems) */
+	unsigned char *opk;    /* per instruction: what kind of op, as the
+	                          fusion rules ask (grouping.c OPK_*) */
 	bool *cd;              /* constant-derived */
 	bool *live;            /* reaches the root or a side effect */
 	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
@@ -107,8 +109,8 @@ struct grouping {
 	                          it through a const grouping (one thread;
 	                          every grouping comes from sim_grouping_build):
 	                          2 marks per instruction, then the generation */
-	bool borrowed;         /* order, users, operands, elems, cd, live
-	                          and fc (what no decision changes) are
+	bool borrowed;         /* order, users, operands, elems, opk, cd,
+	                          live and fc (what no decision changes) are
 	                          another grouping's of c, not freed with
 	                          this one */
 };
