@@ -161,13 +161,14 @@ static bool is_format_op(enum ir_op op)
 /* What the fusion rules ask of an op, kept per instruction (struct
  * grouping's opk) so that the decisions' inner loops read a byte instead
  * of the instruction. */
-enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4 };
+enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4, OPK_REDUCE = 8 };
 
 static unsigned char op_kind(enum ir_op op)
 {
 	return (unsigned char)((is_contraction(op) ? OPK_CONTRACTION : 0) |
 			       (is_format_op(op) ? OPK_FORMAT : 0) |
-			       (op == IR_OP_DYNAMIC_UPDATE_SLICE ? OPK_DUS : 0));
+			       (op == IR_OP_DYNAMIC_UPDATE_SLICE ? OPK_DUS : 0) |
+			       (op == IR_OP_REDUCE ? OPK_REDUCE : 0));
 }
 
 /* Does user u accept loop-op producer p (one of its operands) in every
@@ -226,8 +227,7 @@ static void fuse_into(struct grouping *g, int i, int into)
 			continue;
 		g->reuse[i] = g->reuse[i] || reuses(g, ui, i);
 		g->prologue[i] = g->prologue[i] ||
-				 is_contraction(g->c->instrs[ui]->op) ||
-				 g->prologue[ui];
+				 (g->opk[ui] & OPK_CONTRACTION) || g->prologue[ui];
 	}
 }
 
@@ -741,9 +741,10 @@ int sim_group_inputs(const struct grouping *g, int id,
 /* Is group id a reduce-rooted representative sibling merging considers? */
 static bool sibling_reduce(const struct grouping *g, int id)
 {
+	if (g->g_rep[id] != id || !(g->opk[g->g_root[id]] & OPK_REDUCE))
+		return false;
 	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
-	return g->g_rep[id] == id && r->op == IR_OP_REDUCE &&
-	       r->n_operands >= 1 && r->attrs.dimensions;
+	return r->n_operands >= 1 && r->attrs.dimensions;
 }
 
 /* A digest of what two siblings must share besides their inputs: the
