@@ -500,11 +500,11 @@ static bool pool_reserve(struct grouping *g, size_t n)
 	return true;
 }
 
-/* Sorts v[0..n) ascending without a comparator call per pair (most
- * groups hold a few members; a Gemma step's kernels hold hundreds, sorted
- * again at every fusion trial): quicksort on the middle element's value,
- * the shorter side first by recursion (depth <= log2 n), insertion below
- * 16 entries. */
+/* Sorts v[0..n) ascending without a comparator call per pair (a group's
+ * members, at every fusion trial: most groups hold a few, and a long list
+ * comes here only when its indices lie sparse, collect_members):
+ * quicksort on the middle element's value, the shorter side first by
+ * recursion (depth <= log2 n), insertion below 16 entries. */
 static void sort_ints(int *v, int n)
 {
 	while (n > 16) {
