@@ -280,6 +280,14 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+int ts_cmp_key_id(const void *a, const void *b)
+{
+	const struct ts_key_id *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 /* The resolved folder of a path that does not exist yet, its last part

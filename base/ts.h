@@ -125,6 +125,14 @@ static inline uint64_t ts_fnv1a_word(uint64_t h, uint64_t w)
 	return (h ^ w) * TS_FNV1A_PRIME;
 }
 
+/* A 64-bit key (a digest) with an int (an id, an index), and the qsort
+ * order of such pairs: by key, then by id. */
+struct ts_key_id {
+	uint64_t key;
+	int id;
+};
+int ts_cmp_key_id(const void *a, const void *b);
+
 /* ---- 128-bit integers ------------------------------------------------------
  * Arithmetic on int64 values read from input text (padding, dilations,
  * loop bounds) that may be anything the text holds: in 128 bits no sum or

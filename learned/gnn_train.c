@@ -570,19 +570,6 @@ static enum ts_status rank_index(const struct gnn_data *d, const bool *train,
  * --folds 5 --seed 1, every shared set). */
 #define MIN_SUPPORT 2
 
-/* A pair ordered by its first field, then its second. */
-struct pair64 {
-	uint64_t a;
-	int b;
-};
-
-static int cmp_pair64(const void *x, const void *y)
-{
-	const struct pair64 *p = x, *q = y;
-	if (p->a != q->a)
-		return (p->a > q->a) - (p->a < q->a);
-	return (p->b > q->b) - (p->b < q->b);
-}
 
 static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 				  struct gnn_model *m, struct ts_diag *diag)
@@ -594,7 +581,7 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 		if (train[s])
 			n += d->samples[s].n;
 	/* (mix key, group) of every training kernel */
-	struct pair64 *mg = ts_malloc(((size_t)n + 1) * sizeof *mg);
+	struct ts_key_id *mg = ts_malloc(((size_t)n + 1) * sizeof *mg);
 	m->known = ts_malloc(((size_t)n + 1) * sizeof *m->known);
 	if (!mg || !m->known) {
 		ts_free(mg);
@@ -604,18 +591,19 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 	for (int s = 0; s < d->n_samples; s++)
 		for (int i = 0; train[s] && i < d->samples[s].n; i++) {
 			const struct gnn_item *it = &d->items[d->samples[s].first + i];
-			mg[n++] = (struct pair64){
+			mg[n++] = (struct ts_key_id){
 				gnn_mix_key(d->graphs[it->graph].ops, it->kf),
 				d->samples[s].group};
 		}
-	qsort(mg, (size_t)n, sizeof *mg, cmp_pair64);
+	qsort(mg, (size_t)n, sizeof *mg, ts_cmp_key_id);
 	int u = 0;
 	for (int i = 0, groups = 0; i < n; i++) {
-		if (i > 0 && mg[i].a != mg[i - 1].a)
+		if (i > 0 && mg[i].key != mg[i - 1].key)
 			groups = 0;
-		if ((i == 0 || mg[i].a != mg[i - 1].a || mg[i].b != mg[i - 1].b) &&
+		if ((i == 0 || mg[i].key != mg[i - 1].key ||
+		     mg[i].id != mg[i - 1].id) &&
 		    ++groups == MIN_SUPPORT)
-			m->known[u++] = mg[i].a;
+			m->known[u++] = mg[i].key;
 	}
 	ts_free(mg);
 	m->n_known = u;
@@ -641,7 +629,7 @@ static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
  * not depend on the trust); lnp: scratch per sample.
  */
 static void heldout_objective(struct trainer *t, const bool *val,
-			      const struct pair64 *rk, int n_rk,
+			      const struct ts_key_id *rk, int n_rk,
 			      const double *raw, const double *excess,
 			      double *lnp, double *gl)
 {
@@ -662,25 +650,25 @@ static void heldout_objective(struct trainer *t, const bool *val,
 		gl[d->samples[s].group] += t->weight[s] * e * e;
 	}
 	for (int lo = 0, hi; lo < n_rk; lo = hi) {
-		for (hi = lo; hi < n_rk && rk[hi].a == rk[lo].a;)
+		for (hi = lo; hi < n_rk && rk[hi].key == rk[lo].key;)
 			hi++;
 		for (int i = lo; i < hi; i++) {
-			const struct gnn_sample *a = &d->samples[rk[i].b];
+			const struct gnn_sample *a = &d->samples[rk[i].id];
 			double sum = 0;
 			int n = 0;
 			for (int j = lo; j < hi; j++) {
-				const struct gnn_sample *b = &d->samples[rk[j].b];
+				const struct gnn_sample *b = &d->samples[rk[j].id];
 				if (j == i || b->measured_ns == a->measured_ns)
 					continue;
 				bool a_fast = a->measured_ns < b->measured_ns;
-				double delta = a_fast ? lnp[rk[j].b] - lnp[rk[i].b]
-						      : lnp[rk[i].b] - lnp[rk[j].b];
+				double delta = a_fast ? lnp[rk[j].id] - lnp[rk[i].id]
+						      : lnp[rk[i].id] - lnp[rk[j].id];
 				sum += fmax(-delta, 0.0) + log1p(exp(-fabs(delta)));
 				n++;
 			}
 			if (n > 0)
 				gl[a->group] += t->o->rank_weight *
-						t->weight[rk[i].b] * sum / n;
+						t->weight[rk[i].id] * sum / n;
 		}
 	}
 }
@@ -737,7 +725,7 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 		return 0; /* learned-only: gnn_output does not read it */
 	size_t ng = (size_t)d->n_groups + 1;
 	bool *novel = ts_calloc(ng, sizeof *novel);
-	struct pair64 *rk = ts_malloc(((size_t)d->n_samples + 1) * sizeof *rk);
+	struct ts_key_id *rk = ts_malloc(((size_t)d->n_samples + 1) * sizeof *rk);
 	double *lnp = ts_malloc(((size_t)d->n_samples + 1) * sizeof *lnp);
 	double *gl0 = ts_malloc(ng * sizeof *gl0);
 	double *gl = ts_malloc(ng * sizeof *gl);
@@ -751,7 +739,7 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 		if (!val[s])
 			continue;
 		if (d->samples[s].rank_group >= 0)
-			rk[n_rk++] = (struct pair64){
+			rk[n_rk++] = (struct ts_key_id){
 				(uint64_t)d->samples[s].rank_group, s};
 		for (int i = 0; i < d->samples[s].n; i++) {
 			const struct gnn_item *it =
@@ -767,7 +755,7 @@ static int fit_novel_trust(struct trainer *t, const bool *val, int n_val,
 	}
 	if (n_novel < 2)
 		goto out;
-	qsort(rk, (size_t)n_rk, sizeof *rk, cmp_pair64);
+	qsort(rk, (size_t)n_rk, sizeof *rk, ts_cmp_key_id);
 	group_weights(t, val);
 	heldout_heads(t, val, raw, excess);
 	heldout_objective(t, val, rk, n_rk, raw, excess, lnp, gl0);

@@ -760,19 +760,6 @@ static uint64_t sibling_key(const struct grouping *g, int id)
 				sizeof *r->attrs.dimensions->v);
 }
 
-struct sib {
-	uint64_t key;
-	int id;
-};
-
-static int cmp_sib(const void *x, const void *y)
-{
-	const struct sib *a = x, *b = y;
-	if (a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	return (a->id > b->id) - (a->id < b->id);
-}
-
 static int cmp_ptr(const void *x, const void *y)
 {
 	uintptr_t a = (uintptr_t)*(const void *const *)x,
@@ -781,8 +768,10 @@ static int cmp_ptr(const void *x, const void *y)
 }
 
 /* The groups' inputs (sim_group_inputs), sorted by address for comparing
- * as sets, worked out when first asked for: a group's inputs change only
- * when it absorbs a sibling (then forgotten). */
+ * as sets, worked out when first asked for (merge_siblings asks for every
+ * sibling's, for its digest) and forgotten when the group absorbs a
+ * sibling (its members change; its inputs, the same set, are worked out
+ * again from them). */
 struct inputs_memo {
 	int *off, *len;                /* per group; off -1: not worked out */
 	const struct ir_instr **pool;  /* the lists, one after another */
@@ -831,7 +820,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 			   const struct ir_instr **ia)
 {
 	size_t ng = (size_t)g->n_groups + 1;
-	struct sib *sib = ts_malloc(ng * sizeof *sib);
+	struct ts_key_id *sib = ts_malloc(ng * sizeof *sib);
 	int *run_of = ts_malloc(ng * sizeof *run_of);
 	struct inputs_memo m = {ts_malloc(ng * sizeof(int)),
 				ts_malloc(ng * sizeof(int)), NULL, 0, 0};
@@ -852,12 +841,12 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 			ok = false;
 			break;
 		}
-		sib[n_sib++] = (struct sib){
+		sib[n_sib++] = (struct ts_key_id){
 			ts_fnv1a(sibling_key(g, id), in, (size_t)n_in * sizeof *in),
 			id};
 	}
 	if (ok)
-		qsort(sib, (size_t)n_sib, sizeof *sib, cmp_sib);
+		qsort(sib, (size_t)n_sib, sizeof *sib, ts_cmp_key_id);
 	/* run_of[id]: where id's run of equal digests starts in sib */
 	for (int k = 0; ok && k < n_sib; k++)
 		run_of[sib[k].id] = k > 0 && sib[k - 1].key == sib[k].key
