@@ -323,8 +323,6 @@ const struct hp_kw *hp_kw_get(const char *s, size_t len)
 
 /* ---- lexical layer -------------------------------------------------------- */
 
-
-
 /* Skips whitespace and comments from q; returns the first other byte. A
  * comment reading "// -----" is remembered as a module separator. */
 const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
@@ -365,11 +363,6 @@ const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
 		}
 	}
 }
-
-
-
-/* Consumes c after optional whitespace. */
-
 
 /* A name: optional '%', then a word starting with a letter or '_' (a digit
  * too after '%'). Does not skip whitespace first. */

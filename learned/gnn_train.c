@@ -570,7 +570,6 @@ static enum ts_status rank_index(const struct gnn_data *d, const bool *train,
  * --folds 5 --seed 1, every shared set). */
 #define MIN_SUPPORT 2
 
-
 static enum ts_status known_mixes(const struct gnn_data *d, const bool *train,
 				  struct gnn_model *m, struct ts_diag *diag)
 {

@@ -50,7 +50,6 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 /* Estimating one config                                                   */
 /* ====================================================================== */
 
-
 static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
 		       struct sim_blocks *b)
 {
@@ -275,7 +274,6 @@ static void access_cost(const struct sim_plan_access *a,
 	c->last_chunks = runs_last;
 	c->reread_chunks = a->output && r > 1 ? c->chunks - runs : 0.0;
 }
-
 
 /*
  * MXU cycles of the whole kernel: steps x (hw_mxu_fill_cycles +
@@ -753,7 +751,6 @@ static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
 	}
 	return vmem;
 }
-
 
 /* Does the VMEM floor fit with dim d at bound b (blk's other dims as
  * they are; d split when b leaves it more than one block)? blk[d] and
