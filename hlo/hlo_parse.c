@@ -244,17 +244,16 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 		if (!resolved)
 			return false;
 	} else if (typed_end) {
-		struct ir_instr *o = hp_table_get(&lv->names, s, n);
-		if (o && !declared_matches(p, o)) {
+		resolved = hp_table_get(&lv->names, s, n);
+		if (resolved && !declared_matches(p, resolved)) {
 			char have[128];
-			ir_shape_format(&o->shape, have, sizeof have);
+			ir_shape_format(&resolved->shape, have, sizeof have);
 			int dn = (int)(typed_end - start);
 			return hp_fail(p, start, "the declared operand shape %.*s is not "
 					      "compatible with the shape of the operand "
 					      "instruction %s", dn > 96 ? 96 : dn, start,
 				    have);
 		}
-		resolved = o;
 	}
 	struct hp_ref *r = hp_vec_push(p, &p->ops, sizeof *r);
 	if (!r)
