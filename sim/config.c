@@ -207,20 +207,30 @@ static bool keep_best(const struct sim_tile_config *cfg, void *ctx)
 	return true;
 }
 
-/* Cut a partial config whose every completion overflows VMEM, or is
- * slower than the best feasible config so far (sim_plan_floor): none
- * could beat or tie it, so the best is the one costing every candidate
- * finds (when some candidate fits; sim_plan_default). */
-static bool cut(const struct sim_tile_config *part, void *ctx)
+/* The floor of a partial config (sim_plan_floor): INFINITY when every
+ * completion overflows VMEM. */
+static double floor_of(const struct sim_tile_config *part, void *ctx)
 {
 	struct best *b = ctx;
 	struct sim_plan_floors f;
 	sim_plan_floor(b->p, b->hw, part, &f);
-	if (!f.fits)
+	return f.fits ? f.time_ns : INFINITY;
+}
+
+/* Cut a subtree whose every completion overflows VMEM, or is slower than
+ * the best feasible config so far: none could beat or tie it, so the best
+ * is the one costing every candidate finds (when some candidate fits;
+ * sim_plan_default). */
+static bool cut(double floor, void *ctx)
+{
+	const struct best *b = ctx;
+	if (isinf(floor))
 		return true;
 	return b->n > 0 && b->est.feasible && isfinite(b->est.time_ns) &&
-	       f.time_ns > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
+	       floor > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
 }
+
+static const struct sim_search_floors floors = {floor_of, cut};
 
 /* Configs the default may cost: fusion.191's full candidate product
  * (139,968) fits, so on every TpuGraphs kernel the default is the exact
@@ -274,7 +284,7 @@ static int64_t search_default(const struct sim_plan *p,
 			      struct sim_tile_config *cfg)
 {
 	struct best b = {.p = p, .hw = hw};
-	sim_plan_search(p, per_dim, true, keep_best, cut, &b);
+	sim_plan_search(p, per_dim, true, keep_best, &floors, &b);
 	if (!(b.n && b.est.feasible && isfinite(b.est.time_ns))) {
 		b.n = 0;
 		sim_plan_enumerate(p, per_dim, keep_best, &b);

@@ -364,18 +364,25 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 				      void *ctx),
 			   void *ctx);
 
+/* What lets sim_plan_search skip subtrees: floor gives a lower bound on
+ * the time of every config under a partial config (the bounds of the dims
+ * not yet chosen read 0), INFINITY when none fits VMEM; cut says whether
+ * a subtree with that floor can hold nothing the search still wants. */
+struct sim_search_floors {
+	double (*floor)(const struct sim_tile_config *part, void *ctx);
+	bool (*cut)(double floor, void *ctx);
+};
+
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
  * depth first, in the order above (each dim's candidates largest first
- * when descending), and before descending below a partial config (the
- * bounds of the dims not yet chosen read 0) prune is asked; true skips
- * every config under it. Calls leaf for each config reached (stops when
- * it returns false); returns how many. prune NULL and ascending: every
+ * when descending); with floors (fl), the choices of a dim are entered in
+ * the order of their floors and a choice whose floor is cut is skipped
+ * with every config under it. Calls leaf for each config reached (stops
+ * when it returns false); returns how many. fl NULL and ascending: every
  * config in sim_plan_enumerate's order. */
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
-			bool (*prune)(const struct sim_tile_config *part,
-				      void *ctx),
-			void *ctx);
+			const struct sim_search_floors *fl, void *ctx);
 
 /* Steps of a checked config: prod ceil(grid / bound) over the combined
  * grid (shared dims once). */

@@ -389,7 +389,7 @@ struct walk {
 	int n_cand[2 * SIM_MAX_GRID];
 	int which[2 * SIM_MAX_GRID]; /* < out.rank: out dim; else kernel dim */
 	bool (*leaf)(const struct sim_tile_config *cfg, void *ctx);
-	bool (*prune)(const struct sim_tile_config *part, void *ctx);
+	const struct sim_search_floors *fl;
 	void *ctx;
 	bool descending;
 	int64_t below[2 * SIM_MAX_GRID + 1]; /* configs under a choice of
@@ -470,7 +470,10 @@ static bool walk_set(struct walk *w, int f, int64_t b)
 
 /* Depth first over free dims f.., candidates ascending (or descending), so
  * configs come in the order of an odometer whose last free dim turns
- * fastest. */
+ * fastest. With floors, the subtrees of dim f are floored first and
+ * entered in the order of their floors (lowest first, ties in candidate
+ * order), each unless its floor is cut by the best found so far: a good
+ * config found early cuts more. */
 static void walk_dim(struct walk *w, int f)
 {
 	if (f == w->nf) {
@@ -479,12 +482,37 @@ static void walk_dim(struct walk *w, int f)
 			w->stop = true;
 		return;
 	}
-	for (int k = 0; k < w->n_cand[f] && !w->stop; k++) {
-		int i = w->descending ? w->n_cand[f] - 1 - k : k;
-		if (!walk_set(w, f, w->cand[f][i]))
+	int n = w->n_cand[f];
+	int order[CAND_MAX];
+	double floor[CAND_MAX];
+	bool floored = w->fl && w->below[f + 1] >= PRUNE_MIN_BELOW;
+	for (int k = 0; k < n; k++)
+		order[k] = w->descending ? n - 1 - k : k;
+	if (floored) {
+		int m = 0;
+		for (int k = 0; k < n; k++) {
+			int i = order[k];
+			if (!walk_set(w, f, w->cand[f][i]))
+				continue;
+			double t = w->fl->floor(&w->c, w->ctx);
+			/* insertion by floor, after equal ones */
+			int at = m;
+			while (at > 0 && floor[at - 1] > t) {
+				floor[at] = floor[at - 1];
+				order[at] = order[at - 1];
+				at--;
+			}
+			floor[at] = t;
+			order[at] = i;
+			m++;
+		}
+		n = m;
+	}
+	for (int k = 0; k < n && !w->stop; k++) {
+		int i = order[k];
+		if (floored && w->fl->cut(floor[k], w->ctx))
 			continue;
-		if (w->prune && w->below[f + 1] >= PRUNE_MIN_BELOW &&
-		    w->prune(&w->c, w->ctx))
+		if (!walk_set(w, f, w->cand[f][i]))
 			continue;
 		walk_dim(w, f + 1);
 	}
@@ -495,9 +523,7 @@ static void walk_dim(struct walk *w, int f)
 
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
-			bool (*prune)(const struct sim_tile_config *part,
-				      void *ctx),
-			void *ctx)
+			const struct sim_search_floors *fl, void *ctx)
 {
 	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
 		return 0;
@@ -511,7 +537,7 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 		return total;
 	}
 	w.leaf = leaf;
-	w.prune = prune;
+	w.fl = fl;
 	w.ctx = ctx;
 	w.descending = descending;
 	w.below[w.nf] = 1;

@@ -169,13 +169,18 @@ struct biased {
 	double bias;
 };
 
-static bool cut_biased(const struct sim_tile_config *part, void *ctx)
+static double floor_biased(const struct sim_tile_config *part, void *ctx)
 {
 	struct biased *b = ctx;
 	struct sim_plan_floors f;
 	sim_plan_floor(b->r.p, b->r.hw, part, &f);
-	return b->r.n > 0 && b->r.est.feasible &&
-	       f.time_ns * b->bias > b->r.est.time_ns;
+	return f.time_ns * b->bias;
+}
+
+static bool cut_biased(double floor, void *ctx)
+{
+	struct biased *b = ctx;
+	return b->r.n > 0 && b->r.est.feasible && floor > b->r.est.time_ns;
 }
 
 static bool keep_biased(const struct sim_tile_config *cfg, void *ctx)
@@ -211,8 +216,9 @@ static void test_control(void **state)
 	int per_dim = sim_plan_default_per_dim(&p);
 	struct biased exact = {.r = {.p = &p, .hw = &hw}, .bias = 1.0};
 	struct biased high = {.r = {.p = &p, .hw = &hw}, .bias = 1.25};
-	sim_plan_search(&p, per_dim, true, keep_biased, cut_biased, &exact);
-	sim_plan_search(&p, per_dim, true, keep_biased, cut_biased, &high);
+	const struct sim_search_floors fl = {floor_biased, cut_biased};
+	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &exact);
+	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &high);
 	struct sim_tile_config def;
 	sim_plan_default(&p, &hw, &def);
 	char a[256], c[256];
