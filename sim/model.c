@@ -867,8 +867,9 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  *   F    = other_bytes + the inputs' smallest first blocks (the VMEM
  *          blocks above)
  *   MXU0 = S0 x fill + weight tiles x rows x passes / (MXUs x MACs per
- *          cell and cycle), the whole grid's: batch x taps x ceil(K / R)
- *          (K / R where taps fold into the contraction) tiles of
+ *          cell and cycle), the whole grid's: batch x taps x
+ *          max(ceil(K / R), KB0) (K / R where taps fold into the
+ *          contraction; KB0: the contraction's blocks among S0) tiles of
  *          ceil(N / C) x M rows, or of ceil(M / C) x N (the cheaper
  *          orientation, as mxu_total_cycles takes it; none for grouped or
  *          tap-thinned convolutions)
@@ -891,7 +892,8 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  * than one tile. Every step streams its block's rows through each of its
  * weight tiles (mxu_total_cycles: fills and the weight-load bound only
  * add), and over the steps the blocks cover the grid: b x ceil(x / R) >=
- * ceil(b x / R) for b blocks of x (a fractional group or tap count is
+ * ceil(b x / R) for b blocks of x, and b x ceil(x / R) >= b as each block
+ * takes a weight tile of its own (a fractional group or tap count is
  * truncated there, so those kernels get no such floor). A block's extent
  * never shrinks as its bound grows, and a block straddling tiles holds at
  * least its extent padded; an access fetched more than once is double
@@ -977,12 +979,20 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	if (p->has_kernel) {
 		mxu = steps * hw_mxu_fill_cycles(hw);
 		if (p->mxu_groups <= 1 && p->tap_density == 1.0) {
-			/* weight tiles x rows streamed, either orientation */
+			/* weight tiles x rows streamed, either orientation;
+			 * every block of the contraction takes a weight tile
+			 * of its own */
 			double rr = hw->mxu_rows, cc = hw->mxu_cols;
 			double m = ext[SIM_ROLE_M], n = ext[SIM_ROLE_N];
+			double k_blocks = 1;
+			for (int i = 0; i < p->n_dims; i++)
+				if (p->dims[i].role == SIM_ROLE_K)
+					k_blocks *= (double)bl[i].nb;
 			double kt = ext[SIM_ROLE_BATCH] * ext[SIM_ROLE_TAP] *
-				    (p->mxu_fold_taps ? ext[SIM_ROLE_K] / rr
-						      : ceil(ext[SIM_ROLE_K] / rr));
+				    (p->mxu_fold_taps
+					     ? ext[SIM_ROLE_K] / rr
+					     : max2(ceil(ext[SIM_ROLE_K] / rr),
+						    k_blocks));
 			double c1 = kt * ceil(n / cc) * m, c2 = kt * ceil(m / cc) * n;
 			double k = hw->mxu_macs_per_cell_cycle > 0
 					   ? hw->mxu_macs_per_cell_cycle : 1.0;
