@@ -956,6 +956,8 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		dim_blocks(&p->dims[i], lo, &bl[i]);
 	}
+	/* ext: the extent of each role the MXU streams over the steps,
+	 * cover() with no padding (a ragged block counts whole) */
 	double steps = 1, out_steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
 	bool out_known = true; /* every output dim's bound chosen */
 	for (int i = 0; i < p->n_dims; i++) {
@@ -964,7 +966,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			out_steps *= (double)bl[i].nb;
 			out_known = out_known && chosen[i];
 		}
-		ext[p->dims[i].role] *= (double)p->dims[i].elems;
+		ext[p->dims[i].role] *= cover(p, bl, chosen, i, 1);
 	}
 	double least = fits ? least_steps(p, hw, small, chosen, bl, steps,
 					  vmem, block, twice)

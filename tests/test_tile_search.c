@@ -16,7 +16,8 @@
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
  * checked the same way on a spec changed in fields its key leaves out.
- * Skips without TPUSIM_SHARED.
+ * The same check on two 3D convolutions shaped like a U-Net's runs
+ * without data; the rest skips without TPUSIM_SHARED.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,10 +231,41 @@ static void test_control(void **state)
 	tu_built_free(&b);
 }
 
+/* 3D convolutions shaped like a 3D U-Net's (few input features, so a
+ * split contraction block still takes a whole weight tile; odd spatial
+ * extents, so blocks come out ragged): the floors that cut most there are
+ * floors, on every spec. Needs no data. */
+static void test_convolutions_3d(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"HloModule conv3d\n"
+		"ENTRY e {\n"
+		"  a = f32[2,12,12,20,16]{4,3,2,1,0} parameter(0)\n"
+		"  w = f32[3,3,3,16,32]{4,3,2,1,0} parameter(1)\n"
+		"  c = f32[2,12,12,20,32]{4,3,2,1,0} convolution(a, w), "
+		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
+		"  w2 = f32[3,3,3,32,48]{4,3,2,1,0} parameter(2)\n"
+		"  ROOT c2 = f32[2,12,12,20,48]{4,3,2,1,0} convolution(c, w2), "
+		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
+		"}\n";
+	static const char *const gens[] = {"v3", "v4", "v5p"};
+	for (int g = 0; g < 3; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		struct totals t = {.hw = &hw};
+		check_text("conv3d.hlo", text, strlen(text), &t);
+		assert_int_equal(t.searched, 2);
+		assert_true(t.costed < t.candidates);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_convolutions_3d),
 		cmocka_unit_test(test_search_is_exhaustive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
