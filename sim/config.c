@@ -230,7 +230,15 @@ static bool cut(double floor, void *ctx)
 	       floor > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
 }
 
-static const struct sim_search_floors floors = {floor_of, cut};
+static double quick_of(const struct sim_tile_config *part, void *ctx)
+{
+	struct best *b = ctx;
+	return sim_plan_mxu_floor(b->p, b->hw, part);
+}
+
+/* The MXU floor only where there is MXU work to bound a config by */
+static const struct sim_search_floors floors = {NULL, floor_of, cut};
+static const struct sim_search_floors mxu_floors = {quick_of, floor_of, cut};
 
 /* Configs the default may cost: fusion.191's full candidate product
  * (139,968) fits, so on every TpuGraphs kernel the default is the exact
@@ -284,7 +292,8 @@ static int64_t search_default(const struct sim_plan *p,
 			      struct sim_tile_config *cfg)
 {
 	struct best b = {.p = p, .hw = hw};
-	sim_plan_search(p, per_dim, true, keep_best, &floors, &b);
+	sim_plan_search(p, per_dim, true, keep_best,
+			p->has_kernel ? &mxu_floors : &floors, &b);
 	if (!(b.n && b.est.feasible && isfinite(b.est.time_ns))) {
 		b.n = 0;
 		sim_plan_enumerate(p, per_dim, keep_best, &b);

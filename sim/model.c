@@ -780,6 +780,41 @@ static double cover(const struct sim_plan *p, const struct sim_blocks *bl,
 	return (double)pad_to(p->dims[d].elems, t);
 }
 
+/* MXU0 of sim_plan_floor (below) over blocks bl and steps: the fills,
+ * and the weight tiles x rows the MXU streams over the steps, with each
+ * role's extent as its blocks cover it (cover() unpadded: a chosen dim's
+ * blocks exactly, ragged ones whole; an unchosen dim whole) and each block
+ * of the contraction taking a weight tile of its own. */
+static double mxu_floor_cycles(const struct sim_plan *p,
+			       const struct hw_spec *hw,
+			       const struct sim_blocks *bl, const bool *chosen,
+			       double steps)
+{
+	if (!p->has_kernel)
+		return 0;
+	double mxu = steps * hw_mxu_fill_cycles(hw);
+	if (p->mxu_groups > 1 || p->tap_density != 1.0)
+		return mxu;
+	double ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1}, k_blocks = 1;
+	for (int i = 0; i < p->n_dims; i++) {
+		ext[p->dims[i].role] *= cover(p, bl, chosen, i, 1);
+		if (p->dims[i].role == SIM_ROLE_K)
+			k_blocks *= (double)bl[i].nb;
+	}
+	/* weight tiles x rows streamed, either orientation */
+	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double m = ext[SIM_ROLE_M], n = ext[SIM_ROLE_N];
+	double kt = ext[SIM_ROLE_BATCH] * ext[SIM_ROLE_TAP] *
+		    (p->mxu_fold_taps ? ext[SIM_ROLE_K] / rr
+				      : max2(ceil(ext[SIM_ROLE_K] / rr), k_blocks));
+	double c1 = kt * ceil(n / cc) * m, c2 = kt * ceil(m / cc) * n;
+	double k = hw->mxu_macs_per_cell_cycle > 0 ? hw->mxu_macs_per_cell_cycle
+						   : 1.0;
+	return mxu + (p->mxu_windowed ? c1 : fmin(c1, c2)) *
+			     (p->mxu_passes > 0 ? p->mxu_passes : 1) /
+			     ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
+}
+
 /*
  * The fewest steps a fitting completion takes, from VMEM jointly: each
  * dim's largest fitting bound (bl) takes the other unchosen dims at one
@@ -956,9 +991,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		dim_blocks(&p->dims[i], lo, &bl[i]);
 	}
-	/* ext: the extent of each role the MXU streams over the steps,
-	 * cover() with no padding (a ragged block counts whole) */
-	double steps = 1, out_steps = 1, ext[SIM_ROLE_COUNT] = {1, 1, 1, 1, 1};
+	double steps = 1, out_steps = 1;
 	bool out_known = true; /* every output dim's bound chosen */
 	for (int i = 0; i < p->n_dims; i++) {
 		steps *= (double)bl[i].nb;
@@ -966,7 +999,6 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			out_steps *= (double)bl[i].nb;
 			out_known = out_known && chosen[i];
 		}
-		ext[p->dims[i].role] *= cover(p, bl, chosen, i, 1);
 	}
 	double least = fits ? least_steps(p, hw, small, chosen, bl, steps,
 					  vmem, block, twice)
@@ -977,32 +1009,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	double n_core = ceil(out_steps / fmin(cores, out_steps)) *
 			(steps / out_steps);
 	double clock_ghz = hw->clock_hz * 1e-9;
-	double mxu = 0;
-	if (p->has_kernel) {
-		mxu = steps * hw_mxu_fill_cycles(hw);
-		if (p->mxu_groups <= 1 && p->tap_density == 1.0) {
-			/* weight tiles x rows streamed, either orientation;
-			 * every block of the contraction takes a weight tile
-			 * of its own */
-			double rr = hw->mxu_rows, cc = hw->mxu_cols;
-			double m = ext[SIM_ROLE_M], n = ext[SIM_ROLE_N];
-			double k_blocks = 1;
-			for (int i = 0; i < p->n_dims; i++)
-				if (p->dims[i].role == SIM_ROLE_K)
-					k_blocks *= (double)bl[i].nb;
-			double kt = ext[SIM_ROLE_BATCH] * ext[SIM_ROLE_TAP] *
-				    (p->mxu_fold_taps
-					     ? ext[SIM_ROLE_K] / rr
-					     : max2(ceil(ext[SIM_ROLE_K] / rr),
-						    k_blocks));
-			double c1 = kt * ceil(n / cc) * m, c2 = kt * ceil(m / cc) * n;
-			double k = hw->mxu_macs_per_cell_cycle > 0
-					   ? hw->mxu_macs_per_cell_cycle : 1.0;
-			mxu += (p->mxu_windowed ? c1 : fmin(c1, c2)) *
-			       (p->mxu_passes > 0 ? p->mxu_passes : 1) /
-			       ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
-		}
-	}
+	double mxu = mxu_floor_cycles(p, hw, bl, chosen, steps);
 	/* rows of tiles: each block's untiled output dims loop row by row
 	 * (a chosen dim's blocks exactly, ragged ones whole) */
 	double rows = steps;
@@ -1126,6 +1133,49 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		       hw->dma_latency_ns * (written ? 2.0 : 1.0) +
 		       max2(max2(dma, stream), load + compute);
 	out->fits = fits;
+}
+
+/*
+ * sim_plan_floor's time without its VMEM terms, at a fraction of its cost:
+ * an unchosen dim takes the whole dim (one block; no completion has fewer
+ * steps), and only the launch, one DMA latency, the steps' overhead and
+ * the MXU count:
+ *   time = kernel_ns + lat + share x (MXU0 / clock + S0 x step_ns)
+ * with S0, share and MXU0 as there. A floor because estimate()'s T =
+ * kernel_ns + first + (n_core - 1) x (max(compute, dma) + step_ns) +
+ * compute + step_ns + last >= kernel_ns + lat + n_core x (compute +
+ * step_ns), with compute >= MXU / clock / n and n_core >= share x n. 0 for
+ * a plan without a kernel.
+ */
+double sim_plan_mxu_floor(const struct sim_plan *p, const struct hw_spec *hw,
+			  const struct sim_tile_config *part)
+{
+	if (p->kind != SIM_PLAN_TILED || !p->has_kernel)
+		return 0;
+	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];
+	bool chosen[SIM_PLAN_MAX_DIMS];
+	double steps = 1, out_steps = 1;
+	bool out_known = true;
+	for (int i = 0; i < p->n_dims; i++) {
+		int src = p->dims[i].src;
+		int64_t b = src < p->out.rank ? part->out_bounds[src]
+					      : part->kernel_bounds[src - p->out.rank];
+		chosen[i] = b > 0;
+		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
+		steps *= (double)bl[i].nb;
+		if (src < p->out.rank) {
+			out_steps *= (double)bl[i].nb;
+			out_known = out_known && chosen[i];
+		}
+	}
+	double cores = (double)sim_plan_cores(p, hw);
+	double n_core = ceil(out_steps / fmin(cores, out_steps)) *
+			(steps / out_steps);
+	double share = out_known ? n_core / steps : 1.0 / cores;
+	return hw->kernel_overhead_ns + hw->dma_latency_ns +
+	       share * (mxu_floor_cycles(p, hw, bl, chosen, steps) /
+				(hw->clock_hz * 1e-9) +
+			steps * hw->step_overhead_ns);
 }
 
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,

@@ -337,6 +337,12 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part,
 		    struct sim_plan_floors *out);
 
+/* A floor on sim_plan_estimate's time like sim_plan_floor's (a partial
+ * or whole config), from the steps and MXU work alone: looser, a fraction
+ * of its cost; 0 without a kernel. */
+double sim_plan_mxu_floor(const struct sim_plan *p, const struct hw_spec *hw,
+			  const struct sim_tile_config *part);
+
 /* The candidates per dim the default searches (sim_plan_enumerate's
  * per_dim: 0, all, unless their product passes 150,000). */
 int sim_plan_default_per_dim(const struct sim_plan *p);
@@ -366,9 +372,11 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
 
 /* What lets sim_plan_search skip subtrees: floor gives a lower bound on
  * the time of every config under a partial config (the bounds of the dims
- * not yet chosen read 0), INFINITY when none fits VMEM; cut says whether
- * a subtree with that floor can hold nothing the search still wants. */
+ * not yet chosen read 0), INFINITY when none fits VMEM; quick (or NULL)
+ * a looser one that costs less, for whole configs too; cut says whether a
+ * subtree with that floor can hold nothing the search still wants. */
 struct sim_search_floors {
+	double (*quick)(const struct sim_tile_config *part, void *ctx);
 	double (*floor)(const struct sim_tile_config *part, void *ctx);
 	bool (*cut)(double floor, void *ctx);
 };
@@ -376,10 +384,11 @@ struct sim_search_floors {
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
  * depth first, in the order above (each dim's candidates largest first
  * when descending); with floors (fl), the choices of a dim are entered in
- * the order of their floors and a choice whose floor is cut is skipped
- * with every config under it. Calls leaf for each config reached (stops
- * when it returns false); returns how many. fl NULL and ascending: every
- * config in sim_plan_enumerate's order. */
+ * the order of their quick floors (else their floors) and a choice whose
+ * quick floor or floor is cut is skipped with every config under it, as
+ * is a config whose quick floor is cut. Calls leaf for each config reached
+ * (stops when it returns false); returns how many. fl NULL and ascending:
+ * every config in sim_plan_enumerate's order. */
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
 			const struct sim_search_floors *fl, void *ctx);

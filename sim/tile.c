@@ -470,13 +470,17 @@ static bool walk_set(struct walk *w, int f, int64_t b)
 
 /* Depth first over free dims f.., candidates ascending (or descending), so
  * configs come in the order of an odometer whose last free dim turns
- * fastest. With floors, the subtrees of dim f are floored first and
- * entered in the order of their floors (lowest first, ties in candidate
- * order), each unless its floor is cut by the best found so far: a good
- * config found early cuts more. */
+ * fastest. With floors, the subtrees of dim f are floored first (quick
+ * floors where there are) and entered in the order of those floors
+ * (lowest first, ties in candidate order), each unless its floor is cut by
+ * the best found so far (a subtree entered on its quick floor is floored
+ * in full first): a good config found early cuts more. */
 static void walk_dim(struct walk *w, int f)
 {
+	const struct sim_search_floors *fl = w->fl;
 	if (f == w->nf) {
+		if (fl && fl->quick && fl->cut(fl->quick(&w->c, w->ctx), w->ctx))
+			return;
 		w->visited++;
 		if (!w->leaf(&w->c, w->ctx))
 			w->stop = true;
@@ -485,7 +489,7 @@ static void walk_dim(struct walk *w, int f)
 	int n = w->n_cand[f];
 	int order[CAND_MAX];
 	double floor[CAND_MAX];
-	bool floored = w->fl && w->below[f + 1] >= PRUNE_MIN_BELOW;
+	bool floored = fl && w->below[f + 1] >= PRUNE_MIN_BELOW;
 	for (int k = 0; k < n; k++)
 		order[k] = w->descending ? n - 1 - k : k;
 	if (floored) {
@@ -494,7 +498,8 @@ static void walk_dim(struct walk *w, int f)
 			int i = order[k];
 			if (!walk_set(w, f, w->cand[f][i]))
 				continue;
-			double t = w->fl->floor(&w->c, w->ctx);
+			double t = (fl->quick ? fl->quick : fl->floor)(&w->c,
+								    w->ctx);
 			/* insertion by floor, after equal ones */
 			int at = m;
 			while (at > 0 && floor[at - 1] > t) {
@@ -510,9 +515,12 @@ static void walk_dim(struct walk *w, int f)
 	}
 	for (int k = 0; k < n && !w->stop; k++) {
 		int i = order[k];
-		if (floored && w->fl->cut(floor[k], w->ctx))
+		if (floored && fl->cut(floor[k], w->ctx))
 			continue;
 		if (!walk_set(w, f, w->cand[f][i]))
+			continue;
+		if (floored && fl->quick &&
+		    fl->cut(fl->floor(&w->c, w->ctx), w->ctx))
 			continue;
 		walk_dim(w, f + 1);
 	}

@@ -11,7 +11,8 @@
  * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
  * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
  * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
- * every candidate the floor of the whole config is at most its estimate. A
+ * every candidate the floor of the whole config, and its MXU floor, are
+ * at most its estimate. A
  * control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
@@ -55,12 +56,14 @@ static bool keep(const struct sim_tile_config *cfg, void *ctx)
 	/* at a whole config the floor is a floor of its own estimate */
 	struct sim_plan_floors f;
 	sim_plan_floor(r->p, r->hw, cfg, &f);
-	if (isfinite(e.time_ns) && f.time_ns > e.time_ns * (1 + 1e-9)) {
+	double mxu = sim_plan_mxu_floor(r->p, r->hw, cfg);
+	if (isfinite(e.time_ns) && (f.time_ns > e.time_ns * (1 + 1e-9) ||
+				    mxu > e.time_ns * (1 + 1e-9))) {
 		char s[256];
 		sim_tile_config_format(cfg, s, sizeof s);
-		fail_msg("%s on %s, %s: floor %.17g ns above the estimate "
-			 "%.17g ns", r->p->k->name, r->hw->name, s, f.time_ns,
-			 e.time_ns);
+		fail_msg("%s on %s, %s: floor %.17g ns (MXU floor %.17g ns) "
+			 "above the estimate %.17g ns", r->p->k->name,
+			 r->hw->name, s, f.time_ns, mxu, e.time_ns);
 	}
 	if (r->n++ == 0 || sim_config_better(&e, cfg, &r->est, &r->cfg)) {
 		r->cfg = *cfg;
@@ -217,7 +220,7 @@ static void test_control(void **state)
 	int per_dim = sim_plan_default_per_dim(&p);
 	struct biased exact = {.r = {.p = &p, .hw = &hw}, .bias = 1.0};
 	struct biased high = {.r = {.p = &p, .hw = &hw}, .bias = 1.25};
-	const struct sim_search_floors fl = {floor_biased, cut_biased};
+	const struct sim_search_floors fl = {NULL, floor_biased, cut_biased};
 	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &exact);
 	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &high);
 	struct sim_tile_config def;
