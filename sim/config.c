@@ -230,13 +230,14 @@ static bool cut(double floor, void *ctx)
 	       floor > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
 }
 
+/* The MXU floor of a partial or whole config (sim_plan_mxu_floor). */
 static double quick_of(const struct sim_tile_config *part, void *ctx)
 {
 	struct best *b = ctx;
 	return sim_plan_mxu_floor(b->p, b->hw, part);
 }
 
-/* The MXU floor only where there is MXU work to bound a config by */
+/* The MXU floor only where there is MXU work to bound a config by. */
 static const struct sim_search_floors floors = {NULL, floor_of, cut};
 static const struct sim_search_floors mxu_floors = {quick_of, floor_of, cut};
 
@@ -271,10 +272,13 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
 /*
  * The default config is the model's best of the candidate configs
  * (sim_plan_enumerate): the one sim_config_better ranks first, found by
- * branch and bound. The free dims are chosen depth first, largest bounds
- * first (few steps: a good feasible config early); a partial config whose
- * floors (sim_plan_floor) overflow VMEM or exceed the best feasible time
- * so far is not descended into. Among feasible configs the order is total
+ * branch and bound. The free dims are chosen depth first, a dim's
+ * choices lowest floor first (ties largest bounds first: few steps, a good
+ * feasible config early); a partial config whose floors (sim_plan_floor,
+ * and for a plan with MXU work the cheaper sim_plan_mxu_floor, asked
+ * first) overflow VMEM or exceed the best feasible time so far is not
+ * descended into, and a whole config whose MXU floor does is not costed.
+ * Among feasible configs the order is total
  * (time, a NaN time last, steps, bounds), so the pruned search picks
  * exactly the config that costing every candidate picks. When no
  * candidate fits VMEM (or the best time is not finite) the candidates are
