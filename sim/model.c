@@ -891,6 +891,7 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  *
  *   time = kernel_ns + N0 x step_ns + lat x (1 + [output])
  *        + max( B / bw                       only when S0 > cores
+ *             , STREAM                       on one core only
  *             , F / bw + max(MXU0 + READD0, VPU0) / clock x share )
  *   N0   = ceil(O0 / min(cores, O0)) x S0 / O0, the steps of one core
  *          (O0: the output blocks among S0; estimate()'s megacore split)
@@ -901,10 +902,16 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  *   R0   = its refetch count (access_cost's R) with those blocks
  *   F    = other_bytes + the inputs' smallest first blocks (the VMEM
  *          blocks above)
+ *   STREAM = the slowest access's own stream, hw_mem_stream_ns(its part
+ *          of B, its runs: one per tile row above the minor-most dim
+ *          known to be split, one per block from there; none when a block
+ *          may straddle its tiles)
  *   MXU0 = S0 x fill + weight tiles x rows x passes / (MXUs x MACs per
- *          cell and cycle), the whole grid's: batch x taps x
- *          max(ceil(K / R), KB0) (K / R where taps fold into the
- *          contraction; KB0: the contraction's blocks among S0) tiles of
+ *          cell and cycle) over the grid as the blocks cover it (each
+ *          role's extent: a chosen dim's blocks, a ragged one whole; an
+ *          unchosen dim whole): batch x taps x max(ceil(K / R), KB0)
+ *          (K / R where taps fold into the contraction; KB0: the
+ *          contraction's blocks among S0) tiles of
  *          ceil(N / C) x M rows, or of ceil(M / C) x N (the cheaper
  *          orientation, as mxu_total_cycles takes it; none for grouped or
  *          tap-thinned convolutions)
@@ -944,11 +951,17 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  * rows, the drains and re-adds (blocks x full extents >= elems, the
  * contraction's blocks grow) and the conversions (once per step's block: S
  * x block / bytes >= the blocks of the dims the access does not follow)
- * only grow as bounds shrink; the per-step DMA latencies and per-run costs
- * are left out (all >= 0). Keep this in step with estimate() and
- * mxu_total_cycles(): test_tile_search checks on the kernels of the corpus,
- * the tile set and a sample of tpuv4-ops that the search pruned by it
- * picks what costing every candidate picks.
+ * only grow as bounds shrink; the per-step DMA latencies are left out (all
+ * >= 0). On one core an access's streams in the three phases (first
+ * loads, the steps between, last stores) add up to its bytes and runs,
+ * except that a phase left with no bytes drops its runs (dma_add), as the
+ * steps after a straddling first block (straddle() counts it as large as
+ * the array) may: STREAM counts no runs where a block may straddle (a
+ * grid tile that is no multiple of the access's tile). Keep this in step
+ * with estimate() and mxu_total_cycles(): test_tile_search checks on the
+ * kernels of the corpus, the tile set and a sample of tpuv4-ops that the
+ * search pruned by it picks what costing every candidate picks, and on a
+ * few kernels without data every partial config's floor.
  */
 void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part, struct sim_plan_floors *out)
@@ -1094,13 +1107,21 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			continue;
 		bytes += pass * r;
 		/* its contiguous runs: one per tile row above the minor-most
-		 * dim known to be split, one per block from there */
+		 * dim known to be split, one per block from there; none where
+		 * a block may straddle the access's tiles (straddle(): the
+		 * estimate may count the first block as the whole array and
+		 * drop the runs of the steps after it) */
 		int stop = -1;
-		for (int i = 0; i < ac->rank; i++)
-			if (ac->dims[i].grid >= 0 && ac->dims[i].win < 0 &&
-			    bl[ac->dims[i].grid].nb > 1)
+		bool aligned = true;
+		for (int i = 0; i < ac->rank; i++) {
+			const struct sim_plan_adim *ad = &ac->dims[i];
+			if (ad->grid >= 0 && ad->win < 0 && bl[ad->grid].nb > 1)
 				stop = i;
-		double runs = r;
+			if (ad->grid >= 0 && ad->win < 0 && ad->scale == 1.0 &&
+			    ad->tile > 1 && p->dims[ad->grid].tile % ad->tile != 0)
+				aligned = false;
+		}
+		double runs = aligned ? r : 0.0;
 		for (int i = 0; i < ac->rank; i++) {
 			const struct sim_plan_adim *ad = &ac->dims[i];
 			double tl = ad->tile > 1 ? (double)ad->tile : 1.0;

@@ -462,10 +462,10 @@ static bool walk_set(struct walk *w, int f, int64_t b)
 	return true;
 }
 
-/* A subtree is offered to prune only when it holds at least this many
- * configs: asking costs about one to two estimates, so a smaller subtree
- * is cheaper to cost whole (4 was the fastest of 2, 4 and 8 on a validate
- * of tpuv4-ops; docs/BENCH.md). */
+/* A dim's choices are floored (and ordered by their floors) only when
+ * each holds at least this many configs: a full floor costs about two
+ * estimates, so a smaller subtree is cheaper to cost whole (4 was the
+ * fastest of 2, 4 and 8 on a validate of tpuv4-ops; docs/BENCH.md). */
 #define PRUNE_MIN_BELOW 4
 
 /* Depth first over free dims f.., candidates ascending (or descending), so
@@ -488,7 +488,7 @@ static void walk_dim(struct walk *w, int f)
 	}
 	int n = w->n_cand[f];
 	int order[CAND_MAX];
-	double floor[CAND_MAX];
+	double lb[CAND_MAX]; /* the choices' floors */
 	bool floored = fl && w->below[f + 1] >= PRUNE_MIN_BELOW;
 	for (int k = 0; k < n; k++)
 		order[k] = w->descending ? n - 1 - k : k;
@@ -502,12 +502,12 @@ static void walk_dim(struct walk *w, int f)
 								    w->ctx);
 			/* insertion by floor, after equal ones */
 			int at = m;
-			while (at > 0 && floor[at - 1] > t) {
-				floor[at] = floor[at - 1];
+			while (at > 0 && lb[at - 1] > t) {
+				lb[at] = lb[at - 1];
 				order[at] = order[at - 1];
 				at--;
 			}
-			floor[at] = t;
+			lb[at] = t;
 			order[at] = i;
 			m++;
 		}
@@ -515,7 +515,7 @@ static void walk_dim(struct walk *w, int f)
 	}
 	for (int k = 0; k < n && !w->stop; k++) {
 		int i = order[k];
-		if (floored && fl->cut(floor[k], w->ctx))
+		if (floored && fl->cut(lb[k], w->ctx))
 			continue;
 		if (!walk_set(w, f, w->cand[f][i]))
 			continue;

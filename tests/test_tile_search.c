@@ -17,8 +17,10 @@
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
  * checked the same way on a spec changed in fields its key leaves out.
- * The same check on two 3D convolutions shaped like a U-Net's runs
- * without data; the rest skips without TPUSIM_SHARED.
+ * The same checks on two 3D convolutions shaped like a U-Net's and on a
+ * dot whose blocks straddle its operands' tiles, there also on every
+ * partial config a candidate completes; these and the control need the
+ * sources' hwspecs (TPUSIM_SOURCE), the rest skips without TPUSIM_SHARED.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,7 +48,47 @@ struct ref {
 	struct sim_tile_config cfg;
 	struct sim_estimate est;
 	int64_t n;
+	bool partials; /* check the floors of cfg's partial configs too */
 };
+
+/* Fails when a floor of a config that cfg completes (its bounds from free
+ * dim `chosen` on read as not chosen, in the search's order: output dims,
+ * then kernel dims not shared with one) is above cfg's estimate e. */
+static void check_partials(const struct ref *r, const struct sim_tile_config *cfg,
+			   const struct sim_estimate *e)
+{
+	const struct sim_plan *p = r->p;
+	int n_free = p->out.rank;
+	for (int kd = 0; kd < cfg->n_kernel; kd++)
+		n_free += p->kern_shared[kd] < 0;
+	for (int chosen = 0; chosen < n_free; chosen++) {
+		struct sim_tile_config part = *cfg;
+		int f = 0;
+		for (int i = 0; i < p->out.rank; i++, f++)
+			if (f >= chosen) {
+				part.out_bounds[i] = 0;
+				for (int kd = 0; kd < part.n_kernel; kd++)
+					if (p->kern_shared[kd] == i)
+						part.kernel_bounds[kd] = 0;
+			}
+		for (int kd = 0; kd < part.n_kernel; kd++)
+			if (p->kern_shared[kd] < 0 && f++ >= chosen)
+				part.kernel_bounds[kd] = 0;
+		struct sim_plan_floors fl;
+		sim_plan_floor(p, r->hw, &part, &fl);
+		double mxu = sim_plan_mxu_floor(p, r->hw, &part);
+		if ((fl.fits && fl.time_ns > e->time_ns * (1 + 1e-9)) ||
+		    mxu > e->time_ns * (1 + 1e-9)) {
+			char s[256], c[256];
+			sim_tile_config_format(&part, s, sizeof s);
+			sim_tile_config_format(cfg, c, sizeof c);
+			fail_msg("%s on %s, %s: floor %.17g ns (MXU floor %.17g "
+				 "ns) above the estimate %.17g ns of %s",
+				 p->k->name, r->hw->name, s, fl.time_ns, mxu,
+				 e->time_ns, c);
+		}
+	}
+}
 
 static bool keep(const struct sim_tile_config *cfg, void *ctx)
 {
@@ -65,6 +107,8 @@ static bool keep(const struct sim_tile_config *cfg, void *ctx)
 			 "above the estimate %.17g ns", r->p->k->name,
 			 r->hw->name, s, f.time_ns, mxu, e.time_ns);
 	}
+	if (r->partials && e.feasible && isfinite(e.time_ns))
+		check_partials(r, cfg, &e);
 	if (r->n++ == 0 || sim_config_better(&e, cfg, &r->est, &r->cfg)) {
 		r->cfg = *cfg;
 		r->est = e;
@@ -76,6 +120,7 @@ struct totals {
 	const struct hw_spec *hw;
 	int files, kernels, searched;
 	int64_t candidates, costed;
+	bool partials; /* ref.partials */
 };
 
 static void check_text(const char *rel, const char *text, size_t len,
@@ -93,7 +138,7 @@ static void check_text(const char *rel, const char *text, size_t len,
 		if (sim_plan_build(k, t->hw, &p, &d) != TS_OK ||
 		    p.kind != SIM_PLAN_TILED || p.out.rank == 0)
 			continue;
-		struct ref r = {.p = &p, .hw = t->hw};
+		struct ref r = {.p = &p, .hw = t->hw, .partials = t->partials};
 		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), keep, &r);
 		struct sim_tile_config got;
 		int64_t costed = sim_plan_default(&p, t->hw, &got);
@@ -234,10 +279,12 @@ static void test_control(void **state)
 	tu_built_free(&b);
 }
 
-/* 3D convolutions shaped like a 3D U-Net's (few input features, so a
- * split contraction block still takes a whole weight tile; odd spatial
- * extents, so blocks come out ragged): the floors that cut most there are
- * floors, on every spec. Needs no data. */
+/* 3D convolutions shaped like a 3D U-Net's, with odd spatial extents (so
+ * blocks come out ragged): c has 16 input features (its taps fold into
+ * the contraction), c2 32 (a split contraction block takes a weight tile
+ * of its own) and 1.3M output elements (above v4's and v5p's megacore
+ * threshold, so both cores share its steps). The floors that cut most
+ * there are floors, on every spec. Needs no data. */
 static void test_convolutions_3d(void **state)
 {
 	(void)state;
@@ -248,19 +295,49 @@ static void test_convolutions_3d(void **state)
 		"  w = f32[3,3,3,16,32]{4,3,2,1,0} parameter(1)\n"
 		"  c = f32[2,12,12,20,32]{4,3,2,1,0} convolution(a, w), "
 		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
-		"  w2 = f32[3,3,3,32,48]{4,3,2,1,0} parameter(2)\n"
-		"  ROOT c2 = f32[2,12,12,20,48]{4,3,2,1,0} convolution(c, w2), "
+		"  a2 = f32[1,24,24,48,32]{4,3,2,1,0} parameter(2)\n"
+		"  w2 = f32[3,3,3,32,48]{4,3,2,1,0} parameter(3)\n"
+		"  c2 = f32[1,24,24,48,48]{4,3,2,1,0} convolution(a2, w2), "
 		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
+		"  ROOT t = (f32[2,12,12,20,32]{4,3,2,1,0}, f32[1,24,24,48,48]{4,3,2,1,0}) tuple(c, c2)\n"
 		"}\n";
 	static const char *const gens[] = {"v3", "v4", "v5p"};
 	for (int g = 0; g < 3; g++) {
 		struct hw_spec hw;
 		if (!tu_load_spec(gens[g], &hw))
 			skip();
-		struct totals t = {.hw = &hw};
+		struct totals t = {.hw = &hw, .partials = true};
 		check_text("conv3d.hlo", text, strlen(text), &t);
 		assert_int_equal(t.searched, 2);
 		assert_true(t.costed < t.candidates);
+	}
+}
+
+/* A dot whose contraction blocks straddle the operands' tiles (50 of 128
+ * lanes, grid tiles of 8 against 128): the estimate counts a straddling
+ * first block as the whole array and drops the runs of a middle phase
+ * left with no bytes, so the floors may count runs only where no block
+ * can straddle (a floor 10% above the estimate on v5p before). Needs no
+ * data. */
+static void test_straddling_dot(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"HloModule d\n"
+		"ENTRY e {\n"
+		"  a = f32[6,40,24,50]{3,2,1,0} parameter(0)\n"
+		"  b = f32[24,50,260]{2,1,0} parameter(1)\n"
+		"  ROOT d = f32[6,40,260]{2,1,0} dot(a, b), "
+		"lhs_contracting_dims={2,3}, rhs_contracting_dims={0,1}\n"
+		"}\n";
+	static const char *const gens[] = {"v3", "v4", "v5p", "v5e", "v6e"};
+	for (int g = 0; g < 5; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		struct totals t = {.hw = &hw, .partials = true};
+		check_text("dot.hlo", text, strlen(text), &t);
+		assert_int_equal(t.searched, 1);
 	}
 }
 
@@ -269,6 +346,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_control),
 		cmocka_unit_test(test_convolutions_3d),
+		cmocka_unit_test(test_straddling_dot),
 		cmocka_unit_test(test_search_is_exhaustive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
