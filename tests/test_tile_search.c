@@ -11,16 +11,17 @@
  * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
  * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
  * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
- * every candidate the floor of the whole config, and its MXU floor, are
- * at most its estimate. A
+ * every candidate the floors of the whole config and of every partial
+ * config it completes (the search's order of free dims; each partial's
+ * floors computed once) are at most its estimate. A
  * control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
  * checked the same way on a spec changed in fields its key leaves out.
  * The same checks on two 3D convolutions shaped like a U-Net's and on a
- * dot whose blocks straddle its operands' tiles, there also on every
- * partial config a candidate completes; these and the control need the
- * sources' hwspecs (TPUSIM_SOURCE), the rest skips without TPUSIM_SHARED.
+ * dot whose blocks straddle its operands' tiles need only the sources'
+ * hwspecs (TPUSIM_SOURCE), as the control does; the rest skips without
+ * TPUSIM_SHARED.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@
 #define SAMPLE 1
 #endif
 
+
 struct ref {
 	const struct sim_plan *p;
 	const struct hw_spec *hw;
@@ -49,12 +51,19 @@ struct ref {
 	struct sim_estimate est;
 	int64_t n;
 	bool partials; /* check the floors of cfg's partial configs too */
+	/* the floors of the partial configs with 0.. free dims chosen last
+	 * asked for (candidates come in odometer order: each partial's floors
+	 * are computed once, not once per candidate) */
+	struct sim_tile_config part[2 * SIM_MAX_GRID];
+	struct sim_plan_floors floors[2 * SIM_MAX_GRID];
+	double mxu[2 * SIM_MAX_GRID];
+	int n_part;
 };
 
 /* Fails when a floor of a config that cfg completes (its bounds from free
  * dim `chosen` on read as not chosen, in the search's order: output dims,
  * then kernel dims not shared with one) is above cfg's estimate e. */
-static void check_partials(const struct ref *r, const struct sim_tile_config *cfg,
+static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 			   const struct sim_estimate *e)
 {
 	const struct sim_plan *p = r->p;
@@ -74,9 +83,15 @@ static void check_partials(const struct ref *r, const struct sim_tile_config *cf
 		for (int kd = 0; kd < part.n_kernel; kd++)
 			if (p->kern_shared[kd] < 0 && f++ >= chosen)
 				part.kernel_bounds[kd] = 0;
-		struct sim_plan_floors fl;
-		sim_plan_floor(p, r->hw, &part, &fl);
-		double mxu = sim_plan_mxu_floor(p, r->hw, &part);
+		if (chosen >= r->n_part ||
+		    memcmp(&part, &r->part[chosen], sizeof part) != 0) {
+			r->part[chosen] = part;
+			sim_plan_floor(p, r->hw, &part, &r->floors[chosen]);
+			r->mxu[chosen] = sim_plan_mxu_floor(p, r->hw, &part);
+			r->n_part = chosen + 1;
+		}
+		const struct sim_plan_floors fl = r->floors[chosen];
+		double mxu = r->mxu[chosen];
 		if ((fl.fits && fl.time_ns > e->time_ns * (1 + 1e-9)) ||
 		    mxu > e->time_ns * (1 + 1e-9)) {
 			char s[256], c[256];
@@ -120,7 +135,6 @@ struct totals {
 	const struct hw_spec *hw;
 	int files, kernels, searched;
 	int64_t candidates, costed;
-	bool partials; /* ref.partials */
 };
 
 static void check_text(const char *rel, const char *text, size_t len,
@@ -138,7 +152,7 @@ static void check_text(const char *rel, const char *text, size_t len,
 		if (sim_plan_build(k, t->hw, &p, &d) != TS_OK ||
 		    p.kind != SIM_PLAN_TILED || p.out.rank == 0)
 			continue;
-		struct ref r = {.p = &p, .hw = t->hw, .partials = t->partials};
+		struct ref r = {.p = &p, .hw = t->hw, .partials = true};
 		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), keep, &r);
 		struct sim_tile_config got;
 		int64_t costed = sim_plan_default(&p, t->hw, &got);
@@ -306,7 +320,7 @@ static void test_convolutions_3d(void **state)
 		struct hw_spec hw;
 		if (!tu_load_spec(gens[g], &hw))
 			skip();
-		struct totals t = {.hw = &hw, .partials = true};
+		struct totals t = {.hw = &hw};
 		check_text("conv3d.hlo", text, strlen(text), &t);
 		assert_int_equal(t.searched, 2);
 		assert_true(t.costed < t.candidates);
@@ -335,7 +349,7 @@ static void test_straddling_dot(void **state)
 		struct hw_spec hw;
 		if (!tu_load_spec(gens[g], &hw))
 			skip();
-		struct totals t = {.hw = &hw, .partials = true};
+		struct totals t = {.hw = &hw};
 		check_text("dot.hlo", text, strlen(text), &t);
 		assert_int_equal(t.searched, 1);
 	}
