@@ -43,7 +43,6 @@
 #define SAMPLE 1
 #endif
 
-
 struct ref {
 	const struct sim_plan *p;
 	const struct hw_spec *hw;
@@ -62,7 +61,8 @@ struct ref {
 
 /* Fails when a floor of a config that cfg completes (its bounds from free
  * dim `chosen` on read as not chosen, in the search's order: output dims,
- * then kernel dims not shared with one) is above cfg's estimate e. */
+ * then kernel dims not shared with one) is above cfg's estimate e, or says
+ * that no completion fits VMEM (cfg fits). */
 static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 			   const struct sim_estimate *e)
 {
@@ -92,14 +92,15 @@ static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 		}
 		const struct sim_plan_floors fl = r->floors[chosen];
 		double mxu = r->mxu[chosen];
-		if ((fl.fits && fl.time_ns > e->time_ns * (1 + 1e-9)) ||
+		if (!fl.fits || fl.time_ns > e->time_ns * (1 + 1e-9) ||
 		    mxu > e->time_ns * (1 + 1e-9)) {
 			char s[256], c[256];
 			sim_tile_config_format(&part, s, sizeof s);
 			sim_tile_config_format(cfg, c, sizeof c);
 			fail_msg("%s on %s, %s: floor %.17g ns (MXU floor %.17g "
-				 "ns) above the estimate %.17g ns of %s",
-				 p->k->name, r->hw->name, s, fl.time_ns, mxu,
+				 "ns%s) above the estimate %.17g ns of %s, "
+				 "which fits", p->k->name, r->hw->name, s,
+				 fl.time_ns, mxu, fl.fits ? "" : ", none fits",
 				 e->time_ns, c);
 		}
 	}
