@@ -221,13 +221,13 @@ static double floor_of(const struct sim_tile_config *part, void *ctx)
  * the best feasible config so far: none could beat or tie it, so the best
  * is the one costing every candidate finds (when some candidate fits;
  * sim_plan_default). */
-static bool cut(double floor, void *ctx)
+static bool cut(double lb, void *ctx)
 {
 	const struct best *b = ctx;
-	if (isinf(floor))
+	if (isinf(lb))
 		return true;
 	return b->n > 0 && b->est.feasible && isfinite(b->est.time_ns) &&
-	       floor > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
+	       lb > b->est.time_ns * (1 + SIM_FLOOR_SLACK);
 }
 
 /* The MXU floor of a partial or whole config (sim_plan_mxu_floor). */

@@ -374,21 +374,22 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
  * the time of every config under a partial config (the bounds of the dims
  * not yet chosen read 0), INFINITY when none fits VMEM; quick (or NULL)
  * a looser one that costs less, for whole configs too; cut says whether a
- * subtree with that floor can hold nothing the search still wants. */
+ * subtree with floor lb can hold nothing the search still wants. */
 struct sim_search_floors {
 	double (*quick)(const struct sim_tile_config *part, void *ctx);
 	double (*floor)(const struct sim_tile_config *part, void *ctx);
-	bool (*cut)(double floor, void *ctx);
+	bool (*cut)(double lb, void *ctx);
 };
 
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
  * depth first, in the order above (each dim's candidates largest first
  * when descending); with floors (fl), the choices of a dim that each hold
- * at least 4 configs are entered in the order of their quick floors (else
- * their floors) and a choice whose quick floor or floor is cut is skipped
- * with every config under it, as is a config whose quick floor is cut. Calls leaf for each config reached
- * (stops when it returns false); returns how many. fl NULL and ascending:
- * every config in sim_plan_enumerate's order. */
+ * a few configs or more (PRUNE_MIN_BELOW, sim/tile.c) are entered in the
+ * order of their quick floors (else their floors), and a choice whose
+ * quick floor or floor is cut is skipped with every config under it, as
+ * is a config whose quick floor is cut. Calls leaf for each config
+ * reached (stops when it returns false); returns how many. fl NULL and
+ * ascending: every config in sim_plan_enumerate's order. */
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
 			const struct sim_search_floors *fl, void *ctx);

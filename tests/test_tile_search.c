@@ -241,10 +241,10 @@ static double floor_biased(const struct sim_tile_config *part, void *ctx)
 	return f.time_ns * b->bias;
 }
 
-static bool cut_biased(double floor, void *ctx)
+static bool cut_biased(double lb, void *ctx)
 {
 	struct biased *b = ctx;
-	return b->r.n > 0 && b->r.est.feasible && floor > b->r.est.time_ns;
+	return b->r.n > 0 && b->r.est.feasible && lb > b->r.est.time_ns;
 }
 
 static bool keep_biased(const struct sim_tile_config *cfg, void *ctx)
