@@ -294,38 +294,47 @@ static void test_control(void **state)
 	tu_built_free(&b);
 }
 
+/* check_text on a module without data, on each spec of gens: `kernels`
+ * searched, fewer configs costed than the candidates. */
+static void check_on(const char *name, const char *text,
+		     const char *const *gens, int n_gens, int kernels)
+{
+	for (int g = 0; g < n_gens; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		struct totals t = {.hw = &hw};
+		check_text(name, text, strlen(text), &t);
+		assert_int_equal(t.searched, kernels);
+		assert_true(t.costed < t.candidates);
+	}
+}
+
 /* 3D convolutions shaped like a 3D U-Net's, with odd spatial extents (so
  * blocks come out ragged): c has 16 input features (its taps fold into
  * the contraction), c2 32 (a split contraction block takes a weight tile
  * of its own) and 1.3M output elements (above v4's and v5p's megacore
  * threshold, so both cores share its steps). The floors that cut most
- * there are floors, on every spec. Needs no data. */
+ * there hold on every spec. Needs no data. */
 static void test_convolutions_3d(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"HloModule conv3d\n"
-		"ENTRY e {\n"
-		"  a = f32[2,12,12,20,16]{4,3,2,1,0} parameter(0)\n"
-		"  w = f32[3,3,3,16,32]{4,3,2,1,0} parameter(1)\n"
-		"  c = f32[2,12,12,20,32]{4,3,2,1,0} convolution(a, w), "
-		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
-		"  a2 = f32[1,24,24,48,32]{4,3,2,1,0} parameter(2)\n"
-		"  w2 = f32[3,3,3,32,48]{4,3,2,1,0} parameter(3)\n"
-		"  c2 = f32[1,24,24,48,48]{4,3,2,1,0} convolution(a2, w2), "
-		"window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
-		"  ROOT t = (f32[2,12,12,20,32]{4,3,2,1,0}, f32[1,24,24,48,48]{4,3,2,1,0}) tuple(c, c2)\n"
-		"}\n";
 	static const char *const gens[] = {"v3", "v4", "v5p"};
-	for (int g = 0; g < 3; g++) {
-		struct hw_spec hw;
-		if (!tu_load_spec(gens[g], &hw))
-			skip();
-		struct totals t = {.hw = &hw};
-		check_text("conv3d.hlo", text, strlen(text), &t);
-		assert_int_equal(t.searched, 2);
-		assert_true(t.costed < t.candidates);
-	}
+	check_on("conv3d.hlo",
+		 "HloModule conv3d\n"
+		 "ENTRY e {\n"
+		 "  a = f32[2,12,12,20,16]{4,3,2,1,0} parameter(0)\n"
+		 "  w = f32[3,3,3,16,32]{4,3,2,1,0} parameter(1)\n"
+		 "  c = f32[2,12,12,20,32]{4,3,2,1,0} convolution(a, w), "
+		 "window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
+		 "  a2 = f32[1,24,24,48,32]{4,3,2,1,0} parameter(2)\n"
+		 "  w2 = f32[3,3,3,32,48]{4,3,2,1,0} parameter(3)\n"
+		 "  c2 = f32[1,24,24,48,48]{4,3,2,1,0} convolution(a2, w2), "
+		 "window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f\n"
+		 "  ROOT t = (f32[2,12,12,20,32]{4,3,2,1,0}, "
+		 "f32[1,24,24,48,48]{4,3,2,1,0}) tuple(c, c2)\n"
+		 "}\n",
+		 gens, 3, 2);
 }
 
 /* A dot whose contraction blocks straddle the operands' tiles (50 of 128
@@ -337,23 +346,16 @@ static void test_convolutions_3d(void **state)
 static void test_straddling_dot(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"HloModule d\n"
-		"ENTRY e {\n"
-		"  a = f32[6,40,24,50]{3,2,1,0} parameter(0)\n"
-		"  b = f32[24,50,260]{2,1,0} parameter(1)\n"
-		"  ROOT d = f32[6,40,260]{2,1,0} dot(a, b), "
-		"lhs_contracting_dims={2,3}, rhs_contracting_dims={0,1}\n"
-		"}\n";
 	static const char *const gens[] = {"v3", "v4", "v5p", "v5e", "v6e"};
-	for (int g = 0; g < 5; g++) {
-		struct hw_spec hw;
-		if (!tu_load_spec(gens[g], &hw))
-			skip();
-		struct totals t = {.hw = &hw};
-		check_text("dot.hlo", text, strlen(text), &t);
-		assert_int_equal(t.searched, 1);
-	}
+	check_on("dot.hlo",
+		 "HloModule d\n"
+		 "ENTRY e {\n"
+		 "  a = f32[6,40,24,50]{3,2,1,0} parameter(0)\n"
+		 "  b = f32[24,50,260]{2,1,0} parameter(1)\n"
+		 "  ROOT d = f32[6,40,260]{2,1,0} dot(a, b), "
+		 "lhs_contracting_dims={2,3}, rhs_contracting_dims={0,1}\n"
+		 "}\n",
+		 gens, 5, 1);
 }
 
 int main(void)
