@@ -889,12 +889,14 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  * blocks per dim so taken (the fewest steps any fitting completion has),
  * cores = sim_plan_cores and lat = hbm.dma_latency_ns:
  *
- *   time = kernel_ns + N0 x step_ns + lat x (1 + [output])
- *        + max( B / bw                       only when S0 > cores
+ *   time = kernel_ns + max(N0, ceil(L0 / cores)) x step_ns
+ *        + lat x (1 + [output])
+ *        + max( B / bw                       only when L0 > cores
  *             , STREAM                       on one core only
  *             , F / bw + max(MXU0 + READD0, VPU0) / clock x share )
  *   N0   = ceil(O0 / min(cores, O0)) x S0 / O0, the steps of one core
  *          (O0: the output blocks among S0; estimate()'s megacore split)
+ *   L0   = the fewest steps VMEM jointly allows (least_steps), >= S0
  *   share = N0 / S0 once every output dim is chosen, else 1 / cores
  *   B    = other_bytes + sum over accesses not in VMEM of
  *          R0 x pad_factor x elem_bytes x prod over its dims of the whole
@@ -954,10 +956,11 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  * only grow as bounds shrink; the per-step DMA latencies are left out (all
  * >= 0). On one core an access's streams in the three phases (first
  * loads, the steps between, last stores) add up to its bytes and runs,
- * except that a phase left with no bytes drops its runs (dma_add), as the
- * steps after a straddling first block (straddle() counts it as large as
- * the array) may: STREAM counts no runs where a block may straddle (a
- * grid tile that is no multiple of the access's tile). Keep this in step
+ * except that a phase left with no bytes drops its runs (dma_add): a
+ * straddling first block, or an output's last block, is counted at the
+ * most tiles a block can touch (straddle()), which can leave the steps
+ * between with no bytes, so STREAM counts no runs where a block may
+ * straddle (a grid tile that is no multiple of the access's tile). Keep this in step
  * with estimate() and mxu_total_cycles(): test_tile_search checks on the
  * kernels of the corpus, the tile set and a sample of tpuv4-ops that the
  * search pruned by it picks what costing every candidate picks, and on a
@@ -1109,8 +1112,9 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		/* its contiguous runs: one per tile row above the minor-most
 		 * dim known to be split, one per block from there; none where
 		 * a block may straddle the access's tiles (straddle(): the
-		 * estimate may count the first block as the whole array and
-		 * drop the runs of the steps after it) */
+		 * estimate counts the first block, or an output's last, at
+		 * the most tiles a block can touch and may drop the runs of
+		 * the steps between) */
 		int stop = -1;
 		bool aligned = true;
 		for (int i = 0; i < ac->rank; i++) {

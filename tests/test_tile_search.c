@@ -11,10 +11,11 @@
  * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
  * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
  * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
- * every candidate the floors of the whole config and of every partial
- * config it completes (the search's order of free dims; each partial's
- * floors computed once) are at most its estimate. A
- * control: the same search with its floors raised 25% cuts the best of a
+ * every candidate the floors of the whole config are at most its
+ * estimate, and at every candidate that fits VMEM so are those of every
+ * partial config it completes (the search's order of free dims; each
+ * partial's floors computed once), none of which may say that nothing
+ * fits. A control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
  * checked the same way on a spec changed in fields its key leaves out.
