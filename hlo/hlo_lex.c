@@ -385,7 +385,7 @@ bool hp_read_name(struct hp_parser *p, const char **s, uint32_t *n)
 }
 
 /* Signed decimal integer; overflow is an error. */
-bool hp_read_int(struct hp_parser *p, int64_t *out)
+bool hp_read_int_any(struct hp_parser *p, int64_t *out)
 {
 	skip_ws(p);
 	const char *start = p->p, *q = p->p;

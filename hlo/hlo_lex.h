@@ -156,7 +156,7 @@ void hp_locate(struct hp_parser *p, const char *at, uint32_t *line,
 	       uint32_t *col);
 bool hp_nomem(struct hp_parser *p);
 bool hp_push_ints(struct hp_parser *p, int value, size_t count);
-bool hp_read_int(struct hp_parser *p, int64_t *out);
+bool hp_read_int_any(struct hp_parser *p, int64_t *out);
 bool hp_read_name(struct hp_parser *p, const char **s, uint32_t *n);
 bool hp_read_string(struct hp_parser *p, const char **out);
 const char *hp_skip_group(struct hp_parser *p, const char *q);
@@ -202,6 +202,21 @@ static inline const char *ws_end(struct hp_parser *p, const char *q)
 static inline void skip_ws(struct hp_parser *p)
 {
 	p->p = ws_end(p, p->p);
+}
+
+/* An integer after optional blanks (hp_read_int_any), with the common case
+ * inline: at most 9 decimal digits, no sign. */
+static inline bool hp_read_int(struct hp_parser *p, int64_t *out)
+{
+	const char *q = ws_end(p, p->p), *c = q;
+	int64_t v = 0;
+	while (c < p->end && c - q < 10 && is_digit((unsigned char)*c))
+		v = v * 10 + (*c++ - '0');
+	if (c == q || c - q >= 10 || (c < p->end && is_digit((unsigned char)*c)))
+		return hp_read_int_any(p, out);
+	p->p = c;
+	*out = v;
+	return true;
 }
 
 /* Length of the word [A-Za-z0-9_.-]* at q, not taking the '-' of "->". */
