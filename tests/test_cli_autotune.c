@@ -153,6 +153,7 @@ static void test_live(void **state)
 	src(hwdir, "hwspecs");
 	src(dot, "tests/data/cli/big_dot.hlo");
 	tu_tmp_path(dir, sizeof dir, "test_autotune_rec", "");
+	tu_rm_tree(dir); /* left by a run that had this pid and failed */
 	tu_tmp_path(script, sizeof script, "test_autotune_m", ".sh");
 	tu_tmp_path(fast, sizeof fast, "test_autotune_fast", ".txt");
 	write_file(script, measure_sh);
@@ -211,6 +212,7 @@ static void test_live(void **state)
 	/* a failing command: recorded, counted, the run goes on */
 	char dir2[PATH_MAX], failed[PATH_MAX + 32];
 	tu_tmp_path(dir2, sizeof dir2, "test_autotune_rec2", "");
+	tu_rm_tree(dir2);
 	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "2",
 	       "--measure-cmd", "false", "--record", dir2, "-f", "csv");
 	expect_rc(&p, 0);
@@ -249,6 +251,8 @@ static void test_live(void **state)
 	remove(count);
 	remove(script);
 	remove(fast);
+	tu_rm_tree(dir);
+	tu_rm_tree(dir2);
 }
 
 int main(void)

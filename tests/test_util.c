@@ -82,6 +82,24 @@ void tu_tmp_path(char *buf, size_t n, const char *stem, const char *ext)
 	snprintf(buf, n, "%s/%s_%d%s", tu_tmpdir(), stem, (int)getpid(), ext);
 }
 
+void tu_rm_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 ||
+			    strcmp(e->d_name, "..") == 0)
+				continue;
+			char sub[4096];
+			snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+			tu_rm_tree(sub);
+		}
+		closedir(d);
+	}
+	remove(path);
+}
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

@@ -60,5 +60,8 @@ const char *tu_tmpdir(void);
 /* "<tu_tmpdir()>/<stem>_<pid><ext>" into buf: a temporary file or folder
  * name of its own for each test process. */
 void tu_tmp_path(char *buf, size_t n, const char *stem, const char *ext);
+/* Removes path, a file or a folder with everything in it (nothing when it
+ * does not exist). */
+void tu_rm_tree(const char *path);
 
 #endif /* TEST_UTIL_H */
