@@ -153,7 +153,7 @@ static void test_live(void **state)
 	src(hwdir, "hwspecs");
 	src(dot, "tests/data/cli/big_dot.hlo");
 	tu_tmp_path(dir, sizeof dir, "test_autotune_rec", "");
-	tu_rm_tree(dir); /* left by a run that had this pid and failed */
+	tu_rm_tree(dir); /* as an earlier run with this pid may have left it */
 	tu_tmp_path(script, sizeof script, "test_autotune_m", ".sh");
 	tu_tmp_path(fast, sizeof fast, "test_autotune_fast", ".txt");
 	write_file(script, measure_sh);
