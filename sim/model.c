@@ -50,6 +50,16 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 /* Estimating one config                                                   */
 /* ====================================================================== */
 
+/* The bound cfg gives combined dim i (its output or kernel grid dim's;
+ * 0: not chosen). */
+static int64_t config_bound(const struct sim_plan *p,
+			    const struct sim_tile_config *cfg, int i)
+{
+	int src = p->dims[i].src;
+	return src < p->out.rank ? cfg->out_bounds[src]
+				 : cfg->kernel_bounds[src - p->out.rank];
+}
+
 static void dim_blocks(const struct sim_plan_dim *dm, int64_t bound,
 		       struct sim_blocks *b)
 {
@@ -502,9 +512,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 
 	/* blocks per combined dim */
 	for (int i = 0; i < p->n_dims; i++) {
-		int src = p->dims[i].src;
-		int64_t b = src < p->out.rank ? full->out_bounds[src]
-					      : full->kernel_bounds[src - p->out.rank];
+		int64_t b = config_bound(p, full, i);
 		dim_blocks(&p->dims[i], b > 0 ? b : 1, &x->bl[i]);
 	}
 	int64_t steps = 1, out_steps = 1;
@@ -780,6 +788,14 @@ static double cover(const struct sim_plan *p, const struct sim_blocks *bl,
 	return (double)pad_to(p->dims[d].elems, t);
 }
 
+/* Steps each core runs when the output blocks are dealt out to the cores
+ * (estimate()'s megacore split), each with its contraction steps: N0 of
+ * sim_plan_floor (below) from its S0 steps and O0 output blocks. */
+static double core_steps(double steps, double out_steps, double cores)
+{
+	return ceil(out_steps / fmin(cores, out_steps)) * (steps / out_steps);
+}
+
 /* MXU0 of sim_plan_floor (below) over blocks bl and steps: the fills,
  * and the weight tiles x rows the MXU streams over the steps, with each
  * role's extent as its blocks cover it (cover() unpadded: a chosen dim's
@@ -972,9 +988,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
 	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
 	for (int i = 0; i < p->n_dims; i++) {
-		int src = p->dims[i].src;
-		int64_t b = src < p->out.rank ? part->out_bounds[src]
-					      : part->kernel_bounds[src - p->out.rank];
+		int64_t b = config_bound(p, part, i);
 		chosen[i] = b > 0;
 		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
 		split[i] = chosen[i] && small[i].nb > 1;
@@ -1020,10 +1034,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 					  vmem, block, twice)
 			    : steps;
 	double cores = (double)sim_plan_cores(p, hw);
-	/* steps each core runs: the output blocks dealt out to the cores
-	 * (estimate()'s megacore split), each with its contraction steps */
-	double n_core = ceil(out_steps / fmin(cores, out_steps)) *
-			(steps / out_steps);
+	double n_core = core_steps(steps, out_steps, cores);
 	double clock_ghz = hw->clock_hz * 1e-9;
 	double mxu = mxu_floor_cycles(p, hw, bl, chosen, steps);
 	/* rows of tiles: each block's untiled output dims loop row by row
@@ -1182,20 +1193,17 @@ double sim_plan_mxu_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	double steps = 1, out_steps = 1;
 	bool out_known = true;
 	for (int i = 0; i < p->n_dims; i++) {
-		int src = p->dims[i].src;
-		int64_t b = src < p->out.rank ? part->out_bounds[src]
-					      : part->kernel_bounds[src - p->out.rank];
+		int64_t b = config_bound(p, part, i);
 		chosen[i] = b > 0;
 		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
 		steps *= (double)bl[i].nb;
-		if (src < p->out.rank) {
+		if (p->dims[i].src < p->out.rank) {
 			out_steps *= (double)bl[i].nb;
 			out_known = out_known && chosen[i];
 		}
 	}
 	double cores = (double)sim_plan_cores(p, hw);
-	double n_core = ceil(out_steps / fmin(cores, out_steps)) *
-			(steps / out_steps);
+	double n_core = core_steps(steps, out_steps, cores);
 	double share = out_known ? n_core / steps : 1.0 / cores;
 	return hw->kernel_overhead_ns + hw->dma_latency_ns +
 	       share * (mxu_floor_cycles(p, hw, bl, chosen, steps) /
