@@ -161,7 +161,8 @@ static bool is_format_op(enum ir_op op)
 /* What the fusion rules ask of an op, kept per instruction (struct
  * grouping's opk) so that the decisions' inner loops read a byte instead
  * of the instruction. */
-enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4, OPK_REDUCE = 8 };
+enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4, OPK_REDUCE = 8,
+       OPK_ALONE = 16 /* sim_fuse_alone */ };
 
 static unsigned char op_kind(enum ir_op op)
 {
@@ -276,8 +277,7 @@ static void decide_fusion(struct grouping *g, int i)
 		for (int k = g->uoff[i]; !stored && k < g->uoff[i + 1]; k++) {
 			int u = g->users[k];
 			stored = g->live[u] && !g->cd[u] &&
-				 (g->grp[u] == G_NONE ||
-				  sim_fuse_alone(g->c->instrs[u]));
+				 (g->grp[u] == G_NONE || (g->opk[u] & OPK_ALONE));
 		}
 		if (stored && p->op != IR_OP_CONSTANT)
 			new_group(g, i, false);
@@ -972,8 +972,11 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 	int *pos = ts_malloc(n * sizeof *pos);
 	int *stamp = ts_calloc(n, sizeof *stamp);
 	int *scratch = ts_malloc(n * sizeof *scratch);
+	/* in[k] == id + 1: k is a member of group id (a look per operand,
+	 * not a search of the member list) */
+	int *in = ts_calloc(n, sizeof *in);
 	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
-	bool ok = pos && stamp && scratch && cyclic, any = false;
+	bool ok = pos && stamp && scratch && in && cyclic, any = false;
 	for (int k = 0; ok && k < g->n; k++)
 		pos[g->order[k]] = k;
 	int gen = 0, n_before = g->n_groups;
@@ -1000,12 +1003,14 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 		 * are searched under one stamp: a node an earlier search
 		 * left leads to no owned member. */
 		++gen;
+		for (int q = 0; q < n_mem; q++)
+			in[mem[q]] = id + 1;
 		for (int q = 0; q < n_mem && !cyclic[id]; q++)
 			for (int j = g->ooff[mem[q]];
 			     !cyclic[id] && j < g->ooff[mem[q] + 1]; j++) {
 				int k = g->ops[j];
 				if (k < 0 || pos[k] < from || stamp[k] == gen ||
-				    sim_group_member(g, id, k))
+				    in[k] == id + 1)
 					continue;
 				cyclic[id] = feeds_back(g, id, k, from, pos, stamp,
 							gen, scratch);
@@ -1027,6 +1032,7 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 	ts_free(pos);
 	ts_free(stamp);
 	ts_free(scratch);
+	ts_free(in);
 	ts_free(cyclic);
 	return ok;
 }
@@ -1135,7 +1141,8 @@ static enum ts_status grouping_base(struct grouping *g)
 		for (int j = 0; j < in->n_operands; j++)
 			g->ops[g->ooff[i] + j] = sim_index_in(c, in->operands[j]);
 		g->elems[i] = ir_shape_elems(&in->shape);
-		g->opk[i] = op_kind(in->op);
+		g->opk[i] = (unsigned char)(op_kind(in->op) |
+					    (sim_fuse_alone(in) ? OPK_ALONE : 0));
 	}
 	/* Users, one entry per distinct using instruction (CSR); the parser
 	 * counted them (ir_instr.n_users). */
