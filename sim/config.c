@@ -237,9 +237,19 @@ static double quick_of(const struct sim_tile_config *part, void *ctx)
 	return sim_plan_mxu_floor(b->p, b->hw, part);
 }
 
+/* Whether a whole config may fit VMEM (sim_plan_fits): one that does not
+ * is one estimate() calls infeasible, never the best while any fits (when
+ * none does, search_default costs every candidate again). */
+static bool fits_of(const struct sim_tile_config *cfg, void *ctx)
+{
+	const struct best *b = ctx;
+	return sim_plan_fits(b->p, b->hw, cfg);
+}
+
 /* The MXU floor only where there is MXU work to bound a config by. */
-static const struct sim_search_floors floors = {NULL, floor_of, cut};
-static const struct sim_search_floors mxu_floors = {quick_of, floor_of, cut};
+static const struct sim_search_floors floors = {NULL, floor_of, cut, fits_of};
+static const struct sim_search_floors mxu_floors = {quick_of, floor_of, cut,
+						    fits_of};
 
 /* Configs the default may cost: fusion.191's full candidate product
  * (139,968) fits, so on every TpuGraphs kernel the default is the exact
@@ -277,8 +287,10 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
  * feasible config early); a partial config whose floors (sim_plan_floor,
  * and for a plan with MXU work the cheaper sim_plan_mxu_floor, asked
  * first) overflow VMEM or exceed the best feasible time so far is not
- * descended into, and a whole config whose MXU floor does is not costed.
- * Among feasible configs the order is total
+ * descended into, and a whole config whose MXU floor does is not costed,
+ * nor one whose VMEM floor overflows (sim_plan_fits: asked of the last
+ * dim's choices, largest first, until one past the first fits). Among
+ * feasible configs the order is total
  * (time, a NaN time last, steps, bounds), so the pruned search picks
  * exactly the config that costing every candidate picks. When no
  * candidate fits VMEM (or the best time is not finite) the candidates are

@@ -982,17 +982,37 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
  * search pruned by it picks what costing every candidate picks, and on a
  * few kernels without data every partial config's floor.
  */
+/* Each dim's blocks under part (a dim not chosen: bound 1, the least
+ * VMEM), whether it is chosen, and whether it is split (chosen, more than
+ * one block: its accesses' blocks are double-buffered). */
+static void chosen_blocks(const struct sim_plan *p,
+			  const struct sim_tile_config *part,
+			  struct sim_blocks *bl, bool *chosen, bool *split)
+{
+	for (int i = 0; i < p->n_dims; i++) {
+		int64_t b = config_bound(p, part, i);
+		chosen[i] = b > 0;
+		dim_blocks(&p->dims[i], b > 0 ? b : 1, &bl[i]);
+		split[i] = chosen[i] && bl[i].nb > 1;
+	}
+}
+
+bool sim_plan_fits(const struct sim_plan *p, const struct hw_spec *hw,
+		   const struct sim_tile_config *cfg)
+{
+	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];
+	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
+	chosen_blocks(p, cfg, bl, chosen, split);
+	return hw_mem_fits_vmem(hw, vmem_floor(p, bl, split, NULL, NULL) *
+					    (1 - SIM_FLOOR_SLACK));
+}
+
 void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part, struct sim_plan_floors *out)
 {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
 	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
-	for (int i = 0; i < p->n_dims; i++) {
-		int64_t b = config_bound(p, part, i);
-		chosen[i] = b > 0;
-		dim_blocks(&p->dims[i], b > 0 ? b : 1, &small[i]);
-		split[i] = chosen[i] && small[i].nb > 1;
-	}
+	chosen_blocks(p, part, small, chosen, split);
 	double block[SIM_PLAN_MAX_ACCESS];
 	bool twice[SIM_PLAN_MAX_ACCESS];
 	double vmem = vmem_floor(p, small, split, block, twice);

@@ -337,6 +337,13 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		    const struct sim_tile_config *part,
 		    struct sim_plan_floors *out);
 
+/* Whether a whole config may fit VMEM: false when its VMEM floor (the
+ * one sim_plan_floor counts) exceeds VMEM by more than SIM_FLOOR_SLACK,
+ * and then sim_plan_estimate calls it infeasible. A fraction of the
+ * estimate's cost. A tiled plan only. */
+bool sim_plan_fits(const struct sim_plan *p, const struct hw_spec *hw,
+		   const struct sim_tile_config *cfg);
+
 /* A floor on sim_plan_estimate's time like sim_plan_floor's (a partial
  * or whole config), from the steps and MXU work alone: looser, a fraction
  * of its cost; 0 without a kernel. */
@@ -374,11 +381,14 @@ int64_t sim_plan_enumerate(const struct sim_plan *p, int per_dim,
  * the time of every config under a partial config (the bounds of the dims
  * not yet chosen read 0), INFINITY when none fits VMEM; quick (or NULL)
  * a looser one that costs less, for whole configs too; cut says whether a
- * subtree with floor lb can hold nothing the search still wants. */
+ * subtree with floor lb can hold nothing the search still wants; fits (or
+ * NULL) whether a whole config may fit VMEM (false: the search does not
+ * want it). */
 struct sim_search_floors {
 	double (*quick)(const struct sim_tile_config *part, void *ctx);
 	double (*floor)(const struct sim_tile_config *part, void *ctx);
 	bool (*cut)(double lb, void *ctx);
+	bool (*fits)(const struct sim_tile_config *cfg, void *ctx);
 };
 
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
@@ -387,9 +397,12 @@ struct sim_search_floors {
  * a few configs or more (PRUNE_MIN_BELOW, sim/tile.c) are entered in the
  * order of their quick floors (else their floors), and a choice whose
  * quick floor or floor is cut is skipped with every config under it, as
- * is a config whose quick floor is cut. Calls leaf for each config
- * reached (stops when it returns false); returns how many. fl NULL and
- * ascending: every config in sim_plan_enumerate's order. */
+ * is a config whose quick floor is cut. Descending, the last dim's
+ * choices (largest first) are asked fits until one past the first fits
+ * (below the whole dim, a VMEM floor only shrinks with the bound), and
+ * one that does not fit is skipped. Calls leaf for each config reached
+ * (stops when it returns false); returns how many. fl NULL and ascending:
+ * every config in sim_plan_enumerate's order. */
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
 			const struct sim_search_floors *fl, void *ctx);

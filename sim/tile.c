@@ -396,6 +396,10 @@ struct walk {
 	                                        dims 0..f-1: prod of n_cand[f..] */
 	int64_t visited;
 	bool stop;
+	/* the last dim's choices, largest bound first, are asked fl->fits
+	 * until one past the first fits (ask_fits); first: the choice is its
+	 * first */
+	bool ask_fits, first;
 	struct sim_tile_config c;
 };
 
@@ -481,6 +485,15 @@ static void walk_dim(struct walk *w, int f)
 	if (f == w->nf) {
 		if (fl && fl->quick && fl->cut(fl->quick(&w->c, w->ctx), w->ctx))
 			return;
+		/* a whole config that does not fit is not wanted; the first
+		 * choice may be the whole dim, unsplit, and below it the VMEM
+		 * floor only shrinks with the bound: once a later choice
+		 * fits, the rest would */
+		if (w->ask_fits) {
+			if (!fl->fits(&w->c, w->ctx))
+				return;
+			w->ask_fits = w->first;
+		}
 		w->visited++;
 		if (!w->leaf(&w->c, w->ctx))
 			w->stop = true;
@@ -513,12 +526,15 @@ static void walk_dim(struct walk *w, int f)
 		}
 		n = m;
 	}
+	if (f == w->nf - 1)
+		w->ask_fits = fl && fl->fits && w->descending && !floored;
 	for (int k = 0; k < n && !w->stop; k++) {
 		int i = order[k];
 		if (floored && fl->cut(lb[k], w->ctx))
 			continue;
 		if (!walk_set(w, f, w->cand[f][i]))
 			continue;
+		w->first = k == 0;
 		if (floored && fl->quick &&
 		    fl->cut(fl->floor(&w->c, w->ctx), w->ctx))
 			continue;
@@ -553,6 +569,7 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 		w.below[f] = ir_mul_sat(w.below[f + 1], w.n_cand[f]);
 	w.visited = 0;
 	w.stop = false;
+	w.ask_fits = false;
 	walk_dim(&w, 0);
 	return w.visited;
 }

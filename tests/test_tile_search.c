@@ -124,6 +124,15 @@ static bool keep(const struct sim_tile_config *cfg, void *ctx)
 			 "above the estimate %.17g ns", r->p->k->name,
 			 r->hw->name, s, f.time_ns, mxu, e.time_ns);
 	}
+	/* a config the search does not cost for its VMEM floor is one the
+	 * estimate calls infeasible */
+	if (e.feasible && (!f.fits || !sim_plan_fits(r->p, r->hw, cfg))) {
+		char s[256];
+		sim_tile_config_format(cfg, s, sizeof s);
+		fail_msg("%s on %s, %s: fits VMEM (%.17g bytes), but its VMEM "
+			 "floor says no config like it does", r->p->k->name,
+			 r->hw->name, s, e.vmem_bytes);
+	}
 	if (r->partials && e.feasible && isfinite(e.time_ns))
 		check_partials(r, cfg, &e);
 	if (r->n++ == 0 || sim_config_better(&e, cfg, &r->est, &r->cfg)) {
@@ -281,7 +290,7 @@ static void test_control(void **state)
 	int per_dim = sim_plan_default_per_dim(&p);
 	struct biased exact = {.r = {.p = &p, .hw = &hw}, .bias = 1.0};
 	struct biased high = {.r = {.p = &p, .hw = &hw}, .bias = 1.25};
-	const struct sim_search_floors fl = {NULL, floor_biased, cut_biased};
+	const struct sim_search_floors fl = {NULL, floor_biased, cut_biased, NULL};
 	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &exact);
 	sim_plan_search(&p, per_dim, true, keep_biased, &fl, &high);
 	struct sim_tile_config def;
