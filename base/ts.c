@@ -280,6 +280,27 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+void ts_sort_u64(uint64_t *v, size_t n, uint64_t *tmp)
+{
+	uint64_t *from = v, *to = tmp;
+	for (int shift = 0; n > 1 && shift < 64; shift += 8) {
+		size_t count[257] = {0};
+		for (size_t i = 0; i < n; i++)
+			count[((from[i] >> shift) & 0xff) + 1]++;
+		if (count[((from[0] >> shift) & 0xff) + 1] == n)
+			continue; /* one byte value: the order stands */
+		for (int b = 0; b < 256; b++)
+			count[b + 1] += count[b];
+		for (size_t i = 0; i < n; i++)
+			to[count[(from[i] >> shift) & 0xff]++] = from[i];
+		uint64_t *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != v)
+		memcpy(v, from, n * sizeof *v);
+}
+
 int ts_cmp_key_id(const void *a, const void *b)
 {
 	const struct ts_key_id *x = a, *y = b;

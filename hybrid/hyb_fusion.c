@@ -153,19 +153,13 @@ struct search {
 	struct ts_diag *d;
 };
 
-/* One alternative of a computation: its kernels' keys (ascending) and the
- * sums of their costs, as timed and analytic. */
+/* One alternative of a computation: its kernels' keys (ascending; tmp:
+ * room to sort them) and the sums of their costs, as timed and analytic. */
 struct alt {
-	uint64_t *keys;
+	uint64_t *keys, *tmp;
 	int n, cap;
 	double ns, analytic_ns;
 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
 
 /* Costs computation c under force into a (its keys and sums). */
 static enum ts_status comp_time(struct search *s,
@@ -179,12 +173,15 @@ static enum ts_status comp_time(struct search *s,
 	int n_k = st ? 0 : sim_fusion_space_kernels(g);
 	if (!st && n_k > a->cap) {
 		uint64_t *k = ts_realloc(a->keys, (size_t)n_k * sizeof *k);
-		if (!k)
-			st = TS_ERR_NOMEM;
-		else {
+		if (k)
 			a->keys = k;
+		uint64_t *t = k ? ts_realloc(a->tmp, (size_t)n_k * sizeof *t) : NULL;
+		if (t)
+			a->tmp = t;
+		if (!k || !t)
+			st = TS_ERR_NOMEM;
+		else
 			a->cap = n_k;
-		}
 	}
 	for (int k = 0; !st && k < n_k; k++) {
 		bool found;
@@ -210,8 +207,7 @@ static enum ts_status comp_time(struct search *s,
 		a->ns += v->ns;
 		a->analytic_ns += v->analytic_ns;
 	}
-	if (a->n > 1)
-		qsort(a->keys, (size_t)a->n, sizeof *a->keys, cmp_u64);
+	ts_sort_u64(a->keys, (size_t)a->n, a->tmp);
 	sim_fusion_space_free(g);
 	return st;
 }
@@ -306,7 +302,9 @@ static enum ts_status search_comp(struct search *s,
 	}
 	ts_free(visit);
 	ts_free(best.keys);
+	ts_free(best.tmp);
 	ts_free(trial.keys);
+	ts_free(trial.tmp);
 	if (g != first)
 		sim_fusion_space_free(g);
 	sim_fusion_space_free(first);

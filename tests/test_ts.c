@@ -1,6 +1,7 @@
 /*
  * test_ts.c: the project basics in base/ts.c: status strings, diagnostics with
- * carets, the failing-allocation hook, arenas and atomic file writes.
+ * carets, the failing-allocation hook, arenas, atomic file writes and the
+ * sort of 64-bit keys.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -232,6 +233,41 @@ static void test_read_cap(void **state)
 	assert_null(text);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* ts_sort_u64 against qsort: random keys with duplicates, keys that share
+ * every byte but one (the skipped passes), none and one. */
+static void test_sort_u64(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	static uint64_t v[N], want[N], tmp[N];
+	uint64_t x = 88172645463325252u;
+	for (int kind = 0; kind < 3; kind++) {
+		for (int i = 0; i < N; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17; /* xorshift64 */
+			v[i] = kind == 0   ? x
+			       : kind == 1 ? x % 97 /* duplicates */
+					   : UINT64_C(0xabcdef0000000000) |
+						     ((x & 0xff) << 16);
+		}
+		memcpy(want, v, sizeof v);
+		qsort(want, N, sizeof *want, cmp_u64);
+		ts_sort_u64(v, N, tmp);
+		assert_memory_equal(v, want, sizeof v);
+	}
+	ts_sort_u64(v, 0, tmp);
+	v[0] = 7;
+	ts_sort_u64(v, 1, tmp);
+	assert_int_equal(v[0], 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_hook),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_read_cap),
+		cmocka_unit_test(test_sort_u64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
