@@ -622,54 +622,10 @@ static bool absorb(struct grouping *g, int a, int b)
 	return true;
 }
 
-/* The users reading each instruction from HBM (CSR, struct grouping's
- * readers): a user u of i reads i from HBM when it is live and held by no
- * group (a free op or a loop reads its operands from memory) or by one
- * that does not hold i (it does not recompute i). Worked out once per
- * grouping, so that asking whether a member is a group's output
- * (sim_group_output) costs its readers, not all its users times their
- * holders (a cheap op recomputed in hundreds of kernels had made every
- * fusion trial of a Llama step quadratic); i's holders are marked in a
- * per-group array, so each holder of a user costs one look. */
-static bool index_readers(struct grouping *g)
-{
-	g->r_off = ts_calloc((size_t)g->n + 1, sizeof *g->r_off);
-	int *held = ts_calloc((size_t)g->n_groups + 1, sizeof *held);
-	bool *reads = ts_malloc((size_t)g->uoff[g->n] + 1);
-	if (!g->r_off || !held || !reads) {
-		ts_free(held);
-		ts_free(reads);
-		return false;
-	}
-	for (int i = 0; i < g->n; i++) {
-		for (int h = g->h_off[i]; h < g->h_off[i + 1]; h++)
-			held[g->holders[h]] = i + 1;
-		int n = 0;
-		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
-			int u = g->users[k];
-			bool r = g->live[u] && g->h_off[u] == g->h_off[u + 1];
-			for (int h = g->h_off[u];
-			     g->live[u] && !r && h < g->h_off[u + 1]; h++)
-				r = held[g->holders[h]] != i + 1;
-			reads[k] = r;
-			n += r;
-		}
-		g->r_off[i + 1] = g->r_off[i] + n;
-	}
-	g->readers = ts_malloc(((size_t)g->r_off[g->n] + 1) * sizeof *g->readers);
-	for (int i = 0; g->readers && i < g->n; i++) {
-		int n = g->r_off[i];
-		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
-			if (reads[k])
-				g->readers[n++] = g->users[k];
-	}
-	ts_free(held);
-	ts_free(reads);
-	return g->readers != NULL;
-}
-
-/* The representative groups holding each instruction (CSR), and the
- * readers of each, once the groups are final. */
+/* The representative groups holding each instruction (CSR), once the
+ * groups are final; and, for a grouping that borrows from no other,
+ * which instructions no group holds (the same under every decision of a
+ * policy: see sim_group_output). */
 static bool index_holders(struct grouping *g)
 {
 	g->h_off = ts_calloc((size_t)g->n + 1, sizeof *g->h_off);
@@ -696,7 +652,12 @@ static bool index_holders(struct grouping *g)
 				g->holders[g->h_off[i] + fill[i]++] = h;
 			}
 	ts_free(fill);
-	return index_readers(g);
+	if (g->borrowed)
+		return true;
+	g->unheld = ts_malloc((size_t)g->n + 1);
+	for (int i = 0; g->unheld && i < g->n; i++)
+		g->unheld[i] = g->h_off[i] == g->h_off[i + 1];
+	return g->unheld != NULL;
 }
 
 /* Inputs of group id (operands of members that are not members), in
@@ -913,18 +874,30 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 	return ok;
 }
 
-/* Is member i of group id written to HBM: the computation's root, or used
- * by an instruction that neither belongs to id nor recomputes i itself? */
+/*
+ * Is member i of representative group id written to HBM: the
+ * computation's root, or read from HBM by a live user outside id? i's own
+ * (grp[i], id's or a sibling's merged into id) is held by id alone, so
+ * every live user outside id reads it. A recomputed i (G_MULTI) is held
+ * by every group that holds one of its users (collect_members takes it in
+ * through that user), so only a user no group holds reads it (unheld:
+ * an op no kernel holds, or a constant-derived value only such ops read;
+ * what the policies decide does not change it, so a grouping that borrows
+ * another's has the same). A constant-derived member not id's own is a
+ * copy: each reader has its own.
+ */
 bool sim_group_output(const struct grouping *g, int id, int i)
 {
 	if (g->c->root == g->c->instrs[i])
 		return true;
 	if (g->cd[i] && g->grp[i] != id) /* a copy: each reader has its own */
 		return false;
-	/* read from HBM by a user outside id (index_readers) */
-	for (int k = g->r_off[i]; k < g->r_off[i + 1]; k++)
-		if (!sim_group_member(g, id, g->readers[k]))
+	bool own = g->grp[i] >= 0;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		int u = g->users[k];
+		if (g->live[u] && (own ? !sim_group_member(g, id, u) : g->unheld[u]))
 			return true;
+	}
 	return false;
 }
 
@@ -1050,6 +1023,7 @@ void sim_grouping_free(struct grouping *g)
 		ts_free(g->cd);
 		ts_free(g->live);
 		ts_free(g->fc);
+		ts_free(g->unheld);
 	}
 	ts_free(g->grp);
 	ts_free(g->reuse);
@@ -1063,8 +1037,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->m_len);
 	ts_free(g->h_off);
 	ts_free(g->holders);
-	ts_free(g->r_off);
-	ts_free(g->readers);
+
 	ts_free(g->stamp);
 	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
@@ -1211,6 +1184,7 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->cd = like->cd;
 	g->live = like->live;
 	g->fc = like->fc;
+	g->unheld = like->unheld;
 	g->borrowed = true;
 	return TS_OK;
 }

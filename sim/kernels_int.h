@@ -97,10 +97,9 @@ struct grouping {
 	int *pool, *m_start, *m_len;
 	size_t pool_n, pool_cap;
 	int *h_off, *holders;
-	/* the users that read instruction i from HBM (live, and held by no
-	 * group or by one that does not hold i): readers[r_off[i] ..
-	 * r_off[i + 1]), once the groups are final */
-	int *r_off, *readers;
+	bool *unheld;          /* per instruction: no group holds it (the same
+	                          under every policy decision), once the groups
+	                          are final */
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
@@ -110,9 +109,9 @@ struct grouping {
 	                          every grouping comes from sim_grouping_build):
 	                          2 marks per instruction, then the generation */
 	bool borrowed;         /* order, users, operands, elems, opk, cd,
-	                          live and fc (what no decision changes) are
-	                          another grouping's of c, not freed with
-	                          this one */
+	                          live, fc and unheld (what no decision
+	                          changes) are another grouping's of c, not
+	                          freed with this one */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says
