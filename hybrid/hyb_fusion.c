@@ -143,23 +143,80 @@ static const struct hyb_fuse_kernel *cache_find(const struct cache *c,
 	return c->key[j] == key ? &c->v[j] : NULL;
 }
 
+/* A list of kernel keys with room to sort them. */
+struct keys {
+	uint64_t *v, *tmp;
+	int n, cap;
+};
+
+/* Room for n keys in k (its keys kept). */
+static bool keys_reserve(struct keys *k, int n)
+{
+	if (n <= k->cap)
+		return true;
+	uint64_t *v = ts_realloc(k->v, (size_t)n * sizeof *v);
+	if (v)
+		k->v = v;
+	uint64_t *t = v ? ts_realloc(k->tmp, (size_t)n * sizeof *t) : NULL;
+	if (t)
+		k->tmp = t;
+	if (!v || !t)
+		return false;
+	k->cap = n;
+	return true;
+}
+
+static void keys_free(struct keys *k)
+{
+	ts_free(k->v);
+	ts_free(k->tmp);
+	memset(k, 0, sizeof *k);
+}
+
 struct search {
 	const struct ir_module *m;
 	const struct sim_fusion_space *base; /* of the computation searched:
 	                                        what no decision changes */
 	const struct hyb_fuse_cost *cost;
 	struct cache cache;
+	struct keys gone, in; /* a trial's kernels, by delta (settled()) */
 	struct sim_fusion_plan *plan;
 	struct ts_diag *d;
 };
 
-/* One alternative of a computation: its kernels' keys (ascending; tmp:
- * room to sort them) and the sums of their costs, as timed and analytic. */
+/* One alternative of a computation: its kernels' keys (ascending) and the
+ * sums of their costs, as timed and analytic. */
 struct alt {
-	uint64_t *keys, *tmp;
-	int n, cap;
+	struct keys k;
 	double ns, analytic_ns;
 };
+
+/* The cost of kernel k of space sp, whose key is key: from the cache, else
+ * costed and kept there (unmodelled: 0, as run). *out points into the
+ * cache until its next insertion. */
+static enum ts_status kernel_cost(struct search *s,
+				  const struct sim_fusion_space *sp, int k,
+				  uint64_t key, const struct hyb_fuse_kernel **out)
+{
+	bool found;
+	struct hyb_fuse_kernel *v = cache_slot(&s->cache, key, &found);
+	*out = v;
+	if (!v)
+		return TS_ERR_NOMEM;
+	if (found)
+		return TS_OK;
+	struct sim_kernel kn = {0};
+	bool none;
+	enum ts_status st = sim_fusion_space_kernel(sp, k, &kn, &none, s->d);
+	*v = (struct hyb_fuse_kernel){0, 0, true, true};
+	if (!st && !none)
+		s->cost->kernel(s->cost->ctx, &kn, v);
+	if (!isfinite(v->ns) || !isfinite(v->analytic_ns))
+		v->ns = v->analytic_ns = 0; /* unmodelled: 0, as run */
+	sim_kernel_release(&kn);
+	s->plan->n_costed++;
+	return st;
+}
 
 /* Costs computation c under force into a (its keys and sums). */
 static enum ts_status comp_time(struct search *s,
@@ -168,75 +225,115 @@ static enum ts_status comp_time(struct search *s,
 {
 	struct sim_fusion_space *g;
 	enum ts_status st = sim_fusion_space_build(s->m, c, force, s->base, &g);
-	a->n = 0;
+	a->k.n = 0;
 	a->ns = a->analytic_ns = 0;
 	int n_k = st ? 0 : sim_fusion_space_kernels(g);
-	if (!st && n_k > a->cap) {
-		uint64_t *k = ts_realloc(a->keys, (size_t)n_k * sizeof *k);
-		if (k)
-			a->keys = k;
-		uint64_t *t = k ? ts_realloc(a->tmp, (size_t)n_k * sizeof *t) : NULL;
-		if (t)
-			a->tmp = t;
-		if (!k || !t)
-			st = TS_ERR_NOMEM;
-		else
-			a->cap = n_k;
-	}
+	if (!st && !keys_reserve(&a->k, n_k))
+		st = TS_ERR_NOMEM;
 	for (int k = 0; !st && k < n_k; k++) {
-		bool found;
 		uint64_t key = sim_fusion_space_key(g, k);
-		struct hyb_fuse_kernel *v = cache_slot(&s->cache, key, &found);
-		if (!v) {
-			st = TS_ERR_NOMEM;
+		const struct hyb_fuse_kernel *v;
+		if ((st = kernel_cost(s, g, k, key, &v)))
 			break;
-		}
-		if (!found) {
-			struct sim_kernel kn = {0};
-			bool none;
-			st = sim_fusion_space_kernel(g, k, &kn, &none, s->d);
-			*v = (struct hyb_fuse_kernel){0, 0, true, true};
-			if (!st && !none)
-				s->cost->kernel(s->cost->ctx, &kn, v);
-			if (!isfinite(v->ns) || !isfinite(v->analytic_ns))
-				v->ns = v->analytic_ns = 0; /* unmodelled: 0, as run */
-			sim_kernel_release(&kn);
-			s->plan->n_costed++;
-		}
-		a->keys[a->n++] = key;
+		a->k.v[a->k.n++] = key;
 		a->ns += v->ns;
 		a->analytic_ns += v->analytic_ns;
 	}
-	ts_sort_u64(a->keys, (size_t)a->n, a->tmp);
+	ts_sort_u64(a->k.v, (size_t)a->k.n, a->k.tmp);
 	sim_fusion_space_free(g);
 	return st;
 }
 
-/* Over the kernels one alternative has and the other has not (ascending
- * keys, symmetric difference): does any leave the envelope, and does any
- * go without its learned correction? */
-static void differing(const struct search *s, const struct alt *x,
-		      const struct alt *y, bool *implausible, bool *uncorrected)
+/* What the kernels one list has and the other has not come to (the
+ * symmetric difference of two ascending lists of keys, each costed in the
+ * cache): does any leave the envelope, does any go without its learned
+ * correction, and (sums, or NULL) the costs of x's own and of y's own,
+ * timed and analytic. */
+static void differing(const struct search *s, const struct keys *x,
+		      const struct keys *y, bool *implausible, bool *uncorrected,
+		      double sums[4])
 {
 	*implausible = *uncorrected = false;
 	int i = 0, j = 0;
 	while (i < x->n || j < y->n) {
 		uint64_t key;
-		if (j >= y->n || (i < x->n && x->keys[i] < y->keys[j]))
-			key = x->keys[i++];
-		else if (i >= x->n || y->keys[j] < x->keys[i])
-			key = y->keys[j++];
-		else {
+		int own; /* 0: x's, 1: y's */
+		if (j >= y->n || (i < x->n && x->v[i] < y->v[j])) {
+			key = x->v[i++];
+			own = 0;
+		} else if (i >= x->n || y->v[j] < x->v[i]) {
+			key = y->v[j++];
+			own = 1;
+		} else {
 			i++;
 			j++;
 			continue;
 		}
-		/* comp_time stored every key of both */
 		const struct hyb_fuse_kernel *v = cache_find(&s->cache, key);
 		TS_ASSERT(v);
 		*implausible = *implausible || !v->plausible;
 		*uncorrected = *uncorrected || !v->corrected;
+		if (sums) {
+			sums[own] += v->ns;
+			sums[2 + own] += v->analytic_ns;
+		}
 	}
+}
+
+/* The computation's time by the space under force is t's; before and
+ * after it by the decision's rule: both corrected or both analytic. */
+static void times(bool uncorrected, double best_ns, double best_analytic,
+		  double ns, double analytic_ns, double *before, double *after)
+{
+	*before = uncorrected ? best_analytic : best_ns;
+	*after = uncorrected ? analytic_ns : ns;
+}
+
+/* Whether the decision force makes (against g, the space the best so far
+ * is, timed in best) is turned down by the kernels it changes alone
+ * (sim_fusion_space_delta): when they leave the envelope, or when the
+ * time they leave is not under the bar by more than rounding (1e-9: the
+ * sum by difference and the sum over the kernels differ by far less).
+ * *settled false when that cannot tell: then the computation is costed
+ * whole. */
+static enum ts_status settled(struct search *s,
+			      const struct sim_fusion_space *g,
+			      const signed char *force, const struct alt *best,
+			      bool *down)
+{
+	*down = false;
+	struct sim_fusion_space *d = NULL;
+	enum ts_status st = keys_reserve(&s->gone, best->k.n) ? TS_OK
+							     : TS_ERR_NOMEM;
+	if (!st)
+		st = sim_fusion_space_delta(g, force, &d, s->gone.v, &s->gone.n);
+	if (st || !d)
+		return st;
+	int n_in = sim_fusion_space_kernels(d);
+	s->in.n = 0;
+	if (!keys_reserve(&s->in, n_in))
+		st = TS_ERR_NOMEM;
+	for (int k = 0; !st && k < n_in; k++) {
+		const struct hyb_fuse_kernel *v;
+		uint64_t key = sim_fusion_space_key(d, k);
+		if (!(st = kernel_cost(s, d, k, key, &v)))
+			s->in.v[s->in.n++] = key;
+	}
+	sim_fusion_space_free(d);
+	if (st)
+		return st;
+	ts_sort_u64(s->gone.v, (size_t)s->gone.n, s->gone.tmp);
+	ts_sort_u64(s->in.v, (size_t)s->in.n, s->in.tmp);
+	bool implausible, uncorrected;
+	double sums[4] = {0, 0, 0, 0};
+	differing(s, &s->gone, &s->in, &implausible, &uncorrected, sums);
+	double before, after;
+	times(uncorrected, best->ns, best->analytic_ns,
+	      best->ns - sums[0] + sums[1],
+	      best->analytic_ns - sums[2] + sums[3], &before, &after);
+	*down = implausible ||
+		!(after < before * (1 - HYB_FUSE_MIN_GAIN) * (1 + 1e-9));
+	return TS_OK;
 }
 
 static enum ts_status add_flip(struct sim_fusion_plan *p,
@@ -278,15 +375,25 @@ static enum ts_status search_comp(struct search *s,
 		signed char prev = force[i];
 		force[i] = (signed char)alt;
 		s->plan->n_trials++;
-		if ((st = comp_time(s, c, force, &trial)))
+		/* most decisions are turned down by the few kernels they
+		 * change; the rest are costed whole */
+		bool down;
+		if ((st = settled(s, g, force, &best, &down)))
+			break;
+		if (!down && (st = comp_time(s, c, force, &trial)))
 			break;
 		/* physics, not artefacts: no decision on a kernel outside the
 		 * envelope; both sides corrected or both analytic */
-		bool implausible, uncorrected;
-		differing(s, &best, &trial, &implausible, &uncorrected);
-		double before = uncorrected ? best.analytic_ns : best.ns;
-		double after = uncorrected ? trial.analytic_ns : trial.ns;
-		if (implausible || !(after < before * (1 - HYB_FUSE_MIN_GAIN))) {
+		bool implausible = false, uncorrected = false;
+		double before = 0, after = 0;
+		if (!down) {
+			differing(s, &best.k, &trial.k, &implausible,
+				  &uncorrected, NULL);
+			times(uncorrected, best.ns, best.analytic_ns, trial.ns,
+			      trial.analytic_ns, &before, &after);
+		}
+		if (down || implausible ||
+		    !(after < before * (1 - HYB_FUSE_MIN_GAIN))) {
 			force[i] = prev;
 			continue;
 		}
@@ -301,10 +408,8 @@ static enum ts_status search_comp(struct search *s,
 			st = sim_fusion_space_build(s->m, c, force, s->base, &g);
 	}
 	ts_free(visit);
-	ts_free(best.keys);
-	ts_free(best.tmp);
-	ts_free(trial.keys);
-	ts_free(trial.tmp);
+	keys_free(&best.k);
+	keys_free(&trial.k);
 	if (g != first)
 		sim_fusion_space_free(g);
 	sim_fusion_space_free(first);
@@ -363,6 +468,8 @@ static enum ts_status plan_make(const struct ir_module *m,
 			ts_free(f);
 	}
 	cache_free(&s.cache);
+	keys_free(&s.gone);
+	keys_free(&s.in);
 	ts_free(grouped);
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, m->file, 0, 0, "out of memory");

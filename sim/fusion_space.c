@@ -87,12 +87,10 @@ int sim_fusion_space_kernels(const struct sim_fusion_space *s)
 	return s->n_kernels;
 }
 
-uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
+/* The key of group id: FNV-1a over whole ints (a byte at a time costs 4x
+ * on long groups): the count, the members, then the outputs among them. */
+static uint64_t group_key(const struct grouping *g, int id)
 {
-	const struct grouping *g = &s->g;
-	int id = s->kernels[k];
-	/* FNV-1a over whole ints (a byte at a time costs 4x on long
-	 * groups): the count, the members, then the outputs among them */
 	const int *mem;
 	int n = sim_group_members(g, id, &mem);
 	uint64_t h = ts_fnv1a_word(TS_FNV1A_BASIS, (uint32_t)n);
@@ -102,6 +100,42 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 		if (sim_group_output(g, id, mem[q]))
 			h = ts_fnv1a_word(h, (uint32_t)mem[q]);
 	return h ? h : 1;
+}
+
+uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
+{
+	return group_key(&s->g, s->kernels[k]);
+}
+
+enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
+				      const signed char *force,
+				      struct sim_fusion_space **out,
+				      uint64_t *gone, int *n_gone)
+{
+	*out = NULL;
+	*n_gone = 0;
+	struct sim_fusion_space *s = ts_calloc(1, sizeof *s);
+	if (!s)
+		return TS_ERR_NOMEM;
+	s->m = base->m;
+	size_t n = 2 * (size_t)(base->g.n > 0 ? base->g.n : 1);
+	s->kernels = ts_malloc(n * sizeof *s->kernels);
+	int *b_ids = ts_malloc(n * sizeof *b_ids);
+	int n_b = 0;
+	bool whole = true;
+	enum ts_status st = s->kernels && b_ids
+				    ? sim_grouping_delta(&s->g, &base->g, force,
+							 s->kernels, &s->n_kernels,
+							 b_ids, &n_b, &whole)
+				    : TS_ERR_NOMEM;
+	for (int q = 0; !st && !whole && q < n_b; q++)
+		gone[(*n_gone)++] = group_key(&base->g, b_ids[q]);
+	ts_free(b_ids);
+	if (st || whole)
+		sim_fusion_space_free(s);
+	else
+		*out = s;
+	return st;
 }
 
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,

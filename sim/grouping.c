@@ -930,10 +930,74 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
 	return false;
 }
 
+/* Scratch of the cycle checks: a stamp and a member mark per instruction
+ * (a generation each check: no clearing between groups) and a stack. */
+struct cycle_scratch {
+	int *stamp, *in, *stack;
+	int gen;
+};
+
+static bool cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
+{
+	size_t n = (size_t)(n_instrs > 0 ? n_instrs : 1);
+	cy->stamp = ts_calloc(n, sizeof *cy->stamp);
+	cy->in = ts_calloc(n, sizeof *cy->in);
+	cy->stack = ts_malloc(n * sizeof *cy->stack);
+	cy->gen = 0;
+	return cy->stamp && cy->in && cy->stack;
+}
+
+static void cycle_scratch_free(struct cycle_scratch *cy)
+{
+	ts_free(cy->stamp);
+	ts_free(cy->in);
+	ts_free(cy->stack);
+}
+
+/* Does representative group id read, through instructions outside it, a
+ * value that depends on a member it owns (feeds_back)? */
+static bool group_cyclic(const struct grouping *g, int id,
+			 struct cycle_scratch *cy)
+{
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem), from = g->n;
+	int owned = 0;
+	for (int q = 0; q < n_mem; q++) {
+		int m = mem[q], gm = g->grp[m];
+		if (gm >= 0 && g->g_rep[gm] == id) {
+			owned++;
+			if (g->pos[m] < from)
+				from = g->pos[m];
+		}
+	}
+	/* one owned member: the others are copies of producers upstream of
+	 * it, so nothing it reads can depend on it */
+	if (owned < 2)
+		return false;
+	/* its inputs (operands outside it) placed after its first owned
+	 * member: one placed before cannot depend on one. All are searched
+	 * under one stamp: a node an earlier search left leads to no owned
+	 * member. */
+	int gen = ++cy->gen;
+	for (int q = 0; q < n_mem; q++)
+		cy->in[mem[q]] = gen;
+	for (int q = 0; q < n_mem; q++)
+		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
+			int k = g->ops[j];
+			if (k < 0 || g->pos[k] < from || cy->stamp[k] == gen ||
+			    cy->in[k] == gen)
+				continue;
+			if (feeds_back(g, id, k, from, g->pos, cy->stamp, gen,
+				       cy->stack))
+				return true;
+		}
+	return false;
+}
+
 /*
- * A group whose inputs depend on its own members (feeds_back) is no legal
- * fusion: XLA checks for that cycle before it fuses a producer and leaves
- * it unfused. So each such group is dissolved: every member it owns
+ * A group whose inputs depend on its own members (group_cyclic) is no
+ * legal fusion: XLA checks for that cycle before it fuses a producer and
+ * leaves it unfused. So each such group is dissolved: every member it owns
  * becomes a kernel of its own (SIM_WHY_CYCLE), with the constant-derived
  * values it reads copied in as usual, for the kernel builder and the
  * fusion writer alike. The groups cycled and their merged siblings keep
@@ -942,52 +1006,14 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
 static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs)
 {
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	int *pos = ts_malloc(n * sizeof *pos);
-	int *stamp = ts_calloc(n, sizeof *stamp);
-	int *scratch = ts_malloc(n * sizeof *scratch);
-	/* in[k] == id + 1: k is a member of group id (a look per operand,
-	 * not a search of the member list) */
-	int *in = ts_calloc(n, sizeof *in);
+	struct cycle_scratch cy;
 	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
-	bool ok = pos && stamp && scratch && in && cyclic, any = false;
-	for (int k = 0; ok && k < g->n; k++)
-		pos[g->order[k]] = k;
-	int gen = 0, n_before = g->n_groups;
+	bool ok = cycle_scratch_init(&cy, g->n) && cyclic, any = false;
+	int n_before = g->n_groups;
 	for (int id = 0; ok && id < n_before; id++) {
 		if (g->g_rep[id] != id)
 			continue;
-		const int *mem;
-		int n_mem = sim_group_members(g, id, &mem), from = g->n;
-		int owned = 0;
-		for (int q = 0; q < n_mem; q++) {
-			int m = mem[q], gm = g->grp[m];
-			if (gm >= 0 && g->g_rep[gm] == id) {
-				owned++;
-				if (pos[m] < from)
-					from = pos[m];
-			}
-		}
-		/* one owned member: the others are copies of producers
-		 * upstream of it, so nothing it reads can depend on it */
-		if (owned < 2)
-			continue;
-		/* its inputs (operands outside it) placed after its first
-		 * owned member: one placed before cannot depend on one. All
-		 * are searched under one stamp: a node an earlier search
-		 * left leads to no owned member. */
-		++gen;
-		for (int q = 0; q < n_mem; q++)
-			in[mem[q]] = id + 1;
-		for (int q = 0; q < n_mem && !cyclic[id]; q++)
-			for (int j = g->ooff[mem[q]];
-			     !cyclic[id] && j < g->ooff[mem[q] + 1]; j++) {
-				int k = g->ops[j];
-				if (k < 0 || pos[k] < from || stamp[k] == gen ||
-				    in[k] == id + 1)
-					continue;
-				cyclic[id] = feeds_back(g, id, k, from, pos, stamp,
-							gen, scratch);
-			}
+		cyclic[id] = group_cyclic(g, id, &cy);
 		any = any || cyclic[id];
 	}
 	for (int i = 0; ok && any && i < g->n; i++) {
@@ -1002,10 +1028,7 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 	for (int id = 0; ok && any && id < n_before; id++)
 		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
 			g->g_rep[id] = -1; /* a cyclic group and its siblings */
-	ts_free(pos);
-	ts_free(stamp);
-	ts_free(scratch);
-	ts_free(in);
+	cycle_scratch_free(&cy);
 	ts_free(cyclic);
 	return ok;
 }
@@ -1024,6 +1047,7 @@ void sim_grouping_free(struct grouping *g)
 		ts_free(g->live);
 		ts_free(g->fc);
 		ts_free(g->unheld);
+		ts_free(g->pos);
 	}
 	ts_free(g->grp);
 	ts_free(g->reuse);
@@ -1088,6 +1112,7 @@ static enum ts_status grouping_base(struct grouping *g)
 		n_ops += (size_t)c->instrs[i]->n_operands;
 	}
 	g->order = ts_malloc(n * sizeof *g->order);
+	g->pos = ts_malloc(n * sizeof *g->pos);
 	g->uoff = ts_calloc(n + 1, sizeof *g->uoff);
 	g->users = ts_malloc(n_uses * sizeof *g->users);
 	g->ooff = ts_calloc(n + 1, sizeof *g->ooff);
@@ -1099,7 +1124,7 @@ static enum ts_status grouping_base(struct grouping *g)
 	g->fc = ts_malloc(n);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *tmp = ts_calloc(n + 1, sizeof *tmp);
-	if (!g->order || !g->uoff || !g->users || !g->ooff || !g->ops ||
+	if (!g->order || !g->pos || !g->uoff || !g->users || !g->ooff || !g->ops ||
 	    !g->elems || !g->opk || !g->cd || !g->live || !g->fc || !stack ||
 	    !tmp) {
 		ts_free(stack);
@@ -1130,6 +1155,8 @@ static enum ts_status grouping_base(struct grouping *g)
 		}
 	}
 	topo_order(g, stack, tmp);
+	for (int k = 0; k < g->n; k++)
+		g->pos[g->order[k]] = k;
 	for (int i = 0; i < g->n; i++)
 		g->fc[i] = (unsigned char)fuse_class_of(g, c->instrs[i]);
 	/* Liveness (XLA DCE): from the root and every op with an effect or a
@@ -1175,6 +1202,7 @@ static enum ts_status grouping_init(struct grouping *g,
 		return grouping_base(g);
 	TS_ASSERT(like->c == c);
 	g->order = like->order;
+	g->pos = like->pos;
 	g->uoff = like->uoff;
 	g->users = like->users;
 	g->ooff = like->ooff;
@@ -1215,6 +1243,126 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
+	ts_free(cs.stack);
+	ts_free(cs.mark);
+	ts_free(cs.bits);
+	return ok ? TS_OK : TS_ERR_NOMEM;
+}
+
+/* The group an instruction belongs to, named by its root (G_NONE and
+ * G_MULTI as they are): the same in two groupings whose ids differ. */
+static int root_of(const struct grouping *g, int i)
+{
+	return g->grp[i] >= 0 ? g->g_root[g->grp[i]] : g->grp[i];
+}
+
+/* Adds to ids (seen: already there) the groups of t that hold
+ * instruction j: its own, or, recomputed or constant-derived, those that
+ * hold a user (collect_members takes it in through one). visit and stack:
+ * scratch per instruction, visit stamped with gen. */
+static void holders_of(const struct grouping *t, int j, int gen, int *visit,
+		       int *stack, bool *seen, int *ids, int *n)
+{
+	int sp = 0;
+	stack[sp++] = j;
+	visit[j] = gen;
+	while (sp > 0) {
+		int x = stack[--sp], gx = t->grp[x];
+		if (gx >= 0) {
+			if (!seen[gx]) {
+				seen[gx] = true;
+				ids[(*n)++] = gx;
+			}
+			continue;
+		}
+		if (gx != G_MULTI && !t->cd[x])
+			continue; /* held by no group */
+		for (int k = t->uoff[x]; k < t->uoff[x + 1]; k++) {
+			int u = t->users[k];
+			if (visit[u] != gen) {
+				visit[u] = gen;
+				stack[sp++] = u;
+			}
+		}
+	}
+}
+
+enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
+				  const signed char *force, int *t_ids, int *n_t,
+				  int *b_ids, int *n_b, bool *whole)
+{
+	*whole = true;
+	*n_t = *n_b = 0;
+	enum ts_status st = grouping_init(t, b->c, b);
+	if (st != TS_OK)
+		return st;
+	t->force = force;
+	for (int k = t->n - 1; k >= 0; k--)
+		decide_fusion(t, t->order[k]);
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
+	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
+	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);
+	t->stamp = ts_calloc(2 * n + 1, sizeof *t->stamp);
+	int *visit = ts_calloc(n, sizeof *visit);
+	int *stack = ts_malloc(n * sizeof *stack);
+	bool *t_seen = ts_calloc(2 * n, sizeof *t_seen);
+	bool *b_seen = ts_calloc(2 * n, sizeof *b_seen);
+	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
+				     ts_calloc(n, sizeof *cs.mark),
+				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
+	struct cycle_scratch cy;
+	bool ok = cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
+		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
+		  cs.mark && cs.bits;
+	/* the instructions whose group differs, and the groups of t and the
+	 * representatives of b that hold one: no other group gains or loses
+	 * a member (a group takes in only what it reaches through its
+	 * members), an output (a member it owns is held by it alone; a
+	 * recomputed one is an output where a user no group holds reads it,
+	 * the same in both) or a cycle */
+	for (int j = 0, gen = 0; ok && j < t->n; j++) {
+		if (root_of(t, j) == root_of(b, j))
+			continue;
+		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
+			if (!b_seen[b->holders[h]]) {
+				b_seen[b->holders[h]] = true;
+				b_ids[(*n_b)++] = b->holders[h];
+			}
+		holders_of(t, j, ++gen, visit, stack, t_seen, t_ids, n_t);
+	}
+	/* and each one's namesake in the other (the group with the same
+	 * root): it differs too, if only by what the other gained */
+	for (int q = 0, n0 = *n_b; ok && q < n0; q++) {
+		int r = b->g_root[b_ids[q]], x = t->grp[r];
+		if (x >= 0 && t->g_root[x] == r && !t_seen[x]) {
+			t_seen[x] = true;
+			t_ids[(*n_t)++] = x;
+		}
+	}
+	for (int q = 0; ok && q < *n_t; q++) {
+		int r = t->g_root[t_ids[q]], x = b->grp[r];
+		if (x >= 0 && b->g_root[x] == r && !b_seen[b->g_rep[x]]) {
+			b_seen[b->g_rep[x]] = true;
+			b_ids[(*n_b)++] = b->g_rep[x];
+		}
+	}
+	/* a reduce among them may merge with, or part from, a sibling: not
+	 * followed */
+	bool follow = ok;
+	for (int q = 0; follow && q < *n_b; q++)
+		follow = !sibling_reduce(b, b_ids[q]);
+	for (int q = 0; follow && q < *n_t; q++)
+		follow = !sibling_reduce(t, t_ids[q]);
+	for (int q = 0; ok && follow && q < *n_t; q++)
+		ok = collect_members(t, t_ids[q], &cs);
+	for (int q = 0; ok && follow && q < *n_t; q++)
+		follow = !group_cyclic(t, t_ids[q], &cy);
+	*whole = !follow;
+	cycle_scratch_free(&cy);
+	ts_free(visit);
+	ts_free(stack);
+	ts_free(t_seen);
+	ts_free(b_seen);
 	ts_free(cs.stack);
 	ts_free(cs.mark);
 	ts_free(cs.bits);

@@ -74,6 +74,7 @@ struct grouping {
 	const struct ir_computation *c;
 	int n;                 /* instructions of c */
 	int *order;            /* topological order, operands first */
+	int *pos;              /* each instruction's place in order */
 	int *uoff, *users;     /* users of i: users[uoff[i] .. uoff[i+1]) */
 	int *ooff, *ops;       /* operands of i, as indices into c (-1: not
 	                          one of c's): ops[ooff[i] .. ooff[i+1]) */
@@ -108,8 +109,8 @@ struct grouping {
 	                          it through a const grouping (one thread;
 	                          every grouping comes from sim_grouping_build):
 	                          2 marks per instruction, then the generation */
-	bool borrowed;         /* order, users, operands, elems, opk, cd,
-	                          live, fc and unheld (what no decision
+	bool borrowed;         /* order, pos, users, operands, elems, opk,
+	                          cd, live, fc and unheld (what no decision
 	                          changes) are another grouping's of c, not
 	                          freed with this one */
 };
@@ -126,6 +127,20 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const signed char *force,
 				  const struct grouping *like);
 void sim_grouping_free(struct grouping *g);
+/* Computation b->c grouped under force, where force differs from b's
+ * decisions at one instruction, as far as it differs from b: t gets the
+ * decisions whole (b's base borrowed) and the members of the groups that
+ * may differ from b's, t_ids; b_ids gets b's representatives they may
+ * replace (each list up to 2 x n_instrs). Every other group of t is one
+ * of b's: the same members, outputs and cycles (sim/grouping.c says why).
+ * t has no holders index (sim_group_member searches member lists) and is
+ * no more than that. *whole when the difference reaches what this does not
+ * follow (a reduce that sibling merging compares, a group of t's with a
+ * cycle): then group whole (sim_grouping_build). sim_grouping_free t in
+ * every case. TS_ERR_NOMEM only. */
+enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
+				  const signed char *force, int *t_ids, int *n_t,
+				  int *b_ids, int *n_b, bool *whole);
 /* The decisions plan forces on computation c (sim_grouping_build's force;
  * NULL without a plan or for a computation it does not cover). */
 static inline const signed char *sim_plan_force(

@@ -397,6 +397,19 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k);
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct sim_kernel *out, bool *none,
 				       struct ts_diag *d);
+/* The kernels in which the space under force differs from base (a space
+ * of the same computation whose decisions differ from force at one
+ * instruction), without grouping the rest again: *out a space of the
+ * kernels it has that base may not (sim_fusion_space_kernels, _key and
+ * _kernel on it), and gone[0 .. *n_gone) the keys of base's kernels they
+ * may replace (room for base's kernels; a key in both is a kernel both
+ * have); every other kernel is base's. *out NULL when the difference
+ * reaches what this does not follow (a reduce that may merge with a
+ * sibling, a cycle): then build the space whole. TS_ERR_NOMEM only. */
+enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
+				      const signed char *force,
+				      struct sim_fusion_space **out,
+				      uint64_t *gone, int *n_gone);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 

@@ -658,6 +658,166 @@ static void test_shared(void **state)
 	assert_near((double)all.edges_both / all.edges_xla, 0.908, 0.0005);
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The keys of space s's kernels, ascending, into a malloc'd array. */
+static uint64_t *space_keys(const struct sim_fusion_space *s, int *n)
+{
+	*n = sim_fusion_space_kernels(s);
+	uint64_t *k = malloc(((size_t)*n + 1) * sizeof *k);
+	assert_non_null(k);
+	for (int i = 0; i < *n; i++)
+		k[i] = sim_fusion_space_key(s, i);
+	qsort(k, (size_t)*n, sizeof *k, cmp_key);
+	return k;
+}
+
+struct delta_count {
+	int delta, whole;
+};
+
+/* For every decision the fusion search may try on computation c of m (a
+ * candidate the other way, alone, against the xla policy's grouping), the
+ * kernels sim_fusion_space_delta gives, with the base's others, are the
+ * kernels of the space built whole: the same keys, one for one. */
+static void check_deltas(const struct ir_module *m,
+			 const struct ir_computation *c, struct delta_count *dc)
+{
+	struct sim_fusion_space *base, *whole, *d;
+	assert_int_equal(sim_fusion_space_build(m, c, NULL, NULL, &base), TS_OK);
+	signed char *force = calloc((size_t)c->n_instrs + 1, 1);
+	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
+	assert_true(force && cand);
+	int nb, n_cand = sim_fusion_space_candidates(base, cand);
+	uint64_t *bk = space_keys(base, &nb);
+	uint64_t *gone = malloc(((size_t)nb + 1) * sizeof *gone);
+	assert_non_null(gone);
+	for (int q = 0; q < n_cand; q++) {
+		int i = cand[q];
+		enum sim_fuse_force alt = sim_fusion_space_alternative(base, i);
+		if (alt == SIM_FUSE_DEFAULT)
+			continue;
+		force[i] = (signed char)alt;
+		int n_gone, nw;
+		assert_int_equal(sim_fusion_space_delta(base, force, &d, gone,
+							&n_gone),
+				 TS_OK);
+		if (!d) {
+			dc->whole++;
+			force[i] = 0;
+			continue;
+		}
+		dc->delta++;
+		assert_int_equal(sim_fusion_space_build(m, c, force, base, &whole),
+				 TS_OK);
+		uint64_t *wk = space_keys(whole, &nw);
+		int n_in;
+		uint64_t *in = space_keys(d, &n_in);
+		/* the base's kernels, less those gone, and those in */
+		uint64_t *got = malloc(((size_t)nb + (size_t)n_in + 1) * sizeof *got);
+		assert_non_null(got);
+		int ng = 0;
+		for (int k = 0; k < nb; k++) {
+			bool is_gone = false;
+			for (int j = 0; j < n_gone && !is_gone; j++)
+				is_gone = gone[j] == bk[k];
+			if (!is_gone)
+				got[ng++] = bk[k];
+		}
+		for (int k = 0; k < n_in; k++)
+			got[ng++] = in[k];
+		qsort(got, (size_t)ng, sizeof *got, cmp_key);
+		if (ng != nw || memcmp(got, wk, (size_t)nw * sizeof *wk) != 0)
+			fail_msg("%s, %s the other way: %d kernels by delta (%d "
+				 "gone, %d in), %d built whole", c->name,
+				 c->instrs[i]->name, ng, n_gone, n_in, nw);
+		free(got);
+		free(in);
+		free(wk);
+		sim_fusion_space_free(d);
+		sim_fusion_space_free(whole);
+		force[i] = 0;
+	}
+	free(gone);
+	free(bk);
+	free(cand);
+	free(force);
+	sim_fusion_space_free(base);
+}
+
+/* check_deltas on every computation of text a policy decides. */
+static void check_module_deltas(const char *rel, const char *text, size_t len,
+				void *ctx)
+{
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse(rel, text, len, &m, &nm, &d) != TS_OK)
+		fail_msg("%s: %s", rel, d.msg);
+	for (int k = 0; k < nm; k++) {
+		bool *grouped = calloc((size_t)m[k]->n_comps + 1, sizeof *grouped);
+		assert_non_null(grouped);
+		sim_fusion_space_comps(m[k], grouped);
+		for (int ci = 0; ci < m[k]->n_comps; ci++)
+			if (grouped[m[k]->comps[ci]->index])
+				check_deltas(m[k], m[k]->comps[ci], ctx);
+		free(grouped);
+		ir_module_free(m[k]);
+	}
+	ts_free(m);
+}
+
+/*
+ * The fusion search turns most decisions down by the kernels they change
+ * alone (sim_fusion_space_delta): checked against the space built whole,
+ * for every decision tried alone on the "share" module and the softmax
+ * (needing no data), and on every module of the corpus.
+ */
+static void test_delta(void **state)
+{
+	(void)state;
+	struct delta_count dc = {0, 0};
+	char text[4096];
+	share_text(text, sizeof text);
+	check_module_deltas("share.hlo", text, strlen(text), &dc);
+	check_module_deltas("softmax.hlo", softmax, strlen(softmax), &dc);
+	print_message("share and softmax: %d decisions by delta, %d whole\n",
+		      dc.delta, dc.whole);
+	assert_true(dc.delta > 0);
+	const char *shared = getenv("TPUSIM_SHARED");
+	if (!shared) {
+		print_message("TPUSIM_SHARED unset: the corpus is not checked\n");
+		skip();
+	}
+	char data[4096];
+	snprintf(data, sizeof data, "%s/data", shared);
+	dc = (struct delta_count){0, 0};
+	tu_each_hlo(data, "hlo-corpus", 1, check_module_deltas, &dc);
+	print_message("corpus: %d decisions by delta, %d whole\n", dc.delta,
+		      dc.whole);
+	assert_true(dc.delta > 1000);
+	/* a program whose grouping splits cyclic groups, and where some
+	 * decisions would make one */
+	char path[4096 + 64];
+	snprintf(path, sizeof path,
+		 "%s/hlo-programs/hlo_torax_iterhybrid_predictor_corrector_f64.hlo",
+		 data);
+	char *t;
+	size_t len;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file(path, &t, &len, &d), TS_OK);
+	dc = (struct delta_count){0, 0};
+	check_module_deltas("torax.hlo", t, len, &dc);
+	ts_free(t);
+	print_message("torax: %d decisions by delta, %d whole\n", dc.delta,
+		      dc.whole);
+	assert_true(dc.delta > 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_analytic_policy),
 		cmocka_unit_test(test_policy_physics),
 		cmocka_unit_test(test_shared),
+		cmocka_unit_test(test_delta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
