@@ -298,15 +298,16 @@ static void times(bool uncorrected, double best_ns, double best_analytic,
  * whole. */
 static enum ts_status settled(struct search *s,
 			      const struct sim_fusion_space *g,
-			      const signed char *force, const struct alt *best,
-			      bool *down)
+			      const signed char *force, int at,
+			      const struct alt *best, bool *down)
 {
 	*down = false;
 	struct sim_fusion_space *d = NULL;
 	enum ts_status st = keys_reserve(&s->gone, best->k.n) ? TS_OK
 							     : TS_ERR_NOMEM;
 	if (!st)
-		st = sim_fusion_space_delta(g, force, &d, s->gone.v, &s->gone.n);
+		st = sim_fusion_space_delta(g, force, at, &d, s->gone.v,
+					    &s->gone.n);
 	if (st || !d)
 		return st;
 	int n_in = sim_fusion_space_kernels(d);
@@ -378,7 +379,7 @@ static enum ts_status search_comp(struct search *s,
 		/* most decisions are turned down by the few kernels they
 		 * change; the rest are costed whole */
 		bool down;
-		if ((st = settled(s, g, force, &best, &down)))
+		if ((st = settled(s, g, force, i, &best, &down)))
 			break;
 		if (!down && (st = comp_time(s, c, force, &trial)))
 			break;

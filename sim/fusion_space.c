@@ -108,7 +108,7 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 }
 
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
-				      const signed char *force,
+				      const signed char *force, int at,
 				      struct sim_fusion_space **out,
 				      uint64_t *gone, int *n_gone)
 {
@@ -124,7 +124,7 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 	int n_b = 0;
 	bool whole = true;
 	enum ts_status st = s->kernels && b_ids
-				    ? sim_grouping_delta(&s->g, &base->g, force,
+				    ? sim_grouping_delta(&s->g, &base->g, force, at,
 							 s->kernels, &s->n_kernels,
 							 b_ids, &n_b, &whole)
 				    : TS_ERR_NOMEM;

@@ -212,7 +212,7 @@ static int new_group(struct grouping *g, int i, bool core)
 	int id = g->n_groups++;
 	g->grp[i] = id;
 	g->g_root[id] = i;
-	g->g_core[id] = core;
+	g->g_core_at[id] = core ? g->pos[i] : -1;
 	g->g_rep[id] = id;
 	return id;
 }
@@ -345,7 +345,7 @@ static void decide_fusion(struct grouping *g, int i)
 		/* Output fusion / reduce epilogue: one elementwise-like user
 		 * of no more elements, in a kernel without a core yet. */
 		if (n_users != 1 || materialise || multi || first < 0 ||
-		    g->g_core[first] || reuse_any ||
+		    g->g_core_at[first] >= 0 || reuse_any ||
 		    p->op == IR_OP_REDUCE_WINDOW)
 			break;
 		const struct ir_instr *u = NULL;
@@ -363,7 +363,7 @@ static void decide_fusion(struct grouping *g, int i)
 		    class_at(g, u->index) == FC_CORE)
 			break;
 		fuse_into(g, i, first);
-		g->g_core[first] = true;
+		g->g_core_at[first] = g->pos[i];
 		return;
 	}
 	case FC_EXPENSIVE: {
@@ -1054,7 +1054,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->prologue);
 	ts_free(g->why);
 	ts_free(g->g_root);
-	ts_free(g->g_core);
+	ts_free(g->g_core_at);
 	ts_free(g->g_rep);
 	ts_free(g->pool);
 	ts_free(g->m_start);
@@ -1193,10 +1193,10 @@ static enum ts_status grouping_init(struct grouping *g,
 	/* groups: at most one per instruction, and as many again when
 	 * cyclic groups are dissolved (dissolve_cycles) */
 	g->g_root = ts_malloc(2 * n * sizeof *g->g_root);
-	g->g_core = ts_calloc(2 * n, sizeof *g->g_core);
+	g->g_core_at = ts_malloc(2 * n * sizeof *g->g_core_at);
 	g->g_rep = ts_malloc(2 * n * sizeof *g->g_rep);
 	if (!g->grp || !g->reuse || !g->prologue || !g->why || !g->g_root ||
-	    !g->g_core || !g->g_rep)
+	    !g->g_core_at || !g->g_rep)
 		return TS_ERR_NOMEM;
 	if (!like)
 		return grouping_base(g);
@@ -1228,6 +1228,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	g->force = force;
 	for (int k = g->n - 1; k >= 0; k--)
 		decide_fusion(g, g->order[k]);
+	g->n_decided = g->n_groups;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
 	g->m_len = ts_calloc(2 * n, sizeof *g->m_len);
@@ -1287,9 +1288,44 @@ static void holders_of(const struct grouping *t, int j, int gen, int *visit,
 	}
 }
 
+/* t's decisions: b's up to at's (consumers first: no decision reads a
+ * later one, and force differs from b's only at at), the rest made again.
+ * The groups b made before at's decision keep their ids, and hold a core
+ * op when one joined them by then (g_core_at); where b split a cyclic
+ * group (its members' groups are not decisions), all are made again. */
+static void decide_from(struct grouping *t, const struct grouping *b, int at)
+{
+	int from = t->n - 1;
+	if (b->n_groups == b->n_decided) {
+		from = b->pos[at];
+		size_t n = (size_t)t->n;
+		memcpy(t->grp, b->grp, n * sizeof *t->grp);
+		memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
+		memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
+		memcpy(t->why, b->why, n * sizeof *t->why);
+		int keep = 0;
+		while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
+			keep++;
+		for (int id = 0; id < keep; id++) {
+			t->g_root[id] = b->g_root[id];
+			t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id]
+								    : -1;
+			t->g_rep[id] = id;
+		}
+		t->n_groups = keep;
+	}
+	for (int k = from; k >= 0; k--) {
+		int x = t->order[k];
+		t->reuse[x] = t->prologue[x] = false;
+		t->why[x] = SIM_WHY_FUSED;
+		decide_fusion(t, x);
+	}
+	t->n_decided = t->n_groups;
+}
+
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
-				  const signed char *force, int *t_ids, int *n_t,
-				  int *b_ids, int *n_b, bool *whole)
+				  const signed char *force, int at, int *t_ids,
+				  int *n_t, int *b_ids, int *n_b, bool *whole)
 {
 	*whole = true;
 	*n_t = *n_b = 0;
@@ -1297,8 +1333,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	if (st != TS_OK)
 		return st;
 	t->force = force;
-	for (int k = t->n - 1; k >= 0; k--)
-		decide_fusion(t, t->order[k]);
+	decide_from(t, b, at);
 	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
 	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);

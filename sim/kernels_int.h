@@ -87,8 +87,11 @@ struct grouping {
 	bool *reuse;           /* i is fused on a path that broadcasts it */
 	bool *prologue;        /* i is fused into a dot/convolution operand */
 	int n_groups;          /* groups formed (ids 0 .. n_groups-1) */
+	int n_decided;         /* of them by the decisions (the rest split
+	                          cyclic groups, dissolve_cycles) */
 	int *g_root;           /* root instruction of each group */
-	bool *g_core;          /* group already holds a core op */
+	int *g_core_at;        /* where in order the decision that put a core
+	                          op in each group was made (-1: none) */
 	int *g_rep;            /* representative after sibling merging (-1:
 	                          dissolved, a cycle) */
 	/* membership: group g's members (instruction indices, ascending)
@@ -128,8 +131,9 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const struct grouping *like);
 void sim_grouping_free(struct grouping *g);
 /* Computation b->c grouped under force, where force differs from b's
- * decisions at one instruction, as far as it differs from b: t gets the
- * decisions whole (b's base borrowed) and the members of the groups that
+ * decisions at instruction at only, as far as it differs from b: t gets
+ * the decisions whole (b's up to at's, b's base borrowed) and the members
+ * of the groups that
  * may differ from b's, t_ids; b_ids gets b's representatives they may
  * replace (each list up to 2 x n_instrs). Every other group of t is one
  * of b's: the same members, outputs and cycles (sim/grouping.c says why).
@@ -139,8 +143,8 @@ void sim_grouping_free(struct grouping *g);
  * cycle): then group whole (sim_grouping_build). sim_grouping_free t in
  * every case. TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
-				  const signed char *force, int *t_ids, int *n_t,
-				  int *b_ids, int *n_b, bool *whole);
+				  const signed char *force, int at, int *t_ids,
+				  int *n_t, int *b_ids, int *n_b, bool *whole);
 /* The decisions plan forces on computation c (sim_grouping_build's force;
  * NULL without a plan or for a computation it does not cover). */
 static inline const signed char *sim_plan_force(

@@ -398,8 +398,8 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct sim_kernel *out, bool *none,
 				       struct ts_diag *d);
 /* The kernels in which the space under force differs from base (a space
- * of the same computation whose decisions differ from force at one
- * instruction), without grouping the rest again: *out a space of the
+ * of the same computation whose decisions differ from force at
+ * instruction at only), without grouping the rest again: *out a space of the
  * kernels it has that base may not (sim_fusion_space_kernels, _key and
  * _kernel on it), and gone[0 .. *n_gone) the keys of base's kernels they
  * may replace (room for base's kernels; a key in both is a kernel both
@@ -407,7 +407,7 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
  * reaches what this does not follow (a reduce that may merge with a
  * sibling, a cycle): then build the space whole. TS_ERR_NOMEM only. */
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
-				      const signed char *force,
+				      const signed char *force, int at,
 				      struct sim_fusion_space **out,
 				      uint64_t *gone, int *n_gone);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */

@@ -703,7 +703,7 @@ static void check_deltas(const struct ir_module *m,
 			continue;
 		force[i] = (signed char)alt;
 		int n_gone, nw;
-		assert_int_equal(sim_fusion_space_delta(base, force, &d, gone,
+		assert_int_equal(sim_fusion_space_delta(base, force, i, &d, gone,
 							&n_gone),
 				 TS_OK);
 		if (!d) {
