@@ -43,9 +43,16 @@
  * VMEM working set and the per-kernel overhead are all in that time, so
  * "HBM traffic removed against recomputation and VMEM pressure" is the
  * model's own trade, not a second formula. Kernels are costed once per
- * distinct (members, outputs) set: a cache keyed by a 64-bit FNV-1a hash
- * of both (sim_fusion_space_key; a collision would reuse another set's time; at the sizes here,
- * a few thousand sets, its odds are below 1e-12).
+ * distinct (members, outputs) set of a computation: a cache per
+ * computation (members are named by their index in it) keyed by a 64-bit
+ * FNV-1a hash of both (sim_fusion_space_key; a collision would reuse
+ * another set's time; at the sizes here, a few thousand sets, its odds
+ * are below 1e-12). A decision is first weighed by the kernels it changes
+ * alone (sim_fusion_space_delta: the sum by difference, within rounding of
+ * the sum over the kernels); one that does not pay by more than that
+ * rounding is turned down there, and the rest (and those whose change
+ * reaches a reduce that may merge with a sibling, or a cycle) are costed
+ * over the whole computation as above, which decides.
  *
  * Known limits: one pass, one decision at a time (a pair of changes that
  * only pays together is not found); a while body is judged by one run of
@@ -411,6 +418,9 @@ static enum ts_status search_comp(struct search *s,
 	ts_free(visit);
 	keys_free(&best.k);
 	keys_free(&trial.k);
+	/* keys name instructions by their index in c: another computation's
+	 * same indices are other kernels */
+	cache_free(&s->cache);
 	if (g != first)
 		sim_fusion_space_free(g);
 	sim_fusion_space_free(first);

@@ -658,6 +658,69 @@ static void test_shared(void **state)
 	assert_near((double)all.edges_both / all.edges_xla, 0.908, 0.0005);
 }
 
+/* A stand-in cost that notes the computations whose exp + negate kernel
+ * it was asked for. */
+struct seen_cost {
+	struct hw_spec *hw;
+	bool entry, body;
+};
+
+static void cost_seen(void *ctx, const struct sim_kernel *k,
+		      struct hyb_fuse_kernel *out)
+{
+	struct seen_cost *sc = ctx;
+	hyb_fuse_cost_analytic(sc->hw, k, out);
+	if (k->n_members == 2 && has_op(k, IR_OP_EXPONENTIAL) &&
+	    has_op(k, IR_OP_NEGATE)) {
+		bool body = !strcmp(k->members[0]->parent->name, "body");
+		sc->body = sc->body || body;
+		sc->entry = sc->entry || !body;
+	}
+}
+
+/*
+ * Kernel costs are remembered per computation: two computations whose
+ * kernels hold instructions of the same indices (here exp + negate at 1
+ * and 2 in both, on 64 and on 2^20 elements) hold different kernels, and
+ * each is costed.
+ */
+static void test_cost_per_computation(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char text[] =
+		"HloModule two\n\n"
+		"body {\n"
+		"  p = f32[1048576]{0} parameter(0)\n"
+		"  e = f32[1048576]{0} exponential(p)\n"
+		"  ROOT n = f32[1048576]{0} negate(e)\n"
+		"}\n\n"
+		"ENTRY main {\n"
+		"  x = f32[64]{0} parameter(0)\n"
+		"  e2 = f32[64]{0} exponential(x)\n"
+		"  n2 = f32[64]{0} negate(e2)\n"
+		"  y = f32[1048576]{0} parameter(1)\n"
+		"  c = f32[1048576]{0} call(y), to_apply=body\n"
+		"  ROOT t = (f32[64]{0}, f32[1048576]{0}) tuple(n2, c)\n"
+		"}\n";
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(hlo_parse("two.hlo", text, strlen(text), &m, &nm, &d),
+			 TS_OK);
+	struct seen_cost sc = {&hw, false, false};
+	struct hyb_fuse_cost cost = {cost_seen, &sc, "analytic"};
+	struct sim_fusion_plan plan;
+	assert_int_equal(hyb_fusion_plan_build(m[0], &cost, &plan, &d), TS_OK);
+	assert_true(sc.entry);
+	assert_true(sc.body);
+	sim_fusion_plan_free(&plan);
+	ir_module_free(m[0]);
+	ts_free(m);
+}
+
 static int cmp_key(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -832,6 +895,7 @@ int main(void)
 		cmocka_unit_test(test_policy_physics),
 		cmocka_unit_test(test_shared),
 		cmocka_unit_test(test_delta),
+		cmocka_unit_test(test_cost_per_computation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
