@@ -125,10 +125,10 @@ static inline uint64_t ts_fnv1a_word(uint64_t h, uint64_t w)
 	return (h ^ w) * TS_FNV1A_PRIME;
 }
 
-/* Sorts v[0..n) ascending, tmp (room for n) its scratch: least
- * significant byte first, a counting pass each (8 passes; a pass whose
- * byte is the same in every key is skipped), so no comparison per pair.
- * For many random 64-bit keys (digests). */
+/* Sorts v[0..n) ascending, tmp (room for n, apart from v) its scratch:
+ * least significant byte first, a counting pass each (8 passes; a pass
+ * whose byte is the same in every key is skipped), so no comparison per
+ * pair. For many random 64-bit keys (digests). */
 void ts_sort_u64(uint64_t *v, size_t n, uint64_t *tmp);
 
 /* A 64-bit key (a digest) with an int (an id, an index), and the qsort

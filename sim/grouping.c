@@ -158,9 +158,9 @@ static bool is_format_op(enum ir_op op)
 	}
 }
 
-/* What the fusion rules ask of an op, kept per instruction (struct
- * grouping's opk) so that the decisions' inner loops read a byte instead
- * of the instruction. */
+/* What the fusion rules ask of an instruction, kept per instruction
+ * (struct grouping's opk) so that the decisions' inner loops read a byte
+ * instead of the instruction. */
 enum { OPK_CONTRACTION = 1, OPK_FORMAT = 2, OPK_DUS = 4, OPK_REDUCE = 8,
        OPK_ALONE = 16 /* sim_fuse_alone */ };
 

@@ -79,8 +79,8 @@ struct grouping {
 	int *ooff, *ops;       /* operands of i, as indices into c (-1: not
 	                          one of c's): ops[ooff[i] .. ooff[i+1]) */
 	int64_t *elems;        /* elements of i's shape (ir_shape_elems) */
-	unsigned char *opk;    /* per instruction: what kind of op, as the
-	                          fusion rules ask (grouping.c OPK_*) */
+	unsigned char *opk;    /* per instruction: what the fusion rules ask
+	                          of it (grouping.c OPK_*) */
 	bool *cd;              /* constant-derived */
 	bool *live;            /* reaches the root or a side effect */
 	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
