@@ -721,6 +721,14 @@ static uint64_t sibling_key(const struct grouping *g, int id)
 				sizeof *r->attrs.dimensions->v);
 }
 
+/* The digest sibling merging compares: sibling_key and group id's inputs
+ * (in[0 .. n_in), sorted by address). */
+static uint64_t sibling_digest(const struct grouping *g, int id,
+			       const struct ir_instr *const *in, int n_in)
+{
+	return ts_fnv1a(sibling_key(g, id), in, (size_t)n_in * sizeof *in);
+}
+
 static int cmp_ptr(const void *x, const void *y)
 {
 	uintptr_t a = (uintptr_t)*(const void *const *)x,
@@ -802,9 +810,8 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 			ok = false;
 			break;
 		}
-		sib[n_sib++] = (struct ts_key_id){
-			ts_fnv1a(sibling_key(g, id), in, (size_t)n_in * sizeof *in),
-			id};
+		sib[n_sib++] = (struct ts_key_id){sibling_digest(g, id, in, n_in),
+						  id};
 	}
 	if (ok)
 		qsort(sib, (size_t)n_sib, sizeof *sib, ts_cmp_key_id);
@@ -866,7 +873,10 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 			m.off[a] = -1;
 		}
 	}
-	ts_free(sib);
+	/* kept: a trial's grouping (sim_grouping_delta) asks whether a
+	 * group of its has a sibling here */
+	g->sib = sib;
+	g->n_sib = n_sib;
 	ts_free(run_of);
 	ts_free(m.off);
 	ts_free(m.len);
@@ -1063,6 +1073,7 @@ void sim_grouping_free(struct grouping *g)
 	ts_free(g->holders);
 
 	ts_free(g->stamp);
+	ts_free(g->sib);
 	memset(g, 0, sizeof *g); /* freeing twice is harmless */
 }
 
@@ -1288,6 +1299,68 @@ static void holders_of(const struct grouping *t, int j, int gen, int *visit,
 	}
 }
 
+/* The candidates of b's sibling merging whose digest is key: the first
+ * in b->sib (sorted by digest), and how many (*n). */
+static int sib_run(const struct grouping *b, uint64_t key, int *n)
+{
+	int lo = 0, hi = b->n_sib;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (b->sib[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int end = lo;
+	while (end < b->n_sib && b->sib[end].key == key)
+		end++;
+	*n = end - lo;
+	return lo;
+}
+
+/* Whether sibling merging leaves the groups of t in t_ids and of b in
+ * b_ids alone: no reduce among b's shares its digest with another of b's
+ * candidates, and none among t's with another of t's (in t_ids) or with
+ * one of b's other than its namesake (the others of b's are t's too,
+ * unchanged). *ok false when out of memory. */
+static bool siblings_alone(const struct grouping *t, const struct grouping *b,
+			   const int *t_ids, int n_t, const int *b_ids, int n_b,
+			   bool *ok)
+{
+	*ok = true;
+	for (int q = 0; q < n_b; q++) {
+		int y = b_ids[q], n = 0;
+		if (!sibling_reduce(b, y))
+			continue;
+		for (int k = 0; k < b->n_sib && n == 0; k++)
+			if (b->sib[k].id == y)
+				sib_run(b, b->sib[k].key, &n);
+		if (n > 1)
+			return false;
+	}
+	const struct ir_instr **in = ts_malloc(((size_t)t->n + 1) * sizeof *in);
+	uint64_t *keys = ts_malloc(((size_t)n_t + 1) * sizeof *keys);
+	*ok = in && keys;
+	bool alone = true;
+	int n_keys = 0;
+	for (int q = 0; *ok && alone && q < n_t; q++) {
+		int x = t_ids[q], n;
+		if (!sibling_reduce(t, x))
+			continue;
+		int n_in = sim_group_inputs(t, x, in);
+		qsort(in, (size_t)n_in, sizeof *in, cmp_ptr);
+		uint64_t key = sibling_digest(t, x, in, n_in);
+		for (int k = sib_run(b, key, &n), e = k + n; alone && k < e; k++)
+			alone = b->g_root[b->sib[k].id] == t->g_root[x];
+		for (int k = 0; alone && k < n_keys; k++)
+			alone = keys[k] != key;
+		keys[n_keys++] = key;
+	}
+	ts_free(in);
+	ts_free(keys);
+	return alone;
+}
+
 /* t's decisions: b's up to at's (consumers first: no decision reads a
  * later one, and force differs from b's only at at), the rest made again.
  * The groups b made before at's decision keep their ids, and hold a core
@@ -1346,6 +1419,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				     ts_calloc(n, sizeof *cs.mark),
 				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
 	struct cycle_scratch cy;
+	bool follow_ok;
 	bool ok = cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
 		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
 		  cs.mark && cs.bits;
@@ -1381,15 +1455,14 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 			b_ids[(*n_b)++] = b->g_rep[x];
 		}
 	}
-	/* a reduce among them may merge with, or part from, a sibling: not
-	 * followed */
-	bool follow = ok;
-	for (int q = 0; follow && q < *n_b; q++)
-		follow = !sibling_reduce(b, b_ids[q]);
-	for (int q = 0; follow && q < *n_t; q++)
-		follow = !sibling_reduce(t, t_ids[q]);
-	for (int q = 0; ok && follow && q < *n_t; q++)
+	for (int q = 0; ok && q < *n_t; q++)
 		ok = collect_members(t, t_ids[q], &cs);
+	/* a reduce among them that has, or had, a sibling to merge with (its
+	 * digest another's of either) is not followed; one without merges
+	 * with nothing in t, as its namesake did in b */
+	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
+					   &follow_ok);
+	ok = ok && follow_ok;
 	for (int q = 0; ok && follow && q < *n_t; q++)
 		follow = !group_cyclic(t, t_ids[q], &cy);
 	*whole = !follow;

@@ -108,6 +108,9 @@ struct grouping {
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
 	unsigned char *fc;     /* per instruction: enum fuse_class */
+	struct ts_key_id *sib; /* sibling merging's candidates by digest
+	                          (sorted), n_sib of them */
+	int n_sib;
 	unsigned *stamp;       /* scratch of sim_group_inputs, which writes
 	                          it through a const grouping (one thread;
 	                          every grouping comes from sim_grouping_build):
