@@ -51,8 +51,8 @@
  * alone (sim_fusion_space_delta: the sum by difference, within rounding of
  * the sum over the kernels); one that does not pay by more than that
  * rounding is turned down there, and the rest (and those whose change
- * reaches a reduce that may merge with a sibling, or a cycle) are costed
- * over the whole computation as above, which decides.
+ * reaches a reduce that has or had a sibling to merge with, or a cycle)
+ * are costed over the whole computation as above, which decides.
  *
  * Known limits: one pass, one decision at a time (a pair of changes that
  * only pays together is not found); a while body is judged by one run of

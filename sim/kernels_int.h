@@ -142,9 +142,9 @@ void sim_grouping_free(struct grouping *g);
  * of b's: the same members, outputs and cycles (sim/grouping.c says why).
  * t has no holders index (sim_group_member searches member lists) and is
  * no more than that. *whole when the difference reaches what this does not
- * follow (a reduce that sibling merging compares, a group of t's with a
- * cycle): then group whole (sim_grouping_build). sim_grouping_free t in
- * every case. TS_ERR_NOMEM only. */
+ * follow (a reduce that has or had a sibling to merge with, a group of t's
+ * with a cycle): then group whole (sim_grouping_build). sim_grouping_free
+ * t in every case. TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  const signed char *force, int at, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole);

@@ -404,8 +404,9 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
  * _kernel on it), and gone[0 .. *n_gone) the keys of base's kernels they
  * may replace (room for base's kernels; a key in both is a kernel both
  * have); every other kernel is base's. *out NULL when the difference
- * reaches what this does not follow (a reduce that may merge with a
- * sibling, a cycle): then build the space whole. TS_ERR_NOMEM only. */
+ * reaches what this does not follow (a reduce that has or had a
+ * sibling to merge with, a cycle): then build the space whole.
+ * TS_ERR_NOMEM only. */
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      const signed char *force, int at,
 				      struct sim_fusion_space **out,
