@@ -49,10 +49,11 @@
  * another set's time; at the sizes here, a few thousand sets, its odds
  * are below 1e-12). A decision is first weighed by the kernels it changes
  * alone (sim_fusion_space_delta: the sum by difference, within rounding of
- * the sum over the kernels); one that does not pay by more than that
- * rounding is turned down there, and the rest (and those whose change
- * reaches a reduce that has or had a sibling to merge with, or a cycle)
- * are costed over the whole computation as above, which decides.
+ * the sum over the kernels): one whose time so found is above the bar
+ * (0.1% under the time before) by more than that rounding is turned down
+ * there; the rest (and those whose change reaches a reduce that has or had
+ * a sibling to merge with, or a cycle) are costed over the whole
+ * computation as above, which decides.
  *
  * Known limits: one pass, one decision at a time (a pair of changes that
  * only pays together is not found); a while body is judged by one run of
@@ -296,13 +297,13 @@ static void times(bool uncorrected, double best_ns, double best_analytic,
 	*after = uncorrected ? analytic_ns : ns;
 }
 
-/* Whether the decision force makes (against g, the space the best so far
- * is, timed in best) is turned down by the kernels it changes alone
- * (sim_fusion_space_delta): when they leave the envelope, or when the
- * time they leave is not under the bar by more than rounding (1e-9: the
- * sum by difference and the sum over the kernels differ by far less).
- * *settled false when that cannot tell: then the computation is costed
- * whole. */
+/* Whether the decision force makes at instruction at (against g, the
+ * space the best so far is, timed in best) is turned down (*down) by the
+ * kernels it changes alone (sim_fusion_space_delta): when one of them
+ * leaves the envelope, or when the time they leave is above the bar by
+ * more than rounding (1e-9 of the bar: the sum by difference and the sum
+ * over the kernels differ by far less). Not turned down: the computation
+ * is costed whole, which decides. */
 static enum ts_status settled(struct search *s,
 			      const struct sim_fusion_space *g,
 			      const signed char *force, int at,
@@ -339,8 +340,8 @@ static enum ts_status settled(struct search *s,
 	times(uncorrected, best->ns, best->analytic_ns,
 	      best->ns - sums[0] + sums[1],
 	      best->analytic_ns - sums[2] + sums[3], &before, &after);
-	*down = implausible ||
-		!(after < before * (1 - HYB_FUSE_MIN_GAIN) * (1 + 1e-9));
+	double bar = before * (1 - HYB_FUSE_MIN_GAIN);
+	*down = implausible || !(after < bar + fabs(bar) * 1e-9);
 	return TS_OK;
 }
 

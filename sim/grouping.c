@@ -623,9 +623,7 @@ static bool absorb(struct grouping *g, int a, int b)
 }
 
 /* The representative groups holding each instruction (CSR), once the
- * groups are final; and, for a grouping that borrows from no other,
- * which instructions no group holds (the same under every decision of a
- * policy: see sim_group_output). */
+ * groups are final. */
 static bool index_holders(struct grouping *g)
 {
 	g->h_off = ts_calloc((size_t)g->n + 1, sizeof *g->h_off);
@@ -652,12 +650,7 @@ static bool index_holders(struct grouping *g)
 				g->holders[g->h_off[i] + fill[i]++] = h;
 			}
 	ts_free(fill);
-	if (g->borrowed)
-		return true;
-	g->unheld = ts_malloc((size_t)g->n + 1);
-	for (int i = 0; g->unheld && i < g->n; i++)
-		g->unheld[i] = g->h_off[i] == g->h_off[i + 1];
-	return g->unheld != NULL;
+	return true;
 }
 
 /* Inputs of group id (operands of members that are not members), in
@@ -886,26 +879,24 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 
 /*
  * Is member i of representative group id written to HBM: the
- * computation's root, or read from HBM by a live user outside id? i's own
- * (grp[i], id's or a sibling's merged into id) is held by id alone, so
- * every live user outside id reads it. A recomputed i (G_MULTI) is held
- * by every group that holds one of its users (collect_members takes it in
- * through that user), so only a user no group holds reads it (unheld:
- * an op no kernel holds, or a constant-derived value only such ops read;
- * what the policies decide does not change it, so a grouping that borrows
- * another's has the same). A constant-derived member not id's own is a
- * copy: each reader has its own.
+ * computation's root, or read from HBM by a live user outside id? A member
+ * id owns (grp[i]: id, or a sibling merged into id) is held by id alone,
+ * so every live user outside id reads it. One it does not own is a copy:
+ * recomputed (G_MULTI), or a constant-derived value (G_NONE); a copy is
+ * held by every group that holds one of its users (collect_members takes
+ * it in through that user), and every live user of a recomputed one is in
+ * a group (the rules recompute only what no user needs in memory), so no
+ * user reads a copy from HBM.
  */
 bool sim_group_output(const struct grouping *g, int id, int i)
 {
 	if (g->c->root == g->c->instrs[i])
 		return true;
-	if (g->cd[i] && g->grp[i] != id) /* a copy: each reader has its own */
+	if (g->grp[i] < 0)
 		return false;
-	bool own = g->grp[i] >= 0;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int u = g->users[k];
-		if (g->live[u] && (own ? !sim_group_member(g, id, u) : g->unheld[u]))
+		if (g->live[u] && !sim_group_member(g, id, u))
 			return true;
 	}
 	return false;
@@ -1056,7 +1047,6 @@ void sim_grouping_free(struct grouping *g)
 		ts_free(g->cd);
 		ts_free(g->live);
 		ts_free(g->fc);
-		ts_free(g->unheld);
 		ts_free(g->pos);
 	}
 	ts_free(g->grp);
@@ -1223,7 +1213,6 @@ static enum ts_status grouping_init(struct grouping *g,
 	g->cd = like->cd;
 	g->live = like->live;
 	g->fc = like->fc;
-	g->unheld = like->unheld;
 	g->borrowed = true;
 	return TS_OK;
 }
@@ -1318,6 +1307,17 @@ static int sib_run(const struct grouping *b, uint64_t key, int *n)
 	return lo;
 }
 
+/* Group id's digest as sibling merging takes it (its inputs sorted by
+ * address; in: room for g->n). A representative that absorbed siblings
+ * reads what each did. */
+static uint64_t group_digest(const struct grouping *g, int id,
+			     const struct ir_instr **in)
+{
+	int n_in = sim_group_inputs(g, id, in);
+	qsort(in, (size_t)n_in, sizeof *in, cmp_ptr);
+	return sibling_digest(g, id, in, n_in);
+}
+
 /* Whether sibling merging leaves the groups of t in t_ids and of b in
  * b_ids alone: no reduce among b's shares its digest with another of b's
  * candidates, and none among t's with another of t's (in t_ids) or with
@@ -1327,29 +1327,24 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 			   const int *t_ids, int n_t, const int *b_ids, int n_b,
 			   bool *ok)
 {
-	*ok = true;
-	for (int q = 0; q < n_b; q++) {
-		int y = b_ids[q], n = 0;
-		if (!sibling_reduce(b, y))
-			continue;
-		for (int k = 0; k < b->n_sib && n == 0; k++)
-			if (b->sib[k].id == y)
-				sib_run(b, b->sib[k].key, &n);
-		if (n > 1)
-			return false;
-	}
-	const struct ir_instr **in = ts_malloc(((size_t)t->n + 1) * sizeof *in);
+	size_t n_in = (size_t)t->n + 1;
+	const struct ir_instr **in = ts_malloc(n_in * sizeof *in);
 	uint64_t *keys = ts_malloc(((size_t)n_t + 1) * sizeof *keys);
 	*ok = in && keys;
 	bool alone = true;
+	for (int q = 0; *ok && alone && q < n_b; q++) {
+		int n;
+		if (!sibling_reduce(b, b_ids[q]))
+			continue;
+		sib_run(b, group_digest(b, b_ids[q], in), &n);
+		alone = n < 2;
+	}
 	int n_keys = 0;
 	for (int q = 0; *ok && alone && q < n_t; q++) {
 		int x = t_ids[q], n;
 		if (!sibling_reduce(t, x))
 			continue;
-		int n_in = sim_group_inputs(t, x, in);
-		qsort(in, (size_t)n_in, sizeof *in, cmp_ptr);
-		uint64_t key = sibling_digest(t, x, in, n_in);
+		uint64_t key = group_digest(t, x, in);
 		for (int k = sib_run(b, key, &n), e = k + n; alone && k < e; k++)
 			alone = b->g_root[b->sib[k].id] == t->g_root[x];
 		for (int k = 0; alone && k < n_keys; k++)
@@ -1364,29 +1359,25 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 /* t's decisions: b's up to at's (consumers first: no decision reads a
  * later one, and force differs from b's only at at), the rest made again.
  * The groups b made before at's decision keep their ids, and hold a core
- * op when one joined them by then (g_core_at); where b split a cyclic
- * group (its members' groups are not decisions), all are made again. */
+ * op when one joined them by then (g_core_at). b split no cyclic group
+ * (its decisions are its groups). */
 static void decide_from(struct grouping *t, const struct grouping *b, int at)
 {
-	int from = t->n - 1;
-	if (b->n_groups == b->n_decided) {
-		from = b->pos[at];
-		size_t n = (size_t)t->n;
-		memcpy(t->grp, b->grp, n * sizeof *t->grp);
-		memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
-		memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
-		memcpy(t->why, b->why, n * sizeof *t->why);
-		int keep = 0;
-		while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
-			keep++;
-		for (int id = 0; id < keep; id++) {
-			t->g_root[id] = b->g_root[id];
-			t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id]
-								    : -1;
-			t->g_rep[id] = id;
-		}
-		t->n_groups = keep;
+	int from = b->pos[at];
+	size_t n = (size_t)t->n;
+	memcpy(t->grp, b->grp, n * sizeof *t->grp);
+	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
+	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
+	memcpy(t->why, b->why, n * sizeof *t->why);
+	int keep = 0;
+	while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
+		keep++;
+	for (int id = 0; id < keep; id++) {
+		t->g_root[id] = b->g_root[id];
+		t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id] : -1;
+		t->g_rep[id] = id;
 	}
+	t->n_groups = keep;
 	for (int k = from; k >= 0; k--) {
 		int x = t->order[k];
 		t->reuse[x] = t->prologue[x] = false;
@@ -1403,7 +1394,8 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	*whole = true;
 	*n_t = *n_b = 0;
 	enum ts_status st = grouping_init(t, b->c, b);
-	if (st != TS_OK)
+	/* b split a cyclic group: not followed */
+	if (st != TS_OK || b->n_groups != b->n_decided)
 		return st;
 	t->force = force;
 	decide_from(t, b, at);

@@ -101,9 +101,6 @@ struct grouping {
 	int *pool, *m_start, *m_len;
 	size_t pool_n, pool_cap;
 	int *h_off, *holders;
-	bool *unheld;          /* per instruction: no group holds it (the same
-	                          under every policy decision), once the groups
-	                          are final */
 	const signed char *force; /* per instruction: a policy's decision
 	                             (enum sim_fuse_force), NULL: none */
 	unsigned char *why;    /* per instruction: enum sim_fuse_why */
@@ -116,9 +113,9 @@ struct grouping {
 	                          every grouping comes from sim_grouping_build):
 	                          2 marks per instruction, then the generation */
 	bool borrowed;         /* order, pos, users, operands, elems, opk,
-	                          cd, live, fc and unheld (what no decision
-	                          changes) are another grouping's of c, not
-	                          freed with this one */
+	                          cd, live and fc (what no decision changes)
+	                          are another grouping's of c, not freed with
+	                          this one */
 };
 
 /* Groups computation c as XLA's fusion passes would (grouping.c says
@@ -143,8 +140,9 @@ void sim_grouping_free(struct grouping *g);
  * t has no holders index (sim_group_member searches member lists) and is
  * no more than that. *whole when the difference reaches what this does not
  * follow (a reduce that has or had a sibling to merge with, a group of t's
- * with a cycle): then group whole (sim_grouping_build). sim_grouping_free
- * t in every case. TS_ERR_NOMEM only. */
+ * with a cycle, a cyclic group b split): then group whole
+ * (sim_grouping_build). sim_grouping_free t in every case. TS_ERR_NOMEM
+ * only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  const signed char *force, int at, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole);

@@ -848,8 +848,30 @@ static void test_delta(void **state)
 	share_text(text, sizeof text);
 	check_module_deltas("share.hlo", text, strlen(text), &dc);
 	check_module_deltas("softmax.hlo", softmax, strlen(softmax), &dc);
-	print_message("share and softmax: %d decisions by delta, %d whole\n",
-		      dc.delta, dc.whole);
+	/* sum and max over x are siblings, merged, while the dot takes e's
+	 * one core; the dot on its own, the sum joins e and the max is left
+	 * alone */
+	static const char siblings[] =
+		"HloModule siblings\n\n"
+		"sum { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		" ROOT s = f32[] add(a, b) }\n\n"
+		"max { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		" ROOT m = f32[] maximum(a, b) }\n\n"
+		"ENTRY e {\n"
+		"  x = f32[128,128,4]{2,1,0} parameter(0)\n"
+		"  y = f32[128,64]{1,0} parameter(1)\n"
+		"  w = f32[64,128]{1,0} parameter(2)\n"
+		"  z = f32[] constant(0)\n"
+		"  rs = f32[128,128]{1,0} reduce(x, z), dimensions={2}, to_apply=sum\n"
+		"  d = f32[128,128]{1,0} dot(y, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  e = f32[128,128]{1,0} add(d, rs)\n"
+		"  rm = f32[128,128]{1,0} reduce(x, z), dimensions={2}, to_apply=max\n"
+		"  ROOT t = (f32[128,128]{1,0}, f32[128,128]{1,0}) tuple(e, rm)\n"
+		"}\n";
+	check_module_deltas("siblings.hlo", siblings, strlen(siblings), &dc);
+	print_message("share, softmax and siblings: %d decisions by delta, %d "
+		      "whole\n", dc.delta, dc.whole);
 	assert_true(dc.delta > 0);
 	const char *shared = getenv("TPUSIM_SHARED");
 	if (!shared) {
@@ -863,8 +885,7 @@ static void test_delta(void **state)
 	print_message("corpus: %d decisions by delta, %d whole\n", dc.delta,
 		      dc.whole);
 	assert_true(dc.delta > 1000);
-	/* a program whose grouping splits cyclic groups, and where some
-	 * decisions would make one */
+	/* a program where some decisions would make a cyclic group */
 	char path[4096 + 64];
 	snprintf(path, sizeof path,
 		 "%s/hlo-programs/hlo_torax_iterhybrid_predictor_corrector_f64.hlo",
