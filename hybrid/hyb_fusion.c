@@ -288,8 +288,9 @@ static void differing(const struct search *s, const struct keys *x,
 	}
 }
 
-/* The computation's time by the space under force is t's; before and
- * after it by the decision's rule: both corrected or both analytic. */
+/* The times a decision compares, the best so far's (before) and the
+ * alternative's (after): both corrected, or both analytic when a kernel
+ * they differ in goes without its correction. */
 static void times(bool uncorrected, double best_ns, double best_analytic,
 		  double ns, double analytic_ns, double *before, double *after)
 {
