@@ -1357,14 +1357,22 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 }
 
 /* t's decisions: b's up to at's (consumers first: no decision reads a
- * later one, and force differs from b's only at at), the rest made again.
- * The groups b made before at's decision keep their ids, and hold a core
- * op when one joined them by then (g_core_at). b split no cyclic group
- * (its decisions are its groups). */
-static void decide_from(struct grouping *t, const struct grouping *b, int at)
+ * later one, and force differs from b's only at at), and from there
+ * made again where they may differ: at's, and those of the operands of
+ * one that came out otherwise (its group, named by root, or its reuse or
+ * prologue marks); the rest are b's, their groups named as t names them.
+ * Once a core op's comes out otherwise, every later one is made again
+ * (which group holds a core op by when is not followed further). The
+ * groups b made before at's decision keep their ids, and hold a core op
+ * when one joined them by then (g_core_at). b split no cyclic group (its
+ * decisions are its groups). false when out of memory. */
+static bool decide_from(struct grouping *t, const struct grouping *b, int at)
 {
 	int from = b->pos[at];
 	size_t n = (size_t)t->n;
+	bool *again = ts_calloc(n + 1, sizeof *again);
+	if (!again)
+		return false;
 	memcpy(t->grp, b->grp, n * sizeof *t->grp);
 	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
 	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
@@ -1378,13 +1386,38 @@ static void decide_from(struct grouping *t, const struct grouping *b, int at)
 		t->g_rep[id] = id;
 	}
 	t->n_groups = keep;
+	again[at] = true;
+	bool all = false;
 	for (int k = from; k >= 0; k--) {
-		int x = t->order[k];
-		t->reuse[x] = t->prologue[x] = false;
-		t->why[x] = SIM_WHY_FUSED;
-		decide_fusion(t, x);
+		int x = t->order[k], gb = b->grp[x];
+		if (all || again[x]) {
+			t->reuse[x] = t->prologue[x] = false;
+			t->why[x] = SIM_WHY_FUSED;
+			decide_fusion(t, x);
+			if (root_of(t, x) == root_of(b, x) &&
+			    t->reuse[x] == b->reuse[x] &&
+			    t->prologue[x] == b->prologue[x])
+				continue;
+			all = all || class_at(t, x) == FC_CORE;
+			for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
+				if (t->ops[j] >= 0)
+					again[t->ops[j]] = true;
+			continue;
+		}
+		if (gb < 0)
+			continue; /* G_NONE or G_MULTI, as in b */
+		/* its group's root was decided before it, as in b (else x
+		 * would have been made again) */
+		int r = b->g_root[gb];
+		bool core = b->g_core_at[gb] == b->pos[x];
+		if (r == x)
+			new_group(t, x, core);
+		else if ((t->grp[x] = t->grp[r]) >= 0 && core)
+			t->g_core_at[t->grp[x]] = b->pos[x];
 	}
+	ts_free(again);
 	t->n_decided = t->n_groups;
+	return true;
 }
 
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
@@ -1398,7 +1431,8 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	if (st != TS_OK || b->n_groups != b->n_decided)
 		return st;
 	t->force = force;
-	decide_from(t, b, at);
+	if (!decide_from(t, b, at))
+		return TS_ERR_NOMEM;
 	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
 	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);
