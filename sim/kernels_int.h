@@ -132,17 +132,16 @@ enum ts_status sim_grouping_build(struct grouping *g,
 void sim_grouping_free(struct grouping *g);
 /* Computation b->c grouped under force, where force differs from b's
  * decisions at instruction at only, as far as it differs from b: t gets
- * the decisions whole (b's up to at's, b's base borrowed) and the members
- * of the groups that
- * may differ from b's, t_ids; b_ids gets b's representatives they may
- * replace (each list up to 2 x n_instrs). Every other group of t is one
- * of b's: the same members, outputs and cycles (sim/grouping.c says why).
- * t has no holders index (sim_group_member searches member lists) and is
- * no more than that. *whole when the difference reaches what this does not
- * follow (a reduce that has or had a sibling to merge with, a group of t's
- * with a cycle, a cyclic group b split): then group whole
- * (sim_grouping_build). sim_grouping_free t in every case. TS_ERR_NOMEM
- * only. */
+ * the decisions whole (b's where they cannot differ, b's base borrowed)
+ * and the members of the groups that may differ from b's, t_ids; b_ids
+ * gets b's representatives they may replace (each list up to 2 x
+ * n_instrs). Every other group of t is one of b's: the same members,
+ * outputs and cycles (sim/grouping.c says why). t has no holders index
+ * (sim_group_member searches member lists) and is no more than that.
+ * *whole when the difference reaches what this does not follow (a reduce
+ * that has or had a sibling to merge with, a group of t's with a cycle, a
+ * cyclic group b split): then group whole (sim_grouping_build).
+ * sim_grouping_free t in every case. TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  const signed char *force, int at, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole);
