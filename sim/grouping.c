@@ -1445,16 +1445,16 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				     ts_calloc(n, sizeof *cs.mark),
 				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
 	struct cycle_scratch cy;
-	bool follow_ok;
+	bool follow_ok = true;
 	bool ok = cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
 		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
 		  cs.mark && cs.bits;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses
 	 * a member (a group takes in only what it reaches through its
-	 * members), an output (a member it owns is held by it alone; a
-	 * recomputed one is an output where a user no group holds reads it,
-	 * the same in both) or a cycle */
+	 * members), an output (a member it owns is held by it alone, so its
+	 * readers are the users outside it; a copy is never one;
+	 * sim_group_output) or a cycle (group_cyclic reads its members) */
 	for (int j = 0, gen = 0; ok && j < t->n; j++) {
 		if (root_of(t, j) == root_of(b, j))
 			continue;
