@@ -5,7 +5,7 @@
  * TPU ran what XLA's fusion passes made of it. We mimic them by deciding,
  * consumers first (reverse topological order, as XLA's InstructionFusion
  * does), whether each instruction P is computed inside the kernels of its
- * users or is a kernel root of its own. The predicate (decide_fusion):
+ * users or is a kernel root of its own. The predicate (sim_grouping_decide):
  *
  *  - constants and constant-derived values (folded by XLA, or splatted
  *    broadcasts of scalars) are never kernels: members of every kernel
@@ -66,7 +66,7 @@ static bool is_contraction(enum ir_op op)
 }
 
 /* The fusion class of in, as sim_fuse_class gives it (worked out once per
- * grouping of its computation, grouping_init). */
+ * grouping of its computation, sim_grouping_init). */
 static enum fuse_class fuse_class_of(const struct grouping *g,
 				     const struct ir_instr *in)
 {
@@ -207,7 +207,7 @@ static bool reuses(const struct grouping *g, int u, int p)
 	return g->reuse[u] || g->elems[u] > g->elems[p];
 }
 
-static int new_group(struct grouping *g, int i, bool core)
+int sim_grouping_new(struct grouping *g, int i, bool core)
 {
 	int id = g->n_groups++;
 	g->grp[i] = id;
@@ -261,7 +261,7 @@ bool sim_group_can_recompute(const struct grouping *g, int i)
 }
 
 /* The fusion predicate for instruction i (all its users decided). */
-static void decide_fusion(struct grouping *g, int i)
+void sim_grouping_decide(struct grouping *g, int i)
 {
 	const struct ir_instr *p = g->c->instrs[i];
 	bool is_root = g->c->root == p;
@@ -280,7 +280,7 @@ static void decide_fusion(struct grouping *g, int i)
 				 (g->grp[u] == G_NONE || (g->opk[u] & OPK_ALONE));
 		}
 		if (stored && p->op != IR_OP_CONSTANT)
-			new_group(g, i, false);
+			sim_grouping_new(g, i, false);
 		return;
 	}
 	enum fuse_class fc = class_at(g, i);
@@ -288,7 +288,7 @@ static void decide_fusion(struct grouping *g, int i)
 		return;
 	if (fc == FC_ROOT || is_root) {
 		g->why[i] = fc == FC_ROOT ? SIM_WHY_ROOT_OP : SIM_WHY_COMP_ROOT;
-		new_group(g, i, fc == FC_CORE);
+		sim_grouping_new(g, i, fc == FC_CORE);
 		return;
 	}
 	/* a policy's decision overrides the rules below where it is legal:
@@ -298,7 +298,7 @@ static void decide_fusion(struct grouping *g, int i)
 	signed char force = g->force ? g->force[i] : SIM_FUSE_DEFAULT;
 	if (force == SIM_FUSE_OWN) {
 		g->why[i] = SIM_WHY_POLICY;
-		new_group(g, i, fc == FC_CORE);
+		sim_grouping_new(g, i, fc == FC_CORE);
 		return;
 	}
 	int into = force == SIM_FUSE_RECOMPUTE && fc != FC_CORE
@@ -332,7 +332,7 @@ static void decide_fusion(struct grouping *g, int i)
 	}
 	if (n_users == 0) {
 		g->why[i] = SIM_WHY_ROOT_OP;
-		new_group(g, i, fc == FC_CORE);
+		sim_grouping_new(g, i, fc == FC_CORE);
 		return;
 	}
 	switch (fc) {
@@ -407,7 +407,7 @@ static void decide_fusion(struct grouping *g, int i)
 		    : reuse_any		? SIM_WHY_REUSE
 		    : fc == FC_EXPENSIVE ? SIM_WHY_EXPENSIVE
 					 : SIM_WHY_ROOT_OP;
-	new_group(g, i, fc == FC_CORE);
+	sim_grouping_new(g, i, fc == FC_CORE);
 }
 
 const char *sim_fuse_why_name(enum sim_fuse_why w)
@@ -502,7 +502,7 @@ static bool pool_reserve(struct grouping *g, size_t n)
 
 /* Sorts v[0..n) ascending without a comparator call per pair (a group's
  * members, at every fusion trial: most groups hold a few, and a long list
- * comes here only when its indices lie sparse, collect_members):
+ * comes here only when its indices lie sparse, sim_grouping_collect):
  * quicksort on the middle element's value, the shorter side first by
  * recursion (depth <= log2 n), insertion below 16 entries. */
 static void sort_ints(int *v, int n)
@@ -538,18 +538,11 @@ static void sort_ints(int *v, int n)
 	}
 }
 
-/* Scratch of collect_members: a stack and a mark per instruction, and a
- * bitset of n bits (zero between calls). */
-struct collect_scratch {
-	int *stack, *mark;
-	uint64_t *bits;
-};
-
 /* Members of group id, appended to the pool: its root and, backwards
  * through operands, every instruction fused into it (its own, recomputed,
  * or constant-derived), then sorted. cs->mark holds id + 1 for an
  * instruction already taken. */
-static bool collect_members(struct grouping *g, int id,
+bool sim_grouping_collect(struct grouping *g, int id,
 			    const struct collect_scratch *cs)
 {
 	int *stack = cs->stack, *mark = cs->mark;
@@ -693,7 +686,7 @@ int sim_group_inputs(const struct grouping *g, int id,
 }
 
 /* Is group id a reduce-rooted representative sibling merging considers? */
-static bool sibling_reduce(const struct grouping *g, int id)
+bool sim_group_sibling(const struct grouping *g, int id)
 {
 	if (g->g_rep[id] != id || !(g->opk[g->g_root[id]] & OPK_REDUCE))
 		return false;
@@ -791,7 +784,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 	for (int id = 0; ok && id < g->n_groups; id++)
 		m.off[id] = -1;
 	for (int id = 0; ok && id < g->n_groups; id++) {
-		if (!sibling_reduce(g, id))
+		if (!sim_group_sibling(g, id))
 			continue;
 		/* the digest takes in the inputs too (by address, sorted):
 		 * siblings must have exactly the same, and a group that
@@ -814,7 +807,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 					    ? run_of[sib[k - 1].id]
 					    : k;
 	for (int a = 0; ok && a < g->n_groups; a++) {
-		if (!sibling_reduce(g, a))
+		if (!sim_group_sibling(g, a))
 			continue;
 		const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
 		const struct ir_instr *const *ib;
@@ -883,7 +876,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
  * id owns (grp[i]: id, or a sibling merged into id) is held by id alone,
  * so every live user outside id reads it. One it does not own is a copy:
  * recomputed (G_MULTI), or a constant-derived value (G_NONE); a copy is
- * held by every group that holds one of its users (collect_members takes
+ * held by every group that holds one of its users (sim_grouping_collect takes
  * it in through that user), and every live user of a recomputed one is in
  * a group (the rules recompute only what no user needs in memory), so no
  * user reads a copy from HBM.
@@ -931,14 +924,7 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
 	return false;
 }
 
-/* Scratch of the cycle checks: a stamp and a member mark per instruction
- * (a generation each check: no clearing between groups) and a stack. */
-struct cycle_scratch {
-	int *stamp, *in, *stack;
-	int gen;
-};
-
-static bool cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
+bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 {
 	size_t n = (size_t)(n_instrs > 0 ? n_instrs : 1);
 	cy->stamp = ts_calloc(n, sizeof *cy->stamp);
@@ -948,7 +934,7 @@ static bool cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 	return cy->stamp && cy->in && cy->stack;
 }
 
-static void cycle_scratch_free(struct cycle_scratch *cy)
+void sim_cycle_scratch_free(struct cycle_scratch *cy)
 {
 	ts_free(cy->stamp);
 	ts_free(cy->in);
@@ -957,7 +943,7 @@ static void cycle_scratch_free(struct cycle_scratch *cy)
 
 /* Does representative group id read, through instructions outside it, a
  * value that depends on a member it owns (feeds_back)? */
-static bool group_cyclic(const struct grouping *g, int id,
+bool sim_group_cyclic(const struct grouping *g, int id,
 			 struct cycle_scratch *cy)
 {
 	const int *mem;
@@ -996,7 +982,7 @@ static bool group_cyclic(const struct grouping *g, int id,
 }
 
 /*
- * A group whose inputs depend on its own members (group_cyclic) is no
+ * A group whose inputs depend on its own members (sim_group_cyclic) is no
  * legal fusion: XLA checks for that cycle before it fuses a producer and
  * leaves it unfused. So each such group is dissolved: every member it owns
  * becomes a kernel of its own (SIM_WHY_CYCLE), with the constant-derived
@@ -1009,27 +995,27 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	struct cycle_scratch cy;
 	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
-	bool ok = cycle_scratch_init(&cy, g->n) && cyclic, any = false;
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && cyclic, any = false;
 	int n_before = g->n_groups;
 	for (int id = 0; ok && id < n_before; id++) {
 		if (g->g_rep[id] != id)
 			continue;
-		cyclic[id] = group_cyclic(g, id, &cy);
+		cyclic[id] = sim_group_cyclic(g, id, &cy);
 		any = any || cyclic[id];
 	}
 	for (int i = 0; ok && any && i < g->n; i++) {
 		int gi = g->grp[i];
 		if (gi < 0 || g->g_rep[gi] < 0 || !cyclic[g->g_rep[gi]])
 			continue;
-		int id = new_group(g, i, sim_fuse_class(g, g->c->instrs[i]) ==
+		int id = sim_grouping_new(g, i, sim_fuse_class(g, g->c->instrs[i]) ==
 						 FC_CORE);
 		g->why[i] = SIM_WHY_CYCLE;
-		ok = collect_members(g, id, cs);
+		ok = sim_grouping_collect(g, id, cs);
 	}
 	for (int id = 0; ok && any && id < n_before; id++)
 		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
 			g->g_rep[id] = -1; /* a cyclic group and its siblings */
-	cycle_scratch_free(&cy);
+	sim_cycle_scratch_free(&cy);
 	ts_free(cyclic);
 	return ok;
 }
@@ -1179,7 +1165,7 @@ static enum ts_status grouping_base(struct grouping *g)
 	return TS_OK;
 }
 
-static enum ts_status grouping_init(struct grouping *g,
+enum ts_status sim_grouping_init(struct grouping *g,
 				    const struct ir_computation *c,
 				    const struct grouping *like)
 {
@@ -1222,12 +1208,12 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const signed char *force,
 				  const struct grouping *like)
 {
-	enum ts_status st = grouping_init(g, c, like);
+	enum ts_status st = sim_grouping_init(g, c, like);
 	if (st != TS_OK)
 		return st;
 	g->force = force;
 	for (int k = g->n - 1; k >= 0; k--)
-		decide_fusion(g, g->order[k]);
+		sim_grouping_decide(g, g->order[k]);
 	g->n_decided = g->n_groups;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
@@ -1240,7 +1226,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	bool ok = g->m_start && g->m_len && buf && cs.stack && cs.mark &&
 		  cs.bits && g->stamp;
 	for (int id = 0; ok && id < g->n_groups; id++)
-		ok = collect_members(g, id, &cs);
+		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
@@ -1250,255 +1236,13 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	return ok ? TS_OK : TS_ERR_NOMEM;
 }
 
-/* The group an instruction belongs to, named by its root (G_NONE and
- * G_MULTI as they are): the same in two groupings whose ids differ. */
-static int root_of(const struct grouping *g, int i)
-{
-	return g->grp[i] >= 0 ? g->g_root[g->grp[i]] : g->grp[i];
-}
-
-/* Adds to ids (seen: already there) the groups of t that hold
- * instruction j: its own, or, recomputed or constant-derived, those that
- * hold a user (collect_members takes it in through one). visit and stack:
- * scratch per instruction, visit stamped with gen. */
-static void holders_of(const struct grouping *t, int j, int gen, int *visit,
-		       int *stack, bool *seen, int *ids, int *n)
-{
-	int sp = 0;
-	stack[sp++] = j;
-	visit[j] = gen;
-	while (sp > 0) {
-		int x = stack[--sp], gx = t->grp[x];
-		if (gx >= 0) {
-			if (!seen[gx]) {
-				seen[gx] = true;
-				ids[(*n)++] = gx;
-			}
-			continue;
-		}
-		if (gx != G_MULTI && !t->cd[x])
-			continue; /* held by no group */
-		for (int k = t->uoff[x]; k < t->uoff[x + 1]; k++) {
-			int u = t->users[k];
-			if (visit[u] != gen) {
-				visit[u] = gen;
-				stack[sp++] = u;
-			}
-		}
-	}
-}
-
-/* The candidates of b's sibling merging whose digest is key: the first
- * in b->sib (sorted by digest), and how many (*n). */
-static int sib_run(const struct grouping *b, uint64_t key, int *n)
-{
-	int lo = 0, hi = b->n_sib;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (b->sib[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	int end = lo;
-	while (end < b->n_sib && b->sib[end].key == key)
-		end++;
-	*n = end - lo;
-	return lo;
-}
-
 /* Group id's digest as sibling merging takes it (its inputs sorted by
  * address; in: room for g->n). A representative that absorbed siblings
  * reads what each did. */
-static uint64_t group_digest(const struct grouping *g, int id,
+uint64_t sim_group_digest(const struct grouping *g, int id,
 			     const struct ir_instr **in)
 {
 	int n_in = sim_group_inputs(g, id, in);
 	qsort(in, (size_t)n_in, sizeof *in, cmp_ptr);
 	return sibling_digest(g, id, in, n_in);
-}
-
-/* Whether sibling merging leaves the groups of t in t_ids and of b in
- * b_ids alone: no reduce among b's shares its digest with another of b's
- * candidates, and none among t's with another of t's (in t_ids) or with
- * one of b's other than its namesake (the others of b's are t's too,
- * unchanged). *ok false when out of memory. */
-static bool siblings_alone(const struct grouping *t, const struct grouping *b,
-			   const int *t_ids, int n_t, const int *b_ids, int n_b,
-			   bool *ok)
-{
-	size_t n_in = (size_t)t->n + 1;
-	const struct ir_instr **in = ts_malloc(n_in * sizeof *in);
-	uint64_t *keys = ts_malloc(((size_t)n_t + 1) * sizeof *keys);
-	*ok = in && keys;
-	bool alone = true;
-	for (int q = 0; *ok && alone && q < n_b; q++) {
-		int n;
-		if (!sibling_reduce(b, b_ids[q]))
-			continue;
-		sib_run(b, group_digest(b, b_ids[q], in), &n);
-		alone = n < 2;
-	}
-	int n_keys = 0;
-	for (int q = 0; *ok && alone && q < n_t; q++) {
-		int x = t_ids[q], n;
-		if (!sibling_reduce(t, x))
-			continue;
-		uint64_t key = group_digest(t, x, in);
-		for (int k = sib_run(b, key, &n), e = k + n; alone && k < e; k++)
-			alone = b->g_root[b->sib[k].id] == t->g_root[x];
-		for (int k = 0; alone && k < n_keys; k++)
-			alone = keys[k] != key;
-		keys[n_keys++] = key;
-	}
-	ts_free(in);
-	ts_free(keys);
-	return alone;
-}
-
-/* t's decisions: b's up to at's (consumers first: no decision reads a
- * later one, and force differs from b's only at at), and from there
- * made again where they may differ: at's, and those of the operands of
- * one that came out otherwise (its group, named by root, or its reuse or
- * prologue marks); the rest are b's, their groups named as t names them.
- * Once a core op's comes out otherwise, every later one is made again
- * (which group holds a core op by when is not followed further). The
- * groups b made before at's decision keep their ids, and hold a core op
- * when one joined them by then (g_core_at). b split no cyclic group (its
- * decisions are its groups). false when out of memory. */
-static bool decide_from(struct grouping *t, const struct grouping *b, int at)
-{
-	int from = b->pos[at];
-	size_t n = (size_t)t->n;
-	bool *again = ts_calloc(n + 1, sizeof *again);
-	if (!again)
-		return false;
-	memcpy(t->grp, b->grp, n * sizeof *t->grp);
-	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
-	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
-	memcpy(t->why, b->why, n * sizeof *t->why);
-	int keep = 0;
-	while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
-		keep++;
-	for (int id = 0; id < keep; id++) {
-		t->g_root[id] = b->g_root[id];
-		t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id] : -1;
-		t->g_rep[id] = id;
-	}
-	t->n_groups = keep;
-	again[at] = true;
-	bool all = false;
-	for (int k = from; k >= 0; k--) {
-		int x = t->order[k], gb = b->grp[x];
-		if (all || again[x]) {
-			t->reuse[x] = t->prologue[x] = false;
-			t->why[x] = SIM_WHY_FUSED;
-			decide_fusion(t, x);
-			if (root_of(t, x) == root_of(b, x) &&
-			    t->reuse[x] == b->reuse[x] &&
-			    t->prologue[x] == b->prologue[x])
-				continue;
-			all = all || class_at(t, x) == FC_CORE;
-			for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
-				if (t->ops[j] >= 0)
-					again[t->ops[j]] = true;
-			continue;
-		}
-		if (gb < 0)
-			continue; /* G_NONE or G_MULTI, as in b */
-		/* its group's root was decided before it, as in b (else x
-		 * would have been made again) */
-		int r = b->g_root[gb];
-		bool core = b->g_core_at[gb] == b->pos[x];
-		if (r == x)
-			new_group(t, x, core);
-		else if ((t->grp[x] = t->grp[r]) >= 0 && core)
-			t->g_core_at[t->grp[x]] = b->pos[x];
-	}
-	ts_free(again);
-	t->n_decided = t->n_groups;
-	return true;
-}
-
-enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
-				  const signed char *force, int at, int *t_ids,
-				  int *n_t, int *b_ids, int *n_b, bool *whole)
-{
-	*whole = true;
-	*n_t = *n_b = 0;
-	enum ts_status st = grouping_init(t, b->c, b);
-	/* b split a cyclic group: not followed */
-	if (st != TS_OK || b->n_groups != b->n_decided)
-		return st;
-	t->force = force;
-	if (!decide_from(t, b, at))
-		return TS_ERR_NOMEM;
-	size_t n = (size_t)(t->n > 0 ? t->n : 1);
-	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
-	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);
-	t->stamp = ts_calloc(2 * n + 1, sizeof *t->stamp);
-	int *visit = ts_calloc(n, sizeof *visit);
-	int *stack = ts_malloc(n * sizeof *stack);
-	bool *t_seen = ts_calloc(2 * n, sizeof *t_seen);
-	bool *b_seen = ts_calloc(2 * n, sizeof *b_seen);
-	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
-				     ts_calloc(n, sizeof *cs.mark),
-				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
-	struct cycle_scratch cy;
-	bool follow_ok = true;
-	bool ok = cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
-		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
-		  cs.mark && cs.bits;
-	/* the instructions whose group differs, and the groups of t and the
-	 * representatives of b that hold one: no other group gains or loses
-	 * a member (a group takes in only what it reaches through its
-	 * members), an output (a member it owns is held by it alone, so its
-	 * readers are the users outside it; a copy is never one;
-	 * sim_group_output) or a cycle (group_cyclic reads its members) */
-	for (int j = 0, gen = 0; ok && j < t->n; j++) {
-		if (root_of(t, j) == root_of(b, j))
-			continue;
-		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
-			if (!b_seen[b->holders[h]]) {
-				b_seen[b->holders[h]] = true;
-				b_ids[(*n_b)++] = b->holders[h];
-			}
-		holders_of(t, j, ++gen, visit, stack, t_seen, t_ids, n_t);
-	}
-	/* and each one's namesake in the other (the group with the same
-	 * root): it differs too, if only by what the other gained */
-	for (int q = 0, n0 = *n_b; ok && q < n0; q++) {
-		int r = b->g_root[b_ids[q]], x = t->grp[r];
-		if (x >= 0 && t->g_root[x] == r && !t_seen[x]) {
-			t_seen[x] = true;
-			t_ids[(*n_t)++] = x;
-		}
-	}
-	for (int q = 0; ok && q < *n_t; q++) {
-		int r = t->g_root[t_ids[q]], x = b->grp[r];
-		if (x >= 0 && b->g_root[x] == r && !b_seen[b->g_rep[x]]) {
-			b_seen[b->g_rep[x]] = true;
-			b_ids[(*n_b)++] = b->g_rep[x];
-		}
-	}
-	for (int q = 0; ok && q < *n_t; q++)
-		ok = collect_members(t, t_ids[q], &cs);
-	/* a reduce among them that has, or had, a sibling to merge with (its
-	 * digest another's of either) is not followed; one without merges
-	 * with nothing in t, as its namesake did in b */
-	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
-					   &follow_ok);
-	ok = ok && follow_ok;
-	for (int q = 0; ok && follow && q < *n_t; q++)
-		follow = !group_cyclic(t, t_ids[q], &cy);
-	*whole = !follow;
-	cycle_scratch_free(&cy);
-	ts_free(visit);
-	ts_free(stack);
-	ts_free(t_seen);
-	ts_free(b_seen);
-	ts_free(cs.stack);
-	ts_free(cs.mark);
-	ts_free(cs.bits);
-	return ok ? TS_OK : TS_ERR_NOMEM;
 }

@@ -130,6 +130,35 @@ enum ts_status sim_grouping_build(struct grouping *g,
 				  const signed char *force,
 				  const struct grouping *like);
 void sim_grouping_free(struct grouping *g);
+/* The grouping's own steps, shared with grouping_delta.c (grouping.c
+ * says what each does). */
+struct collect_scratch { /* of sim_grouping_collect: a stack and a mark
+                            per instruction, a bitset of n bits (zero
+                            between calls) */
+	int *stack, *mark;
+	uint64_t *bits;
+};
+struct cycle_scratch {   /* of sim_group_cyclic: a stamp and a member mark
+                            per instruction (a generation each check) and
+                            a stack */
+	int *stamp, *in, *stack;
+	int gen;
+};
+enum ts_status sim_grouping_init(struct grouping *g,
+				 const struct ir_computation *c,
+				 const struct grouping *like);
+int sim_grouping_new(struct grouping *g, int i, bool core);
+void sim_grouping_decide(struct grouping *g, int i);
+bool sim_grouping_collect(struct grouping *g, int id,
+			  const struct collect_scratch *cs);
+bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs);
+void sim_cycle_scratch_free(struct cycle_scratch *cy);
+bool sim_group_cyclic(const struct grouping *g, int id,
+		      struct cycle_scratch *cy);
+bool sim_group_sibling(const struct grouping *g, int id);
+uint64_t sim_group_digest(const struct grouping *g, int id,
+			  const struct ir_instr **in);
+
 /* Computation b->c grouped under force, where force differs from b's
  * decisions at instruction at only, as far as it differs from b: t gets
  * the decisions whole (b's where they cannot differ, b's base borrowed)

@@ -1,0 +1,255 @@
+/*
+ * grouping_delta.c: a computation grouped under one decision more than
+ * another grouping of it (sim_grouping_delta), worked out as far as it
+ * differs from that grouping, for the fusion policies' search: the
+ * decisions that may differ made again, and only the groups that may
+ * differ collected. Why no other group differs is said where the groups
+ * are found (sim_grouping_delta).
+ */
+#include "kernels_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The group an instruction belongs to, named by its root (G_NONE and
+ * G_MULTI as they are): the same in two groupings whose ids differ. */
+static int root_of(const struct grouping *g, int i)
+{
+	return g->grp[i] >= 0 ? g->g_root[g->grp[i]] : g->grp[i];
+}
+
+/* Adds to ids (seen: already there) the groups of t that hold
+ * instruction j: its own, or, recomputed or constant-derived, those that
+ * hold a user (sim_grouping_collect takes it in through one). visit and stack:
+ * scratch per instruction, visit stamped with gen. */
+static void holders_of(const struct grouping *t, int j, int gen, int *visit,
+		       int *stack, bool *seen, int *ids, int *n)
+{
+	int sp = 0;
+	stack[sp++] = j;
+	visit[j] = gen;
+	while (sp > 0) {
+		int x = stack[--sp], gx = t->grp[x];
+		if (gx >= 0) {
+			if (!seen[gx]) {
+				seen[gx] = true;
+				ids[(*n)++] = gx;
+			}
+			continue;
+		}
+		if (gx != G_MULTI && !t->cd[x])
+			continue; /* held by no group */
+		for (int k = t->uoff[x]; k < t->uoff[x + 1]; k++) {
+			int u = t->users[k];
+			if (visit[u] != gen) {
+				visit[u] = gen;
+				stack[sp++] = u;
+			}
+		}
+	}
+}
+
+/* The candidates of b's sibling merging whose digest is key: the first
+ * in b->sib (sorted by digest), and how many (*n). */
+static int sib_run(const struct grouping *b, uint64_t key, int *n)
+{
+	int lo = 0, hi = b->n_sib;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (b->sib[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int end = lo;
+	while (end < b->n_sib && b->sib[end].key == key)
+		end++;
+	*n = end - lo;
+	return lo;
+}
+
+/* Whether sibling merging leaves the groups of t in t_ids and of b in
+ * b_ids alone: no reduce among b's shares its digest with another of b's
+ * candidates, and none among t's with another of t's (in t_ids) or with
+ * one of b's other than its namesake (the others of b's are t's too,
+ * unchanged). *ok false when out of memory. */
+static bool siblings_alone(const struct grouping *t, const struct grouping *b,
+			   const int *t_ids, int n_t, const int *b_ids, int n_b,
+			   bool *ok)
+{
+	size_t n_in = (size_t)t->n + 1;
+	const struct ir_instr **in = ts_malloc(n_in * sizeof *in);
+	uint64_t *keys = ts_malloc(((size_t)n_t + 1) * sizeof *keys);
+	*ok = in && keys;
+	bool alone = true;
+	for (int q = 0; *ok && alone && q < n_b; q++) {
+		int n;
+		if (!sim_group_sibling(b, b_ids[q]))
+			continue;
+		sib_run(b, sim_group_digest(b, b_ids[q], in), &n);
+		alone = n < 2;
+	}
+	int n_keys = 0;
+	for (int q = 0; *ok && alone && q < n_t; q++) {
+		int x = t_ids[q], n;
+		if (!sim_group_sibling(t, x))
+			continue;
+		uint64_t key = sim_group_digest(t, x, in);
+		for (int k = sib_run(b, key, &n), e = k + n; alone && k < e; k++)
+			alone = b->g_root[b->sib[k].id] == t->g_root[x];
+		for (int k = 0; alone && k < n_keys; k++)
+			alone = keys[k] != key;
+		keys[n_keys++] = key;
+	}
+	ts_free(in);
+	ts_free(keys);
+	return alone;
+}
+
+/* t's decisions: b's up to at's (consumers first: no decision reads a
+ * later one, and force differs from b's only at at), and from there
+ * made again where they may differ: at's, and those of the operands of
+ * one that came out otherwise (its group, named by root, or its reuse or
+ * prologue marks); the rest are b's, their groups named as t names them.
+ * Once a core op's comes out otherwise, every later one is made again
+ * (which group holds a core op by when is not followed further). The
+ * groups b made before at's decision keep their ids, and hold a core op
+ * when one joined them by then (g_core_at). b split no cyclic group (its
+ * decisions are its groups). false when out of memory. */
+static bool decide_from(struct grouping *t, const struct grouping *b, int at)
+{
+	int from = b->pos[at];
+	size_t n = (size_t)t->n;
+	bool *again = ts_calloc(n + 1, sizeof *again);
+	if (!again)
+		return false;
+	memcpy(t->grp, b->grp, n * sizeof *t->grp);
+	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
+	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
+	memcpy(t->why, b->why, n * sizeof *t->why);
+	int keep = 0;
+	while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
+		keep++;
+	for (int id = 0; id < keep; id++) {
+		t->g_root[id] = b->g_root[id];
+		t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id] : -1;
+		t->g_rep[id] = id;
+	}
+	t->n_groups = keep;
+	again[at] = true;
+	bool all = false;
+	for (int k = from; k >= 0; k--) {
+		int x = t->order[k], gb = b->grp[x];
+		if (all || again[x]) {
+			t->reuse[x] = t->prologue[x] = false;
+			t->why[x] = SIM_WHY_FUSED;
+			sim_grouping_decide(t, x);
+			if (root_of(t, x) == root_of(b, x) &&
+			    t->reuse[x] == b->reuse[x] &&
+			    t->prologue[x] == b->prologue[x])
+				continue;
+			all = all ||
+			      sim_fuse_class(t, t->c->instrs[x]) == FC_CORE;
+			for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
+				if (t->ops[j] >= 0)
+					again[t->ops[j]] = true;
+			continue;
+		}
+		if (gb < 0)
+			continue; /* G_NONE or G_MULTI, as in b */
+		/* its group's root was decided before it, as in b (else x
+		 * would have been made again) */
+		int r = b->g_root[gb];
+		bool core = b->g_core_at[gb] == b->pos[x];
+		if (r == x)
+			sim_grouping_new(t, x, core);
+		else if ((t->grp[x] = t->grp[r]) >= 0 && core)
+			t->g_core_at[t->grp[x]] = b->pos[x];
+	}
+	ts_free(again);
+	t->n_decided = t->n_groups;
+	return true;
+}
+
+enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
+				  const signed char *force, int at, int *t_ids,
+				  int *n_t, int *b_ids, int *n_b, bool *whole)
+{
+	*whole = true;
+	*n_t = *n_b = 0;
+	enum ts_status st = sim_grouping_init(t, b->c, b);
+	/* b split a cyclic group: not followed */
+	if (st != TS_OK || b->n_groups != b->n_decided)
+		return st;
+	t->force = force;
+	if (!decide_from(t, b, at))
+		return TS_ERR_NOMEM;
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
+	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
+	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);
+	t->stamp = ts_calloc(2 * n + 1, sizeof *t->stamp);
+	int *visit = ts_calloc(n, sizeof *visit);
+	int *stack = ts_malloc(n * sizeof *stack);
+	bool *t_seen = ts_calloc(2 * n, sizeof *t_seen);
+	bool *b_seen = ts_calloc(2 * n, sizeof *b_seen);
+	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
+				     ts_calloc(n, sizeof *cs.mark),
+				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
+	struct cycle_scratch cy;
+	bool follow_ok = true;
+	bool ok = sim_cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
+		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
+		  cs.mark && cs.bits;
+	/* the instructions whose group differs, and the groups of t and the
+	 * representatives of b that hold one: no other group gains or loses
+	 * a member (a group takes in only what it reaches through its
+	 * members), an output (a member it owns is held by it alone, so its
+	 * readers are the users outside it; a copy is never one;
+	 * sim_group_output) or a cycle (sim_group_cyclic reads its members) */
+	for (int j = 0, gen = 0; ok && j < t->n; j++) {
+		if (root_of(t, j) == root_of(b, j))
+			continue;
+		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
+			if (!b_seen[b->holders[h]]) {
+				b_seen[b->holders[h]] = true;
+				b_ids[(*n_b)++] = b->holders[h];
+			}
+		holders_of(t, j, ++gen, visit, stack, t_seen, t_ids, n_t);
+	}
+	/* and each one's namesake in the other (the group with the same
+	 * root): it differs too, if only by what the other gained */
+	for (int q = 0, n0 = *n_b; ok && q < n0; q++) {
+		int r = b->g_root[b_ids[q]], x = t->grp[r];
+		if (x >= 0 && t->g_root[x] == r && !t_seen[x]) {
+			t_seen[x] = true;
+			t_ids[(*n_t)++] = x;
+		}
+	}
+	for (int q = 0; ok && q < *n_t; q++) {
+		int r = t->g_root[t_ids[q]], x = b->grp[r];
+		if (x >= 0 && b->g_root[x] == r && !b_seen[b->g_rep[x]]) {
+			b_seen[b->g_rep[x]] = true;
+			b_ids[(*n_b)++] = b->g_rep[x];
+		}
+	}
+	for (int q = 0; ok && q < *n_t; q++)
+		ok = sim_grouping_collect(t, t_ids[q], &cs);
+	/* a reduce among them that has, or had, a sibling to merge with (its
+	 * digest another's of either) is not followed; one without merges
+	 * with nothing in t, as its namesake did in b */
+	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
+					   &follow_ok);
+	ok = ok && follow_ok;
+	for (int q = 0; ok && follow && q < *n_t; q++)
+		follow = !sim_group_cyclic(t, t_ids[q], &cy);
+	*whole = !follow;
+	sim_cycle_scratch_free(&cy);
+	ts_free(visit);
+	ts_free(stack);
+	ts_free(t_seen);
+	ts_free(b_seen);
+	ts_free(cs.stack);
+	ts_free(cs.mark);
+	ts_free(cs.bits);
+	return ok ? TS_OK : TS_ERR_NOMEM;
+}
