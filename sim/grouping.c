@@ -207,6 +207,7 @@ static bool reuses(const struct grouping *g, int u, int p)
 	return g->reuse[u] || g->elems[u] > g->elems[p];
 }
 
+/* A new group rooted at i (holding a core op when core). */
 int sim_grouping_new(struct grouping *g, int i, bool core)
 {
 	int id = g->n_groups++;
@@ -543,7 +544,7 @@ static void sort_ints(int *v, int n)
  * or constant-derived), then sorted. cs->mark holds id + 1 for an
  * instruction already taken. */
 bool sim_grouping_collect(struct grouping *g, int id,
-			    const struct collect_scratch *cs)
+			  const struct collect_scratch *cs)
 {
 	int *stack = cs->stack, *mark = cs->mark;
 	if (!pool_reserve(g, (size_t)g->n))
@@ -924,6 +925,8 @@ static bool feeds_back(const struct grouping *g, int id, int i, int from,
 	return false;
 }
 
+/* The scratch of sim_group_cyclic for n_instrs instructions (false: out
+ * of memory; sim_cycle_scratch_free it in any case). */
 bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 {
 	size_t n = (size_t)(n_instrs > 0 ? n_instrs : 1);
@@ -944,7 +947,7 @@ void sim_cycle_scratch_free(struct cycle_scratch *cy)
 /* Does representative group id read, through instructions outside it, a
  * value that depends on a member it owns (feeds_back)? */
 bool sim_group_cyclic(const struct grouping *g, int id,
-			 struct cycle_scratch *cy)
+		      struct cycle_scratch *cy)
 {
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem), from = g->n;
@@ -1007,8 +1010,8 @@ static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs
 		int gi = g->grp[i];
 		if (gi < 0 || g->g_rep[gi] < 0 || !cyclic[g->g_rep[gi]])
 			continue;
-		int id = sim_grouping_new(g, i, sim_fuse_class(g, g->c->instrs[i]) ==
-						 FC_CORE);
+		bool core = sim_fuse_class(g, g->c->instrs[i]) == FC_CORE;
+		int id = sim_grouping_new(g, i, core);
 		g->why[i] = SIM_WHY_CYCLE;
 		ok = sim_grouping_collect(g, id, cs);
 	}
@@ -1165,9 +1168,11 @@ static enum ts_status grouping_base(struct grouping *g)
 	return TS_OK;
 }
 
+/* g zeroed for computation c, its decision arrays allocated; what no
+ * decision changes worked out (grouping_base), or borrowed from like. */
 enum ts_status sim_grouping_init(struct grouping *g,
-				    const struct ir_computation *c,
-				    const struct grouping *like)
+				 const struct ir_computation *c,
+				 const struct grouping *like)
 {
 	memset(g, 0, sizeof *g);
 	g->c = c;
@@ -1240,7 +1245,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
  * address; in: room for g->n). A representative that absorbed siblings
  * reads what each did. */
 uint64_t sim_group_digest(const struct grouping *g, int id,
-			     const struct ir_instr **in)
+			  const struct ir_instr **in)
 {
 	int n_in = sim_group_inputs(g, id, in);
 	qsort(in, (size_t)n_in, sizeof *in, cmp_ptr);

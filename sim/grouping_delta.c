@@ -8,7 +8,6 @@
  */
 #include "kernels_int.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* The group an instruction belongs to, named by its root (G_NONE and

@@ -165,7 +165,7 @@ uint64_t sim_group_digest(const struct grouping *g, int id,
  * and the members of the groups that may differ from b's, t_ids; b_ids
  * gets b's representatives they may replace (each list up to 2 x
  * n_instrs). Every other group of t is one of b's: the same members,
- * outputs and cycles (sim/grouping.c says why). t has no holders index
+ * outputs and cycles (sim/grouping_delta.c says why). t has no holders index
  * (sim_group_member searches member lists) and is no more than that.
  * *whole when the difference reaches what this does not follow (a reduce
  * that has or had a sibling to merge with, a group of t's with a cycle, a
