@@ -1221,24 +1221,36 @@ enum ts_status sim_grouping_build(struct grouping *g,
 		sim_grouping_decide(g, g->order[k]);
 	g->n_decided = g->n_groups;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
-	g->m_len = ts_calloc(2 * n, sizeof *g->m_len);
 	const struct ir_instr **buf = ts_malloc(n * 2 * sizeof *buf);
-	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
-				     ts_calloc(n, sizeof *cs.mark),
-				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
-	g->stamp = ts_calloc(2 * n + 1, sizeof *g->stamp);
-	bool ok = g->m_start && g->m_len && buf && cs.stack && cs.mark &&
-		  cs.bits && g->stamp;
+	struct collect_scratch cs;
+	bool ok = sim_grouping_collect_init(g, &cs) && buf;
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
-	ts_free(cs.stack);
-	ts_free(cs.mark);
-	ts_free(cs.bits);
+	sim_collect_scratch_free(&cs);
 	return ok ? TS_OK : TS_ERR_NOMEM;
+}
+
+bool sim_grouping_collect_init(struct grouping *g, struct collect_scratch *cs)
+{
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	g->m_start = ts_calloc(2 * n, sizeof *g->m_start);
+	g->m_len = ts_calloc(2 * n, sizeof *g->m_len);
+	g->stamp = ts_calloc(2 * n + 1, sizeof *g->stamp);
+	cs->stack = ts_malloc(n * sizeof *cs->stack);
+	cs->mark = ts_calloc(n, sizeof *cs->mark);
+	cs->bits = ts_calloc(n / 64 + 1, sizeof *cs->bits);
+	return g->m_start && g->m_len && g->stamp && cs->stack && cs->mark &&
+	       cs->bits;
+}
+
+void sim_collect_scratch_free(struct collect_scratch *cs)
+{
+	ts_free(cs->stack);
+	ts_free(cs->mark);
+	ts_free(cs->bits);
 }
 
 /* Group id's digest as sibling merging takes it (its inputs sorted by

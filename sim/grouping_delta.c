@@ -114,8 +114,11 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
  * (which group holds a core op by when is not followed further). The
  * groups b made before at's decision keep their ids, and hold a core op
  * when one joined them by then (g_core_at). b split no cyclic group (its
- * decisions are its groups). false when out of memory. */
-static bool decide_from(struct grouping *t, const struct grouping *b, int at)
+ * decisions are its groups). moved[0 .. *n_moved) gets the instructions
+ * whose group differs from b's (only a decision made again can differ).
+ * false when out of memory. */
+static bool decide_from(struct grouping *t, const struct grouping *b, int at,
+			int *moved, int *n_moved)
 {
 	int from = b->pos[at];
 	size_t n = (size_t)t->n;
@@ -137,14 +140,17 @@ static bool decide_from(struct grouping *t, const struct grouping *b, int at)
 	t->n_groups = keep;
 	again[at] = true;
 	bool all = false;
+	*n_moved = 0;
 	for (int k = from; k >= 0; k--) {
 		int x = t->order[k], gb = b->grp[x];
 		if (all || again[x]) {
 			t->reuse[x] = t->prologue[x] = false;
 			t->why[x] = SIM_WHY_FUSED;
 			sim_grouping_decide(t, x);
-			if (root_of(t, x) == root_of(b, x) &&
-			    t->reuse[x] == b->reuse[x] &&
+			bool moves = root_of(t, x) != root_of(b, x);
+			if (moves)
+				moved[(*n_moved)++] = x;
+			if (!moves && t->reuse[x] == b->reuse[x] &&
 			    t->prologue[x] == b->prologue[x])
 				continue;
 			all = all ||
@@ -181,39 +187,36 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	if (st != TS_OK || b->n_groups != b->n_decided)
 		return st;
 	t->force = force;
-	if (!decide_from(t, b, at))
-		return TS_ERR_NOMEM;
 	size_t n = (size_t)(t->n > 0 ? t->n : 1);
-	t->m_start = ts_calloc(2 * n, sizeof *t->m_start);
-	t->m_len = ts_calloc(2 * n, sizeof *t->m_len);
-	t->stamp = ts_calloc(2 * n + 1, sizeof *t->stamp);
+	int *moved = ts_malloc(n * sizeof *moved), n_moved = 0;
+	if (!moved || !decide_from(t, b, at, moved, &n_moved)) {
+		ts_free(moved);
+		return TS_ERR_NOMEM;
+	}
 	int *visit = ts_calloc(n, sizeof *visit);
 	int *stack = ts_malloc(n * sizeof *stack);
 	bool *t_seen = ts_calloc(2 * n, sizeof *t_seen);
 	bool *b_seen = ts_calloc(2 * n, sizeof *b_seen);
-	struct collect_scratch cs = {ts_malloc(n * sizeof *cs.stack),
-				     ts_calloc(n, sizeof *cs.mark),
-				     ts_calloc(n / 64 + 1, sizeof *cs.bits)};
+	struct collect_scratch cs;
 	struct cycle_scratch cy;
 	bool follow_ok = true;
-	bool ok = sim_cycle_scratch_init(&cy, t->n) && t->m_start && t->m_len &&
-		  t->stamp && visit && stack && t_seen && b_seen && cs.stack &&
-		  cs.mark && cs.bits;
+	bool got_cs = sim_grouping_collect_init(t, &cs);
+	bool got_cy = sim_cycle_scratch_init(&cy, t->n);
+	bool ok = got_cs && got_cy && visit && stack && t_seen && b_seen;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses
 	 * a member (a group takes in only what it reaches through its
 	 * members), an output (a member it owns is held by it alone, so its
 	 * readers are the users outside it; a copy is never one;
 	 * sim_group_output) or a cycle (sim_group_cyclic reads its members) */
-	for (int j = 0, gen = 0; ok && j < t->n; j++) {
-		if (root_of(t, j) == root_of(b, j))
-			continue;
+	for (int q = 0; ok && q < n_moved; q++) {
+		int j = moved[q];
 		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
 			if (!b_seen[b->holders[h]]) {
 				b_seen[b->holders[h]] = true;
 				b_ids[(*n_b)++] = b->holders[h];
 			}
-		holders_of(t, j, ++gen, visit, stack, t_seen, t_ids, n_t);
+		holders_of(t, j, q + 1, visit, stack, t_seen, t_ids, n_t);
 	}
 	/* and each one's namesake in the other (the group with the same
 	 * root): it differs too, if only by what the other gained */
@@ -247,8 +250,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	ts_free(stack);
 	ts_free(t_seen);
 	ts_free(b_seen);
-	ts_free(cs.stack);
-	ts_free(cs.mark);
-	ts_free(cs.bits);
+	sim_collect_scratch_free(&cs);
+	ts_free(moved);
 	return ok ? TS_OK : TS_ERR_NOMEM;
 }

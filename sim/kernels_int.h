@@ -149,6 +149,11 @@ enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct grouping *like);
 int sim_grouping_new(struct grouping *g, int i, bool core);
 void sim_grouping_decide(struct grouping *g, int i);
+/* Room in g for the groups' member lists and sim_group_inputs' marks,
+ * and cs for sim_grouping_collect (false: out of memory; free cs with
+ * sim_collect_scratch_free in any case, g's with g). */
+bool sim_grouping_collect_init(struct grouping *g, struct collect_scratch *cs);
+void sim_collect_scratch_free(struct collect_scratch *cs);
 bool sim_grouping_collect(struct grouping *g, int id,
 			  const struct collect_scratch *cs);
 bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs);
