@@ -309,6 +309,57 @@ int ts_cmp_key_id(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Fibonacci hashing: the multiply spreads pointers that differ in their
+ * low (aligned) bits over the high bits, which pick the slot. */
+static size_t ptr_slot(const struct ts_ptrmap *m, const void *key)
+{
+	uint64_t h = (uint64_t)(uintptr_t)key * UINT64_C(0x9E3779B97F4A7C15);
+	return (size_t)(h >> 32) & m->mask;
+}
+
+bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * n && cap < SIZE_MAX / 4)
+		cap *= 2;
+	m->keys = ts_calloc(cap, sizeof *m->keys);
+	m->vals = ts_malloc(cap * sizeof *m->vals);
+	m->mask = cap - 1;
+	if (!m->keys || !m->vals) {
+		ts_ptrmap_free(m);
+		return false;
+	}
+	return true;
+}
+
+void ts_ptrmap_set(struct ts_ptrmap *m, const void *key, int val)
+{
+	size_t i = ptr_slot(m, key);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & m->mask;
+	m->keys[i] = key;
+	m->vals[i] = val;
+}
+
+int ts_ptrmap_get(const struct ts_ptrmap *m, const void *key)
+{
+	if (!m->keys)
+		return -1;
+	for (size_t i = ptr_slot(m, key); m->keys[i]; i = (i + 1) & m->mask)
+		if (m->keys[i] == key)
+			return m->vals[i];
+	return -1;
+}
+
+void ts_ptrmap_free(struct ts_ptrmap *m)
+{
+	ts_free(m->keys);
+	ts_free(m->vals);
+	m->keys = NULL;
+	m->vals = NULL;
+	m->mask = 0;
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 /* The resolved folder of a path that does not exist yet, its last part

@@ -139,6 +139,23 @@ struct ts_key_id {
 };
 int ts_cmp_key_id(const void *a, const void *b);
 
+/* Pointer -> int: open addressing over a power-of-two table kept at most
+ * half full, so a lookup is O(1) where a scan of a list would be O(n) (a
+ * kernel's members and inputs, looked up for every operand). */
+struct ts_ptrmap {
+	const void **keys; /* mask + 1 slots, NULL when empty */
+	int *vals;
+	size_t mask;
+};
+/* An empty map with room for n keys; false when memory runs out. */
+bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n);
+/* Sets key (not NULL) -> val, replacing its value if present; at most the
+ * n keys of ts_ptrmap_init. */
+void ts_ptrmap_set(struct ts_ptrmap *m, const void *key, int val);
+/* The value of key, or -1 when absent (also for a map never set up). */
+int ts_ptrmap_get(const struct ts_ptrmap *m, const void *key);
+void ts_ptrmap_free(struct ts_ptrmap *m);
+
 /* ---- 128-bit integers ------------------------------------------------------
  * Arithmetic on int64 values read from input text (padding, dilations,
  * loop bounds) that may be anything the text holds: in 128 bits no sum or

@@ -495,6 +495,81 @@ static bool root_is_view_of(const struct ir_computation *c,
  * counted once (the tiled model may charge re-reads).
  */
 static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
+			 const struct ir_instr *const *cand, int n, int depth);
+
+/* What use j of u (one of the consumers cand[0..n)) reads of a value whose
+ * full size is `full`: bytes added to *part, or *whole set (read_bytes). */
+static void use_bytes(const struct ir_instr *u, int j,
+		      const struct ir_shape *full,
+		      const struct ir_instr *const *cand, int n, int depth,
+		      double *part, bool *whole)
+{
+	switch (u->op) {
+	case IR_OP_SLICE:
+		*part += hbm_bytes(&u->shape);
+		break;
+	case IR_OP_DYNAMIC_SLICE:
+	case IR_OP_GATHER:
+		if (j == 0)
+			*part += hbm_bytes(&u->shape);
+		else
+			*whole = true;
+		break;
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+		if (j != 0)
+			*whole = true;
+		break;
+	case IR_OP_SCATTER: {
+		int n_in = (u->n_operands - 1) / 2;
+		if (j < n_in)
+			*part += hbm_bytes(&u->operands[n_in + 1 + j]->shape);
+		else
+			*whole = true;
+		break;
+	}
+	case IR_OP_BITCAST:
+		*part += read_bytes(u, full, cand, n, depth + 1);
+		break;
+	case IR_OP_GET_TUPLE_ELEMENT: {
+		int64_t t = u->attrs.tuple_index;
+		if (full->type == IR_TYPE_TUPLE && t >= 0 && t < full->n_elems)
+			*part += read_bytes(u, &full->elems[t], cand, n,
+					    depth + 1);
+		else
+			*whole = true;
+		break;
+	}
+	case IR_OP_FUSION: {
+		const struct ir_computation *c =
+			u->n_called > 0 ? u->called[0] : NULL;
+		if (!c || j >= c->n_params || !c->params[j]) {
+			*whole = true;
+			break;
+		}
+		*part += read_bytes(c->params[j], full,
+				    (const struct ir_instr *const *)c->instrs,
+				    c->n_instrs, depth + 1);
+		/* A nested bitcast fusion is a view: its users here read v
+		 * through it. */
+		if (root_is_view_of(c, c->params[j]))
+			*part += read_bytes(u, full, cand, n, depth + 1);
+		break;
+	}
+	default:
+		*whole = true;
+		break;
+	}
+}
+
+/* part + the whole read: the bytes of a value read_bytes sums up. */
+static double read_total(const struct ir_shape *full, double part, bool whole)
+{
+	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
+		return 0.0;
+	return part + (whole ? hbm_bytes(full) : 0.0);
+}
+
+static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 			 const struct ir_instr *const *cand, int n, int depth)
 {
 	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
@@ -505,71 +580,51 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 	bool whole = false;
 	for (int q = 0; q < n; q++) {
 		const struct ir_instr *u = cand[q];
+		for (int j = 0; j < u->n_operands; j++)
+			if (u->operands[j] == v)
+				use_bytes(u, j, full, cand, n, depth, &part,
+					  &whole);
+	}
+	return read_total(full, part, whole);
+}
+
+/*
+ * read_bytes(vals[i], fulls[i], cand, n, 0) added to *sum for i = 0, 1,
+ * ... in turn (a NULL value: fulls[i] read whole; a value given twice
+ * comes with the same shape both times), the same sums in the
+ * same order, from one pass over the consumers' operands where calling
+ * read_bytes per value would scan them once each (a kernel's inputs, a
+ * fusion's parameters). False when memory runs out.
+ */
+static bool add_reads(const struct ir_instr *const *vals,
+		      const struct ir_shape *const *fulls, int nv,
+		      const struct ir_instr *const *cand, int n, double *sum)
+{
+	struct ts_ptrmap first = {0}; /* value -> its first i */
+	double *part = ts_calloc((size_t)nv + 1, sizeof *part);
+	bool *whole = ts_calloc((size_t)nv + 1, sizeof *whole);
+	bool ok = part && whole && ts_ptrmap_init(&first, (size_t)nv);
+	for (int i = nv - 1; ok && i >= 0; i--)
+		if (vals[i])
+			ts_ptrmap_set(&first, vals[i], i);
+	for (int q = 0; ok && q < n; q++) {
+		const struct ir_instr *u = cand[q];
 		for (int j = 0; j < u->n_operands; j++) {
-			if (u->operands[j] != v)
-				continue;
-			switch (u->op) {
-			case IR_OP_SLICE:
-				part += hbm_bytes(&u->shape);
-				break;
-			case IR_OP_DYNAMIC_SLICE:
-			case IR_OP_GATHER:
-				if (j == 0)
-					part += hbm_bytes(&u->shape);
-				else
-					whole = true;
-				break;
-			case IR_OP_DYNAMIC_UPDATE_SLICE:
-				if (j != 0)
-					whole = true;
-				break;
-			case IR_OP_SCATTER: {
-				int n_in = (u->n_operands - 1) / 2;
-				if (j < n_in)
-					part += hbm_bytes(
-						&u->operands[n_in + 1 + j]->shape);
-				else
-					whole = true;
-				break;
-			}
-			case IR_OP_BITCAST:
-				part += read_bytes(u, full, cand, n, depth + 1);
-				break;
-			case IR_OP_GET_TUPLE_ELEMENT: {
-				int64_t t = u->attrs.tuple_index;
-				if (full->type == IR_TYPE_TUPLE && t >= 0 &&
-				    t < full->n_elems)
-					part += read_bytes(u, &full->elems[t],
-							   cand, n, depth + 1);
-				else
-					whole = true;
-				break;
-			}
-			case IR_OP_FUSION: {
-				const struct ir_computation *c =
-					u->n_called > 0 ? u->called[0] : NULL;
-				if (!c || j >= c->n_params || !c->params[j]) {
-					whole = true;
-					break;
-				}
-				part += read_bytes(
-					c->params[j], full,
-					(const struct ir_instr *const *)c->instrs,
-					c->n_instrs, depth + 1);
-				/* A nested bitcast fusion is a view: its users
-				 * here read v through it. */
-				if (root_is_view_of(c, c->params[j]))
-					part += read_bytes(u, full, cand, n,
-							   depth + 1);
-				break;
-			}
-			default:
-				whole = true;
-				break;
-			}
+			int i = ts_ptrmap_get(&first, u->operands[j]);
+			if (i >= 0)
+				use_bytes(u, j, fulls[i], cand, n, 0, &part[i],
+					  &whole[i]);
 		}
 	}
-	return part + (whole ? hbm_bytes(full) : 0.0);
+	for (int i = 0; ok && i < nv; i++) {
+		int f = vals[i] ? ts_ptrmap_get(&first, vals[i]) : -1;
+		*sum += f >= 0 ? read_total(fulls[f], part[f], whole[f])
+			       : hbm_bytes(fulls[i]);
+	}
+	ts_free(part);
+	ts_free(whole);
+	ts_ptrmap_free(&first);
+	return ok;
 }
 
 /*
@@ -669,15 +724,24 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	if (!cd)
 		return TS_ERR_NOMEM;
 	enum ts_status st = count_body(c, cd, file, w, d, 0);
+	const struct ir_instr **vals =
+		ts_calloc((size_t)in->n_operands + 1, sizeof *vals);
+	const struct ir_shape **fulls =
+		ts_calloc((size_t)in->n_operands + 1, sizeof *fulls);
+	if (st == TS_OK && (!vals || !fulls))
+		st = TS_ERR_NOMEM;
 	if (st == TS_OK) {
 		for (int j = 0; j < in->n_operands; j++) {
-			const struct ir_instr *v = in->operands[j];
-			const struct ir_instr *p =
-				j < c->n_params ? c->params[j] : NULL;
-			w->bytes_read += p ? read_bytes(p, &v->shape, body,
-							c->n_instrs, 0)
-					   : hbm_bytes(&v->shape);
+			vals[j] = j < c->n_params ? c->params[j] : NULL;
+			fulls[j] = &in->operands[j]->shape;
 		}
+		if (!add_reads(vals, fulls, in->n_operands, body, c->n_instrs,
+			       &w->bytes_read))
+			st = TS_ERR_NOMEM;
+	}
+	ts_free(vals);
+	ts_free(fulls);
+	if (st == TS_OK) {
 		w->bytes_read += constant_bytes(body, c->n_instrs, cd);
 		w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
 					   : hbm_bytes(&in->shape);
@@ -702,11 +766,18 @@ static enum ts_status group_work(const struct sim_kernel *k,
 		if (!folded)
 			st = count_instr(m, file, w, d, 0);
 	}
+	const struct ir_shape **fulls =
+		ts_calloc((size_t)k->n_inputs + 1, sizeof *fulls);
+	if (st == TS_OK && !fulls)
+		st = TS_ERR_NOMEM;
+	for (int i = 0; st == TS_OK && i < k->n_inputs; i++)
+		fulls[i] = &k->inputs[i]->shape;
+	if (st == TS_OK &&
+	    !add_reads((const struct ir_instr *const *)k->inputs, fulls,
+		       k->n_inputs, k->members, k->n_members, &w->bytes_read))
+		st = TS_ERR_NOMEM;
+	ts_free(fulls);
 	if (st == TS_OK) {
-		for (int i = 0; i < k->n_inputs; i++)
-			w->bytes_read += read_bytes(k->inputs[i],
-						    &k->inputs[i]->shape,
-						    k->members, k->n_members, 0);
 		w->bytes_read += constant_bytes(k->members, k->n_members, cd);
 		for (int i = 0; i < k->n_outputs; i++)
 			w->bytes_written += written_bytes(

@@ -299,27 +299,27 @@ static bool comp_backward(const struct ir_computation *c,
 struct prop {
 	const struct sim_kernel *k;
 	const struct ir_computation *comp; /* parent of the members */
-	int *pos;                          /* comp->n_instrs: member index or -1 */
+	struct ts_ptrmap pos;              /* member of comp -> its position
+	                                      (the last, if listed twice) */
+	struct ts_ptrmap in;               /* input -> its first position */
 	struct dmap *mm;                   /* per member */
 	struct dmap *im;                   /* per input */
 };
 
-static int input_index(const struct prop *pr, const struct ir_instr *v)
+/* The position of v among the kernel's members (those of comp), or -1. */
+static int member_pos(const struct prop *pr, const struct ir_instr *v)
 {
-	for (int i = 0; i < pr->k->n_inputs; i++)
-		if (pr->k->inputs[i] == v)
-			return i;
-	return -1;
+	return ts_ptrmap_get(&pr->pos, v);
 }
 
 /* The map slot of a value: a member's, or an input's (a fusion parameter
  * stands for its input). */
 static struct dmap *slot(struct prop *pr, const struct ir_instr *v)
 {
-	if (v->parent == pr->comp && v->index >= 0 &&
-	    v->index < pr->comp->n_instrs && pr->pos[v->index] >= 0)
-		return &pr->mm[pr->pos[v->index]];
-	int i = input_index(pr, v);
+	int m = member_pos(pr, v);
+	if (m >= 0)
+		return &pr->mm[m];
+	int i = ts_ptrmap_get(&pr->in, v);
 	return i >= 0 ? &pr->im[i] : NULL;
 }
 
@@ -503,34 +503,55 @@ static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
-/* The one member that reads input i (a fusion's parameter standing for
- * it), if it reads it once and as operand 0; else NULL. */
-static const struct ir_instr *only_use(const struct sim_kernel *k, int i)
+/* use[i]: the one member that reads input i (a fusion's parameter
+ * standing for it), if it reads it once and as operand 0; else NULL. One
+ * pass over the members' operands; false when memory runs out. */
+static bool only_uses(const struct sim_kernel *k,
+		      const struct ir_instr **use)
 {
-	const struct ir_instr *v = k->inputs[i];
-	if (k->instr && k->instr->op == IR_OP_FUSION) {
-		const struct ir_computation *c =
-			k->instr->n_called > 0 ? k->instr->called[0] : NULL;
-		v = c && i < c->n_params ? c->params[i] : NULL;
+	bool fused = k->instr && k->instr->op == IR_OP_FUSION;
+	const struct ir_computation *c =
+		fused && k->instr->n_called > 0 ? k->instr->called[0] : NULL;
+	int n = k->n_inputs;
+	/* the value that stands for input i, and the first input it stands
+	 * for (two inputs given the same value have the same uses) */
+	const struct ir_instr **val = ts_calloc((size_t)n + 1, sizeof *val);
+	bool *other = ts_calloc((size_t)n + 1, sizeof *other);
+	struct ts_ptrmap first = {0};
+	bool ok = val && other && ts_ptrmap_init(&first, (size_t)n);
+	for (int i = n - 1; ok && i >= 0; i--) {
+		val[i] = !fused ? k->inputs[i]
+			 : c && i < c->n_params ? c->params[i]
+						: NULL;
+		if (val[i])
+			ts_ptrmap_set(&first, val[i], i);
 	}
-	if (!v)
-		return NULL;
-	const struct ir_instr *use = NULL;
-	for (int j = 0; j < k->n_members; j++) {
+	for (int i = 0; ok && i < n; i++)
+		use[i] = NULL;
+	for (int j = 0; ok && j < k->n_members; j++) {
 		const struct ir_instr *u = k->members[j];
 		for (int o = 0; o < u->n_operands; o++) {
-			if (u->operands[o] != v)
+			int i = ts_ptrmap_get(&first, u->operands[o]);
+			if (i < 0)
 				continue;
-			if (use || o != 0)
-				return NULL; /* read otherwise too */
-			use = u;
+			if (use[i] || o != 0)
+				other[i] = true; /* read otherwise too */
+			else
+				use[i] = u;
 		}
 	}
-	return use;
+	for (int i = 0; ok && i < n; i++) {
+		int f = val[i] ? ts_ptrmap_get(&first, val[i]) : -1;
+		use[i] = f >= 0 && !other[f] ? use[f] : NULL;
+	}
+	ts_free(val);
+	ts_free(other);
+	ts_ptrmap_free(&first);
+	return ok;
 }
 
 /*
- * The slice an input is read through, if that is its only use (only_use):
+ * The slice an input is read through, if that is its only use (only_uses):
  * a dynamic-slice, a slice with unit strides or a gather. The kernel's DMA
  * then moves the slice's window, not the array (XLA's cost rule for these
  * uses, docs/HLO.md 3.1): a layer's weights taken from the stacked
@@ -845,10 +866,7 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 static void mark_feeders(const struct prop *pr, const struct ir_instr *v,
 			 uint8_t *mark, uint8_t bit, int depth)
 {
-	if (depth > 64 || v->parent != pr->comp || v->index < 0 ||
-	    v->index >= pr->comp->n_instrs)
-		return;
-	int m = pr->pos[v->index];
+	int m = depth > 64 ? -1 : member_pos(pr, v);
 	if (m < 0 || (mark[m] & bit))
 		return;
 	mark[m] |= bit;
@@ -1187,24 +1205,39 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	/* Dimension maps over the members. */
 	struct prop pr = {.k = k, .comp = comp};
 	uint8_t *mark = NULL;
+	const struct ir_instr **uses =
+		ts_calloc((size_t)k->n_inputs + 1, sizeof *uses);
+	int *copies = ts_calloc((size_t)k->n_inputs + 1, sizeof *copies);
+	if (!uses || !copies || !ts_ptrmap_init(&pr.in, (size_t)k->n_inputs) ||
+	    !only_uses(k, uses)) {
+		st = TS_ERR_NOMEM;
+		ts_diag_set(d, NULL, 0, 0, "out of memory planning %s", k->name);
+		goto out;
+	}
+	for (int i = k->n_inputs - 1; i >= 0; i--)
+		if (k->inputs[i])
+			ts_ptrmap_set(&pr.in, k->inputs[i], i);
+	for (int i = 0; i < k->n_inputs; i++) {
+		int f = ts_ptrmap_get(&pr.in, k->inputs[i]);
+		if (f >= 0)
+			copies[f]++;
+	}
 	if (comp) {
-		pr.pos = ts_malloc(sizeof(int) * (size_t)(comp->n_instrs + 1));
 		pr.mm = ts_calloc((size_t)k->n_members + 1, sizeof *pr.mm);
 		pr.im = ts_calloc((size_t)k->n_inputs + 1, sizeof *pr.im);
 		mark = ts_calloc((size_t)k->n_members + 1, 1);
-		if (!pr.pos || !pr.mm || !pr.im || !mark) {
+		if (!pr.mm || !pr.im || !mark ||
+		    !ts_ptrmap_init(&pr.pos, (size_t)k->n_members)) {
 			st = TS_ERR_NOMEM;
 			ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
 				    k->name);
 			goto out;
 		}
-		for (int i = 0; i < comp->n_instrs; i++)
-			pr.pos[i] = -1;
 		for (int i = 0; i < k->n_members; i++) {
 			const struct ir_instr *in = k->members[i];
 			if (in->parent == comp && in->index >= 0 &&
 			    in->index < comp->n_instrs)
-				pr.pos[in->index] = i;
+				ts_ptrmap_set(&pr.pos, in, i);
 		}
 		prop_seed(&pr, t);
 		for (int pass = 0; pass < 2; pass++) {
@@ -1218,22 +1251,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		const struct ir_instr *v = k->inputs[i];
 		/* an input given twice (add(x, x) as two parameters) is one
 		 * buffer, read once: one access, with the first's map */
-		bool dup = false;
-		for (int j = 0; j < i && !dup; j++)
-			dup = k->inputs[j] == v;
-		if (dup)
+		if (ts_ptrmap_get(&pr.in, v) != i)
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
-		const struct ir_instr *use = only_use(k, i);
+		const struct ir_instr *use = uses[i];
 		if (inplace && use == inplace)
 			continue; /* the buffer it updates in place: not read */
-		bool twice = false; /* given again as a later parameter */
-		for (int j = i + 1; j < k->n_inputs && !twice; j++)
-			twice = k->inputs[j] == v;
+		bool twice = copies[i] > 1; /* given again as a later parameter */
 		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
-		if (sl && pr.mm && sl->parent == comp && sl->index >= 0 &&
-		    sl->index < comp->n_instrs && pr.pos[sl->index] >= 0) {
-			const struct dmap *sm = &pr.mm[pr.pos[sl->index]];
+		int sp = sl && pr.mm ? member_pos(&pr, sl) : -1;
+		if (sp >= 0) {
+			const struct dmap *sm = &pr.mm[sp];
 			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
 					false, i, t, d);
 		} else {
@@ -1249,10 +1277,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		for (int i = 0; i < n; i++) {
 			const struct ir_instr *v = roots[i];
 			const struct dmap *m = NULL;
-			if (pr.mm && v->parent == comp && v->index >= 0 &&
-			    v->index < comp->n_instrs && pr.pos[v->index] >= 0 &&
-			    pr.mm[pr.pos[v->index]].set)
-				m = &pr.mm[pr.pos[v->index]];
+			int vp = pr.mm ? member_pos(&pr, v) : -1;
+			if (vp >= 0 && pr.mm[vp].set)
+				m = &pr.mm[vp];
 			if (v->shape.type == IR_TYPE_TUPLE) {
 				/* a variadic reduce's results follow the
 				 * grid as one array would; other tuples are
@@ -1397,7 +1424,10 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->flops = 2.0 * p->mxu_macs;
 	p->hw = hw;
 out:
-	ts_free(pr.pos);
+	ts_free(uses);
+	ts_free(copies);
+	ts_ptrmap_free(&pr.pos);
+	ts_ptrmap_free(&pr.in);
 	ts_free(pr.mm);
 	ts_free(pr.im);
 	ts_free(mark);

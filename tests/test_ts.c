@@ -268,6 +268,38 @@ static void test_sort_u64(void **state)
 	assert_int_equal(v[0], 7);
 }
 
+/* ts_ptrmap against a linear search: keys that are neighbours in one
+ * array (pointers a few bytes apart, the map's usual keys) and a table
+ * filled to its limit, overwritten values, absent keys, a map never set
+ * up, and running out of memory. */
+static void test_ptrmap(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	static char cell[N];
+	struct ts_ptrmap m = {0};
+	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
+	assert_true(ts_ptrmap_init(&m, N));
+	for (int i = 0; i < N; i++)
+		ts_ptrmap_set(&m, &cell[i], i);
+	ts_ptrmap_set(&m, &cell[7], 70); /* replaces */
+	for (int i = 0; i < N; i++)
+		assert_int_equal(ts_ptrmap_get(&m, &cell[i]), i == 7 ? 70 : i);
+	int other;
+	assert_int_equal(ts_ptrmap_get(&m, &other), -1);
+	assert_int_equal(ts_ptrmap_get(&m, NULL), -1);
+	ts_ptrmap_free(&m);
+	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
+	assert_true(ts_ptrmap_init(&m, 0)); /* an empty kernel's inputs */
+	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
+	ts_ptrmap_free(&m);
+	ts_alloc_fail_after(1);
+	assert_false(ts_ptrmap_init(&m, 4));
+	ts_alloc_fail_after(-1);
+	assert_null(m.keys);
+	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_read_cap),
 		cmocka_unit_test(test_sort_u64),
+		cmocka_unit_test(test_ptrmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
