@@ -319,12 +319,18 @@ static size_t ptr_slot(const struct ts_ptrmap *m, const void *key)
 
 bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n)
 {
-	size_t cap = 16;
+	size_t cap = TS_PTRMAP_SMALL;
 	while (cap < 2 * n && cap < SIZE_MAX / 4)
 		cap *= 2;
+	m->mask = cap - 1;
+	if (cap == TS_PTRMAP_SMALL) {
+		memset(m->small_keys, 0, sizeof m->small_keys);
+		m->keys = m->small_keys;
+		m->vals = m->small_vals;
+		return true;
+	}
 	m->keys = ts_calloc(cap, sizeof *m->keys);
 	m->vals = ts_malloc(cap * sizeof *m->vals);
-	m->mask = cap - 1;
 	if (!m->keys || !m->vals) {
 		ts_ptrmap_free(m);
 		return false;
@@ -353,8 +359,10 @@ int ts_ptrmap_get(const struct ts_ptrmap *m, const void *key)
 
 void ts_ptrmap_free(struct ts_ptrmap *m)
 {
-	ts_free(m->keys);
-	ts_free(m->vals);
+	if (m->keys != m->small_keys) {
+		ts_free(m->keys);
+		ts_free(m->vals);
+	}
 	m->keys = NULL;
 	m->vals = NULL;
 	m->mask = 0;

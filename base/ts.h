@@ -141,11 +141,16 @@ int ts_cmp_key_id(const void *a, const void *b);
 
 /* Pointer -> int: open addressing over a power-of-two table kept at most
  * half full, so a lookup is O(1) where a scan of a list would be O(n) (a
- * kernel's members and inputs, looked up for every operand). */
+ * kernel's members and inputs, looked up for every operand). Up to
+ * TS_PTRMAP_SMALL / 2 keys live in the struct itself (no allocation), so
+ * a map is not to be copied once set up. */
+#define TS_PTRMAP_SMALL 16
 struct ts_ptrmap {
 	const void **keys; /* mask + 1 slots, NULL when empty */
 	int *vals;
 	size_t mask;
+	const void *small_keys[TS_PTRMAP_SMALL];
+	int small_vals[TS_PTRMAP_SMALL];
 };
 /* An empty map with room for n keys; false when memory runs out. */
 bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n);

@@ -293,8 +293,18 @@ static void test_ptrmap(void **state)
 	assert_true(ts_ptrmap_init(&m, 0)); /* an empty kernel's inputs */
 	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
 	ts_ptrmap_free(&m);
+	/* up to TS_PTRMAP_SMALL / 2 keys: in the struct, nothing allocated */
+	ts_alloc_fail_after(0);
+	assert_true(ts_ptrmap_init(&m, TS_PTRMAP_SMALL / 2));
+	for (int i = 0; i < TS_PTRMAP_SMALL / 2; i++)
+		ts_ptrmap_set(&m, &cell[i], 2 * i);
+	for (int i = 0; i < TS_PTRMAP_SMALL; i++)
+		assert_int_equal(ts_ptrmap_get(&m, &cell[i]),
+				 i < TS_PTRMAP_SMALL / 2 ? 2 * i : -1);
+	ts_ptrmap_free(&m);
+	/* one more key: allocated; the second allocation fails */
 	ts_alloc_fail_after(1);
-	assert_false(ts_ptrmap_init(&m, 4));
+	assert_false(ts_ptrmap_init(&m, TS_PTRMAP_SMALL / 2 + 1));
 	ts_alloc_fail_after(-1);
 	assert_null(m.keys);
 	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
