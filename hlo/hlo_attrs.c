@@ -94,37 +94,34 @@ _Static_assert(TS_ARRAY_LEN(attr_names) == A_COUNT,
 	       "attr_names must name every hp_attr");
 _Static_assert(A_COUNT <= 64, "parse_rhs keeps the attributes seen in 64 bits");
 
-/* Attributes an opcode cannot do without (XLA: required entries of each
- * opcode's attribute map in hlo_parser.cc). A nested instruction has no
+/* Attributes an opcode cannot do without, by opcode (XLA: required entries
+ * of each opcode's attribute map in hlo_parser.cc). A nested instruction has no
  * attributes, so a nested broadcast is refused as XLA refuses it. */
-static const struct {
-	enum ir_op op;
-	uint8_t attrs[5];
-} required_attrs[] = {
-	{IR_OP_BROADCAST, {A_DIMENSIONS}},
-	{IR_OP_TRANSPOSE, {A_DIMENSIONS}},
-	{IR_OP_REVERSE, {A_DIMENSIONS}},
-	{IR_OP_CONCATENATE, {A_DIMENSIONS}},
-	{IR_OP_REDUCE, {A_DIMENSIONS, A_TO_APPLY}},
-	{IR_OP_SORT, {A_DIMENSIONS, A_TO_APPLY}},
-	{IR_OP_MAP, {A_TO_APPLY}},
-	{IR_OP_CALL, {A_TO_APPLY}},
-	{IR_OP_ALL_REDUCE, {A_TO_APPLY}},
-	{IR_OP_REDUCE_WINDOW, {A_TO_APPLY}},
-	{IR_OP_SELECT_AND_SCATTER, {A_SELECT, A_SCATTER}},
-	{IR_OP_COMPARE, {A_DIRECTION}},
-	{IR_OP_GET_TUPLE_ELEMENT, {A_INDEX}},
-	{IR_OP_SLICE, {A_SLICE}},
-	{IR_OP_PAD, {A_PADDING}},
-	{IR_OP_DYNAMIC_SLICE, {A_DYN_SLICE_SIZES}},
-	{IR_OP_IOTA, {A_IOTA_DIM}},
-	{IR_OP_WHILE, {A_CONDITION, A_BODY}},
-	{IR_OP_FUSION, {A_KIND, A_CALLS}},
-	{IR_OP_CUSTOM_CALL, {A_TARGET}},
-	{IR_OP_GATHER, {A_OFFSET_DIMS, A_COLLAPSED, A_START_INDEX_MAP,
-			A_INDEX_VECTOR_DIM, A_SLICE_SIZES}},
-	{IR_OP_SCATTER, {A_UPDATE_WINDOW, A_INSERTED_WINDOW,
-			 A_SCATTER_TO_OPERAND, A_INDEX_VECTOR_DIM, A_TO_APPLY}},
+static const uint8_t required_attrs[IR_OP_COUNT][5] = {
+	[IR_OP_BROADCAST] = {A_DIMENSIONS},
+	[IR_OP_TRANSPOSE] = {A_DIMENSIONS},
+	[IR_OP_REVERSE] = {A_DIMENSIONS},
+	[IR_OP_CONCATENATE] = {A_DIMENSIONS},
+	[IR_OP_REDUCE] = {A_DIMENSIONS, A_TO_APPLY},
+	[IR_OP_SORT] = {A_DIMENSIONS, A_TO_APPLY},
+	[IR_OP_MAP] = {A_TO_APPLY},
+	[IR_OP_CALL] = {A_TO_APPLY},
+	[IR_OP_ALL_REDUCE] = {A_TO_APPLY},
+	[IR_OP_REDUCE_WINDOW] = {A_TO_APPLY},
+	[IR_OP_SELECT_AND_SCATTER] = {A_SELECT, A_SCATTER},
+	[IR_OP_COMPARE] = {A_DIRECTION},
+	[IR_OP_GET_TUPLE_ELEMENT] = {A_INDEX},
+	[IR_OP_SLICE] = {A_SLICE},
+	[IR_OP_PAD] = {A_PADDING},
+	[IR_OP_DYNAMIC_SLICE] = {A_DYN_SLICE_SIZES},
+	[IR_OP_IOTA] = {A_IOTA_DIM},
+	[IR_OP_WHILE] = {A_CONDITION, A_BODY},
+	[IR_OP_FUSION] = {A_KIND, A_CALLS},
+	[IR_OP_CUSTOM_CALL] = {A_TARGET},
+	[IR_OP_GATHER] = {A_OFFSET_DIMS, A_COLLAPSED, A_START_INDEX_MAP,
+			  A_INDEX_VECTOR_DIM, A_SLICE_SIZES},
+	[IR_OP_SCATTER] = {A_UPDATE_WINDOW, A_INSERTED_WINDOW,
+			   A_SCATTER_TO_OPERAND, A_INDEX_VECTOR_DIM, A_TO_APPLY},
 };
 
 /* Whether an attribute naming computations may be written on op (XLA:
@@ -1379,11 +1376,9 @@ bool hp_parse_attrs(struct hp_parser *p, struct hp_level *lv,
 		if (!parse_attr(p, lv, in, attr))
 			return false;
 	}
-	for (size_t i = 0; i < TS_ARRAY_LEN(required_attrs); i++) {
-		if (required_attrs[i].op != in->op)
-			continue;
-		for (size_t j = 0; j < TS_ARRAY_LEN(required_attrs[i].attrs); j++) {
-			int r = required_attrs[i].attrs[j];
+	if ((unsigned)in->op < IR_OP_COUNT) {
+		for (size_t j = 0; j < TS_ARRAY_LEN(required_attrs[in->op]); j++) {
+			int r = required_attrs[in->op][j];
 			/* a broadcast of a scalar (or of an operand not yet
 			 * known) may leave its dimensions out: they are {} */
 			if (in->op == IR_OP_BROADCAST && r == A_DIMENSIONS &&

@@ -341,10 +341,10 @@ const char *hp_skip_ws_from(struct hp_parser *p, const char *q)
 				p->last_sep = q;
 			/* to the end of the line: '\n', or '\r' alone (old
 			 * Mac line ends, which XLA's lexer takes too) */
-			const char *nl = q + 2;
-			while (nl < p->end && *nl != '\n' && *nl != '\r')
-				nl++;
-			q = nl;
+			const char *nl = memchr(q + 2, '\n', (size_t)(p->end - q - 2));
+			const char *cr = memchr(q + 2, '\r',
+						(size_t)((nl ? nl : p->end) - q - 2));
+			q = cr ? cr : nl ? nl : p->end;
 		} else if (q[1] == '*') {
 			const char *c = q + 2;
 			for (;;) {
