@@ -319,8 +319,14 @@ static size_t ptr_slot(const struct ts_ptrmap *m, const void *key)
 
 bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n)
 {
+	m->keys = NULL;
+	m->vals = NULL;
+	m->mask = 0;
+	m->n = 0;
+	if (n > SIZE_MAX / 4 / sizeof *m->keys)
+		return false;
 	size_t cap = TS_PTRMAP_SMALL;
-	while (cap < 2 * n && cap < SIZE_MAX / 4)
+	while (cap < 2 * n)
 		cap *= 2;
 	m->mask = cap - 1;
 	if (cap == TS_PTRMAP_SMALL) {
@@ -343,6 +349,10 @@ void ts_ptrmap_set(struct ts_ptrmap *m, const void *key, int val)
 	size_t i = ptr_slot(m, key);
 	while (m->keys[i] && m->keys[i] != key)
 		i = (i + 1) & m->mask;
+	if (!m->keys[i]) {
+		TS_ASSERT(m->n < (m->mask + 1) / 2); /* room for one more */
+		m->n++;
+	}
 	m->keys[i] = key;
 	m->vals[i] = val;
 }
@@ -366,6 +376,7 @@ void ts_ptrmap_free(struct ts_ptrmap *m)
 	m->keys = NULL;
 	m->vals = NULL;
 	m->mask = 0;
+	m->n = 0;
 }
 
 /* ---- files ------------------------------------------------------------- */

@@ -149,13 +149,14 @@ struct ts_ptrmap {
 	const void **keys; /* mask + 1 slots, NULL when empty */
 	int *vals;
 	size_t mask;
+	size_t n;          /* keys set */
 	const void *small_keys[TS_PTRMAP_SMALL];
 	int small_vals[TS_PTRMAP_SMALL];
 };
 /* An empty map with room for n keys; false when memory runs out. */
 bool ts_ptrmap_init(struct ts_ptrmap *m, size_t n);
 /* Sets key (not NULL) -> val, replacing its value if present; at most the
- * n keys of ts_ptrmap_init. */
+ * n keys of ts_ptrmap_init (an assertion stops a table filled past half). */
 void ts_ptrmap_set(struct ts_ptrmap *m, const void *key, int val);
 /* The value of key, or -1 when absent (also for a map never set up). */
 int ts_ptrmap_get(const struct ts_ptrmap *m, const void *key);

@@ -480,6 +480,9 @@ static bool root_is_view_of(const struct ir_computation *c,
 	return r == p;
 }
 
+static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
+			 const struct ir_instr *const *cand, int n, int depth);
+
 /*
  * Bytes the consumers cand[0..n) read from value v, whose full size and
  * memory space are `full` (XLA's fusion operand rule, docs/HLO.md 3.1):
@@ -493,12 +496,10 @@ static bool root_is_view_of(const struct ir_computation *c,
  * A value in VMEM (S(1)) costs nothing. Known wrong: overlapping slices
  * are counted once each; a broadcast operand re-read per output tile is
  * counted once (the tiled model may charge re-reads).
+ * use_bytes applies the rule to one use j of consumer u: bytes added to
+ * *part, or *whole set; read_bytes sums a value's uses, add_reads those of
+ * many values in one pass.
  */
-static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
-			 const struct ir_instr *const *cand, int n, int depth);
-
-/* What use j of u (one of the consumers cand[0..n)) reads of a value whose
- * full size is `full`: bytes added to *part, or *whole set (read_bytes). */
 static void use_bytes(const struct ir_instr *u, int j,
 		      const struct ir_shape *full,
 		      const struct ir_instr *const *cand, int n, int depth,
@@ -569,6 +570,7 @@ static double read_total(const struct ir_shape *full, double part, bool whole)
 	return part + (whole ? hbm_bytes(full) : 0.0);
 }
 
+/* The bytes cand[0..n) read from v (the rule above use_bytes). */
 static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 			 const struct ir_instr *const *cand, int n, int depth)
 {

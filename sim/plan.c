@@ -299,17 +299,24 @@ static bool comp_backward(const struct ir_computation *c,
 struct prop {
 	const struct sim_kernel *k;
 	const struct ir_computation *comp; /* parent of the members */
-	struct ts_ptrmap pos;              /* member of comp -> its position
+	struct ts_ptrmap pos;              /* comp's instruction at a member's
+	                                      index -> the member's position
 	                                      (the last, if listed twice) */
 	struct ts_ptrmap in;               /* input -> its first position */
 	struct dmap *mm;                   /* per member */
 	struct dmap *im;                   /* per input */
 };
 
-/* The position of v among the kernel's members (those of comp), or -1. */
+/* The position among the kernel's members (those of comp) of the member
+ * at v's place in comp, or -1. By place, not by pointer: a lowered stand-in
+ * (sim/kernels.c: a library call as a dot, a copy-start as a copy) is a
+ * member in the place of the instruction it stands for. */
 static int member_pos(const struct prop *pr, const struct ir_instr *v)
 {
-	return ts_ptrmap_get(&pr->pos, v);
+	if (!pr->comp || v->parent != pr->comp || v->index < 0 ||
+	    v->index >= pr->comp->n_instrs)
+		return -1;
+	return ts_ptrmap_get(&pr->pos, pr->comp->instrs[v->index]);
 }
 
 /* The map slot of a value: a member's, or an input's (a fusion parameter
@@ -1211,7 +1218,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	if (!uses || !copies || !ts_ptrmap_init(&pr.in, (size_t)k->n_inputs) ||
 	    !only_uses(k, uses)) {
 		st = TS_ERR_NOMEM;
-		ts_diag_set(d, NULL, 0, 0, "out of memory planning %s", k->name);
+		ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
+			    k->name ? k->name : "?");
 		goto out;
 	}
 	for (int i = k->n_inputs - 1; i >= 0; i--)
@@ -1230,14 +1238,14 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		    !ts_ptrmap_init(&pr.pos, (size_t)k->n_members)) {
 			st = TS_ERR_NOMEM;
 			ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
-				    k->name);
+				    k->name ? k->name : "?");
 			goto out;
 		}
 		for (int i = 0; i < k->n_members; i++) {
 			const struct ir_instr *in = k->members[i];
 			if (in->parent == comp && in->index >= 0 &&
 			    in->index < comp->n_instrs)
-				ts_ptrmap_set(&pr.pos, in, i);
+				ts_ptrmap_set(&pr.pos, comp->instrs[in->index], i);
 		}
 		prop_seed(&pr, t);
 		for (int pass = 0; pass < 2; pass++) {

@@ -268,10 +268,10 @@ static void test_sort_u64(void **state)
 	assert_int_equal(v[0], 7);
 }
 
-/* ts_ptrmap against a linear search: keys that are neighbours in one
- * array (pointers a few bytes apart, the map's usual keys) and a table
- * filled to its limit, overwritten values, absent keys, a map never set
- * up, and running out of memory. */
+/* ts_ptrmap: keys that are neighbours in one array (pointers a few bytes
+ * apart, the map's usual keys), a table filled to its limit, keys that
+ * collide at its last slot, replaced values, absent keys, a map never set
+ * up or set up again, and running out of memory. */
 static void test_ptrmap(void **state)
 {
 	(void)state;
@@ -301,6 +301,28 @@ static void test_ptrmap(void **state)
 	for (int i = 0; i < TS_PTRMAP_SMALL; i++)
 		assert_int_equal(ts_ptrmap_get(&m, &cell[i]),
 				 i < TS_PTRMAP_SMALL / 2 ? 2 * i : -1);
+	ts_ptrmap_free(&m);
+	/* set up again: the keys of its last use are gone */
+	assert_true(ts_ptrmap_init(&m, 1));
+	assert_int_equal(ts_ptrmap_get(&m, &cell[0]), -1);
+	/* keys that all hash to the last slot of the small table: each
+	 * probe wraps around to the first slots (the slot formula of
+	 * ts.c's ptr_slot, with mask TS_PTRMAP_SMALL - 1) */
+	const char *last[TS_PTRMAP_SMALL / 2];
+	int n_last = 0;
+	for (int i = 0; i < N && n_last < TS_PTRMAP_SMALL / 2; i++) {
+		uint64_t h = (uint64_t)(uintptr_t)&cell[i] *
+			     UINT64_C(0x9E3779B97F4A7C15);
+		if (((h >> 32) & (TS_PTRMAP_SMALL - 1)) == TS_PTRMAP_SMALL - 1)
+			last[n_last++] = &cell[i];
+	}
+	assert_int_equal(n_last, TS_PTRMAP_SMALL / 2);
+	ts_ptrmap_free(&m);
+	assert_true(ts_ptrmap_init(&m, (size_t)n_last));
+	for (int i = 0; i < n_last; i++)
+		ts_ptrmap_set(&m, last[i], i);
+	for (int i = 0; i < n_last; i++)
+		assert_int_equal(ts_ptrmap_get(&m, last[i]), i);
 	ts_ptrmap_free(&m);
 	/* one more key: allocated; the second allocation fails */
 	ts_alloc_fail_after(1);
