@@ -570,17 +570,15 @@ static double read_total(const struct ir_shape *full, double part, bool whole)
 	return part + (whole ? hbm_bytes(full) : 0.0);
 }
 
-/* The bytes cand[0..n) read from v (the rule above use_bytes). */
+/* The bytes cand[0..n) read from v (the rule above use_bytes); past
+ * COST_MAX_DEPTH nested reads, v whole. */
 static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 			 const struct ir_instr *const *cand, int n, int depth)
 {
-	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
-		return 0.0;
-	if (depth > COST_MAX_DEPTH)
-		return hbm_bytes(full);
+	bool deep = depth > COST_MAX_DEPTH;
 	double part = 0;
-	bool whole = false;
-	for (int q = 0; q < n; q++) {
+	bool whole = deep;
+	for (int q = 0; !deep && q < n; q++) {
 		const struct ir_instr *u = cand[q];
 		for (int j = 0; j < u->n_operands; j++)
 			if (u->operands[j] == v)
@@ -590,13 +588,23 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 	return read_total(full, part, whole);
 }
 
+/* The full size of value i of add_reads: fulls[i], or (fulls NULL) its
+ * own shape. */
+static const struct ir_shape *full_of(const struct ir_instr *const *vals,
+				      const struct ir_shape *const *fulls,
+				      int i)
+{
+	return fulls ? fulls[i] : &vals[i]->shape;
+}
+
 /*
  * read_bytes(vals[i], fulls[i], cand, n, 0) added to *sum for i = 0, 1,
- * ... in turn (a NULL value: fulls[i] read whole; a value given twice
- * comes with the same shape both times), the same sums in the
- * same order, from one pass over the consumers' operands where calling
- * read_bytes per value would scan them once each (a kernel's inputs, a
- * fusion's parameters). False when memory runs out.
+ * ... in turn (fulls NULL: each value's own shape, and no value NULL; a
+ * NULL value: fulls[i] read whole; a value given twice comes with the
+ * same shape both times), the same sums in the same order, from one pass
+ * over the consumers' operands where calling read_bytes per value would
+ * scan them once each (a kernel's inputs, a fusion's parameters). False
+ * when memory runs out.
  */
 static bool add_reads(const struct ir_instr *const *vals,
 		      const struct ir_shape *const *fulls, int nv,
@@ -614,13 +622,14 @@ static bool add_reads(const struct ir_instr *const *vals,
 		for (int j = 0; j < u->n_operands; j++) {
 			int i = ts_ptrmap_get(&first, u->operands[j]);
 			if (i >= 0)
-				use_bytes(u, j, fulls[i], cand, n, 0, &part[i],
-					  &whole[i]);
+				use_bytes(u, j, full_of(vals, fulls, i), cand,
+					  n, 0, &part[i], &whole[i]);
 		}
 	}
 	for (int i = 0; ok && i < nv; i++) {
 		int f = vals[i] ? ts_ptrmap_get(&first, vals[i]) : -1;
-		*sum += f >= 0 ? read_total(fulls[f], part[f], whole[f])
+		*sum += f >= 0 ? read_total(full_of(vals, fulls, f), part[f],
+					    whole[f])
 			       : hbm_bytes(fulls[i]);
 	}
 	ts_free(part);
@@ -768,17 +777,10 @@ static enum ts_status group_work(const struct sim_kernel *k,
 		if (!folded)
 			st = count_instr(m, file, w, d, 0);
 	}
-	const struct ir_shape **fulls =
-		ts_calloc((size_t)k->n_inputs + 1, sizeof *fulls);
-	if (st == TS_OK && !fulls)
-		st = TS_ERR_NOMEM;
-	for (int i = 0; st == TS_OK && i < k->n_inputs; i++)
-		fulls[i] = &k->inputs[i]->shape;
 	if (st == TS_OK &&
-	    !add_reads((const struct ir_instr *const *)k->inputs, fulls,
+	    !add_reads((const struct ir_instr *const *)k->inputs, NULL,
 		       k->n_inputs, k->members, k->n_members, &w->bytes_read))
 		st = TS_ERR_NOMEM;
-	ts_free(fulls);
 	if (st == TS_OK) {
 		w->bytes_read += constant_bytes(k->members, k->n_members, cd);
 		for (int i = 0; i < k->n_outputs; i++)
