@@ -95,8 +95,8 @@ _Static_assert(TS_ARRAY_LEN(attr_names) == A_COUNT,
 _Static_assert(A_COUNT <= 64, "parse_rhs keeps the attributes seen in 64 bits");
 
 /* Attributes an opcode cannot do without, by opcode (XLA: required entries
- * of each opcode's attribute map in hlo_parser.cc). A nested instruction has no
- * attributes, so a nested broadcast is refused as XLA refuses it. */
+ * of each opcode's attribute map in hlo_parser.cc). A nested instruction
+ * has no attributes, so a nested broadcast is refused as XLA refuses it. */
 static const uint8_t required_attrs[IR_OP_COUNT][5] = {
 	[IR_OP_BROADCAST] = {A_DIMENSIONS},
 	[IR_OP_TRANSPOSE] = {A_DIMENSIONS},
