@@ -336,7 +336,10 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 				  int depth)
 {
 	struct op_mix mix;
-	double e = logical_elems(&in->shape), ep = padded_elems(&in->shape);
+	/* the result's elements, logical and padded: asked only by the ops
+	 * that use them (most members of a kernel move data, and a padded
+	 * size takes the compact physical order, ir_shape.c) */
+	const struct ir_shape *r = &in->shape;
 	switch (in->op) {
 	case IR_OP_FUSION:
 		if (in->n_called < 1 || !in->called[0])
@@ -371,7 +374,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	case IR_OP_REDUCE_WINDOW: {
 		double win = window_elems(in) - 1;
 		body_mix(in, 0, &mix);
-		add_mix(w, &mix, win * e, win * ep);
+		add_mix(w, &mix, win * logical_elems(r), win * padded_elems(r));
 		return TS_OK;
 	}
 	case IR_OP_SELECT_AND_SCATTER: {
@@ -388,7 +391,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	}
 	case IR_OP_MAP:
 		body_mix(in, 0, &mix);
-		add_mix(w, &mix, e, ep);
+		add_mix(w, &mix, logical_elems(r), padded_elems(r));
 		return TS_OK;
 	case IR_OP_SCATTER: {
 		int n_in = (in->n_operands - 1) / 2;
@@ -413,19 +416,19 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	case IR_OP_ALL_REDUCE_START:
 	case IR_OP_REDUCE_SCATTER:
 		body_mix(in, 0, &mix);
-		add_mix(w, &mix, e, ep);
+		add_mix(w, &mix, logical_elems(r), padded_elems(r));
 		return TS_OK;
 	default:
 		break;
 	}
 	switch (ir_op_class(in->op)) {
 	case IR_CLASS_ELEMENTWISE:
-		w->flops += e;
-		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += ep;
+		w->flops += logical_elems(r);
+		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += padded_elems(r);
 		break;
 	case IR_CLASS_TRANSCENDENTAL:
-		w->transcendentals += e;
-		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += ep;
+		w->transcendentals += logical_elems(r);
+		w->vpu_elem_ops[sim_op_vpu_class(in->op)] += padded_elems(r);
 		break;
 	default:
 		break;
