@@ -89,7 +89,8 @@ static int64_t pad_to(int64_t e, int64_t t)
 }
 
 /* Elements of an access dim in a block: grid block a, window block w. */
-static int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a, int64_t w)
+static inline int64_t adim_extent(const struct sim_plan_adim *ad, int64_t a,
+				   int64_t w)
 {
 	if (ad->win < 0 && ad->scale == 1.0)
 		return a < ad->elems ? a : ad->elems;
@@ -175,21 +176,14 @@ static void access_cost(const struct sim_plan_access *a,
 			const struct sim_blocks *bl, int n_dims,
 			struct sim_acc_cost *c)
 {
-	bool in_d[SIM_PLAN_MAX_DIMS] = {false};
-	for (int i = 0; i < a->rank; i++) {
-		if (a->dims[i].grid >= 0)
-			in_d[a->dims[i].grid] = true;
-		if (a->dims[i].win >= 0)
-			in_d[a->dims[i].win] = true;
-	}
 	int j = -1;
 	for (int dd = 0; dd < n_dims; dd++)
-		if (in_d[dd] && bl[dd].nb > 1)
+		if ((a->follows >> dd & 1) && bl[dd].nb > 1)
 			j = dd;
 	double f = 1, r = 1;
 	for (int dd = 0; dd <= j; dd++) {
 		f *= (double)bl[dd].nb;
-		if (!in_d[dd])
+		if (!(a->follows >> dd & 1))
 			r *= (double)bl[dd].nb;
 	}
 	double sum = a->pad_factor * a->elem_bytes;
@@ -714,49 +708,86 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 					   out->cores, t);
 }
 
+/* Elements of access dim ad in a block with each dim's blocks in blk,
+ * padded to its tile. */
+static double adim_block(const struct sim_plan_adim *ad,
+			 const struct sim_blocks *blk)
+{
+	if (ad->grid < 0)
+		return (double)pad_to(ad->elems, ad->tile);
+	return (double)pad_to(adim_extent(ad, blk[ad->grid].full,
+					  ad->win >= 0 ? blk[ad->win].full : 1),
+			      ad->tile);
+}
+
+/* Bytes of access ac's block with each dim's blocks in blk, its dims'
+ * extents (adim_block) into ext (or NULL), and (*twice) whether a dim it
+ * follows is split (split[d]: more than one block in every completion):
+ * vmem_floor's term of it, below. */
+static double access_block(const struct sim_plan_access *ac,
+			   const struct sim_blocks *blk, const bool *split,
+			   bool *twice, double *ext)
+{
+	double b = ac->pad_factor * ac->elem_bytes;
+	*twice = false;
+	for (int i = 0; i < ac->rank; i++) {
+		const struct sim_plan_adim *ad = &ac->dims[i];
+		if (ad->grid >= 0)
+			*twice = *twice || split[ad->grid] ||
+				 (ad->win >= 0 && split[ad->win]);
+		double e = adim_block(ad, blk);
+		if (ext)
+			ext[i] = e;
+		b *= e;
+	}
+	return b;
+}
+
+/* The f32 accumulator's bytes (an output block, 4 bytes an element)
+ * with each dim's blocks in blk. */
+static double acc_block(const struct sim_plan *p, const struct sim_blocks *blk)
+{
+	double out_blk = 4.0;
+	for (int i = 0; i < p->out.rank; i++)
+		out_blk *= (double)pad_to(blk[p->out_dim[i]].full,
+					  p->out.tile[i]);
+	return out_blk;
+}
+
+/* Whether a contraction dim is split (its accumulator stays resident). */
+static bool acc_split(const struct sim_plan *p, const bool *split)
+{
+	bool acc = false;
+	for (int d = 0; p->has_kernel && d < p->n_dims; d++)
+		acc = acc || (split[d] && p->dims[d].src >= p->out.rank);
+	return acc;
+}
+
 /* VMEM floor (bytes) with each dim's blocks in blk: every access's block,
  * twice when a dim it follows is split (split[d]: more than one block in
  * every completion), its staging copy, and the f32 accumulator when a
- * contraction dim is split; block[a] gets access a's block and twice[a]
- * whether it counted twice (or NULL). Grows with every bound in blk
- * (extents never shrink as a bound grows). */
+ * contraction dim is split; block[a] gets access a's block, twice[a]
+ * whether it counted twice and ext[a] its padded extents (access_block),
+ * or all three NULL. Grows with every bound in blk (extents never shrink
+ * as a bound grows). */
 static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
-			 const bool *split, double *block, bool *twice_of)
+			 const bool *split, double *block, bool *twice_of,
+			 double (*ext)[SIM_MAX_GRID])
 {
 	double vmem = 2 * p->other_bytes;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
-		double b = ac->pad_factor * ac->elem_bytes;
-		bool twice = false;
-		for (int i = 0; i < ac->rank; i++) {
-			const struct sim_plan_adim *ad = &ac->dims[i];
-			if (ad->grid < 0) {
-				b *= (double)pad_to(ad->elems, ad->tile);
-				continue;
-			}
-			twice = twice || split[ad->grid] ||
-				(ad->win >= 0 && split[ad->win]);
-			b *= (double)pad_to(adim_extent(ad, blk[ad->grid].full,
-							ad->win >= 0 ? blk[ad->win].full
-								     : 1),
-					    ad->tile);
-		}
+		bool twice;
+		double b = access_block(ac, blk, split, &twice,
+					ext ? ext[a] : NULL);
 		if (block) {
 			block[a] = b;
 			twice_of[a] = twice;
 		}
 		vmem += (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
 	}
-	bool acc = false;
-	for (int d = 0; p->has_kernel && d < p->n_dims; d++)
-		acc = acc || (split[d] && p->dims[d].src >= p->out.rank);
-	if (acc) {
-		double out_blk = 4.0;
-		for (int i = 0; i < p->out.rank; i++)
-			out_blk *= (double)pad_to(blk[p->out_dim[i]].full,
-						  p->out.tile[i]);
-		vmem += out_blk;
-	}
+	if (acc_split(p, split))
+		vmem += acc_block(p, blk);
 	return vmem;
 }
 
@@ -770,9 +801,42 @@ static bool fits_at(const struct sim_plan *p, const struct hw_spec *hw,
 	bool keep_split = split[d];
 	dim_blocks(&p->dims[d], b, &blk[d]);
 	split[d] = blk[d].nb > 1;
-	double v = vmem_floor(p, blk, split, NULL, NULL);
+	double v = vmem_floor(p, blk, split, NULL, NULL, NULL);
 	blk[d] = keep;
 	split[d] = keep_split;
+	return hw_mem_fits_vmem(hw, v * (1 - SIM_FLOOR_SLACK));
+}
+
+/* fits_at(d, the whole dim) for a dim d not chosen (not split, so no
+ * access's buffering changes), from vmem_floor's terms at blk (block,
+ * twice, ext): only the extents of the accesses' dims that follow d are
+ * worked out again, the products and the sum taken in vmem_floor's order
+ * (the same bits). blk[d] is left as it was. */
+static bool whole_fits(const struct sim_plan *p, const struct hw_spec *hw,
+		       struct sim_blocks *blk, const bool *split,
+		       const double *block, const bool *twice,
+		       double (*ext)[SIM_MAX_GRID], int d)
+{
+	struct sim_blocks keep = blk[d];
+	dim_blocks(&p->dims[d], p->dims[d].tiles, &blk[d]);
+	double v = 2 * p->other_bytes;
+	for (int a = 0; a < p->n_access; a++) {
+		const struct sim_plan_access *ac = &p->acc[a];
+		double b = block[a];
+		if (ac->follows >> d & 1) {
+			b = ac->pad_factor * ac->elem_bytes;
+			for (int i = 0; i < ac->rank; i++) {
+				const struct sim_plan_adim *ad = &ac->dims[i];
+				b *= ad->grid == d || ad->win == d
+					     ? adim_block(ad, blk)
+					     : ext[a][i];
+			}
+		}
+		v += (twice[a] ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+	}
+	if (acc_split(p, split))
+		v += acc_block(p, blk);
+	blk[d] = keep;
 	return hw_mem_fits_vmem(hw, v * (1 - SIM_FLOOR_SLACK));
 }
 
@@ -1003,7 +1067,7 @@ bool sim_plan_fits(const struct sim_plan *p, const struct hw_spec *hw,
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];
 	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
 	chosen_blocks(p, cfg, bl, chosen, split);
-	return hw_mem_fits_vmem(hw, vmem_floor(p, bl, split, NULL, NULL) *
+	return hw_mem_fits_vmem(hw, vmem_floor(p, bl, split, NULL, NULL, NULL) *
 					    (1 - SIM_FLOOR_SLACK));
 }
 
@@ -1013,9 +1077,9 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
 	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
 	chosen_blocks(p, part, small, chosen, split);
-	double block[SIM_PLAN_MAX_ACCESS];
+	double block[SIM_PLAN_MAX_ACCESS], ext[SIM_PLAN_MAX_ACCESS][SIM_MAX_GRID];
 	bool twice[SIM_PLAN_MAX_ACCESS];
-	double vmem = vmem_floor(p, small, split, block, twice);
+	double vmem = vmem_floor(p, small, split, block, twice, ext);
 	bool fits = hw_mem_fits_vmem(hw, vmem);
 	/* the largest bound each unchosen dim may take and still fit: the
 	 * whole dim, else by bisection below it (where the dim is split, the
@@ -1026,7 +1090,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		if (chosen[i] || !fits)
 			continue;
 		int64_t lo = 1, hi = p->dims[i].tiles;
-		if (fits_at(p, hw, small, split, i, hi))
+		if (whole_fits(p, hw, small, split, block, twice, ext, i))
 			lo = hi;
 		else if (hi > 1 && !fits_at(p, hw, small, split, i, 1))
 			fits = false;
@@ -1090,14 +1154,10 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	bool written = false;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
-		bool in_d[SIM_PLAN_MAX_DIMS] = {false};
+		uint32_t in_d = ac->follows;
 		double pass = ac->pad_factor * ac->elem_bytes;
 		for (int i = 0; i < ac->rank; i++) {
 			const struct sim_plan_adim *ad = &ac->dims[i];
-			if (ad->grid >= 0)
-				in_d[ad->grid] = true;
-			if (ad->win >= 0)
-				in_d[ad->win] = true;
 			int64_t whole = ad->grid < 0 ? ad->elems
 					: ad->win >= 0 ? 1
 					: adim_extent(ad, p->dims[ad->grid].elems, 1);
@@ -1105,11 +1165,11 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		int j = -1;
 		for (int d = 0; d < p->n_dims; d++)
-			if (in_d[d] && bl[d].nb > 1)
+			if ((in_d >> d & 1) && bl[d].nb > 1)
 				j = d;
 		double r = 1;
 		for (int d = 0; d <= j; d++)
-			if (!in_d[d])
+			if (!(in_d >> d & 1))
 				r *= (double)bl[d].nb;
 		/* conversions: once per step's block, so at least once per
 		 * block of every dim the access does not follow (when its
@@ -1125,7 +1185,7 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		if (plain) {
 			for (int d = 0; d < p->n_dims; d++)
-				if (!in_d[d])
+				if (!(in_d >> d & 1))
 					passes *= d > j ? (double)bl[d].nb : 1.0;
 			for (int i = 0; i < ac->rank; i++) {
 				int g = ac->dims[i].grid;
@@ -1215,7 +1275,10 @@ double sim_plan_mxu_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	for (int i = 0; i < p->n_dims; i++) {
 		int64_t b = config_bound(p, part, i);
 		chosen[i] = b > 0;
-		dim_blocks(&p->dims[i], b > 0 ? b : p->dims[i].tiles, &bl[i]);
+		if (chosen[i])
+			dim_blocks(&p->dims[i], b, &bl[i]);
+		else
+			bl[i].nb = 1; /* whole: one block (all cover() reads) */
 		steps *= (double)bl[i].nb;
 		if (p->dims[i].src < p->out.rank) {
 			out_steps *= (double)bl[i].nb;

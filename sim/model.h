@@ -125,6 +125,8 @@ struct sim_plan_access {
 	int input;            /* index into the kernel's inputs; -1: output */
 	int rank;
 	struct sim_plan_adim dims[SIM_MAX_GRID]; /* physical order */
+	uint32_t follows;     /* the combined dims its dims follow (grid or
+	                         win), bit d for dim d */
 	double elem_bytes;    /* bytes per element (stored bits / 8) */
 	double pad_factor;    /* sim_tgrid.pad_factor of its shape */
 	double bytes;         /* whole array, padded */

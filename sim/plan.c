@@ -1417,6 +1417,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 							 p->acc[a].elem_bytes,
 					     32),
 				p->acc[a].output);
+	/* the dims each access follows, as a mask for the estimate's and
+	 * the floors' loops */
+	_Static_assert(SIM_PLAN_MAX_DIMS <= 32, "sim_plan_access.follows");
+	for (int a = 0; a < p->n_access; a++)
+		for (int i = 0; i < p->acc[a].rank; i++) {
+			const struct sim_plan_adim *ad = &p->acc[a].dims[i];
+			if (ad->grid >= 0)
+				p->acc[a].follows |= 1u << ad->grid;
+			if (ad->win >= 0)
+				p->acc[a].follows |= 1u << ad->win;
+		}
 	/* megacore: large kernels split their steps across the cores; a
 	 * reduce-window (pooling) kernel is not split: tpuv4-ops max/avg
 	 * pooling runs at the same time per element from 98 K to 268 M
