@@ -560,6 +560,23 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 							       : total * w.n_cand[f];
 		return total;
 	}
+	/* a dim with one choice is set once, before the walk: every config
+	 * has it, and the floors of the partial configs count it as chosen
+	 * (no lower: the same completions) instead of flooring each entry
+	 * into it again */
+	int nf = 0;
+	for (int f = 0; f < w.nf; f++) {
+		if (w.n_cand[f] == 1) {
+			if (!walk_set(&w, f, w.cand[f][0]))
+				return 0; /* no valid config */
+			continue;
+		}
+		memcpy(w.cand[nf], w.cand[f], sizeof w.cand[f]);
+		w.n_cand[nf] = w.n_cand[f];
+		w.which[nf] = w.which[f];
+		nf++;
+	}
+	w.nf = nf;
 	w.leaf = leaf;
 	w.fl = fl;
 	w.ctx = ctx;
