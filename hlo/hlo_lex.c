@@ -12,32 +12,27 @@
 #include <string.h>
 
 /* Character classes: word [A-Za-z0-9_.-], alpha [A-Za-z_], digit, space,
- * and marks for the two bytes the hot loops must look at twice. */
+ * and marks for the two bytes the hot loops must look at twice; L and D
+ * are the classes of a letter (or '_') and of a digit. */
+#define L (CC_W | CC_P | CC_A)
+#define D (CC_W | CC_P | CC_D)
 const uint8_t hp_char_class[256] = {
-	['a'] = CC_W | CC_A, ['b'] = CC_W | CC_A, ['c'] = CC_W | CC_A,
-	['d'] = CC_W | CC_A, ['e'] = CC_W | CC_A, ['f'] = CC_W | CC_A,
-	['g'] = CC_W | CC_A, ['h'] = CC_W | CC_A, ['i'] = CC_W | CC_A,
-	['j'] = CC_W | CC_A, ['k'] = CC_W | CC_A, ['l'] = CC_W | CC_A,
-	['m'] = CC_W | CC_A, ['n'] = CC_W | CC_A, ['o'] = CC_W | CC_A,
-	['p'] = CC_W | CC_A, ['q'] = CC_W | CC_A, ['r'] = CC_W | CC_A,
-	['s'] = CC_W | CC_A, ['t'] = CC_W | CC_A, ['u'] = CC_W | CC_A,
-	['v'] = CC_W | CC_A, ['w'] = CC_W | CC_A, ['x'] = CC_W | CC_A,
-	['y'] = CC_W | CC_A, ['z'] = CC_W | CC_A, ['A'] = CC_W | CC_A,
-	['B'] = CC_W | CC_A, ['C'] = CC_W | CC_A, ['D'] = CC_W | CC_A,
-	['E'] = CC_W | CC_A, ['F'] = CC_W | CC_A, ['G'] = CC_W | CC_A,
-	['H'] = CC_W | CC_A, ['I'] = CC_W | CC_A, ['J'] = CC_W | CC_A,
-	['K'] = CC_W | CC_A, ['L'] = CC_W | CC_A, ['M'] = CC_W | CC_A,
-	['N'] = CC_W | CC_A, ['O'] = CC_W | CC_A, ['P'] = CC_W | CC_A,
-	['Q'] = CC_W | CC_A, ['R'] = CC_W | CC_A, ['S'] = CC_W | CC_A,
-	['T'] = CC_W | CC_A, ['U'] = CC_W | CC_A, ['V'] = CC_W | CC_A,
-	['W'] = CC_W | CC_A, ['X'] = CC_W | CC_A, ['Y'] = CC_W | CC_A,
-	['Z'] = CC_W | CC_A, ['0'] = CC_W | CC_D, ['1'] = CC_W | CC_D,
-	['2'] = CC_W | CC_D, ['3'] = CC_W | CC_D, ['4'] = CC_W | CC_D,
-	['5'] = CC_W | CC_D, ['6'] = CC_W | CC_D, ['7'] = CC_W | CC_D,
-	['8'] = CC_W | CC_D, ['9'] = CC_W | CC_D, ['_'] = CC_W | CC_A, ['.'] = CC_W,
-	['-'] = CC_W | CC_DASH, ['/'] = CC_SLASH, [' '] = CC_S, ['\n'] = CC_S, ['\t'] = CC_S, ['\r'] = CC_S,
-	['\f'] = CC_S, ['\v'] = CC_S,
+	['a'] = L, ['b'] = L, ['c'] = L, ['d'] = L, ['e'] = L, ['f'] = L,
+	['g'] = L, ['h'] = L, ['i'] = L, ['j'] = L, ['k'] = L, ['l'] = L,
+	['m'] = L, ['n'] = L, ['o'] = L, ['p'] = L, ['q'] = L, ['r'] = L,
+	['s'] = L, ['t'] = L, ['u'] = L, ['v'] = L, ['w'] = L, ['x'] = L,
+	['y'] = L, ['z'] = L, ['A'] = L, ['B'] = L, ['C'] = L, ['D'] = L,
+	['E'] = L, ['F'] = L, ['G'] = L, ['H'] = L, ['I'] = L, ['J'] = L,
+	['K'] = L, ['L'] = L, ['M'] = L, ['N'] = L, ['O'] = L, ['P'] = L,
+	['Q'] = L, ['R'] = L, ['S'] = L, ['T'] = L, ['U'] = L, ['V'] = L,
+	['W'] = L, ['X'] = L, ['Y'] = L, ['Z'] = L, ['0'] = D, ['1'] = D,
+	['2'] = D, ['3'] = D, ['4'] = D, ['5'] = D, ['6'] = D, ['7'] = D,
+	['8'] = D, ['9'] = D, ['_'] = L, ['.'] = CC_W | CC_P,
+	['-'] = CC_W | CC_DASH, ['/'] = CC_SLASH, [' '] = CC_S, ['\n'] = CC_S,
+	['\t'] = CC_S, ['\r'] = CC_S, ['\f'] = CC_S, ['\v'] = CC_S,
 };
+#undef L
+#undef D
 
 static uint32_t hash_bytes(const char *s, size_t n)
 {
@@ -606,8 +601,11 @@ bool hp_read_string(struct hp_parser *p, const char **out)
 	char *r = ts_arena_alloc(&p->m->arena, n + 1);
 	if (!r)
 		return hp_nomem(p);
-	size_t k = 0;
-	for (const char *c = s + 1; c < e - 1; c++) {
+	/* the bytes before the first backslash copied as they are */
+	const char *bs = memchr(s + 1, '\\', n);
+	size_t k = bs ? (size_t)(bs - s - 1) : n;
+	memcpy(r, s + 1, k);
+	for (const char *c = s + 1 + k; c < e - 1; c++) {
 		if (*c == '\\' && c + 1 < e - 1) {
 			c++;
 			r[k++] = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c;
