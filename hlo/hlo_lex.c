@@ -34,14 +34,26 @@ const uint8_t hp_char_class[256] = {
 #undef L
 #undef D
 
+/* One step of the name hash: w mixed in by a multiply (which carries each
+ * bit up) and a fold of the high half down (which brings them back). */
+static inline uint64_t hash_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15u;
+	return h ^ (h >> 32);
+}
+
+/* Hash of a name, 8 bytes a step (names are mostly 8 to 20 bytes). */
 static uint32_t hash_bytes(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 16777619u;
-	}
-	return h;
+	uint64_t h = n;
+	for (; n >= 8; s += 8, n -= 8)
+		h = hash_mix(h, load64(s));
+	if (n >= 4)
+		h = hash_mix(h, load32(s) | (uint64_t)load32(s + n - 4) << 32);
+	else if (n)
+		h = hash_mix(h, (unsigned char)s[0] | (unsigned char)s[n / 2] << 8 |
+				(unsigned char)s[n - 1] << 16);
+	return (uint32_t)h;
 }
 
 /* ---- errors and locations ------------------------------------------------ */
@@ -271,12 +283,15 @@ void hp_table_free(struct hp_table *t)
 	memset(t, 0, sizeof *t);
 }
 
-/* Keyword hash from the length and three bytes: O(1) per lookup; probing
+/* Keyword hash: the length and three bytes packed in a word, spread by a
+ * Fibonacci multiply and taken from its top bits. O(1) per lookup; probing
  * sorts out the few collisions. */
 static inline uint32_t kw_hash(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	return (uint32_t)len * 97u + u[0] * 31u + u[len - 1] * 7u + u[len / 2] * 131u;
+	uint32_t w = u[0] | (uint32_t)u[len / 2] << 8 | (uint32_t)u[len - 1] << 16 |
+		     (uint32_t)len << 24;
+	return (w * 0x9e3779b1u) >> (32 - HP_KW_BITS);
 }
 
 static struct hp_kw kw_table[HP_KW_CAP];
@@ -285,7 +300,7 @@ void hp_kw_add(const char *s, int op, int type, int attr)
 {
 	uint32_t len = (uint32_t)strlen(s);
 	TS_ASSERT(len > 0 && len <= HP_KW_MAX_LEN);
-	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
+	for (uint32_t i = kw_hash(s, len);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
 		struct hp_kw *k = &kw_table[i];
 		if (!k->s)
@@ -306,7 +321,7 @@ const struct hp_kw *hp_kw_get(const char *s, size_t len)
 {
 	if (len == 0 || len > HP_KW_MAX_LEN)
 		return NULL;
-	for (uint32_t i = kw_hash(s, len) & (HP_KW_CAP - 1);;
+	for (uint32_t i = kw_hash(s, len);;
 	     i = (i + 1) & (HP_KW_CAP - 1)) {
 		const struct hp_kw *k = &kw_table[i];
 		if (!k->s)

@@ -20,7 +20,8 @@
 #define HP_MAX_DEPTH 256  /* nesting of shapes, groups and inline bodies */
 #define HP_MAX_RANK 128   /* dims of a shape / entries of a small int list */
 #define HP_MAX_PARAMS (1 << 20) /* parameter(N): N below this */
-#define HP_KW_CAP 512     /* keyword hash slots (power of two) */
+#define HP_KW_BITS 10     /* log2 of the keyword hash slots */
+#define HP_KW_CAP (1 << HP_KW_BITS)
 #define HP_KW_MAX_LEN 40  /* longer words are never keywords */
 #define HP_MSG_TOK 48     /* bytes of a token echoed in a message */
 #define HP_MAX_TILE_DIM ((int64_t)1 << 24) /* a layout tile's extent */
@@ -50,9 +51,33 @@ static inline bool name_start(int c) { return has_class(c, CC_A); }
 static inline bool is_word_char(int c) { return has_class(c, CC_W); }
 static inline bool is_space(int c) { return has_class(c, CC_S); }
 
-/* memcmp(a, b, n) == 0 for the short keys of the tables (no call). */
+/* Loads of 8 and 4 bytes at any alignment (memcpy compiles to one move). */
+static inline uint64_t load64(const char *s)
+{
+	uint64_t v;
+	memcpy(&v, s, sizeof v);
+	return v;
+}
+static inline uint32_t load32(const char *s)
+{
+	uint32_t v;
+	memcpy(&v, s, sizeof v);
+	return v;
+}
+
+/* memcmp(a, b, n) == 0 for the short keys of the tables (no call): 8 bytes
+ * at a time, the last load overlapping the one before it. */
 static inline bool same_bytes(const char *a, const char *b, size_t n)
 {
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 < n; i += 8)
+			if (load64(a + i) != load64(b + i))
+				return false;
+		return load64(a + n - 8) == load64(b + n - 8);
+	}
+	if (n >= 4)
+		return load32(a) == load32(b) &&
+		       load32(a + n - 4) == load32(b + n - 4);
 	for (size_t i = 0; i < n; i++)
 		if (a[i] != b[i])
 			return false;
