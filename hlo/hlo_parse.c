@@ -220,7 +220,7 @@ static bool parse_operand(struct hp_parser *p, struct hp_level *lv,
 			if (!hp_enter(p))
 				return false;
 			p->discard = true;
-			bool ok = hp_parse_shape_after_word(p, ws, wn, &s);
+			bool ok = hp_parse_shape_after_word(p, ws, wn, k, &s);
 			p->discard = false;
 			p->depth--;
 			if (!ok)
@@ -371,7 +371,7 @@ static bool parse_rhs(struct hp_parser *p, struct hp_level *lv,
 		if ((k && k->type) || (wn == 1 && *ws == 'b' && next == '(')) {
 			if (!hp_enter(p))
 				return false;
-			bool ok = hp_parse_shape_after_word(p, ws, wn, &in->shape);
+			bool ok = hp_parse_shape_after_word(p, ws, wn, k, &in->shape);
 			p->depth--;
 			if (!ok)
 				return false;

@@ -74,7 +74,8 @@ struct hp_level {
 bool hp_enter(struct hp_parser *p);
 bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out);
 bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
-			       size_t wn, struct ir_shape *out);
+			       size_t wn, const struct hp_kw *k,
+			       struct ir_shape *out);
 
 /* ---- hlo_attrs.c ---- */
 

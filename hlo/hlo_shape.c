@@ -324,9 +324,11 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 }
 
 /* Shape whose first word (type name or "b") has already been read:
- * [ws, wn) is that word and p->p is after it. */
+ * [ws, wn) is that word, k its keyword (hp_kw_get, which the callers ask
+ * first to tell a shape from an opcode) and p->p is after it. */
 bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
-			       size_t wn, struct ir_shape *out)
+			       size_t wn, const struct hp_kw *k,
+			       struct ir_shape *out)
 {
 	if (wn == 1 && *ws == 'b') {
 		/* b(shape): a buffer, costed as its inner shape */
@@ -336,7 +338,6 @@ bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
 			return false;
 		return hp_expect_char(p, ')', "')' closing b(...)");
 	}
-	const struct hp_kw *k = hp_kw_get(ws, wn);
 	if (!k || !k->type)
 		return hp_fail(p, ws, "expected a shape, got '%.*s'",
 			    (int)(wn > HP_MSG_TOK ? HP_MSG_TOK : wn), ws);
@@ -346,9 +347,9 @@ bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
 bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out)
 {
 	skip_ws(p);
-	memset(out, 0, sizeof *out);
 	p->shape_bytes = 0;
 	if (cur(p) == '(') {
+		memset(out, 0, sizeof *out); /* an array's is parse_array_shape's */
 		if (!hp_enter(p))
 			return false;
 		const char *open = p->p;
@@ -406,7 +407,7 @@ bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out)
 	p->p += wn;
 	if (!hp_enter(p))
 		return false;
-	bool ok = hp_parse_shape_after_word(p, ws, wn, out);
+	bool ok = hp_parse_shape_after_word(p, ws, wn, hp_kw_get(ws, wn), out);
 	p->depth--;
 	return ok;
 }
