@@ -161,28 +161,26 @@ bool hp_expected(struct hp_parser *p, const char *what)
 
 /* ---- vectors and tables -------------------------------------------------- */
 
-/* Grows v to hold count (>= 1) more elements of elem bytes and hands them
- * out; NULL (and p->st set) when memory runs out. */
-void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
-		    size_t count)
+/* Grows v to hold count (>= 1) more elements of elem bytes than it has
+ * room for and hands them out; NULL (and p->st set) when memory runs out. */
+void *hp_vec_grow(struct hp_parser *p, struct hp_vec *v, size_t elem,
+		  size_t count)
 {
-	if (v->cap - v->n < count) {
-		size_t cap = v->cap ? v->cap : 16;
-		while (cap - v->n < count) {
-			if (cap > SIZE_MAX / 2 / elem) {
-				hp_nomem(p);
-				return NULL;
-			}
-			cap *= 2;
-		}
-		void *nv = ts_realloc(v->v, cap * elem);
-		if (!nv) {
+	size_t cap = v->cap ? v->cap : 16;
+	while (cap - v->n < count) {
+		if (cap > SIZE_MAX / 2 / elem) {
 			hp_nomem(p);
 			return NULL;
 		}
-		v->v = nv;
-		v->cap = cap;
+		cap *= 2;
 	}
+	void *nv = ts_realloc(v->v, cap * elem);
+	if (!nv) {
+		hp_nomem(p);
+		return NULL;
+	}
+	v->v = nv;
+	v->cap = cap;
 	void *first = (char *)v->v + elem * v->n;
 	v->n += count;
 	return first;

@@ -200,8 +200,8 @@ void *hp_table_put(struct hp_parser *p, struct hp_table *t, const char *key,
 void hp_table_reset(struct hp_table *t);
 int hp_tok_len(const struct hp_parser *p, const char *at);
 void hp_vec_free(struct hp_vec *v);
-void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v, size_t elem,
-		    size_t count);
+void *hp_vec_grow(struct hp_parser *p, struct hp_vec *v, size_t elem,
+		  size_t count);
 
 /* ---- inline lexical helpers (hlo_lex.c has the rest) ---- */
 
@@ -276,11 +276,19 @@ static inline bool hp_word_is(const char *s, size_t n, const char *w)
 	return strlen(w) == n && memcmp(s, w, n) == 0;
 }
 
-/* Room for one more element of v (hp_vec_push_n when it must grow). */
+/* Room for count more elements of v (hp_vec_grow when it must grow). */
+static inline void *hp_vec_push_n(struct hp_parser *p, struct hp_vec *v,
+				  size_t elem, size_t count)
+{
+	if (v->cap - v->n < count)
+		return hp_vec_grow(p, v, elem, count);
+	void *first = (char *)v->v + elem * v->n;
+	v->n += count;
+	return first;
+}
+
 static inline void *hp_vec_push(struct hp_parser *p, struct hp_vec *v, size_t elem)
 {
-	if (v->n < v->cap)
-		return (char *)v->v + elem * v->n++;
 	return hp_vec_push_n(p, v, elem, 1);
 }
 

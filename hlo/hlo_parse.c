@@ -602,6 +602,19 @@ static bool infer_shape(struct hp_parser *p, struct ir_instr *in)
 	return false;
 }
 
+/* Pushes a frame of a depth-first search on p->ints: node, then width - 1
+ * zeros (how far it is through its edges). */
+static bool push_frame(struct hp_parser *p, int node, size_t width)
+{
+	int *f = hp_vec_push_n(p, &p->ints, sizeof *f, width);
+	if (!f)
+		return false;
+	f[0] = node;
+	for (size_t i = 1; i < width; i++)
+		f[i] = 0;
+	return true;
+}
+
 /* Rejects operand cycles (a use before definition is legal, a loop is not)
  * by an iterative depth-first search over operand edges, and leaves the
  * instruction indices in post-order (operands before users) in p->order. */
@@ -618,7 +631,7 @@ static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
 		if (((int *)p->ints.v)[s])
 			continue;
 		size_t base = p->ints.n;
-		if (!hp_push_ints(p, (int)s, 1) || !hp_push_ints(p, 0, 1))
+		if (!push_frame(p, (int)s, 2))
 			return false;
 		((int *)p->ints.v)[s] = 1;
 		while (p->ints.n > base) {
@@ -642,7 +655,7 @@ static bool check_operand_cycles(struct hp_parser *p, struct ir_computation *c)
 			if (*color == 2)
 				continue;
 			*color = 1;
-			if (!hp_push_ints(p, o->index, 1) || !hp_push_ints(p, 0, 1))
+			if (!push_frame(p, o->index, 2))
 				return false;
 		}
 	}
@@ -1019,7 +1032,7 @@ static bool check_call_cycles(struct hp_parser *p)
 		if (((int *)p->ints.v)[s])
 			continue;
 		size_t base = p->ints.n;
-		if (!hp_push_ints(p, s, 1) || !hp_push_ints(p, 0, 2))
+		if (!push_frame(p, s, 3))
 			return false;
 		((int *)p->ints.v)[s] = 1;
 		while (p->ints.n > base) {
@@ -1045,7 +1058,7 @@ static bool check_call_cycles(struct hp_parser *p)
 			if (*color == 2)
 				continue;
 			*color = 1;
-			if (!hp_push_ints(p, callee->index, 1) || !hp_push_ints(p, 0, 2))
+			if (!push_frame(p, callee->index, 3))
 				return false;
 		}
 	}
