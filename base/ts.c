@@ -192,7 +192,9 @@ void ts_arena_free(struct ts_arena *a)
 	ts_arena_init(a);
 }
 
-void *ts_arena_alloc(struct ts_arena *a, size_t n)
+/* n bytes of the arena as they are: ts_arena_alloc zeroes them, the copies
+ * (ts_arena_dup, ts_arena_strndup) overwrite them. */
+static void *arena_take(struct ts_arena *a, size_t n)
 {
 	size_t need = (n + 15) & ~(size_t)15;
 	if (need < n)
@@ -221,7 +223,14 @@ void *ts_arena_alloc(struct ts_arena *a, size_t n)
 	void *p = b->data + b->used;
 	b->used += need;
 	a->used_bytes += need;
-	memset(p, 0, n);
+	return p;
+}
+
+void *ts_arena_alloc(struct ts_arena *a, size_t n)
+{
+	void *p = arena_take(a, n);
+	if (p)
+		memset(p, 0, n);
 	return p;
 }
 
@@ -232,11 +241,19 @@ void *ts_arena_array(struct ts_arena *a, size_t count, size_t size)
 	return ts_arena_alloc(a, count * size);
 }
 
+void *ts_arena_dup(struct ts_arena *a, const void *src, size_t n)
+{
+	void *p = arena_take(a, n);
+	if (p && n)
+		memcpy(p, src, n);
+	return p;
+}
+
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n)
 {
 	if (n == SIZE_MAX)
 		return NULL;
-	char *r = ts_arena_alloc(a, n + 1);
+	char *r = arena_take(a, n + 1);
 	if (r) {
 		memcpy(r, s, n);
 		r[n] = '\0';

@@ -89,7 +89,8 @@ void ts_alloc_fail_after(long n);
 /*
  * A bump allocator: blocks of at least TS_ARENA_BLOCK bytes, freed all at
  * once. Every string, shape and instruction of one HLO module lives in one
- * arena (ggml's context). Allocations are 16-byte aligned and zeroed.
+ * arena (ggml's context). Allocations are 16-byte aligned and zeroed
+ * (copies aside: ts_arena_dup, ts_arena_strndup).
  */
 struct ts_arena_block;
 struct ts_arena {
@@ -105,6 +106,9 @@ void ts_arena_free(struct ts_arena *a);
 void *ts_arena_alloc(struct ts_arena *a, size_t n);
 /* count * size with overflow check; NULL on overflow or failure. */
 void *ts_arena_array(struct ts_arena *a, size_t count, size_t size);
+/* A copy of the n bytes at src (the one allocation that is not zeroed
+ * first); NULL when an allocation fails. */
+void *ts_arena_dup(struct ts_arena *a, const void *src, size_t n);
 /* Copies n bytes of s and a terminating NUL. */
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
 /* A module's name from its path: the last component without a ".hlo"

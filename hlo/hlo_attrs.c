@@ -220,10 +220,9 @@ static bool finish_ints(struct hp_parser *p, const int64_t *v, int n,
 	out->v = NULL;
 	if (!n)
 		return true;
-	out->v = ts_arena_array(&p->m->arena, (size_t)n, sizeof *v);
+	out->v = ts_arena_dup(&p->m->arena, v, sizeof *v * (size_t)n);
 	if (!out->v)
 		return hp_nomem(p);
-	memcpy(out->v, v, sizeof *v * (size_t)n);
 	return true;
 }
 
@@ -535,14 +534,11 @@ static bool parse_dim_labels(struct hp_parser *p, struct ir_conv_dims **out)
 		return hp_nomem(p);
 	*r = c;
 	if (nl) {
-		r->lhs_spatial = ts_arena_array(a, (size_t)nl, sizeof(int));
-		r->rhs_spatial = ts_arena_array(a, (size_t)nl, sizeof(int));
-		r->out_spatial = ts_arena_array(a, (size_t)nl, sizeof(int));
+		r->lhs_spatial = ts_arena_dup(a, ls, sizeof(int) * (size_t)nl);
+		r->rhs_spatial = ts_arena_dup(a, rs, sizeof(int) * (size_t)nl);
+		r->out_spatial = ts_arena_dup(a, os, sizeof(int) * (size_t)nl);
 		if (!r->lhs_spatial || !r->rhs_spatial || !r->out_spatial)
 			return hp_nomem(p);
-		memcpy(r->lhs_spatial, ls, sizeof(int) * (size_t)nl);
-		memcpy(r->rhs_spatial, rs, sizeof(int) * (size_t)nl);
-		memcpy(r->out_spatial, os, sizeof(int) * (size_t)nl);
 	}
 	*out = r;
 	return true;
@@ -586,10 +582,9 @@ static bool parse_slice(struct hp_parser *p, struct ir_slice **out)
 		return hp_nomem(p);
 	s->n = n;
 	if (n) {
-		s->dims = ts_arena_array(a, (size_t)n, sizeof *s->dims);
+		s->dims = ts_arena_dup(a, dims, sizeof *dims * (size_t)n);
 		if (!s->dims)
 			return hp_nomem(p);
-		memcpy(s->dims, dims, sizeof *dims * (size_t)n);
 	}
 	*out = s;
 	return true;

@@ -683,10 +683,9 @@ static bool finish_computation(struct hp_parser *p, struct hp_level *lv,
 	if (n > INT_MAX)
 		return hp_fail(p, open, "computation '%s' is too large", c->name);
 	c->n_instrs = (int)n;
-	c->instrs = ts_arena_array(a, n, sizeof *c->instrs);
+	c->instrs = ts_arena_dup(a, lv->instrs.v, n * sizeof *c->instrs);
 	if (!c->instrs)
 		return hp_nomem(p);
-	memcpy(c->instrs, lv->instrs.v, n * sizeof *c->instrs);
 	c->root = root ? root : c->instrs[n - 1];
 	c->root->flags |= IR_INSTR_ROOT;
 
@@ -1083,10 +1082,9 @@ static bool finish_module(struct hp_parser *p, const char *at)
 	if (p->comps.n > INT_MAX)
 		return hp_fail(p, at, "too many computations");
 	m->n_comps = (int)p->comps.n;
-	m->comps = ts_arena_array(&m->arena, p->comps.n, sizeof *m->comps);
+	m->comps = ts_arena_dup(&m->arena, p->comps.v, p->comps.n * sizeof *m->comps);
 	if (!m->comps)
 		return hp_nomem(p);
-	memcpy(m->comps, p->comps.v, p->comps.n * sizeof *m->comps);
 	for (int i = 0; i < m->n_comps; i++) {
 		struct ir_computation *c = m->comps[i];
 		c->index = i;

@@ -102,10 +102,9 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 	struct ir_layout *l = &s->layout;
 	l->present = true;
 	if (n && !p->discard) {
-		l->minor_to_major = ts_arena_array(a, (size_t)n, sizeof(int));
+		l->minor_to_major = ts_arena_dup(a, m2m, sizeof(int) * (size_t)n);
 		if (!l->minor_to_major)
 			return hp_nomem(p);
-		memcpy(l->minor_to_major, m2m, sizeof(int) * (size_t)n);
 	}
 	if (hp_accept(p, ':')) {
 		struct ir_tile tiles[16];
@@ -205,10 +204,9 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 			return hp_fail(p, open, "shape too large: padded to its tiles "
 					     "it exceeds 2^60 bytes");
 		if (nt && !p->discard) {
-			l->tiles = ts_arena_array(a, (size_t)nt, sizeof *l->tiles);
+			l->tiles = ts_arena_dup(a, tiles, sizeof *l->tiles * (size_t)nt);
 			if (!l->tiles)
 				return hp_nomem(p);
-			memcpy(l->tiles, tiles, sizeof *l->tiles * (size_t)nt);
 			l->n_tiles = nt;
 		}
 	}
@@ -305,15 +303,13 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 		memcpy(p->decl_dims, dims, sizeof *dims * (size_t)n);
 	}
 	if (n && !p->discard) {
-		out->dims = ts_arena_array(a, (size_t)n, sizeof *out->dims);
+		out->dims = ts_arena_dup(a, dims, sizeof *dims * (size_t)n);
 		if (!out->dims)
 			return hp_nomem(p);
-		memcpy(out->dims, dims, sizeof *dims * (size_t)n);
 		if (dynamic) {
-			out->dim_kind = ts_arena_alloc(a, (size_t)n);
+			out->dim_kind = ts_arena_dup(a, kinds, (size_t)n);
 			if (!out->dim_kind)
 				return hp_nomem(p);
-			memcpy(out->dim_kind, kinds, (size_t)n);
 		}
 	}
 	if (layout_follows(p)) {
@@ -388,11 +384,11 @@ bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out)
 		out->type = IR_TYPE_TUPLE;
 		out->n_elems = (int)n;
 		if (n && !p->discard) {
-			out->elems = ts_arena_array(&p->m->arena, n, sizeof *out->elems);
+			out->elems = ts_arena_dup(&p->m->arena,
+						  (struct ir_shape *)p->shapes.v + base,
+						  n * sizeof *out->elems);
 			if (!out->elems)
 				return hp_nomem(p);
-			memcpy(out->elems, (struct ir_shape *)p->shapes.v + base,
-			       n * sizeof *out->elems);
 		}
 		p->shapes.n = base;
 		p->depth--;

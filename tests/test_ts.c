@@ -75,6 +75,11 @@ static void test_arena(void **state)
 	big[TS_ARENA_BLOCK * 3 - 1] = 1;
 	char *s = ts_arena_strndup(&a, "fusion.191xyz", 10);
 	assert_string_equal(s, "fusion.191");
+	static const int64_t dims[3] = {4096, 1376, 7};
+	int64_t *d = ts_arena_dup(&a, dims, sizeof dims);
+	assert_non_null(d);
+	assert_int_equal(((uintptr_t)d) % 16, 0);
+	assert_memory_equal(d, dims, sizeof dims);
 	/* formatted, of any length: 3000 characters, not cut */
 	char *longer = ts_arena_printf(&a, "%s__in__%0*d", s, 2984, 7);
 	assert_non_null(longer);
