@@ -196,6 +196,7 @@ static bool parse_layout(struct hp_parser *p, struct ir_shape *s)
 		 * a product of these. ir_shape_padded_bytes works in doubles,
 		 * which hold any such product without overflow. */
 		struct ir_shape view = *s;
+		view.memo = (struct ir_shape_memo){0}; /* not s's */
 		view.dims = s->dims ? s->dims : p->decl_dims;
 		view.layout.minor_to_major = m2m;
 		view.layout.tiles = tiles;

@@ -116,6 +116,18 @@ struct ir_layout {
 	int64_t tail_padding;    /* L(n), 0 if absent */
 };
 
+/* What ir_shape_major_to_minor and ir_shape_padded_bytes worked out for
+ * an array shape, kept with it: the fusion search asks for the same
+ * shapes' sizes and orders millions of times. They fill it in through
+ * const pointers (one thread); all zero (nothing known) in a new shape,
+ * and a copy whose dims or layout then change must zero it. */
+enum { IR_MEMO_ORDER = 1, IR_MEMO_PADDED = 2 };
+struct ir_shape_memo {
+	uint8_t known;           /* IR_MEMO_* */
+	int16_t sublane, lane;   /* the compact order's pair (ir_shape.c) */
+	double padded_bytes;
+};
+
 struct ir_shape {
 	enum ir_type type;       /* IR_TYPE_TUPLE for tuples */
 	int rank;                /* array rank; 0 for scalars and tuples */
@@ -124,6 +136,7 @@ struct ir_shape {
 	struct ir_layout layout;
 	int n_elems;             /* tuple element count */
 	struct ir_shape *elems;  /* n_elems entries (arena) */
+	struct ir_shape_memo memo;
 };
 
 /* Elements of an array shape (dynamic dims at their bound); 0 for tuples. */

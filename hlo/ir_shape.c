@@ -128,6 +128,12 @@ static double dim_or_1(int64_t d)
 static void compact_order(const struct ir_shape *s, int *out)
 {
 	int r = s->rank;
+	if (s->memo.known & IR_MEMO_ORDER) {
+		order_with(r, s->memo.sublane, s->memo.lane, out);
+		return;
+	}
+	struct ir_shape_memo *memo = (struct ir_shape_memo *)&s->memo;
+	memo->known |= IR_MEMO_ORDER;
 	double total = 1;
 	for (int i = 0; i < r; i++)
 		total *= dim_or_1(s->dims[i]);
@@ -138,6 +144,8 @@ static void compact_order(const struct ir_shape *s, int *out)
 	if (s->dims[r - 1] > 0 && s->dims[r - 1] % 128 == 0 &&
 	    s->dims[r - 2] > 0 && s->dims[r - 2] % 8 == 0 &&
 	    total < 0x1p43) {
+		memo->sublane = (int16_t)best_sm;
+		memo->lane = (int16_t)best_m;
 		order_with(r, best_sm, best_m, out);
 		return;
 	}
@@ -159,6 +167,8 @@ static void compact_order(const struct ir_shape *s, int *out)
 			}
 		}
 	}
+	memo->sublane = (int16_t)best_sm;
+	memo->lane = (int16_t)best_m;
 	order_with(r, best_sm, best_m, out);
 }
 
@@ -270,7 +280,12 @@ double ir_shape_padded_bytes(const struct ir_shape *s)
 			b += ir_shape_padded_bytes(&s->elems[i]);
 		return b;
 	}
-	return array_padded_bytes(s);
+	if (!(s->memo.known & IR_MEMO_PADDED)) {
+		struct ir_shape_memo *memo = (struct ir_shape_memo *)&s->memo;
+		memo->padded_bytes = array_padded_bytes(s);
+		memo->known |= IR_MEMO_PADDED;
+	}
+	return s->memo.padded_bytes;
 }
 
 /* Appends printf-style text at *len, keeping count past cap. */
