@@ -105,25 +105,46 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 	return alone;
 }
 
+/* Whether core op y's decision may read a group whose core ops differ
+ * from b's: a live user's group (in t, named by root) marked in mark
+ * (DELTA_CORE). The core rule reads whether its user's group holds a core
+ * op yet (g_core_at), and only a core op's decision changes that. */
+enum { DELTA_AGAIN = 1, DELTA_CORE = 2 };
+static bool is_core(const struct grouping *t, int x)
+{
+	return t->fc[x] == FC_CORE;
+}
+
+static bool reads_core_change(const struct grouping *t, int y,
+			      const unsigned char *mark)
+{
+	for (int k = t->uoff[y]; k < t->uoff[y + 1]; k++) {
+		int u = t->users[k], gu = t->grp[u];
+		if (t->live[u] && gu >= 0 && (mark[t->g_root[gu]] & DELTA_CORE))
+			return true;
+	}
+	return false;
+}
+
 /* t's decisions: b's up to at's (consumers first: no decision reads a
  * later one, and force differs from b's only at at), and from there
- * made again where they may differ: at's, and those of the operands of
- * one that came out otherwise (its group, named by root, or its reuse or
- * prologue marks); the rest are b's, their groups named as t names them.
- * Once a core op's comes out otherwise, every later one is made again
- * (which group holds a core op by when is not followed further). The
- * groups b made before at's decision keep their ids, and hold a core op
- * when one joined them by then (g_core_at). b split no cyclic group (its
- * decisions are its groups). moved[0 .. *n_moved) gets the instructions
- * whose group differs from b's (only a decision made again can differ).
- * false when out of memory. */
+ * made again where they may differ: at's, those of the operands of one
+ * that came out otherwise (its group, named by root, or its reuse or
+ * prologue marks), and those of the core ops whose user is in a group
+ * that a core op came into or left (the core rule reads whether the
+ * group holds one yet); the rest are b's, their groups named as t names
+ * them. The groups b made before at's decision keep their ids, and hold
+ * a core op when one joined them by then (g_core_at). b split no cyclic
+ * group (its decisions are its groups). moved[0 .. *n_moved) gets the
+ * instructions whose group differs from b's (only a decision made again
+ * can differ). false when out of memory. */
 static bool decide_from(struct grouping *t, const struct grouping *b, int at,
 			int *moved, int *n_moved)
 {
 	int from = b->pos[at];
 	size_t n = (size_t)t->n;
-	bool *again = ts_calloc(n + 1, sizeof *again);
-	if (!again)
+	unsigned char *mark = ts_calloc(n + 1, 1); /* DELTA_* */
+	if (!mark)
 		return false;
 	memcpy(t->grp, b->grp, n * sizeof *t->grp);
 	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
@@ -138,26 +159,35 @@ static bool decide_from(struct grouping *t, const struct grouping *b, int at,
 		t->g_rep[id] = id;
 	}
 	t->n_groups = keep;
-	again[at] = true;
-	bool all = false;
+	mark[at] = DELTA_AGAIN;
+	bool core_changed = false; /* some DELTA_CORE mark is set */
 	*n_moved = 0;
 	for (int k = from; k >= 0; k--) {
 		int x = t->order[k], gb = b->grp[x];
-		if (all || again[x]) {
+		if ((mark[x] & DELTA_AGAIN) ||
+		    (core_changed && is_core(t, x) &&
+		     reads_core_change(t, x, mark))) {
 			t->reuse[x] = t->prologue[x] = false;
 			t->why[x] = SIM_WHY_FUSED;
 			sim_grouping_decide(t, x);
-			bool moves = root_of(t, x) != root_of(b, x);
+			int rt = root_of(t, x), rb = root_of(b, x);
+			bool moves = rt != rb;
 			if (moves)
 				moved[(*n_moved)++] = x;
 			if (!moves && t->reuse[x] == b->reuse[x] &&
 			    t->prologue[x] == b->prologue[x])
 				continue;
-			all = all ||
-			      sim_fuse_class(t, t->c->instrs[x]) == FC_CORE;
+			if (is_core(t, x)) {
+				/* the groups it left and came into */
+				if (rt >= 0)
+					mark[rt] |= DELTA_CORE;
+				if (rb >= 0)
+					mark[rb] |= DELTA_CORE;
+				core_changed = true;
+			}
 			for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
 				if (t->ops[j] >= 0)
-					again[t->ops[j]] = true;
+					mark[t->ops[j]] |= DELTA_AGAIN;
 			continue;
 		}
 		if (gb < 0)
@@ -165,13 +195,13 @@ static bool decide_from(struct grouping *t, const struct grouping *b, int at,
 		/* its group's root was decided before it, as in b (else x
 		 * would have been made again) */
 		int r = b->g_root[gb];
-		bool core = b->g_core_at[gb] == b->pos[x];
+		bool had_core = b->g_core_at[gb] == b->pos[x];
 		if (r == x)
-			sim_grouping_new(t, x, core);
-		else if ((t->grp[x] = t->grp[r]) >= 0 && core)
+			sim_grouping_new(t, x, had_core);
+		else if ((t->grp[x] = t->grp[r]) >= 0 && had_core)
 			t->g_core_at[t->grp[x]] = b->pos[x];
 	}
-	ts_free(again);
+	ts_free(mark);
 	t->n_decided = t->n_groups;
 	return true;
 }
