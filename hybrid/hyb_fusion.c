@@ -188,6 +188,7 @@ struct search {
 	const struct hyb_fuse_cost *cost;
 	struct cache cache;
 	struct keys gone, in; /* a trial's kernels, by delta (settled()) */
+	struct sim_fusion_space *trial; /* the computation's trials' space */
 	struct sim_fusion_plan *plan;
 	struct ts_diag *d;
 };
@@ -311,14 +312,15 @@ static enum ts_status settled(struct search *s,
 			      const struct alt *best, bool *down)
 {
 	*down = false;
-	struct sim_fusion_space *d = NULL;
+	bool followed = false;
 	enum ts_status st = keys_reserve(&s->gone, best->k.n) ? TS_OK
 							     : TS_ERR_NOMEM;
 	if (!st)
-		st = sim_fusion_space_delta(g, force, at, &d, s->gone.v,
-					    &s->gone.n);
-	if (st || !d)
+		st = sim_fusion_space_delta(g, force, at, &s->trial, s->gone.v,
+					    &s->gone.n, &followed);
+	if (st || !followed)
 		return st;
+	const struct sim_fusion_space *d = s->trial;
 	int n_in = sim_fusion_space_kernels(d);
 	s->in.n = 0;
 	if (!keys_reserve(&s->in, n_in))
@@ -329,7 +331,6 @@ static enum ts_status settled(struct search *s,
 		if (!(st = kernel_cost(s, d, k, key, &v)))
 			s->in.v[s->in.n++] = key;
 	}
-	sim_fusion_space_free(d);
 	if (st)
 		return st;
 	ts_sort_u64(s->gone.v, (size_t)s->gone.n, s->gone.tmp);
@@ -423,6 +424,8 @@ static enum ts_status search_comp(struct search *s,
 	/* keys name instructions by their index in c: another computation's
 	 * same indices are other kernels */
 	cache_free(&s->cache);
+	sim_fusion_space_free(s->trial);
+	s->trial = NULL;
 	if (g != first)
 		sim_fusion_space_free(g);
 	sim_fusion_space_free(first);

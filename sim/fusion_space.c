@@ -14,7 +14,12 @@ struct sim_fusion_space {
 	const struct ir_module *m;
 	struct grouping g;
 	int n_kernels;
-	int *kernels; /* representative group ids, in id order */
+	int *kernels; /* representative group ids, in id order (a trial's:
+	                 the groups that may differ) */
+	/* a trial's (sim_fusion_space_delta): its scratch, and the base's
+	 * groups it may replace */
+	struct delta_scratch *ds;
+	int *b_ids;
 };
 
 enum ts_status sim_fusion_space_build(const struct ir_module *m,
@@ -47,6 +52,8 @@ void sim_fusion_space_free(struct sim_fusion_space *s)
 		return;
 	sim_grouping_free(&s->g);
 	ts_free(s->kernels);
+	sim_delta_scratch_free(s->ds);
+	ts_free(s->b_ids);
 	ts_free(s);
 }
 
@@ -109,32 +116,33 @@ uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      const signed char *force, int at,
-				      struct sim_fusion_space **out,
-				      uint64_t *gone, int *n_gone)
+				      struct sim_fusion_space **trial,
+				      uint64_t *gone, int *n_gone,
+				      bool *followed)
 {
-	*out = NULL;
 	*n_gone = 0;
-	struct sim_fusion_space *s = ts_calloc(1, sizeof *s);
-	if (!s)
-		return TS_ERR_NOMEM;
-	s->m = base->m;
-	size_t n = 2 * (size_t)(base->g.n > 0 ? base->g.n : 1);
-	s->kernels = ts_malloc(n * sizeof *s->kernels);
-	int *b_ids = ts_malloc(n * sizeof *b_ids);
+	*followed = false;
+	struct sim_fusion_space *s = *trial;
+	if (!s) {
+		s = *trial = ts_calloc(1, sizeof *s);
+		if (!s)
+			return TS_ERR_NOMEM;
+		s->m = base->m;
+		size_t n = 2 * (size_t)(base->g.n > 0 ? base->g.n : 1);
+		s->kernels = ts_malloc(n * sizeof *s->kernels);
+		s->b_ids = ts_malloc(n * sizeof *s->b_ids);
+		if (!sim_delta_scratch_new(&s->g, &base->g, &s->ds) ||
+		    !s->kernels || !s->b_ids)
+			return TS_ERR_NOMEM;
+	}
 	int n_b = 0;
 	bool whole = true;
-	enum ts_status st = s->kernels && b_ids
-				    ? sim_grouping_delta(&s->g, &base->g, force, at,
-							 s->kernels, &s->n_kernels,
-							 b_ids, &n_b, &whole)
-				    : TS_ERR_NOMEM;
+	enum ts_status st = sim_grouping_delta(&s->g, &base->g, force, at, s->ds,
+					       s->kernels, &s->n_kernels,
+					       s->b_ids, &n_b, &whole);
 	for (int q = 0; !st && !whole && q < n_b; q++)
-		gone[(*n_gone)++] = group_key(&base->g, b_ids[q]);
-	ts_free(b_ids);
-	if (st || whole)
-		sim_fusion_space_free(s);
-	else
-		*out = s;
+		gone[(*n_gone)++] = group_key(&base->g, s->b_ids[q]);
+	*followed = !st && !whole;
 	return st;
 }
 

@@ -541,27 +541,29 @@ static void sort_ints(int *v, int n)
 
 /* Members of group id, appended to the pool: its root and, backwards
  * through operands, every instruction fused into it (its own, recomputed,
- * or constant-derived), then sorted. cs->mark holds id + 1 for an
- * instruction already taken. */
+ * or constant-derived), then sorted. cs->mark holds this call's
+ * generation for an instruction already taken. */
 bool sim_grouping_collect(struct grouping *g, int id,
-			  const struct collect_scratch *cs)
+			  struct collect_scratch *cs)
 {
 	int *stack = cs->stack, *mark = cs->mark;
 	if (!pool_reserve(g, (size_t)g->n))
 		return false;
+	int gen = sim_next_gen(&cs->gen, mark, NULL,
+			       (size_t)(g->n > 0 ? g->n : 1));
 	int *v = g->pool + g->pool_n;
 	int sp = 0, len = 0, lo = g->g_root[id], hi = lo;
 	stack[sp++] = v[len++] = g->g_root[id];
-	mark[g->g_root[id]] = id + 1;
+	mark[g->g_root[id]] = gen;
 	while (sp > 0) {
 		int i = stack[--sp];
 		for (int j = g->ooff[i]; j < g->ooff[i + 1]; j++) {
 			int oi = g->ops[j];
-			if (oi < 0 || mark[oi] == id + 1)
+			if (oi < 0 || mark[oi] == gen)
 				continue;
 			if (g->grp[oi] == id || g->grp[oi] == G_MULTI ||
 			    (g->cd[oi] && g->grp[oi] == G_NONE)) {
-				mark[oi] = id + 1;
+				mark[oi] = gen;
 				stack[sp++] = v[len++] = oi;
 				lo = oi < lo ? oi : lo;
 				hi = oi > hi ? oi : hi;
@@ -934,6 +936,7 @@ bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 	cy->in = ts_calloc(n, sizeof *cy->in);
 	cy->stack = ts_malloc(n * sizeof *cy->stack);
 	cy->gen = 0;
+	cy->n = (int)n;
 	return cy->stamp && cy->in && cy->stack;
 }
 
@@ -968,7 +971,7 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 	 * member: one placed before cannot depend on one. All are searched
 	 * under one stamp: a node an earlier search left leads to no owned
 	 * member. */
-	int gen = ++cy->gen;
+	int gen = sim_next_gen(&cy->gen, cy->stamp, cy->in, (size_t)cy->n);
 	for (int q = 0; q < n_mem; q++)
 		cy->in[mem[q]] = gen;
 	for (int q = 0; q < n_mem; q++)
@@ -993,7 +996,7 @@ bool sim_group_cyclic(const struct grouping *g, int id,
  * fusion writer alike. The groups cycled and their merged siblings keep
  * no representative (g_rep -1).
  */
-static bool dissolve_cycles(struct grouping *g, const struct collect_scratch *cs)
+static bool dissolve_cycles(struct grouping *g, struct collect_scratch *cs)
 {
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	struct cycle_scratch cy;
@@ -1242,6 +1245,7 @@ bool sim_grouping_collect_init(struct grouping *g, struct collect_scratch *cs)
 	cs->stack = ts_malloc(n * sizeof *cs->stack);
 	cs->mark = ts_calloc(n, sizeof *cs->mark);
 	cs->bits = ts_calloc(n / 64 + 1, sizeof *cs->bits);
+	cs->gen = 0;
 	return g->m_start && g->m_len && g->stamp && cs->stack && cs->mark &&
 	       cs->bits;
 }

@@ -71,17 +71,13 @@ static int sib_run(const struct grouping *b, uint64_t key, int *n)
  * b_ids alone: no reduce among b's shares its digest with another of b's
  * candidates, and none among t's with another of t's (in t_ids) or with
  * one of b's other than its namesake (the others of b's are t's too,
- * unchanged). *ok false when out of memory. */
+ * unchanged). in: room for n_instrs; keys: for n_t. */
 static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 			   const int *t_ids, int n_t, const int *b_ids, int n_b,
-			   bool *ok)
+			   const struct ir_instr **in, uint64_t *keys)
 {
-	size_t n_in = (size_t)t->n + 1;
-	const struct ir_instr **in = ts_malloc(n_in * sizeof *in);
-	uint64_t *keys = ts_malloc(((size_t)n_t + 1) * sizeof *keys);
-	*ok = in && keys;
 	bool alone = true;
-	for (int q = 0; *ok && alone && q < n_b; q++) {
+	for (int q = 0; alone && q < n_b; q++) {
 		int n;
 		if (!sim_group_sibling(b, b_ids[q]))
 			continue;
@@ -89,7 +85,7 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 		alone = n < 2;
 	}
 	int n_keys = 0;
-	for (int q = 0; *ok && alone && q < n_t; q++) {
+	for (int q = 0; alone && q < n_t; q++) {
 		int x = t_ids[q], n;
 		if (!sim_group_sibling(t, x))
 			continue;
@@ -100,8 +96,6 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 			alone = keys[k] != key;
 		keys[n_keys++] = key;
 	}
-	ts_free(in);
-	ts_free(keys);
 	return alone;
 }
 
@@ -137,15 +131,12 @@ static bool reads_core_change(const struct grouping *t, int y,
  * a core op when one joined them by then (g_core_at). b split no cyclic
  * group (its decisions are its groups). moved[0 .. *n_moved) gets the
  * instructions whose group differs from b's (only a decision made again
- * can differ). false when out of memory. */
-static bool decide_from(struct grouping *t, const struct grouping *b, int at,
-			int *moved, int *n_moved)
+ * can differ). mark: n_instrs zeros, DELTA_* marks on return. */
+static void decide_from(struct grouping *t, const struct grouping *b, int at,
+			unsigned char *mark, int *moved, int *n_moved)
 {
 	int from = b->pos[at];
 	size_t n = (size_t)t->n;
-	unsigned char *mark = ts_calloc(n + 1, 1); /* DELTA_* */
-	if (!mark)
-		return false;
 	memcpy(t->grp, b->grp, n * sizeof *t->grp);
 	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
 	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
@@ -201,86 +192,134 @@ static bool decide_from(struct grouping *t, const struct grouping *b, int at,
 		else if ((t->grp[x] = t->grp[r]) >= 0 && had_core)
 			t->g_core_at[t->grp[x]] = b->pos[x];
 	}
-	ts_free(mark);
 	t->n_decided = t->n_groups;
-	return true;
+}
+
+struct delta_scratch {
+	int *moved, *visit, *stack; /* visit: a generation per walk */
+	int visit_gen;
+	unsigned char *mark;        /* decide_from's, zero between trials */
+	bool *t_seen, *b_seen;      /* group ids taken, zero between trials */
+	int *coll, n_coll;          /* the groups of t collected last trial */
+	const struct ir_instr **in; /* siblings_alone's */
+	uint64_t *keys;
+	struct collect_scratch cs;
+	struct cycle_scratch cy;
+};
+
+bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
+			   struct delta_scratch **out)
+{
+	struct delta_scratch *ds = ts_calloc(1, sizeof *ds);
+	*out = ds;
+	if (!ds || sim_grouping_init(t, like->c, like) != TS_OK)
+		return false;
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
+	ds->moved = ts_malloc(n * sizeof *ds->moved);
+	ds->visit = ts_calloc(n, sizeof *ds->visit);
+	ds->stack = ts_malloc(n * sizeof *ds->stack);
+	ds->mark = ts_calloc(n, 1);
+	ds->t_seen = ts_calloc(2 * n, sizeof *ds->t_seen);
+	ds->b_seen = ts_calloc(2 * n, sizeof *ds->b_seen);
+	ds->coll = ts_malloc(2 * n * sizeof *ds->coll);
+	ds->in = ts_malloc(n * sizeof *ds->in);
+	ds->keys = ts_malloc(2 * n * sizeof *ds->keys);
+	bool got_cs = sim_grouping_collect_init(t, &ds->cs);
+	bool got_cy = sim_cycle_scratch_init(&ds->cy, t->n);
+	return got_cs && got_cy && ds->moved && ds->visit && ds->stack &&
+	       ds->mark && ds->t_seen && ds->b_seen && ds->coll && ds->in &&
+	       ds->keys;
+}
+
+void sim_delta_scratch_free(struct delta_scratch *ds)
+{
+	if (!ds)
+		return;
+	ts_free(ds->moved);
+	ts_free(ds->visit);
+	ts_free(ds->stack);
+	ts_free(ds->mark);
+	ts_free(ds->t_seen);
+	ts_free(ds->b_seen);
+	ts_free(ds->coll);
+	ts_free(ds->in);
+	ts_free(ds->keys);
+	sim_collect_scratch_free(&ds->cs);
+	sim_cycle_scratch_free(&ds->cy);
+	ts_free(ds);
 }
 
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
-				  const signed char *force, int at, int *t_ids,
+				  const signed char *force, int at,
+				  struct delta_scratch *ds, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole)
 {
+	TS_ASSERT(t->c == b->c && t->borrowed);
 	*whole = true;
 	*n_t = *n_b = 0;
-	enum ts_status st = sim_grouping_init(t, b->c, b);
+	/* the last trial's member lists gone, as a new grouping has none */
+	for (int q = 0; q < ds->n_coll; q++)
+		t->m_start[ds->coll[q]] = t->m_len[ds->coll[q]] = 0;
+	ds->n_coll = 0;
+	t->pool_n = 0;
 	/* b split a cyclic group: not followed */
-	if (st != TS_OK || b->n_groups != b->n_decided)
-		return st;
+	if (b->n_groups != b->n_decided)
+		return TS_OK;
 	t->force = force;
-	size_t n = (size_t)(t->n > 0 ? t->n : 1);
-	int *moved = ts_malloc(n * sizeof *moved), n_moved = 0;
-	if (!moved || !decide_from(t, b, at, moved, &n_moved)) {
-		ts_free(moved);
-		return TS_ERR_NOMEM;
-	}
-	int *visit = ts_calloc(n, sizeof *visit);
-	int *stack = ts_malloc(n * sizeof *stack);
-	bool *t_seen = ts_calloc(2 * n, sizeof *t_seen);
-	bool *b_seen = ts_calloc(2 * n, sizeof *b_seen);
-	struct collect_scratch cs;
-	struct cycle_scratch cy;
-	bool follow_ok = true;
-	bool got_cs = sim_grouping_collect_init(t, &cs);
-	bool got_cy = sim_cycle_scratch_init(&cy, t->n);
-	bool ok = got_cs && got_cy && visit && stack && t_seen && b_seen;
+	int n_moved = 0;
+	decide_from(t, b, at, ds->mark, ds->moved, &n_moved);
+	memset(ds->mark, 0, (size_t)(t->n > 0 ? t->n : 1));
+	bool ok = true;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses
 	 * a member (a group takes in only what it reaches through its
 	 * members), an output (a member it owns is held by it alone, so its
 	 * readers are the users outside it; a copy is never one;
 	 * sim_group_output) or a cycle (sim_group_cyclic reads its members) */
-	for (int q = 0; ok && q < n_moved; q++) {
-		int j = moved[q];
+	for (int q = 0; q < n_moved; q++) {
+		int j = ds->moved[q];
 		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
-			if (!b_seen[b->holders[h]]) {
-				b_seen[b->holders[h]] = true;
+			if (!ds->b_seen[b->holders[h]]) {
+				ds->b_seen[b->holders[h]] = true;
 				b_ids[(*n_b)++] = b->holders[h];
 			}
-		holders_of(t, j, q + 1, visit, stack, t_seen, t_ids, n_t);
+		int gen = sim_next_gen(&ds->visit_gen, ds->visit, NULL,
+				       (size_t)(t->n > 0 ? t->n : 1));
+		holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids,
+			   n_t);
 	}
 	/* and each one's namesake in the other (the group with the same
 	 * root): it differs too, if only by what the other gained */
-	for (int q = 0, n0 = *n_b; ok && q < n0; q++) {
+	for (int q = 0, n0 = *n_b; q < n0; q++) {
 		int r = b->g_root[b_ids[q]], x = t->grp[r];
-		if (x >= 0 && t->g_root[x] == r && !t_seen[x]) {
-			t_seen[x] = true;
+		if (x >= 0 && t->g_root[x] == r && !ds->t_seen[x]) {
+			ds->t_seen[x] = true;
 			t_ids[(*n_t)++] = x;
 		}
 	}
-	for (int q = 0; ok && q < *n_t; q++) {
+	for (int q = 0; q < *n_t; q++) {
 		int r = t->g_root[t_ids[q]], x = b->grp[r];
-		if (x >= 0 && b->g_root[x] == r && !b_seen[b->g_rep[x]]) {
-			b_seen[b->g_rep[x]] = true;
+		if (x >= 0 && b->g_root[x] == r && !ds->b_seen[b->g_rep[x]]) {
+			ds->b_seen[b->g_rep[x]] = true;
 			b_ids[(*n_b)++] = b->g_rep[x];
 		}
 	}
-	for (int q = 0; ok && q < *n_t; q++)
-		ok = sim_grouping_collect(t, t_ids[q], &cs);
+	for (int q = 0; q < *n_t; q++)
+		ds->t_seen[t_ids[q]] = false;
+	for (int q = 0; q < *n_b; q++)
+		ds->b_seen[b_ids[q]] = false;
+	for (int q = 0; ok && q < *n_t; q++) {
+		ok = sim_grouping_collect(t, t_ids[q], &ds->cs);
+		if (ok)
+			ds->coll[ds->n_coll++] = t_ids[q];
+	}
 	/* a reduce among them that has, or had, a sibling to merge with (its
 	 * digest another's of either) is not followed; one without merges
 	 * with nothing in t, as its namesake did in b */
 	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
-					   &follow_ok);
-	ok = ok && follow_ok;
+					   ds->in, ds->keys);
 	for (int q = 0; ok && follow && q < *n_t; q++)
-		follow = !sim_group_cyclic(t, t_ids[q], &cy);
+		follow = !sim_group_cyclic(t, t_ids[q], &ds->cy);
 	*whole = !follow;
-	sim_cycle_scratch_free(&cy);
-	ts_free(visit);
-	ts_free(stack);
-	ts_free(t_seen);
-	ts_free(b_seen);
-	sim_collect_scratch_free(&cs);
-	ts_free(moved);
 	return ok ? TS_OK : TS_ERR_NOMEM;
 }

@@ -6,9 +6,11 @@
 #ifndef KERNELS_INT_H
 #define KERNELS_INT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ir.h"
 
@@ -133,17 +135,31 @@ void sim_grouping_free(struct grouping *g);
 /* The grouping's own steps, shared with grouping_delta.c (grouping.c
  * says what each does). */
 struct collect_scratch { /* of sim_grouping_collect: a stack and a mark
-                            per instruction, a bitset of n bits (zero
-                            between calls) */
+                            per instruction (a generation each call), a
+                            bitset of n bits (zero between calls) */
 	int *stack, *mark;
 	uint64_t *bits;
+	int gen;
 };
 struct cycle_scratch {   /* of sim_group_cyclic: a stamp and a member mark
                             per instruction (a generation each check) and
-                            a stack */
+                            a stack, for n instructions */
 	int *stamp, *in, *stack;
-	int gen;
+	int gen, n;
 };
+/* The next generation of the stamps in a[0 .. n) (and b's, or NULL): a
+ * stamp is current when it holds it; past INT_MAX both are cleared and the
+ * count starts again. */
+static inline int sim_next_gen(int *gen, int *a, int *b, size_t n)
+{
+	if (*gen == INT_MAX) {
+		memset(a, 0, n * sizeof *a);
+		if (b)
+			memset(b, 0, n * sizeof *b);
+		*gen = 0;
+	}
+	return ++*gen;
+}
 enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct ir_computation *c,
 				 const struct grouping *like);
@@ -155,7 +171,7 @@ void sim_grouping_decide(struct grouping *g, int i);
 bool sim_grouping_collect_init(struct grouping *g, struct collect_scratch *cs);
 void sim_collect_scratch_free(struct collect_scratch *cs);
 bool sim_grouping_collect(struct grouping *g, int id,
-			  const struct collect_scratch *cs);
+			  struct collect_scratch *cs);
 bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs);
 void sim_cycle_scratch_free(struct cycle_scratch *cy);
 bool sim_group_cyclic(const struct grouping *g, int id,
@@ -164,20 +180,32 @@ bool sim_group_sibling(const struct grouping *g, int id);
 uint64_t sim_group_digest(const struct grouping *g, int id,
 			  const struct ir_instr **in);
 
+/* What sim_grouping_delta keeps from one trial to the next of a
+ * computation (grouping_delta.c). */
+struct delta_scratch;
+/* t (sim_grouping_free it, also after an error) and *ds
+ * (sim_delta_scratch_free it) made ready for the trials of like's
+ * computation: t borrows what no decision changes from like, which must
+ * outlive both. false when out of memory. */
+bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
+			   struct delta_scratch **ds);
+void sim_delta_scratch_free(struct delta_scratch *ds);
 /* Computation b->c grouped under force, where force differs from b's
- * decisions at instruction at only, as far as it differs from b: t gets
- * the decisions whole (b's where they cannot differ, b's base borrowed)
- * and the members of the groups that may differ from b's, t_ids; b_ids
- * gets b's representatives they may replace (each list up to 2 x
- * n_instrs). Every other group of t is one of b's: the same members,
- * outputs and cycles (sim/grouping_delta.c says why). t has no holders index
- * (sim_group_member searches member lists) and is no more than that.
- * *whole when the difference reaches what this does not follow (a reduce
- * that has or had a sibling to merge with, a group of t's with a cycle, a
- * cyclic group b split): then group whole (sim_grouping_build).
- * sim_grouping_free t in every case. TS_ERR_NOMEM only. */
+ * decisions at instruction at only, as far as it differs from b, into t
+ * (with ds, from sim_delta_scratch_new for a grouping of b->c; every trial
+ * of the computation uses the same two): t gets the decisions whole (b's
+ * where they cannot differ) and the members of the groups that may differ
+ * from b's, t_ids; b_ids gets b's representatives they may replace (each
+ * list up to 2 x n_instrs). Every other group of t is one of b's: the same
+ * members, outputs and cycles (sim/grouping_delta.c says why). t has no
+ * holders index (sim_group_member searches member lists) and is no more
+ * than that. *whole when the difference reaches what this does not follow
+ * (a reduce that has or had a sibling to merge with, a group of t's with a
+ * cycle, a cyclic group b split): then group whole (sim_grouping_build).
+ * TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
-				  const signed char *force, int at, int *t_ids,
+				  const signed char *force, int at,
+				  struct delta_scratch *ds, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole);
 /* The decisions plan forces on computation c (sim_grouping_build's force;
  * NULL without a plan or for a computation it does not cover). */

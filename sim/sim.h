@@ -399,18 +399,21 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct ts_diag *d);
 /* The kernels in which the space under force differs from base (a space
  * of the same computation whose decisions differ from force at
- * instruction at only), without grouping the rest again: *out a space of the
- * kernels it has that base may not (sim_fusion_space_kernels, _key and
- * _kernel on it), and gone[0 .. *n_gone) the keys of base's kernels they
- * may replace (room for base's kernels; a key in both is a kernel both
- * have); every other kernel is base's. *out NULL when the difference
- * reaches what this does not follow (a reduce that has or had a
- * sibling to merge with, a cycle): then build the space whole.
- * TS_ERR_NOMEM only. */
+ * instruction at only), without grouping the rest again: into *trial (the
+ * one space of every trial of the computation: NULL the first time, then
+ * as left; sim_fusion_space_free it after the last, before the space it
+ * was first made from) a space of the kernels it has that base may not
+ * (sim_fusion_space_kernels, _key and _kernel on it), and gone[0 ..
+ * *n_gone) the keys of base's kernels they may replace (room for base's
+ * kernels; a key in both is a kernel both have); every other kernel is
+ * base's. *followed false when the difference reaches what this does not
+ * follow (a reduce that has or had a sibling to merge with, a cycle):
+ * then build the space whole. TS_ERR_NOMEM only. */
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      const signed char *force, int at,
-				      struct sim_fusion_space **out,
-				      uint64_t *gone, int *n_gone);
+				      struct sim_fusion_space **trial,
+				      uint64_t *gone, int *n_gone,
+				      bool *followed);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 

@@ -750,7 +750,7 @@ struct delta_count {
 static void check_deltas(const struct ir_module *m,
 			 const struct ir_computation *c, struct delta_count *dc)
 {
-	struct sim_fusion_space *base, *whole, *d;
+	struct sim_fusion_space *base, *whole, *d = NULL;
 	assert_int_equal(sim_fusion_space_build(m, c, NULL, NULL, &base), TS_OK);
 	signed char *force = calloc((size_t)c->n_instrs + 1, 1);
 	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
@@ -766,10 +766,11 @@ static void check_deltas(const struct ir_module *m,
 			continue;
 		force[i] = (signed char)alt;
 		int n_gone, nw;
+		bool followed;
 		assert_int_equal(sim_fusion_space_delta(base, force, i, &d, gone,
-							&n_gone),
+							&n_gone, &followed),
 				 TS_OK);
-		if (!d) {
+		if (!followed) {
 			dc->whole++;
 			force[i] = 0;
 			continue;
@@ -801,10 +802,10 @@ static void check_deltas(const struct ir_module *m,
 		free(got);
 		free(in);
 		free(wk);
-		sim_fusion_space_free(d);
 		sim_fusion_space_free(whole);
 		force[i] = 0;
 	}
+	sim_fusion_space_free(d);
 	free(gone);
 	free(bk);
 	free(cand);
