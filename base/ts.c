@@ -297,6 +297,17 @@ uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+int ts_next_gen(int *gen, int *a, int *b, size_t n)
+{
+	if (*gen == INT_MAX) {
+		memset(a, 0, n * sizeof *a);
+		if (b)
+			memset(b, 0, n * sizeof *b);
+		*gen = 0;
+	}
+	return ++*gen;
+}
+
 void ts_sort_u64(uint64_t *v, size_t n, uint64_t *tmp)
 {
 	uint64_t *from = v, *to = tmp;

@@ -106,8 +106,8 @@ void ts_arena_free(struct ts_arena *a);
 void *ts_arena_alloc(struct ts_arena *a, size_t n);
 /* count * size with overflow check; NULL on overflow or failure. */
 void *ts_arena_array(struct ts_arena *a, size_t count, size_t size);
-/* A copy of the n bytes at src (the one allocation that is not zeroed
- * first); NULL when an allocation fails. */
+/* A copy of the n bytes at src, not zeroed first; NULL when an
+ * allocation fails. */
 void *ts_arena_dup(struct ts_arena *a, const void *src, size_t n);
 /* Copies n bytes of s and a terminating NUL. */
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);
@@ -134,6 +134,12 @@ static inline uint64_t ts_fnv1a_word(uint64_t h, uint64_t w)
  * whose byte is the same in every key is skipped), so no comparison per
  * pair. For many random 64-bit keys (digests). */
 void ts_sort_u64(uint64_t *v, size_t n, uint64_t *tmp);
+
+/* The next generation of the stamps in a[0 .. n) (and b's, or NULL), a
+ * stamp being current when it holds it (marks that need no clearing
+ * between uses): past INT_MAX both are cleared and the count starts again
+ * at 1. */
+int ts_next_gen(int *gen, int *a, int *b, size_t n);
 
 /* A 64-bit key (a digest) with an int (an id, an index), and the qsort
  * order of such pairs: by key, then by id. */

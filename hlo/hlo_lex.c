@@ -161,8 +161,8 @@ bool hp_expected(struct hp_parser *p, const char *what)
 
 /* ---- vectors and tables -------------------------------------------------- */
 
-/* Grows v to hold count (>= 1) more elements of elem bytes than it has
- * room for and hands them out; NULL (and p->st set) when memory runs out. */
+/* Grows v so that count (>= 1) more elements of elem bytes fit, and hands
+ * them out; NULL (and p->st set) when memory runs out. */
 void *hp_vec_grow(struct hp_parser *p, struct hp_vec *v, size_t elem,
 		  size_t count)
 {

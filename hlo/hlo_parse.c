@@ -517,11 +517,10 @@ static bool infer_dot(struct hp_parser *p, struct ir_instr *in)
 	in->shape.type = l->type;
 	in->shape.rank = n;
 	if (n) {
-		in->shape.dims = ts_arena_array(&p->m->arena, (size_t)n,
-						sizeof *in->shape.dims);
+		in->shape.dims = ts_arena_dup(&p->m->arena, dims,
+					      sizeof *dims * (size_t)n);
 		if (!in->shape.dims)
 			return hp_nomem(p);
-		memcpy(in->shape.dims, dims, sizeof *dims * (size_t)n);
 	}
 	return true;
 }

@@ -72,6 +72,7 @@ struct hp_level {
 /* ---- hlo_shape.c ---- */
 
 bool hp_enter(struct hp_parser *p);
+/* A shape into *out (undefined when it fails). */
 bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out);
 bool hp_parse_shape_after_word(struct hp_parser *p, const char *ws,
 			       size_t wn, const struct hp_kw *k,

@@ -289,7 +289,7 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
  * first) overflow VMEM or exceed the best feasible time so far is not
  * descended into, and a whole config whose MXU floor does is not costed,
  * nor one whose VMEM floor overflows (sim_plan_fits: asked of the last
- * dim's choices, largest first, until one past the first fits). Among
+ * free dim's choices, largest first, until one past the first fits). Among
  * feasible configs the order is total
  * (time, a NaN time last, steps, bounds), so the pruned search picks
  * exactly the config that costing every candidate picks. When no

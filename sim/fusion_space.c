@@ -15,7 +15,7 @@ struct sim_fusion_space {
 	struct grouping g;
 	int n_kernels;
 	int *kernels; /* representative group ids, in id order (a trial's:
-	                 the groups that may differ) */
+	                 the groups that may differ, as found) */
 	/* a trial's (sim_fusion_space_delta): its scratch, and the base's
 	 * groups it may replace */
 	struct delta_scratch *ds;
@@ -132,8 +132,11 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 		s->kernels = ts_malloc(n * sizeof *s->kernels);
 		s->b_ids = ts_malloc(n * sizeof *s->b_ids);
 		if (!sim_delta_scratch_new(&s->g, &base->g, &s->ds) ||
-		    !s->kernels || !s->b_ids)
+		    !s->kernels || !s->b_ids) {
+			sim_fusion_space_free(s);
+			*trial = NULL;
 			return TS_ERR_NOMEM;
+		}
 	}
 	int n_b = 0;
 	bool whole = true;

@@ -549,7 +549,7 @@ bool sim_grouping_collect(struct grouping *g, int id,
 	int *stack = cs->stack, *mark = cs->mark;
 	if (!pool_reserve(g, (size_t)g->n))
 		return false;
-	int gen = sim_next_gen(&cs->gen, mark, NULL,
+	int gen = ts_next_gen(&cs->gen, mark, NULL,
 			       (size_t)(g->n > 0 ? g->n : 1));
 	int *v = g->pool + g->pool_n;
 	int sp = 0, len = 0, lo = g->g_root[id], hi = lo;
@@ -971,7 +971,7 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 	 * member: one placed before cannot depend on one. All are searched
 	 * under one stamp: a node an earlier search left leads to no owned
 	 * member. */
-	int gen = sim_next_gen(&cy->gen, cy->stamp, cy->in, (size_t)cy->n);
+	int gen = ts_next_gen(&cy->gen, cy->stamp, cy->in, (size_t)cy->n);
 	for (int q = 0; q < n_mem; q++)
 		cy->in[mem[q]] = gen;
 	for (int q = 0; q < n_mem; q++)

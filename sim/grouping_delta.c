@@ -99,16 +99,19 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 	return alone;
 }
 
-/* Whether core op y's decision may read a group whose core ops differ
- * from b's: a live user's group (in t, named by root) marked in mark
- * (DELTA_CORE). The core rule reads whether its user's group holds a core
- * op yet (g_core_at), and only a core op's decision changes that. */
+/* decide_from's marks per instruction: its decision is made again; a
+ * group rooted there gained or lost a core op. */
 enum { DELTA_AGAIN = 1, DELTA_CORE = 2 };
+
 static bool is_core(const struct grouping *t, int x)
 {
 	return t->fc[x] == FC_CORE;
 }
 
+/* Whether core op y's decision may read a group whose core ops differ
+ * from b's: a live user's group (in t, named by root) marked in mark
+ * (DELTA_CORE). The core rule reads whether its user's group holds a core
+ * op yet (g_core_at), and only a core op's decision changes that. */
 static bool reads_core_change(const struct grouping *t, int y,
 			      const unsigned char *mark)
 {
@@ -283,7 +286,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				ds->b_seen[b->holders[h]] = true;
 				b_ids[(*n_b)++] = b->holders[h];
 			}
-		int gen = sim_next_gen(&ds->visit_gen, ds->visit, NULL,
+		int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL,
 				       (size_t)(t->n > 0 ? t->n : 1));
 		holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids,
 			   n_t);

@@ -6,11 +6,9 @@
 #ifndef KERNELS_INT_H
 #define KERNELS_INT_H
 
-#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "ir.h"
 
@@ -147,19 +145,6 @@ struct cycle_scratch {   /* of sim_group_cyclic: a stamp and a member mark
 	int *stamp, *in, *stack;
 	int gen, n;
 };
-/* The next generation of the stamps in a[0 .. n) (and b's, or NULL): a
- * stamp is current when it holds it; past INT_MAX both are cleared and the
- * count starts again. */
-static inline int sim_next_gen(int *gen, int *a, int *b, size_t n)
-{
-	if (*gen == INT_MAX) {
-		memset(a, 0, n * sizeof *a);
-		if (b)
-			memset(b, 0, n * sizeof *b);
-		*gen = 0;
-	}
-	return ++*gen;
-}
 enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct ir_computation *c,
 				 const struct grouping *like);

@@ -563,7 +563,9 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 	/* a dim with one choice is set once, before the walk: every config
 	 * has it, and the floors of the partial configs count it as chosen
 	 * (no lower: the same completions) instead of flooring each entry
-	 * into it again */
+	 * into it again. (With no dim left, the one config is costed without
+	 * asking fits: when it does not fit, sim_plan_default costs it again
+	 * all the same.) */
 	int nf = 0;
 	for (int f = 0; f < w.nf; f++) {
 		if (w.n_cand[f] == 1) {
