@@ -1090,7 +1090,13 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		if (chosen[i] || !fits)
 			continue;
 		int64_t lo = 1, hi = p->dims[i].tiles;
-		if (whole_fits(p, hw, small, split, block, twice, ext, i))
+		bool whole = whole_fits(p, hw, small, split, block, twice, ext, i);
+#ifndef NDEBUG
+		/* fits_at exactly (checked in builds without NDEBUG: the
+		 * sanitizer build of the suite) */
+		TS_ASSERT(whole == fits_at(p, hw, small, split, i, hi));
+#endif
+		if (whole)
 			lo = hi;
 		else if (hi > 1 && !fits_at(p, hw, small, split, i, 1))
 			fits = false;

@@ -743,18 +743,19 @@ struct delta_count {
 	int delta, whole;
 };
 
-/* For every decision the fusion search may try on computation c of m (a
- * candidate the other way, alone, against the xla policy's grouping), the
- * kernels sim_fusion_space_delta gives, with the base's others, are the
- * kernels of the space built whole: the same keys, one for one. */
-static void check_deltas(const struct ir_module *m,
-			 const struct ir_computation *c, struct delta_count *dc)
+/* For every decision the fusion search may try against base (built under
+ * force), a candidate the other way alone, the kernels
+ * sim_fusion_space_delta gives into the trial space *d, with base's others,
+ * are the kernels of the space built whole: the same keys, one for one.
+ * like: the space base borrows from (or base). */
+static void check_base(const struct ir_module *m, const struct ir_computation *c,
+		       const struct sim_fusion_space *like,
+		       const struct sim_fusion_space *base, signed char *force,
+		       struct sim_fusion_space **d, struct delta_count *dc)
 {
-	struct sim_fusion_space *base, *whole, *d = NULL;
-	assert_int_equal(sim_fusion_space_build(m, c, NULL, NULL, &base), TS_OK);
-	signed char *force = calloc((size_t)c->n_instrs + 1, 1);
+	struct sim_fusion_space *whole;
 	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
-	assert_true(force && cand);
+	assert_non_null(cand);
 	int nb, n_cand = sim_fusion_space_candidates(base, cand);
 	uint64_t *bk = space_keys(base, &nb);
 	uint64_t *gone = malloc(((size_t)nb + 1) * sizeof *gone);
@@ -764,23 +765,24 @@ static void check_deltas(const struct ir_module *m,
 		enum sim_fuse_force alt = sim_fusion_space_alternative(base, i);
 		if (alt == SIM_FUSE_DEFAULT)
 			continue;
+		signed char prev = force[i];
 		force[i] = (signed char)alt;
 		int n_gone, nw;
 		bool followed;
-		assert_int_equal(sim_fusion_space_delta(base, force, i, &d, gone,
+		assert_int_equal(sim_fusion_space_delta(base, force, i, d, gone,
 							&n_gone, &followed),
 				 TS_OK);
 		if (!followed) {
 			dc->whole++;
-			force[i] = 0;
+			force[i] = prev;
 			continue;
 		}
 		dc->delta++;
-		assert_int_equal(sim_fusion_space_build(m, c, force, base, &whole),
+		assert_int_equal(sim_fusion_space_build(m, c, force, like, &whole),
 				 TS_OK);
 		uint64_t *wk = space_keys(whole, &nw);
 		int n_in;
-		uint64_t *in = space_keys(d, &n_in);
+		uint64_t *in = space_keys(*d, &n_in);
 		/* the base's kernels, less those gone, and those in */
 		uint64_t *got = malloc(((size_t)nb + (size_t)n_in + 1) * sizeof *got);
 		assert_non_null(got);
@@ -803,11 +805,35 @@ static void check_deltas(const struct ir_module *m,
 		free(in);
 		free(wk);
 		sim_fusion_space_free(whole);
-		force[i] = 0;
+		force[i] = prev;
 	}
-	sim_fusion_space_free(d);
 	free(gone);
 	free(bk);
+	free(cand);
+}
+
+/* check_base against the xla policy's grouping of computation c of m,
+ * then against one under every fifth of those decisions the other way
+ * (as the search's base is once it keeps some), one trial space serving
+ * both, as it serves every trial of the search. */
+static void check_deltas(const struct ir_module *m,
+			 const struct ir_computation *c, struct delta_count *dc)
+{
+	struct sim_fusion_space *base, *flipped, *d = NULL;
+	assert_int_equal(sim_fusion_space_build(m, c, NULL, NULL, &base), TS_OK);
+	signed char *force = calloc((size_t)c->n_instrs + 1, 1);
+	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
+	assert_true(force && cand);
+	check_base(m, c, base, base, force, &d, dc);
+	int n_cand = sim_fusion_space_candidates(base, cand);
+	for (int q = 0; q < n_cand; q += 5)
+		force[cand[q]] = (signed char)sim_fusion_space_alternative(base,
+									   cand[q]);
+	assert_int_equal(sim_fusion_space_build(m, c, force, base, &flipped),
+			 TS_OK);
+	check_base(m, c, base, flipped, force, &d, dc);
+	sim_fusion_space_free(flipped);
+	sim_fusion_space_free(d);
 	free(cand);
 	free(force);
 	sim_fusion_space_free(base);
@@ -838,8 +864,10 @@ static void check_module_deltas(const char *rel, const char *text, size_t len,
 /*
  * The fusion search turns most decisions down by the kernels they change
  * alone (sim_fusion_space_delta): checked against the space built whole,
- * for every decision tried alone on the "share" module and the softmax
- * (needing no data), and on every module of the corpus.
+ * for every decision tried alone, against the xla policy's grouping and
+ * against one with every fifth decision the other way, on the "share"
+ * module and the softmax (needing no data), on every module of the corpus
+ * and on the Torax program.
  */
 static void test_delta(void **state)
 {

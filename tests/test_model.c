@@ -886,6 +886,23 @@ static void test_default_layout(void **state)
 	ir_shape_major_to_minor(&t->shape, order);
 	assert_int_equal(order[3], 3);
 	assert_near(ir_shape_padded_bytes(&t->shape), 4 * raw, 0);
+	/* asked again, from what the shape kept (ir_shape_memo): the same */
+	assert_int_equal(a->shape.memo.known, IR_MEMO_ORDER | IR_MEMO_PADDED);
+	ir_shape_major_to_minor(&a->shape, order);
+	assert_int_equal(order[1], 2);
+	assert_int_equal(order[3], 1);
+	assert_near(ir_shape_padded_bytes(&a->shape), 2 * raw, 0);
+	/* a copy with other dims and its memo cleared is worked out again:
+	 * f16[64,64,32,128] keeps the default pair, no padding */
+	struct ir_shape wide = a->shape;
+	int64_t dims[4] = {64, 64, 32, 128};
+	wide.dims = dims;
+	wide.memo = (struct ir_shape_memo){0};
+	ir_shape_major_to_minor(&wide, order);
+	assert_int_equal(order[2], 2);
+	assert_int_equal(order[3], 3);
+	assert_near(ir_shape_padded_bytes(&wide), raw * 4, 0);
+	assert_near(ir_shape_padded_bytes(&a->shape), 2 * raw, 0);
 	/* the tile grid follows the same order: 64 x 4 x 32 x 1 tiles */
 	struct sim_tgrid g;
 	struct ts_diag d = {0};

@@ -3,6 +3,7 @@
  * carets, the failing-allocation hook, arenas, atomic file writes and the
  * sort of 64-bit keys.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -244,6 +245,28 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* ts_next_gen counts up, and at INT_MAX clears both stamp arrays and
+ * starts again at 1 (a stamp of the old count must not look current). */
+static void test_next_gen(void **state)
+{
+	(void)state;
+	int gen = 0, a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+	assert_int_equal(ts_next_gen(&gen, a, b, 3), 1);
+	assert_int_equal(ts_next_gen(&gen, a, NULL, 3), 2);
+	gen = INT_MAX;
+	a[0] = a[2] = b[1] = 1;
+	assert_int_equal(ts_next_gen(&gen, a, b, 3), 1);
+	assert_int_equal(gen, 1);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(a[i], 0);
+		assert_int_equal(b[i], 0);
+	}
+	gen = INT_MAX;
+	a[1] = 1;
+	assert_int_equal(ts_next_gen(&gen, a, NULL, 3), 1);
+	assert_int_equal(a[1], 0);
+}
+
 /* ts_sort_u64 against qsort: random keys with duplicates, keys that share
  * every byte but one (the skipped passes), none and one. */
 static void test_sort_u64(void **state)
@@ -347,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_hook),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_read_cap),
+		cmocka_unit_test(test_next_gen),
 		cmocka_unit_test(test_sort_u64),
 		cmocka_unit_test(test_ptrmap),
 	};
