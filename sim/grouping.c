@@ -649,6 +649,20 @@ static bool index_holders(struct grouping *g)
 	return true;
 }
 
+unsigned sim_group_mark(const struct grouping *g, int id)
+{
+	unsigned *mark = g->stamp, *gen = &g->stamp[2 * (size_t)g->n];
+	if (++*gen == 0) { /* wrapped: no mark may look current */
+		memset(mark, 0, 2 * (size_t)g->n * sizeof *mark);
+		*gen = 1;
+	}
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int k = 0; k < n_mem; k++)
+		mark[2 * mem[k]] = *gen;
+	return *gen;
+}
+
 /* Inputs of group id (operands of members that are not members), in
  * first-use order, into out[]; returns their count. Members and the
  * inputs taken are marked in g->stamp with a new generation (an operand
@@ -656,25 +670,19 @@ static bool index_holders(struct grouping *g)
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out)
 {
-	unsigned *mark = g->stamp, *gen = &g->stamp[2 * (size_t)g->n];
-	if (++*gen == 0) { /* wrapped: no mark may look current */
-		memset(mark, 0, 2 * (size_t)g->n * sizeof *mark);
-		*gen = 1;
-	}
+	unsigned *mark = g->stamp, gen = sim_group_mark(g, id);
 	int n = 0;
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem);
-	for (int k = 0; k < n_mem; k++)
-		mark[2 * mem[k]] = *gen;
 	for (int k = 0; k < n_mem; k++) {
 		const struct ir_instr *in = g->c->instrs[mem[k]];
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
 			if (o->parent == g->c) {
 				unsigned *m = &mark[2 * o->index];
-				if (m[0] == *gen || m[1] == *gen)
+				if (m[0] == gen || m[1] == gen)
 					continue; /* a member, or taken */
-				m[1] = *gen;
+				m[1] = gen;
 				out[n++] = o;
 				continue;
 			}
@@ -874,8 +882,9 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 }
 
 /*
- * Is member i of representative group id written to HBM: the
- * computation's root, or read from HBM by a live user outside id? A member
+ * Is member i of representative group id (marked by sim_group_mark, which
+ * gave gen) written to HBM: the computation's root, or read from HBM by a
+ * live user outside id? A member
  * id owns (grp[i]: id, or a sibling merged into id) is held by id alone,
  * so every live user outside id reads it. One it does not own is a copy:
  * recomputed (G_MULTI), or a constant-derived value (G_NONE); a copy is
@@ -884,7 +893,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
  * a group (the rules recompute only what no user needs in memory), so no
  * user reads a copy from HBM.
  */
-bool sim_group_output(const struct grouping *g, int id, int i)
+bool sim_group_output(const struct grouping *g, unsigned gen, int i)
 {
 	if (g->c->root == g->c->instrs[i])
 		return true;
@@ -892,7 +901,7 @@ bool sim_group_output(const struct grouping *g, int id, int i)
 		return false;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int u = g->users[k];
-		if (g->live[u] && !sim_group_member(g, id, u))
+		if (g->live[u] && g->stamp[2 * u] != gen)
 			return true;
 	}
 	return false;

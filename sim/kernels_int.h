@@ -212,8 +212,12 @@ int sim_group_members(const struct grouping *g, int grp, const int **out);
 /* The values group id reads from outside it, into out (room for n). */
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);
-/* Is member i of group id written to HBM? */
-bool sim_group_output(const struct grouping *g, int id, int i);
+/* Marks group id's members in g->stamp with a new generation, returned
+ * (until the next sim_group_mark or sim_group_inputs on g). */
+unsigned sim_group_mark(const struct grouping *g, int id);
+/* Is member i of the group marked with gen (sim_group_mark) written to
+ * HBM? */
+bool sim_group_output(const struct grouping *g, unsigned gen, int i);
 /* Does instruction i do work: live, not free, not constant-derived (what
  * makes a group worth fusing, and what the agreement with XLA counts)? */
 bool sim_group_working(const struct grouping *g, int i);
