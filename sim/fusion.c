@@ -271,7 +271,7 @@ static int group_outputs(const struct grouping *g, int id,
 {
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem), no = 0;
-	unsigned gen = sim_group_mark(g, id);
+	int gen = sim_group_mark(g, id);
 	for (int q = 0; q < n_mem; q++)
 		if (sim_group_output(g, gen, mem[q]))
 			outs[no++] = g->c->instrs[mem[q]];
@@ -337,7 +337,7 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 		o->fused_id[id] = e->n_fusions++;
 		const int *mem;
 		int n_mem = sim_group_members(g, id, &mem);
-		unsigned gen = sim_group_mark(g, id);
+		int gen = sim_group_mark(g, id);
 		for (int q = 0; q < n_mem; q++) {
 			int i = mem[q];
 			o->at[id] = i;

@@ -103,7 +103,7 @@ static uint64_t group_key(const struct grouping *g, int id)
 	uint64_t h = ts_fnv1a_word(TS_FNV1A_BASIS, (uint32_t)n);
 	for (int q = 0; q < n; q++)
 		h = ts_fnv1a_word(h, (uint32_t)mem[q]);
-	unsigned gen = sim_group_mark(g, id);
+	int gen = sim_group_mark(g, id);
 	for (int q = 0; q < n; q++)
 		if (sim_group_output(g, gen, mem[q]))
 			h = ts_fnv1a_word(h, (uint32_t)mem[q]);

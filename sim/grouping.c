@@ -649,18 +649,16 @@ static bool index_holders(struct grouping *g)
 	return true;
 }
 
-unsigned sim_group_mark(const struct grouping *g, int id)
+int sim_group_mark(const struct grouping *g, int id)
 {
-	unsigned *mark = g->stamp, *gen = &g->stamp[2 * (size_t)g->n];
-	if (++*gen == 0) { /* wrapped: no mark may look current */
-		memset(mark, 0, 2 * (size_t)g->n * sizeof *mark);
-		*gen = 1;
-	}
+	int *mark = g->stamp;
+	int gen = ts_next_gen(&mark[2 * (size_t)g->n], mark, NULL,
+			      2 * (size_t)g->n);
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem);
 	for (int k = 0; k < n_mem; k++)
-		mark[2 * mem[k]] = *gen;
-	return *gen;
+		mark[2 * mem[k]] = gen;
+	return gen;
 }
 
 /* Inputs of group id (operands of members that are not members), in
@@ -670,7 +668,7 @@ unsigned sim_group_mark(const struct grouping *g, int id)
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out)
 {
-	unsigned *mark = g->stamp, gen = sim_group_mark(g, id);
+	int *mark = g->stamp, gen = sim_group_mark(g, id);
 	int n = 0;
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem);
@@ -679,7 +677,7 @@ int sim_group_inputs(const struct grouping *g, int id,
 		for (int j = 0; j < in->n_operands; j++) {
 			const struct ir_instr *o = in->operands[j];
 			if (o->parent == g->c) {
-				unsigned *m = &mark[2 * o->index];
+				int *m = &mark[2 * o->index];
 				if (m[0] == gen || m[1] == gen)
 					continue; /* a member, or taken */
 				m[1] = gen;
@@ -893,7 +891,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
  * a group (the rules recompute only what no user needs in memory), so no
  * user reads a copy from HBM.
  */
-bool sim_group_output(const struct grouping *g, unsigned gen, int i)
+bool sim_group_output(const struct grouping *g, int gen, int i)
 {
 	if (g->c->root == g->c->instrs[i])
 		return true;

@@ -687,7 +687,7 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	k->n_inputs = n;
 	k->inputs = dup_list(buf, n);
 	n = 0;
-	unsigned gen = sim_group_mark(g, id);
+	int gen = sim_group_mark(g, id);
 	for (int q = 0; q < n_mem; q++)
 		if (sim_group_output(g, gen, mem[q]))
 			buf[n++] = c->instrs[mem[q]];

@@ -108,10 +108,10 @@ struct grouping {
 	struct ts_key_id *sib; /* sibling merging's candidates by digest
 	                          (sorted), n_sib of them */
 	int n_sib;
-	unsigned *stamp;       /* scratch of sim_group_inputs, which writes
-	                          it through a const grouping (one thread;
-	                          every grouping comes from sim_grouping_build):
-	                          2 marks per instruction, then the generation */
+	int *stamp;            /* scratch of sim_group_mark, which writes it
+	                          through a const grouping (one thread):
+	                          2 marks per instruction (ts_next_gen), then
+	                          the generation */
 	bool borrowed;         /* order, pos, users, operands, elems, opk,
 	                          cd, live and fc (what no decision changes)
 	                          are another grouping's of c, not freed with
@@ -214,10 +214,10 @@ int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);
 /* Marks group id's members in g->stamp with a new generation, returned
  * (until the next sim_group_mark or sim_group_inputs on g). */
-unsigned sim_group_mark(const struct grouping *g, int id);
+int sim_group_mark(const struct grouping *g, int id);
 /* Is member i of the group marked with gen (sim_group_mark) written to
  * HBM? */
-bool sim_group_output(const struct grouping *g, unsigned gen, int i);
+bool sim_group_output(const struct grouping *g, int gen, int i);
 /* Does instruction i do work: live, not free, not constant-derived (what
  * makes a group worth fusing, and what the agreement with XLA counts)? */
 bool sim_group_working(const struct grouping *g, int i);
