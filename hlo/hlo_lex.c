@@ -12,10 +12,10 @@
 #include <string.h>
 
 /* Character classes: word [A-Za-z0-9_.-], alpha [A-Za-z_], digit, space,
- * and marks for the two bytes the hot loops must look at twice; L and D
- * are the classes of a letter (or '_') and of a digit. */
-#define L (CC_W | CC_P | CC_A)
-#define D (CC_W | CC_P | CC_D)
+ * and '/' (hlo_lex.h); L and D are the classes of a letter (or '_') and
+ * of a digit. */
+#define L (CC_W | CC_A)
+#define D (CC_W | CC_D)
 const uint8_t hp_char_class[256] = {
 	['a'] = L, ['b'] = L, ['c'] = L, ['d'] = L, ['e'] = L, ['f'] = L,
 	['g'] = L, ['h'] = L, ['i'] = L, ['j'] = L, ['k'] = L, ['l'] = L,
@@ -27,8 +27,8 @@ const uint8_t hp_char_class[256] = {
 	['Q'] = L, ['R'] = L, ['S'] = L, ['T'] = L, ['U'] = L, ['V'] = L,
 	['W'] = L, ['X'] = L, ['Y'] = L, ['Z'] = L, ['0'] = D, ['1'] = D,
 	['2'] = D, ['3'] = D, ['4'] = D, ['5'] = D, ['6'] = D, ['7'] = D,
-	['8'] = D, ['9'] = D, ['_'] = L, ['.'] = CC_W | CC_P,
-	['-'] = CC_W | CC_DASH, ['/'] = CC_SLASH, [' '] = CC_S, ['\n'] = CC_S,
+	['8'] = D, ['9'] = D, ['_'] = L, ['.'] = CC_W,
+	['-'] = CC_W, ['/'] = CC_SLASH, [' '] = CC_S, ['\n'] = CC_S,
 	['\t'] = CC_S, ['\r'] = CC_S, ['\f'] = CC_S, ['\v'] = CC_S,
 };
 #undef L

@@ -29,12 +29,9 @@
 /* ---- small helpers --------------------------------------------------------- */
 
 /* Character classes: word [A-Za-z0-9_.-], alpha [A-Za-z_], digit, space,
- * marks for the two bytes the hot loops must look at twice, and the word
- * bytes but '-' (CC_P: a word runs on over them without a second look). */
-enum {
-	CC_W = 1, CC_A = 2, CC_D = 4, CC_S = 8, CC_DASH = 16, CC_SLASH = 32,
-	CC_P = 64
-};
+ * and '/', which the blank skipper must look at twice (it may open a
+ * comment). */
+enum { CC_W = 1, CC_A = 2, CC_D = 4, CC_S = 8, CC_SLASH = 16 };
 extern const uint8_t hp_char_class[256];
 
 static inline bool has_class(int c, int cls)
@@ -252,28 +249,40 @@ static inline bool hp_read_int(struct hp_parser *p, int64_t *out)
 	return true;
 }
 
-/* Length of the word [A-Za-z0-9_.-]* at q, not taking the '-' of "->".
- * Four bytes a step while four remain: names run to 10 and more. */
+/* Length of the word [A-Za-z0-9_.-]* at q, not taking the '-' of "->"
+ * ('>' ends a word, so that '-' can only be its last byte). Eight bytes a
+ * step while eight remain: their word bytes as a mask whose lowest clear
+ * bit is the end, so a word has one loop exit to predict, not one per
+ * step of a byte loop. */
 static inline size_t word_len(const struct hp_parser *p, const char *q)
 {
 	const char *s = q, *e = p->end;
 	const uint8_t *cc = hp_char_class;
 	for (;;) {
-		while (e - q >= 4 && (cc[(unsigned char)q[0]] & cc[(unsigned char)q[1]] &
-				      cc[(unsigned char)q[2]] & cc[(unsigned char)q[3]] & CC_P))
-			q += 4;
-		while (q < e && (cc[(unsigned char)*q] & CC_P))
-			q++;
-		if (q == e || *q != '-' || (q + 1 < e && q[1] == '>'))
-			return (size_t)(q - s);
-		q++;
+		if (e - q < 8) {
+			while (q < e && (cc[(unsigned char)*q] & CC_W))
+				q++;
+			break;
+		}
+		uint32_t m = 0;
+		for (int i = 0; i < 8; i++)
+			m |= (uint32_t)(cc[(unsigned char)q[i]] & CC_W) << i;
+		if (m != 0xff) {
+			q += __builtin_ctz(~m);
+			break;
+		}
+		q += 8;
 	}
+	if (q > s && q[-1] == '-' && q < e && *q == '>')
+		q--;
+	return (size_t)(q - s);
 }
 
-/* The word [s, s+n) is w. */
+/* The word [s, s+n) is w. same_bytes, not memcmp: for a literal w it
+ * comes down to a compare or two, not a call. */
 static inline bool hp_word_is(const char *s, size_t n, const char *w)
 {
-	return strlen(w) == n && memcmp(s, w, n) == 0;
+	return strlen(w) == n && same_bytes(s, w, n);
 }
 
 /* Room for count more elements of v (hp_vec_grow when it must grow). */
