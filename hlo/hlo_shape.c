@@ -11,6 +11,10 @@
 
 /* ---- shapes --------------------------------------------------------------- */
 
+/* A shape is cleared by copying this one: GCC clears it in place with
+ * "rep stos", whose start-up costs more than the copy's few moves. */
+static const struct ir_shape no_shape;
+
 bool hp_enter(struct hp_parser *p)
 {
 	if (++p->depth > HP_MAX_DEPTH) {
@@ -235,11 +239,13 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 			      struct ir_shape *out)
 {
 	struct ts_arena *a = &p->m->arena;
-	int64_t dims[HP_MAX_RANK];
+	int64_t own_dims[HP_MAX_RANK];
+	/* a discarded shape's dims are read from p->decl_dims */
+	int64_t *dims = p->discard ? p->decl_dims : own_dims;
 	uint8_t kinds[HP_MAX_RANK];
 	bool dynamic = false;
 	int n = 0;
-	memset(out, 0, sizeof *out);
+	*out = no_shape;
 	out->type = type;
 	const char *open = p->p;
 	if (!hp_expect_char(p, '[', "'[' after the element type"))
@@ -301,7 +307,6 @@ static bool parse_array_shape(struct hp_parser *p, enum ir_type type,
 		p->decl_type = type;
 		p->decl_rank = n;
 		p->decl_dynamic = dynamic;
-		memcpy(p->decl_dims, dims, sizeof *dims * (size_t)n);
 	}
 	if (n && !p->discard) {
 		out->dims = ts_arena_dup(a, dims, sizeof *dims * (size_t)n);
@@ -346,7 +351,7 @@ bool hp_parse_shape(struct hp_parser *p, struct ir_shape *out)
 	skip_ws(p);
 	p->shape_bytes = 0;
 	if (cur(p) == '(') {
-		memset(out, 0, sizeof *out); /* an array's is parse_array_shape's */
+		*out = no_shape; /* an array's is parse_array_shape's */
 		if (!hp_enter(p))
 			return false;
 		const char *open = p->p;
