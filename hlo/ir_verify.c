@@ -94,7 +94,8 @@ struct vctx {
 	const struct ir_instr *in;
 	struct ts_diag *d;
 	const char *file;
-	/* per computation: the first async-start calling it, or NULL */
+	/* per computation: the first async-start calling it, once checked
+	 * (instructions are checked in module order), or NULL */
 	const struct ir_instr **first_start;
 };
 
@@ -243,10 +244,14 @@ static bool check_async(struct vctx *v)
 		    s->elems[0].type != IR_TYPE_TUPLE)
 			return refuse(v, "expects the shape ((async-operands), "
 					 "async-outputs, state)");
-		if (in->n_called && v->first_start[in->called[0]->index] != in)
+		if (!in->n_called)
+			return true;
+		const struct ir_instr **first = &v->first_start[in->called[0]->index];
+		if (*first)
 			return refuse(v, "computation %s is called by more than "
 					 "one async op (also by %s)", in->called[0]->name,
-				      v->first_start[in->called[0]->index]->name);
+				      (*first)->name);
+		*first = in;
 		return true;
 	}
 	const struct ir_instr *st = in->operands[0];
@@ -859,13 +864,6 @@ enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
-	for (int c = 0; c < m->n_comps; c++)
-		for (int i = 0; i < m->comps[c]->n_instrs; i++) {
-			const struct ir_instr *in = m->comps[c]->instrs[i];
-			if (in->op == IR_OP_ASYNC_START && in->n_called &&
-			    !starts[in->called[0]->index])
-				starts[in->called[0]->index] = in;
-		}
 	enum ts_status st = TS_OK;
 	for (int c = 0; c < m->n_comps && st == TS_OK; c++) {
 		const struct ir_computation *comp = m->comps[c];
