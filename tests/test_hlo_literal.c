@@ -248,6 +248,15 @@ static void test_float_range(void **state)
 	/* double -> float first (Eigen): 65519.99999999999 becomes 65520.0f */
 	bad(arr(IR_TYPE_F16, 0), "65519.99999999999", 0,
 	    "value 65520 is out of range for literal's primitive type F16 namely [-65504, 65504].");
+	/* the same with 15 digits (decimal_value's one-operation path:
+	 * 655199999999999 / 1e10) and its neighbours */
+	bad(arr(IR_TYPE_F16, 0), "65519.9999999999", 0,
+	    "value 65520 is out of range for literal's primitive type F16 namely [-65504, 65504].");
+	ok(arr(IR_TYPE_F16, 0), "65519.99");
+	bad(arr(IR_TYPE_F16, 0), "-6552.0e1", 0,
+	    "value -65520 is out of range for literal's primitive type F16 namely [-65504, 65504].");
+	ok(arr(IR_TYPE_F32, 0), "340282346638528.e24"); /* 10^24: strtod's path */
+	ok(arr(IR_TYPE_F64, 0), "-0.000000000000000000000001"); /* 1 / 10^24 */
 	ok(arr(IR_TYPE_BF16, 0), "3.39e38");
 	ok(arr(IR_TYPE_BF16, 0), "-65505"); /* XLA's ConstantBf16NoOverflow */
 	bad(arr(IR_TYPE_BF16, 0), "1e100", 0,
