@@ -282,7 +282,8 @@ int sim_plan_default_per_dim(const struct sim_plan *p)
 /*
  * The default config is the model's best of the candidate configs
  * (sim_plan_enumerate): the one sim_config_better ranks first, found by
- * branch and bound. The free dims are chosen depth first, a dim's
+ * branch and bound. The free dims are chosen depth first (the kernel's
+ * own before the output's: sim_plan_search), a dim's
  * choices lowest floor first (ties largest bounds first: few steps, a good
  * feasible config early); a partial config whose floors (sim_plan_floor,
  * and for a plan with MXU work the cheaper sim_plan_mxu_floor, asked

@@ -394,7 +394,8 @@ struct sim_search_floors {
 };
 
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
- * depth first, in the order above (each dim's candidates largest first
+ * depth first, in the order above, or with floors the kernel's own dims
+ * before the output's (each dim's candidates largest first
  * when descending; a dim with one candidate is set before the walk, and
  * "last" below is the last with more); with floors (fl), the choices of a
  * dim that each hold a few configs or more (PRUNE_MIN_BELOW, sim/tile.c)

@@ -380,8 +380,9 @@ static int dim_candidates(int64_t n, int cap, int64_t *v, int max)
 	return cand_memo[slot].k;
 }
 
-/* The free dims of a plan's configs (output grid dims, then kernel dims
- * not shared with one) and their candidate bounds, ascending. */
+/* The free dims of a plan's configs (output grid dims and kernel dims not
+ * shared with one, in walk_init's order) and their candidate bounds,
+ * ascending. */
 struct walk {
 	const struct sim_plan *p;
 	int nf;
@@ -403,12 +404,11 @@ struct walk {
 	struct sim_tile_config c;
 };
 
-static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim)
+/* Appends the output's grid dims to w's free dims from nf on; returns the
+ * new count. */
+static int add_out_dims(struct walk *w, const struct sim_plan *p, int per_dim,
+			int nf)
 {
-	if (per_dim > CAND_MAX)
-		per_dim = CAND_MAX;
-	int nf = 0;
-	w->p = p;
 	for (int i = 0; i < p->out.rank; i++) {
 		w->which[nf] = i;
 		/* an output dim shared with a kernel tiled q times coarser
@@ -428,15 +428,38 @@ static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim)
 		}
 		nf++;
 	}
-	if (p->has_kernel)
-		for (int i = 0; i < p->kern.rank; i++) {
-			if (p->kern_shared[i] >= 0)
-				continue;
-			w->which[nf] = p->out.rank + i;
-			w->n_cand[nf] = dim_candidates(p->kern.tiles[i], per_dim,
-						       w->cand[nf], CAND_MAX);
-			nf++;
-		}
+	return nf;
+}
+
+/* Appends the kernel's own grid dims (those not shared with an output dim)
+ * to w's free dims from nf on; returns the new count. */
+static int add_kernel_dims(struct walk *w, const struct sim_plan *p,
+			   int per_dim, int nf)
+{
+	for (int i = 0; p->has_kernel && i < p->kern.rank; i++) {
+		if (p->kern_shared[i] >= 0)
+			continue;
+		w->which[nf] = p->out.rank + i;
+		w->n_cand[nf] = dim_candidates(p->kern.tiles[i], per_dim,
+					       w->cand[nf], CAND_MAX);
+		nf++;
+	}
+	return nf;
+}
+
+/* The free dims and their candidates: the output's dims, then the
+ * kernel's own (sim_plan_enumerate's order), or the kernel's first
+ * (kernel_first). */
+static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim,
+		      bool kernel_first)
+{
+	if (per_dim > CAND_MAX)
+		per_dim = CAND_MAX;
+	w->p = p;
+	int nf = kernel_first ? add_kernel_dims(w, p, per_dim, 0)
+			      : add_out_dims(w, p, per_dim, 0);
+	nf = kernel_first ? add_out_dims(w, p, per_dim, nf)
+			  : add_kernel_dims(w, p, per_dim, nf);
 	w->nf = nf;
 	memset(&w->c, 0, sizeof w->c);
 	w->c.n_out = p->out.rank;
@@ -551,8 +574,16 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 {
 	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
 		return 0;
+	/* With floors, the kernel's own dims (a contraction's, a window's
+	 * taps) are chosen before the output's: until they are, the floors
+	 * cannot count what they decide (a split contraction's accumulator
+	 * and re-adds, the weight tiles of a step), and subtrees of the
+	 * output's dims went uncut (two U-Net-shaped convolutions cost 39%
+	 * fewer instructions this way, the Llama-3.1-8B step 12%; no
+	 * workload of docs/BENCH.md more). Which config is found does not
+	 * depend on the order (sim_config_better's order is total). */
 	struct walk w;
-	walk_init(&w, p, per_dim);
+	walk_init(&w, p, per_dim, fl != NULL);
 	if (!leaf) {
 		int64_t total = 1;
 		for (int f = 0; f < w.nf; f++)

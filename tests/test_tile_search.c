@@ -61,9 +61,9 @@ struct ref {
 };
 
 /* Fails when a floor of a config that cfg completes (its bounds from free
- * dim `chosen` on read as not chosen, in the search's order: output dims,
- * then kernel dims not shared with one) is above cfg's estimate e, or says
- * that no completion fits VMEM (cfg fits). */
+ * dim `chosen` on read as not chosen, in the search's order: kernel dims
+ * not shared with an output dim, then output dims) is above cfg's
+ * estimate e, or says that no completion fits VMEM (cfg fits). */
 static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 			   const struct sim_estimate *e)
 {
@@ -74,6 +74,9 @@ static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 	for (int chosen = 0; chosen < n_free; chosen++) {
 		struct sim_tile_config part = *cfg;
 		int f = 0;
+		for (int kd = 0; kd < part.n_kernel; kd++)
+			if (p->kern_shared[kd] < 0 && f++ >= chosen)
+				part.kernel_bounds[kd] = 0;
 		for (int i = 0; i < p->out.rank; i++, f++)
 			if (f >= chosen) {
 				part.out_bounds[i] = 0;
@@ -81,9 +84,6 @@ static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 					if (p->kern_shared[kd] == i)
 						part.kernel_bounds[kd] = 0;
 			}
-		for (int kd = 0; kd < part.n_kernel; kd++)
-			if (p->kern_shared[kd] < 0 && f++ >= chosen)
-				part.kernel_bounds[kd] = 0;
 		if (chosen >= r->n_part ||
 		    memcmp(&part, &r->part[chosen], sizeof part) != 0) {
 			r->part[chosen] = part;
