@@ -404,12 +404,29 @@ struct walk {
 	struct sim_tile_config c;
 };
 
-/* Appends the output's grid dims to w's free dims from nf on; returns the
- * new count. */
-static int add_out_dims(struct walk *w, const struct sim_plan *p, int per_dim,
-			int nf)
+/* The order of n grid dims of the given tile counts: 0..n-1, or (most)
+ * the dims with more tiles first, ties in grid order. */
+static void dim_order(const int64_t *tiles, int n, bool most, int *ord)
 {
-	for (int i = 0; i < p->out.rank; i++) {
+	for (int i = 0; i < n; i++) {
+		int at = i;
+		while (most && at > 0 && tiles[ord[at - 1]] < tiles[i]) {
+			ord[at] = ord[at - 1];
+			at--;
+		}
+		ord[at] = i;
+	}
+}
+
+/* Appends the output's grid dims to w's free dims from nf on (most: those
+ * with more tiles first); returns the new count. */
+static int add_out_dims(struct walk *w, const struct sim_plan *p, int per_dim,
+			bool most, int nf)
+{
+	int ord[SIM_MAX_GRID];
+	dim_order(p->out.tiles, p->out.rank, most, ord);
+	for (int j = 0; j < p->out.rank; j++) {
+		int i = ord[j];
 		w->which[nf] = i;
 		/* an output dim shared with a kernel tiled q times coarser
 		 * (fusion.261: 8-row tiles against 128-wide kernel tiles)
@@ -432,11 +449,17 @@ static int add_out_dims(struct walk *w, const struct sim_plan *p, int per_dim,
 }
 
 /* Appends the kernel's own grid dims (those not shared with an output dim)
- * to w's free dims from nf on; returns the new count. */
+ * to w's free dims from nf on (most: those with more tiles first); returns
+ * the new count. */
 static int add_kernel_dims(struct walk *w, const struct sim_plan *p,
-			   int per_dim, int nf)
+			   int per_dim, bool most, int nf)
 {
-	for (int i = 0; p->has_kernel && i < p->kern.rank; i++) {
+	if (!p->has_kernel)
+		return nf;
+	int ord[SIM_MAX_GRID];
+	dim_order(p->kern.tiles, p->kern.rank, most, ord);
+	for (int j = 0; j < p->kern.rank; j++) {
+		int i = ord[j];
 		if (p->kern_shared[i] >= 0)
 			continue;
 		w->which[nf] = p->out.rank + i;
@@ -448,18 +471,19 @@ static int add_kernel_dims(struct walk *w, const struct sim_plan *p,
 }
 
 /* The free dims and their candidates: the output's dims, then the
- * kernel's own (sim_plan_enumerate's order), or the kernel's first
- * (kernel_first). */
+ * kernel's own (sim_plan_enumerate's order), or in the pruned search's
+ * order (search): the kernel's own dims first, then the output's, each
+ * with the dims of more tiles first (sim_plan_search). */
 static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim,
-		      bool kernel_first)
+		      bool search)
 {
 	if (per_dim > CAND_MAX)
 		per_dim = CAND_MAX;
 	w->p = p;
-	int nf = kernel_first ? add_kernel_dims(w, p, per_dim, 0)
-			      : add_out_dims(w, p, per_dim, 0);
-	nf = kernel_first ? add_out_dims(w, p, per_dim, nf)
-			  : add_kernel_dims(w, p, per_dim, nf);
+	int nf = search ? add_kernel_dims(w, p, per_dim, true, 0)
+			: add_out_dims(w, p, per_dim, false, 0);
+	nf = search ? add_out_dims(w, p, per_dim, true, nf)
+		    : add_kernel_dims(w, p, per_dim, false, nf);
 	w->nf = nf;
 	memset(&w->c, 0, sizeof w->c);
 	w->c.n_out = p->out.rank;
@@ -575,13 +599,16 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0)
 		return 0;
 	/* With floors, the kernel's own dims (a contraction's, a window's
-	 * taps) are chosen before the output's: until they are, the floors
+	 * taps) are chosen before the output's, and within each the dims
+	 * with more tiles first: until the kernel's are chosen, the floors
 	 * cannot count what they decide (a split contraction's accumulator
-	 * and re-adds, the weight tiles of a step), and subtrees of the
-	 * output's dims went uncut (two U-Net-shaped convolutions cost 39%
-	 * fewer instructions this way, the Llama-3.1-8B step 12%; no
-	 * workload of docs/BENCH.md more). Which config is found does not
-	 * depend on the order (sim_config_better's order is total). */
+	 * and re-adds, the weight tiles of a step), and a dim of many tiles
+	 * has the widest range of block counts (steps, refetches), so its
+	 * choices' floors differ most. Against the grid's order this costs
+	 * two U-Net-shaped convolutions 44% fewer instructions, the MaxText
+	 * step 19%, the Llama-3.1-8B step 15%, and no workload of
+	 * docs/BENCH.md 1% more. Which config is found does not depend on
+	 * the order (sim_config_better's order is total). */
 	struct walk w;
 	walk_init(&w, p, per_dim, fl != NULL);
 	if (!leaf) {

@@ -60,30 +60,55 @@ struct ref {
 	int n_part;
 };
 
+/* The free dims in the search's order (sim_plan_search): the kernel dims
+ * not shared with an output dim, then the output dims, each with the dims
+ * of more tiles first (ties in grid order); kernel dim kd as out.rank + kd.
+ * Returns their count. */
+static int search_order(const struct sim_plan *p, int *dims)
+{
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		bool kern = pass == 0;
+		int rank = kern ? (p->has_kernel ? p->kern.rank : 0) : p->out.rank;
+		const int64_t *tiles = kern ? p->kern.tiles : p->out.tiles;
+		int first = n;
+		for (int i = 0; i < rank; i++) {
+			if (kern && p->kern_shared[i] >= 0)
+				continue;
+			int at = n++;
+			while (at > first &&
+			       tiles[dims[at - 1] - (kern ? p->out.rank : 0)] < tiles[i]) {
+				dims[at] = dims[at - 1];
+				at--;
+			}
+			dims[at] = kern ? p->out.rank + i : i;
+		}
+	}
+	return n;
+}
+
 /* Fails when a floor of a config that cfg completes (its bounds from free
- * dim `chosen` on read as not chosen, in the search's order: kernel dims
- * not shared with an output dim, then output dims) is above cfg's
- * estimate e, or says that no completion fits VMEM (cfg fits). */
+ * dim `chosen` on read as not chosen, in the search's order) is above
+ * cfg's estimate e, or says that no completion fits VMEM (cfg fits). */
 static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 			   const struct sim_estimate *e)
 {
 	const struct sim_plan *p = r->p;
-	int n_free = p->out.rank;
-	for (int kd = 0; kd < cfg->n_kernel; kd++)
-		n_free += p->kern_shared[kd] < 0;
+	int dims[2 * SIM_MAX_GRID];
+	int n_free = search_order(p, dims);
 	for (int chosen = 0; chosen < n_free; chosen++) {
 		struct sim_tile_config part = *cfg;
-		int f = 0;
-		for (int kd = 0; kd < part.n_kernel; kd++)
-			if (p->kern_shared[kd] < 0 && f++ >= chosen)
-				part.kernel_bounds[kd] = 0;
-		for (int i = 0; i < p->out.rank; i++, f++)
-			if (f >= chosen) {
-				part.out_bounds[i] = 0;
-				for (int kd = 0; kd < part.n_kernel; kd++)
-					if (p->kern_shared[kd] == i)
-						part.kernel_bounds[kd] = 0;
+		for (int f = chosen; f < n_free; f++) {
+			int d = dims[f];
+			if (d >= p->out.rank) {
+				part.kernel_bounds[d - p->out.rank] = 0;
+				continue;
 			}
+			part.out_bounds[d] = 0;
+			for (int kd = 0; kd < part.n_kernel; kd++)
+				if (p->kern_shared[kd] == d)
+					part.kernel_bounds[kd] = 0;
+		}
 		if (chosen >= r->n_part ||
 		    memcmp(&part, &r->part[chosen], sizeof part) != 0) {
 			r->part[chosen] = part;
