@@ -606,9 +606,11 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 	 * has the widest range of block counts (steps, refetches), so its
 	 * choices' floors differ most. Against the grid's order this costs
 	 * two U-Net-shaped convolutions 44% fewer instructions, the MaxText
-	 * step 19%, the Llama-3.1-8B step 15%, and no workload of
-	 * docs/BENCH.md 1% more. Which config is found does not depend on
-	 * the order (sim_config_better's order is total). */
+	 * step 19%, the Llama-3.1-8B step 15%, and the fusion search of the
+	 * Gemma-3-1B step 2% more (dots with a contraction of 864 tiles and
+	 * small outputs: 245 configs costed each, 37 with it chosen last;
+	 * docs/BENCH.md). Which config is found does not depend on the
+	 * order (sim_config_better's order is total). */
 	struct walk w;
 	walk_init(&w, p, per_dim, fl != NULL);
 	if (!leaf) {
