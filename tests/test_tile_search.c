@@ -13,14 +13,16 @@
  * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
  * every candidate the floors of the whole config are at most its
  * estimate, and at every candidate that fits VMEM so are those of every
- * partial config it completes (the search's order of free dims; each
- * partial's floors computed once), none of which may say that nothing
+ * partial config the search floors on its way to it (its order of free
+ * dims, those of one candidate always chosen; each partial's floors
+ * computed once), none of which may say that nothing
  * fits. A control: the same search with its floors raised 25% cuts the best of a
  * convolution shaped like fusion.191 and picks a slower config, so a floor
  * that is not one would be caught. The remembered default (config.c) is
  * checked the same way on a spec changed in fields its key leaves out.
- * The same checks on two 3D convolutions shaped like a U-Net's and on a
- * dot whose blocks straddle its operands' tiles need only the sources'
+ * The same checks on two 3D convolutions shaped like a U-Net's, on a
+ * dot whose blocks straddle its operands' tiles and on two kernels whose
+ * outputs have one candidate per dim (mostly) need only the sources'
  * hwspecs (TPUSIM_SOURCE), as the control does; the rest skips without
  * TPUSIM_SHARED.
  */
@@ -58,13 +60,18 @@ struct ref {
 	struct sim_plan_floors floors[2 * SIM_MAX_GRID];
 	double mxu[2 * SIM_MAX_GRID];
 	int n_part;
+	/* dims with one candidate (out dim i, kernel dim kd as out.rank +
+	 * kd): the search sets them before its walk, so no partial config it
+	 * floors leaves them unchosen */
+	bool fixed[2 * SIM_MAX_GRID];
 };
 
 /* The free dims in the search's order (sim_plan_search): the kernel dims
  * not shared with an output dim, then the output dims, each with the dims
- * of more tiles first (ties in grid order); kernel dim kd as out.rank + kd.
- * Returns their count. */
-static int search_order(const struct sim_plan *p, int *dims)
+ * of more tiles first (ties in grid order), those with one candidate left
+ * out (fixed); kernel dim kd as out.rank + kd. Returns their count. */
+static int search_order(const struct sim_plan *p, const bool *fixed,
+			int *dims)
 {
 	int n = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -73,7 +80,8 @@ static int search_order(const struct sim_plan *p, int *dims)
 		const int64_t *tiles = kern ? p->kern.tiles : p->out.tiles;
 		int first = n;
 		for (int i = 0; i < rank; i++) {
-			if (kern && p->kern_shared[i] >= 0)
+			if ((kern && p->kern_shared[i] >= 0) ||
+			    fixed[kern ? p->out.rank + i : i])
 				continue;
 			int at = n++;
 			while (at > first &&
@@ -95,7 +103,7 @@ static void check_partials(struct ref *r, const struct sim_tile_config *cfg,
 {
 	const struct sim_plan *p = r->p;
 	int dims[2 * SIM_MAX_GRID];
-	int n_free = search_order(p, dims);
+	int n_free = search_order(p, r->fixed, dims);
 	for (int chosen = 0; chosen < n_free; chosen++) {
 		struct sim_tile_config part = *cfg;
 		for (int f = chosen; f < n_free; f++) {
@@ -167,6 +175,26 @@ static bool keep(const struct sim_tile_config *cfg, void *ctx)
 	return true;
 }
 
+/* Marks in r->fixed each dim whose bound differs from the first config's
+ * in none of the candidates (called on every candidate, first to last). */
+static bool note_fixed(const struct sim_tile_config *cfg, void *ctx)
+{
+	struct ref *r = ctx;
+	if (r->n++ == 0) {
+		r->cfg = *cfg;
+		for (int i = 0; i < 2 * SIM_MAX_GRID; i++)
+			r->fixed[i] = true;
+		return true;
+	}
+	for (int i = 0; i < cfg->n_out; i++)
+		if (cfg->out_bounds[i] != r->cfg.out_bounds[i])
+			r->fixed[i] = false;
+	for (int kd = 0; kd < cfg->n_kernel; kd++)
+		if (cfg->kernel_bounds[kd] != r->cfg.kernel_bounds[kd])
+			r->fixed[r->p->out.rank + kd] = false;
+	return true;
+}
+
 struct totals {
 	const struct hw_spec *hw;
 	int files, kernels, searched;
@@ -189,6 +217,9 @@ static void check_text(const char *rel, const char *text, size_t len,
 		    p.kind != SIM_PLAN_TILED || p.out.rank == 0)
 			continue;
 		struct ref r = {.p = &p, .hw = t->hw, .partials = true};
+		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), note_fixed,
+				   &r);
+		r.n = 0;
 		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), keep, &r);
 		struct sim_tile_config got;
 		int64_t costed = sim_plan_default(&p, t->hw, &got);
@@ -393,12 +424,42 @@ static void test_straddling_dot(void **state)
 		 gens, 5, 1);
 }
 
+/* A dot whose output dims each have one candidate and whose contraction
+ * has two dims of several (every partial config the search floors has
+ * its output chosen: a core's share of the steps known), and a
+ * convolution whose window covers its input (a 1x1 output; taps and
+ * features of several). Needs no data. */
+static void test_fixed_outputs(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v3", "v4", "v5p"};
+	check_on("dot.hlo",
+		 "HloModule d\n"
+		 "ENTRY e {\n"
+		 "  a = f32[8,96,4096]{2,1,0} parameter(0)\n"
+		 "  b = f32[96,4096,128]{2,1,0} parameter(1)\n"
+		 "  ROOT d = f32[8,128]{1,0} dot(a, b), "
+		 "lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}\n"
+		 "}\n",
+		 gens, 3, 1);
+	check_on("conv.hlo",
+		 "HloModule c\n"
+		 "ENTRY e {\n"
+		 "  a = f32[8,40,40,256]{3,2,1,0} parameter(0)\n"
+		 "  w = f32[40,40,256,128]{3,2,1,0} parameter(1)\n"
+		 "  ROOT c = f32[8,1,1,128]{3,2,1,0} convolution(a, w), "
+		 "window={size=40x40}, dim_labels=b01f_01io->b01f\n"
+		 "}\n",
+		 gens, 3, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_control),
 		cmocka_unit_test(test_convolutions_3d),
 		cmocka_unit_test(test_straddling_dot),
+		cmocka_unit_test(test_fixed_outputs),
 		cmocka_unit_test(test_search_is_exhaustive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
