@@ -178,7 +178,7 @@ static double decimal_value(const char *c, const char *e)
 	};
 	char buf[LIT_MAX_DIGITS + 40];
 	size_t n = 0, n_int = 0, lead = 0, kept = 0;
-	uint64_t digits = 0; /* the first 19 kept, as an integer */
+	uint64_t digits = 0; /* the first 15 kept, as an integer */
 	bool frac = false, nonzero = false, sticky = false;
 	if (*c == '-')
 		buf[n++] = *c++;
@@ -197,7 +197,7 @@ static double decimal_value(const char *c, const char *e)
 		nonzero = true;
 		if (kept < LIT_MAX_DIGITS) {
 			buf[n++] = *c;
-			if (kept < 19)
+			if (kept < 15)
 				digits = digits * 10 + (uint64_t)(*c - '0');
 			kept++;
 		} else if (*c != '0') {

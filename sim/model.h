@@ -394,10 +394,12 @@ struct sim_search_floors {
 };
 
 /* sim_plan_enumerate that may skip subtrees: the free dims are chosen
- * depth first, in the order above, or with floors the kernel's own dims
- * before the output's (each dim's candidates largest first
- * when descending; a dim with one candidate is set before the walk, and
- * "last" below is the last with more); with floors (fl), the choices of a
+ * depth first, the output's grid dims then the kernel's own (its order:
+ * an odometer whose last dim turns fastest), or with floors the kernel's
+ * own first, then the output's, each with the dims of more tiles first
+ * (each dim's candidates largest first when descending; a dim with one
+ * candidate is set before the walk, and "last" below is the last with
+ * more); with floors (fl), the choices of a
  * dim that each hold a few configs or more (PRUNE_MIN_BELOW, sim/tile.c)
  * are entered in the order of their quick floors (else their floors), and
  * a choice whose quick floor or floor is cut is skipped with every config

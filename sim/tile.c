@@ -610,7 +610,9 @@ int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 	 * Gemma-3-1B step 2% more (dots with a contraction of 864 tiles and
 	 * small outputs: 245 configs costed each, 37 with it chosen last;
 	 * docs/BENCH.md). Which config is found does not depend on the
-	 * order (sim_config_better's order is total). */
+	 * order: sim_config_better's order is total, and the floors hold
+	 * whichever dims are chosen (test_tile_search checks them on the
+	 * partial configs of this order). */
 	struct walk w;
 	walk_init(&w, p, per_dim, fl != NULL);
 	if (!leaf) {
