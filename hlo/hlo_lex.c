@@ -208,7 +208,7 @@ void hp_vec_free(struct hp_vec *v)
 
 void hp_table_reset(struct hp_table *t)
 {
-	t->n = 0;
+	t->e.n = 0;
 	if (++t->gen == 0) {
 		if (t->slots)
 			memset(t->slots, 0, t->cap * sizeof *t->slots);
@@ -216,25 +216,55 @@ void hp_table_reset(struct hp_table *t)
 	}
 }
 
+/* The slot of key, or the empty one where it would go. */
 static struct hp_slot *table_find(struct hp_table *t, const char *key,
 				  uint32_t len, uint32_t h)
 {
 	if (!t->cap)
 		return NULL;
+	const struct hp_entry *es = t->e.v;
 	size_t mask = t->cap - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		struct hp_slot *s = &t->slots[i];
 		if (s->gen != t->gen)
-			return s; /* empty: where it would go */
-		if (s->hash == h && s->len == len && same_bytes(s->key, key, len))
+			return s;
+		const struct hp_entry *e = &es[s->idx];
+		if (e->hash == h && e->len == len && same_bytes(e->key, key, len))
 			return s;
 	}
+}
+
+static void *entry_val(const struct hp_table *t, const struct hp_slot *s)
+{
+	return ((const struct hp_entry *)t->e.v)[s->idx].val;
 }
 
 void *hp_table_get(struct hp_table *t, const char *key, uint32_t len)
 {
 	struct hp_slot *s = table_find(t, key, len, hash_bytes(key, len));
-	return s && s->gen == t->gen ? s->val : NULL;
+	return s && s->gen == t->gen ? entry_val(t, s) : NULL;
+}
+
+/* Doubles the slots (64 at first) and indexes the live entries again. */
+static bool table_grow(struct hp_parser *p, struct hp_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	if (cap > SIZE_MAX / sizeof(struct hp_slot))
+		return hp_nomem(p);
+	struct hp_slot *ns = ts_calloc(cap, sizeof *ns);
+	if (!ns)
+		return hp_nomem(p);
+	const struct hp_entry *es = t->e.v;
+	for (size_t k = 0; k < t->e.n; k++) {
+		size_t i = es[k].hash & (cap - 1);
+		while (ns[i].gen == t->gen)
+			i = (i + 1) & (cap - 1);
+		ns[i] = (struct hp_slot){t->gen, (uint32_t)k};
+	}
+	ts_free(t->slots);
+	t->slots = ns;
+	t->cap = cap;
+	return true;
 }
 
 /* Inserts key -> val; returns the existing value if key is present (and
@@ -245,44 +275,25 @@ void *hp_table_put(struct hp_parser *p, struct hp_table *t, const char *key,
 	if (t->gen == 0)
 		t->gen = 1;
 	/* Grows past three quarters full: linear probing stays short there
-	 * (2.5 probes a hit at the limit), and the slots stay under the 128 KB
-	 * that glibc's malloc maps afresh from the kernel, page faults and
-	 * all, for every module: half full, the 1,404 names of the corpus's
-	 * largest computation took 4,096 slots (128 KB), now 2,048. */
-	if ((t->n + 1) * 4 > t->cap * 3) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		if (cap > SIZE_MAX / sizeof(struct hp_slot)) {
-			hp_nomem(p);
-			return NULL;
-		}
-		struct hp_slot *ns = ts_calloc(cap, sizeof *ns);
-		if (!ns) {
-			hp_nomem(p);
-			return NULL;
-		}
-		struct hp_table nt = {ns, cap, 0, t->gen};
-		for (size_t i = 0; i < t->cap; i++) {
-			struct hp_slot *s = &t->slots[i];
-			if (s->gen == t->gen) {
-				*table_find(&nt, s->key, s->len, s->hash) = *s;
-				nt.n++;
-			}
-		}
-		ts_free(t->slots);
-		*t = nt;
-	}
+	 * (2.5 probes a hit at the limit), and the slots are 8 bytes. */
+	if ((t->e.n + 1) * 4 > t->cap * 3 && !table_grow(p, t))
+		return NULL;
 	uint32_t h = hash_bytes(key, len);
 	struct hp_slot *s = table_find(t, key, len, h);
 	if (s->gen == t->gen)
-		return s->val;
-	*s = (struct hp_slot){key, len, h, t->gen, val};
-	t->n++;
+		return entry_val(t, s);
+	struct hp_entry *e = hp_vec_push(p, &t->e, sizeof *e);
+	if (!e)
+		return NULL;
+	*e = (struct hp_entry){key, val, len, h};
+	*s = (struct hp_slot){t->gen, (uint32_t)(t->e.n - 1)};
 	return NULL;
 }
 
 void hp_table_free(struct hp_table *t)
 {
 	ts_free(t->slots);
+	hp_vec_free(&t->e);
 	memset(t, 0, sizeof *t);
 }
 
