@@ -480,10 +480,14 @@ static void walk_init(struct walk *w, const struct sim_plan *p, int per_dim,
 	if (per_dim > CAND_MAX)
 		per_dim = CAND_MAX;
 	w->p = p;
-	int nf = search ? add_kernel_dims(w, p, per_dim, true, 0)
-			: add_out_dims(w, p, per_dim, false, 0);
-	nf = search ? add_out_dims(w, p, per_dim, true, nf)
-		    : add_kernel_dims(w, p, per_dim, false, nf);
+	int nf = 0;
+	if (search) {
+		nf = add_kernel_dims(w, p, per_dim, true, nf);
+		nf = add_out_dims(w, p, per_dim, true, nf);
+	} else {
+		nf = add_out_dims(w, p, per_dim, false, nf);
+		nf = add_kernel_dims(w, p, per_dim, false, nf);
+	}
 	w->nf = nf;
 	memset(&w->c, 0, sizeof w->c);
 	w->c.n_out = p->out.rank;
