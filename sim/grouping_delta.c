@@ -258,6 +258,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  int *n_t, int *b_ids, int *n_b, bool *whole)
 {
 	TS_ASSERT(t->c == b->c && t->borrowed);
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	*whole = true;
 	*n_t = *n_b = 0;
 	/* the last trial's member lists gone, as a new grouping has none */
@@ -271,7 +272,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	t->force = force;
 	int n_moved = 0;
 	decide_from(t, b, at, ds->mark, ds->moved, &n_moved);
-	memset(ds->mark, 0, (size_t)(t->n > 0 ? t->n : 1));
+	memset(ds->mark, 0, n);
 	bool ok = true;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses
@@ -286,8 +287,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				ds->b_seen[b->holders[h]] = true;
 				b_ids[(*n_b)++] = b->holders[h];
 			}
-		int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL,
-				       (size_t)(t->n > 0 ? t->n : 1));
+		int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL, n);
 		holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids,
 			   n_t);
 	}

@@ -399,16 +399,16 @@ struct sim_search_floors {
  * own first, then the output's, each with the dims of more tiles first
  * (each dim's candidates largest first when descending; a dim with one
  * candidate is set before the walk, and "last" below is the last with
- * more); with floors (fl), the choices of a
- * dim that each hold a few configs or more (PRUNE_MIN_BELOW, sim/tile.c)
- * are entered in the order of their quick floors (else their floors), and
- * a choice whose quick floor or floor is cut is skipped with every config
- * under it, as is a config whose quick floor is cut. Descending, the last
- * dim's choices (largest first) are asked fits until one past the first
- * fits (below the whole dim, a VMEM floor only shrinks with the bound),
- * and one that does not fit is skipped. Calls leaf for each config reached
- * (stops when it returns false); returns how many. fl NULL and ascending:
- * every config in sim_plan_enumerate's order. */
+ * more); with floors (fl), the choices of a dim that each hold a few
+ * configs or more (PRUNE_MIN_BELOW, sim/tile.c) are entered in the order
+ * of their quick floors (else their floors), and a choice whose quick
+ * floor or floor is cut is skipped with every config under it, as is a
+ * config whose quick floor is cut. Descending, the last dim's choices
+ * (largest first) are asked fits until one past the first fits (below the
+ * whole dim, a VMEM floor only shrinks with the bound), and one that does
+ * not fit is skipped. Calls leaf for each config reached (stops when it
+ * returns false); returns how many. fl NULL and ascending: every config
+ * in sim_plan_enumerate's order. */
 int64_t sim_plan_search(const struct sim_plan *p, int per_dim, bool descending,
 			bool (*leaf)(const struct sim_tile_config *cfg, void *ctx),
 			const struct sim_search_floors *fl, void *ctx);
