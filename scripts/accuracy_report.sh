@@ -1,7 +1,8 @@
 #!/bin/sh
 # accuracy_report.sh: regenerates the accuracy section of docs/ACCURACY.md
 # (the lines between <!-- accuracy:begin --> and <!-- accuracy:end -->), the
-# README's summary of it (<!-- summary:begin --> ... <!-- summary:end -->)
+# README's summary of it (<!-- summary:begin --> ... <!-- summary:end -->,
+# and the tpuv4-ops GEMMs by size and shape between the gemm markers)
 # and the accuracy regression baseline tests/accuracy_baseline.txt,
 # together, from
 # `tpusim validate --hw-dir hwspecs` on every measurement set in
@@ -95,7 +96,7 @@ section=$tmp/section
 		echo "measured - predicted fitted as a x (MN / 1,000) + b x (MNK / 10^6) by least"
 		echo "squares weighted by 1 / measured^2, a in ns (b, ns per 10^6 MACs, in brackets)."
 		echo
-		python3 - "$tmp/v4.csv" <<-'PY'
+		python3 - "$tmp/v4.csv" >"$tmp/gemm" <<-'PY'
 	import csv, re, sys
 	buckets = {}
 	for r in csv.DictReader(open(sys.argv[1])):
@@ -130,9 +131,11 @@ section=$tmp/section
 	    print("| %s | %s | %d | %.1f%% | %.2f | %.2f ns (%.2f) |" % (
 	        size, shape, len(v), 100 * mape, v[len(v) // 2][0], a, b))
 	PY
+		cat "$tmp/gemm"
 		echo
 	done <"$tmp/order"
 } >"$section"
 sh "$root/scripts/doc_section.sh" docs/ACCURACY.md accuracy <"$section"
 sh "$root/scripts/doc_section.sh" README.md summary <"$tmp/summary"
+sh "$root/scripts/doc_section.sh" README.md gemm <"$tmp/gemm"
 mv "$root/tests/accuracy_baseline.txt.new" "$root/tests/accuracy_baseline.txt"
