@@ -117,6 +117,7 @@ int main(int argc, char **argv)
 	struct sim_plan plan;
 	if (sim_plan_build(k, &hw, &plan, &d) != TS_OK) {
 		ts_diag_print(&d, stderr);
+		sim_plan_free(&plan);
 		return 1;
 	}
 	struct cfg_list l = {.p = &plan, .hw = &hw};
@@ -167,6 +168,7 @@ int main(int argc, char **argv)
 	       (double)done / t, (long long)done, t, sink / (double)done);
 	gnn_model_free(&gm);
 	ts_free(l.v);
+	sim_plan_free(&plan);
 	sim_program_free(&prog);
 	for (int m = 0; m < n_mods; m++)
 		ir_module_free(mods[m]);

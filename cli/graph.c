@@ -63,6 +63,7 @@ void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
 		struct sim_plan plan;
 		struct ts_diag d = {0};
 		(void)sim_plan_build(k, hw, &plan, &d);
+		sim_plan_free(&plan);
 		fprintf(ctx->err,
 			"%s: warning: module %s: kernel %s has no tile grid (%s): "
 			"costed by its roofline\n",

@@ -99,31 +99,24 @@ static bool visit(const struct sim_tile_config *cfg, void *ctx)
 	return true;
 }
 
-enum ts_status hyb_tile_search(const struct sim_kernel *k,
-			       const struct hw_spec *hw,
-			       const struct hyb_tile_opts *o,
-			       struct hyb_tile_result *r, struct ts_diag *d)
+/* hyb_tile_search over a built plan p of k. */
+static enum ts_status search_plan(const struct sim_kernel *k,
+				  const struct hw_spec *hw,
+				  const struct hyb_tile_opts *o,
+				  struct hyb_tile_result *r,
+				  const struct sim_plan *p, struct ts_diag *d)
 {
-	memset(r, 0, sizeof *r);
-	struct sim_plan p;
-	enum ts_status st = sim_plan_build(k, hw, &p, d);
-	if (st == TS_ERR_UNSUPPORTED_OP) { /* no grid: not tunable, roofline */
-		st = sim_kernel_estimate(k, hw, NULL, &r->def.est, d);
-		r->def.analytic_ns = r->def.est.time_ns;
-		return st;
-	}
-	if (st != TS_OK)
-		return st;
+	enum ts_status st;
 	struct hyb_embedding emb;
 	const struct gnn_model *model = o ? o->model : NULL;
 	if (model && (st = hyb_embed(model, k, &emb))) {
 		ts_diag_set(d, NULL, 0, 0, "out of memory");
 		return st;
 	}
-	struct search s = {.p = &p, .hw = hw, .r = r, .model = model,
+	struct search s = {.p = p, .hw = hw, .r = r, .model = model,
 			   .emb = &emb};
-	if (p.kind != SIM_PLAN_TILED || p.out.rank == 0) {
-		sim_plan_default(&p, hw, &r->def.config);
+	if (p->kind != SIM_PLAN_TILED || p->out.rank == 0) {
+		sim_plan_default(p, hw, &r->def.config);
 		cost(&s, &r->def.config, &r->def);
 		return TS_OK;
 	}
@@ -135,10 +128,10 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 					      : HYB_TILE_DEFAULT_MAX;
 	int per_dim = o ? o->per_dim : 0;
 	/* shrink the per-dim candidate count until the product fits */
-	if (sim_plan_enumerate(&p, per_dim, NULL, NULL) > max) {
+	if (sim_plan_enumerate(p, per_dim, NULL, NULL) > max) {
 		per_dim = per_dim > 0 ? per_dim : 64;
 		while (per_dim > 2 &&
-		       sim_plan_enumerate(&p, per_dim, NULL, NULL) > max)
+		       sim_plan_enumerate(p, per_dim, NULL, NULL) > max)
 			per_dim--;
 	}
 	r->per_dim = per_dim;
@@ -146,12 +139,30 @@ enum ts_status hyb_tile_search(const struct sim_kernel *k,
 	/* Over the default's own candidates the default is found on the way;
 	 * else it is searched and listed first (with a smaller cap it can
 	 * come from another spread): the best listed is never slower. */
-	s.find_default = per_dim == sim_plan_default_per_dim(&p);
+	s.find_default = per_dim == sim_plan_default_per_dim(p);
 	if (!s.find_default) {
-		sim_plan_default(&p, hw, &r->def.config);
+		sim_plan_default(p, hw, &r->def.config);
 		cost(&s, &r->def.config, &r->def);
 		visit(&r->def.config, &s);
 	}
-	sim_plan_enumerate(&p, per_dim, visit, &s);
+	sim_plan_enumerate(p, per_dim, visit, &s);
 	return TS_OK;
+}
+
+enum ts_status hyb_tile_search(const struct sim_kernel *k,
+			       const struct hw_spec *hw,
+			       const struct hyb_tile_opts *o,
+			       struct hyb_tile_result *r, struct ts_diag *d)
+{
+	memset(r, 0, sizeof *r);
+	struct sim_plan p;
+	enum ts_status st = sim_plan_build(k, hw, &p, d);
+	if (st == TS_ERR_UNSUPPORTED_OP) { /* no grid: not tunable, roofline */
+		st = sim_kernel_estimate(k, hw, NULL, &r->def.est, d);
+		r->def.analytic_ns = r->def.est.time_ns;
+	} else if (st == TS_OK) {
+		st = search_plan(k, hw, o, r, &p, d);
+	}
+	sim_plan_free(&p);
+	return st;
 }

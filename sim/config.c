@@ -339,22 +339,30 @@ static int64_t search_default(const struct sim_plan *p,
 
 struct memo_slot {
 	bool used;
-	size_t len;                          /* bytes of key */
-	unsigned char key[sizeof(struct sim_plan)]; /* sim_plan_key() */
+	size_t len, cap;                     /* bytes of key, its room */
+	unsigned char *key;                  /* sim_plan_key() */
 	struct hw_spec hw;
 	struct sim_tile_config cfg;
 	int64_t n;
 };
 static struct memo_slot memo[SIM_MEMO_SLOTS];
 
+size_t sim_plan_key_len(const struct sim_plan *p)
+{
+	return offsetof(struct sim_plan, acc) +
+	       (size_t)p->n_access * sizeof *p->acc + sizeof *p -
+	       offsetof(struct sim_plan, other_bytes);
+}
+
 size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 {
 	_Static_assert(offsetof(struct sim_plan, k) < offsetof(struct sim_plan, acc) &&
 			       offsetof(struct sim_plan, target) <
 				       offsetof(struct sim_plan, acc) &&
-			       offsetof(struct sim_plan, other_bytes) >=
-				       offsetof(struct sim_plan, acc) +
-					       sizeof(((struct sim_plan *)0)->acc) &&
+			       offsetof(struct sim_plan, other_bytes) >
+				       offsetof(struct sim_plan, cap_access) &&
+			       offsetof(struct sim_plan, cap_access) >
+				       offsetof(struct sim_plan, acc) &&
 			       offsetof(struct sim_plan, hw) >
 				       offsetof(struct sim_plan, other_bytes),
 		       "sim_plan_key: the pointers and the accesses where it "
@@ -399,6 +407,19 @@ static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
 	}
 }
 
+/* Room for len bytes at *buf (*cap: its room), kept for later keys. */
+static bool grow_key(unsigned char **buf, size_t *cap, size_t len)
+{
+	if (len <= *cap)
+		return true;
+	unsigned char *b = ts_realloc(*buf, len);
+	if (!b)
+		return false;
+	*buf = b;
+	*cap = len;
+	return true;
+}
+
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg)
 {
@@ -421,8 +442,14 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			    (double)spec.mxu_count};
 	h = ts_fnv1a(h, digest, sizeof digest);
 	struct memo_slot *m = &memo[h % SIM_MEMO_SLOTS];
-	static unsigned char key[sizeof(struct sim_plan)]; /* off the stack */
-	size_t len = sim_plan_key(p, key);
+	/* the keys live on the heap, grown to the longest seen (a plan's
+	 * accesses are in it); without room the search is not remembered */
+	static unsigned char *key;
+	static size_t key_cap;
+	size_t len = sim_plan_key_len(p);
+	if (!grow_key(&key, &key_cap, len) || !grow_key(&m->key, &m->cap, len))
+		return search_default(p, hw, per_dim, cfg);
+	sim_plan_key(p, key);
 	if (m->used && m->len == len && memcmp(m->key, key, len) == 0 &&
 	    memcmp(&m->hw, &spec, sizeof spec) == 0) {
 		*cfg = m->cfg;
@@ -451,15 +478,17 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 		/* No grid for this form: the roofline (max of the units' busy
 		 * times + the kernel overhead) stands in, marked, rather than
 		 * failing the whole program; d keeps the reason. */
+		sim_plan_free(&p);
 		struct ts_diag rd = {0};
 		if (sim_kernel_roofline(k, hw, out, &rd) != TS_OK)
 			return st;
 		out->untiled = true;
 		return TS_OK;
 	}
-	if (st != TS_OK)
-		return st;
-	return sim_plan_cost(&p, hw, cfg, out, d);
+	if (st == TS_OK)
+		st = sim_plan_cost(&p, hw, cfg, out, d);
+	sim_plan_free(&p);
+	return st;
 }
 
 enum ts_status sim_plan_cost(const struct sim_plan *p,

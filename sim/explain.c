@@ -35,29 +35,32 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  struct ts_diag *d)
 {
 	struct sim_plan p;
+	struct sim_est_detail x = {0};
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
 	if (st == TS_ERR_UNSUPPORTED_OP) {
 		struct sim_estimate r;
 		struct ts_diag rd = {0};
 		if (sim_kernel_roofline(k, hw, &r, &rd) != TS_OK)
-			return st;
+			goto out;
 		fprintf(f, "kernel %s (%s)\n  no tile grid (%s): costed by its "
 			   "roofline, max(MXU, VPU, HBM) + kernel %.6g = %.6g ns, "
 			   "bound by %s\n",
 			k->name ? k->name : "?", sim_kernel_kind_name(k->kind),
 			d->msg, hw->kernel_overhead_ns, r.time_ns,
 			hw_unit_name(r.bound));
-		return TS_OK;
+		st = TS_OK;
+		goto out;
 	}
 	if (st != TS_OK)
-		return st;
+		goto out;
 	struct sim_tile_config full;
 	st = sim_plan_check(&p, cfg, &full, d);
 	if (st != TS_OK)
-		return st;
+		goto out;
 	struct sim_estimate e;
-	struct sim_est_detail x;
-	sim_plan_estimate_detail(&p, hw, &full, &e, &x);
+	st = sim_plan_estimate_detail(&p, hw, &full, &e, &x);
+	if (st != TS_OK)
+		goto out;
 	char buf[256];
 	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
 		sim_kernel_kind_name(k->kind));
@@ -69,10 +72,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	switch (p.kind) {
 	case SIM_PLAN_UNMODELLED:
 		fprintf(f, "  not modelled: zero time\n");
-		return TS_OK;
+		goto out;
 	case SIM_PLAN_FREE:
 		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
-		return TS_OK;
+		goto out;
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;
 		sim_plan_ici(&p, hw, &ici);
@@ -83,7 +86,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			ici.transfer_ns, ici.reduce_ns, ici.latency_ns,
 			p.other_bytes, hw->kernel_overhead_ns, e.time_ns,
 			hw_unit_name(e.bound));
-		return TS_OK;
+		goto out;
 	}
 	default:
 		break;
@@ -179,7 +182,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
 		e.vmem_bytes, hw->vmem_bytes,
 		e.feasible ? "" : " -> INFEASIBLE");
-	return TS_OK;
+out:
+	sim_est_detail_free(&x);
+	sim_plan_free(&p);
+	return st;
 }
 
 /*
@@ -196,18 +202,20 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 			      struct ts_diag *d)
 {
 	struct sim_plan p;
+	struct sim_est_detail x = {0};
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
 	if (st != TS_OK)
-		return st;
+		goto out;
 	if (p.kind != SIM_PLAN_TILED) {
 		snprintf(buf, n, "%s", p.kind == SIM_PLAN_COLLECTIVE
 					       ? "its HBM traffic and ICI time"
 					       : "no tiled work");
-		return TS_OK;
+		goto out;
 	}
 	struct sim_estimate e;
-	struct sim_est_detail x;
-	sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x);
+	st = sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x);
+	if (st != TS_OK)
+		goto out;
 	int big = -1;
 	double big_moved = 0;
 	for (int a = 0; a < p.n_access; a++) {
@@ -222,7 +230,7 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 			 "no tile config fits VMEM: the smallest working set "
 			 "is %.4g MB of %.4g MB",
 			 e.vmem_bytes * 1e-6, hw->vmem_bytes * 1e-6);
-		return TS_OK;
+		goto out;
 	}
 	double ghz = hw->clock_hz * 1e-9;
 	double per_core = x.steps > 0 ? x.core_steps / (double)x.steps : 1.0;
@@ -245,5 +253,8 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 	else
 		snprintf(buf, n, "MXU: %.4g us per core at %.2g%% utilisation",
 			 mxu * 1e-3, 100.0 * e.mxu_util);
-	return TS_OK;
+out:
+	sim_est_detail_free(&x);
+	sim_plan_free(&p);
+	return st;
 }

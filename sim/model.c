@@ -411,6 +411,10 @@ static double dma_ns(double bw, const struct dma_part *d)
 	return max2(bw > 0 ? d->bytes / bw : 0.0, d->worst);
 }
 
+/* Cost forms (sim_plan_access.form) whose access_cost an estimate keeps
+ * for the accesses of the same form after the first. */
+#define FORM_CACHE 16
+
 /*
  * The kernel time (ns) under one config:
  *
@@ -528,10 +532,19 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 				   hw_mem_stream_ns(hw, bw, first, transfers)};
 	struct dma_part d_last = {0, 0}, d_mid = {0, 0}, d_all = d_first;
 	double prologue = 0;
+	struct sim_acc_cost form_cost[FORM_CACHE];
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
-		struct sim_acc_cost *c = &x->ac[a];
-		access_cost(ac, x->bl, p->n_dims, c);
+		struct sim_acc_cost one;
+		struct sim_acc_cost *c = dt ? &dt->ac[a] : &one;
+		/* an access of an earlier one's form costs what it did */
+		if (!ac->form_first && ac->form < FORM_CACHE) {
+			*c = form_cost[ac->form];
+		} else {
+			access_cost(ac, x->bl, p->n_dims, c);
+			if (ac->form < FORM_CACHE)
+				form_cost[ac->form] = *c;
+		}
 		/* double-buffered, unless fetched once (nothing to overlap);
 		 * an unpacked MXU operand keeps its staging copy per buffer */
 		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block *
@@ -1071,14 +1084,16 @@ bool sim_plan_fits(const struct sim_plan *p, const struct hw_spec *hw,
 					    (1 - SIM_FLOOR_SLACK));
 }
 
-void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
-		    const struct sim_tile_config *part, struct sim_plan_floors *out)
+/* sim_plan_floor with its per-access scratch: block, twice and ext of
+ * vmem_floor, p->n_access each. */
+static void floor_of(const struct sim_plan *p, const struct hw_spec *hw,
+		     const struct sim_tile_config *part,
+		     struct sim_plan_floors *out, double *block, bool *twice,
+		     double (*ext)[SIM_MAX_GRID])
 {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS], small[SIM_PLAN_MAX_DIMS];
 	bool chosen[SIM_PLAN_MAX_DIMS], split[SIM_PLAN_MAX_DIMS];
 	chosen_blocks(p, part, small, chosen, split);
-	double block[SIM_PLAN_MAX_ACCESS], ext[SIM_PLAN_MAX_ACCESS][SIM_MAX_GRID];
-	bool twice[SIM_PLAN_MAX_ACCESS];
 	double vmem = vmem_floor(p, small, split, block, twice, ext);
 	bool fits = hw_mem_fits_vmem(hw, vmem);
 	/* the largest bound each unchosen dim may take and still fit: the
@@ -1257,6 +1272,35 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 	out->fits = fits;
 }
 
+/* The scratch lives on the stack for up to FLOOR_STACK_ACCESS accesses
+ * (nearly every kernel), on the heap for a kernel of more operands; if
+ * that cannot be had, the floor is 0 and fits: it cuts nothing. */
+#define FLOOR_STACK_ACCESS 24
+void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
+		    const struct sim_tile_config *part, struct sim_plan_floors *out)
+{
+	if (p->n_access <= FLOOR_STACK_ACCESS) {
+		double block[FLOOR_STACK_ACCESS];
+		double ext[FLOOR_STACK_ACCESS][SIM_MAX_GRID];
+		bool twice[FLOOR_STACK_ACCESS];
+		floor_of(p, hw, part, out, block, twice, ext);
+		return;
+	}
+	size_t n = (size_t)p->n_access;
+	double *block = ts_malloc(n * sizeof *block);
+	bool *twice = ts_malloc(n * sizeof *twice);
+	double (*ext)[SIM_MAX_GRID] = ts_malloc(n * sizeof *ext);
+	if (block && twice && ext) {
+		floor_of(p, hw, part, out, block, twice, ext);
+	} else {
+		out->time_ns = 0;
+		out->fits = true;
+	}
+	ts_free(block);
+	ts_free(twice);
+	ts_free(ext);
+}
+
 /*
  * sim_plan_floor's time without its VMEM terms, at a fraction of its cost:
  * an unchosen dim takes the whole dim (one block; no completion has fewer
@@ -1307,12 +1351,23 @@ void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	estimate(p, hw, full, out, NULL);
 }
 
-void sim_plan_estimate_detail(const struct sim_plan *p,
-			      const struct hw_spec *hw,
-			      const struct sim_tile_config *full,
-			      struct sim_estimate *out,
-			      struct sim_est_detail *detail)
+enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
+					const struct hw_spec *hw,
+					const struct sim_tile_config *full,
+					struct sim_estimate *out,
+					struct sim_est_detail *detail)
 {
 	memset(detail, 0, sizeof *detail);
+	detail->ac = ts_calloc((size_t)(p->n_access > 0 ? p->n_access : 1),
+			       sizeof *detail->ac);
+	if (!detail->ac)
+		return TS_ERR_NOMEM;
 	estimate(p, hw, full, out, detail);
+	return TS_OK;
+}
+
+void sim_est_detail_free(struct sim_est_detail *detail)
+{
+	ts_free(detail->ac);
+	detail->ac = NULL;
 }

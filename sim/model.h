@@ -89,7 +89,6 @@ enum sim_dim_role {
 };
 
 #define SIM_PLAN_MAX_DIMS (2 * SIM_MAX_GRID)
-#define SIM_PLAN_MAX_ACCESS 24
 #define SIM_FOLD_MAX_K 16 /* input features a folded window tap may have */
 
 /* One dim of the combined iteration grid: the output grid's dims in
@@ -127,6 +126,12 @@ struct sim_plan_access {
 	struct sim_plan_adim dims[SIM_MAX_GRID]; /* physical order */
 	uint32_t follows;     /* the combined dims its dims follow (grid or
 	                         win), bit d for dim d */
+	int form;             /* its cost form: accesses whose fields
+	                         estimate()'s per-access cost reads are equal
+	                         share one, numbered in order of first
+	                         appearance (a fusion of many operands has few
+	                         forms) */
+	bool form_first;      /* the first access of its form */
 	double elem_bytes;    /* bytes per element (stored bits / 8) */
 	double pad_factor;    /* sim_tgrid.pad_factor of its shape */
 	double bytes;         /* whole array, padded */
@@ -162,9 +167,12 @@ struct sim_plan {
 	                                     dim (shared ones: the out dim's) */
 	int out_dim[SIM_MAX_GRID];        /* combined dim of each out grid dim */
 	int n_access;
-	struct sim_plan_access acc[SIM_PLAN_MAX_ACCESS];
-	double other_bytes;               /* operands beyond SIM_PLAN_MAX_ACCESS
-	                                     or of unknown form, read once */
+	struct sim_plan_access *acc;      /* n_access of them, every input and
+	                                     output that follows the grid (heap:
+	                                     sim_plan_free) */
+	int cap_access;                   /* acc's room */
+	double other_bytes;               /* operands of unknown form (tuples,
+	                                     ranks above SIM_MAX_GRID), read once */
 	/* MXU (has_kernel) */
 	int mxu_passes;                   /* bf16 passes per weight tile */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */
@@ -200,11 +208,14 @@ struct sim_plan {
 	                                     default config on it) */
 };
 
-/* Builds the plan of one kernel on one spec (fills *p; no allocation is
- * kept). Fails with TS_ERR_UNSUPPORTED_OP for forms it cannot grid. */
+/* Builds the plan of one kernel on one spec (fills *p, whose accesses it
+ * allocates: sim_plan_free it, also after a failure). Fails with
+ * TS_ERR_UNSUPPORTED_OP for forms it cannot grid, TS_ERR_NOMEM. */
 enum ts_status sim_plan_build(const struct sim_kernel *k,
 			      const struct hw_spec *hw, struct sim_plan *p,
 			      struct ts_diag *d);
+/* Frees a plan's accesses (a zeroed or freed plan is fine). */
+void sim_plan_free(struct sim_plan *p);
 
 /*
  * Checks a config against the plan: ranks equal the grids', every bound in
@@ -278,7 +289,7 @@ struct sim_acc_cost {
 
 struct sim_est_detail {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];     /* per combined dim */
-	struct sim_acc_cost ac[SIM_PLAN_MAX_ACCESS]; /* per access */
+	struct sim_acc_cost *ac; /* per access (sim_est_detail_free) */
 	double mxu_cycles;      /* whole kernel */
 	double vpu_cycles;      /* fused ops, whole kernel */
 	double acc_cycles;      /* draining MXU results and re-adding partial
@@ -302,19 +313,23 @@ struct sim_est_detail {
 	double core_steps;      /* steps each core's pipeline runs (S_c) */
 };
 
-/* sim_plan_estimate() that also returns its terms. */
-void sim_plan_estimate_detail(const struct sim_plan *p,
-			      const struct hw_spec *hw,
-			      const struct sim_tile_config *full,
-			      struct sim_estimate *out,
-			      struct sim_est_detail *detail);
+/* sim_plan_estimate() that also returns its terms (detail->ac allocated:
+ * sim_est_detail_free it, also after TS_ERR_NOMEM). */
+enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
+					const struct hw_spec *hw,
+					const struct sim_tile_config *full,
+					struct sim_estimate *out,
+					struct sim_est_detail *detail);
+void sim_est_detail_free(struct sim_est_detail *detail);
 
 /* The model's best config, the default (sim/config.c: rule and search
  * documented there). Returns the number of configs it costed. */
 /* A plan's bytes without its pointers (which only name the kernel, the
- * target and the spec it came from) and its unused access slots, into out
- * (sizeof(struct sim_plan) bytes at most); returns the length. Two plans
- * with the same key cost the same under every spec and config. */
+ * target, the spec it came from and where its accesses are), its accesses
+ * in place of the pointer to them, into out (sim_plan_key_len(p) bytes);
+ * returns the length. Two plans with the same key cost the same under
+ * every spec and config. */
+size_t sim_plan_key_len(const struct sim_plan *p);
 size_t sim_plan_key(const struct sim_plan *p, unsigned char *out);
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);

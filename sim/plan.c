@@ -586,6 +586,18 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 	return use;
 }
 
+/* Whether two accesses cost the same under every config in estimate()'s
+ * access_cost: the same dims and how they follow the grid, element size,
+ * padding and direction. */
+static bool same_form(const struct sim_plan_access *a,
+		      const struct sim_plan_access *b)
+{
+	return a->rank == b->rank && a->follows == b->follows &&
+	       a->output == b->output && a->elem_bytes == b->elem_bytes &&
+	       a->pad_factor == b->pad_factor &&
+	       memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) == 0;
+}
+
 /* Adds one access for an array value with map m (NULL: follows nothing). */
 static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 				 const struct ir_shape *s, const struct dmap *m,
@@ -599,27 +611,16 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 		p->other_bytes += ir_shape_padded_bytes(s);
 		return TS_OK;
 	}
-	struct sim_plan_access *a;
-	if (p->n_access < SIM_PLAN_MAX_ACCESS) {
-		a = &p->acc[p->n_access++];
-	} else {
-		/* Full: the smallest input is held whole (read once, in
-		 * other_bytes) and yields its slot to an output or a larger
-		 * input; so outputs are tracked (unless every slot holds
-		 * one), and what is held whole is what VMEM holds most
-		 * easily. */
-		a = NULL;
-		for (int i = 0; i < p->n_access; i++)
-			if (!p->acc[i].output &&
-			    (!a || p->acc[i].bytes < a->bytes))
-				a = &p->acc[i];
-		double bytes = ir_shape_padded_bytes(s);
-		if (!a || (!output && bytes <= a->bytes)) {
-			p->other_bytes += bytes;
-			return TS_OK;
-		}
-		p->other_bytes += a->bytes;
+	if (p->n_access == p->cap_access) {
+		int cap = p->cap_access ? 2 * p->cap_access : 8;
+		struct sim_plan_access *grown =
+			ts_realloc(p->acc, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return TS_ERR_NOMEM;
+		p->acc = grown;
+		p->cap_access = cap;
 	}
+	struct sim_plan_access *a = &p->acc[p->n_access++];
 	memset(a, 0, sizeof *a);
 	a->name = v->name;
 	a->input = input;
@@ -1057,6 +1058,13 @@ static int mxu_passes(const struct hw_spec *hw, const struct ir_instr *t)
 	return 1;
 }
 
+void sim_plan_free(struct sim_plan *p)
+{
+	ts_free(p->acc);
+	p->acc = NULL;
+	p->n_access = p->cap_access = 0;
+}
+
 enum ts_status sim_plan_build(const struct sim_kernel *k,
 			      const struct hw_spec *hw, struct sim_plan *p,
 			      struct ts_diag *d)
@@ -1428,6 +1436,18 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			if (ad->win >= 0)
 				p->acc[a].follows |= 1u << ad->win;
 		}
+	/* cost forms: an access's form is the first earlier one's with the
+	 * same fields access_cost (model.c) reads, else a new one */
+	int n_forms = 0;
+	for (int a = 0; a < p->n_access; a++) {
+		struct sim_plan_access *ac = &p->acc[a];
+		int b = 0;
+		while (b < a && !(p->acc[b].form_first &&
+				  same_form(&p->acc[b], ac)))
+			b++;
+		ac->form_first = b == a;
+		ac->form = b == a ? n_forms++ : p->acc[b].form;
+	}
 	/* megacore: large kernels split their steps across the cores; a
 	 * reduce-window (pooling) kernel is not split: tpuv4-ops max/avg
 	 * pooling runs at the same time per element from 98 K to 268 M

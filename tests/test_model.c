@@ -300,7 +300,8 @@ static void test_explain(void **state)
 
 /* ---- DMA runs, straddling blocks, split contractions -------------------------- */
 
-/* The estimate and its terms for one config. */
+/* The estimate and its terms for one config (x: zeroed or from an
+ * earlier call, whose terms it frees; sim_est_detail_free the last). */
 static void detail(const struct sim_kernel *k, const struct hw_spec *hw,
 		   const char *cfg, struct sim_estimate *e,
 		   struct sim_est_detail *x)
@@ -308,11 +309,13 @@ static void detail(const struct sim_kernel *k, const struct hw_spec *hw,
 	struct sim_plan p;
 	struct sim_tile_config c, full;
 	struct ts_diag d = {0};
+	sim_est_detail_free(x);
 	if (sim_tile_config_parse(cfg, &c, &d) != TS_OK ||
 	    sim_plan_build(k, hw, &p, &d) != TS_OK ||
-	    sim_plan_check(&p, &c, &full, &d) != TS_OK)
+	    sim_plan_check(&p, &c, &full, &d) != TS_OK ||
+	    sim_plan_estimate_detail(&p, hw, &full, e, x) != TS_OK)
 		fail_msg("%s %s: %s", k->name, cfg, d.msg);
-	sim_plan_estimate_detail(&p, hw, &full, e, x);
+	sim_plan_free(&p);
 }
 
 /*
@@ -339,7 +342,7 @@ static void test_dma_runs(void **state)
 	      "}\n",
 	      &b);
 	struct sim_estimate e;
-	struct sim_est_detail x;
+	struct sim_est_detail x = {0};
 	detail(tu_kernel(&b, "n"), &hw, "output_bounds=8x1", &e, &x);
 	assert_int_equal(e.steps, 2);
 	assert_near(x.ac[0].chunks, 16, 0);
@@ -355,6 +358,7 @@ static void test_dma_runs(void **state)
 	assert_near(x.ac[0].block_chunks, 1, 0);
 	assert_near(x.first_ns, hw.dma_latency_ns + 8192 / bw + hw.dma_chunk_ns,
 		    EXACT);
+	sim_est_detail_free(&x);
 	tu_built_free(&b);
 }
 
@@ -384,7 +388,7 @@ static void test_straddle(void **state)
 	      "}\n",
 	      &b);
 	struct sim_estimate e;
-	struct sim_est_detail x;
+	struct sim_est_detail x = {0};
 	detail(tu_kernel(&b, "c"), &hw, "output_bounds=3x4x1", &e, &x);
 	assert_int_equal(e.steps, 6);
 	assert_near(e.bytes_read, 32.0 * 7 * 4096, 0);
@@ -396,6 +400,7 @@ static void test_straddle(void **state)
 	/* blocks of 8 rows line up with the tiles: 2 tile rows, no extra */
 	detail(tu_kernel(&b, "c"), &hw, "output_bounds=8x4x1", &e, &x);
 	assert_near(e.bytes_read, 32.0 * 2 * 4096, 0);
+	sim_est_detail_free(&x);
 	tu_built_free(&b);
 }
 
@@ -422,7 +427,7 @@ static void test_split_contraction(void **state)
 	      "}\n",
 	      &b);
 	struct sim_estimate e;
-	struct sim_est_detail x;
+	struct sim_est_detail x = {0};
 	detail(tu_kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=16x1", &e,
 	       &x);
 	assert_int_equal(e.steps, 2);
@@ -438,6 +443,7 @@ static void test_split_contraction(void **state)
 	detail(tu_kernel(&b, "d"), &hw, "output_bounds=16x1;kernel_bounds=32x1", &e,
 	       &x);
 	assert_near(x.readd_cycles, 0, 0);
+	sim_est_detail_free(&x);
 	tu_built_free(&b);
 }
 
@@ -490,6 +496,7 @@ static void test_f16_dot(void **state)
 			assert_near(p.acc[a].prologue_cycles, i ? 512.0 : 0.0, 0);
 		}
 		assert_int_equal(inputs, 2);
+		sim_plan_free(&p);
 		tu_built_free(&b);
 	}
 	assert_near(vmem[1] - vmem[0], 393216.0, 0);
@@ -769,10 +776,11 @@ static void test_megacore_split(void **state)
 	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
 	struct sim_estimate e2, e1;
 	struct sim_est_detail x2, x1;
-	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
+	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2), TS_OK);
+	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &one, &p, &d), TS_OK);
 	assert_int_equal(sim_plan_cores(&p, &one), 1);
-	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
+	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1), TS_OK);
 	assert_int_equal(x2.steps, x1.steps);
 	assert_true(x2.steps >= 4 && x2.steps % 2 == 0);
 	assert_near(x2.compute_step_ns, x1.compute_step_ns, EXACT);
@@ -791,15 +799,23 @@ static void test_megacore_split(void **state)
 	assert_int_equal(sim_tile_config_parse("output_bounds=128x16", &cfg, &d),
 			 TS_OK);
 	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
-	sim_plan_estimate_detail(&p, &one, &full, &e1, &x1);
+	sim_est_detail_free(&x1);
+	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1), TS_OK);
 	assert_int_equal(x1.steps, 1);
+	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &mc, &p, &d), TS_OK);
-	sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2);
+	sim_est_detail_free(&x2);
+	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2), TS_OK);
 	assert_near(e2.time_ns, e1.time_ns, EXACT);
+	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "small"), &mc, &p, &d), TS_OK);
 	assert_int_equal(sim_plan_cores(&p, &mc), 1);
+	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "w"), &mc, &p, &d), TS_OK);
 	assert_int_equal(sim_plan_cores(&p, &mc), 1);
+	sim_plan_free(&p);
+	sim_est_detail_free(&x1);
+	sim_est_detail_free(&x2);
 	tu_built_free(&b);
 }
 
@@ -916,12 +932,15 @@ static void test_default_layout(void **state)
 }
 
 /*
- * More operands than access slots (SIM_PLAN_MAX_ACCESS): a fusion adding
- * 30 rows (f32[1024], 4 KiB each) to one f32[1024,1024] (4 MiB), as the
- * Llama-2 step's 26-input reduce fusion does. The output and the large
- * input follow the grid; the smallest inputs are held whole. Before, the
- * inputs past the cap took the slots in order, the output was dropped
- * (0 bytes written) and the 4 MiB input held whole, double-buffered.
+ * Many operands: a fusion adding 40 rows (f32[1024], 4 KiB each) to one
+ * f32[1024,1024] (4 MiB), as the Llama-2 step's 26-input reduce fusion
+ * does (the Gemma-3 and Llama-3.1 steps have fusions of up to 293 inputs).
+ * Every input and the output follow the grid, however many (42 accesses,
+ * more than the 24 the floors keep on the stack): the default config
+ * splits the rows of x only, so each row vector is read once and held
+ * once (its block never changes), x and the output once each. Before, 24
+ * access slots held the smallest inputs whole; before that the inputs
+ * past the cap took the slots in order and the output was dropped.
  */
 static void test_many_operands(void **state)
 {
@@ -929,8 +948,8 @@ static void test_many_operands(void **state)
 	struct hw_spec hw;
 	if (!tu_load_spec("v3", &hw))
 		skip();
-	enum { ROWS = 30 };
-	char text[8192];
+	enum { ROWS = 40 };
+	char text[12288];
 	size_t n = 0;
 	n += (size_t)snprintf(text + n, sizeof text - n,
 			      "HloModule many\n%%f (x: f32[1024,1024]");
@@ -975,14 +994,94 @@ static void test_many_operands(void **state)
 	struct sim_plan p;
 	struct ts_diag d = {0};
 	assert_int_equal(sim_plan_build(k, &hw, &p, &d), TS_OK);
-	assert_int_equal(p.n_access, SIM_PLAN_MAX_ACCESS);
-	/* 31 inputs + 1 output in 24 slots: 8 rows held whole */
-	assert_near(p.other_bytes, 8 * 4096.0, 0);
+	assert_int_equal(p.n_access, ROWS + 2);
+	assert_near(p.other_bytes, 0, 0);
+	/* three cost forms: x, the rows (the first one's), the output */
+	int rows = 0, firsts = 0;
+	for (int a = 0; a < p.n_access; a++) {
+		firsts += p.acc[a].form_first;
+		if (!p.acc[a].output && p.acc[a].bytes < 8192) {
+			rows++;
+			assert_int_equal(p.acc[a].form, p.acc[1].form);
+		}
+	}
+	assert_int_equal(rows, ROWS);
+	assert_int_equal(firsts, 3);
+	sim_plan_free(&p);
 	struct sim_estimate e = estimate(k, &hw, "");
 	assert_true(e.feasible);
 	assert_near(e.bytes_written, 4096.0 * 1024, 0);
 	assert_near(e.bytes_read, 4096.0 * 1024 + ROWS * 4096.0, 0);
 	assert_true(e.steps > 1);
+	/* x and the output double-buffered in equal blocks of rows, each
+	 * row vector once */
+	assert_near(e.vmem_bytes,
+		    4 * (4096.0 * 1024 / (double)e.steps) + ROWS * 4096.0, 0);
+	tu_built_free(&b);
+}
+
+/*
+ * Cost forms are shared only by accesses that cost the same: a and b are
+ * f32[256,1024] in row- and column-major layouts (T(8,128): b's lane dim
+ * is a's row dim), c is a's form again, the output another (it is
+ * written). Under output_bounds=4x8 (8 blocks of 32 rows, every lane) a
+ * block of a is 4 whole tile rows, one run: 8 runs, 1 MiB. A block of b
+ * needs 32 of its 256 lanes, inside one 128-lane tile, which the DMA
+ * moves whole: 128 tile rows of 4 KiB, one run each: 512 KiB and 128 runs
+ * a block, 4 MiB and 1024 runs in all.
+ */
+static void test_access_forms(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule f\n"
+		 "ENTRY %e (a: f32[256,1024], b: f32[256,1024], "
+		 "c: f32[256,1024]) -> f32[256,1024] {\n"
+		 "  %a = f32[256,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  %b = f32[256,1024]{0,1:T(8,128)} parameter(1)\n"
+		 "  %c = f32[256,1024]{1,0:T(8,128)} parameter(2)\n"
+		 "  %ab = f32[256,1024]{1,0:T(8,128)} add(%a, %b)\n"
+		 "  ROOT %s = f32[256,1024]{1,0:T(8,128)} add(%ab, %c)\n"
+		 "}\n",
+		 &b);
+	const struct sim_kernel *k = tu_kernel(&b, "s");
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(k, &hw, &p, &d), TS_OK);
+	assert_int_equal(p.n_access, 4);
+	int ia = -1, ib = -1, ic = -1, io = -1;
+	for (int a = 0; a < p.n_access; a++) {
+		const char *n = p.acc[a].name;
+		if (p.acc[a].output)
+			io = a;
+		else if (!strcmp(n, "a"))
+			ia = a;
+		else if (!strcmp(n, "b"))
+			ib = a;
+		else if (!strcmp(n, "c"))
+			ic = a;
+	}
+	assert_true(ia >= 0 && ib >= 0 && ic >= 0 && io >= 0);
+	assert_int_equal(p.acc[ic].form, p.acc[ia].form);
+	assert_false(p.acc[ic].form_first);
+	assert_true(p.acc[ib].form != p.acc[ia].form);
+	assert_true(p.acc[io].form != p.acc[ia].form);
+	sim_plan_free(&p);
+	struct sim_estimate e;
+	struct sim_est_detail x = {0};
+	detail(k, &hw, "output_bounds=4x8", &e, &x);
+	assert_int_equal(e.steps, 8);
+	assert_near(x.ac[ia].chunks, 8, 0);
+	assert_near(x.ac[ic].chunks, 8, 0);
+	assert_near(x.ac[ib].chunks, 1024, 0);
+	assert_near(x.ac[ia].total, 1048576, 0);
+	assert_near(x.ac[ic].total, 1048576, 0);
+	assert_near(x.ac[ib].total, 4194304, 0);
+	assert_near(x.ac[ib].block, 524288, 0);
+	sim_est_detail_free(&x);
 	tu_built_free(&b);
 }
 
@@ -1246,6 +1345,7 @@ int main(void)
 		cmocka_unit_test(test_divide_by_broadcast),
 		cmocka_unit_test(test_default_layout),
 		cmocka_unit_test(test_many_operands),
+		cmocka_unit_test(test_access_forms),
 		cmocka_unit_test(test_operand_twice),
 		cmocka_unit_test(test_slice_read),
 		cmocka_unit_test(test_gather_and_in_place),

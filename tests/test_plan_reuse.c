@@ -60,6 +60,7 @@ static bool changed(const struct hw_spec *base, const struct hw_field_info *f,
  * default on the base spec, or none (the default searched on each spec). */
 struct plans {
 	struct sim_plan *plan;
+	int n;
 	bool *ok;
 	struct sim_tile_config *cfg;
 	bool search;
@@ -73,6 +74,7 @@ static void plans_build(const struct sim_program *p, const struct hw_spec *hw,
 	ps->ok = calloc(n, sizeof *ps->ok);
 	ps->cfg = calloc(n, sizeof *ps->cfg);
 	ps->search = search;
+	ps->n = p->n_kernels;
 	assert_non_null(ps->plan);
 	assert_non_null(ps->ok);
 	assert_non_null(ps->cfg);
@@ -87,6 +89,8 @@ static void plans_build(const struct sim_program *p, const struct hw_spec *hw,
 
 static void plans_free(struct plans *ps)
 {
+	for (int i = 0; i < ps->n; i++)
+		sim_plan_free(&ps->plan[i]);
 	free(ps->plan);
 	free(ps->ok);
 	free(ps->cfg);

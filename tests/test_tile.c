@@ -288,6 +288,7 @@ static void test_steps_and_shared_dim(void **state)
 	check_config(&p, "output_bounds=13x4x4x3", TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 13 is outside 1..12 "
 				   "(the tile grid)");
+	sim_plan_free(&p);
 	tu_built_free(&b);
 }
 
@@ -312,6 +313,7 @@ static void test_shared_dim_clipped(void **state)
 	check_config(&p, "output_bounds=12x32", TS_ERR_MISUSE, &full, &d);
 	assert_string_equal(d.msg, "f: output_bounds[0] = 12 covers no whole "
 				   "number of kernel tiles (128 elements each)");
+	sim_plan_free(&p);
 	tu_built_free(&b);
 }
 
@@ -382,6 +384,7 @@ static void test_default_rule(void **state)
 		     TS_OK, &full, &d);
 	sim_plan_estimate(&p, &hw, &full, &e);
 	assert_true(def.time_ns < e.time_ns);
+	sim_plan_free(&p);
 	tu_built_free(&b);
 }
 
@@ -411,6 +414,7 @@ static void test_enumerate(void **state)
 	/* a cap of 4 per dim keeps 1 and the whole dim */
 	assert_int_equal(sim_plan_enumerate(&p, 4, NULL, NULL),
 			 4 * 4 * 4 * 3 * 3 * 3 * 4);
+	sim_plan_free(&p);
 	tu_built_free(&b);
 }
 

@@ -214,8 +214,10 @@ static void check_text(const char *rel, const char *text, size_t len,
 		struct ts_diag d = {0};
 		t->kernels++;
 		if (sim_plan_build(k, t->hw, &p, &d) != TS_OK ||
-		    p.kind != SIM_PLAN_TILED || p.out.rank == 0)
+		    p.kind != SIM_PLAN_TILED || p.out.rank == 0) {
+			sim_plan_free(&p);
 			continue;
+		}
 		struct ref r = {.p = &p, .hw = t->hw, .partials = true};
 		sim_plan_enumerate(&p, sim_plan_default_per_dim(&p), note_fixed,
 				   &r);
@@ -257,6 +259,7 @@ static void check_text(const char *rel, const char *text, size_t len,
 			fail_msg("%s %s on %s changed: the remembered default is "
 				 "%s, every candidate costed picks %s", rel,
 				 k->name, t->hw->name, got_s, want_s);
+		sim_plan_free(&p);
 	}
 	tu_built_free(&b);
 }
@@ -357,6 +360,7 @@ static void test_control(void **state)
 	assert_string_equal(a, c);
 	/* a floor 25% too high cuts the best: a slower pick */
 	assert_true(high.r.est.time_ns > exact.r.est.time_ns);
+	sim_plan_free(&p);
 	tu_built_free(&b);
 }
 
