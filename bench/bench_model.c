@@ -125,6 +125,7 @@ int main(int argc, char **argv)
 	if (l.nomem || l.n == 0) {
 		fprintf(stderr, "bench_model: %s\n",
 			l.nomem ? "out of memory" : "no feasible config");
+		sim_plan_free(&plan);
 		return 1;
 	}
 	double sink = 0;
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 	if (hyb_model_load("default", &gm, &d) != TS_OK ||
 	    hyb_embed(&gm, k, &emb) != TS_OK) {
 		ts_diag_print(&d, stderr);
+		sim_plan_free(&plan);
 		return 1;
 	}
 	sink = 0;

@@ -359,10 +359,12 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 	_Static_assert(offsetof(struct sim_plan, k) < offsetof(struct sim_plan, acc) &&
 			       offsetof(struct sim_plan, target) <
 				       offsetof(struct sim_plan, acc) &&
-			       offsetof(struct sim_plan, other_bytes) >
-				       offsetof(struct sim_plan, cap_access) &&
-			       offsetof(struct sim_plan, cap_access) >
-				       offsetof(struct sim_plan, acc) &&
+			       offsetof(struct sim_plan, cap_access) ==
+				       offsetof(struct sim_plan, acc) +
+					       sizeof(struct sim_plan_access *) &&
+			       offsetof(struct sim_plan, other_bytes) <=
+				       offsetof(struct sim_plan, cap_access) +
+					       sizeof(double) &&
 			       offsetof(struct sim_plan, hw) >
 				       offsetof(struct sim_plan, other_bytes),
 		       "sim_plan_key: the pointers and the accesses where it "

@@ -538,6 +538,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		struct sim_acc_cost one;
 		struct sim_acc_cost *c = dt ? &dt->ac[a] : &one;
 		/* an access of an earlier one's form costs what it did */
+		TS_ASSERT(ac->form_first || ac->form < a);
 		if (!ac->form_first && ac->form < FORM_CACHE) {
 			*c = form_cost[ac->form];
 		} else {
@@ -1286,18 +1287,17 @@ void sim_plan_floor(const struct sim_plan *p, const struct hw_spec *hw,
 		floor_of(p, hw, part, out, block, twice, ext);
 		return;
 	}
+	/* one allocation: ext's rows, then block, then twice */
 	size_t n = (size_t)p->n_access;
-	double *block = ts_malloc(n * sizeof *block);
-	bool *twice = ts_malloc(n * sizeof *twice);
-	double (*ext)[SIM_MAX_GRID] = ts_malloc(n * sizeof *ext);
-	if (block && twice && ext) {
-		floor_of(p, hw, part, out, block, twice, ext);
+	double (*ext)[SIM_MAX_GRID] =
+		ts_malloc(n * (sizeof *ext + sizeof(double) + sizeof(bool)));
+	if (ext) {
+		double *block = (double *)(ext + n);
+		floor_of(p, hw, part, out, block, (bool *)(block + n), ext);
 	} else {
 		out->time_ns = 0;
 		out->fits = true;
 	}
-	ts_free(block);
-	ts_free(twice);
 	ts_free(ext);
 }
 

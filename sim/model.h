@@ -314,7 +314,8 @@ struct sim_est_detail {
 };
 
 /* sim_plan_estimate() that also returns its terms (detail->ac allocated:
- * sim_est_detail_free it, also after TS_ERR_NOMEM). */
+ * sim_est_detail_free it, also after TS_ERR_NOMEM, and before the detail
+ * is filled again). */
 enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
 					const struct hw_spec *hw,
 					const struct sim_tile_config *full,

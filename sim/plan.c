@@ -615,8 +615,12 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 		int cap = p->cap_access ? 2 * p->cap_access : 8;
 		struct sim_plan_access *grown =
 			ts_realloc(p->acc, (size_t)cap * sizeof *grown);
-		if (!grown)
+		if (!grown) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "out of memory planning %s (%d operands)",
+				    v->name ? v->name : "?", p->n_access + 1);
 			return TS_ERR_NOMEM;
+		}
 		p->acc = grown;
 		p->cap_access = cap;
 	}
