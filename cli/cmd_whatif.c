@@ -368,9 +368,10 @@ static enum ts_status find_twins(const struct cmd_graph *g, int n,
 	int *first = ts_malloc(cap * sizeof *first);
 	uint64_t *digest = ts_malloc(((size_t)n + 1) * sizeof *digest);
 	size_t most = 0; /* the longest key */
-	for (int i = 0; i < n; i++)
-		if (ks->ok[i] && sim_plan_key_len(&ks->plan[i]) > most)
-			most = sim_plan_key_len(&ks->plan[i]);
+	for (int i = 0; i < n; i++) {
+		size_t len = ks->ok[i] ? sim_plan_key_len(&ks->plan[i]) : 0;
+		most = len > most ? len : most;
+	}
 	unsigned char *a = ts_malloc(most + 1);
 	unsigned char *b = ts_malloc(most + 1);
 	ks->twin = ts_malloc(((size_t)n + 1) * sizeof *ks->twin);

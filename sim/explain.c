@@ -58,12 +58,9 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	if (st != TS_OK)
 		goto out;
 	struct sim_estimate e;
-	st = sim_plan_estimate_detail(&p, hw, &full, &e, &x);
-	if (st != TS_OK) {
-		ts_diag_set(d, NULL, 0, 0, "out of memory explaining %s",
-			    k->name ? k->name : "?");
+	st = sim_plan_estimate_detail(&p, hw, &full, &e, &x, d);
+	if (st != TS_OK)
 		goto out;
-	}
 	char buf[256];
 	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
 		sim_kernel_kind_name(k->kind));
@@ -216,12 +213,9 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 		goto out;
 	}
 	struct sim_estimate e;
-	st = sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x);
-	if (st != TS_OK) {
-		ts_diag_set(d, NULL, 0, 0, "out of memory explaining %s",
-			    k->name ? k->name : "?");
+	st = sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x, d);
+	if (st != TS_OK)
 		goto out;
-	}
 	int big = -1;
 	double big_moved = 0;
 	for (int a = 0; a < p.n_access; a++) {

@@ -538,7 +538,9 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		struct sim_acc_cost one;
 		struct sim_acc_cost *c = dt ? &dt->ac[a] : &one;
 		/* an access of an earlier one's form costs what it did */
+#ifndef NDEBUG
 		TS_ASSERT(ac->form_first || ac->form < a);
+#endif
 		if (!ac->form_first && ac->form < FORM_CACHE) {
 			*c = form_cost[ac->form];
 		} else {
@@ -1355,13 +1357,17 @@ enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
 					const struct hw_spec *hw,
 					const struct sim_tile_config *full,
 					struct sim_estimate *out,
-					struct sim_est_detail *detail)
+					struct sim_est_detail *detail,
+					struct ts_diag *d)
 {
 	memset(detail, 0, sizeof *detail);
 	detail->ac = ts_calloc((size_t)(p->n_access > 0 ? p->n_access : 1),
 			       sizeof *detail->ac);
-	if (!detail->ac)
+	if (!detail->ac) {
+		ts_diag_set(d, NULL, 0, 0, "out of memory costing %s",
+			    p->k && p->k->name ? p->k->name : "?");
 		return TS_ERR_NOMEM;
+	}
 	estimate(p, hw, full, out, detail);
 	return TS_OK;
 }

@@ -320,7 +320,8 @@ enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
 					const struct hw_spec *hw,
 					const struct sim_tile_config *full,
 					struct sim_estimate *out,
-					struct sim_est_detail *detail);
+					struct sim_est_detail *detail,
+					struct ts_diag *d);
 void sim_est_detail_free(struct sim_est_detail *detail);
 
 /* The model's best config, the default (sim/config.c: rule and search

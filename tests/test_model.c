@@ -313,7 +313,7 @@ static void detail(const struct sim_kernel *k, const struct hw_spec *hw,
 	if (sim_tile_config_parse(cfg, &c, &d) != TS_OK ||
 	    sim_plan_build(k, hw, &p, &d) != TS_OK ||
 	    sim_plan_check(&p, &c, &full, &d) != TS_OK ||
-	    sim_plan_estimate_detail(&p, hw, &full, e, x) != TS_OK)
+	    sim_plan_estimate_detail(&p, hw, &full, e, x, &d) != TS_OK)
 		fail_msg("%s %s: %s", k->name, cfg, d.msg);
 	sim_plan_free(&p);
 }
@@ -776,11 +776,11 @@ static void test_megacore_split(void **state)
 	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
 	struct sim_estimate e2, e1;
 	struct sim_est_detail x2, x1;
-	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2), TS_OK);
+	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2, &d), TS_OK);
 	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &one, &p, &d), TS_OK);
 	assert_int_equal(sim_plan_cores(&p, &one), 1);
-	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1), TS_OK);
+	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1, &d), TS_OK);
 	assert_int_equal(x2.steps, x1.steps);
 	assert_true(x2.steps >= 4 && x2.steps % 2 == 0);
 	assert_near(x2.compute_step_ns, x1.compute_step_ns, EXACT);
@@ -800,12 +800,12 @@ static void test_megacore_split(void **state)
 			 TS_OK);
 	assert_int_equal(sim_plan_check(&p, &cfg, &full, &d), TS_OK);
 	sim_est_detail_free(&x1);
-	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1), TS_OK);
+	assert_int_equal(sim_plan_estimate_detail(&p, &one, &full, &e1, &x1, &d), TS_OK);
 	assert_int_equal(x1.steps, 1);
 	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "big"), &mc, &p, &d), TS_OK);
 	sim_est_detail_free(&x2);
-	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2), TS_OK);
+	assert_int_equal(sim_plan_estimate_detail(&p, &mc, &full, &e2, &x2, &d), TS_OK);
 	assert_near(e2.time_ns, e1.time_ns, EXACT);
 	sim_plan_free(&p);
 	assert_int_equal(sim_plan_build(tu_kernel(&b, "small"), &mc, &p, &d), TS_OK);
