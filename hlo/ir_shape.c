@@ -85,9 +85,10 @@ double ir_shape_bytes(const struct ir_shape *s)
  *    f16[1,128,128,64] -> lanes on C) show an extra copy (relayout) event,
  *    those whose result keeps the default pair show none.
  * Assumes each array is laid out on its own; known wrong where XLA's layout
- * assignment propagates an operand's layout through an op instead (the
- * relayout copies it then inserts are not modelled), and the compiled
- * modules (layouts with tiles) are taken exactly as written.
+ * assignment propagates an operand's layout through an op instead (of the
+ * relayout copies it then inserts, only the one at the program's result is
+ * modelled: sim/kernels.c "Relayouts"), and the compiled modules (layouts
+ * with tiles) are taken exactly as written.
  */
 void ir_shape_default_tile(const struct ir_shape *s, struct ir_tile *t)
 {

@@ -87,6 +87,10 @@ struct hw_spec {
 	                                 lanes of a pooling window, strided
 	                                 lane compaction) on the XLU; YAML
 	                                 vpu.xlu_lane_permute_cost */
+	double xlu_transpose_cost; /* slots per vreg of a copy or transpose
+	                              that moves the lane dim: the data
+	                              crosses lanes on the XLU; YAML
+	                              vpu.xlu_transpose_cost */
 	double vpu_f16_load_cost;  /* slots per vreg (1024 elements) to convert
 	                              f16 data to f32 after a load: f16 is not
 	                              a native VPU type (integer emulation);

@@ -67,13 +67,16 @@ for pass in 1 2; do
 	# v4 sustained HBM rate: the normalisation kernels (HBM-bound).
 	fit hwspecs/v4.yaml group --data $data/tpuv4-ops --fit hbm.efficiency \
 		--rows 'layer_*' --rows 'rms_*' --rows 'batch_*'
-	# v4 pooling permutes: max and average pooling, each predicted by the
-	# fit on the other.
+	# v4 pooling permutes and the relayout copies after 242 of the pooling
+	# kernels: max and average pooling, each predicted by the fit on the
+	# other.
 	fit hwspecs/v4.yaml group --data $data/tpuv4-ops \
-		--fit vpu.xlu_lane_permute_cost --rows 'maxpool_*' --rows 'avgpool_*'
+		--fit vpu.xlu_lane_permute_cost,vpu.xlu_transpose_cost \
+		--rows 'maxpool_*' --rows 'avgpool_*'
 
 	# v3 is the base spec and cannot inherit from v4: its f16 conversions
-	# (no v3 data has f16) are v4's slots, the same VALU sequence, and its
+	# (no v3 data has f16) and its relayout's XLU cost (no v3 data has a
+	# relayout) are v4's slots, the same VALU and XLU sequences, and its
 	# divide takes v4's cycles (slots / ALUs) at v3's ALU count. v6e and v7
 	# scale v3's MXU pass bubble to their 256-row arrays.
 	# tests/test_hw_spec.c (test_derived_copies) holds them together.
@@ -85,6 +88,7 @@ def get(t, key):
 div = get(v4, 'divide') / get(v4, 'alus') * get(v3, 'alus')
 for key, val in (('f16_load_cost', get(v4, 'f16_load_cost')),
                  ('f16_store_cost', get(v4, 'f16_store_cost')),
+                 ('xlu_transpose_cost', get(v4, 'xlu_transpose_cost')),
                  ('divide', round(div, 4))):
     v3 = re.sub(r'(?m)^( +%s: +)\S+' % key,
                 lambda m: m.group(1) + '%g' % val, v3, count=1)

@@ -69,6 +69,11 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			   "(sim/kernels.c \"Library calls\")\n",
 			k->lowered->attrs.custom_call_target,
 			ir_op_name(k->lowered->op));
+	if (k->relayout)
+		fprintf(f, "  relayout: the copy XLA adds after %s, computed in "
+			   "its operand's order, to the result's layout "
+			   "(sim/kernels.c \"Relayouts\")\n",
+			k->lowered->operands[0]->name);
 	switch (p.kind) {
 	case SIM_PLAN_UNMODELLED:
 		fprintf(f, "  not modelled: zero time\n");

@@ -788,6 +788,200 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 	return TS_OK;
 }
 
+/* ---- relayouts at the program's result --------------------------------------
+ *
+ * An array written without tiles is given the compact order the TPU
+ * runtime gives device buffers (hlo/ir_shape.c); but an op computes in the
+ * order its operand arrives in when its emitter keeps that order:
+ * reduce-window keeps its operand's physical order, an elementwise op its
+ * first non-broadcast operand's (the order is read through fusions to
+ * their fused root). When the program's result (the entry root, or an
+ * element of a root tuple) is such a value and the compact order of its
+ * shape differs, XLA's layout assignment puts a copy to the result's
+ * layout after it. Here that copy is a kernel of its own (kind copy, named
+ * "<result>.relayout"), reading the value in the order it was computed in
+ * (T(8,128) tiles) and writing the compact order; plan.c costs its lane
+ * move on the XLU (relayout_vregs). Source: tpuv4-ops pooling, where
+ * this rule picks out exactly the 242 of 585 kernels whose profile has a
+ * copy event, and none of the other 343 (docs/MODEL.md "Relayouts").
+ * Assumes only those two kinds of op keep their operand's order (other
+ * ops choose their own; no data says otherwise) and that only the entry
+ * result is constrained: values inside the program are taken in the
+ * compact order. Known wrong: the kernels before the copy are costed
+ * writing the compact order, not the computed one (its padding is not
+ * charged to them).
+ */
+
+/* A fusion whose fused computation is being read, and the one around it. */
+struct call_chain {
+	const struct ir_instr *call;
+	const struct call_chain *up;
+};
+
+/* The major-to-minor order v's value is computed in (above). */
+static void computed_order(const struct ir_instr *v,
+			   const struct call_chain *ctx, int depth, int *order)
+{
+	const struct ir_shape *s = &v->shape;
+	if (depth > 64 || s->type == IR_TYPE_TUPLE || s->layout.n_tiles > 0) {
+		ir_shape_major_to_minor(s, order);
+		return;
+	}
+	int64_t pn = v->attrs.parameter_number;
+	if (v->op == IR_OP_PARAMETER && ctx && pn >= 0 &&
+	    pn < ctx->call->n_operands &&
+	    ctx->call->operands[pn]->shape.rank == s->rank) {
+		computed_order(ctx->call->operands[pn], ctx->up, depth + 1,
+			       order);
+		return;
+	}
+	if (v->op == IR_OP_FUSION && v->n_called > 0 && v->called[0] &&
+	    v->called[0]->root && v->called[0]->root->shape.rank == s->rank) {
+		struct call_chain in = {v, ctx};
+		computed_order(v->called[0]->root, &in, depth + 1, order);
+		return;
+	}
+	const struct ir_instr *from = NULL;
+	enum ir_class cls = ir_op_class(v->op);
+	if (v->op == IR_OP_REDUCE_WINDOW && v->n_operands > 0) {
+		from = v->operands[0];
+	} else if (cls == IR_CLASS_ELEMENTWISE ||
+		   cls == IR_CLASS_TRANSCENDENTAL) {
+		for (int j = 0; j < v->n_operands && !from; j++) {
+			const struct ir_instr *o = v->operands[j];
+			if (o->op != IR_OP_BROADCAST && o->op != IR_OP_CONSTANT &&
+			    o->op != IR_OP_IOTA && o->shape.rank == s->rank &&
+			    o->shape.type != IR_TYPE_TUPLE &&
+			    !memcmp(o->shape.dims, s->dims,
+				    (size_t)s->rank * sizeof *s->dims))
+				from = o;
+		}
+	}
+	if (from && from->shape.type != IR_TYPE_TUPLE &&
+	    from->shape.rank == s->rank) {
+		computed_order(from, ctx, depth + 1, order);
+		return;
+	}
+	ir_shape_major_to_minor(s, order);
+}
+
+/* Whether orders a and b of shape s differ, dims of one element aside
+ * (both list the same dims, so they run out together). */
+static bool orders_differ(const struct ir_shape *s, const int *a,
+			  const int *b)
+{
+	for (int i = 0, j = 0;; i++, j++) {
+		while (i < s->rank && s->dims[a[i]] == 1)
+			i++;
+		while (j < s->rank && s->dims[b[j]] == 1)
+			j++;
+		if (i == s->rank || j == s->rank)
+			return false;
+		if (a[i] != b[j])
+			return true;
+	}
+}
+
+/* The stand-in of one relayout (one allocation, freed through op). */
+struct relayout_stand_in {
+	struct ir_instr op;  /* the copy */
+	struct ir_instr src; /* the value, in the order it was computed in */
+	struct ir_instr *ops[1];
+	int minor_to_major[SIM_MAX_GRID];
+	struct ir_tile tile;
+	char name[];
+};
+
+/* Adds the relayout of result value v when it needs one (above). */
+static enum ts_status add_relayout(struct build *b, const struct ir_instr *v)
+{
+	const struct ir_shape *s = &v->shape;
+	if (s->type == IR_TYPE_TUPLE || s->rank < 2 || s->rank > SIM_MAX_GRID ||
+	    s->layout.n_tiles > 0 || ir_shape_padded_bytes(s) <= 0)
+		return TS_OK;
+	int want[SIM_MAX_GRID], got[SIM_MAX_GRID];
+	ir_shape_major_to_minor(s, want);
+	computed_order(v, NULL, 0, got);
+	if (!orders_differ(s, got, want))
+		return TS_OK;
+	static const char suffix[] = ".relayout";
+	size_t n = strlen(v->name);
+	struct relayout_stand_in *r =
+		ts_calloc(1, sizeof *r + n + sizeof suffix);
+	if (!r)
+		return nomem(b);
+	memcpy(r->name, v->name, n);
+	memcpy(r->name + n, suffix, sizeof suffix);
+	struct ir_attrs none = {
+		.feature_group_count = 1, .batch_group_count = 1,
+		.iota_dimension = -1, .tuple_index = -1,
+		.parameter_number = -1, .known_trip_count = -1,
+	};
+	r->src = (struct ir_instr){
+		.op = IR_OP_PARAMETER,
+		.wrapped_op = IR_OP_INVALID,
+		.name = v->name,
+		.shape = *s,
+		.parent = v->parent,
+		.attrs = none,
+		.index = -1, /* in no computation's list */
+		.n_users = 1,
+		.line = v->line,
+		.col = v->col,
+	};
+	for (int i = 0; i < s->rank; i++)
+		r->minor_to_major[i] = got[s->rank - 1 - i];
+	r->tile = (struct ir_tile){2, {8, 128}};
+	r->src.shape.layout.present = true;
+	r->src.shape.layout.minor_to_major = r->minor_to_major;
+	r->src.shape.layout.n_tiles = 1;
+	r->src.shape.layout.tiles = &r->tile;
+	r->src.shape.memo = (struct ir_shape_memo){0};
+	r->ops[0] = &r->src;
+	r->op = r->src;
+	r->op.op = IR_OP_COPY;
+	r->op.name = r->name;
+	r->op.shape = *s;
+	r->op.n_operands = 1;
+	r->op.operands = r->ops;
+	r->op.n_users = 0;
+	r->op.index = v->index; /* in v's place (plan.c member_pos) */
+	struct sim_kernel *k = push_kernel(b);
+	if (!k) {
+		ts_free(r);
+		return nomem(b);
+	}
+	k->lowered = &r->op;
+	k->relayout = true;
+	k->kind = SIM_KERNEL_COPY;
+	describe(k, NULL, &r->op, false);
+	const struct ir_instr *in = &r->op, *src = &r->src;
+	k->n_members = k->n_inputs = k->n_outputs = 1;
+	k->members = dup_list(&in, 1);
+	k->inputs = dup_list(&src, 1);
+	k->outputs = dup_list(&in, 1);
+	if (!k->members || !k->inputs || !k->outputs)
+		return nomem(b);
+	struct site site = {.mult = 1.0};
+	return finish_kernel(b, k, in, &site, NULL);
+}
+
+/* The relayouts of the entry's result values. */
+static enum ts_status add_relayouts(struct build *b)
+{
+	const struct ir_instr *root = b->m->entry->root;
+	if (!root)
+		return TS_OK;
+	if (root->op != IR_OP_TUPLE)
+		return add_relayout(b, root);
+	for (int i = 0; i < root->n_operands; i++) {
+		enum ts_status st = add_relayout(b, root->operands[i]);
+		if (st != TS_OK)
+			return st;
+	}
+	return TS_OK;
+}
+
 /* ---- public ------------------------------------------------------------------ */
 
 bool sim_module_unfused(const struct ir_module *m)
@@ -868,6 +1062,8 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	}
 	struct site s = {.mult = 1.0};
 	enum ts_status st = walk(&b, m->entry, s);
+	if (st == TS_OK)
+		st = add_relayouts(&b);
 	if (st != TS_OK) {
 		sim_program_free(p);
 		return st;

@@ -872,6 +872,70 @@ static double instr_vpu_cycles(const struct hw_spec *hw,
 	return 0.0;
 }
 
+/* Whether a copy or transpose puts a different logical dim on the lanes
+ * than its operand has there (both dims longer than one element). */
+static bool moves_lanes(const struct ir_instr *in)
+{
+	if ((in->op != IR_OP_COPY && in->op != IR_OP_TRANSPOSE) ||
+	    in->n_operands != 1 || !is_array(in) || in->shape.rank < 2)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (a->type == IR_TYPE_TUPLE || a->rank != r->rank)
+		return false;
+	int oa[SIM_MAX_GRID], orr[SIM_MAX_GRID];
+	ir_shape_major_to_minor(a, oa);
+	ir_shape_major_to_minor(r, orr);
+	int lane = orr[r->rank - 1], from = lane;
+	if (in->op == IR_OP_TRANSPOSE) {
+		const struct ir_ints *perm = in->attrs.dimensions;
+		if (!perm || perm->n != r->rank || perm->v[lane] < 0 ||
+		    perm->v[lane] >= a->rank)
+			return false;
+		from = (int)perm->v[lane];
+	}
+	return from != oa[a->rank - 1] && r->dims[lane] > 1 &&
+	       a->dims[oa[a->rank - 1]] > 1;
+}
+
+/*
+ * Vregs of a kernel's relayouts: a copy or transpose whose result the
+ * kernel writes (a top-level one, the fused root of a fusion, or one
+ * output of a group), that puts another logical dim on the lanes than its
+ * operand has there (moves_lanes), and whose two layouts are given (both
+ * written with tiles, as in a compiled module, or the relayout XLA puts
+ * at the result, sim/kernels.c "Relayouts") moves its data across lanes
+ * on the XLU:
+ *   cycles = out_vregs x xlu_transpose_cost / alus
+ * on top of its one simple op per vreg (instr_vpu_cycles), on one core
+ * (sim_plan_build's megacore rule). Fitted
+ * (hwspecs/v4.yaml) with the pooling kernels on the relayout copies XLA
+ * puts after 242 of them in tpuv4-ops (sim/kernels.c "Relayouts"): their
+ * profiled copy events take 0.033-0.044 ns per element from 0.3 M to
+ * 59 M elements, 5-10x their HBM time. Where tpusim picks the layouts
+ * (arrays written without tiles) a transpose is not charged: XLA's layout
+ * assignment folds it into a layout where it can (the operand's, a dot's
+ * result), and the order tpusim picks for each array alone says nothing
+ * of that.
+ * Known wrong: a lane move by a reshape is not detected; the rate of one
+ * relayout pattern ((H, W) -> (W, H) minor pairs) is taken for every lane
+ * move (the (W, C) ones there run 1.3x slower per element).
+ */
+static double relayout_vregs(const struct hw_spec *hw,
+			     const struct sim_kernel *k)
+{
+	double vregs = 0;
+	for (int i = 0; i < k->n_outputs; i++) {
+		const struct ir_instr *v = k->outputs[i];
+		if (v->op == IR_OP_FUSION && v->n_called > 0 && v->called[0])
+			v = v->called[0]->root;
+		if (v && moves_lanes(v) &&
+		    (k->relayout || (v->shape.layout.n_tiles > 0 &&
+				     v->operands[0]->shape.layout.n_tiles > 0)))
+			vregs += shape_vregs(hw, &v->shape);
+	}
+	return vregs;
+}
+
 /* Members that feed the target's operand `side` (0 lhs, 1 rhs) without
  * passing through the target: their VPU work repeats with every fetch of
  * that operand (a prologue). Marks them in mark[] (member positions). */
@@ -1343,6 +1407,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->vpu_cycles += instr_vpu_cycles(hw, k->members[i], 0);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += instr_vpu_cycles(hw, k->instr, 0);
+	double relayout = relayout_vregs(hw, k);
+	p->vpu_cycles += relayout * hw->xlu_transpose_cost /
+			 (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
 	if (p->has_kernel && comp && mark) {
 		for (int side = 0; side < 2; side++)
 			mark_feeders(&pr, t->operands[side], mark,
@@ -1455,11 +1522,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	/* megacore: large kernels split their steps across the cores; a
 	 * reduce-window (pooling) kernel is not split: tpuv4-ops max/avg
 	 * pooling runs at the same time per element from 98 K to 268 M
-	 * elements, with no drop where other kernels gain a second core */
+	 * elements, with no drop where other kernels gain a second core;
+	 * nor is a relayout: the copies after those pools take the same
+	 * time per element from 0.3 M to 59 M elements */
 	double space = 1;
 	for (int i = 0; i < p->out.rank; i++)
 		space *= (double)p->out.elems[i];
-	p->core_space = t->op == IR_OP_REDUCE_WINDOW ? 0 : space;
+	p->core_space = t->op == IR_OP_REDUCE_WINDOW || relayout > 0 ? 0 : space;
 	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;

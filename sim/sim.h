@@ -144,6 +144,10 @@ struct sim_kernel {
 	 * owned by the program; sim/kernels.c "Library calls"); NULL
 	 * otherwise. name stays the call's. */
 	struct ir_instr *lowered;
+	bool relayout;                 /* lowered is the copy XLA's layout
+	                                  assignment puts after a result
+	                                  computed in another order
+	                                  (sim/kernels.c "Relayouts") */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };

@@ -93,29 +93,30 @@ static const char base_spec[] =
 	"    rng: 3\n"                     /* 24 */
 	"  xlu_lane_reduce_cost: 8\n"      /* 25 */
 	"  xlu_lane_permute_cost: 8\n"     /* 26 */
-	"  f16_load_cost: 14\n"            /* 27 */
-	"  f16_store_cost: 5\n"            /* 28 */
-	"hbm:\n"                           /* 29 */
-	"  bytes: 34359738368\n"           /* 30 */
-	"  bw_bytes_per_s: 900e9\n"        /* 31 */
-	"  efficiency: 0.89\n"             /* 32 */
-	"  dma_latency_ns: 100\n"          /* 33 */
-	"  dma_chunk_ns: 3\n"              /* 34 */
-	"vmem:\n"                          /* 35 */
-	"  bytes: 16777216\n"              /* 36 */
-	"overhead:\n"                      /* 37 */
-	"  kernel_ns: 270\n"               /* 38 */
-	"  step_ns: 150\n"                 /* 39 */
-	"  row_cycles: 16\n"               /* 40 */
-	"host:\n"                          /* 41 */
-	"  call_ns: 100000\n"              /* 42 */
-	"  kernel_ns: 50000\n"             /* 43 */
-	"  device_ns: 100000\n"            /* 44 */
-	"ici:\n"                           /* 45 */
-	"  links: 4\n"                     /* 46 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 47 */
-	"  latency_ns: 500\n"              /* 48 */
-	"  efficiency: 1\n";               /* 49 */
+	"  xlu_transpose_cost: 60\n"       /* 27 */
+	"  f16_load_cost: 14\n"            /* 28 */
+	"  f16_store_cost: 5\n"            /* 29 */
+	"hbm:\n"                           /* 30 */
+	"  bytes: 34359738368\n"           /* 31 */
+	"  bw_bytes_per_s: 900e9\n"        /* 32 */
+	"  efficiency: 0.89\n"             /* 33 */
+	"  dma_latency_ns: 100\n"          /* 34 */
+	"  dma_chunk_ns: 3\n"              /* 35 */
+	"vmem:\n"                          /* 36 */
+	"  bytes: 16777216\n"              /* 37 */
+	"overhead:\n"                      /* 38 */
+	"  kernel_ns: 270\n"               /* 39 */
+	"  step_ns: 150\n"                 /* 40 */
+	"  row_cycles: 16\n"               /* 41 */
+	"host:\n"                          /* 42 */
+	"  call_ns: 100000\n"              /* 43 */
+	"  kernel_ns: 50000\n"             /* 44 */
+	"  device_ns: 100000\n"            /* 45 */
+	"ici:\n"                           /* 46 */
+	"  links: 4\n"                     /* 47 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 48 */
+	"  latency_ns: 500\n"              /* 49 */
+	"  efficiency: 1\n";               /* 50 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -291,8 +292,8 @@ static void test_vpu_class_derivations(void **state)
 }
 
 /* Figures a spec derives from another it cannot inherit from (copied by
- * scripts/calibrate_specs.sh): v3's f16 conversions are v4's (the same
- * VALU sequence, slots per vreg), its divide takes v4's cycles (v4's slots
+ * scripts/calibrate_specs.sh): v3's f16 conversions and relayout XLU cost
+ * are v4's (the same VALU and XLU sequences, slots per vreg), its divide takes v4's cycles (v4's slots
  * / 2 ALUs at v3's one slot a cycle), and the 256-row arrays of v6e and v7
  * take v3's pass bubble x 2. */
 static void test_derived_copies(void **state)
@@ -305,6 +306,7 @@ static void test_derived_copies(void **state)
 	load_gen("v7", &v7);
 	assert_true(v3.vpu_f16_load_cost == v4.vpu_f16_load_cost);
 	assert_true(v3.vpu_f16_store_cost == v4.vpu_f16_store_cost);
+	assert_true(v3.xlu_transpose_cost == v4.xlu_transpose_cost);
 	assert_rel(v3.vpu_class_cost[HW_VPU_DIVIDE] / v3.vpu_alus,
 		   v4.vpu_class_cost[HW_VPU_DIVIDE] / v4.vpu_alus, 1e-4);
 	assert_rel(v6e.mxu_pass_cycles, 2 * v3.mxu_pass_cycles, 1e-4);
@@ -385,7 +387,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 49, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 50, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns, efficiency");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
@@ -399,8 +401,8 @@ static void test_err_duplicate_key(void **state)
 	(void)state;
 	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 9, 3,
 			  "mxu.rows: duplicate key (first given at line 8)");
-	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 36, 1,
-			  "vmem: duplicate key (first given at line 35)");
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 37, 1,
+			  "vmem: duplicate key (first given at line 36)");
 }
 
 static void test_err_wrong_type(void **state)
@@ -431,7 +433,7 @@ static void test_err_wrong_type(void **state)
 			  "mxu.rows: expected an integer, got a mapping");
 	expect_edit_error("  rows: 128", "  rows: \"128\"", 8, 9,
 			  "mxu.rows: expected an integer, got the quoted string '128'");
-	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 35, 7,
+	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 36, 7,
 			  "vmem: expected a mapping, got a scalar");
 	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
 			  "    # composite: derived\n    trig: 16\n    rng: 3\n",
@@ -465,13 +467,13 @@ static void test_err_missing(void **state)
 static void test_err_range(void **state)
 {
 	(void)state;
-	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 32, 15,
+	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 33, 15,
 			  "hbm.efficiency: -0.5 is out of range [0.01, 1]");
-	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 31, 19,
+	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 32, 19,
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 46, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 47, 10,
 			  "ici.links: 99999999999999999999 is out of range [1, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -480,18 +482,18 @@ static void test_err_range(void **state)
 			  "  tensorcores: 1\n  megacore: true", 4, 13,
 			  "chip.megacore: true needs chip.tensorcores >= 2 "
 			  "(one program spanning several cores)");
-	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 36, 10,
+	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 37, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
 	/* physical fields have physical lower bounds: no link without
 	 * bandwidth, no chip with 0 links; an underflow to a subnormal is a
 	 * value like any (strtod's ERANGE), which the range decides */
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 47, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 48, 24,
 			  "ici.link_bw_bytes_per_s: 0 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 47, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 48, 24,
 			  "ici.link_bw_bytes_per_s: 1e-300 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 47, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 48, 24,
 			  "ici.link_bw_bytes_per_s: 4.9e-324 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 47, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 48, 24,
 			  "ici.link_bw_bytes_per_s: 1e400 is out of range [1e+08, 1e+13] bytes/s");
 }
 
@@ -499,14 +501,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  efficiency: 1\n", "  efficiency: 1\n---\nname: u\n");
-	expect_error(s, 50, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 51, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  efficiency: 1\n", "  efficiency: 1\n]\n");
-	expect_error(s, 50, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 51, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  efficiency: 1\n", "  efficiency: 1\n---\n]\n");
-	expect_error(s, 51, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 51:1)");
+	expect_error(s, 52, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 52:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead, host and ici");
 	expect_error("# only a comment\n", 1, 1,
@@ -760,11 +762,11 @@ static void test_fields_by_path(void **state)
 	assert_null(hw_spec_field("chip.megacore")); /* bool */
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
 	/* 2 chip (megacore is a bool) + 7 mxu + 5 cost (composite is
-	 * derived) + 7 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 4 ici
-	 * numeric fields: 37. */
-	assert_int_equal(hw_spec_n_fields(), 37);
+	 * derived) + 8 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 4 ici
+	 * numeric fields: 38. */
+	assert_int_equal(hw_spec_n_fields(), 38);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(37));
+	assert_null(hw_spec_field_at(38));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

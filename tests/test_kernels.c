@@ -166,6 +166,83 @@ static void test_reshape_bitcast(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * Relayouts at the program's result (kernels.c): a 2 x 2 max pool of
+ * f16[1,64,256,128] computes f16[1,64,128,64] in its input's order (64 on
+ * the lanes, padded to 128: 64 x 128 x 128 x 2 B = 2 MiB), but the
+ * result's compact order puts the 128-dim on the lanes (64 on the
+ * sublanes, no padding: 1 MiB), so a copy follows, reading 2 MiB and
+ * writing 1 MiB. Through an elementwise op the copy follows that op; a
+ * pool of f16[1,64,256,256] (128 lanes either way) and a parameter
+ * passed through need none. tpuv4-ops profiles show these copies
+ * (test_kernels_data.c test_pool_relayouts).
+ */
+static void test_result_relayout(void **state)
+{
+	(void)state;
+	static const char tmpl[] =
+		"HloModule m\n"
+		"%%max (x: f16[], y: f16[]) -> f16[] {\n"
+		"  %%x = f16[] parameter(0)\n"
+		"  %%y = f16[] parameter(1)\n"
+		"  ROOT %%z = f16[] maximum(%%x, %%y)\n"
+		"}\n"
+		"ENTRY %%e (p: f16[1,64,256,%d]) -> (f16[1,64,128,%d], f16[1,64,256,%d]) {\n"
+		"  %%p = f16[1,64,256,%d] parameter(0)\n"
+		"  %%c = f16[] constant(-inf)\n"
+		"  %%rw = f16[1,64,128,%d] reduce-window(%%p, %%c), "
+		"window={size=1x1x2x2 stride=1x1x2x2}, to_apply=%%max\n"
+		"  %%n = f16[1,64,128,%d] negate(%%rw)\n"
+		"  ROOT %%t = (f16[1,64,128,%d], f16[1,64,256,%d]) tuple(%%n, %%p)\n"
+		"}\n";
+	char text[1024];
+	snprintf(text, sizeof text, tmpl, 128, 64, 128, 128, 64, 64, 64, 128);
+	struct tu_built b;
+	tu_build(text, &b);
+	const struct sim_kernel *k = tu_kernel(&b, "n.relayout");
+	assert_int_equal(k->kind, SIM_KERNEL_COPY);
+	assert_int_equal(k->main_op, IR_OP_COPY);
+	assert_near(k->work.bytes_read, 2097152.0, 0);
+	assert_near(k->work.bytes_written, 1048576.0, 0);
+	/* the last kernel, and the only copy (p passes through as it is) */
+	assert_ptr_equal(k, &b.p.kernels[b.p.n_kernels - 1]);
+	for (int i = 0; i < b.p.n_kernels - 1; i++)
+		assert_true(b.p.kernels[i].kind != SIM_KERNEL_COPY);
+	tu_built_free(&b);
+
+	snprintf(text, sizeof text, tmpl, 256, 128, 256, 256, 128, 128, 128, 256);
+	tu_build(text, &b);
+	for (int i = 0; i < b.p.n_kernels; i++)
+		assert_true(b.p.kernels[i].kind != SIM_KERNEL_COPY);
+	tu_built_free(&b);
+
+	/* the same pool as a fusion (what `tpusim fuse` writes): the order is
+	 * read through the fused computation to its parameter's operand */
+	tu_build("HloModule f\n"
+		 "%max (x: f16[], y: f16[]) -> f16[] {\n"
+		 "  %x = f16[] parameter(0)\n"
+		 "  %y = f16[] parameter(1)\n"
+		 "  ROOT %z = f16[] maximum(%x, %y)\n"
+		 "}\n"
+		 "%pool (a: f16[1,64,256,128]) -> f16[1,64,128,64] {\n"
+		 "  %a = f16[1,64,256,128] parameter(0)\n"
+		 "  %c = f16[] constant(-inf)\n"
+		 "  %rw = f16[1,64,128,64] reduce-window(%a, %c), "
+		 "window={size=1x1x2x2 stride=1x1x2x2}, to_apply=%max\n"
+		 "  ROOT %n = f16[1,64,128,64] negate(%rw)\n"
+		 "}\n"
+		 "ENTRY %e (p: f16[1,64,256,128]) -> f16[1,64,128,64] {\n"
+		 "  %p = f16[1,64,256,128] parameter(0)\n"
+		 "  ROOT %f = f16[1,64,128,64] fusion(%p), kind=kLoop, calls=%pool\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "f,f.relayout");
+	k = tu_kernel(&b, "f.relayout");
+	assert_near(k->work.bytes_read, 2097152.0, 0);
+	assert_near(k->work.bytes_written, 1048576.0, 0);
+	tu_built_free(&b);
+}
+
 /* ---- loops and conditionals ---------------------------------------------------- */
 
 static const char *while_known =
@@ -1111,6 +1188,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compiled_kernels),
 		cmocka_unit_test(test_reshape_bitcast),
+		cmocka_unit_test(test_result_relayout),
 		cmocka_unit_test(test_while_known),
 		cmocka_unit_test(test_while_derived),
 		cmocka_unit_test(test_while_assumed),

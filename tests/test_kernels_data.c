@@ -284,6 +284,73 @@ static void test_op_groups(void **state)
 	}
 }
 
+/*
+ * The relayout copies XLA puts after pooling kernels (kernels.c
+ * "Relayouts at the program's result"): tpuv4-ops details.csv lists each
+ * kernel's profiled sub-events; the program of every max- and
+ * average-pooling module must have a relayout kernel exactly when its
+ * profile has a `copy` event (242 of the 585, counted from the CSV).
+ */
+static void test_pool_relayouts(void **state)
+{
+	(void)state;
+	if (!shared_dir())
+		skip();
+	char path[4096];
+	snprintf(path, sizeof path, "%s/data/tpuv4-ops/details.csv",
+		 shared_dir());
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	static char line[65536];
+	int events = -1, n_pools = 0, n_copies = 0, n_wrong = 0;
+	if (fgets(line, sizeof line, f)) {
+		int col = 0;
+		for (char *c = strtok(line, ",\n"); c; c = strtok(NULL, ",\n"), col++)
+			if (!strcmp(c, "sub_events_mean_ns_count"))
+				events = col;
+	}
+	assert_true(events > 0);
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "maxpool_", 8) && strncmp(line, "avgpool_", 8))
+			continue;
+		char *id = line, *ev = NULL;
+		int col = 0;
+		for (char *c = line; *c && *c != '\n'; c++)
+			if (*c == ',') {
+				*c = 0;
+				if (++col == events)
+					ev = c + 1;
+			}
+		assert_non_null(ev);
+		bool copy = !strncmp(ev, "copy=", 5) || strstr(ev, ";copy=");
+		char rel[512];
+		snprintf(rel, sizeof rel, "tpuv4-ops/modules/%.400s.hlo", id);
+		struct loaded l;
+		load(rel, &l);
+		bool relayout = false;
+		for (int i = 0; i < l.p.n_kernels; i++) {
+			const char *name = l.p.kernels[i].name;
+			size_t n = strlen(name);
+			relayout |= n > 9 && !strcmp(name + n - 9, ".relayout");
+		}
+		unload(&l);
+		n_pools++;
+		n_copies += copy;
+		if (copy != relayout) {
+			n_wrong++;
+			printf("%s: profile %s a copy, the program %s a relayout\n",
+			       id, copy ? "has" : "has no", relayout ? "has" : "has no");
+		}
+	}
+	fclose(f);
+	printf("pooling: %d kernels, %d with a copy event, %d mismatched\n",
+	       n_pools, n_copies, n_wrong);
+	assert_int_equal(n_pools, 585);
+	assert_int_equal(n_copies, 242);
+	assert_int_equal(n_wrong, 0);
+}
+
 int main(void)
 {
 	if (!shared_dir())
@@ -297,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_all_corpus),
 		cmocka_unit_test(test_tpugraphs_tiled),
 		cmocka_unit_test(test_op_groups),
+		cmocka_unit_test(test_pool_relayouts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

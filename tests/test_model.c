@@ -641,6 +641,59 @@ static void test_f16_conversion(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * A copy or transpose that puts another logical dim on the lanes moves
+ * its data across lanes on the XLU (plan.c instr_vpu_cycles): per output
+ * vreg one simple op plus xlu_transpose_cost slots, over the ALUs. By
+ * hand, T(8,128) f32 vregs of the result:
+ *   copy f32[256,1024] row- to column-major: 1024/8 x 256/128 = 256;
+ *   transpose to f32[1024,256] (row-major): 1024/8 x 256/128 = 256;
+ *   transpose f32[4,256,1024] -> [256,4,1024], lanes kept: 256 x 1 (4 rows
+ *   padded to 8) x 1024/128 = 2,048 vregs of one simple op, no XLU.
+ */
+static void test_relayout_xlu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw))
+		skip();
+	assert_true(hw.xlu_transpose_cost > 0);
+	struct tu_built b;
+	tu_build("HloModule t\n"
+	      "ENTRY %e (a: f32[256,1024], c: f32[4,256,1024]) -> "
+	      "(f32[256,1024], f32[1024,256], f32[256,4,1024]) {\n"
+	      "  %a = f32[256,1024]{1,0:T(8,128)} parameter(0)\n"
+	      "  %c = f32[4,256,1024]{2,1,0:T(8,128)} parameter(1)\n"
+	      "  %col = f32[256,1024]{0,1:T(8,128)} copy(%a)\n"
+	      "  %tr = f32[1024,256]{1,0:T(8,128)} transpose(%a), dimensions={1,0}\n"
+	      "  %keep = f32[256,4,1024]{2,1,0:T(8,128)} transpose(%c), dimensions={1,0,2}\n"
+	      "  ROOT %t = (f32[256,1024]{0,1:T(8,128)}, f32[1024,256]{1,0:T(8,128)}, "
+	      "f32[256,4,1024]{2,1,0:T(8,128)}) tuple(%col, %tr, %keep)\n"
+	      "}\n",
+	      &b);
+	static const struct {
+		const char *kernel;
+		double vregs, slots;
+	} cases[] = {
+		{"col", 256, 1}, {"tr", 256, 1}, {"keep", 2048, 0},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		double want = cases[i].vregs *
+			      (1 + cases[i].slots * hw.xlu_transpose_cost) /
+			      hw.vpu_alus;
+		if (fabs(p.vpu_cycles - want) > 1e-9 * want)
+			fail_msg("%s: %.3f VPU cycles, expected %.3f",
+				 cases[i].kernel, p.vpu_cycles, want);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
 /* ---- convolution forms ---------------------------------------------------- */
 
 /* A 2D (N 32, 56 x 56, 128 -> 128, 3 x 3) and a 3D (N 4, 16^3, 128 -> 128,
@@ -1352,6 +1405,7 @@ int main(void)
 		cmocka_unit_test(test_depthwise_expanded),
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
+		cmocka_unit_test(test_relayout_xlu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
