@@ -303,6 +303,29 @@ static enum lib_call lib_call_kind(const struct ir_instr *in)
 	return LIB_NONE;
 }
 
+/* A parameter standing for value v with shape s, in no computation's
+ * list: the operand of a stand-in (below, and "relayouts"). */
+static struct ir_instr value_stand_in(const struct ir_instr *v,
+				      const struct ir_shape *s)
+{
+	return (struct ir_instr){
+		.op = IR_OP_PARAMETER,
+		.wrapped_op = IR_OP_INVALID,
+		.name = v->name,
+		.shape = *s,
+		.parent = v->parent,
+		.attrs = {
+			.feature_group_count = 1, .batch_group_count = 1,
+			.iota_dimension = -1, .tuple_index = -1,
+			.parameter_number = -1, .known_trip_count = -1,
+		},
+		.index = -1,
+		.n_users = 1,
+		.line = v->line,
+		.col = v->col,
+	};
+}
+
 /* The stand-in of one library call or copy-start (one allocation, freed
  * through its first member). */
 struct lib_stand_in {
@@ -348,22 +371,7 @@ static enum ts_status lower_library_call(struct build *b, struct sim_kernel *k,
 	s->op.shape = *res;
 	if (bwd) {
 		bool bwd_in = lc == LIB_CONV_BWD_INPUT;
-		s->arg = (struct ir_instr){
-			.op = IR_OP_PARAMETER,
-			.wrapped_op = IR_OP_INVALID,
-			.name = in->name,
-			.shape = *res,
-			.parent = in->parent,
-			.index = -1, /* in no computation's list */
-			.n_users = 1,
-			.line = in->line,
-			.col = in->col,
-		};
-		s->arg.attrs = (struct ir_attrs){
-			.feature_group_count = 1, .batch_group_count = 1,
-			.iota_dimension = -1, .tuple_index = -1,
-			.parameter_number = -1, .known_trip_count = -1,
-		};
+		s->arg = value_stand_in(in, res);
 		s->op.shape = in->operands[bwd_in ? 0 : 1]->shape;
 		s->ops[0] = bwd_in ? &s->arg : in->operands[0];
 		s->ops[1] = bwd_in ? in->operands[1] : &s->arg;
@@ -912,23 +920,7 @@ static enum ts_status add_relayout(struct build *b, const struct ir_instr *v)
 		return nomem(b);
 	memcpy(r->name, v->name, n);
 	memcpy(r->name + n, suffix, sizeof suffix);
-	struct ir_attrs none = {
-		.feature_group_count = 1, .batch_group_count = 1,
-		.iota_dimension = -1, .tuple_index = -1,
-		.parameter_number = -1, .known_trip_count = -1,
-	};
-	r->src = (struct ir_instr){
-		.op = IR_OP_PARAMETER,
-		.wrapped_op = IR_OP_INVALID,
-		.name = v->name,
-		.shape = *s,
-		.parent = v->parent,
-		.attrs = none,
-		.index = -1, /* in no computation's list */
-		.n_users = 1,
-		.line = v->line,
-		.col = v->col,
-	};
+	r->src = value_stand_in(v, s);
 	for (int i = 0; i < s->rank; i++)
 		r->minor_to_major[i] = got[s->rank - 1 - i];
 	r->tile = (struct ir_tile){2, {8, 128}};

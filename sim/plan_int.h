@@ -1,0 +1,66 @@
+/*
+ * plan_int.h: what the two halves of a plan share, sim/plan.c (the tile
+ * grid and how every operand follows it) and sim/plan_vpu.c (the VPU
+ * work of the members), which plan.c calls (never the other way); not
+ * part of the sim/ interface (see model.h).
+ */
+#ifndef PLAN_INT_H
+#define PLAN_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw_spec.h"
+#include "ir.h"
+#include "sim.h"
+
+/* ---- helpers of both ---- */
+
+/* Whether dims list l (may be NULL) names dim x. */
+static inline bool sim_ints_has(const struct ir_ints *l, int64_t x)
+{
+	for (int j = 0; l && j < l->n; j++)
+		if (l->v[j] == x)
+			return true;
+	return false;
+}
+
+/* An array value a tile grid can hold. */
+static inline bool sim_is_array(const struct ir_instr *in)
+{
+	return in->shape.type != IR_TYPE_TUPLE &&
+	       in->shape.rank <= SIM_MAX_GRID;
+}
+
+/*
+ * In-place ops: a dynamic-update-slice or a (one-input) scatter writes its
+ * update into operand 0's buffer, which the result aliases; the kernel
+ * reads and writes only the update (XLA's cost rule, docs/HLO.md 3.1, and
+ * its in-place emitters). Their update operand, else NULL.
+ */
+static inline const struct ir_instr *sim_inplace_update(const struct ir_instr *r)
+{
+	if (r->op == IR_OP_DYNAMIC_UPDATE_SLICE && r->n_operands >= 2 &&
+	    sim_is_array(r->operands[1]) && sim_is_array(r))
+		return r->operands[1];
+	if (r->op == IR_OP_SCATTER && r->n_operands == 3 &&
+	    sim_is_array(r->operands[2]) && sim_is_array(r))
+		return r->operands[2];
+	return NULL;
+}
+
+/* ---- sim/plan_vpu.c ---- */
+
+/* 8 x 128 32-bit vregs that hold shape s as laid out (padded to its
+ * tiles; a tuple: its leaves). */
+double sim_shape_vregs(const struct hw_spec *hw, const struct ir_shape *s);
+/* VPU cycles of one instruction over its whole shape (the formulas are
+ * in plan_vpu.c); depth guards nested fusions. */
+double sim_instr_vpu_cycles(const struct hw_spec *hw,
+			    const struct ir_instr *in, int depth);
+/* Vregs of the relayouts kernel k writes, each costed on the XLU (its
+ * comment has the formula) and kept on one core. */
+double sim_relayout_vregs(const struct hw_spec *hw,
+			  const struct sim_kernel *k);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * plan_vpu.c: the VPU work of a kernel's members, the second concern of a
+ * plan (sim/plan.c builds the rest): per instruction over its whole padded
+ * shape, config independent, and the XLU work of a kernel's relayouts.
+ * Units: core cycles of one TensorCore (hw->clock_hz); vregs of 8 x 128
+ * 32-bit values. Unit formulas in hw/hw_vpu.c; docs/MODEL.md "VPU".
+ */
+#include "model.h"
+#include "plan_int.h"
+
+#include "hw_units.h"
+
+double sim_shape_vregs(const struct hw_spec *hw, const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double v = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			v += sim_shape_vregs(hw, &s->elems[i]);
+		return v;
+	}
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+		return hw_vpu_vregs(hw, (double)ir_shape_elems(s), 32);
+	double e = g.pad_factor;
+	for (int i = 0; i < g.rank; i++)
+		e *= (double)(g.tiles[i] * g.tile[i]);
+	/* the VPU works on 8 x 128 registers whatever the layout tile */
+	if (g.rank >= 1 && g.tile[g.rank - 1] < hw->vpu_lanes)
+		e *= (double)hw->vpu_lanes / (double)g.tile[g.rank - 1];
+	return hw_vpu_vregs(hw, e, (int)g.bits);
+}
+
+/* The axis a reduce runs along, from its input's physical layout: the
+ * minor-most dim is the lanes, the second-minor the sublanes. */
+static enum hw_reduce_axis reduce_axis(const struct sim_tgrid *g,
+				       const struct ir_ints *dims)
+{
+	enum hw_reduce_axis ax = HW_REDUCE_MAJOR;
+	for (int j = 0; dims && j < dims->n; j++) {
+		for (int i = 0; i < g->rank; i++) {
+			if (g->logical[i] != dims->v[j] || g->elems[i] <= 1)
+				continue;
+			if (i == g->rank - 1)
+				ax = HW_REDUCE_LANE;
+			else if (i == g->rank - 2 && ax == HW_REDUCE_MAJOR)
+				ax = HW_REDUCE_SUBLANE;
+		}
+	}
+	return ax;
+}
+
+/*
+ * reduce-window (pooling), cycles:
+ *   in_vregs x sum over window dims d with size w_d > 1 of
+ *       (w_d - 1) x (combiner + shuffle_d)
+ *   + out_vregs x compaction (lane xlu cost when the lane dim is strided)
+ * shuffle_d: lane dim -> hw->xlu_lane_permute_cost (a cross-lane permute on
+ * the XLU), sublane dim -> one simple op, major dims -> 0 (whole vregs
+ * combine). Assumes every input vreg takes part in every window step and
+ * that padding adds no work. Known wrong: overlapping windows reuse loads;
+ * the XLA emitter may transpose instead. Source: TPU.md section 2 rule 7.
+ */
+static double window_vpu_cycles(const struct hw_spec *hw,
+				const struct ir_instr *in)
+{
+	const struct ir_window *w = in->attrs.window;
+	if (in->n_operands < 1 || !w)
+		return 0.0;
+	const struct ir_shape *s = &in->operands[0]->shape;
+	struct sim_tgrid g;
+	if (s->rank > SIM_MAX_GRID || s->rank != w->n ||
+	    sim_tile_grid(s, &g, NULL) != TS_OK)
+		return 0.0;
+	double in_v = sim_shape_vregs(hw, s);
+	double out_v = in->shape.type == IR_TYPE_TUPLE
+			       ? in_v
+			       : sim_shape_vregs(hw, &in->shape);
+	double simple = hw->vpu_class_cost[HW_VPU_SIMPLE];
+	double slots = 0, compact = 0;
+	for (int i = 0; i < g.rank; i++) {
+		const struct ir_window_dim *wd = &w->dims[g.logical[i]];
+		double shuffle = i == g.rank - 1	 ? hw->xlu_lane_permute_cost
+				 : i == g.rank - 2 ? simple
+						   : 0.0;
+		if (wd->size > 1)
+			slots += (double)(wd->size - 1) * (simple + shuffle);
+		if (i == g.rank - 1 && wd->stride > 1)
+			compact = hw->xlu_lane_permute_cost;
+	}
+	double alus = hw->vpu_alus > 0 ? hw->vpu_alus : 1;
+	return (in_v * slots + out_v * compact) / alus;
+}
+
+static double comp_vpu_cycles(const struct hw_spec *hw,
+			      const struct ir_computation *c, int depth)
+{
+	double cyc = 0;
+	if (!c || depth > 8)
+		return 0;
+	for (int i = 0; i < c->n_instrs; i++)
+		cyc += sim_instr_vpu_cycles(hw, c->instrs[i], depth + 1);
+	return cyc;
+}
+
+/*
+ * VPU cycles of one instruction over its whole (padded) shape:
+ *   elementwise/transcendental: vregs x cost[class] / alus
+ *   reduce: fold across vregs, then in-register along the layout axis
+ *   data movement inside a kernel (copy, transpose, slice, pad,
+ *     concatenate, dynamic-(update-)slice, reverse, gather, scatter,
+ *     reshape): one simple op per output vreg (load/store/select)
+ *   broadcast, parameter, constant, bitcast, tuple: free (register
+ *     splats and address arithmetic)
+ *   divide by a value computed from constants only, or by a broadcast:
+ *     a multiply (XLA's algebraic simplifier rewrites A / C to A x (1/C);
+ *     tpuv4-ops batch_norm_inference names its kernel
+ *     convert_multiply_fusion; a broadcast divisor is inverted once per
+ *     source element, not per output element: tpuv4-ops layer/rms norm
+ *     normalise kernels, x / broadcast(sqrt(var)), cost about 1.5 slots
+ *     per vreg beyond their f16 conversions, where a full divide costs 7)
+ * Assumes every op is materialised once per element (no recomputation of
+ * shared subexpressions) and that fused ops never spill. Known wrong:
+ * broadcasts along lanes cost XLU shuffles; gathers are address-bound.
+ */
+static bool from_constants(const struct ir_instr *v, int depth)
+{
+	if (v->op == IR_OP_CONSTANT)
+		return true;
+	enum ir_class c = ir_op_class(v->op);
+	if (depth > 16 || v->n_operands < 1 || v->op == IR_OP_PARAMETER ||
+	    v->op == IR_OP_RNG || v->op == IR_OP_IOTA ||
+	    (c != IR_CLASS_ELEMENTWISE && c != IR_CLASS_TRANSCENDENTAL &&
+	     c != IR_CLASS_DATA_MOVEMENT))
+		return false;
+	for (int j = 0; j < v->n_operands; j++)
+		if (!from_constants(v->operands[j], depth + 1))
+			return false;
+	return true;
+}
+
+double sim_instr_vpu_cycles(const struct hw_spec *hw,
+			    const struct ir_instr *in, int depth)
+{
+	if (in->op == IR_OP_DIVIDE && in->n_operands == 2 &&
+	    (in->operands[1]->op == IR_OP_BROADCAST ||
+	     from_constants(in->operands[1], 0)))
+		return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
+	enum ir_class cls = ir_op_class(in->op);
+	switch (in->op) {
+	case IR_OP_FUSION:
+		return in->n_called > 0 ? comp_vpu_cycles(hw, in->called[0], depth)
+					: 0.0;
+	case IR_OP_REDUCE: {
+		if (in->n_operands < 1)
+			return 0;
+		const struct ir_shape *s = &in->operands[0]->shape;
+		struct sim_tgrid g;
+		if (s->rank > SIM_MAX_GRID || sim_tile_grid(s, &g, NULL) != TS_OK)
+			return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, s),
+						HW_VPU_SIMPLE);
+		double in_v = sim_shape_vregs(hw, s);
+		double out_v = 1;
+		const struct ir_ints *dims = in->attrs.dimensions;
+		for (int i = 0; i < g.rank; i++)
+			if (!sim_ints_has(dims, g.logical[i]))
+				out_v *= (double)g.tiles[i];
+		double per_input = (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1);
+		return per_input * hw_vpu_reduce_cycles(hw, in_v, out_v,
+							reduce_axis(&g, dims),
+							HW_VPU_SIMPLE);
+	}
+	case IR_OP_REDUCE_WINDOW:
+		return window_vpu_cycles(hw, in);
+	case IR_OP_DYNAMIC_UPDATE_SLICE:
+	case IR_OP_SCATTER: { /* in place: the update's elements */
+		const struct ir_instr *u = sim_inplace_update(in);
+		return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, u ? &u->shape
+							       : &in->shape),
+					HW_VPU_SIMPLE);
+	}
+	case IR_OP_BROADCAST:
+	case IR_OP_BITCAST:
+	case IR_OP_CONSTANT:
+	case IR_OP_PARAMETER:
+	case IR_OP_TUPLE:
+	case IR_OP_GET_TUPLE_ELEMENT:
+	case IR_OP_CONVOLUTION:
+	case IR_OP_DOT:
+		return 0.0;
+	default:
+		break;
+	}
+	if (cls == IR_CLASS_ELEMENTWISE || cls == IR_CLASS_TRANSCENDENTAL)
+		return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, &in->shape),
+					sim_op_vpu_class(in->op));
+	if (cls == IR_CLASS_DATA_MOVEMENT)
+		return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, &in->shape),
+					HW_VPU_SIMPLE);
+	return 0.0;
+}
+
+/* Whether a copy or transpose puts a different logical dim on the lanes
+ * than its operand has there (both dims longer than one element). */
+static bool moves_lanes(const struct ir_instr *in)
+{
+	if ((in->op != IR_OP_COPY && in->op != IR_OP_TRANSPOSE) ||
+	    in->n_operands != 1 || !sim_is_array(in) || in->shape.rank < 2)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (a->type == IR_TYPE_TUPLE || a->rank != r->rank)
+		return false;
+	int oa[SIM_MAX_GRID], orr[SIM_MAX_GRID];
+	ir_shape_major_to_minor(a, oa);
+	ir_shape_major_to_minor(r, orr);
+	int lane = orr[r->rank - 1], from = lane;
+	if (in->op == IR_OP_TRANSPOSE) {
+		const struct ir_ints *perm = in->attrs.dimensions;
+		if (!perm || perm->n != r->rank || perm->v[lane] < 0 ||
+		    perm->v[lane] >= a->rank)
+			return false;
+		from = (int)perm->v[lane];
+	}
+	return from != oa[a->rank - 1] && r->dims[lane] > 1 &&
+	       a->dims[oa[a->rank - 1]] > 1;
+}
+
+/*
+ * Vregs of a kernel's relayouts: a copy or transpose whose result the
+ * kernel writes (a top-level one, the fused root of a fusion, or one
+ * output of a group), that puts another logical dim on the lanes than its
+ * operand has there (moves_lanes), and whose two layouts are given (both
+ * written with tiles, as in a compiled module, or the relayout XLA puts
+ * at the result, sim/kernels.c "Relayouts") moves its data across lanes
+ * on the XLU:
+ *   cycles = out_vregs x xlu_transpose_cost / alus
+ * on top of its one simple op per vreg (instr_vpu_cycles), on one core
+ * (sim_plan_build's megacore rule). Fitted
+ * (hwspecs/v4.yaml) with the pooling kernels on the relayout copies XLA
+ * puts after 242 of them in tpuv4-ops (sim/kernels.c "Relayouts"): their
+ * profiled copy events take 0.033-0.044 ns per element from 0.3 M to
+ * 59 M elements, 5-10x their HBM time. Where tpusim picks the layouts
+ * (arrays written without tiles) a transpose is not charged: XLA's layout
+ * assignment folds it into a layout where it can (the operand's, a dot's
+ * result), and the order tpusim picks for each array alone says nothing
+ * of that.
+ * Known wrong: a lane move by a reshape is not detected; the rate of one
+ * relayout pattern ((H, W) -> (W, H) minor pairs) is taken for every lane
+ * move (the (W, C) ones there run 1.3x slower per element).
+ */
+double sim_relayout_vregs(const struct hw_spec *hw,
+			  const struct sim_kernel *k)
+{
+	double vregs = 0;
+	for (int i = 0; i < k->n_outputs; i++) {
+		const struct ir_instr *v = k->outputs[i];
+		if (v->op == IR_OP_FUSION && v->n_called > 0 && v->called[0])
+			v = v->called[0]->root;
+		if (v && moves_lanes(v) &&
+		    (k->relayout || (v->shape.layout.n_tiles > 0 &&
+				     v->operands[0]->shape.layout.n_tiles > 0)))
+			vregs += sim_shape_vregs(hw, &v->shape);
+	}
+	return vregs;
+}
