@@ -230,9 +230,14 @@ static bool grid_has_blocks(const struct ir_shape *s)
 }
 
 /* Tile-searchable kinds: loop/contraction/copy/reduce kernels over a grid
- * of more than one block. Data ops (gather, sort, ...) run as written. */
+ * of more than one block. Data ops (gather, sort, ...) run as written; a
+ * relayout (below) is no kernel of the user's module, so it is not
+ * offered for tuning (--config, tile, autotune), though costed at the
+ * model's best config like any other. */
 static bool kernel_tunable(const struct sim_kernel *k)
 {
+	if (k->relayout)
+		return false;
 	switch (k->kind) {
 	case SIM_KERNEL_FUSION:
 	case SIM_KERNEL_CONVOLUTION:
@@ -801,21 +806,24 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
  * An array written without tiles is given the compact order the TPU
  * runtime gives device buffers (hlo/ir_shape.c); but an op computes in the
  * order its operand arrives in when its emitter keeps that order:
- * reduce-window keeps its operand's physical order, an elementwise op its
- * first non-broadcast operand's (the order is read through fusions to
- * their fused root). When the program's result (the entry root, or an
- * element of a root tuple) is such a value and the compact order of its
+ * reduce-window keeps its operand's physical order, an elementwise op the
+ * order of its first operand of the same dims that is not a broadcast,
+ * constant or iota (the order is read through fusions to their fused
+ * root, and back through at most 64 such ops). When the program's result
+ * (the entry root, or an element of a root tuple, once however often it
+ * is listed) is such a value and the compact order of its
  * shape differs, XLA's layout assignment puts a copy to the result's
  * layout after it. Here that copy is a kernel of its own (kind copy, named
  * "<result>.relayout"), reading the value in the order it was computed in
  * (T(8,128) tiles) and writing the compact order; plan.c costs its lane
- * move on the XLU (relayout_vregs). Source: tpuv4-ops pooling, where
+ * move on the XLU (sim_relayout_vregs, plan_vpu.c). Source: tpuv4-ops pooling, where
  * this rule picks out exactly the 242 of 585 kernels whose profile has a
  * copy event, and none of the other 343 (docs/MODEL.md "Relayouts").
  * Assumes only those two kinds of op keep their operand's order (other
  * ops choose their own; no data says otherwise) and that only the entry
  * result is constrained: values inside the program are taken in the
- * compact order. Known wrong: the kernels before the copy are costed
+ * compact order. Known wrong: where an elementwise op's operands arrive
+ * in different orders XLA's choice is not known (the first is taken); the kernels before the copy are costed
  * writing the compact order, not the computed one (its padding is not
  * charged to them).
  */
@@ -967,6 +975,8 @@ static enum ts_status add_relayouts(struct build *b)
 	if (root->op != IR_OP_TUPLE)
 		return add_relayout(b, root);
 	for (int i = 0; i < root->n_operands; i++) {
+		if (sim_operand_repeats(root, i))
+			continue;
 		enum ts_status st = add_relayout(b, root->operands[i]);
 		if (st != TS_OK)
 			return st;

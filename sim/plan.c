@@ -717,7 +717,8 @@ static bool kernel_is_free(const struct sim_kernel *k)
 		case IR_OP_COPY:
 		case IR_OP_TRANSPOSE:
 			/* a copy-start's stand-in (sim/kernels.c) moves its
-			 * bytes between memory spaces whatever the layouts */
+			 * bytes between memory spaces whatever the layouts; a
+			 * relayout's always changes them */
 			if (in->n_operands == 1 && in != k->lowered &&
 			    layout_preserving(&in->shape, &in->operands[0]->shape))
 				break;
@@ -1118,8 +1119,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->members[i], 0);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->instr, 0);
-	double relayout = sim_relayout_vregs(hw, k);
-	p->vpu_cycles += relayout * hw->xlu_transpose_cost /
+	p->vpu_cycles += sim_relayout_vregs(hw, k) * hw->xlu_transpose_cost /
 			 (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
 	if (p->has_kernel && comp && mark) {
 		for (int side = 0; side < 2; side++)
@@ -1239,7 +1239,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	double space = 1;
 	for (int i = 0; i < p->out.rank; i++)
 		space *= (double)p->out.elems[i];
-	p->core_space = t->op == IR_OP_REDUCE_WINDOW || relayout > 0 ? 0 : space;
+	p->core_space = t->op == IR_OP_REDUCE_WINDOW || k->relayout ? 0 : space;
 	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
 	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;

@@ -234,8 +234,8 @@ static bool moves_lanes(const struct ir_instr *in)
  * at the result, sim/kernels.c "Relayouts") moves its data across lanes
  * on the XLU:
  *   cycles = out_vregs x xlu_transpose_cost / alus
- * on top of its one simple op per vreg (instr_vpu_cycles), on one core
- * (sim_plan_build's megacore rule). Fitted
+ * on top of its one simple op per vreg (sim_instr_vpu_cycles); a relayout
+ * at the result runs on one core (sim_plan_build's megacore rule). Fitted
  * (hwspecs/v4.yaml) with the pooling kernels on the relayout copies XLA
  * puts after 242 of them in tpuv4-ops (sim/kernels.c "Relayouts"): their
  * profiled copy events take 0.033-0.044 ns per element from 0.3 M to

@@ -141,8 +141,9 @@ struct sim_kernel {
 	/* A library call costed as what it computes (a cuBLAS gemm as a dot,
 	 * a cuDNN convolution as a convolution): the stand-in instruction
 	 * that instr, members, inputs and outputs then point to (ts_malloc'd,
-	 * owned by the program; sim/kernels.c "Library calls"); NULL
-	 * otherwise. name stays the call's. */
+	 * owned by the program; sim/kernels.c "Library calls"; name stays
+	 * the call's), or the copy of a relayout (relayout below; named
+	 * "<value>.relayout"); NULL otherwise. */
 	struct ir_instr *lowered;
 	bool relayout;                 /* lowered is the copy XLA's layout
 	                                  assignment puts after a result

@@ -202,6 +202,7 @@ static void test_result_relayout(void **state)
 	const struct sim_kernel *k = tu_kernel(&b, "n.relayout");
 	assert_int_equal(k->kind, SIM_KERNEL_COPY);
 	assert_int_equal(k->main_op, IR_OP_COPY);
+	assert_false(k->tunable); /* no kernel of the user's module */
 	assert_near(k->work.bytes_read, 2097152.0, 0);
 	assert_near(k->work.bytes_written, 1048576.0, 0);
 	/* the last kernel, and the only copy (p passes through as it is) */
