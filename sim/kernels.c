@@ -808,24 +808,24 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
  * order its operand arrives in when its emitter keeps that order:
  * reduce-window keeps its operand's physical order, an elementwise op the
  * order of its first operand of the same dims that is not a broadcast,
- * constant or iota (the order is read through fusions to their fused
- * root, and back through at most 64 such ops). When the program's result
- * (the entry root, or an element of a root tuple, once however often it
- * is listed) is such a value and the compact order of its
- * shape differs, XLA's layout assignment puts a copy to the result's
- * layout after it. Here that copy is a kernel of its own (kind copy, named
+ * constant or iota (the order is read through fusions to their fused root,
+ * and back through at most 64 such ops). When the program's result (the
+ * entry root, or an element of a root tuple, once however often it is
+ * listed) is such a value and the compact order of its shape differs,
+ * XLA's layout assignment puts a copy to the result's layout after it.
+ * Here that copy is a kernel of its own (kind copy, named
  * "<result>.relayout"), reading the value in the order it was computed in
  * (T(8,128) tiles) and writing the compact order; plan.c costs its lane
- * move on the XLU (sim_relayout_vregs, plan_vpu.c). Source: tpuv4-ops pooling, where
- * this rule picks out exactly the 242 of 585 kernels whose profile has a
- * copy event, and none of the other 343 (docs/MODEL.md "Relayouts").
- * Assumes only those two kinds of op keep their operand's order (other
- * ops choose their own; no data says otherwise) and that only the entry
- * result is constrained: values inside the program are taken in the
- * compact order. Known wrong: where an elementwise op's operands arrive
- * in different orders XLA's choice is not known (the first is taken); the kernels before the copy are costed
- * writing the compact order, not the computed one (its padding is not
- * charged to them).
+ * move on the XLU (sim_relayout_vregs, plan_vpu.c). Source: tpuv4-ops
+ * pooling, where this rule picks out exactly the 242 of 585 kernels whose
+ * profile has a copy event, and none of the other 343 (docs/MODEL.md
+ * "Relayouts"). Assumes only those two kinds of op keep their operand's
+ * order (other ops choose their own; no data says otherwise) and that only
+ * the entry result is constrained: values inside the program are taken in
+ * the compact order. Known wrong: where an elementwise op's operands
+ * arrive in different orders XLA's choice is not known (the first is
+ * taken); the kernels before the copy are costed writing the compact
+ * order, not the computed one (its padding is not charged to them).
  */
 
 /* A fusion whose fused computation is being read, and the one around it. */

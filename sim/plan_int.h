@@ -38,7 +38,8 @@ static inline bool sim_is_array(const struct ir_instr *in)
  * reads and writes only the update (XLA's cost rule, docs/HLO.md 3.1, and
  * its in-place emitters). Their update operand, else NULL.
  */
-static inline const struct ir_instr *sim_inplace_update(const struct ir_instr *r)
+static inline const struct ir_instr *
+sim_inplace_update(const struct ir_instr *r)
 {
 	if (r->op == IR_OP_DYNAMIC_UPDATE_SLICE && r->n_operands >= 2 &&
 	    sim_is_array(r->operands[1]) && sim_is_array(r))
