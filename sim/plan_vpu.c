@@ -246,7 +246,7 @@ static bool moves_lanes(const struct ir_instr *in)
  * of that.
  * Known wrong: a lane move by a reshape is not detected; the rate of one
  * relayout pattern ((H, W) -> (W, H) minor pairs) is taken for every lane
- * move (the (W, C) ones there run 1.3x slower per element).
+ * move (the (W, C) ones there run up to 1.3x slower per element).
  */
 double sim_relayout_vregs(const struct hw_spec *hw,
 			  const struct sim_kernel *k)
