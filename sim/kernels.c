@@ -815,8 +815,8 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
  * XLA's layout assignment puts a copy to the result's layout after it.
  * Here that copy is a kernel of its own (kind copy, named
  * "<result>.relayout"), reading the value in the order it was computed in
- * (T(8,128) tiles) and writing the compact order; plan.c costs its lane
- * move on the XLU (sim_relayout_vregs, plan_vpu.c). Source: tpuv4-ops
+ * (T(8,128) tiles) and writing the compact order; the plan costs its lane
+ * move on the XLU (sim_relayout_cycles, plan_vpu.c). Source: tpuv4-ops
  * pooling, where this rule picks out exactly the 242 of 585 kernels whose
  * profile has a copy event, and none of the other 343 (docs/MODEL.md
  * "Relayouts"). Assumes only those two kinds of op keep their operand's

@@ -324,8 +324,6 @@ enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
 					struct ts_diag *d);
 void sim_est_detail_free(struct sim_est_detail *detail);
 
-/* The model's best config, the default (sim/config.c: rule and search
- * documented there). Returns the number of configs it costed. */
 /* A plan's bytes without its pointers (which only name the kernel, the
  * target, the spec it came from and where its accesses are), its accesses
  * in place of the pointer to them, into out (sim_plan_key_len(p) bytes);
@@ -333,6 +331,8 @@ void sim_est_detail_free(struct sim_est_detail *detail);
  * every spec and config. */
 size_t sim_plan_key_len(const struct sim_plan *p);
 size_t sim_plan_key(const struct sim_plan *p, unsigned char *out);
+/* The model's best config, the default (sim/config.c: rule and search
+ * documented there). Returns the number of configs it costed. */
 int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 			 struct sim_tile_config *cfg);
 

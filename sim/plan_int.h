@@ -59,9 +59,8 @@ double sim_shape_vregs(const struct hw_spec *hw, const struct ir_shape *s);
  * in plan_vpu.c); depth guards nested fusions. */
 double sim_instr_vpu_cycles(const struct hw_spec *hw,
 			    const struct ir_instr *in, int depth);
-/* Vregs of the relayouts kernel k writes, each costed on the XLU (its
- * comment has the formula) and kept on one core. */
-double sim_relayout_vregs(const struct hw_spec *hw,
-			  const struct sim_kernel *k);
+/* XLU cycles of the relayouts kernel k writes (the formula is with it). */
+double sim_relayout_cycles(const struct hw_spec *hw,
+			   const struct sim_kernel *k);
 
 #endif

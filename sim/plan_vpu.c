@@ -226,7 +226,7 @@ static bool moves_lanes(const struct ir_instr *in)
 }
 
 /*
- * Vregs of a kernel's relayouts: a copy or transpose whose result the
+ * XLU cycles of a kernel's relayouts: a copy or transpose whose result the
  * kernel writes (a top-level one, the fused root of a fusion, or one
  * output of a group), that puts another logical dim on the lanes than its
  * operand has there (moves_lanes), and whose two layouts are given (both
@@ -248,8 +248,8 @@ static bool moves_lanes(const struct ir_instr *in)
  * relayout pattern ((H, W) -> (W, H) minor pairs) is taken for every lane
  * move (the (W, C) ones there run up to 1.3x slower per element).
  */
-double sim_relayout_vregs(const struct hw_spec *hw,
-			  const struct sim_kernel *k)
+double sim_relayout_cycles(const struct hw_spec *hw,
+			   const struct sim_kernel *k)
 {
 	double vregs = 0;
 	for (int i = 0; i < k->n_outputs; i++) {
@@ -261,5 +261,6 @@ double sim_relayout_vregs(const struct hw_spec *hw,
 				     v->operands[0]->shape.layout.n_tiles > 0)))
 			vregs += sim_shape_vregs(hw, &v->shape);
 	}
-	return vregs;
+	return vregs * hw->xlu_transpose_cost /
+	       (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
 }

@@ -643,8 +643,8 @@ static void test_f16_conversion(void **state)
 
 /*
  * A copy or transpose that puts another logical dim on the lanes moves
- * its data across lanes on the XLU (plan_vpu.c sim_relayout_vregs): per output
- * vreg one simple op plus xlu_transpose_cost slots, over the ALUs. By
+ * its data across lanes on the XLU (plan_vpu.c sim_relayout_cycles): per
+ * output vreg one simple op plus xlu_transpose_cost slots, over the ALUs. By
  * hand, T(8,128) f32 vregs of the result:
  *   copy f32[256,1024] row- to column-major: 1024/8 x 256/128 = 256;
  *   transpose to f32[1024,256] (row-major): 1024/8 x 256/128 = 256;
