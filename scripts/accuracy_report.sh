@@ -7,7 +7,8 @@
 # together, from
 # `tpusim validate --hw-dir hwspecs` on every measurement set in
 # ../shared/data beside the checkout (or $TPUSIM_SHARED/data): each folder
-# there with a measurements.csv, worst MAPE first. Builds tpusim first when
+# there with a measurements.csv, worst MAPE first; then the TPU v5e GEMMs
+# ../shared/docs/TPU.md quotes (v5e_gemms, below). Builds tpusim first when
 # needed; scripts/doc_section.sh does the replacing.
 #   usage: scripts/accuracy_report.sh [BUILD_DIR]     (default: build)
 set -eu
@@ -55,6 +56,102 @@ with open(os.path.join(tmp, "summary"), "w") as f:
             s["set"], s["rows"], s["spec"], 100 * o["mape"],
             100 * o["median_ape"], 100 * o["roofline_mape"]))
 EOF
+
+# v5e_gemms: the bf16 GEMMs of JAX's Pallas matmul guide on TPU v5e, the only
+# measured times of another generation at hand (no v5e figure is fitted), as
+# ../shared/docs/TPU.md (section 2, rule 8) quotes their utilisations; written
+# as a measurement set (modules and measurements.csv) in $tmp/v5e and run
+# through `tpusim validate`. Prints the report's section on them.
+v5e_gemms() {
+	python3 - "$shared/docs/TPU.md" "$tmp/v5e" <<-'PY' ||
+	import os, re, sys
+	text, out = open(sys.argv[1]).read(), sys.argv[2]
+	at = text.find("**Measured tile-size sensitivity on v5e")
+	table = re.findall(r"^\| (\d+)³ \| ([\d.]+) % \| ([\d.]+) % \| ([\d.]+) % \|$",
+	                   text[at:], re.M)
+	relu = re.search(r"fused-ReLU runs give ([\d./]+) % and ([\d./]+) %", text[at:])
+	if at < 0 or len(table) != 3 or not relu:
+	    sys.exit("v5e GEMM table (TPU.md section 2, rule 8) not found")
+	relu = [[float(u) for u in g.split("/")] for g in relu.groups()]
+	# Pallas's blocks (bm, bk, bn) as tile bounds: rows in tiles of 8, the
+	# contraction in tiles of 8, the output features in tiles of 128
+	blocks = {"128/128/128": (128, 128, 128), "512/1024/1024": (512, 1024, 1024)}
+	def config(b):
+	    bm, bk, bn = blocks[b]
+	    return "output_bounds=%dx%d;kernel_bounds=%dx%d" % (
+	        bm // 8, bn // 128, bk // 8, bn // 128)
+	def module(name, n, ylayout, body):
+	    s = "bf16[%d,%d]" % (n, n)
+	    with open(os.path.join(out, "modules", name + ".hlo"), "w") as f:
+	        f.write("HloModule %s, entry_computation_layout={(%s{1,0}, %s{%s})->%s{1,0}}\n\n"
+	                "ENTRY %%main (x: %s, y: %s) -> %s {\n"
+	                "  %%x = %s{1,0} parameter(0)\n  %%y = %s{%s} parameter(1)\n%s}\n" % (
+	                    name, s, s, ylayout, s, s, s, s, s, s, ylayout,
+	                    body.replace("N", str(n))))
+	dot = "dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+	os.makedirs(os.path.join(out, "modules"))
+	rows = []
+	for i, (n, p128, p512, xla) in enumerate(table):
+	    n = int(n)
+	    module("xla_%d" % n, n, "1,0", "  ROOT %%dot = bf16[N,N]{1,0} %s\n" % dot)
+	    # the Pallas kernel: f32 accumulator, cast to bf16 at the last step;
+	    # its table runs fuse the RHS transpose (y stored (n, k): {0,1})
+	    module("pallas_t_%d" % n, n, "0,1",
+	           "  %%dot = f32[N,N]{1,0} %s\n"
+	           "  ROOT %%z = bf16[N,N]{1,0} convert(%%dot)\n" % dot)
+	    module("pallas_relu_%d" % n, n, "1,0",
+	           "  %%dot = f32[N,N]{1,0} %s\n"
+	           "  %%zero = f32[] constant(0)\n"
+	           "  %%zeros = f32[N,N]{1,0} broadcast(%%zero), dimensions={}\n"
+	           "  %%relu = f32[N,N]{1,0} maximum(%%dot, %%zeros)\n"
+	           "  ROOT %%z = bf16[N,N]{1,0} convert(%%relu)\n" % dot)
+	    runs = [("xla_%d" % n, "", xla),
+	            ("pallas_t_%d" % n, "128/128/128", p128),
+	            ("pallas_t_%d" % n, "512/1024/1024", p512),
+	            ("pallas_relu_%d" % n, "128/128/128", relu[0][i]),
+	            ("pallas_relu_%d" % n, "512/1024/1024", relu[1][i])]
+	    for mod, b, util in runs:
+	        # the guide's utilisation: 2 n^3 / time / 197e12
+	        ns = 2.0 * n ** 3 / (float(util) / 100 * 197e12) * 1e9
+	        rows.append("%s%s,modules/%s.hlo,tpu-v5e,%s,%d,,,host,TPU.md s2 r8\n" % (
+	            mod, "@" + b if b else "", mod, config(b) if b else "", round(ns)))
+	with open(os.path.join(out, "measurements.csv"), "w") as f:
+	    f.write("id,module,hw,config,runtime_ns,runtime_min_ns,repeats,timing,source\n")
+	    f.writelines(rows)
+	PY
+		die "could not write the v5e GEMM set"
+	"$bin" validate --data "$tmp/v5e" --hw-dir "$root/hwspecs" \
+		--csv "$tmp/v5e.csv" >/dev/null || die "tpusim validate failed on the v5e GEMMs"
+	echo "#### TPU v5e GEMMs (JAX's Pallas matmul guide; no v5e figure is fitted)"
+	echo
+	echo "bf16 C[n,n] = A[n,n] B[n,n] timed with \`timeit\` (host wall clock, dispatch"
+	echo "included) by JAX's Pallas TPU matmul guide (jax-ml/jax docs/pallas/tpu/matmul),"
+	echo "given there as utilisation of 197 TFLOP/s and quoted in ../shared/docs/TPU.md"
+	echo "(section 2, rule 8); measured = 2n^3 / (utilisation x 197 TFLOP/s). XLA: \`jnp.matmul\`"
+	echo "(the model costs its own best tile config). Pallas: a kernel with blocks bm/bk/bn"
+	echo "(costed under that config), an f32 accumulator cast to bf16 at the last step; its"
+	echo "runs either fuse the RHS transpose (B stored n x k) or a ReLU. Predicted = device"
+	echo "estimate + the host term (\`host.*\`, fitted on v3); worst first."
+	echo
+	python3 - "$tmp/v5e.csv" <<-'PY'
+	import csv, sys
+	rows = list(csv.DictReader(open(sys.argv[1])))
+	if any(r["status"] != "ok" for r in rows):
+	    sys.exit("a v5e GEMM row was not costed")
+	print("| n | kernel | blocks | measured | predicted | of it device | ratio |")
+	print("|---|---|---|---|---|---|---|")
+	for r in sorted(rows, key=lambda r: -float(r["ape"])):
+	    name, _, blocks = r["id"].partition("@")
+	    kind, n = name.rsplit("_", 1)
+	    kind = {"xla": "XLA", "pallas_t": "Pallas, B transposed",
+	            "pallas_relu": "Pallas + ReLU"}[kind]
+	    meas, pred = float(r["measured_ns"]), float(r["predicted_ns"])
+	    print("| %s | %s | %s | %.0f us | %.0f us | %.0f us | %.2f |" % (
+	        n, kind, blocks or "XLA's", meas / 1e3, pred / 1e3,
+	        float(r["device_ns"]) / 1e3, pred / meas))
+	PY
+	echo
+}
 
 section=$tmp/section
 {
@@ -134,6 +231,7 @@ section=$tmp/section
 		cat "$tmp/gemm"
 		echo
 	done <"$tmp/order"
+	v5e_gemms
 } >"$section"
 sh "$root/scripts/doc_section.sh" docs/ACCURACY.md accuracy <"$section"
 sh "$root/scripts/doc_section.sh" README.md summary <"$tmp/summary"
