@@ -145,10 +145,13 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			"re-adds\n",
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
 			p.mxu_macs, x.readd_cycles);
-	fprintf(f,
-		"  VPU: %.0f cycles (%.0f per step): fused ops %.0f, MXU "
-		"results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
-		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles,
+	fprintf(f, "  VPU: %.0f cycles (%.0f per step): fused ops %.0f",
+		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles);
+	if (p.xlu_cycles > 0)
+		fprintf(f, " (%.0f of them moving lanes on the XLU, "
+			   "sim_relayout_cycles)",
+			p.xlu_cycles);
+	fprintf(f, ", MXU results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
 		x.acc_cycles, x.prologue_cycles, x.rows,
 		hw->row_overhead_cycles);
 	fprintf(f,

@@ -189,6 +189,8 @@ struct sim_plan {
 	                                     on real input (lhs dilation) */
 	/* VPU */
 	double vpu_cycles;                /* whole kernel, config independent */
+	double xlu_cycles;                /* of them, relayouts on the XLU
+	                                     (sim_relayout_cycles) */
 	double acc_vregs_per_elem;        /* f32 accumulator vregs per output-
 	                                     space element re-added per extra
 	                                     contraction step */

@@ -1119,7 +1119,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->members[i], 0);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->instr, 0);
-	p->vpu_cycles += sim_relayout_cycles(hw, k);
+	p->xlu_cycles = sim_relayout_cycles(hw, k);
+	p->vpu_cycles += p->xlu_cycles;
 	if (p->has_kernel && comp && mark) {
 		for (int side = 0; side < 2; side++)
 			mark_feeders(&pr, t->operands[side], mark,

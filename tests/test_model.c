@@ -694,6 +694,86 @@ static void test_relayout_xlu(void **state)
 	tu_built_free(&b);
 }
 
+/* A dot whose given result layout puts M on the lanes transposes each
+ * result vreg on the XLU (sim_relayout_cycles): C f32[256,384] stored
+ * M-minor is 384 rows x 256 lanes, 96 vregs of 8 x 128, each costing
+ * xlu_transpose_cost slots over the ALUs. Not charged: the mirrored
+ * problem (A M-minor, B K-minor: C^T = B^T A^T), an N-minor result, a
+ * matrix-vector product, layouts tpusim picks (no tiles). Through a
+ * fusion's bias add the same 96 vregs. */
+static void test_dot_result_xlu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule t\n"
+		 "%f (p: f32[256,512], q: f32[512,384], s: f32[384]) -> f32[256,384] {\n"
+		 "  %p = f32[256,512]{1,0:T(8,128)} parameter(0)\n"
+		 "  %q = f32[512,384]{0,1:T(8,128)} parameter(1)\n"
+		 "  %s = f32[384]{0:T(256)} parameter(2)\n"
+		 "  %d = f32[256,384]{0,1:T(8,128)} dot(%p, %q), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %sb = f32[256,384]{0,1:T(8,128)} broadcast(%s), dimensions={1}\n"
+		 "  ROOT %bias = f32[256,384]{0,1:T(8,128)} add(%sb, %d)\n"
+		 "}\n"
+		 "ENTRY %e (ar: f32[256,512], ac: f32[256,512], br: f32[512,384], "
+		 "bc: f32[512,384], v: f32[512,1], s: f32[384], u: f32[256,512], "
+		 "w: f32[512,384]) -> (f32[256,384], f32[256,384], f32[256,384], "
+		 "f32[256,384], f32[256,1], f32[256,384], f32[256,384]) {\n"
+		 "  %ar = f32[256,512]{1,0:T(8,128)} parameter(0)\n"
+		 "  %ac = f32[256,512]{0,1:T(8,128)} parameter(1)\n"
+		 "  %br = f32[512,384]{1,0:T(8,128)} parameter(2)\n"
+		 "  %bc = f32[512,384]{0,1:T(8,128)} parameter(3)\n"
+		 "  %v = f32[512,1]{0,1:T(8,128)} parameter(4)\n"
+		 "  %s = f32[384]{0:T(256)} parameter(5)\n"
+		 "  %u = f32[256,512]{1,0} parameter(6)\n"
+		 "  %w = f32[512,384]{0,1} parameter(7)\n"
+		 "  %mixed = f32[256,384]{0,1:T(8,128)} dot(%ar, %bc), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %mixed2 = f32[256,384]{0,1:T(8,128)} dot(%ac, %br), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %mirror = f32[256,384]{0,1:T(8,128)} dot(%ac, %bc), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %nminor = f32[256,384]{1,0:T(8,128)} dot(%ar, %bc), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %matvec = f32[256,1]{0,1:T(8,128)} dot(%ar, %v), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %untiled = f32[256,384]{0,1} dot(%u, %w), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %fused = f32[256,384]{0,1:T(8,128)} fusion(%ar, %bc, %s), "
+		 "kind=kOutput, calls=%f\n"
+		 "  ROOT %r = (f32[256,384]{0,1:T(8,128)}, f32[256,384]{0,1:T(8,128)}, "
+		 "f32[256,384]{0,1:T(8,128)}, f32[256,384]{1,0:T(8,128)}, "
+		 "f32[256,1]{0,1:T(8,128)}, f32[256,384]{0,1}, "
+		 "f32[256,384]{0,1:T(8,128)}) tuple(%mixed, %mixed2, %mirror, "
+		 "%nminor, %matvec, %untiled, %fused)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double vregs;
+	} cases[] = {
+		{"mixed", 96}, {"mixed2", 96}, {"mirror", 0}, {"nminor", 0},
+		{"matvec", 0}, {"untiled", 0}, {"fused", 96},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		double want = cases[i].vregs * hw.xlu_transpose_cost /
+			      hw.vpu_alus;
+		if (fabs(p.xlu_cycles - want) > 1e-9 * (want + 1))
+			fail_msg("%s: %.3f XLU cycles, expected %.3f",
+				 cases[i].kernel, p.xlu_cycles, want);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
 /* ---- convolution forms ---------------------------------------------------- */
 
 /* A 2D (N 32, 56 x 56, 128 -> 128, 3 x 3) and a 3D (N 4, 16^3, 128 -> 128,
@@ -1406,6 +1486,7 @@ int main(void)
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
 		cmocka_unit_test(test_relayout_xlu),
+		cmocka_unit_test(test_dot_result_xlu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
