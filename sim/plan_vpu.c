@@ -225,51 +225,90 @@ static bool moves_lanes(const struct ir_instr *in)
 	       a->dims[oa[a->rank - 1]] > 1;
 }
 
-/*
- * Whether value r, a dot or an elementwise epilogue of one (a fusion's
- * root: a convert, a bias add; read through each op's first operand of
- * the same dims that is not a broadcast or a constant), written in a
- * given layout (tiled, as are its dot's operands) puts one of the dot's
- * LHS free dims (M) on the lanes. The MXU pops results with the RHS's
- * free dims (N) on the lanes, so each result vreg is then transposed on the
- * XLU before it is stored. Not when both operands are laid out as the
- * transposed problem's (the LHS's minor dim a free one, the RHS's a
- * contracting one): the compiler computes C^T = B^T A^T, whose results pop
- * M-minor. Nor when M or N is one element (a matrix-vector product).
- */
-static bool dot_result_transposed(const struct ir_instr *r)
+/* Whether instruction v is one of kernel k's members. */
+static bool is_member(const struct sim_kernel *k, const struct ir_instr *v)
 {
-	const struct ir_instr *d = r;
-	for (int depth = 0; d && d->op != IR_OP_DOT && depth < 16; depth++) {
-		enum ir_class c = ir_op_class(d->op);
-		const struct ir_instr *next = NULL;
-		for (int j = 0; !next && j < d->n_operands &&
-				(c == IR_CLASS_ELEMENTWISE ||
-				 c == IR_CLASS_TRANSCENDENTAL);
-		     j++) {
-			const struct ir_instr *o = d->operands[j];
-			if (o->op != IR_OP_BROADCAST &&
-			    o->op != IR_OP_CONSTANT &&
-			    ir_shape_equal_dims(&o->shape, &r->shape))
-				next = o;
-		}
-		d = next;
+	for (int i = 0; i < k->n_members; i++)
+		if (k->members[i] == v)
+			return true;
+	return false;
+}
+
+/* The dot whose result value v is: v itself, or the dot an elementwise
+ * epilogue of kernel k applies to (a convert, a bias add, a ReLU's select),
+ * found through the epilogue's operands of the same dims (not broadcasts or
+ * constants) among k's members, visiting at most *budget ops. */
+static const struct ir_instr *epilogue_dot(const struct sim_kernel *k,
+					   const struct ir_instr *v,
+					   const struct ir_shape *dims,
+					   int *budget)
+{
+	if (v->op == IR_OP_DOT)
+		return v;
+	enum ir_class c = ir_op_class(v->op);
+	if (--*budget < 0 ||
+	    (c != IR_CLASS_ELEMENTWISE && c != IR_CLASS_TRANSCENDENTAL))
+		return NULL;
+	for (int j = 0; j < v->n_operands; j++) {
+		const struct ir_instr *o = v->operands[j];
+		if (o->op == IR_OP_BROADCAST || o->op == IR_OP_CONSTANT ||
+		    !ir_shape_equal_dims(&o->shape, dims) || !is_member(k, o))
+			continue;
+		const struct ir_instr *d = epilogue_dot(k, o, dims, budget);
+		if (d)
+			return d;
 	}
-	if (!d)
+	return NULL;
+}
+
+/* Whether dims list l names only dims below rank and is n long. */
+static bool dims_ok(const struct ir_ints *l, int n, int rank)
+{
+	if (l->n != n)
 		return false;
-	if (d->op != IR_OP_DOT || d->n_operands != 2 || !d->attrs.dot ||
-	    !sim_is_array(r) || !sim_is_array(d->operands[0]) ||
-	    !sim_is_array(d->operands[1]) || r->shape.rank != d->shape.rank ||
-	    r->shape.layout.n_tiles == 0 ||
+	for (int i = 0; i < n; i++)
+		if (l->v[i] < 0 || l->v[i] >= rank)
+			return false;
+	return true;
+}
+
+/*
+ * Whether value r, written by kernel k in a given layout (tiled, as are
+ * the operands of its dot), is a dot's result (or an elementwise epilogue
+ * of one, epilogue_dot) with one of the dot's LHS free dims (M) on the
+ * lanes. The MXU pops results with the RHS's free dims (N) on the lanes,
+ * so each result vreg is then transposed on the XLU before it is stored.
+ * Not when both operands are laid out as the transposed problem's (the
+ * LHS's minor dim a free one, the RHS's a contracting one): the compiler
+ * computes C^T = B^T A^T, whose results pop M-minor. Nor when M or N is one
+ * element (a matrix-vector product), nor with a batch dim on the lanes.
+ */
+static bool dot_result_transposed(const struct sim_kernel *k,
+				  const struct ir_instr *r)
+{
+	if (!sim_is_array(r) || r->shape.layout.n_tiles == 0)
+		return false;
+	int budget = 64;
+	const struct ir_instr *d = epilogue_dot(k, r, &r->shape, &budget);
+	if (!d || d->n_operands != 2 || !d->attrs.dot ||
+	    !sim_is_array(d->operands[0]) || !sim_is_array(d->operands[1]) ||
 	    d->operands[0]->shape.layout.n_tiles == 0 ||
-	    d->operands[1]->shape.layout.n_tiles == 0)
+	    d->operands[1]->shape.layout.n_tiles == 0 ||
+	    r->shape.rank != d->shape.rank)
 		return false;
 	const struct ir_dot_dims *dd = d->attrs.dot;
 	const struct ir_shape *a = &d->operands[0]->shape,
 			      *b = &d->operands[1]->shape;
 	/* the result's dims: batch, then the LHS's free, then the RHS's */
-	int nb = dd->lhs_batch.n;
-	int m_dims = a->rank - nb - dd->lhs_contracting.n;
+	int nb = dd->lhs_batch.n, nc = dd->lhs_contracting.n;
+	int m_dims = a->rank - nb - nc, n_dims = b->rank - nb - nc;
+	if (a->rank < 1 || b->rank < 1 || m_dims < 0 || n_dims < 0 ||
+	    nb + m_dims + n_dims != d->shape.rank ||
+	    !dims_ok(&dd->lhs_batch, nb, a->rank) ||
+	    !dims_ok(&dd->rhs_batch, nb, b->rank) ||
+	    !dims_ok(&dd->lhs_contracting, nc, a->rank) ||
+	    !dims_ok(&dd->rhs_contracting, nc, b->rank))
+		return false;
 	int64_t m = 1, n = 1;
 	for (int i = nb; i < d->shape.rank; i++)
 		*(i < nb + m_dims ? &m : &n) *= d->shape.dims[i];
@@ -317,8 +356,9 @@ static bool dot_result_transposed(const struct ir_instr *r)
  * Known wrong: a lane move by a reshape is not detected; the rate of one
  * relayout pattern ((H, W) -> (W, H) minor pairs) is taken for every lane
  * move (the (W, C) ones there run up to 1.3x slower per element); the
- * GEMMs' transposes explain about a third of their gap, and a dot operand
- * in a layout the MXU does not stream is not charged.
+ * GEMMs' transposes explain about a fifth of the time the model missed on
+ * them (21%, pooled); a dot operand in a layout the MXU does not stream is
+ * not charged, nor a result with a batch dim on the lanes.
  */
 double sim_relayout_cycles(const struct hw_spec *hw,
 			   const struct sim_kernel *k)
@@ -334,8 +374,13 @@ double sim_relayout_cycles(const struct hw_spec *hw,
 			     (k->relayout ||
 			      (v->shape.layout.n_tiles > 0 &&
 			       v->operands[0]->shape.layout.n_tiles > 0));
-		if (lanes || dot_result_transposed(v))
+		if (lanes || dot_result_transposed(k, v))
 			vregs += sim_shape_vregs(hw, &v->shape);
+		/* a multi-output fusion writes each element of its root */
+		for (int j = 0; v->op == IR_OP_TUPLE && j < v->n_operands; j++)
+			if (dot_result_transposed(k, v->operands[j]))
+				vregs += sim_shape_vregs(hw,
+							 &v->operands[j]->shape);
 	}
 	return vregs * hw->xlu_transpose_cost /
 	       (hw->vpu_alus > 0 ? hw->vpu_alus : 1);

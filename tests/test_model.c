@@ -772,6 +772,91 @@ static void test_dot_result_xlu(void **state)
 		sim_plan_free(&p);
 	}
 	tu_built_free(&b);
+
+	/* A batched dot stored M-minor, {1,2,0}: 4 x 384 rows x 256 lanes, 384
+	 * vregs; with the batch dim on the lanes, none. Row-major operands
+	 * with an M-minor result (not the mirrored layouts), 96. A top-level
+	 * add of a dot: none (the dot's own kernel pays). A multi-output
+	 * fusion whose first element adds a parameter to the dot (the
+	 * parameter first), 96; its second element (a negate), none. */
+	tu_build("HloModule t2\n"
+		 "%g (p: f32[256,512], q: f32[512,384], c: f32[256,384]) -> "
+		 "(f32[256,384], f32[256,384]) {\n"
+		 "  %p = f32[256,512]{1,0:T(8,128)} parameter(0)\n"
+		 "  %q = f32[512,384]{1,0:T(8,128)} parameter(1)\n"
+		 "  %c = f32[256,384]{0,1:T(8,128)} parameter(2)\n"
+		 "  %d = f32[256,384]{0,1:T(8,128)} dot(%p, %q), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %sum = f32[256,384]{0,1:T(8,128)} add(%c, %d)\n"
+		 "  %neg = f32[256,384]{0,1:T(8,128)} negate(%c)\n"
+		 "  ROOT %t = (f32[256,384]{0,1:T(8,128)}, f32[256,384]{0,1:T(8,128)}) "
+		 "tuple(%sum, %neg)\n"
+		 "}\n"
+		 "ENTRY %e (a: f32[4,256,512], bb: f32[4,512,384], p: f32[256,512], "
+		 "q: f32[512,384], c: f32[256,384]) -> (f32[4,256,384], "
+		 "f32[4,256,384], f32[256,384], f32[256,384], f32[256,384], "
+		 "f32[256,384]) {\n"
+		 "  %a = f32[4,256,512]{2,1,0:T(8,128)} parameter(0)\n"
+		 "  %bb = f32[4,512,384]{2,1,0:T(8,128)} parameter(1)\n"
+		 "  %p = f32[256,512]{1,0:T(8,128)} parameter(2)\n"
+		 "  %q = f32[512,384]{1,0:T(8,128)} parameter(3)\n"
+		 "  %c = f32[256,384]{0,1:T(8,128)} parameter(4)\n"
+		 "  %bm = f32[4,256,384]{1,2,0:T(8,128)} dot(%a, %bb), "
+		 "lhs_batch_dims={0}, rhs_batch_dims={0}, "
+		 "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+		 "  %bl = f32[4,256,384]{0,2,1:T(8,128)} dot(%a, %bb), "
+		 "lhs_batch_dims={0}, rhs_batch_dims={0}, "
+		 "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+		 "  %top = f32[256,384]{0,1:T(8,128)} dot(%p, %q), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "  %topadd = f32[256,384]{0,1:T(8,128)} add(%top, %c)\n"
+		 "  %fus = (f32[256,384]{0,1:T(8,128)}, f32[256,384]{0,1:T(8,128)}) "
+		 "fusion(%p, %q, %c), kind=kOutput, calls=%g\n"
+		 "  %f0 = f32[256,384]{0,1:T(8,128)} get-tuple-element(%fus), index=0\n"
+		 "  %f1 = f32[256,384]{0,1:T(8,128)} get-tuple-element(%fus), index=1\n"
+		 "  ROOT %r = (f32[4,256,384]{1,2,0:T(8,128)}, "
+		 "f32[4,256,384]{0,2,1:T(8,128)}, f32[256,384]{0,1:T(8,128)}, "
+		 "f32[256,384]{0,1:T(8,128)}, f32[256,384]{0,1:T(8,128)}, "
+		 "f32[256,384]{0,1:T(8,128)}) tuple(%bm, %bl, %top, %topadd, %f0, %f1)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double vregs;
+	} forms[] = {
+		{"bm", 384}, {"bl", 0}, {"top", 96}, {"topadd", 0}, {"fus", 96},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(forms); i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, forms[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		double want = forms[i].vregs * hw.xlu_transpose_cost /
+			      hw.vpu_alus;
+		if (fabs(p.xlu_cycles - want) > 1e-9 * (want + 1))
+			fail_msg("%s: %.3f XLU cycles, expected %.3f",
+				 forms[i].kernel, p.xlu_cycles, want);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+
+	/* A dot the verifier cannot check (a dynamic dim) with a scalar RHS:
+	 * no charge, and no read outside its dims (the sanitizer build) */
+	tu_build("HloModule t3\n"
+		 "ENTRY %e (a: f32[<=256,512], b: f32[]) -> f32[256,384] {\n"
+		 "  %a = f32[<=256,512]{1,0:T(8,128)} parameter(0)\n"
+		 "  %b = f32[]{:T(256)} parameter(1)\n"
+		 "  ROOT %d = f32[256,384]{0,1:T(8,128)} dot(%a, %b), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={}\n"
+		 "}\n",
+		 &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "d"), &hw, &p, &d), TS_OK);
+	assert_true(p.xlu_cycles == 0);
+	sim_plan_free(&p);
+	tu_built_free(&b);
 }
 
 /* ---- convolution forms ---------------------------------------------------- */
