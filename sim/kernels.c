@@ -866,10 +866,7 @@ static void computed_order(const struct ir_instr *v,
 		for (int j = 0; j < v->n_operands && !from; j++) {
 			const struct ir_instr *o = v->operands[j];
 			if (o->op != IR_OP_BROADCAST && o->op != IR_OP_CONSTANT &&
-			    o->op != IR_OP_IOTA && o->shape.rank == s->rank &&
-			    o->shape.type != IR_TYPE_TUPLE &&
-			    !memcmp(o->shape.dims, s->dims,
-				    (size_t)s->rank * sizeof *s->dims))
+			    o->op != IR_OP_IOTA && ir_shape_equal_dims(&o->shape, s))
 				from = o;
 		}
 	}

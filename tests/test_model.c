@@ -694,6 +694,32 @@ static void test_relayout_xlu(void **state)
 	tu_built_free(&b);
 }
 
+/* Kernel names and the result vregs each transposes on the XLU. */
+struct xlu_case {
+	const char *kernel;
+	double vregs;
+};
+
+/* Asserts each case's plan charges vregs x xlu_transpose_cost / alus XLU
+ * cycles (sim_plan.xlu_cycles). */
+static void expect_xlu(const struct tu_built *b, const struct hw_spec *hw,
+		       const struct xlu_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(b, cases[i].kernel),
+						hw, &p, &d),
+				 TS_OK);
+		double want = cases[i].vregs * hw->xlu_transpose_cost /
+			      hw->vpu_alus;
+		if (fabs(p.xlu_cycles - want) > 1e-9 * (want + 1))
+			fail_msg("%s: %.3f XLU cycles, expected %.3f",
+				 cases[i].kernel, p.xlu_cycles, want);
+		sim_plan_free(&p);
+	}
+}
+
 /* A dot whose given result layout puts M on the lanes transposes each
  * result vreg on the XLU (sim_relayout_cycles): C f32[256,384] stored
  * M-minor is 384 rows x 256 lanes, 96 vregs of 8 x 128, each costing
@@ -751,26 +777,11 @@ static void test_dot_result_xlu(void **state)
 		 "%nminor, %matvec, %untiled, %fused)\n"
 		 "}\n",
 		 &b);
-	static const struct {
-		const char *kernel;
-		double vregs;
-	} cases[] = {
+	static const struct xlu_case cases[] = {
 		{"mixed", 96}, {"mixed2", 96}, {"mirror", 0}, {"nminor", 0},
 		{"matvec", 0}, {"untiled", 0}, {"fused", 96},
 	};
-	for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
-		struct sim_plan p;
-		struct ts_diag d = {0};
-		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
-						&hw, &p, &d),
-				 TS_OK);
-		double want = cases[i].vregs * hw.xlu_transpose_cost /
-			      hw.vpu_alus;
-		if (fabs(p.xlu_cycles - want) > 1e-9 * (want + 1))
-			fail_msg("%s: %.3f XLU cycles, expected %.3f",
-				 cases[i].kernel, p.xlu_cycles, want);
-		sim_plan_free(&p);
-	}
+	expect_xlu(&b, &hw, cases, TS_ARRAY_LEN(cases));
 	tu_built_free(&b);
 
 	/* A batched dot stored M-minor, {1,2,0}: 4 x 384 rows x 256 lanes, 384
@@ -820,25 +831,10 @@ static void test_dot_result_xlu(void **state)
 		 "f32[256,384]{0,1:T(8,128)}) tuple(%bm, %bl, %top, %topadd, %f0, %f1)\n"
 		 "}\n",
 		 &b);
-	static const struct {
-		const char *kernel;
-		double vregs;
-	} forms[] = {
+	static const struct xlu_case forms[] = {
 		{"bm", 384}, {"bl", 0}, {"top", 96}, {"topadd", 0}, {"fus", 96},
 	};
-	for (size_t i = 0; i < TS_ARRAY_LEN(forms); i++) {
-		struct sim_plan p;
-		struct ts_diag d = {0};
-		assert_int_equal(sim_plan_build(tu_kernel(&b, forms[i].kernel),
-						&hw, &p, &d),
-				 TS_OK);
-		double want = forms[i].vregs * hw.xlu_transpose_cost /
-			      hw.vpu_alus;
-		if (fabs(p.xlu_cycles - want) > 1e-9 * (want + 1))
-			fail_msg("%s: %.3f XLU cycles, expected %.3f",
-				 forms[i].kernel, p.xlu_cycles, want);
-		sim_plan_free(&p);
-	}
+	expect_xlu(&b, &hw, forms, TS_ARRAY_LEN(forms));
 	tu_built_free(&b);
 
 	/* A dot the verifier cannot check (a dynamic dim) with a scalar RHS:
@@ -851,11 +847,8 @@ static void test_dot_result_xlu(void **state)
 		 "lhs_contracting_dims={1}, rhs_contracting_dims={}\n"
 		 "}\n",
 		 &b);
-	struct sim_plan p;
-	struct ts_diag d = {0};
-	assert_int_equal(sim_plan_build(tu_kernel(&b, "d"), &hw, &p, &d), TS_OK);
-	assert_true(p.xlu_cycles == 0);
-	sim_plan_free(&p);
+	static const struct xlu_case scalar[] = {{"d", 0}};
+	expect_xlu(&b, &hw, scalar, 1);
 	tu_built_free(&b);
 }
 
