@@ -74,6 +74,21 @@ void ts_fput_text(const char *s, size_t n, FILE *out)
 	}
 }
 
+void ts_csv_field(FILE *out, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
 static void print_caret(const struct ts_diag *d, FILE *out)
 {
 	const char *p = d->src, *end = d->src + d->src_len;

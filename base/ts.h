@@ -64,6 +64,10 @@ void ts_diag_vset(struct ts_diag *d, const char *file, uint32_t line,
  * its commands (an escape sequence in a file name). */
 void ts_fput_text(const char *s, size_t n, FILE *out);
 
+/* Writes s as one CSV field, quoted per RFC 4180 when it holds a comma,
+ * quote, CR or LF (inner quotes doubled). */
+void ts_csv_field(FILE *out, const char *s);
+
 /* Prints "file:line:col: error: msg" (through ts_fput_text), then the
  * source line (control bytes as '?') and a caret when d->src is set. */
 void ts_diag_print(const struct ts_diag *d, FILE *out);

@@ -10,122 +10,57 @@
  * predicts a row so: the tuned kernel under its config, the others at
  * their defaults); the predictions reported are of that module time.
  *
- * The command is split into words here (single and double quotes group,
- * a backslash escapes; no variables, globs or substitutions) and run with
+ * The command is split into words (val_cmd_split: quotes group, a
+ * backslash escapes; no variables, globs or substitutions) and run with
  * execvp: no shell unless its first word is one. The words' {module},
  * {kernel} and {config} are replaced by the module path, the kernel's name
- * and the config as `run --config` takes it, each staying inside its own
- * argument. The command prints the time in ns first on its standard
- * output; one that fails (non-zero exit, a signal), outlives
- * --measure-timeout (its process group is killed) or prints no positive
- * number is a failed measurement: recorded, counted against the budget.
+ * and the config as `run --config` takes it, each inside its own argument;
+ * the command also gets them as TPUSIM_MODULE, TPUSIM_KERNEL and
+ * TPUSIM_CONFIG (a shell's script should use those: a placeholder in its
+ * source is spliced into code, and a warning says so). It prints the time
+ * in ns first on its standard output (val_cmd_read_ns). A measurement ends
+ * when the command exits (not when its output closes: a child it leaves
+ * may hold that), or at --measure-timeout; then whatever it left running
+ * is ended: its process group, and every process that comes back to
+ * tpusim, which is their subreaper (a setsid or daemonised child). One
+ * that fails, outlives the timeout or prints no valid time is a failed
+ * measurement: named in a warning, counted against the budget. When every
+ * measurement a run makes fails, it exits 3 (the command is broken).
+ *
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT end the measurement in flight and
+ * its tree, then tpusim, with the record whole.
  *
  * --record DIR keeps what was measured as a data set of the shared format
- * (measurements.csv + modules/, device timing), appended line by line with
- * one write each as measurements arrive, so an interrupted run loses at
- * most the measurement in flight (an interrupt kills it); failures go to
- * DIR/failed.csv. A run that finds DIR already written measures only the
- * configs not recorded there for this hw (measured or failed), counting
- * the recorded ones against the budget and their times in the best. The
- * module goes into DIR/modules/ (written once: a file already there is
- * kept); when it has several tunable kernels, one copy per kernel marks
- * the tuned one with metadata op_name "autotuned_op" (as TpuGraphs marks
- * its kernels), which is how validate, train and calibrate find it.
+ * (val_record: a locked, append-only log that a resume repairs; failures
+ * in failed.csv). A run that finds DIR written measures only the configs
+ * not recorded there for this hw and this module's content, counting the
+ * recorded ones against the budget and their times in the best; recorded
+ * failures are tried again. The module goes into DIR/modules/ under its
+ * content's key; when it has several tunable kernels, one copy per kernel
+ * marks the tuned one with metadata op_name "autotuned_op" (as TpuGraphs
+ * marks its kernels), which is how validate, train and calibrate find it.
  */
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <math.h>
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LIVE_DEFAULT_TIMEOUT_S 60
-#define LIVE_MAX_WORDS 64
 #define LIVE_MAX_OUT 65536 /* bytes of a command's output read */
 
 /* ---- the command ----------------------------------------------------------- */
-
-/* Splits cmd into words (into buf, at most LIVE_MAX_WORDS): blanks
- * separate, '...' and "..." group, a backslash escapes the next character
- * (inside "..." only before " and \). False on an unterminated quote or
- * too many words. */
-static bool split_words(const char *cmd, char *buf, char **words, int *n)
-{
-	*n = 0;
-	const char *p = cmd;
-	char *o = buf;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == '\n')
-			p++;
-		if (!*p)
-			break;
-		if (*n == LIVE_MAX_WORDS)
-			return false;
-		words[(*n)++] = o;
-		while (*p && *p != ' ' && *p != '\t' && *p != '\n') {
-			if (*p == '\'') {
-				const char *e = strchr(p + 1, '\'');
-				if (!e)
-					return false;
-				memcpy(o, p + 1, (size_t)(e - p - 1));
-				o += e - p - 1;
-				p = e + 1;
-			} else if (*p == '"') {
-				p++;
-				while (*p && *p != '"') {
-					if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
-						p++;
-					*o++ = *p++;
-				}
-				if (*p != '"')
-					return false;
-				p++;
-			} else {
-				if (*p == '\\' && p[1])
-					p++;
-				*o++ = *p++;
-			}
-		}
-		*o++ = '\0';
-	}
-	return *n > 0;
-}
-
-/* word with every {module}, {kernel} and {config} replaced (malloc'd). */
-static char *substitute(const char *word, const char *const vals[3])
-{
-	static const char *const keys[3] = {"{module}", "{kernel}", "{config}"};
-	size_t cap = strlen(word) + 1;
-	for (int k = 0; k < 3; k++)
-		for (const char *q = strstr(word, keys[k]); q;
-		     q = strstr(q + 1, keys[k]))
-			cap += strlen(vals[k]);
-	char *out = ts_malloc(cap), *o = out;
-	if (!out)
-		return NULL;
-	for (const char *p = word; *p;) {
-		int k = 0;
-		while (k < 3 && strncmp(p, keys[k], strlen(keys[k])))
-			k++;
-		if (k < 3) {
-			size_t l = strlen(vals[k]);
-			memcpy(o, vals[k], l);
-			o += l;
-			p += strlen(keys[k]);
-		} else {
-			*o++ = *p++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
 
 static double now_s(void)
 {
@@ -134,40 +69,126 @@ static double now_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The measuring command in flight (its process group), for the signal
- * handler: a tpusim interrupted (Ctrl-C, a job's kill) takes its
- * measurement down with it instead of leaving it running on the TPU. */
-static volatile sig_atomic_t child_pgid;
+/* The measuring command in flight (its process group) and the signal that
+ * asked tpusim to stop during it, for the handler: tpusim interrupted
+ * (Ctrl-C, a closed terminal, a job's kill) takes its measurement down
+ * with it instead of leaving it running on the TPU. */
+static volatile sig_atomic_t child_pgid, stop_sig;
 
 static void on_signal(int sig)
 {
-	if (child_pgid > 0)
+	if (child_pgid > 0) { /* measure() ends the rest, then raises it */
 		kill(-(pid_t)child_pgid, SIGKILL);
+		stop_sig = sig;
+		return;
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
-/* Runs argv; *ns its time when it succeeds (true), else why in reason. */
-static bool measure(char *const *argv, int timeout_s, double *ns,
-		    char *reason, size_t cap)
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void hold_signals(int how)
 {
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
+		sigaddset(&set, stop_signals[i]);
+	sigprocmask(how, &set, NULL);
+}
+
+/* SIGKILL to every live child of tpusim (from /proc/PID/stat's ppid). */
+static void kill_children(void)
+{
+	DIR *dir = opendir("/proc");
+	if (!dir)
+		return;
+	long self = (long)getpid();
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		char *end, path[64], buf[512];
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold ')' */
+		const char *rp = strrchr(buf, ')');
+		char state;
+		long ppid;
+		if (rp && sscanf(rp + 1, " %c %ld", &state, &ppid) == 2 &&
+		    ppid == self && state != 'Z')
+			kill((pid_t)pid, SIGKILL);
+	}
+	closedir(dir);
+}
+
+/* Ends what a measurement left running: its process group, then every
+ * process that comes back to tpusim, their subreaper (a descendant that
+ * left the group comes back when its parent ends), until tpusim has no
+ * child (at most about a second of rounds). */
+static void end_tree(pid_t pgid)
+{
+	kill(-pgid, SIGKILL);
+	for (int round = 0; round < 1000; round++) {
+		kill_children();
+		pid_t w;
+		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (w < 0 && errno == ECHILD)
+			return;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+}
+
+/* Reads what the pipe has (non-blocking) into out (at most LIVE_MAX_OUT
+ * kept, the rest read and dropped); false at its end. */
+static bool drain(int fd, char *out, size_t *len)
+{
+	for (;;) {
+		char tmp[4096];
+		ssize_t got = read(fd, tmp, sizeof tmp);
+		if (got < 0)
+			return errno == EINTR || errno == EAGAIN;
+		if (got == 0)
+			return false;
+		size_t take = (size_t)got < LIVE_MAX_OUT - *len
+				      ? (size_t)got
+				      : LIVE_MAX_OUT - *len;
+		memcpy(out + *len, tmp, take);
+		*len += take;
+	}
+}
+
+/* Runs argv with env's TPUSIM_MODULE, TPUSIM_KERNEL and TPUSIM_CONFIG;
+ * *ns its time when it succeeds (true), else why in reason. */
+static bool measure(char *const *argv, const char *const env[3],
+		    int timeout_s, int64_t *ns, char *reason, size_t cap)
+{
+	static const char *const env_names[3] = {
+		"TPUSIM_MODULE", "TPUSIM_KERNEL", "TPUSIM_CONFIG"};
 	int fd[2];
-	if (pipe(fd) != 0) {
-		snprintf(reason, cap, "cannot make a pipe: %s", strerror(errno));
+	char *out = ts_malloc(LIVE_MAX_OUT + 1);
+	if (!out || pipe(fd) != 0) {
+		snprintf(reason, cap, out ? "cannot make a pipe: %s"
+					  : "out of memory",
+			 strerror(errno));
+		ts_free(out);
 		return false;
 	}
 	fflush(NULL);
+	hold_signals(SIG_BLOCK); /* child_pgid is set before one lands */
 	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(reason, cap, "cannot fork: %s", strerror(errno));
-		close(fd[0]);
-		close(fd[1]);
-		return false;
-	}
 	if (pid == 0) {
 		setpgid(0, 0);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
+		for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
+			signal(stop_signals[i], SIG_DFL);
+		hold_signals(SIG_UNBLOCK);
 		int null = open("/dev/null", O_RDONLY);
 		if (null >= 0 && null != STDIN_FILENO) {
 			dup2(null, STDIN_FILENO);
@@ -175,135 +196,82 @@ static bool measure(char *const *argv, int timeout_s, double *ns,
 		}
 		dup2(fd[1], STDOUT_FILENO);
 		/* none of tpusim's own descriptors (the pipe's ends, the
-		 * record) goes to the user's command */
+		 * record and its lock) goes to the user's command */
 		for (int f = STDERR_FILENO + 1; f < 1024; f++)
 			close(f);
 		/* the BLAS pin is tpusim's (main.c pin_blas), not the
 		 * command's */
 		unsetenv("OPENBLAS_CORETYPE");
+		for (int i = 0; i < 3; i++)
+			setenv(env_names[i], env[i], 1);
 		execvp(argv[0], argv);
 		fprintf(stderr, "tpusim autotune: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
-	setpgid(pid, pid);
-	child_pgid = pid;
+	if (pid > 0) {
+		setpgid(pid, pid);
+		child_pgid = pid;
+	}
+	hold_signals(SIG_UNBLOCK);
 	close(fd[1]);
-	char *out = ts_malloc(LIVE_MAX_OUT + 1);
+	if (pid < 0) {
+		snprintf(reason, cap, "cannot fork: %s", strerror(errno));
+		close(fd[0]);
+		ts_free(out);
+		return false;
+	}
+	fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK);
+	/* until it exits (its output may stay open in a child it left) or
+	 * the deadline */
 	size_t len = 0;
+	int status = 0;
+	bool open_out = true, exited = false;
 	double deadline = now_s() + timeout_s;
-	bool timed_out = false;
-	for (;;) {
+	while (!stop_sig) {
 		double left = deadline - now_s();
-		if (left <= 0) {
-			timed_out = true;
+		if (left <= 0)
+			break;
+		struct pollfd p = {open_out ? fd[0] : -1, POLLIN, 0};
+		poll(&p, 1, (int)fmin(left * 1000 + 1, 10));
+		if (open_out)
+			open_out = drain(fd[0], out, &len);
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid) {
+			exited = true;
+			if (open_out)
+				drain(fd[0], out, &len);
 			break;
 		}
-		struct pollfd p = {fd[0], POLLIN, 0};
-		int r = poll(&p, 1, (int)fmin(left * 1000 + 1, 1000));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			continue;
-		char tmp[4096];
-		ssize_t got = read(fd[0], tmp, sizeof tmp);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break; /* end of its output */
-		if (out && len < LIVE_MAX_OUT) {
-			size_t take = (size_t)got < LIVE_MAX_OUT - len
-					      ? (size_t)got
-					      : LIVE_MAX_OUT - len;
-			memcpy(out + len, tmp, take);
-			len += take;
-		}
 	}
-	close(fd[0]);
-	int status = 0;
-	if (!timed_out) {
-		/* its output ended; wait for it to exit, within the deadline
-		 * (most exit at once: the first check usually finds it) */
-		pid_t w;
-		long nap = 20000; /* ns, doubling to 10 ms */
-		while ((w = waitpid(pid, &status, WNOHANG)) == 0 ||
-		       (w < 0 && errno == EINTR)) {
-			if (now_s() > deadline) {
-				timed_out = true;
-				break;
-			}
-			struct timespec t = {0, nap};
-			nanosleep(&t, NULL);
-			nap = nap < 5000000 ? 2 * nap : 10000000;
-		}
-		if (w < 0 && !timed_out) {
-			snprintf(reason, cap, "cannot wait for it: %s",
-				 strerror(errno));
-			child_pgid = 0;
-			ts_free(out);
-			return false;
-		}
-	}
-	/* past the deadline: its whole process group goes */
-	if (timed_out) {
+	if (!exited) {
 		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 	}
+	end_tree(pid);
 	child_pgid = 0;
+	close(fd[0]);
+	if (stop_sig) {
+		signal(stop_sig, SIG_DFL);
+		raise(stop_sig);
+	}
 	bool ok = false;
-	if (timed_out) {
+	if (!exited) {
 		snprintf(reason, cap, "timed out after %d s", timeout_s);
 	} else if (WIFSIGNALED(status)) {
 		snprintf(reason, cap, "killed by signal %d", WTERMSIG(status));
 	} else if (WEXITSTATUS(status) != 0) {
 		snprintf(reason, cap, "exited with status %d",
 			 WEXITSTATUS(status));
-	} else if (!out) {
-		snprintf(reason, cap, "out of memory");
 	} else {
-		out[len] = '\0';
-		char *end;
-		double v = strtod(out, &end);
-		ok = end != out && isfinite(v) && v > 0;
-		if (ok)
-			*ns = v;
-		else
-			snprintf(reason, cap, "printed no positive number of ns");
+		ok = val_cmd_read_ns(out, len, ns, reason, cap);
 	}
 	ts_free(out);
 	return ok;
 }
 
 /* ---- the record ------------------------------------------------------------ */
-
-/* Appends one line to path (its header first when the file is new or
- * empty) with a single write. */
-static bool append_line(const char *path, const char *header,
-			const char *line)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0666);
-	if (fd < 0)
-		return false;
-	struct stat sb;
-	bool ok = fstat(fd, &sb) == 0;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = ok ? open_memstream(&buf, &len) : NULL;
-	if (m) {
-		if (sb.st_size == 0)
-			fprintf(m, "%s\n", header);
-		fprintf(m, "%s\n", line);
-		fclose(m);
-		ok = buf && write(fd, buf, len) == (ssize_t)len;
-	} else {
-		ok = false;
-	}
-	free(buf);
-	return close(fd) == 0 && ok;
-}
-
 
 /* The module text with kernel k's instruction marked op_name
  * "autotuned_op" (malloc'd): its op_name replaced, or added to its
@@ -347,11 +315,6 @@ static char *marked_text(const char *text, size_t len,
 	return out;
 }
 
-static enum ts_status write_text(FILE *f, void *arg)
-{
-	return fputs(arg, f) >= 0 ? TS_OK : TS_ERR_IO;
-}
-
 /* ---- the mode ---------------------------------------------------------------- */
 
 enum { L_MODULE = 0, L_KERNEL, L_CONFIG, L_BEST, L_ANALYTIC, L_HYBRID,
@@ -380,49 +343,17 @@ struct live {
 	const struct gnn_model *model;
 	bool by_hybrid;
 	int budget;
-	char *words[LIVE_MAX_WORDS];
+	char *words[VAL_CMD_MAX_WORDS];
 	int n_words;
 	int n_tunable;             /* in the module */
 	const char *text;
 	size_t len;
-	char csv[4096], failed[4096]; /* record files */
+	uint64_t key;              /* the module text's FNV-1a: its record key */
+	struct val_record *rec;    /* --record, or NULL */
+	char hw[80];               /* "tpu-<spec>", the record's hw */
+	int tried, failed;         /* measurements this run made, and failed */
+	char last_why[256];        /* the last failure's reason */
 };
-
-/* A config's record on this spec: its line in measurements.csv (id,
- * module, hw, config, runtime_ns, ...) or failed.csv (id, module, kernel,
- * config, reason), found by a plain text search of ",<mod>," and
- * ",<config>," and the hw (",tpu-<hw>," in measurements.csv, the id's
- * ".tpu-<hw>." in failed.csv) on one line. Returns the recorded ns, -1
- * for a recorded failure, 0 when not recorded. */
-static double recorded(const struct live *l, const char *mod,
-		       const char *config)
-{
-	char m[1100], c[300], h[80];
-	snprintf(m, sizeof m, ",%s,", mod);
-	snprintf(c, sizeof c, ",%s,", config);
-	snprintf(h, sizeof h, ",tpu-%s,", l->ctx->hw.name);
-	char line[4096];
-	FILE *f = fopen(l->csv, "r");
-	double ns = 0;
-	while (f && !ns && fgets(line, sizeof line, f)) {
-		char *at = strstr(line, c);
-		if (at && strstr(line, m) && strstr(line, h))
-			ns = strtod(at + strlen(c), NULL);
-	}
-	if (f)
-		fclose(f);
-	if (ns > 0)
-		return ns;
-	/* a failure's id names its hw: module.kernel.tpu-<hw>.config */
-	snprintf(h, sizeof h, ".tpu-%s.", l->ctx->hw.name);
-	f = fopen(l->failed, "r");
-	bool failed = false;
-	while (f && !failed && fgets(line, sizeof line, f))
-		failed = strstr(line, m) && strstr(line, c) && strstr(line, h);
-	if (f)
-		fclose(f);
-	return failed ? -1 : 0;
-}
 
 /* The hybrid time of k under cfg (NaN when it cannot be had). */
 static double hybrid_ns(const struct live *l, const struct sim_kernel *k,
@@ -437,32 +368,75 @@ static double hybrid_ns(const struct live *l, const struct sim_kernel *k,
 	return hyb_kernel_time(l->model, &e, k, &est, &l->ctx->hw, false);
 }
 
-/* The record's module file for kernel k (written once): the module, or
- * with several tunable kernels a copy marking k. rel gets its path
- * relative to the record folder. */
+/* The record's module file for kernel k: the module, or with several
+ * tunable kernels a copy marking k. rel gets its path in the record. */
 static int record_module(struct live *l, const struct sim_kernel *k,
 			 char *rel, size_t cap)
 {
-	char path[4096];
-	if (l->n_tunable > 1)
-		snprintf(rel, cap, "modules/%s.%s.hlo", l->stem, k->name);
-	else
-		snprintf(rel, cap, "modules/%s.hlo", l->stem);
-	snprintf(path, sizeof path, "%s/%s", l->o->record, rel);
-	if (access(path, F_OK) == 0)
-		return CMD_EXIT_OK;
-	char *text = l->n_tunable > 1 && k->instr
-			     ? marked_text(l->text, l->len, k->instr)
-			     : NULL;
-	if (l->n_tunable > 1 && !text) {
+	bool mark = l->n_tunable > 1;
+	char *text = mark && k->instr ? marked_text(l->text, l->len, k->instr)
+				      : NULL;
+	if (mark && !text) {
 		cmd_error(l->ctx, "--record: cannot mark kernel %s in %s",
 			  k->name, l->graph);
 		return CMD_EXIT_IO;
 	}
-	int rc = cmd_write_file(l->ctx, path, write_text,
-				(void *)(text ? text : l->text));
+	struct ts_diag d = {0};
+	enum ts_status st = val_record_module(
+		l->rec, l->stem, l->key, mark ? k->name : NULL,
+		text ? text : l->text, text ? strlen(text) : l->len, rel, cap,
+		&d);
 	ts_free(text);
-	return rc;
+	if (st)
+		cmd_diag(l->ctx, &d, NULL, NULL, 0);
+	return cmd_exit_from_status(st);
+}
+
+/* Measures k under cfg with the user's command and
+ * records the outcome; *ns its time, 0 when it failed. */
+static int measure_config(struct live *l, const struct sim_kernel *k,
+			  const char *rel, const char *cfg, int64_t *ns)
+{
+	const char *vals[3] = {l->graph, k->name, cfg};
+	char *argv[VAL_CMD_MAX_WORDS + 1];
+	int n = 0;
+	for (; n < l->n_words; n++)
+		if (!(argv[n] = val_cmd_substitute(l->words[n], vals)))
+			break;
+	argv[n] = NULL;
+	char why[256] = "out of memory";
+	*ns = 0;
+	bool ok = n == l->n_words &&
+		  measure(argv, vals,
+			  l->o->timeout_s > 0 ? l->o->timeout_s
+					      : LIVE_DEFAULT_TIMEOUT_S,
+			  ns, why, sizeof why);
+	for (int w = 0; w < n; w++)
+		ts_free(argv[w]);
+	l->tried++;
+	if (!ok) {
+		*ns = 0;
+		l->failed++;
+		snprintf(l->last_why, sizeof l->last_why, "%s", why);
+		fprintf(l->ctx->err,
+			"%s: warning: kernel %s, config %s: measurement failed: "
+			"%s\n",
+			l->ctx->prog, k->name, cfg, why);
+	}
+	if (!l->rec)
+		return CMD_EXIT_OK;
+	/* unique whatever order a later run proposes in */
+	char id[2048];
+	snprintf(id, sizeof id, "%s-%016" PRIx64 ".%s.%s.%s", l->stem, l->key,
+		 k->name, l->hw, cfg);
+	struct ts_diag d = {0};
+	enum ts_status st =
+		ok ? val_record_add(l->rec, id, rel, l->hw, cfg, *ns, &d)
+		   : val_record_add_failure(l->rec, id, rel, k->name, cfg, why,
+					    &d);
+	if (st)
+		cmd_diag(l->ctx, &d, NULL, NULL, 0);
+	return cmd_exit_from_status(st);
 }
 
 static int tune_kernel(struct live *l, const char *module,
@@ -478,90 +452,23 @@ static int tune_kernel(struct live *l, const char *module,
 		return cmd_exit_from_status(st);
 	}
 	char rel[1024] = "";
-	int rc = l->o->record ? record_module(l, k, rel, sizeof rel)
-			      : CMD_EXIT_OK;
+	int rc = l->rec ? record_module(l, k, rel, sizeof rel) : CMD_EXIT_OK;
 	int measured = 0, failed = 0, best = -1;
-	double best_ns = INFINITY;
+	int64_t best_ns = INT64_MAX;
 	for (int i = 0; i < res.n_top && rc == CMD_EXIT_OK; i++) {
 		char cfg[256];
 		sim_tile_config_format(&res.top[i].config, cfg, sizeof cfg);
-		double was = l->o->record ? recorded(l, rel, cfg) : 0;
-		if (was != 0) { /* counted, not measured again */
-			measured++;
-			failed += was < 0;
-			if (was > 0 && was < best_ns) {
-				best_ns = was;
-				best = i;
-			}
-			continue;
-		}
-		const char *vals[3] = {l->graph, k->name, cfg};
-		char *argv[LIVE_MAX_WORDS + 1];
-		int n = 0;
-		for (; n < l->n_words; n++)
-			if (!(argv[n] = substitute(l->words[n], vals)))
-				break;
-		argv[n] = NULL;
-		double ns = 0;
-		char why[256] = "out of memory";
-		bool ok = n == l->n_words &&
-			  measure(argv, l->o->timeout_s > 0 ? l->o->timeout_s
-							     : LIVE_DEFAULT_TIMEOUT_S,
-				  &ns, why, sizeof why);
-		for (int w = 0; w < n; w++)
-			ts_free(argv[w]);
+		/* a recorded measurement counts, is not measured again; a
+		 * recorded failure is tried again */
+		int64_t ns = l->rec ? val_record_find(l->rec, rel, l->hw, cfg)
+				    : 0;
+		if (!ns)
+			rc = measure_config(l, k, rel, cfg, &ns);
 		measured++;
-		if (ok && ns < best_ns) {
+		failed += !ns;
+		if (ns && ns < best_ns) {
 			best_ns = ns;
 			best = i;
-		}
-		if (!ok) {
-			failed++;
-			fprintf(l->ctx->err,
-				"%s: warning: kernel %s, config %s: measurement "
-				"failed: %s\n",
-				l->ctx->prog, k->name, cfg, why);
-		}
-		if (!l->o->record)
-			continue;
-		char *line = NULL;
-		size_t len = 0;
-		FILE *m = open_memstream(&line, &len);
-		if (!m) {
-			rc = CMD_EXIT_IO;
-			break;
-		}
-		/* unique whatever order a later run proposes in */
-		char id[1024];
-		snprintf(id, sizeof id, "%s.%s.tpu-%s.%s", l->stem, k->name,
-			 l->ctx->hw.name, cfg);
-		cmd_csv_field(m, id);
-		fputc(',', m);
-		cmd_csv_field(m, rel);
-		fputc(',', m);
-		if (ok) {
-			fprintf(m, "tpu-%s,", l->ctx->hw.name);
-			cmd_csv_field(m, cfg);
-			fprintf(m, ",%.0f,,,device,tpusim autotune", ns);
-		} else {
-			cmd_csv_field(m, k->name);
-			fputc(',', m);
-			cmd_csv_field(m, cfg);
-			fputc(',', m);
-			cmd_csv_field(m, why);
-		}
-		fclose(m);
-		bool w = line && append_line(
-			ok ? l->csv : l->failed,
-			ok ? "id,module,hw,config,runtime_ns,runtime_min_ns,"
-			     "repeats,timing,source"
-			   : "id,module,kernel,config,reason",
-			line);
-		free(line);
-		if (!w) {
-			cmd_error(l->ctx, "--record: cannot append to %s: %s",
-				  ok ? l->csv : l->failed, strerror(errno));
-			rc = CMD_EXIT_IO;
 		}
 	}
 	if (rc != CMD_EXIT_OK)
@@ -579,7 +486,7 @@ static int tune_kernel(struct live *l, const char *module,
 		sim_tile_config_format(c, cfg, sizeof cfg);
 		if (cmd_table_set_text(t, L_CONFIG, cfg))
 			return CMD_EXIT_IO;
-		cmd_table_set_num(t, L_BEST, best_ns);
+		cmd_table_set_num(t, L_BEST, (double)best_ns);
 		cmd_table_set_num(t, L_ANALYTIC,
 				  l->module_ns + (res.top[best].analytic_ns -
 						  k->est.time_ns) *
@@ -593,6 +500,37 @@ static int tune_kernel(struct live *l, const char *module,
 	cmd_table_set_num(t, L_MEASURED, measured);
 	cmd_table_set_num(t, L_FAILED, failed);
 	return CMD_EXIT_OK;
+}
+
+/* A shell's -c script with a placeholder in it: the value is spliced
+ * into the script's source. */
+static void warn_shell_splice(const struct live *l)
+{
+	static const char *const shells[] = {"sh", "bash", "dash", "zsh",
+					     "ksh", "mksh", "ash", "busybox"};
+	const char *slash = strrchr(l->words[0], '/');
+	const char *name = slash ? slash + 1 : l->words[0];
+	bool shell = false;
+	for (size_t i = 0; i < TS_ARRAY_LEN(shells); i++)
+		shell |= !strcmp(name, shells[i]);
+	bool c = false;
+	for (int w = 1; shell && w < l->n_words; w++) {
+		const char *x = l->words[w];
+		if (x[0] == '-' && x[1] != '-' && strchr(x, 'c'))
+			c = true;
+		else if (c && (strstr(x, "{module}") || strstr(x, "{kernel}") ||
+			       strstr(x, "{config}"))) {
+			fprintf(l->ctx->err,
+				"%s: warning: --measure-cmd: a placeholder in "
+				"%s's -c script is spliced into its source (a "
+				"quote or $(...) in a file name would run as "
+				"code); use \"$TPUSIM_MODULE\", "
+				"\"$TPUSIM_KERNEL\" and \"$TPUSIM_CONFIG\", "
+				"which the command gets\n",
+				l->ctx->prog, name);
+			return;
+		}
+	}
 }
 
 int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
@@ -628,45 +566,42 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		cmd_error(ctx, "out of memory");
 		return CMD_EXIT_IO;
 	}
-	if (!split_words(o->measure_cmd, wbuf, l.words, &l.n_words)) {
+	if (!val_cmd_split(o->measure_cmd, wbuf, l.words, &l.n_words)) {
 		ts_free(wbuf);
 		cmd_error(ctx, "--measure-cmd: no command, an unterminated quote "
-			       "or more than 64 words in '%s'",
-			  o->measure_cmd);
+			       "or more than %d words in '%s'",
+			  VAL_CMD_MAX_WORDS, o->measure_cmd);
 		return CMD_EXIT_USAGE;
 	}
-	/* a child's exit status is ours to read; an interrupt ends the
-	 * measurement in flight too */
-	signal(SIGCHLD, SIG_DFL);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (o->record) {
-		snprintf(l.csv, sizeof l.csv, "%s/measurements.csv", o->record);
-		snprintf(l.failed, sizeof l.failed, "%s/failed.csv", o->record);
-	}
-	/* the record's files are written, the module read */
-	const struct cmd_file in = {"the input", graph, CMD_FILE};
-	const struct cmd_file outs[2] = {{"--record", o->record ? l.csv : NULL,
-					  CMD_FILE},
-					 {"--record", o->record ? l.failed : NULL,
-					  CMD_FILE}};
+	warn_shell_splice(&l);
+	/* the record's files are written, the module and model read */
+	char csv[4096], failed[4096];
+	snprintf(csv, sizeof csv, "%s/measurements.csv", o->record ? o->record : "");
+	snprintf(failed, sizeof failed, "%s/failed.csv", o->record ? o->record : "");
+	const struct cmd_file ins[2] = {
+		{"the input", graph, CMD_FILE},
+		{"--model", model && strcmp(model, "default") ? model : NULL,
+		 CMD_FILE}};
+	const struct cmd_file outs[2] = {
+		{"--record", o->record ? csv : NULL, CMD_FILE},
+		{"--record", o->record ? failed : NULL, CMD_FILE}};
 	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
-						   .ins = &in, .n_ins = 1});
+						   .ins = ins, .n_ins = 2});
 	struct gnn_model m = {0};
 	if (rc == CMD_EXIT_OK)
 		rc = cmd_load_model(ctx, model ? model : "default", &m);
 	l.model = &m;
-	if (rc == CMD_EXIT_OK && o->record) {
-		char sub[4096];
-		snprintf(sub, sizeof sub, "%s/modules", o->record);
-		rc = cmd_out_dir(ctx, "--record", o->record);
-		if (rc == CMD_EXIT_OK)
-			rc = cmd_out_dir(ctx, "--record", sub);
-	}
 	struct cmd_graph g = {0};
 	if (rc == CMD_EXIT_OK)
 		rc = cmd_graph_load(ctx, graph, NULL,
 				    &(struct sim_program_opts){0}, NULL, &g);
+	if (rc == CMD_EXIT_OK && o->record && g.n_progs > 1) {
+		cmd_error(ctx, "--record: %s holds %d modules; a record's module "
+			       "file holds one (validate reads one): record "
+			       "each from a file of its own",
+			  graph, g.n_progs);
+		rc = CMD_EXIT_USAGE;
+	}
 	char stem[512];
 	const char *base;
 	size_t sl = ts_path_stem(graph, &base);
@@ -674,6 +609,35 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 	l.stem = stem;
 	l.text = g.text;
 	l.len = g.text ? strlen(g.text) : 0;
+	l.key = ts_fnv1a(TS_FNV1A_BASIS, l.text ? l.text : "", l.len);
+	snprintf(l.hw, sizeof l.hw, "tpu-%s", ctx->hw.name);
+	/* an interrupt, a closed terminal or a kill ends the measurement in
+	 * flight and what it started (tpusim is its subreaper); a child's
+	 * exit status is ours to read */
+	signal(SIGCHLD, SIG_DFL);
+	for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
+		signal(stop_signals[i], on_signal);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	struct val_record rec;
+	bool opened = false;
+	if (rc == CMD_EXIT_OK && o->record) {
+		char sub[4096];
+		snprintf(sub, sizeof sub, "%s/modules", o->record);
+		rc = cmd_out_dir(ctx, "--record", o->record);
+		if (rc == CMD_EXIT_OK)
+			rc = cmd_out_dir(ctx, "--record", sub);
+		struct ts_diag d = {0};
+		if (rc == CMD_EXIT_OK) {
+			opened = true;
+			enum ts_status st = val_record_open(o->record, &rec,
+							    ctx->err, &d);
+			if (st) {
+				cmd_diag(ctx, &d, NULL, NULL, 0);
+				rc = cmd_exit_from_status(st);
+			}
+			l.rec = &rec;
+		}
+	}
 	struct cmd_table tbl;
 	cmd_table_init(&tbl, "kernels", NULL, live_cols, L_COUNT);
 	for (int p = 0; rc == CMD_EXIT_OK && p < g.n_progs; p++) {
@@ -711,6 +675,14 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		cmd_report_table(&rep, &tbl);
 		rc = cmd_report_finish(ctx, &rep, TS_OK);
 	}
+	if (rc == CMD_EXIT_OK && l.tried > 0 && l.failed == l.tried) {
+		cmd_error(ctx, "every measurement failed (%d of %d; the last: "
+			       "%s): check --measure-cmd",
+			  l.failed, l.tried, l.last_why);
+		rc = CMD_EXIT_IO;
+	}
+	if (opened)
+		val_record_close(&rec);
 	cmd_table_free(&tbl);
 	cmd_graph_free(&g);
 	gnn_model_free(&m);

@@ -499,8 +499,4 @@ int cmd_check_io(const struct cmd_ctx *ctx, const struct cmd_io *io);
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */
 enum ts_status cmd_table_write_csv(FILE *f, void *t);
 
-/* Writes s as one CSV field, quoted per RFC 4180 when it holds a comma,
- * quote, CR or LF (inner quotes doubled). */
-void cmd_csv_field(FILE *out, const char *s);
-
 #endif /* CLI_H */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -734,6 +735,10 @@ int main(int argc, char **argv)
 	};
 	const struct cmd_ctx top = {.prog = "tpusim", .err = stderr};
 	bool help = false, version = false;
+	/* a file-size limit (ulimit -f) makes a write fail with EFBIG,
+	 * reported as any failed write is, instead of killing tpusim
+	 * part-way through one */
+	signal(SIGXFSZ, SIG_IGN);
 	opterr = 0;
 	int c;
 	/* '+': stop at the command name; its options are its own. */

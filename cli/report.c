@@ -267,21 +267,6 @@ void cmd_table_set_num(struct cmd_table *t, int col, double v)
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-void cmd_csv_field(FILE *out, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
-}
-
 static bool col_in(const struct cmd_col *c, enum cmd_format f)
 {
 	if (f == CMD_FORMAT_CSV)
@@ -297,7 +282,7 @@ static void csv_table(struct cmd_report *r, const struct cmd_table *t)
 		for (int c = 0; c < t->n_cols; c++) {
 			if (c)
 				fputc(',', r->out);
-			cmd_csv_field(r->out, t->cols[c].key);
+			ts_csv_field(r->out, t->cols[c].key);
 		}
 		fputc('\n', r->out);
 		r->csv_header_done = true;
@@ -311,7 +296,7 @@ static void csv_table(struct cmd_report *r, const struct cmd_table *t)
 			if (!cells[c].present)
 				continue;
 			if (t->cols[c].unit == CMD_UNIT_TEXT)
-				cmd_csv_field(r->out, cells[c].text);
+				ts_csv_field(r->out, cells[c].text);
 			else if (fmt_raw(buf, t->cols[c].unit, cells[c].num))
 				fputs(buf, r->out);
 		}

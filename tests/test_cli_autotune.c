@@ -6,8 +6,10 @@
  * here: one that answers from the config's text (the fastest config is
  * the one it says), one that fails, one that hangs past the timeout, one
  * that counts its arguments (a config with ';' stays one argument, no
- * shell). --record writes a set that validate reads, and a second run
- * measures only configs not recorded yet.
+ * shell). --record writes a set that validate reads, its module keyed by
+ * content, and a second run measures only configs not recorded yet and
+ * tries recorded failures again. test_cli_record.c tries the record
+ * harder.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,12 +177,19 @@ static void test_live(void **state)
 	proc_free(&p);
 	snprintf(csv, sizeof csv, "%s/measurements.csv", dir);
 	assert_int_equal(count_lines(csv), 1 + 3);
+	/* the module is keyed by its content: FNV-1a 64 of its bytes */
+	char *mod = slurp(dot), want[512];
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (const char *c = mod; *c; c++)
+		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
+	ts_free(mod);
+	snprintf(want, sizeof want,
+		 "id,module,hw,config,runtime_ns,runtime_min_ns,repeats,timing,"
+		 "source\nbig_dot-%016llx.fusion.1.tpu-v3.output_bounds=32x8;"
+		 "kernel_bounds=256x8,modules/big_dot-%016llx.hlo,tpu-v3,",
+		 (unsigned long long)h, (unsigned long long)h);
 	char *rec = slurp(csv);
-	assert_true(starts_with(rec, "id,module,hw,config,runtime_ns,"
-				     "runtime_min_ns,repeats,timing,source\n"
-				     "big_dot.fusion.1.tpu-v3.output_bounds=32x8;"
-				     "kernel_bounds=256x8,modules/big_dot.hlo,"
-				     "tpu-v3,"));
+	assert_true(starts_with(rec, want));
 	ts_free(rec);
 	/* a data set validate reads */
 	tpusim(&p, "validate", "--data", dir, "--hw-dir", hwdir);
@@ -209,19 +218,32 @@ static void test_live(void **state)
 	expect_rc(&p, 0);
 	proc_free(&p);
 
-	/* a failing command: recorded, counted, the run goes on */
-	char dir2[PATH_MAX], failed[PATH_MAX + 32];
+	/* a failing command: recorded, counted, the run goes on; when every
+	 * measurement fails the run exits 3 */
+	char dir2[PATH_MAX], failed[PATH_MAX + 32], csv2[PATH_MAX + 32];
 	tu_tmp_path(dir2, sizeof dir2, "test_autotune_rec2", "");
 	tu_rm_tree(dir2);
 	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "2",
 	       "--measure-cmd", "false", "--record", dir2, "-f", "csv");
-	expect_rc(&p, 0);
+	expect_rc(&p, 3);
 	expect_contains(p.err, "tpusim autotune: warning: kernel fusion.1, "
 			       "config output_bounds=32x8;kernel_bounds=256x8: "
 			       "measurement failed: exited with status 1\n");
+	expect_contains(p.err, "tpusim autotune: error: every measurement "
+			       "failed (2 of 2; the last: exited with status "
+			       "1): check --measure-cmd\n");
 	expect_contains(p.out, ",2,2\n");
 	proc_free(&p);
 	snprintf(failed, sizeof failed, "%s/failed.csv", dir2);
+	assert_int_equal(count_lines(failed), 1 + 2);
+	/* a later run tries the recorded failures again */
+	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "2",
+	       "--measure-cmd", cmd, "--record", dir2, "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.out, ",2,0\n");
+	proc_free(&p);
+	snprintf(csv2, sizeof csv2, "%s/measurements.csv", dir2);
+	assert_int_equal(count_lines(csv2), 1 + 2);
 	assert_int_equal(count_lines(failed), 1 + 2);
 
 	/* a hanging command: killed at the timeout */
@@ -229,7 +251,7 @@ static void test_live(void **state)
 	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "1",
 	       "--measure-cmd", "sleep 30", "--measure-timeout", "1", "-f",
 	       "csv");
-	expect_rc(&p, 0);
+	expect_rc(&p, 3);
 	expect_contains(p.err, "measurement failed: timed out after 1 s\n");
 	proc_free(&p);
 	assert_true(time(NULL) - t0 < 10);

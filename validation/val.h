@@ -26,6 +26,22 @@ enum val_timing {
 };
 const char *val_timing_name(enum val_timing t); /* "device", "host" */
 
+/* The columns of measurements.csv; a file may list them in any order. */
+enum val_col {
+	VAL_COL_ID = 0,
+	VAL_COL_MODULE,
+	VAL_COL_HW,
+	VAL_COL_CONFIG,
+	VAL_COL_RUNTIME_NS,
+	VAL_COL_RUNTIME_MIN_NS,
+	VAL_COL_REPEATS,
+	VAL_COL_TIMING,
+	VAL_COL_SOURCE,
+	VAL_COL_COUNT
+};
+/* Their names, in the order a new file lists them. */
+extern const char *const val_set_columns[VAL_COL_COUNT];
+
 /* One measurement: a row of measurements.csv. Strings live in the dataset's
  * arena. */
 struct val_row {
@@ -107,6 +123,13 @@ enum ts_status val_dataset_load_details(struct val_dataset *ds,
 enum ts_status val_dataset_load_csv(const char *csv_path,
 				    struct val_dataset *ds, struct ts_diag *d);
 void val_dataset_free(struct val_dataset *ds);
+/* Reads the header line of the RFC 4180 text (len bytes; a UTF-8 byte
+ * order mark skipped): pos[c] gets the field index of names[c]. Every name
+ * must be there once and nothing else; errors are TS_ERR_PARSE at
+ * file:line:col (d->src the text), TS_ERR_NOMEM. */
+enum ts_status val_csv_columns(const char *file, const char *text, size_t len,
+			       const char *const *names, int n, int *pos,
+			       struct ts_diag *d);
 /* A view of ds with only the rows whose keep[i] is set, in order (strings
  * and texts stay ds's: free the view with val_dataset_free before ds).
  * TS_ERR_NOMEM only. */
@@ -130,6 +153,93 @@ const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
  * group_of[i] in [0, *n_groups), equal keys equal numbers. O(n log n). */
 enum ts_status val_group_keys(const char *const *keys, int n, int *group_of,
 			      int *n_groups);
+
+/* ---- a live record (val_record.c) ----------------------------------------- */
+
+/*
+ * The folder `tpusim autotune GRAPH --record DIR` keeps: a set of the
+ * shared format (measurements.csv, modules/) and failed.csv, one line per
+ * failed attempt (id, module, kernel, config, reason; an id repeats when a
+ * later run retries and fails again). It is a transaction log:
+ *   - val_record_open takes an exclusive lock on the folder (flock; a
+ *     second run waits, saying so on note), cuts a torn last line (the
+ *     bytes after the last newline, which only an append cut short by a
+ *     crash leaves) from either file and says so on note, then reads
+ *     measurements.csv with the set reader (val_dataset_load_csv: every
+ *     check of the format, modules included);
+ *   - an append writes one line whole, in the header's column order, or
+ *     truncates the file back to its length before (a full disk), with
+ *     the terminating signals held off meanwhile; then fdatasync;
+ *   - modules are keyed by content: modules/<stem>-<FNV-1a 64 of the
+ *     module text, 16 hex digits>[.<kernel>].hlo, so an edited module is
+ *     a new module; a file of that name with other bytes is an error.
+ * Lookups are by (module, hw, config), the config as
+ * sim_tile_config_format writes it, through a hash table: O(1) each.
+ */
+struct val_record_key;
+#define VAL_RECORD_FAILED_COLS 5 /* id, module, kernel, config, reason */
+struct val_record {
+	char *dir;                  /* the folder (ts_malloc'd) */
+	char *csv_path, *failed_path; /* its two files (ts_malloc'd) */
+	int dir_fd;                 /* the folder, locked; -1 when closed */
+	struct val_dataset ds;      /* the rows read at open (n_rows may be 0) */
+	char *csv_text, *failed_text; /* as read at open, for a diagnostic's
+	                                 caret (ts_malloc'd or NULL) */
+	int csv_pos[VAL_COL_COUNT]; /* measurements.csv's header order */
+	int failed_pos[VAL_RECORD_FAILED_COLS]; /* failed.csv's header order */
+	bool csv_header, failed_header; /* the file has its header line */
+	struct ts_arena arena;      /* keys of rows appended since open */
+	struct val_record_key *keys; /* open addressing, mask + 1 slots */
+	size_t mask, n_keys;
+};
+extern const char *const val_record_failed_columns[VAL_RECORD_FAILED_COLS];
+
+/* Locks, repairs and reads the record in dir (an existing folder; its
+ * files may be absent). Errors: TS_ERR_PARSE with the set reader's
+ * file:line:col (a record that does not read as a set is not appended
+ * to), TS_ERR_IO, TS_ERR_NOMEM; val_record_close(r) in every case. */
+enum ts_status val_record_open(const char *dir, struct val_record *r,
+			       FILE *note, struct ts_diag *d);
+void val_record_close(struct val_record *r);
+/* The recorded runtime of (module, hw, config), ns; 0 when none. */
+int64_t val_record_find(const struct val_record *r, const char *module,
+			const char *hw, const char *config);
+/* Appends a device-timed measurement (source "tpusim autotune"); an id or
+ * (module, hw, config) already recorded is TS_ERR_MISUSE. */
+enum ts_status val_record_add(struct val_record *r, const char *id,
+			      const char *module, const char *hw,
+			      const char *config, int64_t runtime_ns,
+			      struct ts_diag *d);
+/* Appends a failed attempt to failed.csv. */
+enum ts_status val_record_add_failure(struct val_record *r, const char *id,
+				      const char *module, const char *kernel,
+				      const char *config, const char *reason,
+				      struct ts_diag *d);
+/* Writes modules/<stem>-<key>[.<kernel>].hlo (kernel NULL: none) with
+ * text, key the 16 hex digits of the unmarked module's FNV-1a; one there
+ * with the same bytes is kept. rel gets the path relative to the folder. */
+enum ts_status val_record_module(struct val_record *r, const char *stem,
+				uint64_t key, const char *kernel,
+				const char *text, size_t len, char *rel,
+				size_t cap, struct ts_diag *d);
+
+/* ---- the measuring command's words and output (val_record.c) ------------- */
+
+#define VAL_CMD_MAX_WORDS 64
+/* Splits cmd into words (into buf, room strlen(cmd) + 1): blanks separate,
+ * '...' and "..." group, a backslash escapes the next character (inside
+ * "..." only before " and \). False on no word, an unterminated quote or
+ * more than VAL_CMD_MAX_WORDS words. */
+bool val_cmd_split(const char *cmd, char *buf, char **words, int *n);
+/* word with every {module}, {kernel} and {config} replaced by vals[0..2]
+ * (ts_malloc'd; NULL when out of memory). */
+char *val_cmd_substitute(const char *word, const char *const vals[3]);
+/* The time a command printed: its output's first word, a decimal number
+ * of ns (digits, a point, an exponent; no sign, hex, inf or nan, nothing
+ * after it but blanks), rounded to whole ns as the set format records it,
+ * from 1 to INT64_MAX. False with why (room cap) otherwise. */
+bool val_cmd_read_ns(const char *out, size_t len, int64_t *ns, char *why,
+		     size_t cap);
 
 /* ---- hardware specs per row --------------------------------------------- */
 

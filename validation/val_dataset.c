@@ -95,32 +95,19 @@ const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
 
 /* ---- columns ------------------------------------------------------------ */
 
-enum col {
-	COL_ID = 0,
-	COL_MODULE,
-	COL_HW,
-	COL_CONFIG,
-	COL_RUNTIME_NS,
-	COL_RUNTIME_MIN_NS,
-	COL_REPEATS,
-	COL_TIMING,
-	COL_SOURCE,
-	COL_COUNT
+/* measurements.csv's columns (val.h enum val_col), in the order a new
+ * file lists them. */
+const char *const val_set_columns[VAL_COL_COUNT] = {
+	[VAL_COL_ID] = "id",
+	[VAL_COL_MODULE] = "module",
+	[VAL_COL_HW] = "hw",
+	[VAL_COL_CONFIG] = "config",
+	[VAL_COL_RUNTIME_NS] = "runtime_ns",
+	[VAL_COL_RUNTIME_MIN_NS] = "runtime_min_ns",
+	[VAL_COL_REPEATS] = "repeats",
+	[VAL_COL_TIMING] = "timing",
+	[VAL_COL_SOURCE] = "source",
 };
-
-static const char *const col_names[] = {
-	[COL_ID] = "id",
-	[COL_MODULE] = "module",
-	[COL_HW] = "hw",
-	[COL_CONFIG] = "config",
-	[COL_RUNTIME_NS] = "runtime_ns",
-	[COL_RUNTIME_MIN_NS] = "runtime_min_ns",
-	[COL_REPEATS] = "repeats",
-	[COL_TIMING] = "timing",
-	[COL_SOURCE] = "source",
-};
-_Static_assert(TS_ARRAY_LEN(col_names) == COL_COUNT,
-	       "col_names must name every column");
 
 /* ---- RFC 4180 lexer ----------------------------------------------------- */
 
@@ -581,21 +568,21 @@ static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 			       uint32_t line, struct ts_diag *d)
 {
 	const char *file = ds->csv_path;
-	const struct field *fid = &f[col_of[COL_ID]];
-	const struct field *fmod = &f[col_of[COL_MODULE]];
-	const struct field *fhw = &f[col_of[COL_HW]];
-	const struct field *fcfg = &f[col_of[COL_CONFIG]];
-	const struct field *frt = &f[col_of[COL_RUNTIME_NS]];
-	const struct field *fmin = &f[col_of[COL_RUNTIME_MIN_NS]];
-	const struct field *frep = &f[col_of[COL_REPEATS]];
-	const struct field *ftim = &f[col_of[COL_TIMING]];
+	const struct field *fid = &f[col_of[VAL_COL_ID]];
+	const struct field *fmod = &f[col_of[VAL_COL_MODULE]];
+	const struct field *fhw = &f[col_of[VAL_COL_HW]];
+	const struct field *fcfg = &f[col_of[VAL_COL_CONFIG]];
+	const struct field *frt = &f[col_of[VAL_COL_RUNTIME_NS]];
+	const struct field *fmin = &f[col_of[VAL_COL_RUNTIME_MIN_NS]];
+	const struct field *frep = &f[col_of[VAL_COL_REPEATS]];
+	const struct field *ftim = &f[col_of[VAL_COL_TIMING]];
 
 	const struct field *required[] = {fid, fmod, fhw};
-	const enum col required_col[] = {COL_ID, COL_MODULE, COL_HW};
+	const enum val_col required_col[] = {VAL_COL_ID, VAL_COL_MODULE, VAL_COL_HW};
 	for (size_t i = 0; i < TS_ARRAY_LEN(required); i++)
 		if (!required[i]->text[0]) {
 			ts_diag_set(d, file, line, required[i]->col,
-				    "empty %s", col_names[required_col[i]]);
+				    "empty %s", val_set_columns[required_col[i]]);
 			return TS_ERR_PARSE;
 		}
 
@@ -603,7 +590,7 @@ static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 	row->module = fmod->text;
 	row->hw = fhw->text;
 	row->config = fcfg->text;
-	row->source = f[col_of[COL_SOURCE]].text;
+	row->source = f[col_of[VAL_COL_SOURCE]].text;
 	row->line = line;
 	row->overhead_ns = -1;
 	row->config_col = fcfg->col;
@@ -675,6 +662,76 @@ static size_t count_lines(const char *s, size_t len)
 	return n;
 }
 
+/*
+ * Reads a header record naming each of names[0..n) exactly once, in any
+ * order, into pos (the field index of each name); an unknown, repeated or
+ * missing name is an error at its place. Up to n fields are read, so that
+ * an extra one is reported by name. Leaves lx after the line.
+ */
+static enum ts_status lex_columns(struct lexer *lx, const char *const *names,
+				  int n, int *pos)
+{
+	enum ts_status st;
+	for (int c = 0; c < n; c++)
+		pos[c] = -1;
+	int n_hdr = 0;
+	for (;;) {
+		struct field h;
+		if ((st = lex_field(lx, &h)))
+			return st;
+		int c = 0;
+		while (c < n && strcmp(h.text, names[c]))
+			c++;
+		if (c == n || n_hdr == n) {
+			ts_diag_set(lx->d, lx->file, lx->line, h.col,
+				    "unknown column '%s'", h.text);
+			return TS_ERR_PARSE;
+		}
+		if (pos[c] >= 0) {
+			ts_diag_set(lx->d, lx->file, lx->line, h.col,
+				    "duplicate column '%s'", h.text);
+			return TS_ERR_PARSE;
+		}
+		pos[c] = n_hdr++;
+		if (lx->p < lx->end && *lx->p == ',') {
+			lx->p++;
+			lx->col++;
+			continue;
+		}
+		break;
+	}
+	for (int c = 0; c < n; c++)
+		if (pos[c] < 0) {
+			ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+				    "header lacks column '%s'", names[c]);
+			return TS_ERR_PARSE;
+		}
+	skip_eol(lx);
+	return TS_OK;
+}
+
+enum ts_status val_csv_columns(const char *file, const char *text, size_t len,
+			       const char *const *names, int n, int *pos,
+			       struct ts_diag *d)
+{
+	struct ts_arena arena;
+	ts_arena_init(&arena);
+	struct lexer lx = {.p = text, .end = text + len, .line = 1, .col = 1,
+			   .arena = &arena, .file = file, .d = d};
+	if (len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
+		lx.p += 3;
+	enum ts_status st = lex_columns(&lx, names, n, pos);
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, file, 0, 0, "out of memory");
+	if (st != TS_OK) {
+		d->src = text;
+		d->src_len = len;
+	}
+	ts_free(lx.buf);
+	ts_arena_free(&arena);
+	return st;
+}
+
 static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 				struct ts_diag *d)
 {
@@ -689,8 +746,8 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 	};
 	enum ts_status st = TS_OK;
 	uint32_t *module_cols = NULL;
-	int col_of[COL_COUNT];
-	struct field hdr[COL_COUNT], f[COL_COUNT];
+	int col_of[VAL_COL_COUNT];
+	struct field f[VAL_COL_COUNT];
 
 	/* A UTF-8 byte order mark is not part of the first column name. */
 	if (ds->csv_len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
@@ -698,59 +755,12 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 	if (lx.p == lx.end) {
 		ts_diag_set(d, ds->csv_path, 1, 1,
 			    "empty file: expected the header line %s,%s,...",
-			    col_names[0], col_names[1]);
+			    val_set_columns[0], val_set_columns[1]);
 		return TS_ERR_PARSE;
 	}
 
-	/* Header: every known column exactly once, in any order. Read up to
-	 * COL_COUNT fields so that an extra one is reported by name. */
-	for (int c = 0; c < COL_COUNT; c++)
-		col_of[c] = -1;
-	int n_hdr = 0;
-	for (;;) {
-		if (n_hdr == COL_COUNT) {
-			struct field extra;
-			if ((st = lex_field(&lx, &extra)))
-				goto out;
-			ts_diag_set(d, ds->csv_path, 1, extra.col,
-				    "unknown column '%s'", extra.text);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-		if ((st = lex_field(&lx, &hdr[n_hdr])))
-			goto out;
-		const struct field *h = &hdr[n_hdr];
-		int c = 0;
-		while (c < COL_COUNT && strcmp(h->text, col_names[c]))
-			c++;
-		if (c == COL_COUNT) {
-			ts_diag_set(d, ds->csv_path, lx.line, h->col,
-				    "unknown column '%s'", h->text);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-		if (col_of[c] >= 0) {
-			ts_diag_set(d, ds->csv_path, lx.line, h->col,
-				    "duplicate column '%s'", h->text);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-		col_of[c] = n_hdr++;
-		if (lx.p < lx.end && *lx.p == ',') {
-			lx.p++;
-			lx.col++;
-			continue;
-		}
-		break;
-	}
-	for (int c = 0; c < COL_COUNT; c++)
-		if (col_of[c] < 0) {
-			ts_diag_set(d, ds->csv_path, lx.line, lx.col,
-				    "header lacks column '%s'", col_names[c]);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-	skip_eol(&lx);
+	if ((st = lex_columns(&lx, val_set_columns, VAL_COL_COUNT, col_of)))
+		goto out;
 
 	size_t cap = count_lines(ds->csv_text, ds->csv_len);
 	if (cap > INT32_MAX) {
@@ -766,12 +776,12 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 	}
 	while (lx.p < lx.end) {
 		uint32_t line = lx.line;
-		if ((st = lex_record(&lx, f, COL_COUNT, "row")))
+		if ((st = lex_record(&lx, f, VAL_COL_COUNT, "row")))
 			goto out;
 		struct val_row *row = &ds->rows[ds->n_rows];
 		if ((st = fill_row(ds, row, f, col_of, line, d)))
 			goto out;
-		module_cols[ds->n_rows] = f[col_of[COL_MODULE]].col;
+		module_cols[ds->n_rows] = f[col_of[VAL_COL_MODULE]].col;
 		ds->n_rows++;
 	}
 	if (ds->n_rows == 0) {
