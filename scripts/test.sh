@@ -6,7 +6,8 @@
 #                again (parser, spec loader, mutated inputs, CLI, data sets);
 #   build-fuzz/  clang + libFuzzer build, the `fuzz` tests: a bounded, seeded
 #                fuzz run of the HLO parser, the spec loader, the pipeline
-#                after the parser and the model file reader.
+#                after the parser, the model file reader and the live
+#                autotuner's record and measuring command.
 # Tests that read ../shared/data skip, saying so, when it is absent.
 set -e
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ cmake --build build-asan -j"$jobs" >/dev/null
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNIT_TESTING=ON \
 	-DTPUSIM_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec fuzz_pipeline \
-	fuzz_gnn_file >/dev/null
+	fuzz_gnn_file fuzz_record >/dev/null
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 # A sanitizer report exits with its own code (ASan 87, UBSan 86), never

@@ -3,7 +3,8 @@
  * with a flaky TPU, a full disk and a second terminal would: the printed
  * time read as the set format keeps it (val_cmd_read_ns), a torn last line
  * cut on resume, a header in another order, module file names that need
- * CSV quoting, an edited module, a write cut short by a file-size limit,
+ * CSV quoting, an edited module, a write cut short by a file-size limit
+ * and by a full disk,
  * three runs into one folder at once, and the measuring command's process
  * tree (a child holding its output, a setsid child at the timeout, a
  * SIGHUP) ended. Every record is then read by `tpusim validate`.
@@ -353,6 +354,77 @@ static void test_short_write(void **state)
 	remove(script);
 }
 
+/* A full disk (a tmpfs of 64 KiB, filled; as root only, else skipped): the
+ * append that needs a new page fails with ENOSPC, named, the file as it
+ * was; with room again the run resumes. */
+static void test_full_disk(void **state)
+{
+	(void)state;
+	char mnt[PATH_MAX], cmd[2 * PATH_MAX], script[PATH_MAX];
+	tu_tmp_path(mnt, sizeof mnt, "test_record_tmpfs", "");
+	tu_rm_tree(mnt);
+	assert_int_equal(mkdir(mnt, 0777), 0);
+	char *mount = fmt("mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null",
+			  mnt);
+	int mounted = system(mount);
+	ts_free(mount);
+	if (mounted != 0) {
+		rmdir(mnt);
+		print_message("test_full_disk: skipped: cannot mount a tmpfs "
+			      "(needs root)\n");
+		skip();
+	}
+	char *dir = fmt("%s/rec", mnt), *csv = fmt("%s/measurements.csv", dir);
+	stand_in(cmd, sizeof cmd, script);
+	struct proc p;
+	tune(&p, dot, "1", cmd, dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	/* the record padded to one whole page (a long source text), the
+	 * rest of the disk filled: the next line needs a page there is not */
+	char *rec = slurp(csv);
+	size_t len = strlen(rec);
+	assert_true(len < 4000 && rec[len - 1] == '\n');
+	char *pad = ts_calloc(1, 4096 - len + 1);
+	assert_non_null(pad);
+	memset(pad, 'x', 4096 - len);
+	rec[len - 1] = '\0';
+	char *full = fmt("%s%s\n", rec, pad);
+	write_file(csv, full);
+	assert_int_equal(strlen(full), 4096);
+	char *filler = fmt("%s/filler", mnt);
+	char *fill = fmt("dd if=/dev/zero of='%s' bs=4096 2>/dev/null", filler);
+	assert_true(system(fill) != -1);
+	tune(&p, dot, "2", cmd, dir);
+	expect_rc(&p, 3);
+	char *want = fmt("%s: error: cannot append: No space left on device "
+			 "(the file is as it was before this line)\n", csv);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	char *after = slurp(csv);
+	assert_string_equal(after, full);
+	remove(filler);
+	tune(&p, dot, "2", cmd, dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(count_lines(csv), 1 + 2);
+	expect_valid(dir, "2 rows, 2 estimated, 0 errors");
+	char *umount = fmt("umount '%s'", mnt);
+	assert_int_equal(system(umount), 0);
+	rmdir(mnt);
+	remove(script);
+	ts_free(umount);
+	ts_free(after);
+	ts_free(want);
+	ts_free(fill);
+	ts_free(filler);
+	ts_free(full);
+	ts_free(pad);
+	ts_free(rec);
+	ts_free(csv);
+	ts_free(dir);
+}
+
 /* Three runs into one folder at once: one records, the others wait and
  * find it recorded; nothing duplicated, nothing lost. */
 static void test_concurrent(void **state)
@@ -497,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_columns_and_names),
 		cmocka_unit_test(test_module_edit),
 		cmocka_unit_test(test_short_write),
+		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_shell),
