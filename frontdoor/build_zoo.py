@@ -1,0 +1,76 @@
+"""Compiles the zoo for every generation into data/compiled/GEN/.
+
+  python -m frontdoor.build_zoo [--out DIR] [--check] [--only NAME ...]
+
+--check compiles into a temporary folder and compares every file's text with
+the one in --out (the pinned versions must give the same bytes); it exits 1
+naming each file that differs or is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import filecmp
+import pathlib
+import sys
+import tempfile
+from collections.abc import Iterator
+
+from frontdoor.compile import Program, compile_program
+from frontdoor.zoo import decoder, mlp
+
+# Generation -> a slice of 4 chips: its topology, get_topology_desc's
+# arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
+# and 7x one per TensorCore, two per chip).
+TOPOLOGIES = {
+    "v2": ("v2:2x2", (), 8),
+    "v3": ("v3:2x2", (), 8),
+    "v4": ("v4:2x2x1", (("chip_config_name", "megacore"),), 4),
+    "v5e": ("v5e:2x2", (), 4),
+    "v5p": ("v5p:2x2x1", (), 4),
+    "v6e": ("v6e:2x2", (), 4),
+    "v7": ("tpu7x:2x2x1", (), 8),
+}
+
+
+def programs() -> Iterator[Program]:
+    for topo, args, n in TOPOLOGIES.values():
+        built = [mlp.program(size, topo, {"data": n}) for size in mlp.SIZES]
+        built += [decoder.program(size, topo, {"data": n // 2, "model": 2})
+                  for size in decoder.SIZES]
+        built.append(decoder.program("s", topo, {"data": n // 2, "model": 2},
+                                     remat=False))
+        for p in built:
+            yield dataclasses.replace(p, topology_args=args)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="frontdoor.build_zoo")
+    ap.add_argument("--out", default="data/compiled")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="program names (e.g. mlp_s) to build")
+    a = ap.parse_args()
+    out = pathlib.Path(a.out)
+    todo = [p for p in programs() if a.only is None or p.name in a.only]
+    if not a.check:
+        for p in todo:
+            compile_program(p, out)
+        return
+    differ = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in todo:
+            compile_program(p, pathlib.Path(tmp))
+        for new in sorted(pathlib.Path(tmp).rglob("*.*")):
+            old = out / new.relative_to(tmp)
+            if not old.exists() or not filecmp.cmp(old, new, shallow=False):
+                differ.append(str(old))
+    for path in differ:
+        print(f"{path}: differs from what the pinned versions compile",
+              file=sys.stderr)
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
