@@ -40,6 +40,9 @@
  * marks the tuned one with metadata op_name "autotuned_op" (as TpuGraphs
  * marks its kernels), which is how validate, train and calibrate find it.
  */
+/* syscall(2) for pidfd_open: a Linux call beyond the build-wide POSIX. */
+#define _DEFAULT_SOURCE
+
 #include "cli.h"
 
 #include <errno.h>
@@ -53,6 +56,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,7 +64,7 @@
 #define LIVE_DEFAULT_TIMEOUT_S 60
 #define LIVE_MAX_OUT 65536 /* bytes of a command's output read */
 
-/* ---- the command ----------------------------------------------------------- */
+/* ---- the command --------------------------------------------------------- */
 
 static double now_s(void)
 {
@@ -77,70 +81,166 @@ static volatile sig_atomic_t child_pgid, stop_sig;
 
 static void on_signal(int sig)
 {
+	int e = errno;
 	if (child_pgid > 0) { /* measure() ends the rest, then raises it */
 		kill(-(pid_t)child_pgid, SIGKILL);
 		stop_sig = sig;
+		errno = e;
 		return;
 	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
-static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/* The stop signals tpusim was started with ignored (nohup): they stay
+ * ignored, by tpusim and by the command. */
+static sigset_t ignored_at_start;
 
-static void hold_signals(int how)
+/* Handles the stop signals that were not ignored (on_signal). */
+static void catch_stop_signals(void)
 {
-	sigset_t set;
-	sigemptyset(&set);
-	for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
-		sigaddset(&set, stop_signals[i]);
-	sigprocmask(how, &set, NULL);
+	sigemptyset(&ignored_at_start);
+	for (int i = 0; i < VAL_N_STOP_SIGNALS; i++) {
+		int sig = val_stop_signal[i];
+		struct sigaction was;
+		if (sigaction(sig, NULL, &was))
+			continue;
+		if (was.sa_handler == SIG_IGN)
+			sigaddset(&ignored_at_start, sig);
+		else
+			signal(sig, on_signal);
+	}
 }
 
-/* SIGKILL to every live child of tpusim (from /proc/PID/stat's ppid). */
-static void kill_children(void)
+/* In the command's process: the dispositions tpusim was started with
+ * (ignored or default) and no signal held. */
+static void restore_signals(void)
 {
-	DIR *dir = opendir("/proc");
-	if (!dir)
-		return;
+	for (int i = 0; i < VAL_N_STOP_SIGNALS; i++) {
+		int sig = val_stop_signal[i];
+		signal(sig, sigismember(&ignored_at_start, sig) ? SIG_IGN
+							       : SIG_DFL);
+	}
+	signal(SIGXFSZ, SIG_DFL); /* main ignores it for tpusim's writes */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* /proc/PID/stat's state and its ppid and start time (clock ticks after
+ * boot); false when the process is gone. */
+static bool proc_stat(long pid, char *state, long *ppid,
+		      unsigned long long *start)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid pgrp session tty tpgid flags minflt
+	 * cminflt majflt cmajflt utime stime cutime cstime priority nice
+	 * threads itrealvalue starttime": comm may hold ')' */
+	const char *rp = strrchr(buf, ')');
+	return rp && sscanf(rp + 1,
+			    " %c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+			    "%*u %*d %*d %*d %*d %*d %*d %llu",
+			    state, ppid, start) == 3;
+}
+
+/* tpusim's children when the live mode began (a shell's jobs that exec'd
+ * tpusim): no measurement's, never ended by one. */
+static long foreign[64];
+static int n_foreign;
+
+/* Calls fn(pid, state, ctx) for every child of tpusim started at or after
+ * start (clock ticks after boot); returns the sum of what fn returned. The
+ * children are listed by /proc/self/task/TID/children where the kernel
+ * has it, else found among all of /proc by their ppid. */
+static int each_child(unsigned long long start,
+		      int (*fn)(long pid, char state, void *ctx), void *ctx)
+{
 	long self = (long)getpid();
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		char *end, path[64], buf[512];
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0)
-			continue;
-		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		size_t n = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		/* "pid (comm) state ppid ...": comm may hold ')' */
-		const char *rp = strrchr(buf, ')');
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", self, self);
+	FILE *list = fopen(path, "r");
+	DIR *dir = list ? NULL : opendir("/proc");
+	int sum = 0;
+	for (;;) {
+		long pid = 0;
+		if (list) {
+			if (fscanf(list, "%ld", &pid) != 1)
+				break;
+		} else {
+			struct dirent *e = dir ? readdir(dir) : NULL;
+			char *end;
+			if (!e)
+				break;
+			pid = strtol(e->d_name, &end, 10);
+			if (*end)
+				continue;
+		}
 		char state;
 		long ppid;
-		if (rp && sscanf(rp + 1, " %c %ld", &state, &ppid) == 2 &&
-		    ppid == self && state != 'Z')
-			kill((pid_t)pid, SIGKILL);
+		unsigned long long t;
+		if (pid > 0 && proc_stat(pid, &state, &ppid, &t) &&
+		    ppid == self && t >= start)
+			sum += fn(pid, state, ctx);
 	}
-	closedir(dir);
+	if (list)
+		fclose(list);
+	if (dir)
+		closedir(dir);
+	return sum;
 }
 
-/* Ends what a measurement left running: its process group, then every
- * process that comes back to tpusim, their subreaper (a descendant that
- * left the group comes back when its parent ends), until tpusim has no
- * child (at most about a second of rounds). */
-static void end_tree(pid_t pgid)
+static int note_foreign(long pid, char state, void *ctx)
 {
-	kill(-pgid, SIGKILL);
-	for (int round = 0; round < 1000; round++) {
-		kill_children();
-		pid_t w;
-		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
-			;
-		if (w < 0 && errno == ECHILD)
+	(void)state;
+	(void)ctx;
+	if (n_foreign < (int)TS_ARRAY_LEN(foreign))
+		foreign[n_foreign++] = pid;
+	return 0;
+}
+
+/* A measurement's process is killed, or reaped once ended (1); the
+ * leader (ctx) is the caller's to reap and a foreign child no one's (0). */
+static int end_child(long pid, char state, void *ctx)
+{
+	for (int i = 0; i < n_foreign; i++)
+		if (foreign[i] == pid)
+			return 0;
+	if (pid == *(const long *)ctx)
+		return 0;
+	if (state == 'Z')
+		waitpid((pid_t)pid, NULL, WNOHANG);
+	else
+		kill((pid_t)pid, SIGKILL);
+	return 1;
+}
+
+/* Has the command's leader ended (it stays unreaped)? */
+static bool leader_ended(pid_t pid)
+{
+	siginfo_t si = {0};
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+		       0 &&
+	       si.si_pid == pid;
+}
+
+/* Ends what a measurement left running, its leader pid not yet reaped
+ * (the caller reaps it): its process group, then every process that comes
+ * back to tpusim, their subreaper (a descendant that left the group comes
+ * back when its parent ends), for at most 2 s. */
+static void end_tree(pid_t pid, unsigned long long start)
+{
+	kill(-pid, SIGKILL);
+	for (double stop = now_s() + 2; now_s() < stop;) {
+		/* once the leader has ended, its children are tpusim's */
+		long leader = pid;
+		if (!each_child(start, end_child, &leader) && leader_ended(pid))
 			return;
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	}
@@ -174,21 +274,23 @@ static bool measure(char *const *argv, const char *const env[3],
 		"TPUSIM_MODULE", "TPUSIM_KERNEL", "TPUSIM_CONFIG"};
 	int fd[2];
 	char *out = ts_malloc(LIVE_MAX_OUT + 1);
-	if (!out || pipe(fd) != 0) {
-		snprintf(reason, cap, out ? "cannot make a pipe: %s"
-					  : "out of memory",
-			 strerror(errno));
+	if (!out) {
+		snprintf(reason, cap, "out of memory");
+		return false;
+	}
+	if (pipe(fd) != 0) {
+		snprintf(reason, cap, "cannot make a pipe: %s", strerror(errno));
 		ts_free(out);
 		return false;
 	}
 	fflush(NULL);
-	hold_signals(SIG_BLOCK); /* child_pgid is set before one lands */
+	sigset_t stop, was;
+	val_stop_signals(&stop);
+	sigprocmask(SIG_BLOCK, &stop, &was); /* child_pgid set before one */
 	pid_t pid = fork();
 	if (pid == 0) {
 		setpgid(0, 0);
-		for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
-			signal(stop_signals[i], SIG_DFL);
-		hold_signals(SIG_UNBLOCK);
+		restore_signals();
 		int null = open("/dev/null", O_RDONLY);
 		if (null >= 0 && null != STDIN_FILENO) {
 			dup2(null, STDIN_FILENO);
@@ -213,7 +315,7 @@ static bool measure(char *const *argv, const char *const env[3],
 		setpgid(pid, pid);
 		child_pgid = pid;
 	}
-	hold_signals(SIG_UNBLOCK);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	close(fd[1]);
 	if (pid < 0) {
 		snprintf(reason, cap, "cannot fork: %s", strerror(errno));
@@ -221,37 +323,44 @@ static bool measure(char *const *argv, const char *const env[3],
 		ts_free(out);
 		return false;
 	}
+	char state;
+	long ppid;
+	unsigned long long start = 0;
+	proc_stat(pid, &state, &ppid, &start);
 	fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK);
+	/* a descriptor that is readable when the command exits (Linux 5.3);
+	 * without one, its exit is looked for every 10 ms */
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	/* until it exits (its output may stay open in a child it left) or
-	 * the deadline */
+	 * the deadline; the leader stays unreaped (a zombie) so that its
+	 * process group cannot be another's when it is ended */
 	size_t len = 0;
-	int status = 0;
 	bool open_out = true, exited = false;
 	double deadline = now_s() + timeout_s;
 	while (!stop_sig) {
-		double left = deadline - now_s();
-		if (left <= 0)
-			break;
-		struct pollfd p = {open_out ? fd[0] : -1, POLLIN, 0};
-		poll(&p, 1, (int)fmin(left * 1000 + 1, 10));
-		if (open_out)
-			open_out = drain(fd[0], out, &len);
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid) {
+		if (leader_ended(pid)) {
 			exited = true;
 			if (open_out)
 				drain(fd[0], out, &len);
 			break;
 		}
+		double left = deadline - now_s();
+		if (left <= 0)
+			break;
+		struct pollfd p[2] = {{open_out ? fd[0] : -1, POLLIN, 0},
+				      {pidfd, POLLIN, 0}};
+		poll(p, 2, (int)fmin(left * 1000 + 1, pidfd >= 0 ? 1000 : 10));
+		if (open_out)
+			open_out = drain(fd[0], out, &len);
 	}
-	if (!exited) {
-		kill(-pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	end_tree(pid);
+	end_tree(pid, start);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
 	child_pgid = 0;
 	close(fd[0]);
+	if (pidfd >= 0)
+		close(pidfd);
 	if (stop_sig) {
 		signal(stop_sig, SIG_DFL);
 		raise(stop_sig);
@@ -271,7 +380,7 @@ static bool measure(char *const *argv, const char *const env[3],
 	return ok;
 }
 
-/* ---- the record ------------------------------------------------------------ */
+/* ---- the record ---------------------------------------------------------- */
 
 /* The module text with kernel k's instruction marked op_name
  * "autotuned_op" (malloc'd): its op_name replaced, or added to its
@@ -315,7 +424,7 @@ static char *marked_text(const char *text, size_t len,
 	return out;
 }
 
-/* ---- the mode ---------------------------------------------------------------- */
+/* ---- the mode ------------------------------------------------------------ */
 
 enum { L_MODULE = 0, L_KERNEL, L_CONFIG, L_BEST, L_ANALYTIC, L_HYBRID,
        L_MEASURED, L_FAILED, L_COUNT };
@@ -456,7 +565,7 @@ static int tune_kernel(struct live *l, const char *module,
 	int measured = 0, failed = 0, best = -1;
 	int64_t best_ns = INT64_MAX;
 	for (int i = 0; i < res.n_top && rc == CMD_EXIT_OK; i++) {
-		char cfg[256];
+		char cfg[SIM_TILE_CONFIG_TEXT_MAX];
 		sim_tile_config_format(&res.top[i].config, cfg, sizeof cfg);
 		/* a recorded measurement counts, is not measured again; a
 		 * recorded failure is tried again */
@@ -482,7 +591,7 @@ static int tune_kernel(struct live *l, const char *module,
 		 * their defaults (what the command measures, and what
 		 * validate predicts for a recorded row) */
 		const struct sim_tile_config *c = &res.top[best].config;
-		char cfg[256];
+		char cfg[SIM_TILE_CONFIG_TEXT_MAX];
 		sim_tile_config_format(c, cfg, sizeof cfg);
 		if (cmd_table_set_text(t, L_CONFIG, cfg))
 			return CMD_EXIT_IO;
@@ -502,24 +611,29 @@ static int tune_kernel(struct live *l, const char *module,
 	return CMD_EXIT_OK;
 }
 
-/* A shell's -c script with a placeholder in it: the value is spliced
- * into the script's source. */
+/* A shell's -c script with a placeholder in it (the shell anywhere in
+ * the words, after env, timeout and the like): the value is spliced into
+ * the script's source. */
 static void warn_shell_splice(const struct live *l)
 {
 	static const char *const shells[] = {"sh", "bash", "dash", "zsh",
 					     "ksh", "mksh", "ash", "busybox"};
-	const char *slash = strrchr(l->words[0], '/');
-	const char *name = slash ? slash + 1 : l->words[0];
-	bool shell = false;
-	for (size_t i = 0; i < TS_ARRAY_LEN(shells); i++)
-		shell |= !strcmp(name, shells[i]);
-	bool c = false;
-	for (int w = 1; shell && w < l->n_words; w++) {
-		const char *x = l->words[w];
-		if (x[0] == '-' && x[1] != '-' && strchr(x, 'c'))
-			c = true;
-		else if (c && (strstr(x, "{module}") || strstr(x, "{kernel}") ||
-			       strstr(x, "{config}"))) {
+	for (int w = 0; w < l->n_words; w++) {
+		const char *slash = strrchr(l->words[w], '/');
+		const char *name = slash ? slash + 1 : l->words[w];
+		bool shell = false;
+		for (size_t i = 0; i < TS_ARRAY_LEN(shells); i++)
+			shell |= !strcmp(name, shells[i]);
+		/* its options up to the one with c; the script is next */
+		int o = w + 1;
+		while (shell && o < l->n_words && l->words[o][0] == '-' &&
+		       !strchr(l->words[o], 'c'))
+			o++;
+		if (!shell || o + 1 >= l->n_words || l->words[o][0] != '-')
+			continue;
+		const char *script = l->words[o + 1];
+		if (strstr(script, "{module}") || strstr(script, "{kernel}") ||
+		    strstr(script, "{config}")) {
 			fprintf(l->ctx->err,
 				"%s: warning: --measure-cmd: a placeholder in "
 				"%s's -c script is spliced into its source (a "
@@ -576,8 +690,9 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 	warn_shell_splice(&l);
 	/* the record's files are written, the module and model read */
 	char csv[4096], failed[4096];
-	snprintf(csv, sizeof csv, "%s/measurements.csv", o->record ? o->record : "");
-	snprintf(failed, sizeof failed, "%s/failed.csv", o->record ? o->record : "");
+	const char *dir = o->record ? o->record : "";
+	snprintf(csv, sizeof csv, "%s/measurements.csv", dir);
+	snprintf(failed, sizeof failed, "%s/failed.csv", dir);
 	const struct cmd_file ins[2] = {
 		{"the input", graph, CMD_FILE},
 		{"--model", model && strcmp(model, "default") ? model : NULL,
@@ -615,8 +730,8 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 	 * flight and what it started (tpusim is its subreaper); a child's
 	 * exit status is ours to read */
 	signal(SIGCHLD, SIG_DFL);
-	for (size_t i = 0; i < TS_ARRAY_LEN(stop_signals); i++)
-		signal(stop_signals[i], on_signal);
+	catch_stop_signals();
+	each_child(0, note_foreign, NULL);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	struct val_record rec;
 	bool opened = false;

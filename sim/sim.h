@@ -40,6 +40,9 @@ struct sim_tile_config {
 enum ts_status sim_tile_config_parse(const char *text,
 				     struct sim_tile_config *cfg,
 				     struct ts_diag *d);
+/* Room for the longest text form: both parts, SIM_MAX_GRID 20-digit
+ * bounds each. */
+#define SIM_TILE_CONFIG_TEXT_MAX (32 + 2 * SIM_MAX_GRID * 21)
 /* Writes the config back in the same text form. */
 size_t sim_tile_config_format(const struct sim_tile_config *cfg, char *buf,
 			      size_t cap);

@@ -29,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64];
 
+/* The scratch record goes when the fuzzer exits. */
+static void remove_dir(void)
+{
+	char cmd[96];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "fuzz_record: cannot remove %s\n", dir);
+}
+
 static void put(const char *name, const uint8_t *p, size_t n)
 {
 	char path[128];
@@ -47,6 +56,7 @@ static void fuzz_record(const uint8_t *p, size_t n)
 {
 	if (!dir[0]) {
 		snprintf(dir, sizeof dir, "/tmp/fuzz_record_%ld", (long)getpid());
+		atexit(remove_dir);
 		char mods[96];
 		snprintf(mods, sizeof mods, "%s/modules", dir);
 		if ((mkdir(dir, 0777) && access(dir, F_OK)) ||
@@ -96,7 +106,7 @@ static void fuzz_command(const uint8_t *p, size_t n)
 {
 	const uint8_t *sep = memchr(p, '\0', n);
 	size_t cmd_n = sep ? (size_t)(sep - p) : n;
-	char *cmd = malloc(cmd_n + 1), *buf = malloc(cmd_n + 1);
+	char *cmd = ts_malloc(cmd_n + 1), *buf = ts_malloc(cmd_n + 1);
 	if (!cmd || !buf)
 		abort();
 	memcpy(cmd, p, cmd_n);
@@ -112,7 +122,7 @@ static void fuzz_command(const uint8_t *p, size_t n)
 			char *w = val_cmd_substitute(words[i], vals);
 			if (!w || strstr(w, "{config}"))
 				abort();
-			free(w);
+			ts_free(w);
 		}
 	}
 	const char *out = sep ? (const char *)sep + 1 : cmd;
@@ -128,8 +138,8 @@ static void fuzz_command(const uint8_t *p, size_t n)
 	} else if (!why[0]) {
 		abort();
 	}
-	free(cmd);
-	free(buf);
+	ts_free(cmd);
+	ts_free(buf);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

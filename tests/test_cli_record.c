@@ -141,6 +141,7 @@ static void test_read_ns(void **state)
 		{".", 0, "printed '.' first: not a decimal number of ns"},
 		{"\x1b[31m5", 0, "printed '?[31m5' first: not a decimal number "
 				 "of ns"},
+		{"1234.000000000000000000000000000000000000000000", 1234, NULL},
 		{"", 0, "printed no time (ns, first on its output)"},
 		{" \n\t", 0, "printed no time (ns, first on its output)"},
 	};
@@ -155,6 +156,12 @@ static void test_read_ns(void **state)
 		else
 			assert_string_equal(why, cases[i].why);
 	}
+	/* a NUL ends no word: "12" then binary is not a time */
+	int64_t ns = 0;
+	char why[256];
+	assert_false(val_cmd_read_ns("12\0" "0xff", 7, &ns, why, sizeof why));
+	assert_string_equal(why, "printed '12?0xff' first: not a decimal "
+				 "number of ns");
 	/* a refused time is a failed measurement, named with its reason */
 	char dir[PATH_MAX], csv[PATH_MAX + 32], failed[PATH_MAX + 32];
 	new_record(dir, csv, "test_record_ns");
@@ -185,7 +192,10 @@ static void test_read_ns(void **state)
 	tu_rm_tree(dir);
 }
 
-/* A torn last line (a crash mid-append) is cut on resume, and said. */
+/* A torn last line (a crash mid-append) is cut on resume, kept aside and
+ * said; the cut respects quotes; an unknown header is refused before
+ * anything is cut; a record of more rows than the lookup table's first
+ * size is found again whole. */
 static void test_torn(void **state)
 {
 	(void)state;
@@ -203,16 +213,60 @@ static void test_torn(void **state)
 	fclose(f);
 	tune(&p, dot, "3", cmd, dir);
 	expect_rc(&p, 0);
-	char note[PATH_MAX + 256];
-	snprintf(note, sizeof note,
-		 "%s: note: cut a torn last line, left by an append cut short "
-		 "(a crash or a full disk): 38 bytes, "
-		 "\"big_dot-0123.fusion.1.tpu-v3.output_bo\"\n", csv);
+	char *note = fmt("%s: note: cut a torn last line, left by an append "
+			 "cut short (a crash or a full disk), and kept it in "
+			 "%s.torn: 38 bytes, "
+			 "\"big_dot-0123.fusion.1.tpu-v3.output_bo\"\n",
+			 csv, csv);
 	expect_contains(p.err, note);
+	ts_free(note);
 	expect_contains(p.out, ",3,0\n");
 	proc_free(&p);
 	assert_int_equal(count_lines(csv), 1 + 3);
-	expect_valid(dir, "3 rows, 3 estimated, 0 errors");
+	char *torn = fmt("%s.torn", csv), *kept = slurp(torn);
+	assert_string_equal(kept, "big_dot-0123.fusion.1.tpu-v3.output_bo\n");
+	ts_free(kept);
+	ts_free(torn);
+	/* a newline inside a quoted field is no record's end: the cut is
+	 * at the last newline outside quotes */
+	f = fopen(csv, "a");
+	assert_non_null(f);
+	fputs("\"x\ny\",modules/m", f);
+	fclose(f);
+	tune(&p, dot, "3", cmd, dir);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "15 bytes, \"\"x\\x0ay\",modules/m\"\n");
+	proc_free(&p);
+	assert_int_equal(count_lines(csv), 1 + 3);
+	/* a header tpusim does not know is refused, the file untouched */
+	char *before = slurp(csv);
+	f = fopen(csv, "w");
+	assert_non_null(f);
+	fputs("id,module,hw,when\nr1,m", f);
+	fclose(f);
+	tune(&p, dot, "1", cmd, dir);
+	expect_rc(&p, 1);
+	expect_contains(p.err, "measurements.csv:1:14: error: unknown column "
+			       "'when'\n");
+	proc_free(&p);
+	char *after = slurp(csv);
+	assert_string_equal(after, "id,module,hw,when\nr1,m");
+	ts_free(after);
+	write_file(csv, before);
+	ts_free(before);
+	/* past 16 recorded rows (the lookup table grows): all found again */
+	tune(&p, dot, "20", cmd, dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	int n = count_lines(csv);
+	assert_true(n > 1 + 16);
+	tune(&p, dot, "20", cmd, dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(count_lines(csv), n);
+	char *rows = fmt("%d rows, %d estimated, 0 errors", n - 1, n - 1);
+	expect_valid(dir, rows);
+	ts_free(rows);
 	tu_rm_tree(dir);
 	remove(script);
 }
@@ -357,10 +411,23 @@ static void test_short_write(void **state)
 /* A full disk (a tmpfs of 64 KiB, filled; as root only, else skipped): the
  * append that needs a new page fails with ENOSPC, named, the file as it
  * was; with room again the run resumes. */
+static char mnt[PATH_MAX]; /* test_full_disk's tmpfs */
+
+/* Unmounts it whatever the test's end (an assertion returns early). */
+static int unmount(void **state)
+{
+	(void)state;
+	char *cmd = fmt("umount '%s' 2>/dev/null", mnt);
+	if (system(cmd) == 0)
+		rmdir(mnt);
+	ts_free(cmd);
+	return 0;
+}
+
 static void test_full_disk(void **state)
 {
 	(void)state;
-	char mnt[PATH_MAX], cmd[2 * PATH_MAX], script[PATH_MAX];
+	char cmd[2 * PATH_MAX], script[PATH_MAX];
 	tu_tmp_path(mnt, sizeof mnt, "test_record_tmpfs", "");
 	tu_rm_tree(mnt);
 	assert_int_equal(mkdir(mnt, 0777), 0);
@@ -409,11 +476,7 @@ static void test_full_disk(void **state)
 	proc_free(&p);
 	assert_int_equal(count_lines(csv), 1 + 2);
 	expect_valid(dir, "2 rows, 2 estimated, 0 errors");
-	char *umount = fmt("umount '%s'", mnt);
-	assert_int_equal(system(umount), 0);
-	rmdir(mnt);
 	remove(script);
-	ts_free(umount);
 	ts_free(after);
 	ts_free(want);
 	ts_free(fill);
@@ -423,6 +486,60 @@ static void test_full_disk(void **state)
 	ts_free(rec);
 	ts_free(csv);
 	ts_free(dir);
+}
+
+/* A header-only record with a byte order mark and CRLF is an empty
+ * record; a FIFO in a file's place is refused, not read for ever; a run
+ * that finds the folder locked waits, saying so. */
+static void test_odd_files(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX], csv[PATH_MAX + 32], cmd[2 * PATH_MAX],
+		script[PATH_MAX];
+	new_record(dir, csv, "test_record_odd");
+	stand_in(cmd, sizeof cmd, script);
+	assert_int_equal(mkdir(dir, 0777), 0);
+	write_file(csv, "\xEF\xBB\xBFid,module,hw,config,runtime_ns,"
+			"runtime_min_ns,repeats,timing,source\r\n");
+	struct proc p;
+	tune(&p, dot, "1", cmd, dir);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	expect_valid(dir, "1 rows, 1 estimated, 0 errors");
+	/* the folder locked by another: the run waits until it is free */
+	char *lock = fmt("%s/.lock", dir), *err = fmt("%s/err", dir);
+	char *sh = fmt("exec 9>'%s'; flock 9; ('%s' autotune '%s' --hw '%s' "
+		       "--budget 2 --measure-cmd '%s' --record '%s' 9>&- "
+		       "2>'%s' >/dev/null &)\nsleep 0.5; cat '%s'; exec 9>&-; "
+		       "wait",
+		       lock, env_or_skip("TPUSIM_BIN"), dot, hw, cmd, dir, err,
+		       err);
+	char *argv[] = {"sh", "-c", sh, NULL};
+	assert_true(spawn(&p, "/bin/sh", false, NULL, NULL, argv));
+	expect_rc(&p, 0);
+	char *note = fmt("%s: note: another run is recording into this folder: "
+			 "waiting for it to end\n", dir);
+	assert_string_equal(p.out, note);
+	proc_free(&p);
+	for (int i = 0; i < 300 && count_lines(csv) < 1 + 2; i++)
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	assert_int_equal(count_lines(csv), 1 + 2);
+	/* a FIFO where measurements.csv belongs */
+	remove(csv);
+	assert_int_equal(mkfifo(csv, 0666), 0);
+	tune(&p, dot, "1", cmd, dir);
+	expect_rc(&p, 3);
+	char *want = fmt("%s: error: not a regular file, as a record's files "
+			 "are\n", csv);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	ts_free(want);
+	ts_free(note);
+	ts_free(sh);
+	ts_free(err);
+	ts_free(lock);
+	tu_rm_tree(dir);
+	remove(script);
 }
 
 /* Three runs into one folder at once: one records, the others wait and
@@ -478,7 +595,9 @@ static bool ended(const char *pid_file)
 
 /* The measuring command's whole tree is ended: a child holding its output
  * (the measurement ends when the command exits), a setsid child at the
- * timeout, and the measurement in flight when tpusim gets SIGHUP. */
+ * timeout, and the measurement in flight when tpusim gets SIGHUP, SIGINT,
+ * SIGQUIT or SIGTERM (unless started with it ignored); tpusim's own older
+ * children are left alone. */
 static void test_tree(void **state)
 {
 	(void)state;
@@ -506,24 +625,55 @@ static void test_tree(void **state)
 	expect_contains(p.err, "measurement failed: timed out after 1 s\n");
 	proc_free(&p);
 	assert_true(ended(pid_file));
-	/* SIGHUP (a closed terminal) during a measurement */
-	remove(pid_file);
+	/* each stop signal during a measurement: the measurement ends, then
+	 * tpusim, by that signal; ignored from the start (nohup), nothing
+	 * ends and the measurement is taken (env --default-signal: a shell
+	 * starts a background job with SIGINT and SIGQUIT ignored) */
 	write_file(script, "echo $$ > \"$1.tmp\"\nmv \"$1.tmp\" \"$1\"\n"
-			   "sleep 30\n");
-	char *sh = fmt("'%s' autotune '%s' --hw '%s' --budget 1 "
-		       "--measure-cmd '%s' >/dev/null 2>&1 & t=$!\n"
-		       "while [ ! -s '%s' ]; do sleep 0.05; done\n"
-		       "kill -HUP $t; wait $t; echo $?",
-		       env_or_skip("TPUSIM_BIN"), dot, hw, cmd, pid_file);
+			   "sleep 1\necho 1234\n");
+	static const struct {
+		const char *name, *trap, *rc;
+	} sigs[] = {{"HUP", "", "129\n"}, {"INT", "", "130\n"},
+		    {"QUIT", "", "131\n"}, {"TERM", "", "143\n"},
+		    {"HUP", "trap '' HUP; ", "0\n"}};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		remove(pid_file);
+		char *sh = fmt("ulimit -c 0; %senv --default-signal=INT,QUIT "
+			       "'%s' autotune '%s' --hw '%s' "
+			       "--budget 1 --measure-cmd '%s' -f csv "
+			       "2>/dev/null & t=$!\n"
+			       "while [ ! -s '%s' ]; do sleep 0.05; done\n"
+			       "kill -%s $t; wait $t; echo $?",
+			       sigs[i].trap, env_or_skip("TPUSIM_BIN"), dot, hw,
+			       cmd, pid_file, sigs[i].name);
+		char *argv[] = {"sh", "-c", sh, NULL};
+		t0 = time(NULL);
+		assert_true(spawn(&p, "/bin/sh", false, NULL, NULL, argv));
+		expect_rc(&p, 0);
+		expect_contains(p.out, sigs[i].rc);
+		if (sigs[i].trap[0])
+			expect_contains(p.out, ",1234.000,");
+		proc_free(&p);
+		ts_free(sh);
+		assert_true(time(NULL) - t0 < 10);
+		assert_true(ended(pid_file));
+	}
+	/* tpusim's own children from before (a shell's job that exec'd it)
+	 * are not the command's: left running */
+	char *sh = fmt("sleep 30 & echo $! > '%s'; exec '%s' autotune '%s' "
+		       "--hw '%s' --budget 1 --measure-cmd 'echo 1234' -f csv",
+		       pid_file, env_or_skip("TPUSIM_BIN"), dot, hw);
 	char *argv[] = {"sh", "-c", sh, NULL};
-	t0 = time(NULL);
 	assert_true(spawn(&p, "/bin/sh", false, NULL, NULL, argv));
 	expect_rc(&p, 0);
-	assert_string_equal(p.out, "129\n"); /* 128 + SIGHUP */
 	proc_free(&p);
 	ts_free(sh);
-	assert_true(time(NULL) - t0 < 10);
-	assert_true(ended(pid_file));
+	char *t = slurp(pid_file);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld", atol(t));
+	assert_int_equal(access(path, F_OK), 0);
+	kill((pid_t)atol(t), SIGKILL);
+	ts_free(t);
 	remove(pid_file);
 	remove(script);
 }
@@ -559,6 +709,18 @@ static void test_shell(void **state)
 			"\"$TPUSIM_MODULE\", \"$TPUSIM_KERNEL\" and "
 			"\"$TPUSIM_CONFIG\", which the command gets\n");
 	proc_free(&p);
+	/* behind a wrapper: warned; as a positional parameter: safe */
+	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "1",
+	       "--measure-cmd", "env sh -ec 'echo 1000 {kernel}'", "-f", "csv");
+	expect_rc(&p, 0);
+	expect_contains(p.err, "a placeholder in sh's -c script is spliced");
+	proc_free(&p);
+	tpusim(&p, "autotune", dot, "--hw", hw, "--budget", "1",
+	       "--measure-cmd", "sh -c 'echo 1000 \"$1\"' sh {module}", "-f",
+	       "csv");
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	proc_free(&p);
 }
 
 int main(void)
@@ -569,7 +731,8 @@ int main(void)
 		cmocka_unit_test(test_columns_and_names),
 		cmocka_unit_test(test_module_edit),
 		cmocka_unit_test(test_short_write),
-		cmocka_unit_test(test_full_disk),
+		cmocka_unit_test_teardown(test_full_disk, unmount),
+		cmocka_unit_test(test_odd_files),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_shell),

@@ -9,6 +9,7 @@
 #ifndef VAL_H
 #define VAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +17,7 @@
 
 #include "hybrid.h"
 
-/* ---- datasets (val_dataset.c) ------------------------------------------ */
+/* ---- datasets (val_dataset.c) -------------------------------------------- */
 
 /* How a runtime was timed (measurements.csv `timing`). */
 enum val_timing {
@@ -154,25 +155,31 @@ const char *val_row_key(struct ts_arena *a, const struct val_dataset *ds,
 enum ts_status val_group_keys(const char *const *keys, int n, int *group_of,
 			      int *n_groups);
 
-/* ---- a live record (val_record.c) ----------------------------------------- */
+/* ---- a live record (val_record.c) ---------------------------------------- */
 
 /*
  * The folder `tpusim autotune GRAPH --record DIR` keeps: a set of the
  * shared format (measurements.csv, modules/) and failed.csv, one line per
  * failed attempt (id, module, kernel, config, reason; an id repeats when a
  * later run retries and fails again). It is a transaction log:
- *   - val_record_open takes an exclusive lock on the folder (flock; a
- *     second run waits, saying so on note), cuts a torn last line (the
- *     bytes after the last newline, which only an append cut short by a
- *     crash leaves) from either file and says so on note, then reads
- *     measurements.csv with the set reader (val_dataset_load_csv: every
- *     check of the format, modules included);
+ *   - val_record_open takes an exclusive lock (flock of DIR/.lock, opened
+ *     for writing as NFS needs; a second run waits, saying so on note),
+ *     checks that the folder and its files can be written and are regular
+ *     files, and cuts a torn last record from either file: the bytes after
+ *     the last record boundary (a newline outside quotes), which only an
+ *     append cut short by a crash leaves. The header is checked first; the
+ *     cut bytes are appended to FILE.torn and the cut said on note. Then
+ *     measurements.csv is read with the set reader (val_dataset_load_csv:
+ *     every check of the format, modules included);
  *   - an append writes one line whole, in the header's column order, or
  *     truncates the file back to its length before (a full disk), with
- *     the terminating signals held off meanwhile; then fdatasync;
+ *     the stop signals held off meanwhile; then fdatasync;
  *   - modules are keyed by content: modules/<stem>-<FNV-1a 64 of the
  *     module text, 16 hex digits>[.<kernel>].hlo, so an edited module is
- *     a new module; a file of that name with other bytes is an error.
+ *     a new module; a file of that name with other bytes is an error. A
+ *     module file and its folder are synced before a row names it.
+ * Records written before modules were keyed by content are read, but
+ * their rows name modules no new run proposes: they are measured again.
  * Lookups are by (module, hw, config), the config as
  * sim_tile_config_format writes it, through a hash table: O(1) each.
  */
@@ -181,18 +188,24 @@ struct val_record_key;
 struct val_record {
 	char *dir;                  /* the folder (ts_malloc'd) */
 	char *csv_path, *failed_path; /* its two files (ts_malloc'd) */
-	int dir_fd;                 /* the folder, locked; -1 when closed */
+	int lock_fd;                /* DIR/.lock, locked; -1 when closed */
 	struct val_dataset ds;      /* the rows read at open (n_rows may be 0) */
 	char *csv_text, *failed_text; /* as read at open, for a diagnostic's
 	                                 caret (ts_malloc'd or NULL) */
 	int csv_pos[VAL_COL_COUNT]; /* measurements.csv's header order */
-	int failed_pos[VAL_RECORD_FAILED_COLS]; /* failed.csv's header order */
+	int failed_pos[VAL_RECORD_FAILED_COLS]; /* failed.csv's */
 	bool csv_header, failed_header; /* the file has its header line */
-	struct ts_arena arena;      /* keys of rows appended since open */
+	struct ts_arena arena;      /* the keys, module paths */
 	struct val_record_key *keys; /* open addressing, mask + 1 slots */
 	size_t mask, n_keys;
 };
-extern const char *const val_record_failed_columns[VAL_RECORD_FAILED_COLS];
+
+/* The signals that end a run (INT, TERM, HUP, QUIT): held off while a
+ * record file is written; they end the measurement in flight (autotune).
+ * val_stop_signals makes the set of them. */
+#define VAL_N_STOP_SIGNALS 4
+extern const int val_stop_signal[VAL_N_STOP_SIGNALS];
+void val_stop_signals(sigset_t *set);
 
 /* Locks, repairs and reads the record in dir (an existing folder; its
  * files may be absent). Errors: TS_ERR_PARSE with the set reader's
@@ -241,7 +254,7 @@ char *val_cmd_substitute(const char *word, const char *const vals[3]);
 bool val_cmd_read_ns(const char *out, size_t len, int64_t *ns, char *why,
 		     size_t cap);
 
-/* ---- hardware specs per row --------------------------------------------- */
+/* ---- hardware specs per row ---------------------------------------------- */
 
 #define VAL_MAX_HW 8 /* distinct hw values in one set */
 
@@ -308,7 +321,7 @@ enum ts_status val_metric_topk_slowdown(const double *measured,
 					const double *predicted, size_t n,
 					size_t k, double *out);
 
-/* ---- reports (val_report.c) --------------------------------------------- */
+/* ---- reports (val_report.c) ---------------------------------------------- */
 
 /* The estimate of one row. */
 struct val_row_result {
@@ -528,7 +541,7 @@ enum ts_status val_tune_replay(const struct val_report *rep,
 			       const struct val_tune_opts *o,
 			       struct val_tune_set *out, struct ts_diag *d);
 
-/* ---- calibration (val_calibrate.c) -------------------------------------- */
+/* ---- calibration (val_calibrate.c) --------------------------------------- */
 
 #define VAL_FIT_MAX 16 /* spec fields fitted at once */
 

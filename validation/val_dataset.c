@@ -682,14 +682,14 @@ static enum ts_status lex_columns(struct lexer *lx, const char *const *names,
 		int c = 0;
 		while (c < n && strcmp(h.text, names[c]))
 			c++;
-		if (c == n || n_hdr == n) {
-			ts_diag_set(lx->d, lx->file, lx->line, h.col,
-				    "unknown column '%s'", h.text);
-			return TS_ERR_PARSE;
-		}
-		if (pos[c] >= 0) {
+		if (c < n && pos[c] >= 0) {
 			ts_diag_set(lx->d, lx->file, lx->line, h.col,
 				    "duplicate column '%s'", h.text);
+			return TS_ERR_PARSE;
+		}
+		if (c == n) {
+			ts_diag_set(lx->d, lx->file, lx->line, h.col,
+				    "unknown column '%s'", h.text);
 			return TS_ERR_PARSE;
 		}
 		pos[c] = n_hdr++;

@@ -21,10 +21,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const val_record_failed_columns[VAL_RECORD_FAILED_COLS] = {
+static const char *const failed_columns[VAL_RECORD_FAILED_COLS] = {
 	"id", "module", "kernel", "config", "reason"};
 
-/* ---- keys: (module, hw, config) and ids, hashed --------------------------- */
+const int val_stop_signal[VAL_N_STOP_SIGNALS] = {SIGINT, SIGTERM, SIGHUP,
+						 SIGQUIT};
+
+void val_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	for (int i = 0; i < VAL_N_STOP_SIGNALS; i++)
+		sigaddset(set, val_stop_signal[i]);
+}
+
+/* ---- keys: (module, hw, config) and ids, hashed -------------------------- */
 
 struct val_record_key {
 	const char *key; /* NULL: an empty slot */
@@ -117,7 +127,7 @@ static enum ts_status put_row(struct val_record *r, const char *id,
 	return st;
 }
 
-/* ---- opening ----------------------------------------------------------------- */
+/* ---- opening ------------------------------------------------------------- */
 
 static char *join(const char *dir, const char *name)
 {
@@ -128,59 +138,130 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-/* Reads path (absent: empty) into *text and cuts a torn last line: the
- * bytes after the last newline, from the file and the text, saying so on
- * note. */
-static enum ts_status read_repaired(const char *path, char **text,
-				    size_t *len, FILE *note, struct ts_diag *d)
+/* Is path a regular file that tpusim may write (absent: may the folder
+ * take it)? Else why, in d. */
+static enum ts_status check_file(const char *path, const char *dir,
+				 struct ts_diag *d)
 {
-	*text = NULL;
-	*len = 0;
 	struct stat sb;
 	if (stat(path, &sb) != 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT && access(dir, W_OK) == 0)
 			return TS_OK;
-		ts_diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+		ts_diag_set(d, errno == ENOENT ? dir : path, 0, 0,
+			    "cannot write: %s", strerror(errno));
 		return TS_ERR_IO;
 	}
-	enum ts_status st = ts_read_file(path, text, len, d);
-	if (st || *len == 0 || (*text)[*len - 1] == '\n')
+	if (!S_ISREG(sb.st_mode)) {
+		ts_diag_set(d, path, 0, 0,
+			    "not a regular file, as a record's files are");
+		return TS_ERR_IO;
+	}
+	if (access(path, W_OK) != 0) {
+		ts_diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
+		return TS_ERR_IO;
+	}
+	return TS_OK;
+}
+
+/* The end of text's last whole record: just past the last newline outside
+ * double quotes (RFC 4180: a doubled quote toggles twice). */
+static size_t last_record_end(const char *text, size_t len)
+{
+	size_t end = 0;
+	bool quoted = false;
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '"')
+			quoted = !quoted;
+		else if (text[i] == '\n' && !quoted)
+			end = i + 1;
+	}
+	return end;
+}
+
+/* Reads path (absent: empty) into *text, checks its header (names[0..n)
+ * in any order: pos, *has) and cuts a torn last record: the bytes after
+ * the last record boundary, appended to path.torn first and said on note
+ * (a last row without its newline, written by hand, is kept there). */
+static enum ts_status read_repaired(const char *path, const char *const *names,
+				    int n, int *pos, bool *has, char **text,
+				    FILE *note, struct ts_diag *d)
+{
+	*text = NULL;
+	*has = false;
+	for (int c = 0; c < n; c++)
+		pos[c] = c;
+	struct stat sb;
+	if (stat(path, &sb) != 0)
+		return TS_OK; /* absent: check_file saw to the rest */
+	size_t len;
+	enum ts_status st = ts_read_file(path, text, &len, d);
+	if (st || len == 0)
 		return st;
-	size_t keep = *len;
-	while (keep > 0 && (*text)[keep - 1] != '\n')
-		keep--;
-	if (truncate(path, (off_t)keep) != 0) {
+	size_t keep = last_record_end(*text, len);
+	if (keep > 0 && (st = val_csv_columns(path, *text, keep, names, n, pos,
+					       d)))
+		return st;
+	*has = keep > 0;
+	if (keep == len)
+		return TS_OK;
+	size_t n_cut = len - keep;
+	char torn[4096];
+	snprintf(torn, sizeof torn, "%s.torn", path);
+	FILE *f = fopen(torn, "ab");
+	bool saved = f && fwrite(*text + keep, 1, n_cut, f) == n_cut &&
+		     fputc('\n', f) != EOF;
+	if (f && fclose(f) != 0)
+		saved = false;
+	if (!saved || truncate(path, (off_t)keep) != 0) {
 		ts_diag_set(d, path, 0, 0, "cannot cut its torn last line: %s",
 			    strerror(errno));
 		return TS_ERR_IO;
 	}
 	fprintf(note, "%s: note: cut a torn last line, left by an append cut "
-		      "short (a crash or a full disk): %zu bytes, \"",
-		path, *len - keep);
-	ts_fput_text(*text + keep, *len - keep < 80 ? *len - keep : 80, note);
-	fprintf(note, "%s\"\n", *len - keep > 80 ? "..." : "");
-	*len = keep;
+		      "short (a crash or a full disk), and kept it in %s: %zu "
+		      "bytes, \"",
+		path, torn, n_cut);
+	ts_fput_text(*text + keep, n_cut < 80 ? n_cut : 80, note);
+	fprintf(note, "%s\"\n", n_cut > 80 ? "..." : "");
 	(*text)[keep] = '\0';
 	return TS_OK;
 }
 
-/* The header's order of a file's columns (a new file: theirs). */
-static enum ts_status read_columns(const char *path, const char *text,
-				   size_t len, const char *const *names, int n,
-				   int *pos, bool *has, struct ts_diag *d)
+/* Takes the record's lock (DIR/.lock), waiting for another run. */
+static enum ts_status lock(struct val_record *r, FILE *note, struct ts_diag *d)
 {
-	*has = len > 0;
-	for (int c = 0; c < n; c++)
-		pos[c] = c;
-	return *has ? val_csv_columns(path, text, len, names, n, pos, d)
-		    : TS_OK;
+	char *path = ts_arena_printf(&r->arena, "%s/.lock", r->dir);
+	if (!path) {
+		ts_diag_set(d, r->dir, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	int e = r->lock_fd < 0 ? errno : 0;
+	if (!e && flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		e = errno;
+		if (e == EWOULDBLOCK) {
+			fprintf(note, "%s: note: another run is recording into "
+				      "this folder: waiting for it to end\n",
+				r->dir);
+			fflush(note);
+			while ((e = flock(r->lock_fd, LOCK_EX) ? errno : 0) ==
+			       EINTR)
+				;
+		}
+	}
+	if (e) {
+		ts_diag_set(d, path, 0, 0, "cannot lock the record: %s",
+			    strerror(e));
+		return TS_ERR_IO;
+	}
+	return TS_OK;
 }
 
 enum ts_status val_record_open(const char *dir, struct val_record *r,
 			       FILE *note, struct ts_diag *d)
 {
 	memset(r, 0, sizeof *r);
-	r->dir_fd = -1;
+	r->lock_fd = -1;
 	ts_arena_init(&r->arena);
 	r->dir = ts_strdup(dir);
 	r->csv_path = join(dir, "measurements.csv");
@@ -189,74 +270,40 @@ enum ts_status val_record_open(const char *dir, struct val_record *r,
 		ts_diag_set(d, dir, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
-	r->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (r->dir_fd < 0) {
-		ts_diag_set(d, dir, 0, 0, "cannot open the folder: %s",
-			    strerror(errno));
-		return TS_ERR_IO;
-	}
-	if (flock(r->dir_fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-		if (e == EWOULDBLOCK) {
-			fprintf(note, "%s: note: another run is recording into "
-				      "this folder: waiting for it to end\n",
-				dir);
-			fflush(note);
-			while ((e = flock(r->dir_fd, LOCK_EX) ? errno : 0) ==
-			       EINTR)
-				;
-		}
-		if (e) {
-			ts_diag_set(d, dir, 0, 0, "cannot lock the folder: %s",
-				    strerror(e));
-			return TS_ERR_IO;
-		}
-	}
 	enum ts_status st;
-	char *failed_text = NULL;
-	size_t csv_len, failed_len;
-	if ((st = read_repaired(r->failed_path, &failed_text, &failed_len, note,
-				d)) ||
-	    (st = read_repaired(r->csv_path, &r->csv_text, &csv_len, note, d)))
-		goto out;
-	/* failed.csv's lines are a log: only its header is read */
-	if ((st = read_columns(r->failed_path, failed_text, failed_len,
-			       val_record_failed_columns,
-			       VAL_RECORD_FAILED_COLS, r->failed_pos,
-			       &r->failed_header, d)) ||
-	    (st = read_columns(r->csv_path, r->csv_text, csv_len,
-			       val_set_columns, VAL_COL_COUNT, r->csv_pos,
-			       &r->csv_header, d)))
-		goto out;
+	if ((st = lock(r, note, d)) ||
+	    (st = check_file(r->csv_path, dir, d)) ||
+	    (st = check_file(r->failed_path, dir, d)) ||
+	    (st = read_repaired(r->failed_path, failed_columns,
+				VAL_RECORD_FAILED_COLS, r->failed_pos,
+				&r->failed_header, &r->failed_text, note, d)) ||
+	    (st = read_repaired(r->csv_path, val_set_columns, VAL_COL_COUNT,
+				r->csv_pos, &r->csv_header, &r->csv_text, note,
+				d)))
+		return st;
 	/* a header and no row (the first append cut) is an empty record */
-	if (!memchr(r->csv_text ? r->csv_text : "", '\n', csv_len) ||
-	    memchr(r->csv_text, '\n', csv_len) == r->csv_text + csv_len - 1)
-		goto out;
+	const char *body = r->csv_header ? strchr(r->csv_text, '\n') : NULL;
+	if (!body || !body[1])
+		return TS_OK;
 	if ((st = val_dataset_load_csv(r->csv_path, &r->ds, d)))
-		goto out;
+		return st;
 	for (int i = 0; i < r->ds.n_rows && !st; i++) {
 		const struct val_row *row = &r->ds.rows[i];
-		char cfg[512];
+		char cfg[SIM_TILE_CONFIG_TEXT_MAX];
 		sim_tile_config_format(&row->cfg, cfg, sizeof cfg);
 		st = put_row(r, row->id, row->module, row->hw, cfg,
 			     row->runtime_ns);
 	}
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, r->csv_path, 0, 0, "out of memory");
-out:
-	if (st && d->src == failed_text) { /* a caret into it: keep it */
-		r->failed_text = failed_text;
-		failed_text = NULL;
-	}
-	ts_free(failed_text);
 	return st;
 }
 
 void val_record_close(struct val_record *r)
 {
-	if (r->dir_fd >= 0)
-		close(r->dir_fd); /* and the lock with it */
-	r->dir_fd = -1;
+	if (r->lock_fd >= 0)
+		close(r->lock_fd); /* and the lock with it */
+	r->lock_fd = -1;
 	val_dataset_free(&r->ds);
 	ts_arena_free(&r->arena);
 	ts_free(r->keys);
@@ -280,7 +327,7 @@ int64_t val_record_find(const struct val_record *r, const char *module,
 	return s ? s->ns : 0;
 }
 
-/* ---- appending ----------------------------------------------------------------- */
+/* ---- appending ----------------------------------------------------------- */
 
 /*
  * Appends fields[0..n) (in names' order) as one line in the file's header
@@ -315,11 +362,7 @@ static enum ts_status append_line(const char *path, bool *has_header,
 		return TS_ERR_NOMEM;
 	}
 	sigset_t hold, old;
-	sigemptyset(&hold);
-	sigaddset(&hold, SIGINT);
-	sigaddset(&hold, SIGTERM);
-	sigaddset(&hold, SIGHUP);
-	sigaddset(&hold, SIGQUIT);
+	val_stop_signals(&hold);
 	sigprocmask(SIG_BLOCK, &hold, &old);
 	int err = 0, cut_err = 0;
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
@@ -341,8 +384,7 @@ static enum ts_status append_line(const char *path, bool *has_header,
 		if (err && ftruncate(fd, sb.st_size) != 0)
 			cut_err = errno;
 	}
-	if (fd >= 0 && close(fd) != 0 && !err)
-		err = errno;
+	int close_err = fd >= 0 && close(fd) != 0 ? errno : 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	free(buf);
 	if (cut_err) {
@@ -359,6 +401,13 @@ static enum ts_status append_line(const char *path, bool *has_header,
 			    strerror(err));
 		return TS_ERR_IO;
 	}
+	if (close_err) { /* the line is written and synced */
+		ts_diag_set(d, path, 0, 0,
+			    "the line was appended and synced, then closing "
+			    "the file failed: %s",
+			    strerror(close_err));
+		return TS_ERR_IO;
+	}
 	*has_header = true;
 	return TS_OK;
 }
@@ -369,12 +418,12 @@ enum ts_status val_record_add(struct val_record *r, const char *id,
 			      struct ts_diag *d)
 {
 	char *ki = make_key('i', &id, 1);
-	bool dup = ki && key_get(r, ki);
-	ts_free(ki);
 	if (!ki) {
 		ts_diag_set(d, r->csv_path, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
+	bool dup = key_get(r, ki);
+	ts_free(ki);
 	if (dup || val_record_find(r, module, hw, config)) {
 		ts_diag_set(d, r->csv_path, 0, 0,
 			    "%s is recorded already: not appended again",
@@ -410,7 +459,7 @@ enum ts_status val_record_add_failure(struct val_record *r, const char *id,
 	const char *f[VAL_RECORD_FAILED_COLS] = {id, module, kernel, config,
 						 reason};
 	return append_line(r->failed_path, &r->failed_header,
-			   val_record_failed_columns, r->failed_pos,
+			   failed_columns, r->failed_pos,
 			   VAL_RECORD_FAILED_COLS, f, d);
 }
 
@@ -445,6 +494,11 @@ enum ts_status val_record_module(struct val_record *r, const char *stem,
 	if (stat(path, &sb) == 0) {
 		char *had = NULL;
 		size_t had_len = 0;
+		if (!S_ISREG(sb.st_mode)) {
+			ts_diag_set(d, path, 0, 0, "not a regular file, as a "
+						   "record's files are");
+			return TS_ERR_IO;
+		}
 		st = ts_read_file(path, &had, &had_len, d);
 		if (!st && (had_len != len || memcmp(had, text, len))) {
 			ts_diag_set(d, path, 0, 0,
@@ -454,14 +508,36 @@ enum ts_status val_record_module(struct val_record *r, const char *stem,
 			st = TS_ERR_PARSE;
 		}
 		ts_free(had);
-	} else {
-		st = ts_write_file_atomic(path, write_bytes,
-					  &(struct bytes){text, len}, d);
+		return st;
+	}
+	/* written whole (a temp file renamed, the stop signals held off)
+	 * and synced with its folder before a row names it */
+	sigset_t hold, old;
+	val_stop_signals(&hold);
+	sigprocmask(SIG_BLOCK, &hold, &old);
+	st = ts_write_file_atomic(path, write_bytes, &(struct bytes){text, len},
+				  d);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (st && !d->msg[0])
+		ts_diag_set(d, path, 0, 0, "cannot write: %s",
+			    ts_status_str(st));
+	char *folder = st ? NULL : ts_arena_printf(&r->arena, "%s/modules",
+						   r->dir);
+	const char *const synced[2] = {path, folder};
+	for (int i = 0; i < 2 && !st; i++) {
+		int fd = synced[i] ? open(synced[i], O_RDONLY | O_CLOEXEC) : -1;
+		if (fd < 0 || fsync(fd) != 0) {
+			ts_diag_set(d, path, 0, 0, "cannot sync %s: %s",
+				    i ? "its folder" : "it", strerror(errno));
+			st = TS_ERR_IO;
+		}
+		if (fd >= 0)
+			close(fd);
 	}
 	return st;
 }
 
-/* ---- the measuring command's words and output -------------------------------------- */
+/* ---- the measuring command's words and output ---------------------------- */
 
 bool val_cmd_split(const char *cmd, char *buf, char **words, int *n)
 {
@@ -565,28 +641,35 @@ bool val_cmd_read_ns(const char *out, size_t len, int64_t *ns, char *why,
 	while (p < end && isspace((unsigned char)*p))
 		p++;
 	const char *w = p;
-	while (p < end && !isspace((unsigned char)*p) && *p)
+	while (p < end && !isspace((unsigned char)*p))
 		p++;
 	size_t n = (size_t)(p - w);
+	/* the word as the reason shows it: at most 40 bytes, a control byte
+	 * (or a NUL) as '?' */
 	char word[48];
-	snprintf(word, sizeof word, "%.*s%s", (int)(n < 40 ? n : 40), w,
-		 n > 40 ? "..." : "");
-	for (char *c = word; *c; c++) /* the reason goes to a terminal */
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	size_t shown = n < 40 ? n : 40;
+	for (size_t i = 0; i < shown; i++)
+		word[i] = (unsigned char)w[i] < 0x20 || w[i] == 0x7f ? '?'
+								      : w[i];
+	snprintf(word + shown, sizeof word - shown, "%s", n > 40 ? "..." : "");
 	if (n == 0) {
 		snprintf(why, cap, "printed no time (ns, first on its output)");
 		return false;
 	}
-	if (n > 40 || !is_decimal(w, n)) {
+	if (!is_decimal(w, n)) {
 		snprintf(why, cap, "printed '%s' first: not a decimal number of "
 				   "ns", word);
 		return false;
 	}
-	char buf[48];
-	memcpy(buf, w, n);
-	buf[n] = '\0';
-	double v = strtod(buf, NULL);
+	char *num = ts_malloc(n + 1);
+	if (!num) {
+		snprintf(why, cap, "out of memory");
+		return false;
+	}
+	memcpy(num, w, n);
+	num[n] = '\0';
+	double v = strtod(num, NULL);
+	ts_free(num);
 	/* the set format records whole ns from 1 to INT64_MAX (2^63 - 1;
 	 * doubles below 2^63 round to at most 2^63 - 1024) */
 	if (!(v >= 0.5)) {
