@@ -1,6 +1,7 @@
 """Compiles the zoo for every generation into data/compiled/GEN/.
 
   python -m frontdoor.build_zoo [--out DIR] [--check] [--only NAME ...]
+                                [--gen GEN ...]
 
 --check compiles into a temporary folder and compares every file's text with
 the one in --out (the pinned versions must give the same bytes); it exits 1
@@ -34,8 +35,9 @@ TOPOLOGIES = {
 }
 
 
-def programs() -> Iterator[Program]:
-    for topo, args, n in TOPOLOGIES.values():
+def programs(gens: list[str]) -> Iterator[Program]:
+    for gen in gens:
+        topo, args, n = TOPOLOGIES[gen]
         built = [mlp.program(size, topo, {"data": n}) for size in mlp.SIZES]
         built += [decoder.program(size, topo, {"data": n // 2, "model": 2})
                   for size in decoder.SIZES]
@@ -51,9 +53,11 @@ def main() -> None:
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--only", nargs="*", default=None,
                     help="program names (e.g. mlp_s) to build")
+    ap.add_argument("--gen", nargs="*", default=list(TOPOLOGIES),
+                    choices=list(TOPOLOGIES), help="generations to build")
     a = ap.parse_args()
     out = pathlib.Path(a.out)
-    todo = [p for p in programs() if a.only is None or p.name in a.only]
+    todo = [p for p in programs(a.gen) if a.only is None or p.name in a.only]
     if not a.check:
         for p in todo:
             compile_program(p, out)

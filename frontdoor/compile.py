@@ -38,14 +38,19 @@ from typing import Any
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+# Compiling needs no exclusive hold of a TPU: several compiles may run.
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.experimental import topologies  # noqa: E402
 from jax.sharding import Mesh  # noqa: E402
 
-# Source paths in the modules' metadata without their folders, so the text
-# is the same wherever the checkout lies.
+# Source locations in the modules' metadata: the op's own line only (not
+# the whole Python stack, which would put this tool's lines in every
+# module), its file without folders, so the text is the same wherever the
+# checkout lies.
+jax.config.update("jax_include_full_tracebacks_in_locations", False)
 jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*/")
 
 # libtpu's generation prefix -> the hwspecs/ file of that generation.

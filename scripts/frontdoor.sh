@@ -5,6 +5,7 @@
 # started from (MODULE:FUNCTION names resolve there and in the checkout),
 #   python -m frontdoor.compile ARGS...      (a step function, for one slice)
 #   python -m frontdoor.build_zoo ARGS...    (with --zoo first: the zoo)
+# or, with --setup alone, only makes the environment (scripts/test.sh).
 set -e
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv-frontdoor"
@@ -14,6 +15,7 @@ if ! cmp -s "$root/frontdoor/requirements.txt" "$venv/requirements.txt"; then
 	"$venv/bin/pip" install --quiet -r "$root/frontdoor/requirements.txt"
 	cp "$root/frontdoor/requirements.txt" "$venv/requirements.txt"
 fi
+[ "$1" = "--setup" ] && exit 0
 module=frontdoor.compile
 if [ "$1" = "--zoo" ]; then
 	module=frontdoor.build_zoo
