@@ -8,10 +8,14 @@
 #                fuzz run of the HLO parser, the spec loader, the pipeline
 #                after the parser, the model file reader and the live
 #                autotuner's record and measuring command.
-# Tests that read ../shared/data skip, saying so, when it is absent.
+# Tests that read ../shared/data skip, saying so, when it is absent; the
+# JAX front door's (test_frontdoor) when its environment cannot be made
+# (scripts/frontdoor.sh --setup: pinned packages from Python's index).
 set -e
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
+sh scripts/frontdoor.sh --setup ||
+	echo "JAX front door not set up: test_frontdoor's JAX cases skip"
 jobs="$(nproc)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNIT_TESTING=ON >/dev/null
 cmake --build build -j"$jobs" >/dev/null
@@ -51,7 +55,7 @@ awk -v shared="$([ -d ../shared/data ] && echo yes || echo no)" '
 	}
 	/^Test Failed|^Test Fail Reason:/ { f++ }
 	END {
-		if (s) printf "skipped (cases that need ../shared/data or Open MPI%s):%s\n",
+		if (s) printf "skipped (cases that need ../shared/data, Open MPI or the JAX front door%s):%s\n",
 			shared == "no" ? ", which is absent" : "", names
 		printf "tests: %d passed, %d failed, %d skipped\n", p, f, s
 	}' build/Testing/Temporary/LastTest.log build-asan/Testing/Temporary/LastTest.log \
