@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -610,6 +611,87 @@ static void test_whatif(void **state)
 	unlink(csv);
 }
 
+/*
+ * A sweep of every spec field whatif accepts (hw_spec_field_at: the list
+ * --sweep looks fields up in), on the example and every generation: the
+ * base value and the first of 2x, x/2, x+1, x-1, 1.01x, x/1.01, the
+ * field's min and max that hw_spec_apply takes (a value far from the base
+ * first, so that tile configs change). Each gives exit 0 and a table of
+ * two points with a positive program time and the values as given. A
+ * field a plan reads (vpu.sublanes, vpu.lanes, ...) once left a NULL
+ * per-kernel array and
+ * crashed (exit 139) as soon as a kernel re-chose its tile.
+ */
+static void test_whatif_every_field(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p",
+					   "v6e", "v7"};
+	char ex[PATH_MAX], spec[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	int n_fields = hw_spec_n_fields();
+	assert_true(n_fields > 0);
+	for (size_t g = 0; g < sizeof gens / sizeof *gens; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		char rel[64];
+		snprintf(rel, sizeof rel, "hwspecs/%s.yaml", gens[g]);
+		src(spec, rel);
+		for (int i = 0; i < n_fields; i++) {
+			const struct hw_field_info *f = hw_spec_field_at(i);
+			double x0 = hw_spec_get(&hw, f);
+			double cand[] = {2 * x0, x0 / 2, x0 + 1, x0 - 1,
+					 x0 * 1.01, x0 / 1.01, f->min, f->max};
+			double x1 = NAN;
+			for (size_t c = 0; c < sizeof cand / sizeof *cand; c++) {
+				struct hw_spec t = hw;
+				struct ts_diag d = {0};
+				if (cand[c] != x0 &&
+				    hw_spec_apply(&t, 1, &f, &cand[c], NULL,
+						  &d) == TS_OK) {
+					x1 = cand[c];
+					break;
+				}
+			}
+			if (isnan(x1))
+				fail_msg("%s: no value of %s but %.17g applies",
+					 gens[g], f->path, x0);
+			char arg[256];
+			snprintf(arg, sizeof arg, "%s=%.17g,%.17g", f->path, x0,
+				 x1);
+			struct proc p;
+			tpusim(&p, "whatif", ex, "--hw", spec, "--sweep", arg,
+			       "-f", "csv");
+			if (p.rc != 0)
+				fail_msg("%s --sweep %s: exit %d\n%s", gens[g],
+					 arg, p.rc, p.err);
+			assert_string_equal(p.err, "");
+			char *save = NULL, *line = strtok_r(p.out, "\n", &save);
+			assert_non_null(line);
+			assert_true(starts_with(line, "point,time_ns,"));
+			const char *last = strrchr(line, ',');
+			assert_string_equal(last + 1, f->path);
+			for (int k = 0; k < 2; k++) {
+				line = strtok_r(NULL, "\n", &save);
+				assert_non_null(line);
+				double pt = -1, time = NAN;
+				assert_int_equal(sscanf(line, "%lf,%lf", &pt,
+							&time),
+						 2);
+				assert_true(pt == k);
+				if (!(time > 0 && isfinite(time)))
+					fail_msg("%s --sweep %s: point %d: %s",
+						 gens[g], arg, k, line);
+				assert_true(atof(strrchr(line, ',') + 1) ==
+					    (k ? x1 : x0));
+			}
+			assert_null(strtok_r(NULL, "\n", &save));
+			proc_free(&p);
+		}
+	}
+}
+
 /* mpirun -n 2 tpusim whatif: the report and the CSV are byte-identical to
  * one process's (the 5 x 3 grid splits unevenly: 8 and 7 points). Skipped,
  * and said, when the build has no Open MPI or mpirun is absent. */
@@ -1074,6 +1156,7 @@ int main(void)
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
+		cmocka_unit_test(test_whatif_every_field),
 		cmocka_unit_test(test_whatif_mpi),
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_trace),
