@@ -326,7 +326,8 @@ static int calibrate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	const struct cmd_file out = {"-o", o->out, CMD_FILE};
 	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
 						    .sets = o->data,
-						    .n_sets = o->n_data});
+						    .n_sets = o->n_data,
+						    .hw_rewritten = true});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	struct val_calib_opts co = {

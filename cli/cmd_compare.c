@@ -270,9 +270,11 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	(void)argc;
 	(void)argv;
 	struct compare_opts *o = opts_v;
-	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
+	const struct cmd_file outs[] = {
+		{"--csv", o->csv, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_compare_files}};
 	const struct cmd_file in = {"--hw-dir", o->hw_dir, CMD_FILE_SPECS};
-	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
 						   .ins = &in, .n_ins = 1,
 						   .sets = o->data,
 						   .n_sets = o->n_data});

@@ -525,10 +525,10 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	const struct cmd_file outs[] = {{"-o", o->out, CMD_FILE},
 					{"--report", o->report, CMD_FILE}};
-	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
-				       {"--model", o->model, CMD_FILE}};
+	const struct cmd_file in =
+		cmd_model_file(o->model, !strcmp(policy, "hybrid"));
 	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
-						   .ins = ins, .n_ins = 2,
+						   .ins = &in, .n_ins = 1,
 						   .args = argv, .n_args = argc});
 	if (rc != CMD_EXIT_OK)
 		return rc;

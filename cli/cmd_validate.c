@@ -486,7 +486,7 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	const struct cmd_file ins[] = {{"--hw", o->hw, CMD_FILE},
 				       {"--hw-dir", o->hw_dir, CMD_FILE_SPECS},
-				       {"--model", o->model, CMD_FILE}};
+				       cmd_model_file(o->model, false)};
 	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
 	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
 						   .ins = ins, .n_ins = 3,

@@ -642,6 +642,9 @@ out:
 	return rc;
 }
 
+/* --trace DIR's files: point_N.json, N the point (whatif_main). */
+static const char *const trace_files[] = {"point_*.json", NULL};
+
 static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		       char **argv)
 {
@@ -661,11 +664,13 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 		n_points *= o->sweeps[s].n;
 	}
-	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
-	const struct cmd_file in = {"--hw", ctx->hw_path, CMD_FILE};
-	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
-						    .ins = &in, .n_ins = 1,
-						    .args = argv, .n_args = 1});
+	const struct cmd_file outs[] = {
+		{"--csv", o->csv, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_whatif_files},
+		{"--trace", o->trace, trace_files}};
+	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = outs,
+						    .n_outs = 3, .args = argv,
+						    .n_args = 1});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	int rank = 0, ranks = 1;

@@ -67,10 +67,13 @@ void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
 	out->plausible = sim_kernel_plausible(k, &est, c->hw);
 }
 
+const char *hyb_model_path(const char *name)
+{
+	return name && !strcmp(name, "default") ? TPUSIM_DEFAULT_MODEL : name;
+}
+
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d)
 {
-	return gnn_model_load(strcmp(path, "default") ? path
-						       : TPUSIM_DEFAULT_MODEL,
-			      m, d);
+	return gnn_model_load(hyb_model_path(path), m, d);
 }

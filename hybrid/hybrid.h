@@ -60,6 +60,9 @@ void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d);
+/* The file hyb_model_load reads for name: TPUSIM_DEFAULT_MODEL for
+ * "default", else name itself (NULL stays NULL). Not owned. */
+const char *hyb_model_path(const char *name);
 
 /* ---- tile-size search (hybrid/hyb_tile.c) ---------------------------------- */
 
