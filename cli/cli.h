@@ -226,6 +226,11 @@ void cmd_graph_free(struct cmd_graph *g);
  * the first three names with their op (and custom-call target). */
 void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
 			 const struct sim_program *p);
+/* Warns that the learned time of kernel `kernel` of module `module` is
+ * not finite and its analytic time stands in (hyb_kernel_predict); with
+ * items (e.g. "configs"), that this happened in n of them. */
+void cmd_warn_fell_back(const struct cmd_ctx *ctx, const char *module,
+			const char *kernel, int64_t n, const char *items);
 /* Warns about each kernel of p (estimated on hw) costed by its roofline
  * because the model has no tile grid for it, with the reason. */
 void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,

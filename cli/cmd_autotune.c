@@ -392,6 +392,10 @@ static int replay_main(struct cmd_ctx *ctx, struct autotune_opts *o)
 				"%s: warning: %s: %d rows not estimated: the "
 				"model strategies propose them last\n",
 				ctx->prog, ds[i].name, r.n_errors);
+		if (st == TS_OK && r.n_fell_back)
+			cmd_warn_fell_back(ctx, r.fell_back_module,
+					   r.fell_back_kernel, r.n_fell_back,
+					   "rows with such a kernel");
 		if (st == TS_OK) {
 			n++;
 		} else {

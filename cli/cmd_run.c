@@ -789,7 +789,8 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 /* Replaces every kernel's time by its hybrid one, keeping the analytic
  * times in mv (the report totals them as it totals analytic times:
  * sim_program_total, async overlap included) and, for a residual model,
- * counting the kernels of a novel op mix. */
+ * counting the kernels of a novel op mix. A kernel whose learned time is
+ * not finite keeps its analytic one, with a warning. */
 static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 		       struct sim_program *progs, int n_progs,
 		       struct model_view *mv)
@@ -814,8 +815,12 @@ static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 				continue;
 			if (hyb_embed(m, k, &e) != TS_OK)
 				goto nomem;
-			k->est.time_ns = hyb_kernel_time(m, &e, k, &k->est,
-							 &ctx->hw, false);
+			bool fell_back = false;
+			k->est.time_ns = hyb_kernel_predict(
+				m, &e, k, &k->est, &ctx->hw, false, &fell_back);
+			if (fell_back)
+				cmd_warn_fell_back(ctx, pr->module->name,
+						   k->name, 1, NULL);
 			if (mv->n_novel)
 				mv->n_novel[p] += hyb_novel(m, &e);
 		}

@@ -205,6 +205,18 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
 		       const struct gnn_tensors *grad, double *d_emb);
 
 /*
+ * The interval [*lo, *hi] holding raw (gnn_head's output) for every graph
+ * and kernel whose standardised features lie in the training range (each
+ * norm's [lo, hi]; analytic features 0 for learned-only; a mean over no
+ * neighbours 0), by interval arithmetic through the layers: an upper
+ * bound on what the parameters make of a kernel like those trained on,
+ * loose by the cancellations it cannot see (the shipped model's:
+ * [-527, 1090]). Not finite (NaN or inf) when the parameters overflow a
+ * double on some such input.
+ */
+void gnn_model_raw_range(const struct gnn_model *m, double *lo, double *hi);
+
+/*
  * The output of a kernel from its raw head output:
  *   residual:      r = s x clip x tanh(raw / clip),  s = trust x exp(-excess)
  *                  time = analytic x exp(r)

@@ -19,9 +19,10 @@
  *   u64 checksum               FNV-1a 64 of every byte before it
  *
  * Reading checks the magic and version, then the checksum (a damaged file
- * says so before anything it would misread), then each field in order;
- * every refusal names what is wrong. Writing goes through a temp file and
- * a rename (ts_write_file_atomic).
+ * says so before anything it would misread), then each field in order,
+ * then that the parameters give a finite output over the training range
+ * (gnn_model_raw_range); every refusal names what is wrong. Writing goes
+ * through a temp file and a rename (ts_write_file_atomic).
  */
 #include "gnn.h"
 
@@ -401,6 +402,13 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 		m->params[i] = get_f64(&r, "parameters");
 	if (!r.bad && r.at != r.n)
 		refuse(&r, "%zu bytes after the parameters", r.n - r.at);
+	double lo, hi;
+	if (!r.bad)
+		gnn_model_raw_range(m, &lo, &hi);
+	if (!r.bad && !(isfinite(lo) && isfinite(hi)))
+		refuse(&r, "the parameters overflow: the network's output for "
+			   "a kernel like those it was trained on is not "
+			   "finite");
 	if (r.bad) {
 		gnn_model_free(m);
 		return TS_ERR_PARSE;

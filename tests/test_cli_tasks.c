@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "gnn.h"
 #include "test_util.h"
 #include "ts.h"
 
@@ -191,6 +192,143 @@ static void test_learned(void **state)
 
 /* fuse: an unfused module out as HLO (run says how it groups it), the
  * same program time read back; a compiled module is refused. */
+/* A model file of width 1 (every feature's training range [0, 0]) with
+ * every parameter 0 but the head's: hidden bias b1, output weight w2,
+ * output bias b2, so the raw output is w2 max(b1, 0) + b2 everywhere. */
+static void write_head_model(const char *path, enum gnn_kind kind, double b1,
+			     double w2, double b2)
+{
+	struct gnn_model m;
+	assert_int_equal(gnn_model_alloc(&m, kind, 1, 1, 1), TS_OK);
+	struct gnn_tensors t;
+	gnn_model_bind(&m, m.params, &t);
+	t.b1[0] = b1;
+	t.w2[0] = w2;
+	t.b2[0] = b2;
+	struct ts_diag d = {0};
+	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
+	gnn_model_free(&m);
+}
+
+/*
+ * A model whose parameters pass every field's check but overflow the
+ * network (once: null times, exit 0). Overflowing on the training range is
+ * refused on loading (exit 1, the file named); overflowing only on a
+ * kernel (a learned-only model with raw 800 everywhere: e^800 ns is inf)
+ * leaves that kernel at its analytic time, with a warning naming it, in
+ * run, tile, validate and fuse --report.
+ */
+static void test_model_overflow(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], tiny[PATH_MAX], hw[PATH_MAX],
+		model[PATH_MAX], hlo[PATH_MAX], rep[PATH_MAX],
+		want[2 * PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	src(tiny, "tests/data/val/tiny");
+	src(hw, "hwspecs");
+	tu_tmp_path(model, sizeof model, "test_model_overflow", ".gnn");
+	/* raw = 1e308 x 2 + 0: inf on every kernel; saved with w2 1 (save
+	 * checks what load would) and the weight's bytes rewritten, resealed:
+	 * the file ends with w2, b2 and the checksum */
+	write_head_model(model, GNN_RESIDUAL, 2, 1, 0);
+	size_t len;
+	char *bytes = NULL;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file(model, &bytes, &len, &d), TS_OK);
+	double w2 = 1e308;
+	uint64_t v, h;
+	memcpy(&v, &w2, 8);
+	for (int i = 0; i < 8; i++)
+		bytes[len - 24 + i] = (char)(v >> (8 * i));
+	h = ts_fnv1a(TS_FNV1A_BASIS, bytes, len - 8);
+	for (int i = 0; i < 8; i++)
+		bytes[len - 8 + i] = (char)(h >> (8 * i));
+	FILE *f = fopen(model, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	ts_free(bytes);
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--model", model);
+	expect_rc(&p, 1);
+	snprintf(want, sizeof want, "%s: error: the parameters overflow: the "
+		 "network's output for a kernel like those it was trained on "
+		 "is not finite\n", model);
+	assert_string_equal(p.err, want);
+	assert_string_equal(p.out, "");
+	proc_free(&p);
+
+	write_head_model(model, GNN_LEARNED_ONLY, 0, 0, 800);
+	static const char tail[] = ": the learned time is not finite (the "
+				   "model overflows on this kernel): the "
+				   "analytic time stands in";
+	tpusim(&p, "run", ex, "--hw", v3, "--model", model, "-f", "csv");
+	expect_rc(&p, 0);
+	/* each of the 14 kernels, in order, the first two by name; every
+	 * time the analytic one (columns time_ns and analytic_ns) */
+	snprintf(want, sizeof want, "tpusim run: warning: jit_train_loop: "
+		 "kernel copy.40%s\ntpusim run: warning: jit_train_loop: "
+		 "kernel compare.30%s\n", tail, tail);
+	assert_true(starts_with(p.err, want));
+	int n = 0;
+	for (const char *s = p.err; (s = strstr(s, tail)); s++)
+		n++;
+	assert_int_equal(n, 14);
+	char *save = NULL, *line = strtok_r(p.out, "\n", &save);
+	assert_true(starts_with(line, "module,index,name,kind,main_op,"));
+	for (int k = 0; k < 14; k++) {
+		line = strtok_r(NULL, "\n", &save);
+		assert_non_null(line);
+		/* time_ns is field 16, analytic_ns field 22 */
+		const char *fld[23], *c = line;
+		for (int i = 0; i < 23 && c; i++) {
+			fld[i] = c;
+			c = strchr(c, ',');
+			c = c ? c + 1 : NULL;
+		}
+		assert_near(atof(fld[15]), atof(fld[21]), 0);
+	}
+	proc_free(&p);
+	tpusim(&p, "tile", ex, "--hw", v3, "--model", model, "--kernel",
+	       "fusion.1");
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim tile: warning: jit_train_loop: "
+		 "kernel fusion.1%s (", tail);
+	assert_true(starts_with(p.err, want));
+	assert_non_null(strstr(p.err, " configs)\n"));
+	proc_free(&p);
+	tpusim(&p, "validate", "--data", tiny, "--hw-dir", hw, "--model",
+	       model);
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim validate: warning: "
+		 "modules/tiny.hlo: kernel fusion.1%s (3 rows with such a "
+		 "kernel)\n", tail);
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+	/* fuse --report: one warning over the four policies' programs (none:
+	 * a and t, then one fusion under each policy) */
+	tu_tmp_path(hlo, sizeof hlo, "test_model_overflow", ".hlo");
+	tu_tmp_path(rep, sizeof rep, "test_model_overflow", ".txt");
+	f = fopen(hlo, "w");
+	assert_non_null(f);
+	fputs("HloModule c\nENTRY e {\n  p = f32[4096,4096]{1,0} parameter(0)\n"
+	      "  a = f32[4096,4096]{1,0} add(p, p)\n"
+	      "  ROOT t = f32[4096,4096]{1,0} multiply(a, p)\n}\n", f);
+	fclose(f);
+	tpusim(&p, "fuse", hlo, "--hw", v3, "--model", model, "--report", rep,
+	       "-o", "/dev/null");
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim fuse: warning: c: kernel a%s (5 "
+		 "kernels over the policies' programs)\n", tail);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	unlink(hlo);
+	unlink(rep);
+	unlink(model);
+}
+
 static void test_fuse(void **state)
 {
 	(void)state;
@@ -1154,6 +1292,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learned),
+		cmocka_unit_test(test_model_overflow),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
 		cmocka_unit_test(test_whatif_every_field),

@@ -211,8 +211,9 @@ struct val_row_result {
 	                            analytic_ns */
 	double analytic_ns;      /* analytic device time + dispatch_ns */
 	double hybrid_ns;        /* the learned model's device time (sum over
-	                            kernels of hyb_kernel_time x multiplicity)
-	                            + dispatch_ns; NaN without a model */
+	                            kernels of hyb_kernel_predict x
+	                            multiplicity) + dispatch_ns; NaN without
+	                            a model */
 	double device_ns;        /* predicted device time: the hybrid's with a
 	                            model, else the analytic one (sum over
 	                            kernels of time x multiplicity, tuned
@@ -332,6 +333,11 @@ struct val_report {
 	int n_unmodelled_modules; /* modules with a kernel the model lists at
 	                             zero time (custom call, infeed, ...) */
 	const char *unmodelled_example; /* the first: "module: kernel (op)" */
+	int n_fell_back;         /* rows with a kernel whose learned time is
+	                            not finite: its analytic time stands in
+	                            (hyb_kernel_predict) */
+	const char *fell_back_module;  /* the first such kernel's module */
+	const char *fell_back_kernel;  /* and its name */
 };
 
 /*

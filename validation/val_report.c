@@ -171,6 +171,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 	}
 
 	double device = 0, hybrid = 0, roof = 0, worst = -1;
+	const char *fell_back = NULL; /* the first kernel costed analytic */
 	int64_t steps = 0;
 	bool time_ok = true;
 	res->feasible = true;
@@ -183,11 +184,15 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		double mult = prog->kernels[k].multiplicity;
 		/* a kernel without analytic time (free, unmodelled) has
 		 * none learned either: training saw no such kernel */
-		if (model && e->time_ns > 0)
-			hybrid += hyb_kernel_time(model, &emb[k],
-						  &prog->kernels[k], e, hw,
-						  host) *
+		if (model && e->time_ns > 0) {
+			bool fb = false;
+			hybrid += hyb_kernel_predict(model, &emb[k],
+						     &prog->kernels[k], e, hw,
+						     host, &fb) *
 				  mult;
+			if (fb && !fell_back)
+				fell_back = prog->kernels[k].name;
+		}
 		if (!e->feasible) {
 			res->feasible = false;
 			if (!(e->time_ns > 0) || !isfinite(e->time_ns))
@@ -211,6 +216,12 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		steps = e->steps;
 		res->bound = e->bound;
 	}
+	if (fell_back && r->n_fell_back++ == 0 &&
+	    (!(r->fell_back_module = ts_arena_strndup(
+		       &r->arena, row->module, strlen(row->module))) ||
+	     !(r->fell_back_kernel = ts_arena_strndup(&r->arena, fell_back,
+						      strlen(fell_back)))))
+		return TS_ERR_NOMEM;
 	res->measured_ns = (double)row->runtime_ns;
 	res->analytic_ns = (time_ok ? device : NAN) + res->dispatch_ns;
 	res->hybrid_ns = model && time_ok ? hybrid + res->dispatch_ns : NAN;
@@ -648,6 +659,9 @@ enum ts_status val_report_repredict(const struct val_report *base,
 	out->n_unmodelled_modules = base->n_unmodelled_modules;
 	out->spec_names = base->spec_names;
 	out->unmodelled_example = base->unmodelled_example;
+	out->n_fell_back = base->n_fell_back;
+	out->fell_back_module = base->fell_back_module;
+	out->fell_back_kernel = base->fell_back_kernel;
 	out->rows = ts_arena_array(&out->arena, (size_t)base->n_rows,
 				   sizeof *out->rows);
 	if (!out->rows && base->n_rows)
