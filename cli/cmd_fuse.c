@@ -260,11 +260,11 @@ static void put_agreement(FILE *f, const char *name,
 	/* a ratio over no edges is not 100%: "-" */
 	char prec[16] = "-", rec[16] = "-";
 	if (a->edges_policy)
-		snprintf(prec, sizeof prec, "%.1f%%",
-			 100.0 * a->edges_both / a->edges_policy);
+		val_fmt_pct(prec, sizeof prec,
+			    (double)a->edges_both / a->edges_policy);
 	if (a->edges_xla)
-		snprintf(rec, sizeof rec, "%.1f%%",
-			 100.0 * a->edges_both / a->edges_xla);
+		val_fmt_pct(rec, sizeof rec,
+			    (double)a->edges_both / a->edges_xla);
 	fprintf(f, "%-44s %8d %10d %9s %9s\n", name, a->xla_kernels,
 		a->reproduced, prec, rec);
 }

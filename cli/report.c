@@ -103,7 +103,7 @@ static void fmt_human(char *buf, enum cmd_unit u, double v)
 		fmt_si(buf, v, si_time, (int)TS_ARRAY_LEN(si_time), " ");
 		break;
 	case CMD_UNIT_FRACTION:
-		snprintf(buf, NUM_BUF, "%.1f%%", v * 100.0);
+		val_fmt_pct(buf, NUM_BUF, v);
 		break;
 	case CMD_UNIT_TEXT:
 	case CMD_UNIT_COUNT:

@@ -329,6 +329,54 @@ static void test_model_overflow(void **state)
 	unlink(model);
 }
 
+/*
+ * compare on a set of one kernel: its one group lands in one fold, whose
+ * training set is then empty, so no model is trained and the learned-only
+ * and hybrid models predict nothing. Every figure of theirs is n/a (text
+ * and Markdown; empty cells in the CSV), never a top-1 or top-5 figure of
+ * a model that does not exist; the analytic tile choice is "+0.0%" (its
+ * pick is the best), and no "-0.0%" is printed anywhere.
+ */
+static void test_compare_untrained(void **state)
+{
+	(void)state;
+	char tiny[PATH_MAX], hw[PATH_MAX], csv[PATH_MAX];
+	src(tiny, "tests/data/val/tiny");
+	src(hw, "hwspecs");
+	tu_tmp_path(csv, sizeof csv, "test_compare_untrained", ".csv");
+	struct proc p;
+	tpusim(&p, "compare", "--data", tiny, "--hw-dir", hw, "--csv", csv);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "tpusim compare: 0 models trained in 0.0 s "
+				   "(0.00 s each)\n");
+	expect_contains(p.out, "\nanalytic          54.6%    54.9%      n/a "
+			       "    0.0%     0.0%    +0.0%\n"
+			       "learned-only        n/a      n/a      n/a      "
+			       "n/a      n/a      n/a\n"
+			       "hybrid              n/a      n/a      n/a      "
+			       "n/a      n/a      n/a\n");
+	assert_null(strstr(p.out, "-0.0"));
+	proc_free(&p);
+	char *text = slurp(csv);
+	assert_string_equal(text, "set,id,fold,measured_ns,analytic_ns,"
+				  "learned_ns,hybrid_ns\n"
+				  "tiny,tiny#r0,0,1500.000,2390.932,,\n"
+				  "tiny,tiny#r1,0,1700.000,2541.249,,\n"
+				  "tiny,tiny#r2,0,9000.000,13938.590,,\n");
+	ts_free(text);
+	unlink(csv);
+	tpusim(&p, "compare", "--data", tiny, "--hw-dir", hw, "--markdown");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "| analytic | 54.6% | 54.9% | n/a | 0.0% | "
+			       "0.0% | +0.0% |\n"
+			       "| learned-only | n/a | n/a | n/a | n/a | n/a | "
+			       "n/a |\n"
+			       "| hybrid | n/a | n/a | n/a | n/a | n/a | "
+			       "n/a |\n");
+	assert_null(strstr(p.out, "-0.0"));
+	proc_free(&p);
+}
+
 static void test_fuse(void **state)
 {
 	(void)state;
@@ -1293,6 +1341,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_model_overflow),
+		cmocka_unit_test(test_compare_untrained),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
 		cmocka_unit_test(test_whatif_every_field),
