@@ -5,6 +5,7 @@
  * cli/examples/mlp_train_step.hlo. Each run spawns the binary with stdin
  * from /dev/null and stdout/stderr captured in temporary files.
  */
+#define _GNU_SOURCE /* unshare(2), for test_full_disk's own mount table */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1229,6 +1235,60 @@ static void test_dev_full(void **state)
 	}
 }
 
+/*
+ * A full disk under run --trace FILE: the file system's cause, not "input/
+ * output error" (the stream once kept only a flag), exit 3, and neither
+ * the file nor its temporary left behind. The disk is a 64 KiB tmpfs
+ * filled to the brim, mounted in a mount namespace of this process's own
+ * (gone with it): a machine that will not let us (not root, no namespaces)
+ * skips, saying so.
+ */
+static void test_full_disk(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], dir[PATH_MAX], fill[PATH_MAX + 8],
+		trace[PATH_MAX + 16];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	tu_tmp_path(dir, sizeof dir, "test_full_disk", "");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	if (unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tpusim-test", dir, "tmpfs", 0, "size=64k") != 0) {
+		print_message("cannot mount a tmpfs here (%s): skipped\n",
+			      strerror(errno));
+		rmdir(dir);
+		skip();
+	}
+	snprintf(fill, sizeof fill, "%s/fill", dir);
+	int fd = open(fill, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	static const char block[4096];
+	while (write(fd, block, sizeof block) > 0)
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(fd);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--trace", trace);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want, "%s: error: write failed: No space left on "
+		 "device\n", trace);
+	expect_rc(&p, 3);
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+	assert_int_equal(access(trace, F_OK), -1);
+	DIR *dp = opendir(dir);
+	assert_non_null(dp);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(dp));)
+		n += e->d_name[0] != '.';
+	closedir(dp);
+	assert_int_equal(n, 1); /* the filler only */
+	assert_int_equal(umount2(dir, MNT_DETACH), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- modules, explain, configs, unmodelled kernels ------------------------ */
 
 static void test_multi_module(void **state)
@@ -1500,6 +1560,7 @@ int main(void)
 		cmocka_unit_test(test_run_yaml),
 		cmocka_unit_test(test_run_deterministic),
 		cmocka_unit_test(test_dev_full),
+		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_multi_module),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_config),
