@@ -99,7 +99,10 @@ struct gnn_summary {
 	int best_epoch;              /* the epoch whose parameters were kept */
 	double train_loss;           /* at best_epoch */
 	double val_loss;             /* held-out squared log error of the model
-	                                as saved (best_epoch, novel_trust) */
+	                                as saved (best_epoch, novel_trust);
+	                                NaN: no group was held out (no set
+	                                had enough: gnn_train_opts
+	                                val_fraction), none to judge by */
 	int novel_groups;            /* held-out groups with a kernel of a novel
 	                                op mix: novel_trust's evidence */
 };
@@ -290,6 +293,11 @@ struct gnn_train_opts {
 	FILE *progress;      /* epoch lines (a terminal), NULL none */
 };
 void gnn_train_opts_default(struct gnn_train_opts *o);
+/* The fewest groups a set needs for gnn_train to hold one of them out
+ * (round(val_fraction x groups) >= 1): 3 at the default 0.2. A training
+ * set where no set has that many holds nothing out, and its model's
+ * val_loss is NaN. */
+int gnn_min_groups_held_out(const struct gnn_train_opts *o);
 
 /* Fisher-Yates shuffle of a[0..n) with draws from rng (the order of
  * training samples, of validation groups, of compare's folds). */

@@ -377,6 +377,42 @@ static void test_compare_untrained(void **state)
 	proc_free(&p);
 }
 
+/* train on one row: one group, and a set needs 3 for one to be held out
+ * (round(0.2 x 3) = 1), so nothing is: no held-out error is reported
+ * (once: the training set's, as if held out), the reason is, and the
+ * model, whose file says so (a NaN validation loss), loads. */
+static void test_train_one_row(void **state)
+{
+	(void)state;
+	char one[PATH_MAX], hw[PATH_MAX], ex[PATH_MAX], v3[PATH_MAX],
+		model[PATH_MAX];
+	src(one, "tests/data/val/tiny_host");
+	src(hw, "hwspecs");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	tu_tmp_path(model, sizeof model, "test_train_one_row", ".gnn");
+	static const char *const kinds[] = {NULL, "--learned-only"};
+	for (int k = 0; k < 2; k++) {
+		struct proc p;
+		tpusim(&p, "train", "--data", one, "--hw-dir", hw, "--epochs",
+		       "3", "-o", model, kinds[k]);
+		expect_rc(&p, 0);
+		expect_contains(p.err, k ? "tpusim train: learned-only model: "
+					   "1 samples, 1 groups; "
+					 : "tpusim train: residual model: 1 "
+					   "samples, 1 groups; ");
+		expect_contains(p.err, ", with the ranking term; no held-out "
+				       "error (n/a): no set has the 3 groups "
+				       "it takes to hold one out); ");
+		assert_null(strstr(p.err, "held-out squared log error"));
+		proc_free(&p);
+		tpusim(&p, "run", ex, "--hw", v3, "--model", model);
+		expect_rc(&p, 0);
+		proc_free(&p);
+	}
+	unlink(model);
+}
+
 static void test_fuse(void **state)
 {
 	(void)state;
@@ -1342,6 +1378,7 @@ int main(void)
 		cmocka_unit_test(test_learned),
 		cmocka_unit_test(test_model_overflow),
 		cmocka_unit_test(test_compare_untrained),
+		cmocka_unit_test(test_train_one_row),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
 		cmocka_unit_test(test_whatif_every_field),

@@ -448,7 +448,7 @@ static void test_refusals(void **state)
 	mutated(&m, "best epoch", 0, UINT32_C(0x80000000), "best epoch "
 		"2147483648 is out of range (at most 2147483647)");
 	mutated(&m, "training loss", 0, bits(INFINITY), NULL);
-	mutated(&m, "validation loss", 0, bits(NAN), NULL);
+	mutated(&m, "validation loss", 0, bits(-INFINITY), NULL);
 	mutated(&m, "novel group count", 0, UINT32_MAX, "novel group count "
 		"4294967295 is out of range (at most 2147483647)");
 
@@ -555,6 +555,18 @@ static void test_refusals(void **state)
 		gnn_model_free(&big);
 		gnn_model_free(&hand);
 	}
+
+	/* the validation loss alone may be NaN: nothing was held out (a
+	 * set of too few groups), and the model reads back with it */
+	struct img nv = {.mut_what = "validation loss", .mut_v = bits(NAN)};
+	encode(&m, &nv);
+	seal(&nv, nv.n);
+	struct gnn_model nvm;
+	struct ts_diag nvd = {0};
+	assert_int_equal(gnn_model_read(nv.p, nv.n, "m.gnn", &nvm, &nvd), TS_OK);
+	assert_true(isnan(nvm.summary.val_loss));
+	gnn_model_free(&nvm);
+	img_free(&nv);
 
 	/* the learned-only model has no use for a clip: any finite one */
 	gnn_model_free(&m);
