@@ -373,13 +373,14 @@ static bool box_layer(const double *in_lo, const double *in_hi, int n_in,
 
 void gnn_model_raw_range(const struct gnn_model *m, double *lo, double *hi)
 {
-	enum { MAX_IN = 2 * GNN_MAX_HIDDEN + GNN_KERNEL_F,
-	       MAX_CAT = 3 * (GNN_MAX_HIDDEN > GNN_NODE_F ? GNN_MAX_HIDDEN
-							  : GNN_NODE_F) };
+	/* a layer's input: node features (layer 0) or the hidden width */
+	enum { MAX_D = GNN_MAX_HIDDEN > GNN_NODE_F ? GNN_MAX_HIDDEN
+						   : GNN_NODE_F,
+	       MAX_IN = 2 * GNN_MAX_HIDDEN + GNN_KERNEL_F };
 	struct gnn_tensors t;
 	gnn_model_bind(m, m->params, &t);
 	int H = m->hidden;
-	double a[MAX_CAT], b[MAX_CAT], ha[GNN_MAX_HIDDEN], hb[GNN_MAX_HIDDEN];
+	double a[3 * MAX_D], b[3 * MAX_D], ha[MAX_D], hb[MAX_D];
 	bool finite = true;
 	for (int j = 0; j < GNN_NODE_F; j++) {
 		ha[j] = m->node_norm[j].lo; /* layer 0's input: z0 */
