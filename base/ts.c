@@ -624,7 +624,15 @@ enum ts_status ts_write_file_atomic(const char *path,
 	}
 	size_t n = strlen(target) + 32;
 	char *tmp = ts_malloc(n);
-	if (!tmp) {
+	/* The writer fills memory; the bytes then go to the file through
+	 * write(2), whose errno is the one reported ("No space left on
+	 * device"): a stdio stream only keeps an error flag, and a writer
+	 * that notices it returns before anyone can ask why. */
+	char *buf = NULL; /* libc's (open_memstream) */
+	size_t len = 0;
+	FILE *mem = tmp ? open_memstream(&buf, &len) : NULL;
+	if (!mem) {
+		ts_free(tmp);
 		free(real);
 		return TS_ERR_NOMEM;
 	}
@@ -632,24 +640,29 @@ enum ts_status ts_write_file_atomic(const char *path,
 		snprintf(tmp, n, "%s", target);
 	else
 		snprintf(tmp, n, "%s.tmp.%ld", target, (long)getpid());
-	enum ts_status st = TS_OK;
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
+	enum ts_status st = write_fn(mem, ctx);
+	/* a memory stream fails only for want of memory */
+	if (fclose(mem) != 0 && st == TS_OK)
+		st = TS_ERR_NOMEM;
+	int fd = -1;
+	if (st == TS_OK &&
+	    (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) <
+		    0) {
 		ts_diag_set(d, path, 0, 0, "cannot create %s: %s", tmp,
 			    strerror(errno));
-		ts_free(tmp);
-		free(real);
-		return TS_ERR_IO;
+		st = TS_ERR_IO;
 	}
-	st = write_fn(f, ctx);
-	if (fflush(f) != 0 || ferror(f)) {
-		if (st == TS_OK) {
+	for (size_t at = 0; fd >= 0 && st == TS_OK && at < len;) {
+		ssize_t w = write(fd, buf + at, len - at);
+		if (w > 0) {
+			at += (size_t)w;
+		} else if (w == 0 || errno != EINTR) { /* 0: no progress */
 			ts_diag_set(d, path, 0, 0, "write failed: %s",
-				    strerror(errno));
+				    strerror(w ? errno : EIO));
 			st = TS_ERR_IO;
 		}
 	}
-	if (fclose(f) != 0 && st == TS_OK) {
+	if (fd >= 0 && close(fd) != 0 && st == TS_OK) {
 		ts_diag_set(d, path, 0, 0, "close failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}
@@ -657,8 +670,9 @@ enum ts_status ts_write_file_atomic(const char *path,
 		ts_diag_set(d, path, 0, 0, "rename failed: %s", strerror(errno));
 		st = TS_ERR_IO;
 	}
-	if (st != TS_OK && !in_place)
+	if (st != TS_OK && !in_place && fd >= 0)
 		remove(tmp);
+	free(buf);
 	ts_free(tmp);
 	free(real);
 	return st;

@@ -221,8 +221,11 @@ enum ts_status ts_read_stream(FILE *f, const char *name, size_t max,
 
 /*
  * Writes a file atomically: path.tmp.<pid> first, then rename(2), so a
- * failure never leaves a half-written file at path. write_fn gets the open
- * stream and must return TS_OK or an error; on error the temp file is removed.
+ * failure never leaves a half-written file at path. write_fn gets a stream
+ * into memory and must return TS_OK or an error (then nothing is created);
+ * the bytes then go to the file with write(2), so a failure of the file
+ * system is reported with its own cause ("write failed: No space left on
+ * device", "close failed: ..."), the temp file removed.
  * A path that exists and is not a regular file (/dev/null, /dev/stdout, a
  * FIFO) is written in place, never replaced. A symbolic link is followed
  * (the file it names is replaced, the link kept; one to nothing is an

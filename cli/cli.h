@@ -112,12 +112,15 @@ struct cmd_ctx {
 	FILE *out;                 /* results: stdout */
 	FILE *err;                 /* diagnostics: stderr */
 	const char *hw_path;       /* --hw as given; NULL if absent */
+	const char *hw_opt;        /* the option that named the specs: "--hw"
+	                              or "--gen" */
 	struct hw_spec hw;         /* loaded and validated (CMD_NEEDS_HW), with
 	                              the --set changes applied */
 	char hw_set[512];          /* the --set changes, "PATH=VALUE, ..."
 	                              ("" none), for reports */
 	int n_more_hw;             /* CMD_MULTI_HW: further --hw specs */
 	struct hw_spec more_hw[CMD_MAX_HW - 1];
+	const char *more_hw_path[CMD_MAX_HW - 1]; /* their files */
 	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
 };
 
@@ -223,6 +226,11 @@ void cmd_graph_free(struct cmd_graph *g);
  * the first three names with their op (and custom-call target). */
 void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
 			 const struct sim_program *p);
+/* Warns that the learned time of kernel `kernel` of module `module` is
+ * not finite and its analytic time stands in (hyb_kernel_predict); with
+ * items (e.g. "configs"), that this happened in n of them. */
+void cmd_warn_fell_back(const struct cmd_ctx *ctx, const char *module,
+			const char *kernel, int64_t n, const char *items);
 /* Warns about each kernel of p (estimated on hw) costed by its roofline
  * because the model has no tile grid for it, with the reason. */
 void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
@@ -266,6 +274,11 @@ int cmd_opt_epochs(const struct cmd_ctx *ctx, const char *arg, int *epochs);
  * returns an enum cmd_exit. */
 int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 		   struct gnn_model *m);
+struct cmd_file;
+/* The model file a command reads, as cmd_check_io takes it: --model
+ * MODEL ("default": the shipped file), else the shipped one when
+ * shipped (the command reads it without --model), else none. */
+struct cmd_file cmd_model_file(const char *model, bool shipped);
 
 /* ---- timelines (cli/trace.c) --------------------------------------------- */
 
@@ -277,6 +290,15 @@ int cmd_write_trace(const struct cmd_ctx *ctx, const char *path,
 		    const struct hw_spec *hw);
 
 /* ---- pictures (cli/plots.c, PLplot) -------------------------------------- */
+
+/* The files each cmd_plot_NAME below makes in its folder, as a --plots
+ * folder's cmd_file.names for cmd_check_io (fnmatch patterns:
+ * "run_*.png", NULL-terminated). */
+extern const char *const cmd_plot_compare_files[];
+extern const char *const cmd_plot_autotune_files[];
+extern const char *const cmd_plot_run_files[];
+extern const char *const cmd_plot_generations_files[];
+extern const char *const cmd_plot_whatif_files[];
 
 /* Writes compare_scatter.png, compare_ape.png and compare_tau.png (tile
  * sets only) into the existing folder dir; returns an enum cmd_exit. */
@@ -465,21 +487,31 @@ int cmd_write_file(const struct cmd_ctx *ctx, const char *path,
  * existing folder is fine, an existing file is not; prints a failure and
  * returns an enum cmd_exit. */
 int cmd_out_dir(const struct cmd_ctx *ctx, const char *opt, const char *dir);
-/* A file a command reads or writes, by the option that names it. */
-enum cmd_file_kind {
-	CMD_FILE = 0,     /* the file path */
-	CMD_FILE_SET,     /* a measurement set folder: its measurements.csv and
-	                     details.csv */
-	CMD_FILE_SPECS,   /* a folder of specs (--hw-dir): its *.yaml */
-};
+/* A file, or a folder's files, that a command reads or writes, by the
+ * option that names it. */
 struct cmd_file {
 	const char *opt;  /* "-o", "--data", "the input", ... */
-	const char *path; /* NULL or "-": none */
-	enum cmd_file_kind kind;
+	const char *path; /* the file, or with names the folder; NULL or
+	                     "-": none */
+	const char *const *names; /* NULL (CMD_FILE): path is the file; else
+	                             the files in the folder, as fnmatch(3)
+	                             patterns ("whatif.png", "point_*.json"),
+	                             NULL-terminated */
 };
-/* A command's files: what it writes (plain files), what it reads by
- * option, the measurement sets of its --data and its positional inputs
- * ("the input"); NULL or "-" paths are none. */
+/* cmd_file.names: a plain file; a measurement set folder (its
+ * measurements.csv and details.csv); a folder of specs (--hw-dir: its
+ * *.yaml). */
+#define CMD_FILE NULL
+#define CMD_FILE_SET cmd_set_files
+#define CMD_FILE_SPECS cmd_spec_files
+extern const char *const cmd_set_files[];
+extern const char *const cmd_spec_files[];
+/* A command's files: what it writes (files and folders), what it reads
+ * by option, the measurement sets of its --data and its positional inputs
+ * ("the input"; a folder among them is read as the files arg_names, NULL:
+ * not at all); NULL or "-" paths are none. The specs main loaded (--hw,
+ * --gen: ctx) are inputs too, unless hw_rewritten (calibrate -o, which
+ * may rewrite its --hw spec in place). */
 struct cmd_io {
 	const struct cmd_file *outs;
 	int n_outs;
@@ -489,11 +521,15 @@ struct cmd_io {
 	int n_sets;
 	char *const *args;
 	int n_args;
+	const char *const *arg_names;
+	bool hw_rewritten;
 };
 /* Before anything is read or written: refuses an output that names the
  * same file (ts_same_file) as an input or as another output ("OPT and
- * OPT name the same file: PATH"), and a set given twice under any name
- * (its rows would count twice); CMD_EXIT_USAGE, else CMD_EXIT_OK. */
+ * OPT name the same file: PATH"), a folder's files by their names (a
+ * pattern such as run_*.png stands for every file it matches, written or
+ * not), and a set given twice under any name (its rows would count
+ * twice); CMD_EXIT_USAGE, else CMD_EXIT_OK. */
 int cmd_check_io(const struct cmd_ctx *ctx, const struct cmd_io *io);
 
 /* A write_fn for cmd_write_file: the struct cmd_table *t as CSV (--csv). */

@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,10 +355,14 @@ static int replay_main(struct cmd_ctx *ctx, struct autotune_opts *o)
 			       "--hw-dir hwspecs)");
 		return CMD_EXIT_USAGE;
 	}
-	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
-	const struct cmd_file in = {"--hw-dir", o->hw_dir, CMD_FILE_SPECS};
-	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
-						   .ins = &in, .n_ins = 1,
+	const struct cmd_file outs[] = {
+		{"--csv", o->csv, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_autotune_files}};
+	const struct cmd_file ins[] = {
+		{"--hw-dir", o->hw_dir, CMD_FILE_SPECS},
+		cmd_model_file(o->model, o->tune.use[VAL_TUNE_HYBRID])};
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
+						   .ins = ins, .n_ins = 2,
 						   .sets = o->data,
 						   .n_sets = o->n_data});
 	if (rc != CMD_EXIT_OK)
@@ -393,6 +398,10 @@ static int replay_main(struct cmd_ctx *ctx, struct autotune_opts *o)
 				"%s: warning: %s: %d rows not estimated: the "
 				"model strategies propose them last\n",
 				ctx->prog, ds[i].name, r.n_errors);
+		if (st == TS_OK && r.n_fell_back)
+			cmd_warn_fell_back(ctx, r.fell_back_module,
+					   r.fell_back_kernel, r.n_fell_back,
+					   "rows with such a kernel");
 		if (st == TS_OK) {
 			n++;
 		} else {
@@ -496,6 +505,24 @@ static int autotune_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	if (!o->strategy_set)
 		o->tune.use[VAL_TUNE_ANALYTIC] = true;
+	/* --record DIR: cli/autotune_live.c writes these files in it and
+	 * in DIR/modules */
+	static const char *const record_files[] = {"measurements.csv",
+						   "failed.csv", NULL};
+	static const char *const module_files[] = {"*.hlo", NULL};
+	char modules[PATH_MAX] = "";
+	if (o->live.record)
+		snprintf(modules, sizeof modules, "%s/modules", o->live.record);
+	const struct cmd_file outs[] = {
+		{"--record", o->live.record, record_files},
+		{"--record", o->live.record ? modules : NULL, module_files}};
+	const struct cmd_file in =
+		cmd_model_file(o->model, o->tune.use[VAL_TUNE_HYBRID]);
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
+						   .ins = &in, .n_ins = 1,
+						   .args = argv, .n_args = 1});
+	if (rc != CMD_EXIT_OK)
+		return rc;
 	return cmd_autotune_live(ctx, argv[0], &o->tune, o->model, &o->live);
 }
 

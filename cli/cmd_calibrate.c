@@ -169,10 +169,8 @@ static int parse_fields(const struct cmd_ctx *ctx, char *text,
 
 static void pct(FILE *out, double v)
 {
-	if (isnan(v))
-		fprintf(out, "  %9s", "-");
-	else
-		fprintf(out, "  %8.1f%%", 100 * v);
+	char b[32];
+	fprintf(out, "  %9s", isnan(v) ? "-" : val_fmt_pct(b, sizeof b, v));
 }
 
 /* Groups worst first by the most honest error available. */
@@ -253,20 +251,23 @@ static char *fit_comment(const struct calibrate_opts *o,
 			 co->fields[0]->path);
 		return ts_strdup(cmd);
 	}
+	char fit[32], cv[32];
+	val_fmt_pct(fit, sizeof fit, c->mape_fit);
+	val_fmt_pct(cv, sizeof cv, c->mape_cv);
 	if (!isnan(c->mape_cv))
 		n += (size_t)snprintf(cmd + n, sizeof cmd - n,
 				      "fitted to %d rows (%d group%s): MAPE "
-				      "%.1f%% in-sample, %.1f%% cross-validated "
+				      "%s in-sample, %s cross-validated "
 				      "over %d folds, by",
 				      c->n_rows, c->n_groups,
-				      c->n_groups == 1 ? "" : "s", 100 * c->mape_fit,
-				      100 * c->mape_cv, c->n_folds);
+				      c->n_groups == 1 ? "" : "s", fit, cv,
+				      c->n_folds);
 	else
 		n += (size_t)snprintf(cmd + n, sizeof cmd - n,
 				      "fitted to %d rows (%d group%s): MAPE "
-				      "%.1f%% in-sample, by",
+				      "%s in-sample, by",
 				      c->n_rows, c->n_groups,
-				      c->n_groups == 1 ? "" : "s", 100 * c->mape_fit);
+				      c->n_groups == 1 ? "" : "s", fit);
 	n += (size_t)snprintf(cmd + n, sizeof cmd - n,
 			      "\ntpusim calibrate --hw %s", ctx->hw_path);
 	for (int i = 0; i < o->n_data && n < sizeof cmd; i++)
@@ -326,7 +327,8 @@ static int calibrate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	const struct cmd_file out = {"-o", o->out, CMD_FILE};
 	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
 						    .sets = o->data,
-						    .n_sets = o->n_data});
+						    .n_sets = o->n_data,
+						    .hw_rewritten = true});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	struct val_calib_opts co = {

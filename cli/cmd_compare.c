@@ -101,7 +101,10 @@ static void compare_help(FILE *out)
 	      "train's way) on the other folds. Per set and per kernel\nor op "
 	      "family: MAPE, median APE, Kendall tau over the configs of a "
 	      "kernel\n(kernels with >= 10), top-1/top-5 slowdown and tile "
-	      "choice, as validate\ncomputes them.\n\n"
+	      "choice, as validate\ncomputes them. A fold with no other fold "
+	      "to learn from (one group) has\nno model: the learned figures of "
+	      "its rows are n/a (empty in the CSV), and\na kernel not timed "
+	      "whole is not ranked.\n\n"
 	      "Options:\n"
 	      "      --data DIR        a measurement set (repeatable, at least "
 	      "one)\n"
@@ -173,13 +176,14 @@ static void print_set(FILE *f, const struct val_compare_set *cs,
 		val_fmt_fix3(b[2], 32, r->mean_tau_model);
 		val_fmt_pct(b[3], 32, r->mean_top1_slowdown);
 		val_fmt_pct(b[4], 32, r->mean_top5_slowdown);
-		val_fmt_pct(b[5], 32, tile_choice(r));
+		val_fmt_pct_change(b[5], 32, tile_choice(r));
 		if (md)
 			fprintf(f, "| %s | %s | %s |", names[m], b[0], b[1]);
 		else
 			fprintf(f, "%-14s %8s %8s", names[m], b[0], b[1]);
 		if (rank && md)
-			fprintf(f, " %s | %s | %s | +%s |", b[2], b[3], b[4], b[5]);
+			fprintf(f, " %s | %s | %s | %s |", b[2], b[3], b[4],
+				b[5]);
 		else if (rank)
 			fprintf(f, " %8s %8s %8s %8s", b[2], b[3], b[4], b[5]);
 		fputc('\n', f);
@@ -270,9 +274,11 @@ static int compare_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	(void)argc;
 	(void)argv;
 	struct compare_opts *o = opts_v;
-	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
+	const struct cmd_file outs[] = {
+		{"--csv", o->csv, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_compare_files}};
 	const struct cmd_file in = {"--hw-dir", o->hw_dir, CMD_FILE_SPECS};
-	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
+	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
 						   .ins = &in, .n_ins = 1,
 						   .sets = o->data,
 						   .n_sets = o->n_data});

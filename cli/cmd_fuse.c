@@ -158,12 +158,15 @@ struct fuse_figures {
 	int kernels;
 	double ns, bytes;
 	double hybrid_ns; /* with a model: sum of hybrid kernel times x runs */
+	int n_fell_back;  /* kernels costed analytic (hyb_kernel_predict) */
+	char fell_back[128]; /* the first one's name */
 };
 
 /* Kernels, HBM bytes and analytic time of program p, estimated here on
  * hw; with a model (else NaN) its hybrid time: each kernel's estimate
- * corrected (hyb_kernel_time) x its runs, summed (async overlap not
- * subtracted). */
+ * corrected (hyb_kernel_predict: a kernel whose learned time is not
+ * finite keeps its analytic one, counted) x its runs, summed (async
+ * overlap not subtracted). */
 static enum ts_status program_figures(struct sim_program *p,
 				      const struct hw_spec *hw,
 				      const struct gnn_model *model,
@@ -174,14 +177,19 @@ static enum ts_status program_figures(struct sim_program *p,
 	f->ns = st ? NAN : sim_program_total(p);
 	f->bytes = 0;
 	f->hybrid_ns = model ? 0 : NAN;
+	f->n_fell_back = 0;
 	for (int i = 0; i < p->n_kernels; i++) {
 		struct sim_kernel *k = &p->kernels[i];
 		f->bytes += (k->est.bytes_read + k->est.bytes_written) *
 			    k->multiplicity;
 		struct hyb_embedding e;
 		if (model && !st && hyb_embed(model, k, &e) == TS_OK) {
-			double t = hyb_kernel_time(model, &e, k, &k->est, hw,
-						   false);
+			bool fell_back = false;
+			double t = hyb_kernel_predict(model, &e, k, &k->est, hw,
+						      false, &fell_back);
+			if (fell_back && f->n_fell_back++ == 0)
+				snprintf(f->fell_back, sizeof f->fell_back, "%s",
+					 k->name);
 			f->hybrid_ns += (isfinite(t) ? t : 0) * k->multiplicity;
 		}
 	}
@@ -252,11 +260,11 @@ static void put_agreement(FILE *f, const char *name,
 	/* a ratio over no edges is not 100%: "-" */
 	char prec[16] = "-", rec[16] = "-";
 	if (a->edges_policy)
-		snprintf(prec, sizeof prec, "%.1f%%",
-			 100.0 * a->edges_both / a->edges_policy);
+		val_fmt_pct(prec, sizeof prec,
+			    (double)a->edges_both / a->edges_policy);
 	if (a->edges_xla)
-		snprintf(rec, sizeof rec, "%.1f%%",
-			 100.0 * a->edges_both / a->edges_xla);
+		val_fmt_pct(rec, sizeof rec,
+			    (double)a->edges_both / a->edges_xla);
 	fprintf(f, "%-44s %8d %10d %9s %9s\n", name, a->xla_kernels,
 		a->reproduced, prec, rec);
 }
@@ -473,6 +481,18 @@ static int write_report(const struct cmd_ctx *ctx, const struct fuse_opts *o,
 				     with_hybrid ? &hybrid->model : NULL, &fig[i],
 				     &d);
 	}
+	/* the kernels whose learned time is not finite, over the policies'
+	 * programs: one warning naming the first */
+	int n_fell_back = 0;
+	const char *first = NULL;
+	for (int i = 0; rc == CMD_EXIT_OK && !st && i < n; i++) {
+		if (fig[i].n_fell_back && !first)
+			first = fig[i].fell_back;
+		n_fell_back += fig[i].n_fell_back;
+	}
+	if (first)
+		cmd_warn_fell_back(ctx, m->name, first, n_fell_back,
+				   "kernels over the policies' programs");
 	struct cmd_table pt, ft;
 	cmd_table_init(&pt, "policies", NULL, policy_cols, R_COUNT);
 	cmd_table_init(&ft, "decisions", NULL, flip_cols, F_COUNT);
@@ -525,10 +545,10 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	const struct cmd_file outs[] = {{"-o", o->out, CMD_FILE},
 					{"--report", o->report, CMD_FILE}};
-	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
-				       {"--model", o->model, CMD_FILE}};
+	const struct cmd_file in =
+		cmd_model_file(o->model, !strcmp(policy, "hybrid"));
 	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
-						   .ins = ins, .n_ins = 2,
+						   .ins = &in, .n_ins = 1,
 						   .args = argv, .n_args = argc});
 	if (rc != CMD_EXIT_OK)
 		return rc;

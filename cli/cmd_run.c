@@ -789,7 +789,8 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 /* Replaces every kernel's time by its hybrid one, keeping the analytic
  * times in mv (the report totals them as it totals analytic times:
  * sim_program_total, async overlap included) and, for a residual model,
- * counting the kernels of a novel op mix. */
+ * counting the kernels of a novel op mix. A kernel whose learned time is
+ * not finite keeps its analytic one, with a warning. */
 static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 		       struct sim_program *progs, int n_progs,
 		       struct model_view *mv)
@@ -814,8 +815,12 @@ static int apply_model(const struct cmd_ctx *ctx, const struct gnn_model *m,
 				continue;
 			if (hyb_embed(m, k, &e) != TS_OK)
 				goto nomem;
-			k->est.time_ns = hyb_kernel_time(m, &e, k, &k->est,
-							 &ctx->hw, false);
+			bool fell_back = false;
+			k->est.time_ns = hyb_kernel_predict(
+				m, &e, k, &k->est, &ctx->hw, false, &fell_back);
+			if (fell_back)
+				cmd_warn_fell_back(ctx, pr->module->name,
+						   k->name, 1, NULL);
 			if (mv->n_novel)
 				mv->n_novel[p] += hyb_novel(m, &e);
 		}
@@ -1056,6 +1061,9 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The files of an XLA dump folder run reads (run_dump_dir). */
+#define RUN_DUMP_SUFFIX ".after_optimizations.txt"
+
 /* A folder written by XLA's --xla_dump_to: its modules after
  * optimizations (files named *.after_optimizations.txt, what ran), in
  * name order; the other files (before optimizations, buffer assignments,
@@ -1063,7 +1071,7 @@ static int cmp_names(const void *a, const void *b)
 static int run_dump_dir(struct cmd_ctx *ctx, const struct run_opts *o,
 			const struct gnn_model *model, const char *dir)
 {
-	static const char suffix[] = ".after_optimizations.txt";
+	static const char suffix[] = RUN_DUMP_SUFFIX;
 	DIR *dp = opendir(dir);
 	if (!dp) {
 		cmd_error(ctx, "%s: cannot read the folder: %s", dir,
@@ -1149,12 +1157,18 @@ static bool is_dump_dir(const char *arg)
 static int run_main(struct cmd_ctx *ctx, void *opts_, int argc, char **argv)
 {
 	struct run_opts *o = opts_;
-	const struct cmd_file out = {"--trace", o->trace, CMD_FILE};
-	const struct cmd_file ins[] = {{"--hw", ctx->hw_path, CMD_FILE},
-				       {"--model", o->model, CMD_FILE}};
-	int crc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
-						    .ins = ins, .n_ins = 2,
-						    .args = argv, .n_args = argc});
+	const struct cmd_file outs[] = {
+		{"--trace", o->trace, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_run_files},
+		{"--plots", o->plots, cmd_plot_generations_files}};
+	const struct cmd_file in = cmd_model_file(
+		o->model, o->fusion && !strcmp(o->fusion, "hybrid"));
+	/* a folder argument is an XLA dump: run_dump_dir reads these */
+	static const char *const dump_files[] = {"*" RUN_DUMP_SUFFIX, NULL};
+	int crc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 3,
+						    .ins = &in, .n_ins = 1,
+						    .args = argv, .n_args = argc,
+						    .arg_names = dump_files});
 	if (crc != CMD_EXIT_OK)
 		return crc;
 	if (o->has_config && o->roofline) {

@@ -218,6 +218,11 @@ static int tile_kernel(struct cmd_ctx *ctx, const struct tile_opts *o,
 		cmd_diag(ctx, &d, path, text, strlen(text));
 		return cmd_exit_from_status(st);
 	}
+	if (res.n_fell_back)
+		cmd_warn_fell_back(ctx, module, k->name, res.n_fell_back,
+				   "configs");
+	else if (res.def.fell_back)
+		cmd_warn_fell_back(ctx, module, k->name, 1, NULL);
 	struct cmd_table t;
 	cmd_table_init(&t, "configs", NULL, tile_cols,
 		       o->model ? COL_COUNT : COL_NO_MODEL);

@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -77,9 +78,11 @@ static void train_help(FILE *out)
 	      "over the tile configs of one kernel; every group weighs\nthe same. "
 	      "A fifth of the groups (a kernel of a tile set, a shape of an op\n"
 	      "set) is held out for early stopping; the epoch with the lowest "
-	      "held-out\nloss is kept. The same data, specs and seed give the "
-	      "same file, bit for\nbit. With --learned-only, the same network "
-	      "predicts log time without any\nanalytic input (the baseline "
+	      "held-out\nloss is kept. A set of fewer than 3 groups holds none "
+	      "out; when no set\nholds one out, the training loss judges and no "
+	      "held-out error is\nreported. The same data, specs and seed give "
+	      "the same file, bit for\nbit. With --learned-only, the same "
+	      "network predicts log time without any\nanalytic input (the baseline "
 	      "that shows what the physics adds).\n\n"
 	      "Options:\n"
 	      "      --data DIR      a measurement set (repeatable, at least "
@@ -137,14 +140,23 @@ static int train_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		cmd_diag(ctx, &d, NULL, NULL, 0);
 		rc = cmd_exit_from_status(st);
 	} else {
+		/* nothing held out: no held-out error to show (early
+		 * stopping judged the training objective) */
+		char held[160];
+		if (isnan(m.summary.val_loss))
+			snprintf(held, sizeof held, "no held-out error (n/a): "
+				 "no set has the %d groups it takes to hold "
+				 "one out", gnn_min_groups_held_out(&to));
+		else
+			snprintf(held, sizeof held, "held-out squared log "
+				 "error %.4f", m.summary.val_loss);
 		fprintf(ctx->err,
 			"%s: %s model: %d samples, %d groups; %d epochs, best "
 			"%d (training objective %.4f, with the ranking term; "
-			"held-out squared log error %.4f); ",
+			"%s); ",
 			ctx->prog, gnn_kind_name(m.kind), s.learn.data.n_samples,
 			s.learn.data.n_groups, m.summary.epochs,
-			m.summary.best_epoch, m.summary.train_loss,
-			m.summary.val_loss);
+			m.summary.best_epoch, m.summary.train_loss, held);
 		if (m.kind == GNN_RESIDUAL)
 			fprintf(ctx->err, "novel op mixes: correction x %.1f "
 				"(%d held-out groups); held back: %d of %d known "

@@ -451,6 +451,9 @@ static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 			"costed at zero (first: %s)\n",
 			ctx->prog, ds.name, r.n_unmodelled_modules,
 			r.unmodelled_example ? r.unmodelled_example : "?");
+	if (st == TS_OK && r.n_fell_back)
+		cmd_warn_fell_back(ctx, r.fell_back_module, r.fell_back_kernel,
+				   r.n_fell_back, "rows with such a kernel");
 	if (st == TS_OK && r.n_infeasible)
 		fprintf(ctx->err,
 			"%s: warning: %s: %d measured rows the model calls "
@@ -486,7 +489,7 @@ static int validate_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	}
 	const struct cmd_file ins[] = {{"--hw", o->hw, CMD_FILE},
 				       {"--hw-dir", o->hw_dir, CMD_FILE_SPECS},
-				       {"--model", o->model, CMD_FILE}};
+				       cmd_model_file(o->model, false)};
 	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
 	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
 						   .ins = ins, .n_ins = 3,

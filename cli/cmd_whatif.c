@@ -260,8 +260,10 @@ struct kstate {
 	/* with plans: the first kernel with the same plan (sim_plan_key),
 	 * or -1; a twin's costs are that kernel's, at every point */
 	int *twin;
-	const struct sim_kernel **kern; /* every kernel, in k_all order */
-	int *slow;                      /* this point's slower(), per kernel */
+	const struct sim_kernel **kern; /* with plans: every kernel, in k_all
+	                                   order */
+	int *slow;                      /* this point's slower(), per kernel;
+	                                   always allocated (with cfg) */
 };
 
 static enum ts_status kernel_cost(const struct kstate *ks, int i,
@@ -356,7 +358,7 @@ static int n_kernels(const struct cmd_graph *g)
 	return n;
 }
 
-/* ks->twin, kern and slow for the n kernels of g with plans: kernels
+/* ks->twin and kern for the n kernels of g with plans: kernels
  * whose plans have the same key (an FNV-1a digest into an open-addressed
  * table of first kernels, the keys compared whole) cost the same. */
 static enum ts_status find_twins(const struct cmd_graph *g, int n,
@@ -376,9 +378,7 @@ static enum ts_status find_twins(const struct cmd_graph *g, int n,
 	unsigned char *b = ts_malloc(most + 1);
 	ks->twin = ts_malloc(((size_t)n + 1) * sizeof *ks->twin);
 	ks->kern = ts_malloc(((size_t)n + 1) * sizeof *ks->kern);
-	ks->slow = ts_calloc((size_t)n + 1, sizeof *ks->slow);
-	enum ts_status st = first && digest && a && b && ks->twin && ks->kern &&
-					    ks->slow
+	enum ts_status st = first && digest && a && b && ks->twin && ks->kern
 				    ? TS_OK
 				    : TS_ERR_NOMEM;
 	for (size_t s = 0; !st && s < cap; s++)
@@ -642,6 +642,9 @@ out:
 	return rc;
 }
 
+/* --trace DIR's files: point_N.json, N the point (whatif_main). */
+static const char *const trace_files[] = {"point_*.json", NULL};
+
 static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		       char **argv)
 {
@@ -661,11 +664,13 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 		n_points *= o->sweeps[s].n;
 	}
-	const struct cmd_file out = {"--csv", o->csv, CMD_FILE};
-	const struct cmd_file in = {"--hw", ctx->hw_path, CMD_FILE};
-	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = &out, .n_outs = 1,
-						    .ins = &in, .n_ins = 1,
-						    .args = argv, .n_args = 1});
+	const struct cmd_file outs[] = {
+		{"--csv", o->csv, CMD_FILE},
+		{"--plots", o->plots, cmd_plot_whatif_files},
+		{"--trace", o->trace, trace_files}};
+	int rc0 = cmd_check_io(ctx, &(struct cmd_io){.outs = outs,
+						    .n_outs = 3, .args = argv,
+						    .n_args = 1});
 	if (rc0 != CMD_EXIT_OK)
 		return rc0;
 	int rank = 0, ranks = 1;
@@ -691,6 +696,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	 * alone would leave the others waiting in mpi_gather */
 	if (rc == CMD_EXIT_OK &&
 	    (!(ks.cfg = ts_calloc((size_t)n_kernels(&g) + 1, sizeof *ks.cfg)) ||
+	     !(ks.slow = ts_calloc((size_t)n_kernels(&g) + 1,
+				   sizeof *ks.slow)) ||
 	     !pts ||
 	     build_plans(ctx, &g, o, &ks) != TS_OK)) {
 		cmd_error(ctx, "out of memory");

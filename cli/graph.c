@@ -53,6 +53,19 @@ void cmd_warn_unmodelled(const struct cmd_ctx *ctx,
 			n > SHOWN ? ", ..." : "");
 }
 
+void cmd_warn_fell_back(const struct cmd_ctx *ctx, const char *module,
+			const char *kernel, int64_t n, const char *items)
+{
+	fprintf(ctx->err,
+		"%s: warning: %s: kernel %s: the learned time is not finite "
+		"(the model overflows on this kernel): the analytic time "
+		"stands in",
+		ctx->prog, module, kernel);
+	if (items)
+		fprintf(ctx->err, " (%lld %s)", (long long)n, items);
+	fputc('\n', ctx->err);
+}
+
 void cmd_warn_untiled(const struct cmd_ctx *ctx, const struct sim_program *p,
 		      const struct hw_spec *hw)
 {

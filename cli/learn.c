@@ -72,6 +72,16 @@ int cmd_load_model(const struct cmd_ctx *ctx, const char *path,
 	return CMD_EXIT_OK;
 }
 
+struct cmd_file cmd_model_file(const char *model, bool shipped)
+{
+	if (model)
+		return (struct cmd_file){"--model", hyb_model_path(model),
+					 CMD_FILE};
+	return (struct cmd_file){"the shipped model",
+				 shipped ? hyb_model_path("default") : NULL,
+				 CMD_FILE};
+}
+
 int cmd_opt_data(const struct cmd_ctx *ctx, const char **dirs, int *n,
 		 const char *arg)
 {

@@ -157,7 +157,10 @@ static void print_exit_codes(FILE *out)
 	      "     an infeasible tile config\n"
 	      "  2  usage error: unknown command or option, missing or "
 	      "malformed\n"
-	      "     argument\n"
+	      "     argument, an output that names an input or another "
+	      "output (a\n"
+	      "     folder's: a file it would write there); nothing is "
+	      "written\n"
 	      "  3  a file cannot be read or written (stdout included), out "
 	      "of memory,\n"
 	      "     internal error\n",
@@ -429,8 +432,10 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 		return usage_error(ctx, cmd);
 	}
 	int rc = cmd_load_spec(ctx, ctx->hw_path, &ctx->hw);
-	for (int i = 0; rc == CMD_EXIT_OK && i < n_more; i++)
+	for (int i = 0; rc == CMD_EXIT_OK && i < n_more; i++) {
 		rc = cmd_load_spec(ctx, more[i], &ctx->more_hw[i]);
+		ctx->more_hw_path[i] = more[i];
+	}
 	ctx->n_more_hw = rc == CMD_EXIT_OK ? n_more : 0;
 	if (rc != CMD_EXIT_OK || n_sets == 0)
 		return rc;
@@ -519,6 +524,7 @@ static int gen_specs(struct cmd_ctx *ctx, const struct cmd *cmd,
 			break;
 	}
 	ctx->hw_path = paths[0];
+	ctx->hw_opt = "--gen";
 	for (int i = 1; i < n; i++)
 		more[i - 1] = paths[i];
 	*n_more = n - 1;
@@ -536,6 +542,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	snprintf(prog, sizeof prog, "tpusim %s", cmd->name);
 	struct cmd_ctx ctx = {
 		.prog = prog,
+		.hw_opt = "--hw",
 		.out = stdout,
 		.err = stderr,
 		.format = CMD_FORMAT_TABLE,

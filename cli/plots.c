@@ -109,6 +109,14 @@ static const char *const model_names[3] = {"analytic", "learned-only",
 
 #define PATH_CAP 4096
 
+const char *const cmd_plot_compare_files[] = {
+	"compare_scatter.png", "compare_ape.png", "compare_tau.png", NULL};
+const char *const cmd_plot_autotune_files[] = {"autotune.png", NULL};
+const char *const cmd_plot_whatif_files[] = {"whatif.png", NULL};
+/* module_picture's names, prefix "run" and "generations" */
+const char *const cmd_plot_run_files[] = {"run_*.png", NULL};
+const char *const cmd_plot_generations_files[] = {"generations_*.png", NULL};
+
 /* "<prefix>_<module>.png" for a module's picture: the name kept to
  * [A-Za-z0-9._-], and _2, _3, ... after a name already written by this
  * process. */
@@ -295,7 +303,8 @@ static int plot_scatter(const struct cmd_ctx *ctx, const char *dir,
 	lo = floor(log10(lo) - 0.3);
 	hi = ceil(log10(hi) + 0.3);
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	int rc = begin(ctx, dir, "compare_scatter.png", path, tmp, 1800, 640);
+	int rc = begin(ctx, dir, cmd_plot_compare_files[0], path, tmp, 1800,
+		       640);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	pl.plssub(3, 1);
@@ -320,8 +329,8 @@ static int plot_ape(const struct cmd_ctx *ctx, const char *dir,
 {
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
 	int cols = c->n_sets < 2 ? 1 : 2, rows = (c->n_sets + cols - 1) / cols;
-	int rc = begin(ctx, dir, "compare_ape.png", path, tmp, 800 * cols,
-			520 * rows);
+	int rc = begin(ctx, dir, cmd_plot_compare_files[1], path, tmp,
+		       800 * cols, 520 * rows);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	pl.plssub(cols, rows);
@@ -428,8 +437,8 @@ static int plot_tau(const struct cmd_ctx *ctx, const char *dir,
 	if (n == 0)
 		return CMD_EXIT_OK;
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	int rc = begin(ctx, dir, "compare_tau.png", path, tmp, 300 + 120 * n,
-		       600);
+	int rc = begin(ctx, dir, cmd_plot_compare_files[2], path, tmp,
+		       300 + 120 * n, 600);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	pl.plschr(0, 0.8);
@@ -495,8 +504,8 @@ int cmd_plot_autotune(const struct cmd_ctx *ctx, const char *dir,
 	if (shown == 0)
 		return CMD_EXIT_OK;
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	int rc = begin(ctx, dir, "autotune.png", path, tmp, 560 * shown + 80,
-		       520);
+	int rc = begin(ctx, dir, cmd_plot_autotune_files[0], path, tmp,
+		       560 * shown + 80, 520);
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	pl.plssub(shown, 1);
@@ -818,7 +827,7 @@ int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
 		return CMD_EXIT_OK;
 	}
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
-	int rc = begin(ctx, dir, "whatif.png", path, tmp,
+	int rc = begin(ctx, dir, cmd_plot_whatif_files[0], path, tmp,
 		       w->n_sweeps == 1 ? 1000 : 1100, 620);
 	if (rc != CMD_EXIT_OK)
 		return rc;

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -102,7 +103,7 @@ static void fmt_human(char *buf, enum cmd_unit u, double v)
 		fmt_si(buf, v, si_time, (int)TS_ARRAY_LEN(si_time), " ");
 		break;
 	case CMD_UNIT_FRACTION:
-		snprintf(buf, NUM_BUF, "%.1f%%", v * 100.0);
+		val_fmt_pct(buf, NUM_BUF, v);
 		break;
 	case CMD_UNIT_TEXT:
 	case CMD_UNIT_COUNT:
@@ -758,28 +759,64 @@ enum ts_status cmd_table_write_csv(FILE *f, void *t)
 	return cmd_report_end(&rep, &d);
 }
 
-/* Does output out name input in (of its kind)? */
-static bool names(const char *out, const struct cmd_file *in)
+const char *const cmd_set_files[] = {"measurements.csv", "details.csv",
+				     NULL};
+const char *const cmd_spec_files[] = {"*.yaml", NULL};
+
+static bool is_pattern(const char *name)
 {
-	char p[PATH_MAX];
-	switch (in->kind) {
-	case CMD_FILE_SET:
-		snprintf(p, sizeof p, "%s/measurements.csv", in->path);
-		if (ts_same_file(out, p))
+	return strpbrk(name, "*?[") != NULL;
+}
+
+/* Is file path one of folder dir's files (names)? A literal name is
+ * compared as dir/name; a pattern by path's last component. The file
+ * goes to buf. */
+static bool in_folder(const char *dir, const char *const *names,
+		      const char *path, char buf[PATH_MAX])
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	for (; *names; names++) {
+		const char *name = *names;
+		if (is_pattern(name)) {
+			if (fnmatch(name, base, 0) != 0)
+				continue;
+			name = base;
+		}
+		snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+		if (ts_same_file(buf, path))
 			return true;
-		snprintf(p, sizeof p, "%s/details.csv", in->path);
-		return ts_same_file(out, p);
-	case CMD_FILE_SPECS: {
-		const char *slash = strrchr(out, '/');
-		const char *base = slash ? slash + 1 : out;
-		size_t n = strlen(base);
-		snprintf(p, sizeof p, "%s/%s", in->path, base);
-		return n > 5 && strcmp(base + n - 5, ".yaml") == 0 &&
-		       ts_same_file(out, p);
 	}
-	default:
-		return ts_same_file(out, in->path);
+	return false;
+}
+
+/* Do a and b name a file in common (into buf)? Two folders do when they
+ * are the same folder and a name of one matches a name of the other. */
+static bool overlap(const struct cmd_file *a, const struct cmd_file *b,
+		    char buf[PATH_MAX])
+{
+	const char *const *na = a->names, *const *nb = b->names;
+	if (!na && !nb) {
+		snprintf(buf, PATH_MAX, "%s", a->path);
+		return ts_same_file(a->path, b->path);
 	}
+	if (!na)
+		return in_folder(b->path, nb, a->path, buf);
+	if (!nb)
+		return in_folder(a->path, na, b->path, buf);
+	for (; *na; na++)
+		for (const char *const *q = nb; *q; q++) {
+			if (fnmatch(*na, *q, 0) != 0 && fnmatch(*q, *na, 0) != 0)
+				continue;
+			/* the literal one, if either is */
+			const char *name = is_pattern(*na) ? *q : *na;
+			char other[PATH_MAX];
+			snprintf(buf, PATH_MAX, "%s/%s", a->path, name);
+			snprintf(other, sizeof other, "%s/%s", b->path, name);
+			if (ts_same_file(buf, other))
+				return true;
+		}
+	return false;
 }
 
 static bool given(const char *path)
@@ -787,21 +824,36 @@ static bool given(const char *path)
 	return path && strcmp(path, "-") != 0;
 }
 
-/* The input of io that output out names (the first), or NULL. */
-static const struct cmd_file *clash_in(const struct cmd_io *io, const char *out,
-				       struct cmd_file *tmp)
+/* The first input of io (the specs main loaded included) that shares a
+ * file with output out (the file into buf); NULL when none does. */
+static const struct cmd_file *clash_in(const struct cmd_ctx *ctx,
+				       const struct cmd_io *io,
+				       const struct cmd_file *out,
+				       struct cmd_file *tmp, char buf[PATH_MAX])
 {
 	for (int j = 0; j < io->n_ins; j++)
-		if (given(io->ins[j].path) && names(out, &io->ins[j]))
+		if (given(io->ins[j].path) && overlap(out, &io->ins[j], buf))
 			return &io->ins[j];
 	for (int j = 0; j < io->n_sets; j++) {
 		*tmp = (struct cmd_file){"--data", io->sets[j], CMD_FILE_SET};
-		if (names(out, tmp))
+		if (overlap(out, tmp, buf))
 			return tmp;
 	}
 	for (int j = 0; j < io->n_args; j++) {
-		*tmp = (struct cmd_file){"the input", io->args[j], CMD_FILE};
-		if (given(tmp->path) && names(out, tmp))
+		struct stat sb;
+		bool dir = io->arg_names && stat(io->args[j], &sb) == 0 &&
+			   S_ISDIR(sb.st_mode);
+		*tmp = (struct cmd_file){"the input", io->args[j],
+					 dir ? io->arg_names : CMD_FILE};
+		if (given(tmp->path) && overlap(out, tmp, buf))
+			return tmp;
+	}
+	for (int j = -1; !io->hw_rewritten && j < ctx->n_more_hw; j++) {
+		*tmp = (struct cmd_file){ctx->hw_opt,
+					 j < 0 ? ctx->hw_path
+					       : ctx->more_hw_path[j],
+					 CMD_FILE};
+		if (given(tmp->path) && overlap(out, tmp, buf))
 			return tmp;
 	}
 	return NULL;
@@ -814,14 +866,15 @@ int cmd_check_io(const struct cmd_ctx *ctx, const struct cmd_io *io)
 		if (!given(o->path))
 			continue;
 		struct cmd_file tmp;
-		const struct cmd_file *clash = clash_in(io, o->path, &tmp);
+		char file[PATH_MAX];
+		const struct cmd_file *clash = clash_in(ctx, io, o, &tmp, file);
 		for (int j = i + 1; j < io->n_outs && !clash; j++)
 			if (given(io->outs[j].path) &&
-			    ts_same_file(o->path, io->outs[j].path))
+			    overlap(o, &io->outs[j], file))
 				clash = &io->outs[j];
 		if (clash) {
 			cmd_error(ctx, "%s and %s name the same file: %s", o->opt,
-				  clash->opt, o->path);
+				  clash->opt, file);
 			return CMD_EXIT_USAGE;
 		}
 	}

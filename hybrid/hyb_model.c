@@ -28,19 +28,35 @@ enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
 	return st;
 }
 
-double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
-		       const struct sim_kernel *k, const struct sim_estimate *est,
-		       const struct hw_spec *hw, bool host_timed)
+double hyb_kernel_predict(const struct gnn_model *m,
+			  const struct hyb_embedding *e,
+			  const struct sim_kernel *k,
+			  const struct sim_estimate *est,
+			  const struct hw_spec *hw, bool host_timed,
+			  bool *fell_back)
 {
+	if (m->kind == GNN_RESIDUAL && !(est->time_ns > 0))
+		return est->time_ns;
 	double kf[GNN_KERNEL_F];
 	struct gnn_head_acts h;
 	gnn_kernel_features(k, est, hw, host_timed, kf);
 	double raw = gnn_head(m, e->emb, kf, &h);
 	double out = gnn_output(m, raw, fmax(e->excess, h.excess),
 				 gnn_trust(m, e->ops, kf), NULL);
-	if (m->kind == GNN_LEARNED_ONLY)
-		return exp(out);
-	return est->time_ns > 0 ? est->time_ns * exp(out) : est->time_ns;
+	double t = m->kind == GNN_LEARNED_ONLY ? exp(out)
+					       : est->time_ns * exp(out);
+	if (t > 0 && isfinite(t))
+		return t;
+	if (fell_back)
+		*fell_back = true;
+	return est->time_ns;
+}
+
+double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
+		       const struct sim_kernel *k, const struct sim_estimate *est,
+		       const struct hw_spec *hw, bool host_timed)
+{
+	return hyb_kernel_predict(m, e, k, est, hw, host_timed, NULL);
 }
 
 bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e)
@@ -61,16 +77,23 @@ void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
 	if (sim_kernel_estimate(k, c->hw, NULL, &est, &d) != TS_OK ||
 	    hyb_embed(c->model, k, &e) != TS_OK)
 		return;
-	out->ns = hyb_kernel_time(c->model, &e, k, &est, c->hw, false);
+	/* a correction that is not finite: the analytic time, uncorrected
+	 * (a candidate, not a kernel of the program: not reported) */
+	bool fell_back = false;
+	out->ns = hyb_kernel_predict(c->model, &e, k, &est, c->hw, false,
+				     &fell_back);
 	out->analytic_ns = est.time_ns;
-	out->corrected = !hyb_novel(c->model, &e);
+	out->corrected = !fell_back && !hyb_novel(c->model, &e);
 	out->plausible = sim_kernel_plausible(k, &est, c->hw);
+}
+
+const char *hyb_model_path(const char *name)
+{
+	return name && !strcmp(name, "default") ? TPUSIM_DEFAULT_MODEL : name;
 }
 
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d)
 {
-	return gnn_model_load(strcmp(path, "default") ? path
-						       : TPUSIM_DEFAULT_MODEL,
-			      m, d);
+	return gnn_model_load(hyb_model_path(path), m, d);
 }

@@ -35,9 +35,11 @@ static void cost(const struct search *s, const struct sim_tile_config *cfg,
 	pick->config = *cfg;
 	sim_plan_estimate(s->p, s->hw, cfg, &pick->est);
 	pick->analytic_ns = pick->est.time_ns;
+	pick->fell_back = false;
 	if (s->model)
-		pick->est.time_ns = hyb_kernel_time(s->model, s->emb, s->p->k,
-						    &pick->est, s->hw, false);
+		pick->est.time_ns = hyb_kernel_predict(s->model, s->emb, s->p->k,
+						       &pick->est, s->hw, false,
+						       &pick->fell_back);
 }
 
 /* true when pick a ranks before pick b (sim_config_better) */
@@ -81,6 +83,7 @@ static bool visit(const struct sim_tile_config *cfg, void *ctx)
 		}
 	}
 	r->n_costed++;
+	r->n_fell_back += pick.fell_back;
 	if (!pick.est.feasible)
 		return true;
 	r->n_feasible++;

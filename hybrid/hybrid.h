@@ -33,8 +33,20 @@ enum ts_status hyb_embed(const struct gnn_model *m, const struct sim_kernel *k,
  *   learned-only model:  exp(log time)           (no analytic input)
  * host_timed: the kernel runs in a host-timed measurement (validation);
  * false for run and tile. An unmodelled or zero-time kernel keeps its
- * analytic time (0) under a residual model.
+ * analytic time (0) under a residual model. A learned time that is not
+ * finite and positive (a model whose parameters overflow on features far
+ * outside its training range: gnn_model_read refuses one that overflows
+ * inside it) falls back to the analytic est->time_ns and sets *fell_back
+ * (when not NULL; never cleared, so one flag can gather many kernels).
  */
+double hyb_kernel_predict(const struct gnn_model *m,
+			  const struct hyb_embedding *e,
+			  const struct sim_kernel *k,
+			  const struct sim_estimate *est,
+			  const struct hw_spec *hw, bool host_timed,
+			  bool *fell_back);
+/* hyb_kernel_predict without the flag, for callers that do not report a
+ * fallback. */
 double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
 		       const struct sim_kernel *k, const struct sim_estimate *est,
 		       const struct hw_spec *hw, bool host_timed);
@@ -60,6 +72,9 @@ void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */
 enum ts_status hyb_model_load(const char *path, struct gnn_model *m,
 			      struct ts_diag *d);
+/* The file hyb_model_load reads for name: TPUSIM_DEFAULT_MODEL for
+ * "default", else name itself (NULL stays NULL). Not owned. */
+const char *hyb_model_path(const char *name);
 
 /* ---- tile-size search (hybrid/hyb_tile.c) ---------------------------------- */
 
@@ -71,6 +86,9 @@ struct hyb_tile_pick {
 	struct sim_estimate est;       /* its estimate: analytic, or with a
 	                                  model time_ns is the hybrid time */
 	double analytic_ns;            /* the analytic time */
+	bool fell_back;                /* the learned time was not finite:
+	                                  time_ns is the analytic one
+	                                  (hyb_kernel_predict) */
 };
 
 struct hyb_tile_opts {
@@ -88,6 +106,7 @@ struct hyb_tile_result {
 	bool tunable;        /* the kernel has a tile grid (else n_top 0) */
 	int64_t n_costed;    /* configs costed */
 	int64_t n_feasible;  /* of those, fitting VMEM */
+	int64_t n_fell_back; /* of those, fell_back: costed analytic */
 	int n_top;           /* entries in top */
 	struct hyb_tile_pick top[HYB_TILE_MAX_TOP]; /* feasible, best first:
 	                        time, then fewer steps, then smaller bounds */

@@ -99,7 +99,10 @@ struct gnn_summary {
 	int best_epoch;              /* the epoch whose parameters were kept */
 	double train_loss;           /* at best_epoch */
 	double val_loss;             /* held-out squared log error of the model
-	                                as saved (best_epoch, novel_trust) */
+	                                as saved (best_epoch, novel_trust);
+	                                NaN: no group was held out (no set
+	                                had enough: gnn_train_opts
+	                                val_fraction), none to judge by */
 	int novel_groups;            /* held-out groups with a kernel of a novel
 	                                op mix: novel_trust's evidence */
 };
@@ -205,6 +208,18 @@ void gnn_head_backward(const struct gnn_model *m, const double *emb,
 		       const struct gnn_tensors *grad, double *d_emb);
 
 /*
+ * The interval [*lo, *hi] holding raw (gnn_head's output) for every graph
+ * and kernel whose standardised features lie in the training range (each
+ * norm's [lo, hi]; analytic features 0 for learned-only; a mean over no
+ * neighbours 0), by interval arithmetic through the layers: an upper
+ * bound on what the parameters make of a kernel like those trained on,
+ * loose by the cancellations it cannot see (the shipped model's:
+ * [-527, 1090]). Not finite (NaN or inf) when the parameters overflow a
+ * double on some such input.
+ */
+void gnn_model_raw_range(const struct gnn_model *m, double *lo, double *hi);
+
+/*
  * The output of a kernel from its raw head output:
  *   residual:      r = s x clip x tanh(raw / clip),  s = trust x exp(-excess)
  *                  time = analytic x exp(r)
@@ -278,6 +293,11 @@ struct gnn_train_opts {
 	FILE *progress;      /* epoch lines (a terminal), NULL none */
 };
 void gnn_train_opts_default(struct gnn_train_opts *o);
+/* The fewest groups a set needs for gnn_train to hold one of them out
+ * (round(val_fraction x groups) >= 1): 3 at the default 0.2. A training
+ * set where no set has that many holds nothing out, and its model's
+ * val_loss is NaN. */
+int gnn_min_groups_held_out(const struct gnn_train_opts *o);
 
 /* Fisher-Yates shuffle of a[0..n) with draws from rng (the order of
  * training samples, of validation groups, of compare's folds). */

@@ -11,7 +11,8 @@
  *   f64 clip
  *   summary: u32 sets, per set (u32 name length, name bytes, u32 rows),
  *            u64 seed, u32 epochs, u32 best epoch, f64 train loss,
- *            f64 validation loss, u32 held-out groups of a novel op mix
+ *            f64 validation loss (NaN: none held out; the one double
+ *            that may be NaN), u32 held-out groups of a novel op mix
  *   node norms, kernel norms   4 f64 each: mean, std, lo, hi
  *   f64 novel trust            in [0, 1]
  *   u32 known op mixes, the mixes (u64, strictly increasing)
@@ -19,9 +20,10 @@
  *   u64 checksum               FNV-1a 64 of every byte before it
  *
  * Reading checks the magic and version, then the checksum (a damaged file
- * says so before anything it would misread), then each field in order;
- * every refusal names what is wrong. Writing goes through a temp file and
- * a rename (ts_write_file_atomic).
+ * says so before anything it would misread), then each field in order,
+ * then that the parameters give a finite output over the training range
+ * (gnn_model_raw_range); every refusal names what is wrong. Writing goes
+ * through a temp file and a rename (ts_write_file_atomic).
  */
 #include "gnn.h"
 
@@ -220,19 +222,24 @@ static uint32_t get_u32(struct rbuf *r, const char *what)
 	return v;
 }
 
-/* A finite double. */
-static double get_f64(struct rbuf *r, const char *what)
+/* A finite double, or with nan_ok a NaN too. */
+static double get_f64_or(struct rbuf *r, const char *what, bool nan_ok)
 {
 	uint64_t v = get_u64(r, what);
 	double x;
 	memcpy(&x, &v, 8);
-	if (!r->bad && !isfinite(x)) {
+	if (!r->bad && !isfinite(x) && !(nan_ok && isnan(x))) {
 		ts_diag_set(r->d, r->name, 0, 0,
 			    "the %s at byte %zu is not a finite number", what,
 			    r->at - 8);
 		r->bad = true;
 	}
 	return x;
+}
+
+static double get_f64(struct rbuf *r, const char *what)
+{
+	return get_f64_or(r, what, false);
 }
 
 static void refuse(struct rbuf *r, const char *fmt, ...)
@@ -369,7 +376,7 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 	s->epochs = get_int(&r, "epoch count");
 	s->best_epoch = get_int(&r, "best epoch");
 	s->train_loss = get_f64(&r, "training loss");
-	s->val_loss = get_f64(&r, "validation loss");
+	s->val_loss = get_f64_or(&r, "validation loss", true);
 	s->novel_groups = get_int(&r, "novel group count");
 	get_norms(&r, m->node_norm, GNN_NODE_F, "node feature");
 	get_norms(&r, m->kern_norm, GNN_KERNEL_F, "kernel feature");
@@ -401,6 +408,13 @@ enum ts_status gnn_model_read(const unsigned char *buf, size_t len,
 		m->params[i] = get_f64(&r, "parameters");
 	if (!r.bad && r.at != r.n)
 		refuse(&r, "%zu bytes after the parameters", r.n - r.at);
+	double lo, hi;
+	if (!r.bad)
+		gnn_model_raw_range(m, &lo, &hi);
+	if (!r.bad && !(isfinite(lo) && isfinite(hi)))
+		refuse(&r, "the parameters overflow: the network's output for "
+			   "a kernel like those it was trained on is not "
+			   "finite");
 	if (r.bad) {
 		gnn_model_free(m);
 		return TS_ERR_PARSE;

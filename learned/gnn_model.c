@@ -347,6 +347,81 @@ void gnn_embed_backward(const struct gnn_model *m, const struct gnn_graph *g,
 	}
 }
 
+/* ---- the output range --------------------------------------------------------- */
+
+/* out[k] = bias[k] + sum_i in[i] w[i x n_out + k] over the box in_lo..in_hi
+ * (n_in inputs), then ReLU when relu; false when a sum is not finite. */
+static bool box_layer(const double *in_lo, const double *in_hi, int n_in,
+		      const double *w, const double *bias, int n_out,
+		      bool relu, double *out_lo, double *out_hi)
+{
+	bool finite = true;
+	for (int k = 0; k < n_out; k++) {
+		double lo = bias[k], hi = bias[k];
+		for (int i = 0; i < n_in; i++) {
+			double a = in_lo[i] * w[(size_t)i * n_out + k];
+			double b = in_hi[i] * w[(size_t)i * n_out + k];
+			lo += fmin(a, b);
+			hi += fmax(a, b);
+		}
+		finite = finite && isfinite(lo) && isfinite(hi);
+		out_lo[k] = relu ? fmax(lo, 0) : lo;
+		out_hi[k] = relu ? fmax(hi, 0) : hi;
+	}
+	return finite;
+}
+
+void gnn_model_raw_range(const struct gnn_model *m, double *lo, double *hi)
+{
+	/* a layer's input: node features (layer 0) or the hidden width */
+	enum { MAX_D = GNN_MAX_HIDDEN > GNN_NODE_F ? GNN_MAX_HIDDEN
+						   : GNN_NODE_F,
+	       MAX_IN = 2 * GNN_MAX_HIDDEN + GNN_KERNEL_F };
+	struct gnn_tensors t;
+	gnn_model_bind(m, m->params, &t);
+	int H = m->hidden;
+	double a[3 * MAX_D], b[3 * MAX_D], ha[MAX_D], hb[MAX_D];
+	bool finite = true;
+	for (int j = 0; j < GNN_NODE_F; j++) {
+		ha[j] = m->node_norm[j].lo; /* layer 0's input: z0 */
+		hb[j] = m->node_norm[j].hi;
+	}
+	for (int l = 0; l < m->layers; l++) {
+		int d = layer_in(l, H);
+		/* cat = [h, mean of operands, mean of users]; a mean lies in
+		 * the box, or is 0 without neighbours */
+		for (int j = 0; j < d; j++) {
+			a[j] = ha[j];
+			b[j] = hb[j];
+			a[d + j] = a[2 * d + j] = fmin(ha[j], 0);
+			b[d + j] = b[2 * d + j] = fmax(hb[j], 0);
+		}
+		finite = box_layer(a, b, 3 * d, t.w[l], t.b[l], H, true, ha,
+				   hb) && finite;
+	}
+	/* the head's input: mean and max pooling (0 for an empty graph),
+	 * then the standardised kernel features */
+	double in_lo[MAX_IN], in_hi[MAX_IN], hid_lo[GNN_MAX_HIDDEN],
+		hid_hi[GNN_MAX_HIDDEN];
+	for (int j = 0; j < H; j++) {
+		in_lo[j] = in_lo[H + j] = fmin(ha[j], 0);
+		in_hi[j] = in_hi[H + j] = fmax(hb[j], 0);
+	}
+	for (int j = 0; j < GNN_KERNEL_F; j++) {
+		bool zero = m->kind == GNN_LEARNED_ONLY &&
+			    gnn_kernel_feature_analytic(j);
+		in_lo[2 * H + j] = zero ? 0 : m->kern_norm[j].lo;
+		in_hi[2 * H + j] = zero ? 0 : m->kern_norm[j].hi;
+	}
+	finite = box_layer(in_lo, in_hi, 2 * H + GNN_KERNEL_F, t.w1, t.b1,
+			   m->head, true, hid_lo, hid_hi) && finite;
+	double rlo, rhi;
+	finite = box_layer(hid_lo, hid_hi, m->head, t.w2, t.b2, 1, false, &rlo,
+			   &rhi) && finite;
+	*lo = finite ? rlo : NAN;
+	*hi = finite ? rhi : NAN;
+}
+
 /* ---- the head ----------------------------------------------------------------- */
 
 double gnn_head(const struct gnn_model *m, const double *emb,

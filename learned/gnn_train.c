@@ -474,6 +474,22 @@ void gnn_shuffle(int *a, int n, gsl_rng *rng)
 	}
 }
 
+/* Groups held out of a set of n: val_fraction of them, rounded. */
+#define GNN_MAX_HELD_OUT_SEARCH (1 << 20) /* a val_fraction that small
+					     holds out nothing anyway */
+static int held_out(const struct gnn_train_opts *o, int n)
+{
+	return (int)floor(o->val_fraction * n + 0.5);
+}
+
+int gnn_min_groups_held_out(const struct gnn_train_opts *o)
+{
+	int n = 1;
+	while (held_out(o, n) < 1 && n < GNN_MAX_HELD_OUT_SEARCH)
+		n++;
+	return n;
+}
+
 /* Splits groups: val[s] for samples of a drawn val_fraction of each set's
  * groups that have a sample within o->train_mask (per set, so that a
  * small set, a tile set's few kernels, is held out in proportion too),
@@ -495,7 +511,7 @@ static void split(const struct gnn_data *d, const struct gnn_train_opts *o,
 			if (is_val[g])
 				perm[n++] = g;
 		gnn_shuffle(perm, n, rng);
-		int n_val = (int)floor(o->val_fraction * n + 0.5);
+		int n_val = held_out(o, n);
 		memset(is_val, 0, (size_t)d->n_groups * sizeof *is_val);
 		for (int i = 0; i < n_val; i++)
 			is_val[perm[i]] = true;
@@ -930,9 +946,10 @@ enum ts_status gnn_train(const struct gnn_data *d,
 	if (st)
 		goto out;
 	/* the held-out loss of the model as saved: early stopping judged it
-	 * at trust 1 */
+	 * at trust 1; none when nothing was held out (val_mask is then the
+	 * training set) */
 	group_weights(&t, val_mask);
-	m->summary.val_loss = eval_loss(&t, val_mask);
+	m->summary.val_loss = n_val > 0 ? eval_loss(&t, val_mask) : NAN;
 	m->summary.seed = o->seed;
 	m->summary.epochs = epoch - 1;
 	m->summary.best_epoch = best_epoch;

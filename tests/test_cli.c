@@ -5,6 +5,7 @@
  * cli/examples/mlp_train_step.hlo. Each run spawns the binary with stdin
  * from /dev/null and stdout/stderr captured in temporary files.
  */
+#define _GNU_SOURCE /* unshare(2), for test_full_disk's own mount table */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,21 +293,35 @@ static void test_unbounded_inputs(void **state)
 	remove(spec);
 }
 
-/* Copies file from to to (the test's fixtures). */
+/* A file's bytes (ts_malloc'd) and their count; fails the test when it
+ * cannot be read. */
+static char *read_bytes(const char *path, size_t *len)
+{
+	char *bytes = NULL;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file(path, &bytes, len, &d), TS_OK);
+	return bytes;
+}
+
+/* Copies file from to to, byte for byte (the test's fixtures). */
 static void copy_file(const char *from, const char *to)
 {
-	char *text = slurp(from);
-	FILE *f = fopen(to, "w");
+	size_t len;
+	char *bytes = read_bytes(from, &len);
+	FILE *f = fopen(to, "wb");
 	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	ts_free(text);
+	assert_int_equal(fwrite(bytes, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	ts_free(bytes);
 }
 
 /* An output that names an input or another output is refused before
  * anything is written: exit 2, both options named, every file's bytes as
  * they were. Every command with an output file, each output pointed at
- * each kind of input it has and at another output. */
+ * each kind of input it has and at another output; every folder output
+ * (--plots, --trace DIR, --record) at an input in its folder under the
+ * name of a file it writes (a pattern's, run_*.png, included), and one
+ * that holds inputs under other names, which is fine. */
 static void test_outputs_never_clobber(void **state)
 {
 	(void)state;
@@ -312,7 +332,19 @@ static void test_outputs_never_clobber(void **state)
 	src(v3src, "hwspecs/v3.yaml");
 	char in[PATH_MAX], spec[PATH_MAX], specs[PATH_MAX], set[PATH_MAX],
 		meas[PATH_MAX], details[PATH_MAX], specs_v3[PATH_MAX],
-		out[PATH_MAX], link[PATH_MAX];
+		out[PATH_MAX], link[PATH_MAX], model[PATH_MAX], wpng[PATH_MAX],
+		pjson[PATH_MAX], rpng[PATH_MAX], apng[PATH_MAX], cpng[PATH_MAX],
+		dump[PATH_MAX], dumped[PATH_MAX], gnn[PATH_MAX];
+	src(gnn, "learned/default.gnn");
+	snprintf(model, sizeof model, "%s/m.gnn", dir);
+	snprintf(wpng, sizeof wpng, "%s/whatif.png", dir);
+	snprintf(pjson, sizeof pjson, "%s/point_0.json", dir);
+	snprintf(rpng, sizeof rpng, "%s/run_c.png", dir);
+	snprintf(apng, sizeof apng, "%s/autotune.png", dir);
+	snprintf(cpng, sizeof cpng, "%s/compare_ape.png", dir);
+	snprintf(dump, sizeof dump, "%s/dump", dir);
+	snprintf(dumped, sizeof dumped, "%s/dump/m.after_optimizations.txt",
+		 dir);
 	snprintf(in, sizeof in, "%s/in.hlo", dir);
 	snprintf(spec, sizeof spec, "%s/v3.yaml", dir);
 	snprintf(specs, sizeof specs, "%s/specs", dir);
@@ -324,16 +356,26 @@ static void test_outputs_never_clobber(void **state)
 	snprintf(link, sizeof link, "%s/link.hlo", dir);
 	assert_int_equal(mkdir(specs, 0700), 0);
 	assert_int_equal(mkdir(set, 0700), 0);
+	assert_int_equal(mkdir(dump, 0700), 0);
+	copy_file(gnn, model);
+	copy_file(ex, wpng);  /* inputs named as a folder output's files */
+	copy_file(v3src, pjson);
+	copy_file(ex, rpng);
+	copy_file(gnn, apng);
+	copy_file(ex, dumped);
 	copy_file(ex, in);
 	copy_file(v3src, spec);
 	copy_file(v3src, specs_v3);
 	copy_file(ex, meas); /* any bytes: checked before it is read */
 	copy_file(ex, details);
 	assert_int_equal(symlink(in, link), 0);
-	const char *files[] = {in, spec, specs_v3, meas, details};
-	char *before[5];
-	for (int i = 0; i < 5; i++)
-		before[i] = slurp(files[i]);
+	const char *files[] = {in,   spec,  specs_v3, meas, details, model,
+			       wpng, pjson, rpng,     apng, dumped};
+	enum { N_FILES = sizeof files / sizeof *files };
+	char *before[N_FILES];
+	size_t len[N_FILES];
+	for (int i = 0; i < N_FILES; i++)
+		before[i] = read_bytes(files[i], &len[i]);
 	struct {
 		const char *argv[16];
 		const char *a, *b, *path; /* the two options, the file */
@@ -365,6 +407,34 @@ static void test_outputs_never_clobber(void **state)
 		 "--csv", "--data", meas},
 		{{"calibrate", "--hw", spec, "--data", set, "--fit",
 		  "ici.efficiency", "-o", meas}, "-o", "--data", meas},
+		{{"autotune", "--data", set, "--hw-dir", specs, "--model", model,
+		  "--csv", model}, "--csv", "--model", model},
+		{{"autotune", "--data", set, "--hw-dir", specs, "--model", apng,
+		  "--plots", dir}, "--plots", "--model", apng},
+		{{"autotune", meas, "--hw", spec, "--measure-cmd", "true",
+		  "--record", set}, "--record", "the input", meas},
+		{{"validate", "--data", set, "--hw-dir", specs, "--model", model,
+		  "--csv", model}, "--csv", "--model", model},
+		{{"fuse", in, "--hw", spec, "--policy", "hybrid", "--model",
+		  model, "-o", model}, "-o", "--model", model},
+		{{"run", in, "--hw", spec, "--model", model, "--trace", model},
+		 "--trace", "--model", model},
+		{{"run", rpng, "--hw", spec, "--plots", dir}, "--plots",
+		 "the input", rpng},
+		{{"run", in, "--hw", spec, "--hw", specs_v3, "--trace",
+		  specs_v3}, "--trace", "--hw", specs_v3},
+		{{"run", in, "--gen", "v3", "--hw-dir", dir, "--trace", spec},
+		 "--trace", "--gen", spec},
+		{{"run", dump, "--hw", spec, "--trace", dumped}, "--trace",
+		 "the input", dumped},
+		{{"run", in, "--hw", spec, "--trace", rpng, "--plots", dir},
+		 "--trace", "--plots", rpng},
+		{{"whatif", wpng, "--hw", spec, "--sweep", "mxu.count=1,2",
+		  "--plots", dir}, "--plots", "the input", wpng},
+		{{"whatif", in, "--hw", pjson, "--sweep", "mxu.count=1,2",
+		  "--trace", dir}, "--trace", "--hw", pjson},
+		{{"compare", "--data", set, "--hw-dir", specs, "--csv", cpng,
+		  "--plots", dir}, "--csv", "--plots", cpng},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		struct proc p;
@@ -377,12 +447,25 @@ static void test_outputs_never_clobber(void **state)
 			fail_msg("case %zu (%s): exit %d, %s", c, cases[c].argv[0],
 				 p.rc, p.err);
 		proc_free(&p);
-		for (int i = 0; i < 5; i++) {
-			char *now = slurp(files[i]);
-			if (strcmp(now, before[i]) != 0)
+		for (int i = 0; i < N_FILES; i++) {
+			size_t n;
+			char *now = read_bytes(files[i], &n);
+			if (n != len[i] || memcmp(now, before[i], n) != 0)
 				fail_msg("case %zu changed %s", c, files[i]);
 			ts_free(now);
 		}
+		assert_int_equal(access(cpng, F_OK), -1);
+	}
+	/* a folder output beside inputs it does not write: fine */
+	struct proc ok;
+	tpusim(&ok, "whatif", in, "--hw", specs_v3, "--sweep", "mxu.count=1,2",
+	       "--trace", specs);
+	expect_rc(&ok, 0);
+	proc_free(&ok);
+	for (int i = 0; i < 2; i++) {
+		char pt[PATH_MAX + 32];
+		snprintf(pt, sizeof pt, "%s/point_%d.json", specs, i);
+		assert_int_equal(remove(pt), 0);
 	}
 	/* a set given twice, under another name: its rows would count
 	 * twice */
@@ -405,11 +488,12 @@ static void test_outputs_never_clobber(void **state)
 		assert_string_equal(p.err, want);
 		proc_free(&p);
 	}
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < N_FILES; i++) {
 		ts_free(before[i]);
 		remove(files[i]);
 	}
 	remove(link);
+	rmdir(dump);
 	rmdir(specs);
 	rmdir(set);
 	rmdir(dir);
@@ -1151,6 +1235,60 @@ static void test_dev_full(void **state)
 	}
 }
 
+/*
+ * A full disk under run --trace FILE: the file system's cause, not "input/
+ * output error" (the stream once kept only a flag), exit 3, and neither
+ * the file nor its temporary left behind. The disk is a 64 KiB tmpfs
+ * filled to the brim, mounted in a mount namespace of this process's own
+ * (gone with it): a machine that will not let us (not root, no namespaces)
+ * skips, saying so.
+ */
+static void test_full_disk(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], dir[PATH_MAX], fill[PATH_MAX + 8],
+		trace[PATH_MAX + 16];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	tu_tmp_path(dir, sizeof dir, "test_full_disk", "");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	if (unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tpusim-test", dir, "tmpfs", 0, "size=64k") != 0) {
+		print_message("cannot mount a tmpfs here (%s): skipped\n",
+			      strerror(errno));
+		rmdir(dir);
+		skip();
+	}
+	snprintf(fill, sizeof fill, "%s/fill", dir);
+	int fd = open(fill, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	static const char block[4096];
+	while (write(fd, block, sizeof block) > 0)
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(fd);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--trace", trace);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want, "%s: error: write failed: No space left on "
+		 "device\n", trace);
+	expect_rc(&p, 3);
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+	assert_int_equal(access(trace, F_OK), -1);
+	DIR *dp = opendir(dir);
+	assert_non_null(dp);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(dp));)
+		n += e->d_name[0] != '.';
+	closedir(dp);
+	assert_int_equal(n, 1); /* the filler only */
+	assert_int_equal(umount2(dir, MNT_DETACH), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- modules, explain, configs, unmodelled kernels ------------------------ */
 
 static void test_multi_module(void **state)
@@ -1422,6 +1560,7 @@ int main(void)
 		cmocka_unit_test(test_run_yaml),
 		cmocka_unit_test(test_run_deterministic),
 		cmocka_unit_test(test_dev_full),
+		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_multi_module),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_config),

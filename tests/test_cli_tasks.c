@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "gnn.h"
 #include "test_util.h"
 #include "ts.h"
 
@@ -190,6 +192,227 @@ static void test_learned(void **state)
 
 /* fuse: an unfused module out as HLO (run says how it groups it), the
  * same program time read back; a compiled module is refused. */
+/* A model file of width 1 (every feature's training range [0, 0]) with
+ * every parameter 0 but the head's: hidden bias b1, output weight w2,
+ * output bias b2, so the raw output is w2 max(b1, 0) + b2 everywhere. */
+static void write_head_model(const char *path, enum gnn_kind kind, double b1,
+			     double w2, double b2)
+{
+	struct gnn_model m;
+	assert_int_equal(gnn_model_alloc(&m, kind, 1, 1, 1), TS_OK);
+	struct gnn_tensors t;
+	gnn_model_bind(&m, m.params, &t);
+	t.b1[0] = b1;
+	t.w2[0] = w2;
+	t.b2[0] = b2;
+	struct ts_diag d = {0};
+	assert_int_equal(gnn_model_save(&m, path, &d), TS_OK);
+	gnn_model_free(&m);
+}
+
+/*
+ * A model whose parameters pass every field's check but overflow the
+ * network (once: null times, exit 0). Overflowing on the training range is
+ * refused on loading (exit 1, the file named); overflowing only on a
+ * kernel (a learned-only model with raw 800 everywhere: e^800 ns is inf)
+ * leaves that kernel at its analytic time, with a warning naming it, in
+ * run, tile, validate and fuse --report.
+ */
+static void test_model_overflow(void **state)
+{
+	(void)state;
+	char ex[PATH_MAX], v3[PATH_MAX], tiny[PATH_MAX], hw[PATH_MAX],
+		model[PATH_MAX], hlo[PATH_MAX], rep[PATH_MAX],
+		want[2 * PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	src(tiny, "tests/data/val/tiny");
+	src(hw, "hwspecs");
+	tu_tmp_path(model, sizeof model, "test_model_overflow", ".gnn");
+	/* raw = 1e308 x 2 + 0: inf on every kernel; saved with w2 1 (save
+	 * checks what load would) and the weight's bytes rewritten, resealed:
+	 * the file ends with w2, b2 and the checksum */
+	write_head_model(model, GNN_RESIDUAL, 2, 1, 0);
+	size_t len;
+	char *bytes = NULL;
+	struct ts_diag d = {0};
+	assert_int_equal(ts_read_file(model, &bytes, &len, &d), TS_OK);
+	double w2 = 1e308;
+	uint64_t v, h;
+	memcpy(&v, &w2, 8);
+	for (int i = 0; i < 8; i++)
+		bytes[len - 24 + i] = (char)(v >> (8 * i));
+	h = ts_fnv1a(TS_FNV1A_BASIS, bytes, len - 8);
+	for (int i = 0; i < 8; i++)
+		bytes[len - 8 + i] = (char)(h >> (8 * i));
+	FILE *f = fopen(model, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	ts_free(bytes);
+	struct proc p;
+	tpusim(&p, "run", ex, "--hw", v3, "--model", model);
+	expect_rc(&p, 1);
+	snprintf(want, sizeof want, "%s: error: the parameters overflow: the "
+		 "network's output for a kernel like those it was trained on "
+		 "is not finite\n", model);
+	assert_string_equal(p.err, want);
+	assert_string_equal(p.out, "");
+	proc_free(&p);
+
+	write_head_model(model, GNN_LEARNED_ONLY, 0, 0, 800);
+	static const char tail[] = ": the learned time is not finite (the "
+				   "model overflows on this kernel): the "
+				   "analytic time stands in";
+	tpusim(&p, "run", ex, "--hw", v3, "--model", model, "-f", "csv");
+	expect_rc(&p, 0);
+	/* each of the 14 kernels, in order, the first two by name; every
+	 * time the analytic one (columns time_ns and analytic_ns) */
+	snprintf(want, sizeof want, "tpusim run: warning: jit_train_loop: "
+		 "kernel copy.40%s\ntpusim run: warning: jit_train_loop: "
+		 "kernel compare.30%s\n", tail, tail);
+	assert_true(starts_with(p.err, want));
+	int n = 0;
+	for (const char *s = p.err; (s = strstr(s, tail)); s++)
+		n++;
+	assert_int_equal(n, 14);
+	char *save = NULL, *line = strtok_r(p.out, "\n", &save);
+	assert_true(starts_with(line, "module,index,name,kind,main_op,"));
+	for (int k = 0; k < 14; k++) {
+		line = strtok_r(NULL, "\n", &save);
+		assert_non_null(line);
+		/* time_ns is field 16, analytic_ns field 22 */
+		const char *fld[23], *c = line;
+		for (int i = 0; i < 23 && c; i++) {
+			fld[i] = c;
+			c = strchr(c, ',');
+			c = c ? c + 1 : NULL;
+		}
+		assert_near(atof(fld[15]), atof(fld[21]), 0);
+	}
+	proc_free(&p);
+	tpusim(&p, "tile", ex, "--hw", v3, "--model", model, "--kernel",
+	       "fusion.1");
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim tile: warning: jit_train_loop: "
+		 "kernel fusion.1%s (", tail);
+	assert_true(starts_with(p.err, want));
+	assert_non_null(strstr(p.err, " configs)\n"));
+	proc_free(&p);
+	tpusim(&p, "validate", "--data", tiny, "--hw-dir", hw, "--model",
+	       model);
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim validate: warning: "
+		 "modules/tiny.hlo: kernel fusion.1%s (3 rows with such a "
+		 "kernel)\n", tail);
+	assert_string_equal(p.err, want);
+	proc_free(&p);
+	/* fuse --report: one warning over the four policies' programs (none:
+	 * a and t, then one fusion under each policy) */
+	tu_tmp_path(hlo, sizeof hlo, "test_model_overflow", ".hlo");
+	tu_tmp_path(rep, sizeof rep, "test_model_overflow", ".txt");
+	f = fopen(hlo, "w");
+	assert_non_null(f);
+	fputs("HloModule c\nENTRY e {\n  p = f32[4096,4096]{1,0} parameter(0)\n"
+	      "  a = f32[4096,4096]{1,0} add(p, p)\n"
+	      "  ROOT t = f32[4096,4096]{1,0} multiply(a, p)\n}\n", f);
+	fclose(f);
+	tpusim(&p, "fuse", hlo, "--hw", v3, "--model", model, "--report", rep,
+	       "-o", "/dev/null");
+	expect_rc(&p, 0);
+	snprintf(want, sizeof want, "tpusim fuse: warning: c: kernel a%s (5 "
+		 "kernels over the policies' programs)\n", tail);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	unlink(hlo);
+	unlink(rep);
+	unlink(model);
+}
+
+/*
+ * compare on a set of one kernel: its one group lands in one fold, whose
+ * training set is then empty, so no model is trained and the learned-only
+ * and hybrid models predict nothing. Every figure of theirs is n/a (text
+ * and Markdown; empty cells in the CSV), never a top-1 or top-5 figure of
+ * a model that does not exist; the analytic tile choice is "+0.0%" (its
+ * pick is the best), and no "-0.0%" is printed anywhere.
+ */
+static void test_compare_untrained(void **state)
+{
+	(void)state;
+	char tiny[PATH_MAX], hw[PATH_MAX], csv[PATH_MAX];
+	src(tiny, "tests/data/val/tiny");
+	src(hw, "hwspecs");
+	tu_tmp_path(csv, sizeof csv, "test_compare_untrained", ".csv");
+	struct proc p;
+	tpusim(&p, "compare", "--data", tiny, "--hw-dir", hw, "--csv", csv);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "tpusim compare: 0 models trained in 0.0 s "
+				   "(0.00 s each)\n");
+	expect_contains(p.out, "\nanalytic          54.6%    54.9%      n/a "
+			       "    0.0%     0.0%    +0.0%\n"
+			       "learned-only        n/a      n/a      n/a      "
+			       "n/a      n/a      n/a\n"
+			       "hybrid              n/a      n/a      n/a      "
+			       "n/a      n/a      n/a\n");
+	assert_null(strstr(p.out, "-0.0"));
+	proc_free(&p);
+	char *text = slurp(csv);
+	assert_string_equal(text, "set,id,fold,measured_ns,analytic_ns,"
+				  "learned_ns,hybrid_ns\n"
+				  "tiny,tiny#r0,0,1500.000,2390.932,,\n"
+				  "tiny,tiny#r1,0,1700.000,2541.249,,\n"
+				  "tiny,tiny#r2,0,9000.000,13938.590,,\n");
+	ts_free(text);
+	unlink(csv);
+	tpusim(&p, "compare", "--data", tiny, "--hw-dir", hw, "--markdown");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "| analytic | 54.6% | 54.9% | n/a | 0.0% | "
+			       "0.0% | +0.0% |\n"
+			       "| learned-only | n/a | n/a | n/a | n/a | n/a | "
+			       "n/a |\n"
+			       "| hybrid | n/a | n/a | n/a | n/a | n/a | "
+			       "n/a |\n");
+	assert_null(strstr(p.out, "-0.0"));
+	proc_free(&p);
+}
+
+/* train on one row: one group, and a set needs 3 for one to be held out
+ * (round(0.2 x 3) = 1), so nothing is: no held-out error is reported
+ * (once: the training set's, as if held out), the reason is, and the
+ * model, whose file says so (a NaN validation loss), loads. */
+static void test_train_one_row(void **state)
+{
+	(void)state;
+	char one[PATH_MAX], hw[PATH_MAX], ex[PATH_MAX], v3[PATH_MAX],
+		model[PATH_MAX];
+	src(one, "tests/data/val/tiny_host");
+	src(hw, "hwspecs");
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	src(v3, "hwspecs/v3.yaml");
+	tu_tmp_path(model, sizeof model, "test_train_one_row", ".gnn");
+	static const char *const kinds[] = {NULL, "--learned-only"};
+	for (int k = 0; k < 2; k++) {
+		struct proc p;
+		tpusim(&p, "train", "--data", one, "--hw-dir", hw, "--epochs",
+		       "3", "-o", model, kinds[k]);
+		expect_rc(&p, 0);
+		expect_contains(p.err, k ? "tpusim train: learned-only model: "
+					   "1 samples, 1 groups; "
+					 : "tpusim train: residual model: 1 "
+					   "samples, 1 groups; ");
+		expect_contains(p.err, ", with the ranking term; no held-out "
+				       "error (n/a): no set has the 3 groups "
+				       "it takes to hold one out); ");
+		assert_null(strstr(p.err, "held-out squared log error"));
+		proc_free(&p);
+		tpusim(&p, "run", ex, "--hw", v3, "--model", model);
+		expect_rc(&p, 0);
+		proc_free(&p);
+	}
+	unlink(model);
+}
+
 static void test_fuse(void **state)
 {
 	(void)state;
@@ -608,6 +831,87 @@ static void test_whatif(void **state)
 	proc_free(&p);
 	unlink(hlo);
 	unlink(csv);
+}
+
+/*
+ * A sweep of every spec field whatif accepts (hw_spec_field_at: the list
+ * --sweep looks fields up in), on the example and every generation: the
+ * base value and the first of 2x, x/2, x+1, x-1, 1.01x, x/1.01, the
+ * field's min and max that hw_spec_apply takes (a value far from the base
+ * first, so that tile configs change). Each gives exit 0 and a table of
+ * two points with a positive program time and the values as given. A
+ * field a plan reads (vpu.sublanes, vpu.lanes, ...) once left a NULL
+ * per-kernel array and
+ * crashed (exit 139) as soon as a kernel re-chose its tile.
+ */
+static void test_whatif_every_field(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p",
+					   "v6e", "v7"};
+	char ex[PATH_MAX], spec[PATH_MAX];
+	src(ex, "cli/examples/mlp_train_step.hlo");
+	int n_fields = hw_spec_n_fields();
+	assert_true(n_fields > 0);
+	for (size_t g = 0; g < sizeof gens / sizeof *gens; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g], &hw))
+			skip();
+		char rel[64];
+		snprintf(rel, sizeof rel, "hwspecs/%s.yaml", gens[g]);
+		src(spec, rel);
+		for (int i = 0; i < n_fields; i++) {
+			const struct hw_field_info *f = hw_spec_field_at(i);
+			double x0 = hw_spec_get(&hw, f);
+			double cand[] = {2 * x0, x0 / 2, x0 + 1, x0 - 1,
+					 x0 * 1.01, x0 / 1.01, f->min, f->max};
+			double x1 = NAN;
+			for (size_t c = 0; c < sizeof cand / sizeof *cand; c++) {
+				struct hw_spec t = hw;
+				struct ts_diag d = {0};
+				if (cand[c] != x0 &&
+				    hw_spec_apply(&t, 1, &f, &cand[c], NULL,
+						  &d) == TS_OK) {
+					x1 = cand[c];
+					break;
+				}
+			}
+			if (isnan(x1))
+				fail_msg("%s: no value of %s but %.17g applies",
+					 gens[g], f->path, x0);
+			char arg[256];
+			snprintf(arg, sizeof arg, "%s=%.17g,%.17g", f->path, x0,
+				 x1);
+			struct proc p;
+			tpusim(&p, "whatif", ex, "--hw", spec, "--sweep", arg,
+			       "-f", "csv");
+			if (p.rc != 0)
+				fail_msg("%s --sweep %s: exit %d\n%s", gens[g],
+					 arg, p.rc, p.err);
+			assert_string_equal(p.err, "");
+			char *save = NULL, *line = strtok_r(p.out, "\n", &save);
+			assert_non_null(line);
+			assert_true(starts_with(line, "point,time_ns,"));
+			const char *last = strrchr(line, ',');
+			assert_string_equal(last + 1, f->path);
+			for (int k = 0; k < 2; k++) {
+				line = strtok_r(NULL, "\n", &save);
+				assert_non_null(line);
+				double pt = -1, time = NAN;
+				assert_int_equal(sscanf(line, "%lf,%lf", &pt,
+							&time),
+						 2);
+				assert_true(pt == k);
+				if (!(time > 0 && isfinite(time)))
+					fail_msg("%s --sweep %s: point %d: %s",
+						 gens[g], arg, k, line);
+				assert_true(atof(strrchr(line, ',') + 1) ==
+					    (k ? x1 : x0));
+			}
+			assert_null(strtok_r(NULL, "\n", &save));
+			proc_free(&p);
+		}
+	}
 }
 
 /* mpirun -n 2 tpusim whatif: the report and the CSV are byte-identical to
@@ -1072,8 +1376,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_learned),
+		cmocka_unit_test(test_model_overflow),
+		cmocka_unit_test(test_compare_untrained),
+		cmocka_unit_test(test_train_one_row),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
+		cmocka_unit_test(test_whatif_every_field),
 		cmocka_unit_test(test_whatif_mpi),
 		cmocka_unit_test(test_generations),
 		cmocka_unit_test(test_trace),

@@ -7,6 +7,8 @@
  *   (a wrong term is off by its own size, order 1e-2 and more).
  * - A kernel's graph from HLO text: nodes, operand and user edges and the
  *   features written by hand below.
+ * - The output's range over the training range, worked by hand, and the
+ *   analytic time standing in for a learned time that is not finite.
  * - The model file: a bit-exact round trip, and every refusal with its
  *   message (truncated, corrupted, another version or schema, trailing
  *   bytes), a failed save leaving nothing behind.
@@ -19,6 +21,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +164,86 @@ static void test_output(void **state)
 	assert_near(gnn_output(&m, 7.5, 3.0, 0.0, &dr), 7.5, 0);
 	assert_near(dr, 1.0, 0);
 	gnn_model_free(&m);
+}
+
+/*
+ * gnn_model_raw_range on a model of width 1 with every parameter 0 but
+ * four, worked by hand:
+ *   node feature 0 in [-1, 2], its self weight 3: the layer's sum in
+ *     [-3, 6] (the operand and user means, in [-1, 2] too, weigh 0),
+ *     after ReLU [0, 6]; the pooled mean and max in [0, 6];
+ *   head: 0.5 mean - 1 max + 1 in [0 - 6 + 1, 3 - 0 + 1] = [-5, 4], after
+ *     ReLU [0, 4]; raw = -2 hid + 0.25 in [-7.75, 0.25].
+ * An output weight of DBL_MAX makes it 0.25 - 4 DBL_MAX: not finite.
+ * Then the fallback: a learned-only model whose raw is 800 everywhere (a
+ * time of e^800 ns: inf) gives the analytic time and sets the flag; raw 5
+ * gives e^5 ns and leaves it; a residual one with a NaN output bias falls
+ * back too.
+ */
+static void test_range_and_fallback(void **state)
+{
+	(void)state;
+	struct gnn_model m;
+	assert_int_equal(gnn_model_alloc(&m, GNN_RESIDUAL, 1, 1, 1), TS_OK);
+	struct gnn_tensors t;
+	gnn_model_bind(&m, m.params, &t);
+	m.node_norm[0].lo = -1;
+	m.node_norm[0].hi = 2;
+	t.w[0][0] = 3;    /* self block, feature 0, hidden 0 */
+	t.w1[0] = 0.5;    /* pooled mean */
+	t.w1[1] = -1;     /* pooled max */
+	t.b1[0] = 1;
+	t.w2[0] = -2;
+	t.b2[0] = 0.25;
+	double lo, hi;
+	gnn_model_raw_range(&m, &lo, &hi);
+	assert_near(lo, -7.75, 0); /* sums of small binary fractions: exact */
+	assert_near(hi, 0.25, 0);
+	t.w2[0] = DBL_MAX;
+	gnn_model_raw_range(&m, &lo, &hi);
+	assert_true(isnan(lo) && isnan(hi));
+	gnn_model_free(&m);
+
+	struct tu_built b;
+	tu_build("HloModule m\nENTRY e {\n"
+		 "  p = f32[256,128]{1,0} parameter(0)\n"
+		 "  ROOT r = f32[256,128]{1,0} exponential(p)\n}\n",
+		 &b);
+	const struct sim_kernel *k = tu_kernel(&b, "r");
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw)) {
+		tu_built_free(&b);
+		skip();
+	}
+	struct sim_estimate est;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &est, &d), TS_OK);
+	assert_true(est.time_ns > 0);
+	static const struct {
+		enum gnn_kind kind;
+		double b2, want; /* want: NaN for the analytic time */
+	} cases[] = {
+		{GNN_LEARNED_ONLY, 800, NAN},
+		{GNN_LEARNED_ONLY, 5, 148.4131591025766}, /* e^5 */
+		{GNN_RESIDUAL, NAN, NAN},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		assert_int_equal(gnn_model_alloc(&m, cases[c].kind, 1, 1, 1),
+				 TS_OK);
+		gnn_model_bind(&m, m.params, &t);
+		t.b2[0] = cases[c].b2;
+		struct hyb_embedding e;
+		assert_int_equal(hyb_embed(&m, k, &e), TS_OK);
+		bool fell_back = false;
+		double ns = hyb_kernel_predict(&m, &e, k, &est, &hw, false,
+					       &fell_back);
+		bool analytic = isnan(cases[c].want);
+		assert_true(fell_back == analytic);
+		assert_near(ns, analytic ? est.time_ns : cases[c].want,
+			    1e-9 * ns); /* exp to a few ulps */
+		gnn_model_free(&m);
+	}
+	tu_built_free(&b);
 }
 
 /* FNV-1a 64, written out here from its definition (not the reader's). */
@@ -697,6 +780,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gradients),
 		cmocka_unit_test(test_output),
+		cmocka_unit_test(test_range_and_fallback),
 		cmocka_unit_test(test_graph),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_train),

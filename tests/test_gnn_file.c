@@ -6,6 +6,8 @@
  *   doubles, sixteen sets, a 63-byte name, counts at INT_MAX);
  * - every refusal, from an image encoded here with one field wrong and the
  *   checksum right, with its exact message and the model left zeroed;
+ *   parameters that pass every field's check but overflow the network on
+ *   the training range (weights of 1e308) are refused too, and not saved;
  * - a cut at every byte: as found on disk (the header or the checksum says
  *   so) and resealed (the field being read is named, with its offset);
  * - saves that fail (no folder, a folder in the way, a full device, no
@@ -446,7 +448,7 @@ static void test_refusals(void **state)
 	mutated(&m, "best epoch", 0, UINT32_C(0x80000000), "best epoch "
 		"2147483648 is out of range (at most 2147483647)");
 	mutated(&m, "training loss", 0, bits(INFINITY), NULL);
-	mutated(&m, "validation loss", 0, bits(NAN), NULL);
+	mutated(&m, "validation loss", 0, bits(-INFINITY), NULL);
 	mutated(&m, "novel group count", 0, UINT32_MAX, "novel group count "
 		"4294967295 is out of range (at most 2147483647)");
 
@@ -498,6 +500,73 @@ static void test_refusals(void **state)
 	g.p[g.n - 1] ^= 0x80;
 	refused(g.p, g.n, corrupt);
 	g.p[g.n - 1] ^= 0x80;
+
+	/* finite parameters the network overflows on: every weight 1e308
+	 * (as a crafted file had: null times, exit 0), or, worked by hand,
+	 * a zero model (every feature's range [0, 0]) with the head's bias
+	 * 2 (its ReLU passes 2) and its output weight DBL_MAX: raw = 2
+	 * DBL_MAX = inf on every kernel */
+	const char *overflow = "the parameters overflow: the network's output "
+			       "for a kernel like those it was trained on is "
+			       "not finite";
+	for (int kind = 0; kind < 2; kind++) {
+		struct gnn_model big, hand;
+		sample_model(&big, kind ? GNN_LEARNED_ONLY : GNN_RESIDUAL);
+		for (size_t i = 0; i < big.n_params; i++)
+			big.params[i] = 1e308;
+		assert_int_equal(gnn_model_alloc(&hand, kind ? GNN_LEARNED_ONLY
+							     : GNN_RESIDUAL,
+						 1, 1, 1),
+				 TS_OK);
+		struct gnn_tensors ht;
+		gnn_model_bind(&hand, hand.params, &ht);
+		ht.b1[0] = 2;
+		ht.w2[0] = DBL_MAX;
+		const struct gnn_model *bad[] = {&big, &hand};
+		for (int b = 0; b < 2; b++) {
+			struct img o = {0};
+			encode(bad[b], &o);
+			seal(&o, o.n);
+			refused(o.p, o.n, overflow);
+			img_free(&o);
+			/* and save will not write what load refuses */
+			char path[512];
+			tu_tmp_path(path, sizeof path, "test_gnn_file_big",
+				    ".gnn");
+			struct ts_diag sd = {0};
+			assert_int_equal(gnn_model_save(bad[b], path, &sd),
+					 TS_ERR_MISUSE);
+			snprintf(want, sizeof want, "not saved: the file would "
+				 "be refused on loading: %s", overflow);
+			assert_string_equal(sd.msg, want);
+			assert_int_equal(access(path, F_OK), -1);
+		}
+		/* the bias alone is finite: loads */
+		ht.w2[0] = 1;
+		struct img ok = {0};
+		encode(&hand, &ok);
+		seal(&ok, ok.n);
+		struct gnn_model back;
+		struct ts_diag bd = {0};
+		assert_int_equal(gnn_model_read(ok.p, ok.n, "m.gnn", &back, &bd),
+				 TS_OK);
+		gnn_model_free(&back);
+		img_free(&ok);
+		gnn_model_free(&big);
+		gnn_model_free(&hand);
+	}
+
+	/* the validation loss alone may be NaN: nothing was held out (a
+	 * set of too few groups), and the model reads back with it */
+	struct img nv = {.mut_what = "validation loss", .mut_v = bits(NAN)};
+	encode(&m, &nv);
+	seal(&nv, nv.n);
+	struct gnn_model nvm;
+	struct ts_diag nvd = {0};
+	assert_int_equal(gnn_model_read(nv.p, nv.n, "m.gnn", &nvm, &nvd), TS_OK);
+	assert_true(isnan(nvm.summary.val_loss));
+	gnn_model_free(&nvm);
+	img_free(&nv);
 
 	/* the learned-only model has no use for a clip: any finite one */
 	gnn_model_free(&m);

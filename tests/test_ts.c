@@ -1,7 +1,7 @@
 /*
  * test_ts.c: the project basics in base/ts.c: status strings, diagnostics with
- * carets, the failing-allocation hook, arenas, atomic file writes and the
- * sort of 64-bit keys.
+ * carets, the failing-allocation hook, arenas, atomic file writes (a full
+ * device named as such) and the sort of 64-bit keys.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -126,6 +126,36 @@ static enum ts_status write_fail(FILE *f, void *ctx)
 	(void)ctx;
 	fputs("partial", f);
 	return TS_ERR_IO;
+}
+
+/* 64 KiB of lines, checking the stream as the report writers do: a
+ * failed write is only a flag by the time it returns. */
+static enum ts_status write_checked(FILE *f, void *ctx)
+{
+	(void)ctx;
+	for (int i = 0; i < 4096; i++)
+		fprintf(f, "line %10d\n", i);
+	return ferror(f) ? TS_ERR_IO : TS_OK;
+}
+
+/* A full device: the file system's cause is named ("No space left on
+ * device"), not the writer's flag ("input/output error", as it once was:
+ * the stream kept only the flag). /dev/full is written in place (not a
+ * regular file); the temporary-file path of a full disk is
+ * test_cli's test_full_disk. */
+static void test_atomic_write_full(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0) {
+		print_message("no writable /dev/full: skipped\n");
+		skip();
+	}
+	struct ts_diag d = {0};
+	assert_int_equal(ts_write_file_atomic("/dev/full", write_checked, NULL,
+					      &d),
+			 TS_ERR_IO);
+	assert_string_equal(d.msg, "write failed: No space left on device");
+	assert_string_equal(d.file, "/dev/full");
 }
 
 static void test_atomic_write(void **state)
@@ -369,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_arena),
 		cmocka_unit_test(test_alloc_hook),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_atomic_write_full),
 		cmocka_unit_test(test_read_cap),
 		cmocka_unit_test(test_next_gen),
 		cmocka_unit_test(test_sort_u64),

@@ -334,6 +334,42 @@ static void test_tiny_report(void **state)
 	ts_free(text);
 	remove(out);
 
+	/* Another model's predictions (compare's folds): all three rows
+	 * timed, the model ranks the kernel (predicted 3 < 1 < 2: its pick
+	 * is row 2, measured 9000 against the best 1500, top-1 slowdown
+	 * 9000/1500 - 1 = 5); one row or all untimed (a fold no model was
+	 * trained for), it ranks nothing: tau, top-K, its pick and the
+	 * tile totals are NaN, not the pick of a tie of unknowns; the
+	 * fewer-steps baseline is the analytic model's still. */
+	const double timed[3] = {2000, 3000, 1000};
+	const double part[3] = {2000, NAN, 1000};
+	const double none[3] = {NAN, NAN, NAN};
+	const double *preds[3] = {timed, part, none};
+	for (int k = 0; k < 3; k++) {
+		struct val_report o;
+		assert_int_equal(val_report_repredict(&r, preds[k], &o), TS_OK);
+		const struct val_group *og = &o.groups[0];
+		assert_true(og->steps_top1_slowdown == 0);
+		assert_true(og->tau_steps == 1);
+		if (k == 0) {
+			assert_near(og->top1_slowdown, 5, 1e-12);
+			assert_true(og->chosen_ns == 9000);
+			assert_near(o.mean_top1_slowdown, 5, 1e-12);
+			assert_int_equal(o.n_rank_kernels, 1);
+			assert_int_equal(o.tiles_config.n_kernels, 1);
+		} else {
+			assert_true(isnan(og->tau_model));
+			assert_true(isnan(og->top1_slowdown));
+			assert_true(isnan(og->top5_slowdown));
+			assert_true(isnan(og->chosen_ns));
+			assert_true(isnan(o.mean_top1_slowdown));
+			assert_true(isnan(o.mean_top5_slowdown));
+			assert_int_equal(o.n_rank_kernels, 0);
+			assert_int_equal(o.tiles_config.n_kernels, 0);
+		}
+		val_report_free(&o);
+	}
+
 	val_report_free(&r);
 	val_specs_free(&specs);
 	val_dataset_free(&ds);

@@ -1,8 +1,9 @@
 /*
  * test_val_metrics.c: the accuracy metrics of validation/val_metrics.c on
  * small cases computed by hand: MAPE and median APE, Kendall tau-b with
- * ties (checked against the definition pair by pair), and the top-K
- * slowdown with its expected-value tie break.
+ * ties (checked against the definition pair by pair), the top-K
+ * slowdown with its expected-value tie break, and the report cells'
+ * formats (n/a, no negative zero).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,6 +143,28 @@ static void test_topk(void **state)
 	assert_int_equal(val_metric_topk_best(m, p, 4, 0, &v), TS_ERR_MISUSE);
 }
 
+/* Report cells: n/a for NaN; a value that rounds to zero is "0.0%" or
+ * "+0.0%" (and "0.000"), never with a minus sign; one that rounds
+ * to -0.1% keeps it. */
+static void test_format(void **state)
+{
+	(void)state;
+	char b[32];
+	assert_string_equal(val_fmt_pct(b, sizeof b, NAN), "n/a");
+	assert_string_equal(val_fmt_pct(b, sizeof b, -0.0), "0.0%");
+	assert_string_equal(val_fmt_pct(b, sizeof b, -0.0004), "0.0%");
+	assert_string_equal(val_fmt_pct(b, sizeof b, -0.0006), "-0.1%");
+	assert_string_equal(val_fmt_pct(b, sizeof b, 0.1234), "12.3%");
+	assert_string_equal(val_fmt_pct_change(b, sizeof b, NAN), "n/a");
+	assert_string_equal(val_fmt_pct_change(b, sizeof b, -0.0), "+0.0%");
+	assert_string_equal(val_fmt_pct_change(b, sizeof b, -1e-17), "+0.0%");
+	assert_string_equal(val_fmt_pct_change(b, sizeof b, -0.25), "-25.0%");
+	assert_string_equal(val_fmt_pct_change(b, sizeof b, 0.5), "+50.0%");
+	assert_string_equal(val_fmt_fix3(b, sizeof b, -0.0004), "0.000");
+	assert_string_equal(val_fmt_fix3(b, sizeof b, -0.0006), "-0.001");
+	assert_string_equal(val_fmt_fix3(b, sizeof b, NAN), "n/a");
+}
+
 static void test_family(void **state)
 {
 	(void)state;
@@ -162,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_tau),
 		cmocka_unit_test(test_topk),
 		cmocka_unit_test(test_family),
+		cmocka_unit_test(test_format),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

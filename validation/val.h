@@ -334,8 +334,9 @@ struct val_row_result {
 	                            analytic_ns */
 	double analytic_ns;      /* analytic device time + dispatch_ns */
 	double hybrid_ns;        /* the learned model's device time (sum over
-	                            kernels of hyb_kernel_time x multiplicity)
-	                            + dispatch_ns; NaN without a model */
+	                            kernels of hyb_kernel_predict x
+	                            multiplicity) + dispatch_ns; NaN without
+	                            a model */
 	double device_ns;        /* predicted device time: the hybrid's with a
 	                            model, else the analytic one (sum over
 	                            kernels of time x multiplicity, tuned
@@ -381,7 +382,9 @@ struct val_group {
 	double tau_model;        /* Kendall tau-b, measured vs model */
 	double tau_roofline;     /* vs roofline (config-blind: NaN) */
 	double tau_steps;        /* vs tile steps */
-	double top1_slowdown;    /* model's top-1 vs measured best, fraction */
+	double top1_slowdown;    /* model's top-1 vs measured best, fraction
+	                            (tau_model, top-K, chosen_ns: NaN when
+	                            the model timed not every feasible row) */
 	double top5_slowdown;    /* model's top-5 */
 	double steps_top1_slowdown; /* fewer-steps baseline's top-1 */
 	double best_ns;          /* fastest measured row, ns */
@@ -436,7 +439,8 @@ struct val_report {
 	double mean_tau_roofline;
 	double mean_tau_steps;
 	int n_tau_kernels;       /* kernels in mean_tau_model */
-	double mean_top1_slowdown; /* over kernels with >= 2 rows */
+	double mean_top1_slowdown; /* over kernels with >= 2 rows, every
+	                              one timed by the model (NaN: none) */
 	double mean_top5_slowdown;
 	double mean_steps_top1_slowdown;
 	int n_rank_kernels;      /* kernels in mean_top*_slowdown */
@@ -455,6 +459,11 @@ struct val_report {
 	int n_unmodelled_modules; /* modules with a kernel the model lists at
 	                             zero time (custom call, infeed, ...) */
 	const char *unmodelled_example; /* the first: "module: kernel (op)" */
+	int n_fell_back;         /* rows with a kernel whose learned time is
+	                            not finite: its analytic time stands in
+	                            (hyb_kernel_predict) */
+	const char *fell_back_module;  /* the first such kernel's module */
+	const char *fell_back_kernel;  /* and its name */
 };
 
 /*
@@ -475,9 +484,11 @@ enum ts_status val_report_build(const struct val_dataset *ds,
 				struct val_report *r, struct ts_diag *d);
 void val_report_free(struct val_report *r);
 
-/* Report cells: "12.3%" of a fraction and "0.887" (three decimals), each
- * "n/a" for NaN; buf is returned. */
+/* Report cells: "12.3%" of a fraction, "+12.3%" of a change and "0.887"
+ * (three decimals), each "n/a" for NaN and never a negative zero ("0.0%",
+ * "+0.0%"); buf is returned. */
 const char *val_fmt_pct(char *buf, size_t cap, double x);
+const char *val_fmt_pct_change(char *buf, size_t cap, double x);
 const char *val_fmt_fix3(char *buf, size_t cap, double x);
 /* A copy of base whose rows are predicted by another model: device_ns[i]
  * per row (NaN: no prediction, left out of MAPE and ranked last), plus

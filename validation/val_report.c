@@ -171,6 +171,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 	}
 
 	double device = 0, hybrid = 0, roof = 0, worst = -1;
+	const char *fell_back = NULL; /* the first kernel costed analytic */
 	int64_t steps = 0;
 	bool time_ok = true;
 	res->feasible = true;
@@ -183,11 +184,15 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		double mult = prog->kernels[k].multiplicity;
 		/* a kernel without analytic time (free, unmodelled) has
 		 * none learned either: training saw no such kernel */
-		if (model && e->time_ns > 0)
-			hybrid += hyb_kernel_time(model, &emb[k],
-						  &prog->kernels[k], e, hw,
-						  host) *
+		if (model && e->time_ns > 0) {
+			bool fb = false;
+			hybrid += hyb_kernel_predict(model, &emb[k],
+						     &prog->kernels[k], e, hw,
+						     host, &fb) *
 				  mult;
+			if (fb && !fell_back)
+				fell_back = prog->kernels[k].name;
+		}
 		if (!e->feasible) {
 			res->feasible = false;
 			if (!(e->time_ns > 0) || !isfinite(e->time_ns))
@@ -211,6 +216,12 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 		steps = e->steps;
 		res->bound = e->bound;
 	}
+	if (fell_back && r->n_fell_back++ == 0 &&
+	    (!(r->fell_back_module = ts_arena_strndup(
+		       &r->arena, row->module, strlen(row->module))) ||
+	     !(r->fell_back_kernel = ts_arena_strndup(&r->arena, fell_back,
+						      strlen(fell_back)))))
+		return TS_ERR_NOMEM;
 	res->measured_ns = (double)row->runtime_ns;
 	res->analytic_ns = (time_ok ? device : NAN) + res->dispatch_ns;
 	res->hybrid_ns = model && time_ok ? hybrid + res->dispatch_ns : NAN;
@@ -428,7 +439,7 @@ static enum ts_status summarise(const struct val_report *r, const int *idx,
 				int n, bool ranking, struct scratch *s,
 				struct val_group *g)
 {
-	size_t n_pred = 0, n_roof = 0, n_rank = 0;
+	size_t n_pred = 0, n_roof = 0, n_rank = 0, n_unpredicted = 0;
 	g->n_rows = n;
 	g->best_ns = INFINITY;
 	g->default_ns = NAN;
@@ -453,6 +464,9 @@ static enum ts_status summarise(const struct val_report *r, const int *idx,
 		s->rank[n_rank] = res->feasible && isfinite(res->device_ns)
 					  ? res->device_ns
 					  : INFINITY;
+		/* a feasible row the model has no time for (compare: a fold
+		 * no model was trained for) */
+		n_unpredicted += res->feasible && !isfinite(res->device_ns);
 		s->steps[n_rank++] = res->i_tuned >= 0 ? (double)res->steps : 0;
 		g->best_ns = fmin(g->best_ns, res->measured_ns);
 		if (isnan(g->default_ns) && is_default_source(row->source))
@@ -476,21 +490,26 @@ static enum ts_status summarise(const struct val_report *r, const int *idx,
 		g->best_ns = NAN;
 	if (!ranking || n_rank == 0)
 		return TS_OK;
-	g->tau_model = val_metric_kendall_tau_b(s->rank_meas, s->rank, n_rank);
 	/* The roofline ignores the tile config: on one kernel all its values
 	 * tie and tau is undefined, which is the point of the baseline. */
 	if (n_roof == n_rank)
 		g->tau_roofline =
 			val_metric_kendall_tau_b(s->roof_meas, s->roof, n_roof);
 	g->tau_steps = val_metric_kendall_tau_b(s->rank_meas, s->steps, n_rank);
+	if ((st = val_metric_topk_slowdown(s->rank_meas, s->steps, n_rank, 1,
+					   &g->steps_top1_slowdown)))
+		return st;
+	/* the model ranks the configs only when it timed every one: its
+	 * figures are n/a otherwise (not the pick of a tie of unknowns) */
+	if (n_unpredicted)
+		return TS_OK;
+	g->tau_model = val_metric_kendall_tau_b(s->rank_meas, s->rank, n_rank);
 	if ((st = val_metric_topk_best(s->rank_meas, s->rank, n_rank, 1,
 				       &g->chosen_ns)) ||
 	    (st = val_metric_topk_slowdown(s->rank_meas, s->rank, n_rank, 1,
 					   &g->top1_slowdown)) ||
 	    (st = val_metric_topk_slowdown(s->rank_meas, s->rank, n_rank, 5,
-					   &g->top5_slowdown)) ||
-	    (st = val_metric_topk_slowdown(s->rank_meas, s->steps, n_rank, 1,
-					   &g->steps_top1_slowdown)))
+					   &g->top5_slowdown)))
 		return st;
 	return TS_OK;
 }
@@ -587,7 +606,8 @@ static enum ts_status build_summaries(struct val_report *r)
 				sum_tau[t] += tau[t];
 				n_tau[t]++;
 			}
-		if (r->by_kernel && g->n_ranked >= 2) {
+		if (r->by_kernel && g->n_ranked >= 2 &&
+		    !isnan(g->top1_slowdown)) {
 			sum_top[0] += g->top1_slowdown;
 			sum_top[1] += g->top5_slowdown;
 			sum_top[2] += g->steps_top1_slowdown;
@@ -648,6 +668,9 @@ enum ts_status val_report_repredict(const struct val_report *base,
 	out->n_unmodelled_modules = base->n_unmodelled_modules;
 	out->spec_names = base->spec_names;
 	out->unmodelled_example = base->unmodelled_example;
+	out->n_fell_back = base->n_fell_back;
+	out->fell_back_module = base->fell_back_module;
+	out->fell_back_kernel = base->fell_back_kernel;
 	out->rows = ts_arena_array(&out->arena, (size_t)base->n_rows,
 				   sizeof *out->rows);
 	if (!out->rows && base->n_rows)
@@ -753,23 +776,35 @@ out:
 
 /* ---- writers -------------------------------------------------------------- */
 
+/* x, or +0 when it rounds to zero at `decimals` decimals: printed, a
+ * negative one would read "-0.0%", a small loss. */
+static double plus_zero(double x, int decimals)
+{
+	return fabs(x) < 0.5 * pow(10, -decimals) ? 0.0 : x;
+}
+
 const char *val_fmt_pct(char *buf, size_t cap, double x)
 {
 	if (isnan(x))
 		snprintf(buf, cap, "n/a");
 	else
-		snprintf(buf, cap, "%.1f%%", 100 * x);
+		snprintf(buf, cap, "%.1f%%", plus_zero(100 * x, 1));
+	return buf;
+}
+
+const char *val_fmt_pct_change(char *buf, size_t cap, double x)
+{
+	if (isnan(x))
+		snprintf(buf, cap, "n/a");
+	else
+		snprintf(buf, cap, "%+.1f%%", plus_zero(100 * x, 1));
 	return buf;
 }
 
 /* "+12.3%" of a total over a base. */
 static const char *above(char *buf, size_t cap, double x, double base)
 {
-	if (!(base > 0) || isnan(x))
-		snprintf(buf, cap, "n/a");
-	else
-		snprintf(buf, cap, "%+.1f%%", 100 * (x / base - 1));
-	return buf;
+	return val_fmt_pct_change(buf, cap, base > 0 ? x / base - 1 : NAN);
 }
 
 const char *val_fmt_fix3(char *buf, size_t cap, double x)
@@ -777,7 +812,7 @@ const char *val_fmt_fix3(char *buf, size_t cap, double x)
 	if (isnan(x))
 		snprintf(buf, cap, "n/a");
 	else
-		snprintf(buf, cap, "%.3f", x);
+		snprintf(buf, cap, "%.3f", plus_zero(x, 3));
 	return buf;
 }
 
@@ -834,12 +869,14 @@ static void print_host_note(const struct val_report *r, FILE *out)
 		"estimate + the program's host term (spec host.call_ns + "
 		"host.kernel_ns x kernels + host.device_ns x (devices - 1))",
 		r->n_host);
+	char b[32];
 	if (r->n_host_recorded)
 		fprintf(out,
 			"; against the overhead the set records for %d of "
 			"the calls (details.csv, not an input) that term is "
-			"off by %.1f%% (MAPE)",
-			r->n_host_recorded, 100 * r->host_term_mape);
+			"off by %s (MAPE)",
+			r->n_host_recorded,
+			val_fmt_pct(b, sizeof b, r->host_term_mape));
 	fputs("\n", out);
 }
 
