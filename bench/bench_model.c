@@ -160,7 +160,8 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < l.n; i++) {
 			struct sim_estimate e;
 			sim_plan_estimate(&plan, &hw, &l.v[i], &e);
-			sink += hyb_kernel_time(&gm, &emb, k, &e, &hw, false);
+			sink += hyb_kernel_predict(&gm, &emb, k, &e, &hw, false,
+							   NULL);
 		}
 		done += (int64_t)l.n;
 		t = now_s() - t0;

@@ -448,6 +448,7 @@ struct live {
 	                                       sum of time x multiplicity */
 	const struct tune_live_opts *o;
 	const char *graph;
+	const char *module;        /* the module being tuned (its name) */
 	const char *stem;          /* the graph's file name without .hlo */
 	const struct gnn_model *model;
 	bool by_hybrid;
@@ -464,7 +465,9 @@ struct live {
 	char last_why[256];        /* the last failure's reason */
 };
 
-/* The hybrid time of k under cfg (NaN when it cannot be had). */
+/* The hybrid time of k under cfg (NaN when it cannot be had); a learned
+ * time that is not finite falls back to the analytic one, with a warning
+ * naming the kernel. */
 static double hybrid_ns(const struct live *l, const struct sim_kernel *k,
 			const struct sim_tile_config *cfg)
 {
@@ -474,7 +477,12 @@ static double hybrid_ns(const struct live *l, const struct sim_kernel *k,
 	if (sim_kernel_estimate(k, &l->ctx->hw, cfg, &est, &d) != TS_OK ||
 	    hyb_embed(l->model, k, &e) != TS_OK)
 		return NAN;
-	return hyb_kernel_time(l->model, &e, k, &est, &l->ctx->hw, false);
+	bool fell_back = false;
+	double t = hyb_kernel_predict(l->model, &e, k, &est, &l->ctx->hw, false,
+				      &fell_back);
+	if (fell_back)
+		cmd_warn_fell_back(l->ctx, l->module, k->name, 0, NULL);
+	return t;
 }
 
 /* The record's module file for kernel k: the module, or with several
@@ -548,8 +556,8 @@ static int measure_config(struct live *l, const struct sim_kernel *k,
 	return cmd_exit_from_status(st);
 }
 
-static int tune_kernel(struct live *l, const char *module,
-		       const struct sim_kernel *k, struct cmd_table *t)
+static int tune_kernel(struct live *l, const struct sim_kernel *k,
+		       struct cmd_table *t)
 {
 	struct hyb_tile_opts ho = {.top_k = l->budget,
 				   .model = l->by_hybrid ? l->model : NULL};
@@ -583,7 +591,7 @@ static int tune_kernel(struct live *l, const char *module,
 	if (rc != CMD_EXIT_OK)
 		return rc;
 	if ((st = cmd_table_add_row(t)) ||
-	    (st = cmd_table_set_text(t, L_MODULE, module)) ||
+	    (st = cmd_table_set_text(t, L_MODULE, l->module)) ||
 	    (st = cmd_table_set_text(t, L_KERNEL, k->name)))
 		return CMD_EXIT_IO;
 	if (best >= 0) {
@@ -688,20 +696,8 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		return CMD_EXIT_USAGE;
 	}
 	warn_shell_splice(&l);
-	/* the record's files are written, the module and model read */
-	char csv[4096], failed[4096];
-	const char *dir = o->record ? o->record : "";
-	snprintf(csv, sizeof csv, "%s/measurements.csv", dir);
-	snprintf(failed, sizeof failed, "%s/failed.csv", dir);
-	const struct cmd_file ins[2] = {
-		{"the input", graph, CMD_FILE},
-		{"--model", model && strcmp(model, "default") ? model : NULL,
-		 CMD_FILE}};
-	const struct cmd_file outs[2] = {
-		{"--record", o->record ? csv : NULL, CMD_FILE},
-		{"--record", o->record ? failed : NULL, CMD_FILE}};
-	int rc = cmd_check_io(ctx, &(struct cmd_io){.outs = outs, .n_outs = 2,
-						   .ins = ins, .n_ins = 2});
+	/* cmd_autotune checked the record's files against the inputs */
+	int rc = CMD_EXIT_OK;
 	struct gnn_model m = {0};
 	if (rc == CMD_EXIT_OK)
 		rc = cmd_load_model(ctx, model ? model : "default", &m);
@@ -763,6 +759,7 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 			rc = CMD_EXIT_INPUT;
 			break;
 		}
+		l.module = prog->module->name;
 		l.n_tunable = 0;
 		l.module_ns = l.module_hybrid_ns = 0;
 		for (int i = 0; i < prog->n_kernels; i++) {
@@ -776,8 +773,7 @@ int cmd_autotune_live(struct cmd_ctx *ctx, const char *graph,
 		}
 		for (int i = 0; i < prog->n_kernels && rc == CMD_EXIT_OK; i++)
 			if (prog->kernels[i].tunable)
-				rc = tune_kernel(&l, prog->module->name,
-						 &prog->kernels[i], &tbl);
+				rc = tune_kernel(&l, &prog->kernels[i], &tbl);
 	}
 	if (rc == CMD_EXIT_OK) {
 		struct cmd_report rep;

@@ -507,8 +507,8 @@ static int autotune_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		o->tune.use[VAL_TUNE_ANALYTIC] = true;
 	/* --record DIR: cli/autotune_live.c writes these files in it and
 	 * in DIR/modules */
-	static const char *const record_files[] = {"measurements.csv",
-						   "failed.csv", NULL};
+	static const char *const record_files[] = {
+		"measurements.csv", "failed.csv", "*.torn", ".lock", NULL};
 	static const char *const module_files[] = {"*.hlo", NULL};
 	char modules[PATH_MAX] = "";
 	if (o->live.record)

@@ -52,13 +52,6 @@ double hyb_kernel_predict(const struct gnn_model *m,
 	return est->time_ns;
 }
 
-double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
-		       const struct sim_kernel *k, const struct sim_estimate *est,
-		       const struct hw_spec *hw, bool host_timed)
-{
-	return hyb_kernel_predict(m, e, k, est, hw, host_timed, NULL);
-}
-
 bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e)
 {
 	double kf[GNN_KERNEL_F] = {0}; /* host_timed 0 */

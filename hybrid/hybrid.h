@@ -15,7 +15,7 @@
 /* ---- hybrid estimates (hybrid/hyb_model.c) ----------------------------------
  * A learned model (learned/gnn.h) on a kernel: its graph is embedded once
  * (hyb_embed), then each estimate of the kernel (a config, a spec) costs
- * only the model's head (hyb_kernel_time). */
+ * only the model's head (hyb_kernel_predict). */
 
 struct hyb_embedding {
 	double emb[2 * GNN_MAX_HIDDEN];
@@ -45,11 +45,6 @@ double hyb_kernel_predict(const struct gnn_model *m,
 			  const struct sim_estimate *est,
 			  const struct hw_spec *hw, bool host_timed,
 			  bool *fell_back);
-/* hyb_kernel_predict without the flag, for callers that do not report a
- * fallback. */
-double hyb_kernel_time(const struct gnn_model *m, const struct hyb_embedding *e,
-		       const struct sim_kernel *k, const struct sim_estimate *est,
-		       const struct hw_spec *hw, bool host_timed);
 
 /* True when residual model m does not know kernel e's op mix as run and
  * tile cost it (device-timed): its correction is scaled by
