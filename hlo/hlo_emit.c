@@ -3,7 +3,10 @@
  * sim/fusion.c and sim/unfuse.c). An instruction is re-emitted from its
  * own text, the byte spans the parser recorded (its right-hand side and
  * operand list), so shapes, layouts and attributes stay as written and
- * only names change; headers are written from the IR.
+ * only names change; headers are written from the IR. A
+ * control-predecessors attribute is left out: it only orders a schedule
+ * and names instructions the passes rename or remove (a compiled module's
+ * fusions), and tpusim's costs do not read it.
  */
 #include "hlo_emit.h"
 
@@ -101,6 +104,32 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 	fputs(" {\n", e->out);
 }
 
+/* The span [a, b) less its control-predecessors={...} attribute (the
+ * comma before it too): the first one outside a quoted string. */
+static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
+{
+	static const char key[] = "control-predecessors={";
+	bool quoted = false;
+	for (uint32_t i = a; i < b; i++) {
+		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
+			quoted = !quoted;
+		if (quoted || e->text[i] != 'c' || b - i < sizeof key - 1 ||
+		    memcmp(e->text + i, key, sizeof key - 1))
+			continue;
+		uint32_t cut = i, end = i + sizeof key - 1;
+		while (end < b && e->text[end] != '}')
+			end++;
+		while (cut > a && blank(e->text[cut - 1]))
+			cut--;
+		if (cut > a && e->text[cut - 1] == ',')
+			cut--;
+		hlo_emit_span(e, a, cut, false, false);
+		hlo_emit_span(e, end < b ? end + 1 : b, b, false, true);
+		return;
+	}
+	hlo_emit_span(e, a, b, false, true);
+}
+
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,
 			      const char *const *ops, const char *attrs)
@@ -113,12 +142,15 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 	}
 	fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "", name);
 	if (!ops || in->ops_end <= in->ops_begin) {
-		hlo_emit_span(e, in->rhs_begin, in->rhs_end, true, true);
+		uint32_t a = in->rhs_begin;
+		while (a < in->rhs_end && blank(e->text[a]))
+			a++;
+		emit_attrs(e, a, in->rhs_end);
 	} else {
 		hlo_emit_span(e, in->rhs_begin, in->ops_begin, true, false);
 		for (int j = 0; j < in->n_operands; j++)
 			fprintf(e->out, "%s%%%s", j ? ", " : "", ops[j]);
-		hlo_emit_span(e, in->ops_end, in->rhs_end, false, true);
+		emit_attrs(e, in->ops_end, in->rhs_end);
 	}
 	fprintf(e->out, "%s\n", attrs ? attrs : "");
 	return TS_OK;

@@ -31,8 +31,8 @@
  * span; each computation's name, parameters and result shape). Known
  * limits: instructions nested inside the operand lists of a grouped
  * computation are refused with a message; computation attributes after
- * the body (execution_thread=) and control-predecessors naming fused
- * instructions are not kept.
+ * the body (execution_thread=) are not kept, nor are control-predecessors
+ * (hlo_emit.c).
  */
 #include "hlo_emit.h"
 #include "kernels_int.h"
