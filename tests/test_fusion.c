@@ -185,6 +185,29 @@ static void test_unfuse_passthrough_root(void **state)
 	free(out);
 }
 
+/* A control-predecessors attribute naming a fusion (as XLA's TPU
+ * schedules write them) is left out: the fusion's name is gone once it is
+ * inlined, and the order it asks for costs nothing. */
+static void test_unfuse_control_predecessors(void **state)
+{
+	(void)state;
+	static const char cp[] =
+		"HloModule cp\n"
+		"f {\n  p = f32[8] parameter(0)\n  ROOT n = f32[8] negate(p)\n}\n"
+		"ENTRY e {\n  a = f32[8] parameter(0)\n"
+		"  fu = f32[8] fusion(a), kind=kLoop, calls=f\n"
+		"  x = f32[8] abs(a), control-predecessors={fu}, "
+		"backend_config=\"{\\\"k\\\":\\\"control-predecessors={fu}\\\"}\"\n"
+		"  ROOT r = f32[8] add(fu, x)\n}\n";
+	struct ir_module *u;
+	char *out = unfuse_text(cp, &u);
+	if (!strstr(out, "  %x = f32[8] abs(%a), backend_config=\"{\\\"k\\\":"
+			 "\\\"control-predecessors={fu}\\\"}\"\n"))
+		fail_msg("unexpected unfused text:\n%s", out);
+	ir_module_free(u);
+	free(out);
+}
+
 static void expect_self_agreement(const char *fused, int fusions)
 {
 	struct sim_fuse_agreement a;
@@ -938,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_unfuse_passthrough_root),
+		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
 		cmocka_unit_test(test_three_siblings),
 		cmocka_unit_test(test_defined_before_use),
