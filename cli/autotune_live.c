@@ -28,7 +28,10 @@
  * measurement a run makes fails, it exits 3 (the command is broken).
  *
  * SIGINT, SIGTERM, SIGHUP and SIGQUIT end the measurement in flight and
- * its tree, then tpusim, with the record whole.
+ * its tree, then tpusim, with the record whole; one tpusim was started with
+ * ignored (nohup) stays ignored, by tpusim and the command. tpusim's own
+ * children from before the live mode (a shell's jobs that exec'd it) are
+ * never ended.
  *
  * --record DIR keeps what was measured as a data set of the shared format
  * (val_record: a locked, append-only log that a resume repairs; failures
