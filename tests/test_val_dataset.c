@@ -83,6 +83,8 @@ static void test_bad_csv(void **state)
 		     "unterminated quoted field");
 	expect_error("midquote.csv", TS_ERR_PARSE, "2:53",
 		     "'\"' inside an unquoted field (quote the whole field)");
+	expect_error("nul.csv", TS_ERR_PARSE, "2:2",
+		     "a NUL byte in a field (the file is text)");
 	expect_error("runtime.csv", TS_ERR_PARSE, "2:36",
 		     "runtime_ns: expected a positive integer (ns), got "
 		     "'12.5us'");

@@ -160,6 +160,15 @@ static enum ts_status buf_push(struct lexer *lx, size_t *len, char c)
 	return TS_OK;
 }
 
+/* A NUL byte in a field: a CSV holds text, and a name or id cut at the
+ * NUL would read as another. */
+static enum ts_status nul_byte(struct lexer *lx)
+{
+	ts_diag_set(lx->d, lx->file, lx->line, lx->col,
+		    "a NUL byte in a field (the file is text)");
+	return TS_ERR_PARSE;
+}
+
 /* Reads one field starting at p; leaves p at ',' or the end of line. */
 static enum ts_status lex_field(struct lexer *lx, struct field *f)
 {
@@ -178,6 +187,8 @@ static enum ts_status lex_field(struct lexer *lx, struct field *f)
 				return TS_ERR_PARSE;
 			}
 			char c = *lx->p;
+			if (c == '\0')
+				return nul_byte(lx);
 			if (c == '"') {
 				if (lx->p + 1 < lx->end && lx->p[1] == '"') {
 					if (buf_push(lx, &len, '"'))
@@ -209,6 +220,8 @@ static enum ts_status lex_field(struct lexer *lx, struct field *f)
 	} else {
 		while (lx->p < lx->end && *lx->p != ',' && !at_eol(lx)) {
 			char c = *lx->p;
+			if (c == '\0')
+				return nul_byte(lx);
 			if (c == '"') {
 				ts_diag_set(lx->d, lx->file, lx->line, lx->col,
 					    "'\"' inside an unquoted field "
