@@ -14,6 +14,8 @@
 
 /* Nested fusions / bitcast chains followed when counting reads. */
 #define COST_MAX_DEPTH 16
+/* The highest rank HLO text may give (docs/HLO.md 1.5). */
+#define COST_MAX_RANK 128
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -310,6 +312,41 @@ static double window_elems(const struct ir_instr *in)
 	return n;
 }
 
+bool sim_window_whole_dims(const struct ir_instr *in, bool *whole)
+{
+	const struct ir_window *w = in->attrs.window;
+	if (in->op != IR_OP_REDUCE_WINDOW || !w || in->n_operands < 1)
+		return false;
+	const struct ir_shape *src = &in->operands[0]->shape;
+	const struct ir_shape *out = in->shape.type == IR_TYPE_TUPLE &&
+					     in->shape.n_elems > 0
+				     ? &in->shape.elems[0]
+				     : &in->shape;
+	if (src->type == IR_TYPE_TUPLE || out->type == IR_TYPE_TUPLE ||
+	    w->n != src->rank || out->rank != src->rank)
+		return false;
+	bool any = false;
+	for (int i = 0; i < w->n; i++) {
+		const struct ir_window_dim *wd = &w->dims[i];
+		int64_t dn = src->dims[i], on = out->dims[i];
+		whole[i] = false;
+		if (wd->lhs_dilate != 1 || wd->rhs_dilate != 1 || wd->stride < 1)
+			return false;
+		if (wd->size == 1) {
+			if (wd->stride != 1 || wd->pad_lo != 0 || wd->pad_hi != 0)
+				return false;
+			continue;
+		}
+		/* output o reads input [o s - pad_lo, o s - pad_lo + size - 1]:
+		 * it holds [0, dn - 1] for o = 0 and for o = on - 1 */
+		if (on < 1 || wd->pad_lo < (on - 1) * wd->stride ||
+		    wd->size - 1 - wd->pad_lo < dn - 1)
+			return false;
+		whole[i] = any = true;
+	}
+	return any;
+}
+
 static enum ts_status count_comp(const struct ir_computation *c,
 				 const char *file, struct sim_work *w,
 				 struct ts_diag *d, int depth);
@@ -322,7 +359,11 @@ static enum ts_status count_comp(const struct ir_computation *c,
  *   dot/convolution  mxu_macs += MACs, flops += 2 MACs
  *   reduce           (E_in - E_out) applications of to_apply
  *                    (VPU: every padded input element passes the ALU once)
- *   reduce-window    (window - 1) x E_out applications
+ *   reduce-window    (window - 1) x E_out applications; a window over
+ *                    whole dims (sim_window_whole_dims: the row max of
+ *                    attention) E_in - E_in / prod(those dims), a reduce
+ *                    and a broadcast back (HloCostAnalysis counts it as
+ *                    E_out / D + D - 1, which undercounts the reduce)
  *   select-and-scatter  E_src (window - 1) selects + E_src scatters
  *   map / scatter    E_out / E_updates applications
  *   sort             n ceil(log2 n) comparator evaluations
@@ -372,6 +413,23 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		return TS_OK;
 	}
 	case IR_OP_REDUCE_WINDOW: {
+		/* a window over whole dims is a reduce then a broadcast
+		 * (sim_window_whole_dims): E_in - E_in / prod(reduced dims)
+		 * applications, the VPU one per padded input element, as a
+		 * reduce; the broadcast back, like any broadcast, none */
+		bool whole[COST_MAX_RANK];
+		if (in->n_operands >= 1 &&
+		    in->operands[0]->shape.rank <= COST_MAX_RANK &&
+		    sim_window_whole_dims(in, whole)) {
+			const struct ir_shape *src = &in->operands[0]->shape;
+			double e = logical_elems(src), kept = e;
+			for (int i = 0; i < src->rank; i++)
+				if (whole[i] && src->dims[i] > 0)
+					kept /= (double)src->dims[i];
+			body_mix(in, 0, &mix);
+			add_mix(w, &mix, e - kept, padded_elems(src));
+			return TS_OK;
+		}
 		double win = window_elems(in) - 1;
 		body_mix(in, 0, &mix);
 		add_mix(w, &mix, win * logical_elems(r), win * padded_elems(r));

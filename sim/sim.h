@@ -257,6 +257,14 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
  * feature/batch groups, padding and dilations); 0 for any other op. */
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d);
+/* Is reduce-window `in` a reduce followed by a broadcast back: along
+ * every dim its window is wider than 1, the window covers the whole input
+ * dim from every output position (XLA's row max / row sum of attention:
+ * window 2D-1, padding D-1 on both sides, stride 1, no dilation), and
+ * along every other dim it takes each element once (window 1, stride 1,
+ * no padding or dilation)? Then whole[d] marks the reduced dims (room for
+ * the rank). cost.c says how such a window is counted. */
+bool sim_window_whole_dims(const struct ir_instr *in, bool *whole);
 
 /* Costs one kernel; cfg may be NULL (default config). A kernel the model
  * cannot grid (TS_ERR_UNSUPPORTED_OP from the plan: a rank above 8, ...)

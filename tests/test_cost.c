@@ -244,6 +244,47 @@ static void test_reduce_work(void **state)
 	assert_near(w.bytes_written, 4096.0, 0);
 }
 
+/*
+ * The row max of attention as XLA writes it: a reduce-window over f32[8,1024]
+ * whose window (2047 wide, 1023 padding each side) covers the whole row
+ * from every output. It is a reduce of the row and a broadcast back: 8 x
+ * 1024 - 8 = 8,184 max ops (E_in - E_in / 1024), the VPU one per padded
+ * input element (8 x 1024, a whole T(8,128) tile column: no padding), not
+ * (2047 - 1) x 8,192 = 16,760,832. A window that slides (3 wide, 1 padding
+ * each side: a neighbourhood max) still counts (3 - 1) x 8,192 = 16,384.
+ */
+/* A row max of f32[8,1024] by a window size wide, pad on both sides. */
+static struct sim_work row_window_work(int size, int pad)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "HloModule rw\n"
+		 "%%max (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %%a = f32[] parameter(0)\n"
+		 "  %%b = f32[] parameter(1)\n"
+		 "  ROOT %%m = f32[] maximum(%%a, %%b)\n"
+		 "}\n"
+		 "ENTRY %%e (x: f32[8,1024]) -> f32[8,1024] {\n"
+		 "  %%x = f32[8,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  %%z = f32[] constant(-inf)\n"
+		 "  ROOT %%r = f32[8,1024]{1,0:T(8,128)} reduce-window(%%x, %%z), "
+		 "window={size=1x%d pad=0_0x%d_%d}, to_apply=%%max\n"
+		 "}\n",
+		 size, pad, pad);
+	return only_work(text);
+}
+
+static void test_reduce_window_whole_row(void **state)
+{
+	(void)state;
+	struct sim_work w = row_window_work(2047, 1023);
+	assert_near(w.flops, 8.0 * 1024 - 8, 0);
+	assert_near(w.vpu_elem_ops[HW_VPU_SIMPLE], 8.0 * 1024, 0);
+	w = row_window_work(3, 1);
+	assert_near(w.flops, 2.0 * 8 * 1024, 0);
+	assert_near(w.vpu_elem_ops[HW_VPU_SIMPLE], 2.0 * 8 * 1024, 0);
+}
+
 /* ---- fusion byte rules ----------------------------------------------------------------- */
 
 /*
@@ -578,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_padded_elementwise),
 		cmocka_unit_test(test_padded_bf16_transcendental),
 		cmocka_unit_test(test_reduce_work),
+		cmocka_unit_test(test_reduce_window_whole_row),
 		cmocka_unit_test(test_fusion_slice_broadcast),
 		cmocka_unit_test(test_fusion_dus_in_place),
 		cmocka_unit_test(test_vmem_operand),

@@ -1494,6 +1494,63 @@ static void test_shallow_conv_folds_taps(void **state)
 }
 
 /*
+ * A reduce-window whose window covers the whole row from every output
+ * (XLA's row max of attention) costs the VPU a reduce of the row
+ * (plan_vpu.c whole_window_cycles, hw_vpu.c reduce rule), on v3 (alus 1,
+ * simple 1, xlu_lane_reduce_cost 8 slots):
+ *   along lanes, f32[8,1024] window 1x2047: 8 vregs fold to 1 (7 simple
+ *     ops) and the last is reduced across lanes (8 slots): 15 cycles;
+ *   along sublanes, f32[1024,128] window 2047x1: 128 vregs fold to 1 (127)
+ *     and log2(8) = 3 sublane steps of a max and a shuffle (6): 133.
+ * Sliding the window instead (2046 steps over every input vreg, each a max
+ * and a cross-lane permute) took 8 x 2046 x (1 + 8) = 147,312 cycles for
+ * the first. Tolerance EXACT: sums of small integers.
+ */
+static void test_reduce_window_whole_row_vpu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	assert_near(hw.vpu_alus, 1, 0);
+	assert_near(hw.vpu_class_cost[HW_VPU_SIMPLE], 1, 0);
+	assert_near(hw.xlu_lane_reduce_cost, 8, 0);
+	struct tu_built b;
+	tu_build("HloModule rw\n"
+		 "%max (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %m = f32[] maximum(%a, %b)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[8,1024], y: f32[1024,128]) -> "
+		 "(f32[8,1024], f32[1024,128]) {\n"
+		 "  %x = f32[8,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  %y = f32[1024,128]{1,0:T(8,128)} parameter(1)\n"
+		 "  %z = f32[] constant(-inf)\n"
+		 "  %lane = f32[8,1024]{1,0:T(8,128)} reduce-window(%x, %z), "
+		 "window={size=1x2047 pad=0_0x1023_1023}, to_apply=%max\n"
+		 "  %sub = f32[1024,128]{1,0:T(8,128)} reduce-window(%y, %z), "
+		 "window={size=2047x1 pad=1023_1023x0_0}, to_apply=%max\n"
+		 "  ROOT %t = (f32[8,1024], f32[1024,128]) tuple(%lane, %sub)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double cycles;
+	} cases[] = {{"lane", 7 + 8}, {"sub", 127 + 3 + 3}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		assert_near(p.vpu_cycles, cases[i].cycles, EXACT);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
+/*
  * A variadic (argmax) reduce over the minor dim of f32[2097152,8]: its two
  * results, f32 and s32 [2097152] (8 MiB each), follow the grid as one
  * array would. Held whole (as before), double-buffered they passed v3's
@@ -1563,6 +1620,7 @@ int main(void)
 		cmocka_unit_test(test_depthwise_expanded),
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
+		cmocka_unit_test(test_reduce_window_whole_row_vpu),
 		cmocka_unit_test(test_relayout_xlu),
 		cmocka_unit_test(test_dot_result_xlu),
 	};
