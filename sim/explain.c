@@ -145,6 +145,14 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			"re-adds\n",
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
 			p.mxu_macs, x.readd_cycles);
+	if (p.n_mxu_untiled > 0)
+		fprintf(f,
+			"  MXU, contractions the grid does not tile: %.0f "
+			"cycles for %.3g MACs, at the array's padded peak "
+			"(%s)\n",
+			x.mxu_untiled_cycles, p.mxu_untiled_macs,
+			p.has_kernel ? "added to the tiled contraction's"
+				     : "the kernel's MXU work");
 	fprintf(f, "  VPU: %.0f cycles (%.0f per step): fused ops %.0f",
 		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles);
 	if (p.xlu_cycles > 0)

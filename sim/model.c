@@ -327,6 +327,40 @@ static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw
 	return p->mxu_windowed ? c1 : fmin(c1, c2);
 }
 
+/*
+ * MXU cycles of the contractions the grid does not tile (sim_plan's
+ * mxu_untiled: a nested fusion's dot, a second dot beside the tiled op):
+ *   cycles = sum_c [ fill + macs_c x passes_c x pad(K_c, R) / K_c
+ *                    x pad(N_c, C) / N_c / (mxu_count x R x C x k) ]
+ * pad(x, R) = ceil(x / R) x R: a weight tile's depth and width padded to
+ * the R x C array; fill = hw_mxu_fill_cycles (the first weight load and
+ * the array's skew, once per contraction); k = macs_per_cell_cycle.
+ * Assumes each weight tile streams enough rows (>= R) to hide the next
+ * tile's load, so the array runs at its padded peak, and that the
+ * contraction's operands are already in VMEM (the grid tiles another op:
+ * nothing plans their DMA). Known wrong: a contraction of few rows per
+ * weight tile is bound by weight loads instead; a grouped convolution's
+ * per-group tiles are not padded. Source: hw/hw_mxu.c (the stream
+ * formula at T >= R), TPU.md section 2 rule 1.
+ */
+static double untiled_mxu_cycles(const struct sim_plan *p,
+				 const struct hw_spec *hw)
+{
+	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double peak = hw_mxu_peak_macs_per_cycle(hw);
+	if (!(rr > 0) || !(cc > 0) || !(peak > 0))
+		return 0.0;
+	double cyc = 0;
+	for (int i = 0; i < p->n_mxu_untiled; i++) {
+		const struct sim_plan_mxu_op *c = &p->mxu_untiled[i];
+		double kk = (double)c->k, nn = (double)c->n;
+		double pad = ceil(kk / rr) * rr / kk * (ceil(nn / cc) * cc / nn);
+		cyc += hw_mxu_fill_cycles(hw) +
+		       c->macs * (c->passes > 0 ? c->passes : 1) * pad / peak;
+	}
+	return cyc;
+}
+
 static double mxu_total_cycles(const struct sim_plan *p,
 			       const struct hw_spec *hw, const struct sim_blocks *bl,
 			       int64_t steps)
@@ -582,7 +616,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 	}
 	/* compute */
-	double mxu = p->has_kernel ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
+	double untiled = untiled_mxu_cycles(p, hw);
+	double mxu = (p->has_kernel ? mxu_total_cycles(p, hw, x->bl, steps)
+				    : 0.0) +
+		     untiled;
 	double acc_cyc = 0, readd_cyc = 0;
 	if (p->has_kernel) {
 		/* every step drains the output block's f32 results from the
@@ -702,6 +739,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		out->bound = HW_UNIT_OVERHEAD;
 
 	x->mxu_cycles = mxu;
+	x->mxu_untiled_cycles = untiled;
 	x->vpu_cycles = p->vpu_cycles;
 	x->acc_cycles = acc_cyc;
 	x->readd_cycles = readd_cyc;
@@ -720,8 +758,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->split = split;
 	x->core_steps = n_core;
 	out->cores = (int)split;
-	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs, p->mxu_passes,
-					   out->cores, t);
+	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs + p->mxu_untiled_macs,
+					   p->mxu_passes, out->cores, t);
 }
 
 /* Elements of access dim ad in a block with each dim's blocks in blk,

@@ -838,6 +838,112 @@ static int mxu_passes(const struct hw_spec *hw, const struct ir_instr *t)
 	return 1;
 }
 
+/* ---- contractions the grid does not tile ---- */
+
+/* Nested fusions followed, as cost.c follows them (COST_MAX_DEPTH). */
+#define UNTILED_MAX_DEPTH 16
+
+/*
+ * The weight tile of contraction c (docs/TPU.md section 2 rule 1): its
+ * depth K and width N. Dot: K = prod(lhs contracting dims), N = prod(rhs
+ * dims neither batch nor contracting). Convolution: K = input features /
+ * feature_group_count, N = the kernel's output features; each (tap,
+ * output position) pair is one more pass over the rows. False when the
+ * attributes do not fit the shapes (sim_instr_macs reports those).
+ */
+static bool contraction_kn(const struct ir_instr *c, int64_t *k, int64_t *n)
+{
+	if (c->n_operands < 2)
+		return false;
+	const struct ir_shape *lhs = &c->operands[0]->shape;
+	const struct ir_shape *rhs = &c->operands[1]->shape;
+	*k = *n = 1;
+	if (c->op == IR_OP_CONVOLUTION) {
+		const struct ir_conv_dims *cd = c->attrs.conv;
+		if (!cd || cd->lhs_feature < 0 || cd->lhs_feature >= lhs->rank ||
+		    cd->rhs_out < 0 || cd->rhs_out >= rhs->rank)
+			return false;
+		int64_t g = c->attrs.feature_group_count > 0
+				    ? c->attrs.feature_group_count
+				    : 1;
+		*k = lhs->dims[cd->lhs_feature] / g;
+		*n = rhs->dims[cd->rhs_out];
+		return *k > 0 && *n > 0;
+	}
+	const struct ir_dot_dims *dd = c->attrs.dot;
+	if (!dd)
+		return false;
+	for (int i = 0; i < dd->lhs_contracting.n; i++) {
+		int64_t d = dd->lhs_contracting.v[i];
+		if (d < 0 || d >= lhs->rank)
+			return false;
+		*k = ir_mul_sat(*k, lhs->dims[d]);
+	}
+	for (int j = 0; j < rhs->rank; j++)
+		if (!sim_ints_has(&dd->rhs_batch, j) &&
+		    !sim_ints_has(&dd->rhs_contracting, j))
+			*n = ir_mul_sat(*n, rhs->dims[j]);
+	return *k > 0 && *n > 0;
+}
+
+/* Adds contraction c to the plan's untiled ones: merged with an entry of
+ * the same weight tile and passes, else a new entry, else (all taken)
+ * into the last. */
+static void add_untiled(struct sim_plan *p, const struct hw_spec *hw,
+			const struct ir_instr *c)
+{
+	double macs = 0;
+	int64_t k, n;
+	if (sim_instr_macs(c, NULL, &macs, NULL) != TS_OK || !(macs > 0) ||
+	    !contraction_kn(c, &k, &n))
+		return;
+	struct sim_plan_mxu_op op = {macs, k, n, mxu_passes(hw, c)};
+	p->mxu_untiled_macs += macs;
+	for (int i = 0; i < p->n_mxu_untiled; i++) {
+		struct sim_plan_mxu_op *e = &p->mxu_untiled[i];
+		if (e->k == op.k && e->n == op.n && e->passes == op.passes) {
+			e->macs += macs;
+			return;
+		}
+	}
+	if (p->n_mxu_untiled < SIM_PLAN_MAX_UNTILED)
+		p->mxu_untiled[p->n_mxu_untiled++] = op;
+	else
+		p->mxu_untiled[SIM_PLAN_MAX_UNTILED - 1].macs += macs;
+}
+
+/* Every dot and convolution of members[0..n) but the tiled target t,
+ * nested fusions' included (as cost.c counts them into the kernel's
+ * work), into the plan's untiled contractions. */
+static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
+			    const struct ir_instr *const *members, int n,
+			    const struct ir_instr *t, int depth)
+{
+	for (int i = 0; i < n && depth <= UNTILED_MAX_DEPTH; i++) {
+		const struct ir_instr *in = members[i];
+		switch (in->op) {
+		case IR_OP_DOT:
+		case IR_OP_RAGGED_DOT:
+		case IR_OP_SCALED_DOT:
+		case IR_OP_CONVOLUTION:
+			if (in != t)
+				add_untiled(p, hw, in);
+			break;
+		case IR_OP_FUSION:
+			if (in->n_called > 0 && in->called[0])
+				collect_untiled(
+					p, hw,
+					(const struct ir_instr *const *)in
+						->called[0]
+						->instrs,
+					in->called[0]->n_instrs, t, depth + 1);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
 void sim_plan_free(struct sim_plan *p)
 {
 	ts_free(p->acc);
@@ -1242,9 +1348,14 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	p->core_space = t->op == IR_OP_REDUCE_WINDOW || k->relayout ? 0 : space;
 	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
-	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
-	if (p->flops < 2.0 * p->mxu_macs)
-		p->flops = 2.0 * p->mxu_macs;
+	/* the contractions the grid does not tile still run on the MXU
+	 * (model.c untiled_mxu_cycles): a nested fusion's QK^T beside a
+	 * reduce-rooted softmax, a second dot */
+	collect_untiled(p, hw, k->members, k->n_members, t, 0);
+	double macs_all = p->mxu_macs + p->mxu_untiled_macs;
+	p->flops = 2.0 * macs_all + k->work.flops - 2.0 * k->work.mxu_macs;
+	if (p->flops < 2.0 * macs_all)
+		p->flops = 2.0 * macs_all;
 	p->hw = hw;
 out:
 	ts_free(uses);

@@ -1551,6 +1551,99 @@ static void test_reduce_window_whole_row_vpu(void **state)
 }
 
 /*
+ * A contraction inside a nested fusion runs on the MXU though the grid
+ * tiles another op (the reduce at the root, as in XLA's attention fusion:
+ * QK^T in a nested fusion, the row max and exp around it). On v3 (2
+ * arrays of 128 x 128, 1 MAC per cell per cycle: 32,768 MACs per cycle;
+ * fill 128 + 128 + 128 - 2 = 382 cycles, hw_mxu.c):
+ *   k128: 1024 x 1024 x 128 = 134,217,728 MACs, K = 128 and N = 1024
+ *     whole tiles: 382 + 134,217,728 / 32,768 = 382 + 4,096 = 4,478;
+ *   k64: 1024 x 1024 x 64 = 67,108,864 MACs, K = 64 padded to 128 (x2):
+ *     382 + 2 x 67,108,864 / 32,768 = 4,478.
+ * Its FLOPs count 2 per MAC. Without the MXU work (before) the kernels had
+ * 0 MXU cycles and 0 FLOPs of the dot. Tolerance EXACT: small integers.
+ */
+static void test_nested_contraction_mxu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule nest, is_scheduled=true\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}\n"
+		 "%qk (a: bf16[1024,128], b: bf16[128,1024]) -> f32[1024,1024] {\n"
+		 "  %a = bf16[1024,128] parameter(0)\n"
+		 "  %b = bf16[128,1024] parameter(1)\n"
+		 "  ROOT %d = f32[1024,1024] dot(%a, %b), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "%qk64 (a: bf16[1024,64], b: bf16[64,1024]) -> f32[1024,1024] {\n"
+		 "  %a = bf16[1024,64] parameter(0)\n"
+		 "  %b = bf16[64,1024] parameter(1)\n"
+		 "  ROOT %d = f32[1024,1024] dot(%a, %b), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "%soft (p0: bf16[1024,128], p1: bf16[128,1024]) -> f32[1024] {\n"
+		 "  %p0 = bf16[1024,128] parameter(0)\n"
+		 "  %p1 = bf16[128,1024] parameter(1)\n"
+		 "  %f = f32[1024,1024] fusion(%p0, %p1), kind=kOutput, calls=%qk\n"
+		 "  %e = f32[1024,1024] exponential(%f)\n"
+		 "  %z = f32[] constant(0)\n"
+		 "  ROOT %r = f32[1024] reduce(%e, %z), dimensions={1}, to_apply=%add\n"
+		 "}\n"
+		 "%soft64 (p0: bf16[1024,64], p1: bf16[64,1024]) -> f32[1024] {\n"
+		 "  %p0 = bf16[1024,64] parameter(0)\n"
+		 "  %p1 = bf16[64,1024] parameter(1)\n"
+		 "  %f = f32[1024,1024] fusion(%p0, %p1), kind=kOutput, calls=%qk64\n"
+		 "  %z = f32[] constant(0)\n"
+		 "  ROOT %r = f32[1024] reduce(%f, %z), dimensions={1}, to_apply=%add\n"
+		 "}\n"
+		 "ENTRY %e (x: bf16[1024,128], y: bf16[128,1024], u: bf16[1024,64], "
+		 "v: bf16[64,1024]) -> (f32[1024], f32[1024]) {\n"
+		 "  %x = bf16[1024,128] parameter(0)\n"
+		 "  %y = bf16[128,1024] parameter(1)\n"
+		 "  %u = bf16[1024,64] parameter(2)\n"
+		 "  %v = bf16[64,1024] parameter(3)\n"
+		 "  %k128 = f32[1024] fusion(%x, %y), kind=kOutput, calls=%soft\n"
+		 "  %k64 = f32[1024] fusion(%u, %v), kind=kOutput, calls=%soft64\n"
+		 "  ROOT %t = (f32[1024], f32[1024]) tuple(%k128, %k64)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double macs;
+	} cases[] = {{"k128", 1024.0 * 1024 * 128}, {"k64", 1024.0 * 1024 * 64}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		struct sim_tile_config full;
+		struct sim_estimate e;
+		struct sim_est_detail x = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		assert_false(p.has_kernel);
+		assert_int_equal(p.n_mxu_untiled, 1);
+		assert_near(p.mxu_untiled_macs, cases[i].macs, 0);
+		assert_int_equal(sim_plan_check(&p, NULL, &full, &d), TS_OK);
+		assert_int_equal(sim_plan_estimate_detail(&p, &hw, &full, &e, &x,
+							  &d),
+				 TS_OK);
+		assert_near(x.mxu_untiled_cycles, 382.0 + 4096.0, EXACT);
+		assert_near(e.mxu_cycles, 382.0 + 4096.0, EXACT);
+		assert_true(e.flops >= 2 * cases[i].macs);
+		sim_est_detail_free(&x);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
+/*
  * A variadic (argmax) reduce over the minor dim of f32[2097152,8]: its two
  * results, f32 and s32 [2097152] (8 MiB each), follow the grid as one
  * array would. Held whole (as before), double-buffered they passed v3's
@@ -1621,6 +1714,7 @@ int main(void)
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
 		cmocka_unit_test(test_reduce_window_whole_row_vpu),
+		cmocka_unit_test(test_nested_contraction_mxu),
 		cmocka_unit_test(test_relayout_xlu),
 		cmocka_unit_test(test_dot_result_xlu),
 	};
