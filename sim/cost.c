@@ -76,6 +76,19 @@ static double hbm_bytes(const struct ir_shape *s)
 	return ir_shape_padded_bytes(s);
 }
 
+/* Padded bytes of a value's array leaves in whatever memory space (what a
+ * DMA or the ICI moves of it; hbm_bytes is what HBM sees). */
+static double any_space_bytes(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += any_space_bytes(&s->elems[i]);
+		return b;
+	}
+	return elem_bits(s) > 0 ? ir_shape_padded_bytes(s) : 0.0;
+}
+
 /* ---- MXU work ------------------------------------------------------------------ */
 
 static enum ts_status bad_attr(const struct ir_instr *in, const char *file,
@@ -554,7 +567,9 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *                                         (through a nested bitcast fusion
  *                                         to the users of its result);
  *   any other use (broadcast included)    one full read, shared by all.
- * A value in VMEM (S(1)) costs nothing. Known wrong: overlapping slices
+ * A value in VMEM (S(1)) costs nothing; a value in HBM costs what is read
+ * of it whatever the space of the result (a slice into VMEM reads HBM).
+ * Known wrong: overlapping slices
  * are counted once each; a broadcast operand re-read per output tile is
  * counted once (the tiled model may charge re-reads).
  * use_bytes applies the rule to one use j of consumer u: bytes added to
@@ -566,14 +581,17 @@ static void use_bytes(const struct ir_instr *u, int j,
 		      const struct ir_instr *const *cand, int n, int depth,
 		      double *part, bool *whole)
 {
+	/* the part read is the size of what the user makes of it, in v's
+	 * memory space (read_total): a slice of an HBM array into VMEM
+	 * reads its bytes from HBM */
 	switch (u->op) {
 	case IR_OP_SLICE:
-		*part += hbm_bytes(&u->shape);
+		*part += any_space_bytes(&u->shape);
 		break;
 	case IR_OP_DYNAMIC_SLICE:
 	case IR_OP_GATHER:
 		if (j == 0)
-			*part += hbm_bytes(&u->shape);
+			*part += any_space_bytes(&u->shape);
 		else
 			*whole = true;
 		break;
@@ -584,7 +602,8 @@ static void use_bytes(const struct ir_instr *u, int j,
 	case IR_OP_SCATTER: {
 		int n_in = (u->n_operands - 1) / 2;
 		if (j < n_in)
-			*part += hbm_bytes(&u->operands[n_in + 1 + j]->shape);
+			*part += any_space_bytes(
+				&u->operands[n_in + 1 + j]->shape);
 		else
 			*whole = true;
 		break;
@@ -852,6 +871,30 @@ static enum ts_status group_work(const struct sim_kernel *k,
 	return st;
 }
 
+/*
+ * A collective's payload, bytes: the buffer each device holds in full,
+ * padded, whatever its memory space:
+ *   all-gather(-start)   the gathered result (the async start's result
+ *                        part, result_shape)
+ *   any other            its operands, each once
+ * HBM traffic is counted apart (read_bytes, written_bytes: VMEM leaves
+ * none). The ICI moves the bytes wherever they live: XLA places small and
+ * hot collective buffers in VMEM (S(1)) on v5e and later, and their
+ * all-reduce still crosses the links. Source: hw_ici_collective's B
+ * (hw/hw_mem.c), docs/HLO.md 1.6.
+ */
+static double collective_payload(const struct ir_instr *in)
+{
+	enum ir_op op = in->op == IR_OP_ASYNC_START ? in->wrapped_op : in->op;
+	if (op == IR_OP_ALL_GATHER || op == IR_OP_ALL_GATHER_START)
+		return any_space_bytes(result_shape(in));
+	double b = 0;
+	for (int j = 0; j < in->n_operands; j++)
+		if (!sim_operand_repeats(in, j))
+			b += any_space_bytes(&in->operands[j]->shape);
+	return b;
+}
+
 static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 				  struct sim_work *w, struct ts_diag *d)
 {
@@ -865,6 +908,8 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 			w->bytes_read += read_bytes(v, &v->shape, &in, 1, 0);
 	}
 	w->bytes_written = written_bytes(in, result_shape(in));
+	if (k->kind == SIM_KERNEL_COLLECTIVE)
+		w->ici_bytes = collective_payload(in);
 	return TS_OK;
 }
 

@@ -219,7 +219,8 @@ struct sim_plan {
 	/* collectives: sim_collective_of, costed by sim_plan_ici at estimate
 	 * time (so that no ICI field is read into the plan) */
 	enum hw_collective coll;
-	double coll_bytes;                /* each device holds in full */
+	double coll_bytes;                /* each device holds in full, every
+	                                     memory space (sim_work.ici_bytes) */
 	int64_t coll_devices;
 	int coll_bits;
 	const struct hw_spec *hw;         /* the spec it was built for

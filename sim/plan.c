@@ -741,7 +741,8 @@ static enum ir_type collective_type(const struct ir_shape *s)
 }
 
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices, int *bits)
+		       double *bytes, double *hbm_bytes, int64_t *devices,
+		       int *bits)
 {
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
@@ -767,8 +768,9 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		*c = HW_COLL_PERMUTE;
 		break;
 	}
-	*bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
-					  : k->work.bytes_read;
+	*bytes = k->work.ici_bytes;
+	*hbm_bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
+					      : k->work.bytes_read;
 	*devices = k->group_devices;
 	*bits = k->instr ? ir_type_bits(collective_type(&k->instr->shape)) : 32;
 }
@@ -965,9 +967,13 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	if (k->kind == SIM_KERNEL_COLLECTIVE) {
 		p->kind = SIM_PLAN_COLLECTIVE;
-		sim_collective_of(k, &p->coll, &p->coll_bytes,
+		/* ICI carries the whole payload wherever it lives; HBM sees
+		 * the part of it in HBM read and written once each (a VMEM
+		 * buffer's DMA to and from the links bypasses HBM) */
+		double hbm;
+		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
 				  &p->coll_devices, &p->coll_bits);
-		p->other_bytes = 2.0 * p->coll_bytes;
+		p->other_bytes = 2.0 * hbm;
 		return TS_OK;
 	}
 	if (kernel_is_free(k)) {

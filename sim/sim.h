@@ -101,6 +101,11 @@ struct sim_work {
 	double transcendentals;  /* elements of transcendental ops */
 	double bytes_read;       /* HBM bytes read, padded to layout tiles */
 	double bytes_written;    /* HBM bytes written, padded to layout tiles */
+	double ici_bytes;        /* a collective's payload: the buffer each
+	                            device holds in full (its operands; an
+	                            all-gather's gathered result), padded, in
+	                            whatever memory space it lives (VMEM
+	                            buffers cross ICI too); 0 otherwise */
 };
 
 struct sim_kernel {
@@ -312,11 +317,13 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 
 /* The collective a collective kernel runs (hw_ici_collective), the bytes
  * each device holds in full (the gathered output for all-gather, the input
- * otherwise, padded as cost.c counts them), its group's devices and the
- * element width (bits) of its result: one reading for the analytic model and the roofline
- * (sim/plan.c). */
+ * otherwise: sim_work.ici_bytes, every memory space), of them the bytes
+ * in HBM (as cost.c counts HBM bytes: VMEM leaves none), its group's
+ * devices and the element width (bits) of its result: one reading for the
+ * analytic model and the roofline (sim/plan.c). */
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices, int *bits);
+		       double *bytes, double *hbm_bytes, int64_t *devices,
+		       int *bits);
 
 /* Costs every kernel with its default config and fills total_ns
  * (= sim_program_total). */

@@ -549,6 +549,69 @@ static void test_roofline_unmodelled_collective(void **state)
 		   TIME_REL_TOL);
 }
 
+/*
+ * A collective moves its whole payload over ICI whatever memory space its
+ * buffers are in (XLA keeps hot gradients in VMEM, S(1), on v5e and
+ * later). A 4-way tuple all-reduce of two f32[1024,1024] (4 MiB each), the
+ * first in VMEM: payload 8 MiB; HBM bytes only the second's, read and
+ * written (4 MiB each). On v3 the ring takes, as in the test above,
+ * 2 x 3/4 x 8 MiB / (200 GB/s x ici.efficiency / 2) + 6 ring steps x
+ * ici latency + the launch, in the analytic model and the roofline alike
+ * (the DMA of 2 x 4 MiB at HBM bandwidth is far below it). Before, the
+ * VMEM operand counted 0 bytes: the ring moved 4 MiB. A slice of an HBM
+ * array into VMEM reads its bytes from HBM (8 x 128 x 4 = 4096) and writes
+ * none; before, the result's memory space made it read none.
+ */
+static void test_vmem_collective(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule ar\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}\n"
+		 "ENTRY %e (a: f32[1024,1024], b: f32[1024,1024]) -> "
+		 "(f32[1024,1024], f32[1024,1024]) {\n"
+		 "  %a = f32[1024,1024]{1,0:T(8,128)S(1)} parameter(0)\n"
+		 "  %b = f32[1024,1024]{1,0:T(8,128)} parameter(1)\n"
+		 "  ROOT %r = (f32[1024,1024]{1,0:T(8,128)S(1)}, "
+		 "f32[1024,1024]{1,0:T(8,128)}) all-reduce(%a, %b), "
+		 "replica_groups={{0,1,2,3}}, to_apply=%add\n"
+		 "}\n",
+		 &b);
+	assert_int_equal(b.p.n_kernels, 1);
+	const struct sim_kernel *k = &b.p.kernels[0];
+	assert_near(k->work.ici_bytes, 8388608.0, 0);
+	assert_near(k->work.bytes_read, 4194304.0, 0);
+	assert_near(k->work.bytes_written, 4194304.0, 0);
+	double want = 2 * 0.75 * 8388608.0 / (200.0 * hw.ici_efficiency / 2) +
+		      6 * hw.ici_latency_ns + hw.kernel_overhead_ns;
+	struct sim_estimate e;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d), TS_OK);
+	assert_int_equal(e.bound, HW_UNIT_ICI);
+	assert_rel(e.time_ns, want, TIME_REL_TOL);
+	assert_int_equal(sim_kernel_roofline(k, &hw, &e, &d), TS_OK);
+	assert_int_equal(e.bound, HW_UNIT_ICI);
+	assert_rel(e.time_ns, want, TIME_REL_TOL);
+	tu_built_free(&b);
+
+	struct sim_work w = only_work(
+		"HloModule s\n"
+		"ENTRY %e (x: f32[64,128]) -> f32[8,128] {\n"
+		"  %x = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+		"  ROOT %s = f32[8,128]{1,0:T(8,128)S(1)} slice(%x), "
+		"slice={[0:8], [0:128]}\n"
+		"}\n");
+	assert_near(w.bytes_read, 4096.0, 0);
+	assert_near(w.bytes_written, 0.0, 0);
+}
+
 /* Program total = sum over kernels of time x multiplicity; the custom
  * call is counted as unmodelled and adds nothing. Body kernels run 4
  * times, the condition's compare 5 times. */
@@ -627,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_roofline_matmul_v3),
 		cmocka_unit_test(test_roofline_elementwise_v3),
 		cmocka_unit_test(test_roofline_unmodelled_collective),
+		cmocka_unit_test(test_vmem_collective),
 		cmocka_unit_test(test_program_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
