@@ -579,6 +579,103 @@ static void test_collectives_unmodelled(void **state)
 	tu_built_free(&b);
 }
 
+/* The custom calls XLA's TPU compiler emits that are no work of their
+ * own (classify.c free_custom_call, docs/HLO.md 2): a buffer reserved
+ * (AllocateBuffer), a concatenation of slices laid out in place
+ * (ConcatBitcast of the slice-dones of one array), a forwarded promise
+ * (AssumeGatherIndicesInBound) and the markers around a SparseCore call
+ * (PrepareAsyncCallStart/Done) are no kernels; the slice-starts that fill
+ * the concatenation are, and any other custom call stays listed,
+ * unmodelled. Before, all six custom calls were unmodelled kernels. */
+static void test_tpu_custom_calls(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule tc, is_scheduled=true\n"
+		 "ENTRY %e (p: bf16[1024,512], i: s32[64]) -> (bf16[1024,512], "
+		 "bf16[4,1024,512], token[], f32[8], s32[64]) {\n"
+		 "  %p = bf16[1024,512]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %i = s32[64]{0:T(256)} parameter(1)\n"
+		 "  %ab = bf16[4,1024,512]{2,1,0:T(8,128)(2,1)} custom-call(), "
+		 "custom_call_target=\"AllocateBuffer\"\n"
+		 "  %ss0 = ((bf16[1024,512]{1,0:T(8,128)(2,1)}), "
+		 "bf16[512,512]{1,0:T(8,128)(2,1)S(1)}, s32[]{:S(2)}) "
+		 "slice-start(%p), slice={[0:512], [0:512]}\n"
+		 "  %ss1 = ((bf16[1024,512]{1,0:T(8,128)(2,1)}), "
+		 "bf16[512,512]{1,0:T(8,128)(2,1)S(1)}, s32[]{:S(2)}) "
+		 "slice-start(%p), slice={[512:1024], [0:512]}\n"
+		 "  %sd0 = bf16[512,512]{1,0:T(8,128)(2,1)S(1)} slice-done(%ss0)\n"
+		 "  %sd1 = bf16[512,512]{1,0:T(8,128)(2,1)S(1)} slice-done(%ss1)\n"
+		 "  %cb = bf16[1024,512]{1,0:T(8,128)(2,1)S(1)} custom-call(%sd0, "
+		 "%sd1), custom_call_target=\"ConcatBitcast\"\n"
+		 "  %ai = s32[64]{0:T(256)} custom-call(%i), "
+		 "custom_call_target=\"AssumeGatherIndicesInBound\"\n"
+		 "  %pre = s32[]{:S(2)} custom-call(), "
+		 "custom_call_target=\"PrepareAsyncCallStart\"\n"
+		 "  %done = token[] custom-call(%pre), "
+		 "custom_call_target=\"PrepareAsyncCallDone\"\n"
+		 "  %other = f32[8] custom-call(), custom_call_target=\"my_op\"\n"
+		 "  ROOT %t = (bf16[1024,512], bf16[4,1024,512], token[], f32[8], "
+		 "s32[64]) tuple(%cb, %ab, %done, %other, %ai)\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "ss0,ss1,other");
+	assert_int_equal(tu_kernel(&b, "other")->kind, SIM_KERNEL_UNMODELLED);
+	tu_built_free(&b);
+}
+
+/* A SparseCore call as XLA writes it for v7: PrepareAsyncCallStart/Done
+ * (free markers) before a call-start on the "sparsecore" thread whose
+ * to_apply computation (here an offloaded all-reduce) is the work, run
+ * beside the TensorCore until its call-done: an async pair whose async
+ * work is the callee's kernel, the fusion between hiding it. */
+static void test_sparsecore_call(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule sc, is_scheduled=true\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}, execution_thread=\"sparsecore\"\n"
+		 "%called (p0: f32[1024,1024], p1: token[]) -> f32[1024,1024] {\n"
+		 "  %p0 = f32[1024,1024] parameter(0)\n"
+		 "  %p1 = token[] parameter(1)\n"
+		 "  ROOT %ar = f32[1024,1024] all-reduce(%p0), "
+		 "replica_groups=mesh['axis_0'=8,'axis_1'=1] {'axis_0'}, "
+		 "to_apply=%add\n"
+		 "}, execution_thread=\"sparsecore\"\n"
+		 "%fu (a: f32[1024,1024]) -> f32[1024,1024] {\n"
+		 "  %a = f32[1024,1024] parameter(0)\n"
+		 "  ROOT %n = f32[1024,1024] negate(%a)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[1024,1024], y: f32[1024,1024]) -> "
+		 "(f32[1024,1024], f32[1024,1024]) {\n"
+		 "  %x = f32[1024,1024] parameter(0)\n"
+		 "  %y = f32[1024,1024] parameter(1)\n"
+		 "  %pre = s32[]{:S(2)} custom-call(), "
+		 "custom_call_target=\"PrepareAsyncCallStart\"\n"
+		 "  %ready = token[] custom-call(%pre), "
+		 "custom_call_target=\"PrepareAsyncCallDone\"\n"
+		 "  %cs = ((f32[1024,1024], token[]), f32[1024,1024]) "
+		 "call-start(%x, %ready), async_execution_thread=\"sparsecore\", "
+		 "to_apply=%called\n"
+		 "  %k = f32[1024,1024] fusion(%y), kind=kLoop, calls=%fu\n"
+		 "  %cd = f32[1024,1024] call-done(%cs)\n"
+		 "  ROOT %t = (f32[1024,1024], f32[1024,1024]) tuple(%cd, %k)\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "ar,k");
+	assert_int_equal(b.p.n_async, 1);
+	assert_string_equal(b.p.async[0].start->name, "cs");
+	assert_string_equal(b.p.async[0].done->name, "cd");
+	assert_true(tu_kernel(&b, "ar")->async_work);
+	assert_int_equal(tu_kernel(&b, "ar")->group_devices, 8);
+	assert_false(tu_kernel(&b, "k")->async_work);
+	tu_built_free(&b);
+}
+
 /* ---- pre-optimization modules: grouping ------------------------------------------ */
 
 /* jnp softmax as JAX lowers it (tpuv3-ops softmax_f32_*). */
@@ -1198,6 +1295,8 @@ int main(void)
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
+		cmocka_unit_test(test_tpu_custom_calls),
+		cmocka_unit_test(test_sparsecore_call),
 		cmocka_unit_test(test_group_softmax),
 		cmocka_unit_test(test_group_layernorm),
 		cmocka_unit_test(test_group_sibling_reduces),
