@@ -526,6 +526,29 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	case SIM_PLAN_FREE:
 		out->bound = HW_UNIT_NONE;
 		return;
+	case SIM_PLAN_DMA: {
+		/*
+		 * An async transfer (copy-start, slice-start, ...), ns:
+		 *   time = dma_latency_ns + moved / (HBM bytes per ns)
+		 * moved = other_bytes: the HBM bytes it reads and writes
+		 * (cost.c: a VMEM end moves none), at least the transferred
+		 * result once. Assumes one descriptor the DMA engines run
+		 * while the TensorCore goes on (no kernel launch, no VPU
+		 * work: nothing runs on the core), at the sustained HBM rate
+		 * also between on-chip spaces; what runs between its start
+		 * and done hides it (program.c). Known wrong: a strided
+		 * slice's many runs (hw_mem_stream_ns) are not counted; it
+		 * shares HBM with the kernels it overlaps (not modelled).
+		 * Source: hw/hw_mem.c hw_mem_dma_ns, TPU.md section 2 rule 3.
+		 */
+		double ns = hw_mem_dma_ns(hw, p->other_bytes, 1);
+		out->time_ns = ns;
+		out->bound = HW_UNIT_HBM;
+		out->bytes_read = p->k ? p->k->work.bytes_read : 0.0;
+		out->bytes_written = p->k ? p->k->work.bytes_written : 0.0;
+		out->dma_cycles = ns * clock_ghz;
+		return;
+	}
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;
 		sim_plan_ici(p, hw, &ici);

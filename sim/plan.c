@@ -980,6 +980,17 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->kind = SIM_PLAN_FREE;
 		return TS_OK;
 	}
+	if (k->dma) {
+		/* what the DMA engines move (model.c dma_ns): HBM's reads and
+		 * writes, at least the transferred result once (a transfer
+		 * between two on-chip spaces still streams it) */
+		p->kind = SIM_PLAN_DMA;
+		double hbm = k->work.bytes_read + k->work.bytes_written;
+		double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape)
+					: 0.0;
+		p->other_bytes = hbm > moved ? hbm : moved;
+		return TS_OK;
+	}
 	p->kind = SIM_PLAN_TILED;
 	/* kernel extraction's tiled instruction, unless it sits inside a
 	 * nested fused computation the maps below do not reach, or is not

@@ -150,13 +150,19 @@ struct sim_kernel {
 	 * a cuDNN convolution as a convolution): the stand-in instruction
 	 * that instr, members, inputs and outputs then point to (ts_malloc'd,
 	 * owned by the program; sim/kernels.c "Library calls"; name stays
-	 * the call's), or the copy of a relayout (relayout below; named
-	 * "<value>.relayout"); NULL otherwise. */
+	 * the call's), the copy or slice of an async DMA (dma below), or the
+	 * copy of a relayout (relayout below; named "<value>.relayout"); NULL
+	 * otherwise. */
 	struct ir_instr *lowered;
 	bool relayout;                 /* lowered is the copy XLA's layout
 	                                  assignment puts after a result
 	                                  computed in another order
 	                                  (sim/kernels.c "Relayouts") */
+	bool dma;                      /* an async transfer the DMA engines
+	                                  run (copy-start, slice-start, ...:
+	                                  lowered is the copy or slice it
+	                                  makes): costed as the bytes it moves
+	                                  at HBM bandwidth, no grid */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
