@@ -54,13 +54,41 @@ static void map_identity(struct dmap *m, int rank)
 		m->src[i] = (int8_t)i;
 }
 
-/* Maps between shapes of different rank (reshape, bitcast): dims of equal
- * size paired from the front, then from the back, then the first unequal
- * pair proportionally; the rest follow nothing. */
+/* Maps between shapes of different rank (reshape, bitcast): when the two
+ * differ only by dims of size 1 (their other dims equal, in order: a
+ * squeeze or an added unit dim anywhere, [2048,2816,1] <-> [1,2048,2816]),
+ * those dims paired one to one; else dims of equal size paired from the
+ * front, then from the back, then the first unequal pair proportionally;
+ * the rest follow nothing. */
 static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 			const struct ir_shape *to, struct dmap *out)
 {
 	map_none(out);
+	int a = 0, b = 0;
+	for (;;) {
+		while (a < from->rank && from->dims[a] == 1)
+			a++;
+		while (b < to->rank && to->dims[b] == 1)
+			b++;
+		if (a == from->rank || b == to->rank ||
+		    from->dims[a] != to->dims[b])
+			break;
+		a++;
+		b++;
+	}
+	if (a == from->rank && b == to->rank) {
+		for (a = b = 0;; a++, b++) {
+			while (a < from->rank && from->dims[a] == 1)
+				a++;
+			while (b < to->rank && to->dims[b] == 1)
+				b++;
+			if (a == from->rank || b == to->rank ||
+			    b >= SIM_MAX_GRID || a >= SIM_MAX_GRID)
+				return;
+			out->src[b] = fm->src[a];
+			out->win[b] = fm->win[a];
+		}
+	}
 	int i = 0;
 	while (i < from->rank && i < to->rank &&
 	       from->dims[i] == to->dims[i]) {
@@ -68,7 +96,8 @@ static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 		out->win[i] = fm->win[i];
 		i++;
 	}
-	int a = from->rank - 1, b = to->rank - 1;
+	a = from->rank - 1;
+	b = to->rank - 1;
 	while (a >= i && b >= i && from->dims[a] == to->dims[b]) {
 		out->src[b] = fm->src[a];
 		out->win[b] = fm->win[a];
@@ -554,6 +583,42 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 		if (use->attrs.slice->dims[d].stride != 1)
 			return NULL;
 	return use;
+}
+
+/*
+ * slice_read through a nested fusion: when input v's one use is a nested
+ * fusion (as its operand 0, only_uses) whose parameter 0 is read only
+ * through a slice or dynamic-slice of v's rank (possibly nested again),
+ * that slice, in the nested computation: XLA's scan over layers takes a
+ * layer's weights from the stacked weights in a nested kLoop fusion
+ * (dynamic-slice, then a bitcast squeezing the layer dim) feeding the
+ * dot. NULL otherwise.
+ */
+static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
+						const struct ir_instr *v,
+						int depth)
+{
+	if (!use || use->op != IR_OP_FUSION || use->n_called < 1 ||
+	    !use->called[0] || depth > 4)
+		return NULL;
+	const struct ir_computation *c = use->called[0];
+	const struct ir_instr *p0 = c->n_params > 0 ? c->params[0] : NULL;
+	const struct ir_instr *u = NULL;
+	for (int i = 0; p0 && i < c->n_instrs; i++)
+		for (int j = 0; j < c->instrs[i]->n_operands; j++)
+			if (c->instrs[i]->operands[j] == p0) {
+				if (u || j != 0)
+					return NULL;
+				u = c->instrs[i];
+			}
+	if (!u)
+		return NULL;
+	if (u->op == IR_OP_FUSION)
+		return nested_slice_read(u, v, depth + 1);
+	const struct ir_instr *sl = slice_read(u, p0);
+	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == v->shape.rank
+		       ? sl
+		       : NULL;
 }
 
 /* Whether two accesses cost the same under every config in estimate()'s
@@ -1179,10 +1244,16 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		bool twice = copies[i] > 1; /* given again as a later parameter */
 		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
 		int sp = sl && pr.mm ? member_pos(&pr, sl) : -1;
+		/* a slice inside a nested fusion: v's map, the slice's
+		 * shape (the same rank: a map of one is a map of the other) */
+		const struct ir_instr *nsl =
+			twice || sl ? NULL : nested_slice_read(use, v, 0);
 		if (sp >= 0) {
 			const struct dmap *sm = &pr.mm[sp];
 			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
 					false, i, t, d);
+		} else if (nsl) {
+			st = add_access(p, v, &nsl->shape, m, false, i, t, d);
 		} else {
 			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
