@@ -407,6 +407,36 @@ static void prop_backward(struct prop *pr)
 /* Seeds the target: the space is the identity; a convolution's or dot's
  * operands get their special maps (input features and rhs dims follow the
  * kernel space KOFF + j, convolution spatial dims get windows). */
+/*
+ * Is spatial dim s of convolution t a batch dim written as a window? XLA's
+ * TPU compiler writes a dot's batch dims (attention's heads) as spatial
+ * dims of a convolution ("convolution-base-dilated"): B input positions,
+ * a window of B taps, base dilation B and stride B - 1, no padding, B
+ * outputs. Output o then meets input position o with tap o only (x = o (B
+ * - 1) + k is a multiple of B only for k = o), so each output position
+ * has a weight tile of its own and reads one input position: a batch
+ * (SIM_ROLE_BATCH, shared by the kernel and the output), not a window.
+ */
+static bool conv_batch_dim(const struct ir_instr *t, int s)
+{
+	const struct ir_conv_dims *cd = t->attrs.conv;
+	const struct ir_window *w = t->attrs.window;
+	if (t->op != IR_OP_CONVOLUTION || !cd || !w || s < 0 ||
+	    s >= cd->n_spatial || s >= w->n || t->n_operands < 2)
+		return false;
+	const struct ir_window_dim *wd = &w->dims[s];
+	int64_t b = wd->size;
+	int ld = cd->lhs_spatial[s], rd = cd->rhs_spatial[s],
+	    od = cd->out_spatial[s];
+	const struct ir_shape *lhs = &t->operands[0]->shape,
+			     *rhs = &t->operands[1]->shape;
+	return b > 1 && wd->lhs_dilate == b && wd->stride == b - 1 &&
+	       wd->rhs_dilate == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
+	       !wd->reversal && ld >= 0 && ld < lhs->rank && rd >= 0 &&
+	       rd < rhs->rank && od >= 0 && od < t->shape.rank &&
+	       lhs->dims[ld] == b && rhs->dims[rd] == b && t->shape.dims[od] == b;
+}
+
 static void prop_seed(struct prop *pr, const struct ir_instr *t)
 {
 	struct dmap m;
@@ -434,7 +464,8 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 			if (ld < 0 || ld >= SIM_MAX_GRID)
 				continue;
 			l.src[ld] = (int8_t)cd->out_spatial[s];
-			l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
+			if (!conv_batch_dim(t, s)) /* a batch: no window */
+				l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
 		}
 		set_slot(pr, t->operands[0], &l);
 	} else if (t->op == IR_OP_DOT && t->attrs.dot && t->n_operands >= 2) {
@@ -852,9 +883,16 @@ static void kernel_roles(const struct ir_instr *t, int rk, int *role,
 	}
 	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv) {
 		const struct ir_conv_dims *cd = t->attrs.conv;
-		for (int s = 0; s < cd->n_spatial; s++)
-			if (cd->rhs_spatial[s] >= 0 && cd->rhs_spatial[s] < rk)
-				role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+		for (int s = 0; s < cd->n_spatial; s++) {
+			if (cd->rhs_spatial[s] < 0 || cd->rhs_spatial[s] >= rk)
+				continue;
+			role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+			if (conv_batch_dim(t, s)) {
+				role[cd->rhs_spatial[s]] = SIM_ROLE_BATCH;
+				shared_out_logical[cd->rhs_spatial[s]] =
+					cd->out_spatial[s];
+			}
+		}
 		if (cd->rhs_out >= 0 && cd->rhs_out < rk) {
 			role[cd->rhs_out] = SIM_ROLE_N;
 			shared_out_logical[cd->rhs_out] = cd->out_feature;
@@ -1139,6 +1177,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			double win = 1, outsp = 1;
 			const struct ir_conv_dims *cd = t->attrs.conv;
 			for (int s = 0; s < t->attrs.window->n; s++) {
+				if (conv_batch_dim(t, s))
+					continue; /* a batch: no window */
 				if (t->attrs.window->dims[s].size > 1)
 					p->mxu_windowed = true;
 				if (t->attrs.window->dims[s].lhs_dilate > 1)

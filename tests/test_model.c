@@ -1708,6 +1708,58 @@ static void test_nested_layer_slice(void **state)
 }
 
 /*
+ * Attention's batched QK^T as XLA's TPU compiler writes it: the 4 x 4
+ * batch (heads) as two spatial dims of a convolution, each 4 input
+ * positions under a 4-tap window with base dilation 4 and stride 3. Output
+ * o meets tap o only (o x 3 + k is a multiple of 4 only for k = o): a
+ * batch, one weight tile per position, not a 4-tap window over a quarter
+ * dense input. The plan shares each such kernel dim with its output dim
+ * (role batch), the lhs reads one position per output position (no window
+ * halo), and no tap density or window applies: tap_density 1, not
+ * windowed. Before, each was a window: 2 tap dims, tap_density 1/16, the
+ * lhs widened by a halo (the v2/v3 decoders' attention backward ran 16.7
+ * million steps).
+ */
+static void test_conv_batch_dims(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule qk, is_scheduled=true\n"
+		 "ENTRY %e (q: bf16[4,256,4,128], k: bf16[4,512,4,128]) -> "
+		 "bf16[4,4,256,512] {\n"
+		 "  %q = bf16[4,256,4,128]{3,1,2,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %k = bf16[4,512,4,128]{3,1,2,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  ROOT %c = bf16[4,4,256,512]{3,2,1,0:T(8,128)(2,1)} "
+		 "convolution(%q, %k), window={size=4x4 stride=3x3 "
+		 "lhs_dilate=4x4}, dim_labels=0b1f_0o1i->01bf\n"
+		 "}\n",
+		 &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "c"), &hw, &p, &d), TS_OK);
+	assert_true(p.has_kernel);
+	assert_false(p.mxu_windowed);
+	assert_near(p.tap_density, 1.0, 0);
+	/* MACs: 128 x 512 x 256 x 16 positions */
+	assert_near(p.mxu_macs, 128.0 * 512 * 256 * 16, 0);
+	int n_batch = 0, n_tap = 0;
+	for (int i = 0; i < p.n_dims; i++) {
+		n_batch += p.dims[i].role == SIM_ROLE_BATCH;
+		n_tap += p.dims[i].role == SIM_ROLE_TAP;
+	}
+	assert_int_equal(n_batch, 2);
+	assert_int_equal(n_tap, 0);
+	for (int a = 0; a < p.n_access; a++)
+		for (int i = 0; i < p.acc[a].rank; i++)
+			assert_int_equal(p.acc[a].dims[i].win, -1);
+	sim_plan_free(&p);
+	tu_built_free(&b);
+}
+
+/*
  * A variadic (argmax) reduce over the minor dim of f32[2097152,8]: its two
  * results, f32 and s32 [2097152] (8 MiB each), follow the grid as one
  * array would. Held whole (as before), double-buffered they passed v3's
@@ -1780,6 +1832,7 @@ int main(void)
 		cmocka_unit_test(test_reduce_window_whole_row_vpu),
 		cmocka_unit_test(test_nested_contraction_mxu),
 		cmocka_unit_test(test_nested_layer_slice),
+		cmocka_unit_test(test_conv_batch_dims),
 		cmocka_unit_test(test_relayout_xlu),
 		cmocka_unit_test(test_dot_result_xlu),
 	};
