@@ -616,15 +616,124 @@ static bool parse_padding(struct hp_parser *p, struct ir_padding **out)
 	return true;
 }
 
+/* Axes a mesh replica group may name (more: the group is left unknown). */
+#define MESH_MAX_AXES 16
+
+/* A quoted axis name at q ('axis_0' or "axis_0", no escapes): its text
+ * into *s, *n; the byte after the closing quote, or NULL. */
+static const char *mesh_name(struct hp_parser *p, const char *q,
+			     const char **s, size_t *n)
+{
+	q = ws_end(p, q);
+	int quote = peek_at(p, q);
+	if (quote != '\'' && quote != '"')
+		return NULL;
+	const char *b = ++q;
+	while (q < p->end && *q != quote && *q != '\\' && *q != '\n')
+		q++;
+	if (q >= p->end || *q != quote)
+		return NULL;
+	*s = b;
+	*n = (size_t)(q - b);
+	return q + 1;
+}
+
+/*
+ * The mesh form of replica_groups, mesh['a'=2,'b'=1,'c'=2] {'a','c'}: a
+ * device mesh with named axes and their sizes (optionally followed by
+ * ", device_ids=(...)", the devices' order), then the axes each group
+ * spans; the group's size is the product of those axes' sizes (2 x 2
+ * here). q is at "mesh". Returns the byte after the closing '}' and sets
+ * *size, or NULL (nothing consumed, no error) for any other spelling (a
+ * sub-axis 'a':(1)2, a name not in the mesh), which stays unknown.
+ */
+static const char *mesh_groups(struct hp_parser *p, const char *q,
+			       int64_t *size)
+{
+	struct { const char *s; size_t n; int64_t v; } ax[MESH_MAX_AXES];
+	int n_ax = 0;
+	if (p->end - q < 5 || memcmp(q, "mesh[", 5) != 0)
+		return NULL;
+	q += 5;
+	for (;;) {
+		if (n_ax == MESH_MAX_AXES ||
+		    !(q = mesh_name(p, q, &ax[n_ax].s, &ax[n_ax].n)))
+			return NULL;
+		q = ws_end(p, q);
+		if (peek_at(p, q) != '=')
+			return NULL;
+		q = ws_end(p, q + 1);
+		int64_t v = 0;
+		const char *d = q;
+		while (q < p->end && is_digit((unsigned char)*q) && v < INT32_MAX)
+			v = v * 10 + (*q++ - '0');
+		if (q == d || v < 1 || v >= INT32_MAX)
+			return NULL;
+		ax[n_ax++].v = v;
+		q = ws_end(p, q);
+		if (peek_at(p, q) == ']')
+			break;
+		if (peek_at(p, q) != ',')
+			return NULL;
+		q++;
+	}
+	q = ws_end(p, q + 1);
+	/* a device order, ", device_ids=([2,2]T(1,0))", may come between: it
+	 * permutes the devices, not the groups' size */
+	if (peek_at(p, q) == ',') {
+		const char *r = ws_end(p, q + 1);
+		if (p->end - r < 12 || memcmp(r, "device_ids=(", 12) != 0)
+			return NULL;
+		r += 12;
+		for (int depth = 1; depth > 0; r++) {
+			if (r >= p->end || *r == '\n')
+				return NULL;
+			depth += *r == '(' ? 1 : *r == ')' ? -1 : 0;
+		}
+		q = ws_end(p, r);
+	}
+	if (peek_at(p, q) != '{')
+		return NULL;
+	q++;
+	int64_t g = 1;
+	for (;;) {
+		const char *s;
+		size_t n;
+		if (!(q = mesh_name(p, q, &s, &n)))
+			return NULL;
+		int i = 0;
+		while (i < n_ax && !(ax[i].n == n && memcmp(ax[i].s, s, n) == 0))
+			i++;
+		if (i == n_ax)
+			return NULL;
+		g = ir_mul_sat(g, ax[i].v);
+		q = ws_end(p, q);
+		if (peek_at(p, q) == '}')
+			break;
+		if (peek_at(p, q) != ',')
+			return NULL;
+		q++;
+	}
+	*size = g;
+	return q + 1;
+}
+
 /*
  * replica_groups: {} (all devices: 0), {{0,1},{2,3}} (size of the first
- * group), iota [G,S]<=[N] (S); the mesh form and anything else are skipped
- * and leave 0 (unknown).
+ * group), iota [G,S]<=[N] (S), mesh['a'=2,'b'=2] {'a'} (mesh_groups: 2);
+ * anything else is skipped and leaves 0 (unknown).
  */
 static bool parse_replica_groups(struct hp_parser *p, int64_t *size)
 {
 	skip_ws(p);
 	*size = 0;
+	if (cur(p) == 'm') {
+		const char *after = mesh_groups(p, p->p, size);
+		if (after) {
+			p->p = after;
+			return true;
+		}
+	}
 	if (cur(p) == '{') {
 		p->p++;
 		if (hp_accept(p, '}'))

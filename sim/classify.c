@@ -190,6 +190,41 @@ static bool transpose_is_bitcast(const struct ir_instr *in)
 }
 
 
+/*
+ * Custom calls XLA's TPU compiler emits that are no work of their own
+ * (docs/HLO.md section 2, "Custom calls"; the meaning read from the
+ * compiled modules' text):
+ *   AllocateBuffer         reserves a buffer (no operands); what fills it
+ *                          (a dynamic-update-slice in place) is costed
+ *   ConcatBitcast          a concatenation laid out in place: its operands
+ *                          are adjacent slices of its result's buffer
+ *                          (the slice-dones of one array's slice-starts),
+ *                          so it is a view, like a bitcast; the DMAs that
+ *                          filled the slices are costed
+ *   AssumeGatherIndicesInBound  forwards its operand, a promise that
+ *                          gather indices are in bounds
+ *   PrepareAsyncCallStart / PrepareAsyncCallDone  open and close an async
+ *                          call to the SparseCore (v7): a flag and a
+ *                          token; the call-start between them is the
+ *                          work, its called computation costed as async
+ *                          work (sim.h sim_async)
+ * Every other custom call stays a listed, unmodelled kernel (or a library
+ * call costed as the op it computes, sim/kernels.c).
+ */
+static bool free_custom_call(const struct ir_instr *in)
+{
+	static const char *const targets[] = {
+		"AllocateBuffer",        "ConcatBitcast",
+		"AssumeGatherIndicesInBound", "PrepareAsyncCallStart",
+		"PrepareAsyncCallDone",
+	};
+	const char *t = in->attrs.custom_call_target;
+	for (size_t i = 0; t && i < TS_ARRAY_LEN(targets); i++)
+		if (!strcmp(t, targets[i]))
+			return true;
+	return false;
+}
+
 /* Kernel kind of an op X by its cost class: an unfused op not named in
  * sim_top_role(), or the op wrapped by async X-start sugar. */
 static enum sim_kernel_kind class_kind(enum ir_op x)
@@ -255,8 +290,10 @@ enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 	case IR_OP_ASYNC_UPDATE:
 	case IR_OP_ASYNC_DONE:
 		return SIM_TOP_FREE;
-	/* Not modelled: listed with zero time, never dropped. */
 	case IR_OP_CUSTOM_CALL:
+		/* not modelled unless free (free_custom_call) */
+		return free_custom_call(in) ? SIM_TOP_FREE : SIM_TOP_KERNEL;
+	/* Not modelled: listed with zero time, never dropped. */
 	case IR_OP_INFEED:
 	case IR_OP_OUTFEED:
 	case IR_OP_SEND:

@@ -14,6 +14,8 @@
 
 /* Nested fusions / bitcast chains followed when counting reads. */
 #define COST_MAX_DEPTH 16
+/* The highest rank HLO text may give (docs/HLO.md 1.5). */
+#define COST_MAX_RANK 128
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -72,6 +74,19 @@ static double hbm_bytes(const struct ir_shape *s)
 	if (s->layout.memory_space == 1 || elem_bits(s) <= 0)
 		return 0.0;
 	return ir_shape_padded_bytes(s);
+}
+
+/* Padded bytes of a value's array leaves in whatever memory space (what a
+ * DMA or the ICI moves of it; hbm_bytes is what HBM sees). */
+static double any_space_bytes(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		double b = 0;
+		for (int i = 0; i < s->n_elems; i++)
+			b += any_space_bytes(&s->elems[i]);
+		return b;
+	}
+	return elem_bits(s) > 0 ? ir_shape_padded_bytes(s) : 0.0;
 }
 
 /* ---- MXU work ------------------------------------------------------------------ */
@@ -310,6 +325,41 @@ static double window_elems(const struct ir_instr *in)
 	return n;
 }
 
+bool sim_window_whole_dims(const struct ir_instr *in, bool *whole)
+{
+	const struct ir_window *w = in->attrs.window;
+	if (in->op != IR_OP_REDUCE_WINDOW || !w || in->n_operands < 1)
+		return false;
+	const struct ir_shape *src = &in->operands[0]->shape;
+	const struct ir_shape *out = in->shape.type == IR_TYPE_TUPLE &&
+					     in->shape.n_elems > 0
+				     ? &in->shape.elems[0]
+				     : &in->shape;
+	if (src->type == IR_TYPE_TUPLE || out->type == IR_TYPE_TUPLE ||
+	    w->n != src->rank || out->rank != src->rank)
+		return false;
+	bool any = false;
+	for (int i = 0; i < w->n; i++) {
+		const struct ir_window_dim *wd = &w->dims[i];
+		int64_t dn = src->dims[i], on = out->dims[i];
+		whole[i] = false;
+		if (wd->lhs_dilate != 1 || wd->rhs_dilate != 1 || wd->stride < 1)
+			return false;
+		if (wd->size == 1) {
+			if (wd->stride != 1 || wd->pad_lo != 0 || wd->pad_hi != 0)
+				return false;
+			continue;
+		}
+		/* output o reads input [o s - pad_lo, o s - pad_lo + size - 1]:
+		 * it holds [0, dn - 1] for o = 0 and for o = on - 1 */
+		if (on < 1 || wd->pad_lo < (on - 1) * wd->stride ||
+		    wd->size - 1 - wd->pad_lo < dn - 1)
+			return false;
+		whole[i] = any = true;
+	}
+	return any;
+}
+
 static enum ts_status count_comp(const struct ir_computation *c,
 				 const char *file, struct sim_work *w,
 				 struct ts_diag *d, int depth);
@@ -322,7 +372,11 @@ static enum ts_status count_comp(const struct ir_computation *c,
  *   dot/convolution  mxu_macs += MACs, flops += 2 MACs
  *   reduce           (E_in - E_out) applications of to_apply
  *                    (VPU: every padded input element passes the ALU once)
- *   reduce-window    (window - 1) x E_out applications
+ *   reduce-window    (window - 1) x E_out applications; a window over
+ *                    whole dims (sim_window_whole_dims: the row max of
+ *                    attention) E_in - E_in / prod(those dims), a reduce
+ *                    and a broadcast back (HloCostAnalysis counts it as
+ *                    E_out / D + D - 1, which undercounts the reduce)
  *   select-and-scatter  E_src (window - 1) selects + E_src scatters
  *   map / scatter    E_out / E_updates applications
  *   sort             n ceil(log2 n) comparator evaluations
@@ -372,6 +426,23 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		return TS_OK;
 	}
 	case IR_OP_REDUCE_WINDOW: {
+		/* a window over whole dims is a reduce then a broadcast
+		 * (sim_window_whole_dims): E_in - E_in / prod(reduced dims)
+		 * applications, the VPU one per padded input element, as a
+		 * reduce; the broadcast back, like any broadcast, none */
+		bool whole[COST_MAX_RANK];
+		if (in->n_operands >= 1 &&
+		    in->operands[0]->shape.rank <= COST_MAX_RANK &&
+		    sim_window_whole_dims(in, whole)) {
+			const struct ir_shape *src = &in->operands[0]->shape;
+			double e = logical_elems(src), kept = e;
+			for (int i = 0; i < src->rank; i++)
+				if (whole[i] && src->dims[i] > 0)
+					kept /= (double)src->dims[i];
+			body_mix(in, 0, &mix);
+			add_mix(w, &mix, e - kept, padded_elems(src));
+			return TS_OK;
+		}
 		double win = window_elems(in) - 1;
 		body_mix(in, 0, &mix);
 		add_mix(w, &mix, win * logical_elems(r), win * padded_elems(r));
@@ -496,7 +567,9 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *                                         (through a nested bitcast fusion
  *                                         to the users of its result);
  *   any other use (broadcast included)    one full read, shared by all.
- * A value in VMEM (S(1)) costs nothing. Known wrong: overlapping slices
+ * A value in VMEM (S(1)) costs nothing; a value in HBM costs what is read
+ * of it whatever the space of the result (a slice into VMEM reads HBM).
+ * Known wrong: overlapping slices
  * are counted once each; a broadcast operand re-read per output tile is
  * counted once (the tiled model may charge re-reads).
  * use_bytes applies the rule to one use j of consumer u: bytes added to
@@ -508,14 +581,17 @@ static void use_bytes(const struct ir_instr *u, int j,
 		      const struct ir_instr *const *cand, int n, int depth,
 		      double *part, bool *whole)
 {
+	/* the part read is the size of what the user makes of it, in v's
+	 * memory space (read_total): a slice of an HBM array into VMEM
+	 * reads its bytes from HBM */
 	switch (u->op) {
 	case IR_OP_SLICE:
-		*part += hbm_bytes(&u->shape);
+		*part += any_space_bytes(&u->shape);
 		break;
 	case IR_OP_DYNAMIC_SLICE:
 	case IR_OP_GATHER:
 		if (j == 0)
-			*part += hbm_bytes(&u->shape);
+			*part += any_space_bytes(&u->shape);
 		else
 			*whole = true;
 		break;
@@ -526,7 +602,8 @@ static void use_bytes(const struct ir_instr *u, int j,
 	case IR_OP_SCATTER: {
 		int n_in = (u->n_operands - 1) / 2;
 		if (j < n_in)
-			*part += hbm_bytes(&u->operands[n_in + 1 + j]->shape);
+			*part += any_space_bytes(
+				&u->operands[n_in + 1 + j]->shape);
 		else
 			*whole = true;
 		break;
@@ -794,6 +871,30 @@ static enum ts_status group_work(const struct sim_kernel *k,
 	return st;
 }
 
+/*
+ * A collective's payload, bytes: the buffer each device holds in full,
+ * padded, whatever its memory space:
+ *   all-gather(-start)   the gathered result (the async start's result
+ *                        part, result_shape)
+ *   any other            its operands, each once
+ * HBM traffic is counted apart (read_bytes, written_bytes: VMEM leaves
+ * none). The ICI moves the bytes wherever they live: XLA places small and
+ * hot collective buffers in VMEM (S(1)) on v5e and later, and their
+ * all-reduce still crosses the links. Source: hw_ici_collective's B
+ * (hw/hw_mem.c), docs/HLO.md 1.6.
+ */
+static double collective_payload(const struct ir_instr *in)
+{
+	enum ir_op op = in->op == IR_OP_ASYNC_START ? in->wrapped_op : in->op;
+	if (op == IR_OP_ALL_GATHER || op == IR_OP_ALL_GATHER_START)
+		return any_space_bytes(result_shape(in));
+	double b = 0;
+	for (int j = 0; j < in->n_operands; j++)
+		if (!sim_operand_repeats(in, j))
+			b += any_space_bytes(&in->operands[j]->shape);
+	return b;
+}
+
 static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 				  struct sim_work *w, struct ts_diag *d)
 {
@@ -807,6 +908,8 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 			w->bytes_read += read_bytes(v, &v->shape, &in, 1, 0);
 	}
 	w->bytes_written = written_bytes(in, result_shape(in));
+	if (k->kind == SIM_KERNEL_COLLECTIVE)
+		w->ici_bytes = collective_payload(in);
 	return TS_OK;
 }
 

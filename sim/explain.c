@@ -81,6 +81,19 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	case SIM_PLAN_FREE:
 		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
 		goto out;
+	case SIM_PLAN_DMA:
+		fprintf(f, "  async DMA: the %s of %s into its result, run by "
+			   "the DMA engines beside the TensorCore\n"
+			   "  time = latency %.1f + %.0f B at %.1f B/ns (HBM "
+			   "bytes read %.0f + written %.0f, at least the result "
+			   "once) = %.1f ns (%s)\n",
+			ir_op_name(k->instr->op),
+			k->instr->n_operands > 0 ? k->instr->operands[0]->name
+						 : "?",
+			hw->dma_latency_ns, p.other_bytes,
+			hw_mem_bytes_per_ns(hw), k->work.bytes_read,
+			k->work.bytes_written, e.time_ns, hw_unit_name(e.bound));
+		goto out;
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;
 		sim_plan_ici(&p, hw, &ici);
@@ -145,6 +158,14 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			"re-adds\n",
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
 			p.mxu_macs, x.readd_cycles);
+	if (p.n_mxu_untiled > 0)
+		fprintf(f,
+			"  MXU, contractions the grid does not tile: %.0f "
+			"cycles for %.3g MACs, at the array's padded peak "
+			"(%s)\n",
+			x.mxu_untiled_cycles, p.mxu_untiled_macs,
+			p.has_kernel ? "added to the tiled contraction's"
+				     : "the kernel's MXU work");
 	fprintf(f, "  VPU: %.0f cycles (%.0f per step): fused ops %.0f",
 		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles);
 	if (p.xlu_cycles > 0)
@@ -217,6 +238,8 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 	if (p.kind != SIM_PLAN_TILED) {
 		snprintf(buf, n, "%s", p.kind == SIM_PLAN_COLLECTIVE
 					       ? "its HBM traffic and ICI time"
+				       : p.kind == SIM_PLAN_DMA
+					       ? "the bytes its DMA moves"
 					       : "no tiled work");
 		goto out;
 	}

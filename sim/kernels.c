@@ -233,10 +233,10 @@ static bool grid_has_blocks(const struct ir_shape *s)
  * of more than one block. Data ops (gather, sort, ...) run as written; a
  * relayout (below) is no kernel of the user's module, so it is not
  * offered for tuning (--config, tile, autotune), though costed at the
- * model's best config like any other. */
+ * model's best config like any other; an async DMA has no grid. */
 static bool kernel_tunable(const struct sim_kernel *k)
 {
-	if (k->relayout)
+	if (k->relayout || k->dma)
 		return false;
 	switch (k->kind) {
 	case SIM_KERNEL_FUSION:
@@ -401,26 +401,49 @@ static enum ts_status lower_library_call(struct build *b, struct sim_kernel *k,
 	return TS_OK;
 }
 
-/* copy-start(x) -> (dest, src, context): the DMA engines copy x into
- * dest while the TensorCore goes on (sim.h sim_async). Costed as copy(x)
- * with dest's shape: reading x, writing dest, not the whole tuple. */
-static enum ts_status lower_copy_start(struct build *b, struct sim_kernel *k,
+/*
+ * Async transfers the DMA engines run while the TensorCore goes on
+ * (sim.h sim_async), each lowered to the op it performs, with the
+ * transferred result's shape (not the whole tuple):
+ *   copy-start(x) -> (dest, src, context)            copy(x) as dest
+ *   X-start(ops) -> ((ops), result, context), X a data-movement op
+ *     without calls= (slice-start, dynamic-slice-start, ...)   X(ops) as
+ *     result, with X's attributes (slice=...)
+ * The kernel is a DMA (k->dma): costed as the bytes it moves at HBM
+ * bandwidth (model.c), not as a tiled loop on the TensorCore. Its done
+ * (copy-done, slice-done) waits for it.
+ */
+static enum ts_status lower_async_copy(struct build *b, struct sim_kernel *k,
 				       const struct ir_instr **instr)
 {
 	const struct ir_instr *in = *instr;
 	const struct ir_shape *t = &in->shape;
-	if (in->op != IR_OP_COPY_START || t->type != IR_TYPE_TUPLE ||
-	    t->n_elems < 1 || t->elems[0].type == IR_TYPE_TUPLE ||
-	    k->n_members != 1 || k->n_outputs != 1)
+	enum ir_op op;
+	int part;
+	if (in->op == IR_OP_COPY_START) {
+		op = IR_OP_COPY;
+		part = 0;
+	} else if (in->op == IR_OP_ASYNC_START && in->n_called == 0 &&
+		   ir_op_class(in->wrapped_op) == IR_CLASS_DATA_MOVEMENT) {
+		op = in->wrapped_op;
+		part = 1;
+	} else {
+		return TS_OK;
+	}
+	if (t->type != IR_TYPE_TUPLE || t->n_elems <= part ||
+	    t->elems[part].type == IR_TYPE_TUPLE || k->n_members != 1 ||
+	    k->n_outputs != 1)
 		return TS_OK;
 	struct lib_stand_in *s = ts_calloc(1, sizeof *s);
 	if (!s)
 		return nomem(b);
 	s->op = *in;
-	s->op.op = IR_OP_COPY;
-	s->op.shape = t->elems[0];
+	s->op.op = op;
+	s->op.wrapped_op = IR_OP_INVALID;
+	s->op.shape = t->elems[part];
 	k->lowered = &s->op;
-	k->main_op = IR_OP_COPY;
+	k->dma = true;
+	k->main_op = op;
 	k->tiled = &s->op;
 	k->members[0] = &s->op;
 	k->outputs[0] = &s->op;
@@ -437,7 +460,7 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 {
 	enum ts_status st = k->kind == SIM_KERNEL_UNMODELLED
 				    ? lower_library_call(b, k, &instr)
-				    : lower_copy_start(b, k, &instr);
+				    : lower_async_copy(b, k, &instr);
 	if (st != TS_OK)
 		return st;
 	k->instr = instr;

@@ -327,6 +327,40 @@ static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw
 	return p->mxu_windowed ? c1 : fmin(c1, c2);
 }
 
+/*
+ * MXU cycles of the contractions the grid does not tile (sim_plan's
+ * mxu_untiled: a nested fusion's dot, a second dot beside the tiled op):
+ *   cycles = sum_c [ fill + macs_c x passes_c x pad(K_c, R) / K_c
+ *                    x pad(N_c, C) / N_c / (mxu_count x R x C x k) ]
+ * pad(x, R) = ceil(x / R) x R: a weight tile's depth and width padded to
+ * the R x C array; fill = hw_mxu_fill_cycles (the first weight load and
+ * the array's skew, once per contraction); k = macs_per_cell_cycle.
+ * Assumes each weight tile streams enough rows (>= R) to hide the next
+ * tile's load, so the array runs at its padded peak, and that the
+ * contraction's operands are already in VMEM (the grid tiles another op:
+ * nothing plans their DMA). Known wrong: a contraction of few rows per
+ * weight tile is bound by weight loads instead; a grouped convolution's
+ * per-group tiles are not padded. Source: hw/hw_mxu.c (the stream
+ * formula at T >= R), TPU.md section 2 rule 1.
+ */
+static double untiled_mxu_cycles(const struct sim_plan *p,
+				 const struct hw_spec *hw)
+{
+	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double peak = hw_mxu_peak_macs_per_cycle(hw);
+	if (!(rr > 0) || !(cc > 0) || !(peak > 0))
+		return 0.0;
+	double cyc = 0;
+	for (int i = 0; i < p->n_mxu_untiled; i++) {
+		const struct sim_plan_mxu_op *c = &p->mxu_untiled[i];
+		double kk = (double)c->k, nn = (double)c->n;
+		double pad = ceil(kk / rr) * rr / kk * (ceil(nn / cc) * cc / nn);
+		cyc += hw_mxu_fill_cycles(hw) +
+		       c->macs * (c->passes > 0 ? c->passes : 1) * pad / peak;
+	}
+	return cyc;
+}
+
 static double mxu_total_cycles(const struct sim_plan *p,
 			       const struct hw_spec *hw, const struct sim_blocks *bl,
 			       int64_t steps)
@@ -492,6 +526,29 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	case SIM_PLAN_FREE:
 		out->bound = HW_UNIT_NONE;
 		return;
+	case SIM_PLAN_DMA: {
+		/*
+		 * An async transfer (copy-start, slice-start, ...), ns:
+		 *   time = dma_latency_ns + moved / (HBM bytes per ns)
+		 * moved = other_bytes: the HBM bytes it reads and writes
+		 * (cost.c: a VMEM end moves none), at least the transferred
+		 * result once. Assumes one descriptor the DMA engines run
+		 * while the TensorCore goes on (no kernel launch, no VPU
+		 * work: nothing runs on the core), at the sustained HBM rate
+		 * also between on-chip spaces; what runs between its start
+		 * and done hides it (program.c). Known wrong: a strided
+		 * slice's many runs (hw_mem_stream_ns) are not counted; it
+		 * shares HBM with the kernels it overlaps (not modelled).
+		 * Source: hw/hw_mem.c hw_mem_dma_ns, TPU.md section 2 rule 3.
+		 */
+		double ns = hw_mem_dma_ns(hw, p->other_bytes, 1);
+		out->time_ns = ns;
+		out->bound = HW_UNIT_HBM;
+		out->bytes_read = p->k ? p->k->work.bytes_read : 0.0;
+		out->bytes_written = p->k ? p->k->work.bytes_written : 0.0;
+		out->dma_cycles = ns * clock_ghz;
+		return;
+	}
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;
 		sim_plan_ici(p, hw, &ici);
@@ -582,7 +639,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 	}
 	/* compute */
-	double mxu = p->has_kernel ? mxu_total_cycles(p, hw, x->bl, steps) : 0.0;
+	double untiled = untiled_mxu_cycles(p, hw);
+	double mxu = (p->has_kernel ? mxu_total_cycles(p, hw, x->bl, steps)
+				    : 0.0) +
+		     untiled;
 	double acc_cyc = 0, readd_cyc = 0;
 	if (p->has_kernel) {
 		/* every step drains the output block's f32 results from the
@@ -702,6 +762,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		out->bound = HW_UNIT_OVERHEAD;
 
 	x->mxu_cycles = mxu;
+	x->mxu_untiled_cycles = untiled;
 	x->vpu_cycles = p->vpu_cycles;
 	x->acc_cycles = acc_cyc;
 	x->readd_cycles = readd_cyc;
@@ -720,8 +781,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->split = split;
 	x->core_steps = n_core;
 	out->cores = (int)split;
-	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs, p->mxu_passes,
-					   out->cores, t);
+	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs + p->mxu_untiled_macs,
+					   p->mxu_passes, out->cores, t);
 }
 
 /* Elements of access dim ad in a block with each dim's blocks in blk,

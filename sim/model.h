@@ -73,6 +73,8 @@ enum sim_plan_kind {
 	SIM_PLAN_FREE,         /* bitcast-like: no device work, zero time */
 	SIM_PLAN_COLLECTIVE,   /* ICI bytes */
 	SIM_PLAN_UNMODELLED,   /* custom-call, infeed...: listed, zero time */
+	SIM_PLAN_DMA,          /* an async transfer (sim_kernel.dma): bytes
+	                          at HBM bandwidth, other_bytes of them */
 	SIM_PLAN_KIND_COUNT
 };
 
@@ -150,6 +152,17 @@ struct sim_plan_access {
 	                         hw_vpu_f16_convert_cycles; else 0) */
 };
 
+/* A contraction of the kernel the grid does not tile (a nested fusion's
+ * dot or convolution, a second dot beside the tiled one): its work, as
+ * the MXU sees it (plan.c collects them, model.c costs them). */
+#define SIM_PLAN_MAX_UNTILED 8
+struct sim_plan_mxu_op {
+	double macs;          /* useful multiply-accumulates */
+	int64_t k;            /* contraction depth (rows of a weight tile) */
+	int64_t n;            /* output features (columns of a weight tile) */
+	int passes;           /* bf16 passes per weight tile */
+};
+
 struct sim_plan {
 	const struct sim_kernel *k;
 	enum sim_plan_kind kind;
@@ -187,6 +200,12 @@ struct sim_plan {
 	double mxu_macs;                  /* useful multiply-accumulates */
 	double tap_density;               /* fraction of window taps that land
 	                                     on real input (lhs dilation) */
+	int n_mxu_untiled;                /* contractions besides the tiled
+	                                     one, merged by (k, n, passes);
+	                                     past SIM_PLAN_MAX_UNTILED kinds
+	                                     the last takes the rest */
+	struct sim_plan_mxu_op mxu_untiled[SIM_PLAN_MAX_UNTILED];
+	double mxu_untiled_macs;          /* their MACs in all */
 	/* VPU */
 	double vpu_cycles;                /* whole kernel, config independent */
 	double xlu_cycles;                /* of them, relayouts on the XLU
@@ -202,7 +221,8 @@ struct sim_plan {
 	/* collectives: sim_collective_of, costed by sim_plan_ici at estimate
 	 * time (so that no ICI field is read into the plan) */
 	enum hw_collective coll;
-	double coll_bytes;                /* each device holds in full */
+	double coll_bytes;                /* each device holds in full, every
+	                                     memory space (sim_work.ici_bytes) */
 	int64_t coll_devices;
 	int coll_bits;
 	const struct hw_spec *hw;         /* the spec it was built for
@@ -293,6 +313,8 @@ struct sim_est_detail {
 	struct sim_blocks bl[SIM_PLAN_MAX_DIMS];     /* per combined dim */
 	struct sim_acc_cost *ac; /* per access (sim_est_detail_free) */
 	double mxu_cycles;      /* whole kernel */
+	double mxu_untiled_cycles; /* of them, the contractions the grid does
+	                           not tile (sim_plan.mxu_untiled) */
 	double vpu_cycles;      /* fused ops, whole kernel */
 	double acc_cycles;      /* draining MXU results and re-adding partial
 	                           sums of a split contraction (VPU) */

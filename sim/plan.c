@@ -54,13 +54,41 @@ static void map_identity(struct dmap *m, int rank)
 		m->src[i] = (int8_t)i;
 }
 
-/* Maps between shapes of different rank (reshape, bitcast): dims of equal
- * size paired from the front, then from the back, then the first unequal
- * pair proportionally; the rest follow nothing. */
+/* Maps between shapes of different rank (reshape, bitcast): when the two
+ * differ only by dims of size 1 (their other dims equal, in order: a
+ * squeeze or an added unit dim anywhere, [2048,2816,1] <-> [1,2048,2816]),
+ * those dims paired one to one; else dims of equal size paired from the
+ * front, then from the back, then the first unequal pair proportionally;
+ * the rest follow nothing. */
 static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 			const struct ir_shape *to, struct dmap *out)
 {
 	map_none(out);
+	int a = 0, b = 0;
+	for (;;) {
+		while (a < from->rank && from->dims[a] == 1)
+			a++;
+		while (b < to->rank && to->dims[b] == 1)
+			b++;
+		if (a == from->rank || b == to->rank ||
+		    from->dims[a] != to->dims[b])
+			break;
+		a++;
+		b++;
+	}
+	if (a == from->rank && b == to->rank) {
+		for (a = b = 0;; a++, b++) {
+			while (a < from->rank && from->dims[a] == 1)
+				a++;
+			while (b < to->rank && to->dims[b] == 1)
+				b++;
+			if (a == from->rank || b == to->rank ||
+			    b >= SIM_MAX_GRID || a >= SIM_MAX_GRID)
+				return;
+			out->src[b] = fm->src[a];
+			out->win[b] = fm->win[a];
+		}
+	}
 	int i = 0;
 	while (i < from->rank && i < to->rank &&
 	       from->dims[i] == to->dims[i]) {
@@ -68,7 +96,8 @@ static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 		out->win[i] = fm->win[i];
 		i++;
 	}
-	int a = from->rank - 1, b = to->rank - 1;
+	a = from->rank - 1;
+	b = to->rank - 1;
 	while (a >= i && b >= i && from->dims[a] == to->dims[b]) {
 		out->src[b] = fm->src[a];
 		out->win[b] = fm->win[a];
@@ -378,6 +407,36 @@ static void prop_backward(struct prop *pr)
 /* Seeds the target: the space is the identity; a convolution's or dot's
  * operands get their special maps (input features and rhs dims follow the
  * kernel space KOFF + j, convolution spatial dims get windows). */
+/*
+ * Is spatial dim s of convolution t a batch dim written as a window? XLA's
+ * TPU compiler writes a dot's batch dims (attention's heads) as spatial
+ * dims of a convolution ("convolution-base-dilated"): B input positions,
+ * a window of B taps, base dilation B and stride B - 1, no padding, B
+ * outputs. Output o then meets input position o with tap o only (x = o (B
+ * - 1) + k is a multiple of B only for k = o), so each output position
+ * has a weight tile of its own and reads one input position: a batch
+ * (SIM_ROLE_BATCH, shared by the kernel and the output), not a window.
+ */
+static bool conv_batch_dim(const struct ir_instr *t, int s)
+{
+	const struct ir_conv_dims *cd = t->attrs.conv;
+	const struct ir_window *w = t->attrs.window;
+	if (t->op != IR_OP_CONVOLUTION || !cd || !w || s < 0 ||
+	    s >= cd->n_spatial || s >= w->n || t->n_operands < 2)
+		return false;
+	const struct ir_window_dim *wd = &w->dims[s];
+	int64_t b = wd->size;
+	int ld = cd->lhs_spatial[s], rd = cd->rhs_spatial[s],
+	    od = cd->out_spatial[s];
+	const struct ir_shape *lhs = &t->operands[0]->shape,
+			     *rhs = &t->operands[1]->shape;
+	return b > 1 && wd->lhs_dilate == b && wd->stride == b - 1 &&
+	       wd->rhs_dilate == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
+	       !wd->reversal && ld >= 0 && ld < lhs->rank && rd >= 0 &&
+	       rd < rhs->rank && od >= 0 && od < t->shape.rank &&
+	       lhs->dims[ld] == b && rhs->dims[rd] == b && t->shape.dims[od] == b;
+}
+
 static void prop_seed(struct prop *pr, const struct ir_instr *t)
 {
 	struct dmap m;
@@ -405,7 +464,8 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 			if (ld < 0 || ld >= SIM_MAX_GRID)
 				continue;
 			l.src[ld] = (int8_t)cd->out_spatial[s];
-			l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
+			if (!conv_batch_dim(t, s)) /* a batch: no window */
+				l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
 		}
 		set_slot(pr, t->operands[0], &l);
 	} else if (t->op == IR_OP_DOT && t->attrs.dot && t->n_operands >= 2) {
@@ -554,6 +614,42 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 		if (use->attrs.slice->dims[d].stride != 1)
 			return NULL;
 	return use;
+}
+
+/*
+ * slice_read through a nested fusion: when input v's one use is a nested
+ * fusion (as its operand 0, only_uses) whose parameter 0 is read only
+ * through a slice or dynamic-slice of v's rank (possibly nested again),
+ * that slice, in the nested computation: XLA's scan over layers takes a
+ * layer's weights from the stacked weights in a nested kLoop fusion
+ * (dynamic-slice, then a bitcast squeezing the layer dim) feeding the
+ * dot. NULL otherwise.
+ */
+static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
+						const struct ir_instr *v,
+						int depth)
+{
+	if (!use || use->op != IR_OP_FUSION || use->n_called < 1 ||
+	    !use->called[0] || depth > 4)
+		return NULL;
+	const struct ir_computation *c = use->called[0];
+	const struct ir_instr *p0 = c->n_params > 0 ? c->params[0] : NULL;
+	const struct ir_instr *u = NULL;
+	for (int i = 0; p0 && i < c->n_instrs; i++)
+		for (int j = 0; j < c->instrs[i]->n_operands; j++)
+			if (c->instrs[i]->operands[j] == p0) {
+				if (u || j != 0)
+					return NULL;
+				u = c->instrs[i];
+			}
+	if (!u)
+		return NULL;
+	if (u->op == IR_OP_FUSION)
+		return nested_slice_read(u, v, depth + 1);
+	const struct ir_instr *sl = slice_read(u, p0);
+	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == v->shape.rank
+		       ? sl
+		       : NULL;
 }
 
 /* Whether two accesses cost the same under every config in estimate()'s
@@ -741,7 +837,8 @@ static enum ir_type collective_type(const struct ir_shape *s)
 }
 
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices, int *bits)
+		       double *bytes, double *hbm_bytes, int64_t *devices,
+		       int *bits)
 {
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
@@ -767,8 +864,9 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		*c = HW_COLL_PERMUTE;
 		break;
 	}
-	*bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
-					  : k->work.bytes_read;
+	*bytes = k->work.ici_bytes;
+	*hbm_bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
+					      : k->work.bytes_read;
 	*devices = k->group_devices;
 	*bits = k->instr ? ir_type_bits(collective_type(&k->instr->shape)) : 32;
 }
@@ -785,9 +883,16 @@ static void kernel_roles(const struct ir_instr *t, int rk, int *role,
 	}
 	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv) {
 		const struct ir_conv_dims *cd = t->attrs.conv;
-		for (int s = 0; s < cd->n_spatial; s++)
-			if (cd->rhs_spatial[s] >= 0 && cd->rhs_spatial[s] < rk)
-				role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+		for (int s = 0; s < cd->n_spatial; s++) {
+			if (cd->rhs_spatial[s] < 0 || cd->rhs_spatial[s] >= rk)
+				continue;
+			role[cd->rhs_spatial[s]] = SIM_ROLE_TAP;
+			if (conv_batch_dim(t, s)) {
+				role[cd->rhs_spatial[s]] = SIM_ROLE_BATCH;
+				shared_out_logical[cd->rhs_spatial[s]] =
+					cd->out_spatial[s];
+			}
+		}
 		if (cd->rhs_out >= 0 && cd->rhs_out < rk) {
 			role[cd->rhs_out] = SIM_ROLE_N;
 			shared_out_logical[cd->rhs_out] = cd->out_feature;
@@ -838,6 +943,112 @@ static int mxu_passes(const struct hw_spec *hw, const struct ir_instr *t)
 	return 1;
 }
 
+/* ---- contractions the grid does not tile ---- */
+
+/* Nested fusions followed, as cost.c follows them (COST_MAX_DEPTH). */
+#define UNTILED_MAX_DEPTH 16
+
+/*
+ * The weight tile of contraction c (docs/TPU.md section 2 rule 1): its
+ * depth K and width N. Dot: K = prod(lhs contracting dims), N = prod(rhs
+ * dims neither batch nor contracting). Convolution: K = input features /
+ * feature_group_count, N = the kernel's output features; each (tap,
+ * output position) pair is one more pass over the rows. False when the
+ * attributes do not fit the shapes (sim_instr_macs reports those).
+ */
+static bool contraction_kn(const struct ir_instr *c, int64_t *k, int64_t *n)
+{
+	if (c->n_operands < 2)
+		return false;
+	const struct ir_shape *lhs = &c->operands[0]->shape;
+	const struct ir_shape *rhs = &c->operands[1]->shape;
+	*k = *n = 1;
+	if (c->op == IR_OP_CONVOLUTION) {
+		const struct ir_conv_dims *cd = c->attrs.conv;
+		if (!cd || cd->lhs_feature < 0 || cd->lhs_feature >= lhs->rank ||
+		    cd->rhs_out < 0 || cd->rhs_out >= rhs->rank)
+			return false;
+		int64_t g = c->attrs.feature_group_count > 0
+				    ? c->attrs.feature_group_count
+				    : 1;
+		*k = lhs->dims[cd->lhs_feature] / g;
+		*n = rhs->dims[cd->rhs_out];
+		return *k > 0 && *n > 0;
+	}
+	const struct ir_dot_dims *dd = c->attrs.dot;
+	if (!dd)
+		return false;
+	for (int i = 0; i < dd->lhs_contracting.n; i++) {
+		int64_t d = dd->lhs_contracting.v[i];
+		if (d < 0 || d >= lhs->rank)
+			return false;
+		*k = ir_mul_sat(*k, lhs->dims[d]);
+	}
+	for (int j = 0; j < rhs->rank; j++)
+		if (!sim_ints_has(&dd->rhs_batch, j) &&
+		    !sim_ints_has(&dd->rhs_contracting, j))
+			*n = ir_mul_sat(*n, rhs->dims[j]);
+	return *k > 0 && *n > 0;
+}
+
+/* Adds contraction c to the plan's untiled ones: merged with an entry of
+ * the same weight tile and passes, else a new entry, else (all taken)
+ * into the last. */
+static void add_untiled(struct sim_plan *p, const struct hw_spec *hw,
+			const struct ir_instr *c)
+{
+	double macs = 0;
+	int64_t k, n;
+	if (sim_instr_macs(c, NULL, &macs, NULL) != TS_OK || !(macs > 0) ||
+	    !contraction_kn(c, &k, &n))
+		return;
+	struct sim_plan_mxu_op op = {macs, k, n, mxu_passes(hw, c)};
+	p->mxu_untiled_macs += macs;
+	for (int i = 0; i < p->n_mxu_untiled; i++) {
+		struct sim_plan_mxu_op *e = &p->mxu_untiled[i];
+		if (e->k == op.k && e->n == op.n && e->passes == op.passes) {
+			e->macs += macs;
+			return;
+		}
+	}
+	if (p->n_mxu_untiled < SIM_PLAN_MAX_UNTILED)
+		p->mxu_untiled[p->n_mxu_untiled++] = op;
+	else
+		p->mxu_untiled[SIM_PLAN_MAX_UNTILED - 1].macs += macs;
+}
+
+/* Every dot and convolution of members[0..n) but the tiled target t,
+ * nested fusions' included (as cost.c counts them into the kernel's
+ * work), into the plan's untiled contractions. */
+static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
+			    const struct ir_instr *const *members, int n,
+			    const struct ir_instr *t, int depth)
+{
+	for (int i = 0; i < n && depth <= UNTILED_MAX_DEPTH; i++) {
+		const struct ir_instr *in = members[i];
+		switch (in->op) {
+		case IR_OP_DOT:
+		case IR_OP_RAGGED_DOT:
+		case IR_OP_SCALED_DOT:
+		case IR_OP_CONVOLUTION:
+			if (in != t)
+				add_untiled(p, hw, in);
+			break;
+		case IR_OP_FUSION:
+			if (in->n_called > 0 && in->called[0])
+				collect_untiled(
+					p, hw,
+					(const struct ir_instr *const *)in
+						->called[0]
+						->instrs,
+					in->called[0]->n_instrs, t, depth + 1);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
 void sim_plan_free(struct sim_plan *p)
 {
 	ts_free(p->acc);
@@ -859,13 +1070,28 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	}
 	if (k->kind == SIM_KERNEL_COLLECTIVE) {
 		p->kind = SIM_PLAN_COLLECTIVE;
-		sim_collective_of(k, &p->coll, &p->coll_bytes,
+		/* ICI carries the whole payload wherever it lives; HBM sees
+		 * the part of it in HBM read and written once each (a VMEM
+		 * buffer's DMA to and from the links bypasses HBM) */
+		double hbm;
+		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
 				  &p->coll_devices, &p->coll_bits);
-		p->other_bytes = 2.0 * p->coll_bytes;
+		p->other_bytes = 2.0 * hbm;
 		return TS_OK;
 	}
 	if (kernel_is_free(k)) {
 		p->kind = SIM_PLAN_FREE;
+		return TS_OK;
+	}
+	if (k->dma) {
+		/* what the DMA engines move (model.c dma_ns): HBM's reads and
+		 * writes, at least the transferred result once (a transfer
+		 * between two on-chip spaces still streams it) */
+		p->kind = SIM_PLAN_DMA;
+		double hbm = k->work.bytes_read + k->work.bytes_written;
+		double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape)
+					: 0.0;
+		p->other_bytes = hbm > moved ? hbm : moved;
 		return TS_OK;
 	}
 	p->kind = SIM_PLAN_TILED;
@@ -951,6 +1177,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			double win = 1, outsp = 1;
 			const struct ir_conv_dims *cd = t->attrs.conv;
 			for (int s = 0; s < t->attrs.window->n; s++) {
+				if (conv_batch_dim(t, s))
+					continue; /* a batch: no window */
 				if (t->attrs.window->dims[s].size > 1)
 					p->mxu_windowed = true;
 				if (t->attrs.window->dims[s].lhs_dilate > 1)
@@ -1056,10 +1284,16 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		bool twice = copies[i] > 1; /* given again as a later parameter */
 		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
 		int sp = sl && pr.mm ? member_pos(&pr, sl) : -1;
+		/* a slice inside a nested fusion: v's map, the slice's
+		 * shape (the same rank: a map of one is a map of the other) */
+		const struct ir_instr *nsl =
+			twice || sl ? NULL : nested_slice_read(use, v, 0);
 		if (sp >= 0) {
 			const struct dmap *sm = &pr.mm[sp];
 			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
 					false, i, t, d);
+		} else if (nsl) {
+			st = add_access(p, v, &nsl->shape, m, false, i, t, d);
 		} else {
 			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
@@ -1242,9 +1476,14 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	p->core_space = t->op == IR_OP_REDUCE_WINDOW || k->relayout ? 0 : space;
 	p->acc_vregs_per_elem = p->has_kernel ? 1.0 / (hw->vpu_sublanes * hw->vpu_lanes)
 					   : 0.0;
-	p->flops = 2.0 * p->mxu_macs + k->work.flops - 2.0 * k->work.mxu_macs;
-	if (p->flops < 2.0 * p->mxu_macs)
-		p->flops = 2.0 * p->mxu_macs;
+	/* the contractions the grid does not tile still run on the MXU
+	 * (model.c untiled_mxu_cycles): a nested fusion's QK^T beside a
+	 * reduce-rooted softmax, a second dot */
+	collect_untiled(p, hw, k->members, k->n_members, t, 0);
+	double macs_all = p->mxu_macs + p->mxu_untiled_macs;
+	p->flops = 2.0 * macs_all + k->work.flops - 2.0 * k->work.mxu_macs;
+	if (p->flops < 2.0 * macs_all)
+		p->flops = 2.0 * macs_all;
 	p->hw = hw;
 out:
 	ts_free(uses);

@@ -50,6 +50,43 @@ static enum hw_reduce_axis reduce_axis(const struct sim_tgrid *g,
 }
 
 /*
+ * A reduce-window over whole dims (sim_window_whole_dims: every output
+ * sees the whole row, XLA's row max of attention) is a reduce of those
+ * dims and a broadcast back, cycles:
+ *   hw_vpu_reduce_cycles(in_vregs, out_vregs, axis)   as a reduce
+ * out_vregs: the vregs of the input with the reduced dims' tiles taken
+ * out; axis: the lane or sublane dim when a reduced dim lies there (the
+ * reduce's rule). The broadcast back is free, as a broadcast operand
+ * (a splat into registers) is everywhere else. Assumes the emitter
+ * reduces each row once: sliding the window (size - 1 combines per
+ * output) would recompute the same row D times; XLA's own cost analysis
+ * recognises the same form (HandleReduceWindow, "reduce followed by a
+ * broadcast"). Known wrong: the broadcast of a lane-reduced value across
+ * lanes takes XLU work not counted. Source: TPU.md section 2 rule 7.
+ */
+static double whole_window_cycles(const struct hw_spec *hw,
+				  const struct sim_tgrid *g, double in_v,
+				  const bool *whole)
+{
+	double out_v = 1;
+	enum hw_reduce_axis ax = HW_REDUCE_MAJOR;
+	for (int i = 0; i < g->rank; i++) {
+		int d = g->logical[i];
+		if (!whole[d]) {
+			out_v *= (double)g->tiles[i];
+			continue;
+		}
+		if (g->elems[i] <= 1)
+			continue;
+		if (i == g->rank - 1)
+			ax = HW_REDUCE_LANE;
+		else if (i == g->rank - 2 && ax == HW_REDUCE_MAJOR)
+			ax = HW_REDUCE_SUBLANE;
+	}
+	return hw_vpu_reduce_cycles(hw, in_v, out_v, ax, HW_VPU_SIMPLE);
+}
+
+/*
  * reduce-window (pooling), cycles:
  *   in_vregs x sum over window dims d with size w_d > 1 of
  *       (w_d - 1) x (combiner + shuffle_d)
@@ -72,6 +109,10 @@ static double window_vpu_cycles(const struct hw_spec *hw,
 	    sim_tile_grid(s, &g, NULL) != TS_OK)
 		return 0.0;
 	double in_v = sim_shape_vregs(hw, s);
+	bool whole[SIM_MAX_GRID];
+	if (sim_window_whole_dims(in, whole)) /* variadic: per input */
+		return (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1) *
+		       whole_window_cycles(hw, &g, in_v, whole);
 	double out_v = in->shape.type == IR_TYPE_TUPLE
 			       ? in_v
 			       : sim_shape_vregs(hw, &in->shape);

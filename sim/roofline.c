@@ -19,19 +19,20 @@
  *   max with the kernel's bytes read and written at HBM bandwidth (each
  *   once; a group of one device moves no ICI bytes but still copies)
  *   + kernel_overhead_ns
- * B, n: sim_collective_of (the buffer each device holds in full, the
- * devices of the group). Known wrong: torus algorithms that use more
- * links.
+ * B, n: sim_collective_of (the buffer each device holds in full, in
+ * whatever memory space, the devices of the group); the HBM bytes are
+ * the kernel's (cost.c: a VMEM buffer moves none). Known wrong: torus
+ * algorithms that use more links.
  */
 static enum ts_status collective_roofline(const struct sim_kernel *k,
 					  const struct hw_spec *hw,
 					  struct sim_estimate *out)
 {
 	enum hw_collective c;
-	double bytes;
+	double bytes, hbm_bytes;
 	int64_t n;
 	int bits;
-	sim_collective_of(k, &c, &bytes, &n, &bits);
+	sim_collective_of(k, &c, &bytes, &hbm_bytes, &n, &bits);
 	struct hw_ici_cost ic;
 	hw_ici_collective(hw, c, bytes, n, bits, &ic);
 	double ici = ic.ns, bw = hw_spec_hbm_bw(hw);

@@ -101,6 +101,11 @@ struct sim_work {
 	double transcendentals;  /* elements of transcendental ops */
 	double bytes_read;       /* HBM bytes read, padded to layout tiles */
 	double bytes_written;    /* HBM bytes written, padded to layout tiles */
+	double ici_bytes;        /* a collective's payload: the buffer each
+	                            device holds in full (its operands; an
+	                            all-gather's gathered result), padded, in
+	                            whatever memory space it lives (VMEM
+	                            buffers cross ICI too); 0 otherwise */
 };
 
 struct sim_kernel {
@@ -145,13 +150,19 @@ struct sim_kernel {
 	 * a cuDNN convolution as a convolution): the stand-in instruction
 	 * that instr, members, inputs and outputs then point to (ts_malloc'd,
 	 * owned by the program; sim/kernels.c "Library calls"; name stays
-	 * the call's), or the copy of a relayout (relayout below; named
-	 * "<value>.relayout"); NULL otherwise. */
+	 * the call's), the copy or slice of an async DMA (dma below), or the
+	 * copy of a relayout (relayout below; named "<value>.relayout"); NULL
+	 * otherwise. */
 	struct ir_instr *lowered;
 	bool relayout;                 /* lowered is the copy XLA's layout
 	                                  assignment puts after a result
 	                                  computed in another order
 	                                  (sim/kernels.c "Relayouts") */
+	bool dma;                      /* an async transfer the DMA engines
+	                                  run (copy-start, slice-start, ...:
+	                                  lowered is the copy or slice it
+	                                  makes): costed as the bytes it moves
+	                                  at HBM bandwidth, no grid */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
@@ -257,6 +268,14 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
  * feature/batch groups, padding and dilations); 0 for any other op. */
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d);
+/* Is reduce-window `in` a reduce followed by a broadcast back: along
+ * every dim its window is wider than 1, the window covers the whole input
+ * dim from every output position (XLA's row max / row sum of attention:
+ * window 2D-1, padding D-1 on both sides, stride 1, no dilation), and
+ * along every other dim it takes each element once (window 1, stride 1,
+ * no padding or dilation)? Then whole[d] marks the reduced dims (room for
+ * the rank). cost.c says how such a window is counted. */
+bool sim_window_whole_dims(const struct ir_instr *in, bool *whole);
 
 /* Costs one kernel; cfg may be NULL (default config). A kernel the model
  * cannot grid (TS_ERR_UNSUPPORTED_OP from the plan: a rank above 8, ...)
@@ -304,11 +323,13 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 
 /* The collective a collective kernel runs (hw_ici_collective), the bytes
  * each device holds in full (the gathered output for all-gather, the input
- * otherwise, padded as cost.c counts them), its group's devices and the
- * element width (bits) of its result: one reading for the analytic model and the roofline
- * (sim/plan.c). */
+ * otherwise: sim_work.ici_bytes, every memory space), of them the bytes
+ * in HBM (as cost.c counts HBM bytes: VMEM leaves none), its group's
+ * devices and the element width (bits) of its result: one reading for the
+ * analytic model and the roofline (sim/plan.c). */
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
-		       double *bytes, int64_t *devices, int *bits);
+		       double *bytes, double *hbm_bytes, int64_t *devices,
+		       int *bits);
 
 /* Costs every kernel with its default config and fills total_ns
  * (= sim_program_total). */

@@ -244,6 +244,47 @@ static void test_reduce_work(void **state)
 	assert_near(w.bytes_written, 4096.0, 0);
 }
 
+/*
+ * The row max of attention as XLA writes it: a reduce-window over f32[8,1024]
+ * whose window (2047 wide, 1023 padding each side) covers the whole row
+ * from every output. It is a reduce of the row and a broadcast back: 8 x
+ * 1024 - 8 = 8,184 max ops (E_in - E_in / 1024), the VPU one per padded
+ * input element (8 x 1024, a whole T(8,128) tile column: no padding), not
+ * (2047 - 1) x 8,192 = 16,760,832. A window that slides (3 wide, 1 padding
+ * each side: a neighbourhood max) still counts (3 - 1) x 8,192 = 16,384.
+ */
+/* A row max of f32[8,1024] by a window size wide, pad on both sides. */
+static struct sim_work row_window_work(int size, int pad)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "HloModule rw\n"
+		 "%%max (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %%a = f32[] parameter(0)\n"
+		 "  %%b = f32[] parameter(1)\n"
+		 "  ROOT %%m = f32[] maximum(%%a, %%b)\n"
+		 "}\n"
+		 "ENTRY %%e (x: f32[8,1024]) -> f32[8,1024] {\n"
+		 "  %%x = f32[8,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  %%z = f32[] constant(-inf)\n"
+		 "  ROOT %%r = f32[8,1024]{1,0:T(8,128)} reduce-window(%%x, %%z), "
+		 "window={size=1x%d pad=0_0x%d_%d}, to_apply=%%max\n"
+		 "}\n",
+		 size, pad, pad);
+	return only_work(text);
+}
+
+static void test_reduce_window_whole_row(void **state)
+{
+	(void)state;
+	struct sim_work w = row_window_work(2047, 1023);
+	assert_near(w.flops, 8.0 * 1024 - 8, 0);
+	assert_near(w.vpu_elem_ops[HW_VPU_SIMPLE], 8.0 * 1024, 0);
+	w = row_window_work(3, 1);
+	assert_near(w.flops, 2.0 * 8 * 1024, 0);
+	assert_near(w.vpu_elem_ops[HW_VPU_SIMPLE], 2.0 * 8 * 1024, 0);
+}
+
 /* ---- fusion byte rules ----------------------------------------------------------------- */
 
 /*
@@ -508,6 +549,69 @@ static void test_roofline_unmodelled_collective(void **state)
 		   TIME_REL_TOL);
 }
 
+/*
+ * A collective moves its whole payload over ICI whatever memory space its
+ * buffers are in (XLA keeps hot gradients in VMEM, S(1), on v5e and
+ * later). A 4-way tuple all-reduce of two f32[1024,1024] (4 MiB each), the
+ * first in VMEM: payload 8 MiB; HBM bytes only the second's, read and
+ * written (4 MiB each). On v3 the ring takes, as in the test above,
+ * 2 x 3/4 x 8 MiB / (200 GB/s x ici.efficiency / 2) + 6 ring steps x
+ * ici latency + the launch, in the analytic model and the roofline alike
+ * (the DMA of 2 x 4 MiB at HBM bandwidth is far below it). Before, the
+ * VMEM operand counted 0 bytes: the ring moved 4 MiB. A slice of an HBM
+ * array into VMEM reads its bytes from HBM (8 x 128 x 4 = 4096) and writes
+ * none; before, the result's memory space made it read none.
+ */
+static void test_vmem_collective(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule ar\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}\n"
+		 "ENTRY %e (a: f32[1024,1024], b: f32[1024,1024]) -> "
+		 "(f32[1024,1024], f32[1024,1024]) {\n"
+		 "  %a = f32[1024,1024]{1,0:T(8,128)S(1)} parameter(0)\n"
+		 "  %b = f32[1024,1024]{1,0:T(8,128)} parameter(1)\n"
+		 "  ROOT %r = (f32[1024,1024]{1,0:T(8,128)S(1)}, "
+		 "f32[1024,1024]{1,0:T(8,128)}) all-reduce(%a, %b), "
+		 "replica_groups={{0,1,2,3}}, to_apply=%add\n"
+		 "}\n",
+		 &b);
+	assert_int_equal(b.p.n_kernels, 1);
+	const struct sim_kernel *k = &b.p.kernels[0];
+	assert_near(k->work.ici_bytes, 8388608.0, 0);
+	assert_near(k->work.bytes_read, 4194304.0, 0);
+	assert_near(k->work.bytes_written, 4194304.0, 0);
+	double want = 2 * 0.75 * 8388608.0 / (200.0 * hw.ici_efficiency / 2) +
+		      6 * hw.ici_latency_ns + hw.kernel_overhead_ns;
+	struct sim_estimate e;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d), TS_OK);
+	assert_int_equal(e.bound, HW_UNIT_ICI);
+	assert_rel(e.time_ns, want, TIME_REL_TOL);
+	assert_int_equal(sim_kernel_roofline(k, &hw, &e, &d), TS_OK);
+	assert_int_equal(e.bound, HW_UNIT_ICI);
+	assert_rel(e.time_ns, want, TIME_REL_TOL);
+	tu_built_free(&b);
+
+	struct sim_work w = only_work(
+		"HloModule s\n"
+		"ENTRY %e (x: f32[64,128]) -> f32[8,128] {\n"
+		"  %x = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+		"  ROOT %s = f32[8,128]{1,0:T(8,128)S(1)} slice(%x), "
+		"slice={[0:8], [0:128]}\n"
+		"}\n");
+	assert_near(w.bytes_read, 4096.0, 0);
+	assert_near(w.bytes_written, 0.0, 0);
+}
+
 /* Program total = sum over kernels of time x multiplicity; the custom
  * call is counted as unmodelled and adds nothing. Body kernels run 4
  * times, the condition's compare 5 times. */
@@ -578,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_padded_elementwise),
 		cmocka_unit_test(test_padded_bf16_transcendental),
 		cmocka_unit_test(test_reduce_work),
+		cmocka_unit_test(test_reduce_window_whole_row),
 		cmocka_unit_test(test_fusion_slice_broadcast),
 		cmocka_unit_test(test_fusion_dus_in_place),
 		cmocka_unit_test(test_vmem_operand),
@@ -585,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_roofline_matmul_v3),
 		cmocka_unit_test(test_roofline_elementwise_v3),
 		cmocka_unit_test(test_roofline_unmodelled_collective),
+		cmocka_unit_test(test_vmem_collective),
 		cmocka_unit_test(test_program_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -456,6 +456,8 @@ static void test_syntax_variants(void **state)
 		"  el = f32[3,4] constant({...})\n"
 		"  sb = f32[2] custom-call(x), custom_call_target=\"SetBound\", literal=s32[] 1\n"
 		"  mesh = f32[2] all-reduce(x), replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}, to_apply=%async_comp\n"
+		"  mesh2 = f32[2] all-reduce(x), replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,4]T(1,0)) {'a','c'}, to_apply=%async_comp\n"
+		"  mesh3 = f32[2] all-reduce(x), replica_groups=mesh['a'=4] {'a':(1)2}, to_apply=%async_comp\n"
 		"} // main\n");
 	struct ir_module *m = r.m[0];
 	assert_string_equal(m->name, "v");
@@ -487,8 +489,12 @@ static void test_syntax_variants(void **state)
 	struct ir_instr *el = find_instr(m, "main.1", "el");
 	assert_true(el->flags & IR_INSTR_LITERAL_ELIDED);
 	assert_int_equal(el->n_operands, 0);
-	assert_int_equal(find_instr(m, "main.1", "x")->n_users, 6);
-	assert_int_equal(find_instr(m, "main.1", "mesh")->attrs.replica_group_size, 0);
+	assert_int_equal(find_instr(m, "main.1", "x")->n_users, 8);
+	/* mesh groups: the product of the named axes' sizes (a device order
+	 * between them changes nothing); a sub-axis stays unknown (0) */
+	assert_int_equal(find_instr(m, "main.1", "mesh")->attrs.replica_group_size, 2);
+	assert_int_equal(find_instr(m, "main.1", "mesh2")->attrs.replica_group_size, 8);
+	assert_int_equal(find_instr(m, "main.1", "mesh3")->attrs.replica_group_size, 0);
 	parsed_free(&r);
 }
 

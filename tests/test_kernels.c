@@ -471,6 +471,69 @@ static void test_async_overlap(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * Async transfers are DMAs: a slice-start of a quarter of an HBM array into
+ * VMEM (bf16[256,512]: 262,144 bytes read from HBM, none written) and a
+ * copy-start from HBM to HBM (f32[1024,1024]: 4 MiB read and 4 MiB
+ * written) each take one DMA latency plus the bytes at HBM bandwidth
+ * (hbm.dma_latency_ns, hw_spec_hbm_bw), with no tile grid and no warning
+ * (before, the slice-start had no grid, "a tuple", and was costed by its
+ * roofline with a launch). The fusion between the slice-start and its
+ * done hides it: the program is the sum less min(slice, fusion).
+ */
+static void test_async_dma(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule dma, is_scheduled=true\n"
+		 "f {\n  p = f32[1024,1024] parameter(0)\n"
+		 "  ROOT e = f32[1024,1024] exponential(p)\n}\n"
+		 "ENTRY e {\n  x = f32[1024,1024] parameter(0)\n"
+		 "  y = bf16[1024,512]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  ss = ((bf16[1024,512]{1,0:T(8,128)(2,1)}), "
+		 "bf16[256,512]{1,0:T(8,128)(2,1)S(1)}, s32[]{:S(2)}) "
+		 "slice-start(y), slice={[0:256], [0:512]}\n"
+		 "  k = f32[1024,1024] fusion(x), kind=kLoop, calls=f\n"
+		 "  sd = bf16[256,512]{1,0:T(8,128)(2,1)S(1)} slice-done(ss)\n"
+		 "  cs = (f32[1024,1024], f32[1024,1024], u32[]) copy-start(x)\n"
+		 "  cd = f32[1024,1024] copy-done(cs)\n"
+		 "  ROOT t = (f32[1024,1024], bf16[256,512], f32[1024,1024]) "
+		 "tuple(k, sd, cd)\n}\n",
+		 &b);
+	ASSERT_NAMES(&b, "ss,k,cs");
+	const struct sim_kernel *ss = tu_kernel(&b, "ss");
+	assert_true(ss->dma);
+	assert_false(ss->tunable);
+	assert_int_equal(ss->main_op, IR_OP_SLICE);
+	assert_near(ss->work.bytes_read, 262144.0, 0);
+	assert_near(ss->work.bytes_written, 0.0, 0);
+	const struct sim_kernel *cs = tu_kernel(&b, "cs");
+	assert_true(cs->dma);
+	assert_near(cs->work.bytes_read + cs->work.bytes_written, 8388608.0, 0);
+
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw)) {
+		tu_built_free(&b);
+		skip();
+	}
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	double bpns = hw_spec_hbm_bw(&hw) * 1e-9;
+	assert_false(ss->est.untiled);
+	assert_int_equal(ss->est.bound, HW_UNIT_HBM);
+	/* the same few doubles in another order: 1e-9 relative */
+	assert_near(ss->est.time_ns, hw.dma_latency_ns + 262144.0 / bpns,
+		    1e-9 * ss->est.time_ns);
+	assert_near(cs->est.time_ns, hw.dma_latency_ns + 8388608.0 / bpns,
+		    1e-9 * cs->est.time_ns);
+	double tk = tu_kernel(&b, "k")->est.time_ns;
+	double hidden = ss->est.time_ns < tk ? ss->est.time_ns : tk;
+	assert_near(b.p.async[0].hidden_ns, hidden, 0);
+	assert_near(b.p.total_ns, ss->est.time_ns + tk + cs->est.time_ns - hidden,
+		    1e-9 * b.p.total_ns);
+	tu_built_free(&b);
+}
+
 /* A while of 3 inside a while of 4: the inner body runs 12 times. */
 static void test_while_nested(void **state)
 {
@@ -576,6 +639,103 @@ static void test_collectives_unmodelled(void **state)
 	assert_int_equal(tu_kernel(&b, "ars")->kind, SIM_KERNEL_COLLECTIVE);
 	assert_int_equal(tu_kernel(&b, "inf")->kind, SIM_KERNEL_UNMODELLED);
 	assert_int_equal(b.p.n_unmodelled, 2);
+	tu_built_free(&b);
+}
+
+/* The custom calls XLA's TPU compiler emits that are no work of their
+ * own (classify.c free_custom_call, docs/HLO.md 2): a buffer reserved
+ * (AllocateBuffer), a concatenation of slices laid out in place
+ * (ConcatBitcast of the slice-dones of one array), a forwarded promise
+ * (AssumeGatherIndicesInBound) and the markers around a SparseCore call
+ * (PrepareAsyncCallStart/Done) are no kernels; the slice-starts that fill
+ * the concatenation are, and any other custom call stays listed,
+ * unmodelled. Before, all six custom calls were unmodelled kernels. */
+static void test_tpu_custom_calls(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule tc, is_scheduled=true\n"
+		 "ENTRY %e (p: bf16[1024,512], i: s32[64]) -> (bf16[1024,512], "
+		 "bf16[4,1024,512], token[], f32[8], s32[64]) {\n"
+		 "  %p = bf16[1024,512]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %i = s32[64]{0:T(256)} parameter(1)\n"
+		 "  %ab = bf16[4,1024,512]{2,1,0:T(8,128)(2,1)} custom-call(), "
+		 "custom_call_target=\"AllocateBuffer\"\n"
+		 "  %ss0 = ((bf16[1024,512]{1,0:T(8,128)(2,1)}), "
+		 "bf16[512,512]{1,0:T(8,128)(2,1)S(1)}, s32[]{:S(2)}) "
+		 "slice-start(%p), slice={[0:512], [0:512]}\n"
+		 "  %ss1 = ((bf16[1024,512]{1,0:T(8,128)(2,1)}), "
+		 "bf16[512,512]{1,0:T(8,128)(2,1)S(1)}, s32[]{:S(2)}) "
+		 "slice-start(%p), slice={[512:1024], [0:512]}\n"
+		 "  %sd0 = bf16[512,512]{1,0:T(8,128)(2,1)S(1)} slice-done(%ss0)\n"
+		 "  %sd1 = bf16[512,512]{1,0:T(8,128)(2,1)S(1)} slice-done(%ss1)\n"
+		 "  %cb = bf16[1024,512]{1,0:T(8,128)(2,1)S(1)} custom-call(%sd0, "
+		 "%sd1), custom_call_target=\"ConcatBitcast\"\n"
+		 "  %ai = s32[64]{0:T(256)} custom-call(%i), "
+		 "custom_call_target=\"AssumeGatherIndicesInBound\"\n"
+		 "  %pre = s32[]{:S(2)} custom-call(), "
+		 "custom_call_target=\"PrepareAsyncCallStart\"\n"
+		 "  %done = token[] custom-call(%pre), "
+		 "custom_call_target=\"PrepareAsyncCallDone\"\n"
+		 "  %other = f32[8] custom-call(), custom_call_target=\"my_op\"\n"
+		 "  ROOT %t = (bf16[1024,512], bf16[4,1024,512], token[], f32[8], "
+		 "s32[64]) tuple(%cb, %ab, %done, %other, %ai)\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "ss0,ss1,other");
+	assert_int_equal(tu_kernel(&b, "other")->kind, SIM_KERNEL_UNMODELLED);
+	tu_built_free(&b);
+}
+
+/* A SparseCore call as XLA writes it for v7: PrepareAsyncCallStart/Done
+ * (free markers) before a call-start on the "sparsecore" thread whose
+ * to_apply computation (here an offloaded all-reduce) is the work, run
+ * beside the TensorCore until its call-done: an async pair whose async
+ * work is the callee's kernel, the fusion between hiding it. */
+static void test_sparsecore_call(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule sc, is_scheduled=true\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}, execution_thread=\"sparsecore\"\n"
+		 "%called (p0: f32[1024,1024], p1: token[]) -> f32[1024,1024] {\n"
+		 "  %p0 = f32[1024,1024] parameter(0)\n"
+		 "  %p1 = token[] parameter(1)\n"
+		 "  ROOT %ar = f32[1024,1024] all-reduce(%p0), "
+		 "replica_groups=mesh['axis_0'=8,'axis_1'=1] {'axis_0'}, "
+		 "to_apply=%add\n"
+		 "}, execution_thread=\"sparsecore\"\n"
+		 "%fu (a: f32[1024,1024]) -> f32[1024,1024] {\n"
+		 "  %a = f32[1024,1024] parameter(0)\n"
+		 "  ROOT %n = f32[1024,1024] negate(%a)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[1024,1024], y: f32[1024,1024]) -> "
+		 "(f32[1024,1024], f32[1024,1024]) {\n"
+		 "  %x = f32[1024,1024] parameter(0)\n"
+		 "  %y = f32[1024,1024] parameter(1)\n"
+		 "  %pre = s32[]{:S(2)} custom-call(), "
+		 "custom_call_target=\"PrepareAsyncCallStart\"\n"
+		 "  %ready = token[] custom-call(%pre), "
+		 "custom_call_target=\"PrepareAsyncCallDone\"\n"
+		 "  %cs = ((f32[1024,1024], token[]), f32[1024,1024]) "
+		 "call-start(%x, %ready), async_execution_thread=\"sparsecore\", "
+		 "to_apply=%called\n"
+		 "  %k = f32[1024,1024] fusion(%y), kind=kLoop, calls=%fu\n"
+		 "  %cd = f32[1024,1024] call-done(%cs)\n"
+		 "  ROOT %t = (f32[1024,1024], f32[1024,1024]) tuple(%cd, %k)\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "ar,k");
+	assert_int_equal(b.p.n_async, 1);
+	assert_string_equal(b.p.async[0].start->name, "cs");
+	assert_string_equal(b.p.async[0].done->name, "cd");
+	assert_true(tu_kernel(&b, "ar")->async_work);
+	assert_int_equal(tu_kernel(&b, "ar")->group_devices, 8);
+	assert_false(tu_kernel(&b, "k")->async_work);
 	tu_built_free(&b);
 }
 
@@ -1195,9 +1355,12 @@ int main(void)
 		cmocka_unit_test(test_while_assumed),
 		cmocka_unit_test(test_trip_counts),
 		cmocka_unit_test(test_async_overlap),
+		cmocka_unit_test(test_async_dma),
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
+		cmocka_unit_test(test_tpu_custom_calls),
+		cmocka_unit_test(test_sparsecore_call),
 		cmocka_unit_test(test_group_softmax),
 		cmocka_unit_test(test_group_layernorm),
 		cmocka_unit_test(test_group_sibling_reduces),

@@ -1494,6 +1494,272 @@ static void test_shallow_conv_folds_taps(void **state)
 }
 
 /*
+ * A reduce-window whose window covers the whole row from every output
+ * (XLA's row max of attention) costs the VPU a reduce of the row
+ * (plan_vpu.c whole_window_cycles, hw_vpu.c reduce rule), on v3 (alus 1,
+ * simple 1, xlu_lane_reduce_cost 8 slots):
+ *   along lanes, f32[8,1024] window 1x2047: 8 vregs fold to 1 (7 simple
+ *     ops) and the last is reduced across lanes (8 slots): 15 cycles;
+ *   along sublanes, f32[1024,128] window 2047x1: 128 vregs fold to 1 (127)
+ *     and log2(8) = 3 sublane steps of a max and a shuffle (6): 133.
+ * Sliding the window instead (2046 steps over every input vreg, each a max
+ * and a cross-lane permute) took 8 x 2046 x (1 + 8) = 147,312 cycles for
+ * the first. Tolerance EXACT: sums of small integers.
+ */
+static void test_reduce_window_whole_row_vpu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	assert_near(hw.vpu_alus, 1, 0);
+	assert_near(hw.vpu_class_cost[HW_VPU_SIMPLE], 1, 0);
+	assert_near(hw.xlu_lane_reduce_cost, 8, 0);
+	struct tu_built b;
+	tu_build("HloModule rw\n"
+		 "%max (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %m = f32[] maximum(%a, %b)\n"
+		 "}\n"
+		 "ENTRY %e (x: f32[8,1024], y: f32[1024,128]) -> "
+		 "(f32[8,1024], f32[1024,128]) {\n"
+		 "  %x = f32[8,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  %y = f32[1024,128]{1,0:T(8,128)} parameter(1)\n"
+		 "  %z = f32[] constant(-inf)\n"
+		 "  %lane = f32[8,1024]{1,0:T(8,128)} reduce-window(%x, %z), "
+		 "window={size=1x2047 pad=0_0x1023_1023}, to_apply=%max\n"
+		 "  %sub = f32[1024,128]{1,0:T(8,128)} reduce-window(%y, %z), "
+		 "window={size=2047x1 pad=1023_1023x0_0}, to_apply=%max\n"
+		 "  ROOT %t = (f32[8,1024], f32[1024,128]) tuple(%lane, %sub)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double cycles;
+	} cases[] = {{"lane", 7 + 8}, {"sub", 127 + 3 + 3}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		assert_near(p.vpu_cycles, cases[i].cycles, EXACT);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
+/*
+ * A contraction inside a nested fusion runs on the MXU though the grid
+ * tiles another op (the reduce at the root, as in XLA's attention fusion:
+ * QK^T in a nested fusion, the row max and exp around it). On v3 (2
+ * arrays of 128 x 128, 1 MAC per cell per cycle: 32,768 MACs per cycle;
+ * fill 128 + 128 + 128 - 2 = 382 cycles, hw_mxu.c):
+ *   k128: 1024 x 1024 x 128 = 134,217,728 MACs, K = 128 and N = 1024
+ *     whole tiles: 382 + 134,217,728 / 32,768 = 382 + 4,096 = 4,478;
+ *   k64: 1024 x 1024 x 64 = 67,108,864 MACs, K = 64 padded to 128 (x2):
+ *     382 + 2 x 67,108,864 / 32,768 = 4,478.
+ * Its FLOPs count 2 per MAC. Without the MXU work (before) the kernels had
+ * 0 MXU cycles and 0 FLOPs of the dot. Tolerance EXACT: small integers.
+ */
+static void test_nested_contraction_mxu(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule nest, is_scheduled=true\n"
+		 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+		 "  %a = f32[] parameter(0)\n"
+		 "  %b = f32[] parameter(1)\n"
+		 "  ROOT %s = f32[] add(%a, %b)\n"
+		 "}\n"
+		 "%qk (a: bf16[1024,128], b: bf16[128,1024]) -> f32[1024,1024] {\n"
+		 "  %a = bf16[1024,128] parameter(0)\n"
+		 "  %b = bf16[128,1024] parameter(1)\n"
+		 "  ROOT %d = f32[1024,1024] dot(%a, %b), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "%qk64 (a: bf16[1024,64], b: bf16[64,1024]) -> f32[1024,1024] {\n"
+		 "  %a = bf16[1024,64] parameter(0)\n"
+		 "  %b = bf16[64,1024] parameter(1)\n"
+		 "  ROOT %d = f32[1024,1024] dot(%a, %b), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "%soft (p0: bf16[1024,128], p1: bf16[128,1024]) -> f32[1024] {\n"
+		 "  %p0 = bf16[1024,128] parameter(0)\n"
+		 "  %p1 = bf16[128,1024] parameter(1)\n"
+		 "  %f = f32[1024,1024] fusion(%p0, %p1), kind=kOutput, calls=%qk\n"
+		 "  %e = f32[1024,1024] exponential(%f)\n"
+		 "  %z = f32[] constant(0)\n"
+		 "  ROOT %r = f32[1024] reduce(%e, %z), dimensions={1}, to_apply=%add\n"
+		 "}\n"
+		 "%soft64 (p0: bf16[1024,64], p1: bf16[64,1024]) -> f32[1024] {\n"
+		 "  %p0 = bf16[1024,64] parameter(0)\n"
+		 "  %p1 = bf16[64,1024] parameter(1)\n"
+		 "  %f = f32[1024,1024] fusion(%p0, %p1), kind=kOutput, calls=%qk64\n"
+		 "  %z = f32[] constant(0)\n"
+		 "  ROOT %r = f32[1024] reduce(%f, %z), dimensions={1}, to_apply=%add\n"
+		 "}\n"
+		 "ENTRY %e (x: bf16[1024,128], y: bf16[128,1024], u: bf16[1024,64], "
+		 "v: bf16[64,1024]) -> (f32[1024], f32[1024]) {\n"
+		 "  %x = bf16[1024,128] parameter(0)\n"
+		 "  %y = bf16[128,1024] parameter(1)\n"
+		 "  %u = bf16[1024,64] parameter(2)\n"
+		 "  %v = bf16[64,1024] parameter(3)\n"
+		 "  %k128 = f32[1024] fusion(%x, %y), kind=kOutput, calls=%soft\n"
+		 "  %k64 = f32[1024] fusion(%u, %v), kind=kOutput, calls=%soft64\n"
+		 "  ROOT %t = (f32[1024], f32[1024]) tuple(%k128, %k64)\n"
+		 "}\n",
+		 &b);
+	static const struct {
+		const char *kernel;
+		double macs;
+	} cases[] = {{"k128", 1024.0 * 1024 * 128}, {"k64", 1024.0 * 1024 * 64}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		struct sim_tile_config full;
+		struct sim_estimate e;
+		struct sim_est_detail x = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, cases[i].kernel),
+						&hw, &p, &d),
+				 TS_OK);
+		assert_false(p.has_kernel);
+		assert_int_equal(p.n_mxu_untiled, 1);
+		assert_near(p.mxu_untiled_macs, cases[i].macs, 0);
+		assert_int_equal(sim_plan_check(&p, NULL, &full, &d), TS_OK);
+		assert_int_equal(sim_plan_estimate_detail(&p, &hw, &full, &e, &x,
+							  &d),
+				 TS_OK);
+		assert_near(x.mxu_untiled_cycles, 382.0 + 4096.0, EXACT);
+		assert_near(e.mxu_cycles, 382.0 + 4096.0, EXACT);
+		assert_true(e.flops >= 2 * cases[i].macs);
+		sim_est_detail_free(&x);
+		sim_plan_free(&p);
+	}
+	tu_built_free(&b);
+}
+
+/*
+ * A scanned model's layer weights, as XLA's TPU compiler writes them: a
+ * nested kLoop fusion takes layer i of the stacked weights bf16[4,512,256]
+ * (a dynamic-slice) and squeezes the layer dim to the end (a bitcast to
+ * bf16[512,256,1]) for the dot. The kernel reads one layer, 512 x 256 x 2
+ * = 262,144 bytes, blocked along K (512) and N (256) as the dot's grid
+ * follows them. Before, the nested slice was not seen (all four layers,
+ * 1 MiB, in every block) and the bitcast's map, pairing dims from the
+ * front and back only, lost K and N (the whole layer in every block: the
+ * compiled v2-v4 decoders' weights did not fit VMEM).
+ */
+static void test_nested_layer_slice(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule scan, is_scheduled=true\n"
+		 "%layer (w: bf16[4,512,256], i: s32[]) -> bf16[512,256,1] {\n"
+		 "  %w = bf16[4,512,256]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %i = s32[] parameter(1)\n"
+		 "  %z = s32[] constant(0)\n"
+		 "  %ds = bf16[1,512,256]{2,1,0:T(8,128)(2,1)} dynamic-slice(%w, "
+		 "%i, %z, %z), dynamic_slice_sizes={1,512,256}\n"
+		 "  ROOT %b = bf16[512,256,1]{1,0,2:T(8,128)(2,1)} bitcast(%ds)\n"
+		 "}\n"
+		 "%mm (x: bf16[1024,512], w: bf16[4,512,256], i: s32[]) -> "
+		 "bf16[1024,256,1] {\n"
+		 "  %x = bf16[1024,512]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %w = bf16[4,512,256]{2,1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %i = s32[] parameter(2)\n"
+		 "  %l = bf16[512,256,1]{1,0,2:T(8,128)(2,1)} fusion(%w, %i), "
+		 "kind=kLoop, calls=%layer\n"
+		 "  ROOT %d = bf16[1024,256,1]{1,0,2:T(8,128)(2,1)} dot(%x, %l), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "ENTRY %e (x: bf16[1024,512], w: bf16[4,512,256], i: s32[]) -> "
+		 "bf16[1024,256,1] {\n"
+		 "  %x = bf16[1024,512]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %w = bf16[4,512,256]{2,1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %i = s32[] parameter(2)\n"
+		 "  ROOT %k = bf16[1024,256,1]{1,0,2:T(8,128)(2,1)} fusion(%x, %w, "
+		 "%i), kind=kOutput, calls=%mm\n"
+		 "}\n",
+		 &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d), TS_OK);
+	assert_true(p.has_kernel);
+	const struct sim_plan_access *w = NULL;
+	for (int a = 0; a < p.n_access; a++)
+		if (p.acc[a].input == 1)
+			w = &p.acc[a];
+	assert_non_null(w);
+	assert_near(w->bytes, 512.0 * 256 * 2, 0);
+	/* physical [1, 512, 256]: K and N follow the grid */
+	assert_int_equal(w->rank, 3);
+	assert_true(w->dims[1].grid >= 0);
+	assert_true(w->dims[2].grid >= 0);
+	sim_plan_free(&p);
+	tu_built_free(&b);
+}
+
+/*
+ * Attention's batched QK^T as XLA's TPU compiler writes it: the 4 x 4
+ * batch (heads) as two spatial dims of a convolution, each 4 input
+ * positions under a 4-tap window with base dilation 4 and stride 3. Output
+ * o meets tap o only (o x 3 + k is a multiple of 4 only for k = o): a
+ * batch, one weight tile per position, not a 4-tap window over a quarter
+ * dense input. The plan shares each such kernel dim with its output dim
+ * (role batch), the lhs reads one position per output position (no window
+ * halo), and no tap density or window applies: tap_density 1, not
+ * windowed. Before, each was a window: 2 tap dims, tap_density 1/16, the
+ * lhs widened by a halo (the v2/v3 decoders' attention backward ran 16.7
+ * million steps).
+ */
+static void test_conv_batch_dims(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule qk, is_scheduled=true\n"
+		 "ENTRY %e (q: bf16[4,256,4,128], k: bf16[4,512,4,128]) -> "
+		 "bf16[4,4,256,512] {\n"
+		 "  %q = bf16[4,256,4,128]{3,1,2,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %k = bf16[4,512,4,128]{3,1,2,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  ROOT %c = bf16[4,4,256,512]{3,2,1,0:T(8,128)(2,1)} "
+		 "convolution(%q, %k), window={size=4x4 stride=3x3 "
+		 "lhs_dilate=4x4}, dim_labels=0b1f_0o1i->01bf\n"
+		 "}\n",
+		 &b);
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "c"), &hw, &p, &d), TS_OK);
+	assert_true(p.has_kernel);
+	assert_false(p.mxu_windowed);
+	assert_near(p.tap_density, 1.0, 0);
+	/* MACs: 128 x 512 x 256 x 16 positions */
+	assert_near(p.mxu_macs, 128.0 * 512 * 256 * 16, 0);
+	int n_batch = 0, n_tap = 0;
+	for (int i = 0; i < p.n_dims; i++) {
+		n_batch += p.dims[i].role == SIM_ROLE_BATCH;
+		n_tap += p.dims[i].role == SIM_ROLE_TAP;
+	}
+	assert_int_equal(n_batch, 2);
+	assert_int_equal(n_tap, 0);
+	for (int a = 0; a < p.n_access; a++)
+		for (int i = 0; i < p.acc[a].rank; i++)
+			assert_int_equal(p.acc[a].dims[i].win, -1);
+	sim_plan_free(&p);
+	tu_built_free(&b);
+}
+
+/*
  * A variadic (argmax) reduce over the minor dim of f32[2097152,8]: its two
  * results, f32 and s32 [2097152] (8 MiB each), follow the grid as one
  * array would. Held whole (as before), double-buffered they passed v3's
@@ -1563,6 +1829,10 @@ int main(void)
 		cmocka_unit_test(test_depthwise_expanded),
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
+		cmocka_unit_test(test_reduce_window_whole_row_vpu),
+		cmocka_unit_test(test_nested_contraction_mxu),
+		cmocka_unit_test(test_nested_layer_slice),
+		cmocka_unit_test(test_conv_batch_dims),
 		cmocka_unit_test(test_relayout_xlu),
 		cmocka_unit_test(test_dot_result_xlu),
 	};
