@@ -412,6 +412,9 @@ static enum ts_status search_comp(struct search *s,
 		swap = best;
 		best = trial;
 		trial = swap;
+		/* the trials' space is made against one base */
+		sim_fusion_space_free(s->trial);
+		s->trial = NULL;
 		if (g != first)
 			sim_fusion_space_free(g);
 		g = NULL;

@@ -814,8 +814,8 @@ static void check_base(const struct ir_module *m, const struct ir_computation *c
 
 /* check_base against the xla policy's grouping of computation c of m,
  * then against one under every fifth of those decisions the other way
- * (as the search's base is once it keeps some), one trial space serving
- * both, as it serves every trial of the search. */
+ * (as the search's base is once it keeps some), a trial space for each,
+ * as the search makes one for every base. */
 static void check_deltas(const struct ir_module *m,
 			 const struct ir_computation *c, struct delta_count *dc)
 {
@@ -825,6 +825,8 @@ static void check_deltas(const struct ir_module *m,
 	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
 	assert_true(force && cand);
 	check_base(m, c, base, base, force, &d, dc);
+	sim_fusion_space_free(d);
+	d = NULL;
 	int n_cand = sim_fusion_space_candidates(base, cand);
 	for (int q = 0; q < n_cand; q += 5)
 		force[cand[q]] = (signed char)sim_fusion_space_alternative(base,
