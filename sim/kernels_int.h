@@ -91,12 +91,11 @@ struct grouping {
 	                          cyclic groups, dissolve_cycles) */
 	int *g_root;           /* root instruction of each group */
 	int *g_core_at;        /* where in order the decision that put a core
-	                          op in each group was made (-1: none); a
-	                          group holds one when a decision is made
-	                          earlier in the order (consumers first: a
+	                          op in each group was made (-1: none); the
+	                          decision at place p sees one when it is
+	                          past p (decisions go consumers first; a
 	                          trial's grouping, grouping_delta.c, holds
-	                          the final places of the decisions it did
-	                          not make again) */
+	                          places of decisions still to come) */
 	int *g_rep;            /* representative after sibling merging (-1:
 	                          dissolved, a cycle) */
 	/* membership: group g's members (instruction indices, ascending)
