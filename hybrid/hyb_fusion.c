@@ -293,6 +293,8 @@ static enum ts_status settled(struct search *s,
 	if (!st)
 		st = sim_fusion_space_delta(g, force, at, &s->trial, s->gone.v,
 					    &s->gone.n, &followed);
+	if (!st)
+		s->plan->n_redecided += sim_fusion_space_decided(s->trial);
 	if (st || !followed)
 		return st;
 	const struct sim_fusion_space *d = s->trial;

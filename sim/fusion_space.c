@@ -160,6 +160,11 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 	return st;
 }
 
+int sim_fusion_space_decided(const struct sim_fusion_space *trial)
+{
+	return trial->g.n_redecided;
+}
+
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct sim_kernel *out, bool *none,
 				       struct ts_diag *d)

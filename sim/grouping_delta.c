@@ -253,9 +253,11 @@ static void decide_from(struct grouping *t, const struct grouping *b, int at,
 			struct delta_scratch *ds, int *moved, int *n_moved)
 {
 	*n_moved = 0;
+	t->n_redecided = 0;
 	enqueue(ds, t->pos, at, DELTA_AGAIN);
 	while (ds->n_queue > 0) {
 		int x = dequeue(ds, t->pos);
+		t->n_redecided++;
 		if (!(ds->mark[x] & DELTA_AGAIN) &&
 		    !reads_core_change(t, x, ds->mark))
 			continue; /* asked, and b's decision holds */
@@ -368,6 +370,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	ds->n_coll = 0;
 	t->pool_n = 0;
 	undo_trial(t, ds);
+	t->n_redecided = 0;
 	/* b split a cyclic group: not followed */
 	if (b->n_groups != b->n_decided)
 		return TS_OK;

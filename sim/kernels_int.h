@@ -116,6 +116,8 @@ struct grouping {
 	                          through a const grouping (one thread):
 	                          2 marks per instruction (ts_next_gen), then
 	                          the generation */
+	int n_redecided;       /* a trial's (sim_grouping_delta): the
+	                          decisions it made or asked again */
 	bool borrowed;         /* order, pos, users, operands, elems, opk,
 	                          cd, live and fc (what no decision changes)
 	                          are another grouping's of c, not freed with

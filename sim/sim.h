@@ -360,6 +360,8 @@ struct sim_fusion_plan {
 	struct sim_fusion_flip *flips; /* ts_malloc'd */
 	int n_trials;              /* decisions tried */
 	int n_costed;              /* distinct candidate kernels costed */
+	long n_redecided;          /* decisions the trials made or asked
+	                              again (sim_fusion_space_decided) */
 };
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
 
@@ -419,6 +421,9 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      struct sim_fusion_space **trial,
 				      uint64_t *gone, int *n_gone,
 				      bool *followed);
+/* The decisions the last trial into trial made or asked again (what it
+ * cost the grouping: those that may differ, not the computation's). */
+int sim_fusion_space_decided(const struct sim_fusion_space *trial);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 
