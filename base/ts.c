@@ -422,6 +422,65 @@ void ts_ptrmap_free(struct ts_ptrmap *m)
 	m->n = 0;
 }
 
+static size_t u64_slot(size_t mask, uint64_t key)
+{
+	return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & mask;
+}
+
+bool ts_u64map_set(struct ts_u64map *m, uint64_t key, int val)
+{
+	TS_ASSERT(key != 0);
+	if (2 * (m->n + 1) > (m->keys ? m->mask + 1 : 0)) {
+		size_t cap = m->keys ? 2 * (m->mask + 1) : 256;
+		uint64_t *keys = ts_calloc(cap, sizeof *keys);
+		int *vals = ts_malloc(cap * sizeof *vals);
+		if (!keys || !vals) {
+			ts_free(keys);
+			ts_free(vals);
+			return false;
+		}
+		for (size_t i = 0; m->keys && i <= m->mask; i++) {
+			if (!m->keys[i])
+				continue;
+			size_t j = u64_slot(cap - 1, m->keys[i]);
+			while (keys[j])
+				j = (j + 1) & (cap - 1);
+			keys[j] = m->keys[i];
+			vals[j] = m->vals[i];
+		}
+		ts_free(m->keys);
+		ts_free(m->vals);
+		m->keys = keys;
+		m->vals = vals;
+		m->mask = cap - 1;
+	}
+	size_t i = u64_slot(m->mask, key);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & m->mask;
+	m->n += !m->keys[i];
+	m->keys[i] = key;
+	m->vals[i] = val;
+	return true;
+}
+
+int ts_u64map_get(const struct ts_u64map *m, uint64_t key)
+{
+	if (!m->keys)
+		return -1;
+	for (size_t i = u64_slot(m->mask, key); m->keys[i];
+	     i = (i + 1) & m->mask)
+		if (m->keys[i] == key)
+			return m->vals[i];
+	return -1;
+}
+
+void ts_u64map_free(struct ts_u64map *m)
+{
+	ts_free(m->keys);
+	ts_free(m->vals);
+	memset(m, 0, sizeof *m);
+}
+
 /* ---- files ------------------------------------------------------------- */
 
 /* The resolved folder of a path that does not exist yet, its last part

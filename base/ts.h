@@ -176,6 +176,22 @@ void ts_ptrmap_set(struct ts_ptrmap *m, const void *key, int val);
 int ts_ptrmap_get(const struct ts_ptrmap *m, const void *key);
 void ts_ptrmap_free(struct ts_ptrmap *m);
 
+/* Nonzero 64-bit key (a digest) -> int: open addressing over a
+ * power-of-two table kept at most half full, grown as keys come (a
+ * cache of costs by digest). Zeroed: an empty map. */
+struct ts_u64map {
+	uint64_t *keys; /* mask + 1 slots, 0 when empty */
+	int *vals;
+	size_t mask;
+	size_t n;       /* keys set */
+};
+/* Sets key (not 0) -> val, replacing its value if present; false when
+ * memory runs out (the map as it was). */
+bool ts_u64map_set(struct ts_u64map *m, uint64_t key, int val);
+/* The value of key, or -1 when absent. */
+int ts_u64map_get(const struct ts_u64map *m, uint64_t key);
+void ts_u64map_free(struct ts_u64map *m);
+
 /* ---- 128-bit integers ------------------------------------------------------
  * Arithmetic on int64 values read from input text (padding, dilations,
  * loop bounds) that may be anything the text holds: in 128 bits no sum or

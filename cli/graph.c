@@ -200,7 +200,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 					&f->model);
 		if (rc != CMD_EXIT_OK)
 			return rc;
-		f->hyb = (struct hyb_fuse_ctx){&f->model, hw};
+		f->hyb = (struct hyb_fuse_ctx){.model = &f->model, .hw = hw};
 		f->cost = (struct hyb_fuse_cost){hyb_fuse_cost_hybrid, &f->hyb,
 						 "hybrid"};
 	} else {
@@ -214,6 +214,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 
 void cmd_fusion_free(struct cmd_fusion *f)
 {
+	hyb_fuse_ctx_free(&f->hyb);
 	gnn_model_free(&f->model);
 	memset(f, 0, sizeof *f);
 }

@@ -81,74 +81,49 @@ void hyb_fuse_cost_analytic(void *hw, const struct sim_kernel *k,
 	out->plausible = sim_kernel_plausible(k, &e, hw);
 }
 
-/* Kernel costs by (members, outputs) key; open addressing. */
+/* Kernel costs by (members, outputs) key. */
 struct cache {
-	uint64_t *key; /* 0: empty */
+	struct ts_u64map at; /* key -> index in v */
 	struct hyb_fuse_kernel *v;
-	size_t cap, n;
+	int n, cap;
 };
 
 static void cache_free(struct cache *c)
 {
-	ts_free(c->key);
+	ts_u64map_free(&c->at);
 	ts_free(c->v);
 	memset(c, 0, sizeof *c);
 }
 
-/* Where key is, or the empty slot it would go to (linear probing; the
- * table is never full). */
-static size_t probe(const struct cache *c, uint64_t key)
-{
-	size_t j = key & (c->cap - 1);
-	while (c->key[j] && c->key[j] != key)
-		j = (j + 1) & (c->cap - 1);
-	return j;
-}
-
+/* The cost stored under key (*found), or a new slot for it; NULL when
+ * memory runs out. It points into the cache until its next insertion. */
 static struct hyb_fuse_kernel *cache_slot(struct cache *c, uint64_t key,
 					  bool *found)
 {
-	if (2 * (c->n + 1) > c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 256;
-		uint64_t *k = ts_calloc(cap, sizeof *k);
-		struct hyb_fuse_kernel *v = ts_calloc(cap, sizeof *v);
-		if (!k || !v) {
-			ts_free(k);
-			ts_free(v);
+	int i = ts_u64map_get(&c->at, key);
+	*found = i >= 0;
+	if (*found)
+		return &c->v[i];
+	if (c->n == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 256;
+		struct hyb_fuse_kernel *v =
+			ts_realloc(c->v, (size_t)cap * sizeof *v);
+		if (!v)
 			return NULL;
-		}
-		for (size_t i = 0; i < c->cap; i++) {
-			if (!c->key[i])
-				continue;
-			size_t j = c->key[i] & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = c->key[i];
-			v[j] = c->v[i];
-		}
-		ts_free(c->key);
-		ts_free(c->v);
-		c->key = k;
 		c->v = v;
 		c->cap = cap;
 	}
-	size_t j = probe(c, key);
-	*found = c->key[j] == key;
-	if (!*found) {
-		c->key[j] = key;
-		c->n++;
-	}
-	return &c->v[j];
+	if (!ts_u64map_set(&c->at, key, c->n))
+		return NULL;
+	return &c->v[c->n++];
 }
 
 /* The cost stored under key, NULL when there is none (no change to c). */
 static const struct hyb_fuse_kernel *cache_find(const struct cache *c,
 						uint64_t key)
 {
-	if (!c->cap)
-		return NULL;
-	size_t j = probe(c, key);
-	return c->key[j] == key ? &c->v[j] : NULL;
+	int i = ts_u64map_get(&c->at, key);
+	return i >= 0 ? &c->v[i] : NULL;
 }
 
 /* A list of kernel keys with room to sort them. */
@@ -318,6 +293,8 @@ static enum ts_status settled(struct search *s,
 	if (!st)
 		st = sim_fusion_space_delta(g, force, at, &s->trial, s->gone.v,
 					    &s->gone.n, &followed);
+	if (!st)
+		s->plan->n_redecided += sim_fusion_space_decided(s->trial);
 	if (st || !followed)
 		return st;
 	const struct sim_fusion_space *d = s->trial;
@@ -412,6 +389,9 @@ static enum ts_status search_comp(struct search *s,
 		swap = best;
 		best = trial;
 		trial = swap;
+		/* the trials' space is made against one base */
+		sim_fusion_space_free(s->trial);
+		s->trial = NULL;
 		if (g != first)
 			sim_fusion_space_free(g);
 		g = NULL;

@@ -54,14 +54,27 @@ bool hyb_novel(const struct gnn_model *m, const struct hyb_embedding *e);
 /* The hybrid fusion policy's cost (struct hyb_fuse_cost, ctx a struct
  * hyb_fuse_ctx): a candidate kernel's analytic time with its best tile
  * config, times the model's correction (corrected: its op mix is known,
- * hyb_novel). */
+ * hyb_novel). A kernel's graph is embedded once per content: the search's
+ * candidates share graphs (a kernel of more than GNN_MAX_NODES
+ * instructions is embedded by its last ones: a chain's, whichever its
+ * length; the layers of a model), kept by a 64-bit digest (a collision
+ * would reuse another graph's embedding; at the sizes here, thousands of
+ * graphs, its odds are below 1e-12). */
+struct hyb_embed_cache {
+	struct ts_u64map at;     /* digest -> index in v */
+	struct hyb_embedding *v;
+	int n, cap;              /* graphs embedded */
+};
 struct hyb_fuse_ctx {
 	const struct gnn_model *model;
 	const struct hw_spec *hw;
+	struct hyb_embed_cache embeds; /* zeroed: empty; hyb_fuse_ctx_free */
 };
 struct hyb_fuse_kernel;
 void hyb_fuse_cost_hybrid(void *ctx, const struct sim_kernel *k,
 			  struct hyb_fuse_kernel *out);
+/* Frees what the cost kept in c (its embeddings). */
+void hyb_fuse_ctx_free(struct hyb_fuse_ctx *c);
 
 /* Loads a model file; "default" names the model shipped with tpusim
  * (TPUSIM_DEFAULT_MODEL, learned/default.gnn in the source tree). */

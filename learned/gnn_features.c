@@ -216,18 +216,6 @@ void gnn_graph_free(struct gnn_graph *g)
 	memset(g, 0, sizeof *g);
 }
 
-/* Node index of instruction `in` among the kernel's nodes, -1 if outside:
- * nodes are members[first ..], so a linear scan over at most
- * GNN_MAX_NODES entries. */
-static int node_of(const struct ir_instr *const *nodes, int n,
-		   const struct ir_instr *in)
-{
-	for (int i = 0; i < n; i++)
-		if (nodes[i] == in)
-			return i;
-	return -1;
-}
-
 /* The op mix of nodes[0..n): XOR over its distinct device-work opcodes of
  * FNV-1a of the opcode's name (names, not enum values, so that a model
  * file's known mixes survive a reordering of ir_ops.def). */
@@ -260,10 +248,17 @@ enum ts_status gnn_graph_build(const struct sim_kernel *k, struct gnn_graph *g)
 		nodes += n - GNN_MAX_NODES;
 		n = GNN_MAX_NODES;
 	}
+	/* node index of each instruction among the nodes (the first, if
+	 * listed twice): an operand outside them is no edge */
+	struct ts_ptrmap at;
+	if (!ts_ptrmap_init(&at, (size_t)n))
+		return TS_ERR_NOMEM;
+	for (int v = n - 1; v >= 0; v--)
+		ts_ptrmap_set(&at, nodes[v], v);
 	int n_edges = 0;
 	for (int v = 0; v < n; v++)
 		for (int j = 0; j < nodes[v]->n_operands; j++)
-			n_edges += node_of(nodes, n, nodes[v]->operands[j]) >= 0;
+			n_edges += ts_ptrmap_get(&at, nodes[v]->operands[j]) >= 0;
 	g->n = n;
 	g->ops = op_mix(nodes, n);
 	g->x = ts_calloc((size_t)n * GNN_NODE_F + 1, sizeof *g->x);
@@ -275,6 +270,7 @@ enum ts_status gnn_graph_build(const struct sim_kernel *k, struct gnn_graph *g)
 	if (!g->x || !g->in_off || !g->out_off || !g->in_idx || !g->out_idx ||
 	    !fill) {
 		ts_free(fill);
+		ts_ptrmap_free(&at);
 		gnn_graph_free(g);
 		return TS_ERR_NOMEM;
 	}
@@ -282,13 +278,14 @@ enum ts_status gnn_graph_build(const struct sim_kernel *k, struct gnn_graph *g)
 		node_features(nodes[v], g->x + (size_t)v * GNN_NODE_F);
 		g->in_off[v + 1] = g->in_off[v];
 		for (int j = 0; j < nodes[v]->n_operands; j++) {
-			int u = node_of(nodes, n, nodes[v]->operands[j]);
+			int u = ts_ptrmap_get(&at, nodes[v]->operands[j]);
 			if (u < 0)
 				continue;
 			g->in_idx[g->in_off[v + 1]++] = u;
 			g->out_off[u + 1]++;
 		}
 	}
+	ts_ptrmap_free(&at);
 	for (int v = 0; v < n; v++)
 		g->out_off[v + 1] += g->out_off[v];
 	for (int v = 0; v < n; v++)

@@ -16,11 +16,30 @@ struct sim_fusion_space {
 	int n_kernels;
 	int *kernels; /* representative group ids, in id order (a trial's:
 	                 the groups that may differ, as found) */
+	uint64_t *key_of; /* a built space's: group_key of each kernel, by
+	                     group id (the trials against it ask for those
+	                     they replace); NULL in a trial's */
 	/* a trial's (sim_fusion_space_delta): its scratch, and the base's
 	 * groups it may replace */
 	struct delta_scratch *ds;
 	int *b_ids;
 };
+
+/* The key of group id: FNV-1a over whole ints (a byte at a time costs 4x
+ * on long groups): the count, the members, then the outputs among them. */
+static uint64_t group_key(const struct grouping *g, int id)
+{
+	const int *mem;
+	int n = sim_group_members(g, id, &mem);
+	uint64_t h = ts_fnv1a_word(TS_FNV1A_BASIS, (uint32_t)n);
+	for (int q = 0; q < n; q++)
+		h = ts_fnv1a_word(h, (uint32_t)mem[q]);
+	int gen = sim_group_mark(g, id);
+	for (int q = 0; q < n; q++)
+		if (sim_group_output(g, gen, mem[q]))
+			h = ts_fnv1a_word(h, (uint32_t)mem[q]);
+	return h ? h : 1;
+}
 
 enum ts_status sim_fusion_space_build(const struct ir_module *m,
 				      const struct ir_computation *c,
@@ -43,6 +62,11 @@ enum ts_status sim_fusion_space_build(const struct ir_module *m,
 	for (int id = 0; !st && id < s->g.n_groups; id++)
 		if (s->g.g_rep[id] == id)
 			s->kernels[s->n_kernels++] = id;
+	if (!st && !(s->key_of = ts_malloc(((size_t)s->g.n_groups + 1) *
+					   sizeof *s->key_of)))
+		st = TS_ERR_NOMEM;
+	for (int k = 0; !st && k < s->n_kernels; k++)
+		s->key_of[s->kernels[k]] = group_key(&s->g, s->kernels[k]);
 	return st;
 }
 
@@ -52,6 +76,7 @@ void sim_fusion_space_free(struct sim_fusion_space *s)
 		return;
 	sim_grouping_free(&s->g);
 	ts_free(s->kernels);
+	ts_free(s->key_of);
 	sim_delta_scratch_free(s->ds);
 	ts_free(s->b_ids);
 	ts_free(s);
@@ -94,25 +119,10 @@ int sim_fusion_space_kernels(const struct sim_fusion_space *s)
 	return s->n_kernels;
 }
 
-/* The key of group id: FNV-1a over whole ints (a byte at a time costs 4x
- * on long groups): the count, the members, then the outputs among them. */
-static uint64_t group_key(const struct grouping *g, int id)
-{
-	const int *mem;
-	int n = sim_group_members(g, id, &mem);
-	uint64_t h = ts_fnv1a_word(TS_FNV1A_BASIS, (uint32_t)n);
-	for (int q = 0; q < n; q++)
-		h = ts_fnv1a_word(h, (uint32_t)mem[q]);
-	int gen = sim_group_mark(g, id);
-	for (int q = 0; q < n; q++)
-		if (sim_group_output(g, gen, mem[q]))
-			h = ts_fnv1a_word(h, (uint32_t)mem[q]);
-	return h ? h : 1;
-}
-
 uint64_t sim_fusion_space_key(const struct sim_fusion_space *s, int k)
 {
-	return group_key(&s->g, s->kernels[k]);
+	return s->key_of ? s->key_of[s->kernels[k]]
+			 : group_key(&s->g, s->kernels[k]);
 }
 
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
@@ -145,9 +155,14 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 					       s->kernels, &s->n_kernels,
 					       s->b_ids, &n_b, &whole);
 	for (int q = 0; !st && !whole && q < n_b; q++)
-		gone[(*n_gone)++] = group_key(&base->g, s->b_ids[q]);
+		gone[(*n_gone)++] = base->key_of[s->b_ids[q]];
 	*followed = !st && !whole;
 	return st;
+}
+
+int sim_fusion_space_decided(const struct sim_fusion_space *trial)
+{
+	return trial->g.n_redecided;
 }
 
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,

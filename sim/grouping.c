@@ -344,9 +344,10 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	case FC_CORE: {
 		/* Output fusion / reduce epilogue: one elementwise-like user
-		 * of no more elements, in a kernel without a core yet. */
+		 * of no more elements, in a kernel without a core yet (none
+		 * decided before this one: later in the order) */
 		if (n_users != 1 || materialise || multi || first < 0 ||
-		    g->g_core_at[first] >= 0 || reuse_any ||
+		    g->g_core_at[first] > g->pos[i] || reuse_any ||
 		    p->op == IR_OP_REDUCE_WINDOW)
 			break;
 		const struct ir_instr *u = NULL;

@@ -100,8 +100,9 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 }
 
 /* decide_from's marks per instruction: its decision is made again; a
- * group rooted there gained or lost a core op. */
-enum { DELTA_AGAIN = 1, DELTA_CORE = 2 };
+ * group rooted there gained or lost a core op; asked whether its decision
+ * reads such a group (a core op's); queued (once a trial). */
+enum { DELTA_AGAIN = 1, DELTA_CORE = 2, DELTA_ASK = 4, DELTA_QUEUED = 8 };
 
 static bool is_core(const struct grouping *t, int x)
 {
@@ -123,85 +124,16 @@ static bool reads_core_change(const struct grouping *t, int y,
 	return false;
 }
 
-/* t's decisions: b's up to at's (consumers first: no decision reads a
- * later one, and force differs from b's only at at), and from there
- * made again where they may differ: at's, those of the operands of one
- * that came out otherwise (its group, named by root, or its reuse or
- * prologue marks), and those of the core ops whose user is in a group
- * that a core op came into or left (the core rule reads whether the
- * group holds one yet); the rest are b's, their groups named as t names
- * them. The groups b made before at's decision keep their ids, and hold
- * a core op when one joined them by then (g_core_at). b split no cyclic
- * group (its decisions are its groups). moved[0 .. *n_moved) gets the
- * instructions whose group differs from b's (only a decision made again
- * can differ). mark: n_instrs zeros, DELTA_* marks on return. */
-static void decide_from(struct grouping *t, const struct grouping *b, int at,
-			unsigned char *mark, int *moved, int *n_moved)
-{
-	int from = b->pos[at];
-	size_t n = (size_t)t->n;
-	memcpy(t->grp, b->grp, n * sizeof *t->grp);
-	memcpy(t->reuse, b->reuse, n * sizeof *t->reuse);
-	memcpy(t->prologue, b->prologue, n * sizeof *t->prologue);
-	memcpy(t->why, b->why, n * sizeof *t->why);
-	int keep = 0;
-	while (keep < b->n_decided && b->pos[b->g_root[keep]] > from)
-		keep++;
-	for (int id = 0; id < keep; id++) {
-		t->g_root[id] = b->g_root[id];
-		t->g_core_at[id] = b->g_core_at[id] > from ? b->g_core_at[id] : -1;
-		t->g_rep[id] = id;
-	}
-	t->n_groups = keep;
-	mark[at] = DELTA_AGAIN;
-	bool core_changed = false; /* some DELTA_CORE mark is set */
-	*n_moved = 0;
-	for (int k = from; k >= 0; k--) {
-		int x = t->order[k], gb = b->grp[x];
-		if ((mark[x] & DELTA_AGAIN) ||
-		    (core_changed && is_core(t, x) &&
-		     reads_core_change(t, x, mark))) {
-			t->reuse[x] = t->prologue[x] = false;
-			t->why[x] = SIM_WHY_FUSED;
-			sim_grouping_decide(t, x);
-			int rt = root_of(t, x), rb = root_of(b, x);
-			bool moves = rt != rb;
-			if (moves)
-				moved[(*n_moved)++] = x;
-			if (!moves && t->reuse[x] == b->reuse[x] &&
-			    t->prologue[x] == b->prologue[x])
-				continue;
-			if (is_core(t, x)) {
-				/* the groups it left and came into */
-				if (rt >= 0)
-					mark[rt] |= DELTA_CORE;
-				if (rb >= 0)
-					mark[rb] |= DELTA_CORE;
-				core_changed = true;
-			}
-			for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
-				if (t->ops[j] >= 0)
-					mark[t->ops[j]] |= DELTA_AGAIN;
-			continue;
-		}
-		if (gb < 0)
-			continue; /* G_NONE or G_MULTI, as in b */
-		/* its group's root was decided before it, as in b (else x
-		 * would have been made again) */
-		int r = b->g_root[gb];
-		bool had_core = b->g_core_at[gb] == b->pos[x];
-		if (r == x)
-			sim_grouping_new(t, x, had_core);
-		else if ((t->grp[x] = t->grp[r]) >= 0 && had_core)
-			t->g_core_at[t->grp[x]] = b->pos[x];
-	}
-	t->n_decided = t->n_groups;
-}
-
 struct delta_scratch {
+	const struct grouping *b;   /* the grouping t copies between trials */
 	int *moved, *visit, *stack; /* visit: a generation per walk */
 	int visit_gen;
-	unsigned char *mark;        /* decide_from's, zero between trials */
+	unsigned char *mark;        /* decide_from's: the last trial's, on
+	                               the instructions in marked[] only */
+	int *marked, n_marked;      /* what the last trial may have decided
+	                               otherwise in t (undo_trial) */
+	int *queue, n_queue;        /* decisions to make or ask again: a
+	                               heap, latest in the order on top */
 	bool *t_seen, *b_seen;      /* group ids taken, zero between trials */
 	int *coll, n_coll;          /* the groups of t collected last trial */
 	const struct ir_instr **in; /* siblings_alone's */
@@ -210,6 +142,157 @@ struct delta_scratch {
 	struct cycle_scratch cy;
 };
 
+/* Sets flags f on x's mark, x listed in ds->marked the first time. */
+static void set_mark(struct delta_scratch *ds, int x, unsigned char f)
+{
+	if (!ds->mark[x])
+		ds->marked[ds->n_marked++] = x;
+	ds->mark[x] |= f;
+}
+
+/* Marks x with f and queues it, unless it is queued already. */
+static void enqueue(struct delta_scratch *ds, const int *pos, int x,
+		    unsigned char f)
+{
+	bool queued = ds->mark[x] & DELTA_QUEUED;
+	set_mark(ds, x, f | DELTA_QUEUED);
+	if (queued)
+		return;
+	int i = ds->n_queue++;
+	while (i > 0 && pos[ds->queue[(i - 1) / 2]] < pos[x]) {
+		ds->queue[i] = ds->queue[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	ds->queue[i] = x;
+}
+
+/* The queued instruction latest in the order, taken off the queue. */
+static int dequeue(struct delta_scratch *ds, const int *pos)
+{
+	int top = ds->queue[0], x = ds->queue[--ds->n_queue], n = ds->n_queue;
+	int i = 0;
+	for (int c = 1; c < n; c = 2 * i + 1) {
+		if (c + 1 < n && pos[ds->queue[c + 1]] > pos[ds->queue[c]])
+			c++;
+		if (pos[ds->queue[c]] <= pos[x])
+			break;
+		ds->queue[i] = ds->queue[c];
+		i = c;
+	}
+	if (n > 0)
+		ds->queue[i] = x;
+	return top;
+}
+
+/* Marks r (a group's root, in t or b; none when negative) DELTA_CORE, and
+ * queues to be asked again the core ops whose decision comes after x's
+ * (earlier in the order) and may read that: those an owned member of b's
+ * group rooted at r reads. A user whose decision came out otherwise has
+ * queued its operands already, and one whose decision holds is in b's
+ * group of its root. */
+static void mark_core_change(struct grouping *t, const struct grouping *b,
+			     int r, int x, struct delta_scratch *ds)
+{
+	if (r < 0)
+		return;
+	set_mark(ds, r, DELTA_CORE);
+	int gb = b->grp[r];
+	if (gb < 0 || b->g_root[gb] != r)
+		return;
+	const int *mem;
+	int n_mem = sim_group_members(b, gb, &mem);
+	for (int q = 0; q < n_mem; q++) {
+		int u = mem[q];
+		if (b->grp[u] != gb)
+			continue; /* a copy, or a merged sibling's */
+		for (int j = t->ooff[u]; j < t->ooff[u + 1]; j++) {
+			int y = t->ops[j];
+			if (y >= 0 && is_core(t, y) && t->pos[y] < t->pos[x])
+				enqueue(ds, t->pos, y, DELTA_ASK);
+		}
+	}
+}
+
+/* t a copy of b's decisions again (ds->b: b), after a trial changed what
+ * it marked: the decisions of the instructions marked, the core places of
+ * their groups, the groups the trial made (ids from b->n_groups on). */
+static void undo_trial(struct grouping *t, struct delta_scratch *ds)
+{
+	const struct grouping *b = ds->b;
+	for (int q = 0; q < ds->n_marked; q++) {
+		int x = ds->marked[q], ids[2] = {b->grp[x], t->grp[x]};
+		for (int k = 0; k < 2; k++)
+			if (ids[k] >= 0 && ids[k] < b->n_groups)
+				t->g_core_at[ids[k]] = b->g_core_at[ids[k]];
+		t->grp[x] = b->grp[x];
+		t->reuse[x] = b->reuse[x];
+		t->prologue[x] = b->prologue[x];
+		t->why[x] = b->why[x];
+		ds->mark[x] = 0;
+	}
+	ds->n_marked = 0;
+	t->n_groups = b->n_groups;
+}
+
+/* t's decisions (a copy of b's on entry): made again where they may
+ * differ from b's, consumers first (no decision reads a later one, and
+ * force differs from b's only at at): at's, those of the operands of one
+ * that came out otherwise (its group, named by root, or its reuse or
+ * prologue marks), and those of the core ops whose user is in a group
+ * that a core op came into or left (the core rule reads whether the
+ * group holds one yet); the rest are b's. A group of t rooted where one
+ * of b's is keeps b's id (the members whose decision holds name it), the
+ * others take ids from b->n_groups on; a group holds a core op when one
+ * joined it at a decision made before (g_core_at past the place asking;
+ * a core op decided again leaves its group unless decided into it
+ * again). b split no cyclic group (its decisions are its groups).
+ * moved[0 .. *n_moved) gets the instructions whose group differs from
+ * b's (only a decision made again can differ). The work is that of the
+ * decisions made or asked again, not of the computation. */
+static void decide_from(struct grouping *t, const struct grouping *b, int at,
+			struct delta_scratch *ds, int *moved, int *n_moved)
+{
+	*n_moved = 0;
+	t->n_redecided = 0;
+	enqueue(ds, t->pos, at, DELTA_AGAIN);
+	while (ds->n_queue > 0) {
+		int x = dequeue(ds, t->pos);
+		t->n_redecided++;
+		if (!(ds->mark[x] & DELTA_AGAIN) &&
+		    !reads_core_change(t, x, ds->mark))
+			continue; /* asked, and b's decision holds */
+		int gb = b->grp[x];
+		if (is_core(t, x) && gb >= 0 && t->g_core_at[gb] == t->pos[x])
+			t->g_core_at[gb] = -1;
+		t->reuse[x] = t->prologue[x] = false;
+		t->why[x] = SIM_WHY_FUSED;
+		sim_grouping_decide(t, x);
+		int id = t->grp[x];
+		if (id >= b->n_groups && t->g_root[id] == x && gb >= 0 &&
+		    b->g_root[gb] == x) { /* rooted where b's group gb is */
+			t->grp[x] = gb;
+			if (t->g_core_at[id] >= 0)
+				t->g_core_at[gb] = t->g_core_at[id];
+			t->n_groups--; /* id was the last made */
+		}
+		int rt = root_of(t, x), rb = root_of(b, x);
+		bool moves = rt != rb;
+		if (moves)
+			moved[(*n_moved)++] = x;
+		if (!moves && t->reuse[x] == b->reuse[x] &&
+		    t->prologue[x] == b->prologue[x])
+			continue;
+		if (is_core(t, x)) { /* the groups it left and came into */
+			mark_core_change(t, b, rt, x, ds);
+			mark_core_change(t, b, rb, x, ds);
+		}
+		for (int j = t->ooff[x]; j < t->ooff[x + 1]; j++)
+			if (t->ops[j] >= 0)
+				enqueue(ds, t->pos, t->ops[j], DELTA_AGAIN);
+	}
+	t->n_decided = t->n_groups;
+}
+
 bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 			   struct delta_scratch **out)
 {
@@ -217,11 +300,14 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	*out = ds;
 	if (!ds || sim_grouping_init(t, like->c, like) != TS_OK)
 		return false;
+	ds->b = like;
 	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	ds->moved = ts_malloc(n * sizeof *ds->moved);
 	ds->visit = ts_calloc(n, sizeof *ds->visit);
 	ds->stack = ts_malloc(n * sizeof *ds->stack);
 	ds->mark = ts_calloc(n, 1);
+	ds->marked = ts_malloc(n * sizeof *ds->marked);
+	ds->queue = ts_malloc(n * sizeof *ds->queue);
 	ds->t_seen = ts_calloc(2 * n, sizeof *ds->t_seen);
 	ds->b_seen = ts_calloc(2 * n, sizeof *ds->b_seen);
 	ds->coll = ts_malloc(2 * n * sizeof *ds->coll);
@@ -229,9 +315,23 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	ds->keys = ts_malloc(2 * n * sizeof *ds->keys);
 	bool got_cs = sim_grouping_collect_init(t, &ds->cs);
 	bool got_cy = sim_cycle_scratch_init(&ds->cy, t->n);
-	return got_cs && got_cy && ds->moved && ds->visit && ds->stack &&
-	       ds->mark && ds->t_seen && ds->b_seen && ds->coll && ds->in &&
-	       ds->keys;
+	if (!(got_cs && got_cy && ds->moved && ds->visit && ds->stack &&
+	      ds->mark && ds->marked && ds->queue && ds->t_seen &&
+	      ds->b_seen && ds->coll && ds->in && ds->keys))
+		return false;
+	/* t starts as a copy of like's decisions; each group its own
+	 * representative (t merges no siblings) */
+	memcpy(t->grp, like->grp, (size_t)t->n * sizeof *t->grp);
+	memcpy(t->reuse, like->reuse, (size_t)t->n * sizeof *t->reuse);
+	memcpy(t->prologue, like->prologue, (size_t)t->n * sizeof *t->prologue);
+	memcpy(t->why, like->why, (size_t)t->n * sizeof *t->why);
+	memcpy(t->g_root, like->g_root, (size_t)like->n_groups * sizeof *t->g_root);
+	memcpy(t->g_core_at, like->g_core_at,
+	       (size_t)like->n_groups * sizeof *t->g_core_at);
+	for (size_t id = 0; id < 2 * n; id++)
+		t->g_rep[id] = (int)id;
+	t->n_groups = t->n_decided = like->n_groups;
+	return true;
 }
 
 void sim_delta_scratch_free(struct delta_scratch *ds)
@@ -242,6 +342,8 @@ void sim_delta_scratch_free(struct delta_scratch *ds)
 	ts_free(ds->visit);
 	ts_free(ds->stack);
 	ts_free(ds->mark);
+	ts_free(ds->marked);
+	ts_free(ds->queue);
 	ts_free(ds->t_seen);
 	ts_free(ds->b_seen);
 	ts_free(ds->coll);
@@ -257,22 +359,24 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  struct delta_scratch *ds, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole)
 {
-	TS_ASSERT(t->c == b->c && t->borrowed);
+	TS_ASSERT(t->c == b->c && t->borrowed && ds->b == b);
 	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	*whole = true;
 	*n_t = *n_b = 0;
-	/* the last trial's member lists gone, as a new grouping has none */
+	/* the last trial's member lists gone, as a new grouping has none,
+	 * and its decisions b's again */
 	for (int q = 0; q < ds->n_coll; q++)
 		t->m_start[ds->coll[q]] = t->m_len[ds->coll[q]] = 0;
 	ds->n_coll = 0;
 	t->pool_n = 0;
+	undo_trial(t, ds);
+	t->n_redecided = 0;
 	/* b split a cyclic group: not followed */
 	if (b->n_groups != b->n_decided)
 		return TS_OK;
 	t->force = force;
 	int n_moved = 0;
-	decide_from(t, b, at, ds->mark, ds->moved, &n_moved);
-	memset(ds->mark, 0, n);
+	decide_from(t, b, at, ds, ds->moved, &n_moved);
 	bool ok = true;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses

@@ -91,7 +91,11 @@ struct grouping {
 	                          cyclic groups, dissolve_cycles) */
 	int *g_root;           /* root instruction of each group */
 	int *g_core_at;        /* where in order the decision that put a core
-	                          op in each group was made (-1: none) */
+	                          op in each group was made (-1: none); the
+	                          decision at place p sees one when it is
+	                          past p (decisions go consumers first; a
+	                          trial's grouping, grouping_delta.c, holds
+	                          places of decisions still to come) */
 	int *g_rep;            /* representative after sibling merging (-1:
 	                          dissolved, a cycle) */
 	/* membership: group g's members (instruction indices, ascending)
@@ -112,6 +116,8 @@ struct grouping {
 	                          through a const grouping (one thread):
 	                          2 marks per instruction (ts_next_gen), then
 	                          the generation */
+	int n_redecided;       /* a trial's (sim_grouping_delta): the
+	                          decisions it made or asked again */
 	bool borrowed;         /* order, pos, users, operands, elems, opk,
 	                          cd, live and fc (what no decision changes)
 	                          are another grouping's of c, not freed with
@@ -169,17 +175,19 @@ uint64_t sim_group_digest(const struct grouping *g, int id,
  * computation (grouping_delta.c). */
 struct delta_scratch;
 /* t (sim_grouping_free it, also after an error) and *ds
- * (sim_delta_scratch_free it) made ready for the trials of like's
- * computation: t borrows what no decision changes from like, which must
- * outlive both. false when out of memory. */
+ * (sim_delta_scratch_free it) made ready for the trials against like: t
+ * borrows what no decision changes from like, which must outlive both,
+ * and copies its decisions. false when out of memory. */
 bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 			   struct delta_scratch **ds);
 void sim_delta_scratch_free(struct delta_scratch *ds);
 /* Computation b->c grouped under force, where force differs from b's
  * decisions at instruction at only, as far as it differs from b, into t
- * (with ds, from sim_delta_scratch_new for a grouping of b->c; every trial
- * of the computation uses the same two): t gets the decisions whole (b's
- * where they cannot differ) and the members of the groups that may differ
+ * (with ds, from sim_delta_scratch_new for b; every trial against b uses
+ * the same two, and costs the decisions it makes again, not the
+ * computation): t gets the decisions whole (b's where they cannot differ;
+ * ids of b's groups, the new ones numbered from b->n_groups on) and the
+ * members of the groups that may differ
  * from b's, t_ids; b_ids gets b's representatives they may replace (each
  * list up to 2 x n_instrs). Every other group of t is one of b's: the same
  * members, outputs and cycles (sim/grouping_delta.c says why). t has no

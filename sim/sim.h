@@ -384,6 +384,8 @@ struct sim_fusion_plan {
 	struct sim_fusion_flip *flips; /* ts_malloc'd */
 	int n_trials;              /* decisions tried */
 	int n_costed;              /* distinct candidate kernels costed */
+	long n_redecided;          /* decisions the trials made or asked
+	                              again (sim_fusion_space_decided) */
 };
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
 
@@ -429,9 +431,9 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 /* The kernels in which the space under force differs from base (a space
  * of the same computation whose decisions differ from force at
  * instruction at only), without grouping the rest again: into *trial (the
- * one space of every trial of the computation: NULL the first time, then
- * as left; sim_fusion_space_free it after the last, before the space it
- * was first made from) a space of the kernels it has that base may not
+ * one space of every trial against base: NULL the first time, then as
+ * left; sim_fusion_space_free it before base, and before a trial against
+ * another base) a space of the kernels it has that base may not
  * (sim_fusion_space_kernels, _key and _kernel on it), and gone[0 ..
  * *n_gone) the keys of base's kernels they may replace (room for base's
  * kernels; a key in both is a kernel both have); every other kernel is
@@ -443,6 +445,9 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      struct sim_fusion_space **trial,
 				      uint64_t *gone, int *n_gone,
 				      bool *followed);
+/* The decisions the last trial into trial made or asked again (what it
+ * cost the grouping: those that may differ, not the computation's). */
+int sim_fusion_space_decided(const struct sim_fusion_space *trial);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 

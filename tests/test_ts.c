@@ -390,6 +390,42 @@ static void test_ptrmap(void **state)
 	assert_int_equal(ts_ptrmap_get(&m, cell), -1);
 }
 
+/* ts_u64map: an empty map, keys past several growths (their values kept
+ * across each), keys that differ in their high bits only, replaced
+ * values, absent keys, and running out of memory while growing (the map
+ * as it was). */
+static void test_u64map(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	struct ts_u64map m = {0};
+	assert_int_equal(ts_u64map_get(&m, 1), -1);
+	for (int i = 0; i < N; i++)
+		assert_true(ts_u64map_set(&m, (uint64_t)(i + 1) << 40, i));
+	assert_true(ts_u64map_set(&m, (uint64_t)8 << 40, 70)); /* replaces */
+	assert_int_equal(m.n, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(ts_u64map_get(&m, (uint64_t)(i + 1) << 40),
+				 i == 7 ? 70 : i);
+	assert_int_equal(ts_u64map_get(&m, 5), -1);
+	assert_int_equal(ts_u64map_get(&m, (uint64_t)(N + 1) << 40), -1);
+	/* the next key that grows the table: both allocations tried, the
+	 * second fails; keys and values stay */
+	size_t cap = m.mask + 1;
+	for (int i = N + 1; 2 * (m.n + 1) <= cap; i++)
+		assert_true(ts_u64map_set(&m, (uint64_t)i, i));
+	ts_alloc_fail_after(1);
+	assert_false(ts_u64map_set(&m, UINT64_MAX, -2));
+	ts_alloc_fail_after(-1);
+	assert_int_equal(m.mask + 1, cap);
+	assert_int_equal(ts_u64map_get(&m, UINT64_MAX), -1);
+	assert_int_equal(ts_u64map_get(&m, (uint64_t)3 << 40), 2);
+	assert_true(ts_u64map_set(&m, UINT64_MAX, -2));
+	assert_int_equal(ts_u64map_get(&m, UINT64_MAX), -2);
+	ts_u64map_free(&m);
+	assert_int_equal(ts_u64map_get(&m, (uint64_t)3 << 40), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_next_gen),
 		cmocka_unit_test(test_sort_u64),
 		cmocka_unit_test(test_ptrmap),
+		cmocka_unit_test(test_u64map),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
