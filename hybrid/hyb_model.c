@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-/* Embeds graph g into e (zeroed first). TS_ERR_NOMEM only. */
+/* Embeds graph g into e (zeroed by the caller). TS_ERR_NOMEM only. */
 static enum ts_status embed_graph(const struct gnn_model *m,
 				  const struct gnn_graph *g,
 				  struct hyb_embedding *e)

@@ -131,6 +131,7 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      uint64_t *gone, int *n_gone,
 				      bool *followed)
 {
+	TS_ASSERT(base->key_of); /* a built space */
 	*n_gone = 0;
 	*followed = false;
 	struct sim_fusion_space *s = *trial;

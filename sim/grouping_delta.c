@@ -189,11 +189,13 @@ static int dequeue(struct delta_scratch *ds, const int *pos)
  * (earlier in the order) and may read that: those an owned member of b's
  * group rooted at r reads. A user whose decision came out otherwise has
  * queued its operands already, and one whose decision holds is in b's
- * group of its root. */
-static void mark_core_change(struct grouping *t, const struct grouping *b,
-			     int r, int x, struct delta_scratch *ds)
+ * group of its root. Marked before (at a decision later in the order),
+ * those are queued already. */
+static void mark_core_change(const struct grouping *t,
+			     const struct grouping *b, int r, int x,
+			     struct delta_scratch *ds)
 {
-	if (r < 0)
+	if (r < 0 || (ds->mark[r] & DELTA_CORE))
 		return;
 	set_mark(ds, r, DELTA_CORE);
 	int gb = b->grp[r];
@@ -246,14 +248,14 @@ static void undo_trial(struct grouping *t, struct delta_scratch *ds)
  * joined it at a decision made before (g_core_at past the place asking;
  * a core op decided again leaves its group unless decided into it
  * again). b split no cyclic group (its decisions are its groups).
- * moved[0 .. *n_moved) gets the instructions whose group differs from
- * b's (only a decision made again can differ). The work is that of the
- * decisions made or asked again, not of the computation. */
+ * ds->moved[0 .. *n_moved) gets the instructions whose group differs
+ * from b's (only a decision made again can differ); t->n_redecided counts
+ * the decisions made or asked again, the work here (not the
+ * computation's). */
 static void decide_from(struct grouping *t, const struct grouping *b, int at,
-			struct delta_scratch *ds, int *moved, int *n_moved)
+			struct delta_scratch *ds, int *n_moved)
 {
 	*n_moved = 0;
-	t->n_redecided = 0;
 	enqueue(ds, t->pos, at, DELTA_AGAIN);
 	while (ds->n_queue > 0) {
 		int x = dequeue(ds, t->pos);
@@ -278,7 +280,7 @@ static void decide_from(struct grouping *t, const struct grouping *b, int at,
 		int rt = root_of(t, x), rb = root_of(b, x);
 		bool moves = rt != rb;
 		if (moves)
-			moved[(*n_moved)++] = x;
+			ds->moved[(*n_moved)++] = x;
 		if (!moves && t->reuse[x] == b->reuse[x] &&
 		    t->prologue[x] == b->prologue[x])
 			continue;
@@ -376,7 +378,7 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 		return TS_OK;
 	t->force = force;
 	int n_moved = 0;
-	decide_from(t, b, at, ds, ds->moved, &n_moved);
+	decide_from(t, b, at, ds, &n_moved);
 	bool ok = true;
 	/* the instructions whose group differs, and the groups of t and the
 	 * representatives of b that hold one: no other group gains or loses
