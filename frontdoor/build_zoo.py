@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decoder, mlp
+from frontdoor.zoo import decode, decoder, mlp
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -43,6 +43,8 @@ def programs(gens: list[str]) -> Iterator[Program]:
                   for size in decoder.SIZES]
         built.append(decoder.program("s", topo, {"data": n // 2, "model": 2},
                                      remat=False))
+        built += [decode.program(size, topo, {"data": 2, "model": n // 2})
+                  for size in decode.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
