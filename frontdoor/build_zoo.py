@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decode, decoder, mlp
+from frontdoor.zoo import decode, decoder, mlp, moe
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -45,6 +45,8 @@ def programs(gens: list[str]) -> Iterator[Program]:
                                      remat=False))
         built += [decode.program(size, topo, {"data": 2, "model": n // 2})
                   for size in decode.SIZES]
+        built += [moe.program(size, topo, {"data": 2, "expert": n // 2})
+                  for size in moe.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
