@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decode, decoder, mlp, moe, resnet, vit
+from frontdoor.zoo import decode, decoder, mlp, moe, resnet, unet3d, vit
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -50,6 +50,8 @@ def programs(gens: list[str]) -> Iterator[Program]:
         built += [resnet.program(size, topo, {"data": n})
                   for size in resnet.SIZES]
         built += [vit.program(size, topo, {"data": n}) for size in vit.SIZES]
+        built += [unet3d.program(size, topo, {"data": n})
+                  for size in unet3d.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
