@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decode, decoder, mlp, moe, resnet, unet3d, vit
+from frontdoor.zoo import decode, decoder, dlrm, mlp, moe, resnet, unet3d, vit
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -52,6 +52,7 @@ def programs(gens: list[str]) -> Iterator[Program]:
         built += [vit.program(size, topo, {"data": n}) for size in vit.SIZES]
         built += [unet3d.program(size, topo, {"data": n})
                   for size in unet3d.SIZES]
+        built += [dlrm.program(size, topo, {"data": n}) for size in dlrm.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
