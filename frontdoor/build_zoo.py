@@ -19,7 +19,8 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decode, decoder, dlrm, mlp, moe, resnet, unet3d, vit
+from frontdoor.zoo import (decode, decoder, dlrm, mlp, moe, ops, resnet, unet3d,
+                           vit)
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -53,6 +54,7 @@ def programs(gens: list[str]) -> Iterator[Program]:
         built += [unet3d.program(size, topo, {"data": n})
                   for size in unet3d.SIZES]
         built += [dlrm.program(size, topo, {"data": n}) for size in dlrm.SIZES]
+        built += [ops.program(point, topo, {"x": n}) for point in ops.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
