@@ -19,7 +19,8 @@ import tempfile
 from collections.abc import Iterator
 
 from frontdoor.compile import Program, compile_program
-from frontdoor.zoo import decoder, mlp
+from frontdoor.zoo import (decode, decoder, dlrm, mlp, moe, ops, resnet, unet3d,
+                           vit)
 
 # Generation -> a slice of 4 chips: its topology, get_topology_desc's
 # arguments, and the devices JAX sees (v4 as megacore, one per chip; v2, v3
@@ -43,6 +44,17 @@ def programs(gens: list[str]) -> Iterator[Program]:
                   for size in decoder.SIZES]
         built.append(decoder.program("s", topo, {"data": n // 2, "model": 2},
                                      remat=False))
+        built += [decode.program(size, topo, {"data": 2, "model": n // 2})
+                  for size in decode.SIZES]
+        built += [moe.program(size, topo, {"data": 2, "expert": n // 2})
+                  for size in moe.SIZES]
+        built += [resnet.program(size, topo, {"data": n})
+                  for size in resnet.SIZES]
+        built += [vit.program(size, topo, {"data": n}) for size in vit.SIZES]
+        built += [unet3d.program(size, topo, {"data": n})
+                  for size in unet3d.SIZES]
+        built += [dlrm.program(size, topo, {"data": n}) for size in dlrm.SIZES]
+        built += [ops.program(point, topo, {"x": n}) for point in ops.SIZES]
         for p in built:
             yield dataclasses.replace(p, topology_args=args)
 
