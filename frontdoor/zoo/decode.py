@@ -9,20 +9,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, PartitionSpec as P
 
 from frontdoor.compile import Program
+from frontdoor.zoo.decoder import arg, rms, weights
 
 # layers, width, heads, ffn, cache length, sequences per data shard, vocabulary
 SIZES = {
     "s": (4, 1024, 8, 2816, 1024, 8, 32000),
     "m": (8, 2048, 16, 5632, 2048, 16, 32000),
 }
-
-
-def rms(x, g):
-    v = jnp.mean(x.astype(jnp.float32) ** 2, -1, keepdims=True)
-    return (x * jax.lax.rsqrt(v + 1e-6).astype(x.dtype)) * g
 
 
 def layer(x, p, k_cache, v_cache, pos, heads):
@@ -63,23 +59,13 @@ def program(size: str, topology: str, mesh: dict[str, int]) -> Program:
     n, d, heads, f, t, per_shard, vocab = SIZES[size]
 
     def inputs(m: Mesh):
-        def arg(shape, spec, dtype=jnp.bfloat16):
-            return jax.ShapeDtypeStruct(shape, dtype,
-                                        sharding=NamedSharding(m, spec))
-        col, row = P(None, None, "model"), P(None, "model", None)
-        layers = {"g1": arg((n, d), P()), "g2": arg((n, d), P()),
-                  "wq": arg((n, d, d), col), "wk": arg((n, d, d), col),
-                  "wv": arg((n, d, d), col), "wo": arg((n, d, d), row),
-                  "w1": arg((n, d, f), col), "w3": arg((n, d, f), col),
-                  "w2": arg((n, f, d), row)}
-        params = {"embed": arg((vocab, d), P("model", None)),
-                  "gf": arg((d,), P()), "layers": layers}
+        params = weights(m, n, d, f, vocab)
         batch = per_shard * m.shape["data"]
         kv = P(None, "data", None, "model", None)
-        cache = {"k": arg((n, batch, t, heads, d // heads), kv),
-                 "v": arg((n, batch, t, heads, d // heads), kv)}
-        tokens = arg((batch,), P("data"), jnp.int32)
-        pos = arg((), P(), jnp.int32)
+        cache = {"k": arg(m, (n, batch, t, heads, d // heads), kv),
+                 "v": arg(m, (n, batch, t, heads, d // heads), kv)}
+        tokens = arg(m, (batch,), P("data"), jnp.int32)
+        pos = arg(m, (), P(), jnp.int32)
         return params, cache, tokens, pos
 
     return Program(name=f"decode_{size}", step=make_step(heads), inputs=inputs,

@@ -55,23 +55,31 @@ def make_step(heads: int, remat: bool):
     return train_step
 
 
+def arg(m: Mesh, shape, spec, dtype=jnp.bfloat16) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(m, spec))
+
+
+def weights(m: Mesh, n: int, d: int, f: int, vocab: int) -> dict:
+    """The model's parameters, layers stacked for the scan: attention and
+    FFN weights split over 'model' (Megatron: columns in, rows out), the
+    embedding's rows over 'model'."""
+    col, row = P(None, None, "model"), P(None, "model", None)
+    layers = {"g1": arg(m, (n, d), P()), "g2": arg(m, (n, d), P()),
+              "wq": arg(m, (n, d, d), col), "wk": arg(m, (n, d, d), col),
+              "wv": arg(m, (n, d, d), col), "wo": arg(m, (n, d, d), row),
+              "w1": arg(m, (n, d, f), col), "w3": arg(m, (n, d, f), col),
+              "w2": arg(m, (n, f, d), row)}
+    return {"embed": arg(m, (vocab, d), P("model", None)),
+            "gf": arg(m, (d,), P()), "layers": layers}
+
+
 def program(size: str, topology: str, mesh: dict[str, int],
             remat: bool = True) -> Program:
     n, d, heads, f, t, per_shard, vocab = SIZES[size]
 
     def inputs(m: Mesh):
-        def arg(shape, spec, dtype=jnp.bfloat16):
-            return jax.ShapeDtypeStruct(shape, dtype,
-                                        sharding=NamedSharding(m, spec))
-        col, row = P(None, None, "model"), P(None, "model", None)
-        layers = {"g1": arg((n, d), P()), "g2": arg((n, d), P()),
-                  "wq": arg((n, d, d), col), "wk": arg((n, d, d), col),
-                  "wv": arg((n, d, d), col), "wo": arg((n, d, d), row),
-                  "w1": arg((n, d, f), col), "w3": arg((n, d, f), col),
-                  "w2": arg((n, f, d), row)}
-        params = {"embed": arg((vocab, d), P("model", None)),
-                  "gf": arg((d,), P()), "layers": layers}
-        tokens = arg((per_shard * m.shape["data"], t + 1), P("data", None),
+        params = weights(m, n, d, f, vocab)
+        tokens = arg(m, (per_shard * m.shape["data"], t + 1), P("data", None),
                      jnp.int32)
         return params, tokens
 
