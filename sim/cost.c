@@ -567,11 +567,15 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *                                         (through a nested bitcast fusion
  *                                         to the users of its result);
  *   any other use (broadcast included)    one full read, shared by all.
+ * A value is read at most once in all: the parts read through slices
+ * are shared by a full read and never add up to more than one (XLA's
+ * HloCostAnalysis adds them to it: a rotary embedding that reads x whole
+ * and through two pairs of slices counts 3 reads of x where the kernel
+ * streams it once; each byte moved once is what the roofline assumes).
  * A value in VMEM (S(1)) costs nothing; a value in HBM costs what is read
  * of it whatever the space of the result (a slice into VMEM reads HBM).
- * Known wrong: overlapping slices
- * are counted once each; a broadcast operand re-read per output tile is
- * counted once (the tiled model may charge re-reads).
+ * Known wrong: a broadcast operand re-read per output tile is counted
+ * once (the tiled model may charge re-reads).
  * use_bytes applies the rule to one use j of consumer u: bytes added to
  * *part, or *whole set; read_bytes sums a value's uses, add_reads those of
  * many values in one pass.
@@ -642,12 +646,14 @@ static void use_bytes(const struct ir_instr *u, int j,
 	}
 }
 
-/* part + the whole read: the bytes of a value read_bytes sums up. */
+/* The bytes of a value read_bytes sums up: one full read when any use
+ * reads it whole, else its parts, at most one full read. */
 static double read_total(const struct ir_shape *full, double part, bool whole)
 {
 	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
 		return 0.0;
-	return part + (whole ? hbm_bytes(full) : 0.0);
+	double all = hbm_bytes(full);
+	return whole || part > all ? all : part;
 }
 
 /* The bytes cand[0..n) read from v (the rule above use_bytes); past
@@ -678,25 +684,36 @@ static const struct ir_shape *full_of(const struct ir_instr *const *vals,
 }
 
 /*
- * read_bytes(vals[i], fulls[i], cand, n, 0) added to *sum for i = 0, 1,
- * ... in turn (fulls NULL: each value's own shape, and no value NULL; a
- * NULL value: fulls[i] read whole; a value given twice comes with the
- * same shape both times), the same sums in the same order, from one pass
- * over the consumers' operands where calling read_bytes per value would
- * scan them once each (a kernel's inputs, a fusion's parameters). False
- * when memory runs out.
+ * The bytes cand[0..n) read from the buffers vals[0..nv) stand for, added
+ * to *sum: read_bytes(vals[i], fulls[i], cand, n, 0) per buffer, from one
+ * pass over the consumers' operands where calling read_bytes per value
+ * would scan them once each (a kernel's inputs, a fusion's parameters).
+ * bufs[i] is the buffer value i stands for (bufs NULL: the value itself):
+ * values of one buffer (a fusion given x as two parameters, a group
+ * input listed twice) are read as one, their uses pooled, at most one
+ * full read (read_total), as the kernel streams the buffer once. fulls
+ * NULL: each value's own shape, and no value NULL; a NULL value: fulls[i]
+ * read whole. Sums in order of each buffer's first value. False when
+ * memory runs out.
  */
 static bool add_reads(const struct ir_instr *const *vals,
-		      const struct ir_shape *const *fulls, int nv,
+		      const struct ir_shape *const *fulls,
+		      const struct ir_instr *const *bufs, int nv,
 		      const struct ir_instr *const *cand, int n, double *sum)
 {
 	struct ts_ptrmap first = {0}; /* value -> its first i */
+	struct ts_ptrmap owner = {0}; /* buffer -> its first i */
 	double *part = ts_calloc((size_t)nv + 1, sizeof *part);
 	bool *whole = ts_calloc((size_t)nv + 1, sizeof *whole);
-	bool ok = part && whole && ts_ptrmap_init(&first, (size_t)nv);
-	for (int i = nv - 1; ok && i >= 0; i--)
+	bool ok = part && whole && ts_ptrmap_init(&first, (size_t)nv) &&
+		  ts_ptrmap_init(&owner, (size_t)nv);
+	for (int i = nv - 1; ok && i >= 0; i--) {
 		if (vals[i])
 			ts_ptrmap_set(&first, vals[i], i);
+		const struct ir_instr *b = bufs ? bufs[i] : vals[i];
+		if (b)
+			ts_ptrmap_set(&owner, b, i);
+	}
 	for (int q = 0; ok && q < n; q++) {
 		const struct ir_instr *u = cand[q];
 		for (int j = 0; j < u->n_operands; j++) {
@@ -706,7 +723,20 @@ static bool add_reads(const struct ir_instr *const *vals,
 					  n, 0, &part[i], &whole[i]);
 		}
 	}
+	/* pool each buffer's uses into its first value */
 	for (int i = 0; ok && i < nv; i++) {
+		const struct ir_instr *b = bufs ? bufs[i] : vals[i];
+		int o = b ? ts_ptrmap_get(&owner, b) : -1;
+		int f = vals[i] ? ts_ptrmap_get(&first, vals[i]) : -1;
+		if (o >= 0 && o != i && f == i) {
+			part[o] += part[i];
+			whole[o] = whole[o] || whole[i];
+		}
+	}
+	for (int i = 0; ok && i < nv; i++) {
+		const struct ir_instr *b = bufs ? bufs[i] : vals[i];
+		if (b && ts_ptrmap_get(&owner, b) != i)
+			continue; /* read with its buffer's first value */
 		int f = vals[i] ? ts_ptrmap_get(&first, vals[i]) : -1;
 		*sum += f >= 0 ? read_total(full_of(vals, fulls, f), part[f],
 					    whole[f])
@@ -715,6 +745,7 @@ static bool add_reads(const struct ir_instr *const *vals,
 	ts_free(part);
 	ts_free(whole);
 	ts_ptrmap_free(&first);
+	ts_ptrmap_free(&owner);
 	return ok;
 }
 
@@ -775,7 +806,8 @@ static const struct ir_shape *result_shape(const struct ir_instr *in)
 
 /*
  * Literal constants a body reads from HBM: non-scalar (more than one
- * element) constants used by real work or by a broadcast. Folded constant
+ * element) constants used by real work or by a broadcast, by the use rule
+ * of read_bytes (a gather from a table reads its rows). Folded constant
  * chains (constant-derived users only) and scalars (splatted into
  * registers) read nothing. XLA counts "large" constants in fusions the
  * same way (HLO.md 3.1).
@@ -795,7 +827,7 @@ static double constant_bytes(const struct ir_instr *const *body, int n,
 				       (body[q]->op == IR_OP_BROADCAST ||
 					!cd[body[q]->index]);
 		if (used)
-			b += hbm_bytes(&c->shape);
+			b += read_bytes(c, &c->shape, body, n, 0);
 	}
 	return b;
 }
@@ -826,14 +858,17 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 			vals[j] = j < c->n_params ? c->params[j] : NULL;
 			fulls[j] = &in->operands[j]->shape;
 		}
-		if (!add_reads(vals, fulls, in->n_operands, body, c->n_instrs,
+		if (!add_reads(vals, fulls,
+			       (const struct ir_instr *const *)in->operands,
+			       in->n_operands, body, c->n_instrs,
 			       &w->bytes_read))
 			st = TS_ERR_NOMEM;
 	}
 	ts_free(vals);
 	ts_free(fulls);
 	if (st == TS_OK) {
-		w->bytes_read += constant_bytes(body, c->n_instrs, cd);
+		w->constant_bytes = constant_bytes(body, c->n_instrs, cd);
+		w->bytes_read += w->constant_bytes;
 		w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
 					   : hbm_bytes(&in->shape);
 	}
@@ -858,11 +893,12 @@ static enum ts_status group_work(const struct sim_kernel *k,
 			st = count_instr(m, file, w, d, 0);
 	}
 	if (st == TS_OK &&
-	    !add_reads((const struct ir_instr *const *)k->inputs, NULL,
+	    !add_reads((const struct ir_instr *const *)k->inputs, NULL, NULL,
 		       k->n_inputs, k->members, k->n_members, &w->bytes_read))
 		st = TS_ERR_NOMEM;
 	if (st == TS_OK) {
-		w->bytes_read += constant_bytes(k->members, k->n_members, cd);
+		w->constant_bytes = constant_bytes(k->members, k->n_members, cd);
+		w->bytes_read += w->constant_bytes;
 		for (int i = 0; i < k->n_outputs; i++)
 			w->bytes_written += written_bytes(
 				k->outputs[i], &k->outputs[i]->shape);

@@ -453,11 +453,16 @@ static double dma_ns(double bw, const struct dma_part *d)
  * The kernel time (ns) under one config:
  *
  *   T = kernel_ns                                   launch, per kernel
- *     + latency + DMA(first loads)                  first load, unhidden
- *     + (S - 1) x ( max(compute, dma) + step_ns )   pipelined steps
- *     + compute + step_ns                           last step, unhidden
- *     + latency + DMA(last stores)                  last store, unhidden
+ *     + max( latency + DMA(first loads)             first load, unhidden
+ *            + (S - 1) x ( max(compute, dma) + step_ns )  pipelined steps
+ *            + compute + step_ns                    last step, unhidden
+ *            + latency + DMA(last stores),          last store, unhidden
+ *            DMA(every byte moved) )                HBM busy throughout
  *
+ * The second term is a floor: HBM moves the kernel's bytes no faster than
+ * its bandwidth whatever the steps' shapes; the pipeline's per-step
+ * average falls below it when the blocks are uneven (megacore cores each
+ * storing their own last block, a ragged block beside a large one).
  *   S        = prod ceil(grid / bound) over the combined grid
  *   compute  = max(MXU + re-adds, VPU) cycles per step / clock / cores
  *              (the VPU feeds the MXU in the same VLIW bundles, so they
@@ -730,13 +735,14 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double pipe = (n_core - 1.0) * (max2(compute_step, dma_step) +
 					hw->step_overhead_ns) +
 		      compute_step + hw->step_overhead_ns;
-	double t = hw->kernel_overhead_ns + first_ns + pipe + last_ns;
+	double dma_busy = dma_ns(bw, &d_all); /* the DMAs alone, ns */
+	double t = hw->kernel_overhead_ns +
+		   max2(first_ns + pipe + last_ns, dma_busy);
 
 	out->time_ns = t;
 	out->steps = steps;
 	out->mxu_cycles = mxu;
 	out->vpu_cycles = vpu;
-	double dma_busy = dma_ns(bw, &d_all); /* the DMAs alone, ns */
 	out->dma_cycles = dma_busy * clock_ghz;
 	out->overhead_ns = hw->kernel_overhead_ns + n * hw->step_overhead_ns;
 	out->vmem_bytes = vmem;

@@ -185,7 +185,8 @@ struct sim_plan {
 	                                     sim_plan_free) */
 	int cap_access;                   /* acc's room */
 	double other_bytes;               /* operands of unknown form (tuples,
-	                                     ranks above SIM_MAX_GRID), read once */
+	                                     ranks above SIM_MAX_GRID) and
+	                                     literal constants, read once */
 	/* MXU (has_kernel) */
 	int mxu_passes;                   /* bf16 passes per weight tile */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */

@@ -698,7 +698,8 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	a->elem_bytes = g.bits / 8.0;
 	a->pad_factor = g.pad_factor;
 	a->output = output;
-	a->in_vmem = in_vmem(s);
+	a->in_vmem = in_vmem(&v->shape); /* a slice of an HBM array read
+					      into VMEM reads HBM */
 	a->type = s->type;
 	double bytes = g.pad_factor * a->elem_bytes;
 	const struct ir_window *w =
@@ -795,7 +796,14 @@ static bool writes_nothing(const struct sim_kernel *k)
 	return true;
 }
 
-static bool kernel_is_free(const struct sim_kernel *k)
+/* A shape written with TPU tiles (T(...)): only layout assignment writes
+ * them, so the module it is in has been through it. */
+static bool laid_out(const struct ir_shape *s)
+{
+	return s->layout.n_tiles > 0;
+}
+
+bool sim_kernel_free(const struct sim_kernel *k)
 {
 	if (writes_nothing(k))
 		return true;
@@ -809,13 +817,17 @@ static bool kernel_is_free(const struct sim_kernel *k)
 		case IR_OP_BITCAST:
 		case IR_OP_CONSTANT:
 			break;
-		case IR_OP_RESHAPE:
 		case IR_OP_COPY:
+		case IR_OP_RESHAPE:
 		case IR_OP_TRANSPOSE:
 			/* a copy-start's stand-in (sim/kernels.c) moves its
 			 * bytes between memory spaces whatever the layouts; a
-			 * relayout's always changes them */
+			 * relayout's always changes them; a copy that layout
+			 * assignment left (or copy insertion added after it)
+			 * runs: XLA elides a layout-preserving copy only
+			 * before (AlgebraicSimplifier::HandleCopy) */
 			if (in->n_operands == 1 && in != k->lowered &&
+			    !(in->op == IR_OP_COPY && laid_out(&in->shape)) &&
 			    layout_preserving(&in->shape, &in->operands[0]->shape))
 				break;
 			work++;
@@ -1079,7 +1091,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		p->other_bytes = 2.0 * hbm;
 		return TS_OK;
 	}
-	if (kernel_is_free(k)) {
+	if (sim_kernel_free(k)) {
 		p->kind = SIM_PLAN_FREE;
 		return TS_OK;
 	}
@@ -1095,6 +1107,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		return TS_OK;
 	}
 	p->kind = SIM_PLAN_TILED;
+	/* literal constants are read from HBM, each once: not an input of
+	 * the kernel, so no access follows the grid for them */
+	p->other_bytes = k->work.constant_bytes;
 	/* kernel extraction's tiled instruction, unless it sits inside a
 	 * nested fused computation the maps below do not reach, or is not
 	 * the kernel's at all (a grouped reduce's input, made by another

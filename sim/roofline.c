@@ -1,8 +1,11 @@
 /*
- * roofline.c: the plain roofline baseline the validation compares the
- * analytic model against: per kernel, the slowest of MXU, VPU and HBM at
- * peak rates plus a fixed launch cost; collectives at ICI bandwidth. No
- * tiles, no pipelining, no padding of the MXU: deliberately simple.
+ * roofline.c: the roofline of a kernel, from the HLO's meaning alone (the
+ * work cost.c counts from the IR, never the model's plan): per kernel the
+ * slowest of MXU, VPU and HBM at peak rates plus a fixed launch cost;
+ * collectives at ICI bandwidth. No tiles, no pipelining, no padding of
+ * the MXU, no fitted cost class: a floor on any plan's time, and the
+ * baseline the validation compares the analytic model against. The
+ * plausibility envelope (sim_kernel_plausible) is measured against it.
  */
 #include "sim.h"
 
@@ -49,16 +52,25 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
 /*
  * TensorCore kernel (ns):
  *   t_mxu = 2 x mxu_macs / hw_spec_peak_flops          (bf16 peak)
- *   t_vpu = sum_c hw_vpu_op_cycles(ops_c / (sublanes x lanes), c)
- *           / clock_hz / cores                        (padded elements)
+ *   t_vpu = sum_c vpu_elem_ops_c / (sublanes x lanes x alus)
+ *           / clock_hz / cores          (padded elements, one slot each)
  *   t_hbm = (bytes_read + bytes_written) / hw_spec_hbm_bw  (padded bytes)
  *   time  = max(t_mxu, t_vpu, t_hbm) + kernel_overhead_ns
  * bound = the unit of the largest term, OVERHEAD when the fixed cost
- * exceeds it. Assumes perfect overlap of the units and peak rates
- * throughout. Known wrong: small kernels (pipeline fill, DMA latency), f32
- * matmuls (several bf16 passes), MXU padding of small K/N, lane reductions
- * (XLU): the analytic model (model.c) covers those. Source: the roofline
- * of docs/HLO.md 3.1 (optimal_seconds) with TPU rates from hwspecs/.
+ * exceeds it. Every element op costs one issue slot, whatever its class:
+ * the VPU's peak, below the fitted class costs (vpu.cost.*) the model
+ * charges, so that the roofline stays a floor the spec's fits cannot move.
+ * Assumes perfect overlap of the units and peak rates throughout; each
+ * byte moved once (cost.c: slices read their window, in-place updates
+ * write their update). An async DMA (copy-start, slice-start: sim_kernel
+ * .dma) runs on the DMA engines with no launch: max(HBM bytes, the
+ * transferred result) / hw_spec_hbm_bw. A kernel XLA runs nothing for
+ * (sim_kernel_free) is 0. Known wrong (too low, never too high): small
+ * kernels (pipeline fill, DMA latency), f32 matmuls (several bf16
+ * passes), MXU padding of small K/N, lane reductions (XLU),
+ * transcendentals (the EUP): the analytic model (model.c) covers those.
+ * Source: the roofline of docs/HLO.md 3.1 (optimal_seconds) with TPU
+ * rates from hwspecs/.
  */
 enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
@@ -80,12 +92,13 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 		return TS_OK;
 	}
 	out->modelled = true;
-	out->overhead_ns = hw->kernel_overhead_ns;
-	if (k->kind == SIM_KERNEL_COLLECTIVE)
-		return collective_roofline(k, hw, out);
-
+	if (k->kind != SIM_KERNEL_COLLECTIVE && sim_kernel_free(k)) {
+		out->flops = out->bytes_read = out->bytes_written = 0;
+		return TS_OK;
+	}
 	double peak = hw_spec_peak_flops(hw), bw = hw_spec_hbm_bw(hw);
-	double per_vreg = (double)hw->vpu_sublanes * hw->vpu_lanes;
+	double per_vreg = (double)hw->vpu_sublanes * hw->vpu_lanes *
+			  (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
 	int cores = hw_spec_cores(hw);
 	if (peak <= 0 || bw <= 0 || per_vreg <= 0 || hw->clock_hz <= 0 ||
 	    cores < 1) {
@@ -95,11 +108,23 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 			    hw->name);
 		return TS_ERR_SPEC;
 	}
+	if (k->dma) {
+		double moved = ir_shape_padded_bytes(&k->instr->shape);
+		double bytes = w->bytes_read + w->bytes_written;
+		out->time_ns = (bytes > moved ? bytes : moved) / bw * 1e9;
+		out->bound = HW_UNIT_HBM;
+		out->dma_cycles = out->time_ns * 1e-9 * hw->clock_hz;
+		return TS_OK;
+	}
+	out->overhead_ns = hw->kernel_overhead_ns;
+	if (k->kind == SIM_KERNEL_COLLECTIVE)
+		return collective_roofline(k, hw, out);
+
 	double t_mxu = 2.0 * w->mxu_macs / peak * 1e9;
-	double vpu_cycles = 0;
+	double vpu_slots = 0;
 	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
-		vpu_cycles += hw_vpu_op_cycles(hw, w->vpu_elem_ops[c] / per_vreg,
-					       (enum hw_vpu_class)c);
+		vpu_slots += w->vpu_elem_ops[c];
+	double vpu_cycles = vpu_slots / per_vreg;
 	double t_vpu = vpu_cycles / hw->clock_hz / cores * 1e9;
 	double bytes = w->bytes_read + w->bytes_written;
 	double t_hbm = bytes / bw * 1e9;

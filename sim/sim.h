@@ -101,6 +101,8 @@ struct sim_work {
 	double transcendentals;  /* elements of transcendental ops */
 	double bytes_read;       /* HBM bytes read, padded to layout tiles */
 	double bytes_written;    /* HBM bytes written, padded to layout tiles */
+	double constant_bytes;   /* of bytes_read, literal constants the
+	                            kernel reads (cost.c constant_bytes) */
 	double ici_bytes;        /* a collective's payload: the buffer each
 	                            device holds in full (its operands; an
 	                            all-gather's gathered result), padded, in
@@ -286,10 +288,21 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct sim_tile_config *cfg,
 				   struct sim_estimate *out, struct ts_diag *d);
 
-/* The plain roofline baseline (sim/roofline.c): max(MXU flops / peak, VPU
- * ops / VPU rate, bytes / HBM bandwidth) + per-kernel overhead; ICI time
- * for collectives; 0 and modelled=false for unmodelled kernels. Fills
- * time_ns, bound, flops, bytes (and the unit cycles). */
+/* Whether XLA would run nothing for kernel k (sim/plan.c): every member
+ * a bitcast, a parameter, a tuple or a constant, or a reshape, transpose
+ * or copy that leaves the bytes in place (after dropping unit dims, the
+ * same physical dims, tiles and width; a copy only in a module before
+ * layout assignment: one written with TPU tiles runs), or every result
+ * empty. A fact of the HLO that the model and the roofline both read. */
+bool sim_kernel_free(const struct sim_kernel *k);
+
+/* The roofline (sim/roofline.c): a floor on the kernel's time from the
+ * HLO's meaning alone, never from the model's plan: max(MXU MACs at bf16
+ * peak, VPU element ops at one issue slot each, HBM bytes each moved once)
+ * plus the launch; an async DMA at HBM bandwidth with no launch; ICI time
+ * for collectives; 0 for a kernel XLA runs nothing for (sim_kernel_free);
+ * 0 and modelled=false for unmodelled kernels. Fills time_ns, bound,
+ * flops, bytes (and the unit cycles). */
 enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   struct sim_estimate *out, struct ts_diag *d);

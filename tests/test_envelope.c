@@ -7,10 +7,10 @@
  * launch). Asserted: every kernel above 10 x roofline + 5 us has a named reason
  * (sim_kernel_why, what `run` prints in its warning), and the kernels
  * with no feasible config and those above the envelope are exactly the
- * ones counted here on the round's tree, each printed with its reason
- * (and the kernels below their roofline, counted: see check_text):
+ * ones counted here on the round's tree, each printed with its reason:
  * a change that adds one fails, one that removes one updates the count
- * (docs/MODEL.md "Plausibility envelope" lists them). The sanitizer build
+ * (docs/MODEL.md "Plausibility envelope" lists them); no kernel is below
+ * its roofline. The sanitizer build
  * takes every 5th file. Skips without TPUSIM_SHARED.
  */
 #include <setjmp.h>
@@ -55,10 +55,13 @@ static void check_text(const char *rel, const char *text, size_t len,
 		t->kernels++;
 		if (sim_kernel_roofline(k, t->hw, &r, &d) != TS_OK)
 			fail_msg("%s %s: roofline: %s", rel, k->name, d.msg);
-		/* below: the roofline's VPU term sums each op's own work
-		 * (bf16 converted at every op) where a fused kernel keeps
-		 * values in f32 vregs, so it is not always a floor */
-		t->below += k->est.time_ns < r.time_ns * (1 - 1e-9);
+		/* the roofline is a floor (sim/roofline.c) */
+		if (k->est.time_ns < r.time_ns * (1 - 1e-9)) {
+			print_message("%s %s %s: %g ns below its roofline "
+				      "%g ns\n", t->hw->name, rel, k->name,
+				      k->est.time_ns, r.time_ns);
+			t->below++;
+		}
 		/* the same test as sim_kernel_plausible, written out */
 		bool above = k->est.time_ns > 10.0 * r.time_ns + 5000.0;
 		if (above != (k->est.feasible &&
@@ -96,11 +99,11 @@ static void test_envelope(void **state)
 	snprintf(data, sizeof data, "%s/data", shared);
 	static const struct {
 		const char *gen;
-		int infeasible, above, below;
+		int infeasible, above;
 	} want[] = {
-		{"v3", 0, 1, 371},
-		{"v4", 0, 1, 345},
-		{"v5p", 0, 1, 353},
+		{"v3", 0, 1},
+		{"v4", 0, 1},
+		{"v5p", 0, 1},
 	};
 	for (size_t g = 0; g < TS_ARRAY_LEN(want); g++) {
 		struct hw_spec hw;
@@ -118,10 +121,10 @@ static void test_envelope(void **state)
 			      "the roofline\n",
 			      want[g].gen, t.files, t.kernels, t.infeasible,
 			      t.above, t.below);
+		assert_int_equal(t.below, 0);
 		if (SAMPLE == 1) {
 			assert_int_equal(t.infeasible, want[g].infeasible);
 			assert_int_equal(t.above, want[g].above);
-			assert_int_equal(t.below, want[g].below);
 		}
 	}
 }

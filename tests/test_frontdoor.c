@@ -3,7 +3,7 @@
  * Without JAX: every module of the committed zoo (data/compiled/GEN/,
  * what XLA's TPU compiler made) parses and is costed on its generation's
  * spec, every kernel at a finite, non-negative time and every program at a
- * positive one (but the named known_zero, printed). With the front door's
+ * positive one. With the front door's
  * environment (.venv-frontdoor, made by `sh scripts/frontdoor.sh --setup`;
  * skipped, saying so, without it):
  * the pinned versions compile the zoo's MLP for v5e to the committed bytes,
@@ -30,11 +30,6 @@
 
 static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p", "v6e",
 				   "v7"};
-
-/* Known wrong, named: a copy that changes a tiled layout (the transpose
- * XLA leaves) is costed at 0 ns (issue "Never absurd", its second
- * reproducer). Asserted to be so, so that the fix takes it off the list. */
-static const char *const known_zero[] = {"v5e/ops_transpose_2d.tpu.hlo"};
 
 struct zoo {
 	const struct hw_spec *hw;
@@ -65,16 +60,7 @@ static void cost_module(const char *rel, const char *text, size_t len,
 					 k->est.time_ns);
 			total += k->est.time_ns * k->multiplicity;
 		}
-		bool known = false;
-		for (size_t i = 0; i < sizeof known_zero / sizeof *known_zero;
-		     i++)
-			known |= !strcmp(rel, known_zero[i]);
-		if (known && total != 0)
-			fail_msg("%s: now costed (%g ns): take it off "
-				 "known_zero", rel, total);
-		if (known)
-			print_message("%s: known wrong: costed at 0 ns\n", rel);
-		else if (!(total > 0))
+		if (!(total > 0))
 			fail_msg("%s: program time %g ns", rel, total);
 	}
 	tu_built_free(&b);
