@@ -351,7 +351,8 @@ size_t sim_plan_key_len(const struct sim_plan *p)
 {
 	return offsetof(struct sim_plan, acc) +
 	       (size_t)p->n_access * sizeof *p->acc + sizeof *p -
-	       offsetof(struct sim_plan, other_bytes);
+	       offsetof(struct sim_plan, other_bytes) +
+	       (p->relaid ? sim_plan_key_len(p->relaid) : 0);
 }
 
 size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
@@ -366,6 +367,8 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 				       offsetof(struct sim_plan, cap_access) +
 					       sizeof(double) &&
 			       offsetof(struct sim_plan, hw) >
+				       offsetof(struct sim_plan, other_bytes) &&
+			       offsetof(struct sim_plan, relaid) >
 				       offsetof(struct sim_plan, other_bytes),
 		       "sim_plan_key: the pointers and the accesses where it "
 		       "expects them");
@@ -385,7 +388,10 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 	memcpy(out + head + accs, (const unsigned char *)p + tail_at, tail);
 	memset(out + head + accs + offsetof(struct sim_plan, hw) - tail_at, 0,
 	       sizeof p->hw);
-	return head + accs + tail;
+	memset(out + head + accs + offsetof(struct sim_plan, relaid) - tail_at,
+	       0, sizeof p->relaid);
+	size_t len = head + accs + tail;
+	return p->relaid ? len + sim_plan_key(p->relaid, out + len) : len;
 }
 
 /* The spec as the default's search reads it: the fields no tiled plan's
@@ -493,16 +499,69 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 	return st;
 }
 
+/*
+ * The relayout copies of a relaid plan (plan.c relay_out), ns:
+ *   relayout_ns = kernel_overhead_ns
+ *               + max((relayout_read + relayout_written)
+ *                     / HBM bytes per ns,
+ *                     relayout_cycles / clock)
+ * one kernel of its own that streams each input once in and its new form
+ * once out, on the XLU at the relayout rate. Assumes the copies run
+ * before the kernel, as one launch, at the sustained HBM rate. Known
+ * wrong: several copies are several launches. Source: the relayout copy
+ * XLA's layout assignment inserts (sim/kernels.c "Relayouts").
+ */
+static double relayout_ns(const struct sim_plan *p, const struct hw_spec *hw)
+{
+	double bw = hw_mem_bytes_per_ns(hw);
+	double hbm = bw > 0 ? (p->relayout_read + p->relayout_written) / bw
+			    : 0.0;
+	double xlu = hw->clock_hz > 0 ? p->relayout_cycles / hw->clock_hz * 1e9
+				      : 0.0;
+	return hw->kernel_overhead_ns + (hbm > xlu ? hbm : xlu);
+}
+
+enum ts_status sim_plan_choose(const struct sim_plan *p,
+			       const struct hw_spec *hw,
+			       const struct sim_tile_config *cfg,
+			       const struct sim_plan **chosen,
+			       struct sim_tile_config *full,
+			       struct sim_estimate *out, struct ts_diag *d)
+{
+	*chosen = p;
+	enum ts_status st = check_on(p, hw, cfg, full, d);
+	if (st != TS_OK)
+		return st;
+	sim_plan_estimate(p, hw, full, out);
+	const struct sim_plan *r = p->relaid;
+	struct sim_tile_config rfull;
+	if (!r || check_on(r, hw, cfg, &rfull, NULL) != TS_OK)
+		return TS_OK;
+	struct sim_estimate re;
+	sim_plan_estimate(r, hw, &rfull, &re);
+	re.time_ns += relayout_ns(r, hw);
+	re.bytes_read += r->relayout_read;
+	re.bytes_written += r->relayout_written;
+	re.relaid = r->n_relaid;
+	double moved = out->bytes_read + out->bytes_written;
+	if ((re.feasible && !out->feasible) ||
+	    (re.feasible == out->feasible &&
+	     re.bytes_read + re.bytes_written < moved)) {
+		*chosen = r;
+		*full = rfull;
+		*out = re;
+	}
+	return TS_OK;
+}
+
 enum ts_status sim_plan_cost(const struct sim_plan *p,
 			     const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d)
 {
+	const struct sim_plan *chosen;
 	struct sim_tile_config full;
-	enum ts_status st = check_on(p, hw, cfg, &full, d);
-	if (st == TS_OK)
-		sim_plan_estimate(p, hw, &full, out);
-	return st;
+	return sim_plan_choose(p, hw, cfg, &chosen, &full, out, d);
 }
 
 /*

@@ -229,6 +229,17 @@ struct sim_plan {
 	const struct hw_spec *hw;         /* the spec it was built for
 	                                     (sim_plan_check searches the
 	                                     default config on it) */
+	/* inputs relaid out before the kernel runs (plan.c relay_out): a
+	 * copy of its own, config independent, that sim_plan_cost adds */
+	int n_relaid;
+	double relayout_read;             /* bytes the copies read */
+	double relayout_written;          /* bytes the copies write */
+	double relayout_cycles;           /* their XLU cycles */
+	struct sim_plan *relaid;          /* the same grid with every input
+	                                     that streams badly relaid out
+	                                     (heap; NULL when none): what
+	                                     sim_plan_cost takes when it moves
+	                                     fewer bytes */
 };
 
 /* Builds the plan of one kernel on one spec (fills *p, whose accesses it
@@ -268,6 +279,19 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 			     const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d);
+/* sim_plan_cost's choice: p under cfg (NULL: its default), or p->relaid
+ * (the same grid with the inputs that stream badly relaid out first by a
+ * copy, config.c relayout_ns; under cfg, or its own default) when that
+ * moves fewer HBM bytes, or fits VMEM where p does not: a plan is never
+ * chosen whose traffic exceeds its fallback's. The plan chosen, its
+ * completed config and its estimate (with the copies' time and bytes;
+ * relaid: how many inputs they relay out). */
+enum ts_status sim_plan_choose(const struct sim_plan *p,
+			       const struct hw_spec *hw,
+			       const struct sim_tile_config *cfg,
+			       const struct sim_plan **chosen,
+			       struct sim_tile_config *full,
+			       struct sim_estimate *out, struct ts_diag *d);
 /* TensorCores the kernel's steps are split across on hw
  * (hw_spec_kernel_cores of p->core_space; 1 when it is 0): each step's MXU
  * and VPU work divides by it. */
@@ -351,7 +375,7 @@ void sim_est_detail_free(struct sim_est_detail *detail);
 
 /* A plan's bytes without its pointers (which only name the kernel, the
  * target, the spec it came from and where its accesses are), its accesses
- * in place of the pointer to them, into out (sim_plan_key_len(p) bytes);
+ * in place of the pointer to them, then its relaid plan's key if any, into out (sim_plan_key_len(p) bytes);
  * returns the length. Two plans with the same key cost the same under
  * every spec and config. */
 size_t sim_plan_key_len(const struct sim_plan *p);

@@ -1066,11 +1066,142 @@ void sim_plan_free(struct sim_plan *p)
 	ts_free(p->acc);
 	p->acc = NULL;
 	p->n_access = p->cap_access = 0;
+	if (p->relaid) {
+		sim_plan_free(p->relaid);
+		ts_free(p->relaid);
+		p->relaid = NULL;
+	}
 }
 
+/* An input access the grid cannot stream: it follows the grid in some dim
+ * but holds a dim of more than one tile whole in every block, so that
+ * each block it follows fetches all of that dim again (a transpose and a reshape that merges dims feeding a
+ * dot: no map rule relates the merged dim's minor part to the grid). */
+static bool streams_badly(const struct sim_plan_access *a)
+{
+	bool follows = false, whole = false;
+	for (int i = 0; i < a->rank; i++) {
+		const struct sim_plan_adim *ad = &a->dims[i];
+		if (ad->grid >= 0 || ad->win >= 0)
+			follows = true;
+		else if (ir_round_up(ad->elems, ad->tile) > ad->tile)
+			whole = true;
+	}
+	return !a->output && !a->in_vmem && follows && whole;
+}
+
+/* Does input v of kernel k feed the target's operand `side` (mark: the
+ * members mark_feeders marked)? The operand itself (an unfused dot), or
+ * an input of the members that feed it (a fusion parameter standing for
+ * it: any of them when the buffer is given twice). */
+static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
+		       const struct ir_instr *t, int side,
+		       const struct ir_instr *v)
+{
+	if (v == t->operands[side])
+		return true;
+	for (int mi = 0; mi < k->n_members; mi++) {
+		const struct ir_instr *mb = k->members[mi];
+		int pn = mb->op == IR_OP_PARAMETER
+				 ? (int)mb->attrs.parameter_number
+				 : -1;
+		if ((mark[mi] & (1u << side)) &&
+		    (mb == v ||
+		     (pn >= 0 && pn < k->n_inputs && k->inputs[pn] == v)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The fallback of an input access that streams badly (streams_badly):
+ * the input relaid out first into the form the kernel consumes, by a copy
+ * of its own, and that copy streamed as it follows the grid (by
+ * construction: the target's maps). The form: the MXU operand it feeds
+ * (the dot's or convolution's operand value, its seeded map), else the
+ * kernel's space (sim_tile_space_shape, identity map) in the input's
+ * element type. Replaces the access just added (p->acc[n_access - 1])
+ * and charges the copy to the plan:
+ *   relayout_read    += the input's bytes
+ *   relayout_written += the form's bytes
+ *   relayout_cycles += form vregs x xlu_transpose_cost / alus
+ * Units: padded bytes, core cycles. Assumes the copy moves lanes on the
+ * XLU at the rate fitted for relayouts (sim_relayout_cycles) and that XLA
+ * would make that copy (layout assignment inserts one where a consumer
+ * cannot read an operand's layout). Known wrong: a form wider than the
+ * input (a broadcast within the kernel) is written whole.
+ */
+static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
+				struct prop *pr, const uint8_t *mark,
+				const struct ir_instr *t, int input,
+				struct ts_diag *d)
+{
+	const struct sim_kernel *k = p->k;
+	const struct ir_instr *v = k->inputs[input];
+	double in_bytes = p->acc[p->n_access - 1].bytes;
+	p->n_access--;
+	int side = -1;
+	for (int s = 0; p->has_kernel && mark && s < 2 && side < 0; s++)
+		if (feeds_side(k, mark, t, s, v))
+			side = s;
+	struct ir_shape form;
+	struct dmap m;
+	if (side >= 0) {
+		const struct ir_instr *o = t->operands[side];
+		const struct dmap *om = slot(pr, o);
+		form = o->shape;
+		if (om && om->set)
+			m = *om;
+		else
+			map_none(&m);
+	} else {
+		form = *sim_tile_space_shape(t);
+		form.type = v->shape.type;
+		form.layout.element_size_bits = v->shape.layout.element_size_bits;
+		map_identity(&m, form.rank);
+	}
+	memset(&form.memo, 0, sizeof form.memo);
+	form.layout.memory_space = 0;
+	enum ts_status st = add_access(p, v, &form, &m, false, input, t, d);
+	if (st != TS_OK)
+		return st;
+	double out_bytes = p->acc[p->n_access - 1].bytes;
+	p->relayout_read += in_bytes;
+	p->relayout_written += out_bytes;
+	p->relayout_cycles += sim_shape_vregs(hw, &form) * hw->xlu_transpose_cost /
+			      (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
+	p->n_relaid++;
+	return TS_OK;
+}
+
+static enum ts_status build(const struct sim_kernel *k,
+			    const struct hw_spec *hw, struct sim_plan *p,
+			    bool relaid, struct ts_diag *d);
+
+/* The plan, and with it (p->relaid) the same grid with every input that
+ * streams badly relaid out first (relay_out), when there is one. */
 enum ts_status sim_plan_build(const struct sim_kernel *k,
 			      const struct hw_spec *hw, struct sim_plan *p,
 			      struct ts_diag *d)
+{
+	enum ts_status st = build(k, hw, p, false, d);
+	bool bad = false;
+	for (int a = 0; st == TS_OK && a < p->n_access && !bad; a++)
+		bad = streams_badly(&p->acc[a]);
+	if (!bad)
+		return st;
+	p->relaid = ts_calloc(1, sizeof *p->relaid);
+	if (!p->relaid) {
+		ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
+			    k->name ? k->name : "?");
+		return TS_ERR_NOMEM;
+	}
+	return build(k, hw, p->relaid, true, d);
+}
+
+static enum ts_status build(const struct sim_kernel *k,
+			    const struct hw_spec *hw, struct sim_plan *p,
+			    bool relaid, struct ts_diag *d)
 {
 	memset(p, 0, sizeof *p);
 	p->k = k;
@@ -1283,6 +1414,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			prop_forward(&pr);
 			prop_backward(&pr);
 		}
+		for (int side = 0; p->has_kernel && side < 2; side++)
+			mark_feeders(&pr, t->operands[side], mark,
+				     (uint8_t)(1u << side), 0);
 	}
 
 	/* Inputs. */
@@ -1312,6 +1446,9 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		} else {
 			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
+		if (st == TS_OK && relaid && p->n_access > 0 &&
+		    streams_badly(&p->acc[p->n_access - 1]))
+			st = relay_out(p, hw, &pr, mark, t, i, d);
 		if (st != TS_OK)
 			goto out;
 	}
@@ -1371,9 +1508,6 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 	p->xlu_cycles = sim_relayout_cycles(hw, k);
 	p->vpu_cycles += p->xlu_cycles;
 	if (p->has_kernel && comp && mark) {
-		for (int side = 0; side < 2; side++)
-			mark_feeders(&pr, t->operands[side], mark,
-				     (uint8_t)(1u << side), 0);
 		for (int side = 0; side < 2; side++) {
 			double cyc = 0;
 			for (int i = 0; i < k->n_members; i++)
@@ -1400,23 +1534,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 				int in = p->acc[a].input;
 				if (p->acc[a].output || in < 0 || in >= k->n_inputs)
 					continue;
-				const struct ir_instr *v = k->inputs[in];
-				/* the operand itself (an unfused dot), or an
-				 * input of the members that feed it (a fusion
-				 * parameter standing for it: any of them when
-				 * the buffer is given twice) */
-				bool feeds = v == t->operands[side];
-				for (int mi = 0; mi < k->n_members && !feeds; mi++) {
-					const struct ir_instr *mb = k->members[mi];
-					int pn = mb->op == IR_OP_PARAMETER
-							 ? (int)mb->attrs.parameter_number
-							 : -1;
-					if ((mark[mi] & (1u << side)) &&
-					    (mb == v ||
-					     (pn >= 0 && pn < k->n_inputs &&
-					      k->inputs[pn] == v)))
-						feeds = true;
-				}
+				bool feeds = feeds_side(k, mark, t, side,
+							k->inputs[in]);
 				if (feeds && (best < 0 || p->acc[a].bytes >
 								   p->acc[best].bytes))
 					best = a;

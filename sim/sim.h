@@ -70,6 +70,9 @@ struct sim_estimate {
 	bool untiled;           /* no tile grid for this form (a rank above
 	                           8, ...): costed by the roofline instead,
 	                           sim_kernel_estimate says why */
+	int relaid;             /* inputs relaid out by a copy first, as
+	                           they stream with fewer bytes so
+	                           (sim_plan_choose); 0: none */
 	double time_ns;         /* estimated kernel time */
 	enum hw_unit bound;     /* unit the time is attributed to */
 	int64_t steps;          /* tile steps (grid iterations) */
