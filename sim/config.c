@@ -500,7 +500,8 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 }
 
 /*
- * The relayout copies of a relaid plan (plan.c relay_out), ns:
+ * sim_plan_relayout_ns: the relayout copies of a relaid plan (plan.c
+ * relay_out), ns:
  *   relayout_ns = kernel_overhead_ns
  *               + max((relayout_read + relayout_written)
  *                     / HBM bytes per ns,
@@ -511,7 +512,7 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
  * wrong: several copies are several launches. Source: the relayout copy
  * XLA's layout assignment inserts (sim/kernels.c "Relayouts").
  */
-static double relayout_ns(const struct sim_plan *p, const struct hw_spec *hw)
+double sim_plan_relayout_ns(const struct sim_plan *p, const struct hw_spec *hw)
 {
 	double bw = hw_mem_bytes_per_ns(hw);
 	double hbm = bw > 0 ? (p->relayout_read + p->relayout_written) / bw
@@ -539,7 +540,7 @@ enum ts_status sim_plan_choose(const struct sim_plan *p,
 		return TS_OK;
 	struct sim_estimate re;
 	sim_plan_estimate(r, hw, &rfull, &re);
-	re.time_ns += relayout_ns(r, hw);
+	re.time_ns += sim_plan_relayout_ns(r, hw);
 	re.bytes_read += r->relayout_read;
 	re.bytes_written += r->relayout_written;
 	re.relaid = r->n_relaid;

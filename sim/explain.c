@@ -53,12 +53,15 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	}
 	if (st != TS_OK)
 		goto out;
+	/* the plan sim_plan_cost takes: p, or p.relaid */
+	const struct sim_plan *q;
 	struct sim_tile_config full;
-	st = sim_plan_check(&p, cfg, &full, d);
+	struct sim_estimate chosen;
+	st = sim_plan_choose(&p, hw, cfg, &q, &full, &chosen, d);
 	if (st != TS_OK)
 		goto out;
 	struct sim_estimate e;
-	st = sim_plan_estimate_detail(&p, hw, &full, &e, &x, d);
+	st = sim_plan_estimate_detail(q, hw, &full, &e, &x, d);
 	if (st != TS_OK)
 		goto out;
 	char buf[256];
@@ -74,7 +77,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			   "its operand's order, to the result's layout "
 			   "(sim/kernels.c \"Relayouts\")\n",
 			k->lowered->operands[0]->name);
-	switch (p.kind) {
+	switch (q->kind) {
 	case SIM_PLAN_UNMODELLED:
 		fprintf(f, "  not modelled: zero time\n");
 		goto out;
@@ -90,7 +93,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			ir_op_name(k->instr->op),
 			k->instr->n_operands > 0 ? k->instr->operands[0]->name
 						 : "?",
-			hw->dma_latency_ns, p.other_bytes,
+			hw->dma_latency_ns, q->other_bytes,
 			hw_mem_bytes_per_ns(hw), k->work.bytes_read,
 			k->work.bytes_written, e.time_ns, hw_unit_name(e.bound));
 		goto out;
@@ -102,32 +105,32 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",
 			ici.one_shot ? "one-shot" : "ring", ici.ns,
 			ici.transfer_ns, ici.reduce_ns, ici.latency_ns,
-			p.other_bytes, hw->kernel_overhead_ns, e.time_ns,
+			q->other_bytes, hw->kernel_overhead_ns, e.time_ns,
 			hw_unit_name(e.bound));
 		goto out;
 	}
 	default:
 		break;
 	}
-	ir_shape_format(sim_tile_space_shape(p.target), buf, sizeof buf);
-	fprintf(f, "  tiled: %s %s, grid ", p.target->name, buf);
-	put_grid(f, &p.out);
-	if (p.has_kernel) {
-		ir_shape_format(&p.target->operands[1]->shape, buf, sizeof buf);
+	ir_shape_format(sim_tile_space_shape(q->target), buf, sizeof buf);
+	fprintf(f, "  tiled: %s %s, grid ", q->target->name, buf);
+	put_grid(f, &q->out);
+	if (q->has_kernel) {
+		ir_shape_format(&q->target->operands[1]->shape, buf, sizeof buf);
 		fprintf(f, "; kernel %s grid ", buf);
-		put_grid(f, &p.kern);
+		put_grid(f, &q->kern);
 	}
 	sim_tile_config_format(&full, buf, sizeof buf);
 	fprintf(f, "\n  config: %s%s\n", buf,
 		cfg && cfg->n_out > 0 ? "" : " (default)");
 	fprintf(f, "  combined grid (outer to inner):\n");
-	for (int i = 0; i < p.n_dims; i++) {
+	for (int i = 0; i < q->n_dims; i++) {
 		const struct sim_blocks *b = &x.bl[i];
 		fprintf(f,
 			"    dim %d %-12s %lld tiles of %lld elems, bound %lld -> "
 			"%lld blocks (%lld x %lld elems",
-			i, role_names[p.dims[i].role], (long long)p.dims[i].tiles,
-			(long long)p.dims[i].tile, (long long)b->bound,
+			i, role_names[q->dims[i].role], (long long)q->dims[i].tiles,
+			(long long)q->dims[i].tile, (long long)b->bound,
 			(long long)b->nb, (long long)b->n_full, (long long)b->full);
 		if (b->n_last)
 			fprintf(f, " + 1 x %lld ragged", (long long)b->last);
@@ -136,8 +139,8 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	fprintf(f, "  steps: %lld (%lld output blocks)\n", (long long)x.steps,
 		(long long)x.out_steps);
 	fprintf(f, "  accesses (bytes padded to tiles):\n");
-	for (int a = 0; a < p.n_access; a++) {
-		const struct sim_plan_access *ac = &p.acc[a];
+	for (int a = 0; a < q->n_access; a++) {
+		const struct sim_plan_access *ac = &q->acc[a];
 		const struct sim_acc_cost *c = &x.ac[a];
 		fprintf(f,
 			"    %-6s %-28s %10.0f B array, block %9.0f B, %6.0f "
@@ -148,30 +151,30 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			ac->in_vmem ? " (in VMEM: no DMA)" : "",
 			c->reread > 0 ? " (+ partial sums read back)" : "");
 	}
-	if (p.other_bytes > 0)
-		fprintf(f, "    other operands read once: %.0f B\n", p.other_bytes);
+	if (q->other_bytes > 0)
+		fprintf(f, "    other operands read once: %.0f B\n", q->other_bytes);
 	double clock_ghz = hw->clock_hz * 1e-9;
-	if (p.has_kernel)
+	if (q->has_kernel)
 		fprintf(f,
 			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
 			"%.3g MACs; + %.0f cycles waiting for split-contraction "
 			"re-adds\n",
-			x.mxu_cycles, x.mxu_cycles / (double)x.steps, p.mxu_passes,
-			p.mxu_macs, x.readd_cycles);
-	if (p.n_mxu_untiled > 0)
+			x.mxu_cycles, x.mxu_cycles / (double)x.steps, q->mxu_passes,
+			q->mxu_macs, x.readd_cycles);
+	if (q->n_mxu_untiled > 0)
 		fprintf(f,
 			"  MXU, contractions the grid does not tile: %.0f "
 			"cycles for %.3g MACs, at the array's padded peak "
 			"(%s)\n",
-			x.mxu_untiled_cycles, p.mxu_untiled_macs,
-			p.has_kernel ? "added to the tiled contraction's"
+			x.mxu_untiled_cycles, q->mxu_untiled_macs,
+			q->has_kernel ? "added to the tiled contraction's"
 				     : "the kernel's MXU work");
 	fprintf(f, "  VPU: %.0f cycles (%.0f per step): fused ops %.0f",
 		e.vpu_cycles, e.vpu_cycles / (double)x.steps, x.vpu_cycles);
-	if (p.xlu_cycles > 0)
+	if (q->xlu_cycles > 0)
 		fprintf(f, " (%.0f of them moving lanes on the XLU, "
 			   "sim_relayout_cycles)",
-			p.xlu_cycles);
+			q->xlu_cycles);
 	fprintf(f, ", MXU results %.0f, prologues %.0f, %.0f block rows x %.0f\n",
 		x.acc_cycles, x.prologue_cycles, x.rows,
 		hw->row_overhead_cycles);
@@ -197,17 +200,31 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			(long long)x.out_steps, (long long)x.split,
 			(long long)(x.steps / x.out_steps));
 	/* The estimate's own sum (estimate()): the last step's compute is
-	 * not overlapped, the others hide the next step's DMA. */
+	 * not overlapped, the others hide the next step's DMA; never less
+	 * than every byte at HBM bandwidth. */
 	fprintf(f,
-		"  time (ns) = kernel %.6g + first load %.6g (%.0f B) + "
+		"  time (ns) = kernel %.6g + max(first load %.6g (%.0f B) + "
 		"(%.6g - 1) x (max(compute %.6g, DMA %.6g) + step %.6g) + "
 		"last step (compute %.6g + step %.6g) + last store %.6g "
-		"(%.0f B)\n"
+		"(%.0f B), DMA busy %.6g)\n"
 		"            = %.6g ns, bound by %s\n",
 		hw->kernel_overhead_ns, x.first_ns, x.first_bytes, x.core_steps,
 		x.compute_step_ns, x.dma_step_ns, x.step_ns, x.compute_step_ns,
-		x.step_ns, x.last_ns, x.last_bytes, e.time_ns,
-		hw_unit_name(e.bound));
+		x.step_ns, x.last_ns, x.last_bytes, e.dma_cycles / clock_ghz,
+		e.time_ns, hw_unit_name(e.bound));
+	if (q != &p)
+		fprintf(f,
+			"  relaid: %d input(s) the grid cannot stream (a dim "
+			"of many tiles held whole in every block) copied "
+			"first into the form the kernel reads, as that moves "
+			"fewer bytes than the plan without (sim_plan_choose): "
+			"kernel %.6g + max(%.0f B read + %.0f B written at "
+			"%.1f B/ns, XLU %.0f cycles) = %.6g ns\n"
+			"  total = %.6g ns\n",
+			q->n_relaid, hw->kernel_overhead_ns, q->relayout_read,
+			q->relayout_written, hw_mem_bytes_per_ns(hw),
+			q->relayout_cycles, sim_plan_relayout_ns(q, hw),
+			chosen.time_ns);
 	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
 		e.vmem_bytes, hw->vmem_bytes,
 		e.feasible ? "" : " -> INFEASIBLE");
@@ -243,15 +260,19 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 					       : "no tiled work");
 		goto out;
 	}
-	struct sim_estimate e;
-	st = sim_plan_estimate_detail(&p, hw, &k->est.config, &e, &x, d);
+	const struct sim_plan *q;
+	struct sim_tile_config full;
+	struct sim_estimate chosen, e;
+	st = sim_plan_choose(&p, hw, &k->est.config, &q, &full, &chosen, d);
+	if (st == TS_OK)
+		st = sim_plan_estimate_detail(q, hw, &full, &e, &x, d);
 	if (st != TS_OK)
 		goto out;
 	int big = -1;
 	double big_moved = 0;
-	for (int a = 0; a < p.n_access; a++) {
+	for (int a = 0; a < q->n_access; a++) {
 		double moved = x.ac[a].total + x.ac[a].reread;
-		if (!p.acc[a].in_vmem && moved > big_moved) {
+		if (!q->acc[a].in_vmem && moved > big_moved) {
 			big = a;
 			big_moved = moved;
 		}
@@ -273,8 +294,8 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 		snprintf(buf, n,
 			 "HBM: %s moves %.4g MB of a %.4g MB array (%.4g "
 			 "passes, %.4g contiguous runs)",
-			 p.acc[big].name ? p.acc[big].name : "?",
-			 big_moved * 1e-6, p.acc[big].bytes * 1e-6,
+			 q->acc[big].name ? q->acc[big].name : "?",
+			 big_moved * 1e-6, q->acc[big].bytes * 1e-6,
 			 x.ac[big].refetch, x.ac[big].chunks);
 	else if (steps >= vpu && steps >= mxu)
 		snprintf(buf, n, "%.4g steps per core at %.4g ns each",

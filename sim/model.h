@@ -279,9 +279,11 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 			     const struct hw_spec *hw,
 			     const struct sim_tile_config *cfg,
 			     struct sim_estimate *out, struct ts_diag *d);
+/* The time of a relaid plan's relayout copies on hw, ns (config.c). */
+double sim_plan_relayout_ns(const struct sim_plan *p, const struct hw_spec *hw);
 /* sim_plan_cost's choice: p under cfg (NULL: its default), or p->relaid
  * (the same grid with the inputs that stream badly relaid out first by a
- * copy, config.c relayout_ns; under cfg, or its own default) when that
+ * copy, sim_plan_relayout_ns; under cfg, or its own default) when that
  * moves fewer HBM bytes, or fits VMEM where p does not: a plan is never
  * chosen whose traffic exceeds its fallback's. The plan chosen, its
  * completed config and its estimate (with the copies' time and bytes;

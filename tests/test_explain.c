@@ -42,19 +42,32 @@ static int check_kernel(const struct sim_kernel *k, const struct hw_spec *hw,
 	const char *t = strstr(buf, "time (ns) = ");
 	if (!t)
 		return 0;
-	double kern, first, s, comp, dma, step, comp2, step2, last, total;
+	double kern, first, s, comp, dma, step, comp2, step2, last, busy, total;
 	int n = sscanf(t,
-		       "time (ns) = kernel %lf + first load %lf (%*f B) + "
+		       "time (ns) = kernel %lf + max(first load %lf (%*f B) + "
 		       "(%lf - 1) x (max(compute %lf, DMA %lf) + step %lf) + "
 		       "last step (compute %lf + step %lf) + last store %lf "
-		       "(%*f B)\n = %lf ns",
+		       "(%*f B), DMA busy %lf)\n = %lf ns",
 		       &kern, &first, &s, &comp, &dma, &step, &comp2, &step2,
-		       &last, &total);
-	if (n != 10)
+		       &last, &busy, &total);
+	if (n != 11)
 		fail_msg("%s: cannot read the time line (%d fields):\n%s",
 			 k->name, n, t);
-	double sum = kern + first + (s - 1) * ((comp > dma ? comp : dma) + step) +
-		     comp2 + step2 + last;
+	double pipe = first + (s - 1) * ((comp > dma ? comp : dma) + step) +
+		      comp2 + step2 + last;
+	double sum = kern + (pipe > busy ? pipe : busy);
+	assert_near(sum, total, REL_TOL * total);
+	/* a relaid plan: its copies' line, then the kernel's total */
+	const char *r = strstr(t, "  relaid: ");
+	if (r) {
+		double copies;
+		const char *eq = strstr(r, ") = ");
+		assert_non_null(eq);
+		assert_int_equal(sscanf(eq, ") = %lf ns\n  total = %lf ns",
+					&copies, &total),
+				 2);
+		sum += copies;
+	}
 	struct sim_estimate e;
 	assert_int_equal(sim_kernel_estimate(k, hw, cfg, &e, &d), TS_OK);
 	assert_near(sum, total, REL_TOL * total);
