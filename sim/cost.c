@@ -561,6 +561,8 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  * Bytes the consumers cand[0..n) read from value v, whose full size and
  * memory space are `full` (XLA's fusion operand rule, docs/HLO.md 3.1):
  *   slice / dynamic-slice / gather of v   read only the result's bytes;
+ *   convolution of v (operand 0)          the part its windows touch
+ *                                         (conv_input_fraction);
  *   dynamic-update-slice into v (op. 0)   reads nothing (in place);
  *   scatter into v                        reads the updates' bytes;
  *   bitcast / get-tuple-element / nested fusion parameter: followed
@@ -580,6 +582,81 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  * *part, or *whole set; read_bytes sums a value's uses, add_reads those of
  * many values in one pass.
  */
+/* The input positions x in [0, n) that O windows of k taps, stride s,
+ * dilation d and low padding p touch (x = o s + t d - p). Dense windows
+ * (d = 1) as the union of the intervals [o s - p, o s - p + k): one run
+ * when they overlap (k >= s), else summed per window; dilated ones by a
+ * pass over the positions. -1 past 2^20 windows or positions. */
+static int64_t touched_positions(int64_t n, int64_t o, int64_t k, int64_t s,
+				 int64_t d, int64_t p)
+{
+	if (d == 1 && k >= s) {
+		int64_t lo = -p, hi = (o - 1) * s - p + k;
+		lo = lo > 0 ? lo : 0;
+		hi = hi < n ? hi : n;
+		return hi > lo ? hi - lo : 0;
+	}
+	int64_t touched = 0;
+	if (d == 1) {
+		if (o > ((int64_t)1 << 20))
+			return -1;
+		for (int64_t w = 0; w < o; w++) {
+			int64_t lo = w * s - p, hi = lo + k;
+			lo = lo > 0 ? lo : 0;
+			hi = hi < n ? hi : n;
+			touched += hi > lo ? hi - lo : 0;
+		}
+		return touched;
+	}
+	if (n > ((int64_t)1 << 20))
+		return -1;
+	for (int64_t x = 0; x < n; x++) {
+		bool hit = false;
+		for (int64_t t = 0; t < k && !hit; t++) {
+			int64_t y = x + p - t * d;
+			hit = y >= 0 && y % s == 0 && y / s < o;
+		}
+		touched += hit;
+	}
+	return touched;
+}
+
+/*
+ * The fraction of a convolution's input (operand 0) its windows touch:
+ *   prod over spatial dims of touched_s / in_s
+ * touched_s: the input positions its windows reach (touched_positions),
+ * counted exactly. A stride wider than the window skips input rows
+ * (ResNet's 1x1 stride-2 shortcut reads a quarter of its input), and a
+ * window that does not reach the end leaves the last rows unread; a DMA
+ * with the spatial dims major in memory skips them too. 1 for a base
+ * (lhs) dilated window or a malformed one (read whole). Units: a fraction
+ * of the input's bytes. Known wrong: tiles along a spatial dim make a
+ * partly touched tile move whole (the floor counts positions).
+ */
+static double conv_input_fraction(const struct ir_instr *u)
+{
+	const struct ir_window *w = u->attrs.window;
+	const struct ir_conv_dims *cd = u->attrs.conv;
+	if (!w || !cd || u->n_operands < 1 || cd->n_spatial != w->n)
+		return 1.0;
+	const struct ir_shape *in = &u->operands[0]->shape;
+	double f = 1.0;
+	for (int s = 0; s < w->n; s++) {
+		const struct ir_window_dim *wd = &w->dims[s];
+		int ld = cd->lhs_spatial[s], od = cd->out_spatial[s];
+		if (ld < 0 || ld >= in->rank || od < 0 || od >= u->shape.rank ||
+		    wd->lhs_dilate > 1 || wd->stride < 1 || wd->size < 1)
+			return 1.0;
+		int64_t n = in->dims[ld];
+		int64_t t = touched_positions(
+			n, u->shape.dims[od], wd->size, wd->stride,
+			wd->rhs_dilate > 1 ? wd->rhs_dilate : 1, wd->pad_lo);
+		if (n > 0 && t >= 0)
+			f *= (double)t / (double)n;
+	}
+	return f;
+}
+
 static void use_bytes(const struct ir_instr *u, int j,
 		      const struct ir_shape *full,
 		      const struct ir_instr *const *cand, int n, int depth,
@@ -612,6 +689,12 @@ static void use_bytes(const struct ir_instr *u, int j,
 			*whole = true;
 		break;
 	}
+	case IR_OP_CONVOLUTION:
+		if (j == 0)
+			*part += conv_input_fraction(u) * any_space_bytes(full);
+		else
+			*whole = true;
+		break;
 	case IR_OP_BITCAST:
 		*part += read_bytes(u, full, cand, n, depth + 1);
 		break;

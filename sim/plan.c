@@ -29,7 +29,8 @@
  * kernel spatial dim whose taps slide over it. Maps come from the target
  * outwards (forward through users, backward through operands): identity
  * through elementwise ops, broadcast/transpose/reduce dimension lists,
- * reshapes by equal leading and trailing dims.
+ * reshapes by equal leading and trailing dims, a gather's batch dims back
+ * to its indices, a scatter's updates to its indices.
  */
 #define KOFF SIM_MAX_GRID
 #define MAP_NONE (-1)
@@ -158,6 +159,25 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 			  int opi, struct dmap *out)
 {
 	const struct ir_instr *op = in->operands[opi];
+	const struct ir_gather_dims *gd = in->attrs.gather;
+	if (in->op == IR_OP_GATHER && opi == 1 && gd && sim_is_array(op) &&
+	    sim_is_array(in)) {
+		/* a gather's indices: its batch dims (the result's dims
+		 * other than offset_dims, in order) are the indices' dims
+		 * other than index_vector_dim, in order */
+		map_none(out);
+		int o = 0;
+		for (int i = 0; i < op->shape.rank && i < SIM_MAX_GRID; i++) {
+			if (i == gd->index_vector_dim)
+				continue;
+			while (o < in->shape.rank &&
+			       sim_ints_has(&gd->offset_dims, o))
+				o++;
+			if (o < in->shape.rank && o < SIM_MAX_GRID)
+				out->src[i] = m->src[o++];
+		}
+		return true;
+	}
 	if (!sim_is_array(op) || !sim_is_array(in) || map_opaque(in->op))
 		return false;
 	const struct ir_ints *dims = in->attrs.dimensions;
@@ -496,6 +516,52 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 	for (int j = 0; j < t->operands[1]->shape.rank && j < SIM_MAX_GRID; j++)
 		r.src[j] = (int8_t)(KOFF + j);
 	set_slot(pr, t->operands[1], &r);
+}
+
+/* A variadic reduce's inputs tiled by one of them (the target, the
+ * reduce's space): the others of the same dims follow the space as it
+ * does (the reduce walks them in step), reduced dims included. */
+static void seed_reduce_siblings(struct prop *pr, const struct ir_instr *t)
+{
+	struct dmap m;
+	map_identity(&m, t->shape.rank);
+	for (int i = 0; i < pr->k->n_members; i++) {
+		const struct ir_instr *r = pr->k->members[i];
+		int n_in = r->op == IR_OP_REDUCE ? r->n_operands / 2 : 0;
+		bool reads_t = false;
+		for (int j = 0; j < n_in; j++)
+			reads_t |= r->operands[j] == t;
+		for (int j = 0; reads_t && j < n_in; j++)
+			if (r->operands[j] != t && sim_is_array(r->operands[j]) &&
+			    ir_shape_equal_dims(&r->operands[j]->shape, &t->shape))
+				set_slot(pr, r->operands[j], &m);
+	}
+}
+
+/* An in-place scatter tiled by its updates (the target, identity map):
+ * its indices follow the updates' scatter dims (those not in
+ * update_window_dims, in order), one per indices dim other than
+ * index_vector_dim, in order. */
+static void seed_scatter_indices(struct prop *pr, const struct ir_instr *sc)
+{
+	const struct ir_scatter_dims *sd = sc->attrs.scatter;
+	int n_in = (sc->n_operands - 1) / 2;
+	if (!sd || n_in < 1 || !sim_is_array(sc->operands[n_in]))
+		return;
+	const struct ir_instr *idx = sc->operands[n_in];
+	const struct ir_shape *u = &sc->operands[n_in + 1]->shape;
+	struct dmap m;
+	map_none(&m);
+	int o = 0;
+	for (int i = 0; i < idx->shape.rank && i < SIM_MAX_GRID; i++) {
+		if (i == sd->index_vector_dim)
+			continue;
+		while (o < u->rank && sim_ints_has(&sd->update_window_dims, o))
+			o++;
+		if (o < u->rank && o < SIM_MAX_GRID)
+			m.src[i] = (int8_t)o++;
+	}
+	set_slot(pr, idx, &m);
 }
 
 /* ====================================================================== */
@@ -1114,13 +1180,14 @@ static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
 }
 
 /*
- * The fallback of an input access that streams badly (streams_badly):
- * the input relaid out first into the form the kernel consumes, by a copy
- * of its own, and that copy streamed as it follows the grid (by
- * construction: the target's maps). The form: the MXU operand it feeds
- * (the dot's or convolution's operand value, its seeded map), else the
- * kernel's space (sim_tile_space_shape, identity map) in the input's
- * element type. Replaces the access just added (p->acc[n_access - 1])
+ * The fallback of an input access that streams badly (streams_badly), or
+ * that feeds an MXU operand whose layout the module leaves free and odd
+ * (free_and_odd): the input relaid out first into the form the kernel
+ * consumes, by a copy of its own, and that copy streamed as it follows
+ * the grid (by construction: the target's maps). The form: the MXU
+ * operand it feeds (the dot's or convolution's operand value, its seeded
+ * map; in canonical_order when free), else the kernel's space
+ * (sim_tile_space_shape, identity map) in the input's element type. Replaces the access just added (p->acc[n_access - 1])
  * and charges the copy to the plan:
  *   relayout_read    += the input's bytes
  *   relayout_written += the form's bytes
@@ -1131,6 +1198,77 @@ static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
  * cannot read an operand's layout). Known wrong: a form wider than the
  * input (a broadcast within the kernel) is written whole.
  */
+/*
+ * The dim order (minor_to_major) XLA's layout assignment gives operand
+ * `side` of contraction t when the module leaves it free: the MXU streams
+ * a dot's lhs with its contraction on the lanes and its rhs with its
+ * output features there (batch dims major); a convolution's input and
+ * output with the features minor, then the spatial dims, the batch major,
+ * and its kernel with the output features minor, then the input features,
+ * the spatial dims major. False for anything else. Source: XLA TPU's
+ * compiled convolutions and dots in data/compiled (b01f-ordered layouts
+ * with the feature minor, whatever the logical dim order).
+ */
+static bool canonical_order(const struct ir_instr *t, int side, int *m2m)
+{
+	int rank = t->operands[side]->shape.rank, n = 0;
+	if (rank > SIM_MAX_GRID)
+		return false;
+	if (t->op == IR_OP_CONVOLUTION && t->attrs.conv) {
+		const struct ir_conv_dims *cd = t->attrs.conv;
+		m2m[n++] = side == 0 ? cd->lhs_feature : cd->rhs_out;
+		if (side == 1)
+			m2m[n++] = cd->rhs_in;
+		for (int s = cd->n_spatial - 1; s >= 0; s--)
+			m2m[n++] = side == 0 ? cd->lhs_spatial[s]
+					     : cd->rhs_spatial[s];
+		if (side == 0)
+			m2m[n++] = cd->lhs_batch;
+	} else if (t->op == IR_OP_DOT && t->attrs.dot) {
+		const struct ir_dot_dims *dd = t->attrs.dot;
+		const struct ir_ints *bt = side == 0 ? &dd->lhs_batch : &dd->rhs_batch;
+		const struct ir_ints *ct = side == 0 ? &dd->lhs_contracting
+						     : &dd->rhs_contracting;
+		/* lhs: contraction, then free dims; rhs: free, then
+		 * contraction; batch dims major (minor first below) */
+		for (int pass = 0; pass < 2; pass++) {
+			bool want_k = (pass == 0) == (side == 0);
+			for (int i = rank - 1; i >= 0; i--)
+				if (!sim_ints_has(bt, i) &&
+				    sim_ints_has(ct, i) == want_k)
+					m2m[n++] = i;
+		}
+		for (int i = rank - 1; i >= 0; i--)
+			if (sim_ints_has(bt, i))
+				m2m[n++] = i;
+	} else {
+		return false;
+	}
+	if (n != rank)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (m2m[i] < 0 || m2m[i] >= rank)
+			return false;
+	return true;
+}
+
+/* Is operand `side` of contraction t in a layout the module leaves free
+ * (no TPU tiles written: tpusim orders it, ir_shape_major_to_minor) and
+ * ordered other than canonical_order's? */
+static bool free_and_odd(const struct ir_instr *t, int side)
+{
+	const struct ir_shape *s = &t->operands[side]->shape;
+	int m2m[SIM_MAX_GRID], order[SIM_MAX_GRID];
+	if (s->layout.n_tiles > 0 || s->rank < 2 ||
+	    !canonical_order(t, side, m2m))
+		return false;
+	ir_shape_major_to_minor(s, order);
+	for (int i = 0; i < s->rank; i++)
+		if (order[s->rank - 1 - i] != m2m[i])
+			return true;
+	return false;
+}
+
 static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 				struct prop *pr, const uint8_t *mark,
 				const struct ir_instr *t, int input,
@@ -1146,10 +1284,19 @@ static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 			side = s;
 	struct ir_shape form;
 	struct dmap m;
+	int m2m[SIM_MAX_GRID];
 	if (side >= 0) {
 		const struct ir_instr *o = t->operands[side];
 		const struct dmap *om = slot(pr, o);
 		form = o->shape;
+		/* written with the default tile so that the order holds */
+		static const struct ir_tile t8x128 = {2, {8, 128}};
+		if (free_and_odd(t, side) && canonical_order(t, side, m2m)) {
+			form.layout.present = true;
+			form.layout.minor_to_major = m2m;
+			form.layout.n_tiles = 1;
+			form.layout.tiles = (struct ir_tile *)&t8x128;
+		}
 		if (om && om->set)
 			m = *om;
 		else
@@ -1174,18 +1321,30 @@ static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 	return TS_OK;
 }
 
+/* Does input v feed an MXU operand of t that is free and odd? */
+static bool feeds_odd(const struct sim_plan *p, const uint8_t *mark,
+		      const struct ir_instr *t, const struct ir_instr *v)
+{
+	for (int s = 0; p->has_kernel && mark && s < 2; s++)
+		if (feeds_side(p->k, mark, t, s, v) && free_and_odd(t, s))
+			return true;
+	return false;
+}
+
 static enum ts_status build(const struct sim_kernel *k,
 			    const struct hw_spec *hw, struct sim_plan *p,
 			    bool relaid, struct ts_diag *d);
 
 /* The plan, and with it (p->relaid) the same grid with every input that
- * streams badly relaid out first (relay_out), when there is one. */
+ * streams badly or feeds a free, odd MXU operand relaid out first
+ * (relay_out), when there is one. */
 enum ts_status sim_plan_build(const struct sim_kernel *k,
 			      const struct hw_spec *hw, struct sim_plan *p,
 			      struct ts_diag *d)
 {
 	enum ts_status st = build(k, hw, p, false, d);
-	bool bad = false;
+	bool bad = st == TS_OK && p->kind == SIM_PLAN_TILED && p->has_kernel &&
+		   (free_and_odd(p->target, 0) || free_and_odd(p->target, 1));
 	for (int a = 0; st == TS_OK && a < p->n_access && !bad; a++)
 		bad = streams_badly(&p->acc[a]);
 	if (!bad)
@@ -1410,6 +1569,9 @@ static enum ts_status build(const struct sim_kernel *k,
 				ts_ptrmap_set(&pr.pos, comp->instrs[in->index], i);
 		}
 		prop_seed(&pr, t);
+		if (inplace && inplace->op == IR_OP_SCATTER)
+			seed_scatter_indices(&pr, inplace);
+		seed_reduce_siblings(&pr, t);
 		for (int pass = 0; pass < 2; pass++) {
 			prop_forward(&pr);
 			prop_backward(&pr);
@@ -1428,8 +1590,21 @@ static enum ts_status build(const struct sim_kernel *k,
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
 		const struct ir_instr *use = uses[i];
-		if (inplace && use == inplace)
-			continue; /* the buffer it updates in place: not read */
+		if (inplace && use == inplace) {
+			/* the buffer it updates in place: a dynamic-update-
+			 * slice overwrites its window, unread; a scatter
+			 * combines (to_apply) with the rows it updates,
+			 * read as its updates are (cost.c use_bytes) */
+			const struct ir_instr *u = sim_inplace_update(inplace);
+			const struct dmap *um = comp ? slot(&pr, u) : NULL;
+			if (inplace->op == IR_OP_SCATTER)
+				st = add_access(p, v, &u->shape,
+						um && um->set ? um : NULL,
+						false, i, t, d);
+			if (st != TS_OK)
+				goto out;
+			continue;
+		}
 		bool twice = copies[i] > 1; /* given again as a later parameter */
 		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
 		int sp = sl && pr.mm ? member_pos(&pr, sl) : -1;
@@ -1447,7 +1622,8 @@ static enum ts_status build(const struct sim_kernel *k,
 			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
 		if (st == TS_OK && relaid && p->n_access > 0 &&
-		    streams_badly(&p->acc[p->n_access - 1]))
+		    (streams_badly(&p->acc[p->n_access - 1]) ||
+		     feeds_odd(p, mark, t, v)))
 			st = relay_out(p, hw, &pr, mark, t, i, d);
 		if (st != TS_OK)
 			goto out;
@@ -1462,6 +1638,21 @@ static enum ts_status build(const struct sim_kernel *k,
 			int vp = pr.mm ? member_pos(&pr, v) : -1;
 			if (vp >= 0 && pr.mm[vp].set)
 				m = &pr.mm[vp];
+			/* an element of a variadic reduce's results follows
+			 * the grid as the reduce's result does */
+			struct dmap gm;
+			const struct ir_instr *gr =
+				v->op == IR_OP_GET_TUPLE_ELEMENT &&
+						v->n_operands == 1
+					? v->operands[0]
+					: NULL;
+			if (!m && comp && gr && gr->op == IR_OP_REDUCE &&
+			    gr->n_operands > 0) {
+				const struct dmap *om = slot(&pr, gr->operands[0]);
+				if (om && om->set &&
+				    reduce_out_map(gr, 0, om, &gm))
+					m = &gm;
+			}
 			if (v->shape.type == IR_TYPE_TUPLE) {
 				/* a variadic reduce's results follow the
 				 * grid as one array would; other tuples are

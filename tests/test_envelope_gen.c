@@ -1,0 +1,201 @@
+/*
+ * test_envelope_gen.c: the plausibility envelope as a property of the
+ * planner, on generated programs (tests/gen_hlo.c) rather than a fixed
+ * corpus. For GEN_SEEDS seeds, each module parses and is costed on every
+ * spec of hwspecs/, and every kernel is checked against its roofline
+ * (sim_kernel_roofline: the HLO's meaning alone):
+ *   - never below it;
+ *   - feasible (its working set fits VMEM);
+ *   - at most 10 x it + 5 us (SIM_ENVELOPE_X, SIM_ENVELOPE_NS), unless
+ *     its excess is a named mechanism with bounded traffic: another unit
+ *     than HBM bounds it, or its DMAs alone take at most that (each
+ *     operand streamed a bounded number of times), and sim_kernel_why
+ *     names the unit whose work is the excess
+ *     (the fitted VPU cost of an expensive op, the MXU padding of a thin
+ *     contraction, per-step overhead, a relayout on the XLU).
+ * A failing kernel's module is shrunk (the one piece that fails, then the
+ * largest array halved while it still fails) and printed, to be kept in
+ * tests/data/envelope/ where test_regressions checks it on every spec.
+ * GEN_SEEDS and GEN_FIRST (environment) run other seeds; GEN_SURVEY lists
+ * every failing seed without shrinking.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_hlo.h"
+#include "sim.h"
+#include "test_util.h"
+
+#ifdef TPUSIM_SANITIZED
+#define SEEDS 200
+#else
+#define SEEDS 2000
+#endif
+#define CAP_LOG2 40 /* arrays up to a terabyte */
+
+static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p", "v6e",
+				   "v7"};
+#define N_GENS (sizeof gens / sizeof *gens)
+static struct hw_spec specs[N_GENS];
+
+/* Why kernel k of a module breaks the envelope on hw, into why (empty:
+ * it does not). */
+static void judge(const struct sim_kernel *k, const struct hw_spec *hw,
+		  char *why, size_t n)
+{
+	why[0] = 0;
+	const struct sim_estimate *e = &k->est;
+	if (!e->modelled || e->untiled)
+		return;
+	struct sim_estimate r;
+	struct ts_diag d = {0};
+	if (sim_kernel_roofline(k, hw, &r, &d) != TS_OK) {
+		snprintf(why, n, "no roofline: %.200s", d.msg);
+		return;
+	}
+	if (!(e->time_ns >= 0) || e->time_ns < r.time_ns * (1 - 1e-9)) {
+		snprintf(why, n, "%.6g ns below its roofline %.6g ns",
+			 e->time_ns, r.time_ns);
+		return;
+	}
+	if (e->time_ns <= SIM_ENVELOPE_X * r.time_ns + SIM_ENVELOPE_NS)
+		return;
+	/* the DMAs alone, at the core clock: within the envelope, the
+	 * traffic is bounded and the excess is the units' work */
+	double dma_ns = e->dma_cycles / (hw->clock_hz * 1e-9);
+	char reason[256];
+	if (sim_kernel_why(k, hw, reason, sizeof reason, &d) != TS_OK)
+		snprintf(reason, sizeof reason, "(no reason: %.200s)", d.msg);
+	if (!e->feasible ||
+	    (e->bound == HW_UNIT_HBM &&
+	     dma_ns > SIM_ENVELOPE_X * r.time_ns + SIM_ENVELOPE_NS))
+		snprintf(why, n,
+			 "%.3g x roofline, its DMAs %.3g x%s: %.200s",
+			 e->time_ns / r.time_ns, dma_ns / r.time_ns,
+			 e->feasible ? "" : ", infeasible", reason);
+}
+
+/* The first failing kernel of text on any spec: its spec index, or -1;
+ * its message in msg. */
+static int first_failure(const char *text, size_t len, char *msg, size_t n)
+{
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse("gen.hlo", text, len, &m, &nm, &d) != TS_OK) {
+		snprintf(msg, n, "does not parse: %u:%u: %.500s", d.line, d.col,
+			 d.msg);
+		return 0;
+	}
+	int bad = -1;
+	for (size_t g = 0; g < N_GENS && bad < 0; g++) {
+		struct sim_program p;
+		if (sim_program_build(m[0], NULL, &p, &d) != TS_OK ||
+		    sim_program_estimate(&p, &specs[g], &d) != TS_OK) {
+			snprintf(msg, n, "%s: %.500s", gens[g], d.msg);
+			bad = (int)g;
+		}
+		for (int i = 0; bad < 0 && i < p.n_kernels; i++) {
+			char why[512];
+			judge(&p.kernels[i], &specs[g], why, sizeof why);
+			if (why[0]) {
+				snprintf(msg, n, "%s kernel %.100s (%s): %.500s",
+					 gens[g], p.kernels[i].name,
+					 ir_op_name(p.kernels[i].main_op), why);
+				bad = (int)g;
+			}
+		}
+		sim_program_free(&p);
+	}
+	for (int i = 0; i < nm; i++)
+		ir_module_free(m[i]);
+	ts_free(m);
+	return bad;
+}
+
+/* The smallest failing module of seed: the one failing piece, then the
+ * largest array halved while it still fails. Prints it. */
+static void shrink(uint64_t seed)
+{
+	char *text = NULL, msg[1024];
+	size_t len;
+	int n = gen_hlo_module(seed, -1, CAP_LOG2, &text, &len);
+	free(text);
+	int piece = -1, cap = CAP_LOG2;
+	for (int i = 0; i < n && piece < 0; i++) {
+		gen_hlo_module(seed, i, cap, &text, &len);
+		if (first_failure(text, len, msg, sizeof msg) >= 0)
+			piece = i;
+		free(text);
+	}
+	for (; piece >= 0 && cap > 4; cap--) {
+		gen_hlo_module(seed, piece, cap - 1, &text, &len);
+		bool fails = first_failure(text, len, msg, sizeof msg) >= 0;
+		free(text);
+		if (!fails)
+			break;
+	}
+	gen_hlo_module(seed, piece, cap, &text, &len);
+	first_failure(text, len, msg, sizeof msg);
+	char path[4096], stem[64];
+	snprintf(stem, sizeof stem, "envelope_seed%llu",
+		 (unsigned long long)seed);
+	tu_tmp_path(path, sizeof path, stem, ".hlo");
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	print_message("seed %llu, piece %d, arrays up to 2^%d bytes: %s\n"
+		      "  shrunk module: %s\n",
+		      (unsigned long long)seed, piece, cap, msg, path);
+	free(text);
+}
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+	return v && *v ? strtoull(v, NULL, 10) : def;
+}
+
+static void test_generated(void **state)
+{
+	(void)state;
+	for (size_t g = 0; g < N_GENS; g++)
+		if (!tu_load_spec(gens[g], &specs[g]))
+			skip();
+	uint64_t first = env_u64("GEN_FIRST", 1), n = env_u64("GEN_SEEDS", SEEDS);
+	/* GEN_SURVEY=1: every failing seed, one line each, none shrunk */
+	bool survey = getenv("GEN_SURVEY") != NULL;
+	int failed = 0;
+	for (uint64_t s = first; s < first + n && (survey || failed < 3); s++) {
+		char *text = NULL, msg[1024];
+		size_t len;
+		gen_hlo_module(s, -1, CAP_LOG2, &text, &len);
+		if (first_failure(text, len, msg, sizeof msg) >= 0) {
+			print_message("seed %llu: %s\n", (unsigned long long)s,
+				      msg);
+			if (!survey)
+				shrink(s);
+			failed++;
+		}
+		free(text);
+	}
+	assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_generated),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
