@@ -78,7 +78,6 @@ struct grouping {
 	int *uoff, *users;     /* users of i: users[uoff[i] .. uoff[i+1]) */
 	int *ooff, *ops;       /* operands of i, as indices into c (-1: not
 	                          one of c's): ops[ooff[i] .. ooff[i+1]) */
-	int64_t *elems;        /* elements of i's shape (ir_shape_elems) */
 	unsigned char *opk;    /* per instruction: what the fusion rules ask
 	                          of it (grouping.c OPK_*) */
 	bool *cd;              /* constant-derived */
@@ -118,7 +117,7 @@ struct grouping {
 	                          the generation */
 	int n_redecided;       /* a trial's (sim_grouping_delta): the
 	                          decisions it made or asked again */
-	bool borrowed;         /* order, pos, users, operands, elems, opk,
+	bool borrowed;         /* order, pos, users, operands, opk,
 	                          cd, live and fc (what no decision changes)
 	                          are another grouping's of c, not freed with
 	                          this one */

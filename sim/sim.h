@@ -510,15 +510,17 @@ enum sim_fuse_why {
 	SIM_WHY_COMP_ROOT,     /* the computation's result */
 	SIM_WHY_MATERIALISE,   /* a user takes no fused operand (tuple,
 	                          collective, custom call, while, ...) */
-	SIM_WHY_NOT_ACCEPTED,  /* a user kernel does not accept it (a dot's
-	                          operands take only format ops, a reduce
-	                          loop ops) */
+	SIM_WHY_NOT_ACCEPTED,  /* a user kernel does not accept it (a
+	                          gather's table, a permuting copy, ...) */
 	SIM_WHY_CORE,          /* a reduce/dot/convolution: fused only into
 	                          one elementwise user, one core per kernel */
 	SIM_WHY_REUSE,         /* an expensive op is not evaluated again
 	                          through a broadcast */
 	SIM_WHY_EXPENSIVE,     /* an expensive op with users in several
 	                          kernels is not recomputed */
+	SIM_WHY_EPILOGUE,      /* a dot's or convolution's epilogue stays
+	                          with it: not recomputed in its users, not
+	                          fused into another dot's operand */
 	SIM_WHY_POLICY,        /* a policy's decision (SIM_FUSE_OWN) */
 	SIM_WHY_ELSEWHERE,     /* fused, but into another kernel */
 	SIM_WHY_CYCLE,         /* its group would be a cyclic fusion: each

@@ -936,6 +936,128 @@ static void test_group_transcendental_recompute(void **state)
 
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
  * the converts of its operands and its bias-add/relu epilogue. */
+/* XLA's TPU fusion rules as data/compiled shows them (libtpu 0.0.42;
+ * sim/grouping.c says each rule and its evidence). Each expectation is
+ * what the compiled modules do with the same pattern. */
+static void test_group_tpu_rules(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	/* gather: its index computation fused (slot 1), its table not (slot
+	 * 0: the table is read where the indices point); the gather joins
+	 * its one transpose user (the compiled gather_fusion kernels: index
+	 * transpose, gather, output transpose in one) */
+	tu_build("HloModule g\n"
+	      "ENTRY %main (t: f32[1000,64], i: s32[2,256,1]) -> f32[256,2,64] {\n"
+	      "  %t = f32[1000,64] parameter(0)\n"
+	      "  %i = s32[2,256,1] parameter(1)\n"
+	      "  %tt = f32[1000,64] negate(%t)\n"
+	      "  %it = s32[256,2,1] transpose(%i), dimensions={1,0,2}\n"
+	      "  %g = f32[256,2,64] gather(%tt, %it), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}\n"
+	      "  %x = f32[2,256,64] transpose(%g), dimensions={1,0,2}\n"
+	      "  ROOT %y = f32[256,2,64] transpose(%x), dimensions={1,0,2}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "tt,y");
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "it"));
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "g"));
+	tu_built_free(&b);
+
+	/* scatter: updates and indices fused (the compiled scatter fusions
+	 * transpose both), the operand it updates in place not */
+	tu_build("HloModule s\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (o: f32[1000,64], i: s32[256,1], u: f32[64,256]) -> f32[1000,64] {\n"
+	      "  %o = f32[1000,64] parameter(0)\n"
+	      "  %i = s32[256,1] parameter(1)\n"
+	      "  %u = f32[64,256] parameter(2)\n"
+	      "  %on = f32[1000,64] negate(%o)\n"
+	      "  %in = s32[256,1] negate(%i)\n"
+	      "  %ut = f32[256,64] transpose(%u), dimensions={1,0}\n"
+	      "  ROOT %sc = f32[1000,64] scatter(%on, %in, %ut), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "on,sc");
+	assert_true(has(tu_kernel(&b, "sc")->members, tu_kernel(&b, "sc")->n_members, "in"));
+	assert_true(has(tu_kernel(&b, "sc")->members, tu_kernel(&b, "sc")->n_members, "ut"));
+	tu_built_free(&b);
+
+	/* a copy that reorders the dims in memory takes its operand from
+	 * HBM (every such copy of the compiled modules reads a parameter or
+	 * stands alone); one that keeps the order takes a producer (written
+	 * with tiles: a layout without them is XLA's default, ir_shape.c) */
+	tu_build("HloModule c\n"
+	      "ENTRY %main (x: f32[256,512]) -> (f32[256,512], f32[256,512]) {\n"
+	      "  %x = f32[256,512]{1,0:T(8,128)} parameter(0)\n"
+	      "  %n = f32[256,512]{1,0:T(8,128)} negate(%x)\n"
+	      "  %cp = f32[256,512]{0,1:T(8,128)} copy(%n)\n"
+	      "  %e = f32[256,512]{1,0:T(8,128)} exponential(%x)\n"
+	      "  %ck = f32[256,512]{1,0:T(8,128)} copy(%e)\n"
+	      "  ROOT %t = (f32[256,512]{0,1:T(8,128)}, f32[256,512]{1,0:T(8,128)}) tuple(%cp, %ck)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "n,cp,ck");
+	tu_built_free(&b);
+
+	/* a dot's epilogue stays with the dot: the convert of its result,
+	 * read by two kernels, is the dot's output fusion and is written
+	 * once, not recomputed (with the dot) in each reader */
+	tu_build("HloModule e\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (a: bf16[256,512], w: bf16[512,256]) -> (f32[256], f32[256,256]) {\n"
+	      "  %a = bf16[256,512] parameter(0)\n"
+	      "  %w = bf16[512,256] parameter(1)\n"
+	      "  %d = bf16[256,256] dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %c = f32[256,256] convert(%d)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %r = f32[256] reduce(%c, %z), dimensions={1}, to_apply=%add\n"
+	      "  %m = f32[256,256] multiply(%c, %c)\n"
+	      "  %s = f32[256,256] sine(%m)\n"
+	      "  ROOT %t = (f32[256], f32[256,256]) tuple(%r, %s)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "c,r,s");
+	assert_int_equal(tu_kernel(&b, "c")->main_op, IR_OP_DOT);
+	tu_built_free(&b);
+
+	/* a cheap producer with users in two kernels, one of them a dot's
+	 * operand: not recomputed in the dot's operand; it joins the first
+	 * user kernel and is written out there (the compiled residual add:
+	 * computed once with the norm's sum of squares, multi-output, and
+	 * read by the projections) */
+	tu_build("HloModule r\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[256,512], y: f32[256,512], w: f32[512,256]) -> (f32[256], f32[256,256]) {\n"
+	      "  %x = f32[256,512] parameter(0)\n"
+	      "  %y = f32[256,512] parameter(1)\n"
+	      "  %w = f32[512,256] parameter(2)\n"
+	      "  %h = f32[256,512] add(%x, %y)\n"
+	      "  %sq = f32[256,512] multiply(%h, %h)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %r = f32[256] reduce(%sq, %z), dimensions={1}, to_apply=%add\n"
+	      "  %d = f32[256,256] dot(%h, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (f32[256], f32[256,256]) tuple(%r, %d)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "r,d");
+	assert_true(has(tu_kernel(&b, "r")->members, tu_kernel(&b, "r")->n_members, "h"));
+	assert_int_equal(tu_kernel(&b, "r")->n_outputs, 2);
+	assert_false(has(tu_kernel(&b, "d")->members, tu_kernel(&b, "d")->n_members, "h"));
+	tu_built_free(&b);
+}
+
 static void test_group_single_kernels(void **state)
 {
 	(void)state;
@@ -977,8 +1099,10 @@ static void test_group_single_kernels(void **state)
 	assert_true(has(k->members, k->n_members, "a32"));
 	tu_built_free(&b);
 
-	/* A dot does not absorb a transcendental producer: it is its own
-	 * kernel (materialised). Dead code is dropped. */
+	/* A dot takes a transcendental producer into its operand (XLA's TPU
+	 * compiler fuses loop ops, tanh and exp among them, into a
+	 * convolution's operand fusion: data/compiled, e.g. the GELU before
+	 * a decoder's down projection). Dead code is dropped. */
 	tu_build("HloModule mm2\n"
 	      "ENTRY %main (a: f32[128,256], w: f32[256,512]) -> f32[128,512] {\n"
 	      "  %a = f32[128,256] parameter(0)\n"
@@ -988,8 +1112,8 @@ static void test_group_single_kernels(void **state)
 	      "  ROOT %d = f32[128,512] dot(%t, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
 	      "}\n",
 	      &b);
-	ASSERT_NAMES(&b, "t,d");
-	assert_int_equal(tu_kernel(&b, "d")->kind, SIM_KERNEL_DOT);
+	ASSERT_NAMES(&b, "d");
+	assert_true(has(tu_kernel(&b, "d")->members, tu_kernel(&b, "d")->n_members, "t"));
 	tu_built_free(&b);
 
 	/* Average pooling: the reduce-window takes no epilogue, its divide
@@ -1366,6 +1490,7 @@ int main(void)
 		cmocka_unit_test(test_group_sibling_reduces),
 		cmocka_unit_test(test_group_transcendental_recompute),
 		cmocka_unit_test(test_group_single_kernels),
+		cmocka_unit_test(test_group_tpu_rules),
 		cmocka_unit_test(test_group_while),
 		cmocka_unit_test(test_bad_dot),
 		cmocka_unit_test(test_alloc_failures),
