@@ -14,8 +14,9 @@
  *     (the fitted VPU cost of an expensive op, the MXU padding of a thin
  *     contraction, per-step overhead, a relayout on the XLU).
  * A failing kernel's module is shrunk (the one piece that fails, then the
- * largest array halved while it still fails) and printed, to be kept in
- * tests/data/envelope/ where test_regressions checks it on every spec.
+ * largest array halved while it still fails) and written out, to be kept
+ * in tests/data/envelope/ where test_regressions checks it on every spec;
+ * the seeds still failing are named (known[]) and must still fail.
  * GEN_SEEDS and GEN_FIRST (environment) run other seeds; GEN_SURVEY lists
  * every failing seed without shrinking.
  */
@@ -35,9 +36,9 @@
 #include "test_util.h"
 
 #ifdef TPUSIM_SANITIZED
-#define SEEDS 200
+#define SEEDS 1000
 #else
-#define SEEDS 2000
+#define SEEDS 20000
 #endif
 #define CAP_LOG2 40 /* arrays up to a terabyte */
 
@@ -160,6 +161,30 @@ static void shrink(uint64_t seed)
 	free(text);
 }
 
+/*
+ * The seeds of 1..20,000 whose modules still break the envelope (what the
+ * test prints for each), each a known wrong of the model: a convolution
+ * whose smallest tile config does not fit VMEM (an output laid out with a
+ * spatial dim on the lanes, tpusim's own choice for an unlaid-out
+ * array), a reshape or elementwise kernel held whole in VMEM on v2, a
+ * dot or convolution re-reading an operand more than 10 times, a strided
+ * convolution below the roofline's bytes. A fix takes its seed off.
+ */
+static const uint64_t known[] = {
+	317,   1111,  2169,  2777,  3107,  3384,  3398,  3886,  4644,
+	4730,  4874,  5549,  5576,  5631,  5806,  6223,  6528,  6641,
+	6945,  7790,  7843,  8277,  8759,  8850,  9723,  10052, 10099,
+	10245, 11916, 12225, 12547, 12799, 13967, 14332, 15174, 15209,
+	15528, 16941, 17332, 17876, 19273};
+
+static bool is_known(uint64_t seed)
+{
+	for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+		if (known[i] == seed)
+			return true;
+	return false;
+}
+
 static uint64_t env_u64(const char *name, uint64_t def)
 {
 	const char *v = getenv(name);
@@ -175,27 +200,64 @@ static void test_generated(void **state)
 	uint64_t first = env_u64("GEN_FIRST", 1), n = env_u64("GEN_SEEDS", SEEDS);
 	/* GEN_SURVEY=1: every failing seed, one line each, none shrunk */
 	bool survey = getenv("GEN_SURVEY") != NULL;
-	int failed = 0;
+	int failed = 0, still = 0, fixed = 0;
 	for (uint64_t s = first; s < first + n && (survey || failed < 3); s++) {
 		char *text = NULL, msg[1024];
 		size_t len;
 		gen_hlo_module(s, -1, CAP_LOG2, &text, &len);
-		if (first_failure(text, len, msg, sizeof msg) >= 0) {
+		bool fails = first_failure(text, len, msg, sizeof msg) >= 0;
+		free(text);
+		if (fails && is_known(s) && !survey) {
+			print_message("seed %llu, known: %s\n",
+				      (unsigned long long)s, msg);
+			still++;
+		} else if (fails) {
 			print_message("seed %llu: %s\n", (unsigned long long)s,
 				      msg);
 			if (!survey)
 				shrink(s);
 			failed++;
+		} else if (is_known(s)) {
+			print_message("seed %llu is within the envelope now: "
+				      "take it off known[]\n",
+				      (unsigned long long)s);
+			fixed++;
 		}
-		free(text);
 	}
+	print_message("%llu generated modules on %zu specs: %d outside the "
+		      "envelope, %d of them known\n",
+		      (unsigned long long)n, N_GENS, failed + still, still);
 	assert_int_equal(failed, 0);
+	assert_int_equal(fixed, 0);
+}
+
+/* The shrunk modules kept from failures (tests/data/envelope/), each
+ * within the envelope on every spec. */
+static void regression(const char *rel, const char *text, size_t len,
+		       void *ctx)
+{
+	(void)ctx;
+	char msg[1024];
+	if (first_failure(text, len, msg, sizeof msg) >= 0)
+		fail_msg("%s: %s", rel, msg);
+}
+
+static void test_regressions(void **state)
+{
+	(void)state;
+	for (size_t g = 0; g < N_GENS; g++)
+		if (!tu_load_spec(gens[g], &specs[g]))
+			skip();
+	char data[4096];
+	snprintf(data, sizeof data, "%s/tests/data", getenv("TPUSIM_SOURCE"));
+	tu_each_hlo(data, "envelope", 1, regression, NULL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generated),
+		cmocka_unit_test(test_regressions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
