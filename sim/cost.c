@@ -507,6 +507,12 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 	return TS_OK;
 }
 
+enum ts_status sim_instr_work(const struct ir_instr *in, const char *file,
+			      struct sim_work *w, struct ts_diag *d)
+{
+	return count_instr(in, file, w, d, 0);
+}
+
 /* Compute work of every instruction of c that is not constant-derived
  * (cd: sim_const_derived(c)). */
 static enum ts_status count_body(const struct ir_computation *c,
@@ -854,8 +860,10 @@ static enum ts_status group_work(const struct sim_kernel *k,
 	for (int i = 0; i < k->n_members && st == TS_OK; i++) {
 		const struct ir_instr *m = k->members[i];
 		bool folded = m->parent == c && cd[m->index] && m != k->instr;
-		if (!folded)
-			st = count_instr(m, file, w, d, 0);
+		if (folded)
+			continue;
+		st = k->memo ? sim_member_memo_work(k->memo, m, file, w, d)
+			     : count_instr(m, file, w, d, 0);
 	}
 	if (st == TS_OK &&
 	    !add_reads((const struct ir_instr *const *)k->inputs, NULL,

@@ -240,11 +240,43 @@ void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 		      int depth);
 /* The kernel group id of g would be (kernels.c, as sim_program_build
  * makes it, multiplicity 1), into *k (sim_kernel_release it, sim.h); *none when
- * the group does no work (a free op as its root). */
+ * the group does no work (a free op as its root). memo (NULL: none), a
+ * memo of g's computation, is the kernel's (sim_kernel.memo): counted
+ * and planned with it. */
 enum ts_status sim_group_kernel(const struct ir_module *m,
 				const struct grouping *g, int id,
+				struct sim_member_memo *memo,
 				struct sim_kernel *k, bool *none,
 				struct ts_diag *d);
+
+/* ---- the fusion search's per-instruction memo (memo.c) ---- */
+
+/* The work count_instr adds for one instruction (cost.c): its MACs, VPU
+ * element ops and flops, not its bytes (those depend on the kernel). */
+enum ts_status sim_instr_work(const struct ir_instr *in, const char *file,
+			      struct sim_work *w, struct ts_diag *d);
+/* A memo of computation c's instructions (memo.c says what it keeps and
+ * why a kernel costed with it is bit-identical to one costed without);
+ * NULL when out of memory. sim_member_memo_free it (NULL is fine). */
+struct sim_member_memo *sim_member_memo_new(const struct ir_computation *c);
+void sim_member_memo_free(struct sim_member_memo *mm);
+/* sim_instr_work(in) added to w, from the memo where it holds it. */
+enum ts_status sim_member_memo_work(struct sim_member_memo *mm,
+				    const struct ir_instr *in,
+				    const char *file, struct sim_work *w,
+				    struct ts_diag *d);
+/* sim_instr_vpu_cycles(hw, in, 0), from the memo where it holds it. */
+double sim_member_memo_vpu(struct sim_member_memo *mm,
+			   const struct hw_spec *hw, const struct ir_instr *in);
+/* Marks the places of members[0 .. n) (those of comp; a member listed
+ * twice: its last) for sim_member_memo_place, until the next call; false
+ * (nothing marked) when comp is not the memo's computation. */
+bool sim_member_memo_places(struct sim_member_memo *mm,
+			    const struct ir_computation *comp,
+			    const struct ir_instr *const *members, int n);
+/* The place among the members last marked of comp's instruction at
+ * index (0 <= index < comp->n_instrs), or -1. */
+int sim_member_memo_place(const struct sim_member_memo *mm, int index);
 
 /* Index of instruction in within c; -1 when it is not one of c's (an
  * operand nested in an operand list, or another computation's). */

@@ -108,6 +108,8 @@ struct sim_work {
 	                            buffers cross ICI too); 0 otherwise */
 };
 
+struct sim_member_memo;
+
 struct sim_kernel {
 	const struct ir_instr *instr;  /* the top-level instruction */
 	const char *name;              /* instr->name */
@@ -163,6 +165,12 @@ struct sim_kernel {
 	                                  lowered is the copy or slice it
 	                                  makes): costed as the bytes it moves
 	                                  at HBM bandwidth, no grid */
+	struct sim_member_memo *memo;  /* the fusion search's memo of the
+	                                  members' computation (sim/memo.c),
+	                                  borrowed: such a kernel is costed
+	                                  only while the space it came from
+	                                  (sim_fusion_space_kernel) lives;
+	                                  NULL otherwise */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
