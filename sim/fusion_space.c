@@ -177,6 +177,11 @@ int sim_fusion_space_decided(const struct sim_fusion_space *trial)
 	return trial->g.n_redecided;
 }
 
+long sim_fusion_space_worked(const struct sim_fusion_space *s)
+{
+	return s->memo ? s->memo->n_worked : 0;
+}
+
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct sim_kernel *out, bool *none,
 				       struct ts_diag *d)

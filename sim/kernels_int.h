@@ -255,6 +255,24 @@ enum ts_status sim_group_kernel(const struct ir_module *m,
  * element ops and flops, not its bytes (those depend on the kernel). */
 enum ts_status sim_instr_work(const struct ir_instr *in, const char *file,
 			      struct sim_work *w, struct ts_diag *d);
+/* A memo of one computation's instructions (memo.c), fields for memo.c
+ * and sim_member_memo_place only. */
+struct sim_member_memo {
+	const struct ir_computation *c;
+	unsigned char *state;     /* memo.c's flags per instruction */
+	struct sim_work *work;    /* per instruction: what count_instr adds */
+	double *vpu;              /* per instruction: VPU cycles on hw */
+	struct hw_spec hw;        /* the spec vpu[] holds cycles for (a copy:
+	                             compared byte for byte, so another spec,
+	                             or the same one changed, starts again) */
+	bool have_hw;
+	const struct hw_spec *hw_at; /* the spec of the plan begun last */
+	int *at, *stamp, gen;     /* the planned kernel's member positions:
+	                             at[i] current when stamp[i] == gen */
+	long n_worked;            /* members' work and VPU cycles worked
+	                             out (not found in the memo) */
+};
+
 /* A memo of computation c's instructions (memo.c says what it keeps and
  * why a kernel costed with it is bit-identical to one costed without);
  * NULL when out of memory. sim_member_memo_free it (NULL is fine). */
@@ -265,18 +283,26 @@ enum ts_status sim_member_memo_work(struct sim_member_memo *mm,
 				    const struct ir_instr *in,
 				    const char *file, struct sim_work *w,
 				    struct ts_diag *d);
-/* sim_instr_vpu_cycles(hw, in, 0), from the memo where it holds it. */
+/* Begins a plan on hw of a kernel of comp with members[0 .. n): marks
+ * their places (a member listed twice: its last) for
+ * sim_member_memo_place, until the next call, and takes hw for
+ * sim_member_memo_vpu; false (nothing done) when comp is not the memo's
+ * computation. */
+bool sim_member_memo_begin(struct sim_member_memo *mm,
+			   const struct hw_spec *hw,
+			   const struct ir_computation *comp,
+			   const struct ir_instr *const *members, int n);
+/* sim_instr_vpu_cycles(hw, in, 0), from the memo where it holds it; hw
+ * the one of the last sim_member_memo_begin. */
 double sim_member_memo_vpu(struct sim_member_memo *mm,
 			   const struct hw_spec *hw, const struct ir_instr *in);
-/* Marks the places of members[0 .. n) (those of comp; a member listed
- * twice: its last) for sim_member_memo_place, until the next call; false
- * (nothing marked) when comp is not the memo's computation. */
-bool sim_member_memo_places(struct sim_member_memo *mm,
-			    const struct ir_computation *comp,
-			    const struct ir_instr *const *members, int n);
 /* The place among the members last marked of comp's instruction at
  * index (0 <= index < comp->n_instrs), or -1. */
-int sim_member_memo_place(const struct sim_member_memo *mm, int index);
+static inline int sim_member_memo_place(const struct sim_member_memo *mm,
+					int index)
+{
+	return mm->stamp[index] == mm->gen ? mm->at[index] : -1;
+}
 
 /* Index of instruction in within c; -1 when it is not one of c's (an
  * operand nested in an operand list, or another computation's). */

@@ -22,21 +22,9 @@
 
 #include <string.h>
 
-/* state[] flags per instruction */
+/* sim_member_memo.state's flags per instruction: its work kept; its work
+ * counted afresh every time (adds_once); its VPU cycles kept */
 enum { MEMO_WORK = 1, MEMO_WORK_AFRESH = 2, MEMO_VPU = 4 };
-
-struct sim_member_memo {
-	const struct ir_computation *c;
-	unsigned char *state;     /* MEMO_* per instruction */
-	struct sim_work *work;    /* per instruction: what count_instr adds */
-	double *vpu;              /* per instruction: VPU cycles on hw */
-	struct hw_spec hw;        /* the spec vpu[] holds cycles for (a copy:
-	                             compared byte for byte, so another spec,
-	                             or the same one changed, starts again) */
-	bool have_hw;
-	int *at, *stamp, gen;     /* the planned kernel's member positions:
-	                             at[i] current when stamp[i] == gen */
-};
 
 struct sim_member_memo *sim_member_memo_new(const struct ir_computation *c)
 {
@@ -94,6 +82,8 @@ enum ts_status sim_member_memo_work(struct sim_member_memo *mm,
 				    struct ts_diag *d)
 {
 	int i = memo_index(mm, in);
+	if (!(i >= 0 && (mm->state[i] & MEMO_WORK)))
+		mm->n_worked++;
 	if (i < 0 || (mm->state[i] & MEMO_WORK_AFRESH))
 		return sim_instr_work(in, file, w, d);
 	if (!(mm->state[i] & MEMO_WORK)) {
@@ -120,14 +110,11 @@ double sim_member_memo_vpu(struct sim_member_memo *mm,
 			   const struct hw_spec *hw, const struct ir_instr *in)
 {
 	int i = memo_index(mm, in);
+	TS_ASSERT(mm->hw_at == hw); /* sim_member_memo_begin's */
+	if (!(i >= 0 && (mm->state[i] & MEMO_VPU)))
+		mm->n_worked++;
 	if (i < 0)
 		return sim_instr_vpu_cycles(hw, in, 0);
-	if (!mm->have_hw || memcmp(&mm->hw, hw, sizeof *hw) != 0) {
-		for (int q = 0; q < mm->c->n_instrs; q++)
-			mm->state[q] &= (unsigned char)~MEMO_VPU;
-		memcpy(&mm->hw, hw, sizeof *hw);
-		mm->have_hw = true;
-	}
 	if (!(mm->state[i] & MEMO_VPU)) {
 		mm->vpu[i] = sim_instr_vpu_cycles(hw, in, 0);
 		mm->state[i] |= MEMO_VPU;
@@ -135,12 +122,20 @@ double sim_member_memo_vpu(struct sim_member_memo *mm,
 	return mm->vpu[i];
 }
 
-bool sim_member_memo_places(struct sim_member_memo *mm,
-			    const struct ir_computation *comp,
-			    const struct ir_instr *const *members, int n)
+bool sim_member_memo_begin(struct sim_member_memo *mm,
+			   const struct hw_spec *hw,
+			   const struct ir_computation *comp,
+			   const struct ir_instr *const *members, int n)
 {
 	if (comp != mm->c)
 		return false;
+	if (!mm->have_hw || memcmp(&mm->hw, hw, sizeof *hw) != 0) {
+		for (int q = 0; q < mm->c->n_instrs; q++)
+			mm->state[q] &= (unsigned char)~MEMO_VPU;
+		memcpy(&mm->hw, hw, sizeof *hw);
+		mm->have_hw = true;
+	}
+	mm->hw_at = hw;
 	int gen = ts_next_gen(&mm->gen, mm->stamp, NULL,
 			      (size_t)(mm->c->n_instrs > 0 ? mm->c->n_instrs : 1));
 	for (int q = 0; q < n; q++) {
@@ -152,9 +147,4 @@ bool sim_member_memo_places(struct sim_member_memo *mm,
 		}
 	}
 	return true;
-}
-
-int sim_member_memo_place(const struct sim_member_memo *mm, int index)
-{
-	return mm->stamp[index] == mm->gen ? mm->at[index] : -1;
 }

@@ -1054,13 +1054,13 @@ static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
 	}
 }
 
-/* sim_instr_vpu_cycles of member in, from the kernel's memo if it has one
- * (the same figure, sim/memo.c). */
-static double member_vpu(const struct sim_kernel *k, const struct hw_spec *hw,
+/* sim_instr_vpu_cycles of member in, from the memo begun for the plan
+ * (pr->memo) if there is one (the same figure, sim/memo.c). */
+static double member_vpu(const struct prop *pr, const struct hw_spec *hw,
 			 const struct ir_instr *in)
 {
-	return k->memo ? sim_member_memo_vpu(k->memo, hw, in)
-		       : sim_instr_vpu_cycles(hw, in, 0);
+	return pr->memo ? sim_member_memo_vpu(pr->memo, hw, in)
+			: sim_instr_vpu_cycles(hw, in, 0);
 }
 
 void sim_plan_free(struct sim_plan *p)
@@ -1264,8 +1264,8 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 		pr.mm = ts_calloc((size_t)k->n_members + 1, sizeof *pr.mm);
 		pr.im = ts_calloc((size_t)k->n_inputs + 1, sizeof *pr.im);
 		mark = ts_calloc((size_t)k->n_members + 1, 1);
-		if (k->memo && sim_member_memo_places(k->memo, comp, k->members,
-						      k->n_members))
+		if (k->memo && sim_member_memo_begin(k->memo, hw, comp,
+						     k->members, k->n_members))
 			pr.memo = k->memo;
 		if (!pr.mm || !pr.im || !mark ||
 		    (!pr.memo && !ts_ptrmap_init(&pr.pos, (size_t)k->n_members))) {
@@ -1367,7 +1367,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 
 	/* VPU work; prologues of the MXU operands. */
 	for (int i = 0; i < k->n_members; i++)
-		p->vpu_cycles += member_vpu(k, hw, k->members[i]);
+		p->vpu_cycles += member_vpu(&pr, hw, k->members[i]);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->instr, 0);
 	p->xlu_cycles = sim_relayout_cycles(hw, k);
@@ -1380,7 +1380,7 @@ enum ts_status sim_plan_build(const struct sim_kernel *k,
 			double cyc = 0;
 			for (int i = 0; i < k->n_members; i++)
 				if (mark[i] & (1u << side))
-					cyc += member_vpu(k, hw, k->members[i]);
+					cyc += member_vpu(&pr, hw, k->members[i]);
 			/* a 32-bit operand, or an f16 one (unpacked to 32
 			 * bits, below), is rounded to bf16 on the VPU before
 			 * it enters the MXU (one op per vreg per pass; the

@@ -394,6 +394,9 @@ struct sim_fusion_plan {
 	int n_costed;              /* distinct candidate kernels costed */
 	long n_redecided;          /* decisions the trials made or asked
 	                              again (sim_fusion_space_decided) */
+	long n_worked;             /* members the kernels costed counted and
+	                              planned afresh
+	                              (sim_fusion_space_worked) */
 };
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
 
@@ -456,6 +459,12 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 /* The decisions the last trial into trial made or asked again (what it
  * cost the grouping: those that may differ, not the computation's). */
 int sim_fusion_space_decided(const struct sim_fusion_space *trial);
+/* The members whose work or VPU cycles the kernels of s, and of every
+ * space built like it or against it, were counted or planned with afresh
+ * (sim/memo.c: once per instruction, and once per spec for the cycles,
+ * where a member's figure can be kept; a member seen again costs a
+ * look-up, not counted here). */
+long sim_fusion_space_worked(const struct sim_fusion_space *s);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 
