@@ -251,51 +251,47 @@ enum ts_status sim_group_kernel(const struct ir_module *m,
 
 /* ---- the fusion search's per-instruction memo (memo.c) ---- */
 
-/* The work count_instr adds for one instruction (cost.c): its MACs, VPU
- * element ops and flops, not its bytes (those depend on the kernel). */
-enum ts_status sim_instr_work(const struct ir_instr *in, const char *file,
-			      struct sim_work *w, struct ts_diag *d);
-/* A memo of one computation's instructions (memo.c), fields for memo.c
- * and sim_member_memo_place only. */
+/* A memo of one computation's instructions: what a kernel's work count
+ * (cost.c) and plan (plan.c) work out member by member, kept for the
+ * fusion search, which costs thousands of kernels made of the same
+ * instructions (memo.c says why a kernel costed with it is bit-identical
+ * to one costed without). cost.c and plan.c read and fill the figures;
+ * memo.c only keeps them. */
 struct sim_member_memo {
 	const struct ir_computation *c;
-	unsigned char *state;     /* memo.c's flags per instruction */
-	struct sim_work *work;    /* per instruction: what count_instr adds */
-	double *vpu;              /* per instruction: VPU cycles on hw */
+	bool *has_work;           /* per instruction: work[i] holds its */
+	struct sim_work *work;    /* count_instr's figure (cost.c) */
+	bool *has_vpu;            /* per instruction: vpu[i] holds its */
+	double *vpu;              /* sim_instr_vpu_cycles on hw (plan.c) */
 	struct hw_spec hw;        /* the spec vpu[] holds cycles for (a copy:
 	                             compared byte for byte, so another spec,
 	                             or the same one changed, starts again) */
 	bool have_hw;
-	const struct hw_spec *hw_at; /* the spec of the plan begun last */
-	int *at, *stamp, gen;     /* the planned kernel's member positions:
+	int *at, *stamp, gen;     /* the planned kernel's member places:
 	                             at[i] current when stamp[i] == gen */
-	long n_worked;            /* members' work and VPU cycles worked
-	                             out (not found in the memo) */
+	long n_worked;            /* members' figures cost.c and plan.c
+	                             worked out, kept or not (not found
+	                             here) */
 };
-
-/* A memo of computation c's instructions (memo.c says what it keeps and
- * why a kernel costed with it is bit-identical to one costed without);
- * NULL when out of memory. sim_member_memo_free it (NULL is fine). */
+/* A memo of computation c's instructions, holding nothing yet; NULL when
+ * out of memory. sim_member_memo_free it (NULL is fine). */
 struct sim_member_memo *sim_member_memo_new(const struct ir_computation *c);
 void sim_member_memo_free(struct sim_member_memo *mm);
-/* sim_instr_work(in) added to w, from the memo where it holds it. */
-enum ts_status sim_member_memo_work(struct sim_member_memo *mm,
-				    const struct ir_instr *in,
-				    const char *file, struct sim_work *w,
-				    struct ts_diag *d);
+/* in's index in the memo's computation, -1 when in is not one of its
+ * instructions (another computation's, or a stand-in for one: kernels.c
+ * lowers a library call or a copy-start into a copy of the instruction
+ * under another opcode, with the same parent and index). */
+int sim_member_memo_index(const struct sim_member_memo *mm,
+			  const struct ir_instr *in);
 /* Begins a plan on hw of a kernel of comp with members[0 .. n): marks
  * their places (a member listed twice: its last) for
- * sim_member_memo_place, until the next call, and takes hw for
- * sim_member_memo_vpu; false (nothing done) when comp is not the memo's
- * computation. */
+ * sim_member_memo_place, until the next call, and empties vpu[] when hw
+ * is not the spec it holds cycles for; false (nothing done) when comp is
+ * not the memo's computation. */
 bool sim_member_memo_begin(struct sim_member_memo *mm,
 			   const struct hw_spec *hw,
 			   const struct ir_computation *comp,
 			   const struct ir_instr *const *members, int n);
-/* sim_instr_vpu_cycles(hw, in, 0), from the memo where it holds it; hw
- * the one of the last sim_member_memo_begin. */
-double sim_member_memo_vpu(struct sim_member_memo *mm,
-			   const struct hw_spec *hw, const struct ir_instr *in);
 /* The place among the members last marked of comp's instruction at
  * index (0 <= index < comp->n_instrs), or -1. */
 static inline int sim_member_memo_place(const struct sim_member_memo *mm,

@@ -1054,13 +1054,23 @@ static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
 	}
 }
 
-/* sim_instr_vpu_cycles of member in, from the memo begun for the plan
- * (pr->memo) if there is one (the same figure, sim/memo.c). */
+/* sim_instr_vpu_cycles(hw, in, 0) of member in, from the memo begun for
+ * the plan on hw (pr->memo, sim/memo.c; NULL: none) where it keeps in's,
+ * else worked out and kept there: the same figure either way. */
 static double member_vpu(const struct prop *pr, const struct hw_spec *hw,
 			 const struct ir_instr *in)
 {
-	return pr->memo ? sim_member_memo_vpu(pr->memo, hw, in)
-			: sim_instr_vpu_cycles(hw, in, 0);
+	struct sim_member_memo *mm = pr->memo;
+	int i = mm ? sim_member_memo_index(mm, in) : -1;
+	if (mm && (i < 0 || !mm->has_vpu[i]))
+		mm->n_worked++;
+	if (i < 0)
+		return sim_instr_vpu_cycles(hw, in, 0);
+	if (!mm->has_vpu[i]) {
+		mm->vpu[i] = sim_instr_vpu_cycles(hw, in, 0);
+		mm->has_vpu[i] = true;
+	}
+	return mm->vpu[i];
 }
 
 void sim_plan_free(struct sim_plan *p)

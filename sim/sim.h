@@ -459,11 +459,11 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 /* The decisions the last trial into trial made or asked again (what it
  * cost the grouping: those that may differ, not the computation's). */
 int sim_fusion_space_decided(const struct sim_fusion_space *trial);
-/* The members whose work or VPU cycles the kernels of s, and of every
- * space built like it or against it, were counted or planned with afresh
- * (sim/memo.c: once per instruction, and once per spec for the cycles,
- * where a member's figure can be kept; a member seen again costs a
- * look-up, not counted here). */
+/* The members' figures (work, VPU cycles) the kernels of s, and of every
+ * space built like it or against it, were counted or planned with that
+ * were worked out, not found in the memo they share (sim/memo.c: once per
+ * instruction, and once per spec for the cycles, where a figure can be
+ * kept; a figure found again costs a look-up, not counted here). */
 long sim_fusion_space_worked(const struct sim_fusion_space *s);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);

@@ -1079,9 +1079,10 @@ static void test_memo_exact(void **state)
  * A trial counts and plans its kernels' members from the memo, not
  * afresh: on the chain and the tree of issue 37 item 7, where every trial
  * changes the computation's one kernel (so the kernels costed hold about
- * N^2 members in all), the members worked out afresh over the whole
- * search stay within twice the instructions (work once, VPU cycles once
- * per instruction), so their count per trial does not grow with N.
+ * N^2 members in all), the members' figures worked out over the whole
+ * search (sim_fusion_plan.n_worked: work and VPU cycles, not found in the
+ * memo) stay within twice the instructions, once each, so that their
+ * count per trial does not grow with N; and the memo is used at all.
  */
 static void test_trial_memo(void **state)
 {
@@ -1104,7 +1105,7 @@ static void test_trial_memo(void **state)
 							       &plan, &d),
 					 TS_OK);
 			int n_instrs = m[0]->entry->n_instrs;
-			print_message("%s %d: %d trials, %ld members worked out\n",
+			print_message("%s %d: %d trials, %ld figures worked out\n",
 				      shape ? "tree" : "chain", n, plan.n_trials,
 				      plan.n_worked);
 			assert_true(plan.n_trials >= n - 1);
