@@ -394,8 +394,9 @@ struct sim_fusion_plan {
 	int n_costed;              /* distinct candidate kernels costed */
 	long n_redecided;          /* decisions the trials made or asked
 	                              again (sim_fusion_space_decided) */
-	long n_worked;             /* members the kernels costed counted and
-	                              planned afresh
+	long n_worked;             /* members' figures (work, VPU cycles)
+	                              the kernels costed worked out, not
+	                              found in the memo
 	                              (sim_fusion_space_worked) */
 };
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
