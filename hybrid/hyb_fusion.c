@@ -399,6 +399,8 @@ static enum ts_status search_comp(struct search *s,
 			st = sim_fusion_space_build(s->m, c, force, s->base, &g);
 	}
 	ts_free(visit);
+	if (first)
+		s->plan->n_worked += sim_fusion_space_worked(first);
 	keys_free(&best.k);
 	keys_free(&trial.k);
 	/* keys name instructions by their index in c: another computation's

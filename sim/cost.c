@@ -959,6 +959,43 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	return st;
 }
 
+/*
+ * count_instr of member in of a grouped kernel added to w, the figure
+ * taken from the fusion search's memo mm (sim/memo.c; NULL: none) where it
+ * keeps in's, else counted and kept there. Adding the kept figure to each
+ * field does what counting does where count_instr adds to each field at
+ * most once (x + 0 leaves a field it does not touch as it was): every op
+ * but a nested fusion (its body's ops) and a select-and-scatter (two
+ * applications), which are counted each time.
+ */
+static enum ts_status member_work(struct sim_member_memo *mm,
+				  const struct ir_instr *in, const char *file,
+				  struct sim_work *w, struct ts_diag *d)
+{
+	int i = mm && in->op != IR_OP_FUSION &&
+			in->op != IR_OP_SELECT_AND_SCATTER
+		? sim_member_memo_index(mm, in)
+		: -1;
+	if (mm && (i < 0 || !mm->has_work[i]))
+		mm->n_worked++;
+	if (i < 0)
+		return count_instr(in, file, w, d, 0);
+	if (!mm->has_work[i]) {
+		memset(&mm->work[i], 0, sizeof mm->work[i]);
+		enum ts_status st = count_instr(in, file, &mm->work[i], d, 0);
+		if (st != TS_OK)
+			return st; /* not kept: asked again, it fails again */
+		mm->has_work[i] = true;
+	}
+	const struct sim_work *x = &mm->work[i];
+	w->flops += x->flops;
+	w->mxu_macs += x->mxu_macs;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		w->vpu_elem_ops[c] += x->vpu_elem_ops[c];
+	w->transcendentals += x->transcendentals;
+	return TS_OK;
+}
+
 static enum ts_status group_work(const struct sim_kernel *k,
 				 const bool *parent_cd, const char *file,
 				 struct sim_work *w, struct ts_diag *d)
@@ -972,8 +1009,9 @@ static enum ts_status group_work(const struct sim_kernel *k,
 	for (int i = 0; i < k->n_members && st == TS_OK; i++) {
 		const struct ir_instr *m = k->members[i];
 		bool folded = m->parent == c && cd[m->index] && m != k->instr;
-		if (!folded)
-			st = count_instr(m, file, w, d, 0);
+		if (folded)
+			continue;
+		st = member_work(k->memo, m, file, w, d);
 	}
 	if (st == TS_OK &&
 	    !add_reads((const struct ir_instr *const *)k->inputs, NULL, NULL,

@@ -23,6 +23,10 @@ struct sim_fusion_space {
 	 * groups it may replace */
 	struct delta_scratch *ds;
 	int *b_ids;
+	/* the memo its kernels are costed with (memo.c): a space built
+	 * without like owns one, the others borrow their base's */
+	struct sim_member_memo *memo;
+	bool own_memo;
 };
 
 /* The key of group id: FNV-1a over whole ints (a byte at a time costs 4x
@@ -52,8 +56,12 @@ enum ts_status sim_fusion_space_build(const struct ir_module *m,
 	if (!s)
 		return TS_ERR_NOMEM;
 	s->m = m;
+	s->memo = like ? like->memo : sim_member_memo_new(c);
+	s->own_memo = !like;
 	enum ts_status st =
 		sim_grouping_build(&s->g, c, force, like ? &like->g : NULL);
+	if (!st && !s->memo)
+		st = TS_ERR_NOMEM;
 	if (!st) {
 		s->kernels = ts_malloc(((size_t)s->g.n_groups + 1) * sizeof *s->kernels);
 		if (!s->kernels)
@@ -79,6 +87,8 @@ void sim_fusion_space_free(struct sim_fusion_space *s)
 	ts_free(s->key_of);
 	sim_delta_scratch_free(s->ds);
 	ts_free(s->b_ids);
+	if (s->own_memo)
+		sim_member_memo_free(s->memo);
 	ts_free(s);
 }
 
@@ -140,6 +150,7 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 		if (!s)
 			return TS_ERR_NOMEM;
 		s->m = base->m;
+		s->memo = base->memo;
 		size_t n = 2 * (size_t)(base->g.n > 0 ? base->g.n : 1);
 		s->kernels = ts_malloc(n * sizeof *s->kernels);
 		s->b_ids = ts_malloc(n * sizeof *s->b_ids);
@@ -166,11 +177,17 @@ int sim_fusion_space_decided(const struct sim_fusion_space *trial)
 	return trial->g.n_redecided;
 }
 
+long sim_fusion_space_worked(const struct sim_fusion_space *s)
+{
+	return s->memo ? s->memo->n_worked : 0;
+}
+
 enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
 				       struct sim_kernel *out, bool *none,
 				       struct ts_diag *d)
 {
-	return sim_group_kernel(s->m, &s->g, s->kernels[k], out, none, d);
+	return sim_group_kernel(s->m, &s->g, s->kernels[k], s->memo, out, none,
+				d);
 }
 
 void sim_fusion_space_comps(const struct ir_module *m, bool *grouped)

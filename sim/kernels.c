@@ -44,6 +44,8 @@ struct build {
 	struct sim_program *p;
 	int cap;            /* allocated entries of p->kernels */
 	bool pre_opt;       /* module has no fusion instruction: group it */
+	struct sim_member_memo *memo; /* sim_group_kernel's, for the kernels
+	                                 it makes (sim_kernel.memo); NULL */
 	struct ts_diag *d;
 };
 
@@ -713,6 +715,7 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	if (!k)
 		return nomem(b);
 	k->kind = kind;
+	k->memo = b->memo;
 	describe(k, heavy, root, heavy && heavy->op == IR_OP_REDUCE);
 	int n = 0;
 	for (int q = 0; q < n_mem; q++)
@@ -1028,11 +1031,13 @@ void sim_kernel_release(struct sim_kernel *k)
 
 enum ts_status sim_group_kernel(const struct ir_module *m,
 				const struct grouping *g, int id,
+				struct sim_member_memo *memo,
 				struct sim_kernel *k, bool *none,
 				struct ts_diag *d)
 {
 	struct sim_program p = {.module = m};
-	struct build b = {.m = m, .p = &p, .pre_opt = true, .d = d};
+	struct build b = {
+		.m = m, .p = &p, .pre_opt = true, .memo = memo, .d = d};
 	struct site s = {.mult = 1.0};
 	const struct ir_instr **buf =
 		ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *buf);

@@ -239,11 +239,65 @@ void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 		      int depth);
 /* The kernel group id of g would be (kernels.c, as sim_program_build
  * makes it, multiplicity 1), into *k (sim_kernel_release it, sim.h); *none when
- * the group does no work (a free op as its root). */
+ * the group does no work (a free op as its root). memo (NULL: none), a
+ * memo of g's computation, is the kernel's (sim_kernel.memo): counted
+ * and planned with it. */
 enum ts_status sim_group_kernel(const struct ir_module *m,
 				const struct grouping *g, int id,
+				struct sim_member_memo *memo,
 				struct sim_kernel *k, bool *none,
 				struct ts_diag *d);
+
+/* ---- the fusion search's per-instruction memo (memo.c) ---- */
+
+/* A memo of one computation's instructions: what a kernel's work count
+ * (cost.c) and plan (plan.c) work out member by member, kept for the
+ * fusion search, which costs thousands of kernels made of the same
+ * instructions (memo.c says why a kernel costed with it is bit-identical
+ * to one costed without). cost.c and plan.c read and fill the figures;
+ * memo.c only keeps them. */
+struct sim_member_memo {
+	const struct ir_computation *c;
+	bool *has_work;           /* per instruction: work[i] holds its */
+	struct sim_work *work;    /* count_instr's figure (cost.c) */
+	bool *has_vpu;            /* per instruction: vpu[i] holds its */
+	double *vpu;              /* sim_instr_vpu_cycles on hw (plan.c) */
+	struct hw_spec hw;        /* the spec vpu[] holds cycles for (a copy:
+	                             compared byte for byte, so another spec,
+	                             or the same one changed, starts again) */
+	bool have_hw;
+	int *at, *stamp, gen;     /* the planned kernel's member places:
+	                             at[i] current when stamp[i] == gen */
+	long n_worked;            /* members' figures cost.c and plan.c
+	                             worked out, kept or not (not found
+	                             here) */
+};
+/* A memo of computation c's instructions, holding nothing yet; NULL when
+ * out of memory. sim_member_memo_free it (NULL is fine). */
+struct sim_member_memo *sim_member_memo_new(const struct ir_computation *c);
+void sim_member_memo_free(struct sim_member_memo *mm);
+/* in's index in the memo's computation, -1 when in is not one of its
+ * instructions (another computation's, or a stand-in for one: kernels.c
+ * lowers a library call or a copy-start into a copy of the instruction
+ * under another opcode, with the same parent and index). */
+int sim_member_memo_index(const struct sim_member_memo *mm,
+			  const struct ir_instr *in);
+/* Begins a plan on hw of a kernel of comp with members[0 .. n): marks
+ * their places (a member listed twice: its last) for
+ * sim_member_memo_place, until the next call, and empties vpu[] when hw
+ * is not the spec it holds cycles for; false (nothing done) when comp is
+ * not the memo's computation. */
+bool sim_member_memo_begin(struct sim_member_memo *mm,
+			   const struct hw_spec *hw,
+			   const struct ir_computation *comp,
+			   const struct ir_instr *const *members, int n);
+/* The place among the members last marked of comp's instruction at
+ * index (0 <= index < comp->n_instrs), or -1. */
+static inline int sim_member_memo_place(const struct sim_member_memo *mm,
+					int index)
+{
+	return mm->stamp[index] == mm->gen ? mm->at[index] : -1;
+}
 
 /* Index of instruction in within c; -1 when it is not one of c's (an
  * operand nested in an operand list, or another computation's). */

@@ -8,6 +8,7 @@
  * Governing notes: docs/ARCHITECTURE.md "Kernels, tiles and the analytic
  * model", docs/TPU.md sections 2 and 3; unit formulas in hw/hw_*.c.
  */
+#include "kernels_int.h"
 #include "model.h"
 #include "plan_int.h"
 
@@ -338,6 +339,8 @@ struct prop {
 	struct ts_ptrmap pos;              /* comp's instruction at a member's
 	                                      index -> the member's position
 	                                      (the last, if listed twice) */
+	struct sim_member_memo *memo;      /* or the same, marked in the
+	                                      kernel's memo (pos unused) */
 	struct ts_ptrmap in;               /* input -> its first position */
 	struct dmap *mm;                   /* per member */
 	struct dmap *im;                   /* per input */
@@ -352,6 +355,8 @@ static int member_pos(const struct prop *pr, const struct ir_instr *v)
 	if (!pr->comp || v->parent != pr->comp || v->index < 0 ||
 	    v->index >= pr->comp->n_instrs)
 		return -1;
+	if (pr->memo)
+		return sim_member_memo_place(pr->memo, v->index);
 	return ts_ptrmap_get(&pr->pos, pr->comp->instrs[v->index]);
 }
 
@@ -1127,6 +1132,25 @@ static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
 	}
 }
 
+/* sim_instr_vpu_cycles(hw, in, 0) of member in, from the memo begun for
+ * the plan on hw (pr->memo, sim/memo.c; NULL: none) where it keeps in's,
+ * else worked out and kept there: the same figure either way. */
+static double member_vpu(const struct prop *pr, const struct hw_spec *hw,
+			 const struct ir_instr *in)
+{
+	struct sim_member_memo *mm = pr->memo;
+	int i = mm ? sim_member_memo_index(mm, in) : -1;
+	if (mm && (i < 0 || !mm->has_vpu[i]))
+		mm->n_worked++;
+	if (i < 0)
+		return sim_instr_vpu_cycles(hw, in, 0);
+	if (!mm->has_vpu[i]) {
+		mm->vpu[i] = sim_instr_vpu_cycles(hw, in, 0);
+		mm->has_vpu[i] = true;
+	}
+	return mm->vpu[i];
+}
+
 void sim_plan_free(struct sim_plan *p)
 {
 	ts_free(p->acc);
@@ -1555,14 +1579,17 @@ static enum ts_status build(const struct sim_kernel *k,
 		pr.mm = ts_calloc((size_t)k->n_members + 1, sizeof *pr.mm);
 		pr.im = ts_calloc((size_t)k->n_inputs + 1, sizeof *pr.im);
 		mark = ts_calloc((size_t)k->n_members + 1, 1);
+		if (k->memo && sim_member_memo_begin(k->memo, hw, comp,
+						     k->members, k->n_members))
+			pr.memo = k->memo;
 		if (!pr.mm || !pr.im || !mark ||
-		    !ts_ptrmap_init(&pr.pos, (size_t)k->n_members)) {
+		    (!pr.memo && !ts_ptrmap_init(&pr.pos, (size_t)k->n_members))) {
 			st = TS_ERR_NOMEM;
 			ts_diag_set(d, NULL, 0, 0, "out of memory planning %s",
 				    k->name ? k->name : "?");
 			goto out;
 		}
-		for (int i = 0; i < k->n_members; i++) {
+		for (int i = 0; !pr.memo && i < k->n_members; i++) {
 			const struct ir_instr *in = k->members[i];
 			if (in->parent == comp && in->index >= 0 &&
 			    in->index < comp->n_instrs)
@@ -1693,7 +1720,7 @@ static enum ts_status build(const struct sim_kernel *k,
 
 	/* VPU work; prologues of the MXU operands. */
 	for (int i = 0; i < k->n_members; i++)
-		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->members[i], 0);
+		p->vpu_cycles += member_vpu(&pr, hw, k->members[i]);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->instr, 0);
 	p->xlu_cycles = sim_relayout_cycles(hw, k);
@@ -1703,7 +1730,7 @@ static enum ts_status build(const struct sim_kernel *k,
 			double cyc = 0;
 			for (int i = 0; i < k->n_members; i++)
 				if (mark[i] & (1u << side))
-					cyc += sim_instr_vpu_cycles(hw, k->members[i], 0);
+					cyc += member_vpu(&pr, hw, k->members[i]);
 			/* a 32-bit operand, or an f16 one (unpacked to 32
 			 * bits, below), is rounded to bf16 on the VPU before
 			 * it enters the MXU (one op per vreg per pass; the

@@ -113,6 +113,8 @@ struct sim_work {
 	                            buffers cross ICI too); 0 otherwise */
 };
 
+struct sim_member_memo;
+
 struct sim_kernel {
 	const struct ir_instr *instr;  /* the top-level instruction */
 	const char *name;              /* instr->name */
@@ -168,6 +170,12 @@ struct sim_kernel {
 	                                  lowered is the copy or slice it
 	                                  makes): costed as the bytes it moves
 	                                  at HBM bandwidth, no grid */
+	struct sim_member_memo *memo;  /* the fusion search's memo of the
+	                                  members' computation (sim/memo.c),
+	                                  borrowed: such a kernel is costed
+	                                  only while the space it came from
+	                                  (sim_fusion_space_kernel) lives;
+	                                  NULL otherwise */
 	struct sim_work work;          /* counted once by sim_program_build() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
@@ -402,6 +410,10 @@ struct sim_fusion_plan {
 	int n_costed;              /* distinct candidate kernels costed */
 	long n_redecided;          /* decisions the trials made or asked
 	                              again (sim_fusion_space_decided) */
+	long n_worked;             /* members' figures (work, VPU cycles)
+	                              the kernels costed worked out, not
+	                              found in the memo
+	                              (sim_fusion_space_worked) */
 };
 void sim_fusion_plan_free(struct sim_fusion_plan *plan);
 
@@ -464,6 +476,12 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 /* The decisions the last trial into trial made or asked again (what it
  * cost the grouping: those that may differ, not the computation's). */
 int sim_fusion_space_decided(const struct sim_fusion_space *trial);
+/* The members' figures (work, VPU cycles) the kernels of s, and of every
+ * space built like it or against it, were counted or planned with that
+ * were worked out, not found in the memo they share (sim/memo.c: once per
+ * instruction, and once per spec for the cycles, where a figure can be
+ * kept; a figure found again costs a look-up, not counted here). */
+long sim_fusion_space_worked(const struct sim_fusion_space *s);
 /* Frees what a kernel from sim_fusion_space_kernel holds. */
 void sim_kernel_release(struct sim_kernel *k);
 

@@ -17,7 +17,10 @@
  *   time (all 82 and all 30); the
  *   fused TpuGraphs kernels unfused and grouped again: how many of XLA's
  *   fusions the `xla` policy forms exactly, and its edge recall (the
- *   figures docs/FUSION.md's agreement table gives).
+ *   figures docs/FUSION.md's agreement table gives);
+ * - the fusion search's memo of member figures (sim/memo.c): kernels
+ *   costed with it bit for bit as without, each figure worked out once
+ *   (test_memo_exact, test_trial_memo).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +35,7 @@
 #include <dirent.h>
 
 #include "hybrid.h"
+#include "model.h"
 #include "test_util.h"
 
 /* Fuses text, reads the result back, costs both on hw; returns the fused
@@ -826,6 +830,298 @@ static void test_trial_work(void **state)
 	free(text);
 }
 
+/* The chain of issue 37 item 7: n negates of f32[128,128], each of the
+ * one before. */
+static char *chain_text(int n)
+{
+	char *t = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&t, &len);
+	assert_non_null(f);
+	fputs("HloModule chain\n\nENTRY main {\n"
+	      "  p = f32[128,128]{1,0} parameter(0)\n", f);
+	fputs("  n0 = f32[128,128]{1,0} negate(p)\n", f);
+	for (int i = 1; i < n; i++)
+		fprintf(f, "  %sn%d = f32[128,128]{1,0} negate(n%d)\n",
+			i == n - 1 ? "ROOT " : "", i, i - 1);
+	fputs("}\n", f);
+	fclose(f);
+	return t;
+}
+
+/* The tree of issue 37 item 7: n negates of one parameter summed pairwise
+ * by a binary tree of adds (an odd one out carried up a level). */
+static char *tree_text(int n)
+{
+	char *t = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&t, &len);
+	assert_non_null(f);
+	fputs("HloModule tree\n\nENTRY main {\n"
+	      "  p = f32[128,128]{1,0} parameter(0)\n", f);
+	int *q = malloc(((size_t)n + 1) * sizeof *q), m = n, next = n;
+	assert_non_null(q);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "  v%d = f32[128,128]{1,0} negate(p)\n", i);
+		q[i] = i;
+	}
+	while (m > 1) {
+		int j = 0;
+		for (int i = 0; i + 1 < m; i += 2) {
+			fprintf(f, "  %sv%d = f32[128,128]{1,0} add(v%d, v%d)\n",
+				m == 2 ? "ROOT " : "", next, q[i], q[i + 1]);
+			q[j++] = next++;
+		}
+		if (m % 2)
+			q[j++] = q[m - 1];
+		m = j;
+	}
+	fputs("}\n", f);
+	fclose(f);
+	free(q);
+	return t;
+}
+
+/* A random DAG of n element-wise ops, row reductions broadcast back and
+ * reshapes over f32[64,128] values (seeded: the same text every run);
+ * each op reads some of the last 8 values, so values have several users
+ * and the xla policy forms kernels of several members with copies. */
+static char *dag_text(int n, uint32_t seed)
+{
+	static const char *const unary[] = {"negate", "exponential", "tanh",
+					    "sqrt", "convert"};
+	static const char *const binary[] = {"add", "multiply", "divide",
+					     "maximum", "subtract"};
+	char *t = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&t, &len);
+	assert_non_null(f);
+	fputs("HloModule dag\n\n"
+	      "sum { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+	      " ROOT s = f32[] add(a, b) }\n\n"
+	      "ENTRY main {\n"
+	      "  v0 = f32[64,128]{1,0} parameter(0)\n"
+	      "  v1 = f32[64,128]{1,0} parameter(1)\n"
+	      "  z = f32[] constant(0)\n", f);
+	uint32_t x = seed;
+	for (int i = 2; i < n + 2; i++) {
+		int a, b;
+		x = x * 1664525u + 1013904223u;
+		a = i - 1 - (int)((x >> 8) % (i < 8 ? (unsigned)i : 8u));
+		x = x * 1664525u + 1013904223u;
+		b = i - 1 - (int)((x >> 8) % (i < 8 ? (unsigned)i : 8u));
+		x = x * 1664525u + 1013904223u;
+		unsigned kind = (x >> 8) % 10;
+		const char *root = i == n + 1 ? "ROOT " : "";
+		if (kind < 4)
+			fprintf(f, "  %sv%d = f32[64,128]{1,0} %s(v%d, v%d)\n", root,
+				i, binary[(x >> 12) % 5], a, b);
+		else if (kind < 7)
+			fprintf(f, "  %sv%d = f32[64,128]{1,0} %s(v%d)\n", root, i,
+				unary[(x >> 12) % 5], a);
+		else if (kind < 9)
+			fprintf(f,
+				"  r%d = f32[64]{0} reduce(v%d, z), dimensions={1}, "
+				"to_apply=sum\n"
+				"  %sv%d = f32[64,128]{1,0} broadcast(r%d), "
+				"dimensions={0}\n",
+				i, a, root, i, i);
+		else
+			fprintf(f,
+				"  s%d = f32[128,64]{1,0} reshape(v%d)\n"
+				"  %sv%d = f32[64,128]{1,0} reshape(s%d)\n",
+				i, a, root, i, i);
+	}
+	fputs("}\n", f);
+	fclose(f);
+	return t;
+}
+
+/* Kernel k of a fusion space (counted and planned with the space's memo,
+ * sim/memo.c) bit for bit as the same kernel without it: its work, its
+ * plan (sim_plan_key: every field the estimate reads) and its estimate. */
+static void check_memo_kernel(const struct sim_kernel *k,
+			      const struct hw_spec *hw)
+{
+	assert_non_null(k->memo);
+	struct sim_kernel bare = *k;
+	bare.memo = NULL;
+	struct sim_work w;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_work(&bare, NULL, "t.hlo", &w, &d), TS_OK);
+	if (memcmp(&w, &k->work, sizeof w) != 0)
+		fail_msg("%s: work with the memo differs", k->name);
+	struct sim_plan pm, pb;
+	enum ts_status sm = sim_plan_build(k, hw, &pm, &d);
+	enum ts_status sb = sim_plan_build(&bare, hw, &pb, &d);
+	assert_int_equal(sm, sb);
+	if (sm == TS_OK) {
+		size_t n = sim_plan_key_len(&pm);
+		assert_int_equal(sim_plan_key_len(&pb), n);
+		unsigned char *a = malloc(n + 1), *b = malloc(n + 1);
+		assert_true(a && b);
+		assert_int_equal(sim_plan_key(&pm, a), n);
+		assert_int_equal(sim_plan_key(&pb, b), n);
+		if (memcmp(a, b, n) != 0)
+			fail_msg("%s: plan with the memo differs (VPU %.17g and "
+				 "%.17g cycles)", k->name, pm.vpu_cycles,
+				 pb.vpu_cycles);
+		free(a);
+		free(b);
+	}
+	sim_plan_free(&pm);
+	sim_plan_free(&pb);
+	struct sim_estimate em, eb;
+	assert_int_equal(sim_kernel_estimate(k, hw, NULL, &em, &d), TS_OK);
+	assert_int_equal(sim_kernel_estimate(&bare, hw, NULL, &eb, &d), TS_OK);
+	if (memcmp(&em.time_ns, &eb.time_ns, sizeof em.time_ns) != 0 ||
+	    memcmp(&em.vpu_cycles, &eb.vpu_cycles, sizeof em.vpu_cycles) != 0 ||
+	    memcmp(&em.flops, &eb.flops, sizeof em.flops) != 0)
+		fail_msg("%s: estimate with the memo differs", k->name);
+}
+
+/* check_memo_kernel on every kernel of space s, each on hw[0] or hw[1]
+ * in turn (the memo keeps one spec's cycles: a change starts again). */
+static int check_memo_space(const struct sim_fusion_space *s,
+			    const struct hw_spec *hw, int turn)
+{
+	int n = sim_fusion_space_kernels(s);
+	for (int q = 0; q < n; q++) {
+		struct sim_kernel k = {0};
+		bool none;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_fusion_space_kernel(s, q, &k, &none, &d),
+				 TS_OK);
+		if (!none)
+			check_memo_kernel(&k, &hw[(turn + q) % 2]);
+		sim_kernel_release(&k);
+	}
+	return n;
+}
+
+/* check_memo_space on the xla policy's grouping of text's entry and on the
+ * trial space of every decision the search may try against it; returns
+ * the kernels checked. */
+static int check_memo_module(const char *text, const struct hw_spec *hw)
+{
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse("t.hlo", text, strlen(text), &m, &nm, &d) != TS_OK)
+		fail_msg("parse: %s", d.msg);
+	const struct ir_computation *c = m[0]->entry;
+	struct sim_fusion_space *base, *trial = NULL;
+	assert_int_equal(sim_fusion_space_build(m[0], c, NULL, NULL, &base),
+			 TS_OK);
+	int n = check_memo_space(base, hw, 0);
+	signed char *force = calloc((size_t)c->n_instrs + 1, 1);
+	int *cand = malloc(((size_t)c->n_instrs + 1) * sizeof *cand);
+	uint64_t *gone = malloc(((size_t)sim_fusion_space_kernels(base) + 1) *
+				sizeof *gone);
+	assert_true(force && cand && gone);
+	int n_cand = sim_fusion_space_candidates(base, cand);
+	for (int q = 0; q < n_cand; q++) {
+		int i = cand[q], n_gone;
+		enum sim_fuse_force alt = sim_fusion_space_alternative(base, i);
+		if (alt == SIM_FUSE_DEFAULT)
+			continue;
+		force[i] = (signed char)alt;
+		bool followed;
+		assert_int_equal(sim_fusion_space_delta(base, force, i, &trial,
+							gone, &n_gone, &followed),
+				 TS_OK);
+		if (followed)
+			n += check_memo_space(trial, hw, q);
+		force[i] = SIM_FUSE_DEFAULT;
+	}
+	free(gone);
+	free(cand);
+	free(force);
+	sim_fusion_space_free(trial);
+	sim_fusion_space_free(base);
+	ir_module_free(m[0]);
+	ts_free(m);
+	return n;
+}
+
+/*
+ * The fusion search counts and plans its kernels with a memo of each
+ * instruction's work and VPU cycles (sim/memo.c): every kernel of a
+ * grouping, and of every trial against it, comes out bit for bit as it
+ * does without (its work, its plan's every field, its estimate), on v3
+ * and v4 in turn, for the chain and the tree of issue 37 item 7, random
+ * DAGs of element-wise ops, row reductions and reshapes, the softmax and
+ * the "share" module.
+ */
+static void test_memo_exact(void **state)
+{
+	(void)state;
+	struct hw_spec hw[2];
+	if (!tu_load_spec("v3", &hw[0]) || !tu_load_spec("v4", &hw[1]))
+		skip();
+	char *texts[8];
+	int nt = 0;
+	texts[nt++] = chain_text(40);
+	texts[nt++] = tree_text(37);
+	for (uint32_t seed = 1; seed <= 6; seed++)
+		texts[nt++] = dag_text(100, seed);
+	int n = 0;
+	for (int i = 0; i < nt; i++) {
+		n += check_memo_module(texts[i], hw);
+		free(texts[i]);
+	}
+	n += check_memo_module(softmax, hw);
+	char share[4096];
+	share_text(share, sizeof share);
+	n += check_memo_module(share, hw);
+	print_message("%d kernels costed with the memo and without: the same\n",
+		      n);
+	assert_true(n > 900);
+}
+
+/*
+ * A trial counts and plans its kernels' members from the memo, not
+ * afresh: on the chain and the tree of issue 37 item 7, where every trial
+ * changes the computation's one kernel (so the kernels costed hold about
+ * N^2 members in all), the members' figures worked out over the whole
+ * search (sim_fusion_plan.n_worked: work and VPU cycles, not found in the
+ * memo) stay within twice the instructions, once each, so that their
+ * count per trial does not grow with N; and the memo is used at all.
+ */
+static void test_trial_memo(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw, "analytic"};
+	for (int shape = 0; shape < 2; shape++)
+		for (int n = 200; n <= 400; n *= 2) {
+			char *text = shape ? tree_text(n) : chain_text(n);
+			struct ir_module **m = NULL;
+			int nm = 0;
+			struct ts_diag d = {0};
+			assert_int_equal(hlo_parse("t.hlo", text, strlen(text), &m,
+						   &nm, &d),
+					 TS_OK);
+			struct sim_fusion_plan plan;
+			assert_int_equal(hyb_fusion_plan_build(m[0], &analytic,
+							       &plan, &d),
+					 TS_OK);
+			int n_instrs = m[0]->entry->n_instrs;
+			print_message("%s %d: %d trials, %ld figures worked out\n",
+				      shape ? "tree" : "chain", n, plan.n_trials,
+				      plan.n_worked);
+			assert_true(plan.n_trials >= n - 1);
+			assert_true(plan.n_worked > 0);
+			assert_true(plan.n_worked <= 2L * n_instrs);
+			sim_fusion_plan_free(&plan);
+			ir_module_free(m[0]);
+			ts_free(m);
+			free(text);
+		}
+}
+
 static int cmp_key(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1055,6 +1351,8 @@ int main(void)
 		cmocka_unit_test(test_delta),
 		cmocka_unit_test(test_cost_per_computation),
 		cmocka_unit_test(test_trial_work),
+		cmocka_unit_test(test_memo_exact),
+		cmocka_unit_test(test_trial_memo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
