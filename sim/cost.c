@@ -855,11 +855,13 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 		return v->n_operands >= 2 ? hbm_bytes(&v->operands[1]->shape)
 					  : hbm_bytes(s);
 	case IR_OP_SCATTER: {
+		/* at most the result once: updates that land on the same
+		 * rows (more of them than the result holds) combine there */
 		int n_in = (v->n_operands - 1) / 2;
-		double b = 0;
+		double b = 0, all = hbm_bytes(s);
 		for (int i = 0; i < n_in; i++)
 			b += hbm_bytes(&v->operands[n_in + 1 + i]->shape);
-		return n_in > 0 ? b : hbm_bytes(s);
+		return n_in > 0 && b < all ? b : all;
 	}
 	default:
 		return hbm_bytes(s);

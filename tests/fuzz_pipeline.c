@@ -8,6 +8,7 @@
  * so that the fuzzer sees it, when
  *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
  *     negative, or a program total is;
+ *   - a kernel is costed below its roofline (the envelope's floor);
  *   - the tile search's best is slower than the default it also costed;
  *   - an unfused single module that the fusion pass writes out, or a
  *     fused one that the unfusion pass writes out, does not read back
@@ -88,6 +89,23 @@ static void check_estimate(const struct sim_estimate *e)
 		abort();
 }
 
+/* The plausibility envelope's floor: no modelled kernel is faster than
+ * its roofline (sim_kernel_roofline, the HLO's meaning alone), on every
+ * spec, extreme ones included. */
+static void check_floor(const struct sim_kernel *k, const struct hw_spec *hw)
+{
+	struct sim_estimate r;
+	struct ts_diag d = {0};
+	if (!k->est.modelled || k->est.untiled ||
+	    sim_kernel_roofline(k, hw, &r, &d) != TS_OK)
+		return;
+	if (k->est.time_ns < r.time_ns * (1 - 1e-9)) {
+		fprintf(stderr, "kernel %s on %s: %g ns below its roofline %g ns\n",
+			k->name, hw->name, k->est.time_ns, r.time_ns);
+		abort();
+	}
+}
+
 /* A failure must say what and (for input errors) where. */
 static void check_failure(enum ts_status st, const struct ts_diag *d)
 {
@@ -109,6 +127,7 @@ static void cost_program(struct sim_program *p, const struct hw_spec *hw)
 		const struct sim_kernel *kn = &p->kernels[k];
 		check_num(kn->multiplicity);
 		check_estimate(&kn->est);
+		check_floor(kn, hw);
 		if (!kn->tunable)
 			continue;
 		struct hyb_tile_opts o = {.top_k = 2, .max_configs = 2000};
