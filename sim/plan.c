@@ -1163,21 +1163,37 @@ void sim_plan_free(struct sim_plan *p)
 	}
 }
 
-/* An input access the grid cannot stream: it follows the grid in some dim
- * but holds a dim of more than one tile whole in every block, so that
- * each block it follows fetches all of that dim again (a transpose and a reshape that merges dims feeding a
- * dot: no map rule relates the merged dim's minor part to the grid). */
+/* Bytes above which an input held whole in every block is one the grid
+ * cannot stream: a quarter of the smallest VMEM (16 MiB, v2 and v3), so
+ * that double-buffered it leaves room for the rest. A fact of the
+ * generations, not of one spec (plans are shared across specs). */
+#define SIM_WHOLE_MAX_BYTES (4.0 * 1024 * 1024)
+
+/* An input access the grid cannot stream: it holds a dim of more than one
+ * tile whole in every block, and either follows the grid in another dim
+ * (each block it follows fetches all of that dim again: a transpose and a
+ * reshape that merges dims feeding a dot, where no map rule relates the
+ * merged dim's minor part to the grid) or follows nothing and is larger
+ * than SIM_WHOLE_MAX_BYTES (a chain of reshapes no map rule follows). A
+ * dim a reshape merged into a shorter grid dim counts as whole. */
 static bool streams_badly(const struct sim_plan_access *a)
 {
 	bool follows = false, whole = false;
 	for (int i = 0; i < a->rank; i++) {
 		const struct sim_plan_adim *ad = &a->dims[i];
-		if (ad->grid >= 0 || ad->win >= 0)
+		bool many = ir_round_up(ad->elems, ad->tile) > ad->tile;
+		/* a dim merged into a shorter grid dim by a reshape (more
+		 * than one element per grid element, no window) is as good
+		 * as whole: a block of the grid holds a multiple of it */
+		if (ad->grid >= 0 && ad->win < 0 && ad->scale > 1 && many)
+			whole = true;
+		else if (ad->grid >= 0 || ad->win >= 0)
 			follows = true;
-		else if (ir_round_up(ad->elems, ad->tile) > ad->tile)
+		else if (many)
 			whole = true;
 	}
-	return !a->output && !a->in_vmem && follows && whole;
+	return !a->output && !a->in_vmem && whole &&
+	       (follows || a->bytes > SIM_WHOLE_MAX_BYTES);
 }
 
 /* Does input v of kernel k feed the target's operand `side` (mark: the
