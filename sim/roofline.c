@@ -52,8 +52,9 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
 /*
  * TensorCore kernel (ns):
  *   t_mxu = 2 x mxu_macs / hw_spec_peak_flops          (bf16 peak)
- *   t_vpu = sum_c vpu_elem_ops_c / (sublanes x lanes x alus)
- *           / clock_hz / cores          (padded elements, one slot each)
+ *   t_vpu = sum_c vpu_elem_ops_c x slot / (sublanes x lanes x alus)
+ *           / clock_hz / cores          (padded elements, one slot each:
+ *           slot = 1, or the cheapest vpu.cost.* when below 1)
  *   t_hbm = (bytes_read + bytes_written) / hw_spec_hbm_bw  (padded bytes)
  *   time  = max(t_mxu, t_vpu, t_hbm) + kernel_overhead_ns
  * bound = the unit of the largest term, OVERHEAD when the fixed cost
@@ -121,10 +122,15 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 		return collective_roofline(k, hw, out);
 
 	double t_mxu = 2.0 * w->mxu_macs / peak * 1e9;
-	double vpu_slots = 0;
-	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+	/* one slot per op, or the cheapest class where a spec makes one
+	 * cheaper than the unit (the fields go down to 1/8) */
+	double slot = 1.0, vpu_slots = 0;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++) {
 		vpu_slots += w->vpu_elem_ops[c];
-	double vpu_cycles = vpu_slots / per_vreg;
+		if (hw->vpu_class_cost[c] < slot)
+			slot = hw->vpu_class_cost[c];
+	}
+	double vpu_cycles = vpu_slots * slot / per_vreg;
 	double t_vpu = vpu_cycles / hw->clock_hz / cores * 1e9;
 	double bytes = w->bytes_read + w->bytes_written;
 	double t_hbm = bytes / bw * 1e9;
