@@ -169,7 +169,7 @@ section=$tmp/section
 	echo "the same run writes \`tests/accuracy_baseline.txt\`, which the \`accuracy\` test"
 	echo "holds the model to). APE is abs(predicted - measured) / measured; MAPE is its"
 	echo "mean. The roofline baseline is, per kernel, the slowest of its MXU FLOPs at the"
-	echo "bf16 peak, its VPU element ops at the VPU's rate and its bytes moved once at HBM"
+	echo "bf16 peak, its VPU element ops at one issue slot each and its bytes moved once at HBM"
 	echo "bandwidth (a collective: the slower of its ICI time and its bytes), plus the"
 	echo "per-kernel overhead, summed over kernels. Kendall tau-b ranks the tile configs"
 	echo "of one kernel against their measured times (1 = same order; the mean is over"
