@@ -247,13 +247,50 @@ static enum sim_kernel_kind class_kind(enum ir_op x)
 	}
 }
 
+const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
+{
+	const struct ir_computation *c =
+		in->op == IR_OP_FUSION && in->n_called > 0 ? in->called[0] : NULL;
+	const struct ir_instr *coll = NULL;
+	for (int i = 0; c && i < c->n_instrs; i++) {
+		const struct ir_instr *x = c->instrs[i];
+		if (ir_op_class(x->op) == IR_CLASS_COLLECTIVE) {
+			if (coll)
+				return NULL;
+			coll = x;
+			continue;
+		}
+		switch (x->op) {
+		case IR_OP_PARAMETER:
+		case IR_OP_CONSTANT:
+		case IR_OP_PARTITION_ID:
+		case IR_OP_REPLICA_ID:
+		case IR_OP_TUPLE:
+		case IR_OP_GET_TUPLE_ELEMENT:
+		case IR_OP_BITCAST:
+		case IR_OP_RESHAPE:
+		case IR_OP_COPY:
+		case IR_OP_SLICE:
+		case IR_OP_DYNAMIC_SLICE:
+			continue;
+		default:
+			/* index arithmetic on scalars */
+			if (x->shape.type != IR_TYPE_TUPLE && x->shape.rank == 0)
+				continue;
+			return NULL; /* compute fused beside it */
+		}
+	}
+	return coll;
+}
+
 /* The role of a top-level instruction, and its kernel kind. */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 {
 	*kind = SIM_KERNEL_UNMODELLED;
 	switch (in->op) {
 	case IR_OP_FUSION:
-		*kind = SIM_KERNEL_FUSION;
+		*kind = sim_fused_collective(in) ? SIM_KERNEL_COLLECTIVE
+						 : SIM_KERNEL_FUSION;
 		return SIM_TOP_KERNEL;
 	case IR_OP_CONVOLUTION:
 		*kind = SIM_KERNEL_CONVOLUTION;

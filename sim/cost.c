@@ -59,7 +59,7 @@ static double padded_elems(const struct ir_shape *s)
 
 /*
  * HBM bytes of a value: padded bytes of every array leaf (ir_shape.c),
- * except leaves in memory space S(1) (VMEM: on chip, no HBM traffic) and
+ * except leaves on chip (sim_on_chip: VMEM, scalar memory) and
  * zero-width leaves (token, opaque). Host memory S(5) is counted as HBM
  * bytes: known wrong (it crosses PCIe, ~50x slower), rare in measured data.
  */
@@ -71,7 +71,7 @@ static double hbm_bytes(const struct ir_shape *s)
 			b += hbm_bytes(&s->elems[i]);
 		return b;
 	}
-	if (s->layout.memory_space == 1 || elem_bits(s) <= 0)
+	if (sim_on_chip(s) || elem_bits(s) <= 0)
 		return 0.0;
 	return ir_shape_padded_bytes(s);
 }
@@ -268,16 +268,10 @@ enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 /* ---- VPU work -------------------------------------------------------------------- */
 
 /* Work of one evaluation of a to_apply / comparator computation. */
-struct op_mix {
-	double flops;                        /* elementwise ops */
-	double trans;                        /* transcendental ops */
-	double vpu[HW_VPU_CLASS_COUNT];      /* ops per VPU class */
-};
-
 /* One application costs the elementwise ops of the applied computation;
  * a missing or op-free computation (e.g. "take the new value") costs one
  * simple op, so that reductions never come out free. */
-static void body_mix(const struct ir_instr *in, int which, struct op_mix *mix)
+void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix)
 {
 	memset(mix, 0, sizeof *mix);
 	const struct ir_computation *c =
@@ -304,7 +298,7 @@ static void body_mix(const struct ir_instr *in, int which, struct op_mix *mix)
 }
 
 /* Adds apps applications of mix: logical for flops, padded for the VPU. */
-static void add_mix(struct sim_work *w, const struct op_mix *mix, double apps,
+static void add_mix(struct sim_work *w, const struct sim_op_mix *mix, double apps,
 		    double padded_apps)
 {
 	if (apps < 0)
@@ -389,7 +383,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 				  struct sim_work *w, struct ts_diag *d,
 				  int depth)
 {
-	struct op_mix mix;
+	struct sim_op_mix mix;
 	/* the result's elements, logical and padded: asked only by the ops
 	 * that use them (most members of a kernel move data, and a padded
 	 * size takes the compact physical order, ir_shape.c) */
@@ -420,7 +414,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 						     in->shape.n_elems > 0
 					     ? &in->shape.elems[0]
 					     : &in->shape;
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, logical_elems(src) - logical_elems(out),
 			padded_elems(src));
 		return TS_OK;
@@ -439,12 +433,12 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 			for (int i = 0; i < src->rank; i++)
 				if (whole[i] && src->dims[i] > 0)
 					kept /= (double)src->dims[i];
-			body_mix(in, 0, &mix);
+			sim_body_mix(in, 0, &mix);
 			add_mix(w, &mix, e - kept, padded_elems(src));
 			return TS_OK;
 		}
 		double win = window_elems(in) - 1;
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, win * logical_elems(r), win * padded_elems(r));
 		return TS_OK;
 	}
@@ -454,14 +448,14 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		const struct ir_shape *src = &in->operands[1]->shape;
 		double n = logical_elems(src), np = padded_elems(src);
 		double win = window_elems(in) - 1;
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, n * win, np * win);
-		body_mix(in, 1, &mix);
+		sim_body_mix(in, 1, &mix);
 		add_mix(w, &mix, n, np);
 		return TS_OK;
 	}
 	case IR_OP_MAP:
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, logical_elems(r), padded_elems(r));
 		return TS_OK;
 	case IR_OP_SCATTER: {
@@ -470,7 +464,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 			return bad_attr(in, file, d,
 					"needs operands, indices and updates");
 		const struct ir_shape *upd = &in->operands[n_in + 1]->shape;
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, logical_elems(upd), padded_elems(upd));
 		return TS_OK;
 	}
@@ -479,14 +473,14 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 			return bad_attr(in, file, d, "without operands");
 		double n = logical_elems(&in->operands[0]->shape);
 		double cmp = n >= 2 ? n * ceil(log2(n)) : 0;
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, cmp, cmp);
 		return TS_OK;
 	}
 	case IR_OP_ALL_REDUCE:
 	case IR_OP_ALL_REDUCE_START:
 	case IR_OP_REDUCE_SCATTER:
-		body_mix(in, 0, &mix);
+		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, logical_elems(r), padded_elems(r));
 		return TS_OK;
 	default:
@@ -733,7 +727,7 @@ static void use_bytes(const struct ir_instr *u, int j,
  * reads it whole, else its parts, at most one full read. */
 static double read_total(const struct ir_shape *full, double part, bool whole)
 {
-	if (full->type != IR_TYPE_TUPLE && full->layout.memory_space == 1)
+	if (full->type != IR_TYPE_TUPLE && sim_on_chip(full))
 		return 0.0;
 	double all = hbm_bytes(full);
 	return whole || part > all ? all : part;
@@ -835,7 +829,7 @@ static bool add_reads(const struct ir_instr *const *vals,
 /*
  * Bytes written for value v with result shape s: the padded leaves, except
  * a dynamic-update-slice (in place: the update only) and a scatter (the
- * updates only); a tuple built in the body is split per element. S(1)
+ * updates only); a tuple built in the body is split per element. On-chip
  * results cost nothing. HloCostAnalysis fusion output rule, HLO.md 3.1.
  */
 static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
@@ -848,7 +842,7 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 			b += written_bytes(v->operands[i], &s->elems[i]);
 		return b;
 	}
-	if (s->layout.memory_space == 1)
+	if (sim_on_chip(s))
 		return 0.0;
 	switch (v->op) {
 	case IR_OP_DYNAMIC_UPDATE_SLICE:
@@ -1082,8 +1076,12 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
 		return TS_ERR_MISUSE;
 	}
 	enum ts_status st;
-	if (k->instr->op == IR_OP_FUSION)
+	if (k->instr->op == IR_OP_FUSION) {
 		st = fusion_work(k, file, w, d);
+		const struct ir_instr *c = sim_fused_collective(k->instr);
+		if (c && k->kind == SIM_KERNEL_COLLECTIVE)
+			w->ici_bytes = collective_payload(c);
+	}
 	else if (k->n_members == 1 && k->members[0] == k->instr)
 		st = single_work(k, file, w, d);
 	else

@@ -468,10 +468,13 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 	k->instr = instr;
 	k->name = instr->name;
 	k->group_devices = 1;
-	if (k->kind == SIM_KERNEL_COLLECTIVE)
-		k->group_devices = instr->attrs.replica_group_size > 0
-					   ? instr->attrs.replica_group_size
+	if (k->kind == SIM_KERNEL_COLLECTIVE) {
+		const struct ir_instr *c = sim_fused_collective(instr);
+		const struct ir_instr *g = c ? c : instr;
+		k->group_devices = g->attrs.replica_group_size > 0
+					   ? g->attrs.replica_group_size
 					   : b->m->replica_count * b->m->num_partitions;
+	}
 	k->multiplicity = s->mult;
 	k->loop_depth = s->loop_depth;
 	k->trip_count_assumed = s->assumed;

@@ -37,6 +37,26 @@ static inline bool sim_operand_repeats(const struct ir_instr *in, int j)
 	return false;
 }
 
+/* Whether an array lives on chip, off HBM: S(1) is VMEM; S(6)/S(7) hold
+ * scalars on chip (TPU.md section 3: the scalar learning rate lives in
+ * S(6)). What cost.c counts no HBM bytes for and plan.c moves no DMA
+ * for. */
+static inline bool sim_on_chip(const struct ir_shape *s)
+{
+	int ms = s->layout.memory_space;
+	return ms == 1 || ms == 6 || ms == 7;
+}
+
+/* The ops of one application of the computation in->called[which] (a
+ * reducer, a scatter's combiner), cost.c: elementwise and transcendental
+ * ops, and per VPU class; an op-free one counts one simple op. */
+struct sim_op_mix {
+	double flops;                        /* elementwise ops */
+	double trans;                        /* transcendental ops */
+	double vpu[HW_VPU_CLASS_COUNT];      /* ops per VPU class */
+};
+void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
+
 /* ---- what a top-level instruction is (kernels.c) ---- */
 
 enum sim_top {
@@ -48,7 +68,17 @@ enum sim_top {
 	SIM_TOP_COUNT
 };
 
-/* The role of a top-level instruction, and its kernel kind. */
+/* The one collective a fusion holds beside data movement and scalar
+ * index arithmetic only (XLA's TPU compiler fuses an all-reduce with the
+ * slice each device keeps, "all-reduce-scatter"), or NULL: the fusion is
+ * then a collective kernel, costed by that op on the ICI. A fusion that
+ * computes beside its collective (an "async collective fusion" running
+ * attention's matmuls while a collective-permute moves data) stays a
+ * fusion. */
+const struct ir_instr *sim_fused_collective(const struct ir_instr *in);
+
+/* The role of a top-level instruction, and its kernel kind (a fusion
+ * that holds a collective: SIM_KERNEL_COLLECTIVE). */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind);
 
 /* Nesting of while/call/conditional bodies beyond which the module is taken

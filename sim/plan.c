@@ -592,14 +592,6 @@ static int combined_dim(const struct sim_plan *p, int src)
 	return -1;
 }
 
-static bool in_vmem(const struct ir_shape *s)
-{
-	/* S(1) is VMEM; S(6)/S(7) hold scalars on chip (TPU.md section 3:
-	 * the scalar learning rate lives in S(6)). */
-	int ms = s->layout.memory_space;
-	return ms == 1 || ms == 6 || ms == 7;
-}
-
 /* Is v a value kernel k writes (sim_kernel_roots)? */
 static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 {
@@ -769,7 +761,7 @@ static enum ts_status add_access(struct sim_plan *p, const struct ir_instr *v,
 	a->elem_bytes = g.bits / 8.0;
 	a->pad_factor = g.pad_factor;
 	a->output = output;
-	a->in_vmem = in_vmem(&v->shape); /* a slice of an HBM array read
+	a->in_vmem = sim_on_chip(&v->shape); /* a slice of an HBM array read
 					      into VMEM reads HBM */
 	a->type = s->type;
 	double bytes = g.pad_factor * a->elem_bytes;
@@ -926,6 +918,17 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
 		op = k->instr->wrapped_op;
+	/* a fused collective: its op; an all-reduce whose fusion keeps a
+	 * slice of it (the fusion's result is smaller than the all-reduce's)
+	 * is a reduce-scatter, as XLA's TPU compiler runs it */
+	const struct ir_instr *fc = k->instr ? sim_fused_collective(k->instr) : NULL;
+	if (fc) {
+		op = fc->op;
+		if ((op == IR_OP_ALL_REDUCE || op == IR_OP_ALL_REDUCE_START) &&
+		    ir_shape_padded_bytes(&k->instr->shape) <
+			    ir_shape_padded_bytes(&fc->shape))
+			op = IR_OP_REDUCE_SCATTER;
+	}
 	switch (op) {
 	case IR_OP_ALL_REDUCE:
 	case IR_OP_ALL_REDUCE_START:

@@ -7,6 +7,7 @@
  */
 #include "model.h"
 #include "plan_int.h"
+#include "kernels_int.h"
 
 #include "hw_units.h"
 
@@ -132,6 +133,19 @@ static double window_vpu_cycles(const struct hw_spec *hw,
 	return (in_v * slots + out_v * compact) / alus;
 }
 
+/* Simple ops (by class cost) of one application of in->called[which]
+ * (sim_body_mix). */
+static double applied_ops(const struct hw_spec *hw, const struct ir_instr *in,
+			  int which)
+{
+	struct sim_op_mix mix;
+	sim_body_mix(in, which, &mix);
+	double simple = hw->vpu_class_cost[HW_VPU_SIMPLE], ops = 0;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		ops += mix.vpu[c] * hw->vpu_class_cost[c];
+	return simple > 0 ? ops / simple : ops;
+}
+
 static double comp_vpu_cycles(const struct hw_spec *hw,
 			      const struct ir_computation *c, int depth)
 {
@@ -146,7 +160,11 @@ static double comp_vpu_cycles(const struct hw_spec *hw,
 /*
  * VPU cycles of one instruction over its whole (padded) shape:
  *   elementwise/transcendental: vregs x cost[class] / alus
- *   reduce: fold across vregs, then in-register along the layout axis
+ *   reduce: fold across vregs, then in-register along the layout axis,
+ *     once per op of the reducer (an argmax's compares and selects, in
+ *     simple ops by class cost), at least once per input
+ *   select-and-scatter: the select's ops over the operand's windows (as a
+ *     reduce-window), the scatter's once per source element
  *   data movement inside a kernel (copy, transpose, slice, pad,
  *     concatenate, dynamic-(update-)slice, reverse, gather, scatter,
  *     reshape): one simple op per output vreg (load/store/select)
@@ -206,13 +224,27 @@ double sim_instr_vpu_cycles(const struct hw_spec *hw,
 		for (int i = 0; i < g.rank; i++)
 			if (!sim_ints_has(dims, g.logical[i]))
 				out_v *= (double)g.tiles[i];
+		/* the reducer's ops per element (an argmax's compares and
+		 * selects), at least one per input */
+		double ops = applied_ops(hw, in, 0);
 		double per_input = (double)(in->n_operands / 2 > 0 ? in->n_operands / 2 : 1);
-		return per_input * hw_vpu_reduce_cycles(hw, in_v, out_v,
-							reduce_axis(&g, dims),
-							HW_VPU_SIMPLE);
+		return (ops > per_input ? ops : per_input) *
+		       hw_vpu_reduce_cycles(hw, in_v, out_v, reduce_axis(&g, dims),
+					    HW_VPU_SIMPLE);
 	}
 	case IR_OP_REDUCE_WINDOW:
 		return window_vpu_cycles(hw, in);
+	case IR_OP_SELECT_AND_SCATTER: {
+		/* the select over every window of the operand, as a
+		 * reduce-window runs, once per op of select; then scatter's
+		 * ops once per source element */
+		double src = in->n_operands > 1
+				     ? sim_shape_vregs(hw, &in->operands[1]->shape)
+				     : 0.0;
+		return applied_ops(hw, in, 0) * window_vpu_cycles(hw, in) +
+		       hw_vpu_op_cycles(hw, src * applied_ops(hw, in, 1),
+					HW_VPU_SIMPLE);
+	}
 	case IR_OP_DYNAMIC_UPDATE_SLICE:
 	case IR_OP_SCATTER: { /* in place: the update's elements */
 		const struct ir_instr *u = sim_inplace_update(in);
