@@ -1432,6 +1432,111 @@ static void test_gather_and_in_place(void **state)
 }
 
 /*
+ * XLA's TPU compiler fuses an all-reduce with the dynamic slice each device
+ * keeps ("all-reduce-scatter"): that fusion is the reduce-scatter it
+ * computes, costed as the same reduce-scatter written as one op (f32
+ * [4096,64] over 4 devices, each keeping [1024,64]); a fusion computing
+ * beside its collective stays a fusion.
+ */
+static void test_fused_collective(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw))
+		skip();
+	struct tu_built f, r;
+	tu_build("HloModule f, is_scheduled=true\n"
+		 "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		 " ROOT s = f32[] add(a, b) }\n"
+		 "%ars (x: f32[4096,64]) -> f32[1024,64] {\n"
+		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
+		 "  %ar = f32[4096,64]{1,0} all-reduce(%x), "
+		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
+		 "  %pid = u32[] partition-id()\n"
+		 "  %c = u32[] constant(1024)\n"
+		 "  %o = u32[] multiply(%pid, %c)\n"
+		 "  %z = u32[] constant(0)\n"
+		 "  ROOT %ds = f32[1024,64]{1,0} dynamic-slice(%ar, %o, %z), "
+		 "dynamic_slice_sizes={1024,64}\n}\n"
+		 "%mix (x: f32[4096,64]) -> f32[4096,64] {\n"
+		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
+		 "  %ar = f32[4096,64]{1,0} all-reduce(%x), "
+		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
+		 "  ROOT %e = f32[4096,64]{1,0} exponential(%ar)\n}\n"
+		 "ENTRY %e (x: f32[4096,64]) -> (f32[1024,64], f32[4096,64]) {\n"
+		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
+		 "  %f = f32[1024,64]{1,0} fusion(%x), kind=kCustom, calls=%ars\n"
+		 "  %m = f32[4096,64]{1,0} fusion(%x), kind=kLoop, calls=%mix\n"
+		 "  ROOT %t = (f32[1024,64], f32[4096,64]) tuple(%f, %m)\n}\n",
+		 &f);
+	tu_build("HloModule r, is_scheduled=true\n"
+		 "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		 " ROOT s = f32[] add(a, b) }\n"
+		 "ENTRY %e (x: f32[4096,64]) -> f32[1024,64] {\n"
+		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
+		 "  ROOT %rs = f32[1024,64]{1,0} reduce-scatter(%x), "
+		 "replica_groups={{0,1,2,3}}, dimensions={0}, to_apply=add\n}\n",
+		 &r);
+	const struct sim_kernel *kf = tu_kernel(&f, "f"), *kr = tu_kernel(&r, "rs");
+	assert_int_equal(kf->kind, SIM_KERNEL_COLLECTIVE);
+	assert_int_equal(kf->group_devices, 4);
+	assert_int_equal(tu_kernel(&f, "m")->kind, SIM_KERNEL_FUSION);
+	struct sim_estimate ef = estimate(kf, &hw, ""), er = estimate(kr, &hw, "");
+	assert_int_equal(ef.bound, HW_UNIT_ICI);
+	assert_near(ef.time_ns, er.time_ns, 1e-9 * er.time_ns);
+	tu_built_free(&f);
+	tu_built_free(&r);
+}
+
+/*
+ * An argmax (a variadic reduce whose reducer compares and selects) runs
+ * its reducer's ops on every element: against a sum of the same input,
+ * whose reducer is one add, its VPU fold costs the reducer's simple ops
+ * (three compares, and, or, two selects: 7) times as many cycles per
+ * input vreg. f32[256,1024] reduced along the rows.
+ */
+static void test_argmax_reducer_ops(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule a\n"
+		 "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		 " ROOT s = f32[] add(a, b) }\n"
+		 "amax { a0 = f32[] parameter(0)\n a1 = s32[] parameter(1)\n"
+		 " b0 = f32[] parameter(2)\n b1 = s32[] parameter(3)\n"
+		 " gt = pred[] compare(a0, b0), direction=GT\n"
+		 " eq = pred[] compare(a0, b0), direction=EQ\n"
+		 " lt = pred[] compare(a1, b1), direction=LT\n"
+		 " tie = pred[] and(eq, lt)\n"
+		 " keep = pred[] or(gt, tie)\n"
+		 " v = f32[] select(keep, a0, b0)\n"
+		 " i = s32[] select(keep, a1, b1)\n"
+		 " ROOT t = (f32[], s32[]) tuple(v, i) }\n"
+		 "ENTRY %e (x: f32[256,1024], j: s32[256,1024]) -> "
+		 "(f32[256], (f32[256], s32[256])) {\n"
+		 "  %x = f32[256,1024] parameter(0)\n"
+		 "  %j = s32[256,1024] parameter(1)\n"
+		 "  %z = f32[] constant(0)\n"
+		 "  %zi = s32[] constant(0)\n"
+		 "  %s = f32[256] reduce(%x, %z), dimensions={1}, to_apply=add\n"
+		 "  %m = (f32[256], s32[256]) reduce(%x, %j, %z, %zi), "
+		 "dimensions={1}, to_apply=amax\n"
+		 "  ROOT %t = (f32[256], (f32[256], s32[256])) tuple(%s, %m)\n}\n",
+		 &b);
+	struct sim_plan ps, pm;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "s"), &hw, &ps, &d), TS_OK);
+	assert_int_equal(sim_plan_build(tu_kernel(&b, "m"), &hw, &pm, &d), TS_OK);
+	assert_near(pm.vpu_cycles, 7.0 * ps.vpu_cycles, 1e-9 * pm.vpu_cycles);
+	sim_plan_free(&ps);
+	sim_plan_free(&pm);
+	tu_built_free(&b);
+}
+
+/*
  * A depthwise 3x3 convolution over 256 channels (feature_group_count =
  * 256), one step: per group it would stream 256 weight tiles (one per
  * channel, its 9 taps folded into a 9-deep contraction); XLA expands a
@@ -1829,6 +1934,8 @@ int main(void)
 		cmocka_unit_test(test_operand_twice),
 		cmocka_unit_test(test_slice_read),
 		cmocka_unit_test(test_gather_and_in_place),
+		cmocka_unit_test(test_fused_collective),
+		cmocka_unit_test(test_argmax_reducer_ops),
 		cmocka_unit_test(test_depthwise_expanded),
 		cmocka_unit_test(test_shallow_conv_folds_taps),
 		cmocka_unit_test(test_variadic_reduce),
