@@ -28,12 +28,18 @@ struct search {
 	struct sim_estimate def_analytic;
 };
 
-/* Costs cfg: analytic, then the model's correction. */
+/* Costs cfg: analytic (as sim_plan_cost does: the plan, or its relaid
+ * fallback where that moves fewer bytes), then the model's correction. */
 static void cost(const struct search *s, const struct sim_tile_config *cfg,
 		 struct hyb_tile_pick *pick)
 {
 	pick->config = *cfg;
-	sim_plan_estimate(s->p, s->hw, cfg, &pick->est);
+	const struct sim_plan *chosen;
+	struct sim_tile_config full;
+	struct ts_diag d = {0};
+	if (sim_plan_choose(s->p, s->hw, cfg, &chosen, &full, &pick->est, &d) !=
+	    TS_OK)
+		sim_plan_estimate(s->p, s->hw, cfg, &pick->est);
 	pick->analytic_ns = pick->est.time_ns;
 	pick->fell_back = false;
 	if (s->model)
