@@ -319,6 +319,30 @@ static double window_elems(const struct ir_instr *in)
 	return n;
 }
 
+/*
+ * The VPU's least work for a window: sum_d (size_d - 1) combines per
+ * element (window_sep), a window being separable (one pass per dim, as
+ * the model runs it: plan_vpu.c window_vpu_cycles), over the fewer
+ * padded elements of the operand and `out` (separable_elems). FLOPs keep
+ * HloCostAnalysis's prod_d size_d - 1 per result element; this is the
+ * VPU count the roofline's floor reads.
+ */
+static double window_sep(const struct ir_instr *in)
+{
+	double n = 0;
+	for (int i = 0; in->attrs.window && i < in->attrs.window->n; i++)
+		n += (double)(in->attrs.window->dims[i].size - 1);
+	return n;
+}
+
+static double separable_elems(const struct ir_instr *in,
+			      const struct ir_shape *out)
+{
+	double a = padded_elems(out);
+	double b = in->n_operands > 0 ? padded_elems(&in->operands[0]->shape) : a;
+	return a < b ? a : b;
+}
+
 bool sim_window_whole_dims(const struct ir_instr *in, bool *whole)
 {
 	const struct ir_window *w = in->attrs.window;
@@ -414,9 +438,13 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 						     in->shape.n_elems > 0
 					     ? &in->shape.elems[0]
 					     : &in->shape;
+		/* the VPU folds every padded input element but one per
+		 * result element into the results (the floor: a fold over
+		 * vregs, hw_vpu_reduce_cycles, does no more) */
+		double folds = padded_elems(src) - padded_elems(out);
 		sim_body_mix(in, 0, &mix);
 		add_mix(w, &mix, logical_elems(src) - logical_elems(out),
-			padded_elems(src));
+			folds > 0 ? folds : 0.0);
 		return TS_OK;
 	}
 	case IR_OP_REDUCE_WINDOW: {
@@ -439,7 +467,8 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		}
 		double win = window_elems(in) - 1;
 		sim_body_mix(in, 0, &mix);
-		add_mix(w, &mix, win * logical_elems(r), win * padded_elems(r));
+		add_mix(w, &mix, win * logical_elems(r),
+			window_sep(in) * separable_elems(in, r));
 		return TS_OK;
 	}
 	case IR_OP_SELECT_AND_SCATTER: {
@@ -449,7 +478,7 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		double n = logical_elems(src), np = padded_elems(src);
 		double win = window_elems(in) - 1;
 		sim_body_mix(in, 0, &mix);
-		add_mix(w, &mix, n * win, np * win);
+		add_mix(w, &mix, n * win, window_sep(in) * separable_elems(in, src));
 		sim_body_mix(in, 1, &mix);
 		add_mix(w, &mix, n, np);
 		return TS_OK;
@@ -584,6 +613,10 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 static int64_t touched_positions(int64_t n, int64_t o, int64_t k, int64_t s,
 				 int64_t d, int64_t p)
 {
+	if (o > ((int64_t)1 << 40) || s > ((int64_t)1 << 20) ||
+	    d > ((int64_t)1 << 20) || k > ((int64_t)1 << 40) ||
+	    p > ((int64_t)1 << 40) || p < -((int64_t)1 << 40))
+		return -1; /* beyond any real window: no overflow below */
 	if (d == 1 && k >= s) {
 		int64_t lo = -p, hi = (o - 1) * s - p + k;
 		lo = lo > 0 ? lo : 0;
@@ -602,7 +635,7 @@ static int64_t touched_positions(int64_t n, int64_t o, int64_t k, int64_t s,
 		}
 		return touched;
 	}
-	if (n > ((int64_t)1 << 20))
+	if (n > ((int64_t)1 << 20) || k > ((int64_t)1 << 20) / n)
 		return -1;
 	for (int64_t x = 0; x < n; x++) {
 		bool hit = false;
@@ -619,7 +652,9 @@ static int64_t touched_positions(int64_t n, int64_t o, int64_t k, int64_t s,
  * The fraction of a convolution's input (operand 0) its windows touch:
  *   prod over spatial dims of touched_s / in_s
  * touched_s: the input positions its windows reach (touched_positions),
- * counted exactly. A stride wider than the window skips input rows
+ * counted exactly (a dim past 2^20 windows, or 2^20 positions x taps of
+ * a dilated window, counts as read whole). A stride wider than the window
+ * skips input rows
  * (ResNet's 1x1 stride-2 shortcut reads a quarter of its input), and a
  * window that does not reach the end leaves the last rows unread; a DMA
  * with the spatial dims major in memory skips them too. 1 for a base
@@ -727,8 +762,6 @@ static void use_bytes(const struct ir_instr *u, int j,
  * reads it whole, else its parts, at most one full read. */
 static double read_total(const struct ir_shape *full, double part, bool whole)
 {
-	if (full->type != IR_TYPE_TUPLE && sim_on_chip(full))
-		return 0.0;
 	double all = hbm_bytes(full);
 	return whole || part > all ? all : part;
 }

@@ -214,10 +214,12 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		e.time_ns, hw_unit_name(e.bound));
 	if (q != &p)
 		fprintf(f,
-			"  relaid: %d input(s) the grid cannot stream (a dim "
-			"of many tiles held whole in every block) copied "
-			"first into the form the kernel reads, as that moves "
-			"fewer bytes than the plan without (sim_plan_choose): "
+			"  relaid: %d input(s) the grid cannot stream (held "
+			"whole in its blocks, or an MXU operand in a layout "
+			"XLA would not give it) copied first into the form the "
+			"kernel reads, as that moves fewer bytes than the plan "
+			"without or fits VMEM where it does not "
+			"(sim_plan_choose): "
 			"kernel %.6g + max(%.0f B read + %.0f B written at "
 			"%.1f B/ns, XLU %.0f cycles) = %.6g ns\n"
 			"  total = %.6g ns\n",
@@ -260,10 +262,11 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 					       : "no tiled work");
 		goto out;
 	}
-	const struct sim_plan *q;
+	/* the plan the estimate was made on: its relaid one when it says so */
+	const struct sim_plan *q = k->est.relaid && p.relaid ? p.relaid : &p;
 	struct sim_tile_config full;
-	struct sim_estimate chosen, e;
-	st = sim_plan_choose(&p, hw, &k->est.config, &q, &full, &chosen, d);
+	struct sim_estimate e;
+	st = sim_plan_check(q, &k->est.config, &full, d);
 	if (st == TS_OK)
 		st = sim_plan_estimate_detail(q, hw, &full, &e, &x, d);
 	if (st != TS_OK)

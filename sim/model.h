@@ -284,8 +284,8 @@ double sim_plan_relayout_ns(const struct sim_plan *p, const struct hw_spec *hw);
 /* sim_plan_cost's choice: p under cfg (NULL: its default), or p->relaid
  * (the same grid with the inputs that stream badly relaid out first by a
  * copy, sim_plan_relayout_ns; under cfg, or its own default) when that
- * moves fewer HBM bytes, or fits VMEM where p does not: a plan is never
- * chosen whose traffic exceeds its fallback's. The plan chosen, its
+ * moves fewer HBM bytes, or fits VMEM where p does not: no plan that fits
+ * is chosen whose traffic exceeds its fallback's. The plan chosen, its
  * completed config and its estimate (with the copies' time and bytes;
  * relaid: how many inputs they relay out). */
 enum ts_status sim_plan_choose(const struct sim_plan *p,

@@ -1223,25 +1223,6 @@ static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
 }
 
 /*
- * The fallback of an input access that streams badly (streams_badly), or
- * that feeds an MXU operand whose layout the module leaves free and odd
- * (free_and_odd): the input relaid out first into the form the kernel
- * consumes, by a copy of its own, and that copy streamed as it follows
- * the grid (by construction: the target's maps). The form: the MXU
- * operand it feeds (the dot's or convolution's operand value, its seeded
- * map; in canonical_order when free), else the kernel's space
- * (sim_tile_space_shape, identity map) in the input's element type. Replaces the access just added (p->acc[n_access - 1])
- * and charges the copy to the plan:
- *   relayout_read    += the input's bytes
- *   relayout_written += the form's bytes
- *   relayout_cycles += form vregs x xlu_transpose_cost / alus
- * Units: padded bytes, core cycles. Assumes the copy moves lanes on the
- * XLU at the rate fitted for relayouts (sim_relayout_cycles) and that XLA
- * would make that copy (layout assignment inserts one where a consumer
- * cannot read an operand's layout). Known wrong: a form wider than the
- * input (a broadcast within the kernel) is written whole.
- */
-/*
  * The dim order (minor_to_major) XLA's layout assignment gives operand
  * `side` of contraction t when the module leaves it free: the MXU streams
  * a dot's lhs with its contraction on the lanes and its rhs with its
@@ -1302,8 +1283,7 @@ static bool free_and_odd(const struct ir_instr *t, int side)
 {
 	const struct ir_shape *s = &t->operands[side]->shape;
 	int m2m[SIM_MAX_GRID], order[SIM_MAX_GRID];
-	if (s->layout.n_tiles > 0 || s->rank < 2 ||
-	    !canonical_order(t, side, m2m))
+	if (laid_out(s) || s->rank < 2 || !canonical_order(t, side, m2m))
 		return false;
 	ir_shape_major_to_minor(s, order);
 	for (int i = 0; i < s->rank; i++)
@@ -1312,6 +1292,25 @@ static bool free_and_odd(const struct ir_instr *t, int side)
 	return false;
 }
 
+/*
+ * The fallback of an input access that streams badly (streams_badly), or
+ * that feeds an MXU operand whose layout the module leaves free and odd
+ * (free_and_odd): the input relaid out first into the form the kernel
+ * consumes, by a copy of its own, and that copy streamed as it follows
+ * the grid (by construction: the target's maps). The form: the MXU
+ * operand it feeds (the dot's or convolution's operand value, its seeded
+ * map; in canonical_order when free), else the kernel's space
+ * (sim_tile_space_shape, identity map) in the input's element type. Replaces the access just added (p->acc[n_access - 1])
+ * and charges the copy to the plan:
+ *   relayout_read    += the input's bytes
+ *   relayout_written += the form's bytes
+ *   relayout_cycles += form vregs x xlu_transpose_cost / alus
+ * Units: padded bytes, core cycles. Assumes the copy moves lanes on the
+ * XLU at the rate fitted for relayouts (sim_relayout_cycles) and that XLA
+ * would make that copy (layout assignment inserts one where a consumer
+ * cannot read an operand's layout). Known wrong: a form wider than the
+ * input (a broadcast within the kernel) is written whole.
+ */
 static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 				struct prop *pr, const uint8_t *mark,
 				const struct ir_instr *t, int input,
@@ -1351,15 +1350,13 @@ static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 		map_identity(&m, form.rank);
 	}
 	memset(&form.memo, 0, sizeof form.memo);
-	form.layout.memory_space = 0;
 	enum ts_status st = add_access(p, v, &form, &m, false, input, t, d);
 	if (st != TS_OK)
 		return st;
 	double out_bytes = p->acc[p->n_access - 1].bytes;
 	p->relayout_read += in_bytes;
 	p->relayout_written += out_bytes;
-	p->relayout_cycles += sim_shape_vregs(hw, &form) * hw->xlu_transpose_cost /
-			      (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
+	p->relayout_cycles += sim_xlu_relayout_cycles(hw, sim_shape_vregs(hw, &form));
 	p->n_relaid++;
 	return TS_OK;
 }
@@ -1658,6 +1655,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		 * shape (the same rank: a map of one is a map of the other) */
 		const struct ir_instr *nsl =
 			twice || sl ? NULL : nested_slice_read(use, v, 0);
+		int before = p->n_access;
 		if (sp >= 0) {
 			const struct dmap *sm = &pr.mm[sp];
 			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
@@ -1667,7 +1665,8 @@ static enum ts_status build(const struct sim_kernel *k,
 		} else {
 			st = add_access(p, v, &v->shape, m, false, i, t, d);
 		}
-		if (st == TS_OK && relaid && p->n_access > 0 &&
+		/* an input of no array form went to other_bytes: no access */
+		if (st == TS_OK && relaid && p->n_access > before &&
 		    (streams_badly(&p->acc[p->n_access - 1]) ||
 		     feeds_odd(p, mark, t, v)))
 			st = relay_out(p, hw, &pr, mark, t, i, d);

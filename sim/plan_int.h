@@ -62,5 +62,8 @@ double sim_instr_vpu_cycles(const struct hw_spec *hw,
 /* XLU cycles of the relayouts kernel k writes (the formula is with it). */
 double sim_relayout_cycles(const struct hw_spec *hw,
 			   const struct sim_kernel *k);
+/* XLU cycles to move vregs' lanes in a relayout:
+ *   vregs x xlu_transpose_cost / alus   (sim_relayout_cycles says why) */
+double sim_xlu_relayout_cycles(const struct hw_spec *hw, double vregs);
 
 #endif

@@ -431,7 +431,8 @@ static bool dot_result_transposed(const struct sim_kernel *k,
  * move (the (W, C) ones there run up to 1.3x slower per element); the
  * GEMMs' transposes explain about a fifth of the time the model missed on
  * them (21%, pooled); a dot operand in a layout the MXU does not stream is
- * not charged, nor a result with a batch dim on the lanes.
+ * charged only in a relaid plan (plan.c relay_out), a result with a batch
+ * dim on the lanes not at all.
  */
 double sim_relayout_cycles(const struct hw_spec *hw,
 			   const struct sim_kernel *k)
@@ -455,6 +456,11 @@ double sim_relayout_cycles(const struct hw_spec *hw,
 				vregs += sim_shape_vregs(hw,
 							 &v->operands[j]->shape);
 	}
+	return sim_xlu_relayout_cycles(hw, vregs);
+}
+
+double sim_xlu_relayout_cycles(const struct hw_spec *hw, double vregs)
+{
 	return vregs * hw->xlu_transpose_cost /
 	       (hw->vpu_alus > 0 ? hw->vpu_alus : 1);
 }

@@ -66,7 +66,8 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
  * write their update). An async DMA (copy-start, slice-start: sim_kernel
  * .dma) runs on the DMA engines with no launch: max(HBM bytes, the
  * transferred result) / hw_spec_hbm_bw. A kernel XLA runs nothing for
- * (sim_kernel_free) is 0. Known wrong (too low, never too high): small
+ * (sim_kernel_free) is 0. A floor by intent: test_envelope, test_envelope_gen
+ * and fuzz_pipeline hold the model to it. Known wrong (too low): small
  * kernels (pipeline fill, DMA latency), f32 matmuls (several bf16
  * passes), MXU padding of small K/N, lane reductions (XLU),
  * transcendentals (the EUP): the analytic model (model.c) covers those.

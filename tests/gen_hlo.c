@@ -461,7 +461,7 @@ static void convolution(struct piece *p)
 		in[s] = dim(r) % 2048 + 1;
 		k[s] = 1 + pick(r, 7);
 		st[s] = 1 + pick(r, 3);
-		dil[s] = coin(r, 20) ? 2 : 1;
+		dil[s] = coin(r, 20) ? 2 << pick(r, 2) : 1;
 		pad[s] = pick(r, 4);
 	}
 	for (;;) {
@@ -495,7 +495,7 @@ static void convolution(struct piece *p)
 	struct shape x = {.t = t, .rank = 2 + ns}, w = {.t = t, .rank = 2 + ns},
 		     o = {.t = t, .rank = 2 + ns};
 	/* lhs b01f / bf01; rhs 01io / oi01; out like lhs */
-	int fb = nchw ? 0 : 0, ff = nchw ? 1 : ns + 1, sp0 = nchw ? 2 : 1;
+	int fb = 0, ff = nchw ? 1 : ns + 1, sp0 = nchw ? 2 : 1;
 	x.d[fb] = Nb;
 	x.d[ff] = C;
 	o.d[fb] = Nb;
@@ -558,6 +558,30 @@ static void reducers(FILE *f)
 			"  ROOT %%s = %s[] add(%%a, %%b)\n}\n\n",
 			n, n, n, n, n, n, n);
 	}
+	for (int i = 0; i < 4; i++) {
+		const char *n = ty_name[ts[i]];
+		fprintf(f,
+			"%%max_%s (a: %s[], b: %s[]) -> %s[] {\n"
+			"  %%a = %s[] parameter(0)\n  %%b = %s[] parameter(1)\n"
+			"  ROOT %%m = %s[] maximum(%%a, %%b)\n}\n\n"
+			"%%ge_%s (a: %s[], b: %s[]) -> pred[] {\n"
+			"  %%a = %s[] parameter(0)\n  %%b = %s[] parameter(1)\n"
+			"  ROOT %%c = pred[] compare(%%a, %%b), direction=GE\n}\n\n",
+			n, n, n, n, n, n, n, n, n, n, n, n);
+	}
+	/* an argmax: the larger value, on a tie the smaller index */
+	fprintf(f, "%%amax (a0: f32[], a1: f32[], b0: f32[], b1: f32[]) -> "
+		   "(f32[], f32[]) {\n"
+		   "  %%a0 = f32[] parameter(0)\n  %%a1 = f32[] parameter(1)\n"
+		   "  %%b0 = f32[] parameter(2)\n  %%b1 = f32[] parameter(3)\n"
+		   "  %%gt = pred[] compare(%%a0, %%b0), direction=GT\n"
+		   "  %%eq = pred[] compare(%%a0, %%b0), direction=EQ\n"
+		   "  %%lt = pred[] compare(%%a1, %%b1), direction=LT\n"
+		   "  %%tie = pred[] and(%%eq, %%lt)\n"
+		   "  %%keep = pred[] or(%%gt, %%tie)\n"
+		   "  %%v = f32[] select(%%keep, %%a0, %%b0)\n"
+		   "  %%i = f32[] select(%%keep, %%a1, %%b1)\n"
+		   "  ROOT %%t = (f32[], f32[]) tuple(%%v, %%i)\n}\n\n");
 	fprintf(f, "%%pair (a0: f32[], a1: f32[], b0: f32[], b1: f32[]) -> "
 		   "(f32[], f32[]) {\n"
 		   "  %%a0 = f32[] parameter(0)\n  %%a1 = f32[] parameter(1)\n"
@@ -578,8 +602,7 @@ static void reduce(struct piece *p)
 	int dims[MAXR], nd = 0;
 	struct shape o = {.t = t};
 	for (int i = 0; i < s.rank; i++) {
-		if ((coin(r, 50) || (i == s.rank - 1 && nd == 0)) &&
-		    !(nd == s.rank - 1 && i == s.rank - 1 && 0))
+		if (coin(r, 50) || (i == s.rank - 1 && nd == 0))
 			dims[nd++] = i;
 		else
 			o.d[o.rank++] = s.d[i];
@@ -613,7 +636,7 @@ static void reduce(struct piece *p)
 	put_shape(p->body, &o2);
 	fprintf(p->body, ") reduce(%s, %s, %s, %s), dimensions=", x, y, c0, c1);
 	put_ints(p->body, dims, nd);
-	fprintf(p->body, ", to_apply=%%pair\n");
+	fprintf(p->body, ", to_apply=%%%s\n", coin(r, 50) ? "amax" : "pair");
 	char g[32];
 	val(p, &o2, g);
 	fprintf(p->body, "get-tuple-element(%s), index=1\n", red);
@@ -707,7 +730,7 @@ static void dynamic(struct piece *p)
 	strcpy(p->result_name, o);
 }
 
-/* concatenate, pad, reverse, slice or a pooling window */
+/* concatenate, pad, reverse, slice, a pooling window or its gradient */
 static void data(struct piece *p)
 {
 	struct rng *r = p->r;
@@ -716,7 +739,7 @@ static void data(struct piece *p)
 	char x[32], o[32];
 	param(p, &s, x);
 	struct shape res = s;
-	int k = pick(r, 5), d0 = pick(r, s.rank);
+	int k = pick(r, 6), d0 = pick(r, s.rank);
 	if (k == 0) {
 		char y[32];
 		param(p, &s, y);
@@ -752,23 +775,53 @@ static void data(struct piece *p)
 				i == d0 ? lo : 0, i == d0 ? hi : s.d[i]);
 		fprintf(p->body, "}\n");
 	} else {
-		/* max pooling: window 3 stride 2 on one dim, padded */
-		char z[32];
-		scalar_const(p, s.t, "-inf", z);
-		res.d[d0] = (s.d[d0] + 2 - 3) / 2 + 1;
+		/* pooling (a windowed reduce, max or sum) over one or two
+		 * dims, windows of 2 to 15, stride 1 or 2, padded "same";
+		 * or its gradient, a select-and-scatter of a source shaped
+		 * as the pooled result */
+		static const int64_t ws[] = {2, 3, 5, 7, 15};
+		int64_t w[MAXR], st[MAXR], pad[MAXR];
+		int d1 = s.rank > 1 && coin(r, 50) ? (d0 + 1) % s.rank : d0;
+		for (int i = 0; i < s.rank; i++) {
+			bool on = i == d0 || i == d1;
+			w[i] = on ? ws[pick(r, 5)] : 1;
+			st[i] = on ? 1 + pick(r, 2) : 1;
+			pad[i] = (w[i] - 1) / 2;
+			if (s.d[i] + 2 * pad[i] < w[i])
+				w[i] = s.d[i] + 2 * pad[i];
+			res.d[i] = (s.d[i] + 2 * pad[i] - w[i]) / st[i] + 1;
+		}
 		layout(r, &res, p->compiled);
-		val(p, &res, o);
-		fprintf(p->body, "reduce-window(%s, %s), window={size=", x, z);
+		bool grad = k == 5 && !p->compiled;
+		char z[32], src[32];
+		scalar_const(p, s.t, grad ? "0" : "-inf", z);
+		if (grad)
+			param(p, &res, src);
+		struct shape out = grad ? s : res;
+		if (grad)
+			layout(r, &out, false);
+		val(p, &out, o);
+		if (grad)
+			fprintf(p->body, "select-and-scatter(%s, %s, %s), window={size=",
+				x, src, z);
+		else
+			fprintf(p->body, "reduce-window(%s, %s), window={size=", x, z);
 		for (int i = 0; i < s.rank; i++)
-			fprintf(p->body, "%s%d", i ? "x" : "", i == d0 ? 3 : 1);
+			fprintf(p->body, "%s%" PRId64, i ? "x" : "", w[i]);
 		fprintf(p->body, " stride=");
 		for (int i = 0; i < s.rank; i++)
-			fprintf(p->body, "%s%d", i ? "x" : "", i == d0 ? 2 : 1);
+			fprintf(p->body, "%s%" PRId64, i ? "x" : "", st[i]);
 		fprintf(p->body, " pad=");
 		for (int i = 0; i < s.rank; i++)
-			fprintf(p->body, "%s%s", i ? "x" : "",
-				i == d0 ? "1_1" : "0_0");
-		fprintf(p->body, "}, to_apply=%%add_%s\n", ty_name[s.t]);
+			fprintf(p->body, "%s%" PRId64 "_%" PRId64, i ? "x" : "",
+				pad[i], pad[i]);
+		if (grad)
+			fprintf(p->body, "}, select=%%ge_%s, scatter=%%add_%s\n",
+				ty_name[s.t], ty_name[s.t]);
+		else
+			fprintf(p->body, "}, to_apply=%%%s_%s\n",
+				coin(r, 50) ? "max" : "add", ty_name[s.t]);
+		res = out;
 	}
 	p->result = res;
 	strcpy(p->result_name, o);

@@ -6,8 +6,10 @@
  * order (batched, matrix-vector, extreme and tiny dims, int8) with a
  * transposing prologue and an epilogue, convolutions (NHWC and NCHW,
  * strided, dilated, padded, depthwise), reduces (variadic, with tuple
- * results), gathers and scatters, dynamic slices and in-place updates,
- * concatenates, pads, reverses, pooling, collectives over replica groups,
+ * results, an argmax's reducer), gathers and scatters, dynamic slices and
+ * in-place updates, concatenates, pads, reverses, pooling over one or two
+ * dims (max or sum, windows of 2 to 15) and its select-and-scatter
+ * gradient, collectives over replica groups,
  * and while loops; arrays from a few bytes to about 2^cap_log2 bytes, in
  * layouts of every dim order, with TPU tiles when the module is a
  * compiled one (its pieces wrapped in fusions, is_scheduled=true) and
