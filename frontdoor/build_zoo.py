@@ -5,7 +5,10 @@
 
 --check compiles into a temporary folder and compares every file's text with
 the one in --out (the pinned versions must give the same bytes); it exits 1
-naming each file that differs or is missing.
+naming each file that differs or is missing. The zoo is compiled under
+PYTHONHASHSEED=0 (main re-runs itself so when it is not set): with Python's
+random string hashes, dlrm_s's modules list their source locations
+(FileLocations, StackFrames) in another order from run to run.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import filecmp
+import os
 import pathlib
 import sys
 import tempfile
@@ -60,6 +64,10 @@ def programs(gens: list[str]) -> Iterator[Program]:
 
 
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable,
+                 [sys.executable, "-m", "frontdoor.build_zoo", *sys.argv[1:]])
     ap = argparse.ArgumentParser(prog="frontdoor.build_zoo")
     ap.add_argument("--out", default="data/compiled")
     ap.add_argument("--check", action="store_true")
