@@ -5,7 +5,11 @@
 
 --check compiles into a temporary folder and compares every file's text with
 the one in --out (the pinned versions must give the same bytes); it exits 1
-naming each file that differs or is missing.
+naming each file that differs or is missing. Each program is compiled in an
+interpreter of its own, under PYTHONHASHSEED=0 (main re-runs itself so when
+it is not set): with Python's random string hashes, or after other programs
+in the same process, dlrm_s's modules list their source locations
+(FileLocations, StackFrames) in another order.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import filecmp
+import multiprocessing
+import os
 import pathlib
 import sys
 import tempfile
 from collections.abc import Iterator
 
-from frontdoor.compile import Program, compile_program
+from frontdoor.compile import Program, compile_program, generation
 from frontdoor.zoo import (decode, decoder, dlrm, mlp, moe, ops, resnet, unet3d,
                            vit)
 
@@ -59,7 +65,28 @@ def programs(gens: list[str]) -> Iterator[Program]:
             yield dataclasses.replace(p, topology_args=args)
 
 
+def compile_alone(gen: str, name: str, out: pathlib.Path) -> None:
+    """Compiles the zoo's program NAME for GEN (run in a spawned process)."""
+    compile_program(next(p for p in programs([gen]) if p.name == name), out)
+
+
+def build(todo: list[Program], out: pathlib.Path) -> None:
+    """Compiles each program in a fresh interpreter, one after another."""
+    spawn = multiprocessing.get_context("spawn")
+    for p in todo:
+        child = spawn.Process(target=compile_alone,
+                              args=(generation(p.topology), p.name, out))
+        child.start()
+        child.join()
+        if child.exitcode:
+            raise SystemExit(f"{p.name}: the compile exited {child.exitcode}")
+
+
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable,
+                 [sys.executable, "-m", "frontdoor.build_zoo", *sys.argv[1:]])
     ap = argparse.ArgumentParser(prog="frontdoor.build_zoo")
     ap.add_argument("--out", default="data/compiled")
     ap.add_argument("--check", action="store_true")
@@ -71,13 +98,11 @@ def main() -> None:
     out = pathlib.Path(a.out)
     todo = [p for p in programs(a.gen) if a.only is None or p.name in a.only]
     if not a.check:
-        for p in todo:
-            compile_program(p, out)
+        build(todo, out)
         return
     differ = []
     with tempfile.TemporaryDirectory() as tmp:
-        for p in todo:
-            compile_program(p, pathlib.Path(tmp))
+        build(todo, pathlib.Path(tmp))
         for new in sorted(pathlib.Path(tmp).rglob("*.*")):
             old = out / new.relative_to(tmp)
             if not old.exists() or not filecmp.cmp(old, new, shallow=False):

@@ -6,6 +6,10 @@ step function, its abstract inputs and a topology this writes, under
 OUT/GEN/ (GEN as hwspecs/ names the generation):
 
   NAME.pre.hlo   the module before XLA's passes (global shapes, shardings)
+  NAME.spmd.hlo  the module one device runs, before XLA fuses it: after the
+                 SPMD partitioner, its simplifications and layout
+                 assignment, as the TPU pipeline's first fusion pass
+                 (tpu_fusion, in the Main_fusion pipeline) receives it
   NAME.tpu.hlo   the module XLA compiled for one device of the slice
   NAME.json      XLA's cost and memory analyses and the recipe: function,
                  topology, mesh, input shapes and shardings, versions
@@ -27,6 +31,7 @@ import json
 import os
 import pathlib
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -127,14 +132,40 @@ def versions() -> dict[str, str]:
     }
 
 
+# XLA dumps the module around each pass whose name matches the regex, as
+# DUMP/module_N.NAME.cl_HASH.SEQ.PIPELINE.after_PASS.before_PASS.txt; a
+# pipeline dumps at its start, so the Main_fusion pipeline's start, before
+# its first pass tpu_fusion, is always there: the per-device module unfused.
+FUSION_PASS = "tpu_fusion"
+DUMP_OPTIONS = {
+    "xla_dump_hlo_as_text": True,
+    "xla_dump_hlo_pass_re": f"^{FUSION_PASS}$",
+}
+
+
+def before_fusion(dump: pathlib.Path) -> str:
+    """The module in XLA's dump as the first fusion pass received it."""
+    found = sorted(dump.glob(f"*.after_pipeline-start.before_{FUSION_PASS}.txt"))
+    if not found:
+        raise SystemExit(
+            f"{dump}: XLA dumped no module before {FUSION_PASS} (has this "
+            "libtpu renamed the pass?)")
+    return found[0].read_text()
+
+
 def compile_program(p: Program, out: pathlib.Path) -> pathlib.Path:
-    """Writes p's three files under out/GEN/; returns the compiled one."""
+    """Writes p's four files under out/GEN/; returns the compiled one."""
     gen = generation(p.topology)
     mesh = make_mesh(p.topology, p.mesh, p.topology_args)
     args = p.inputs(mesh)
     start = time.perf_counter()
     lowered = jax.jit(p.step, donate_argnums=p.donate).lower(*args)
-    compiled = lowered.compile()
+    # The dump options reach this compile only; they leave the compiled
+    # module as it is (the same bytes without them).
+    with tempfile.TemporaryDirectory() as dump:
+        compiled = lowered.compile(
+            compiler_options={"xla_dump_to": dump, **DUMP_OPTIONS})
+        spmd = before_fusion(pathlib.Path(dump))
     seconds = time.perf_counter() - start
     memory = compiled.memory_analysis()
     cost = compiled.cost_analysis()
@@ -159,6 +190,7 @@ def compile_program(p: Program, out: pathlib.Path) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     files = {
         f"{p.name}.pre.hlo": lowered.as_text(dialect="hlo"),
+        f"{p.name}.spmd.hlo": spmd,
         f"{p.name}.tpu.hlo": compiled.as_text(),
         f"{p.name}.json": json.dumps(record, indent=1, sort_keys=True) + "\n",
     }

@@ -5,9 +5,12 @@
 For every generation in ZOO_DIR (default data/compiled, from
 frontdoor/build_zoo.py): how the `xla` fusion policy agrees with XLA's TPU
 fusions (`tpusim fuse --agreement`: each compiled module unfused, grouped
-again, compared), the rules behind the edges it misses, and per module
+again, compared), the rules behind the edges it misses, per module
 tpusim's FLOPs and bytes against XLA's own cost analysis, with tpusim's
-program time. Worst first. No measured times: nothing here is a runtime.
+program time, and per module tpusim's program time of the compiled module
+against that of XLA's per-device module before fusion (NAME.spmd.hlo)
+fused by `tpusim fuse`. Worst first. No measured times: nothing here is a
+runtime.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 
 def agreement(tpusim: str, files: list[pathlib.Path]) -> tuple[list[str], dict[str, int]]:
@@ -33,11 +37,16 @@ def agreement(tpusim: str, files: list[pathlib.Path]) -> tuple[list[str], dict[s
     return total, rules
 
 
-def costs(tpusim: str, gen: str, module: pathlib.Path) -> dict[str, float]:
+def run(tpusim: str, gen: str, module: pathlib.Path) -> dict:
+    """`tpusim run -f json` of a module on its generation's spec."""
     out = subprocess.run([tpusim, "run", str(module), "--hw",
                           f"hwspecs/{gen}.yaml", "-f", "json"],
-                         capture_output=True, text=True).stdout
-    total = json.loads(out)["modules"][0]["total"]
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["modules"][0]
+
+
+def costs(tpusim: str, gen: str, module: pathlib.Path) -> dict[str, float]:
+    total = run(tpusim, gen, module)["total"]
     xla = json.loads(module.with_name(
         module.name.replace(".tpu.hlo", ".json")).read_text())["cost_analysis"]
     # XLA's analysis leaves out a count it has none of (a copy's flops)
@@ -45,6 +54,45 @@ def costs(tpusim: str, gen: str, module: pathlib.Path) -> dict[str, float]:
             "bytes": total["bytes_read"] + total["bytes_written"],
             "xla_bytes": xla.get("bytes accessed", 0.0),
             "time_ns": total["time_ns"]}
+
+
+def fused(tpusim: str, gen: str, spmd: pathlib.Path,
+          tmp: pathlib.Path) -> tuple[dict, bool]:
+    """`tpusim fuse` of XLA's per-device module before fusion, then `run`.
+
+    The module may hold XLA's own kCustom fusions already (gather and
+    scatter, made by tpu_scatter_gather_normalizer before layout
+    assignment; all-reduce-scatter, by the SPMD partitioner); `fuse` takes
+    no fused module, so those are inlined first (`fuse --unfuse`). Also
+    returns whether they were.
+    """
+    src, unfused = spmd, bool(re.search(r" fusion\(", spmd.read_text()))
+    if unfused:
+        src = tmp / "unfused.hlo"
+        subprocess.run([tpusim, "fuse", "--unfuse", str(spmd), "-o", str(src)],
+                       capture_output=True, check=True)
+    out = tmp / "fused.hlo"
+    subprocess.run([tpusim, "fuse", str(src), "--hw", f"hwspecs/{gen}.yaml",
+                    "-o", str(out)], capture_output=True, check=True)
+    return run(tpusim, gen, out), unfused
+
+
+def in_hbm(tpu: pathlib.Path, tmp: pathlib.Path) -> pathlib.Path:
+    """The compiled module with every buffer in HBM: its layouts' memory
+    spaces (S(1) VMEM, ...) dropped, so what XLA's memory-space assignment
+    (after fusion) keeps on chip is read and written from HBM again."""
+    out = tmp / "in_hbm.hlo"
+    out.write_text(re.sub(r"S\(\d+\)\}", "}", tpu.read_text()))
+    return out
+
+
+def collective_ns(module: dict) -> float:
+    return sum(k["time_total_ns"] for k in module["kernels"]
+               if k["kind"] == "collective")
+
+
+def hbm_bytes(module: dict) -> float:
+    return module["total"]["bytes_read"] + module["total"]["bytes_written"]
 
 
 def ratio(a: float, b: float) -> float:
@@ -94,7 +142,10 @@ tpuv4-ops' layer_norm family's from 5.9% to 23% (the broadcast rule alone).""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run`) "
           "beside XLA's\n(`cost_analysis()`: flops, bytes accessed), with "
-          "tpusim's program time.\n")
+          "tpusim's program time. XLA's\nanalysis counts a while loop's "
+          "body once; tpusim runs it its trip count (a\nscan over layers "
+          "or decode steps: 2 to 12 runs in the zoo), so the modules\n"
+          "with loops are above 1.\n")
     print("| module | tpusim / XLA FLOPs | tpusim / XLA bytes | tpusim time |"
           "\n|---|---|---|---|")
     table = []
@@ -107,6 +158,108 @@ tpuv4-ops' layer_norm family's from 5.9% to 23% (the broadcast rule alone).""")
     for _, name, flops, bytes_ratio, t in sorted(table, reverse=True):
         print(f"| {name} | {flops:.3f} | {bytes_ratio:.3g} | "
               f"{t / 1e6:.3f} ms |")
+    spmd_section(tpusim, zoo, gens)
+
+
+# Why the worst modules of the section below disagree, found kernel by
+# kernel (`tpusim run -f json`, `--explain`) when the zoo was last compiled.
+CAUSES = """\
+- Memory-space assignment (after fusion): the compiled module keeps operands
+  and results in VMEM (S(1)) and prefetches them (copy-start/copy-done); the
+  spmd module has every buffer in HBM. v5e/resnet_s moves 19 MB of HBM where
+  the fused spmd module moves 744 MB. It is all of v5e/mlp_s's 1.23 (0.98
+  against the compiled module in HBM) and a third to a half of the decoders'
+  gap on v5e, v5p, v6e and v7 (v2-v4 modules have no S(1)).
+- A prefetch with nothing beside it: tpusim costs the compiled module's
+  copy-start of an operand into VMEM in full when no kernel runs during it
+  (v5e/ops_gemm_bf16_skinny, 0.71: the 16.8 MB weight's copy, 24 us, for
+  10 us saved in the matmul, which costs 36 us from HBM either way); the
+  other one-op sweeps below 1 (0.89-0.97) are the same: the GEMMs' copy of
+  an operand into VMEM, the collectives' copy of their result out of it
+  (50 us).
+- A convolution fused with the batch-norm statistics of its output: XLA's
+  kOutput fusions hold the convolution, its f32 convert and the two reduces
+  (sum, sum of squares) as a multi-output fusion (29 in resnet_s); the xla
+  policy keeps them apart: v5e/resnet_s has 84 reduce kernels (0.51 ms)
+  where XLA has 7 (0.04 ms in HBM) and 43 convert kernels (0.26 ms) where
+  XLA has 5 (0.05 ms); v5e/unet3d_s 54 reduces (0.94 ms) against 23 (0.25
+  ms) and 32 converts (0.47 ms) against 5 (0.04 ms).
+- The all-reduce combiner (after fusion): XLA merges the gradients'
+  all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.33 ms)
+  are 27 (0.16 ms) compiled.
+- XLA's kCustom fusions made before tpu_fusion, inlined for `fuse`: an
+  all-reduce-scatter (the SPMD partitioner's all-reduce and the slice each
+  device keeps) becomes an all-reduce of the whole input: v5e/ops_reduce_scatter
+  (2.08) costs 885 us for what the compiled module's reduce-scatter costs 443
+  us; v5e/dlrm_s's four embedding-gradient all-reduce-scatters become
+  all-reduces (33 collective kernels, 0.57 ms, against 15, 0.32 ms).
+- The KV cache (v5e/decode_m, 0.75): the compiled module fuses each K/V
+  projection with its cache write (fusion.100/101: a dot whose output is a
+  dynamic-update-slice of the 67 MB cache slice), costed as reading and
+  writing the whole slice (217 us x 8 steps each, where the fused spmd
+  module's projection is 9 us), and copy insertion (after fusion) copies
+  both 537 MB caches once (copy.83/84, 1.57 ms each).
+- The decoders (1.08-1.79, one at 0.94; 1.08-1.44 against the compiled
+  module in HBM):
+  the xla policy leaves more of the optimizer's update and the norms'
+  backward in kernels of their own: v5e/decoder_s has 42 reduce kernels
+  (2.14 ms) against 26 (0.69 ms in HBM) and 53 subtract, add, multiply and
+  divide kernels (2.24 ms) against 23 (0.59 ms), while the compiled
+  module's copies and relayouts (349 kernels, 1.86 ms in HBM; 12 kernels,
+  0.04 ms in the fused spmd module) take part of it back.
+"""
+
+
+def spmd_section(tpusim: str, zoo: pathlib.Path, gens: list[str]) -> None:
+    print("\n## The compiled module against `fuse` of XLA's per-device "
+          "module, worst first\n")
+    print("For each module, tpusim's program time of the compiled module "
+          "(`run NAME.tpu.hlo`)\nbeside that of NAME.spmd.hlo, the module "
+          "XLA's first fusion pass (tpu_fusion)\nreceives: after SPMD "
+          "partitioning and layout assignment, one device's program;\n"
+          "fused by `tpusim fuse --hw` (xla policy; XLA's kCustom fusions "
+          "already in it,\ngather, scatter and all-reduce-scatter, inlined "
+          "first with `fuse --unfuse`:\nmarked *), then `run`, same spec.\nRatio = fused spmd / compiled; in HBM: "
+          "the compiled module with its\nbuffers' memory spaces dropped; "
+          "also the kernels, HBM bytes and collective\ntime (compiled / "
+          "fused spmd).\n")
+    table = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for gen in gens:
+            for spmd in sorted((zoo / gen).glob("*.spmd.hlo")):
+                name = spmd.name[:-len(".spmd.hlo")]
+                compiled = spmd.with_name(f"{name}.tpu.hlo")
+                tpu = run(tpusim, gen, compiled)
+                hbm = run(tpusim, gen, in_hbm(compiled, pathlib.Path(tmp)))
+                ours, unfused = fused(tpusim, gen, spmd, pathlib.Path(tmp))
+                r = ratio(ours["total"]["time_ns"], tpu["total"]["time_ns"])
+                table.append((abs(r - 1), f"{gen}/{name}{'*' if unfused else ''}",
+                              r, tpu, hbm, ours))
+    if not table:
+        print("No NAME.spmd.hlo in the zoo.")
+        return
+    within = sum(1 for t in table if t[0] <= 0.05)
+    near_hbm = sum(1 for t in table if abs(ratio(
+        t[5]["total"]["time_ns"], t[4]["total"]["time_ns"]) - 1) <= 0.05)
+    print(f"Within 5%: {within} of {len(table)} modules "
+          f"({100 * within / len(table):.0f}%); of the compiled module "
+          f"with every buffer in HBM\n(XLA's memory-space assignment, which "
+          f"follows fusion, undone: its layouts'\nS(n) dropped): {near_hbm} "
+          f"({100 * near_hbm / len(table):.0f}%).\n")
+    print("| module | compiled | in HBM | fused spmd | ratio | ratio to in HBM "
+          "| kernels | HBM bytes | collective time |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+    for _, name, r, tpu, hbm, ours in sorted(table, key=lambda t: -t[0]):
+        rh = ratio(ours["total"]["time_ns"], hbm["total"]["time_ns"])
+        print(f"| {name} | {tpu['total']['time_ns'] / 1e6:.3f} ms | "
+              f"{hbm['total']['time_ns'] / 1e6:.3f} ms | "
+              f"{ours['total']['time_ns'] / 1e6:.3f} ms | {r:.3f} | {rh:.3f} | "
+              f"{tpu['n_kernels']} / {ours['n_kernels']} | "
+              f"{hbm_bytes(tpu) / 1e6:.3g} / {hbm_bytes(ours) / 1e6:.3g} MB | "
+              f"{collective_ns(tpu) / 1e6:.3g} / {collective_ns(ours) / 1e6:.3g} ms |")
+    if CAUSES.strip():
+        print("\nWhy the worst disagree (kernel by kernel):\n")
+        print(CAUSES, end="")
 
 
 if __name__ == "__main__":

@@ -21,4 +21,6 @@ if [ "$1" = "--zoo" ]; then
 	module=frontdoor.build_zoo
 	shift
 fi
-PYTHONPATH="$PWD:$root${PYTHONPATH:+:$PYTHONPATH}" exec "$venv/bin/python" -m "$module" "$@"
+# A fixed string hash seed: the same module text every run (build_zoo.py).
+PYTHONHASHSEED=0 PYTHONPATH="$PWD:$root${PYTHONPATH:+:$PYTHONPATH}" \
+	exec "$venv/bin/python" -m "$module" "$@"

@@ -272,6 +272,7 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 		case IR_OP_COPY:
 		case IR_OP_SLICE:
 		case IR_OP_DYNAMIC_SLICE:
+		case IR_OP_PAD: /* to a multiple of the devices */
 			continue;
 		default:
 			/* index arithmetic on scalars */

@@ -10,6 +10,8 @@
  *     variable (get-tuple-element(param, index=i), or the parameter), c a
  *     scalar integer constant other than 0, and the initial value (element
  *     i) a scalar integer constant v0;
+ *   - any of x, c, v0, N and the update add(x, c) may be a copy (of a
+ *     copy...) of itself: what copy insertion leaves in a compiled module;
  *   - the condition's root is compare(x, N) with N a scalar integer
  *     constant, or compare(N, x) (direction mirrored).
  * The body runs once per k >= 0 for which the compare holds on
@@ -28,9 +30,21 @@
 #include "sim.h"
 
 
-/* The scalar integer constant v is (through nothing else). */
+/* in with its copies looked through: XLA's copy insertion gives a
+ * compiled loop's initial state copies of its constants and its body
+ * copies of the induction variable (XLA's analysis evaluates the loop,
+ * copies and all). */
+static const struct ir_instr *through_copies(const struct ir_instr *in)
+{
+	while (in->op == IR_OP_COPY && in->n_operands == 1)
+		in = in->operands[0];
+	return in;
+}
+
+/* The scalar integer constant v is (or a copy of it). */
 static bool int_const(const struct ir_instr *in, ts_i128 *v)
 {
+	in = through_copies(in);
 	if (in->op != IR_OP_CONSTANT || !(in->flags & IR_INSTR_INT_VALUE))
 		return false;
 	*v = in->attrs.int_value;
@@ -44,6 +58,7 @@ static bool state_elem(const struct ir_instr *in, const struct ir_computation *c
 {
 	if (c->n_params != 1)
 		return false;
+	in = through_copies(in);
 	if (i < 0)
 		return in == c->params[0];
 	return in->op == IR_OP_GET_TUPLE_ELEMENT && in->n_operands == 1 &&
@@ -125,7 +140,8 @@ bool sim_while_trip_count(const struct ir_instr *w, int64_t *trip)
 		return false;
 	/* i = -1: the state is the variable itself */
 	for (int i = tuple ? 0 : -1; i < (tuple ? next->n_operands : 0); i++) {
-		const struct ir_instr *upd = i < 0 ? next : next->operands[i];
+		const struct ir_instr *upd =
+			through_copies(i < 0 ? next : next->operands[i]);
 		ts_i128 v0, c, n, t;
 		if (upd->op != IR_OP_ADD || upd->n_operands != 2 ||
 		    !int_const(i < 0 ? init : init->operands[i], &v0))

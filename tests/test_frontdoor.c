@@ -1,9 +1,12 @@
 /*
  * test_frontdoor.c: the JAX front door (frontdoor/, scripts/frontdoor.sh).
  * Without JAX: every module of the committed zoo (data/compiled/GEN/,
- * what XLA's TPU compiler made) parses and is costed on its generation's
- * spec, every kernel at a finite, non-negative time and every program at a
- * positive one. With the front door's
+ * what XLA's TPU compiler made) parses, and the per-device ones (the
+ * compiled NAME.tpu.hlo and NAME.spmd.hlo, XLA's module before fusion:
+ * grouped as the xla policy would, or op by op where XLA's kCustom
+ * fusions already sit in it) are costed on their generation's spec,
+ * every kernel at a finite, non-negative time and every program at a
+ * positive one; each program has its three modules. With the front door's
  * environment (.venv-frontdoor, made by `sh scripts/frontdoor.sh --setup`;
  * skipped, saying so, without it):
  * the pinned versions compile the zoo's MLP for v5e to the committed bytes,
@@ -33,7 +36,7 @@ static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p", "v6e",
 
 struct zoo {
 	const struct hw_spec *hw;
-	int files;
+	int pre, spmd, tpu;
 };
 
 static bool ends_with(const char *s, const char *tail)
@@ -48,7 +51,10 @@ static void cost_module(const char *rel, const char *text, size_t len,
 	struct zoo *z = ctx;
 	struct tu_built b;
 	tu_build_file(rel, text, len, NULL, &b);
-	if (ends_with(rel, ".tpu.hlo")) {
+	z->pre += ends_with(rel, ".pre.hlo");
+	z->spmd += ends_with(rel, ".spmd.hlo");
+	z->tpu += ends_with(rel, ".tpu.hlo");
+	if (ends_with(rel, ".tpu.hlo") || ends_with(rel, ".spmd.hlo")) {
 		struct ts_diag d = {0};
 		if (sim_program_estimate(&b.p, z->hw, &d) != TS_OK)
 			fail_msg("%s on %s: %s", rel, z->hw->name, d.msg);
@@ -64,7 +70,6 @@ static void cost_module(const char *rel, const char *text, size_t len,
 			fail_msg("%s: program time %g ns", rel, total);
 	}
 	tu_built_free(&b);
-	z->files++;
 }
 
 static void test_compiled_zoo(void **state)
@@ -78,10 +83,10 @@ static void test_compiled_zoo(void **state)
 			skip();
 		struct zoo z = {.hw = &hw};
 		tu_each_hlo(data, gens[g], 1, cost_module, &z);
-		/* each program's two modules */
-		if (z.files < 2 || z.files % 2)
-			fail_msg("data/compiled/%s: %d modules", gens[g],
-				 z.files);
+		/* each program's three modules */
+		if (z.tpu < 1 || z.pre != z.tpu || z.spmd != z.tpu)
+			fail_msg("data/compiled/%s: %d pre, %d spmd, %d tpu "
+				 "modules", gens[g], z.pre, z.spmd, z.tpu);
 	}
 }
 
@@ -164,6 +169,12 @@ static void test_step_to_run(void **state)
 	char *text = slurp(json);
 	expect_contains(text, "\"libtpu\": \"0.0.42.1\"");
 	expect_contains(text, "\"flops\": ");
+	ts_free(text);
+	/* the per-device module before fusion beside it */
+	char spmd[PATH_MAX + 64];
+	snprintf(spmd, sizeof spmd, "%s/compiled/v5e/train_step.spmd.hlo", dir);
+	text = slurp(spmd);
+	expect_contains(text, "HloModule jit_train_step");
 	ts_free(text);
 	tu_rm_tree(dir);
 }

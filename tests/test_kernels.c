@@ -334,6 +334,43 @@ static void test_while_derived(void **state)
 	free(text);
 }
 
+/* text with its first `old` replaced by `new`; the caller frees it. */
+static char *replaced(const char *text, const char *old, const char *new)
+{
+	const char *at = strstr(text, old);
+	assert_non_null(at);
+	char *out = malloc(strlen(text) + strlen(new) + 1);
+	assert_non_null(out);
+	sprintf(out, "%.*s%s%s", (int)(at - text), text, new, at + strlen(old));
+	return out;
+}
+
+/* A compiled module's loop: copy insertion gave the initial value copies
+ * of the constant (copy(copy(constant))) and the body a copy of the
+ * induction variable, which the count looks through. */
+static void test_while_derived_copied_init(void **state)
+{
+	(void)state;
+	char *text = while_unknown(NULL);
+	char *init = replaced(text, "%z = s32[] constant(0)",
+			      "%z0 = s32[] constant(0)\n"
+			      "  %z1 = s32[] copy(%z0)\n"
+			      "  %z = s32[] copy(%z1)");
+	char *copied = replaced(init, "%i1 = s32[] add(%i, %one)",
+				"%ic = s32[] copy(%i)\n"
+				"  %i1 = s32[] add(%ic, %one)");
+	free(init);
+	struct tu_built b;
+	tu_build(copied, &b);
+	assert_int_equal(b.p.n_loops, 1);
+	assert_int_equal(b.p.loops[0].trip_count, 4);
+	assert_int_equal(b.p.loops[0].source, SIM_TRIP_DERIVED);
+	assert_near(tu_kernel(&b, "v1")->multiplicity, 4.0, 0);
+	tu_built_free(&b);
+	free(copied);
+	free(text);
+}
+
 /* A bound that is no constant: --trip-count (opts) or 1, and flagged. */
 static void test_while_assumed(void **state)
 {
@@ -1476,6 +1513,7 @@ int main(void)
 		cmocka_unit_test(test_result_relayout),
 		cmocka_unit_test(test_while_known),
 		cmocka_unit_test(test_while_derived),
+		cmocka_unit_test(test_while_derived_copied_init),
 		cmocka_unit_test(test_while_assumed),
 		cmocka_unit_test(test_trip_counts),
 		cmocka_unit_test(test_async_overlap),

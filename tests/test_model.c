@@ -1435,8 +1435,10 @@ static void test_gather_and_in_place(void **state)
  * XLA's TPU compiler fuses an all-reduce with the dynamic slice each device
  * keeps ("all-reduce-scatter"): that fusion is the reduce-scatter it
  * computes, costed as the same reduce-scatter written as one op (f32
- * [4096,64] over 4 devices, each keeping [1024,64]); a fusion computing
- * beside its collective stays a fusion.
+ * [4096,64] over 4 devices, each keeping [1024,64]), also when the input
+ * is padded to a multiple of the devices first (f32[4000,64] to
+ * [4096,64], as XLA pads a shape the devices do not divide); a fusion
+ * computing beside its collective stays a fusion.
  */
 static void test_fused_collective(void **state)
 {
@@ -1458,16 +1460,33 @@ static void test_fused_collective(void **state)
 		 "  %z = u32[] constant(0)\n"
 		 "  ROOT %ds = f32[1024,64]{1,0} dynamic-slice(%ar, %o, %z), "
 		 "dynamic_slice_sizes={1024,64}\n}\n"
+		 "%padded (x: f32[4000,64]) -> f32[1024,64] {\n"
+		 "  %x = f32[4000,64]{1,0} parameter(0)\n"
+		 "  %zero = f32[] constant(0)\n"
+		 "  %p = f32[4096,64]{1,0} pad(%x, %zero), padding=0_96x0_0\n"
+		 "  %ar = f32[4096,64]{1,0} all-reduce(%p), "
+		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
+		 "  %pid = u32[] partition-id()\n"
+		 "  %c = u32[] constant(1024)\n"
+		 "  %o = u32[] multiply(%pid, %c)\n"
+		 "  %z = u32[] constant(0)\n"
+		 "  ROOT %ds = f32[1024,64]{1,0} dynamic-slice(%ar, %o, %z), "
+		 "dynamic_slice_sizes={1024,64}\n}\n"
 		 "%mix (x: f32[4096,64]) -> f32[4096,64] {\n"
 		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
 		 "  %ar = f32[4096,64]{1,0} all-reduce(%x), "
 		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
 		 "  ROOT %e = f32[4096,64]{1,0} exponential(%ar)\n}\n"
-		 "ENTRY %e (x: f32[4096,64]) -> (f32[1024,64], f32[4096,64]) {\n"
+		 "ENTRY %e (x: f32[4096,64], y: f32[4000,64]) -> "
+		 "(f32[1024,64], f32[4096,64], f32[1024,64]) {\n"
 		 "  %x = f32[4096,64]{1,0} parameter(0)\n"
+		 "  %y = f32[4000,64]{1,0} parameter(1)\n"
 		 "  %f = f32[1024,64]{1,0} fusion(%x), kind=kCustom, calls=%ars\n"
 		 "  %m = f32[4096,64]{1,0} fusion(%x), kind=kLoop, calls=%mix\n"
-		 "  ROOT %t = (f32[1024,64], f32[4096,64]) tuple(%f, %m)\n}\n",
+		 "  %fp = f32[1024,64]{1,0} fusion(%y), kind=kCustom, "
+		 "calls=%padded\n"
+		 "  ROOT %t = (f32[1024,64], f32[4096,64], f32[1024,64]) "
+		 "tuple(%f, %m, %fp)\n}\n",
 		 &f);
 	tu_build("HloModule r, is_scheduled=true\n"
 		 "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
@@ -1484,6 +1503,11 @@ static void test_fused_collective(void **state)
 	struct sim_estimate ef = estimate(kf, &hw, ""), er = estimate(kr, &hw, "");
 	assert_int_equal(ef.bound, HW_UNIT_ICI);
 	assert_near(ef.time_ns, er.time_ns, 1e-9 * er.time_ns);
+	const struct sim_kernel *kp = tu_kernel(&f, "fp");
+	assert_int_equal(kp->kind, SIM_KERNEL_COLLECTIVE);
+	struct sim_estimate ep = estimate(kp, &hw, "");
+	assert_int_equal(ep.bound, HW_UNIT_ICI);
+	assert_near(ep.time_ns, er.time_ns, 1e-9 * er.time_ns);
 	tu_built_free(&f);
 	tu_built_free(&r);
 }
