@@ -247,6 +247,20 @@ static enum sim_kernel_kind class_kind(enum ir_op x)
 	}
 }
 
+/* Index arithmetic: an elementwise op on scalars only (a device's slice
+ * offset from its partition id), not a reduce or dot that yields one. */
+static bool scalar_index_op(const struct ir_instr *x)
+{
+	if (ir_op_class(x->op) != IR_CLASS_ELEMENTWISE ||
+	    x->shape.type == IR_TYPE_TUPLE || x->shape.rank != 0)
+		return false;
+	for (int j = 0; j < x->n_operands; j++)
+		if (x->operands[j]->shape.type == IR_TYPE_TUPLE ||
+		    x->operands[j]->shape.rank != 0)
+			return false;
+	return true;
+}
+
 const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 {
 	const struct ir_computation *c =
@@ -275,10 +289,8 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 		case IR_OP_PAD: /* to a multiple of the devices */
 			continue;
 		default:
-			/* index arithmetic on scalars */
-			if (x->shape.type != IR_TYPE_TUPLE && x->shape.rank == 0)
-				continue;
-			return NULL; /* compute fused beside it */
+			if (!scalar_index_op(x))
+				return NULL; /* compute fused beside it */
 		}
 	}
 	return coll;

@@ -918,15 +918,20 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
 		op = k->instr->wrapped_op;
-	/* a fused collective: its op; an all-reduce whose fusion keeps a
-	 * slice of it (the fusion's result is smaller than the all-reduce's)
-	 * is a reduce-scatter, as XLA's TPU compiler runs it */
+	/* a fused collective: its op; an all-reduce whose fusion's root is
+	 * a dynamic slice of it (each device keeps its shard, seen through
+	 * bitcasts, reshapes and copies) is a reduce-scatter, as XLA's TPU
+	 * compiler runs it */
 	const struct ir_instr *fc = k->instr ? sim_fused_collective(k->instr) : NULL;
 	if (fc) {
 		op = fc->op;
+		const struct ir_instr *r = k->instr->called[0]->root;
+		while (r && r->n_operands == 1 &&
+		       (r->op == IR_OP_BITCAST || r->op == IR_OP_RESHAPE ||
+			r->op == IR_OP_COPY))
+			r = r->operands[0];
 		if ((op == IR_OP_ALL_REDUCE || op == IR_OP_ALL_REDUCE_START) &&
-		    ir_shape_padded_bytes(&k->instr->shape) <
-			    ir_shape_padded_bytes(&fc->shape))
+		    r && r->op == IR_OP_DYNAMIC_SLICE)
 			op = IR_OP_REDUCE_SCATTER;
 	}
 	switch (op) {
