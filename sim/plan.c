@@ -911,6 +911,25 @@ static enum ir_type collective_type(const struct ir_shape *s)
 	return s->type == IR_TYPE_TUPLE ? IR_TYPE_F32 : s->type;
 }
 
+/* Is r (a fused collective's root) a dynamic slice, seen through
+ * bitcasts, reshapes and copies, or a tuple of them: each device keeping
+ * its shard? */
+static bool keeps_shard(const struct ir_instr *r, int depth)
+{
+	while (r && r->n_operands == 1 &&
+	       (r->op == IR_OP_BITCAST || r->op == IR_OP_RESHAPE ||
+		r->op == IR_OP_COPY))
+		r = r->operands[0];
+	if (!r || depth > 8)
+		return false;
+	if (r->op != IR_OP_TUPLE)
+		return r->op == IR_OP_DYNAMIC_SLICE;
+	for (int j = 0; j < r->n_operands; j++)
+		if (!keeps_shard(r->operands[j], depth + 1))
+			return false;
+	return r->n_operands > 0;
+}
+
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		       double *bytes, double *hbm_bytes, int64_t *devices,
 		       int *bits)
@@ -918,20 +937,14 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
 		op = k->instr->wrapped_op;
-	/* a fused collective: its op; an all-reduce whose fusion's root is
-	 * a dynamic slice of it (each device keeps its shard, seen through
-	 * bitcasts, reshapes and copies) is a reduce-scatter, as XLA's TPU
+	/* a fused collective: its op; an all-reduce whose fusion keeps a
+	 * shard of it (keeps_shard) is a reduce-scatter, as XLA's TPU
 	 * compiler runs it */
 	const struct ir_instr *fc = k->instr ? sim_fused_collective(k->instr) : NULL;
 	if (fc) {
 		op = fc->op;
-		const struct ir_instr *r = k->instr->called[0]->root;
-		while (r && r->n_operands == 1 &&
-		       (r->op == IR_OP_BITCAST || r->op == IR_OP_RESHAPE ||
-			r->op == IR_OP_COPY))
-			r = r->operands[0];
 		if ((op == IR_OP_ALL_REDUCE || op == IR_OP_ALL_REDUCE_START) &&
-		    r && r->op == IR_OP_DYNAMIC_SLICE)
+		    keeps_shard(k->instr->called[0]->root, 0))
 			op = IR_OP_REDUCE_SCATTER;
 	}
 	switch (op) {
