@@ -1099,6 +1099,13 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	return TS_OK;
 }
 
+double sim_dma_bytes(const struct sim_kernel *k)
+{
+	double hbm = k->work.bytes_read + k->work.bytes_written;
+	double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape) : 0.0;
+	return hbm > moved ? hbm : moved;
+}
+
 enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd,
 			       const char *file, struct sim_work *w,
 			       struct ts_diag *d)

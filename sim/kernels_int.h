@@ -57,6 +57,12 @@ struct sim_op_mix {
 };
 void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
 
+/* The bytes an async DMA kernel (sim_kernel.dma) moves, cost.c: its HBM
+ * reads and writes, at least the transferred result once (a transfer
+ * between two on-chip spaces still streams it). What the plan's DMA and
+ * the roofline both take. */
+double sim_dma_bytes(const struct sim_kernel *k);
+
 /* ---- what a top-level instruction is (kernels.c) ---- */
 
 enum sim_top {

@@ -155,6 +155,25 @@ static bool comp_backward(const struct ir_computation *c,
 			  const struct dmap *root_map, int opi,
 			  struct dmap *out);
 
+/* The map of a gather's or scatter's indices (idx_rank dims, index
+ * vector dim ivd) from m, the map of the value whose dims other than
+ * skip (of its rank) are the batch dims: those in order are the indices'
+ * dims other than ivd, in order. */
+static void indices_map(int idx_rank, int64_t ivd, const struct ir_ints *skip,
+			int rank, const struct dmap *m, struct dmap *out)
+{
+	map_none(out);
+	int o = 0;
+	for (int i = 0; i < idx_rank && i < SIM_MAX_GRID; i++) {
+		if (i == ivd)
+			continue;
+		while (o < rank && sim_ints_has(skip, o))
+			o++;
+		if (o < rank && o < SIM_MAX_GRID)
+			out->src[i] = m->src[o++];
+	}
+}
+
 /* Operand opi's map from instruction in's map m (backward). */
 static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 			  int opi, struct dmap *out)
@@ -163,20 +182,10 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 	const struct ir_gather_dims *gd = in->attrs.gather;
 	if (in->op == IR_OP_GATHER && opi == 1 && gd && sim_is_array(op) &&
 	    sim_is_array(in)) {
-		/* a gather's indices: its batch dims (the result's dims
-		 * other than offset_dims, in order) are the indices' dims
-		 * other than index_vector_dim, in order */
-		map_none(out);
-		int o = 0;
-		for (int i = 0; i < op->shape.rank && i < SIM_MAX_GRID; i++) {
-			if (i == gd->index_vector_dim)
-				continue;
-			while (o < in->shape.rank &&
-			       sim_ints_has(&gd->offset_dims, o))
-				o++;
-			if (o < in->shape.rank && o < SIM_MAX_GRID)
-				out->src[i] = m->src[o++];
-		}
+		/* a gather's indices follow its batch dims (the result's
+		 * dims other than offset_dims) */
+		indices_map(op->shape.rank, gd->index_vector_dim,
+			    &gd->offset_dims, in->shape.rank, m, out);
 		return true;
 	}
 	if (!sim_is_array(op) || !sim_is_array(in) || map_opaque(in->op))
@@ -555,17 +564,10 @@ static void seed_scatter_indices(struct prop *pr, const struct ir_instr *sc)
 		return;
 	const struct ir_instr *idx = sc->operands[n_in];
 	const struct ir_shape *u = &sc->operands[n_in + 1]->shape;
-	struct dmap m;
-	map_none(&m);
-	int o = 0;
-	for (int i = 0; i < idx->shape.rank && i < SIM_MAX_GRID; i++) {
-		if (i == sd->index_vector_dim)
-			continue;
-		while (o < u->rank && sim_ints_has(&sd->update_window_dims, o))
-			o++;
-		if (o < u->rank && o < SIM_MAX_GRID)
-			m.src[i] = (int8_t)o++;
-	}
+	struct dmap um, m;
+	map_identity(&um, u->rank);
+	indices_map(idx->shape.rank, sd->index_vector_dim,
+		    &sd->update_window_dims, u->rank, &um, &m);
 	set_slot(pr, idx, &m);
 }
 
@@ -1448,10 +1450,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		 * writes, at least the transferred result once (a transfer
 		 * between two on-chip spaces still streams it) */
 		p->kind = SIM_PLAN_DMA;
-		double hbm = k->work.bytes_read + k->work.bytes_written;
-		double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape)
-					: 0.0;
-		p->other_bytes = hbm > moved ? hbm : moved;
+		p->other_bytes = sim_dma_bytes(k);
 		return TS_OK;
 	}
 	p->kind = SIM_PLAN_TILED;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hw_units.h"
+#include "kernels_int.h"
 
 /*
  * Collective kernel (ns):
@@ -111,9 +112,7 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 		return TS_ERR_SPEC;
 	}
 	if (k->dma) {
-		double moved = ir_shape_padded_bytes(&k->instr->shape);
-		double bytes = w->bytes_read + w->bytes_written;
-		out->time_ns = (bytes > moved ? bytes : moved) / bw * 1e9;
+		out->time_ns = sim_dma_bytes(k) / bw * 1e9;
 		out->bound = HW_UNIT_HBM;
 		out->dma_cycles = out->time_ns * 1e-9 * hw->clock_hz;
 		return TS_OK;

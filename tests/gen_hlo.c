@@ -87,17 +87,23 @@ static void cap_shape(struct shape *s, int cap)
 	}
 }
 
+/* v[0..n) in a random order (Fisher-Yates, last place first). */
+static void shuffle(struct rng *r, int *v, int n)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = pick(r, i + 1), t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
 /* Default layout (row major), or a random dim order. */
 static void layout(struct rng *r, struct shape *s, bool tiled)
 {
 	for (int i = 0; i < s->rank; i++)
 		s->m2m[i] = s->rank - 1 - i;
 	if (s->rank > 1 && coin(r, 30))
-		for (int i = s->rank - 1; i > 0; i--) {
-			int j = pick(r, i + 1), t = s->m2m[i];
-			s->m2m[i] = s->m2m[j];
-			s->m2m[j] = t;
-		}
+		shuffle(r, s->m2m, s->rank);
 	s->tile = tiled && s->rank > 0 ? pick(r, 2) : -1;
 }
 
@@ -279,11 +285,7 @@ static void movement(struct piece *p)
 			int perm[MAXR];
 			for (int j = 0; j < s.rank; j++)
 				perm[j] = j;
-			for (int j = s.rank - 1; j > 0; j--) {
-				int q = pick(r, j + 1), t = perm[j];
-				perm[j] = perm[q];
-				perm[q] = t;
-			}
+			shuffle(r, perm, s.rank);
 			for (int j = 0; j < s.rank; j++)
 				o.d[j] = s.d[perm[j]];
 			layout(r, &o, p->compiled);
