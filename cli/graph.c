@@ -194,7 +194,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 		return CMD_EXIT_OK;
 	if (strcmp(name, "analytic") == 0) {
 		f->cost = (struct hyb_fuse_cost){hyb_fuse_cost_analytic,
-						 (void *)hw, "analytic"};
+						 (void *)hw, "analytic", hw};
 	} else if (strcmp(name, "hybrid") == 0) {
 		int rc = cmd_load_model(ctx, model_path ? model_path : "default",
 					&f->model);
@@ -202,7 +202,7 @@ int cmd_fusion_init(const struct cmd_ctx *ctx, const char *name,
 			return rc;
 		f->hyb = (struct hyb_fuse_ctx){.model = &f->model, .hw = hw};
 		f->cost = (struct hyb_fuse_cost){hyb_fuse_cost_hybrid, &f->hyb,
-						 "hybrid"};
+						 "hybrid", hw};
 	} else {
 		cmd_error(ctx, "unknown fusion policy '%s' (expected xla, "
 			       "analytic or hybrid)", name);

@@ -47,7 +47,15 @@
  * computation (members are named by their index in it) keyed by a 64-bit
  * FNV-1a hash of both (sim_fusion_space_key; a collision would reuse
  * another set's time; at the sizes here, a few thousand sets, its odds
- * are below 1e-12). A decision is first weighed by the kernels it changes
+ * are below 1e-12). A decision that makes an instruction a kernel of its
+ * own is first weighed, where one is known, by a floor on what replaces
+ * the one kernel it splits (sim_fusion_space_split_floor: two launches
+ * and the same VPU work, from the base alone: floored()), and turned down
+ * when that floor is already above the bar; for the analytic policy
+ * exactly what costing would decide (test_fusion test_floor_exact), for
+ * the hybrid a rule. A chain's or a tree's trials, each splitting the
+ * computation's one kernel, cost O(1) so, not O(N). A decision not turned
+ * down there is weighed by the kernels it changes
  * alone (sim_fusion_space_delta: the sum by difference, within rounding of
  * the sum over the kernels): one whose time so found is above the bar
  * (0.1% under the time before) by more than that rounding is turned down
@@ -58,7 +66,12 @@
  * Known limits: one pass, one decision at a time (a pair of changes that
  * only pays together is not found); a while body is judged by one run of
  * its kernels (its trip count scales both sides equally); async overlap
- * is ignored (T sums kernels); sibling multi-output merging stays XLA's.
+ * is ignored (T sums kernels); sibling multi-output merging stays XLA's;
+ * the floor leaves out the pieces' first loads and last stores beyond
+ * their latency, so where those exceed the bar's 0.1% of T (a long chain
+ * of large arrays: 1,000 ops on f32[1024,1024] on v5e) or a split kernel
+ * shares members with another or holds a dot, trials are still costed
+ * member by member, O(N) each.
  * Source: the greedy producer-consumer search of Kaufman et al. (MLSys
  * 2021) for the fusion task, with the cost model in place of measurement.
  */
@@ -274,6 +287,31 @@ static void times(bool uncorrected, double best_ns, double best_analytic,
 	*after = uncorrected ? analytic_ns : ns;
 }
 
+/* Whether making instruction at a kernel of its own is turned down by the
+ * floor on the kernels it makes (sim_fusion_space_split_floor) alone,
+ * analytic time, ns:
+ *   T - t(K) + floor  >=  T x (1 - HYB_FUSE_MIN_GAIN) x (1 + 1e-6)
+ * T the best so far's analytic time, t(K) that of the one kernel the
+ * decision changes (the cache's), floor a lower bound on the analytic
+ * time of what replaces it; the margin (1e-6 of the bar) keeps a
+ * decision within rounding of the bar for the costing that settles it.
+ * For the analytic policy this is the decision the costing would make;
+ * the hybrid takes it too: a correction (e^-1 to e^1) is not trusted to
+ * overturn a split that launches one kernel more for the same VPU work. */
+static bool floored(const struct search *s, struct sim_fusion_space *g,
+		    int at, const struct alt *best)
+{
+	uint64_t key;
+	double floor_ns;
+	if (!s->cost->hw ||
+	    !sim_fusion_space_split_floor(g, s->cost->hw, at, &key, &floor_ns))
+		return false;
+	const struct hyb_fuse_kernel *v = cache_find(&s->cache, key);
+	double bar = best->analytic_ns * (1 - HYB_FUSE_MIN_GAIN);
+	return v && v->analytic_ns > 0 && bar > 0 &&
+	       best->analytic_ns - v->analytic_ns + floor_ns >= bar * (1 + 1e-6);
+}
+
 /* Whether the decision force makes at instruction at (against g, the
  * space the best so far is, timed in best) is turned down (*down) by the
  * kernels it changes alone (sim_fusion_space_delta): when one of them
@@ -281,12 +319,16 @@ static void times(bool uncorrected, double best_ns, double best_analytic,
  * more than rounding (1e-9 of the bar: the sum by difference and the sum
  * over the kernels differ by far less). Not turned down: the computation
  * is costed whole, which decides. */
-static enum ts_status settled(struct search *s,
-			      const struct sim_fusion_space *g,
+static enum ts_status settled(struct search *s, struct sim_fusion_space *g,
 			      const signed char *force, int at,
 			      const struct alt *best, bool *down)
 {
 	*down = false;
+	if (force[at] == SIM_FUSE_OWN && floored(s, g, at, best)) {
+		*down = true;
+		s->plan->n_floored++;
+		return TS_OK;
+	}
 	bool followed = false;
 	enum ts_status st = keys_reserve(&s->gone, best->k.n) ? TS_OK
 							     : TS_ERR_NOMEM;

@@ -152,6 +152,10 @@ struct hyb_fuse_cost {
 		       struct hyb_fuse_kernel *out);
 	void *ctx;
 	const char *name;     /* "analytic", "hybrid" */
+	const struct hw_spec *hw; /* the spec the analytic time is on, for
+	                             the search's floors (hyb_fusion.c); NULL
+	                             when kernel is not the analytic model's
+	                             (no floors) */
 };
 /* The analytic cost: sim_kernel_estimate on hw (ctx), best tile config
  * (corrected: true, there being no correction to distrust). */

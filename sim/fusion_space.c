@@ -3,11 +3,14 @@
  * searches above the model see it (hybrid/hyb_fusion.c): a computation
  * grouped under a set of decisions (grouping.c), the instructions whose
  * fusion the rules decide, the other way each can go, and the kernels the
- * grouping forms, each with a key for caching its time. The grouping's
+ * grouping forms, each with a key for caching its time, and a floor on
+ * the kernels one kernel splits into (sim_fusion_space_split_floor: sim.h
+ * gives the formula; floor_cycles below, when it holds). The grouping's
  * insides stay here; a policy sees only this and struct sim_fusion_plan.
  */
 #include "kernels_int.h"
 
+#include <math.h>
 #include <string.h>
 
 struct sim_fusion_space {
@@ -27,6 +30,10 @@ struct sim_fusion_space {
 	 * without like owns one, the others borrow their base's */
 	struct sim_member_memo *memo;
 	bool own_memo;
+	/* a built space's split floors (sim_fusion_space_split_floor), by
+	 * group id: VPU cycles, -1 when there is none, NAN until asked;
+	 * NULL until the first is asked */
+	double *floor_cyc;
 };
 
 /* The key of group id: FNV-1a over whole ints (a byte at a time costs 4x
@@ -85,6 +92,7 @@ void sim_fusion_space_free(struct sim_fusion_space *s)
 	sim_grouping_free(&s->g);
 	ts_free(s->kernels);
 	ts_free(s->key_of);
+	ts_free(s->floor_cyc);
 	sim_delta_scratch_free(s->ds);
 	ts_free(s->b_ids);
 	if (s->own_memo)
@@ -170,6 +178,122 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 		gone[(*n_gone)++] = base->key_of[s->b_ids[q]];
 	*followed = !st && !whole;
 	return st;
+}
+
+/* Whether instruction o of g is read by a kernel as it is, whatever the
+ * grouping: a parameter, a constant, a constant-derived value, or a free
+ * op (a get-tuple-element, a bitcast) of those. */
+static bool inert(const struct grouping *g, int o)
+{
+	enum ir_op op = g->c->instrs[o]->op;
+	if (op == IR_OP_PARAMETER || op == IR_OP_CONSTANT || g->cd[o])
+		return true;
+	if (g->fc[o] != FC_FREE)
+		return false;
+	for (int j = g->ooff[o]; j < g->ooff[o + 1]; j++) {
+		int p = g->ops[j];
+		if (p < 0 || !(g->c->instrs[p]->op == IR_OP_PARAMETER ||
+			       g->c->instrs[p]->op == IR_OP_CONSTANT || g->cd[p]))
+			return false;
+	}
+	return true;
+}
+
+/* An op that certainly makes a kernel run wherever it is a root, and
+ * store its value: it computes something (a loop op but a copy, reshape or
+ * transpose, which may be a layout-preserving no-op: sim_kernel_free; or
+ * with reduce, a reduce) and writes bytes off chip. */
+static bool works(const struct grouping *g, int i, bool reduce)
+{
+	const struct ir_instr *in = g->c->instrs[i];
+	bool op = g->fc[i] == FC_CHEAP || g->fc[i] == FC_EXPENSIVE ||
+		  (reduce && in->op == IR_OP_REDUCE);
+	return !g->cd[i] && op && in->op != IR_OP_COPY && in->op != IR_OP_RESHAPE &&
+	       in->op != IR_OP_TRANSPOSE && in->shape.type != IR_TYPE_TUPLE &&
+	       !sim_on_chip(&in->shape) &&
+	       ir_shape_padded_bytes(&in->shape) > 0;
+}
+
+/* The VPU cycles on hw of group id's loop ops (each counted once) over
+ * the most cores a kernel of its members can split them across
+ * (hw_spec_kernel_cores of its largest member: a kernel's grid is one of
+ * its members' shapes, sim/plan.c core_space), when
+ * whatever decision is made at one of its members changes no other
+ * group: every member held by id alone (a constant-derived one aside),
+ * none a dot or convolution (their operands' rules and prologues), a
+ * control op or one kept alone, every operand a member or inert; and its
+ * root works. A group holding a reduce also writes its root alone (every
+ * other member's users are members), so that what is left of it after a
+ * split reads a value no other group reads and has no sibling to merge
+ * with (grouping.c merge_siblings: the same inputs). -1 otherwise. */
+static double floor_cycles(const struct sim_fusion_space *s,
+			   const struct hw_spec *hw, int id)
+{
+	const struct grouping *g = &s->g;
+	if (g->g_rep[id] != id || !works(g, g->g_root[id], true))
+		return -1;
+	const int *mem;
+	int n = sim_group_members(g, id, &mem);
+	double cyc = 0, elems = 1;
+	bool reduce = false, alone = true;
+	for (int q = 0; q < n; q++) {
+		int m = mem[q];
+		double e = (double)ir_shape_elems(&g->c->instrs[m]->shape);
+		if (e > elems)
+			elems = e;
+		enum fuse_class fc = g->fc[m];
+		if (g->cd[m])
+			continue;
+		enum ir_op op = g->c->instrs[m]->op;
+		bool core = op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
+		if (g->grp[m] != id || (fc != FC_FREE && fc != FC_CHEAP &&
+					fc != FC_EXPENSIVE && !core))
+			return -1;
+		reduce |= core;
+		for (int u = g->uoff[m]; m != g->g_root[id] && u < g->uoff[m + 1];
+		     u++)
+			alone &= g->grp[g->users[u]] == id;
+		for (int j = g->ooff[m]; j < g->ooff[m + 1]; j++) {
+			int o = g->ops[j];
+			if (o < 0 || !(g->grp[o] == id || inert(g, o)))
+				return -1;
+		}
+		if (fc != FC_FREE)
+			cyc += sim_member_vpu(s->memo, hw, g->c->instrs[m]);
+	}
+	if (reduce && !alone)
+		return -1;
+	return cyc / hw_spec_kernel_cores(hw, elems);
+}
+
+bool sim_fusion_space_split_floor(struct sim_fusion_space *s,
+				  const struct hw_spec *hw, int at,
+				  uint64_t *key, double *floor_ns)
+{
+	const struct grouping *g = &s->g;
+	int id = g->grp[at];
+	if (!s->key_of || id < 0 || g->g_root[id] == at ||
+	    !works(g, at, false) ||
+	    hw->clock_hz <= 0)
+		return false;
+	if (!s->floor_cyc) {
+		s->floor_cyc = ts_malloc(((size_t)g->n_groups + 1) *
+					 sizeof *s->floor_cyc);
+		if (!s->floor_cyc)
+			return false;
+		for (int q = 0; q < g->n_groups; q++)
+			s->floor_cyc[q] = NAN;
+		sim_member_memo_use(s->memo, hw);
+	}
+	if (isnan(s->floor_cyc[id]))
+		s->floor_cyc[id] = floor_cycles(s, hw, id);
+	if (s->floor_cyc[id] < 0)
+		return false;
+	*key = s->key_of[id];
+	*floor_ns = 2 * (hw->kernel_overhead_ns + hw->step_overhead_ns +
+			 2 * hw->dma_latency_ns) +
+		    s->floor_cyc[id] / hw->clock_hz * 1e9;
+	return true;
 }
 
 int sim_fusion_space_decided(const struct sim_fusion_space *trial)

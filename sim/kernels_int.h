@@ -318,6 +318,14 @@ void sim_member_memo_free(struct sim_member_memo *mm);
  * under another opcode, with the same parent and index). */
 int sim_member_memo_index(const struct sim_member_memo *mm,
 			  const struct ir_instr *in);
+/* Makes vpu[] hold cycles on hw: emptied when hw is not the spec it
+ * holds them for. */
+void sim_member_memo_use(struct sim_member_memo *mm, const struct hw_spec *hw);
+/* sim_instr_vpu_cycles(hw, in, 0) from memo mm (NULL: none; used on hw,
+ * sim_member_memo_use) where it keeps in's, else worked out (counted in
+ * mm->n_worked) and kept there: the same figure either way (plan.c). */
+double sim_member_vpu(struct sim_member_memo *mm, const struct hw_spec *hw,
+		      const struct ir_instr *in);
 /* Begins a plan on hw of a kernel of comp with members[0 .. n): marks
  * their places (a member listed twice: its last) for
  * sim_member_memo_place, until the next call, and empties vpu[] when hw

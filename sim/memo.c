@@ -59,6 +59,16 @@ int sim_member_memo_index(const struct sim_member_memo *mm,
 	return i >= 0 && mm->c->instrs[i] == in ? i : -1;
 }
 
+void sim_member_memo_use(struct sim_member_memo *mm, const struct hw_spec *hw)
+{
+	if (mm->have_hw && memcmp(&mm->hw, hw, sizeof *hw) == 0)
+		return;
+	size_t n_instrs = (size_t)(mm->c->n_instrs > 0 ? mm->c->n_instrs : 1);
+	memset(mm->has_vpu, 0, n_instrs * sizeof *mm->has_vpu);
+	memcpy(&mm->hw, hw, sizeof *hw);
+	mm->have_hw = true;
+}
+
 bool sim_member_memo_begin(struct sim_member_memo *mm,
 			   const struct hw_spec *hw,
 			   const struct ir_computation *comp,
@@ -67,11 +77,7 @@ bool sim_member_memo_begin(struct sim_member_memo *mm,
 	if (comp != mm->c)
 		return false;
 	size_t n_instrs = (size_t)(comp->n_instrs > 0 ? comp->n_instrs : 1);
-	if (!mm->have_hw || memcmp(&mm->hw, hw, sizeof *hw) != 0) {
-		memset(mm->has_vpu, 0, n_instrs * sizeof *mm->has_vpu);
-		memcpy(&mm->hw, hw, sizeof *hw);
-		mm->have_hw = true;
-	}
+	sim_member_memo_use(mm, hw);
 	int gen = ts_next_gen(&mm->gen, mm->stamp, NULL, n_instrs);
 	for (int q = 0; q < n; q++) {
 		const struct ir_instr *in = members[q];

@@ -1155,13 +1155,9 @@ static void collect_untiled(struct sim_plan *p, const struct hw_spec *hw,
 	}
 }
 
-/* sim_instr_vpu_cycles(hw, in, 0) of member in, from the memo begun for
- * the plan on hw (pr->memo, sim/memo.c; NULL: none) where it keeps in's,
- * else worked out and kept there: the same figure either way. */
-static double member_vpu(const struct prop *pr, const struct hw_spec *hw,
-			 const struct ir_instr *in)
+double sim_member_vpu(struct sim_member_memo *mm, const struct hw_spec *hw,
+		      const struct ir_instr *in)
 {
-	struct sim_member_memo *mm = pr->memo;
 	int i = mm ? sim_member_memo_index(mm, in) : -1;
 	if (mm && (i < 0 || !mm->has_vpu[i]))
 		mm->n_worked++;
@@ -1755,7 +1751,7 @@ static enum ts_status build(const struct sim_kernel *k,
 
 	/* VPU work; prologues of the MXU operands. */
 	for (int i = 0; i < k->n_members; i++)
-		p->vpu_cycles += member_vpu(&pr, hw, k->members[i]);
+		p->vpu_cycles += sim_member_vpu(pr.memo, hw, k->members[i]);
 	if (k->n_members == 0 && k->instr)
 		p->vpu_cycles += sim_instr_vpu_cycles(hw, k->instr, 0);
 	p->xlu_cycles = sim_relayout_cycles(hw, k);
@@ -1765,7 +1761,7 @@ static enum ts_status build(const struct sim_kernel *k,
 			double cyc = 0;
 			for (int i = 0; i < k->n_members; i++)
 				if (mark[i] & (1u << side))
-					cyc += member_vpu(&pr, hw, k->members[i]);
+					cyc += sim_member_vpu(pr.memo, hw, k->members[i]);
 			/* a 32-bit operand, or an f16 one (unpacked to 32
 			 * bits, below), is rounded to bf16 on the VPU before
 			 * it enters the MXU (one op per vreg per pass; the

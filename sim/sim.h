@@ -408,6 +408,8 @@ struct sim_fusion_plan {
 	struct sim_fusion_flip *flips; /* ts_malloc'd */
 	int n_trials;              /* decisions tried */
 	int n_costed;              /* distinct candidate kernels costed */
+	int n_floored;             /* decisions turned down by a floor
+	                              alone (sim_fusion_space_split_floor) */
 	long n_redecided;          /* decisions the trials made or asked
 	                              again (sim_fusion_space_decided) */
 	long n_worked;             /* members' figures (work, VPU cycles)
@@ -473,6 +475,30 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      struct sim_fusion_space **trial,
 				      uint64_t *gone, int *n_gone,
 				      bool *followed);
+/*
+ * A floor on the kernels that replace the one holding instruction at when
+ * at is made a kernel of its own (SIM_FUSE_OWN), without grouping again:
+ * true, with that kernel's key (*key, of s's kernels) and, ns,
+ *   *floor_ns = 2 x (kernel_overhead_ns + step_overhead_ns
+ *                    + 2 x dma_latency_ns)
+ *             + sum over the kernel's loop ops m of
+ *               sim_instr_vpu_cycles(hw, m) / clock_hz / cores
+ * cores: hw_spec_kernel_cores of the kernel's largest member
+ * when that kernel is the only one the decision changes and at and its
+ * root both stay kernels that run and store their value in HBM
+ * (sim/fusion_space.c says when): it splits into at least those two, each
+ * paying the launch, a grid step, its first load's and last store's
+ * latency, and its loop ops are all still computed in them. The analytic
+ * model never costs such kernels less (sim/model.c: time =
+ * kernel_overhead_ns + max(first + pipeline + last, DMA); first and last
+ * at least a latency each, the pipeline at least one step's overhead and
+ * the VPU cycles of its members over the cores that split it); where a
+ * piece has no grid (costed by its roofline, sim_kernel_estimate) that
+ * may not hold. False: no such floor. s: a built space, asked on one hw.
+ */
+bool sim_fusion_space_split_floor(struct sim_fusion_space *s,
+				  const struct hw_spec *hw, int at,
+				  uint64_t *key, double *floor_ns);
 /* The decisions the last trial into trial made or asked again (what it
  * cost the grouping: those that may differ, not the computation's). */
 int sim_fusion_space_decided(const struct sim_fusion_space *trial);

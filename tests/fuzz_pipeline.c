@@ -174,7 +174,7 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	struct sim_fusion_plan plan = {0};
 	struct ts_diag d = {0};
 	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &specs[0],
-				     "analytic"};
+				     "analytic", &specs[0]};
 	bool analytic = !fused && len > 0 && (text[len - 1] & 1);
 	if (analytic) {
 		enum ts_status pst = hyb_fusion_plan_build(m, &cost, &plan, &d);

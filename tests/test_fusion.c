@@ -34,6 +34,7 @@
 
 #include <dirent.h>
 
+#include "gen_hlo.h"
 #include "hybrid.h"
 #include "model.h"
 #include "test_util.h"
@@ -481,7 +482,7 @@ static void test_analytic_policy(void **state)
 	int kx, kx1, ka, ka1, flips;
 	struct sim_fuse_stats fs;
 	free(round_trip(text, &hw, &tx, &tx1, &kx, &kx1, &fs));
-	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &hw, "analytic"};
+	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &hw, "analytic", &hw};
 	free(round_trip_policy(text, &hw, &cost, &flips, &ta, &ta1, &ka, &ka1,
 			       &fs));
 	assert_int_equal(kx, 8);
@@ -566,14 +567,14 @@ static void test_policy_physics(void **state)
 	struct ts_diag d = {0};
 	assert_int_equal(hlo_parse("s.hlo", text, strlen(text), &m, &nm, &d),
 			 TS_OK);
-	struct hyb_fuse_cost implausible = {cost_add_implausible, &hw, "t"};
+	struct hyb_fuse_cost implausible = {cost_add_implausible, &hw, "t", NULL};
 	struct sim_fusion_plan plan;
 	assert_int_equal(hyb_fusion_plan_build(m[0], &implausible, &plan, &d),
 			 TS_OK);
 	assert_int_equal(plan.n_flips, 0);
 	assert_true(plan.n_trials > 0);
 	sim_fusion_plan_free(&plan);
-	struct hyb_fuse_cost mixed = {cost_fused_corrected, &hw, "t"};
+	struct hyb_fuse_cost mixed = {cost_fused_corrected, &hw, "t", NULL};
 	assert_int_equal(hyb_fusion_plan_build(m[0], &mixed, &plan, &d), TS_OK);
 	assert_int_equal(plan.n_flips, 1);
 	assert_string_equal(plan.flips[0].instr->name, "a");
@@ -739,7 +740,7 @@ static void test_cost_per_computation(void **state)
 	assert_int_equal(hlo_parse("two.hlo", text, strlen(text), &m, &nm, &d),
 			 TS_OK);
 	struct seen_cost sc = {&hw, false, false};
-	struct hyb_fuse_cost cost = {cost_seen, &sc, "analytic"};
+	struct hyb_fuse_cost cost = {cost_seen, &sc, "analytic", NULL};
 	struct sim_fusion_plan plan;
 	assert_int_equal(hyb_fusion_plan_build(m[0], &cost, &plan, &d), TS_OK);
 	assert_true(sc.entry);
@@ -799,7 +800,9 @@ static void test_trial_work(void **state)
 	struct ts_diag d = {0};
 	assert_int_equal(hlo_parse("pieces.hlo", text, strlen(text), &m, &nm, &d),
 			 TS_OK);
-	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw, "analytic"};
+	/* no floors (no spec for them): every trial goes to the delta */
+	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw, "analytic",
+					 NULL};
 	struct sim_fusion_plan plan, again;
 	assert_int_equal(hyb_fusion_plan_build(m[0], &analytic, &plan, &d),
 			 TS_OK);
@@ -809,7 +812,7 @@ static void test_trial_work(void **state)
 	struct gnn_model gm;
 	assert_int_equal(hyb_model_load("default", &gm, &d), TS_OK);
 	struct hyb_fuse_ctx ctx = {.model = &gm, .hw = &hw};
-	struct hyb_fuse_cost hybrid = {hyb_fuse_cost_hybrid, &ctx, "hybrid"};
+	struct hyb_fuse_cost hybrid = {hyb_fuse_cost_hybrid, &ctx, "hybrid", NULL};
 	assert_int_equal(hyb_fusion_plan_build(m[0], &hybrid, &plan, &d), TS_OK);
 	assert_int_equal(plan.n_trials, N);
 	assert_true(plan.n_costed >= 2 * N);
@@ -1094,7 +1097,9 @@ static void test_trial_memo(void **state)
 	struct hw_spec hw;
 	if (!tu_load_spec("v3", &hw))
 		skip();
-	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw, "analytic"};
+	/* no floors (no spec for them): every trial costed */
+	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw, "analytic",
+					 NULL};
 	for (int shape = 0; shape < 2; shape++)
 		for (int n = 200; n <= 400; n *= 2) {
 			char *text = shape ? tree_text(n) : chain_text(n);
@@ -1120,6 +1125,112 @@ static void test_trial_memo(void **state)
 			ts_free(m);
 			free(text);
 		}
+}
+
+/* The analytic search of m on hw with the floors (sim_fusion_space_split_floor)
+ * and without (no spec given for them): the same decisions, the same
+ * times to the bit. Returns the decisions the floors turned down. */
+static int same_with_floors(const struct ir_module *m, const struct hw_spec *hw)
+{
+	struct hyb_fuse_cost with = {hyb_fuse_cost_analytic, (void *)hw,
+				     "analytic", hw};
+	struct hyb_fuse_cost without = {hyb_fuse_cost_analytic, (void *)hw,
+					"analytic", NULL};
+	struct sim_fusion_plan a, b;
+	struct ts_diag d = {0};
+	enum ts_status sa = hyb_fusion_plan_build(m, &with, &a, &d);
+	enum ts_status sb = hyb_fusion_plan_build(m, &without, &b, &d);
+	assert_int_equal(sa, sb);
+	if (sa != TS_OK)
+		return 0;
+	assert_int_equal(b.n_floored, 0);
+	assert_int_equal(a.n_trials, b.n_trials);
+	assert_int_equal(a.n_flips, b.n_flips);
+	for (int i = 0; i < a.n_flips; i++) {
+		assert_ptr_equal(a.flips[i].instr, b.flips[i].instr);
+		assert_int_equal(a.flips[i].force, b.flips[i].force);
+		assert_memory_equal(&a.flips[i].before_ns, &b.flips[i].before_ns,
+				    sizeof(double));
+		assert_memory_equal(&a.flips[i].after_ns, &b.flips[i].after_ns,
+				    sizeof(double));
+	}
+	int n = a.n_floored;
+	sim_fusion_plan_free(&a);
+	sim_fusion_plan_free(&b);
+	return n;
+}
+
+/*
+ * The search's floors (issue 37 item 7: a trial costs what it changes)
+ * turn down only what costing would: on the chain and tree of 300, and on
+ * generated modules (tests/gen_hlo.c, seeds 0 .. GEN_FLOOR_SEEDS - 1: the
+ * elementwise chains, broadcasts, reduces, dots, convolutions, loops
+ * beside them), on v3 and on v4 (two cores a kernel), the search with
+ * them decides exactly as without, and they do turn some down. On the
+ * chain and the tree of 8,000 every trial is turned down by its floor,
+ * and the search costs one kernel, whatever N (it costed 2 a trial).
+ */
+enum { GEN_FLOOR_SEEDS = 3000 };
+
+static void test_floor_exact(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v3", "v4"};
+	for (int gi = 0; gi < 2; gi++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[gi], &hw))
+			skip();
+		long floored = 0;
+		for (int seed = -2; seed < GEN_FLOOR_SEEDS; seed++) {
+			char *text;
+			size_t len;
+			if (seed == -2)
+				text = chain_text(300);
+			else if (seed == -1)
+				text = tree_text(300);
+			else
+				gen_hlo_module((uint64_t)seed, -1, 34, &text, &len);
+			struct ir_module **m = NULL;
+			int nm = 0;
+			struct ts_diag d = {0};
+			if (hlo_parse("g.hlo", text, strlen(text), &m, &nm, &d) ==
+			    TS_OK) {
+				int n = same_with_floors(m[0], &hw);
+				if (seed < 0)
+					assert_true(n > 0);
+				floored += n;
+				for (int i = 0; i < nm; i++)
+					ir_module_free(m[i]);
+			}
+			ts_free(m);
+			free(text);
+		}
+		print_message("%s: %ld decisions turned down by floors\n",
+			      gens[gi], floored);
+	}
+	struct hw_spec hw;
+	assert_true(tu_load_spec("v3", &hw));
+	struct hyb_fuse_cost analytic = {hyb_fuse_cost_analytic, &hw,
+					 "analytic", &hw};
+	for (int shape = 0; shape < 2; shape++) {
+		char *text = shape ? tree_text(8000) : chain_text(8000);
+		struct ir_module **m = NULL;
+		int nm = 0;
+		struct ts_diag d = {0};
+		assert_int_equal(hlo_parse("t.hlo", text, strlen(text), &m, &nm,
+					   &d),
+				 TS_OK);
+		struct sim_fusion_plan plan;
+		assert_int_equal(hyb_fusion_plan_build(m[0], &analytic, &plan, &d),
+				 TS_OK);
+		assert_true(plan.n_trials >= 7999);
+		assert_int_equal(plan.n_floored, plan.n_trials);
+		assert_int_equal(plan.n_costed, 1);
+		sim_fusion_plan_free(&plan);
+		ir_module_free(m[0]);
+		ts_free(m);
+		free(text);
+	}
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -1353,6 +1464,7 @@ int main(void)
 		cmocka_unit_test(test_trial_work),
 		cmocka_unit_test(test_memo_exact),
 		cmocka_unit_test(test_trial_memo),
+		cmocka_unit_test(test_floor_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
