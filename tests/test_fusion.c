@@ -20,7 +20,10 @@
  *   figures docs/FUSION.md's agreement table gives);
  * - the fusion search's memo of member figures (sim/memo.c): kernels
  *   costed with it bit for bit as without, each figure worked out once
- *   (test_memo_exact, test_trial_memo).
+ *   (test_memo_exact, test_trial_memo);
+ * - the search's floors turn down only what costing would, on generated
+ *   modules too, and make a chain's or tree's trials cost O(1)
+ *   (test_floor_exact).
  */
 #include <setjmp.h>
 #include <stdarg.h>
