@@ -538,7 +538,7 @@ const struct cmd cmd_validate = {
 	.summary = "Compare estimates with measured TPU runtimes",
 	.synopsis = "--data DIR [--data DIR...] (--hw SPEC.yaml | --hw-dir "
 		    "DIR) [--csv FILE] [--markdown] [--model MODEL]",
-	.flags = CMD_HAS_FORMAT,
+	.flags = CMD_HAS_FORMAT | CMD_HAS_SLICE,
 	.options = validate_options,
 	.repeatable = "data",
 	.opts_size = sizeof(struct validate_opts),

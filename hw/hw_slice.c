@@ -72,6 +72,17 @@ enum ts_status hw_slice_parse(const char *text, struct hw_slice *s,
 	return TS_OK;
 }
 
+void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < s->n_dims && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "x" : "",
+				      s->dims[i]);
+	if (s->count > 1 && n < cap)
+		snprintf(buf + n, cap - n, ", %d slices", s->count);
+}
+
 enum ts_status hw_slice_check(const struct hw_spec *hw,
 			      const struct hw_slice *s, struct ts_diag *d)
 {

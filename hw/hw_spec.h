@@ -283,6 +283,9 @@ const char *hw_place_name(enum hw_place a); /* "cores", "x", ..., "slices" */
  * line are the caller's) otherwise. */
 enum ts_status hw_slice_parse(const char *text, struct hw_slice *s,
 			      struct ts_diag *d);
+/* "16x16" or "4x4x4", then ", N slices" when N > 1, into buf (cap >= 1):
+ * how messages and reports name a slice. */
+void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap);
 /* Whether slice s fits generation hw: as many dimensions as its torus, a
  * count from 1 to HW_SLICE_MAX_COUNT. TS_ERR_SPEC with d's message (no
  * location) otherwise. */

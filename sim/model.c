@@ -43,7 +43,8 @@ int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out)
 {
-	sim_collective_ici(p->k, hw, out, NULL);
+	sim_collective_cost(hw, p->coll, p->coll_bytes, p->coll_devices,
+			    p->coll_bits, p->coll_groups, out, NULL);
 }
 
 /* ====================================================================== */

@@ -1431,11 +1431,10 @@ static enum ts_status build(const struct sim_kernel *k,
 		/* ICI carries the whole payload wherever it lives; HBM sees
 		 * the part of it in HBM read and written once each (a VMEM
 		 * buffer's DMA to and from the links bypasses HBM) */
-		enum hw_collective c;
-		double bytes, hbm;
-		int64_t devices;
-		int bits;
-		sim_collective_of(k, &c, &bytes, &hbm, &devices, &bits);
+		double hbm;
+		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
+				  &p->coll_devices, &p->coll_bits);
+		p->coll_groups = k->groups;
 		p->other_bytes = 2.0 * hbm;
 		return TS_OK;
 	}

@@ -8,7 +8,7 @@
  * its slice. Called by the model (model.c sim_plan_ici), the roofline,
  * --explain and the CLI's summary.
  */
-#include "sim.h"
+#include "model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -92,19 +92,15 @@ static bool group_span(const struct hw_spec *hw, const struct ir_groups *r,
 	return true;
 }
 
-void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
-			struct hw_ici_cost *out, int64_t *group)
+void sim_collective_cost(const struct hw_spec *hw, enum hw_collective c,
+			 double bytes, int64_t devices, int bits,
+			 const struct ir_groups *r, struct hw_ici_cost *out,
+			 int64_t *group)
 {
-	enum hw_collective c;
-	double bytes, hbm_bytes;
-	int64_t devices;
-	int bits;
-	sim_collective_of(k, &c, &bytes, &hbm_bytes, &devices, &bits);
 	if (group)
 		*group = -1;
 	/* no groups: one of every device when the group is the whole slice,
 	 * else lists not known (a mesh's device order written out) */
-	const struct ir_groups *r = k->groups;
 	int64_t n_groups = r ? r->n_groups : 1;
 	if (hw->slice.n_dims == 0 || (!r && devices != hw_slice_devices(hw))) {
 		hw_ici_collective(hw, c, bytes, devices, bits, out);
@@ -132,15 +128,15 @@ void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
 	}
 }
 
-/* "16x16" or "4x4x4", then ", N slices" when N > 1, into buf. */
-static void slice_text(const struct hw_slice *s, char *buf, size_t cap)
+void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
+			struct hw_ici_cost *out, int64_t *group)
 {
-	size_t n = 0;
-	for (int i = 0; i < s->n_dims && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "x" : "",
-				      s->dims[i]);
-	if (s->count > 1 && n < cap)
-		snprintf(buf + n, cap - n, ", %d slices", s->count);
+	enum hw_collective c;
+	double bytes, hbm_bytes;
+	int64_t devices;
+	int bits;
+	sim_collective_of(k, &c, &bytes, &hbm_bytes, &devices, &bits);
+	sim_collective_cost(hw, c, bytes, devices, bits, k->groups, out, group);
 }
 
 enum ts_status sim_program_check_slice(const struct sim_program *p,
@@ -153,7 +149,7 @@ enum ts_status sim_program_check_slice(const struct sim_program *p,
 	int64_t want = m->replica_count * m->num_partitions;
 	int64_t have = hw_slice_devices(hw);
 	char shape[64];
-	slice_text(&hw->slice, shape, sizeof shape);
+	hw_slice_format(&hw->slice, shape, sizeof shape);
 	if (want != have) {
 		ts_diag_set(d, m->file, m->line, 1,
 			    "the module runs on %lld devices (replica_count "
