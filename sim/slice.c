@@ -152,9 +152,10 @@ enum ts_status sim_program_check_slice(const struct sim_program *p,
 	hw_slice_format(&hw->slice, shape, sizeof shape);
 	if (want != have) {
 		ts_diag_set(d, m->file, m->line, 1,
-			    "the module runs on %lld devices (replica_count "
+			    "the module runs on %lld device%s (replica_count "
 			    "%lld x num_partitions %lld); the slice %s has "
 			    "%lld (%s: %d per chip)", (long long)want,
+			    want == 1 ? "" : "s",
 			    (long long)m->replica_count,
 			    (long long)m->num_partitions, shape,
 			    (long long)have, hw->name,
