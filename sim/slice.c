@@ -29,9 +29,9 @@ static int64_t device(const struct ir_groups *r, int64_t g, int64_t j)
 }
 
 /*
- * The span of group g (n devices) of r on hw->slice into *s: for each place (a chip's
- * devices, x, y, z, the slices) the distinct coordinates k_a of the
- * group's devices; an axis with k_a >= 2 is spanned:
+ * The span of group g (n devices) of r on hw->slice into *s: for each
+ * place (a chip's devices, x, y, z, the slices) the distinct coordinates
+ * k_a of the group's devices; an axis with k_a >= 2 is spanned:
  *   slices             dcn
  *   cores of a chip    ring (a stand-in: hw_ici_torus says why)
  *   x, y, z            ring when the group covers the whole axis and it

@@ -254,13 +254,15 @@ static struct hw_slice row_slice(const struct val_report *r,
 }
 
 /* Whether row's slice (hw->slice) fits its generation and its module's
- * program: TS_ERR_SPEC otherwise, d at the row's topology field when it
+ * program (parsed from `path`, the dataset's string: d outlives the
+ * module): TS_ERR_SPEC otherwise, d at the row's topology field when it
  * has one; for the report's default slice, the option's message or where
  * sim_program_check_slice puts it. */
 static enum ts_status check_slice(const struct val_report *r,
 				  const struct val_row *row,
 				  const struct sim_program *prog,
-				  const struct hw_spec *hw, struct ts_diag *d)
+				  const struct hw_spec *hw, const char *path,
+				  struct ts_diag *d)
 {
 	struct ts_diag sd = {0};
 	if (!hw->slice.n_dims)
@@ -280,6 +282,7 @@ static enum ts_status check_slice(const struct val_report *r,
 		ts_diag_set(d, NULL, 0, 0, "--topology: %s", sd.msg);
 	} else {
 		*d = sd;
+		d->file = path;
 	}
 	return st;
 }
@@ -374,7 +377,7 @@ static enum ts_status cost_module(struct val_report *r,
 		}
 		struct hw_spec hw = *spec;
 		hw.slice = row_slice(r, row0);
-		if ((st = check_slice(r, row0, &prog, &hw, d)))
+		if ((st = check_slice(r, row0, &prog, &hw, m->full_path, d)))
 			goto out;
 		const char *kerr = NULL;
 		enum ts_status kst = TS_OK;
