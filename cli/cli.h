@@ -91,6 +91,10 @@ enum {
 	CMD_TRAINS = 1u << 4,      /* trains or fits models (train, compare,
 	                              autotune's online fit): OpenBLAS pinned
 	                              to one kernel set (main.c pin_blas) */
+	CMD_HAS_SLICE = 1u << 5,   /* accepts --topology SHAPE and --slices N
+	                              into ctx->slice; with CMD_NEEDS_HW main
+	                              checks it against every spec and sets
+	                              their slice */
 };
 
 #define CMD_MAX_HW 8 /* --hw options of a CMD_MULTI_HW command */
@@ -101,6 +105,8 @@ enum {
 	CMD_OPT_SET,               /* --set PATH=VALUE (with --hw) */
 	CMD_OPT_GEN,               /* --gen LIST (CMD_MULTI_HW) */
 	CMD_OPT_HW_DIR,            /* --hw-dir DIR for --gen (CMD_MULTI_HW) */
+	CMD_OPT_TOPOLOGY,          /* --topology SHAPE (CMD_HAS_SLICE) */
+	CMD_OPT_SLICES,            /* --slices N (CMD_HAS_SLICE) */
 	CMD_OPT_FORMAT = 'f',      /* -f, --format */
 	CMD_OPT_HELP = 'h',        /* -h, --help */
 	CMD_OPT_OWN = 0x100,       /* first id for a command's long options */
@@ -122,6 +128,8 @@ struct cmd_ctx {
 	struct hw_spec more_hw[CMD_MAX_HW - 1];
 	const char *more_hw_path[CMD_MAX_HW - 1]; /* their files */
 	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
+	struct hw_slice slice;     /* --topology and --slices (CMD_HAS_SLICE);
+	                              n_dims 0: not given */
 };
 
 struct cmd {
@@ -212,7 +220,8 @@ struct cmd_graph {
  * Parses `path` ("-": standard input) and builds the programs of its
  * modules (only the one named `module` when not NULL; with
  * opts->default_trip_count; an unfused module fused by the policy
- * `fusion` decides, NULL: xla). Reports every failure itself (located
+ * `fusion` decides, NULL: xla), each checked to fit the slice of every
+ * spec (sim_program_check_slice). Reports every failure itself (located
  * diagnostics, an unknown --module with the list of modules, loops whose
  * trip count was assumed) and returns an enum cmd_exit. g is always safe
  * to cmd_graph_free().

@@ -410,6 +410,16 @@ static enum ts_status fill_footer(struct cmd_table *t,
 	return st;
 }
 
+/* The --topology slice in the report's header (none: nothing). */
+static void report_slice(struct cmd_report *r, const struct cmd_ctx *ctx)
+{
+	char shape[64];
+	if (!ctx->slice.n_dims)
+		return;
+	hw_slice_format(&ctx->slice, shape, sizeof shape);
+	cmd_report_text(r, "topology", shape);
+}
+
 /* ---- finding modules and kernels ---------------------------------------- */
 
 /* Prints "  NOUN: a, b, c" for the kernels of the programs (tunable ones
@@ -691,6 +701,31 @@ static enum ts_status summary_tables(struct cmd_report *r,
 	return st;
 }
 
+/* With a slice: the collectives' exposed time (sim_kernel_exposed_ns: what
+ * they add to the program total), split into the part on the data-centre
+ * network (each kernel's DCN share of its time, sim_collective_ici's
+ * dcn_ns) and the rest on ICI (its transfers, latencies, VPU adds and
+ * launch); shares of the program total. */
+static enum ts_status collectives_table(struct cmd_report *r,
+					const struct sim_program *p,
+					const struct hw_spec *hw, double total)
+{
+	struct rollup u = {0};
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		if (k->kind != SIM_KERNEL_COLLECTIVE || !(k->est.time_ns > 0))
+			continue;
+		struct hw_ici_cost c;
+		sim_collective_ici(k, hw, &c, NULL);
+		double exposed = sim_kernel_exposed_ns(p, i);
+		double dcn = exposed * fmin(1, c.dcn_ns / k->est.time_ns);
+		rollup_add(&u, "ici", exposed - dcn);
+		if (dcn > 0)
+			rollup_add(&u, "dcn", dcn);
+	}
+	return summary_table(r, "collectives", "link", &u, total);
+}
+
 /* What apply_model keeps for the report. */
 struct model_view {
 	double **analytic;  /* [m][i]: kernel i of program m's analytic time,
@@ -721,6 +756,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 	cmd_report_text(&r, "hw", ctx->hw.name);
 	if (ctx->hw_set[0])
 		cmd_report_text(&r, "hw_set", ctx->hw_set);
+	report_slice(&r, ctx);
 	cmd_report_text(&r, "model", o->roofline ? "roofline"
 				     : o->model  ? "hybrid"
 						 : "analytic");
@@ -773,6 +809,9 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				cmd_report_num(&r, "time_ns", CMD_UNIT_TIME_NS,
 					       total);
 				st = summary_tables(&r, p);
+				if (!st && ctx->hw.slice.n_dims)
+					st = collectives_table(&r, p, &ctx->hw,
+							       total);
 			} else {
 				cmd_report_table(&r, &t);
 			}
@@ -877,6 +916,7 @@ static int report_generations(struct cmd_ctx *ctx, const char *path,
 	cmd_report_text(&r, "hw", names);
 	if (ctx->hw_set[0])
 		cmd_report_text(&r, "hw_set", ctx->hw_set);
+	report_slice(&r, ctx);
 	cmd_report_text(&r, "model", "analytic");
 	cmd_report_list_begin(&r, "modules");
 	enum ts_status st = TS_OK;
@@ -1261,7 +1301,7 @@ const struct cmd cmd_run = {
 	.name = "run",
 	.summary = "Estimate the kernels of an HLO module on one TPU",
 	.synopsis = "GRAPH.hlo|-|DUMP_DIR... --hw SPEC.yaml [options]",
-	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT | CMD_MULTI_HW,
+	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT | CMD_MULTI_HW | CMD_HAS_SLICE,
 	.options = run_options,
 	.opts_size = sizeof(struct run_opts),
 	.parse_opt = run_parse_opt,

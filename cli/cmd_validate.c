@@ -92,7 +92,11 @@ static void validate_help(FILE *out)
 	      "+ host.device_ns x (devices - 1)); a set's\nrecorded overheads "
 	      "only check that term.\n"
 	      "A row the model cannot cost, or calls infeasible, is counted "
-	      "and listed.\n\n"
+	      "and listed.\n"
+	      "A set may add the columns topology (the slice a row ran on, "
+	      "e.g. 16x16)\nand slices (how many, default 1): its "
+	      "collectives are then costed on\nthat slice; --topology and "
+	      "--slices give the slice of rows without one.\n\n"
 	      "Options:\n"
 	      "      --data DIR       a measurement set (repeatable, at least "
 	      "one)\n"
@@ -412,7 +416,7 @@ static int validate_set(struct cmd_ctx *ctx, const struct validate_opts *o,
 			const struct gnn_model *model, struct cmd_report *rep,
 			struct cmd_table *rows_tbl)
 {
-	struct val_report_opts ro = {.model = model};
+	struct val_report_opts ro = {.model = model, .slice = ctx->slice};
 	struct val_dataset ds;
 	struct val_specs specs = {0};
 	struct val_report r = {0};
@@ -538,7 +542,7 @@ const struct cmd cmd_validate = {
 	.summary = "Compare estimates with measured TPU runtimes",
 	.synopsis = "--data DIR [--data DIR...] (--hw SPEC.yaml | --hw-dir "
 		    "DIR) [--csv FILE] [--markdown] [--model MODEL]",
-	.flags = CMD_HAS_FORMAT,
+	.flags = CMD_HAS_FORMAT | CMD_HAS_SLICE,
 	.options = validate_options,
 	.repeatable = "data",
 	.opts_size = sizeof(struct validate_opts),

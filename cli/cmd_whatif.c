@@ -808,7 +808,7 @@ const struct cmd cmd_whatif = {
 	.synopsis = "GRAPH.hlo --hw SPEC.yaml --sweep P=VALUES [--sweep ...] "
 		    "[--set P=V ...] [--hold-tiles] [--csv FILE] [--plots DIR] "
 		    "[--trace DIR]",
-	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT,
+	.flags = CMD_NEEDS_HW | CMD_HAS_FORMAT | CMD_HAS_SLICE,
 	.options = whatif_options,
 	.repeatable = "sweep",
 	.opts_size = sizeof(struct whatif_opts),

@@ -276,11 +276,19 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 			cmd_diag(ctx, &d, path, g->text, strlen(g->text));
 			return cmd_exit_from_status(st);
 		}
-		cmd_warn_unmodelled(ctx, &g->progs[g->n_progs]);
+		const struct sim_program *p = &g->progs[g->n_progs++];
+		/* the slice of every spec must hold the module's devices */
+		for (int i = -1; i < ctx->n_more_hw; i++) {
+			st = sim_program_check_slice(
+				p, i < 0 ? &ctx->hw : &ctx->more_hw[i], &d);
+			if (st != TS_OK) {
+				cmd_diag(ctx, &d, path, g->text, strlen(g->text));
+				return cmd_exit_from_status(st);
+			}
+		}
+		cmd_warn_unmodelled(ctx, p);
 		warn_hbm(ctx, g->mods[m]);
-		warn_assumed_trip_counts(ctx, &g->progs[g->n_progs],
-					 opts->default_trip_count);
-		g->n_progs++;
+		warn_assumed_trip_counts(ctx, p, opts->default_trip_count);
 	}
 	if (g->n_progs == 0) {
 		cmd_error(ctx, "--module: no module named '%s' in %s", module,

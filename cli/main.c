@@ -217,6 +217,18 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 		      "      --hw-dir DIR      where --gen finds them (default: "
 		      "hwspecs)\n",
 		      out);
+	if (cmd->flags & CMD_HAS_SLICE)
+		fputs("      --topology SHAPE  the slice the program runs on, "
+		      "e.g. 16x16 or 4x4x4\n"
+		      "                        (chips along each torus axis): "
+		      "collectives are\n"
+		      "                        costed over the axes their groups "
+		      "span; the module's\n"
+		      "                        devices must be the slices'\n"
+		      "      --slices N        slices of that shape joined by the "
+		      "data-centre\n"
+		      "                        network (1 to 1024; default 1)\n",
+		      out);
 	if (cmd->flags & CMD_HAS_FORMAT)
 		fputs("  -f, --format FMT      output: table (default), csv, "
 		      "json or yaml\n",
@@ -483,6 +495,40 @@ static int load_hw(struct cmd_ctx *ctx, const struct cmd *cmd,
 	return CMD_EXIT_OK;
 }
 
+/* --topology SHAPE into ctx->slice; a malformed shape is shown with a
+ * caret under its column. */
+static int parse_topology(struct cmd_ctx *ctx, const struct cmd *cmd,
+			  const char *arg)
+{
+	struct ts_diag d = {0};
+	if (hw_slice_parse(arg, &ctx->slice, &d) == TS_OK) {
+		ctx->slice.count = ctx->slice.count ? ctx->slice.count : 1;
+		return CMD_EXIT_OK;
+	}
+	d.file = "--topology";
+	d.line = 1;
+	d.src = arg;
+	d.src_len = strlen(arg);
+	ts_diag_print(&d, ctx->err);
+	return usage_error(ctx, cmd);
+}
+
+/* The slice on every spec loaded (ctx->hw, ctx->more_hw), each checked to
+ * fit its generation. */
+static int set_slice(struct cmd_ctx *ctx, const struct cmd *cmd)
+{
+	for (int i = -1; i < ctx->n_more_hw; i++) {
+		struct hw_spec *hw = i < 0 ? &ctx->hw : &ctx->more_hw[i];
+		struct ts_diag d = {0};
+		if (hw_slice_check(hw, &ctx->slice, &d) != TS_OK) {
+			cmd_error(ctx, "--topology: %s", d.msg);
+			return usage_error(ctx, cmd);
+		}
+		hw->slice = ctx->slice;
+	}
+	return CMD_EXIT_OK;
+}
+
 /* --gen LIST [--hw-dir DIR]: the specs DIR/NAME.yaml of each generation
  * named in LIST (comma-separated), as if given by --hw in that order. */
 static int gen_specs(struct cmd_ctx *ctx, const struct cmd *cmd,
@@ -564,6 +610,12 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		longopts[n_long++] = (struct option){"hw-dir", required_argument,
 						     NULL, CMD_OPT_HW_DIR};
 	}
+	if (cmd->flags & CMD_HAS_SLICE) {
+		longopts[n_long++] = (struct option){
+			"topology", required_argument, NULL, CMD_OPT_TOPOLOGY};
+		longopts[n_long++] = (struct option){
+			"slices", required_argument, NULL, CMD_OPT_SLICES};
+	}
 	if (cmd->flags & CMD_HAS_FORMAT)
 		longopts[n_long++] = (struct option){
 			"format", required_argument, NULL, CMD_OPT_FORMAT};
@@ -633,6 +685,21 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			}
 			sets[n_sets++] = optarg;
 			break;
+		case CMD_OPT_TOPOLOGY:
+			rc = parse_topology(&ctx, cmd, optarg);
+			break;
+		case CMD_OPT_SLICES: {
+			int64_t count = 0;
+			if (!cmd_parse_int64(optarg, 1, HW_SLICE_MAX_COUNT,
+					     &count)) {
+				cmd_error(&ctx, "--slices: expected a whole number "
+					  "from 1 to %d, got '%s'",
+					  HW_SLICE_MAX_COUNT, optarg);
+				rc = usage_error(&ctx, cmd);
+			}
+			ctx.slice.count = (int)count;
+			break;
+		}
 		case CMD_OPT_FORMAT:
 			if (!cmd_format_parse(optarg, &ctx.format)) {
 				cmd_error(&ctx,
@@ -677,8 +744,16 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}
+	if (ctx.slice.count && !ctx.slice.n_dims) {
+		cmd_error(&ctx, "--slices counts slices of the --topology shape; "
+			  "give --topology too");
+		rc = usage_error(&ctx, cmd);
+		goto out;
+	}
 	if (cmd->flags & CMD_NEEDS_HW) {
 		rc = load_hw(&ctx, cmd, sets, n_sets, more, n_more);
+		if (rc == CMD_EXIT_OK && ctx.slice.n_dims && ctx.hw_path)
+			rc = set_slice(&ctx, cmd);
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}

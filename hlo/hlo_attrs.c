@@ -57,6 +57,7 @@ static const char *const attr_names[] = {
 	[A_TARGET] = "custom_call_target",
 	[A_PRECISION] = "operand_precision",
 	[A_REPLICA_GROUPS] = "replica_groups",
+	[A_PAIRS] = "source_target_pairs",
 	[A_METADATA] = "metadata",
 	[A_BACKEND_CONFIG] = "backend_config",
 	[A_K] = "k",
@@ -86,7 +87,7 @@ static const char *const cost_free_attrs[] = {
 	"domain",
 	"custom_call_has_side_effect", "output_to_operand_aliasing", "schedule",
 	"literal", "padding_type", "type", "mode", "largest", "is_composite",
-	"execution_thread", "source_target_pairs", "conv_kind", "num_carries",
+	"execution_thread", "conv_kind", "num_carries",
 	"is_reverse", "is_associative", "lhs_ragged_dims", "rhs_group_dims",
 	"algorithm", "sparsity", "is_cross_program_prefetch",
 };
@@ -616,8 +617,76 @@ static bool parse_padding(struct hp_parser *p, struct ir_padding **out)
 	return true;
 }
 
+/* ---- device groups: replica_groups, source_target_pairs ----------------- */
+
 /* Axes a mesh replica group may name (more: the group is left unknown). */
 #define MESH_MAX_AXES 16
+
+/* INT (',' INT)* then `close` from q (blanks between), at most max entries
+ * into v, each at most INT32_MAX: the byte after `close`, *n the count; or
+ * NULL (nothing reported) for anything else. */
+static const char *scan_ints(struct hp_parser *p, const char *q, int close,
+			     int64_t *v, int max, int *n)
+{
+	*n = 0;
+	for (;;) {
+		q = ws_end(p, q);
+		const char *d = q;
+		int64_t x = 0;
+		while (q < p->end && is_digit((unsigned char)*q) && x <= INT32_MAX)
+			x = x * 10 + (*q++ - '0');
+		if (q == d || x > INT32_MAX || *n == max)
+			return NULL;
+		v[(*n)++] = x;
+		q = ws_end(p, q);
+		if (peek_at(p, q) == close)
+			return q + 1;
+		if (peek_at(p, q) != ',')
+			return NULL;
+		q++;
+	}
+}
+
+/* An iota array's "[d0,d1,...]" and optional "T(p0,p1,...)" at q, into *t
+ * (perm the identity without T), *t_at at the 'T' (NULL: none): the byte
+ * after it, or NULL (nothing reported); iota_perm_ok checks T. */
+static const char *scan_iota(struct hp_parser *p, const char *q,
+			     struct ir_iota *t, const char **t_at)
+{
+	int64_t perm[IR_IOTA_MAX_DIMS];
+	int n_perm;
+	*t_at = NULL;
+	if (peek_at(p, q) != '[' ||
+	    !(q = scan_ints(p, q + 1, ']', t->dims, IR_IOTA_MAX_DIMS, &t->n)))
+		return NULL;
+	for (int i = 0; i < t->n; i++)
+		t->perm[i] = i;
+	const char *r = ws_end(p, q);
+	if (peek_at(p, r) != 'T')
+		return q;
+	*t_at = r;
+	r = ws_end(p, r + 1);
+	if (peek_at(p, r) != '(' ||
+	    !(r = scan_ints(p, r + 1, ')', perm, IR_IOTA_MAX_DIMS, &n_perm)))
+		return NULL;
+	if (n_perm != t->n)
+		t->perm[0] = -1; /* iota_perm_ok: not a permutation */
+	for (int i = 0; i < n_perm && n_perm == t->n; i++)
+		t->perm[i] = (int)perm[i];
+	return r;
+}
+
+/* Is t->perm a permutation of 0 .. t->n - 1? */
+static bool iota_perm_ok(const struct ir_iota *t)
+{
+	bool seen[IR_IOTA_MAX_DIMS] = {false};
+	for (int i = 0; i < t->n; i++) {
+		if (t->perm[i] < 0 || t->perm[i] >= t->n || seen[t->perm[i]])
+			return false;
+		seen[t->perm[i]] = true;
+	}
+	return true;
+}
 
 /* A quoted axis name at q ('axis_0' or "axis_0", no escapes): its text
  * into *s, *n; the byte after the closing quote, or NULL. */
@@ -641,16 +710,22 @@ static const char *mesh_name(struct hp_parser *p, const char *q,
 /*
  * The mesh form of replica_groups, mesh['a'=2,'b'=1,'c'=2] {'a','c'}: a
  * device mesh with named axes and their sizes (optionally followed by
- * ", device_ids=(...)", the devices' order), then the axes each group
- * spans; the group's size is the product of those axes' sizes (2 x 2
- * here). q is at "mesh". Returns the byte after the closing '}' and sets
- * *size, or NULL (nothing consumed, no error) for any other spelling (a
+ * ", device_ids=(...)", the devices in mesh order), then the axes each
+ * group spans. As XLA's MeshAxesReplicaGroupList: the mesh's positions
+ * transposed to the other axes first, then the named ones in the order
+ * named, and read as groups of the named axes' product (2 x 2 here); so it
+ * is the iota [G,N]<=[2,1,2]T(1,0,2), its device order an iota too
+ * (device_ids=([2,4]T(1,0))). q is at "mesh". Returns the byte after the
+ * closing '}' with *size set and *r filled (r->iota.n == 0: its lists are
+ * not kept: more than IR_IOTA_MAX_DIMS axes, or a device order written out
+ * in full), or NULL (nothing consumed, no error) for any other spelling (a
  * sub-axis 'a':(1)2, a name not in the mesh), which stays unknown.
  */
 static const char *mesh_groups(struct hp_parser *p, const char *q,
-			       int64_t *size)
+			       int64_t *size, struct ir_groups *r)
 {
-	struct { const char *s; size_t n; int64_t v; } ax[MESH_MAX_AXES];
+	struct { const char *s; size_t n; int64_t v; bool named; }
+		ax[MESH_MAX_AXES];
 	int n_ax = 0;
 	if (p->end - q < 5 || memcmp(q, "mesh[", 5) != 0)
 		return NULL;
@@ -669,6 +744,7 @@ static const char *mesh_groups(struct hp_parser *p, const char *q,
 			v = v * 10 + (*q++ - '0');
 		if (q == d || v < 1 || v >= INT32_MAX)
 			return NULL;
+		ax[n_ax].named = false;
 		ax[n_ax++].v = v;
 		q = ws_end(p, q);
 		if (peek_at(p, q) == ']')
@@ -678,24 +754,30 @@ static const char *mesh_groups(struct hp_parser *p, const char *q,
 		q++;
 	}
 	q = ws_end(p, q + 1);
-	/* a device order, ", device_ids=([2,2]T(1,0))", may come between: it
-	 * permutes the devices, not the groups' size */
+	bool keep = n_ax <= IR_IOTA_MAX_DIMS;
+	memset(r, 0, sizeof *r);
+	/* a device order, ", device_ids=([2,2]T(1,0))": kept when an iota */
 	if (peek_at(p, q) == ',') {
-		const char *r = ws_end(p, q + 1);
-		if (p->end - r < 12 || memcmp(r, "device_ids=(", 12) != 0)
+		const char *s = ws_end(p, q + 1), *t_at;
+		if (p->end - s < 12 || memcmp(s, "device_ids=(", 12) != 0)
 			return NULL;
-		r += 12;
-		for (int depth = 1; depth > 0; r++) {
-			if (r >= p->end || *r == '\n')
+		s += 12;
+		const char *e = scan_iota(p, ws_end(p, s), &r->order, &t_at);
+		e = e ? ws_end(p, e) : NULL;
+		keep = keep && e && peek_at(p, e) == ')' &&
+		       iota_perm_ok(&r->order);
+		for (int depth = 1; depth > 0; s++) {
+			if (s >= p->end || *s == '\n')
 				return NULL;
-			depth += *r == '(' ? 1 : *r == ')' ? -1 : 0;
+			depth += *s == '(' ? 1 : *s == ')' ? -1 : 0;
 		}
-		q = ws_end(p, r);
+		q = ws_end(p, s);
 	}
 	if (peek_at(p, q) != '{')
 		return NULL;
 	q++;
-	int64_t g = 1;
+	int64_t g = 1, total = 1;
+	int named[MESH_MAX_AXES], n_named = 0;
 	for (;;) {
 		const char *s;
 		size_t n;
@@ -704,8 +786,10 @@ static const char *mesh_groups(struct hp_parser *p, const char *q,
 		int i = 0;
 		while (i < n_ax && !(ax[i].n == n && memcmp(ax[i].s, s, n) == 0))
 			i++;
-		if (i == n_ax)
+		if (i == n_ax || ax[i].named)
 			return NULL;
+		ax[i].named = true;
+		named[n_named++] = i;
 		g = ir_mul_sat(g, ax[i].v);
 		q = ws_end(p, q);
 		if (peek_at(p, q) == '}')
@@ -715,59 +799,243 @@ static const char *mesh_groups(struct hp_parser *p, const char *q,
 		q++;
 	}
 	*size = g;
+	for (int i = 0; i < n_ax; i++)
+		total = ir_mul_sat(total, ax[i].v);
+	int64_t order_n = 1;
+	for (int i = 0; i < r->order.n; i++)
+		order_n = ir_mul_sat(order_n, r->order.dims[i]);
+	if (keep && total <= IR_MAX_DEVICES &&
+	    (r->order.n == 0 || order_n == total)) {
+		r->n_groups = total / g;
+		r->size = g;
+		r->iota.n = n_ax;
+		int k = 0;
+		for (int i = 0; i < n_ax; i++) {
+			r->iota.dims[i] = ax[i].v;
+			if (!ax[i].named)
+				r->iota.perm[k++] = i;
+		}
+		for (int i = 0; i < n_named; i++)
+			r->iota.perm[k++] = named[i];
+	}
 	return q + 1;
 }
 
+/* A copy of the groups *r in the module's arena into *out; false (out of
+ * memory recorded) when it cannot. */
+static bool keep_groups(struct hp_parser *p, const struct ir_groups *r,
+			const struct ir_groups **out)
+{
+	struct ir_groups *c = ts_arena_dup(&p->m->arena, r, sizeof *r);
+	if (!c)
+		return hp_nomem(p);
+	*out = c;
+	return true;
+}
+
 /*
- * replica_groups: {} (all devices: 0), {{0,1},{2,3}} (size of the first
- * group), iota [G,S]<=[N] (S), mesh['a'=2,'b'=2] {'a'} (mesh_groups: 2);
- * anything else is skipped and leaves 0 (unknown).
+ * Explicit device lists at p->p ('{'): "{}" (none; every device), or '{'
+ * list (',' list)* '}', list = '{' id (',' id)* '}', each id in [0,
+ * IR_MAX_DEVICES), at most IR_MAX_DEVICES ids in all; with `pairs`
+ * (source_target_pairs) every list has two. *first: the first list's
+ * length (0 for "{}").
  */
-static bool parse_replica_groups(struct hp_parser *p, int64_t *size)
+static bool parse_id_lists(struct hp_parser *p, const char *attr, bool pairs,
+			   const struct ir_groups **out, int64_t *first)
+{
+	const char *what = pairs ? "pair" : "group";
+	*out = NULL;
+	*first = 0;
+	p->p++;
+	if (hp_accept(p, '}'))
+		return true;
+	struct hp_vec starts = {0}; /* int64_t: where each list begins */
+	p->ints.n = 0;              /* int: the ids */
+	bool ok = true;
+	for (int64_t g = 0; ok; g++) {
+		skip_ws(p);
+		const char *open = p->p;
+		int64_t *s = hp_vec_push(p, &starts, sizeof *s);
+		if (!s)
+			break;
+		*s = (int64_t)p->ints.n;
+		if (cur(p) != '{') {
+			ok = hp_fail(p, open, "bad value for attribute '%s': "
+				     "expected '{'", attr);
+			break;
+		}
+		p->p++;
+		if (hp_accept(p, '}')) {
+			ok = hp_fail(p, open, "bad value for attribute '%s': "
+				     "%s %lld is empty", attr, what, (long long)g);
+			break;
+		}
+		for (;;) {
+			skip_ws(p);
+			const char *at = p->p;
+			int64_t v;
+			int *id;
+			if (!is_digit(cur(p))) {
+				ok = hp_fail(p, at, "bad value for attribute "
+					     "'%s': expected a device id", attr);
+				break;
+			}
+			if (!(ok = hp_read_int(p, &v)))
+				break;
+			if (v >= IR_MAX_DEVICES) {
+				ok = hp_fail(p, at, "bad value for attribute "
+					     "'%s': device id %lld is out of "
+					     "range [0, %d]", attr, (long long)v,
+					     IR_MAX_DEVICES - 1);
+				break;
+			}
+			if (p->ints.n == IR_MAX_DEVICES) {
+				ok = hp_fail(p, at, "bad value for attribute "
+					     "'%s': more than %d device ids",
+					     attr, IR_MAX_DEVICES);
+				break;
+			}
+			if (!(id = hp_vec_push(p, &p->ints, sizeof *id))) {
+				ok = false;
+				break;
+			}
+			*id = (int)v;
+			if (hp_accept(p, '}'))
+				break;
+			if (!hp_accept(p, ',')) {
+				ok = hp_fail(p, p->p, "bad value for attribute "
+					     "'%s': expected ',' or '}'", attr);
+				break;
+			}
+		}
+		int64_t len = (int64_t)p->ints.n - *s;
+		if (ok && pairs && len != 2)
+			ok = hp_fail(p, open, "bad value for attribute '%s': "
+				     "pair %lld has %lld ids, expected 2", attr,
+				     (long long)g, (long long)len);
+		if (!ok)
+			break;
+		if (g == 0)
+			*first = len;
+		if (hp_accept(p, '}')) {
+			int64_t *end = hp_vec_push(p, &starts, sizeof *end);
+			struct ts_arena *a = &p->m->arena;
+			struct ir_groups r = {.n_groups = g + 1};
+			if (!end)
+				break;
+			*end = (int64_t)p->ints.n;
+			r.starts = ts_arena_dup(a, starts.v, starts.n * sizeof *end);
+			int32_t *ids = ts_arena_array(a, p->ints.n, sizeof *ids);
+			if (!r.starts || !ids) {
+				ok = hp_nomem(p);
+				break;
+			}
+			for (size_t i = 0; i < p->ints.n; i++)
+				ids[i] = ((const int *)p->ints.v)[i];
+			r.ids = ids;
+			ok = keep_groups(p, &r, out);
+			break;
+		}
+		if (!hp_accept(p, ',')) {
+			ok = hp_fail(p, p->p, "bad value for attribute '%s': "
+				     "expected ',' or '}'", attr);
+			break;
+		}
+	}
+	ts_free(starts.v);
+	return ok && *out;
+}
+
+/* The iota form [G,N]<=[dims] or [G,N]<=[dims]T(perm) at p->p ('['): G
+ * groups of N devices read from the iota array (ir.h struct ir_iota). */
+static bool parse_iota_groups(struct hp_parser *p, const struct ir_groups **out,
+			      int64_t *size)
+{
+	const char *at = p->p, *t_at;
+	struct ir_groups r = {0};
+	int64_t gn[2];
+	int n;
+	const char *q = scan_ints(p, at + 1, ']', gn, 2, &n);
+	if (!q || n != 2)
+		return hp_fail(p, at, "bad value for attribute 'replica_groups': "
+			       "expected [groups,size]<=[dims]");
+	q = ws_end(p, q);
+	if (p->end - q < 2 || memcmp(q, "<=", 2) != 0)
+		return hp_fail(p, q, "bad value for attribute 'replica_groups': "
+			       "expected '<=' after [groups,size]");
+	const char *dims_at = ws_end(p, q + 2);
+	const char *e = scan_iota(p, dims_at, &r.iota, &t_at);
+	if (!e)
+		return hp_fail(p, dims_at, "bad value for attribute "
+			       "'replica_groups': expected [dims] or "
+			       "[dims]T(permutation) after '<='");
+	if (gn[0] < 1 || gn[1] < 1)
+		return hp_fail(p, at, "bad value for attribute 'replica_groups': "
+			       "groups and size must be at least 1");
+	if (gn[0] * gn[1] > IR_MAX_DEVICES)
+		return hp_fail(p, at, "bad value for attribute 'replica_groups': "
+			       "%lld groups of %lld are more than %d devices",
+			       (long long)gn[0], (long long)gn[1],
+			       IR_MAX_DEVICES);
+	int64_t devices = 1;
+	for (int i = 0; i < r.iota.n; i++)
+		devices = ir_mul_sat(devices, r.iota.dims[i]);
+	if (devices != gn[0] * gn[1])
+		return hp_fail(p, dims_at, "bad value for attribute "
+			       "'replica_groups': %lld groups of %lld are %lld "
+			       "devices, the iota has %lld", (long long)gn[0],
+			       (long long)gn[1], (long long)(gn[0] * gn[1]),
+			       (long long)devices);
+	if (!iota_perm_ok(&r.iota))
+		return hp_fail(p, t_at, "bad value for attribute "
+			       "'replica_groups': %.*s is not a permutation of "
+			       "the %d dims", (int)(e - t_at), t_at, r.iota.n);
+	p->p = e;
+	r.n_groups = gn[0];
+	r.size = *size = gn[1];
+	return keep_groups(p, &r, out);
+}
+
+/*
+ * replica_groups: {} (all devices: size 0, no lists), {{0,1},{2,3}}
+ * (explicit lists; size: the first's), the iota form [G,N]<=[dims]T(perm)
+ * (N), the mesh form mesh['a'=2,'b'=2] {'a'} (mesh_groups: 2). A mesh
+ * spelling mesh_groups does not take is skipped (size 0: unknown); any
+ * other value is an error.
+ */
+static bool parse_replica_groups(struct hp_parser *p, struct ir_attrs *a)
 {
 	skip_ws(p);
-	*size = 0;
+	a->replica_group_size = 0;
+	a->groups = NULL;
+	if (cur(p) == '{')
+		return parse_id_lists(p, "replica_groups", false, &a->groups,
+				      &a->replica_group_size);
+	if (cur(p) == '[')
+		return parse_iota_groups(p, &a->groups, &a->replica_group_size);
 	if (cur(p) == 'm') {
-		const char *after = mesh_groups(p, p->p, size);
-		if (after) {
-			p->p = after;
-			return true;
-		}
+		struct ir_groups r;
+		const char *after = mesh_groups(p, p->p, &a->replica_group_size,
+						&r);
+		if (!after)
+			return hp_skip_value(p, false);
+		p->p = after;
+		return r.iota.n == 0 || keep_groups(p, &r, &a->groups);
 	}
-	if (cur(p) == '{') {
-		p->p++;
-		if (hp_accept(p, '}'))
-			return true;
-		bool first = true;
-		for (;;) {
-			struct ir_ints g;
-			if (!hp_parse_int_list(p, &g, "replica_groups"))
-				return false;
-			if (first)
-				*size = g.n;
-			first = false;
-			if (hp_accept(p, '}'))
-				return true;
-			if (!hp_accept(p, ','))
-				return hp_fail(p, p->p, "bad value for attribute 'replica_groups': expected ',' or '}'");
-		}
-	}
-	if (cur(p) == '[') {
-		p->p++;
-		int64_t last = 0;
-		for (;;) {
-			if (!hp_read_int(p, &last))
-				return false;
-			if (hp_accept(p, ']'))
-				break;
-			if (!hp_accept(p, ','))
-				return hp_fail(p, p->p, "bad value for attribute 'replica_groups': expected ',' or ']'");
-		}
-		*size = last;
-		/* "<=[N]" and an optional "T(...)" follow */
-		return cur(p) == '<' ? hp_skip_value(p, false) : true;
-	}
-	return hp_skip_value(p, false);
+	return hp_fail(p, p->p, "bad value for attribute 'replica_groups': "
+		       "expected {...}, [groups,size]<=[dims] or mesh[...]");
+}
+
+/* source_target_pairs={{0,1},{1,2}}: as groups of two {source, target}. */
+static bool parse_pairs(struct hp_parser *p, struct ir_attrs *a)
+{
+	int64_t first;
+	skip_ws(p);
+	if (cur(p) != '{')
+		return hp_fail(p, p->p, "bad value for attribute "
+			       "'source_target_pairs': expected '{'");
+	return parse_id_lists(p, "source_target_pairs", true, &a->groups,
+			      &first);
 }
 
 static bool parse_precision(struct hp_parser *p, enum ir_precision *prec)
@@ -1427,7 +1695,9 @@ static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 	case A_PRECISION:
 		return parse_precision(p, a->precision);
 	case A_REPLICA_GROUPS:
-		return parse_replica_groups(p, &a->replica_group_size);
+		return parse_replica_groups(p, a);
+	case A_PAIRS:
+		return parse_pairs(p, a);
 	case A_METADATA:
 		return parse_metadata(p, &in->op_name);
 	case A_BACKEND_CONFIG:

@@ -118,3 +118,36 @@ void ir_module_count_ops(const struct ir_module *m, int64_t *counts)
 			counts[comp->instrs[i]->op]++;
 	}
 }
+
+/* ---- device groups ------------------------------------------------------- */
+
+/*
+ * Element i of an iota array: i's row-major index over the transposed dims
+ * (dims[perm[0]], dims[perm[1]], ...) is the index perm puts back in place
+ * over dims, whose row-major offset is the element.
+ */
+int64_t ir_iota_at(const struct ir_iota *t, int64_t i)
+{
+	int64_t idx[IR_IOTA_MAX_DIMS];
+	for (int k = t->n - 1; k >= 0; k--) {
+		int64_t d = t->dims[t->perm[k]];
+		idx[t->perm[k]] = i % d;
+		i /= d;
+	}
+	int64_t v = 0;
+	for (int k = 0; k < t->n; k++)
+		v = v * t->dims[k] + idx[k];
+	return t->n ? v : i;
+}
+
+int64_t ir_groups_len(const struct ir_groups *r, int64_t g)
+{
+	return r->ids ? r->starts[g + 1] - r->starts[g] : r->size;
+}
+
+int64_t ir_groups_device(const struct ir_groups *r, int64_t g, int64_t j)
+{
+	if (r->ids)
+		return r->ids[r->starts[g] + j];
+	return ir_iota_at(&r->order, ir_iota_at(&r->iota, g * r->size + j));
+}

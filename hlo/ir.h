@@ -257,6 +257,48 @@ enum ir_precision {
 };
 
 /*
+ * An iota device array, XLA's IotaTileAssignment: the devices 0 .. N-1
+ * (N the product of dims) reshaped to dims, transposed by perm, then read
+ * in row-major order. replica_groups=[2,4]<=[4,2]T(1,0) is dims {4, 2},
+ * perm {1, 0}: the order 0 2 4 6 1 3 5 7, read as 2 groups of 4.
+ */
+#define IR_IOTA_MAX_DIMS 8
+struct ir_iota {
+	int n;                            /* dims; 0: the identity */
+	int64_t dims[IR_IOTA_MAX_DIMS];   /* each >= 1 */
+	int perm[IR_IOTA_MAX_DIMS];       /* a permutation of 0 .. n-1 */
+};
+/* Element i of the array (0 <= i < the product of t->dims); i itself when
+ * t->n == 0. */
+int64_t ir_iota_at(const struct ir_iota *t, int64_t i);
+
+/*
+ * A collective's device groups as written, kept compactly: replica_groups
+ * as explicit lists ({{0,1},{2,3}}: every id kept, at most IR_MAX_DEVICES
+ * of them) or in XLA's iota form ([G,N]<=[dims]T(perm): its dims and
+ * permutation only), a mesh form (mesh['a'=2,'b'=4] {'b'}) as the iota it
+ * stands for, and a collective-permute's source_target_pairs as groups of
+ * two {source, target}. Device j of group g: ir_groups_device().
+ */
+struct ir_groups {
+	int64_t n_groups;                 /* >= 1 */
+	const int32_t *ids;               /* explicit lists: every group's ids
+	                                     in order (arena); NULL: iota */
+	const int64_t *starts;            /* explicit: n_groups + 1 offsets
+	                                     into ids */
+	int64_t size;                     /* iota: devices per group */
+	struct ir_iota iota;              /* iota: group g is elements
+	                                     g x size .. g x size + size - 1 */
+	struct ir_iota order;             /* a mesh's device_ids=(...): the
+	                                     device at each mesh position
+	                                     (n == 0: the position itself) */
+};
+/* Devices in group g (0 <= g < r->n_groups). */
+int64_t ir_groups_len(const struct ir_groups *r, int64_t g);
+/* Device j of group g (0 <= j < ir_groups_len(r, g)). */
+int64_t ir_groups_device(const struct ir_groups *r, int64_t g, int64_t j);
+
+/*
  * The attributes that affect cost. Each family is a separately allocated
  * block, NULL when the instruction did not carry it; scalar fields use -1 for
  * "absent" where 0 is a legal value.
@@ -279,6 +321,12 @@ struct ir_attrs {
 	int64_t parameter_number;         /* parameter(N), -1 otherwise */
 	int64_t known_trip_count;         /* while: from backend_config, -1 when absent */
 	int64_t replica_group_size;       /* collectives: devices per group, 0 if unknown/all */
+	const struct ir_groups *groups;   /* replica_groups' device lists, or a
+	                                     collective-permute's
+	                                     source_target_pairs; NULL: absent,
+	                                     {} (every device), or a mesh form
+	                                     whose lists are not kept (sub-axes,
+	                                     a device order that is no iota) */
 	int64_t k;                        /* topk k=, 0 when absent */
 	int64_t int_value;                /* scalar integer constant's value
 	                                     (IR_INSTR_INT_VALUE; u64 values

@@ -101,9 +101,7 @@ void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
 	double n = (double)devices;
 	double all_links = hw->ici_links; /* at least 1 (hw_spec.c) */
 	double links = all_links < 2 ? all_links : 2;
-	double share = hw->megacore || hw->tensorcores_per_chip < 1
-			       ? 1.0
-			       : (double)hw->tensorcores_per_chip;
+	double share = hw_spec_chip_devices(hw);
 	double link = hw->ici_link_bw_bytes_per_s * 1e-9 * hw->ici_efficiency /
 		      share; /* bytes/ns */
 	double bw = links * link;
@@ -141,6 +139,147 @@ void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
 		break;
 	default:
 		return;
+	}
+	out->ns = fmax(out->transfer_ns, out->reduce_ns) + out->latency_ns;
+}
+
+static const char *const link_names[] = {
+	[HW_LINK_RING] = "ring",
+	[HW_LINK_LINE] = "line",
+	[HW_LINK_DCN] = "dcn",
+};
+_Static_assert(TS_ARRAY_LEN(link_names) == HW_LINK_COUNT,
+	       "link_names must name every hw_link");
+
+const char *hw_link_name(enum hw_link l)
+{
+	return (unsigned)l < HW_LINK_COUNT ? link_names[l] : "invalid";
+}
+
+/*
+ * A collective over one group on a slice (ns), axis by axis over the m
+ * axes its devices span (struct hw_span: k_a devices along axis a), each
+ * with a rate bw_a per device (bytes/ns), hops per pass h_a and a latency
+ * per hop lat_a:
+ *   ring (an ICI axis spanned whole, with wraparound):
+ *       bw = L x link,     h = floor(k/2), lat = ici.latency_ns
+ *   line (an ICI axis without wraparound, or part of one):
+ *       bw = L/2 x link,   h = k - 1,      lat = ici.latency_ns
+ *   dcn (across slices):
+ *       bw = dcn.bw_bytes_per_s / D, h = k - 1, lat = dcn.latency_ns
+ *   L = ici.links / ici.torus_dims, the links along an axis (one to each
+ *   neighbour); link = ici.link_bw_bytes_per_s x ici.efficiency / D, one
+ *   link one way; D = devices per chip (hw_spec_chip_devices).
+ * The axes are taken fastest first (largest bw; ties in place order:
+ * cores, x, y, z): the reduce-scatter moves the most data on the first
+ * and the slices come last (reduce within each slice, then across).
+ *   reduce-scatter (B = input): B_1 = B, B_(a+1) = B_a / k_a
+ *       transfer = sum_a (k_a - 1)/k_a x B_a / bw_a
+ *       reduce   = sum_a R((k_a - 1)/k_a x B_a)
+ *       latency  = sum_a h_a x lat_a
+ *   all-gather (B = gathered): the same transfer and latency (the
+ *       reduce-scatter run backwards), no reduce
+ *   all-reduce: reduce-scatter then all-gather: 2 x transfer, 2 x latency,
+ *       the reduce-scatter's reduce
+ *   all-to-all (B = each device's buffer, which keeps its size):
+ *       transfer = sum_a c_a x B / bw_a, latency = sum_a h_a x lat_a,
+ *       c = floor(k^2/4)/k on ICI (the chunks crossing the busiest link of
+ *       a ring or a line), (k - 1)/k over DCN (each sends its share once)
+ *   permute: one hop, B / r + lat: r = dcn.bw_bytes_per_s / D and
+ *       lat = dcn.latency_ns when the pair crosses slices, else r = link
+ *       and lat = ici.latency_ns
+ *   ns = max(transfer, reduce) + latency
+ *   dcn_ns = sum over the dcn axes of their transfer + latency
+ * R(b): reduce_ns above. Check: an all-gather of V bytes over a 16-ring
+ * moves 15/16 x V / (2 link), the scaling book's V / W_bidi.
+ * Assumes every group of the collective runs at once on links of its own;
+ * a chip's devices share its links and DCN port; a ring's two directions
+ * each carry half (a bidirectional ring); a line is limited by its end
+ * chips' one neighbour; DCN is a switch, each chip's port the only limit.
+ * Known wrong: XLA may run the axes at once on split data (the scaling
+ * book's multi-axis AllGather: bandwidth x axes), up to m times faster
+ * than one after another; the one-shot algorithm for small all-reduces
+ * (hw_ici_collective) is not tried; a group strided along an axis shares
+ * its links with its neighbour groups (costed as a line of its own); a
+ * permute pays one hop however far apart its pair is; a chip's cores (v2,
+ * v3, v7) are costed as an ICI axis (their on-chip exchange is not
+ * published); ici.efficiency, fitted on a v3-8 ring, is applied to every
+ * ICI axis, none to DCN.
+ * Source: the scaling book's collective costs (sharding.md: a bidirectional
+ * AllGather over an axis with wraparound takes V / W_bidi in ceil(N/2)
+ * hops, without wraparound (N - 1) one-way hops; AllReduce = ReduceScatter
+ * + AllGather; an AllToAll a quarter of an AllGather on a bidirectional
+ * ring), tpus.md (wraparound, DCN between slices), docs/TPU.md section 1
+ * (the figures, hwspecs/<gen>.yaml ici.* and dcn.*).
+ */
+void hw_ici_torus(const struct hw_spec *hw, enum hw_collective c,
+		  double bytes, int bits, const struct hw_span *s,
+		  struct hw_ici_cost *out)
+{
+	memset(out, 0, sizeof *out);
+	if (s->n == 0 || bytes <= 0 || (unsigned)c >= HW_COLL_KIND_COUNT)
+		return;
+	double dev = hw_spec_chip_devices(hw);
+	double link = hw->ici_link_bw_bytes_per_s * 1e-9 * hw->ici_efficiency /
+		      dev;
+	double along = (double)hw->ici_links / hw->ici_torus_dims;
+	double dcn = hw->dcn_bw_bytes_per_s * 1e-9 / dev;
+	const double rate[HW_LINK_COUNT] = {
+		[HW_LINK_RING] = along * link,
+		[HW_LINK_LINE] = along / 2 * link,
+		[HW_LINK_DCN] = dcn,
+	};
+	/* fastest first; insertion keeps place order among equals */
+	out->n_axes = s->n;
+	for (int i = 0; i < s->n; i++) {
+		struct hw_axis_cost x = {.axis = s->axis[i]};
+		int j = i;
+		for (; j > 0 && rate[out->axes[j - 1].axis.link] <
+				       rate[x.axis.link];
+		     j--)
+			out->axes[j] = out->axes[j - 1];
+		out->axes[j] = x;
+	}
+	if (c == HW_COLL_PERMUTE) {
+		/* the pair's hop: across slices when it crosses them */
+		int i = out->n_axes - 1;
+		while (i > 0 && out->axes[i].axis.link != HW_LINK_DCN)
+			i--;
+		struct hw_axis_cost *x = &out->axes[i];
+		bool cross = x->axis.link == HW_LINK_DCN;
+		x->transfer_ns = bytes / (cross ? dcn : link);
+		x->latency_ns = cross ? hw->dcn_latency_ns : hw->ici_latency_ns;
+		out->axes[0] = *x;
+		out->n_axes = 1;
+		out->transfer_ns = x->transfer_ns;
+		out->latency_ns = x->latency_ns;
+		out->ns = out->transfer_ns + out->latency_ns;
+		out->dcn_ns = cross ? out->ns : 0;
+		return;
+	}
+	double b = bytes;
+	for (int i = 0; i < out->n_axes; i++) {
+		struct hw_axis_cost *x = &out->axes[i];
+		double k = (double)x->axis.k, frac = (k - 1) / k;
+		bool over_dcn = x->axis.link == HW_LINK_DCN;
+		double hops = x->axis.link == HW_LINK_RING ? floor(k / 2) : k - 1;
+		double moved = frac * b;
+		if (c == HW_COLL_ALL_TO_ALL)
+			moved = (over_dcn ? frac : floor(k * k / 4) / k) * bytes;
+		x->transfer_ns = moved / rate[x->axis.link];
+		x->latency_ns = hops * (over_dcn ? hw->dcn_latency_ns
+						 : hw->ici_latency_ns);
+		if (c == HW_COLL_ALL_REDUCE || c == HW_COLL_REDUCE_SCATTER)
+			out->reduce_ns += reduce_ns(hw, frac * b, bits);
+		if (c == HW_COLL_ALL_REDUCE) {
+			x->transfer_ns *= 2;
+			x->latency_ns *= 2;
+		}
+		out->transfer_ns += x->transfer_ns;
+		out->latency_ns += x->latency_ns;
+		if (over_dcn)
+			out->dcn_ns += x->transfer_ns + x->latency_ns;
+		b /= k;
 	}
 	out->ns = fmax(out->transfer_ns, out->reduce_ns) + out->latency_ns;
 }

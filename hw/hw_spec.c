@@ -77,7 +77,7 @@ struct hw_field {
 #define HW_COST_OFF(c) (HW_OFF(vpu_class_cost) + (size_t)(c) * sizeof(double))
 
 /* Widest section; sizes the per-mapping "seen" array in load_mapping(). */
-#define HW_SECTION_MAX 10
+#define HW_SECTION_MAX 12
 #define HW_SECTION_FITS(rows) \
 	_Static_assert(TS_ARRAY_LEN(rows) <= HW_SECTION_MAX, #rows " exceeds HW_SECTION_MAX")
 
@@ -95,7 +95,7 @@ HW_SECTION_FITS(chip_fields);
 
 /* A what-if sweep builds each kernel's plan once when it sweeps only fields
  * no plan reads (sim_plan_spec_free in sim/config.c names them: the chip,
- * hbm, vmem, ici, overhead and host sections and the MXU array's fields
+ * hbm, vmem, ici, dcn, overhead and host sections and the MXU array's fields
  * below but f32_passes). A field added to those sections is taken as plan-free:
  * if sim_plan_build reads it, sim_plan_spec_free must leave it out
  * (test_plan_reuse checks every free field). */
@@ -170,8 +170,20 @@ static const struct hw_field ici_fields[] = {
 	HW_REAL("ici", "link_bw_bytes_per_s", ici_link_bw_bytes_per_s, "bytes/s", 1e8, 1e13),
 	HW_REAL("ici", "latency_ns", ici_latency_ns, "ns", 0, 1e6),
 	HW_REAL("ici", "efficiency", ici_efficiency, "", 0.01, 1),
+	/* a slice names at most HW_SLICE_MAX_DIMS of them; twice that
+	 * leaves what-if room */
+	HW_INT("ici", "torus_dims", ici_torus_dims, "", 1, 2 * HW_SLICE_MAX_DIMS),
+	HW_INT("ici", "wrap_chips", ici_wrap_chips, "chips", 1, HW_SLICE_MAX_EXTENT),
+	{ .key = "wrap_cube", .type = HW_FIELD_BOOL, .offset = HW_OFF(ici_wrap_cube) },
 };
 HW_SECTION_FITS(ici_fields);
+
+static const struct hw_field dcn_fields[] = {
+	/* a data-centre network port: 1 Gb/s to 1 Tb/s per chip */
+	HW_REAL("dcn", "bw_bytes_per_s", dcn_bw_bytes_per_s, "bytes/s", 1e8, 1e12),
+	HW_REAL("dcn", "latency_ns", dcn_latency_ns, "ns", 0, 1e7),
+};
+HW_SECTION_FITS(dcn_fields);
 
 static const struct hw_field root_fields[] = {
 	{ .key = "name", .type = HW_FIELD_NAME, .offset = HW_OFF(name) },
@@ -184,6 +196,7 @@ static const struct hw_field root_fields[] = {
 	HW_SECTION("overhead", overhead_fields),
 	HW_SECTION("host", host_fields),
 	HW_SECTION("ici", ici_fields),
+	HW_SECTION("dcn", dcn_fields),
 };
 HW_SECTION_FITS(root_fields);
 
@@ -556,7 +569,7 @@ static enum ts_status load_mapping(const struct hw_load_ctx *c,
 				       prefix, node_kind(m));
 		return fail_at(c, m->start_mark,
 			       "expected a mapping of name, chip, mxu, vpu, hbm, vmem, "
-			       "overhead, host and ici at the top level, got %s", node_kind(m));
+			       "overhead, host, ici and dcn at the top level, got %s", node_kind(m));
 	}
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
 	     p < m->data.mapping.pairs.top; p++) {
@@ -849,7 +862,7 @@ static enum ts_status load_text_at(const char *name, const char *text,
 	if (!root) {
 		st = fail_at(&c, doc.start_mark,
 			     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-			     "hbm, vmem, overhead, host and ici");
+			     "hbm, vmem, overhead, host, ici and dcn");
 		goto out;
 	}
 	/* One document per file: a second one is trailing garbage, not a spec. */
@@ -1386,6 +1399,17 @@ int hw_spec_cores(const struct hw_spec *s)
 }
 
 /*
+ * Devices one chip runs: 1 under megacore (one program spans its cores),
+ * else one per TensorCore, each a device of its own with 1/cores of the
+ * chip's HBM and links (v2, v3, v7). Source: docs/TPU.md section 1
+ * "Megacore".
+ */
+int hw_spec_chip_devices(const struct hw_spec *s)
+{
+	return s->megacore ? 1 : s->tensorcores_per_chip;
+}
+
+/*
  * Cores one kernel runs on under megacore:
  *   cores = hw_spec_cores()  if megacore and elems >= megacore_min_elems
  *         = 1                otherwise
@@ -1416,8 +1440,8 @@ int hw_spec_kernel_cores(const struct hw_spec *s, double elems)
  */
 double hw_spec_hbm_bw(const struct hw_spec *s)
 {
-	double share = s->megacore ? 1.0 : (double)s->tensorcores_per_chip;
-	return s->hbm_bw_bytes_per_s * s->hbm_efficiency / share;
+	return s->hbm_bw_bytes_per_s * s->hbm_efficiency /
+	       hw_spec_chip_devices(s);
 }
 
 /*

@@ -48,6 +48,23 @@ enum hw_vpu_class {
 	HW_VPU_CLASS_COUNT
 };
 
+/*
+ * The slice a program runs on (hw_slice.c): its chips along each torus
+ * axis, and how many such slices the data-centre network (DCN) joins. Not
+ * in the YAML: run, whatif and validate set it (--topology, --slices, a
+ * measured set's topology and slices columns). n_dims == 0: none given;
+ * collectives are then costed as a ring of their group's devices
+ * (hw_ici_collective).
+ */
+#define HW_SLICE_MAX_DIMS 3     /* x, y, z */
+#define HW_SLICE_MAX_EXTENT 256 /* chips along one axis (pods: 16 to 32) */
+#define HW_SLICE_MAX_COUNT 1024 /* slices */
+struct hw_slice {
+	int n_dims;                      /* 0: no slice */
+	int dims[HW_SLICE_MAX_DIMS];     /* chips along x, y, z */
+	int count;                       /* slices (>= 1 when n_dims > 0) */
+};
+
 struct hw_spec {
 	char name[HW_NAME_MAX]; /* generation, e.g. "v3" */
 
@@ -135,6 +152,25 @@ struct hw_spec {
 	double ici_latency_ns;     /* per collective hop */
 	double ici_efficiency;     /* achieved fraction of the links' bandwidth
 	                              in XLA's collectives (hw_ici_collective) */
+	int ici_torus_dims;        /* axes of the torus the chips form (2 or
+	                              3); ici_links / ici_torus_dims links per
+	                              axis, one to each neighbour; YAML
+	                              ici.torus_dims */
+	int ici_wrap_chips;        /* a slice axis whose length is a multiple
+	                              of this closes into a ring (wraparound
+	                              links); YAML ici.wrap_chips */
+	bool ici_wrap_cube;        /* true: only when every axis of the slice
+	                              is such a multiple (the optical switches
+	                              that close the rings join whole cubes);
+	                              YAML ici.wrap_cube */
+
+	/* DCN: the data-centre network between slices */
+	double dcn_bw_bytes_per_s; /* one way, per chip (its share of its
+	                              host's network); YAML dcn.bw_bytes_per_s */
+	double dcn_latency_ns;     /* per transfer step between slices; YAML
+	                              dcn.latency_ns */
+
+	struct hw_slice slice;     /* not in the YAML (above) */
 };
 
 /*
@@ -218,10 +254,52 @@ enum ts_status hw_spec_write_fields(const char *in_path, const char *out_path,
 
 /* Derived per-program figures (one core, or the whole chip under megacore). */
 int hw_spec_cores(const struct hw_spec *s);          /* cores one program uses */
+/* Devices (programs) one chip runs: 1 under megacore, else one per
+ * TensorCore (v2, v3, v7: 2). */
+int hw_spec_chip_devices(const struct hw_spec *s);
 /* Cores one kernel of `elems` iteration-space elements is split across:
  * hw_spec_cores() when megacore and elems >= megacore_min_elems, else 1. */
 int hw_spec_kernel_cores(const struct hw_spec *s, double elems);
 double hw_spec_hbm_bw(const struct hw_spec *s);      /* sustained bytes/s one program sees */
 double hw_spec_peak_flops(const struct hw_spec *s);  /* bf16 FLOP/s one program sees */
+
+/* ---- the slice (hw_slice.c) ----------------------------------------------- */
+
+/* Places of a device on its slice, and the axes a collective's group may
+ * span: a chip's devices, the torus axes, the slices. */
+enum hw_place {
+	HW_PLACE_CORE = 0, /* the device within its chip (v2, v3, v7) */
+	HW_PLACE_X,
+	HW_PLACE_Y,
+	HW_PLACE_Z,
+	HW_PLACE_SLICE,    /* which slice */
+	HW_PLACE_COUNT
+};
+const char *hw_place_name(enum hw_place a); /* "cores", "x", ..., "slices" */
+
+/* Parses a slice shape, "16x16" or "4x4x4" (1 to HW_SLICE_MAX_DIMS whole
+ * numbers from 1 to HW_SLICE_MAX_EXTENT joined by 'x'), into s's n_dims and
+ * dims (count untouched). TS_ERR_PARSE with d's col at the fault (file and
+ * line are the caller's) otherwise. */
+enum ts_status hw_slice_parse(const char *text, struct hw_slice *s,
+			      struct ts_diag *d);
+/* "16x16" or "4x4x4", then ", N slices" when N > 1, into buf (cap >= 1):
+ * how messages and reports name a slice. */
+void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap);
+/* Whether slice s fits generation hw: as many dimensions as its torus, a
+ * count from 1 to HW_SLICE_MAX_COUNT. TS_ERR_SPEC with d's message (no
+ * location) otherwise. */
+enum ts_status hw_slice_check(const struct hw_spec *hw,
+			      const struct hw_slice *s, struct ts_diag *d);
+/* Devices on hw->slice: slices x chips x hw_spec_chip_devices (0: none). */
+int64_t hw_slice_devices(const struct hw_spec *hw);
+/* Positions along axis a on hw->slice (1 for an axis it lacks). */
+int64_t hw_slice_extent(const struct hw_spec *hw, enum hw_place a);
+/* Device d's place on hw->slice, one coordinate per enum hw_place. */
+void hw_slice_place(const struct hw_spec *hw, int64_t d,
+		    int64_t place[HW_PLACE_COUNT]);
+/* Whether torus axis a (HW_PLACE_X .. HW_PLACE_Z) of hw->slice has
+ * wraparound links. */
+bool hw_slice_wraps(const struct hw_spec *hw, enum hw_place a);
 
 #endif /* HW_SPEC_H */

@@ -130,6 +130,29 @@ enum hw_collective {
 	HW_COLL_KIND_COUNT
 };
 
+/* How a collective's group moves data along one axis it spans. */
+enum hw_link {
+	HW_LINK_RING = 0, /* an ICI axis the group spans whole, with
+	                     wraparound: a ring, both neighbours each way */
+	HW_LINK_LINE,     /* an ICI axis without wraparound, or part of one:
+	                     a line, whose end chips have one neighbour */
+	HW_LINK_DCN,      /* across slices, over the data-centre network */
+	HW_LINK_COUNT
+};
+const char *hw_link_name(enum hw_link l); /* "ring", "line", "dcn" */
+
+/* The axes one group of a collective spans on its slice (sim/slice.c
+ * finds them): each with the devices along it. */
+struct hw_span_axis {
+	enum hw_place place;  /* which axis */
+	int64_t k;            /* devices of the group along it (>= 2) */
+	enum hw_link link;
+};
+struct hw_span {
+	int n;                /* 0: one device, nothing moves */
+	struct hw_span_axis axis[HW_PLACE_COUNT];
+};
+
 /* A collective's time (ns) and its parts, by the algorithm taken. */
 struct hw_ici_cost {
 	double ns;          /* max(transfer, reduce) + latency */
@@ -137,13 +160,28 @@ struct hw_ici_cost {
 	double reduce_ns;   /* VPU adds of received partial sums */
 	double latency_ns;  /* per-hop latencies */
 	bool one_shot;      /* one-shot all-reduce, not the ring */
+	/* on a slice (hw_ici_torus); 0 otherwise */
+	double dcn_ns;      /* of ns, the transfers and latencies across
+	                       slices; the rest is ICI (and VPU adds) */
+	int n_axes;
+	struct hw_axis_cost {
+		struct hw_span_axis axis;
+		double transfer_ns, latency_ns;
+	} axes[HW_PLACE_COUNT]; /* each axis spanned, in the order costed */
 };
 
 /* Costs a collective over `devices` participants where each device holds
  * `bytes` of the (full, unsharded for gather; input for reduce) buffer of
- * `bits`-bit elements. devices <= 1 costs nothing. Formula in hw_mem.c. */
+ * `bits`-bit elements, as a ring embedded in the torus (no slice given).
+ * devices <= 1 costs nothing. Formula in hw_mem.c. */
 void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
 		       double bytes, int64_t devices, int bits,
 		       struct hw_ici_cost *out);
+
+/* The same for one group on a slice, axis by axis over the span s (in any
+ * order: the formula orders them). Formula in hw_mem.c. */
+void hw_ici_torus(const struct hw_spec *hw, enum hw_collective c,
+		  double bytes, int bits, const struct hw_span *s,
+		  struct hw_ici_cost *out);
 
 #endif /* HW_UNITS_H */

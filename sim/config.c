@@ -395,7 +395,8 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 }
 
 /* The spec as the default's search reads it: the fields no tiled plan's
- * estimate or floor reads (the name, HBM capacity, the host and ICI terms)
+ * estimate or floor reads (the name, HBM capacity, the host, ICI and DCN
+ * terms, the slice)
  * cleared, and the MXU's when the plan has none of its work (its
  * utilisation, which the ranking does not read, aside). A what-if sweep
  * over a field so cleared finds each search remembered (test_tile_search
@@ -407,8 +408,11 @@ static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
 	memset(s->name, 0, sizeof s->name);
 	s->hbm_bytes = 0;
 	s->host_call_ns = s->host_kernel_ns = s->host_device_ns = 0;
-	s->ici_links = 0;
+	s->ici_links = s->ici_torus_dims = s->ici_wrap_chips = 0;
+	s->ici_wrap_cube = false;
 	s->ici_link_bw_bytes_per_s = s->ici_latency_ns = s->ici_efficiency = 0;
+	s->dcn_bw_bytes_per_s = s->dcn_latency_ns = 0;
+	memset(&s->slice, 0, sizeof s->slice);
 	if (!p->has_kernel) {
 		s->mxu_count = s->mxu_rows = s->mxu_cols = s->mxu_f32_passes = 0;
 		s->mxu_macs_per_cell_cycle = s->mxu_pass_cycles = 0;
@@ -567,7 +571,7 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 
 /*
  * The spec fields sim_plan_build reads none of: the chip's cores, HBM,
- * VMEM, ICI, the MXU array's size and speed, the overheads and the host
+ * VMEM, ICI, DCN, the MXU array's size and speed, the overheads and the host
  * terms (a plan holds shapes, grids, bytes, VPU cycles and MXU passes;
  * model.c turns them into time with these). A field added to one of these groups
  * in hw_spec.c joins them: test_plan_reuse checks each free field on the
@@ -579,7 +583,7 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 bool sim_plan_spec_free(const struct hw_field_info *f)
 {
 	static const char *const groups[] = {
-		"chip.", "hbm.", "vmem.", "ici.", "overhead.", "host.",
+		"chip.", "hbm.", "vmem.", "ici.", "dcn.", "overhead.", "host.",
 	};
 	static const char *const fields[] = {
 		"mxu.count", "mxu.rows", "mxu.cols", "mxu.clock_hz",

@@ -29,6 +29,46 @@ static void put_grid(FILE *f, const struct sim_tgrid *g)
 		fputs("(scalar)", f);
 }
 
+/* A collective on hw's slice (sim_collective_ici's cost c of its group
+ * g): the slice, the group, each axis it spans in the order costed (its
+ * devices, ring, line or dcn, transfer and latency), the ICI and DCN
+ * parts. */
+static void put_slice_collective(FILE *f, const struct sim_kernel *k,
+				 const struct hw_spec *hw,
+				 const struct hw_ici_cost *c, int64_t g)
+{
+	enum hw_collective kind;
+	double bytes, hbm;
+	int64_t devices;
+	int bits;
+	char shape[64];
+	sim_collective_of(k, &kind, &bytes, &hbm, &devices, &bits);
+	hw_slice_format(&hw->slice, shape, sizeof shape);
+	int64_t n_groups = k->groups ? k->groups->n_groups : 1;
+	fprintf(f, "  collective: %s of %.0f bytes on the slice %s; group %lld "
+		   "of %lld (%lld devices)%s\n",
+		ir_op_name(k->main_op), bytes, shape, (long long)g,
+		(long long)n_groups,
+		(long long)(k->groups ? ir_groups_len(k->groups, g) : devices),
+		n_groups > 1 ? ", the slowest" : "");
+	for (int i = 0; i < c->n_axes; i++) {
+		const struct hw_axis_cost *a = &c->axes[i];
+		bool dcn = a->axis.link == HW_LINK_DCN;
+		fprintf(f, "    %s: %lld devices, %s%s: transfer %.1f + latency "
+			   "%.1f ns (%s)\n",
+			hw_place_name(a->axis.place), (long long)a->axis.k,
+			hw_link_name(a->axis.link),
+			a->axis.link == HW_LINK_RING ? " (wraparound)"
+			: a->axis.link == HW_LINK_LINE ? " (no wraparound)"
+						       : "",
+			a->transfer_ns, a->latency_ns, dcn ? "DCN" : "ICI");
+	}
+	fprintf(f, "  ICI %.1f + DCN %.1f = %.1f ns = max(transfer %.1f, VPU "
+		   "reduction %.1f) + latency %.1f\n",
+		c->ns - c->dcn_ns, c->dcn_ns, c->ns, c->transfer_ns,
+		c->reduce_ns, c->latency_ns);
+}
+
 enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				  const struct hw_spec *hw,
 				  const struct sim_tile_config *cfg, FILE *f,
@@ -99,7 +139,16 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		goto out;
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;
-		sim_plan_ici(&p, hw, &ici);
+		int64_t g;
+		sim_collective_ici(k, hw, &ici, &g);
+		if (g >= 0) {
+			put_slice_collective(f, k, hw, &ici, g);
+			fprintf(f, "  time = kernel %.0f + max(ICI + DCN, DMA of "
+				   "%.0f HBM bytes) = %.1f ns (%s)\n",
+				hw->kernel_overhead_ns, q->other_bytes, e.time_ns,
+				hw_unit_name(e.bound));
+			goto out;
+		}
 		fprintf(f, "  collective: %s, ICI %.1f ns = max(transfer %.1f, "
 			   "VPU reduction %.1f) + latency %.1f; HBM %.0f bytes\n"
 			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",

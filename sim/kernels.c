@@ -474,6 +474,7 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 		k->group_devices = g->attrs.replica_group_size > 0
 					   ? g->attrs.replica_group_size
 					   : b->m->replica_count * b->m->num_partitions;
+		k->groups = g->attrs.groups;
 	}
 	k->multiplicity = s->mult;
 	k->loop_depth = s->loop_depth;

@@ -32,8 +32,9 @@ static inline double max2(double a, double b)
 
 /* The TensorCores a kernel runs on (2 for a megacore split of a large
  * enough output space, hw_spec_kernel_cores), and a collective's ICI cost
- * (hw_ici_collective): both read at estimate time from what the plan
- * keeps, so the chip.* and ici.* fields are plan-free (config.c). */
+ * (sim_collective_ici): both read at estimate time from what the plan
+ * keeps, so the chip.*, ici.* and dcn.* fields and the slice are
+ * plan-free (config.c). */
 int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
 {
 	return p->core_space > 0 ? hw_spec_kernel_cores(hw, p->core_space) : 1;
@@ -42,8 +43,8 @@ int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw)
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out)
 {
-	hw_ici_collective(hw, p->coll, p->coll_bytes, p->coll_devices,
-			  p->coll_bits, out);
+	sim_collective_cost(hw, p->coll, p->coll_bytes, p->coll_devices,
+			    p->coll_bits, p->coll_groups, out, NULL);
 }
 
 /* ====================================================================== */

@@ -215,17 +215,19 @@ struct sim_plan {
 	                                     space element re-added per extra
 	                                     contraction step */
 	double flops;                     /* 2 x MACs + VPU element ops */
-	/* megacore */
-	double core_space;                /* output-space elements that
-	                                     sim_plan_cores splits by; 0: never
-	                                     split (a reduce-window) */
-	/* collectives: sim_collective_of, costed by sim_plan_ici at estimate
-	 * time (so that no ICI field is read into the plan) */
+	/* collectives: sim_collective_of and the groups, costed by
+	 * sim_plan_ici at estimate time (so that no ICI field is read into
+	 * the plan) */
 	enum hw_collective coll;
 	double coll_bytes;                /* each device holds in full, every
 	                                     memory space (sim_work.ici_bytes) */
 	int64_t coll_devices;
 	int coll_bits;
+	const struct ir_groups *coll_groups; /* sim_kernel.groups (not owned) */
+	/* megacore */
+	double core_space;                /* output-space elements that
+	                                     sim_plan_cores splits by; 0: never
+	                                     split (a reduce-window) */
 	const struct hw_spec *hw;         /* the spec it was built for
 	                                     (sim_plan_check searches the
 	                                     default config on it) */
@@ -298,9 +300,16 @@ enum ts_status sim_plan_choose(const struct sim_plan *p,
  * (hw_spec_kernel_cores of p->core_space; 1 when it is 0): each step's MXU
  * and VPU work divides by it. */
 int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw);
-/* hw_ici_collective of a collective plan's kernel on hw. */
+/* sim_collective_ici of a collective plan's kernel on hw, from what the
+ * plan keeps. */
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out);
+/* sim_collective_ici for collective c of `bytes` per device over `devices`
+ * of `bits`-bit elements in groups r (sim/slice.c). */
+void sim_collective_cost(const struct hw_spec *hw, enum hw_collective c,
+			 double bytes, int64_t devices, int bits,
+			 const struct ir_groups *r, struct hw_ici_cost *out,
+			 int64_t *group);
 /* True for a spec field no plan depends on (config.c). */
 bool sim_plan_spec_free(const struct hw_field_info *f);
 

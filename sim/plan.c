@@ -1434,6 +1434,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		double hbm;
 		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
 				  &p->coll_devices, &p->coll_bits);
+		p->coll_groups = k->groups;
 		p->other_bytes = 2.0 * hbm;
 		return TS_OK;
 	}

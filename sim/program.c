@@ -45,6 +45,20 @@ double sim_program_total(struct sim_program *p)
 	return total;
 }
 
+/* The kernel's share of its pair's hidden time, in proportion to its part
+ * of the pair's async time (sim_program_total's async_ns, hidden_ns). */
+double sim_kernel_exposed_ns(const struct sim_program *p, int i)
+{
+	const struct sim_kernel *k = &p->kernels[i];
+	double t = k->est.time_ns * k->multiplicity;
+	for (int a = 0; a < p->n_async; a++) {
+		const struct sim_async *x = &p->async[a];
+		if (i >= x->first && i < x->first + x->n && x->async_ns > 0)
+			return t * (1 - x->hidden_ns / x->async_ns);
+	}
+	return t;
+}
+
 /* Every kernel under its default tile config; unmodelled kernels
  * (custom-call, infeed, ...) are counted in n_unmodelled so that reports
  * can say the total is a lower bound. */

@@ -16,29 +16,25 @@
 
 /*
  * Collective kernel (ns):
- *   hw_ici_collective(kind, B, n)   (hw/hw_mem.c: the ring, all-reduce
- *   2(n-1)/n B, all-gather / reduce-scatter / all-to-all (n-1)/n B over
- *   the ring's links plus latency per ring step, or a one-shot
- *   all-reduce when faster)
+ *   sim_collective_ici   (sim/slice.c: the model's own ICI cost; without
+ *   a slice hw_ici_collective's ring, all-reduce 2(n-1)/n B,
+ *   all-gather / reduce-scatter / all-to-all (n-1)/n B over the ring's
+ *   links plus latency per ring step, or a one-shot all-reduce when
+ *   faster; on a slice hw_ici_torus axis by axis)
  *   max with the kernel's bytes read and written at HBM bandwidth (each
  *   once; a group of one device moves no ICI bytes but still copies)
  *   + kernel_overhead_ns
  * B, n: sim_collective_of (the buffer each device holds in full, in
  * whatever memory space, the devices of the group); the HBM bytes are
  * the kernel's (cost.c: a VMEM buffer moves none). Known wrong: torus
- * algorithms that use more links.
+ * algorithms that run several axes at once.
  */
 static enum ts_status collective_roofline(const struct sim_kernel *k,
 					  const struct hw_spec *hw,
 					  struct sim_estimate *out)
 {
-	enum hw_collective c;
-	double bytes, hbm_bytes;
-	int64_t n;
-	int bits;
-	sim_collective_of(k, &c, &bytes, &hbm_bytes, &n, &bits);
 	struct hw_ici_cost ic;
-	hw_ici_collective(hw, c, bytes, n, bits, &ic);
+	sim_collective_ici(k, hw, &ic, NULL);
 	double ici = ic.ns, bw = hw_spec_hbm_bw(hw);
 	double hbm = bw > 0 ? (out->bytes_read + out->bytes_written) / bw * 1e9
 			    : 0.0;

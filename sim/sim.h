@@ -147,6 +147,10 @@ struct sim_kernel {
 	                                  group's size, else every device of
 	                                  the module (replica_count x
 	                                  num_partitions); 1 for other kernels */
+	const struct ir_groups *groups; /* a collective's device groups (its
+	                                  replica_groups or source_target_pairs;
+	                                  NULL: one group of group_devices, or
+	                                  not known); NULL for other kernels */
 	bool async_work;               /* the async work of a pair (sim_async):
 	                                  it runs beside the TensorCore */
 	bool trip_count_assumed;       /* some enclosing while had neither a
@@ -354,6 +358,30 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		       double *bytes, double *hbm_bytes, int64_t *devices,
 		       int *bits);
+
+/*
+ * The ICI and DCN cost of collective kernel k on hw (sim/slice.c), one
+ * reading for the model, the roofline and --explain: on hw->slice each of
+ * its groups placed on the slice and costed axis by axis (hw_ici_torus),
+ * the slowest group's cost, *group its index; without a slice, or when
+ * its device lists are not known or not on the slice, the ring of
+ * hw_ici_collective over its devices, *group = -1. group may be NULL.
+ */
+void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
+			struct hw_ici_cost *out, int64_t *group);
+
+/* Whether program p fits hw->slice (none: TS_OK): the module's devices
+ * (replica_count x num_partitions) are the slice's, and every device its
+ * collectives' groups name is one of them. TS_ERR_SPEC otherwise, d
+ * located at the module's header or the collective. */
+enum ts_status sim_program_check_slice(const struct sim_program *p,
+				       const struct hw_spec *hw,
+				       struct ts_diag *d);
+
+/* Time x multiplicity of kernel i of p less its share of the async time
+ * hidden behind other work (sim_program_total must have run): what it
+ * adds to the program total. */
+double sim_kernel_exposed_ns(const struct sim_program *p, int i);
 
 /* Costs every kernel with its default config and fills total_ns
  * (= sim_program_total). */

@@ -828,7 +828,7 @@ static void test_calibrate_cli(void **state)
 	expect_contains(p.err, "tpusim calibrate: error: --fit 'hbm.bw' is "
 			       "not a numeric spec field; the fields:\n  "
 			       "chip.tensorcores, ");
-	expect_contains(p.err, " ici.efficiency\n");
+	expect_contains(p.err, " dcn.latency_ns\n");
 	proc_free(&p);
 	/* a message about no file is the command's own, not "<input>:" */
 	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",
@@ -1058,6 +1058,65 @@ static void test_run_untiled(void **state)
 			       "tile grid (cannot tile f32[2,2,2,2,2,2,2,2,2]: "
 			       "rank above 8): costed by its roofline\n");
 	expect_contains(p.out, "  hbm  ");
+	proc_free(&p);
+	unlink(path);
+}
+
+/* --topology and --slices: the report names the slice, --summary splits
+ * the collectives' exposed time ICI / DCN, --explain shows the axes; a
+ * slice that is not the module's devices, a shape the generation does not
+ * have and --slices alone are refused. */
+static void test_run_topology(void **state)
+{
+	(void)state;
+	static const char hlo[] =
+		"HloModule t, num_partitions=8\n"
+		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  ROOT s = f32[] add(a, b)\n}\n"
+		"ENTRY e {\n  x = f32[1048576] parameter(0)\n"
+		"  ROOT r = f32[1048576] all-reduce(x), "
+		"replica_groups=[4,2]<=[2,4]T(1,0), to_apply=add\n}\n";
+	char path[PATH_MAX], v5e[PATH_MAX];
+	temp_file(path, hlo);
+	src(v5e, "hwspecs/v5e.yaml");
+	struct proc p;
+	/* groups {g, g + 4}: one chip of each of two 2x2 slices */
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--summary");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "topology: 2x2, 2 slices\n");
+	expect_contains(p.out, "\nlink  kernels ");
+	expect_contains(p.out, "\ndcn         1 ");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--explain", "r");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "on the slice 2x2, 2 slices; group 0 of 4 (2 "
+			       "devices), the slowest\n    slices: 2 devices, "
+			       "dcn: transfer ");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "4x4");
+	expect_rc(&p, 1);
+	expect_contains(p.err, ":1:1: error: the module runs on 8 devices "
+			       "(replica_count 1 x num_partitions 8); the slice "
+			       "4x4 has 16 (v5e: 1 per chip)\n");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2x2");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim run: error: --topology: v5e's chips "
+			       "form a 2D torus: the slice needs 2 dimensions "
+			       "(e.g. 16x16), not 3\n");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2y4");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "--topology:1:2: error: expected 'x' between "
+			       "the chips along each axis, like 16x16\n  2y4\n"
+			       "   ^\n");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--slices", "2");
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim run: error: --slices counts slices of "
+			       "the --topology shape; give --topology too\n");
 	proc_free(&p);
 	unlink(path);
 }
@@ -1549,6 +1608,7 @@ int main(void)
 		cmocka_unit_test(test_run_loop_overflow),
 		cmocka_unit_test(test_run_huge_numbers),
 		cmocka_unit_test(test_run_untiled),
+		cmocka_unit_test(test_run_topology),
 		cmocka_unit_test(test_calibrate_cli),
 		cmocka_unit_test(test_run_hbm_warning),
 		cmocka_unit_test(test_run_unmodelled_warning),

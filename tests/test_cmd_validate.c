@@ -118,6 +118,16 @@ static void test_errors(void **state)
 			     "--markdown -f json",
 			     out),
 			 2);
+	/* --topology: the slice of every row; tiny's module runs on one
+	 * device, a v3 2x2 slice has 8 */
+	assert_int_equal(run("--data tests/data/val/tiny --hw-dir hwspecs "
+			     "--topology 2x2",
+			     out),
+			 1);
+	assert_non_null(strstr(out, "tests/data/val/tiny/modules/tiny.hlo:1:1: "
+				    "error: the module runs on 1 device "
+				    "(replica_count 1 x num_partitions 1); the "
+				    "slice 2x2 has 8 (v3: 2 per chip)\n"));
 	/* A malformed set: the diagnostic names the csv line and column and
 	 * shows the line with a caret. */
 	assert_int_equal(run("--data tests/data/val/nope --hw-dir hwspecs",

@@ -427,6 +427,118 @@ static void test_attributes(void **state)
 	parsed_free(&r);
 }
 
+/* Group g of r holds exactly ids[0 .. n). */
+static void assert_group(const struct ir_groups *r, int64_t g, int n,
+			 const int64_t *ids)
+{
+	assert_non_null(r);
+	assert_true(g < r->n_groups);
+	assert_int_equal(ir_groups_len(r, g), n);
+	for (int j = 0; j < n; j++)
+		assert_int_equal(ir_groups_device(r, g, j), ids[j]);
+}
+
+/* Device groups kept as written: explicit lists (unequal sizes too), the
+ * iota form and the mesh form as their iota, a collective-permute's pairs.
+ * Expected lists worked out by hand from XLA's rule: iota(N) reshaped to
+ * the dims, transposed, read row-major in groups. */
+static void test_device_groups(void **state)
+{
+	(void)state;
+	struct parsed r = parse_ok(
+		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  ROOT s = f32[] add(a, b)\n}\n"
+		"ENTRY e {\n  x = f32[8] parameter(0)\n"
+		"  l = f32[8] all-reduce(x), replica_groups={{0,2,4},{1,3,5,6}}, to_apply=add\n"
+		"  i = f32[8] all-reduce(x), replica_groups=[2,4]<=[8], to_apply=add\n"
+		"  t = f32[8] all-reduce(x), replica_groups=[2,4]<=[4,2]T(1,0), to_apply=add\n"
+		"  t3 = f32[8] all-reduce(x), replica_groups=[4,2]<=[2,2,2]T(2,0,1), to_apply=add\n"
+		"  m = f32[8] all-reduce(x), replica_groups=mesh['a'=2,'b'=2] {'a'}, to_apply=add\n"
+		"  mo = f32[8] all-reduce(x), replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,4]T(1,0)) {'a','c'}, to_apply=add\n"
+		"  mc = f32[8] all-reduce(x), replica_groups=mesh['a'=2,'c'=4] {'c','a'}, to_apply=add\n"
+		"  mx = f32[8] all-reduce(x), replica_groups=mesh['a'=2,'b'=2], device_ids=(0,2,1,3) {'a'}, to_apply=add\n"
+		"  cp = f32[8] collective-permute(x), source_target_pairs={{0,1},{1,2},{3,0}}\n"
+		"  ROOT al = f32[8] all-reduce(x), replica_groups={}, to_apply=add\n"
+		"}\n");
+	struct ir_module *m = r.m[0];
+	const struct ir_groups *l = find_instr(m, "e", "l")->attrs.groups;
+	assert_int_equal(l->n_groups, 2);
+	assert_group(l, 0, 3, (int64_t[]){0, 2, 4});
+	assert_group(l, 1, 4, (int64_t[]){1, 3, 5, 6});
+	assert_int_equal(find_instr(m, "e", "l")->attrs.replica_group_size, 3);
+	const struct ir_groups *i = find_instr(m, "e", "i")->attrs.groups;
+	assert_null(i->ids);
+	assert_int_equal(i->n_groups, 2);
+	assert_group(i, 1, 4, (int64_t[]){4, 5, 6, 7});
+	/* [4,2] transposed: 0 2 4 6 | 1 3 5 7 */
+	const struct ir_groups *t = find_instr(m, "e", "t")->attrs.groups;
+	assert_group(t, 0, 4, (int64_t[]){0, 2, 4, 6});
+	assert_group(t, 1, 4, (int64_t[]){1, 3, 5, 7});
+	/* [2,2,2] with T(2,0,1): element (i,j,k) = 4j + 2k + i */
+	const struct ir_groups *t3 = find_instr(m, "e", "t3")->attrs.groups;
+	assert_int_equal(t3->n_groups, 4);
+	assert_group(t3, 1, 2, (int64_t[]){4, 6});
+	assert_group(t3, 2, 2, (int64_t[]){1, 3});
+	/* mesh [2,2] over 'a': the other axis first: {0,2}, {1,3} */
+	const struct ir_groups *mg = find_instr(m, "e", "m")->attrs.groups;
+	assert_int_equal(mg->n_groups, 2);
+	assert_group(mg, 1, 2, (int64_t[]){1, 3});
+	/* device order iota(8) as [2,4] transposed: 0 4 1 5 2 6 3 7; one
+	 * group over a and c: the mesh positions in order */
+	const struct ir_groups *mo = find_instr(m, "e", "mo")->attrs.groups;
+	assert_int_equal(mo->n_groups, 1);
+	assert_group(mo, 0, 8, (int64_t[]){0, 4, 1, 5, 2, 6, 3, 7});
+	/* axes named c then a: c varies slower */
+	const struct ir_groups *mc = find_instr(m, "e", "mc")->attrs.groups;
+	assert_group(mc, 0, 8, (int64_t[]){0, 4, 1, 5, 2, 6, 3, 7});
+	/* a device order written out in full: the size only */
+	assert_null(find_instr(m, "e", "mx")->attrs.groups);
+	assert_int_equal(find_instr(m, "e", "mx")->attrs.replica_group_size, 2);
+	const struct ir_groups *cp = find_instr(m, "e", "cp")->attrs.groups;
+	assert_int_equal(cp->n_groups, 3);
+	assert_group(cp, 2, 2, (int64_t[]){3, 0});
+	assert_null(find_instr(m, "e", "al")->attrs.groups);
+	parsed_free(&r);
+
+	/* Malformed groups are located errors. */
+	static const struct {
+		const char *value;
+		unsigned col;
+		const char *msg;
+	} bad[] = {
+		{"[2,4]<=[7]", 72, "2 groups of 4 are 8 devices, the iota has 7"},
+		{"[2,4]<=[2,4]T(1,1)", 77,
+		 "T(1,1) is not a permutation of the 2 dims"},
+		{"[2,4]<=[2,4]T(0)", 77, "T(0) is not a permutation of the 2 dims"},
+		{"[8]<=[8]", 65, "expected [groups,size]<=[dims]"},
+		{"[0,4]<=[0]", 65, "groups and size must be at least 1"},
+		{"[2,4], channel_id=1", 70, "expected '<=' after [groups,size]"},
+		{"[2,4]<=(8)", 72,
+		 "expected [dims] or [dims]T(permutation) after '<='"},
+		{"{{0,1},{}}", 72, "group 1 is empty"},
+		{"{{0,70000}}", 69, "device id 70000 is out of range [0, 65535]"},
+		{"{{0,1}{2,3}}", 71, "expected ',' or '}'"},
+		{"{{0,-1}}", 69, "expected a device id"},
+		{"foo", 65, "expected {...}, [groups,size]<=[dims] or mesh[...]"},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		char text[256], msg[128];
+		snprintf(text, sizeof text,
+			 "ENTRY e {\n  p = f32[8] parameter(0)\n"
+			 "  ROOT r = f32[8] all-gather(p), dimensions={0}, "
+			 "replica_groups=%s\n}\n", bad[k].value);
+		snprintf(msg, sizeof msg,
+			 "bad value for attribute 'replica_groups': %s",
+			 bad[k].msg);
+		parse_err(text, 3, bad[k].col, msg);
+	}
+	parse_err("ENTRY e {\n  p = f32[8] parameter(0)\n"
+		  "  ROOT r = f32[8] collective-permute(p), "
+		  "source_target_pairs={{0,1},{1,2,3}}\n}\n", 3, 69,
+		  "bad value for attribute 'source_target_pairs': pair 1 has 3 "
+		  "ids, expected 2");
+}
+
 /* Syntax variants from docs/HLO.md 1.1-1.10 that real files use. */
 static void test_syntax_variants(void **state)
 {
@@ -1202,6 +1314,7 @@ int main(void)
 		cmocka_unit_test(test_shapes),
 		cmocka_unit_test(test_attributes),
 		cmocka_unit_test(test_syntax_variants),
+		cmocka_unit_test(test_device_groups),
 		cmocka_unit_test(test_multi_module),
 		cmocka_unit_test(test_missing_root_and_inference),
 		cmocka_unit_test(test_inline_and_conditional),

@@ -116,7 +116,13 @@ static const char base_spec[] =
 	"  links: 4\n"                     /* 47 */
 	"  link_bw_bytes_per_s: 1e11\n"    /* 48 */
 	"  latency_ns: 500\n"              /* 49 */
-	"  efficiency: 1\n";               /* 50 */
+	"  efficiency: 1\n"                /* 50 */
+	"  torus_dims: 2\n"                /* 51 */
+	"  wrap_chips: 32\n"               /* 52 */
+	"  wrap_cube: false\n"             /* 53 */
+	"dcn:\n"                           /* 54 */
+	"  bw_bytes_per_s: 6.25e9\n"       /* 55 */
+	"  latency_ns: 10000\n";           /* 56 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -389,7 +395,8 @@ static void test_err_unknown_key(void **state)
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
 	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 50, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
-			  "link_bw_bytes_per_s, latency_ns, efficiency");
+			  "link_bw_bytes_per_s, latency_ns, efficiency, torus_dims, "
+			  "wrap_chips, wrap_cube");
 	expect_edit_error("name: t", "nmae: t", 1, 1,
 			  "nmae: unknown key (did you mean 'name'?)");
 	expect_edit_error("name: t", "name: t\n[1]: 2", 2, 1,
@@ -500,24 +507,24 @@ static void test_err_range(void **state)
 static void test_err_document_shape(void **state)
 {
 	(void)state;
-	char *s = edited("  efficiency: 1\n", "  efficiency: 1\n---\nname: u\n");
-	expect_error(s, 51, 1, "a second YAML document starts here; a spec file holds exactly one");
-	s = edited("  efficiency: 1\n", "  efficiency: 1\n]\n");
-	expect_error(s, 51, 1, "YAML syntax error: did not find expected key "
+	char *s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n---\nname: u\n");
+	expect_error(s, 57, 1, "a second YAML document starts here; a spec file holds exactly one");
+	s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n]\n");
+	expect_error(s, 57, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
-	s = edited("  efficiency: 1\n", "  efficiency: 1\n---\n]\n");
-	expect_error(s, 52, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 52:1)");
+	s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n---\n]\n");
+	expect_error(s, 58, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 58:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
-				"hbm, vmem, overhead, host and ici");
+				"hbm, vmem, overhead, host, ici and dcn");
 	expect_error("# only a comment\n", 1, 1,
 		     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-		     "hbm, vmem, overhead, host and ici");
+		     "hbm, vmem, overhead, host, ici and dcn");
 	expect_error("v3\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-				   "vmem, overhead, host and ici at the top level, got a scalar");
+				   "vmem, overhead, host, ici and dcn at the top level, got a scalar");
 	expect_error("- a\n- b\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-					 "vmem, overhead, host and ici at the top level, got a sequence");
+					 "vmem, overhead, host, ici and dcn at the top level, got a sequence");
 	/* Nesting is capped before the document is loaded (100,000 levels
 	 * of [[[...]]] took minutes): the 33rd collection, the 32nd '[' of
 	 * "mxu: [[[..." (the top mapping is the first), is refused. */
@@ -559,7 +566,7 @@ static void test_err_column_after_utf8(void **state)
 			  "YAML syntax error: mapping values are not allowed in this context");
 	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
 			  "zz: unknown key; expected one of: name, inherits, chip, mxu, "
-			  "vpu, hbm, vmem, overhead, host, ici");
+			  "vpu, hbm, vmem, overhead, host, ici, dcn");
 }
 
 /* The diagnostic prints as file:line:col with the source line and caret. */
@@ -762,11 +769,11 @@ static void test_fields_by_path(void **state)
 	assert_null(hw_spec_field("chip.megacore")); /* bool */
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
 	/* 2 chip (megacore is a bool) + 7 mxu + 5 cost (composite is
-	 * derived) + 8 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 4 ici
-	 * numeric fields: 38. */
-	assert_int_equal(hw_spec_n_fields(), 38);
+	 * derived) + 8 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 6 ici
+	 * (wrap_cube is a bool) + 2 dcn numeric fields: 42. */
+	assert_int_equal(hw_spec_n_fields(), 42);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(38));
+	assert_null(hw_spec_field_at(42));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

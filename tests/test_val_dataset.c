@@ -592,6 +592,127 @@ static void test_details_without_overhead(void **state)
 	remove_set(dir);
 }
 
+/* An all-reduce over 8 partitions whose groups {g, g + 4} take one chip
+ * of each of two v5e 2x2 slices. */
+static const char slice_module[] =
+	"HloModule t, num_partitions=8\n"
+	"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+	"  ROOT s = f32[] add(a, b)\n}\n"
+	"ENTRY e {\n  x = f32[1048576] parameter(0)\n"
+	"  ROOT r = f32[1048576] all-reduce(x), "
+	"replica_groups=[4,2]<=[2,4]T(1,0), to_apply=add\n}\n";
+
+/* Writes measurements.csv (text) and m.hlo (slice_module) into a fresh
+ * temporary folder, returned in dir; remove_set removes it. */
+static void write_slice_set(char *dir, size_t cap, const char *meas)
+{
+	snprintf(dir, cap, "%s/val_slice_XXXXXX", tu_tmpdir());
+	assert_non_null(mkdtemp(dir));
+	const char *const names[] = {"measurements.csv", "m.hlo"};
+	const char *const texts[] = {meas, slice_module};
+	for (size_t i = 0; i < 2; i++) {
+		char path[1200];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(texts[i], f);
+		assert_int_equal(fclose(f), 0);
+	}
+}
+
+#define SLICE_HEADER "id,module,hw,config,runtime_ns,runtime_min_ns,repeats," \
+		     "timing,source,topology,slices\n"
+
+/* The optional topology and slices columns: parsed per row with located
+ * errors; a row on two slices is costed there (its DCN all-reduce slower
+ * than the ring of the row without a slice); a slice that is not the
+ * module's devices fails the report at the row's topology field. */
+static void test_slice_columns(void **state)
+{
+	(void)state;
+	char dir[1024], got[4096], want[2048], hw_dir[1024];
+	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
+	static const struct {
+		const char *row;
+		const char *where, *msg;
+	} bad[] = {
+		{"a,m.hlo,tpu-v5e,,9,,,device,x,2y2,", "2:32",
+		 "topology: expected 'x' between the chips along each axis, "
+		 "like 16x16"},
+		{"a,m.hlo,tpu-v5e,,9,,,device,x,\"2x2x0\",", "2:36",
+		 "topology: '0' chips along an axis: expected 1 to 256"},
+		{"a,m.hlo,tpu-v5e,,9,,,device,x,2x2,0", "2:35",
+		 "slices: expected empty or a whole number from 1 to 1024, "
+		 "got '0'"},
+		{"a,m.hlo,tpu-v5e,,9,,,device,x,,2", "2:32",
+		 "slices: 2 slices of no topology (the topology field is "
+		 "empty)"},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+		char meas[512];
+		snprintf(meas, sizeof meas, SLICE_HEADER "%s\n", bad[i].row);
+		write_slice_set(dir, sizeof dir, meas);
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		enum ts_status st = val_dataset_load(dir, &ds, &d);
+		diag_line(&d, got, sizeof got);
+		snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s",
+			 dir, bad[i].where, bad[i].msg);
+		val_dataset_free(&ds);
+		remove_set(dir);
+		assert_string_equal(got, want);
+		assert_int_equal(st, TS_ERR_PARSE);
+	}
+
+	write_slice_set(dir, sizeof dir,
+			SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,2x2,2\n"
+				     "b,m.hlo,tpu-v5e,,9,,,device,x,,\n");
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(ds.rows[0].slice.n_dims, 2);
+	assert_int_equal(ds.rows[0].slice.count, 2);
+	assert_int_equal(ds.rows[0].topology_col, 31);
+	assert_int_equal(ds.rows[1].slice.n_dims, 0);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
+	assert_int_equal(r.rows[0].status, TS_OK);
+	assert_int_equal(r.rows[1].status, TS_OK);
+	assert_true(r.rows[0].predicted_ns > 2 * r.rows[1].predicted_ns);
+	val_report_free(&r);
+	/* every row on one 4x4 slice (the report's default): 16 devices */
+	struct val_report_opts o = {.slice = {2, {4, 4}, 1}};
+	assert_int_equal(val_report_build(&ds, &specs, &o, &r, &d),
+			 TS_ERR_SPEC);
+	val_report_free(&r);
+	assert_int_equal(d.line, 1);
+	assert_string_equal(d.msg, "the module runs on 8 devices (replica_count "
+				   "1 x num_partitions 8); the slice 4x4 has 16 "
+				   "(v5e: 1 per chip)");
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	remove_set(dir);
+
+	write_slice_set(dir, sizeof dir,
+			SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,4x4,\n");
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
+			 TS_ERR_SPEC);
+	diag_line(&d, got, sizeof got);
+	snprintf(want, sizeof want, "%s/measurements.csv:2:31: error: "
+		 "topology: the module runs on 8 devices (replica_count 1 x "
+		 "num_partitions 8); the slice 4x4 has 16 (v5e: 1 per chip)",
+		 dir);
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	remove_set(dir);
+	assert_string_equal(got, want);
+}
+
 /* A spec folder without the generation a row names. */
 static void test_missing_spec(void **state)
 {
@@ -730,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_host_devices),
 		cmocka_unit_test(test_bad_details),
 		cmocka_unit_test(test_details_without_overhead),
+		cmocka_unit_test(test_slice_columns),
 		cmocka_unit_test(test_missing_spec),
 		cmocka_unit_test(test_nomem),
 		cmocka_unit_test(test_details_nomem),

@@ -42,6 +42,10 @@ enum val_col {
 };
 /* Their names, in the order a new file lists them. */
 extern const char *const val_set_columns[VAL_COL_COUNT];
+/* Columns a set may add after them: the slice a row ran on
+ * (docs/MODEL.md "Collectives on a slice"). */
+enum val_opt_col { VAL_OPT_TOPOLOGY = 0, VAL_OPT_SLICES, VAL_OPT_COUNT };
+extern const char *const val_set_opt_columns[VAL_OPT_COUNT];
 
 /* One measurement: a row of measurements.csv. Strings live in the dataset's
  * arena. */
@@ -63,6 +67,10 @@ struct val_row {
 	int64_t overhead_ns;      /* host dispatch overhead the set records
 	                             for this row (details.csv overhead_ns),
 	                             ns; -1 when not recorded */
+	struct hw_slice slice;    /* its topology (16x16) and slices (empty:
+	                             1) columns; n_dims 0: none given */
+	uint32_t topology_col;    /* 1-based column of the topology field
+	                             (0: the set has none) */
 };
 
 /* One distinct module file; several rows may share it (tile configs). */
@@ -100,7 +108,9 @@ struct val_dataset {
  * quoting, the field count of every row, runtime_ns a positive integer,
  * runtime_min_ns and repeats empty or integers, timing device|host, hw, id
  * and module non-empty, ids unique, config a valid tile config, every module
- * file readable. Errors are TS_ERR_PARSE (TS_ERR_IO when the csv cannot be
+ * file readable; the optional topology (a slice shape, hw_slice_parse, or
+ * empty) and slices (empty or 1 to HW_SLICE_MAX_COUNT, only with a
+ * topology) columns. Errors are TS_ERR_PARSE (TS_ERR_IO when the csv cannot be
  * read, TS_ERR_NOMEM) with file:line:col at the offending field; d->file and
  * d->src point into *ds, so call val_dataset_free(ds) after printing d, also
  * on error. HLO modules are not parsed here (val_report_build does that).
@@ -416,6 +426,8 @@ typedef enum ts_status (*val_row_visit)(void *ctx, int i_row,
 struct val_report_opts {
 	const struct gnn_model *model; /* learned model: predicted_ns becomes
 	                                  its estimate (NULL: analytic) */
+	struct hw_slice slice;         /* the slice of rows without a topology
+	                                  of their own (n_dims 0: none) */
 	val_row_visit visit;           /* NULL: none */
 	void *ctx;                     /* passed to visit */
 };

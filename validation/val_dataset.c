@@ -109,6 +109,11 @@ const char *const val_set_columns[VAL_COL_COUNT] = {
 	[VAL_COL_SOURCE] = "source",
 };
 
+const char *const val_set_opt_columns[VAL_OPT_COUNT] = {
+	[VAL_OPT_TOPOLOGY] = "topology",
+	[VAL_OPT_SLICES] = "slices",
+};
+
 /* ---- RFC 4180 lexer ----------------------------------------------------- */
 
 /* One field of the current record. */
@@ -575,6 +580,47 @@ static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 	return st;
 }
 
+/* The optional topology and slices fields of a row (col_of[VAL_COL_COUNT
+ * + c] for optional column c, -1 when the set has none): the slice its
+ * program ran on, 16x16 with 2 slices; an empty topology is none. */
+static enum ts_status fill_slice(struct val_dataset *ds, struct val_row *row,
+				 const struct field *f, const int *col_of,
+				 uint32_t line, struct ts_diag *d)
+{
+	const char *file = ds->csv_path;
+	int it = col_of[VAL_COL_COUNT + VAL_OPT_TOPOLOGY];
+	int is = col_of[VAL_COL_COUNT + VAL_OPT_SLICES];
+	const struct field *ft = it >= 0 ? &f[it] : NULL;
+	const struct field *fs = is >= 0 ? &f[is] : NULL;
+	memset(&row->slice, 0, sizeof row->slice);
+	row->topology_col = ft ? ft->col : 0;
+	if (fs && fs->text[0] && !(ft && ft->text[0])) {
+		ts_diag_set(d, file, line, fs->col,
+			    "slices: %s slices of no topology (the topology "
+			    "field is empty)", fs->text);
+		return TS_ERR_PARSE;
+	}
+	if (!ft || !ft->text[0])
+		return TS_OK;
+	struct ts_diag sd = {0};
+	if (hw_slice_parse(ft->text, &row->slice, &sd) != TS_OK) {
+		ts_diag_set(d, file, line,
+			    ft->col + (ft->quoted ? 1u : 0u) + sd.col - 1,
+			    "topology: %s", sd.msg);
+		return TS_ERR_PARSE;
+	}
+	int64_t n = 1;
+	if (fs && fs->text[0] &&
+	    (!parse_int(fs->text, 1, &n) || n > HW_SLICE_MAX_COUNT)) {
+		ts_diag_set(d, file, line, fs->col,
+			    "slices: expected empty or a whole number from 1 "
+			    "to %d, got '%s'", HW_SLICE_MAX_COUNT, fs->text);
+		return TS_ERR_PARSE;
+	}
+	row->slice.count = (int)n;
+	return TS_OK;
+}
+
 /* Fills one row from its fields; col_of maps column -> field index. */
 static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 			       const struct field *f, const int *col_of,
@@ -662,7 +708,7 @@ static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 	}
 	if (row->cfg.n_out > 0 || row->cfg.n_kernel > 0)
 		ds->has_configs = true;
-	return TS_OK;
+	return fill_slice(ds, row, f, col_of, line, d);
 }
 
 /* Upper bound of the records in text: one per newline, plus one. */
@@ -676,13 +722,15 @@ static size_t count_lines(const char *s, size_t len)
 }
 
 /*
- * Reads a header record naming each of names[0..n) exactly once, in any
- * order, into pos (the field index of each name); an unknown, repeated or
- * missing name is an error at its place. Up to n fields are read, so that
- * an extra one is reported by name. Leaves lx after the line.
+ * Reads a header record naming each of names[0..n_req) exactly once and
+ * each of names[n_req..n) at most once, in any order, into pos (the field
+ * index of each name; -1 for an optional one absent); an unknown, repeated
+ * or missing name is an error at its place. Up to n fields are read, so
+ * that an extra one is reported by name. *n_hdr: the fields of the header.
+ * Leaves lx after the line.
  */
 static enum ts_status lex_columns(struct lexer *lx, const char *const *names,
-				  int n, int *pos)
+				  int n_req, int n, int *pos, int *n_fields)
 {
 	enum ts_status st;
 	for (int c = 0; c < n; c++)
@@ -713,12 +761,13 @@ static enum ts_status lex_columns(struct lexer *lx, const char *const *names,
 		}
 		break;
 	}
-	for (int c = 0; c < n; c++)
+	for (int c = 0; c < n_req; c++)
 		if (pos[c] < 0) {
 			ts_diag_set(lx->d, lx->file, lx->line, lx->col,
 				    "header lacks column '%s'", names[c]);
 			return TS_ERR_PARSE;
 		}
+	*n_fields = n_hdr;
 	skip_eol(lx);
 	return TS_OK;
 }
@@ -733,7 +782,8 @@ enum ts_status val_csv_columns(const char *file, const char *text, size_t len,
 			   .arena = &arena, .file = file, .d = d};
 	if (len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
 		lx.p += 3;
-	enum ts_status st = lex_columns(&lx, names, n, pos);
+	int n_fields;
+	enum ts_status st = lex_columns(&lx, names, n, n, pos, &n_fields);
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, file, 0, 0, "out of memory");
 	if (st != TS_OK) {
@@ -759,8 +809,14 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 	};
 	enum ts_status st = TS_OK;
 	uint32_t *module_cols = NULL;
-	int col_of[VAL_COL_COUNT];
-	struct field f[VAL_COL_COUNT];
+	/* the columns, then the optional ones (their fields: col_of >= 0) */
+	enum { ALL = VAL_COL_COUNT + VAL_OPT_COUNT };
+	const char *names[ALL];
+	int col_of[ALL], n_fields;
+	struct field f[ALL];
+	for (int c = 0; c < ALL; c++)
+		names[c] = c < VAL_COL_COUNT ? val_set_columns[c]
+					     : val_set_opt_columns[c - VAL_COL_COUNT];
 
 	/* A UTF-8 byte order mark is not part of the first column name. */
 	if (ds->csv_len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
@@ -772,7 +828,8 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 		return TS_ERR_PARSE;
 	}
 
-	if ((st = lex_columns(&lx, val_set_columns, VAL_COL_COUNT, col_of)))
+	if ((st = lex_columns(&lx, names, VAL_COL_COUNT, ALL, col_of,
+			      &n_fields)))
 		goto out;
 
 	size_t cap = count_lines(ds->csv_text, ds->csv_len);
@@ -789,7 +846,7 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 	}
 	while (lx.p < lx.end) {
 		uint32_t line = lx.line;
-		if ((st = lex_record(&lx, f, VAL_COL_COUNT, "row")))
+		if ((st = lex_record(&lx, f, n_fields, "row")))
 			goto out;
 		struct val_row *row = &ds->rows[ds->n_rows];
 		if ((st = fill_row(ds, row, f, col_of, line, d)))

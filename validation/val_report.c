@@ -125,7 +125,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 			       const char *tuned_why,
 			       const struct kcache *kc,
 			       const struct hyb_embedding *emb,
-			       const struct hw_spec *hw)
+			       const struct hw_spec *hw, const char *spec_name)
 {
 	const struct val_dataset *ds = r->ds;
 	const struct val_row *row = &ds->rows[i_row];
@@ -136,7 +136,7 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 
 	res->n_kernels = prog->n_kernels;
 	res->i_tuned = tuned;
-	res->spec_name = hw->name;
+	res->spec_name = spec_name;
 	res->dispatch_ns = row->timing == VAL_TIMING_HOST
 				   ? sim_program_host_ns(prog, hw)
 				   : 0;
@@ -246,6 +246,47 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 	return TS_OK;
 }
 
+/* The slice a row ran on: its own topology, else the report's default. */
+static struct hw_slice row_slice(const struct val_report *r,
+				 const struct val_row *row)
+{
+	return row->slice.n_dims ? row->slice : r->opts.slice;
+}
+
+/* Whether row's slice (hw->slice) fits its generation and its module's
+ * program (parsed from `path`, the dataset's string: d outlives the
+ * module): TS_ERR_SPEC otherwise, d at the row's topology field when it
+ * has one; for the report's default slice, the option's message or where
+ * sim_program_check_slice puts it. */
+static enum ts_status check_slice(const struct val_report *r,
+				  const struct val_row *row,
+				  const struct sim_program *prog,
+				  const struct hw_spec *hw, const char *path,
+				  struct ts_diag *d)
+{
+	struct ts_diag sd = {0};
+	if (!hw->slice.n_dims)
+		return TS_OK;
+	enum ts_status st = hw_slice_check(hw, &hw->slice, &sd);
+	bool fits = st == TS_OK;
+	if (fits)
+		st = sim_program_check_slice(prog, hw, &sd);
+	if (st == TS_OK)
+		return TS_OK;
+	if (row->slice.n_dims) {
+		ts_diag_set(d, r->ds->csv_path, row->line, row->topology_col,
+			    "topology: %s", sd.msg);
+		d->src = r->ds->csv_text;
+		d->src_len = r->ds->csv_len;
+	} else if (!fits) {
+		ts_diag_set(d, NULL, 0, 0, "--topology: %s", sd.msg);
+	} else {
+		*d = sd;
+		d->file = path;
+	}
+	return st;
+}
+
 /* Parses, builds and costs one module and every row that measures it. */
 static enum ts_status cost_module(struct val_report *r,
 				  const struct val_specs *specs, int i_mod,
@@ -320,32 +361,36 @@ static enum ts_status cost_module(struct val_report *r,
 	for (int k = 0; emb && k < prog.n_kernels; k++)
 		if ((st = hyb_embed(r->opts.model, &prog.kernels[k], &emb[k])))
 			goto out;
-	/* Rows of one module normally share one spec; cost the defaults once
-	 * per distinct spec among them. */
+	/* Rows of one module normally share one spec and slice; cost the
+	 * defaults once per distinct pair among them. */
 	for (int first = 0; first < n_rows; first++) {
 		if (done[first])
 			continue;
 		const struct val_row *row0 = &r->ds->rows[rows[first]];
-		const struct hw_spec *hw = val_specs_find(specs, row0->hw);
-		if (!hw) {
+		const struct hw_spec *spec = val_specs_find(specs, row0->hw);
+		if (!spec) {
 			ts_diag_set(d, r->ds->csv_path, row0->line,
 				    row0->hw_col, "no hardware spec for hw '%s'",
 				    row0->hw);
 			st = TS_ERR_MISUSE;
 			goto out;
 		}
+		struct hw_spec hw = *spec;
+		hw.slice = row_slice(r, row0);
+		if ((st = check_slice(r, row0, &prog, &hw, m->full_path, d)))
+			goto out;
 		const char *kerr = NULL;
 		enum ts_status kst = TS_OK;
 		for (int k = 0; k < prog.n_kernels && !kerr; k++) {
 			struct ts_diag kd = {0};
-			kst = sim_kernel_estimate(&prog.kernels[k], hw, NULL,
+			kst = sim_kernel_estimate(&prog.kernels[k], &hw, NULL,
 						  &kc[k].def, &kd);
 			if (kst == TS_ERR_INFEASIBLE) {
 				kc[k].def.feasible = false;
 				kst = TS_OK;
 			}
 			if (kst == TS_OK)
-				kst = sim_kernel_roofline(&prog.kernels[k], hw,
+				kst = sim_kernel_roofline(&prog.kernels[k], &hw,
 							  &kc[k].roof, &kd);
 			if (kst == TS_ERR_NOMEM) {
 				st = kst;
@@ -363,7 +408,9 @@ static enum ts_status cost_module(struct val_report *r,
 		}
 		for (int i = first; i < n_rows; i++) {
 			const struct val_row *row = &r->ds->rows[rows[i]];
-			if (done[i] || val_specs_find(specs, row->hw) != hw)
+			struct hw_slice s = row_slice(r, row);
+			if (done[i] || val_specs_find(specs, row->hw) != spec ||
+			    memcmp(&s, &hw.slice, sizeof s) != 0)
 				continue;
 			done[i] = true;
 			if (kerr) {
@@ -371,7 +418,7 @@ static enum ts_status cost_module(struct val_report *r,
 				continue;
 			}
 			st = cost_row(r, rows[i], &prog, tuned, tuned_why, kc,
-				      emb, hw);
+				      emb, &hw, spec->name);
 			if (st)
 				goto out;
 		}
