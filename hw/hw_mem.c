@@ -157,8 +157,8 @@ const char *hw_link_name(enum hw_link l)
 }
 
 /*
- * A collective over one group on a slice (ns), axis by axis over the m
- * axes its devices span (struct hw_span: k_a devices along axis a), each
+ * A collective over one group on a slice (ns), over the axes its
+ * devices span (struct hw_span: k_a devices along axis a), each
  * with a rate bw_a per device (bytes/ns), hops per pass h_a and a latency
  * per hop lat_a:
  *   ring (an ICI axis spanned whole, with wraparound):
@@ -170,13 +170,20 @@ const char *hw_link_name(enum hw_link l)
  *   L = ici.links / ici.torus_dims, the links along an axis (one to each
  *   neighbour); link = ici.link_bw_bytes_per_s x ici.efficiency / D, one
  *   link one way; D = devices per chip (hw_spec_chip_devices).
- * The axes are taken fastest first (largest bw; ties in place order:
- * cores, x, y, z): the reduce-scatter moves the most data on the first
- * and the slices come last (reduce within each slice, then across).
- *   reduce-scatter (B = input): B_1 = B, B_(a+1) = B_a / k_a
- *       transfer = sum_a (k_a - 1)/k_a x B_a / bw_a
- *       reduce   = sum_a R((k_a - 1)/k_a x B_a)
- *       latency  = sum_a h_a x lat_a
+ * The m ICI axes run at once on split data, the slices after them
+ * (reduce within each slice, then across): the buffer is cut into m
+ * chunks, chunk j taking the ICI axes in turn from axis j on (the axes in
+ * order fastest first; ties in place order: cores, x, y, z), so that in
+ * each of the m stages every axis carries one chunk:
+ *   reduce-scatter (B = input): chunk j at stage s holds
+ *       B_js = B / m / prod_{t<s} k_((j+t) mod m)
+ *       transfer = sum_s max_j (k_a - 1)/k_a x B_js / bw_a,
+ *                  a = (j + s) mod m
+ *       latency  = sum_s max_j h_a x lat_a
+ *     then each DCN axis in turn on what is left, B' = B / prod_ICI k:
+ *       transfer += (k - 1)/k x B' / bw, latency += h x lat, B' /= k
+ *       reduce   = R of every chunk's (k_a - 1)/k_a x B_js, and DCN's
+ *   (one ICI axis: m = 1, the ring of that axis alone)
  *   all-gather (B = gathered): the same transfer and latency (the
  *       reduce-scatter run backwards), no reduce
  *   all-reduce: reduce-scatter then all-gather: 2 x transfer, 2 x latency,
@@ -196,16 +203,17 @@ const char *hw_link_name(enum hw_link l)
  * a chip's devices share its links and DCN port; a ring's two directions
  * each carry half (a bidirectional ring); a line is limited by its end
  * chips' one neighbour; DCN is a switch, each chip's port the only limit.
- * Known wrong: XLA may run the axes at once on split data (the scaling
- * book's multi-axis AllGather: bandwidth x axes), up to m times faster
- * than one after another; the one-shot algorithm for small all-reduces
+ * Known wrong: the stages are taken as synchronous (each waits for its
+ * slowest chunk); all-to-all runs its axes one after another; the
+ * one-shot algorithm for small all-reduces
  * (hw_ici_collective) is not tried; a group strided along an axis shares
  * its links with its neighbour groups (costed as a line of its own); a
  * permute pays one hop however far apart its pair is; a chip's cores (v2,
  * v3, v7) are costed as an ICI axis (their on-chip exchange is not
  * published); ici.efficiency, fitted on a v3-8 ring, is applied to every
  * ICI axis, none to DCN.
- * Source: the scaling book's collective costs (sharding.md: a bidirectional
+ * Source: the scaling book's collective costs (sharding.md: over several
+ * axes at once the bandwidth is the axes' sum; a bidirectional
  * AllGather over an axis with wraparound takes V / W_bidi in ceil(N/2)
  * hops, without wraparound (N - 1) one-way hops; AllReduce = ReduceScatter
  * + AllGather; an AllToAll a quarter of an AllGather on a bidirectional
@@ -257,8 +265,46 @@ void hw_ici_torus(const struct hw_spec *hw, enum hw_collective c,
 		out->dcn_ns = cross ? out->ns : 0;
 		return;
 	}
+	/* the ICI axes first (fastest first), then DCN's */
+	int m = 0;
+	for (int i = 0; i < out->n_axes; i++)
+		if (out->axes[i].axis.link != HW_LINK_DCN) {
+			struct hw_axis_cost x = out->axes[i];
+			for (int j = i; j > m; j--)
+				out->axes[j] = out->axes[j - 1];
+			out->axes[m++] = x;
+		}
+	double twice = c == HW_COLL_ALL_REDUCE ? 2.0 : 1.0;
+	bool reduces = c == HW_COLL_ALL_REDUCE || c == HW_COLL_REDUCE_SCATTER;
 	double b = bytes;
-	for (int i = 0; i < out->n_axes; i++) {
+	if (c != HW_COLL_ALL_TO_ALL && m > 0) {
+		/* m chunks at once, chunk j taking the axes from axis j on */
+		for (int st = 0; st < m; st++) {
+			double stage = 0, hop = 0;
+			for (int j = 0; j < m; j++) {
+				double sz = bytes / m;
+				for (int t = 0; t < st; t++)
+					sz /= (double)out->axes[(j + t) % m].axis.k;
+				struct hw_axis_cost *x = &out->axes[(j + st) % m];
+				double k = (double)x->axis.k, frac = (k - 1) / k;
+				double hops = x->axis.link == HW_LINK_RING
+						      ? floor(k / 2)
+						      : k - 1;
+				double t_ns = twice * frac * sz / rate[x->axis.link];
+				x->transfer_ns += t_ns;
+				x->latency_ns = twice * hops * hw->ici_latency_ns;
+				stage = fmax(stage, t_ns);
+				hop = fmax(hop, x->latency_ns);
+				if (reduces)
+					out->reduce_ns += reduce_ns(hw, frac * sz, bits);
+			}
+			out->transfer_ns += stage;
+			out->latency_ns += hop;
+		}
+		for (int i = 0; i < m; i++)
+			b /= (double)out->axes[i].axis.k;
+	}
+	for (int i = c == HW_COLL_ALL_TO_ALL ? 0 : m; i < out->n_axes; i++) {
 		struct hw_axis_cost *x = &out->axes[i];
 		double k = (double)x->axis.k, frac = (k - 1) / k;
 		bool over_dcn = x->axis.link == HW_LINK_DCN;
@@ -266,15 +312,11 @@ void hw_ici_torus(const struct hw_spec *hw, enum hw_collective c,
 		double moved = frac * b;
 		if (c == HW_COLL_ALL_TO_ALL)
 			moved = (over_dcn ? frac : floor(k * k / 4) / k) * bytes;
-		x->transfer_ns = moved / rate[x->axis.link];
-		x->latency_ns = hops * (over_dcn ? hw->dcn_latency_ns
-						 : hw->ici_latency_ns);
-		if (c == HW_COLL_ALL_REDUCE || c == HW_COLL_REDUCE_SCATTER)
+		x->transfer_ns = twice * moved / rate[x->axis.link];
+		x->latency_ns = twice * hops *
+				(over_dcn ? hw->dcn_latency_ns : hw->ici_latency_ns);
+		if (reduces)
 			out->reduce_ns += reduce_ns(hw, frac * b, bits);
-		if (c == HW_COLL_ALL_REDUCE) {
-			x->transfer_ns *= 2;
-			x->latency_ns *= 2;
-		}
 		out->transfer_ns += x->transfer_ns;
 		out->latency_ns += x->latency_ns;
 		if (over_dcn)

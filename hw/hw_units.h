@@ -178,7 +178,7 @@ void hw_ici_collective(const struct hw_spec *hw, enum hw_collective c,
 		       double bytes, int64_t devices, int bits,
 		       struct hw_ici_cost *out);
 
-/* The same for one group on a slice, axis by axis over the span s (in any
+/* The same for one group on a slice, over the axes of the span s (in any
  * order: the formula orders them). Formula in hw_mem.c. */
 void hw_ici_torus(const struct hw_spec *hw, enum hw_collective c,
 		  double bytes, int bits, const struct hw_span *s,

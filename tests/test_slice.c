@@ -220,15 +220,17 @@ static void test_ring_16(void **state)
  * A 4x4 sub-grid of a v5e 16x16: [16,16]<=[4,4,4,4]T(0,2,1,3). The ids
  * are y_hi y_lo x_hi x_lo in base 4 (d = 16 y + x); the groups fix y_hi
  * and x_hi and take y_lo, x_lo: x and y each 4 of 16, no wraparound:
- * two lines, x first (place order among equals):
+ * two lines, x first (place order among equals), at once on halves:
  *   bw = 1 link (a line's end chips), 3 hops a pass
- *   all-reduce: transfer = 2 x (3/4 B + 3/4 B/4) / bw,
+ *   all-reduce: stage 1 each half B/2 on its first axis, stage 2 each
+ *               quarter of it (B/8) on the other:
+ *               transfer = 2 x (3/4 B/2 + 3/4 B/8) / bw,
  *               latency = 2 x (3 + 3) x 500 ns
  *   all-to-all: c = floor(16/4)/4 = 1 per axis: transfer = 2 x B / bw,
  *               latency = (3 + 3) x 500 ns
  * On a v4 4x4x4 (whole cube: every axis wraps) the groups [4,16]<=[64]
  * (x and y whole, z = g) are two rings of 4: bw = 2 links, 2 hops:
- *   transfer = 2 x (3/4 B + 3/4 B/4) / bw, latency = 2 x (2 + 2) x 500
+ *   transfer = 2 x (3/4 B/2 + 3/4 B/8) / bw, latency = 2 x (2 + 2) x 500
  */
 static void test_sub_grid(void **state)
 {
@@ -246,7 +248,7 @@ static void test_sub_grid(void **state)
 	assert_axis(&c, 0, HW_PLACE_X, 4, HW_LINK_LINE);
 	assert_axis(&c, 1, HW_PLACE_Y, 4, HW_LINK_LINE);
 	double bw = along(&hw) / 2 * link_of(&hw);
-	assert_rel(c.transfer_ns, 2 * (0.75 * B + 0.75 * B / 4) / bw);
+	assert_rel(c.transfer_ns, 2 * (0.75 * B / 2 + 0.75 * B / 8) / bw);
 	assert_rel(c.latency_ns, 2 * 6 * hw.ici_latency_ns);
 	assert_rel(c.ns, c.transfer_ns + c.latency_ns);
 	tu_built_free(&b);
@@ -263,7 +265,7 @@ static void test_sub_grid(void **state)
 	assert_axis(&c, 0, HW_PLACE_X, 4, HW_LINK_RING);
 	assert_axis(&c, 1, HW_PLACE_Y, 4, HW_LINK_RING);
 	bw = along(&hw) * link_of(&hw);
-	assert_rel(c.transfer_ns, 2 * (0.75 * B + 0.75 * B / 4) / bw);
+	assert_rel(c.transfer_ns, 2 * (0.75 * B / 2 + 0.75 * B / 8) / bw);
 	assert_rel(c.latency_ns, 2 * 4 * hw.ici_latency_ns);
 	tu_built_free(&b);
 }
@@ -330,8 +332,14 @@ static void test_two_slices(void **state)
 /*
  * v3 2x2 (4 chips, 2 cores each: 8 devices, d = 2 chip + core), every
  * device: the cores (a ring of 2, 2 links), x and y (lines of 2: v3
- * wraps only at 32), each link shared by the chip's 2 cores:
- *   transfer = 2 x (1/2 B / (2 link) + 1/2 B/2 / link + 1/2 B/4 / link)
+ * wraps only at 32), each link shared by the chip's 2 cores; three
+ * chunks of B/3 at once, chunk j from axis j on (cores, x, y), halved at
+ * each axis; a stage takes its slowest chunk:
+ *   stage 1: B/3 on the cores, x, y: max(1/2 B/3 / (2 link),
+ *            1/2 B/3 / link) = B / (6 link)
+ *   stage 2: B/6 on x, y, cores: B / (12 link)
+ *   stage 3: B/12 on y, cores, x: B / (24 link)
+ *   transfer = 2 x (1/6 + 1/12 + 1/24) B / link = 7/12 B / link
  *   latency = 2 x (1 + 1 + 1) x 500
  */
 static void test_cores(void **state)
@@ -350,8 +358,7 @@ static void test_cores(void **state)
 	assert_axis(&c, 1, HW_PLACE_X, 2, HW_LINK_LINE);
 	assert_axis(&c, 2, HW_PLACE_Y, 2, HW_LINK_LINE);
 	double l = link_of(&hw);
-	assert_rel(c.transfer_ns,
-		   2 * (0.5 * B / (2 * l) + 0.5 * B / 2 / l + 0.5 * B / 4 / l));
+	assert_rel(c.transfer_ns, 7.0 / 12 * B / l);
 	assert_rel(c.latency_ns, 2 * 3 * hw.ici_latency_ns);
 	tu_built_free(&b);
 }
