@@ -37,6 +37,20 @@ double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 	return t;
 }
 
+/*
+ * ns = bytes / (pcie.bw_bytes_per_s / D)     D: devices per chip
+ * A copy between HBM and host memory (S(5): host offload) streams over
+ * the chip's PCIe link, its devices sharing it. Assumes one transfer at a
+ * time per device at the link's one-way figure. Known wrong: pinned-host
+ * DMA may reach less; transfers both ways at once are not shared out.
+ * Source: docs/TPU.md section 1 (PCIe per chip, SB).
+ */
+double hw_mem_pcie_ns(const struct hw_spec *hw, double bytes)
+{
+	double bw = hw->pcie_bw_bytes_per_s * 1e-9 / hw_spec_chip_devices(hw);
+	return bytes > 0 && bw > 0 ? bytes / bw : 0.0;
+}
+
 /* Capacity check: bytes <= hw->vmem_bytes (TPU.md section 2 rule 4). */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes)
 {

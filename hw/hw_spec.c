@@ -95,7 +95,7 @@ HW_SECTION_FITS(chip_fields);
 
 /* A what-if sweep builds each kernel's plan once when it sweeps only fields
  * no plan reads (sim_plan_spec_free in sim/config.c names them: the chip,
- * hbm, vmem, ici, dcn, overhead and host sections and the MXU array's fields
+ * hbm, vmem, ici, dcn, pcie, overhead and host sections and the MXU array's fields
  * below but f32_passes). A field added to those sections is taken as plan-free:
  * if sim_plan_build reads it, sim_plan_spec_free must leave it out
  * (test_plan_reuse checks every free field). */
@@ -185,6 +185,12 @@ static const struct hw_field dcn_fields[] = {
 };
 HW_SECTION_FITS(dcn_fields);
 
+static const struct hw_field pcie_fields[] = {
+	/* the host link: 1 GB/s to 1 TB/s per chip */
+	HW_REAL("pcie", "bw_bytes_per_s", pcie_bw_bytes_per_s, "bytes/s", 1e9, 1e12),
+};
+HW_SECTION_FITS(pcie_fields);
+
 static const struct hw_field root_fields[] = {
 	{ .key = "name", .type = HW_FIELD_NAME, .offset = HW_OFF(name) },
 	{ .key = "inherits", .type = HW_FIELD_INHERITS },
@@ -197,6 +203,7 @@ static const struct hw_field root_fields[] = {
 	HW_SECTION("host", host_fields),
 	HW_SECTION("ici", ici_fields),
 	HW_SECTION("dcn", dcn_fields),
+	HW_SECTION("pcie", pcie_fields),
 };
 HW_SECTION_FITS(root_fields);
 
@@ -569,7 +576,7 @@ static enum ts_status load_mapping(const struct hw_load_ctx *c,
 				       prefix, node_kind(m));
 		return fail_at(c, m->start_mark,
 			       "expected a mapping of name, chip, mxu, vpu, hbm, vmem, "
-			       "overhead, host, ici and dcn at the top level, got %s", node_kind(m));
+			       "overhead, host, ici, dcn and pcie at the top level, got %s", node_kind(m));
 	}
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
 	     p < m->data.mapping.pairs.top; p++) {
@@ -862,7 +869,7 @@ static enum ts_status load_text_at(const char *name, const char *text,
 	if (!root) {
 		st = fail_at(&c, doc.start_mark,
 			     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-			     "hbm, vmem, overhead, host, ici and dcn");
+			     "hbm, vmem, overhead, host, ici, dcn and pcie");
 		goto out;
 	}
 	/* One document per file: a second one is trailing garbage, not a spec. */

@@ -169,6 +169,8 @@ struct hw_spec {
 	                              host's network); YAML dcn.bw_bytes_per_s */
 	double dcn_latency_ns;     /* per transfer step between slices; YAML
 	                              dcn.latency_ns */
+	double pcie_bw_bytes_per_s; /* host link, one way, per chip; YAML
+	                               pcie.bw_bytes_per_s */
 
 	struct hw_slice slice;     /* not in the YAML (above) */
 };

@@ -88,6 +88,10 @@ double hw_mem_bytes_per_ns(const struct hw_spec *hw);
 double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 		     double transfers);
 
+/* ns for `bytes` across one device's share of its chip's PCIe link (host
+ * offload: to or from host memory), no latency. Formula in hw_mem.c. */
+double hw_mem_pcie_ns(const struct hw_spec *hw, double bytes);
+
 /*
  * ns the DMA engine is busy moving `bytes` in `chunks` contiguous runs (no
  * latency), at the sustained rate bpns (hw_mem_bytes_per_ns(hw), worked

@@ -61,7 +61,9 @@ static double padded_elems(const struct ir_shape *s)
  * HBM bytes of a value: padded bytes of every array leaf (ir_shape.c),
  * except leaves on chip (sim_on_chip: VMEM, scalar memory) and
  * zero-width leaves (token, opaque). Host memory S(5) is counted as HBM
- * bytes: known wrong (it crosses PCIe, ~50x slower), rare in measured data.
+ * bytes; an async copy to or from it is costed at PCIe rate besides
+ * (sim_dma_host_bytes, model.c); a kernel that reads or writes host memory
+ * directly is not: known wrong (PCIe is ~50x slower), rare.
  */
 static double hbm_bytes(const struct ir_shape *s)
 {
@@ -1104,6 +1106,17 @@ double sim_dma_bytes(const struct sim_kernel *k)
 	double hbm = k->work.bytes_read + k->work.bytes_written;
 	double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape) : 0.0;
 	return hbm > moved ? hbm : moved;
+}
+
+double sim_dma_host_bytes(const struct sim_kernel *k)
+{
+	const struct ir_instr *in = k->instr;
+	if (!in)
+		return 0.0;
+	bool host = in->shape.layout.memory_space == 5;
+	for (int j = 0; j < in->n_operands; j++)
+		host |= in->operands[j]->shape.layout.memory_space == 5;
+	return host ? ir_shape_padded_bytes(&in->shape) : 0.0;
 }
 
 enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd,

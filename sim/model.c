@@ -535,10 +535,13 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	case SIM_PLAN_DMA: {
 		/*
 		 * An async transfer (copy-start, slice-start, ...), ns:
-		 *   time = dma_latency_ns + moved / (HBM bytes per ns)
+		 *   time = dma_latency_ns + max(moved / (HBM bytes per ns),
+		 *                               hw_mem_pcie_ns(host))
 		 * moved = other_bytes: the HBM bytes it reads and writes
 		 * (cost.c: a VMEM end moves none), at least the transferred
-		 * result once. Assumes one descriptor the DMA engines run
+		 * result once; host = host_bytes: the transferred value when
+		 * one end is host memory (S(5): host offload), which crosses
+		 * PCIe (sim_dma_host_bytes). Assumes one descriptor the DMA engines run
 		 * while the TensorCore goes on (no kernel launch, no VPU
 		 * work: nothing runs on the core), at the sustained HBM rate
 		 * also between on-chip spaces; what runs between its start
@@ -547,9 +550,14 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		 * shares HBM with the kernels it overlaps (not modelled).
 		 * Source: hw/hw_mem.c hw_mem_dma_ns, TPU.md section 2 rule 3.
 		 */
-		double ns = hw_mem_dma_ns(hw, p->other_bytes, 1);
-		out->time_ns = ns;
+		double ns = hw_mem_dma_ns(hw, p->other_bytes, 1),
+		       pcie = hw->dma_latency_ns + hw_mem_pcie_ns(hw, p->host_bytes);
+		/* the DMA engines' unit, whichever link limits them (the
+		 * units are the chip's; the GNN's features have one column
+		 * each) */
 		out->bound = HW_UNIT_HBM;
+		ns = pcie > ns ? pcie : ns;
+		out->time_ns = ns;
 		out->bytes_read = p->k ? p->k->work.bytes_read : 0.0;
 		out->bytes_written = p->k ? p->k->work.bytes_written : 0.0;
 		out->dma_cycles = ns * clock_ghz;

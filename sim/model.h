@@ -187,6 +187,8 @@ struct sim_plan {
 	double other_bytes;               /* operands of unknown form (tuples,
 	                                     ranks above SIM_MAX_GRID) and
 	                                     literal constants, read once */
+	double host_bytes;                /* a DMA's bytes across PCIe
+	                                     (sim_dma_host_bytes) */
 	/* MXU (has_kernel) */
 	int mxu_passes;                   /* bf16 passes per weight tile */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */

@@ -1448,6 +1448,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		 * between two on-chip spaces still streams it) */
 		p->kind = SIM_PLAN_DMA;
 		p->other_bytes = sim_dma_bytes(k);
+		p->host_bytes = sim_dma_host_bytes(k);
 		return TS_OK;
 	}
 	p->kind = SIM_PLAN_TILED;

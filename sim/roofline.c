@@ -108,8 +108,10 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 		return TS_ERR_SPEC;
 	}
 	if (k->dma) {
-		out->time_ns = sim_dma_bytes(k) / bw * 1e9;
-		out->bound = HW_UNIT_HBM;
+		double hbm = sim_dma_bytes(k) / bw * 1e9,
+		       pcie = hw_mem_pcie_ns(hw, sim_dma_host_bytes(k));
+		out->time_ns = hbm > pcie ? hbm : pcie;
+		out->bound = HW_UNIT_HBM; /* the DMA engines' (model.c) */
 		out->dma_cycles = out->time_ns * 1e-9 * hw->clock_hz;
 		return TS_OK;
 	}

@@ -122,7 +122,9 @@ static const char base_spec[] =
 	"  wrap_cube: false\n"             /* 53 */
 	"dcn:\n"                           /* 54 */
 	"  bw_bytes_per_s: 6.25e9\n"       /* 55 */
-	"  latency_ns: 10000\n";           /* 56 */
+	"  latency_ns: 10000\n"            /* 56 */
+	"pcie:\n"                          /* 57 */
+	"  bw_bytes_per_s: 1.5e10\n";      /* 58 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -507,24 +509,24 @@ static void test_err_range(void **state)
 static void test_err_document_shape(void **state)
 {
 	(void)state;
-	char *s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n---\nname: u\n");
-	expect_error(s, 57, 1, "a second YAML document starts here; a spec file holds exactly one");
-	s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n]\n");
-	expect_error(s, 57, 1, "YAML syntax error: did not find expected key "
+	char *s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\nname: u\n");
+	expect_error(s, 59, 1, "a second YAML document starts here; a spec file holds exactly one");
+	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n]\n");
+	expect_error(s, 59, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
-	s = edited("  latency_ns: 10000\n", "  latency_ns: 10000\n---\n]\n");
-	expect_error(s, 58, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 58:1)");
+	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\n]\n");
+	expect_error(s, 60, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 60:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
-				"hbm, vmem, overhead, host, ici and dcn");
+				"hbm, vmem, overhead, host, ici, dcn and pcie");
 	expect_error("# only a comment\n", 1, 1,
 		     "empty spec: expected a mapping of name, chip, mxu, vpu, "
-		     "hbm, vmem, overhead, host, ici and dcn");
+		     "hbm, vmem, overhead, host, ici, dcn and pcie");
 	expect_error("v3\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-				   "vmem, overhead, host, ici and dcn at the top level, got a scalar");
+				   "vmem, overhead, host, ici, dcn and pcie at the top level, got a scalar");
 	expect_error("- a\n- b\n", 1, 1, "expected a mapping of name, chip, mxu, vpu, hbm, "
-					 "vmem, overhead, host, ici and dcn at the top level, got a sequence");
+					 "vmem, overhead, host, ici, dcn and pcie at the top level, got a sequence");
 	/* Nesting is capped before the document is loaded (100,000 levels
 	 * of [[[...]]] took minutes): the 33rd collection, the 32nd '[' of
 	 * "mxu: [[[..." (the top mapping is the first), is refused. */
@@ -566,7 +568,7 @@ static void test_err_column_after_utf8(void **state)
 			  "YAML syntax error: mapping values are not allowed in this context");
 	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
 			  "zz: unknown key; expected one of: name, inherits, chip, mxu, "
-			  "vpu, hbm, vmem, overhead, host, ici, dcn");
+			  "vpu, hbm, vmem, overhead, host, ici, dcn, pcie");
 }
 
 /* The diagnostic prints as file:line:col with the source line and caret. */
@@ -770,10 +772,10 @@ static void test_fields_by_path(void **state)
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
 	/* 2 chip (megacore is a bool) + 7 mxu + 5 cost (composite is
 	 * derived) + 8 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 6 ici
-	 * (wrap_cube is a bool) + 2 dcn numeric fields: 42. */
-	assert_int_equal(hw_spec_n_fields(), 42);
+	 * (wrap_cube is a bool) + 2 dcn + 1 pcie numeric fields: 43. */
+	assert_int_equal(hw_spec_n_fields(), 43);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(42));
+	assert_null(hw_spec_field_at(43));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

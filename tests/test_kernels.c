@@ -571,6 +571,51 @@ static void test_async_dma(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * Host offload: a copy-start (destination, source, context) of
+ * f32[1024,1024] (4 MiB) from HBM into host memory (S(5)) and one back
+ * cross PCIe: each takes one DMA latency plus
+ * the 4,194,304 bytes at the chip's PCIe rate, per device (v4: 1.6e10
+ * bytes/s, megacore: one device a chip; v3: 1.5e10 shared by 2 cores),
+ * far slower than the HBM rate a copy within HBM gets (test_async_dma).
+ */
+static void test_host_offload(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule offload, is_scheduled=true\n"
+		 "ENTRY e {\n  x = f32[1024,1024] parameter(0)\n"
+		 "  cs = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024], u32[]) "
+		 "copy-start(x)\n"
+		 "  cd = f32[1024,1024]{1,0:S(5)} copy-done(cs)\n"
+		 "  bs = (f32[1024,1024], f32[1024,1024]{1,0:S(5)}, u32[]) "
+		 "copy-start(cd)\n"
+		 "  ROOT bd = f32[1024,1024] copy-done(bs)\n}\n",
+		 &b);
+	ASSERT_NAMES(&b, "cs,bs");
+	static const struct {
+		const char *gen;
+		double pcie_per_device; /* bytes/s */
+	} gens[] = {{"v4", 1.6e10}, {"v3", 1.5e10 / 2}};
+	for (int g = 0; g < 2; g++) {
+		struct hw_spec hw;
+		if (!tu_load_spec(gens[g].gen, &hw)) {
+			tu_built_free(&b);
+			skip();
+		}
+		struct ts_diag d = {0};
+		assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+		double want = hw.dma_latency_ns +
+			      4194304.0 / (gens[g].pcie_per_device * 1e-9);
+		for (int k = 0; k < 2; k++) {
+			const struct sim_kernel *t = tu_kernel(&b, k ? "bs" : "cs");
+			assert_true(t->dma);
+			assert_near(t->est.time_ns, want, 1e-9 * want);
+		}
+	}
+	tu_built_free(&b);
+}
+
 /* A while of 3 inside a while of 4: the inner body runs 12 times. */
 static void test_while_nested(void **state)
 {
@@ -1518,6 +1563,7 @@ int main(void)
 		cmocka_unit_test(test_trip_counts),
 		cmocka_unit_test(test_async_overlap),
 		cmocka_unit_test(test_async_dma),
+		cmocka_unit_test(test_host_offload),
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
