@@ -139,11 +139,20 @@ static void run_help(FILE *out)
 	      "                        (with several --hw: "
 	      "generations_<module>.png, the\n"
 	      "                        time by kernel kind on each spec)\n"
-	      "      --summary         instead of the kernel table, the time "
-	      "rolled up by\n"
-	      "                        kernel kind, by main op and by bound "
-	      "unit (kernels,\n"
-	      "                        time x runs, share), largest first\n"
+	      "      --summary         instead of the kernel table: the FLOP "
+	      "utilisation\n"
+	      "                        (counted FLOPs, recompute included, over "
+	      "time x peak);\n"
+	      "                        where the time goes (each kernel's "
+	      "exposed time:\n"
+	      "                        compute, hbm-bound, collective ici and "
+	      "dcn, host\n"
+	      "                        offload, dma, unmodelled); then the "
+	      "time rolled up\n"
+	      "                        by kernel kind, by main op and by bound "
+	      "unit\n"
+	      "                        (kernels, time x runs, share), largest "
+	      "first\n"
 	      "      --trace FILE.json the program's timeline as a Chrome trace "
 	      "(Perfetto,\n"
 	      "                        chrome://tracing): kernels, MXU, VPU, "
@@ -701,29 +710,68 @@ static enum ts_status summary_tables(struct cmd_report *r,
 	return st;
 }
 
-/* With a slice: the collectives' exposed time (sim_kernel_exposed_ns: what
- * they add to the program total), split into the part on the data-centre
- * network (each kernel's DCN share of its time, sim_collective_ici's
- * dcn_ns) and the rest on ICI (its transfers, latencies, VPU adds and
- * launch); shares of the program total. */
-static enum ts_status collectives_table(struct cmd_report *r,
-					const struct sim_program *p,
-					const struct hw_spec *hw, double total)
+/* Where the program's time goes: each kernel's exposed time
+ * (sim_kernel_exposed_ns: what it adds to the total, after the async
+ * overlap; the rows add up to the total) by what bounds it:
+ *   collective ici / dcn   a collective's, split by its DCN share of its
+ *                          time (sim_collective_ici's dcn_ns; no slice:
+ *                          all ICI)
+ *   host offload           an async copy to or from host memory (its
+ *                          bytes cross PCIe: sim_dma_host_bytes)
+ *   dma                    another async copy
+ *   hbm-bound              a kernel whose bound unit is HBM
+ *   compute                a kernel bound by the MXU, the VPU or its
+ *                          fixed overheads
+ *   unmodelled             (costed at zero)
+ * shares of the program total. */
+static enum ts_status time_table(struct cmd_report *r,
+				 const struct sim_program *p,
+				 const struct hw_spec *hw, double total)
 {
 	struct rollup u = {0};
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
-		if (k->kind != SIM_KERNEL_COLLECTIVE || !(k->est.time_ns > 0))
-			continue;
-		struct hw_ici_cost c;
-		sim_collective_ici(k, hw, &c, NULL);
 		double exposed = sim_kernel_exposed_ns(p, i);
-		double dcn = exposed * fmin(1, c.dcn_ns / k->est.time_ns);
-		rollup_add(&u, "ici", exposed - dcn);
-		if (dcn > 0)
-			rollup_add(&u, "dcn", dcn);
+		if (!k->est.modelled) {
+			rollup_add(&u, "unmodelled", exposed);
+		} else if (k->kind == SIM_KERNEL_COLLECTIVE) {
+			struct hw_ici_cost c;
+			sim_collective_ici(k, hw, &c, NULL);
+			double dcn = k->est.time_ns > 0
+					     ? exposed *
+						       fmin(1, c.dcn_ns / k->est.time_ns)
+					     : 0;
+			rollup_add(&u, "collective ici", exposed - dcn);
+			if (dcn > 0)
+				rollup_add(&u, "collective dcn", dcn);
+		} else if (k->dma) {
+			rollup_add(&u, sim_dma_host_bytes(k) > 0 ? "host offload"
+								 : "dma",
+				   exposed);
+		} else {
+			rollup_add(&u, k->est.bound == HW_UNIT_HBM ? "hbm-bound"
+								   : "compute",
+				   exposed);
+		}
 	}
-	return summary_table(r, "collectives", "link", &u, total);
+	return summary_table(r, "time", "where", &u, total);
+}
+
+/*
+ * FLOP utilisation of the program on hw:
+ *   sum over kernels of flops x runs / (total_ns x 1e-9 x hw_spec_peak_flops)
+ * flops: the kernels' counted FLOPs (cost.c: 2 per MAC and the VPU's
+ * element ops), recomputation included: a hardware FLOP utilisation; a
+ * published MFU counts the model's FLOPs only (no remat recompute), so it
+ * is at or below this for the same time. Peak: bf16, one program.
+ */
+static double flop_utilization(const struct sim_program *p,
+			       const struct hw_spec *hw, double total)
+{
+	double flops = 0, peak = hw_spec_peak_flops(hw);
+	for (int i = 0; i < p->n_kernels; i++)
+		flops += p->kernels[i].est.flops * p->kernels[i].multiplicity;
+	return total > 0 && peak > 0 ? flops / (total * 1e-9 * peak) : 0;
 }
 
 /* What apply_model keeps for the report. */
@@ -808,10 +856,12 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 			if (o->summary) {
 				cmd_report_num(&r, "time_ns", CMD_UNIT_TIME_NS,
 					       total);
-				st = summary_tables(&r, p);
-				if (!st && ctx->hw.slice.n_dims)
-					st = collectives_table(&r, p, &ctx->hw,
-							       total);
+				cmd_report_num(&r, "flop_utilization",
+					       CMD_UNIT_REAL,
+					       flop_utilization(p, &ctx->hw, total));
+				st = time_table(&r, p, &ctx->hw, total);
+				if (!st)
+					st = summary_tables(&r, p);
 			} else {
 				cmd_report_table(&r, &t);
 			}

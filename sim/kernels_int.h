@@ -62,9 +62,6 @@ void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
  * between two on-chip spaces still streams it). What the plan's DMA and
  * the roofline both take. */
 double sim_dma_bytes(const struct sim_kernel *k);
-/* The bytes of that transfer that cross PCIe: the transferred value when
- * either end is host memory (S(5), host offload), else 0 (cost.c). */
-double sim_dma_host_bytes(const struct sim_kernel *k);
 
 /* ---- what a top-level instruction is (kernels.c) ---- */
 

@@ -359,6 +359,11 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		       double *bytes, double *hbm_bytes, int64_t *devices,
 		       int *bits);
 
+/* The bytes of an async DMA kernel's transfer (sim_kernel.dma) that cross
+ * PCIe: the transferred value when either end is host memory (S(5), host
+ * offload), else 0 (cost.c). */
+double sim_dma_host_bytes(const struct sim_kernel *k);
+
 /*
  * The ICI and DCN cost of collective kernel k on hw (sim/slice.c), one
  * reading for the model, the roofline and --explain: on hw->slice each of

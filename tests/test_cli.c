@@ -1062,8 +1062,8 @@ static void test_run_untiled(void **state)
 	unlink(path);
 }
 
-/* --topology and --slices: the report names the slice, --summary splits
- * the collectives' exposed time ICI / DCN, --explain shows the axes; a
+/* --topology and --slices: the report names the slice, --summary's "where"
+ * table splits the collectives' exposed time ICI / DCN, --explain shows the axes; a
  * slice that is not the module's devices, a shape the generation does not
  * have and --slices alone are refused. */
 static void test_run_topology(void **state)
@@ -1085,8 +1085,10 @@ static void test_run_topology(void **state)
 	       "2", "--summary");
 	expect_rc(&p, 0);
 	expect_contains(p.out, "topology: 2x2, 2 slices\n");
-	expect_contains(p.out, "\nlink  kernels ");
-	expect_contains(p.out, "\ndcn         1 ");
+	expect_contains(p.out, "\nwhere           kernels ");
+	expect_contains(p.out, "\ncollective dcn        1 ");
+	/* a collective's adds are not counted as FLOPs (cost.c) */
+	expect_contains(p.out, "\nflop_utilization: 0\n");
 	proc_free(&p);
 	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
 	       "2", "--explain", "r");
