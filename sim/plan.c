@@ -450,6 +450,12 @@ static void prop_backward(struct prop *pr)
  * - 1) + k is a multiple of B only for k = o), so each output position
  * has a weight tile of its own and reads one input position: a batch
  * (SIM_ROLE_BATCH, shared by the kernel and the output), not a window.
+ * The other form (MaxText's projections on v4 and later): one input
+ * position, a window of B taps padded by B - 1 on both sides, stride 1,
+ * B outputs, the taps reversed or not: output o meets the one input
+ * position with tap B - 1 - o only (reversed: tap o), so again each
+ * output position has a weight tile of its own; the input dim, of size 1,
+ * follows nothing.
  */
 static bool conv_batch_dim(const struct ir_instr *t, int s)
 {
@@ -464,11 +470,17 @@ static bool conv_batch_dim(const struct ir_instr *t, int s)
 	    od = cd->out_spatial[s];
 	const struct ir_shape *lhs = &t->operands[0]->shape,
 			     *rhs = &t->operands[1]->shape;
-	return b > 1 && wd->lhs_dilate == b && wd->stride == b - 1 &&
-	       wd->rhs_dilate == 1 && wd->pad_lo == 0 && wd->pad_hi == 0 &&
-	       !wd->reversal && ld >= 0 && ld < lhs->rank && rd >= 0 &&
-	       rd < rhs->rank && od >= 0 && od < t->shape.rank &&
-	       lhs->dims[ld] == b && rhs->dims[rd] == b && t->shape.dims[od] == b;
+	if (b <= 1 || wd->rhs_dilate != 1 || ld < 0 || ld >= lhs->rank ||
+	    rd < 0 || rd >= rhs->rank || od < 0 || od >= t->shape.rank ||
+	    rhs->dims[rd] != b || t->shape.dims[od] != b)
+		return false;
+	bool dilated = wd->lhs_dilate == b && wd->stride == b - 1 &&
+		       wd->pad_lo == 0 && wd->pad_hi == 0 && !wd->reversal &&
+		       lhs->dims[ld] == b;
+	bool padded = wd->lhs_dilate == 1 && wd->stride == 1 &&
+		      wd->pad_lo == b - 1 && wd->pad_hi == b - 1 &&
+		      lhs->dims[ld] == 1;
+	return dilated || padded;
 }
 
 static void prop_seed(struct prop *pr, const struct ir_instr *t)
@@ -497,8 +509,11 @@ static void prop_seed(struct prop *pr, const struct ir_instr *t)
 			int ld = cd->lhs_spatial[s];
 			if (ld < 0 || ld >= SIM_MAX_GRID)
 				continue;
+			bool batch = conv_batch_dim(t, s);
+			if (batch && t->operands[0]->shape.dims[ld] == 1)
+				continue; /* the padded form's one position */
 			l.src[ld] = (int8_t)cd->out_spatial[s];
-			if (!conv_batch_dim(t, s)) /* a batch: no window */
+			if (!batch) /* a batch: no window */
 				l.win[ld] = (int8_t)(KOFF + cd->rhs_spatial[s]);
 		}
 		set_slot(pr, t->operands[0], &l);
