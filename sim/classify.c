@@ -296,6 +296,24 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 	return coll;
 }
 
+const struct ir_instr *sim_side_collective(const struct ir_instr *in)
+{
+	const struct ir_computation *c =
+		in->op == IR_OP_FUSION && in->n_called > 0 ? in->called[0] : NULL;
+	const struct ir_instr *coll = NULL;
+	bool mxu = false;
+	for (int i = 0; c && i < c->n_instrs; i++) {
+		const struct ir_instr *x = c->instrs[i];
+		mxu |= x->op == IR_OP_DOT || x->op == IR_OP_CONVOLUTION;
+		if (ir_op_class(x->op) == IR_CLASS_COLLECTIVE) {
+			if (coll)
+				return NULL;
+			coll = x;
+		}
+	}
+	return mxu ? coll : NULL;
+}
+
 /* The role of a top-level instruction, and its kernel kind. */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 {

@@ -1071,7 +1071,7 @@ static enum ts_status group_work(const struct sim_kernel *k,
  * all-reduce still crosses the links. Source: hw_ici_collective's B
  * (hw/hw_mem.c), docs/HLO.md 1.6.
  */
-static double collective_payload(const struct ir_instr *in)
+double sim_collective_payload(const struct ir_instr *in)
 {
 	enum ir_op op = in->op == IR_OP_ASYNC_START ? in->wrapped_op : in->op;
 	if (op == IR_OP_ALL_GATHER || op == IR_OP_ALL_GATHER_START)
@@ -1097,7 +1097,7 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	}
 	w->bytes_written = written_bytes(in, result_shape(in));
 	if (k->kind == SIM_KERNEL_COLLECTIVE)
-		w->ici_bytes = collective_payload(in);
+		w->ici_bytes = sim_collective_payload(in);
 	return TS_OK;
 }
 
@@ -1133,7 +1133,7 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
 		st = fusion_work(k, file, w, d);
 		const struct ir_instr *c = sim_fused_collective(k->instr);
 		if (c && k->kind == SIM_KERNEL_COLLECTIVE)
-			w->ici_bytes = collective_payload(c);
+			w->ici_bytes = sim_collective_payload(c);
 	}
 	else if (k->n_members == 1 && k->members[0] == k->instr)
 		st = single_work(k, file, w, d);

@@ -468,8 +468,9 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 	k->instr = instr;
 	k->name = instr->name;
 	k->group_devices = 1;
-	if (k->kind == SIM_KERNEL_COLLECTIVE) {
-		const struct ir_instr *c = sim_fused_collective(instr);
+	const struct ir_instr *side = sim_side_collective(instr);
+	if (k->kind == SIM_KERNEL_COLLECTIVE || side) {
+		const struct ir_instr *c = side ? side : sim_fused_collective(instr);
 		const struct ir_instr *g = c ? c : instr;
 		k->group_devices = g->attrs.replica_group_size > 0
 					   ? g->attrs.replica_group_size

@@ -82,6 +82,19 @@ enum sim_top {
  * attention's matmuls while a collective-permute moves data) stays a
  * fusion. */
 const struct ir_instr *sim_fused_collective(const struct ir_instr *in);
+/* The collective of XLA's async collective fusion: a fusion holding one
+ * collective beside a dot or convolution (the collective runs on the ICI
+ * while the MXU works: a layer's matmul beside the next layer's weight
+ * all-gather), else NULL (classify.c). */
+const struct ir_instr *sim_side_collective(const struct ir_instr *in);
+/* The bytes a collective moves as tpusim counts them (cost.c): an
+ * all-gather's result, else its operands, in any memory space. */
+double sim_collective_payload(const struct ir_instr *in);
+/* What such a side collective moves (plan.c): its algorithm class, bytes
+ * (sim_collective_payload) and element bits, as sim_collective_of gives
+ * them for a collective kernel. */
+void sim_side_collective_of(const struct ir_instr *coll, enum hw_collective *c,
+			    double *bytes, int *bits);
 
 /* The role of a top-level instruction, and its kernel kind (a fusion
  * that holds a collective: SIM_KERNEL_COLLECTIVE). */

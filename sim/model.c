@@ -747,6 +747,22 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	double dma_busy = dma_ns(bw, &d_all); /* the DMAs alone, ns */
 	double t = hw->kernel_overhead_ns +
 		   max2(first_ns + pipe + last_ns, dma_busy);
+	/*
+	 * XLA's async collective fusion (p->side_coll): a collective fused
+	 * beside the matmul runs on the ICI while the MXU works, ns:
+	 *   time = max(t, kernel_overhead_ns + ici)
+	 * ici: sim_plan_ici (the ring, or the slice's axes). Assumes the two
+	 * share nothing (the collective's buffers stay in VMEM, off the
+	 * grid: plan.c collective_side). Known wrong: its DMA traffic shares
+	 * HBM with the matmul's when it reads or writes HBM.
+	 */
+	double side_ns = 0;
+	if (p->side_coll) {
+		struct hw_ici_cost ic;
+		sim_plan_ici(p, hw, &ic);
+		side_ns = hw->kernel_overhead_ns + ic.ns;
+		t = max2(t, side_ns);
+	}
 
 	out->time_ns = t;
 	out->steps = steps;
@@ -775,6 +791,8 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	}
 	if (ovh > best)
 		out->bound = HW_UNIT_OVERHEAD;
+	if (side_ns >= t)
+		out->bound = HW_UNIT_ICI;
 
 	x->mxu_cycles = mxu;
 	x->mxu_untiled_cycles = untiled;

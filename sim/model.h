@@ -169,6 +169,9 @@ struct sim_plan {
 	const struct ir_instr *target;    /* sim_tile_target() */
 	struct sim_tgrid out;             /* grid that output_bounds tile */
 	struct sim_tgrid kern;            /* grid that kernel_bounds tile */
+	bool side_coll;                   /* a collective fused beside the
+	                                     conv/dot (coll* below), run at
+	                                     once on the ICI */
 	bool has_kernel;                  /* conv/dot: kernel_bounds apply and
 	                                     the MXU does the contraction */
 	int kern_shared[SIM_MAX_GRID];    /* per kernel grid dim: the out grid

@@ -947,6 +947,59 @@ static bool keeps_shard(const struct ir_instr *r, int depth)
 	return r->n_operands > 0;
 }
 
+/* The collective op's algorithm class. */
+static enum hw_collective coll_kind(enum ir_op op)
+{
+	switch (op) {
+	case IR_OP_ALL_REDUCE:
+	case IR_OP_ALL_REDUCE_START:
+	case IR_OP_COLLECTIVE_REDUCE:
+		return HW_COLL_ALL_REDUCE;
+	case IR_OP_ALL_GATHER:
+	case IR_OP_ALL_GATHER_START:
+		return HW_COLL_ALL_GATHER;
+	case IR_OP_REDUCE_SCATTER:
+		return HW_COLL_REDUCE_SCATTER;
+	case IR_OP_ALL_TO_ALL:
+	case IR_OP_RAGGED_ALL_TO_ALL:
+		return HW_COLL_ALL_TO_ALL;
+	default: /* collective-permute, broadcast, send/recv: one hop */
+		return HW_COLL_PERMUTE;
+	}
+}
+
+void sim_side_collective_of(const struct ir_instr *coll, enum hw_collective *c,
+			    double *bytes, int *bits)
+{
+	*c = coll_kind(coll->op == IR_OP_ASYNC_START ? coll->wrapped_op
+						     : coll->op);
+	*bytes = sim_collective_payload(coll);
+	*bits = ir_type_bits(collective_type(&coll->shape));
+}
+
+/* Is v, of the fused computation c of an async collective fusion with
+ * collective coll (sim_side_collective), on the collective's side rather
+ * than the tiled loop's: the collective itself, or a parameter only the
+ * collective or the root tuple reads (moved over the ICI, or passed
+ * through unchanged: XLA's loop-carried buffers)? */
+static bool collective_side(const struct ir_computation *c,
+			    const struct ir_instr *coll, const struct ir_instr *v)
+{
+	if (v == coll)
+		return true;
+	if (!c || v->op != IR_OP_PARAMETER)
+		return false;
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *x = c->instrs[i];
+		if (x == coll || (x == c->root && x->op == IR_OP_TUPLE))
+			continue;
+		for (int j = 0; j < x->n_operands; j++)
+			if (x->operands[j] == v)
+				return false;
+	}
+	return true;
+}
+
 void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		       double *bytes, double *hbm_bytes, int64_t *devices,
 		       int *bits)
@@ -964,27 +1017,7 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 		    keeps_shard(k->instr->called[0]->root, 0))
 			op = IR_OP_REDUCE_SCATTER;
 	}
-	switch (op) {
-	case IR_OP_ALL_REDUCE:
-	case IR_OP_ALL_REDUCE_START:
-	case IR_OP_COLLECTIVE_REDUCE:
-		*c = HW_COLL_ALL_REDUCE;
-		break;
-	case IR_OP_ALL_GATHER:
-	case IR_OP_ALL_GATHER_START:
-		*c = HW_COLL_ALL_GATHER;
-		break;
-	case IR_OP_REDUCE_SCATTER:
-		*c = HW_COLL_REDUCE_SCATTER;
-		break;
-	case IR_OP_ALL_TO_ALL:
-	case IR_OP_RAGGED_ALL_TO_ALL:
-		*c = HW_COLL_ALL_TO_ALL;
-		break;
-	default: /* collective-permute, broadcast, send/recv: one hop */
-		*c = HW_COLL_PERMUTE;
-		break;
-	}
+	*c = coll_kind(op);
 	*bytes = k->work.ici_bytes;
 	*hbm_bytes = *c == HW_COLL_ALL_GATHER ? k->work.bytes_written
 					      : k->work.bytes_read;
@@ -1505,6 +1538,18 @@ static enum ts_status build(const struct sim_kernel *k,
 			return st;
 		p->has_kernel = true;
 	}
+	/* XLA's async collective fusion: the collective beside the matmul
+	 * runs on the ICI meanwhile (model.c), its buffers off the grid */
+	const struct ir_instr *coll =
+		p->has_kernel && k->instr ? sim_side_collective(k->instr) : NULL;
+	const struct ir_computation *coll_c = coll ? k->instr->called[0] : NULL;
+	if (coll) {
+		p->side_coll = true;
+		sim_side_collective_of(coll, &p->coll, &p->coll_bytes,
+				       &p->coll_bits);
+		p->coll_devices = k->group_devices;
+		p->coll_groups = k->groups;
+	}
 
 	/* Combined grid: out dims, then kernel dims not shared. */
 	int role_l[SIM_MAX_GRID], shared_l[SIM_MAX_GRID];
@@ -1661,6 +1706,9 @@ static enum ts_status build(const struct sim_kernel *k,
 		 * buffer, read once: one access, with the first's map */
 		if (ts_ptrmap_get(&pr.in, v) != i)
 			continue;
+		if (coll && i < coll_c->n_params &&
+		    collective_side(coll_c, coll, coll_c->params[i]))
+			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
 		const struct ir_instr *use = uses[i];
 		if (inplace && use == inplace) {
@@ -1709,6 +1757,8 @@ static enum ts_status build(const struct sim_kernel *k,
 		int n = sim_kernel_roots(k, roots, SIM_MAX_ROOTS);
 		for (int i = 0; i < n; i++) {
 			const struct ir_instr *v = roots[i];
+			if (coll && collective_side(coll_c, coll, v))
+				continue;
 			const struct dmap *m = NULL;
 			int vp = pr.mm ? member_pos(&pr, v) : -1;
 			if (vp >= 0 && pr.mm[vp].set)

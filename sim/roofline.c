@@ -13,6 +13,7 @@
 
 #include "hw_units.h"
 #include "kernels_int.h"
+#include "model.h"
 
 /*
  * Collective kernel (ns):
@@ -142,6 +143,23 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	if (t_hbm > t) {
 		t = t_hbm;
 		out->bound = HW_UNIT_HBM;
+	}
+	/* an async collective fusion's collective runs beside: its ICI
+	 * time (as collective_roofline's) is a floor too */
+	const struct ir_instr *coll = k->instr ? sim_side_collective(k->instr)
+					       : NULL;
+	if (coll) {
+		enum hw_collective c;
+		double cb;
+		int bits;
+		struct hw_ici_cost ic;
+		sim_side_collective_of(coll, &c, &cb, &bits);
+		sim_collective_cost(hw, c, cb, k->group_devices, bits, k->groups,
+				    &ic, NULL);
+		if (ic.ns > t) {
+			t = ic.ns;
+			out->bound = HW_UNIT_ICI;
+		}
 	}
 	if (hw->kernel_overhead_ns > t)
 		out->bound = HW_UNIT_OVERHEAD;
