@@ -379,6 +379,12 @@ void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
  * (replica_count x num_partitions) are the slice's, and every device its
  * collectives' groups name is one of them. TS_ERR_SPEC otherwise, d
  * located at the module's header or the collective. */
+/* Whether p's module runs on one slice of hw's several (its devices are
+ * one slice's): a multi-slice program XLA compiled per slice (JAX's
+ * MegaScale), whose exchange between the slices (over DCN) the runtime
+ * does outside the module, so that it is not costed. */
+bool sim_program_per_slice(const struct sim_program *p,
+			   const struct hw_spec *hw);
 enum ts_status sim_program_check_slice(const struct sim_program *p,
 				       const struct hw_spec *hw,
 				       struct ts_diag *d);
