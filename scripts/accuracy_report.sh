@@ -160,6 +160,86 @@ v5e_gemms() {
 	echo
 }
 
+# steps: the published training steps of ../shared/data/step-times beside
+# the per-device programs scripts/build_steps.sh compiled for them, a
+# measurement set in $TPUSIM_STEPS (default build/steps; not in the
+# repository: building all of it takes hours of compile). Prints the
+# report's section: per row predicted vs published, worst first; MAPE and
+# median per generation and per source; the rows not built, with why.
+steps_section() {
+	csv="$shared/data/step-times/steps.csv"
+	set_dir="${TPUSIM_STEPS:-$root/build/steps}"
+	echo "#### Whole training steps (step-times)"
+	echo
+	if [ ! -f "$csv" ]; then
+		echo "(Left out: $csv not found.)"
+		echo
+		return 0
+	fi
+	if [ -f "$set_dir/measurements.csv" ]; then
+		"$bin" validate --data "$set_dir" --hw-dir "$root/hwspecs" \
+			--csv "$tmp/steps.csv" >/dev/null 2>"$tmp/steps.err" ||
+			die "tpusim validate failed on $set_dir: $(tail -1 "$tmp/steps.err")"
+	else
+		: >"$tmp/steps.csv"
+	fi
+	echo "Published, measured steps (MaxText's performance tables on v4 and v5e, tpu-recipes"
+	echo "on v6e; ../shared/data/step-times) beside \`tpusim validate\` on the per-device"
+	echo "programs \`scripts/build_steps.sh\` compiled for them (docs/STEPS.md: MaxText's own"
+	echo "model where its dot-product attention fits, else a MaxText-equivalent JAX model;"
+	echo "no flash attention, none of the runs' XLA flags), each on its slice (\`topology\`,"
+	echo "\`slices\`). A multi-slice program is compiled per slice: the exchange between the"
+	echo "slices is the runtime's and is not costed. Ratio = predicted / published; worst"
+	echo "first. Built from \`${TPUSIM_STEPS:-build/steps}\`."
+	echo
+	python3 - "$csv" "$tmp/steps.csv" "$set_dir/MANIFEST.md" "$tmp/summary" <<-'PY'
+	import csv, os, statistics, sys
+	rows = {r["id"]: r for r in csv.DictReader(open(sys.argv[1]))}
+	got = {r["id"]: r for r in csv.DictReader(open(sys.argv[2]))} if os.path.getsize(sys.argv[2]) else {}
+	notes = {}
+	if os.path.exists(sys.argv[3]):
+	    for line in open(sys.argv[3]):
+	        f = [c.strip() for c in line.strip().strip("|").split("|")]
+	        if len(f) >= 9 and f[0] in rows:
+	            notes[f[0]] = f[-1]
+	def source(r):
+	    return "MaxText tables" if r["id"].startswith("maxtext-") else "tpu-recipes"
+	costed = [(i, r) for i, r in got.items() if r["status"] == "ok"]
+	print("| id | hw | chips | published | predicted | ratio | bound |")
+	print("|---|---|---|---|---|---|---|")
+	for i, r in sorted(costed, key=lambda x: -float(x[1]["ape"])):
+	    meas, pred = float(r["measured_ns"]) / 1e9, float(r["predicted_ns"]) / 1e9
+	    print("| %s | %s | %s | %.2f s | %.2f s | %.2f | %s |" % (
+	        i, rows[i]["hw"], rows[i]["chips"], meas, pred, pred / meas, r["bound"]))
+	print()
+	print("| group | rows costed | MAPE | median APE |")
+	print("|---|---|---|---|")
+	groups = {}
+	for i, r in costed:
+	    for g in (rows[i]["hw"], source(rows[i])):
+	        groups.setdefault(g, []).append(float(r["ape"]))
+	for g, v in sorted(groups.items(), key=lambda x: -sum(x[1]) / len(x[1])):
+	    print("| %s | %d | %.1f%% | %.1f%% |" % (
+	        g, len(v), 100 * sum(v) / len(v), 100 * statistics.median(v)))
+	print()
+	v = [float(r["ape"]) for _, r in costed]
+	# the README's summary: this set first (its rows the worst)
+	summary = open(sys.argv[4]).readlines()
+	summary.insert(2, "| step-times (whole steps; %d of %d rows built and costed) | %d | %s | %s | %s | - |\n" % (
+	    len(costed), len(rows), len(costed), ",".join(sorted({rows[i]["hw"] for i, _ in costed})) or "-",
+	    "%.1f%%" % (100 * sum(v) / len(v)) if v else "-",
+	    "%.1f%%" % (100 * statistics.median(v)) if v else "-"))
+	open(sys.argv[4], "w").writelines(summary)
+	missing = [i for i in rows if i not in got or got[i]["status"] != "ok"]
+	print("Rows not costed: %d of %d." % (len(missing), len(rows)))
+	for i in missing:
+	    why = (got[i]["status"] + ": " + got[i]["error"]) if i in got else \
+	          notes.get(i, "not built")
+	    print("- %s: %s" % (i, why or "not built"))
+	PY
+	echo
+}
+
 section=$tmp/section
 {
 	echo "### Accuracy against measured TPU runtimes"
@@ -239,6 +319,7 @@ section=$tmp/section
 		echo
 	done <"$tmp/order"
 	v5e_gemms
+	steps_section
 } >"$section"
 sh "$root/scripts/doc_section.sh" docs/ACCURACY.md accuracy <"$section"
 sh "$root/scripts/doc_section.sh" README.md summary <"$tmp/summary"
