@@ -1101,10 +1101,20 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	return TS_OK;
 }
 
+/* The value an async transfer moves: a dynamic-update-slice's update (it
+ * writes its window of the buffer in place), else its result. */
+static double transferred_bytes(const struct ir_instr *in)
+{
+	return ir_shape_padded_bytes(in->op == IR_OP_DYNAMIC_UPDATE_SLICE &&
+						     in->n_operands >= 2
+					     ? &in->operands[1]->shape
+					     : &in->shape);
+}
+
 double sim_dma_bytes(const struct sim_kernel *k)
 {
 	double hbm = k->work.bytes_read + k->work.bytes_written;
-	double moved = k->instr ? ir_shape_padded_bytes(&k->instr->shape) : 0.0;
+	double moved = k->instr ? transferred_bytes(k->instr) : 0.0;
 	return hbm > moved ? hbm : moved;
 }
 
@@ -1116,7 +1126,7 @@ double sim_dma_host_bytes(const struct sim_kernel *k)
 	bool host = in->shape.layout.memory_space == 5;
 	for (int j = 0; j < in->n_operands; j++)
 		host |= in->operands[j]->shape.layout.memory_space == 5;
-	return host ? ir_shape_padded_bytes(&in->shape) : 0.0;
+	return host ? transferred_bytes(in) : 0.0;
 }
 
 enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd,
