@@ -68,7 +68,8 @@ def text(table: list[dict], out: pathlib.Path, builds: dict, csv_path: str) -> s
             lines.append(f"| {row['id']} | | no | | | | {topo} | {slices} | not attempted |")
             continue
         ok = "error" not in b
-        why = note if ok else b["error"].replace("|", "\\|")
+        why = "; ".join(filter(None, [note, b.get("fallback", "")])) if ok else b["error"]
+        why = why.replace("|", "\\|")
         lines.append(f"| {row['id']} | {b['builder']} | {'yes' if ok else 'no'} | "
                      f"{b.get('seconds', '')} | {b.get('peak_mb', '')} | {b.get('module_kb', '')} | "
                      f"{topo} | {slices} | {why} |")
