@@ -9,7 +9,8 @@ lax.scan, RMSNorm, RoPE, causal attention with grouped KV heads, the MLP
 of the model's activations (one relu wi; or gated silu/gelu, SwiGLU), a
 dropping top-k mixture of experts with dense dispatch and combine einsums
 (Mixtral), Gemma 3's 5 local (sliding window) : 1 global layers with the
-post-attention and post-MLP norms, bf16 activations, float32 parameters
+post-attention and post-MLP norms, GPT-3's LayerNorm and learned positions
+(without its biases; q, k and v as three matmuls, not one fused), bf16 activations, float32 parameters
 unless the row sets weight_dtype, and the AdamW update with global-norm
 clipping (MaxText's defaults: b1 0.9, b2 0.95, eps 1e-8, weight decay 0.1,
 clip 1.0), its moments sharded like the parameters.
@@ -59,7 +60,8 @@ VOCAB = "tensor"
 GEMMA3_PATTERN = 6
 GEMMA3_WINDOW = 1024
 ROPE_THETA = {"llama2": 500_000.0, "mistral": 1_000_000.0, "mixtral": 1_000_000.0,
-              "gemma3": 1_000_000.0, "default": 10_000.0}
+              "gemma3": 1_000_000.0, "default": 10_000.0, "gpt3": 0.0}
+GPT3_POSITIONS = 16384   # trainable_position_size (configs/models/gpt3-175b.yml)
 GEMMA3_LOCAL_THETA = 10_000.0
 
 
@@ -173,8 +175,9 @@ class Model:
 
     def mlp(self, h, p):
         s = self.s
-        if s.activations == ("relu",):
-            x = checkpoint_name(jax.nn.relu(h @ p["wi"].astype(self.act)), "mlpwi")
+        if len(s.activations) == 1:
+            f = jax.nn.relu if s.activations[0] == "relu" else partial(jax.nn.gelu, approximate=True)
+            x = checkpoint_name(f(h @ p["wi"].astype(self.act)), "mlpwi")
         else:
             f = jax.nn.silu if s.activations[0] == "silu" else partial(jax.nn.gelu, approximate=True)
             x = (checkpoint_name(f(h @ p["wi_0"].astype(self.act)), "mlpwi_0")
@@ -210,17 +213,24 @@ class Model:
         if s.block == "gemma3":
             q, k = rms(q, p["q_norm"].astype(self.act)), rms(k, p["k_norm"].astype(self.act))
         theta = theta or ROPE_THETA[s.block]
-        q = rope(q, theta) * jnp.asarray(s.head_dim ** -0.5, self.act)
-        k = rope(k, theta)
+        if theta:   # GPT-3: learned positions instead, added to the embedding
+            q, k = rope(q, theta), rope(k, theta)
+        q = q * jnp.asarray(s.head_dim ** -0.5, self.act)
         q = self.constrain(q, BATCH, None, HEADS, None)
         x = checkpoint_name(attention(q, k, v, self.block, window), "context")
         x = self.constrain(x, BATCH, None, HEADS, None)
         return checkpoint_name(jnp.einsum("bthd,hdm->btm", x, p["wo"].astype(self.act)), "out_proj")
 
+    def norm(self, x, g):
+        """RMSNorm; GPT-3's LayerNorm (mean removed) for decoder_block gpt3."""
+        if self.s.block == "gpt3":
+            x = x - jnp.mean(x.astype(jnp.float32), -1, keepdims=True).astype(x.dtype)
+        return rms(x, g.astype(self.act))
+
     def layer(self, x, p, local: bool = False):
         s = self.s
         x = checkpoint_name(self.constrain(x, BATCH, None, None), "decoder_layer_input")
-        h = rms(x, p["norm1"].astype(self.act))
+        h = self.norm(x, p["norm1"])
         if s.block == "default":           # MaxText's default block: parallel
             return x + self.attend(h, p["attn"]) + self.mlp(h, p["mlp"])
         if s.block == "gemma3":
@@ -230,7 +240,7 @@ class Model:
             m = self.mlp(rms(x, p["norm2"].astype(self.act)), p["mlp"])
             return x + rms(m, p["norm_post_mlp"].astype(self.act))
         x = x + self.attend(h, p["attn"])
-        h = rms(x, p["norm2"].astype(self.act))
+        h = self.norm(x, p["norm2"])
         return x + (self.moe(h, p["mlp"]) if s.experts else self.mlp(h, p["mlp"]))
 
     def body(self, x, p):
@@ -251,9 +261,14 @@ class Model:
             x = x * jnp.asarray(math.sqrt(self.s.d_model), self.act)
         return x
 
+    def positions(self, params, x):
+        if self.s.block != "gpt3":
+            return x
+        return x + params["positions"][:x.shape[1]].astype(self.act)
+
     def logits_loss(self, params, x, targets):
         """Mean cross entropy, in num_vocab_tiling chunks of the tokens."""
-        x = rms(x, params["norm_final"].astype(self.act))
+        x = self.norm(x, params["norm_final"])
         w = (params["embed"].T if self.s.tied_embedding else params["logits"]).astype(self.act)
         tiles = int(self.s.settings.get("num_vocab_tiling", 1))
 
@@ -276,7 +291,7 @@ class Model:
         return total / targets.size
 
     def loss(self, params, tokens):
-        x = self.embed(params["embed"], tokens[:, :-1])
+        x = self.positions(params, self.embed(params["embed"], tokens[:, :-1]))
         body = jax.checkpoint(self.body, policy=remat_policy(self.s), prevent_cse=False)
         x, _ = jax.lax.scan(body, x, params["layers"])
         return self.logits_loss(params, x, tokens[:, 1:])
@@ -322,7 +337,7 @@ def param_shapes(s: Step) -> dict:
                "wi_0": ((e, d, f), ("expert", EXPERT_EMBED, MLP)),
                "wi_1": ((e, d, f), ("expert", EXPERT_EMBED, MLP)),
                "wo": ((e, f, d), ("expert", MLP, EXPERT_EMBED))}
-    elif s.activations == ("relu",):
+    elif len(s.activations) == 1:
         mlp = {"wi": ((d, f), (EMBED, MLP)), "wo": ((f, d), (MLP, EMBED))}
     else:
         mlp = {"wi_0": ((d, f), (EMBED, MLP)), "wi_1": ((d, f), (EMBED, MLP)),
@@ -337,6 +352,8 @@ def param_shapes(s: Step) -> dict:
            "layers": layer}
     if not s.tied_embedding:
         out["logits"] = ((d, s.vocab), (EMBED, VOCAB))
+    if s.block == "gpt3":
+        out["positions"] = ((GPT3_POSITIONS, d), (None, EMBED))
     return out
 
 
