@@ -61,6 +61,9 @@ GEMMA3_PATTERN = 6
 GEMMA3_WINDOW = 1024
 ROPE_THETA = {"llama2": 500_000.0, "mistral": 1_000_000.0, "mixtral": 1_000_000.0,
               "gemma3": 1_000_000.0, "default": 10_000.0, "gpt3": 0.0}
+# use_iota_embed's one-hot [batch, length, vocab] per device, at most (Gemma 3
+# at 32768 x 262144 would hold 16 GiB of it); past that the embedding gathers
+ONE_HOT_BYTES = 2 * 2**30
 GPT3_POSITIONS = 16384   # trainable_position_size (configs/models/gpt3-175b.yml)
 GEMMA3_LOCAL_THETA = 10_000.0
 
@@ -252,7 +255,8 @@ class Model:
         return self.layer(x, p), None
 
     def embed(self, table, tokens):
-        if self.s.settings.get("use_iota_embed", "").lower() == "true":
+        iota = self.s.settings.get("use_iota_embed", "").lower() == "true"
+        if iota and self.batch * self.s.seq * self.s.vocab * 2 <= ONE_HOT_BYTES:
             hot = (tokens[..., None] == jnp.arange(self.s.vocab)).astype(self.act)
             x = hot @ table.astype(self.act)
         else:
