@@ -81,8 +81,12 @@ class Program:
     mesh: dict[str, int]
     recipe: dict[str, Any]
     donate: tuple[int, ...] = ()
-    # get_topology_desc's keyword arguments, e.g. chip_config_name
-    topology_args: tuple[tuple[str, str], ...] = ()
+    # get_topology_desc's keyword arguments, e.g. chip_config_name,
+    # num_slices, wrap
+    topology_args: tuple[tuple[str, Any], ...] = ()
+    # (devices, mesh shape) -> the devices as an array of that shape: the
+    # mesh's device order (default: the topology's order, reshaped)
+    arrange: Callable[[Sequence[Any], tuple[int, ...]], np.ndarray] | None = None
 
 
 def generation(topology: str) -> str:
@@ -97,8 +101,11 @@ def generation(topology: str) -> str:
 
 
 def make_mesh(topology: str, axes: dict[str, int],
-              topology_args: tuple[tuple[str, str], ...] = ()) -> Mesh:
-    """A mesh with the named axes over the topology's compile-only devices."""
+              topology_args: tuple[tuple[str, Any], ...] = (),
+              arrange: Callable[[Sequence[Any], tuple[int, ...]],
+                                np.ndarray] | None = None) -> Mesh:
+    """A mesh with the named axes over the topology's compile-only devices,
+    in the topology's order or as arrange(devices, shape) lays them."""
     devices = topologies.get_topology_desc(
         topology, platform="tpu", **dict(topology_args)).devices
     shape = tuple(axes.values())
@@ -107,7 +114,9 @@ def make_mesh(topology: str, axes: dict[str, int],
             f"--mesh {axes}: {int(np.prod(shape))} devices, but {topology} "
             f"has {len(devices)}"
         )
-    return Mesh(np.array(devices).reshape(shape), tuple(axes))
+    grid = (np.array(devices).reshape(shape) if arrange is None
+            else arrange(devices, shape))
+    return Mesh(grid, tuple(axes))
 
 
 def describe(args: Sequence[Any]) -> list[str]:
@@ -156,7 +165,7 @@ def before_fusion(dump: pathlib.Path) -> str:
 def compile_program(p: Program, out: pathlib.Path) -> pathlib.Path:
     """Writes p's four files under out/GEN/; returns the compiled one."""
     gen = generation(p.topology)
-    mesh = make_mesh(p.topology, p.mesh, p.topology_args)
+    mesh = make_mesh(p.topology, p.mesh, p.topology_args, p.arrange)
     args = p.inputs(mesh)
     start = time.perf_counter()
     lowered = jax.jit(p.step, donate_argnums=p.donate).lower(*args)

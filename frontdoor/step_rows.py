@@ -1,0 +1,228 @@
+"""The rows of a step-times table (shared/data/step-times/steps.csv) as the
+settings of the training step each one measured.
+
+No JAX here: the parent process of frontdoor.steps reads rows with it, and
+each compile (frontdoor.step_compile) reads its row back from the JSON the
+parent hands it.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import pathlib
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# MaxText's model configs (src/maxtext/configs/models/NAME.yml): the same
+# dimensions at tpu-recipes-v0.1.2 (14b5876ea857c09cc3d8645385f984689376a331,
+# MaxText/configs/models/), tpu-recipes-v0.1.5 (50bafeb98299458f73d853b1325787a6d241d10c)
+# and maxtext 0.2.4 (538fe7a3f3376d94cf3f04e77741aa6d7e8efa45); the recipe
+# rows name the model and leave these columns empty.
+# name: (block, layers, d_model, q heads, kv heads, head_dim, d_ff,
+#        activations, vocab, tied embedding, experts, experts per token)
+MODELS: dict[str, tuple] = {
+    "llama3.1-8b": ("llama2", 32, 4096, 32, 8, 128, 14336, ("silu", "linear"), 128256, False, 0, 0),
+    "llama3.1-70b": ("llama2", 80, 8192, 64, 8, 128, 28672, ("silu", "linear"), 128256, False, 0, 0),
+    "llama3.1-405b": ("llama2", 126, 16384, 128, 8, 128, 53248, ("silu", "linear"), 128256, False, 0, 0),
+    "llama2-70b": ("llama2", 80, 8192, 64, 8, 128, 28672, ("silu", "linear"), 32000, False, 0, 0),
+    "mistral-7b": ("mistral", 32, 4096, 32, 8, 128, 14336, ("silu", "linear"), 32000, False, 0, 0),
+    "mixtral-8x7b": ("mixtral", 32, 4096, 32, 8, 128, 14336, ("silu", "linear"), 32000, False, 8, 2),
+    "mixtral-8x22b": ("mixtral", 56, 6144, 48, 8, 128, 16384, ("silu", "linear"), 32768, False, 8, 2),
+    "gemma3-12b": ("gemma3", 48, 3840, 16, 8, 256, 15360, ("gelu", "linear"), 262144, True, 0, 0),
+    "gpt3-175b": ("gpt3", 96, 12288, 96, 96, 128, 49152, ("gelu",), 50304, True, 0, 0),
+}
+MODELS_CITE = ("AI-Hypercomputer/maxtext src/maxtext/configs/models/*.yml at "
+               "538fe7a3f3376d94cf3f04e77741aa6d7e8efa45 (maxtext 0.2.4); the same "
+               "dimensions at tpu-recipes-v0.1.2 14b5876ea857c09cc3d8645385f984689376a331")
+
+# hw, chips in a slice -> the slice as JAX names it, and MaxText's
+# get_topology_desc arguments for it (src/maxtext/utils/accelerator_to_spec_map.py
+# at maxtext 0.2.4): v4 one megacore device per chip; wrap = torus links.
+SLICES: dict[tuple[str, int], tuple[str, str, tuple[bool, bool, bool]]] = {
+    ("v4", 64): ("4x4x4", "megacore", (True, True, True)),
+    ("v4", 192): ("4x4x12", "megacore", (True, True, True)),
+    ("v5e", 4): ("2x2", "default", (False, False, False)),
+    ("v5e", 256): ("16x16", "default", (True, True, False)),
+    ("v6e", 4): ("2x2", "default", (False, False, False)),
+    ("v6e", 8): ("2x4", "default", (False, False, False)),
+    ("v6e", 16): ("4x4", "default", (False, False, False)),
+    ("v6e", 32): ("4x8", "default", (False, False, False)),
+    ("v6e", 64): ("8x8", "default", (False, False, False)),
+    ("v6e", 128): ("8x16", "default", (False, True, False)),
+    ("v6e", 256): ("16x16", "default", (True, True, False)),
+}
+
+# HBM per chip (hwspecs/GEN.yaml), for the builder's choice below.
+HBM_GIB = {"v4": 32, "v5e": 16, "v6e": 32}
+
+# MaxText's mesh axes that these rows use, in MaxText's order.
+AXES = ("data", "fsdp", "fsdp_transpose", "tensor", "expert")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One row: the model, the slice and the settings of its training step."""
+
+    id: str
+    hw: str
+    model: str                 # the row's model column
+    model_name: str            # MaxText model_name, "" for dims given in the row
+    block: str                 # MaxText decoder_block
+    layers: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_ff: int
+    activations: tuple[str, ...]
+    vocab: int
+    tied_embedding: bool
+    experts: int
+    top_k: int
+    seq: int
+    per_device_batch: float
+    global_batch: int
+    slices: int
+    chips_per_slice: int
+    topology: str              # e.g. "16x16"
+    chip_config: str           # "megacore" or "default"
+    wrap: tuple[bool, bool, bool]
+    ici: dict[str, int]        # mesh axis -> size within a slice
+    dcn: dict[str, int]        # mesh axis -> size across slices
+    settings: dict[str, str]   # the row's other_settings as key=value
+    runtime_ns: int
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.chips_per_slice
+
+    @property
+    def jax_topology(self) -> str:
+        return f"{self.hw}:{self.topology}"
+
+    @property
+    def maxtext_topology(self) -> str:
+        """MaxText's compile_topology name (v4 counts TensorCores)."""
+        return f"{self.hw}-{self.chips_per_slice * (2 if self.hw == 'v4' else 1)}"
+
+    @property
+    def remat_policy(self) -> str:
+        return self.settings.get("remat_policy", "full")
+
+    @property
+    def weight_dtype(self) -> str:
+        return self.settings.get("weight_dtype", "float32")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Step":
+        d = dict(d)
+        d["activations"] = tuple(d["activations"])
+        d["wrap"] = tuple(d["wrap"])
+        return Step(**d)
+
+
+def settings(text: str) -> dict[str, str]:
+    """other_settings ("k=v; k=v ..., words") -> {k: v} of its k=v words."""
+    out = {}
+    for part in text.split(";"):
+        for word in part.split():
+            key, eq, value = word.partition("=")
+            if eq and re.fullmatch(r"[a-z_0-9]+", key):
+                out.setdefault(key, value.rstrip(","))
+    return out
+
+
+def mesh_sizes(text: str, slices: int, chips: int) -> tuple[dict, dict]:
+    """The parallelism column -> (ici, dcn) axis sizes, MaxText's defaults
+    (ici_fsdp_parallelism=-1, dcn_data_parallelism=-1) where not given;
+    -1 takes what the others leave."""
+    given = {}
+    for word in re.findall(r"\b(ici|dcn)_([a-z_]+)_parallelism=(-?\d+)", text):
+        given[(word[0], word[1])] = int(word[2])
+    sizes = {}
+    for net, total in (("ici", chips), ("dcn", slices)):
+        axes = {a: given.get((net, a), 1) for a in AXES}
+        if (net, "fsdp") not in given and net == "ici":
+            axes["fsdp"] = -1
+        if (net, "data") not in given and net == "dcn":
+            axes["data"] = -1
+        free = [a for a, n in axes.items() if n == -1]
+        if len(free) > 1:
+            raise ValueError(f"{text}: {net} has more than one -1 axis")
+        known = math.prod(n for n in axes.values() if n != -1)
+        if free:
+            axes[free[0]] = total // known
+        if math.prod(axes.values()) != total:
+            raise ValueError(f"{text}: {net} axes {axes} do not make {total}")
+        sizes[net] = axes
+    return sizes["ici"], sizes["dcn"]
+
+
+def model_name(row: dict[str, str]) -> str:
+    """The MaxText model_name of a recipe row ("(model_type llama3.1-8b)")."""
+    m = re.search(r"model_type ([a-z0-9.\-]+)\)", row["other_settings"])
+    return m.group(1) if m else ""
+
+
+def parse(row: dict[str, str]) -> Step:
+    hw = row["hw"]
+    slices = int(row["slices"])
+    chips = int(row["chips"])
+    per_slice = int(row["chips_per_slice"] or chips // slices)
+    if (hw, per_slice) not in SLICES:
+        raise ValueError(f"no known {hw} slice of {per_slice} chips")
+    topology, chip_config, wrap = SLICES[(hw, per_slice)]
+    ici, dcn = mesh_sizes(row["parallelism"], slices, per_slice)
+    opts = settings(row["other_settings"])
+    notes = []
+    name = model_name(row)
+    if row["layers"]:
+        acts = ("relu",) if row["mlp_activation"].startswith("relu") else ("silu", "linear")
+        dims = ("default", int(row["layers"]), int(row["d_model"]), int(row["num_heads"]),
+                int(row["num_heads"]), int(row["head_dim"]), int(row["d_ff"]), acts,
+                int(row["vocab"]), True, 0, 0)
+        name = ""
+    elif name in MODELS:
+        dims = MODELS[name]
+    else:
+        raise ValueError(f"model '{row['model']}': no dimensions in the row and "
+                         f"no MaxText config known for '{name}'")
+    seq = int(row["seq_len"])
+    global_batch = int(row["global_batch"])
+    pdb = float(row["per_device_batch"])
+    if global_batch != round(pdb * chips):
+        notes.append(f"global_batch {global_batch} != per_device_batch {row['per_device_batch']}"
+                     f" x {chips} chips: built with the logged global batch "
+                     f"({global_batch / chips:g} per chip)")
+        pdb = global_batch / chips
+    return Step(
+        id=row["id"], hw=hw, model=row["model"], model_name=name, block=dims[0],
+        layers=dims[1], d_model=dims[2], heads=dims[3], kv_heads=dims[4],
+        head_dim=dims[5], d_ff=dims[6], activations=tuple(dims[7]), vocab=dims[8],
+        tied_embedding=dims[9], experts=dims[10], top_k=dims[11], seq=seq,
+        per_device_batch=pdb, global_batch=global_batch, slices=slices,
+        chips_per_slice=per_slice, topology=topology, chip_config=chip_config,
+        wrap=wrap, ici=ici, dcn=dcn, settings=opts,
+        runtime_ns=round(float(row["step_s"]) * 1e9),
+        source=" ".join(filter(None, (row["value_repo"], row["value_path"],
+                                      row["value_commit"]))),
+        notes=notes)
+
+
+def read(path: pathlib.Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def attention_scores_gib(s: Step) -> float:
+    """One layer's attention scores per device, f32, as plain dot-product
+    attention materialises them."""
+    batch = s.global_batch / s.chips
+    return batch * s.heads * s.seq * s.seq * 4 / 2**30
