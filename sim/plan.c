@@ -1483,7 +1483,10 @@ static enum ts_status build(const struct sim_kernel *k,
 		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
 				  &p->coll_devices, &p->coll_bits);
 		p->coll_groups = k->groups;
-		p->other_bytes = 2.0 * hbm;
+		/* at least what it reads and writes (a result wider than its
+		 * operand, f16 in and f32 out: the roofline's bytes) */
+		double rw = k->work.bytes_read + k->work.bytes_written;
+		p->other_bytes = 2.0 * hbm > rw ? 2.0 * hbm : rw;
 		return TS_OK;
 	}
 	if (sim_kernel_free(k)) {
