@@ -65,7 +65,8 @@ def text(table: list[dict], out: pathlib.Path, builds: dict, csv_path: str) -> s
         except ValueError:
             topo, slices, note = "", row["slices"], ""
         if b is None:
-            lines.append(f"| {row['id']} | | no | | | | {topo} | {slices} | not attempted |")
+            lines.append(f"| {row['id']} | | no | | | | {topo} | {slices} | not attempted: no run into this folder "
+                         f"named it (`scripts/build_steps.sh STEPS.csv OUT {row['id']}`) |")
             continue
         ok = "error" not in b
         why = "; ".join(filter(None, [note, b.get("fallback", "")])) if ok else b["error"]
