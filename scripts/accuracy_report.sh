@@ -190,7 +190,7 @@ steps_section() {
 	echo "no flash attention, none of the runs' XLA flags), each on its slice (\`topology\`,"
 	echo "\`slices\`). A multi-slice program is compiled per slice: the exchange between the"
 	echo "slices is the runtime's and is not costed. Ratio = predicted / published; worst"
-	echo "first. Built from \`${TPUSIM_STEPS:-build/steps}\`."
+	echo "first."
 	echo
 	python3 - "$csv" "$tmp/steps.csv" "$set_dir/MANIFEST.md" "$tmp/summary" <<-'PY'
 	import csv, os, statistics, sys
