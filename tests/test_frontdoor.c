@@ -180,22 +180,6 @@ static void test_step_to_run(void **state)
 	tu_rm_tree(dir);
 }
 
-/* Drops measurements.csv's optional columns topology and slices (the last
- * two of every line, which hold no comma), for a set reader without them. */
-static void drop_torus_columns(const char *csv)
-{
-	char *text = slurp(csv);
-	FILE *f = fopen(csv, "w");
-	assert_non_null(f);
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		for (int i = 0; i < 2; i++)
-			*strrchr(line, ',') = '\0';
-		fprintf(f, "%s\n", line);
-	}
-	fclose(f);
-	ts_free(text);
-}
-
 static void test_steps_set(void **state)
 {
 	(void)state;
@@ -231,15 +215,8 @@ static void test_steps_set(void **state)
 			      "tiny-v5e,modules/tiny-v5e.hlo,tpu-v5e,,10000000,"
 			      ",,device,test steps.csv 0,2x2,1\n");
 	ts_free(text);
+	/* the row costed on its slice (its topology and slices columns) */
 	tpusim(&p, "validate", "--data", out, "--hw-dir", hw);
-	if (p.rc != 0 && strstr(p.err, "unknown column 'topology'")) {
-		print_message("note: this tpusim's set reader does not know the "
-			      "optional columns topology and slices yet; the set "
-			      "is checked without them\n");
-		proc_free(&p);
-		drop_torus_columns(data);
-		tpusim(&p, "validate", "--data", out, "--hw-dir", hw);
-	}
 	expect_rc(&p, 0);
 	expect_contains(p.out, ": 1 rows, 1 estimated, 0 errors");
 	proc_free(&p);
