@@ -180,22 +180,25 @@ enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 	return st;
 }
 
-/* Whether instruction o of g is read by a kernel as it is, whatever the
- * grouping: a parameter, a constant, a constant-derived value, or a free
- * op (a get-tuple-element, a bitcast) of those. */
-static bool inert(const struct grouping *g, int o)
+/* A parameter, a constant or a constant-derived value of g. */
+static bool leaf(const struct grouping *g, int o)
 {
 	enum ir_op op = g->c->instrs[o]->op;
-	if (op == IR_OP_PARAMETER || op == IR_OP_CONSTANT || g->cd[o])
+	return op == IR_OP_PARAMETER || op == IR_OP_CONSTANT || g->cd[o];
+}
+
+/* Whether instruction o of g is read by a kernel as it is, whatever the
+ * grouping: a leaf, or a free op (a get-tuple-element, a bitcast) of
+ * leaves. */
+static bool inert(const struct grouping *g, int o)
+{
+	if (leaf(g, o))
 		return true;
 	if (g->fc[o] != FC_FREE)
 		return false;
-	for (int j = g->ooff[o]; j < g->ooff[o + 1]; j++) {
-		int p = g->ops[j];
-		if (p < 0 || !(g->c->instrs[p]->op == IR_OP_PARAMETER ||
-			       g->c->instrs[p]->op == IR_OP_CONSTANT || g->cd[p]))
+	for (int j = g->ooff[o]; j < g->ooff[o + 1]; j++)
+		if (g->ops[j] < 0 || !leaf(g, g->ops[j]))
 			return false;
-	}
 	return true;
 }
 
