@@ -261,19 +261,29 @@ static bool scalar_index_op(const struct ir_instr *x)
 	return true;
 }
 
-const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
+/* The one collective of fusion in's computation: NULL when in is not a
+ * fusion or its computation holds none or several. */
+static const struct ir_instr *one_collective(const struct ir_instr *in)
 {
 	const struct ir_computation *c =
 		in->op == IR_OP_FUSION && in->n_called > 0 ? in->called[0] : NULL;
 	const struct ir_instr *coll = NULL;
 	for (int i = 0; c && i < c->n_instrs; i++) {
-		const struct ir_instr *x = c->instrs[i];
-		if (ir_op_class(x->op) == IR_CLASS_COLLECTIVE) {
-			if (coll)
-				return NULL;
-			coll = x;
+		if (ir_op_class(c->instrs[i]->op) != IR_CLASS_COLLECTIVE)
 			continue;
-		}
+		if (coll)
+			return NULL;
+		coll = c->instrs[i];
+	}
+	return coll;
+}
+
+const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
+{
+	const struct ir_instr *coll = one_collective(in);
+	const struct ir_computation *c = coll ? in->called[0] : NULL;
+	for (int i = 0; c && i < c->n_instrs; i++) {
+		const struct ir_instr *x = c->instrs[i];
 		switch (x->op) {
 		case IR_OP_PARAMETER:
 		case IR_OP_CONSTANT:
@@ -289,7 +299,7 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 		case IR_OP_PAD: /* to a multiple of the devices */
 			continue;
 		default:
-			if (!scalar_index_op(x))
+			if (x != coll && !scalar_index_op(x))
 				return NULL; /* compute fused beside it */
 		}
 	}
@@ -298,20 +308,13 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 
 const struct ir_instr *sim_side_collective(const struct ir_instr *in)
 {
-	const struct ir_computation *c =
-		in->op == IR_OP_FUSION && in->n_called > 0 ? in->called[0] : NULL;
-	const struct ir_instr *coll = NULL;
-	bool mxu = false;
-	for (int i = 0; c && i < c->n_instrs; i++) {
-		const struct ir_instr *x = c->instrs[i];
-		mxu |= x->op == IR_OP_DOT || x->op == IR_OP_CONVOLUTION;
-		if (ir_op_class(x->op) == IR_CLASS_COLLECTIVE) {
-			if (coll)
-				return NULL;
-			coll = x;
-		}
-	}
-	return mxu ? coll : NULL;
+	const struct ir_instr *coll = one_collective(in);
+	const struct ir_computation *c = coll ? in->called[0] : NULL;
+	for (int i = 0; c && i < c->n_instrs; i++)
+		if (c->instrs[i]->op == IR_OP_DOT ||
+		    c->instrs[i]->op == IR_OP_CONVOLUTION)
+			return coll;
+	return NULL;
 }
 
 /* The role of a top-level instruction, and its kernel kind. */

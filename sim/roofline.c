@@ -21,7 +21,7 @@
  *   a slice hw_ici_collective's ring, all-reduce 2(n-1)/n B,
  *   all-gather / reduce-scatter / all-to-all (n-1)/n B over the ring's
  *   links plus latency per ring step, or a one-shot all-reduce when
- *   faster; on a slice hw_ici_torus axis by axis)
+ *   faster; on a slice hw_ici_torus over the axes it spans)
  *   max with the kernel's bytes read and written at HBM bandwidth (each
  *   once; a group of one device moves no ICI bytes but still copies)
  *   + kernel_overhead_ns
