@@ -44,7 +44,7 @@ one ex_summary "$bin" run $ex --hw hwspecs/v3.yaml --summary
 one ex_gens "$bin" run $ex --gen v3,v4,v5e,v6e --hw-dir hwspecs
 one ex_model "$bin" run $ex --hw hwspecs/v3.yaml --model default --format json
 one ex_trace "$bin" run $ex --hw hwspecs/v4.yaml --trace "$out/ex_trace.json"
-for k in $("$bin" run $ex --hw hwspecs/v3.yaml --format csv | awk -F, 'NR > 1 { print $2 }'); do
+for k in $("$bin" run $ex --hw hwspecs/v3.yaml --format csv | awk -F, 'NR > 1 { print $3 }'); do
 	one "ex_explain_$k" "$bin" run $ex --hw hwspecs/v3.yaml --explain "$k"
 done
 one ex_tile "$bin" tile $ex --hw hwspecs/v3.yaml --top 5

@@ -113,6 +113,44 @@ static void map_reshape(const struct ir_shape *from, const struct dmap *fm,
 		out->src[i] = fm->src[i];
 }
 
+/* A bitcast is physical: with layouts on both sides it reinterprets the
+ * bytes in their major-to-minor order, so its dims pair by physical
+ * position (map_reshape on the dims in that order). A bitcast that permutes
+ * the logical dims, a transpose its layouts absorb
+ * ([12,4096,8,1280]{3,1,2,0} -> [8,12,1280,4096]{2,3,0,1}: MaxText's MoE
+ * expert matmul), pairs each dim with the one it is in memory. Without
+ * layouts (a pre-optimisation module) it is a reshape. */
+static void map_bitcast(const struct ir_shape *from, const struct dmap *fm,
+			const struct ir_shape *to, struct dmap *out)
+{
+	if (!from->layout.present || !to->layout.present ||
+	    from->rank > SIM_MAX_GRID || to->rank > SIM_MAX_GRID) {
+		map_reshape(from, fm, to, out);
+		return;
+	}
+	int fo[SIM_MAX_GRID], too[SIM_MAX_GRID];
+	int64_t fd[SIM_MAX_GRID], td[SIM_MAX_GRID];
+	ir_shape_major_to_minor(from, fo);
+	ir_shape_major_to_minor(to, too);
+	struct ir_shape pf = {.rank = from->rank, .dims = fd};
+	struct ir_shape pt = {.rank = to->rank, .dims = td};
+	struct dmap pfm, pout;
+	map_none(&pfm);
+	for (int i = 0; i < from->rank; i++) {
+		fd[i] = from->dims[fo[i]];
+		pfm.src[i] = fm->src[fo[i]];
+		pfm.win[i] = fm->win[fo[i]];
+	}
+	for (int i = 0; i < to->rank; i++)
+		td[i] = to->dims[too[i]];
+	map_reshape(&pf, &pfm, &pt, &pout);
+	map_none(out);
+	for (int i = 0; i < to->rank; i++) {
+		out->src[too[i]] = pout.src[i];
+		out->win[too[i]] = pout.win[i];
+	}
+}
+
 /* Copies src (and win) dim by dim when ranks agree. */
 static bool map_copy(const struct ir_shape *to, const struct dmap *fm,
 		     int from_rank, struct dmap *out, bool with_win)
@@ -223,8 +261,10 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 		if (in->n_called < 1)
 			return false;
 		return comp_backward(in->called[0], m, opi, out);
-	case IR_OP_RESHAPE:
 	case IR_OP_BITCAST:
+		map_bitcast(&in->shape, m, &op->shape, out);
+		return true;
+	case IR_OP_RESHAPE:
 	case IR_OP_DYNAMIC_RESHAPE:
 		map_reshape(&in->shape, m, &op->shape, out);
 		return true;
@@ -284,8 +324,10 @@ static bool forward_rule(const struct ir_instr *in, int opi,
 		return true;
 	case IR_OP_REDUCE:
 		return reduce_out_map(in, opi, om, out);
-	case IR_OP_RESHAPE:
 	case IR_OP_BITCAST:
+		map_bitcast(&op->shape, om, &in->shape, out);
+		return true;
+	case IR_OP_RESHAPE:
 	case IR_OP_DYNAMIC_RESHAPE:
 		map_reshape(&op->shape, om, &in->shape, out);
 		return true;
