@@ -16,7 +16,13 @@ if [ "$1" = "--setup-maxtext" ]; then
 	venv="$root/.venv-maxtext"
 	req="$root/frontdoor/requirements-maxtext.txt"
 	if ! cmp -s "$req" "$venv/requirements.txt"; then
+		# python3.12 on PATH, else pyenv's 3.12 (its shim answers
+		# only where 3.12 is the selected version)
 		py="${MAXTEXT_PYTHON:-python3.12}"
+		if ! "$py" -V >/dev/null 2>&1 && command -v pyenv >/dev/null; then
+			v=$(pyenv versions --bare | grep '^3\.12' | tail -1)
+			py="$(pyenv root)/versions/$v/bin/python3.12"
+		fi
 		rm -rf "$venv"
 		"$py" -m venv "$venv"
 		"$venv/bin/pip" install --quiet -r "$req"
