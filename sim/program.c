@@ -7,6 +7,29 @@
  */
 #include "sim.h"
 
+/* Kernel i's time x multiplicity: from ns[i] when given, else from its
+ * current estimate. */
+static double kernel_ns(const struct sim_program *p, const double *ns, int i)
+{
+	return ns ? ns[i]
+		  : p->kernels[i].est.time_ns * p->kernels[i].multiplicity;
+}
+
+/* Pair x's async time (*async) and the part of it hidden (returned). */
+static double pair_hidden(const struct sim_program *p,
+			  const struct sim_async *x, const double *ns,
+			  double *async)
+{
+	double between = 0;
+	*async = 0;
+	for (int i = x->first; i < x->first + x->n; i++)
+		*async += kernel_ns(p, ns, i);
+	for (int i = x->between; i < x->between + x->n_between; i++)
+		if (!p->kernels[i].async_work)
+			between += kernel_ns(p, ns, i);
+	return *async < between ? *async : between;
+}
+
 /*
  * Program time, ns:
  *   total = sum_k time_k x mult_k - sum_pairs hidden_p
@@ -27,22 +50,21 @@ double sim_program_total(struct sim_program *p)
 {
 	double total = 0;
 	for (int i = 0; i < p->n_kernels; i++)
-		total += p->kernels[i].est.time_ns * p->kernels[i].multiplicity;
+		total += kernel_ns(p, NULL, i);
 	for (int a = 0; a < p->n_async; a++) {
 		struct sim_async *x = &p->async[a];
-		double async = 0, between = 0;
-		for (int i = x->first; i < x->first + x->n; i++)
-			async += p->kernels[i].est.time_ns *
-				 p->kernels[i].multiplicity;
-		for (int i = x->between; i < x->between + x->n_between; i++)
-			if (!p->kernels[i].async_work)
-				between += p->kernels[i].est.time_ns *
-					   p->kernels[i].multiplicity;
-		x->async_ns = async;
-		x->hidden_ns = async < between ? async : between;
+		x->hidden_ns = pair_hidden(p, x, NULL, &x->async_ns);
 		total -= x->hidden_ns;
 	}
 	return total;
+}
+
+double sim_program_hidden_ns(const struct sim_program *p, const double *ns)
+{
+	double hidden = 0, async;
+	for (int a = 0; a < p->n_async; a++)
+		hidden += pair_hidden(p, &p->async[a], ns, &async);
+	return hidden;
 }
 
 /* The kernel's share of its pair's hidden time, in proportion to its part

@@ -404,6 +404,12 @@ enum ts_status sim_program_estimate(struct sim_program *p,
  * every async pair's async_ns and hidden_ns (sim/program.c). */
 double sim_program_total(struct sim_program *p);
 
+/* The async time hidden behind other work, as sim_program_total counts
+ * it, from each kernel's time x multiplicity ns[i] (n_kernels entries):
+ * for times other than the kernels' estimates (validate's per-row
+ * configs, the hybrid's, the rooflines). */
+double sim_program_hidden_ns(const struct sim_program *p, const double *ns);
+
 /* Host-side time of one call of the program beyond its device time (what
  * a host-timed measurement adds): the spec's host.* figures applied to the
  * program's kernel count and device count (sim/program.c). */
