@@ -66,6 +66,7 @@ static const char *const attr_names[] = {
 	[A_CONTROL] = "control-predecessors",
 	[A_LAYOUT_CONSTRAINTS] = "operand_layout_constraints",
 	[A_API_VERSION] = "api_version",
+	[A_CHANNEL] = "channel_id",
 	[A_COST_FREE] = "",
 };
 
@@ -77,7 +78,7 @@ static const char *const attr_names[] = {
  */
 static const char *const cost_free_attrs[] = {
 	"sharding", "frontend_attributes", "statistics",
-	"origin", "parameter_replication", "channel_id",
+	"origin", "parameter_replication",
 	"use_global_device_ids", "constrain_layout", "is_stable",
 	"indices_are_sorted", "unique_indices", "inferred_dimension",
 	"is_host_transfer", "infeed_config", "outfeed_config", "outfeed_shape",
@@ -1633,6 +1634,12 @@ static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 		break;
 	case A_IOTA_DIM:
 		return hp_parse_int_attr(p, &a->iota_dimension, an);
+	case A_CHANNEL:
+		if (!hp_parse_int_attr(p, &a->channel_id, an))
+			return false;
+		if (a->channel_id < 0)
+			return hp_fail(p, p->p, "bad value for attribute 'channel_id': negative");
+		return true;
 	case A_INDEX:
 		if (op != IR_OP_GET_TUPLE_ELEMENT)
 			return hp_skip_value(p, false);

@@ -320,6 +320,11 @@ struct ir_attrs {
 	int64_t tuple_index;              /* get-tuple-element index=, -1 when absent */
 	int64_t parameter_number;         /* parameter(N), -1 otherwise */
 	int64_t known_trip_count;         /* while: from backend_config, -1 when absent */
+	int64_t channel_id;               /* channel_id=, 0 when absent (a
+	                                     cross-module collective's; XLA's
+	                                     async collective fusion clones one
+	                                     collective into several fusions,
+	                                     each with its channel) */
 	int64_t replica_group_size;       /* collectives: devices per group, 0 if unknown/all */
 	const struct ir_groups *groups;   /* replica_groups' device lists, or a
 	                                     collective-permute's

@@ -278,6 +278,41 @@ static const struct ir_instr *one_collective(const struct ir_instr *in)
 	return coll;
 }
 
+/*
+ * XLA's async collective fusion on TPU may spread one collective over a
+ * chain of fusions (the collective's frontend attribute chain_id): the
+ * first's root is custom-call AsyncCollectiveStart(collective), the last's
+ * AsyncCollectiveDone(buffers, collective, ...), and the fusions between
+ * hold the same collective beside other work (a matmul), the chain's
+ * buffers passing through them: each a clone of the collective with its
+ * channel_id. The collective moves once, from start to done.
+ */
+static bool chain_call(const struct ir_instr *in, const char *target)
+{
+	const struct ir_instr *r = in->op == IR_OP_FUSION && in->n_called > 0 &&
+						   in->called[0]
+					   ? in->called[0]->root
+					   : NULL;
+	return r && r->op == IR_OP_CUSTOM_CALL && r->attrs.custom_call_target &&
+	       strcmp(r->attrs.custom_call_target, target) == 0;
+}
+
+bool sim_chain_start(const struct ir_instr *in)
+{
+	return chain_call(in, "AsyncCollectiveStart") && one_collective(in);
+}
+
+bool sim_chain_done(const struct ir_instr *in)
+{
+	return chain_call(in, "AsyncCollectiveDone");
+}
+
+int64_t sim_chain_channel(const struct ir_instr *in)
+{
+	const struct ir_instr *coll = one_collective(in);
+	return coll ? coll->attrs.channel_id : 0;
+}
+
 const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 {
 	const struct ir_instr *coll = one_collective(in);
@@ -298,6 +333,10 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 		case IR_OP_DYNAMIC_SLICE:
 		case IR_OP_PAD: /* to a multiple of the devices */
 			continue;
+		case IR_OP_CUSTOM_CALL: /* a chain's start (above) */
+			if (x == c->root && sim_chain_start(in))
+				continue;
+			return NULL;
 		default:
 			if (x != coll && !scalar_index_op(x))
 				return NULL; /* compute fused beside it */
@@ -323,6 +362,10 @@ enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 	*kind = SIM_KERNEL_UNMODELLED;
 	switch (in->op) {
 	case IR_OP_FUSION:
+		/* a collective chain's done waits: the collective moved from
+		 * its start (async work, sim/kernels.c) */
+		if (sim_chain_done(in))
+			return SIM_TOP_FREE;
 		*kind = sim_fused_collective(in) ? SIM_KERNEL_COLLECTIVE
 						 : SIM_KERNEL_FUSION;
 		return SIM_TOP_KERNEL;

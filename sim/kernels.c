@@ -542,7 +542,7 @@ static bool is_async_start(const struct ir_instr *in)
 	case IR_OP_ASYNC_START:
 		return true;
 	default:
-		return false;
+		return sim_chain_start(in);
 	}
 }
 
@@ -564,6 +564,19 @@ static const struct ir_instr *async_start_of(const struct ir_instr *in)
 	while (s && s->op == IR_OP_ASYNC_UPDATE)
 		s = s->n_operands == 1 ? s->operands[0] : NULL;
 	return s && is_async_start(s) ? s : NULL;
+}
+
+/* The pair from `first` on, still waiting for its done, of the collective
+ * chain fusion `in` belongs to (sim_chain_channel), or NULL. */
+static struct sim_async *open_chain(struct sim_program *p,
+				    const struct ir_instr *in, int first)
+{
+	int64_t ch = sim_chain_channel(in);
+	for (int a = first; ch > 0 && a < p->n_async; a++)
+		if (!p->async[a].done && sim_chain_start(p->async[a].start) &&
+		    sim_chain_channel(p->async[a].start) == ch)
+			return &p->async[a];
+	return NULL;
 }
 
 /* Opens a pair for start `in`, whose kernels are kernels[k0 ..]. */
@@ -805,6 +818,12 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			return st;
 		if (is_async_start(in) && p->n_kernels > k0) {
 			st = open_async(b, in, k0);
+		} else if (sim_chain_done(in)) {
+			struct sim_async *a = open_chain(p, in, open);
+			if (a) {
+				a->done = in;
+				a->n_between = k0 - a->between;
+			}
 		} else {
 			const struct ir_instr *start = async_start_of(in);
 			for (int a = open; start && a < p->n_async; a++)
@@ -813,6 +832,11 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 					p->async[a].n_between =
 						k0 - p->async[a].between;
 				}
+			/* a fusion between a chain's start and done, in
+			 * this computation or one it is called from */
+			if (role == SIM_TOP_KERNEL && p->n_kernels > k0 &&
+			    sim_side_collective(in) && open_chain(p, in, 0))
+				p->kernels[k0].chained = true;
 		}
 		if (st != TS_OK)
 			return st;

@@ -87,6 +87,16 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in);
  * while the MXU works: a layer's matmul beside the next layer's weight
  * all-gather), else NULL (classify.c). */
 const struct ir_instr *sim_side_collective(const struct ir_instr *in);
+/* A collective spread over a chain of fusions (classify.c): the chain's
+ * start, a collective kernel whose time is async work up to the chain's
+ * done; the done, which does no work of its own; and the channel_id of a
+ * fusion's one collective (0: none), which the start, the done and every
+ * fusion between share. A fusion between is costed without the
+ * collective's ICI time, which moves once, from the start
+ * (sim_kernel.chained). */
+bool sim_chain_start(const struct ir_instr *in);
+bool sim_chain_done(const struct ir_instr *in);
+int64_t sim_chain_channel(const struct ir_instr *in);
 /* The bytes a collective moves as tpusim counts them (cost.c): an
  * all-gather's result, else its operands, in any memory space. */
 double sim_collective_payload(const struct ir_instr *in);

@@ -1589,7 +1589,9 @@ static enum ts_status build(const struct sim_kernel *k,
 		p->has_kernel && k->instr ? sim_side_collective(k->instr) : NULL;
 	const struct ir_computation *coll_c = coll ? k->instr->called[0] : NULL;
 	if (coll) {
-		p->side_coll = true;
+		/* a fusion between a collective chain's start and done: the
+		 * collective moves once, the start's async work */
+		p->side_coll = !k->chained;
 		sim_side_collective_of(coll, &p->coll, &p->coll_bytes,
 				       &p->coll_bits);
 		p->coll_devices = k->group_devices;

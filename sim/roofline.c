@@ -146,8 +146,10 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	}
 	/* an async collective fusion's collective runs beside: its ICI
 	 * time (as collective_roofline's) is a floor too */
-	const struct ir_instr *coll = k->instr ? sim_side_collective(k->instr)
-					       : NULL;
+	const struct ir_instr *coll =
+		k->instr && !k->chained
+			? sim_side_collective(k->instr)
+			: NULL;
 	if (coll) {
 		enum hw_collective c;
 		double cb;

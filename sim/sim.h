@@ -153,6 +153,10 @@ struct sim_kernel {
 	                                  not known); NULL for other kernels */
 	bool async_work;               /* the async work of a pair (sim_async):
 	                                  it runs beside the TensorCore */
+	bool chained;                  /* a fusion between the start and done
+	                                  of a collective chain (XLA's async
+	                                  collective fusion): its clone of the
+	                                  collective moves nothing more */
 	bool trip_count_assumed;       /* some enclosing while had neither a
 	                                  known_trip_count nor one derivable
 	                                  from its condition: multiplicity uses
