@@ -355,8 +355,8 @@ struct cmd_whatif_plot {
 	int n_sweeps;             /* 1 or 2 are drawn */
 	const char *names[2];     /* the swept fields */
 	int n[2];                 /* values per sweep */
+	char labels[2][64][32];   /* each value as the axis shows it */
 	int n_points;             /* the grid, first sweep outermost */
-	const double *values;     /* n_points x n_sweeps */
 	const double *time;       /* n_points: program time, ns */
 	const double *by_unit;    /* n_points x HW_UNIT_COUNT: time of the
 	                             kernels each unit bounds, ns */

@@ -28,12 +28,31 @@
 #define WHATIF_MAX_VALUES 64    /* per sweep */
 #define WHATIF_MAX_POINTS 4096  /* the whole grid */
 
+/* What a sweep changes: a spec field, or the slice the program runs on
+ * (docs/MODEL.md "Collectives on a slice"): `slices`, the data-parallel
+ * slices a group over all of the module's slices spans (hw_slice
+ * span_count: weak scaling, the per-device program as compiled); or
+ * `topology`, the shape of each slice (the same chips laid out
+ * otherwise). */
+enum sweep_kind { SWEEP_FIELD, SWEEP_SLICES, SWEEP_TOPOLOGY };
+
 struct sweep {
 	const char *text;                 /* as given */
-	const struct hw_field_info *field;
+	enum sweep_kind kind;
+	const struct hw_field_info *field; /* its name (and range, int) */
 	int n;
-	double v[WHATIF_MAX_VALUES];
+	double v[WHATIF_MAX_VALUES];      /* TOPOLOGY: the index into shape */
+	struct hw_slice shape[WHATIF_MAX_VALUES]; /* TOPOLOGY */
 };
+
+_Static_assert(TS_ARRAY_LEN(((struct cmd_whatif_plot *)0)->labels[0]) >=
+		       WHATIF_MAX_VALUES,
+	       "a plot labels every value of a sweep");
+
+static const struct hw_field_info slices_field = {
+	"slices", "", 1, HW_SLICE_MAX_COUNT, true};
+static const struct hw_field_info topology_field = {"topology", "", 0, 0,
+						     false};
 
 struct whatif_opts {
 	int n_sweeps;
@@ -56,17 +75,80 @@ static const struct option whatif_options[] = {
 	{0},
 };
 
+/* "topology=S1,S2,..." (v: its text after '=') into w: each a slice
+ * shape as --topology takes it. */
+static int parse_shapes(const struct cmd_ctx *ctx, const char *arg,
+			const char *v, struct sweep *w)
+{
+	for (w->n = 0;; w->n++) {
+		size_t len = strcspn(v, ",");
+		char t[64];
+		struct ts_diag d = {0};
+		if (w->n == WHATIF_MAX_VALUES) {
+			cmd_error(ctx, "--sweep %s: more than %d values", arg,
+				  WHATIF_MAX_VALUES);
+			return CMD_EXIT_USAGE;
+		}
+		snprintf(t, sizeof t, "%.*s", (int)(len < 63 ? len : 63), v);
+		if (len >= sizeof t ||
+		    hw_slice_parse(t, &w->shape[w->n], &d) != TS_OK) {
+			cmd_error(ctx, "--sweep %s: '%.*s': %s", arg, (int)len, v,
+				  len >= sizeof t ? "too long" : d.msg);
+			return CMD_EXIT_USAGE;
+		}
+		w->v[w->n] = w->n;
+		if (!v[len])
+			break;
+		v += len + 1;
+	}
+	w->n++;
+	return CMD_EXIT_OK;
+}
+
+static int parse_values(const struct cmd_ctx *ctx, const char *arg,
+			const char *v, struct sweep *w);
+
 /* Parses "P=a,b,c", "P=lo:hi:xF" (lo, lo F, lo F^2, ... up to hi) or
- * "P=lo:hi:+S" (lo, lo + S, ... up to hi) into w. */
+ * "P=lo:hi:+S" (lo, lo + S, ... up to hi) into w; P a spec field or
+ * `slices` (whole numbers), or "topology=S1,S2,..." (parse_shapes). */
 static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
 		       struct sweep *w)
 {
 	w->text = arg;
+	w->kind = SWEEP_FIELD;
 	const char *v;
-	if (!(w->field = cmd_spec_assignment(
-		      ctx, "--sweep", arg,
-		      "PATH=VALUES (e.g. hbm.bw_bytes_per_s=450e9,900e9)", &v)))
+	if (!strncmp(arg, "topology=", 9)) {
+		w->kind = SWEEP_TOPOLOGY;
+		w->field = &topology_field;
+		return parse_shapes(ctx, arg, arg + 9, w);
+	}
+	if (!strncmp(arg, "slices=", 7)) {
+		w->kind = SWEEP_SLICES;
+		w->field = &slices_field;
+		v = arg + 7;
+	} else if (!(w->field = cmd_spec_assignment(
+			     ctx, "--sweep", arg,
+			     "PATH=VALUES (e.g. hbm.bw_bytes_per_s=450e9,900e9)",
+			     &v))) {
 		return CMD_EXIT_USAGE;
+	}
+	int rc = parse_values(ctx, arg, v, w);
+	for (int i = 0; rc == CMD_EXIT_OK && w->kind == SWEEP_SLICES && i < w->n;
+	     i++)
+		if (w->v[i] != floor(w->v[i]) || w->v[i] < slices_field.min ||
+		    w->v[i] > slices_field.max) {
+			cmd_error(ctx, "--sweep %s: %.15g slices: expected a "
+				       "whole number from 1 to %d",
+				  arg, w->v[i], HW_SLICE_MAX_COUNT);
+			rc = CMD_EXIT_USAGE;
+		}
+	return rc;
+}
+
+/* The values of sweep w from v, the text after '=' (parse_sweep). */
+static int parse_values(const struct cmd_ctx *ctx, const char *arg,
+			const char *v, struct sweep *w)
+{
 	char *end;
 	if (strchr(v, ':')) {
 		double lo = strtod(v, &end), hi = 0, step = 0;
@@ -201,7 +283,17 @@ static void whatif_help(FILE *out)
 	      "      --sweep P=VALUES  a field and its values: a,b,c or "
 	      "LO:HI:xFACTOR or\n"
 	      "                        LO:HI:+STEP, in the field's unit "
-	      "(repeatable, at most 4)\n"
+	      "(repeatable, at most 4);\n"
+	      "                        or slices=N,... (weak scaling: a "
+	      "module compiled for\n"
+	      "                        --slices 2 or more, its groups over "
+	      "all of them over\n"
+	      "                        N, the per-device program as "
+	      "compiled), or\n"
+	      "                        topology=16x16,8x32,... (the same "
+	      "chips in another\n"
+	      "                        shape, devices placed x fastest); "
+	      "both need --topology\n"
 	      "      --csv FILE        also write one line per point\n"
 	      "      --plots DIR       whatif.png into DIR (created if "
 	      "absent): one sweep as\n"
@@ -436,20 +528,96 @@ static enum ts_status build_plans(const struct cmd_ctx *ctx,
 	return find_twins(g, n, ks);
 }
 
-/* The spec at the values vals[0..n) of the sweeps (on top of ctx->hw). */
+/* Sweep w's slice at value x on hw (a `slices` or `topology` sweep). */
+static void slice_at(const struct sweep *w, double x, struct hw_spec *hw)
+{
+	if (w->kind == SWEEP_SLICES) {
+		hw->slice.span_count = (int)x;
+	} else {
+		int count = hw->slice.count;
+		hw->slice = w->shape[(int)x];
+		hw->slice.count = count;
+	}
+}
+
+/* The spec at the values vals[0..n) of the sweeps (on top of ctx->hw):
+ * the spec fields applied at once, as if the file said them, then the
+ * slice. */
 static int spec_at(const struct cmd_ctx *ctx, const struct whatif_opts *o,
 		   const double *vals, struct hw_spec *hw)
 {
 	const struct hw_field_info *f[WHATIF_MAX_SWEEPS];
-	for (int s = 0; s < o->n_sweeps; s++)
-		f[s] = o->sweeps[s].field;
+	double fv[WHATIF_MAX_SWEEPS];
+	int nf = 0;
 	*hw = ctx->hw;
+	for (int s = 0; s < o->n_sweeps; s++)
+		if (o->sweeps[s].kind == SWEEP_FIELD) {
+			f[nf] = o->sweeps[s].field;
+			fv[nf++] = vals[s];
+		} else {
+			slice_at(&o->sweeps[s], vals[s], hw);
+		}
 	struct ts_diag d = {0};
-	if (hw_spec_apply(hw, o->n_sweeps, f, vals, NULL, &d) != TS_OK) {
+	if (hw_spec_apply(hw, nf, f, fv, NULL, &d) != TS_OK) {
 		cmd_error(ctx, "--sweep: %s", d.msg);
 		return CMD_EXIT_USAGE;
 	}
 	return CMD_EXIT_OK;
+}
+
+/* Whether the slice sweeps of o can run on ctx's slice (a `slices`
+ * sweep: the module compiled for two slices or more, so that some
+ * collective crosses them) and every point's slice fits the
+ * generation and the programs (sim_program_check_slice). */
+static int check_slices(const struct cmd_ctx *ctx, const struct whatif_opts *o,
+			const struct cmd_graph *g, const struct hw_spec *hw)
+{
+	bool any = false;
+	for (int s = 0; s < o->n_sweeps; s++) {
+		const struct sweep *w = &o->sweeps[s];
+		if (w->kind == SWEEP_FIELD)
+			continue;
+		any = true;
+		if (!ctx->hw.slice.n_dims) {
+			cmd_error(ctx, "--sweep %s: give the slice the module "
+				       "was compiled for (--topology, --slices)",
+				  w->text);
+			return CMD_EXIT_USAGE;
+		}
+		if (w->kind == SWEEP_SLICES && ctx->hw.slice.count < 2) {
+			cmd_error(ctx, "--sweep %s: the module runs on one "
+				       "slice, so no collective crosses slices "
+				       "to scale: compile it for two or more "
+				       "(--slices N)", w->text);
+			return CMD_EXIT_USAGE;
+		}
+	}
+	if (!any)
+		return CMD_EXIT_OK;
+	struct ts_diag d = {0};
+	enum ts_status st = hw_slice_check(hw, &hw->slice, &d);
+	for (int m = 0; st == TS_OK && m < g->n_progs; m++)
+		st = sim_program_check_slice(&g->progs[m], hw, &d);
+	if (st != TS_OK) {
+		char shape[64];
+		hw_slice_format(&hw->slice, shape, sizeof shape);
+		cmd_error(ctx, "--sweep: the point at %s: %s", shape, d.msg);
+		return CMD_EXIT_USAGE;
+	}
+	return CMD_EXIT_OK;
+}
+
+/* Sweep w's value at the base spec (a topology sweep's has none: NaN). */
+static double sweep_base(const struct cmd_ctx *ctx, const struct sweep *w)
+{
+	switch (w->kind) {
+	case SWEEP_SLICES:
+		return ctx->hw.slice.count;
+	case SWEEP_TOPOLOGY:
+		return NAN;
+	default:
+		return hw_spec_get(&ctx->hw, w->field);
+	}
 }
 
 /* d ln T / d ln x of sweep w's field at the base spec (time t0): a central
@@ -460,8 +628,8 @@ static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			 const struct sweep *w, double t0,
 			 const struct kstate *ks, bool hold)
 {
-	double x0 = hw_spec_get(&ctx->hw, w->field);
-	if (!(x0 > 0)) /* ln 0: no elasticity */
+	double x0 = sweep_base(ctx, w);
+	if (w->kind == SWEEP_TOPOLOGY || !(x0 > 0)) /* ln 0: no elasticity */
 		return NAN;
 	double x[3] = {w->field->is_int ? x0 - 1 : x0 / 1.01, x0,
 		       w->field->is_int ? x0 + 1 : x0 * 1.01};
@@ -470,8 +638,12 @@ static double elasticity(const struct cmd_ctx *ctx, struct cmd_graph *g,
 		struct hw_spec hw = ctx->hw;
 		struct ts_diag d = {0};
 		struct point pt = {0};
+		if (w->kind == SWEEP_SLICES)
+			slice_at(w, x[i], &hw);
 		if (x[i] > 0 &&
-		    hw_spec_apply(&hw, 1, &w->field, &x[i], NULL, &d) == TS_OK &&
+		    (w->kind == SWEEP_SLICES ||
+		     hw_spec_apply(&hw, 1, &w->field, &x[i], NULL, &d) ==
+			     TS_OK) &&
 		    cost_point(ctx, g, &hw, &pt, ks, false, hold) ==
 			    CMD_EXIT_OK &&
 		    pt.time_ns > 0)
@@ -503,7 +675,18 @@ static const struct cmd_col fixed_cols[C_FIXED] = {
 	[C_RETILED] = {"retiled", "retiled", CMD_UNIT_INT, 0},
 };
 
-static enum ts_status fill_row(struct cmd_table *t, int i, int n_sweeps,
+/* The text of sweep w's value x: a topology sweep's shape, else the
+ * number (labels of the plot). */
+static void value_text(const struct sweep *w, double x, char *buf, size_t cap)
+{
+	if (w->kind == SWEEP_TOPOLOGY)
+		hw_slice_format(&w->shape[(int)x], buf, cap);
+	else
+		snprintf(buf, cap, "%.4g", x);
+}
+
+static enum ts_status fill_row(struct cmd_table *t, int i,
+			       const struct whatif_opts *o,
 			       const struct point *pt)
 {
 	enum ts_status st = cmd_table_add_row(t);
@@ -522,8 +705,16 @@ static enum ts_status fill_row(struct cmd_table *t, int i, int n_sweeps,
 	cmd_table_set_num(t, C_B_OVERHEAD, pt->bound[HW_UNIT_OVERHEAD]);
 	cmd_table_set_num(t, C_INFEASIBLE, pt->infeasible);
 	cmd_table_set_num(t, C_RETILED, pt->retiled);
-	for (int s = 0; s < n_sweeps; s++)
-		cmd_table_set_num(t, C_FIXED + s, pt->v[s]);
+	for (int s = 0; s < o->n_sweeps; s++) {
+		char text[64];
+		if (o->sweeps[s].kind != SWEEP_TOPOLOGY) {
+			cmd_table_set_num(t, C_FIXED + s, pt->v[s]);
+			continue;
+		}
+		value_text(&o->sweeps[s], pt->v[s], text, sizeof text);
+		if ((st = cmd_table_set_text(t, C_FIXED + s, text)))
+			return st;
+	}
 	return TS_OK;
 }
 
@@ -603,40 +794,39 @@ static void mpi_end(void)
 #endif
 }
 
-/* --plots: the points' values, times and time by unit in the arrays
- * cmd_plot_whatif takes. */
+/* --plots: the sweeps' values, the points' times and time by unit in the
+ * arrays cmd_plot_whatif takes. */
 static int plot_points(const struct cmd_ctx *ctx, const struct whatif_opts *o,
 		       const struct point *pts, int n_points)
 {
-	double *vals = ts_calloc((size_t)n_points * WHATIF_MAX_SWEEPS + 1,
-				 sizeof *vals);
 	double *times = ts_calloc((size_t)n_points + 1, sizeof *times);
 	double *by_unit = ts_calloc((size_t)n_points * HW_UNIT_COUNT + 1,
 				    sizeof *by_unit);
 	int rc = CMD_EXIT_IO;
-	if (!vals || !times || !by_unit) {
+	if (!times || !by_unit) {
 		cmd_error(ctx, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < n_points; i++) {
-		for (int v = 0; v < o->n_sweeps; v++)
-			vals[(size_t)i * o->n_sweeps + v] = pts[i].v[v];
 		times[i] = pts[i].time_ns;
 		memcpy(by_unit + (size_t)i * HW_UNIT_COUNT, pts[i].bound_ns,
 		       sizeof pts[i].bound_ns);
 	}
-	struct cmd_whatif_plot w = {
-		.n_sweeps = o->n_sweeps, .n_points = n_points,
-		.values = vals, .time = times, .by_unit = by_unit};
+	struct cmd_whatif_plot w = {.n_sweeps = o->n_sweeps,
+				    .n_points = n_points,
+				    .time = times,
+				    .by_unit = by_unit};
 	for (int v = 0; v < o->n_sweeps && v < 2; v++) {
 		w.names[v] = o->sweeps[v].field->path;
 		w.n[v] = o->sweeps[v].n;
+		for (int j = 0; j < o->sweeps[v].n; j++)
+			value_text(&o->sweeps[v], o->sweeps[v].v[j],
+				   w.labels[v][j], sizeof w.labels[v][j]);
 	}
 	rc = cmd_out_dir(ctx, "--plots", o->plots);
 	if (rc == CMD_EXIT_OK)
 		rc = cmd_plot_whatif(ctx, o->plots, &w);
 out:
-	ts_free(vals);
 	ts_free(times);
 	ts_free(by_unit);
 	return rc;
@@ -687,7 +877,9 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	for (int s = 0; s < o->n_sweeps; s++)
 		cols[C_FIXED + s] = (struct cmd_col){
 			o->sweeps[s].field->path, o->sweeps[s].field->path,
-			o->sweeps[s].field->is_int ? CMD_UNIT_INT : CMD_UNIT_EXACT,
+			o->sweeps[s].kind == SWEEP_TOPOLOGY ? CMD_UNIT_TEXT
+			: o->sweeps[s].field->is_int	    ? CMD_UNIT_INT
+							    : CMD_UNIT_EXACT,
 			0};
 	cmd_table_init(&t, "points", NULL, cols, C_FIXED + o->n_sweeps);
 	if (rc == CMD_EXIT_OK && o->trace)
@@ -713,6 +905,8 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 		}
 		struct hw_spec hw;
 		rc = spec_at(ctx, o, pts[i].v, &hw);
+		if (rc == CMD_EXIT_OK && g.n_progs > 0)
+			rc = check_slices(ctx, o, &g, &hw);
 	}
 	struct point base = {0};
 	if (rc == CMD_EXIT_OK)
@@ -747,7 +941,7 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	if (rc != CMD_EXIT_OK || rank != 0)
 		goto out;
 	for (int i = 0; i < n_points; i++) {
-		if (fill_row(&t, i, o->n_sweeps, &pts[i])) {
+		if (fill_row(&t, i, o, &pts[i])) {
 			cmd_error(ctx, "out of memory");
 			rc = CMD_EXIT_IO;
 			goto out;
@@ -764,10 +958,12 @@ static int whatif_main(struct cmd_ctx *ctx, void *opts_v, int argc,
 	cmd_report_list_begin(&r, "elasticity");
 	for (int s = 0; s < o->n_sweeps; s++) {
 		const struct sweep *w = &o->sweeps[s];
+		if (w->kind == SWEEP_TOPOLOGY)
+			continue; /* no number to vary */
 		cmd_report_item_begin(&r);
 		cmd_report_text(&r, "field", w->field->path);
 		cmd_report_num(&r, "base_value", CMD_UNIT_EXACT,
-			       hw_spec_get(&ctx->hw, w->field));
+			       sweep_base(ctx, w));
 		double e = elasticity(ctx, &g, w, base.time_ns, &ks,
 				      o->hold_tiles);
 		if (isfinite(e))

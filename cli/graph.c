@@ -286,12 +286,13 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 				return cmd_exit_from_status(st);
 			}
 		}
-		if (sim_program_per_slice(p, &ctx->hw))
+		if (sim_program_per_slice(p, &ctx->hw) &&
+		    !sim_program_exchanges(p))
 			fprintf(ctx->err,
 				"%s: warning: module %s runs on one slice of %d "
-				"(compiled per slice): the exchange between the "
-				"slices, which the runtime does outside the "
-				"module, is not costed\n",
+				"(compiled per slice) and holds no exchange "
+				"between the slices (megascale sends): it is not "
+				"costed\n",
 				ctx->prog, g->mods[m]->name, ctx->hw.slice.count);
 		cmd_warn_unmodelled(ctx, p);
 		warn_hbm(ctx, g->mods[m]);

@@ -677,6 +677,14 @@ static void roofline(const struct sim_program *p, const struct hw_spec *hw)
 	legend_units(PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT);
 }
 
+/* The unit a time axis up to hi_ns reads best in (its numbers below
+ * 1000 where they can be): its name and its size in ns. */
+static double time_unit(double hi_ns, const char **name)
+{
+	*name = hi_ns >= 1e9 ? "s" : hi_ns >= 1e6 ? "ms" : "us";
+	return hi_ns >= 1e9 ? 1e9 : hi_ns >= 1e6 ? 1e6 : 1e3;
+}
+
 /* Bars: the program's time attributed to each bound unit. */
 static void unit_bars(const struct sim_program *p)
 {
@@ -684,10 +692,15 @@ static void unit_bars(const struct sim_program *p)
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		if ((int)k->est.bound >= 0 && k->est.bound < HW_UNIT_COUNT)
-			t[k->est.bound] += k->est.time_ns * k->multiplicity * 1e-3;
+			t[k->est.bound] += k->est.time_ns * k->multiplicity;
 	}
 	for (int u = 0; u < N_SHOWN; u++)
 		hi = fmax(hi, t[shown_units[u]]);
+	const char *un;
+	double scale = time_unit(hi, &un);
+	for (int u = 0; u < HW_UNIT_COUNT; u++)
+		t[u] /= scale;
+	hi /= scale;
 	pl.pladv(0);
 	pl.plvpor(0.15, 0.95, 0.12, 0.90);
 	pl.plwind(0, N_SHOWN, 0, hi > 0 ? hi * 1.1 : 1);
@@ -704,7 +717,9 @@ static void unit_bars(const struct sim_program *p)
 	}
 	pl.plcol0(COL_FG);
 	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pl.pllab("", "time (us)", "program time by the unit that bounds each kernel");
+	char axis[32];
+	snprintf(axis, sizeof axis, "time (%s)", un);
+	pl.pllab("", axis, "program time by the unit that bounds each kernel");
 }
 
 int cmd_plot_run(const struct cmd_ctx *ctx, const char *dir,
@@ -740,16 +755,18 @@ static void sweep_bars(const struct cmd_whatif_plot *w)
 			s += w->by_unit[i * HW_UNIT_COUNT + shown_units[u]];
 		hi = fmax(hi, s);
 	}
+	const char *un;
+	double scale = time_unit(hi, &un);
 	pl.pladv(0);
 	pl.plvpor(0.12, 0.80, 0.14, 0.90);
-	pl.plwind(0, w->n_points, 0, hi > 0 ? hi * 1.05e-3 : 1);
+	pl.plwind(0, w->n_points, 0, hi > 0 ? hi * 1.05 / scale : 1);
 	pl.plcol0(COL_GRID);
 	pl.plbox("", 0, 0, "g", 0, 0);
 	for (int i = 0; i < w->n_points; i++) {
 		double y0 = 0;
 		for (int u = 0; u < N_SHOWN; u++) {
-			double v = w->by_unit[i * HW_UNIT_COUNT + shown_units[u]] *
-				   1e-3;
+			double v = w->by_unit[i * HW_UNIT_COUNT + shown_units[u]] /
+				   scale;
 			if (!(v > 0))
 				continue;
 			double bx[4] = {i + 0.15, i + 0.85, i + 0.85, i + 0.15};
@@ -758,14 +775,15 @@ static void sweep_bars(const struct cmd_whatif_plot *w)
 			pl.plfill(4, bx, by);
 			y0 += v;
 		}
-		char label[32];
-		snprintf(label, sizeof label, "%.4g", w->values[i]);
 		pl.plcol0(COL_FG);
-		pl.plmtex("b", 1.2, (i + 0.5) / w->n_points, 0.5, label);
+		pl.plmtex("b", 1.2, (i + 0.5) / w->n_points, 0.5,
+			  w->labels[0][i]);
 	}
 	pl.plcol0(COL_FG);
 	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pl.pllab(w->names[0], "program time (us)",
+	char axis[32];
+	snprintf(axis, sizeof axis, "program time (%s)", un);
+	pl.pllab(w->names[0], axis,
 	      "program time by the unit that bounds each kernel");
 	legend_units(PL_POSITION_OUTSIDE | PL_POSITION_RIGHT);
 }
@@ -785,7 +803,7 @@ static void sweep_heat(const struct cmd_whatif_plot *w)
 	pl.plscmap1n(256);
 	pl.plscmap1l(1, 2, pos, r, g, b, NULL);
 	pl.pladv(0);
-	pl.plvpor(0.14, 0.95, 0.14, 0.90);
+	pl.plvpor(0.18, 0.95, 0.14, 0.90);
 	pl.plwind(0, nx, 0, ny);
 	for (int i = 0; i < nx; i++)
 		for (int j = 0; j < ny; j++) {
@@ -796,25 +814,21 @@ static void sweep_heat(const struct cmd_whatif_plot *w)
 			pl.plcol1(f);
 			pl.plfill(4, bx, by);
 			char label[32];
-			snprintf(label, sizeof label, "%.4g us", t * 1e-3);
+			const char *un;
+			double scale = time_unit(hi, &un);
+			snprintf(label, sizeof label, "%.4g %s", t / scale, un);
 			pl.plcol0(f > 0.55 ? COL_BG : COL_FG);
 			pl.plptex(i + 0.5, j + 0.5, 1, 0, 0.5, label);
 		}
 	pl.plcol0(COL_FG);
-	for (int i = 0; i < nx; i++) {
-		char label[32];
-		snprintf(label, sizeof label, "%.4g", w->values[i * ny * 2]);
-		pl.plmtex("b", 1.2, (i + 0.5) / nx, 0.5, label);
-	}
-	for (int j = 0; j < ny; j++) {
-		char label[32];
-		snprintf(label, sizeof label, "%.4g", w->values[j * 2 + 1]);
-		pl.plmtex("lv", 0.8, (j + 0.5) / ny, 1.0, label);
-	}
+	for (int i = 0; i < nx; i++)
+		pl.plmtex("b", 1.2, (i + 0.5) / nx, 0.5, w->labels[0][i]);
+	for (int j = 0; j < ny; j++)
+		pl.plmtex("lv", 0.8, (j + 0.5) / ny, 1.0, w->labels[1][j]);
 	pl.plbox("bc", 0, 0, "bc", 0, 0);
 	pl.pllab("", "", "program time over the grid (darker: slower)");
 	pl.plmtex("b", 3.0, 0.5, 0.5, w->names[0]);
-	pl.plmtex("l", 6.0, 0.5, 0.5, w->names[1]);
+	pl.plmtex("l", 8.5, 0.5, 0.5, w->names[1]);
 }
 
 int cmd_plot_whatif(const struct cmd_ctx *ctx, const char *dir,
@@ -868,14 +882,16 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	pl.plschr(0, 0.8);
 	pl.pladv(0);
 	pl.plvpor(0.10, 0.80, 0.12, 0.90);
-	pl.plwind(0, nk, 0, hi * 1.1e-3);
+	const char *un;
+	double scale = time_unit(hi, &un);
+	pl.plwind(0, nk, 0, hi * 1.1 / scale);
 	pl.plcol0(COL_GRID);
 	pl.plbox("", 0, 0, "g", 0, 0);
 	double w = 0.8 / n_hw;
 	for (int i = 0; i < nk; i++) {
 		for (int g = 0; g < n_hw; g++) {
-			double v = by_kind[g * SIM_KERNEL_KIND_COUNT + kinds[i]] *
-				   1e-3;
+			double v = by_kind[g * SIM_KERNEL_KIND_COUNT + kinds[i]] /
+				   scale;
 			double x0 = i + 0.1 + g * w, x1 = x0 + w * 0.95;
 			double bx[4] = {x0, x1, x1, x0}, by[4] = {0, 0, v, v};
 			pl.plcol0(COL_SERIES + g % N_SERIES);
@@ -887,7 +903,9 @@ int cmd_plot_generations(const struct cmd_ctx *ctx, const char *dir,
 	}
 	pl.plcol0(COL_FG);
 	pl.plbox("bc", 0, 0, "bcnstv", 0, 0);
-	pl.pllab("kernel kind", "time x runs (us)",
+	char axis[32];
+	snprintf(axis, sizeof axis, "time x runs (%s)", un);
+	pl.pllab("kernel kind", axis,
 	      "program time by kernel kind on each spec");
 	PLINT bcol[CMD_MAX_HW];
 	for (int g = 0; g < n_hw; g++)

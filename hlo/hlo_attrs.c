@@ -67,6 +67,7 @@ static const char *const attr_names[] = {
 	[A_LAYOUT_CONSTRAINTS] = "operand_layout_constraints",
 	[A_API_VERSION] = "api_version",
 	[A_CHANNEL] = "channel_id",
+	[A_FRONTEND] = "frontend_attributes",
 	[A_COST_FREE] = "",
 };
 
@@ -77,7 +78,7 @@ static const char *const attr_names[] = {
  * note; any other unknown name is skipped with one (ir_module.unknown_attrs).
  */
 static const char *const cost_free_attrs[] = {
-	"sharding", "frontend_attributes", "statistics",
+	"sharding", "statistics",
 	"origin", "parameter_replication",
 	"use_global_device_ids", "constrain_layout", "is_stable",
 	"indices_are_sorted", "unique_indices", "inferred_dimension",
@@ -1207,6 +1208,66 @@ static void config_precision(const char *s, const char *e,
  * custom-call (a cuBLAS gemm), dot_dimension_numbers and the operand
  * precision: kept as the call's dot attributes unless it has its own.
  */
+/*
+ * frontend_attributes={k="v", ...}: skipped, but for a send or recv the
+ * megascale runtime carries between slices (a multi-slice program XLA
+ * compiled per slice): _xla_megascale_transfer_type ("ALL_REDUCE",
+ * "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL") into megascale_op and the
+ * slices of _xla_megascale_target ("{1,2}x{0:255}": the slices, then the
+ * devices of each; "a:b" is a range) into megascale_slices. A value of
+ * another form leaves them unset: the transfer is then not modelled.
+ */
+static bool parse_frontend(struct hp_parser *p, struct ir_attrs *at,
+			   bool transfer)
+{
+	skip_ws(p);
+	const char *s = p->p;
+	if (cur(p) != '{' || !transfer)
+		return hp_skip_value(p, false);
+	const char *e = hp_skip_group(p, s);
+	if (!e)
+		return false;
+	p->p = e;
+	static const struct {
+		const char *name;
+		enum ir_op op;
+	} kinds[] = {{"ALL_REDUCE\"", IR_OP_ALL_REDUCE},
+		     {"ALL_GATHER\"", IR_OP_ALL_GATHER},
+		     {"REDUCE_SCATTER\"", IR_OP_REDUCE_SCATTER},
+		     {"ALL_TO_ALL\"", IR_OP_ALL_TO_ALL}};
+	const char *k = find_key(s, e, "_xla_megascale_transfer_type=\"");
+	for (size_t i = 0; k && i < TS_ARRAY_LEN(kinds); i++)
+		if ((size_t)(e - k) >= strlen(kinds[i].name) &&
+		    !memcmp(k, kinds[i].name, strlen(kinds[i].name)))
+			at->megascale_op = kinds[i].op;
+	const char *t = find_key(s, e, "_xla_megascale_target=\"{");
+	int64_t n = 0;
+	while (t && t < e && n >= 0) {
+		int64_t lo = 0, hi;
+		if (!is_digit(*t))
+			n = -1;
+		while (t < e && is_digit(*t) && lo < INT64_MAX / 10)
+			lo = lo * 10 + (*t++ - '0');
+		hi = lo;
+		if (t < e && *t == ':') {
+			hi = 0;
+			for (t++; t < e && is_digit(*t) && hi < INT64_MAX / 10;)
+				hi = hi * 10 + (*t++ - '0');
+		}
+		if (n < 0 || hi < lo || hi - lo >= INT32_MAX - n) {
+			n = -1;
+			break;
+		}
+		n += hi - lo + 1;
+		if (t < e && *t == '}')
+			break;
+		if (t >= e || *t++ != ',')
+			n = -1;
+	}
+	at->megascale_slices = n > 0 ? n : 0;
+	return true;
+}
+
 static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at,
 				 bool custom_call)
 {
@@ -1709,6 +1770,8 @@ static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 		return parse_metadata(p, &in->op_name);
 	case A_BACKEND_CONFIG:
 		return parse_backend_config(p, a, op == IR_OP_CUSTOM_CALL);
+	case A_FRONTEND:
+		return parse_frontend(p, a, op == IR_OP_SEND || op == IR_OP_RECV);
 	default:
 		return hp_skip_value(p, false);
 	}

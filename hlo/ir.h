@@ -326,6 +326,12 @@ struct ir_attrs {
 	                                     collective into several fusions,
 	                                     each with its channel) */
 	int64_t replica_group_size;       /* collectives: devices per group, 0 if unknown/all */
+	enum ir_op megascale_op;          /* a send or recv the megascale
+	                                     runtime carries between slices
+	                                     (frontend_attributes): the
+	                                     collective it is part of;
+	                                     IR_OP_INVALID otherwise */
+	int64_t megascale_slices;         /* its slices, 0 when not known */
 	const struct ir_groups *groups;   /* replica_groups' device lists, or a
 	                                     collective-permute's
 	                                     source_target_pairs; NULL: absent,

@@ -63,6 +63,11 @@ struct hw_slice {
 	int n_dims;                      /* 0: no slice */
 	int dims[HW_SLICE_MAX_DIMS];     /* chips along x, y, z */
 	int count;                       /* slices (>= 1 when n_dims > 0) */
+	int span_count;                  /* whatif --sweep slices: the
+	                                    slices a group that spans all
+	                                    `count` (>= 2) spans instead, the
+	                                    program run data-parallel over
+	                                    more or fewer slices; 0: count */
 };
 
 struct hw_spec {

@@ -189,8 +189,8 @@ steps_section() {
 	echo "model where its dot-product attention fits, else a MaxText-equivalent JAX model;"
 	echo "no flash attention, none of the runs' XLA flags), each on its slice (\`topology\`,"
 	echo "\`slices\`). A multi-slice program is compiled per slice: the exchange between the"
-	echo "slices is the runtime's and is not costed. Ratio = predicted / published; worst"
-	echo "first."
+	echo "slices is the megascale runtime's sends, costed as collectives over DCN. Ratio ="
+	echo "predicted / published; worst first."
 	echo
 	python3 - "$csv" "$tmp/steps.csv" "$set_dir/MANIFEST.md" "$tmp/summary" <<-'PY'
 	import csv, os, statistics, sys

@@ -307,6 +307,14 @@ bool sim_chain_done(const struct ir_instr *in)
 	return chain_call(in, "AsyncCollectiveDone");
 }
 
+int64_t sim_megascale_slices(const struct ir_instr *in)
+{
+	bool ends = in->op == IR_OP_SEND || in->op == IR_OP_RECV;
+	return ends && in->attrs.megascale_op != IR_OP_INVALID
+		       ? in->attrs.megascale_slices
+		       : 0;
+}
+
 int64_t sim_chain_channel(const struct ir_instr *in)
 {
 	const struct ir_instr *coll = one_collective(in);
@@ -407,11 +415,20 @@ enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 	case IR_OP_CUSTOM_CALL:
 		/* not modelled unless free (free_custom_call) */
 		return free_custom_call(in) ? SIM_TOP_FREE : SIM_TOP_KERNEL;
+	case IR_OP_SEND:
+	case IR_OP_RECV:
+		/* the megascale runtime's exchange between slices: the send
+		 * is the collective (its recv the same transfer's other
+		 * end); any other send or recv is not modelled */
+		if (sim_megascale_slices(in)) {
+			*kind = SIM_KERNEL_COLLECTIVE;
+			return in->op == IR_OP_SEND ? SIM_TOP_KERNEL
+						    : SIM_TOP_FREE;
+		}
+		return SIM_TOP_KERNEL;
 	/* Not modelled: listed with zero time, never dropped. */
 	case IR_OP_INFEED:
 	case IR_OP_OUTFEED:
-	case IR_OP_SEND:
-	case IR_OP_RECV:
 	case IR_OP_RNG_GET_AND_UPDATE_STATE:
 	case IR_OP_FFT:
 	case IR_OP_CHOLESKY:

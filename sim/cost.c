@@ -1080,6 +1080,9 @@ double sim_collective_payload(const struct ir_instr *in)
 	for (int j = 0; j < in->n_operands; j++)
 		if (!sim_operand_repeats(in, j))
 			b += any_space_bytes(&in->operands[j]->shape);
+	/* a megascale all-gather's send holds this device's part of it */
+	if (sim_megascale_slices(in) && in->attrs.megascale_op == IR_OP_ALL_GATHER)
+		b *= (double)in->attrs.megascale_slices;
 	return b;
 }
 

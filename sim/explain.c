@@ -5,6 +5,7 @@
  * the way the estimate sums them (test_explain re-adds them), so the two
  * cannot drift apart.
  */
+#include "kernels_int.h"
 #include "model.h"
 
 #include <stdio.h>
@@ -45,7 +46,14 @@ static void put_slice_collective(FILE *f, const struct sim_kernel *k,
 	sim_collective_of(k, &kind, &bytes, &hbm, &devices, &bits);
 	hw_slice_format(&hw->slice, shape, sizeof shape);
 	int64_t n_groups = k->groups ? k->groups->n_groups : 1;
-	fprintf(f, "  collective: %s of %.0f bytes on the slice %s; group %lld "
+	int64_t across = k->instr ? sim_megascale_slices(k->instr) : 0;
+	if (across)
+		fprintf(f, "  collective: %s of %.0f bytes over %lld slices "
+			   "(the megascale runtime's, over DCN)\n",
+			ir_op_name(k->instr->attrs.megascale_op), bytes,
+			(long long)across);
+	else
+		fprintf(f, "  collective: %s of %.0f bytes on the slice %s; group %lld "
 		   "of %lld (%lld devices)%s\n",
 		ir_op_name(k->main_op), bytes, shape, (long long)g,
 		(long long)n_groups,

@@ -475,6 +475,8 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 		k->group_devices = g->attrs.replica_group_size > 0
 					   ? g->attrs.replica_group_size
 					   : b->m->replica_count * b->m->num_partitions;
+		if (sim_megascale_slices(g))
+			k->group_devices = sim_megascale_slices(g);
 		k->groups = g->attrs.groups;
 	}
 	k->multiplicity = s->mult;
@@ -541,14 +543,18 @@ static bool is_async_start(const struct ir_instr *in)
 	case IR_OP_COLLECTIVE_PERMUTE_START:
 	case IR_OP_ASYNC_START:
 		return true;
+	case IR_OP_SEND:
+		return sim_megascale_slices(in) > 0;
 	default:
 		return sim_chain_start(in);
 	}
 }
 
-/* The start a done waits for (through async-updates), or NULL when in is
- * no done. */
-static const struct ir_instr *async_start_of(const struct ir_instr *in)
+/* Whether `in` is the done that start waits for: its done op (through
+ * async-updates); a collective chain's done (classify.c, its channel);
+ * or, for a megascale send, the recv-done of the recv that shares its
+ * token (the exchange's result arrives there). */
+static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 {
 	switch (in->op) {
 	case IR_OP_COPY_DONE:
@@ -557,26 +563,45 @@ static const struct ir_instr *async_start_of(const struct ir_instr *in)
 	case IR_OP_COLLECTIVE_PERMUTE_DONE:
 	case IR_OP_ASYNC_DONE:
 		break;
+	case IR_OP_RECV_DONE: {
+		const struct ir_instr *r =
+			in->n_operands == 1 ? in->operands[0] : NULL;
+		return r && sim_megascale_slices(r) && r->n_operands == 1 &&
+		       start->op == IR_OP_SEND && start->n_operands == 2 &&
+		       start->operands[1] == r->operands[0];
+	}
 	default:
-		return NULL;
+		return sim_chain_done(in) && sim_chain_start(start) &&
+		       sim_chain_channel(in) > 0 &&
+		       sim_chain_channel(in) == sim_chain_channel(start);
 	}
 	const struct ir_instr *s = in->n_operands == 1 ? in->operands[0] : NULL;
 	while (s && s->op == IR_OP_ASYNC_UPDATE)
 		s = s->n_operands == 1 ? s->operands[0] : NULL;
-	return s && is_async_start(s) ? s : NULL;
+	return s == start;
 }
 
-/* The pair from `first` on, still waiting for its done, of the collective
- * chain fusion `in` belongs to (sim_chain_channel), or NULL. */
-static struct sim_async *open_chain(struct sim_program *p,
-				    const struct ir_instr *in, int first)
+/* The pair from `first` on, still waiting for its done, that `in` ends
+ * (ends), or NULL. */
+static struct sim_async *open_pair(struct sim_program *p,
+				   const struct ir_instr *in, int first)
 {
-	int64_t ch = sim_chain_channel(in);
-	for (int a = first; ch > 0 && a < p->n_async; a++)
-		if (!p->async[a].done && sim_chain_start(p->async[a].start) &&
-		    sim_chain_channel(p->async[a].start) == ch)
+	for (int a = first; a < p->n_async; a++)
+		if (!p->async[a].done && ends(p->async[a].start, in))
 			return &p->async[a];
 	return NULL;
+}
+
+/* Whether a chain whose collective fusion `in` clones is open: its start
+ * seen, its done not yet (classify.c sim_chain_channel). */
+static bool open_chain(const struct sim_program *p, const struct ir_instr *in)
+{
+	int64_t ch = sim_chain_channel(in);
+	for (int a = 0; ch > 0 && a < p->n_async; a++)
+		if (!p->async[a].done && sim_chain_start(p->async[a].start) &&
+		    sim_chain_channel(p->async[a].start) == ch)
+			return true;
+	return false;
 }
 
 /* Opens a pair for start `in`, whose kernels are kernels[k0 ..]. */
@@ -816,27 +841,17 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			st = walk_control(b, in, role, &s);
 		if (st != TS_OK)
 			return st;
+		struct sim_async *a;
 		if (is_async_start(in) && p->n_kernels > k0) {
 			st = open_async(b, in, k0);
-		} else if (sim_chain_done(in)) {
-			struct sim_async *a = open_chain(p, in, open);
-			if (a) {
-				a->done = in;
-				a->n_between = k0 - a->between;
-			}
-		} else {
-			const struct ir_instr *start = async_start_of(in);
-			for (int a = open; start && a < p->n_async; a++)
-				if (p->async[a].start == start && !p->async[a].done) {
-					p->async[a].done = in;
-					p->async[a].n_between =
-						k0 - p->async[a].between;
-				}
+		} else if ((a = open_pair(p, in, open))) {
+			a->done = in;
+			a->n_between = k0 - a->between;
+		} else if (role == SIM_TOP_KERNEL && p->n_kernels > k0 &&
+			   sim_side_collective(in) && open_chain(p, in)) {
 			/* a fusion between a chain's start and done, in
 			 * this computation or one it is called from */
-			if (role == SIM_TOP_KERNEL && p->n_kernels > k0 &&
-			    sim_side_collective(in) && open_chain(p, in, 0))
-				p->kernels[k0].chained = true;
+			p->kernels[k0].chained = true;
 		}
 		if (st != TS_OK)
 			return st;

@@ -94,6 +94,10 @@ const struct ir_instr *sim_side_collective(const struct ir_instr *in);
  * fusion between share. A fusion between is costed without the
  * collective's ICI time, which moves once, from the start
  * (sim_kernel.chained). */
+/* A send or recv of a multi-slice program XLA compiled per slice
+ * (MegaScale): the slices of the collective the megascale runtime runs
+ * over DCN with it (frontend_attributes), else 0 (classify.c). */
+int64_t sim_megascale_slices(const struct ir_instr *in);
 bool sim_chain_start(const struct ir_instr *in);
 bool sim_chain_done(const struct ir_instr *in);
 int64_t sim_chain_channel(const struct ir_instr *in);

@@ -44,7 +44,8 @@ void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out)
 {
 	sim_collective_cost(hw, p->coll, p->coll_bytes, p->coll_devices,
-			    p->coll_bits, p->coll_groups, out, NULL);
+			    p->coll_bits, p->coll_groups, p->coll_dcn, out,
+			    NULL);
 }
 
 /* ====================================================================== */

@@ -229,6 +229,7 @@ struct sim_plan {
 	int64_t coll_devices;
 	int coll_bits;
 	const struct ir_groups *coll_groups; /* sim_kernel.groups (not owned) */
+	int64_t coll_dcn;                 /* sim_megascale_slices */
 	/* megacore */
 	double core_space;                /* output-space elements that
 	                                     sim_plan_cores splits by; 0: never
@@ -310,11 +311,13 @@ int sim_plan_cores(const struct sim_plan *p, const struct hw_spec *hw);
 void sim_plan_ici(const struct sim_plan *p, const struct hw_spec *hw,
 		  struct hw_ici_cost *out);
 /* sim_collective_ici for collective c of `bytes` per device over `devices`
- * of `bits`-bit elements in groups r (sim/slice.c). */
+ * of `bits`-bit elements in groups r, or, when dcn_slices > 0, over one
+ * group of that many slices, each device with its peers in the others
+ * (the megascale runtime's exchange, sim_megascale_slices) (sim/slice.c). */
 void sim_collective_cost(const struct hw_spec *hw, enum hw_collective c,
 			 double bytes, int64_t devices, int bits,
-			 const struct ir_groups *r, struct hw_ici_cost *out,
-			 int64_t *group);
+			 const struct ir_groups *r, int64_t dcn_slices,
+			 struct hw_ici_cost *out, int64_t *group);
 /* True for a spec field no plan depends on (config.c). */
 bool sim_plan_spec_free(const struct hw_field_info *f);
 

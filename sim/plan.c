@@ -1049,6 +1049,8 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	enum ir_op op = k->instr ? k->instr->op : IR_OP_INVALID;
 	if (op == IR_OP_ASYNC_START)
 		op = k->instr->wrapped_op;
+	if (k->instr && sim_megascale_slices(k->instr))
+		op = k->instr->attrs.megascale_op;
 	/* a fused collective: its op; an all-reduce whose fusion keeps a
 	 * shard of it (keeps_shard) is a reduce-scatter, as XLA's TPU
 	 * compiler runs it */
@@ -1525,6 +1527,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		sim_collective_of(k, &p->coll, &p->coll_bytes, &hbm,
 				  &p->coll_devices, &p->coll_bits);
 		p->coll_groups = k->groups;
+		p->coll_dcn = sim_megascale_slices(k->instr);
 		/* at least what it reads and writes (a result wider than its
 		 * operand, f16 in and f32 out: the roofline's bytes) */
 		double rw = k->work.bytes_read + k->work.bytes_written;

@@ -157,7 +157,7 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 		struct hw_ici_cost ic;
 		sim_side_collective_of(coll, &c, &cb, &bits);
 		sim_collective_cost(hw, c, cb, k->group_devices, bits, k->groups,
-				    &ic, NULL);
+				    0, &ic, NULL);
 		if (ic.ns > t) {
 			t = ic.ns;
 			out->bound = HW_UNIT_ICI;

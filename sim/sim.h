@@ -385,8 +385,12 @@ void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
  * located at the module's header or the collective. */
 /* Whether p's module runs on one slice of hw's several (its devices are
  * one slice's): a multi-slice program XLA compiled per slice (JAX's
- * MegaScale), whose exchange between the slices (over DCN) the runtime
- * does outside the module, so that it is not costed. */
+ * MegaScale). Its exchange between the slices (over DCN) is the megascale
+ * runtime's: sends and recvs whose frontend attributes name the
+ * collective and its slices, each send costed as that collective over
+ * DCN, async up to its recv-done (sim_program_exchanges: p holds one);
+ * a program with none is costed without the exchange. */
+bool sim_program_exchanges(const struct sim_program *p);
 bool sim_program_per_slice(const struct sim_program *p,
 			   const struct hw_spec *hw);
 enum ts_status sim_program_check_slice(const struct sim_program *p,

@@ -8,6 +8,7 @@
  * its slice. Called by the model (model.c sim_plan_ici), the roofline,
  * --explain and the CLI's summary.
  */
+#include "kernels_int.h"
 #include "model.h"
 
 #include <stdio.h>
@@ -28,6 +29,15 @@ static int64_t device(const struct ir_groups *r, int64_t g, int64_t j)
 	return r ? ir_groups_device(r, g, j) : j;
 }
 
+/* The slices a group over k slices spans: hw->slice.span_count when
+ * whatif sweeps it and the group is over all hw->slice.count, else k. */
+static int64_t slices_spanned(const struct hw_spec *hw, int64_t k)
+{
+	return hw->slice.span_count > 0 && k == hw->slice.count
+		       ? hw->slice.span_count
+		       : k;
+}
+
 /*
  * The span of group g (n devices) of r on hw->slice into *s: for each
  * place (a chip's devices, x, y, z, the slices) the distinct coordinates
@@ -36,6 +46,8 @@ static int64_t device(const struct ir_groups *r, int64_t g, int64_t j)
  *   cores of a chip    ring (a stand-in: hw_ici_torus says why)
  *   x, y, z            ring when the group covers the whole axis and it
  *                      wraps (hw_slice_wraps), else line
+ * and a group over all hw->slice.count slices spans span_count instead
+ * when that is set (whatif --sweep slices).
  * A group that is no grid (its size is not the product of its k_a: a
  * diagonal, a repeated id) is one line of its n devices along its last
  * axis, dcn when it crosses slices. false when a device is not on the
@@ -89,16 +101,36 @@ static bool group_span(const struct hw_spec *hw, const struct ir_groups *r,
 		s->axis[0] = last;
 		s->n = 1;
 	}
+	/* the slices axis of a group over every slice, at span_count */
+	for (int i = 0; i < s->n; i++)
+		if (s->axis[i].place == HW_PLACE_SLICE) {
+			s->axis[i].k = slices_spanned(hw, s->axis[i].k);
+			if (s->axis[i].k < 2)
+				s->axis[i] = s->axis[--s->n];
+		}
 	return true;
 }
 
 void sim_collective_cost(const struct hw_spec *hw, enum hw_collective c,
 			 double bytes, int64_t devices, int bits,
-			 const struct ir_groups *r, struct hw_ici_cost *out,
-			 int64_t *group)
+			 const struct ir_groups *r, int64_t dcn_slices,
+			 struct hw_ici_cost *out, int64_t *group)
 {
 	if (group)
 		*group = -1;
+	if (dcn_slices > 0) {
+		/* one axis: the slices, over DCN, with or without --topology
+		 * (the module says it crosses them) */
+		struct hw_span s = {0};
+		int64_t k = slices_spanned(hw, dcn_slices);
+		if (k >= 2)
+			s.axis[s.n++] = (struct hw_span_axis){
+				HW_PLACE_SLICE, k, HW_LINK_DCN};
+		hw_ici_torus(hw, c, bytes, bits, &s, out);
+		if (group)
+			*group = 0;
+		return;
+	}
 	/* no groups: one of every device when the group is the whole slice,
 	 * else lists not known (a mesh's device order written out) */
 	int64_t n_groups = r ? r->n_groups : 1;
@@ -136,7 +168,17 @@ void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
 	int64_t devices;
 	int bits;
 	sim_collective_of(k, &c, &bytes, &hbm_bytes, &devices, &bits);
-	sim_collective_cost(hw, c, bytes, devices, bits, k->groups, out, group);
+	sim_collective_cost(hw, c, bytes, devices, bits, k->groups,
+			    sim_megascale_slices(k->instr), out, group);
+}
+
+bool sim_program_exchanges(const struct sim_program *p)
+{
+	for (int i = 0; i < p->n_kernels; i++)
+		if (p->kernels[i].instr &&
+		    sim_megascale_slices(p->kernels[i].instr))
+			return true;
+	return false;
 }
 
 bool sim_program_per_slice(const struct sim_program *p,
@@ -159,9 +201,8 @@ enum ts_status sim_program_check_slice(const struct sim_program *p,
 	int64_t have = hw_slice_devices(hw);
 	char shape[64];
 	hw_slice_format(&hw->slice, shape, sizeof shape);
-	/* a multi-slice program XLA compiled per slice (MegaScale: the
-	 * slices' data-parallel exchange is the runtime's, not in the
-	 * module, sim_program_per_slice) runs on one slice's devices */
+	/* a multi-slice program XLA compiled per slice (MegaScale,
+	 * sim_program_per_slice) runs on one slice's devices */
 	if (sim_program_per_slice(p, hw))
 		have /= hw->slice.count;
 	if (want != have) {
@@ -179,6 +220,14 @@ enum ts_status sim_program_check_slice(const struct sim_program *p,
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		const struct ir_groups *r = k->groups;
+		int64_t across = k->instr ? sim_megascale_slices(k->instr) : 0;
+		if (across && across != hw->slice.count) {
+			ts_diag_set(d, m->file, k->instr->line, k->instr->col,
+				    "'%s' is an exchange over %lld slices "
+				    "(_xla_megascale_target), but the slice "
+				    "is %s", k->name, (long long)across, shape);
+			return TS_ERR_SPEC;
+		}
 		for (int64_t g = 0; r && g < r->n_groups; g++)
 			for (int64_t j = 0; j < ir_groups_len(r, g); j++) {
 				int64_t dev = ir_groups_device(r, g, j);

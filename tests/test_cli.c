@@ -1103,14 +1103,15 @@ static void test_run_topology(void **state)
 			       "(replica_count 1 x num_partitions 8); the slice "
 			       "4x4 has 16 (v5e: 1 per chip)\n");
 	proc_free(&p);
-	/* one slice's devices of several: compiled per slice, said */
+	/* one slice's devices of several: compiled per slice, with no
+	 * megascale exchange in it: said */
 	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x4", "--slices",
 	       "2");
 	expect_rc(&p, 0);
 	expect_contains(p.err, "warning: module t runs on one slice of 2 "
-			       "(compiled per slice): the exchange between the "
-			       "slices, which the runtime does outside the "
-			       "module, is not costed\n");
+			       "(compiled per slice) and holds no exchange "
+			       "between the slices (megascale sends): it is not "
+			       "costed\n");
 	proc_free(&p);
 	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2x2");
 	expect_rc(&p, 2);

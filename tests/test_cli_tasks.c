@@ -836,6 +836,98 @@ static void test_whatif(void **state)
 }
 
 /*
+ * whatif at scale on a per-slice module (tests/data/envelope/
+ * megascale_exchange.hlo, v5e 2x2 x 2 slices): its DCN all-reduce of
+ * B = 1,572,864 bytes per device, the fusion k (less time) between send
+ * and recv-done hiding its time of it, so the step is the all-reduce
+ * kernel, launch + DCN over k slices (hw_ici_torus, one device per
+ * chip): 2 (k-1)/k B / dcn + 2 (k-1) dcn latency. One slice: nothing
+ * crosses, the step is less than at two. The slice shape leaves a DCN
+ * exchange alone: the same time, the shape written. Errors: no slice
+ * given, a module on one slice (another: this one's exchange names two),
+ * a fraction of a slice, a shape of other chips, a shape misspelt.
+ */
+static void test_whatif_scale(void **state)
+{
+	(void)state;
+	char v5e[PATH_MAX], hlo[PATH_MAX], csv[PATH_MAX];
+	src(v5e, "hwspecs/v5e.yaml");
+	src(hlo, "tests/data/envelope/megascale_exchange.hlo");
+	tu_tmp_path(csv, sizeof csv, "test_whatif_scale", ".csv");
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	struct proc p;
+	tpusim(&p, "whatif", hlo, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--sweep", "slices=1,2,8", "--csv", csv);
+	expect_rc(&p, 0);
+	expect_contains(p.out, "field: slices\nbase_value: 2\n");
+	proc_free(&p);
+	double t[8], d[8];
+	assert_int_equal(read_points(csv, t, d), 3);
+	const double B = 768.0 * 8 * 128 * 2;
+	double dcn = hw.dcn_bw_bytes_per_s * 1e-9, lat = hw.dcn_latency_ns;
+	const int k[2] = {2, 8};
+	for (int i = 0; i < 2; i++)
+		assert_near(t[i + 1],
+			    hw.kernel_overhead_ns +
+				    2.0 * (k[i] - 1) / k[i] * B / dcn +
+				    2.0 * (k[i] - 1) * lat,
+			    1e-3); /* the CSV's 3 decimals */
+	assert_true(t[0] < t[1]);
+
+	tpusim(&p, "whatif", hlo, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--sweep", "topology=2x2,1x4", "--csv", csv);
+	expect_rc(&p, 0);
+	expect_contains(p.out, " 1x4\n");
+	proc_free(&p);
+	double t2[8];
+	assert_int_equal(read_points(csv, t2, d), 2);
+	assert_near(t2[1], t2[0], 0);
+	assert_near(t2[0], t[1], 1e-3);
+
+	char one[PATH_MAX]; /* 4 devices, one slice, no exchange */
+	src(one, "tests/data/envelope/async_collective_fusion.hlo");
+	static const struct {
+		const char *topo, *slices, *sweep, *err;
+	} bad[] = {
+		{NULL, NULL, "slices=2,4",
+		 "--sweep slices=2,4: give the slice the module was compiled "
+		 "for (--topology, --slices)\n"},
+		{"2x2", "1", "slices=2,4", /* the module `one` */
+		 "--sweep slices=2,4: the module runs on one slice, so no "
+		 "collective crosses slices to scale: compile it for two or "
+		 "more (--slices N)\n"},
+		{"2x2", "2", "slices=1.5",
+		 "--sweep slices=1.5: 1.5 slices: expected a whole number from "
+		 "1 to 1024\n"},
+		{"2x2", "2", "topology=2x2,4x4",
+		 "--sweep: the point at 4x4, 2 slices: the module runs on 4 "
+		 "devices (replica_count 1 x num_partitions 4); the slice 4x4, "
+		 "2 slices has 32 (v5e: 1 per chip)\n"},
+		{"2x2", "2", "topology=2x2,2y2",
+		 "--sweep topology=2x2,2y2: '2y2': expected 'x' between the "
+		 "chips along each axis, like 16x16\n"},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+		if (bad[i].topo)
+			tpusim(&p, "whatif", i == 1 ? one : hlo, "--hw", v5e,
+			       "--topology", bad[i].topo, "--slices",
+			       bad[i].slices, "--sweep", bad[i].sweep);
+		else
+			tpusim(&p, "whatif", hlo, "--hw", v5e, "--sweep",
+			       bad[i].sweep);
+		expect_rc(&p, 2);
+		char want[512];
+		snprintf(want, sizeof want, "tpusim whatif: error: %s",
+			 bad[i].err);
+		expect_contains(p.err, want);
+		proc_free(&p);
+	}
+	unlink(csv);
+}
+
+/*
  * A sweep of every spec field whatif accepts (hw_spec_field_at: the list
  * --sweep looks fields up in), on the example and every generation: the
  * base value and the first of 2x, x/2, x+1, x-1, 1.01x, x/1.01, the
@@ -1383,6 +1475,7 @@ int main(void)
 		cmocka_unit_test(test_train_one_row),
 		cmocka_unit_test(test_fuse),
 		cmocka_unit_test(test_whatif),
+		cmocka_unit_test(test_whatif_scale),
 		cmocka_unit_test(test_whatif_every_field),
 		cmocka_unit_test(test_whatif_mpi),
 		cmocka_unit_test(test_generations),

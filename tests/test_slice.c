@@ -45,6 +45,8 @@ static bool on_slice(const char *gen, const char *shape, int count,
 	return true;
 }
 
+#define MS_SHAPE "bf16[768,8,128]{2,1,0:T(8,128)(2,1)}"
+
 /* A module of `devices` partitions whose kernel r is `op` (all-reduce,
  * all-gather, all-to-all or collective-permute) on f32[1048576] with
  * `attr` (its groups). */
@@ -329,6 +331,111 @@ static void test_two_slices(void **state)
 	tu_built_free(&b);
 }
 
+/* A per-slice module (MegaScale) of v5e 2x2 whose send r and recv q the
+ * megascale runtime carries between TARGET's slices as TYPE, a fusion
+ * between the send and the recv-done. */
+static void build_megascale(const char *type, const char *target,
+			    struct tu_built *b)
+{
+	static char text[2048];
+	char attrs[256];
+	snprintf(attrs, sizeof attrs,
+		 "channel_id=1, is_host_transfer=true, frontend_attributes={"
+		 "_xla_megascale_target=\"%s\",_xla_megascale_transfer_type="
+		 "\"%s\"}", target, type);
+	snprintf(text, sizeof text,
+		 "HloModule m, num_partitions=4\n"
+		 "f {\n  p = f32[1024,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  ROOT e = f32[1024,1024]{1,0:T(8,128)} exponential(p)\n}\n"
+		 "ENTRY e {\n  x = " MS_SHAPE " parameter(0)\n"
+		 "  w = f32[1024,1024]{1,0:T(8,128)} parameter(1)\n"
+		 "  t = token[] after-all()\n"
+		 "  r = (" MS_SHAPE ", u32[], token[]) send(x, t), %s\n"
+		 "  q = (" MS_SHAPE ", u32[], token[]) recv(t), %s\n"
+		 "  k = f32[1024,1024]{1,0:T(8,128)} fusion(w), kind=kLoop, "
+		 "calls=f\n"
+		 "  sd = token[] send-done(r), channel_id=1, "
+		 "is_host_transfer=true\n"
+		 "  rd = (" MS_SHAPE ", token[]) recv-done(q), channel_id=1, "
+		 "is_host_transfer=true\n"
+		 "  g = " MS_SHAPE " get-tuple-element(rd), index=0\n"
+		 "  ROOT o = (f32[1024,1024]{1,0:T(8,128)}, " MS_SHAPE
+		 ") tuple(k, g)\n}\n",
+		 attrs, attrs);
+	tu_build(text, b);
+}
+
+/*
+ * The megascale exchange of a per-slice module: the send is the
+ * collective its attributes name over one DCN axis of its slices, B =
+ * 768 x 8 x 128 bf16 = 1,572,864 bytes per device (1 device per chip):
+ *   all-reduce over k slices: transfer 2 (k-1)/k B / dcn,
+ *   latency 2 (k-1) dcn latency
+ *   all-gather: its result, B x k, (k-1)/k of it, (k-1) latencies
+ * the async work of a pair ending at the recv-done (the fusion between
+ * hides it); whatif's span_count 8 makes the group of both slices 8.
+ * A target it cannot read leaves send and recv unmodelled.
+ */
+static void test_megascale(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!on_slice("v5e", "2x2", 2, &hw))
+		skip();
+	double dcn = hw.dcn_bw_bytes_per_s * 1e-9, lat = hw.dcn_latency_ns;
+	const double B = 768.0 * 8 * 128 * 2;
+	struct tu_built b;
+	struct hw_ici_cost c;
+	int64_t g;
+	build_megascale("ALL_REDUCE", "{1,2}x{0:3}", &b);
+	assert_int_equal(b.p.n_kernels, 2); /* r and k: the recv is free */
+	const struct sim_kernel *k = tu_kernel(&b, "r");
+	assert_int_equal(k->kind, SIM_KERNEL_COLLECTIVE);
+	assert_int_equal(k->group_devices, 2);
+	assert_int_equal(b.p.n_async, 1);
+	assert_string_equal(b.p.async[0].done->name, "rd");
+	assert_int_equal(b.p.async[0].n_between, 1);
+	assert_rel(cost(&b, &hw, &c, &g), B);
+	assert_int_equal(c.n_axes, 1);
+	assert_axis(&c, 0, HW_PLACE_SLICE, 2, HW_LINK_DCN);
+	assert_rel(c.transfer_ns, 2 * 0.5 * B / dcn);
+	assert_rel(c.latency_ns, 2 * lat);
+	assert_rel(c.dcn_ns, c.ns);
+	hw.slice.span_count = 8;
+	cost(&b, &hw, &c, &g);
+	assert_axis(&c, 0, HW_PLACE_SLICE, 8, HW_LINK_DCN);
+	assert_rel(c.transfer_ns, 2 * 7.0 / 8 * B / dcn);
+	assert_rel(c.latency_ns, 2 * 7 * lat);
+	hw.slice.span_count = 1; /* one slice: nothing crosses */
+	cost(&b, &hw, &c, &g);
+	assert_int_equal(c.n_axes, 0);
+	assert_true(c.ns == 0);
+	hw.slice.span_count = 0;
+	/* its slices must be the slice count: located at the send */
+	struct ts_diag d = {0};
+	hw.slice.count = 4;
+	assert_int_equal(sim_program_check_slice(&b.p, &hw, &d), TS_ERR_SPEC);
+	assert_int_equal(d.line, 10);
+	assert_int_equal(d.col, 3);
+	assert_string_equal(d.msg, "'r' is an exchange over 2 slices "
+				   "(_xla_megascale_target), but the slice is "
+				   "2x2, 4 slices");
+	tu_built_free(&b);
+
+	build_megascale("ALL_GATHER", "{1:4}x{0:3}", &b);
+	assert_int_equal(tu_kernel(&b, "r")->group_devices, 4);
+	hw.slice.count = 4;
+	assert_rel(cost(&b, &hw, &c, &g), 4 * B);
+	assert_rel(c.transfer_ns, 3.0 / 4 * 4 * B / dcn);
+	assert_rel(c.latency_ns, 3 * lat);
+	tu_built_free(&b);
+
+	build_megascale("ALL_REDUCE", "{a}x{0:3}", &b);
+	assert_int_equal(tu_kernel(&b, "r")->kind, SIM_KERNEL_UNMODELLED);
+	assert_int_equal(b.p.n_async, 0);
+	tu_built_free(&b);
+}
+
 /*
  * v3 2x2 (4 chips, 2 cores each: 8 devices, d = 2 chip + core), every
  * device: the cores (a ring of 2, 2 links), x and y (lines of 2: v3
@@ -440,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_ring_16),
 		cmocka_unit_test(test_sub_grid),
 		cmocka_unit_test(test_two_slices),
+		cmocka_unit_test(test_megascale),
 		cmocka_unit_test(test_cores),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test(test_check),
