@@ -319,8 +319,9 @@ struct point {
 	double v[WHATIF_MAX_SWEEPS];
 	double time_ns, mxu_ns, vpu_ns, dma_ns, overhead_ns;
 	double bound[HW_UNIT_COUNT];    /* kernels each unit bounds */
-	double bound_ns[HW_UNIT_COUNT]; /* time x runs of the kernels each
-	                                   unit bounds */
+	double bound_ns[HW_UNIT_COUNT]; /* time x runs the kernels each unit
+	                                   bounds add to the program, async
+	                                   overlap taken off */
 	double infeasible, retiled;
 };
 _Static_assert(sizeof(struct point) % sizeof(double) == 0,
@@ -420,10 +421,8 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			pt->dma_ns += mult * e->dma_cycles / ghz;
 			pt->overhead_ns += mult * e->overhead_ns;
 			if ((int)e->bound >= 0 && e->bound < HW_UNIT_COUNT &&
-			    e->modelled) {
+			    e->modelled)
 				pt->bound[e->bound]++;
-				pt->bound_ns[e->bound] += mult * e->time_ns;
-			}
 			pt->infeasible += !e->feasible;
 			if (base)
 				cfg[k_all] = e->config;
@@ -438,6 +437,15 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 			}
 		}
 		pt->time_ns += sim_program_total(p);
+		/* what each kernel adds to the total, async overlap taken
+		 * off: the bars of the picture sum to the program time */
+		for (int i = 0; i < p->n_kernels; i++) {
+			const struct sim_estimate *e = &p->kernels[i].est;
+			if ((int)e->bound >= 0 && e->bound < HW_UNIT_COUNT &&
+			    e->modelled)
+				pt->bound_ns[e->bound] +=
+					sim_kernel_exposed_ns(p, i);
+		}
 	}
 	return CMD_EXIT_OK;
 }

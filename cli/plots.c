@@ -685,14 +685,15 @@ static double time_unit(double hi_ns, const char **name)
 	return hi_ns >= 1e9 ? 1e9 : hi_ns >= 1e6 ? 1e6 : 1e3;
 }
 
-/* Bars: the program's time attributed to each bound unit. */
+/* Bars: the program's time attributed to each bound unit (what each
+ * kernel adds to it, async overlap taken off). */
 static void unit_bars(const struct sim_program *p)
 {
 	double t[HW_UNIT_COUNT] = {0}, hi = 0;
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		if ((int)k->est.bound >= 0 && k->est.bound < HW_UNIT_COUNT)
-			t[k->est.bound] += k->est.time_ns * k->multiplicity;
+			t[k->est.bound] += sim_kernel_exposed_ns(p, i);
 	}
 	for (int u = 0; u < N_SHOWN; u++)
 		hi = fmax(hi, t[shown_units[u]]);
