@@ -28,13 +28,16 @@ XLA's TPU compiler (libtpu) compiles for that model, batch and slice on this CPU
   XLA's cost and memory analyses.
 
 Builders: `maxtext` = MaxText's own model and train step (maxtext 0.2.4 =
-AI-Hypercomputer/maxtext 538fe7a3f3376d94cf3f04e77741aa6d7e8efa45, PyPI), the row's flags,
-`attention=dot_product`; `jax` = frontdoor/zoo/maxtext_like.py, a MaxText-equivalent
-decoder in plain JAX (flash attention's blocks, online softmax, in XLA), for the rows
-whose plain dot-product attention does not fit the chip. Differences from the measured
-runs: no Pallas flash attention (tpusim cannot read a Mosaic kernel), none of the rows'
-LIBTPU_INIT_ARGS / XLA flags (async collective fusion, data-parallel overlap, host
-offload and SparseCore flags), today's JAX, libtpu and MaxText instead of the runs'.
+AI-Hypercomputer/maxtext 538fe7a3f3376d94cf3f04e77741aa6d7e8efa45, PyPI), the row's flags:
+a run with flash attention gets splash attention from tokamax (`use_tokamax_splash`,
+Pallas kernels that declare their cost, which tpusim costs them by) with the run's
+blocks and scoped VMEM limit, the others `attention=dot_product`; `jax` =
+frontdoor/zoo/maxtext_like.py, a MaxText-equivalent decoder in plain JAX (flash
+attention's blocks, online softmax, in XLA), where MaxText's compile does not fit.
+Differences from the measured runs: tokamax's splash kernels for jax's (the same
+algorithm), none of the rows' other LIBTPU_INIT_ARGS / XLA flags (async collective
+fusion, data-parallel overlap, host offload and SparseCore flags), today's JAX, libtpu
+and MaxText instead of the runs'.
 Timings below are this machine's (one core per compile) and vary from run to run; the
 modules are the same bytes for the same inputs.
 """

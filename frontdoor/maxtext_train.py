@@ -3,8 +3,10 @@ pinned in frontdoor/requirements-maxtext.txt; its .venv-maxtext runs this):
 the row's flags on MaxText's base.yml, then train_compile's own functions
 (get_topology_mesh, get_shaped_inputs, get_functional_train_with_signature,
 jit_and_compile), as `python -m maxtext.trainers.pre_train.train_compile`
-does, with attention=dot_product (plain XLA; MaxText's flash attention is a
-Pallas kernel tpusim cannot read).
+does. A run with flash attention gets MaxText's splash attention from
+tokamax (use_tokamax_splash): the same Pallas kernels as jax's, whose
+pallas_calls declare their cost (FLOPs, transcendentals, bytes), which is
+what tpusim costs a Mosaic kernel by; the others attention=dot_product.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pathlib
 import tempfile
 from typing import Any
 
-from frontdoor.step_rows import AXES, Step
+from frontdoor.step_rows import AXES, Step, flash
 
 os.environ.setdefault("DECOUPLE_GCLOUD", "TRUE")   # no Google Cloud clients
 
@@ -22,7 +24,10 @@ os.environ.setdefault("DECOUPLE_GCLOUD", "TRUE")   # no Google Cloud clients
 PASSED = ("remat_policy", "decoder_layer_input", "query_proj", "key_proj",
           "value_proj", "out_proj", "mlpwi", "mlpwo", "context", "weight_dtype",
           "dtype", "quantization", "megablox", "sparse_matmul", "capacity_factor",
-          "use_iota_embed", "num_vocab_tiling", "scan_layers")
+          "use_iota_embed", "num_vocab_tiling", "scan_layers",
+          "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv",
+          "sa_block_kv_dkv", "sa_block_kv_dkv_compute", "sa_block_q_dq",
+          "sa_block_kv_dq", "sa_use_fused_bwd_kernel")
 
 
 def flags(s: Step, out: str) -> list[str]:
@@ -32,11 +37,13 @@ def flags(s: Step, out: str) -> list[str]:
     base = pathlib.Path(maxtext.__file__).parent / "configs" / "base.yml"
     argv = ["train_compile", str(base), f"run_name={s.id}",
             f"base_output_directory={out}", "enable_checkpointing=false",
-            "dataset_type=synthetic", "attention=dot_product",
+            "dataset_type=synthetic",
             f"compile_topology={s.maxtext_topology}",
             f"compile_topology_num_slices={s.slices}",
             f"per_device_batch_size={s.global_batch / s.chips:g}",
             f"max_target_length={s.seq}", "override_model_config=True"]
+    argv += (["attention=flash", "use_tokamax_splash=true"] if flash(s)
+             else ["attention=dot_product"])
     for axis in AXES:
         argv += [f"ici_{axis}_parallelism={s.ici[axis]}",
                  f"dcn_{axis}_parallelism={s.dcn[axis]}"]
@@ -65,6 +72,8 @@ def compile_row(s: Step) -> tuple[Any, Any]:
     jax.config.update("jax_default_prng_impl", "unsafe_rbg")
     os.environ["LIBTPU_INIT_ARGS"] = (os.environ.get("LIBTPU_INIT_ARGS", "")
                                       + " --xla_tpu_spmd_rng_bit_generator_unsafe=true")
+    if s.vmem_limit_kib:   # the run's flag: its splash blocks need it
+        os.environ["LIBTPU_INIT_ARGS"] += f" --xla_tpu_scoped_vmem_limit_kib={s.vmem_limit_kib}"
     with tempfile.TemporaryDirectory() as out:
         config = pyconfig.initialize(flags(s, out))
         tc.validate_config(config)

@@ -57,6 +57,12 @@ SLICES: dict[tuple[str, int], tuple[str, str, tuple[bool, bool, bool]]] = {
 # HBM per chip (hwspecs/GEN.yaml), for the builder's choice below.
 HBM_GIB = {"v4": 32, "v5e": 16, "v6e": 32}
 
+# The scoped VMEM limits of the recipes' xla_flags_library names, KiB
+# (AI-Hypercomputer/maxtext benchmarks/xla_flags_library.py: _DENSE_VMEM_LIMIT
+# and _MOE_VMEM_LIMIT): a splash attention kernel of the recipes' blocks
+# does not fit the default.
+VMEM_LIMIT_KIB = {"DENSE_VMEM_LIMIT_FLAG": 98304, "MOE_VMEM_LIMIT_FLAG": 81920}
+
 # MaxText's mesh axes that these rows use, in MaxText's order.
 AXES = ("data", "fsdp", "fsdp_transpose", "tensor", "expert")
 
@@ -92,6 +98,7 @@ class Step:
     ici: dict[str, int]        # mesh axis -> size within a slice
     dcn: dict[str, int]        # mesh axis -> size across slices
     settings: dict[str, str]   # the row's other_settings as key=value
+    vmem_limit_kib: int        # the run's scoped VMEM limit, 0: libtpu's
     runtime_ns: int
     source: str
     notes: list[str] = field(default_factory=list)
@@ -210,6 +217,8 @@ def parse(row: dict[str, str]) -> Step:
         per_device_batch=pdb, global_batch=global_batch, slices=slices,
         chips_per_slice=per_slice, topology=topology, chip_config=chip_config,
         wrap=wrap, ici=ici, dcn=dcn, settings=opts,
+        vmem_limit_kib=max((VMEM_LIMIT_KIB[n] for n in VMEM_LIMIT_KIB
+                            if n in row["other_settings"]), default=0),
         runtime_ns=round(float(row["step_s"]) * 1e9),
         source=" ".join(filter(None, (row["value_repo"], row["value_path"],
                                       row["value_commit"]))),
@@ -219,6 +228,11 @@ def parse(row: dict[str, str]) -> Step:
 def read(path: pathlib.Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def flash(s: Step) -> bool:
+    """Whether the run used MaxText's flash (splash) attention."""
+    return s.settings.get("attention") == "flash"
 
 
 def attention_scores_gib(s: Step) -> float:

@@ -27,12 +27,12 @@ error. Rows not named keep what an earlier run into OUT built.
 
 Builders: `maxtext` compiles with MaxText's own code (maxtext 0.2.4 in
 .venv-maxtext, frontdoor/maxtext_train.py); `jax` with the MaxText-equivalent
-model of frontdoor/zoo/maxtext_like.py. `auto` takes MaxText where its
-plain dot-product attention fits the chip (one layer's f32 scores at most a
-quarter of HBM) and the JAX model where it does not (MaxText would stop
-with RESOURCE_EXHAUSTED; its flash attention is a Pallas kernel tpusim
-cannot read), or when .venv-maxtext is missing; and the JAX model again
-where MaxText's compile runs out of HBM all the same.
+model of frontdoor/zoo/maxtext_like.py. `auto` takes MaxText for a run
+with flash attention (its splash kernels, which declare their cost), or
+where its plain dot-product attention fits the chip (one layer's f32 scores
+at most a quarter of HBM); the JAX model where it does not, or when
+.venv-maxtext is missing; and the JAX model again where MaxText's compile
+runs out of HBM all the same.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def choose(s: Step, want: str) -> str:
         return want
     if not MAXTEXT_PYTHON.exists():
         return "jax"
-    if s.settings.get("quantization"):
+    if s.settings.get("quantization") or step_rows.flash(s):
         return "maxtext"
     return "maxtext" if step_rows.attention_scores_gib(s) <= HBM_GIB[s.hw] / 4 else "jax"
 

@@ -1268,6 +1268,47 @@ static bool parse_frontend(struct hp_parser *p, struct ir_attrs *at,
 	return true;
 }
 
+/* The whole number after key inside [s, e) (quoted or not: proto JSON
+ * writes int64 as a string), as a double; false when absent or not one. */
+static bool json_count(const char *s, const char *e, const char *key,
+		       double *out)
+{
+	const char *c = find_key(s, e, key);
+	if (!c)
+		return false;
+	while (c < e && (*c == '"' || *c == ':' || *c == ' '))
+		c++;
+	if (c >= e || !is_digit(*c))
+		return false;
+	double x = 0;
+	while (c < e && is_digit(*c))
+		x = x * 10 + (*c++ - '0');
+	*out = x;
+	return true;
+}
+
+/* A Pallas kernel's cost_estimate ({"flops":"N","transcendentals":"N",
+ * "bytes_accessed":"N"}, jax's tpu_custom_call backend config) into
+ * at->declared; a partial or malformed one is left out (the kernel is then
+ * not modelled). */
+static bool declared_cost(struct hp_parser *p, const char *s, const char *e,
+			  struct ir_attrs *at)
+{
+	const char *c = find_key(s, e, "\"cost_estimate\":{");
+	if (!c)
+		return true;
+	const char *end = memchr(c, '}', (size_t)(e - c));
+	struct ir_declared dc;
+	if (!end || !json_count(c, end, "\"flops\"", &dc.flops) ||
+	    !json_count(c, end, "\"transcendentals\"", &dc.transcendentals) ||
+	    !json_count(c, end, "\"bytes_accessed\"", &dc.bytes))
+		return true;
+	if (!(at->declared = attr_block(p, sizeof *at->declared)))
+		return false;
+	*at->declared = dc;
+	return true;
+}
+
 static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at,
 				 bool custom_call)
 {
@@ -1283,6 +1324,8 @@ static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at,
 	if (!e)
 		return false;
 	p->p = e;
+	if (custom_call && !declared_cost(p, s, e, at))
+		return false;
 	const char *k = find_key(s, e, "known_trip_count");
 	if (k) {
 		while (k < e && !is_digit(*k) && *k != '}')

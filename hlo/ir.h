@@ -298,6 +298,13 @@ int64_t ir_groups_len(const struct ir_groups *r, int64_t g);
 /* Device j of group g (0 <= j < ir_groups_len(r, g)). */
 int64_t ir_groups_device(const struct ir_groups *r, int64_t g, int64_t j);
 
+/* What a custom kernel's author declares it does (Pallas' CostEstimate, in
+ * a tpu_custom_call's backend_config): FLOPs, transcendental element ops
+ * and the bytes it reads and writes. */
+struct ir_declared {
+	double flops, transcendentals, bytes;
+};
+
 /*
  * The attributes that affect cost. Each family is a separately allocated
  * block, NULL when the instruction did not carry it; scalar fields use -1 for
@@ -332,6 +339,9 @@ struct ir_attrs {
 	                                     collective it is part of;
 	                                     IR_OP_INVALID otherwise */
 	int64_t megascale_slices;         /* its slices, 0 when not known */
+	struct ir_declared *declared;     /* a Pallas kernel's cost_estimate
+	                                     (custom-call backend_config), NULL
+	                                     when absent */
 	const struct ir_groups *groups;   /* replica_groups' device lists, or a
 	                                     collective-permute's
 	                                     source_target_pairs; NULL: absent,

@@ -413,7 +413,11 @@ enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind)
 	case IR_OP_ASYNC_DONE:
 		return SIM_TOP_FREE;
 	case IR_OP_CUSTOM_CALL:
-		/* not modelled unless free (free_custom_call) */
+		/* a Pallas kernel with its declared cost is a kernel of its
+		 * own (sim/plan.c SIM_PLAN_DECLARED); others not modelled
+		 * unless free (free_custom_call) */
+		if (in->attrs.declared)
+			*kind = SIM_KERNEL_FUSION;
 		return free_custom_call(in) ? SIM_TOP_FREE : SIM_TOP_KERNEL;
 	case IR_OP_SEND:
 	case IR_OP_RECV:

@@ -420,6 +420,18 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 			return bad_attr(in, file, d,
 					"without a fused computation");
 		return count_comp(in->called[0], file, w, d, depth + 1);
+	case IR_OP_CUSTOM_CALL:
+		/* a Pallas kernel: what its author declares, its FLOPs on the
+		 * MXU and its transcendentals on the VPU (docs/MODEL.md
+		 * "Pallas kernels"); any other custom call: nothing here */
+		if (in->attrs.declared) {
+			w->mxu_macs += in->attrs.declared->flops / 2;
+			w->flops += in->attrs.declared->flops;
+			w->transcendentals += in->attrs.declared->transcendentals;
+			w->vpu_elem_ops[HW_VPU_TRANSCEND] +=
+				in->attrs.declared->transcendentals;
+		}
+		return TS_OK;
 	case IR_OP_DOT:
 	case IR_OP_RAGGED_DOT:
 	case IR_OP_SCALED_DOT:

@@ -129,6 +129,23 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	case SIM_PLAN_UNMODELLED:
 		fprintf(f, "  not modelled: zero time\n");
 		goto out;
+	case SIM_PLAN_DECLARED: {
+		const struct ir_declared *dc = k->instr->attrs.declared;
+		fprintf(f, "  Pallas kernel (%s), costed at the roofline of its "
+			   "declared cost: %.4g FLOPs, %.4g transcendentals; %.0f "
+			   "bytes read, %.0f written (declared %.4g)\n"
+			   "  time = kernel %.0f + max(MXU %.1f, VPU %.1f, HBM "
+			   "%.1f) = %.1f ns (%s)\n",
+			k->instr->attrs.custom_call_target, dc->flops,
+			dc->transcendentals, k->work.bytes_read,
+			k->work.bytes_written, dc->bytes,
+			hw->kernel_overhead_ns,
+			e.mxu_cycles / (hw->clock_hz * 1e-9),
+			e.vpu_cycles / (hw->clock_hz * 1e-9),
+			e.dma_cycles / (hw->clock_hz * 1e-9), e.time_ns,
+			hw_unit_name(e.bound));
+		goto out;
+	}
 	case SIM_PLAN_FREE:
 		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
 		goto out;

@@ -533,6 +533,22 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	case SIM_PLAN_FREE:
 		out->bound = HW_UNIT_NONE;
 		return;
+	case SIM_PLAN_DECLARED:
+		/*
+		 * A Pallas kernel (a tpu_custom_call whose backend config
+		 * declares its cost, jax's pl.CostEstimate), ns: its roofline
+		 * (sim_kernel_roofline) over the declared work,
+		 *   max(FLOPs at the bf16 peak, transcendentals at one VPU
+		 *       slot per element, its operands and results at HBM
+		 *       bandwidth) + kernel_overhead_ns
+		 * tpusim cannot read the kernel (a Mosaic module, serialised).
+		 * Known wrong, optimistic: the kernel's own pipeline, tiles
+		 * and masking are not modelled, only its author's totals
+		 * (splash attention declares the FLOPs of the blocks its mask
+		 * leaves, an upper bound of what it computes).
+		 */
+		sim_kernel_roofline(p->k, hw, out, NULL);
+		return;
 	case SIM_PLAN_DMA: {
 		/*
 		 * An async transfer (copy-start, slice-start, ...), ns:

@@ -73,6 +73,8 @@ enum sim_plan_kind {
 	SIM_PLAN_FREE,         /* bitcast-like: no device work, zero time */
 	SIM_PLAN_COLLECTIVE,   /* ICI bytes */
 	SIM_PLAN_UNMODELLED,   /* custom-call, infeed...: listed, zero time */
+	SIM_PLAN_DECLARED,     /* a Pallas kernel (custom-call with a declared
+	                          cost, ir_declared): its roofline */
 	SIM_PLAN_DMA,          /* an async transfer (sim_kernel.dma): bytes
 	                          at HBM bandwidth, other_bytes of them */
 	SIM_PLAN_KIND_COUNT

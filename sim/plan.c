@@ -1538,6 +1538,11 @@ static enum ts_status build(const struct sim_kernel *k,
 		p->kind = SIM_PLAN_FREE;
 		return TS_OK;
 	}
+	if (k->instr && k->instr->op == IR_OP_CUSTOM_CALL &&
+	    k->instr->attrs.declared) {
+		p->kind = SIM_PLAN_DECLARED;
+		return TS_OK;
+	}
 	if (k->dma) {
 		/* what the DMA engines move (model.c dma_ns): HBM's reads and
 		 * writes, at least the transferred result once (a transfer

@@ -1599,6 +1599,80 @@ static void test_library_conv(void **state)
 	tu_built_free(&b);
 }
 
+/* A Pallas kernel (a tpu_custom_call) whose backend config declares
+ * flops, transcendentals and bytes (jax's pl.CostEstimate), its operand
+ * f32[1024,1024]{1,0:T(8,128)} and its result the same. */
+static void build_pallas(const char *cost, struct tu_built *b)
+{
+	static char text[1024];
+	snprintf(text, sizeof text,
+		 "HloModule p\nENTRY e {\n"
+		 "  x = f32[1024,1024]{1,0:T(8,128)} parameter(0)\n"
+		 "  ROOT k = f32[1024,1024]{1,0:T(8,128)} custom-call(x), "
+		 "custom_call_target=\"tpu_custom_call\", backend_config="
+		 "{\"custom_call_config\":{\"body\":\"TUzvUgFN\",%s"
+		 "\"needs_layout_passes\":true}}\n}\n",
+		 cost);
+	tu_build(text, b);
+}
+
+/*
+ * The Pallas kernel is costed at the roofline of what it declares, its
+ * operand and result (4 MiB each) at HBM bandwidth:
+ *   time = overhead + max(flops / peak, transcendentals x slot / vreg
+ *          elements / clock / cores, 8 MiB / bw)
+ * with 10^12 FLOPs (MXU-bound on v6e: about 1 ms against 6 us of HBM),
+ * then 10^13 transcendentals (VPU-bound); without a cost_estimate, or with
+ * a count that is no number, it is not modelled.
+ */
+static void test_pallas_declared(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v6e", &hw))
+		skip();
+	struct tu_built b;
+	struct ts_diag d = {0};
+	build_pallas("\"cost_estimate\":{\"flops\":\"1000000000000\","
+		     "\"transcendentals\":\"1000\",\"bytes_accessed\":\"8388608\","
+		     "\"remote_bytes_transferred\":\"0\"},", &b);
+	const struct sim_kernel *k = tu_kernel(&b, "k");
+	assert_int_equal(k->kind, SIM_KERNEL_FUSION);
+	assert_near(k->work.flops, 1e12, 0);
+	struct sim_estimate e;
+	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d), TS_OK);
+	assert_true(e.modelled);
+	assert_int_equal(e.bound, HW_UNIT_MXU);
+	double mxu = 1e12 / hw_spec_peak_flops(&hw) * 1e9;
+	assert_near(e.time_ns, hw.kernel_overhead_ns + mxu, 1e-9 * mxu);
+	tu_built_free(&b);
+
+	build_pallas("\"cost_estimate\":{\"flops\":\"0\",\"transcendentals\":"
+		     "\"10000000000000\",\"bytes_accessed\":\"8388608\"},", &b);
+	k = tu_kernel(&b, "k");
+	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d), TS_OK);
+	assert_int_equal(e.bound, HW_UNIT_VPU);
+	double slot = 1.0;
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		slot = fmin(slot, hw.vpu_class_cost[c]);
+	double vpu = 1e13 * slot /
+		     ((double)hw.vpu_sublanes * hw.vpu_lanes *
+		      (hw.vpu_alus > 0 ? hw.vpu_alus : 1)) /
+		     hw.clock_hz / hw_spec_cores(&hw) * 1e9;
+	assert_near(e.time_ns, hw.kernel_overhead_ns + vpu, 1e-9 * vpu);
+	tu_built_free(&b);
+
+	static const char *const none[] = {
+		"", "\"cost_estimate\":{\"flops\":\"x\",\"transcendentals\":\"0\","
+		    "\"bytes_accessed\":\"0\"},"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(none); i++) {
+		build_pallas(none[i], &b);
+		assert_int_equal(tu_kernel(&b, "k")->kind,
+				 SIM_KERNEL_UNMODELLED);
+		tu_built_free(&b);
+	}
+}
+
 /* XLA's GPU test module xla_gpu_kernel_reuse_cublas.hlo: every
  * __cublas$gemm is f32[5,5] x f32[5,5] contracting lhs 1 / rhs 0, so
  * M = N = K = 5 and each is 2 x 5 x 5 x 5 = 250 FLOPs of MXU work; the
@@ -1696,6 +1770,7 @@ int main(void)
 		cmocka_unit_test(test_library_conv),
 		cmocka_unit_test(test_library_gemm_corpus),
 		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_pallas_declared),
 		cmocka_unit_test(test_collective_chain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
