@@ -437,8 +437,10 @@ static void set_slot(struct prop *pr, const struct ir_instr *v,
 			pr->im[v->attrs.parameter_number] = *s;
 }
 
-static void prop_forward(struct prop *pr)
+/* One pass in schedule order; whether it mapped a member. */
+static bool prop_forward(struct prop *pr)
 {
+	bool grew = false;
 	for (int i = 0; i < pr->k->n_members; i++) {
 		const struct ir_instr *in = pr->k->members[i];
 		if (pr->mm[i].set || !sim_is_array(in))
@@ -459,12 +461,16 @@ static void prop_forward(struct prop *pr)
 		if (have) {
 			acc.set = true;
 			pr->mm[i] = acc;
+			grew = true;
 		}
 	}
+	return grew;
 }
 
-static void prop_backward(struct prop *pr)
+/* One pass against schedule order; whether it mapped a member or input. */
+static bool prop_backward(struct prop *pr)
 {
+	bool grew = false;
 	for (int i = pr->k->n_members - 1; i >= 0; i--) {
 		const struct ir_instr *in = pr->k->members[i];
 		if (!pr->mm[i].set)
@@ -474,10 +480,13 @@ static void prop_backward(struct prop *pr)
 			if (!om || om->set)
 				continue;
 			struct dmap t;
-			if (backward_rule(in, &pr->mm[i], j, &t))
+			if (backward_rule(in, &pr->mm[i], j, &t)) {
 				set_slot(pr, in->operands[j], &t);
+				grew = true;
+			}
 		}
 	}
+	return grew;
 }
 
 /* Seeds the target: the space is the identity; a convolution's or dot's
@@ -1745,9 +1754,13 @@ static enum ts_status build(const struct sim_kernel *k,
 		if (inplace && inplace->op == IR_OP_SCATTER)
 			seed_scatter_indices(&pr, inplace);
 		seed_reduce_siblings(&pr, t);
-		for (int pass = 0; pass < 2; pass++) {
-			prop_forward(&pr);
-			prop_backward(&pr);
+		/* until nothing more maps: a value may take its map after
+		 * several turns (a sibling output of a multi-output fusion
+		 * reached back through a reduce's operand, then forward);
+		 * each pass maps something new or ends it */
+		for (bool grew = true; grew;) {
+			grew = prop_forward(&pr);
+			grew = prop_backward(&pr) || grew;
 		}
 		for (int side = 0; p->has_kernel && side < 2; side++)
 			mark_feeders(&pr, t->operands[side], mark,
