@@ -702,7 +702,9 @@ static bool only_uses(const struct sim_kernel *k,
 			int i = ts_ptrmap_get(&first, u->operands[o]);
 			if (i < 0)
 				continue;
-			if (use[i] || o != 0)
+			/* operand 0 of its one use (a slice's array), or any
+			 * operand of a nested fusion (nested_slice_read) */
+			if (use[i] || (o != 0 && u->op != IR_OP_FUSION))
 				other[i] = true; /* read otherwise too */
 			else
 				use[i] = u;
@@ -748,13 +750,13 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 }
 
 /*
- * slice_read through a nested fusion: when input v's one use is a nested
- * fusion (as its operand 0, only_uses) whose parameter 0 is read only
- * through a slice or dynamic-slice of v's rank (possibly nested again),
- * that slice, in the nested computation: XLA's scan over layers takes a
- * layer's weights from the stacked weights in a nested kLoop fusion
- * (dynamic-slice, then a bitcast squeezing the layer dim) feeding the
- * dot. NULL otherwise.
+ * slice_read through a nested fusion: when value v's one use is a nested
+ * fusion (as any of its operands, only_uses) whose parameter for it is
+ * read only through a slice or dynamic-slice of v's rank (possibly nested
+ * again), that slice, in the nested computation: XLA's scan over layers
+ * takes a layer's weights, or the layer's saved activations, from the
+ * stacked array in a nested kLoop fusion (dynamic-slice, then a bitcast
+ * squeezing the layer dim) feeding the dot. NULL otherwise.
  */
 static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
 						const struct ir_instr *v,
@@ -764,23 +766,39 @@ static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
 	    !use->called[0] || depth > 4)
 		return NULL;
 	const struct ir_computation *c = use->called[0];
-	const struct ir_instr *p0 = c->n_params > 0 ? c->params[0] : NULL;
+	int o = 0;
+	while (o < use->n_operands && use->operands[o] != v)
+		o++;
+	const struct ir_instr *p = o < c->n_params ? c->params[o] : NULL;
 	const struct ir_instr *u = NULL;
-	for (int i = 0; p0 && i < c->n_instrs; i++)
+	int at = -1;
+	for (int i = 0; p && i < c->n_instrs; i++)
 		for (int j = 0; j < c->instrs[i]->n_operands; j++)
-			if (c->instrs[i]->operands[j] == p0) {
-				if (u || j != 0)
+			if (c->instrs[i]->operands[j] == p) {
+				if (u)
 					return NULL;
 				u = c->instrs[i];
+				at = j;
 			}
 	if (!u)
 		return NULL;
 	if (u->op == IR_OP_FUSION)
-		return nested_slice_read(u, v, depth + 1);
-	const struct ir_instr *sl = slice_read(u, p0);
-	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == v->shape.rank
+		return nested_slice_read(u, p, depth + 1);
+	const struct ir_instr *sl = at == 0 ? slice_read(u, p) : NULL;
+	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == p->shape.rank
 		       ? sl
 		       : NULL;
+}
+
+/* What stands for input i in the kernel's computation comp: a fusion's
+ * parameter i, or the input itself. */
+static const struct ir_instr *stand_in(const struct sim_kernel *k,
+				       const struct ir_computation *comp, int i)
+{
+	return k->instr && k->instr->op == IR_OP_FUSION && comp &&
+			       i < comp->n_params
+		       ? comp->params[i]
+		       : k->inputs[i];
 }
 
 /* Whether two accesses cost the same under every config in estimate()'s
@@ -1419,7 +1437,8 @@ static bool free_and_odd(const struct ir_instr *t, int side)
  * map; in canonical_order when free), else the kernel's space
  * (sim_tile_space_shape, identity map) in the input's element type. Replaces the access just added (p->acc[n_access - 1])
  * and charges the copy to the plan:
- *   relayout_read    += the input's bytes
+ *   relayout_read    += the input's bytes the kernel reads (`read`: a
+ *                       slice's window, or the input)
  *   relayout_written += the form's bytes
  *   relayout_cycles += form vregs x xlu_transpose_cost / alus
  * Units: padded bytes, core cycles. Assumes the copy moves lanes on the
@@ -1431,11 +1450,14 @@ static bool free_and_odd(const struct ir_instr *t, int side)
 static enum ts_status relay_out(struct sim_plan *p, const struct hw_spec *hw,
 				struct prop *pr, const uint8_t *mark,
 				const struct ir_instr *t, int input,
-				struct ts_diag *d)
+				const struct ir_shape *read, struct ts_diag *d)
 {
 	const struct sim_kernel *k = p->k;
 	const struct ir_instr *v = k->inputs[input];
-	double in_bytes = p->acc[p->n_access - 1].bytes;
+	/* the part it reads: a layer's slice of a stacked array, not the
+	 * stack */
+	double in_bytes = fmin(p->acc[p->n_access - 1].bytes,
+			       ir_shape_padded_bytes(read));
 	p->n_access--;
 	int side = -1;
 	for (int s = 0; p->has_kernel && mark && s < 2 && side < 0; s++)
@@ -1800,22 +1822,26 @@ static enum ts_status build(const struct sim_kernel *k,
 		/* a slice inside a nested fusion: v's map, the slice's
 		 * shape (the same rank: a map of one is a map of the other) */
 		const struct ir_instr *nsl =
-			twice || sl ? NULL : nested_slice_read(use, v, 0);
+			twice || sl ? NULL
+				    : nested_slice_read(use, stand_in(k, comp, i),
+							0);
 		int before = p->n_access;
+		/* the part of v the kernel reads: a slice's window, or v */
+		const struct ir_shape *read = sp >= 0 ? &sl->shape
+					      : nsl   ? &nsl->shape
+						      : &v->shape;
 		if (sp >= 0) {
 			const struct dmap *sm = &pr.mm[sp];
-			st = add_access(p, v, &sl->shape, sm->set ? sm : NULL,
-					false, i, t, d);
-		} else if (nsl) {
-			st = add_access(p, v, &nsl->shape, m, false, i, t, d);
+			st = add_access(p, v, read, sm->set ? sm : NULL, false,
+					i, t, d);
 		} else {
-			st = add_access(p, v, &v->shape, m, false, i, t, d);
+			st = add_access(p, v, read, m, false, i, t, d);
 		}
 		/* an input of no array form went to other_bytes: no access */
 		if (st == TS_OK && relaid && p->n_access > before &&
 		    (streams_badly(&p->acc[p->n_access - 1]) ||
 		     feeds_odd(p, mark, t, v)))
-			st = relay_out(p, hw, &pr, mark, t, i, d);
+			st = relay_out(p, hw, &pr, mark, t, i, read, d);
 		if (st != TS_OK)
 			goto out;
 	}
