@@ -37,25 +37,34 @@ MODELS_CITE = ("AI-Hypercomputer/maxtext src/maxtext/configs/models/*.yml at "
                "538fe7a3f3376d94cf3f04e77741aa6d7e8efa45 (maxtext 0.2.4); the same "
                "dimensions at tpu-recipes-v0.1.2 14b5876ea857c09cc3d8645385f984689376a331")
 
-# hw, chips in a slice -> the slice as JAX names it, and MaxText's
-# get_topology_desc arguments for it (src/maxtext/utils/accelerator_to_spec_map.py
-# at maxtext 0.2.4): v4 one megacore device per chip; wrap = torus links.
-SLICES: dict[tuple[str, int], tuple[str, str, tuple[bool, bool, bool]]] = {
-    ("v4", 64): ("4x4x4", "megacore", (True, True, True)),
-    ("v4", 192): ("4x4x12", "megacore", (True, True, True)),
-    ("v5e", 4): ("2x2", "default", (False, False, False)),
-    ("v5e", 256): ("16x16", "default", (True, True, False)),
-    ("v6e", 4): ("2x2", "default", (False, False, False)),
-    ("v6e", 8): ("2x4", "default", (False, False, False)),
-    ("v6e", 16): ("4x4", "default", (False, False, False)),
-    ("v6e", 32): ("4x8", "default", (False, False, False)),
-    ("v6e", 64): ("8x8", "default", (False, False, False)),
-    ("v6e", 128): ("8x16", "default", (False, True, False)),
-    ("v6e", 256): ("16x16", "default", (True, True, False)),
-}
+# The slice of a generation's chips as JAX names it, MaxText's
+# get_topology_desc chip config and its torus links (wrap per axis), as
+# src/maxtext/utils/accelerator_to_spec_map.py at maxtext 0.2.4 lists them:
+# v5e and v6e 2D, an axis wrapping at 16 chips; v4 and v5p 3D, one megacore
+# device per chip, every axis wrapping on slices of whole 4x4x4 cubes.
+SHAPES_2D = {1: "1x1", 4: "2x2", 8: "2x4", 16: "4x4", 32: "4x8", 64: "8x8",
+             128: "8x16", 256: "16x16"}
+SHAPES_3D = {4: "2x2x1", 8: "2x2x2", 16: "2x2x4", 32: "2x4x4", 64: "4x4x4",
+             128: "4x4x8", 192: "4x4x12", 256: "4x8x8", 320: "4x4x20",
+             384: "4x8x12", 448: "4x4x28", 512: "8x8x8", 576: "4x12x12",
+             768: "8x8x12", 1024: "8x8x16", 2048: "8x16x16", 4096: "16x16x16"}
+
+
+def slice_of(hw: str, chips: int) -> tuple[str, str, tuple[bool, bool, bool]]:
+    """(shape, chip config, wrap) of a slice of `chips` chips of hw."""
+    if hw in ("v5e", "v6e") and chips in SHAPES_2D:
+        shape = SHAPES_2D[chips]
+        dims = [int(d) for d in shape.split("x")]
+        return shape, "default", (dims[0] == 16, dims[1] == 16, False)
+    if hw in ("v4", "v5p") and chips in SHAPES_3D:
+        shape = SHAPES_3D[chips]
+        cube = all(int(d) % 4 == 0 for d in shape.split("x"))
+        return shape, "megacore", (cube, cube, cube)
+    raise ValueError(f"no known {hw} slice of {chips} chips")
+
 
 # HBM per chip (hwspecs/GEN.yaml), for the builder's choice below.
-HBM_GIB = {"v4": 32, "v5e": 16, "v6e": 32}
+HBM_GIB = {"v4": 32, "v5e": 16, "v5p": 95, "v6e": 32}
 
 # The scoped VMEM limits of the recipes' xla_flags_library names, KiB
 # (AI-Hypercomputer/maxtext benchmarks/xla_flags_library.py: _DENSE_VMEM_LIMIT
@@ -113,8 +122,9 @@ class Step:
 
     @property
     def maxtext_topology(self) -> str:
-        """MaxText's compile_topology name (v4 counts TensorCores)."""
-        return f"{self.hw}-{self.chips_per_slice * (2 if self.hw == 'v4' else 1)}"
+        """MaxText's compile_topology name (v4 and v5p count TensorCores)."""
+        cores = 2 if self.hw in ("v4", "v5p") else 1
+        return f"{self.hw}-{self.chips_per_slice * cores}"
 
     @property
     def remat_policy(self) -> str:
@@ -183,9 +193,7 @@ def parse(row: dict[str, str]) -> Step:
     slices = int(row["slices"])
     chips = int(row["chips"])
     per_slice = int(row["chips_per_slice"] or chips // slices)
-    if (hw, per_slice) not in SLICES:
-        raise ValueError(f"no known {hw} slice of {per_slice} chips")
-    topology, chip_config, wrap = SLICES[(hw, per_slice)]
+    topology, chip_config, wrap = slice_of(hw, per_slice)
     ici, dcn = mesh_sizes(row["parallelism"], slices, per_slice)
     opts = settings(row["other_settings"])
     notes = []
