@@ -542,9 +542,10 @@ static void slice_at(const struct sweep *w, double x, struct hw_spec *hw)
 	if (w->kind == SWEEP_SLICES) {
 		hw->slice.span_count = (int)x;
 	} else {
-		int count = hw->slice.count;
+		int count = hw->slice.count, span = hw->slice.span_count;
 		hw->slice = w->shape[(int)x];
 		hw->slice.count = count;
+		hw->slice.span_count = span;
 	}
 }
 

@@ -1203,12 +1203,6 @@ static void config_precision(const char *s, const char *e,
 }
 
 /*
- * backend_config: a string (escaped JSON) or a raw {...}. Looked inside for
- * known_trip_count {"n":"10"}, the TPU window_config bounds and, on a
- * custom-call (a cuBLAS gemm), dot_dimension_numbers and the operand
- * precision: kept as the call's dot attributes unless it has its own.
- */
-/*
  * frontend_attributes={k="v", ...}: skipped, but for a send or recv the
  * megascale runtime carries between slices (a multi-slice program XLA
  * compiled per slice): _xla_megascale_transfer_type ("ALL_REDUCE",
@@ -1269,7 +1263,8 @@ static bool parse_frontend(struct hp_parser *p, struct ir_attrs *at,
 }
 
 /* The whole number after key inside [s, e) (quoted or not: proto JSON
- * writes int64 as a string), as a double; false when absent or not one. */
+ * writes int64 as a string), as a double; false when absent or not one of
+ * at most 18 digits (below 10^18: an int64, no infinity downstream). */
 static bool json_count(const char *s, const char *e, const char *key,
 		       double *out)
 {
@@ -1278,11 +1273,12 @@ static bool json_count(const char *s, const char *e, const char *key,
 		return false;
 	while (c < e && (*c == '"' || *c == ':' || *c == ' '))
 		c++;
-	if (c >= e || !is_digit(*c))
-		return false;
 	double x = 0;
-	while (c < e && is_digit(*c))
+	int n = 0;
+	for (; c < e && is_digit(*c); n++)
 		x = x * 10 + (*c++ - '0');
+	if (n == 0 || n > 18)
+		return false;
 	*out = x;
 	return true;
 }
@@ -1309,6 +1305,13 @@ static bool declared_cost(struct hp_parser *p, const char *s, const char *e,
 	return true;
 }
 
+/*
+ * backend_config: a string (escaped JSON) or a raw {...}. Looked inside for
+ * known_trip_count {"n":"10"}, the TPU window_config bounds and, on a
+ * custom-call (a cuBLAS gemm), dot_dimension_numbers and the operand
+ * precision: kept as the call's dot attributes unless it has its own; and
+ * a Pallas kernel's cost_estimate (declared_cost).
+ */
 static bool parse_backend_config(struct hp_parser *p, struct ir_attrs *at,
 				 bool custom_call)
 {

@@ -4,7 +4,7 @@
 # checkout) with standard input. FILE is replaced atomically (temp file,
 # then rename); it is left untouched on any error. Used by the report
 # scripts (accuracy_report.sh, train_default.sh, fusion_report.sh,
-# whatif_study.sh, bench.sh).
+# whatif_study.sh, scale_study.sh, bench.sh).
 set -eu
 [ $# -eq 2 ] || { echo "usage: doc_section.sh FILE NAME" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -83,8 +83,11 @@ for line in open(os.path.join(tmp, "rows")):
         print("| %s | %d | %s | %.2f s | %s | %s | %s | %s |" % (
             model, n, chips, t, "%.2f s" % m if m else "-", ratio, gp, gm))
 print()
-print("MAPE over these %d published points: %.1f%%, median %.1f%%." % (
-    len(errors), 100 * statistics.mean(errors),
-    100 * statistics.median(errors)))
+if errors:
+    print("MAPE over these %d published points: %.1f%%, median %.1f%%." % (
+        len(errors), 100 * statistics.mean(errors),
+        100 * statistics.median(errors)))
+else:
+    print("No published step at these slice counts.")
 PY
 sh "$root/scripts/doc_section.sh" docs/WHATIF.md scale <"$tmp/section"

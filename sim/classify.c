@@ -280,12 +280,13 @@ static const struct ir_instr *one_collective(const struct ir_instr *in)
 
 /*
  * XLA's async collective fusion on TPU may spread one collective over a
- * chain of fusions (the collective's frontend attribute chain_id): the
- * first's root is custom-call AsyncCollectiveStart(collective), the last's
- * AsyncCollectiveDone(buffers, collective, ...), and the fusions between
- * hold the same collective beside other work (a matmul), the chain's
- * buffers passing through them: each a clone of the collective with its
- * channel_id. The collective moves once, from start to done.
+ * chain of fusions: the first's root is custom-call
+ * AsyncCollectiveStart(collective), the last's AsyncCollectiveDone(buffers,
+ * collective, ...), and the fusions between hold the same collective
+ * beside other work (a matmul), the chain's buffers passing through them.
+ * Each holds a clone of the collective with its channel_id, the key that
+ * ties them (XLA also writes a frontend attribute chain_id, not read). The
+ * collective moves once, from start to done.
  */
 static bool chain_call(const struct ir_instr *in, const char *target)
 {

@@ -401,6 +401,11 @@ static enum ts_status count_comp(const struct ir_computation *c,
  *   map / scatter    E_out / E_updates applications
  *   sort             n ceil(log2 n) comparator evaluations
  *   all-reduce(-start), reduce-scatter  E_out applications (the combine)
+ *   custom-call with a declared cost (a Pallas kernel, ir_declared)
+ *                    flops F, transcendentals T as declared: mxu_macs
+ *                    F / 2, VPU transcendental ops T (logical elements,
+ *                    where every other op counts padded ones: the kernel's
+ *                    tiles are not known)
  * Data movement, control and free ops add nothing here (bytes only).
  * Known wrong: broadcasts and transposes along lanes cost XLU work that is
  * not counted; reductions across lanes cost more than one op per element.
@@ -1076,6 +1081,8 @@ static enum ts_status group_work(const struct sim_kernel *k,
  * padded, whatever its memory space:
  *   all-gather(-start)   the gathered result (the async start's result
  *                        part, result_shape)
+ *   megascale all-gather's send   its operand (this device's part) x
+ *                        the slices: the gathered result
  *   any other            its operands, each once
  * HBM traffic is counted apart (read_bytes, written_bytes: VMEM leaves
  * none). The ICI moves the bytes wherever they live: XLA places small and

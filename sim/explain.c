@@ -136,7 +136,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			   "bytes read, %.0f written (declared %.4g)\n"
 			   "  time = kernel %.0f + max(MXU %.1f, VPU %.1f, HBM "
 			   "%.1f) = %.1f ns (%s)\n",
-			k->instr->attrs.custom_call_target, dc->flops,
+			k->instr->attrs.custom_call_target
+				? k->instr->attrs.custom_call_target
+				: "custom-call",
+			dc->flops,
 			dc->transcendentals, k->work.bytes_read,
 			k->work.bytes_written, dc->bytes,
 			hw->kernel_overhead_ns,

@@ -238,7 +238,9 @@ static bool grid_has_blocks(const struct ir_shape *s)
  * model's best config like any other; an async DMA has no grid. */
 static bool kernel_tunable(const struct sim_kernel *k)
 {
-	if (k->relayout || k->dma)
+	/* a Pallas kernel's tiles are its own (SIM_PLAN_DECLARED) */
+	if (k->relayout || k->dma ||
+	    (k->instr && k->instr->op == IR_OP_CUSTOM_CALL))
 		return false;
 	switch (k->kind) {
 	case SIM_KERNEL_FUSION:

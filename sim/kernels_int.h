@@ -87,6 +87,10 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in);
  * while the MXU works: a layer's matmul beside the next layer's weight
  * all-gather), else NULL (classify.c). */
 const struct ir_instr *sim_side_collective(const struct ir_instr *in);
+/* A send or recv of a multi-slice program XLA compiled per slice
+ * (MegaScale): the slices of the collective the megascale runtime runs
+ * over DCN with it (frontend_attributes), else 0 (classify.c). */
+int64_t sim_megascale_slices(const struct ir_instr *in);
 /* A collective spread over a chain of fusions (classify.c): the chain's
  * start, a collective kernel whose time is async work up to the chain's
  * done; the done, which does no work of its own; and the channel_id of a
@@ -94,15 +98,12 @@ const struct ir_instr *sim_side_collective(const struct ir_instr *in);
  * fusion between share. A fusion between is costed without the
  * collective's ICI time, which moves once, from the start
  * (sim_kernel.chained). */
-/* A send or recv of a multi-slice program XLA compiled per slice
- * (MegaScale): the slices of the collective the megascale runtime runs
- * over DCN with it (frontend_attributes), else 0 (classify.c). */
-int64_t sim_megascale_slices(const struct ir_instr *in);
 bool sim_chain_start(const struct ir_instr *in);
 bool sim_chain_done(const struct ir_instr *in);
 int64_t sim_chain_channel(const struct ir_instr *in);
 /* The bytes a collective moves as tpusim counts them (cost.c): an
- * all-gather's result, else its operands, in any memory space. */
+ * all-gather's result (a megascale all-gather's send: its operand x the
+ * slices), else its operands, in any memory space. */
 double sim_collective_payload(const struct ir_instr *in);
 /* What such a side collective moves (plan.c): its algorithm class, bytes
  * (sim_collective_payload) and element bits, as sim_collective_of gives

@@ -541,13 +541,23 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		 *   max(FLOPs at the bf16 peak, transcendentals at one VPU
 		 *       slot per element, its operands and results at HBM
 		 *       bandwidth) + kernel_overhead_ns
-		 * tpusim cannot read the kernel (a Mosaic module, serialised).
-		 * Known wrong, optimistic: the kernel's own pipeline, tiles
-		 * and masking are not modelled, only its author's totals
-		 * (splash attention declares the FLOPs of the blocks its mask
-		 * leaves, an upper bound of what it computes).
+		 * Units: FLOPs and element ops as declared, padded bytes of
+		 * the custom call's operands and results (cost.c), ns.
+		 * Assumes the units overlap perfectly at their peaks, as a
+		 * roofline does: tpusim cannot read the kernel (a Mosaic
+		 * module, serialised), only its author's totals. Known wrong
+		 * both ways: optimistic by the kernel's own pipeline fill,
+		 * tiles and padding; pessimistic where the totals overstate
+		 * the work (splash attention declares the FLOPs of every block
+		 * its mask does not skip whole, partial blocks counted in
+		 * full). Source: jax/_src/pallas/core.py CostEstimate, written
+		 * into the tpu_custom_call's backend config by
+		 * jax/_src/tpu_custom_call.py; tokamax's splash attention
+		 * kernels set it (splash_attention_kernel.py).
 		 */
 		sim_kernel_roofline(p->k, hw, out, NULL);
+		out->config = *full; /* the roofline starts afresh */
+		out->cores = 1;
 		return;
 	case SIM_PLAN_DMA: {
 		/*

@@ -380,9 +380,10 @@ void sim_collective_ici(const struct sim_kernel *k, const struct hw_spec *hw,
 			struct hw_ici_cost *out, int64_t *group);
 
 /* Whether program p fits hw->slice (none: TS_OK): the module's devices
- * (replica_count x num_partitions) are the slice's, and every device its
- * collectives' groups name is one of them. TS_ERR_SPEC otherwise, d
- * located at the module's header or the collective. */
+ * (replica_count x num_partitions) are the slice's (one slice's for a
+ * per-slice program), every device its collectives' groups name is one of
+ * them, and every megascale exchange spans the slice count. TS_ERR_SPEC
+ * otherwise, d located at the module's header or the collective. */
 /* Whether p's module runs on one slice of hw's several (its devices are
  * one slice's): a multi-slice program XLA compiled per slice (JAX's
  * MegaScale). Its exchange between the slices (over DCN) is the megascale

@@ -886,8 +886,44 @@ static void test_whatif_scale(void **state)
 	assert_near(t2[1], t2[0], 0);
 	assert_near(t2[0], t[1], 1e-3);
 
+	/* an ICI all-reduce of the 4 devices: each point's time is what
+	 * `run` gives on that shape (a ring of lines of 2 on 2x2, a line of
+	 * 4 on 1x4), and the two differ */
 	char one[PATH_MAX]; /* 4 devices, one slice, no exchange */
 	src(one, "tests/data/envelope/async_collective_fusion.hlo");
+	char ar[PATH_MAX];
+	tu_tmp_path(ar, sizeof ar, "test_whatif_scale_ar", ".hlo");
+	FILE *f = fopen(ar, "w");
+	assert_non_null(f);
+	fputs("HloModule ar, num_partitions=4\n"
+	      "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+	      "  ROOT s = f32[] add(a, b)\n}\n"
+	      "ENTRY e {\n  x = f32[1048576]{0:T(1024)} parameter(0)\n"
+	      "  ROOT r = f32[1048576]{0:T(1024)} all-reduce(x), "
+	      "replica_groups={{0,1,2,3}}, to_apply=add\n}\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	tpusim(&p, "whatif", ar, "--hw", v5e, "--topology", "2x2", "--sweep",
+	       "topology=2x2,1x4", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t2, d), 2);
+	static const char *const shapes[] = {"2x2", "1x4"};
+	for (int i = 0; i < 2; i++) {
+		tpusim(&p, "run", ar, "--hw", v5e, "--topology", shapes[i],
+		       "--format", "csv");
+		expect_rc(&p, 0);
+		/* ar's one kernel: its time_ns, the 16th field */
+		const char *c = strstr(p.out, "\nar,0,r,");
+		assert_non_null(c);
+		for (int n = 0; n < 15; n++)
+			c = strchr(c + 1, ',');
+		assert_near(t2[i], atof(c + 1), 1e-3);
+		proc_free(&p);
+	}
+	assert_true(t2[1] != t2[0]);
+	unlink(ar);
+
 	static const struct {
 		const char *topo, *slices, *sweep, *err;
 	} bad[] = {
