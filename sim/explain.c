@@ -131,9 +131,9 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		goto out;
 	case SIM_PLAN_DECLARED: {
 		const struct ir_declared *dc = k->instr->attrs.declared;
-		fprintf(f, "  Pallas kernel (%s), costed at the roofline of its "
-			   "declared cost: %.4g FLOPs, %.4g transcendentals; %.0f "
-			   "bytes read, %.0f written (declared %.4g)\n"
+		fprintf(f, "  Pallas kernel (%s), costed from its declared cost "
+			   "(the units at once): %.4g FLOPs, %.4g transcendentals; "
+			   "%.0f bytes read, %.0f written (declared %.4g)\n"
 			   "  time = kernel %.0f + max(MXU %.1f, VPU %.1f, HBM "
 			   "%.1f) = %.1f ns (%s)\n",
 			k->instr->attrs.custom_call_target

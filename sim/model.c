@@ -533,32 +533,61 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	case SIM_PLAN_FREE:
 		out->bound = HW_UNIT_NONE;
 		return;
-	case SIM_PLAN_DECLARED:
+	case SIM_PLAN_DECLARED: {
 		/*
 		 * A Pallas kernel (a tpu_custom_call whose backend config
-		 * declares its cost, jax's pl.CostEstimate), ns: its roofline
-		 * (sim_kernel_roofline) over the declared work,
-		 *   max(FLOPs at the bf16 peak, transcendentals at one VPU
-		 *       slot per element, its operands and results at HBM
-		 *       bandwidth) + kernel_overhead_ns
-		 * Units: FLOPs and element ops as declared, padded bytes of
-		 * the custom call's operands and results (cost.c), ns.
-		 * Assumes the units overlap perfectly at their peaks, as a
-		 * roofline does: tpusim cannot read the kernel (a Mosaic
-		 * module, serialised), only its author's totals. Known wrong
-		 * both ways: optimistic by the kernel's own pipeline fill,
-		 * tiles and padding; pessimistic where the totals overstate
-		 * the work (splash attention declares the FLOPs of every block
-		 * its mask does not skip whole, partial blocks counted in
-		 * full). Source: jax/_src/pallas/core.py CostEstimate, written
-		 * into the tpu_custom_call's backend config by
+		 * declares its cost, jax's pl.CostEstimate), ns:
+		 *   time = kernel_overhead_ns + max(2 mxu_macs / peak,
+		 *          hw_vpu_op_cycles(vregs(T), transcendental) / cores
+		 *          / clock, (read + written) / HBM bytes per ns)
+		 * mxu_macs = F / 2 and T the declared FLOPs and
+		 * transcendentals (cost.c), at the bf16 peak and at the
+		 * spec's cost of a transcendental op (vpu.cost.transcendental,
+		 * as a fused exp costs); read and written the padded bytes of
+		 * its operands and results at the sustained HBM rate. Units:
+		 * FLOPs, element ops, bytes, ns. Assumes the MXU, the VPU and
+		 * the DMAs overlap fully, as a pipelined kernel's do: tpusim
+		 * cannot read the kernel (a Mosaic module, serialised), only
+		 * its author's totals. Known wrong both ways: optimistic by
+		 * the kernel's pipeline fill, tiles, padding and the VALU work
+		 * it does not declare (flash attention's running max and sums
+		 * beside its exp); pessimistic where the totals overstate the
+		 * work (splash attention declares the FLOPs of every block its
+		 * mask does not skip whole, partial blocks counted in full).
+		 * Source: jax/_src/pallas/core.py CostEstimate, written into
+		 * the tpu_custom_call's backend config by
 		 * jax/_src/tpu_custom_call.py; tokamax's splash attention
 		 * kernels set it (splash_attention_kernel.py).
 		 */
-		sim_kernel_roofline(p->k, hw, out, NULL);
-		out->config = *full; /* the roofline starts afresh */
-		out->cores = 1;
+		const struct sim_work *w = &p->k->work;
+		int cores = hw_spec_cores(hw);
+		double t_mxu = 2.0 * w->mxu_macs / hw_spec_peak_flops(hw) * 1e9;
+		double vpu = hw_vpu_op_cycles(
+				     hw,
+				     hw_vpu_vregs(hw,
+						  w->vpu_elem_ops[HW_VPU_TRANSCEND],
+						  32),
+				     HW_VPU_TRANSCEND) /
+			     (cores > 0 ? cores : 1);
+		double t_vpu = vpu / clock_ghz;
+		double rw = w->bytes_read + w->bytes_written;
+		double t_hbm = rw / bw;
+		double t = max2(t_mxu, max2(t_vpu, t_hbm));
+		out->bound = t == t_mxu ? HW_UNIT_MXU
+			     : t == t_vpu ? HW_UNIT_VPU
+					  : HW_UNIT_HBM;
+		out->time_ns = hw->kernel_overhead_ns + t;
+		out->flops = w->flops;
+		out->bytes_read = w->bytes_read;
+		out->bytes_written = w->bytes_written;
+		out->mxu_cycles = t_mxu * clock_ghz;
+		out->vpu_cycles = vpu;
+		out->dma_cycles = t_hbm * clock_ghz;
+		out->overhead_ns = hw->kernel_overhead_ns;
+		out->mxu_util = hw_mxu_utilisation(hw, w->mxu_macs, 1, cores,
+						   out->time_ns);
 		return;
+	}
 	case SIM_PLAN_DMA: {
 		/*
 		 * An async transfer (copy-start, slice-start, ...), ns:

@@ -1617,10 +1617,10 @@ static void build_pallas(const char *cost, struct tu_built *b)
 }
 
 /*
- * The Pallas kernel is costed at the roofline of what it declares, its
- * operand and result (4 MiB each) at HBM bandwidth:
- *   time = overhead + max(flops / peak, transcendentals x slot / vreg
- *          elements / clock / cores, 8 MiB / bw)
+ * The Pallas kernel is costed from what it declares, its operand and
+ * result (4 MiB each) at HBM bandwidth (model.c SIM_PLAN_DECLARED):
+ *   time = overhead + max(flops / peak, the transcendentals' vregs at
+ *          the spec's transcendental cost / cores / clock, 8 MiB / bw)
  * with 10^12 FLOPs (MXU-bound on v6e: about 1 ms against 6 us of HBM),
  * then 10^13 transcendentals (VPU-bound); without a cost_estimate, or with
  * a count that is no number, it is not modelled.
@@ -1652,13 +1652,9 @@ static void test_pallas_declared(void **state)
 	k = tu_kernel(&b, "k");
 	assert_int_equal(sim_kernel_estimate(k, &hw, NULL, &e, &d), TS_OK);
 	assert_int_equal(e.bound, HW_UNIT_VPU);
-	double slot = 1.0;
-	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
-		slot = fmin(slot, hw.vpu_class_cost[c]);
-	double vpu = 1e13 * slot /
-		     ((double)hw.vpu_sublanes * hw.vpu_lanes *
-		      (hw.vpu_alus > 0 ? hw.vpu_alus : 1)) /
-		     hw.clock_hz / hw_spec_cores(&hw) * 1e9;
+	double vpu = hw_vpu_op_cycles(&hw, hw_vpu_vregs(&hw, 1e13, 32),
+				      HW_VPU_TRANSCEND) /
+		     hw_spec_cores(&hw) / hw.clock_hz * 1e9;
 	assert_near(e.time_ns, hw.kernel_overhead_ns + vpu, 1e-9 * vpu);
 	tu_built_free(&b);
 
