@@ -790,6 +790,25 @@ static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
 		       : NULL;
 }
 
+/* The buffer root i of n that value v writes: the fusion's result (the
+ * element of its tuple), laid out as the fusion says, where its dims are
+ * v's; else v's shape. The same for a valid module (XLA's verifier wants
+ * the fused root's shape the fusion's); the fusion's own is what the
+ * roofline counts (cost.c). */
+static const struct ir_shape *written(const struct sim_kernel *k, int i,
+				      int n, const struct ir_instr *v)
+{
+	const struct ir_shape *s =
+		!k->instr || k->instr->op != IR_OP_FUSION ? NULL
+		: k->instr->shape.type != IR_TYPE_TUPLE
+			? (n == 1 ? &k->instr->shape : NULL)
+		: k->instr->shape.n_elems == n ? &k->instr->shape.elems[i]
+					       : NULL;
+	return s && s->type != IR_TYPE_TUPLE && ir_shape_equal_dims(s, &v->shape)
+		       ? s
+		       : &v->shape;
+}
+
 /* What stands for input i in the kernel's computation comp: a fusion's
  * parameter i, or the input itself. */
 static const struct ir_instr *stand_in(const struct sim_kernel *k,
@@ -1903,8 +1922,8 @@ static enum ts_status build(const struct sim_kernel *k,
 				m = um && um->set ? um : NULL;
 				v = u;
 			}
-			st = add_access(p, roots[i], &v->shape, m, true, -1, t,
-					d);
+			st = add_access(p, roots[i], written(k, i, n, v), m, true,
+					-1, t, d);
 			if (st != TS_OK)
 				goto out;
 		}
