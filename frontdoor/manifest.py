@@ -31,7 +31,8 @@ Builders: `maxtext` = MaxText's own model and train step (maxtext 0.2.4 =
 AI-Hypercomputer/maxtext 538fe7a3f3376d94cf3f04e77741aa6d7e8efa45, PyPI), the row's flags:
 a run with flash attention gets splash attention from tokamax (`use_tokamax_splash`,
 Pallas kernels that declare their cost, which tpusim costs them by) with the run's
-blocks and scoped VMEM limit, the others `attention=dot_product`; `jax` =
+blocks and scoped VMEM limit, the others `attention=dot_product`, and the run's
+DISABLE_COLLECTIVE_MATMUL flag where it names it; `jax` =
 frontdoor/zoo/maxtext_like.py, a MaxText-equivalent decoder in plain JAX (flash
 attention's blocks, online softmax, in XLA), where MaxText's compile does not fit.
 Differences from the measured runs: tokamax's splash kernels for jax's (the same

@@ -72,6 +72,16 @@ HBM_GIB = {"v4": 32, "v5e": 16, "v5p": 95, "v6e": 32}
 # does not fit the default.
 VMEM_LIMIT_KIB = {"DENSE_VMEM_LIMIT_FLAG": 98304, "MOE_VMEM_LIMIT_FLAG": 81920}
 
+# The recipes' xla_flags_library names that change the program XLA makes
+# and that the builder passes to libtpu as they are (the same file):
+# DISABLE_COLLECTIVE_MATMUL keeps XLA's SPMD partitioner from writing a
+# dot as a windowed einsum (a loop of collective-permutes and partial
+# matmuls). The others (async collective fusion, data-parallel overlap,
+# SparseCore and host-offload flags) are not applied.
+LIBTPU_FLAGS = {
+    "DISABLE_COLLECTIVE_MATMUL": "--xla_jf_spmd_threshold_for_windowed_einsum_mib=1000000",
+}
+
 # MaxText's mesh axes that these rows use, in MaxText's order.
 AXES = ("data", "fsdp", "fsdp_transpose", "tensor", "expert")
 
@@ -111,6 +121,7 @@ class Step:
     runtime_ns: int
     source: str
     notes: list[str] = field(default_factory=list)
+    libtpu_flags: tuple[str, ...] = ()  # LIBTPU_FLAGS the row names
 
     @property
     def chips(self) -> int:
@@ -142,6 +153,7 @@ class Step:
         d = dict(d)
         d["activations"] = tuple(d["activations"])
         d["wrap"] = tuple(d["wrap"])
+        d["libtpu_flags"] = tuple(d.get("libtpu_flags", ()))
         return Step(**d)
 
 
@@ -230,7 +242,9 @@ def parse(row: dict[str, str]) -> Step:
         runtime_ns=round(float(row["step_s"]) * 1e9),
         source=" ".join(filter(None, (row["value_repo"], row["value_path"],
                                       row["value_commit"]))),
-        notes=notes)
+        notes=notes,
+        libtpu_flags=tuple(f for n, f in LIBTPU_FLAGS.items()
+                           if n in row["other_settings"]))
 
 
 def read(path: pathlib.Path) -> list[dict[str, str]]:
