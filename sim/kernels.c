@@ -552,6 +552,15 @@ static bool is_async_start(const struct ir_instr *in)
 	}
 }
 
+/* Whether fusion x holds a clone of the collective chain start `start`
+ * begins (classify.c: the same channel_id). */
+static bool same_chain(const struct ir_instr *start, const struct ir_instr *x)
+{
+	int64_t ch = sim_chain_channel(x);
+	return ch > 0 && sim_chain_start(start) &&
+	       sim_chain_channel(start) == ch;
+}
+
 /* Whether `in` is the done that start waits for: its done op (through
  * async-updates); a collective chain's done (classify.c, its channel);
  * or, for a megascale send, the recv-done of the recv that shares its
@@ -573,9 +582,7 @@ static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 		       start->operands[1] == r->operands[0];
 	}
 	default:
-		return sim_chain_done(in) && sim_chain_start(start) &&
-		       sim_chain_channel(in) > 0 &&
-		       sim_chain_channel(in) == sim_chain_channel(start);
+		return sim_chain_done(in) && same_chain(start, in);
 	}
 	const struct ir_instr *s = in->n_operands == 1 ? in->operands[0] : NULL;
 	while (s && s->op == IR_OP_ASYNC_UPDATE)
@@ -598,10 +605,8 @@ static struct sim_async *open_pair(struct sim_program *p,
  * seen, its done not yet (classify.c sim_chain_channel). */
 static bool open_chain(const struct sim_program *p, const struct ir_instr *in)
 {
-	int64_t ch = sim_chain_channel(in);
-	for (int a = 0; ch > 0 && a < p->n_async; a++)
-		if (!p->async[a].done && sim_chain_start(p->async[a].start) &&
-		    sim_chain_channel(p->async[a].start) == ch)
+	for (int a = 0; a < p->n_async; a++)
+		if (!p->async[a].done && same_chain(p->async[a].start, in))
 			return true;
 	return false;
 }
