@@ -23,7 +23,10 @@ the shared set format that `tpusim validate --data OUT` reads:
 
 Each row compiles in a child process of its own (isolation, its peak
 memory, a timeout), pinned to one core; a failure is recorded with its
-error. Rows not named keep what an earlier run into OUT built.
+error. Each row's result goes into OUT as soon as it is built (under a
+lock, each file written whole then renamed), so runs into the same OUT can
+go side by side (one per core) and a run cut short keeps what it built.
+Rows not named keep what an earlier run into OUT built.
 
 Builders: `maxtext` compiles with MaxText's own code (maxtext 0.2.4 in
 .venv-maxtext, frontdoor/maxtext_train.py); `jax` with the MaxText-equivalent
@@ -38,6 +41,7 @@ runs out of HBM all the same.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import pathlib
@@ -118,8 +122,8 @@ def last_error(log: str, status: int) -> str:
     return f"exited {status}: " + (lines[-1][:300] if lines else "no output")
 
 
-def build(rows: list[dict], out: pathlib.Path, builds: dict, want: str,
-          timeout: float, core: int | None) -> None:
+def build(rows: list[dict], table: list[dict], out: pathlib.Path, csv_path: str,
+          want: str, timeout: float, core: int | None) -> None:
     for d in ("modules", "devices", "records"):
         (out / d).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,7 +133,8 @@ def build(rows: list[dict], out: pathlib.Path, builds: dict, want: str,
                 s = step_rows.parse(row)
                 builder = choose(s, want)
             except ValueError as e:
-                builds[row["id"]] = {"builder": "-", "error": f"row not understood: {e}"}
+                record(table, out, csv_path, row["id"],
+                       {"builder": "-", "error": f"row not understood: {e}"})
                 continue
             print(f"{s.id}: {builder} ...", file=sys.stderr, flush=True)
             result = run_child(builder, s, work, timeout, core)
@@ -140,19 +145,46 @@ def build(rows: list[dict], out: pathlib.Path, builds: dict, want: str,
                 result = run_child("jax", s, work, timeout, core)
                 result["fallback"] = f"maxtext: {first['error']} ({first['seconds']} s)"
             hlo = work / f"{s.id}.tpu.hlo"
-            for f in (out / "modules" / f"{s.id}.hlo", out / "devices" / f"{s.id}.csv",
-                      out / "records" / f"{s.id}.json"):
-                f.unlink(missing_ok=True)
-            if "error" not in result and hlo.exists():
-                shutil.copyfile(hlo, out / "modules" / f"{s.id}.hlo")
-                shutil.copyfile(work / f"{s.id}.devices.csv", out / "devices" / f"{s.id}.csv")
-                shutil.copyfile(work / f"{s.id}.json", out / "records" / f"{s.id}.json")
-                result["module_kb"] = round(hlo.stat().st_size / 1024)
-            elif "error" not in result:
+            files = {work / f"{s.id}.tpu.hlo": out / "modules" / f"{s.id}.hlo",
+                     work / f"{s.id}.devices.csv": out / "devices" / f"{s.id}.csv",
+                     work / f"{s.id}.json": out / "records" / f"{s.id}.json"}
+            if "error" not in result and not hlo.exists():
                 result["error"] = "the compile wrote no module"
-            builds[s.id] = result
+            if "error" not in result:
+                result["module_kb"] = round(hlo.stat().st_size / 1024)
+            for made, kept in files.items():
+                if "error" in result:
+                    kept.unlink(missing_ok=True)
+                else:
+                    shutil.copyfile(made, kept.with_name(kept.name + ".tmp"))
+                    os.replace(kept.with_name(kept.name + ".tmp"), kept)
+            record(table, out, csv_path, s.id, result)
             print(f"{s.id}: {'built' if 'error' not in result else result['error']}"
                   f" ({result['seconds']} s, {result['peak_mb']} MB)", file=sys.stderr, flush=True)
+
+
+def record(table: list[dict], out: pathlib.Path, csv_path: str,
+           row_id: str | None = None, result: dict | None = None) -> int:
+    """Adds a row's result to OUT/builds.json (none: only reads it) and
+    rewrites measurements.csv and MANIFEST.md from it, under OUT's lock; the
+    number of rows built."""
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = out / "builds.json"
+        builds = json.loads(state.read_text()) if state.exists() else {}
+        if row_id is not None:
+            builds[row_id] = result
+        builds = {r["id"]: builds[r["id"]] for r in table if r["id"] in builds}
+        write_whole(state, json.dumps(builds, indent=1, sort_keys=True) + "\n")
+        n = write_measurements(table, out, builds)
+        write_manifest(table, out, builds, csv_path)
+    return n
+
+
+def write_whole(path: pathlib.Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def quote(text: str) -> str:
@@ -168,14 +200,14 @@ def write_measurements(table: list[dict], out: pathlib.Path, builds: dict) -> in
         lines.append(",".join([
             quote(s.id), f"modules/{s.id}.hlo", f"tpu-{s.hw}", "", str(s.runtime_ns),
             "", "", "device", quote(s.source), s.topology, str(s.slices)]))
-    (out / "measurements.csv").write_text("\n".join(lines) + "\n")
+    write_whole(out / "measurements.csv", "\n".join(lines) + "\n")
     return len(lines) - 1
 
 
 def write_manifest(table: list[dict], out: pathlib.Path, builds: dict, csv_path: str) -> None:
     from frontdoor import manifest
 
-    (out / "MANIFEST.md").write_text(manifest.text(table, out, builds, csv_path))
+    write_whole(out / "MANIFEST.md", manifest.text(table, out, builds, csv_path))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -199,14 +231,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"{a.steps}: no row {', '.join(unknown)}")
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    state = out / "builds.json"
-    builds = json.loads(state.read_text()) if state.exists() else {}
     todo = [r for r in table if not a.ids or r["id"] in a.ids]
-    build(todo, out, builds, a.builder, a.timeout, None if a.core < 0 else a.core)
-    builds = {r["id"]: builds[r["id"]] for r in table if r["id"] in builds}
-    state.write_text(json.dumps(builds, indent=1, sort_keys=True) + "\n")
-    n = write_measurements(table, out, builds)
-    write_manifest(table, out, builds, a.steps)
+    build(todo, table, out, a.steps, a.builder, a.timeout, None if a.core < 0 else a.core)
+    n = record(table, out, a.steps)
     print(f"{out}: {n} of {len(table)} rows built", file=sys.stderr)
 
 
