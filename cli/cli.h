@@ -91,10 +91,10 @@ enum {
 	CMD_TRAINS = 1u << 4,      /* trains or fits models (train, compare,
 	                              autotune's online fit): OpenBLAS pinned
 	                              to one kernel set (main.c pin_blas) */
-	CMD_HAS_SLICE = 1u << 5,   /* accepts --topology SHAPE and --slices N
-	                              into ctx->slice; with CMD_NEEDS_HW main
-	                              checks it against every spec and sets
-	                              their slice */
+	CMD_HAS_SLICE = 1u << 5,   /* accepts --topology SHAPE, --slices N and
+	                              --devices FILE into ctx->slice; with
+	                              CMD_NEEDS_HW main checks it against every
+	                              spec and sets their slice */
 };
 
 #define CMD_MAX_HW 8 /* --hw options of a CMD_MULTI_HW command */
@@ -107,6 +107,7 @@ enum {
 	CMD_OPT_HW_DIR,            /* --hw-dir DIR for --gen (CMD_MULTI_HW) */
 	CMD_OPT_TOPOLOGY,          /* --topology SHAPE (CMD_HAS_SLICE) */
 	CMD_OPT_SLICES,            /* --slices N (CMD_HAS_SLICE) */
+	CMD_OPT_DEVICES,           /* --devices FILE (CMD_HAS_SLICE) */
 	CMD_OPT_FORMAT = 'f',      /* -f, --format */
 	CMD_OPT_HELP = 'h',        /* -h, --help */
 	CMD_OPT_OWN = 0x100,       /* first id for a command's long options */
@@ -128,8 +129,10 @@ struct cmd_ctx {
 	struct hw_spec more_hw[CMD_MAX_HW - 1];
 	const char *more_hw_path[CMD_MAX_HW - 1]; /* their files */
 	enum cmd_format format;    /* --format; CMD_FORMAT_TABLE by default */
-	struct hw_slice slice;     /* --topology and --slices (CMD_HAS_SLICE);
-	                              n_dims 0: not given */
+	struct hw_slice slice;     /* --topology, --slices and --devices
+	                              (CMD_HAS_SLICE); n_dims 0: not given */
+	struct ts_arena arena;     /* what main loads for the command (the
+	                              --devices table), freed after it */
 };
 
 struct cmd {

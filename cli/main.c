@@ -227,7 +227,12 @@ static void print_cmd_help(const struct cmd *cmd, FILE *out)
 		      "                        devices must be the slices'\n"
 		      "      --slices N        slices of that shape joined by the "
 		      "data-centre\n"
-		      "                        network (1 to 1024; default 1)\n",
+		      "                        network (1 to 1024; default 1)\n"
+		      "      --devices FILE    the compile's device order on them "
+		      "(a step set's\n"
+		      "                        devices/ID.csv: index,id,x,y,z,"
+		      "core_on_chip,slice);\n"
+		      "                        default: JAX's device order\n",
 		      out);
 	if (cmd->flags & CMD_HAS_FORMAT)
 		fputs("  -f, --format FMT      output: table (default), csv, "
@@ -615,6 +620,8 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			"topology", required_argument, NULL, CMD_OPT_TOPOLOGY};
 		longopts[n_long++] = (struct option){
 			"slices", required_argument, NULL, CMD_OPT_SLICES};
+		longopts[n_long++] = (struct option){
+			"devices", required_argument, NULL, CMD_OPT_DEVICES};
 	}
 	if (cmd->flags & CMD_HAS_FORMAT)
 		longopts[n_long++] = (struct option){
@@ -643,7 +650,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	opterr = 0;
 	int c, seen[CMD_MAX_OPTIONS], n_seen = 0, n_sets = 0, n_more = 0;
 	const char *sets[MAX_SETS], *more[CMD_MAX_HW - 1];
-	const char *gen = NULL, *hw_dir = NULL;
+	const char *gen = NULL, *hw_dir = NULL, *devices = NULL;
 	char gen_paths[CMD_MAX_HW][PATH_MAX];
 	while (rc == CMD_EXIT_OK &&
 	       (c = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
@@ -700,6 +707,9 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 			ctx.slice.count = (int)count;
 			break;
 		}
+		case CMD_OPT_DEVICES:
+			devices = optarg;
+			break;
 		case CMD_OPT_FORMAT:
 			if (!cmd_format_parse(optarg, &ctx.format)) {
 				cmd_error(&ctx,
@@ -744,11 +754,22 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}
-	if (ctx.slice.count && !ctx.slice.n_dims) {
-		cmd_error(&ctx, "--slices counts slices of the --topology shape; "
-			  "give --topology too");
+	if ((ctx.slice.count || devices) && !ctx.slice.n_dims) {
+		cmd_error(&ctx, "%s of the --topology shape; give --topology "
+			  "too", devices ? "--devices places the devices"
+					 : "--slices counts slices");
 		rc = usage_error(&ctx, cmd);
 		goto out;
+	}
+	if (devices) {
+		struct ts_diag d = {0};
+		enum ts_status st = val_devices_load(
+			devices, &ctx.arena, &ctx.slice.at, &ctx.slice.n_at, &d);
+		if (st != TS_OK) {
+			ts_diag_print(&d, ctx.err);
+			rc = (int)cmd_exit_from_status(st);
+			goto out;
+		}
 	}
 	if (cmd->flags & CMD_NEEDS_HW) {
 		rc = load_hw(&ctx, cmd, sets, n_sets, more, n_more);
@@ -760,6 +781,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	rc = cmd->fn(&ctx, opts, n_args, argv + optind);
 out:
 	ts_free(opts);
+	ts_arena_free(&ctx.arena);
 	return rc;
 }
 

@@ -19,7 +19,8 @@ XLA's TPU compiler (libtpu) compiles for that model, batch and slice on this CPU
 - `measurements.csv`: the set's columns; `runtime_ns` = the published `step_s` in ns
   (one step; `timing` device: it has no host dispatch), `source` = the row's
   value_repo, value_path and value_commit, `topology` = the slice as JAX names it
-  (e.g. `16x16`, `4x4x12`), `slices` = the number of slices (DCN between them).
+  (e.g. `16x16`, `4x4x12`), `slices` = the number of slices (DCN between them),
+  `devices` = the row's device order (below), which `validate` places them by.
 - `modules/ID.hlo`: the compiled per-device module (HLO text after XLA's passes).
 - `devices/ID.csv`: the mesh's devices in the compile's device-assignment order
   (`index` = the number the module's replica groups use; `id` JAX's device id;

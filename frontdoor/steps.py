@@ -11,7 +11,8 @@ the shared set format that `tpusim validate --data OUT` reads:
 
   measurements.csv   id,module,hw,config,runtime_ns,runtime_min_ns,repeats,
                      timing,source + topology (the slice as JAX names it,
-                     e.g. 16x16, 4x4x4) and slices
+                     e.g. 16x16, 4x4x4), slices and devices (the file
+                     below)
   modules/ID.hlo     the compiled per-device module
   devices/ID.csv     the mesh's devices in the compile's device order
                      (index, id, chip coordinates, core, slice)
@@ -58,7 +59,7 @@ from frontdoor.step_rows import HBM_GIB, Step
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAXTEXT_PYTHON = ROOT / ".venv-maxtext" / "bin" / "python"
 COLUMNS = ("id,module,hw,config,runtime_ns,runtime_min_ns,repeats,timing,"
-           "source,topology,slices")
+           "source,topology,slices,devices")
 
 
 def choose(s: Step, want: str) -> str:
@@ -199,7 +200,8 @@ def write_measurements(table: list[dict], out: pathlib.Path, builds: dict) -> in
         s = step_rows.parse(row)
         lines.append(",".join([
             quote(s.id), f"modules/{s.id}.hlo", f"tpu-{s.hw}", "", str(s.runtime_ns),
-            "", "", "device", quote(s.source), s.topology, str(s.slices)]))
+            "", "", "device", quote(s.source), s.topology, str(s.slices),
+            f"devices/{s.id}.csv"]))
     write_whole(out / "measurements.csv", "\n".join(lines) + "\n")
     return len(lines) - 1
 

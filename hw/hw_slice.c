@@ -83,6 +83,9 @@ void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, ", %d slices", s->count);
 }
 
+static enum ts_status check_places(const struct hw_spec *hw,
+				   const struct hw_slice *s, struct ts_diag *d);
+
 enum ts_status hw_slice_check(const struct hw_spec *hw,
 			      const struct hw_slice *s, struct ts_diag *d)
 {
@@ -100,7 +103,7 @@ enum ts_status hw_slice_check(const struct hw_spec *hw,
 			    s->count, HW_SLICE_MAX_COUNT);
 		return TS_ERR_SPEC;
 	}
-	return TS_OK;
+	return s->at ? check_places(hw, s, d) : TS_OK;
 }
 
 int64_t hw_slice_extent(const struct hw_spec *hw, enum hw_place a)
@@ -133,8 +136,64 @@ int64_t hw_slice_devices(const struct hw_spec *hw)
 	return n;
 }
 
+/* The device table of s (s->at): one entry per device of the slices
+ * (hw_slice_devices), each place within the slices' extents and no two
+ * devices on one place. */
+static enum ts_status check_places(const struct hw_spec *hw,
+				   const struct hw_slice *s, struct ts_diag *d)
+{
+	struct hw_spec on = *hw;
+	on.slice = *s;
+	on.slice.at = NULL;
+	int64_t n = hw_slice_devices(&on);
+	if (s->n_at != n) {
+		ts_diag_set(d, NULL, 0, 0,
+			    "the device order places %lld device%s; the slice "
+			    "has %lld", (long long)s->n_at,
+			    s->n_at == 1 ? "" : "s", (long long)n);
+		return TS_ERR_SPEC;
+	}
+	int64_t *first = ts_malloc((size_t)n * sizeof *first);
+	if (!first)
+		return TS_ERR_NOMEM;
+	for (int64_t i = 0; i < n; i++)
+		first[i] = -1;
+	enum ts_status st = TS_OK;
+	for (int64_t dev = 0; dev < n && st == TS_OK; dev++) {
+		/* the place's number in the default order (hw_slice_place) */
+		int64_t at = 0;
+		for (int a = HW_PLACE_COUNT - 1; a >= 0 && st == TS_OK; a--) {
+			int64_t ext = hw_slice_extent(&on, (enum hw_place)a);
+			int32_t v = s->at[dev][a];
+			if (v < 0 || v >= ext) {
+				ts_diag_set(d, NULL, 0, 0,
+					    "device %lld is placed at %s %d: "
+					    "the slice has %lld (0 to %lld)",
+					    (long long)dev,
+					    hw_place_name((enum hw_place)a), v,
+					    (long long)ext, (long long)ext - 1);
+				st = TS_ERR_SPEC;
+			}
+			at = at * ext + v;
+		}
+		if (st == TS_OK && first[at] >= 0) {
+			ts_diag_set(d, NULL, 0, 0,
+				    "devices %lld and %lld are placed on one "
+				    "place", (long long)first[at],
+				    (long long)dev);
+			st = TS_ERR_SPEC;
+		}
+		if (st == TS_OK)
+			first[at] = dev;
+	}
+	ts_free(first);
+	return st;
+}
+
 /*
- * Device d's place, the way JAX numbers the devices of a slice:
+ * Device d's place: from the slice's device table when it has one (the
+ * order the compile assigned, hw_slice.at), else the way JAX numbers the
+ * devices of a slice:
  *   slice = d / per_slice, then within it the device's chip c and its
  *   core (core fastest: a chip's devices are consecutive ids), and the
  *   chip's coordinates with x fastest, then y, then z:
@@ -143,13 +202,18 @@ int64_t hw_slice_devices(const struct hw_spec *hw)
  * Assumes the default device order of jax.devices() (a v4 host's 2x2x1
  * lists ids 0 1 2 3 at (0,0,0) (1,0,0) (0,1,0) (1,1,0); v2 and v3 list a
  * chip's two cores as consecutive ids) and slices numbered one after
- * another. Known wrong: a mesh built with a device order of its own
- * (mesh_utils.create_device_mesh) renumbers the devices the HLO names;
- * large pods may number hosts in another order.
+ * another. A mesh built with a device order of its own
+ * (mesh_utils.create_device_mesh, MaxText's) renumbers the devices the HLO
+ * names: without its table its groups are placed as if in this order.
  */
 void hw_slice_place(const struct hw_spec *hw, int64_t d,
 		    int64_t place[HW_PLACE_COUNT])
 {
+	if (hw->slice.at && d >= 0 && d < hw->slice.n_at) {
+		for (int a = 0; a < HW_PLACE_COUNT; a++)
+			place[a] = hw->slice.at[d][a];
+		return;
+	}
 	int64_t ext[HW_PLACE_COUNT];
 	for (int a = 0; a < HW_PLACE_COUNT; a++)
 		ext[a] = hw_slice_extent(hw, (enum hw_place)a);

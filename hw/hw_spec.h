@@ -59,6 +59,17 @@ enum hw_vpu_class {
 #define HW_SLICE_MAX_DIMS 3     /* x, y, z */
 #define HW_SLICE_MAX_EXTENT 256 /* chips along one axis (pods: 16 to 32) */
 #define HW_SLICE_MAX_COUNT 1024 /* slices */
+/* Places of a device on its slice, and the axes a collective's group may
+ * span: a chip's devices, the torus axes, the slices. */
+enum hw_place {
+	HW_PLACE_CORE = 0, /* the device within its chip (v2, v3, v7) */
+	HW_PLACE_X,
+	HW_PLACE_Y,
+	HW_PLACE_Z,
+	HW_PLACE_SLICE,    /* which slice */
+	HW_PLACE_COUNT
+};
+
 struct hw_slice {
 	int n_dims;                      /* 0: no slice */
 	int dims[HW_SLICE_MAX_DIMS];     /* chips along x, y, z */
@@ -68,6 +79,14 @@ struct hw_slice {
 	                                    `count` (>= 2) spans instead, the
 	                                    program run data-parallel over
 	                                    more or fewer slices; 0: count */
+	const int32_t (*at)[HW_PLACE_COUNT]; /* NULL: devices in JAX's default
+	                                    order (hw_slice_place); else device
+	                                    d's place (core, x, y, z, slice: enum
+	                                    hw_place) as the compile assigned
+	                                    it, for d < n_at (frontdoor's
+	                                    devices/ID.csv, val_devices_parse);
+	                                    the caller owns the table */
+	int64_t n_at;
 };
 
 struct hw_spec {
@@ -272,16 +291,6 @@ double hw_spec_peak_flops(const struct hw_spec *s);  /* bf16 FLOP/s one program 
 
 /* ---- the slice (hw_slice.c) ----------------------------------------------- */
 
-/* Places of a device on its slice, and the axes a collective's group may
- * span: a chip's devices, the torus axes, the slices. */
-enum hw_place {
-	HW_PLACE_CORE = 0, /* the device within its chip (v2, v3, v7) */
-	HW_PLACE_X,
-	HW_PLACE_Y,
-	HW_PLACE_Z,
-	HW_PLACE_SLICE,    /* which slice */
-	HW_PLACE_COUNT
-};
 const char *hw_place_name(enum hw_place a); /* "cores", "x", ..., "slices" */
 
 /* Parses a slice shape, "16x16" or "4x4x4" (1 to HW_SLICE_MAX_DIMS whole
@@ -294,8 +303,9 @@ enum ts_status hw_slice_parse(const char *text, struct hw_slice *s,
  * how messages and reports name a slice. */
 void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap);
 /* Whether slice s fits generation hw: as many dimensions as its torus, a
- * count from 1 to HW_SLICE_MAX_COUNT. TS_ERR_SPEC with d's message (no
- * location) otherwise. */
+ * count from 1 to HW_SLICE_MAX_COUNT, and a device table (s->at) that
+ * places every device of the slices on its own place within them.
+ * TS_ERR_SPEC with d's message (no location) otherwise (TS_ERR_NOMEM). */
 enum ts_status hw_slice_check(const struct hw_spec *hw,
 			      const struct hw_slice *s, struct ts_diag *d);
 /* Devices on hw->slice: slices x chips x hw_spec_chip_devices (0: none). */

@@ -6,8 +6,9 @@
 #                again (parser, spec loader, mutated inputs, CLI, data sets);
 #   build-fuzz/  clang + libFuzzer build, the `fuzz` tests: a bounded, seeded
 #                fuzz run of the HLO parser, the spec loader, the pipeline
-#                after the parser, the model file reader and the live
-#                autotuner's record and measuring command.
+#                after the parser, the model file reader, the live
+#                autotuner's record and measuring command, and a step set's
+#                device order.
 # Tests that read ../shared/data skip, saying so, when it is absent; the
 # JAX front door's (test_frontdoor) when its environment cannot be made
 # (scripts/frontdoor.sh --setup: pinned packages from Python's index).
@@ -24,7 +25,7 @@ cmake --build build-asan -j"$jobs" >/dev/null
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNIT_TESTING=ON \
 	-DTPUSIM_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_hlo_parse fuzz_hw_spec fuzz_pipeline \
-	fuzz_gnn_file fuzz_record >/dev/null
+	fuzz_gnn_file fuzz_record fuzz_devices >/dev/null
 status=0
 ctest --test-dir build --output-on-failure -j"$jobs" || status=1
 # A sanitizer report exits with its own code (ASan 87, UBSan 86), never

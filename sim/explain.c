@@ -53,9 +53,11 @@ static void put_slice_collective(FILE *f, const struct sim_kernel *k,
 			ir_op_name(k->instr->attrs.megascale_op), bytes,
 			(long long)across);
 	else
-		fprintf(f, "  collective: %s of %.0f bytes on the slice %s; group %lld "
-		   "of %lld (%lld devices)%s\n",
-		ir_op_name(k->main_op), bytes, shape, (long long)g,
+		fprintf(f, "  collective: %s of %.0f bytes on the slice %s%s; group "
+		   "%lld of %lld (%lld devices)%s\n",
+		ir_op_name(k->main_op), bytes, shape,
+		hw->slice.at ? " (the compile's device order)" : "",
+		(long long)g,
 		(long long)n_groups,
 		(long long)(k->groups ? ir_groups_len(k->groups, g) : devices),
 		n_groups > 1 ? ", the slowest" : "");

@@ -1097,6 +1097,38 @@ static void test_run_topology(void **state)
 			       "devices), the slowest\n    slices: 2 devices, "
 			       "dcn: transfer ");
 	proc_free(&p);
+	/* the compile's device order (--devices) puts group 0, {0, 4}, on
+	 * one slice: index i on slice i % 2 at x (i / 2) % 2, y i / 4 */
+	char order[PATH_MAX];
+	char table[512] = "index,id,x,y,z,core_on_chip,slice\n";
+	for (int i = 0; i < 8; i++)
+		snprintf(table + strlen(table), sizeof table - strlen(table),
+			 "%d,%d,%d,%d,0,0,%d\n", i, i, (i / 2) % 2, i / 4, i % 2);
+	temp_file(order, table);
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--devices", order, "--explain", "r");
+	expect_rc(&p, 0);
+	expect_contains(p.out, "on the slice 2x2, 2 slices (the compile's "
+			       "device order); group 0 of 4 (2 devices), the "
+			       "slowest\n    y: 2 devices, line (no "
+			       "wraparound): transfer ");
+	expect_contains(p.out, "  ICI ");
+	expect_contains(p.out, " + DCN 0.0 = ");
+	proc_free(&p);
+	tpusim(&p, "run", path, "--hw", v5e, "--devices", order);
+	expect_rc(&p, 2);
+	expect_contains(p.err, "tpusim run: error: --devices places the devices "
+			       "of the --topology shape; give --topology too\n");
+	proc_free(&p);
+	unlink(order);
+	temp_file(order, "index,id,x,y,z,core_on_chip,slice\n0,0,-1,0,0,0,0\n");
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--devices", order);
+	expect_rc(&p, 1);
+	expect_contains(p.err, ":2:5: error: x: expected a whole number from 0 "
+			       "to 2147483647, got '-1'\n");
+	proc_free(&p);
+	unlink(order);
 	tpusim(&p, "run", path, "--hw", v5e, "--topology", "4x4");
 	expect_rc(&p, 1);
 	expect_contains(p.err, ":1:1: error: the module runs on 8 devices "

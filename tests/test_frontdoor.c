@@ -211,9 +211,10 @@ static void test_steps_set(void **state)
 	proc_free(&p);
 	char *text = slurp(data);
 	expect_contains(text, "id,module,hw,config,runtime_ns,runtime_min_ns,"
-			      "repeats,timing,source,topology,slices\n"
+			      "repeats,timing,source,topology,slices,devices\n"
 			      "tiny-v5e,modules/tiny-v5e.hlo,tpu-v5e,,10000000,"
-			      ",,device,test steps.csv 0,2x2,1\n");
+			      ",,device,test steps.csv 0,2x2,1,"
+			      "devices/tiny-v5e.csv\n");
 	ts_free(text);
 	/* the row costed on its slice (its topology and slices columns) */
 	tpusim(&p, "validate", "--data", out, "--hw-dir", hw);

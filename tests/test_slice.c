@@ -539,6 +539,61 @@ static void test_check(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * A compile's device order (hw_slice.at): v5e 8x16 (x: 8, no wrap; y: 16,
+ * wraps), the mesh numbering y fastest as MaxText's devices/ID.csv do
+ * (index i at x = i / 16, y = i % 16). [8,16]<=[128] groups 16
+ * consecutive indices: in JAX's default order (x fastest) x 0..7 by y
+ * 0..1, lines of 8 and 2; in the compile's, one whole y axis: the ring,
+ *   transfer = 2 x 15/16 x B / (2 links x link), latency = 2 x 8 x 500 ns
+ * A table must place every device of the slice, each on its own place.
+ */
+static void test_device_order(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!on_slice("v5e", "8x16", 1, &hw))
+		skip();
+	struct tu_built b;
+	struct hw_ici_cost c;
+	int64_t g;
+	build("all-reduce", "replica_groups=[8,16]<=[128]", 128, &b);
+	cost(&b, &hw, &c, &g);
+	assert_int_equal(c.n_axes, 2);
+	assert_axis(&c, 0, HW_PLACE_X, 8, HW_LINK_LINE);
+	assert_axis(&c, 1, HW_PLACE_Y, 2, HW_LINK_LINE);
+	int32_t at[128][HW_PLACE_COUNT];
+	memset(at, 0, sizeof at);
+	for (int i = 0; i < 128; i++) {
+		at[i][HW_PLACE_X] = i / 16;
+		at[i][HW_PLACE_Y] = i % 16;
+	}
+	hw.slice.at = (const int32_t (*)[HW_PLACE_COUNT])at;
+	hw.slice.n_at = 128;
+	struct ts_diag d = {0};
+	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_OK);
+	double B = cost(&b, &hw, &c, &g);
+	assert_int_equal(c.n_axes, 1);
+	assert_axis(&c, 0, HW_PLACE_Y, 16, HW_LINK_RING);
+	assert_rel(c.transfer_ns, 2 * 15.0 / 16 * B / (along(&hw) * link_of(&hw)));
+	assert_rel(c.latency_ns, 2 * 8 * hw.ici_latency_ns);
+	tu_built_free(&b);
+
+	hw.slice.n_at = 127;
+	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "the device order places 127 devices; the "
+				   "slice has 128");
+	hw.slice.n_at = 128;
+	at[5][HW_PLACE_X] = 8;
+	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "device 5 is placed at x 8: the slice has 8 "
+				   "(0 to 7)");
+	at[5][HW_PLACE_X] = 0;
+	at[5][HW_PLACE_Y] = 4;
+	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_string_equal(d.msg, "devices 4 and 5 are placed on one place");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_cores),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_device_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

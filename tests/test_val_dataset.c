@@ -623,6 +623,8 @@ static void write_module_set(char *dir, size_t cap, const char *meas,
 
 #define SLICE_HEADER "id,module,hw,config,runtime_ns,runtime_min_ns,repeats," \
 		     "timing,source,topology,slices\n"
+#define SLICE_HEADER_DEVICES "id,module,hw,config,runtime_ns,runtime_min_ns," \
+			     "repeats,timing,source,topology,slices,devices\n"
 
 /* The optional topology and slices columns: parsed per row with located
  * errors; a row on two slices is costed there (its DCN all-reduce slower
@@ -710,6 +712,112 @@ static void test_slice_columns(void **state)
 	val_report_free(&r);
 	val_specs_free(&specs);
 	val_dataset_free(&ds);
+	remove_set(dir);
+	assert_string_equal(got, want);
+}
+
+#define DEVICES_HEADER "index,id,x,y,z,core_on_chip,slice\n"
+
+/* Writes dir/d.csv (text NULL: removes it). */
+static void put_devices(const char *dir, const char *text)
+{
+	char path[1200];
+	snprintf(path, sizeof path, "%s/d.csv", dir);
+	if (text)
+		put_file(path, text);
+	else
+		assert_int_equal(remove(path), 0);
+}
+
+/* The optional devices column: a row's compile's device order (its
+ * devices/ID.csv), read into its slice; its errors at its own file's
+ * line:col, a device order without a topology at the row's field, one
+ * that does not fit the slice at the row's topology field. */
+static void test_devices_column(void **state)
+{
+	(void)state;
+	char dir[1024], got[4096], want[2048], hw_dir[1024], table[1024];
+	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
+	/* 8 devices of a 2x4, listed last index first, y fastest */
+	size_t n = (size_t)snprintf(table, sizeof table, DEVICES_HEADER);
+	for (int i = 7; i >= 0; i--)
+		n += (size_t)snprintf(table + n, sizeof table - n,
+				      "%d,%d,%d,%d,0,0,0\n", i, 100 + i, i / 4,
+				      i % 4);
+	static const struct {
+		const char *devices, *where, *msg;
+	} bad[] = {
+		{DEVICES_HEADER "0,0,0,0,0,0,0\n1,1,0,1,0,0,0\n0,2,0,2,0,0,0\n",
+		 "4:1", "index 0 again (first on line 2)"},
+		{DEVICES_HEADER "0,0,a,0,0,0,0\n", "2:5",
+		 "x: expected a whole number from 0 to 2147483647, got 'a'"},
+		{"index,id,x,y,z,core_on_chip\n0,0,0,0,0,0\n", "1:28",
+		 "header lacks column 'slice'"},
+		{DEVICES_HEADER "0,0,0,0,0,0,0\n2,1,0,1,0,0,0\n", "4:1",
+		 "2 devices but no index 1: the indices are 0 to 1, each once"},
+		{"", "1:1", "empty file: expected the header line "
+			    "index,id,x,y,z,core_on_chip,slice"},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+		write_module_set(dir, sizeof dir,
+				 SLICE_HEADER_DEVICES
+				 "a,m.hlo,tpu-v5e,,9,,,device,x,2x4,,d.csv\n",
+				 slice_module);
+		put_devices(dir, bad[i].devices);
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		enum ts_status st = val_dataset_load(dir, &ds, &d);
+		diag_line(&d, got, sizeof got);
+		snprintf(want, sizeof want, "%s/d.csv:%s: error: %s", dir,
+			 bad[i].where, bad[i].msg);
+		val_dataset_free(&ds);
+		put_devices(dir, NULL);
+		remove_set(dir);
+		assert_string_equal(got, want);
+		assert_int_equal(st, TS_ERR_PARSE);
+	}
+
+	write_module_set(dir, sizeof dir,
+			 SLICE_HEADER_DEVICES
+			 "a,m.hlo,tpu-v5e,,9,,,device,x,,,d.csv\n", slice_module);
+	struct val_dataset ds;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_ERR_PARSE);
+	diag_line(&d, got, sizeof got);
+	snprintf(want, sizeof want, "%s/measurements.csv:2:33: error: devices: "
+		 "a device order of no topology (the topology field is empty)",
+		 dir);
+	val_dataset_free(&ds);
+	remove_set(dir);
+	assert_string_equal(got, want);
+
+	write_module_set(dir, sizeof dir,
+			 SLICE_HEADER_DEVICES
+			 "a,m.hlo,tpu-v5e,,9,,,device,x,2x4,,d.csv\n"
+			 "b,m.hlo,tpu-v5e,,9,,,device,x,4x2,,d.csv\n",
+			 slice_module);
+	put_devices(dir, table);
+	struct val_specs specs;
+	struct val_report r;
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	const struct hw_slice *s = &ds.rows[0].slice;
+	assert_int_equal(s->n_at, 8);
+	assert_int_equal(s->at[5][HW_PLACE_X], 1);
+	assert_int_equal(s->at[5][HW_PLACE_Y], 1);
+	assert_int_equal(s->at[6][HW_PLACE_Y], 2);
+	assert_int_equal(ds.rows[0].devices_col, 36);
+	/* on 4x2 the same table places y 2 and 3 off the slice */
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
+			 TS_ERR_SPEC);
+	diag_line(&d, got, sizeof got);
+	snprintf(want, sizeof want, "%s/measurements.csv:3:31: error: "
+		 "topology: device 2 is placed at y 2: the slice has 2 (0 to 1)",
+		 dir);
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	put_devices(dir, NULL);
 	remove_set(dir);
 	assert_string_equal(got, want);
 }
@@ -923,6 +1031,7 @@ int main(void)
 		cmocka_unit_test(test_bad_details),
 		cmocka_unit_test(test_details_without_overhead),
 		cmocka_unit_test(test_slice_columns),
+		cmocka_unit_test(test_devices_column),
 		cmocka_unit_test(test_async_hidden),
 		cmocka_unit_test(test_missing_spec),
 		cmocka_unit_test(test_nomem),

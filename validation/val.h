@@ -44,7 +44,12 @@ enum val_col {
 extern const char *const val_set_columns[VAL_COL_COUNT];
 /* Columns a set may add after them: the slice a row ran on
  * (docs/MODEL.md "Collectives on a slice"). */
-enum val_opt_col { VAL_OPT_TOPOLOGY = 0, VAL_OPT_SLICES, VAL_OPT_COUNT };
+enum val_opt_col {
+	VAL_OPT_TOPOLOGY = 0,
+	VAL_OPT_SLICES,
+	VAL_OPT_DEVICES, /* the compile's device order (val_devices_parse) */
+	VAL_OPT_COUNT
+};
 extern const char *const val_set_opt_columns[VAL_OPT_COUNT];
 
 /* One measurement: a row of measurements.csv. Strings live in the dataset's
@@ -71,6 +76,11 @@ struct val_row {
 	                             1) columns; n_dims 0: none given */
 	uint32_t topology_col;    /* 1-based column of the topology field
 	                             (0: the set has none) */
+	const char *devices;      /* its devices field: the file of its
+	                             compile's device order, relative to the
+	                             set folder (loaded into slice.at); NULL:
+	                             none */
+	uint32_t devices_col;     /* 1-based column of the devices field */
 };
 
 /* One distinct module file; several rows may share it (tile configs). */
@@ -134,6 +144,25 @@ enum ts_status val_dataset_load_details(struct val_dataset *ds,
 enum ts_status val_dataset_load_csv(const char *csv_path,
 				    struct val_dataset *ds, struct ts_diag *d);
 void val_dataset_free(struct val_dataset *ds);
+/*
+ * A compile's device order (frontdoor's devices/ID.csv): RFC 4180 text
+ * whose header names index, id, x, y, z, core_on_chip and slice once each
+ * (any order, nothing else), then one line a device, every field a whole
+ * number: index (the number the module's replica groups use) 0 to n-1 each
+ * once; id (JAX's) read, not used; the chip's x, y, z in its slice, the
+ * device's core on the chip and its slice. Into *at (arena, n entries,
+ * entry `index` = its place, enum hw_place) and *n_at: hw_slice.at.
+ * Whether it fits a slice is hw_slice_check's. TS_ERR_PARSE at
+ * file:line:col with d->src the text (val_devices_load: file's own copy
+ * in the arena, as is file's name), TS_ERR_IO, TS_ERR_NOMEM.
+ */
+enum ts_status val_devices_parse(const char *file, const char *text,
+				 size_t len, struct ts_arena *arena,
+				 const int32_t (**at)[HW_PLACE_COUNT],
+				 int64_t *n_at, struct ts_diag *d);
+enum ts_status val_devices_load(const char *path, struct ts_arena *arena,
+				const int32_t (**at)[HW_PLACE_COUNT],
+				int64_t *n_at, struct ts_diag *d);
 /* Reads the header line of the RFC 4180 text (len bytes; a UTF-8 byte
  * order mark skipped): pos[c] gets the field index of names[c]. Every name
  * must be there once and nothing else; errors are TS_ERR_PARSE at

@@ -112,6 +112,7 @@ const char *const val_set_columns[VAL_COL_COUNT] = {
 const char *const val_set_opt_columns[VAL_OPT_COUNT] = {
 	[VAL_OPT_TOPOLOGY] = "topology",
 	[VAL_OPT_SLICES] = "slices",
+	[VAL_OPT_DEVICES] = "devices",
 };
 
 /* ---- RFC 4180 lexer ----------------------------------------------------- */
@@ -506,63 +507,72 @@ static bool inside(const char *rd, const char *dir, const char *rel,
 	return rd != NULL;
 }
 
-/* One module's file names: full path for opening, bare name for reports.
- * A module must lie inside the set's folder (real path rd), symbolic links
- * followed. */
+/* A file a row names (what: "module", "devices"; noun: "a module", "a
+ * device order"), rel relative to the set's folder dir (real path rd),
+ * located at the row's line and col:
+ * its full path (arena) into *full when it is a regular file inside the
+ * folder, symbolic links followed. */
+static enum ts_status check_set_file(struct val_dataset *ds, const char *dir,
+				     size_t dir_len, const char *rd,
+				     struct plain_dir *seen, const char *what,
+				     const char *noun, const char *rel,
+				     uint32_t line,
+				     uint32_t col, const char **full,
+				     struct ts_diag *d)
+{
+	size_t len = strlen(rel);
+	if (len > SIZE_MAX - dir_len - 2)
+		return TS_ERR_NOMEM;
+	char *path = ts_arena_alloc(&ds->arena, dir_len + len + 2);
+	if (!path)
+		return TS_ERR_NOMEM;
+	memcpy(path, dir, dir_len);
+	path[dir_len] = '/';
+	memcpy(path + dir_len + 1, rel, len + 1);
+	*full = path;
+	if (rel[0] == '/') {
+		ts_diag_set(d, ds->csv_path, line, col,
+			    "%s path '%s' is absolute: %s is named relative "
+			    "to the set's folder", what, rel, noun);
+		return TS_ERR_PARSE;
+	}
+	struct stat sb;
+	if (stat(path, &sb) != 0) {
+		ts_diag_set(d, ds->csv_path, line, col,
+			    "%s file '%s' not found: %s", what, rel,
+			    strerror(errno));
+		return TS_ERR_PARSE;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		ts_diag_set(d, ds->csv_path, line, col,
+			    "%s '%s' is not a regular file", what, rel);
+		return TS_ERR_PARSE;
+	}
+	if (!inside(rd, dir, rel, path, seen)) {
+		ts_diag_set(d, ds->csv_path, line, col,
+			    "%s path '%s' leads outside the set's folder",
+			    what, rel);
+		return TS_ERR_PARSE;
+	}
+	return TS_OK;
+}
+
+/* One module's file names: full path for opening, bare name for reports. */
 static enum ts_status check_module(struct val_dataset *ds, const char *dir,
 				   size_t dir_len, const char *rd,
 				   struct plain_dir *seen,
 				   const uint32_t *module_cols,
 				   struct val_module *m, struct ts_diag *d)
 {
-	size_t len = strlen(m->path);
-	if (len > SIZE_MAX - dir_len - 2)
-		return TS_ERR_NOMEM;
-	char *full = ts_arena_alloc(&ds->arena, dir_len + len + 2);
-	if (!full)
-		return TS_ERR_NOMEM;
-	memcpy(full, dir, dir_len);
-	full[dir_len] = '/';
-	memcpy(full + dir_len + 1, m->path, len + 1);
-	m->full_path = full;
-
 	const char *base;
 	size_t blen = ts_path_stem(m->path, &base);
 	m->name = ts_arena_strndup(&ds->arena, base, blen);
 	if (!m->name)
 		return TS_ERR_NOMEM;
-
-	const struct val_row *row = &ds->rows[m->first_row];
-	if (m->path[0] == '/') {
-		ts_diag_set(d, ds->csv_path, row->line,
-			    module_cols[m->first_row],
-			    "module path '%s' is absolute: a module is "
-			    "named relative to the set's folder", m->path);
-		return TS_ERR_PARSE;
-	}
-	struct stat sb;
-	if (stat(full, &sb) != 0) {
-		ts_diag_set(d, ds->csv_path, row->line,
-			    module_cols[m->first_row],
-			    "module file '%s' not found: %s", m->path,
-			    strerror(errno));
-		return TS_ERR_PARSE;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		ts_diag_set(d, ds->csv_path, row->line,
-			    module_cols[m->first_row],
-			    "module '%s' is not a regular file",
-			    m->path);
-		return TS_ERR_PARSE;
-	}
-	if (!inside(rd, dir, m->path, full, seen)) {
-		ts_diag_set(d, ds->csv_path, row->line,
-			    module_cols[m->first_row],
-			    "module path '%s' leads outside the set's "
-			    "folder", m->path);
-		return TS_ERR_PARSE;
-	}
-	return TS_OK;
+	return check_set_file(ds, dir, dir_len, rd, seen, "module",
+			      "a module", m->path,
+			      ds->rows[m->first_row].line,
+			      module_cols[m->first_row], &m->full_path, d);
 }
 
 static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
@@ -576,6 +586,20 @@ static enum ts_status check_modules(struct val_dataset *ds, const char *dir,
 	for (int i = 0; i < ds->n_modules && st == TS_OK; i++)
 		st = check_module(ds, dir, dir_len, rd, &seen, module_cols,
 				  &ds->modules[i], d);
+	/* each row's device order; its own errors are in its file */
+	for (int i = 0; i < ds->n_rows && st == TS_OK; i++) {
+		struct val_row *row = &ds->rows[i];
+		const char *full;
+		if (!row->devices)
+			continue;
+		st = check_set_file(ds, dir, dir_len, rd, &seen, "devices",
+				    "a device order", row->devices, row->line,
+				    row->devices_col,
+				    &full, d);
+		if (st == TS_OK)
+			st = val_devices_load(full, &ds->arena, &row->slice.at,
+					      &row->slice.n_at, d);
+	}
 	free(rd);
 	return st;
 }
@@ -590,14 +614,24 @@ static enum ts_status fill_slice(struct val_dataset *ds, struct val_row *row,
 	const char *file = ds->csv_path;
 	int it = col_of[VAL_COL_COUNT + VAL_OPT_TOPOLOGY];
 	int is = col_of[VAL_COL_COUNT + VAL_OPT_SLICES];
+	int iv = col_of[VAL_COL_COUNT + VAL_OPT_DEVICES];
 	const struct field *ft = it >= 0 ? &f[it] : NULL;
 	const struct field *fs = is >= 0 ? &f[is] : NULL;
+	const struct field *fv = iv >= 0 ? &f[iv] : NULL;
 	memset(&row->slice, 0, sizeof row->slice);
 	row->topology_col = ft ? ft->col : 0;
+	row->devices = fv && fv->text[0] ? fv->text : NULL;
+	row->devices_col = fv ? fv->col : 0;
 	if (fs && fs->text[0] && !(ft && ft->text[0])) {
 		ts_diag_set(d, file, line, fs->col,
 			    "slices: %s slices of no topology (the topology "
 			    "field is empty)", fs->text);
+		return TS_ERR_PARSE;
+	}
+	if (row->devices && !(ft && ft->text[0])) {
+		ts_diag_set(d, file, line, fv->col,
+			    "devices: a device order of no topology (the "
+			    "topology field is empty)");
 		return TS_ERR_PARSE;
 	}
 	if (!ft || !ft->text[0])
@@ -866,7 +900,8 @@ static enum ts_status parse_csv(struct val_dataset *ds, const char *dir,
 out:
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, ds->csv_path, 0, 0, "out of memory");
-	if (st != TS_OK && d) {
+	/* (an error in a devices file shows that file's line) */
+	if (st != TS_OK && d && d->file == ds->csv_path) {
 		d->src = ds->csv_text;
 		d->src_len = ds->csv_len;
 	}
@@ -1081,6 +1116,138 @@ out:
 	ts_free(seen);
 	ts_free(lx.buf);
 	return st;
+}
+
+/* ---- a compile's device order (devices/ID.csv) ---------------------------- */
+
+enum { DEV_INDEX, DEV_ID, DEV_X, DEV_Y, DEV_Z, DEV_CORE, DEV_SLICE, DEV_COLS };
+
+enum ts_status val_devices_parse(const char *file, const char *text,
+				 size_t len, struct ts_arena *arena,
+				 const int32_t (**at)[HW_PLACE_COUNT],
+				 int64_t *n_at, struct ts_diag *d)
+{
+	static const char *const names[DEV_COLS] = {
+		"index", "id", "x", "y", "z", "core_on_chip", "slice"};
+	/* the place each column gives (enum hw_place), -1: none */
+	static const int place_of[DEV_COLS] = {-1, -1, HW_PLACE_X, HW_PLACE_Y,
+					       HW_PLACE_Z, HW_PLACE_CORE,
+					       HW_PLACE_SLICE};
+	struct lexer lx = {.p = text, .end = text + len, .line = 1, .col = 1,
+			   .arena = arena, .file = file, .d = d};
+	enum ts_status st = TS_OK;
+	int32_t (*table)[HW_PLACE_COUNT] = NULL;
+	uint32_t *line_of = NULL; /* the line of each index, 0: not yet */
+	int pos[DEV_COLS], n_fields;
+	struct field f[DEV_COLS];
+	int64_t n = 0;
+	if (len >= 3 && !memcmp(lx.p, "\xEF\xBB\xBF", 3))
+		lx.p += 3;
+	if (lx.p == lx.end) {
+		ts_diag_set(d, file, 1, 1, "empty file: expected the header "
+			    "line index,id,x,y,z,core_on_chip,slice");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	if ((st = lex_columns(&lx, names, DEV_COLS, DEV_COLS, pos,
+			      &n_fields)))
+		goto out;
+	size_t cap = count_lines(text, len);
+	table = ts_arena_array(arena, cap, sizeof *table);
+	line_of = ts_calloc(cap, sizeof *line_of);
+	if (!table || !line_of) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	while (lx.p < lx.end) {
+		uint32_t line = lx.line;
+		if ((st = lex_record(&lx, f, n_fields, "a device")))
+			goto out;
+		int64_t v[DEV_COLS];
+		for (int c = 0; c < DEV_COLS; c++) {
+			const struct field *fc = &f[pos[c]];
+			if (!parse_int(fc->text, 0, &v[c]) || v[c] > INT32_MAX) {
+				ts_diag_set(d, file, line, fc->col,
+					    "%s: expected a whole number from 0 "
+					    "to %d, got '%s'", names[c],
+					    INT32_MAX, fc->text);
+				st = TS_ERR_PARSE;
+				goto out;
+			}
+		}
+		const struct field *fi = &f[pos[DEV_INDEX]];
+		if ((size_t)v[DEV_INDEX] >= cap) {
+			ts_diag_set(d, file, line, fi->col,
+				    "index %lld: the file has room for "
+				    "indices 0 to %zu only (one line a device)",
+				    (long long)v[DEV_INDEX], cap - 1);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if (line_of[v[DEV_INDEX]]) {
+			ts_diag_set(d, file, line, fi->col,
+				    "index %lld again (first on line %u)",
+				    (long long)v[DEV_INDEX],
+				    line_of[v[DEV_INDEX]]);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		line_of[v[DEV_INDEX]] = line;
+		for (int c = 0; c < DEV_COLS; c++)
+			if (place_of[c] >= 0)
+				table[v[DEV_INDEX]][place_of[c]] = (int32_t)v[c];
+		n++;
+	}
+	for (int64_t i = 0; i < n; i++)
+		if (!line_of[i]) {
+			ts_diag_set(d, file, lx.line, 1,
+				    "%lld devices but no index %lld: the "
+				    "indices are 0 to %lld, each once",
+				    (long long)n, (long long)i, (long long)n - 1);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+	if (n == 0) {
+		ts_diag_set(d, file, lx.line, 1, "no devices after the header");
+		st = TS_ERR_PARSE;
+		goto out;
+	}
+	*at = (const int32_t (*)[HW_PLACE_COUNT])table;
+	*n_at = n;
+out:
+	if (st == TS_ERR_NOMEM)
+		ts_diag_set(d, file, 0, 0, "out of memory");
+	if (st != TS_OK && d) {
+		d->src = text;
+		d->src_len = len;
+	}
+	ts_free(line_of);
+	ts_free(lx.buf);
+	return st;
+}
+
+enum ts_status val_devices_load(const char *path, struct ts_arena *arena,
+				const int32_t (**at)[HW_PLACE_COUNT],
+				int64_t *n_at, struct ts_diag *d)
+{
+	char *buf;
+	size_t len;
+	const char *file = ts_arena_strndup(arena, path, strlen(path));
+	if (!file) {
+		ts_diag_set(d, path, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	enum ts_status st = ts_read_file(file, &buf, &len, d);
+	if (st)
+		return st;
+	/* the text stays for d's carets */
+	char *text = ts_arena_dup(arena, buf, len ? len : 1);
+	ts_free(buf);
+	if (!text) {
+		ts_diag_set(d, file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	return val_devices_parse(file, text, len, arena, at, n_at, d);
 }
 
 /* dir + "/" + name (ts_malloc'd), or NULL. */
