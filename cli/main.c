@@ -519,15 +519,28 @@ static int parse_topology(struct cmd_ctx *ctx, const struct cmd *cmd,
 }
 
 /* The slice on every spec loaded (ctx->hw, ctx->more_hw), each checked to
- * fit its generation. */
-static int set_slice(struct cmd_ctx *ctx, const struct cmd *cmd)
+ * fit its generation, and the device order (read from `devices`, if any)
+ * to fit the slice. */
+static int set_slice(struct cmd_ctx *ctx, const struct cmd *cmd,
+		     const char *devices)
 {
 	for (int i = -1; i < ctx->n_more_hw; i++) {
 		struct hw_spec *hw = i < 0 ? &ctx->hw : &ctx->more_hw[i];
 		struct ts_diag d = {0};
-		if (hw_slice_check(hw, &ctx->slice, &d) != TS_OK) {
+		struct hw_slice shape = ctx->slice;
+		shape.at = NULL;
+		if (hw_slice_check(hw, &shape, &d) != TS_OK) {
 			cmd_error(ctx, "--topology: %s", d.msg);
 			return usage_error(ctx, cmd);
+		}
+		enum ts_status st = hw_slice_check(hw, &ctx->slice, &d);
+		if (st == TS_ERR_NOMEM) {
+			cmd_error(ctx, "out of memory");
+			return (int)cmd_exit_from_status(st);
+		}
+		if (st != TS_OK) {
+			fprintf(ctx->err, "%s: error: %s\n", devices, d.msg);
+			return CMD_EXIT_INPUT;
 		}
 		hw->slice = ctx->slice;
 	}
@@ -774,7 +787,7 @@ static int run_cmd(const struct cmd *cmd, int argc, char **argv)
 	if (cmd->flags & CMD_NEEDS_HW) {
 		rc = load_hw(&ctx, cmd, sets, n_sets, more, n_more);
 		if (rc == CMD_EXIT_OK && ctx.slice.n_dims && ctx.hw_path)
-			rc = set_slice(&ctx, cmd);
+			rc = set_slice(&ctx, cmd, devices);
 		if (rc != CMD_EXIT_OK)
 			goto out;
 	}

@@ -24,9 +24,10 @@ the shared set format that `tpusim validate --data OUT` reads:
 
 Each row compiles in a child process of its own (isolation, its peak
 memory, a timeout), pinned to one core; a failure is recorded with its
-error. Each row's result goes into OUT as soon as it is built (under a
-lock, each file written whole then renamed), so runs into the same OUT can
-go side by side (one per core) and a run cut short keeps what it built.
+error. Each row goes into OUT as soon as it is built, its files and its
+result together under OUT's lock (each file written whole, then renamed),
+so runs into the same OUT can go side by side (one per core, other rows)
+and a run cut short keeps what it built.
 Rows not named keep what an earlier run into OUT built.
 
 Builders: `maxtext` compiles with MaxText's own code (maxtext 0.2.4 in
@@ -46,7 +47,6 @@ import fcntl
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,45 +146,49 @@ def build(rows: list[dict], table: list[dict], out: pathlib.Path, csv_path: str,
                 result = run_child("jax", s, work, timeout, core)
                 result["fallback"] = f"maxtext: {first['error']} ({first['seconds']} s)"
             hlo = work / f"{s.id}.tpu.hlo"
-            files = {work / f"{s.id}.tpu.hlo": out / "modules" / f"{s.id}.hlo",
-                     work / f"{s.id}.devices.csv": out / "devices" / f"{s.id}.csv",
-                     work / f"{s.id}.json": out / "records" / f"{s.id}.json"}
             if "error" not in result and not hlo.exists():
                 result["error"] = "the compile wrote no module"
             if "error" not in result:
                 result["module_kb"] = round(hlo.stat().st_size / 1024)
-            for made, kept in files.items():
-                if "error" in result:
-                    kept.unlink(missing_ok=True)
-                else:
-                    shutil.copyfile(made, kept.with_name(kept.name + ".tmp"))
-                    os.replace(kept.with_name(kept.name + ".tmp"), kept)
-            record(table, out, csv_path, s.id, result)
+            record(table, out, csv_path, s.id, result, {
+                work / f"{s.id}.tpu.hlo": out / "modules" / f"{s.id}.hlo",
+                work / f"{s.id}.devices.csv": out / "devices" / f"{s.id}.csv",
+                work / f"{s.id}.json": out / "records" / f"{s.id}.json"})
             print(f"{s.id}: {'built' if 'error' not in result else result['error']}"
                   f" ({result['seconds']} s, {result['peak_mb']} MB)", file=sys.stderr, flush=True)
 
 
 def record(table: list[dict], out: pathlib.Path, csv_path: str,
-           row_id: str | None = None, result: dict | None = None) -> int:
-    """Adds a row's result to OUT/builds.json (none: only reads it) and
-    rewrites measurements.csv and MANIFEST.md from it, under OUT's lock; the
-    number of rows built."""
+           row_id: str | None = None, result: dict | None = None,
+           files: dict[pathlib.Path, pathlib.Path] | None = None) -> int:
+    """Under OUT's lock: a row's files (made -> kept: copied when it built,
+    the kept ones removed when it did not) and its result in
+    OUT/builds.json (none: only reads it), then measurements.csv and
+    MANIFEST.md rewritten from it; the number of rows built."""
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        for made, kept in (files or {}).items():
+            if "error" in result:
+                kept.unlink(missing_ok=True)
+            else:
+                write_whole(kept, made.read_bytes())
         state = out / "builds.json"
         builds = json.loads(state.read_text()) if state.exists() else {}
         if row_id is not None:
             builds[row_id] = result
         builds = {r["id"]: builds[r["id"]] for r in table if r["id"] in builds}
-        write_whole(state, json.dumps(builds, indent=1, sort_keys=True) + "\n")
+        write_whole(state, (json.dumps(builds, indent=1, sort_keys=True) + "\n").encode())
         n = write_measurements(table, out, builds)
         write_manifest(table, out, builds, csv_path)
     return n
 
 
-def write_whole(path: pathlib.Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+def write_whole(path: pathlib.Path, data: bytes) -> None:
+    """path's new bytes, written to a temporary file of this process's
+    beside it, then renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
 
 
@@ -199,17 +203,17 @@ def write_measurements(table: list[dict], out: pathlib.Path, builds: dict) -> in
             continue
         s = step_rows.parse(row)
         lines.append(",".join([
-            quote(s.id), f"modules/{s.id}.hlo", f"tpu-{s.hw}", "", str(s.runtime_ns),
+            quote(s.id), quote(f"modules/{s.id}.hlo"), f"tpu-{s.hw}", "", str(s.runtime_ns),
             "", "", "device", quote(s.source), s.topology, str(s.slices),
-            f"devices/{s.id}.csv"]))
-    write_whole(out / "measurements.csv", "\n".join(lines) + "\n")
+            quote(f"devices/{s.id}.csv")]))
+    write_whole(out / "measurements.csv", ("\n".join(lines) + "\n").encode())
     return len(lines) - 1
 
 
 def write_manifest(table: list[dict], out: pathlib.Path, builds: dict, csv_path: str) -> None:
     from frontdoor import manifest
 
-    write_whole(out / "MANIFEST.md", manifest.text(table, out, builds, csv_path))
+    write_whole(out / "MANIFEST.md", manifest.text(table, out, builds, csv_path).encode())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -209,7 +209,9 @@ static enum ts_status check_places(const struct hw_spec *hw,
 void hw_slice_place(const struct hw_spec *hw, int64_t d,
 		    int64_t place[HW_PLACE_COUNT])
 {
-	if (hw->slice.at && d >= 0 && d < hw->slice.n_at) {
+	if (hw->slice.at) {
+		/* hw_slice_check: a table of the slice's every device */
+		TS_ASSERT(d >= 0 && d < hw->slice.n_at);
 		for (int a = 0; a < HW_PLACE_COUNT; a++)
 			place[a] = hw->slice.at[d][a];
 		return;

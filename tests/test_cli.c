@@ -1129,6 +1129,17 @@ static void test_run_topology(void **state)
 			       "to 2147483647, got '-1'\n");
 	proc_free(&p);
 	unlink(order);
+	/* a table of another slice's devices: said of the file */
+	temp_file(order, "index,id,x,y,z,core_on_chip,slice\n0,0,0,0,0,0,0\n");
+	tpusim(&p, "run", path, "--hw", v5e, "--topology", "2x2", "--slices",
+	       "2", "--devices", order);
+	expect_rc(&p, 1);
+	char want[PATH_MAX + 96];
+	snprintf(want, sizeof want, "%s: error: the device order places 1 "
+		 "device; the slice has 8\n", order);
+	expect_contains(p.err, want);
+	proc_free(&p);
+	unlink(order);
 	tpusim(&p, "run", path, "--hw", v5e, "--topology", "4x4");
 	expect_rc(&p, 1);
 	expect_contains(p.err, ":1:1: error: the module runs on 8 devices "

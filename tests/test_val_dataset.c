@@ -732,7 +732,7 @@ static void put_devices(const char *dir, const char *text)
 /* The optional devices column: a row's compile's device order (its
  * devices/ID.csv), read into its slice; its errors at its own file's
  * line:col, a device order without a topology at the row's field, one
- * that does not fit the slice at the row's topology field. */
+ * that does not fit the slice at the row's devices field. */
 static void test_devices_column(void **state)
 {
 	(void)state;
@@ -753,8 +753,8 @@ static void test_devices_column(void **state)
 		 "x: expected a whole number from 0 to 2147483647, got 'a'"},
 		{"index,id,x,y,z,core_on_chip\n0,0,0,0,0,0\n", "1:28",
 		 "header lacks column 'slice'"},
-		{DEVICES_HEADER "0,0,0,0,0,0,0\n2,1,0,1,0,0,0\n", "4:1",
-		 "2 devices but no index 1: the indices are 0 to 1, each once"},
+		{DEVICES_HEADER "0,0,0,0,0,0,0\n2,1,0,1,0,0,0\n", "3:1",
+		 "index 2: the file lists 2 devices, indexed 0 to 1"},
 		{"", "1:1", "empty file: expected the header line "
 			    "index,id,x,y,z,core_on_chip,slice"},
 	};
@@ -811,8 +811,8 @@ static void test_devices_column(void **state)
 	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
 			 TS_ERR_SPEC);
 	diag_line(&d, got, sizeof got);
-	snprintf(want, sizeof want, "%s/measurements.csv:3:31: error: "
-		 "topology: device 2 is placed at y 2: the slice has 2 (0 to 1)",
+	snprintf(want, sizeof want, "%s/measurements.csv:3:36: error: "
+		 "devices: device 2 is placed at y 2: the slice has 2 (0 to 1)",
 		 dir);
 	val_report_free(&r);
 	val_specs_free(&specs);

@@ -509,9 +509,9 @@ static bool inside(const char *rd, const char *dir, const char *rel,
 
 /* A file a row names (what: "module", "devices"; noun: "a module", "a
  * device order"), rel relative to the set's folder dir (real path rd),
- * located at the row's line and col:
- * its full path (arena) into *full when it is a regular file inside the
- * folder, symbolic links followed. */
+ * located at the row's line and col: its full path (arena) into *full,
+ * then TS_OK when it is a regular file inside the folder, symbolic links
+ * followed. */
 static enum ts_status check_set_file(struct val_dataset *ds, const char *dir,
 				     size_t dir_len, const char *rd,
 				     struct plain_dir *seen, const char *what,
@@ -545,7 +545,7 @@ static enum ts_status check_set_file(struct val_dataset *ds, const char *dir,
 	}
 	if (!S_ISREG(sb.st_mode)) {
 		ts_diag_set(d, ds->csv_path, line, col,
-			    "%s '%s' is not a regular file", what, rel);
+			    "%s file '%s' is not a regular file", what, rel);
 		return TS_ERR_PARSE;
 	}
 	if (!inside(rd, dir, rel, path, seen)) {
@@ -1136,7 +1136,8 @@ enum ts_status val_devices_parse(const char *file, const char *text,
 	struct lexer lx = {.p = text, .end = text + len, .line = 1, .col = 1,
 			   .arena = arena, .file = file, .d = d};
 	enum ts_status st = TS_OK;
-	int32_t (*table)[HW_PLACE_COUNT] = NULL;
+	int32_t (*table)[HW_PLACE_COUNT] = NULL, (*read)[HW_PLACE_COUNT] = NULL;
+	struct { int64_t index; uint32_t line, col; } *rows = NULL;
 	uint32_t *line_of = NULL; /* the line of each index, 0: not yet */
 	int pos[DEV_COLS], n_fields;
 	struct field f[DEV_COLS];
@@ -1153,13 +1154,13 @@ enum ts_status val_devices_parse(const char *file, const char *text,
 			      &n_fields)))
 		goto out;
 	size_t cap = count_lines(text, len);
-	table = ts_arena_array(arena, cap, sizeof *table);
-	line_of = ts_calloc(cap, sizeof *line_of);
-	if (!table || !line_of) {
+	read = ts_malloc(cap * sizeof *read);
+	rows = ts_malloc(cap * sizeof *rows);
+	if (!read || !rows) {
 		st = TS_ERR_NOMEM;
 		goto out;
 	}
-	while (lx.p < lx.end) {
+	for (; lx.p < lx.end; n++) {
 		uint32_t line = lx.line;
 		if ((st = lex_record(&lx, f, n_fields, "a device")))
 			goto out;
@@ -1174,43 +1175,44 @@ enum ts_status val_devices_parse(const char *file, const char *text,
 				st = TS_ERR_PARSE;
 				goto out;
 			}
-		}
-		const struct field *fi = &f[pos[DEV_INDEX]];
-		if ((size_t)v[DEV_INDEX] >= cap) {
-			ts_diag_set(d, file, line, fi->col,
-				    "index %lld: the file has room for "
-				    "indices 0 to %zu only (one line a device)",
-				    (long long)v[DEV_INDEX], cap - 1);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-		if (line_of[v[DEV_INDEX]]) {
-			ts_diag_set(d, file, line, fi->col,
-				    "index %lld again (first on line %u)",
-				    (long long)v[DEV_INDEX],
-				    line_of[v[DEV_INDEX]]);
-			st = TS_ERR_PARSE;
-			goto out;
-		}
-		line_of[v[DEV_INDEX]] = line;
-		for (int c = 0; c < DEV_COLS; c++)
 			if (place_of[c] >= 0)
-				table[v[DEV_INDEX]][place_of[c]] = (int32_t)v[c];
-		n++;
-	}
-	for (int64_t i = 0; i < n; i++)
-		if (!line_of[i]) {
-			ts_diag_set(d, file, lx.line, 1,
-				    "%lld devices but no index %lld: the "
-				    "indices are 0 to %lld, each once",
-				    (long long)n, (long long)i, (long long)n - 1);
-			st = TS_ERR_PARSE;
-			goto out;
+				read[n][place_of[c]] = (int32_t)v[c];
 		}
+		rows[n].index = v[DEV_INDEX];
+		rows[n].line = line;
+		rows[n].col = f[pos[DEV_INDEX]].col;
+	}
 	if (n == 0) {
 		ts_diag_set(d, file, lx.line, 1, "no devices after the header");
 		st = TS_ERR_PARSE;
 		goto out;
+	}
+	/* n lines, indices 0 to n - 1 each once: each device's place */
+	table = ts_arena_array(arena, (size_t)n, sizeof *table);
+	line_of = ts_calloc((size_t)n, sizeof *line_of);
+	if (!table || !line_of) {
+		st = TS_ERR_NOMEM;
+		goto out;
+	}
+	for (int64_t k = 0; k < n; k++) {
+		int64_t i = rows[k].index;
+		if (i >= n) {
+			ts_diag_set(d, file, rows[k].line, rows[k].col,
+				    "index %lld: the file lists %lld devices, "
+				    "indexed 0 to %lld", (long long)i,
+				    (long long)n, (long long)n - 1);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		if (line_of[i]) {
+			ts_diag_set(d, file, rows[k].line, rows[k].col,
+				    "index %lld again (first on line %u)",
+				    (long long)i, line_of[i]);
+			st = TS_ERR_PARSE;
+			goto out;
+		}
+		line_of[i] = rows[k].line;
+		memcpy(table[i], read[k], sizeof table[i]);
 	}
 	*at = (const int32_t (*)[HW_PLACE_COUNT])table;
 	*n_at = n;
@@ -1221,6 +1223,8 @@ out:
 		d->src = text;
 		d->src_len = len;
 	}
+	ts_free(read);
+	ts_free(rows);
 	ts_free(line_of);
 	ts_free(lx.buf);
 	return st;

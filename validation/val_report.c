@@ -268,10 +268,11 @@ static struct hw_slice row_slice(const struct val_report *r,
 	return row->slice.n_dims ? row->slice : r->opts.slice;
 }
 
-/* Whether row's slice (hw->slice) fits its generation and its module's
- * program (parsed from `path`, the dataset's string: d outlives the
- * module): TS_ERR_SPEC otherwise, d at the row's topology field when it
- * has one; for the report's default slice, the option's message or where
+/* Whether row's slice (hw->slice) fits its generation, its device order
+ * the slice, and its module's program (parsed from `path`, the dataset's
+ * string: d outlives the module): TS_ERR_SPEC otherwise, d at the row's
+ * topology field (devices field: its device order) when it has one; for
+ * the report's default slice, the option's message or where
  * sim_program_check_slice puts it. */
 static enum ts_status check_slice(const struct val_report *r,
 				  const struct val_row *row,
@@ -282,19 +283,32 @@ static enum ts_status check_slice(const struct val_report *r,
 	struct ts_diag sd = {0};
 	if (!hw->slice.n_dims)
 		return TS_OK;
-	enum ts_status st = hw_slice_check(hw, &hw->slice, &sd);
+	struct hw_slice shape = hw->slice;
+	shape.at = NULL;
+	enum ts_status st = hw_slice_check(hw, &shape, &sd);
+	bool order = false; /* the device order is what does not fit */
+	if (st == TS_OK && hw->slice.at) {
+		st = hw_slice_check(hw, &hw->slice, &sd);
+		order = st != TS_OK;
+	}
+	if (st == TS_ERR_NOMEM) {
+		ts_diag_set(d, path, 0, 0, "out of memory");
+		return st;
+	}
 	bool fits = st == TS_OK;
 	if (fits)
 		st = sim_program_check_slice(prog, hw, &sd);
 	if (st == TS_OK)
 		return TS_OK;
 	if (row->slice.n_dims) {
-		ts_diag_set(d, r->ds->csv_path, row->line, row->topology_col,
-			    "topology: %s", sd.msg);
+		ts_diag_set(d, r->ds->csv_path, row->line,
+			    order ? row->devices_col : row->topology_col,
+			    "%s: %s", order ? "devices" : "topology", sd.msg);
 		d->src = r->ds->csv_text;
 		d->src_len = r->ds->csv_len;
 	} else if (!fits) {
-		ts_diag_set(d, NULL, 0, 0, "--topology: %s", sd.msg);
+		ts_diag_set(d, NULL, 0, 0, "%s: %s",
+			    order ? "--devices" : "--topology", sd.msg);
 	} else {
 		*d = sd;
 		d->file = path;
