@@ -27,7 +27,8 @@ PASSED = ("remat_policy", "decoder_layer_input", "query_proj", "key_proj",
           "use_iota_embed", "num_vocab_tiling", "scan_layers",
           "sa_block_q", "sa_block_kv", "sa_block_kv_compute", "sa_block_q_dkv",
           "sa_block_kv_dkv", "sa_block_kv_dkv_compute", "sa_block_q_dq",
-          "sa_block_kv_dq", "sa_use_fused_bwd_kernel")
+          "sa_block_kv_dq", "sa_use_fused_bwd_kernel",
+          "allow_split_physical_axes", "custom_mesh")
 
 
 def flags(s: Step, out: str) -> list[str]:
