@@ -187,6 +187,9 @@ def write_whole(path: pathlib.Path, data: bytes) -> None:
     """path's new bytes, written to a temporary file of this process's
     beside it, then renamed over it."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)   # as open() would make it, not mkstemp's 0600
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
