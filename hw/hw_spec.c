@@ -107,6 +107,7 @@ static const struct hw_field mxu_fields[] = {
 	HW_REAL("mxu", "macs_per_cell_cycle", mxu_macs_per_cell_cycle, "MACs", 0.125, 16),
 	HW_INT("mxu", "f32_passes", mxu_f32_passes, "passes", 1, 9),
 	HW_REAL("mxu", "pass_cycles", mxu_pass_cycles, "cycles", 0, 1e4),
+	HW_REAL("mxu", "int8_rate", mxu_int8_rate, "", 1, 8),
 };
 HW_SECTION_FITS(mxu_fields);
 

@@ -113,6 +113,11 @@ struct hw_spec {
 	double mxu_pass_cycles;   /* bubble cycles per weight-tile pass of an
 	                             array (switching to the next tile's
 	                             weights); YAML mxu.pass_cycles */
+	double mxu_int8_rate;     /* MACs of an int8 x int8 contraction a cell
+	                             does per bf16 MAC: the published int8 peak
+	                             over the bf16 one (2 on v5e, v5p, v6e; 1
+	                             where int8 runs at the bf16 rate); YAML
+	                             mxu.int8_rate */
 
 	/* VPU, per TensorCore */
 	int vpu_sublanes;         /* 8 on every generation */

@@ -416,6 +416,7 @@ static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
 	if (!p->has_kernel) {
 		s->mxu_count = s->mxu_rows = s->mxu_cols = s->mxu_f32_passes = 0;
 		s->mxu_macs_per_cell_cycle = s->mxu_pass_cycles = 0;
+		s->mxu_int8_rate = 0;
 	}
 }
 
@@ -587,7 +588,7 @@ bool sim_plan_spec_free(const struct hw_field_info *f)
 	};
 	static const char *const fields[] = {
 		"mxu.count", "mxu.rows", "mxu.cols", "mxu.clock_hz",
-		"mxu.macs_per_cell_cycle", "mxu.pass_cycles",
+		"mxu.macs_per_cell_cycle", "mxu.pass_cycles", "mxu.int8_rate",
 	};
 	for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
 		if (!strncmp(f->path, groups[i], strlen(groups[i])))

@@ -192,6 +192,24 @@ static bool dim_ok(int d, const struct ir_shape *s)
  * Source: docs/HLO.md 3.1. Counts what the HLO asks for, not what the
  * MXU does: padding of K/N to the array size is the model's business.
  */
+double sim_work_bf16_macs(const struct sim_work *w, const struct hw_spec *hw)
+{
+	double rate = hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
+	return w->mxu_macs - w->mxu_int8_macs + w->mxu_int8_macs / rate;
+}
+
+bool sim_int8_contraction(const struct ir_instr *c)
+{
+	if (c->n_operands < 2)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		enum ir_type t = c->operands[i]->shape.type;
+		if (t != IR_TYPE_S8 && t != IR_TYPE_U8)
+			return false;
+	}
+	return true;
+}
+
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d)
 {
@@ -389,7 +407,8 @@ static enum ts_status count_comp(const struct ir_computation *c,
  * docs/HLO.md 3.1):
  *   elementwise      flops += E, vpu[class] += E_padded
  *   transcendental   transcendentals += E, vpu[class] += E_padded
- *   dot/convolution  mxu_macs += MACs, flops += 2 MACs
+ *   dot/convolution  mxu_macs += MACs, flops += 2 MACs (int8 x int8:
+ *                    mxu_int8_macs += MACs too)
  *   reduce           (E_in - E_out) applications of to_apply
  *                    (VPU: every padded input element passes the ALU once)
  *   reduce-window    (window - 1) x E_out applications; a window over
@@ -446,6 +465,8 @@ static enum ts_status count_instr(const struct ir_instr *in, const char *file,
 		if (st != TS_OK)
 			return st;
 		w->mxu_macs += macs;
+		if (sim_int8_contraction(in))
+			w->mxu_int8_macs += macs;
 		w->flops += 2 * macs;
 		return TS_OK;
 	}
@@ -1038,6 +1059,7 @@ static enum ts_status member_work(struct sim_member_memo *mm,
 	const struct sim_work *x = &mm->work[i];
 	w->flops += x->flops;
 	w->mxu_macs += x->mxu_macs;
+	w->mxu_int8_macs += x->mxu_int8_macs;
 	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
 		w->vpu_elem_ops[c] += x->vpu_elem_ops[c];
 	w->transcendentals += x->transcendentals;

@@ -308,24 +308,34 @@ static void access_cost(const struct sim_plan_access *a,
  * contraction the f32 accumulator is re-added on the VPU (counted
  * separately).
  */
+/* The int8 rate of p's contraction: mxu.int8_rate for int8 x int8, else 1. */
+static double mxu_rate(bool int8, const struct hw_spec *hw)
+{
+	return int8 && hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
+}
+
 /* One step's streaming cycles for grp groups of K x N weights over rows:
  * weight tiles along the contraction per tap, or taps folded into the
  * contraction (mxu_fold_taps: floor(R / K) taps share a tile), in the
- * cheaper orientation unless windowed (mxu_total_cycles). */
+ * cheaper orientation unless windowed (mxu_total_cycles). An int8 x int8
+ * contraction streams its rows mxu.int8_rate times as fast (rows / rate
+ * per pass: each cell does rate int8 MACs a cycle, its published int8
+ * peak; the weight loads take as long). */
 static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw,
 			      double rows, double kv, double nv, double taps,
 			      double grp)
 {
 	double rr = hw->mxu_rows, cc = hw->mxu_cols;
+	double rate = mxu_rate(p->mxu_int8, hw);
 	double kt = taps * ceil(kv / rr);
 	if (p->mxu_fold_taps && kv < rr)
 		kt = ceil(taps / floor(rr / kv));
 	double t1 = grp * kt * ceil(nv / cc);
 	double t2 = grp * kt * ceil(rows / cc);
-	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1, (int64_t)ceil(rows),
-					 p->mxu_passes);
-	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2, (int64_t)ceil(nv),
-					 p->mxu_passes);
+	double c1 = hw_mxu_stream_cycles(hw, (int64_t)t1,
+					 (int64_t)ceil(rows / rate), p->mxu_passes);
+	double c2 = hw_mxu_stream_cycles(hw, (int64_t)t2,
+					 (int64_t)ceil(nv / rate), p->mxu_passes);
 	return p->mxu_windowed ? c1 : fmin(c1, c2);
 }
 
@@ -333,10 +343,11 @@ static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw
  * MXU cycles of the contractions the grid does not tile (sim_plan's
  * mxu_untiled: a nested fusion's dot, a second dot beside the tiled op):
  *   cycles = sum_c [ fill + macs_c x passes_c x pad(K_c, R) / K_c
- *                    x pad(N_c, C) / N_c / (mxu_count x R x C x k) ]
+ *                    x pad(N_c, C) / N_c / (mxu_count x R x C x k x rate_c) ]
  * pad(x, R) = ceil(x / R) x R: a weight tile's depth and width padded to
  * the R x C array; fill = hw_mxu_fill_cycles (the first weight load and
- * the array's skew, once per contraction); k = macs_per_cell_cycle.
+ * the array's skew, once per contraction); k = macs_per_cell_cycle;
+ * rate_c = mxu.int8_rate for an int8 x int8 contraction, else 1.
  * Assumes each weight tile streams enough rows (>= R) to hide the next
  * tile's load, so the array runs at its padded peak, and that the
  * contraction's operands are already in VMEM (the grid tiles another op:
@@ -358,7 +369,8 @@ static double untiled_mxu_cycles(const struct sim_plan *p,
 		double kk = (double)c->k, nn = (double)c->n;
 		double pad = ceil(kk / rr) * rr / kk * (ceil(nn / cc) * cc / nn);
 		cyc += hw_mxu_fill_cycles(hw) +
-		       c->macs * (c->passes > 0 ? c->passes : 1) * pad / peak;
+		       c->macs * (c->passes > 0 ? c->passes : 1) * pad /
+			       (peak * mxu_rate(c->int8, hw));
 	}
 	return cyc;
 }
@@ -870,8 +882,10 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	x->split = split;
 	x->core_steps = n_core;
 	out->cores = (int)split;
-	out->mxu_util = hw_mxu_utilisation(hw, p->mxu_macs + p->mxu_untiled_macs,
-					   p->mxu_passes, out->cores, t);
+	/* an int8 MAC takes 1 / rate of a bf16 MAC slot */
+	out->mxu_util = hw_mxu_utilisation(
+		hw, (p->mxu_macs + p->mxu_untiled_macs) / mxu_rate(p->mxu_int8, hw),
+		p->mxu_passes, out->cores, t);
 }
 
 /* Elements of access dim ad in a block with each dim's blocks in blk,
@@ -1058,7 +1072,8 @@ static double mxu_floor_cycles(const struct sim_plan *p,
 						   : 1.0;
 	return mxu + (p->mxu_windowed ? c1 : fmin(c1, c2)) *
 			     (p->mxu_passes > 0 ? p->mxu_passes : 1) /
-			     ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k);
+			     ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k *
+			      mxu_rate(p->mxu_int8, hw));
 }
 
 /*

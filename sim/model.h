@@ -163,6 +163,7 @@ struct sim_plan_mxu_op {
 	int64_t k;            /* contraction depth (rows of a weight tile) */
 	int64_t n;            /* output features (columns of a weight tile) */
 	int passes;           /* bf16 passes per weight tile */
+	bool int8;            /* int8 x int8 (sim_int8_contraction) */
 };
 
 struct sim_plan {
@@ -196,6 +197,8 @@ struct sim_plan {
 	                                     (sim_dma_host_bytes) */
 	/* MXU (has_kernel) */
 	int mxu_passes;                   /* bf16 passes per weight tile */
+	bool mxu_int8;                    /* int8 x int8: at mxu.int8_rate x
+	                                     the bf16 rate */
 	int64_t mxu_groups;               /* feature groups (depthwise > 1) */
 	int64_t mxu_cout;                 /* output features (all groups) */
 	bool mxu_windowed;                /* a convolution window wider than 1:

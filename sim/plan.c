@@ -1246,11 +1246,13 @@ static void add_untiled(struct sim_plan *p, const struct hw_spec *hw,
 	if (sim_instr_macs(c, NULL, &macs, NULL) != TS_OK || !(macs > 0) ||
 	    !contraction_kn(c, &k, &n))
 		return;
-	struct sim_plan_mxu_op op = {macs, k, n, mxu_passes(hw, c)};
+	struct sim_plan_mxu_op op = {macs, k, n, mxu_passes(hw, c),
+				     sim_int8_contraction(c)};
 	p->mxu_untiled_macs += macs;
 	for (int i = 0; i < p->n_mxu_untiled; i++) {
 		struct sim_plan_mxu_op *e = &p->mxu_untiled[i];
-		if (e->k == op.k && e->n == op.n && e->passes == op.passes) {
+		if (e->k == op.k && e->n == op.n && e->passes == op.passes &&
+		    e->int8 == op.int8) {
 			e->macs += macs;
 			return;
 		}
@@ -1691,6 +1693,7 @@ static enum ts_status build(const struct sim_kernel *k,
 			dm->src = p->out.rank + i;
 		}
 		p->mxu_passes = mxu_passes(hw, t);
+		p->mxu_int8 = sim_int8_contraction(t);
 		p->mxu_groups = t->attrs.feature_group_count > 1
 					? t->attrs.feature_group_count
 					: 1;

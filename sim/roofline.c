@@ -49,7 +49,8 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
 
 /*
  * TensorCore kernel (ns):
- *   t_mxu = 2 x mxu_macs / hw_spec_peak_flops          (bf16 peak)
+ *   t_mxu = 2 x mxu_macs / hw_spec_peak_flops          (bf16 peak; an
+ *           int8 x int8 MAC counts 1 / mxu.int8_rate of one)
  *   t_vpu = sum_c vpu_elem_ops_c x slot / (sublanes x lanes x alus)
  *           / clock_hz / cores          (padded elements, one slot each:
  *           slot = 1, or the cheapest vpu.cost.* when below 1)
@@ -120,7 +121,8 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	if (k->kind == SIM_KERNEL_COLLECTIVE)
 		return collective_roofline(k, hw, out);
 
-	double t_mxu = 2.0 * w->mxu_macs / peak * 1e9;
+	double macs = sim_work_bf16_macs(w, hw);
+	double t_mxu = 2.0 * macs / peak * 1e9;
 	/* one slot per op, or the cheapest class where a spec makes one
 	 * cheaper than the unit (the fields go down to 1/8) */
 	double slot = 1.0, vpu_slots = 0;
@@ -169,8 +171,7 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	out->mxu_cycles = t_mxu * 1e-9 * hw->clock_hz;
 	out->vpu_cycles = vpu_cycles / cores;
 	out->dma_cycles = t_hbm * 1e-9 * hw->clock_hz;
-	out->mxu_util = hw_mxu_utilisation(hw, w->mxu_macs, 1, cores,
-					   out->time_ns);
+	out->mxu_util = hw_mxu_utilisation(hw, macs, 1, cores, out->time_ns);
 	return TS_OK;
 }
 

@@ -99,6 +99,8 @@ struct sim_work {
 	double flops;            /* 2 per multiply-accumulate on the MXU, plus
 	                            1 per elementwise/reduction op (HloCostAnalysis) */
 	double mxu_macs;         /* multiply-accumulates of dots/convolutions */
+	double mxu_int8_macs;    /* of them, int8 x int8 ones (sim_int8_contraction:
+	                            at hw mxu.int8_rate times the bf16 rate) */
 	double vpu_elem_ops[HW_VPU_CLASS_COUNT]; /* elementwise ops per VPU cost
 	                            class, counted on padded elements */
 	double transcendentals;  /* elements of transcendental ops */
@@ -289,6 +291,12 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
  * feature/batch groups, padding and dilations); 0 for any other op. */
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d);
+/* Does contraction c multiply two 8-bit integer operands (s8 or u8: AQT's
+ * int8 matmuls), which the MXU runs at mxu.int8_rate times the bf16 rate? */
+bool sim_int8_contraction(const struct ir_instr *c);
+/* w's MXU MACs in bf16 MAC slots: mxu_macs with the int8 ones at
+ * 1 / hw->mxu_int8_rate each. */
+double sim_work_bf16_macs(const struct sim_work *w, const struct hw_spec *hw);
 /* Is reduce-window `in` a reduce followed by a broadcast back: along
  * every dim its window is wider than 1, the window covers the whole input
  * dim from every output position (XLA's row max / row sum of attention:

@@ -80,50 +80,51 @@ static const char base_spec[] =
 	"  macs_per_cell_cycle: 1\n"       /* 11 */
 	"  f32_passes: 6\n"                /* 12 */
 	"  pass_cycles: 32\n"              /* 13 */
-	"vpu:\n"                           /* 14 */
-	"  sublanes: 8\n"                  /* 15 */
-	"  lanes: 128\n"                   /* 16 */
-	"  alus: 2\n"                      /* 17 */
-	"  cost:\n"                        /* 18 */
-	"    simple: 1\n"                  /* 19 */
-	"    divide: 4\n"                  /* 20 */
-	"    transcendental: 4\n"          /* 21 */
-	"    # composite: derived\n"      /* 22 */
-	"    trig: 16\n"                   /* 23 */
-	"    rng: 3\n"                     /* 24 */
-	"  xlu_lane_reduce_cost: 8\n"      /* 25 */
-	"  xlu_lane_permute_cost: 8\n"     /* 26 */
-	"  xlu_transpose_cost: 60\n"       /* 27 */
-	"  f16_load_cost: 14\n"            /* 28 */
-	"  f16_store_cost: 5\n"            /* 29 */
-	"hbm:\n"                           /* 30 */
-	"  bytes: 34359738368\n"           /* 31 */
-	"  bw_bytes_per_s: 900e9\n"        /* 32 */
-	"  efficiency: 0.89\n"             /* 33 */
-	"  dma_latency_ns: 100\n"          /* 34 */
-	"  dma_chunk_ns: 3\n"              /* 35 */
-	"vmem:\n"                          /* 36 */
-	"  bytes: 16777216\n"              /* 37 */
-	"overhead:\n"                      /* 38 */
-	"  kernel_ns: 270\n"               /* 39 */
-	"  step_ns: 150\n"                 /* 40 */
-	"  row_cycles: 16\n"               /* 41 */
-	"host:\n"                          /* 42 */
-	"  call_ns: 100000\n"              /* 43 */
-	"  kernel_ns: 50000\n"             /* 44 */
-	"  device_ns: 100000\n"            /* 45 */
-	"ici:\n"                           /* 46 */
-	"  links: 4\n"                     /* 47 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 48 */
-	"  latency_ns: 500\n"              /* 49 */
-	"  efficiency: 1\n"                /* 50 */
-	"  torus_dims: 2\n"                /* 51 */
-	"  wrap_chips: 32\n"               /* 52 */
-	"  wrap_cube: false\n"             /* 53 */
-	"dcn:\n"                           /* 54 */
-	"  bw_bytes_per_s: 6.25e9\n"       /* 55 */
-	"  latency_ns: 10000\n"            /* 56 */
-	"pcie:\n"                          /* 57 */
+	"  int8_rate: 1\n"                 /* 14 */
+	"vpu:\n"                           /* 15 */
+	"  sublanes: 8\n"                  /* 16 */
+	"  lanes: 128\n"                   /* 17 */
+	"  alus: 2\n"                      /* 18 */
+	"  cost:\n"                        /* 19 */
+	"    simple: 1\n"                  /* 20 */
+	"    divide: 4\n"                  /* 21 */
+	"    transcendental: 4\n"          /* 22 */
+	"    # composite: derived\n"      /* 23 */
+	"    trig: 16\n"                   /* 24 */
+	"    rng: 3\n"                     /* 25 */
+	"  xlu_lane_reduce_cost: 8\n"      /* 26 */
+	"  xlu_lane_permute_cost: 8\n"     /* 27 */
+	"  xlu_transpose_cost: 60\n"       /* 28 */
+	"  f16_load_cost: 14\n"            /* 29 */
+	"  f16_store_cost: 5\n"            /* 30 */
+	"hbm:\n"                           /* 31 */
+	"  bytes: 34359738368\n"           /* 32 */
+	"  bw_bytes_per_s: 900e9\n"        /* 33 */
+	"  efficiency: 0.89\n"             /* 34 */
+	"  dma_latency_ns: 100\n"          /* 35 */
+	"  dma_chunk_ns: 3\n"              /* 36 */
+	"vmem:\n"                          /* 37 */
+	"  bytes: 16777216\n"              /* 38 */
+	"overhead:\n"                      /* 39 */
+	"  kernel_ns: 270\n"               /* 40 */
+	"  step_ns: 150\n"                 /* 41 */
+	"  row_cycles: 16\n"               /* 42 */
+	"host:\n"                          /* 43 */
+	"  call_ns: 100000\n"              /* 44 */
+	"  kernel_ns: 50000\n"             /* 45 */
+	"  device_ns: 100000\n"            /* 46 */
+	"ici:\n"                           /* 47 */
+	"  links: 4\n"                     /* 48 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 49 */
+	"  latency_ns: 500\n"              /* 50 */
+	"  efficiency: 1\n"                /* 51 */
+	"  torus_dims: 2\n"                /* 52 */
+	"  wrap_chips: 32\n"               /* 53 */
+	"  wrap_cube: false\n"             /* 54 */
+	"dcn:\n"                           /* 55 */
+	"  bw_bytes_per_s: 6.25e9\n"       /* 56 */
+	"  latency_ns: 10000\n"            /* 57 */
+	"pcie:\n"                          /* 58 */
 	"  bw_bytes_per_s: 1.5e10\n";      /* 58 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
@@ -395,7 +396,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 50, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 51, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns, efficiency, torus_dims, "
 			  "wrap_chips, wrap_cube");
@@ -410,8 +411,8 @@ static void test_err_duplicate_key(void **state)
 	(void)state;
 	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 9, 3,
 			  "mxu.rows: duplicate key (first given at line 8)");
-	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 37, 1,
-			  "vmem: duplicate key (first given at line 36)");
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 38, 1,
+			  "vmem: duplicate key (first given at line 37)");
 }
 
 static void test_err_wrong_type(void **state)
@@ -442,11 +443,11 @@ static void test_err_wrong_type(void **state)
 			  "mxu.rows: expected an integer, got a mapping");
 	expect_edit_error("  rows: 128", "  rows: \"128\"", 8, 9,
 			  "mxu.rows: expected an integer, got the quoted string '128'");
-	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 36, 7,
+	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 37, 7,
 			  "vmem: expected a mapping, got a scalar");
 	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
 			  "    # composite: derived\n    trig: 16\n    rng: 3\n",
-			  "  cost: 3\n", 18, 9,
+			  "  cost: 3\n", 19, 9,
 			  "vpu.cost: expected a mapping, got a scalar");
 	expect_edit_error("name: t", "name: a b", 1, 7,
 			  "name: expected 1 to 31 characters of [A-Za-z0-9._-], got 'a b'");
@@ -467,7 +468,7 @@ static void test_err_missing(void **state)
 	(void)state;
 	/* A field: located at the mapping that should hold it. */
 	expect_edit_error("  rows: 128\n", "", 7, 3, "mxu.rows: missing field");
-	expect_edit_error("    trig: 16\n", "", 19, 5, "vpu.cost.trig: missing field");
+	expect_edit_error("    trig: 16\n", "", 20, 5, "vpu.cost.trig: missing field");
 	/* A whole section: located at the top-level mapping. */
 	expect_edit_error("vmem:\n  bytes: 16777216\n", "", 1, 1,
 			  "vmem: missing section");
@@ -476,13 +477,13 @@ static void test_err_missing(void **state)
 static void test_err_range(void **state)
 {
 	(void)state;
-	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 33, 15,
+	expect_edit_error("  efficiency: 0.89", "  efficiency: -0.5", 34, 15,
 			  "hbm.efficiency: -0.5 is out of range [0.01, 1]");
-	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 32, 19,
+	expect_edit_error("  bw_bytes_per_s: 900e9", "  bw_bytes_per_s: 900", 33, 19,
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 47, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 48, 10,
 			  "ici.links: 99999999999999999999 is out of range [1, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -491,18 +492,18 @@ static void test_err_range(void **state)
 			  "  tensorcores: 1\n  megacore: true", 4, 13,
 			  "chip.megacore: true needs chip.tensorcores >= 2 "
 			  "(one program spanning several cores)");
-	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 37, 10,
+	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 38, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
 	/* physical fields have physical lower bounds: no link without
 	 * bandwidth, no chip with 0 links; an underflow to a subnormal is a
 	 * value like any (strtod's ERANGE), which the range decides */
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 48, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 49, 24,
 			  "ici.link_bw_bytes_per_s: 0 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 48, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 49, 24,
 			  "ici.link_bw_bytes_per_s: 1e-300 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 48, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 49, 24,
 			  "ici.link_bw_bytes_per_s: 4.9e-324 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 48, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 49, 24,
 			  "ici.link_bw_bytes_per_s: 1e400 is out of range [1e+08, 1e+13] bytes/s");
 }
 
@@ -510,14 +511,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\nname: u\n");
-	expect_error(s, 59, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 60, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n]\n");
-	expect_error(s, 59, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 60, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\n]\n");
-	expect_error(s, 60, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 60:1)");
+	expect_error(s, 61, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 61:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead, host, ici, dcn and pcie");
 	expect_error("# only a comment\n", 1, 1,
@@ -770,12 +771,12 @@ static void test_fields_by_path(void **state)
 	assert_null(hw_spec_field("name"));          /* not numeric */
 	assert_null(hw_spec_field("chip.megacore")); /* bool */
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
-	/* 2 chip (megacore is a bool) + 7 mxu + 5 cost (composite is
+	/* 2 chip (megacore is a bool) + 8 mxu + 5 cost (composite is
 	 * derived) + 8 vpu + 5 hbm + 1 vmem + 3 overhead + 3 host + 6 ici
-	 * (wrap_cube is a bool) + 2 dcn + 1 pcie numeric fields: 43. */
-	assert_int_equal(hw_spec_n_fields(), 43);
+	 * (wrap_cube is a bool) + 2 dcn + 1 pcie numeric fields: 44. */
+	assert_int_equal(hw_spec_n_fields(), 44);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(43));
+	assert_null(hw_spec_field_at(44));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

@@ -85,6 +85,48 @@ static void test_matmul_128(void **state)
 }
 
 /*
+ * s8 x s8 -> s32, 128 x 128 x 128, one block: v5e's cells do
+ * mxu.int8_rate (2) int8 MACs a cycle (its int8 peak, 394 TOPS, is twice
+ * bf16's), so the 128 rows stream in 128 / 2 cycles:
+ *   weight load R + fill/drain R + C - 2 + 128 / 2 + P = 446 + P
+ * (bf16: 510 + P); v4, whose int8 runs at its bf16 rate: 510 + P. The
+ * roofline's MXU floor halves the same way.
+ */
+static void test_matmul_int8(void **state)
+{
+	(void)state;
+	struct hw_spec v5e, v4;
+	if (!tu_load_spec("v5e", &v5e) || !tu_load_spec("v4", &v4))
+		skip();
+	assert_near(v5e.mxu_int8_rate, 2, 0);
+	assert_near(v4.mxu_int8_rate, 1, 0);
+	struct tu_built b;
+	tu_build("HloModule mm\n"
+	      "ENTRY %e (a: s8[128,128], b: s8[128,128]) -> s32[128,128] {\n"
+	      "  %a = s8[128,128] parameter(0)\n"
+	      "  %b = s8[128,128] parameter(1)\n"
+	      "  ROOT %d = s32[128,128] dot(%a, %b), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "}\n", &b);
+	struct sim_estimate e = estimate(tu_kernel(&b, "d"), &v5e, NULL);
+	assert_int_equal(e.steps, 1);
+	assert_near(e.mxu_cycles, 128 + 254 + 128 / 2 + v5e.mxu_pass_cycles, EXACT);
+	e = estimate(tu_kernel(&b, "d"), &v4, NULL);
+	assert_int_equal(e.steps, 1);
+	assert_near(e.mxu_cycles, 510 + v4.mxu_pass_cycles, EXACT);
+	struct sim_estimate r8, r16;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "d"), &v5e, &r8, &d),
+			 TS_OK);
+	tu_built_free(&b);
+	tu_build(dot_bf16, &b);
+	assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "d"), &v5e, &r16, &d),
+			 TS_OK);
+	assert_near(r8.mxu_cycles, r16.mxu_cycles / 2, EXACT);
+	tu_built_free(&b);
+}
+
+/*
  * f32 x f32 at HIGHEST: 6 bf16 passes of the one tile, 3 per MXU:
  *   382 + 128 + 2 x max(128, 128) + 3 x P cycles (P = mxu.pass_cycles);
  * at DEFAULT precision f32 takes one bf16 pass, like bf16: 510 + P.
@@ -1956,6 +1998,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul_128),
 		cmocka_unit_test(test_matmul_f32_highest),
+		cmocka_unit_test(test_matmul_int8),
 		cmocka_unit_test(test_padded_elementwise),
 		cmocka_unit_test(test_vmem_infeasible),
 		cmocka_unit_test(test_unmodelled),
