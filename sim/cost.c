@@ -184,14 +184,6 @@ static bool dim_ok(int d, const struct ir_shape *s)
 	return d >= 0 && d < s->rank;
 }
 
-/*
- * Dot: MACs = elems(out) x prod(lhs contracting dims)   (HloCostAnalysis).
- * Convolution: MACs = (C_in / feature_group_count) x C_out
- *                     x (N / batch_group_count) x prod_d valid(d)
- * with N and C_in from the lhs, C_out the kernel's output features.
- * Source: docs/HLO.md 3.1. Counts what the HLO asks for, not what the
- * MXU does: padding of K/N to the array size is the model's business.
- */
 double sim_work_bf16_macs(const struct sim_work *w, const struct hw_spec *hw)
 {
 	double rate = hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
@@ -210,6 +202,14 @@ bool sim_int8_contraction(const struct ir_instr *c)
 	return true;
 }
 
+/*
+ * Dot: MACs = elems(out) x prod(lhs contracting dims)   (HloCostAnalysis).
+ * Convolution: MACs = (C_in / feature_group_count) x C_out
+ *                     x (N / batch_group_count) x prod_d valid(d)
+ * with N and C_in from the lhs, C_out the kernel's output features.
+ * Source: docs/HLO.md 3.1. Counts what the HLO asks for, not what the
+ * MXU does: padding of K/N to the array size is the model's business.
+ */
 enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 			      double *macs, struct ts_diag *d)
 {

@@ -233,13 +233,18 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	if (q->other_bytes > 0)
 		fprintf(f, "    other operands read once: %.0f B\n", q->other_bytes);
 	double clock_ghz = hw->clock_hz * 1e-9;
+	char int8[96] = "";
+	if (q->mxu_int8 && hw->mxu_int8_rate > 1)
+		snprintf(int8, sizeof int8, " (int8 x int8: rows at %gx the "
+					    "bf16 rate, mxu.int8_rate)",
+			 hw->mxu_int8_rate);
 	if (q->has_kernel)
 		fprintf(f,
 			"  MXU: %.0f cycles (%.0f per step), %d bf16 pass(es), "
-			"%.3g MACs; + %.0f cycles waiting for split-contraction "
+			"%.3g MACs%s; + %.0f cycles waiting for split-contraction "
 			"re-adds\n",
 			x.mxu_cycles, x.mxu_cycles / (double)x.steps, q->mxu_passes,
-			q->mxu_macs, x.readd_cycles);
+			q->mxu_macs, int8, x.readd_cycles);
 	if (q->n_mxu_untiled > 0)
 		fprintf(f,
 			"  MXU, contractions the grid does not tile: %.0f "

@@ -281,6 +281,13 @@ static void access_cost(const struct sim_plan_access *a,
 	c->reread_chunks = a->output && r > 1 ? c->chunks - runs : 0.0;
 }
 
+/* A contraction's MACs per bf16 MAC slot: mxu.int8_rate for an int8 x
+ * int8 one (sim_int8_contraction), else 1. */
+static double mxu_rate(bool int8, const struct hw_spec *hw)
+{
+	return int8 && hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
+}
+
 /*
  * MXU cycles of the whole kernel: steps x (hw_mxu_fill_cycles +
  * hw_mxu_stream_cycles(tiles, rows)),
@@ -308,12 +315,6 @@ static void access_cost(const struct sim_plan_access *a,
  * contraction the f32 accumulator is re-added on the VPU (counted
  * separately).
  */
-/* The int8 rate of p's contraction: mxu.int8_rate for int8 x int8, else 1. */
-static double mxu_rate(bool int8, const struct hw_spec *hw)
-{
-	return int8 && hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
-}
-
 /* One step's streaming cycles for grp groups of K x N weights over rows:
  * weight tiles along the contraction per tap, or taps folded into the
  * contraction (mxu_fold_taps: floor(R / K) taps share a tile), in the
