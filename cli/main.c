@@ -527,13 +527,11 @@ static int set_slice(struct cmd_ctx *ctx, const struct cmd *cmd,
 	for (int i = -1; i < ctx->n_more_hw; i++) {
 		struct hw_spec *hw = i < 0 ? &ctx->hw : &ctx->more_hw[i];
 		struct ts_diag d = {0};
-		struct hw_slice shape = ctx->slice;
-		shape.at = NULL;
-		if (hw_slice_check(hw, &shape, &d) != TS_OK) {
+		if (hw_slice_check(hw, &ctx->slice, &d) != TS_OK) {
 			cmd_error(ctx, "--topology: %s", d.msg);
 			return usage_error(ctx, cmd);
 		}
-		enum ts_status st = hw_slice_check(hw, &ctx->slice, &d);
+		enum ts_status st = hw_slice_check_order(hw, &ctx->slice, &d);
 		if (st == TS_ERR_NOMEM) {
 			cmd_error(ctx, "out of memory");
 			return (int)cmd_exit_from_status(st);

@@ -83,9 +83,6 @@ void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, ", %d slices", s->count);
 }
 
-static enum ts_status check_places(const struct hw_spec *hw,
-				   const struct hw_slice *s, struct ts_diag *d);
-
 enum ts_status hw_slice_check(const struct hw_spec *hw,
 			      const struct hw_slice *s, struct ts_diag *d)
 {
@@ -103,7 +100,7 @@ enum ts_status hw_slice_check(const struct hw_spec *hw,
 			    s->count, HW_SLICE_MAX_COUNT);
 		return TS_ERR_SPEC;
 	}
-	return s->at ? check_places(hw, s, d) : TS_OK;
+	return TS_OK;
 }
 
 int64_t hw_slice_extent(const struct hw_spec *hw, enum hw_place a)
@@ -136,12 +133,11 @@ int64_t hw_slice_devices(const struct hw_spec *hw)
 	return n;
 }
 
-/* The device table of s (s->at): one entry per device of the slices
- * (hw_slice_devices), each place within the slices' extents and no two
- * devices on one place. */
-static enum ts_status check_places(const struct hw_spec *hw,
-				   const struct hw_slice *s, struct ts_diag *d)
+enum ts_status hw_slice_check_order(const struct hw_spec *hw,
+				    const struct hw_slice *s, struct ts_diag *d)
 {
+	if (!s->at)
+		return TS_OK;
 	struct hw_spec on = *hw;
 	on.slice = *s;
 	on.slice.at = NULL;

@@ -308,11 +308,15 @@ enum ts_status hw_slice_parse(const char *text, struct hw_slice *s,
  * how messages and reports name a slice. */
 void hw_slice_format(const struct hw_slice *s, char *buf, size_t cap);
 /* Whether slice s fits generation hw: as many dimensions as its torus, a
- * count from 1 to HW_SLICE_MAX_COUNT, and a device table (s->at) that
- * places every device of the slices on its own place within them.
- * TS_ERR_SPEC with d's message (no location) otherwise (TS_ERR_NOMEM). */
+ * count from 1 to HW_SLICE_MAX_COUNT. TS_ERR_SPEC with d's message (no
+ * location) otherwise. */
 enum ts_status hw_slice_check(const struct hw_spec *hw,
 			      const struct hw_slice *s, struct ts_diag *d);
+/* Whether s's device table (s->at; none: TS_OK) places every device of the
+ * slices (hw_slice_devices on s), each on a place of its own within them.
+ * TS_ERR_SPEC with d's message (no location) otherwise, TS_ERR_NOMEM. */
+enum ts_status hw_slice_check_order(const struct hw_spec *hw,
+				    const struct hw_slice *s, struct ts_diag *d);
 /* Devices on hw->slice: slices x chips x hw_spec_chip_devices (0: none). */
 int64_t hw_slice_devices(const struct hw_spec *hw);
 /* Positions along axis a on hw->slice (1 for an axis it lacks). */

@@ -184,10 +184,15 @@ static bool dim_ok(int d, const struct ir_shape *s)
 	return d >= 0 && d < s->rank;
 }
 
+double sim_mxu_rate(bool int8, const struct hw_spec *hw)
+{
+	return int8 && hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
+}
+
 double sim_work_bf16_macs(const struct sim_work *w, const struct hw_spec *hw)
 {
-	double rate = hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
-	return w->mxu_macs - w->mxu_int8_macs + w->mxu_int8_macs / rate;
+	return w->mxu_macs - w->mxu_int8_macs +
+	       w->mxu_int8_macs / sim_mxu_rate(true, hw);
 }
 
 bool sim_int8_contraction(const struct ir_instr *c)

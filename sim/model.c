@@ -281,13 +281,6 @@ static void access_cost(const struct sim_plan_access *a,
 	c->reread_chunks = a->output && r > 1 ? c->chunks - runs : 0.0;
 }
 
-/* A contraction's MACs per bf16 MAC slot: mxu.int8_rate for an int8 x
- * int8 one (sim_int8_contraction), else 1. */
-static double mxu_rate(bool int8, const struct hw_spec *hw)
-{
-	return int8 && hw->mxu_int8_rate > 1 ? hw->mxu_int8_rate : 1.0;
-}
-
 /*
  * MXU cycles of the whole kernel: steps x (hw_mxu_fill_cycles +
  * hw_mxu_stream_cycles(tiles, rows)),
@@ -327,7 +320,7 @@ static double mxu_step_cycles(const struct sim_plan *p, const struct hw_spec *hw
 			      double grp)
 {
 	double rr = hw->mxu_rows, cc = hw->mxu_cols;
-	double rate = mxu_rate(p->mxu_int8, hw);
+	double rate = sim_mxu_rate(p->mxu_int8, hw);
 	double kt = taps * ceil(kv / rr);
 	if (p->mxu_fold_taps && kv < rr)
 		kt = ceil(taps / floor(rr / kv));
@@ -371,7 +364,7 @@ static double untiled_mxu_cycles(const struct sim_plan *p,
 		double pad = ceil(kk / rr) * rr / kk * (ceil(nn / cc) * cc / nn);
 		cyc += hw_mxu_fill_cycles(hw) +
 		       c->macs * (c->passes > 0 ? c->passes : 1) * pad /
-			       (peak * mxu_rate(c->int8, hw));
+			       (peak * sim_mxu_rate(c->int8, hw));
 	}
 	return cyc;
 }
@@ -885,7 +878,7 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 	out->cores = (int)split;
 	/* an int8 MAC takes 1 / rate of a bf16 MAC slot */
 	out->mxu_util = hw_mxu_utilisation(
-		hw, (p->mxu_macs + p->mxu_untiled_macs) / mxu_rate(p->mxu_int8, hw),
+		hw, (p->mxu_macs + p->mxu_untiled_macs) / sim_mxu_rate(p->mxu_int8, hw),
 		p->mxu_passes, out->cores, t);
 }
 
@@ -1074,7 +1067,7 @@ static double mxu_floor_cycles(const struct sim_plan *p,
 	return mxu + (p->mxu_windowed ? c1 : fmin(c1, c2)) *
 			     (p->mxu_passes > 0 ? p->mxu_passes : 1) /
 			     ((hw->mxu_count > 0 ? hw->mxu_count : 1) * k *
-			      mxu_rate(p->mxu_int8, hw));
+			      sim_mxu_rate(p->mxu_int8, hw));
 }
 
 /*

@@ -294,6 +294,9 @@ enum ts_status sim_instr_macs(const struct ir_instr *in, const char *file,
 /* Does contraction c multiply two 8-bit integer operands (s8 or u8: AQT's
  * int8 matmuls), which the MXU runs at mxu.int8_rate times the bf16 rate? */
 bool sim_int8_contraction(const struct ir_instr *c);
+/* A contraction's MACs per bf16 MAC slot: mxu.int8_rate for an int8 x
+ * int8 one (sim_int8_contraction), else 1. */
+double sim_mxu_rate(bool int8, const struct hw_spec *hw);
 /* w's MXU MACs in bf16 MAC slots: mxu_macs with the int8 ones at
  * 1 / hw->mxu_int8_rate each. */
 double sim_work_bf16_macs(const struct sim_work *w, const struct hw_spec *hw);

@@ -1,7 +1,7 @@
 /*
  * fuzz_devices.c: libFuzzer target for a compile's device order
  * (val_devices_parse, the devices/ID.csv of a step set) and its check
- * against a slice (hw_slice_check, hw_slice_place). Any byte string must
+ * against a slice (hw_slice_check_order, hw_slice_place). Any byte string must
  * come back as TS_OK, TS_ERR_PARSE or TS_ERR_NOMEM with a located message,
  * never crash, hang or leak. A table read is put on the slice its places
  * span (a 3D torus of the largest x, y, z + 1, as many cores a chip and
@@ -80,6 +80,8 @@ static void check_on_slice(const int32_t (*at)[HW_PLACE_COUNT], int64_t n)
 	bool want = n == places && distinct(at, n, ext);
 	struct ts_diag d = {0};
 	enum ts_status st = hw_slice_check(&hw, &hw.slice, &d);
+	if (st == TS_OK)
+		st = hw_slice_check_order(&hw, &hw.slice, &d);
 	if (st == TS_ERR_NOMEM)
 		return;
 	if ((st == TS_OK) != want || (st != TS_OK && !d.msg[0]))

@@ -571,7 +571,7 @@ static void test_device_order(void **state)
 	hw.slice.at = (const int32_t (*)[HW_PLACE_COUNT])at;
 	hw.slice.n_at = 128;
 	struct ts_diag d = {0};
-	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_OK);
+	assert_int_equal(hw_slice_check_order(&hw, &hw.slice, &d), TS_OK);
 	double B = cost(&b, &hw, &c, &g);
 	assert_int_equal(c.n_axes, 1);
 	assert_axis(&c, 0, HW_PLACE_Y, 16, HW_LINK_RING);
@@ -580,17 +580,17 @@ static void test_device_order(void **state)
 	tu_built_free(&b);
 
 	hw.slice.n_at = 127;
-	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_int_equal(hw_slice_check_order(&hw, &hw.slice, &d), TS_ERR_SPEC);
 	assert_string_equal(d.msg, "the device order places 127 devices; the "
 				   "slice has 128");
 	hw.slice.n_at = 128;
 	at[5][HW_PLACE_X] = 8;
-	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_int_equal(hw_slice_check_order(&hw, &hw.slice, &d), TS_ERR_SPEC);
 	assert_string_equal(d.msg, "device 5 is placed at x 8: the slice has 8 "
 				   "(0 to 7)");
 	at[5][HW_PLACE_X] = 0;
 	at[5][HW_PLACE_Y] = 4;
-	assert_int_equal(hw_slice_check(&hw, &hw.slice, &d), TS_ERR_SPEC);
+	assert_int_equal(hw_slice_check_order(&hw, &hw.slice, &d), TS_ERR_SPEC);
 	assert_string_equal(d.msg, "devices 4 and 5 are placed on one place");
 }
 

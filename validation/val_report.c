@@ -283,12 +283,10 @@ static enum ts_status check_slice(const struct val_report *r,
 	struct ts_diag sd = {0};
 	if (!hw->slice.n_dims)
 		return TS_OK;
-	struct hw_slice shape = hw->slice;
-	shape.at = NULL;
-	enum ts_status st = hw_slice_check(hw, &shape, &sd);
+	enum ts_status st = hw_slice_check(hw, &hw->slice, &sd);
 	bool order = false; /* the device order is what does not fit */
-	if (st == TS_OK && hw->slice.at) {
-		st = hw_slice_check(hw, &hw->slice, &sd);
+	if (st == TS_OK) {
+		st = hw_slice_check_order(hw, &hw->slice, &sd);
 		order = st != TS_OK;
 	}
 	if (st == TS_ERR_NOMEM) {
