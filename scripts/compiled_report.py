@@ -139,8 +139,9 @@ Two rules of XLA's TPU compiler that these modules show are not followed
 (sim/grouping.c says why): no reduce takes an epilogue (a reduce fusion's
 root is the reduce, or a tuple of outputs), and no fusion computes a
 broadcast's operand (a norm's per-row scale is a small kernel of its own).
-Followed, they reproduce 2,063 of the 3,209 fusions (64.3%) at edge
-precision 97.7% and recall 96.8% (measured when they were tried), but make
+Followed, they reproduced 2,063 of the 3,209 fusions (64.3%) at edge
+precision 97.7% and recall 96.8% (measured when they were tried, before
+output merging), but make
 the measured layer norms five kernels instead of three, and under the
 model's per-kernel costs tpuv3-ops' MAPE goes from 20.2% to 28.9%,
 tpuv4-ops' layer_norm family's from 5.9% to 23% (the broadcast rule alone).""")
@@ -183,7 +184,7 @@ CAUSES = """\
 - Memory-space assignment (after fusion): the compiled module keeps operands
   and results in VMEM (S(1)) and prefetches them (copy-start/copy-done); the
   spmd module has every buffer in HBM. v5e/resnet_s moves 19 MB of HBM where
-  the fused spmd module moves 744 MB. It is all of v5e/mlp_s's 1.23 (0.98
+  the fused spmd module moves 444 MB. It is all of v5e/mlp_s's 1.22 (0.97
   against the compiled module in HBM) and a third to a half of the decoders'
   gap on v5e, v5p, v6e and v7 (v2-v4 modules have no S(1)).
 - A prefetch with nothing beside it: tpusim costs the compiled module's
@@ -193,13 +194,14 @@ CAUSES = """\
   other one-op sweeps below 1 (0.89-0.97) are the same: the GEMMs' copy of
   an operand into VMEM, the collectives' copy of their result out of it
   (50 us).
-- A convolution fused with the batch-norm statistics of its output: XLA's
-  kOutput fusions hold the convolution, its f32 convert and the two reduces
-  (sum, sum of squares) as a multi-output fusion (29 in resnet_s); the xla
-  policy keeps them apart: v5e/resnet_s has 84 reduce kernels (0.51 ms)
-  where XLA has 7 (0.04 ms in HBM) and 43 convert kernels (0.26 ms) where
-  XLA has 5 (0.05 ms); v5e/unet3d_s 54 reduces (0.94 ms) against 23 (0.25
-  ms) and 32 converts (0.47 ms) against 5 (0.04 ms).
+- Converts of their own: the xla policy now follows XLA's kOutput fusion of
+  a convolution with the batch-norm statistics of its output (output
+  multi-output fusion: v5e/resnet_s's reduce kernels went from 84, 0.51 ms,
+  to 13, 0.08 ms, where XLA has 7, 0.04 ms in HBM; v5e/unet3d_s's from 54,
+  0.94 ms, to 23, 0.29 ms, against 23, 0.25 ms), but leaves the bf16 casts
+  of the normalised activations in kernels of their own: v5e/resnet_s has
+  42 convert kernels (0.21 ms) where XLA has 5 (0.05 ms), v5e/unet3d_s 32
+  (0.37 ms) against 5 (0.04 ms).
 - The all-reduce combiner (after fusion): XLA merges the gradients'
   all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.33 ms)
   are 27 (0.16 ms) compiled.
@@ -215,11 +217,11 @@ CAUSES = """\
   writing the whole slice (217 us x 8 steps each, where the fused spmd
   module's projection is 9 us), and copy insertion (after fusion) copies
   both 537 MB caches once (copy.83/84, 1.57 ms each).
-- The decoders (1.08-1.79, one at 0.94; 1.08-1.44 against the compiled
+- The decoders (1.02-1.72, one at 0.85; 1.02-1.28 against the compiled
   module in HBM):
   the xla policy leaves more of the optimizer's update and the norms'
-  backward in kernels of their own: v5e/decoder_s has 42 reduce kernels
-  (2.14 ms) against 26 (0.69 ms in HBM) and 53 subtract, add, multiply and
+  backward in kernels of their own: v5e/decoder_s has 21 reduce kernels
+  (1.16 ms) against 26 (0.69 ms in HBM) and 37 subtract, add, multiply and
   divide kernels (2.24 ms) against 23 (0.59 ms), while the compiled
   module's copies and relayouts (349 kernels, 1.86 ms in HBM; 12 kernels,
   0.04 ms in the fused spmd module) take part of it back.

@@ -40,7 +40,8 @@
  *    there takes an epilogue (a reduce fusion's root is the reduce or a
  *    tuple of outputs), and no fusion computes a broadcast's operand (the
  *    per-row scale of a norm is a small kernel of its own). Followed, the
- *    two rules reproduce 64% of its fusions exactly, not 55%, but make the
+ *    two rules reproduced 64% of its fusions exactly, not 55% (measured
+ *    before output merging, below), but make the
  *    measured layer norms 3 -> 5 kernels: under this model's per-kernel
  *    costs tpuv3-ops' MAPE goes from 20.2% to 28.9% and tpuv4-ops' from
  *    7.7% to 8.0% (the broadcast rule alone: its layer_norm from 5.9% to
@@ -48,7 +49,13 @@
  *  - a dot's epilogue (the loop ops that are, one after another, the only
  *    user of a dot) stays with the dot: not recomputed in several user
  *    kernels, not fused into another dot's operand (XLA's TPU output
- *    fusion, data/compiled);
+ *    fusion, data/compiled), unless it widens the value (a bf16 result
+ *    converted to f32: the dot's kernel writes the narrower value, the
+ *    convert is recomputed where it is read); and where its users' kernel
+ *    holds another dot, a narrowing epilogue (f32 to bf16) roots its own
+ *    dot's kernel instead of joining them (the compiled residual adds:
+ *    each projection's kernel adds and writes bf16, the next converts it
+ *    back);
  *  - users accept: loop ops accept any fusible producer; a reduce or
  *    reduce-window accepts loop ops (a loop fusion over the input); a dot
  *    or convolution accepts loop ops into its operands (the TPU's nested
@@ -65,14 +72,17 @@
  * --agreement`, docs/COMPILED.md), its source not being public.
  * Afterwards, reduce-rooted kernels with the same reduce input shape and
  * the same inputs are merged (sibling multi-output fusion; e.g. two
- * jnp.mean of one array). Dead pure instructions are dropped (XLA DCE).
+ * jnp.mean of one array), then a reduce-rooted kernel that reduces a dot's
+ * or convolution's result element for element joins that kernel (output
+ * multi-output fusion: merge_outputs). Dead pure instructions are dropped
+ * (XLA DCE).
  * Each computation is grouped on its own: XLA inlines call bodies before
  * fusing, so producers and consumers across a call do not fuse here
  * (known wrong, rare in the measured modules).
  * Expected shapes: relu, matmul -> 1 kernel; softmax -> 3 (max reduce; exp
  * + sum reduce; exp recomputed + divide: x read 3 times, exp evaluated
- * twice); layer norm -> 3 (mean; variance with its rsqrt epilogue;
- * normalise).
+ * twice), 2 after a dot (the max joins the dot's kernel); layer norm -> 3
+ * (mean; variance with its rsqrt epilogue; normalise).
  */
 #include "kernels_int.h"
 
@@ -423,6 +433,30 @@ static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 	return first;
 }
 
+static int sole_live_user(const struct grouping *g, int i);
+
+/* How epilogue i's value compares in bytes with the one it reads on the
+ * chain back to its dot: < 0 narrower (a convert of an f32 sum to bf16),
+ * > 0 wider (a bf16 result converted to f32), 0 the same. */
+static int width_change(const struct grouping *g, int i)
+{
+	for (int j = g->ooff[i]; j < g->ooff[i + 1]; j++) {
+		int o = g->ops[j];
+		if (o >= 0 && (g->opk[o] & (OPK_CONTRACTION | OPK_EPILOGUE)) &&
+		    sole_live_user(g, o) == i) {
+			double a = ir_shape_bytes(&g->c->instrs[i]->shape),
+			       b = ir_shape_bytes(&g->c->instrs[o]->shape);
+			return (a > b) - (a < b);
+		}
+	}
+	return 0;
+}
+
+bool sim_reads_core(const struct grouping *g, int i)
+{
+	return g->fc[i] == FC_CORE || (g->opk[i] & OPK_EPILOGUE);
+}
+
 /* The fusion predicate for instruction i (all its users decided). */
 void sim_grouping_decide(struct grouping *g, int i)
 {
@@ -509,9 +543,21 @@ void sim_grouping_decide(struct grouping *g, int i)
 	 * convolution's kOutput fusion holds its convert, add, multiply
 	 * epilogue in data/compiled), so the epilogue is never recomputed in
 	 * its users (XLA GPU: FusionMerger/multi-output fusion, the same
-	 * effect). */
+	 * effect). Except where the boundary moves fewer bytes elsewhere: an
+	 * epilogue that widens the value (bf16 to f32) is left to the rules
+	 * below (recomputed in its users: the compiled convolutions write
+	 * bf16, each reader converts again); and one that narrows it (f32 to
+	 * bf16) whose users' kernel holds another dot roots its own dot's
+	 * kernel rather than join that one, where its dot could not follow
+	 * (one core a kernel): the compiled residual adds, each with its
+	 * projection (convolution_add_fusion), the next reading bf16. */
+	int widens = (g->opk[i] & OPK_EPILOGUE) ? width_change(g, i) : 0;
 	if ((g->opk[i] & OPK_EPILOGUE) && !materialise &&
-	    (multi || !same || first < 0 || feeds_operand(g, i))) {
+	    (((multi || !same || first < 0 || feeds_operand(g, i)) &&
+	      widens <= 0) ||
+	     (first >= 0 && g->g_core_at[first] > g->pos[i] &&
+	      (g->opk[g->order[g->g_core_at[first]]] & OPK_CONTRACTION) &&
+	      widens < 0))) {
 		g->why[i] = SIM_WHY_EPILOGUE;
 		sim_grouping_new(g, i, false);
 		return;
@@ -1059,14 +1105,17 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 /*
  * Is member i of representative group id (marked by sim_group_mark, which
  * gave gen) written to HBM: the computation's root, or read from HBM by a
- * live user outside id? A member
- * id owns (grp[i]: id, or a sibling merged into id) is held by id alone,
- * so every live user outside id reads it. One it does not own is a copy:
+ * live user outside id or by a recomputed one (a copy in id, and in the
+ * other groups that recompute it, which read i from HBM)? A member id owns
+ * (grp[i]: id, or a group merged into id) is held by id alone, so every
+ * live user outside id reads it. One it does not own is a copy:
  * recomputed (G_MULTI), or a constant-derived value (G_NONE); a copy is
- * held by every group that holds one of its users (sim_grouping_collect takes
- * it in through that user), and every live user of a recomputed one is in
- * a group (the rules recompute only what no user needs in memory), so no
- * user reads a copy from HBM.
+ * held by every group that holds one of its users (sim_grouping_collect
+ * takes it in through that user), and every live user of a recomputed one
+ * is in a group (the rules recompute only what no user needs in memory),
+ * so no user reads a copy from HBM. Known wrong: a recomputed user whose
+ * every holder is in id (two reduces that recompute it, both merged
+ * into id) makes i an output it need not be.
  */
 bool sim_group_output(const struct grouping *g, int gen, int i)
 {
@@ -1076,7 +1125,7 @@ bool sim_group_output(const struct grouping *g, int gen, int i)
 		return false;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int u = g->users[k];
-		if (g->live[u] && g->stamp[2 * u] != gen)
+		if (g->live[u] && (g->stamp[2 * u] != gen || g->grp[u] == G_MULTI))
 			return true;
 	}
 	return false;
@@ -1169,6 +1218,160 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 				return true;
 		}
 	return false;
+}
+
+/* The representative group that holds a contraction and produces in
+ * (an input of another group), or -1. A group holds one when its core op
+ * is one (g_core_at: a dot's own group, or the group of the epilogue it
+ * joined); read so, not off member lists, a trial's grouping answers for
+ * the groups it did not collect too (grouping_delta.c). */
+static int contraction_group_of(const struct grouping *g,
+				const struct ir_instr *in)
+{
+	if (in->parent != g->c || g->grp[in->index] < 0)
+		return -1;
+	int id = g->g_rep[g->grp[in->index]];
+	return id >= 0 && g->g_core_at[id] >= 0 &&
+			       (g->opk[g->order[g->g_core_at[id]]] &
+				OPK_CONTRACTION)
+		       ? id
+		       : -1;
+}
+
+/* Whether merge_outputs may join group id (a representative) and
+ * another, for a trial's grouping (grouping_delta.c) to say when it does
+ * not follow: id absorbed a group (a sibling, or reduces of its output),
+ * or, merging nothing yet, id is reduce-rooted and reads a contraction
+ * group's value of its reduce's dims, or owns a contraction and a value
+ * of it is read by a reduce-rooted group outside it (directly, or
+ * through producers recomputed there). in: room for g->n; stack: for
+ * g->n. */
+bool sim_group_merges(const struct grouping *g, int id,
+		      const struct ir_instr **in, int *stack)
+{
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	bool dot = false;
+	for (int q = 0; q < n_mem; q++) {
+		int m = mem[q];
+		if (g->grp[m] < 0 || g->g_rep[g->grp[m]] != id)
+			continue; /* a copy */
+		if (g->grp[m] != id)
+			return true;
+		dot = dot || (g->opk[m] & OPK_CONTRACTION);
+	}
+	if (sim_group_sibling(g, id)) {
+		const struct ir_shape *s =
+			&g->c->instrs[g->g_root[id]]->operands[0]->shape;
+		int n_in = sim_group_inputs(g, id, in);
+		for (int q = 0; q < n_in; q++)
+			if (ir_shape_equal_dims(&in[q]->shape, s) &&
+			    contraction_group_of(g, in[q]) >= 0)
+				return true;
+	}
+	if (!dot)
+		return false;
+	/* users outside id of what it owns, and through recomputed ones the
+	 * members of the groups holding them (stamp[2u + 1]: taken) */
+	int gen = sim_group_mark(g, id), sp = 0;
+	for (int q = 0; q < n_mem; q++)
+		if (g->grp[mem[q]] == id)
+			stack[sp++] = mem[q];
+	while (sp > 0) {
+		int m = stack[--sp];
+		for (int k = g->uoff[m]; k < g->uoff[m + 1]; k++) {
+			int u = g->users[k], gu = g->grp[u];
+			if (!g->live[u] || g->stamp[2 * u + 1] == gen ||
+			    (gu != G_MULTI && g->stamp[2 * u] == gen))
+				continue;
+			g->stamp[2 * u + 1] = gen;
+			if (gu == G_MULTI)
+				stack[sp++] = u;
+			else if (gu >= 0 && (g->opk[g->g_root[gu]] & OPK_REDUCE))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Output multi-output fusion: a reduce-rooted group (with its merged
+ * siblings) that reduces a contraction's output, element for element,
+ * joins the contraction's group, which writes both. XLA's TPU compiler
+ * (data/compiled, libtpu 0.0.42) makes a convolution's kOutput fusion hold
+ * the reduces of its result: batch-norm statistics (sum and sum of
+ * squares of the convolution, 29 fusions in v5e/resnet_s), a dense
+ * layer's bias gradient (mlp_s), the softmax's max of the attention
+ * scores and the sum of its backward (each decoder). Element for element:
+ * the reduce's operand has the dims of the value it reads. Of several
+ * such contraction groups, the one whose value comes last in the order
+ * that makes no cycle (sim_group_cyclic: a group whose inputs depend on
+ * it); with none, the group stays as it is.
+ */
+/* Does group r read a reduce that group id owns? (A reduce of a value
+ * broadcast back over it, the softmax's sum after its max, needs the
+ * whole reduce first: no one kernel computes both in one pass.) */
+static bool reads_reduce_of(const struct grouping *g,
+			    const struct ir_instr *const *in, int n_in, int id)
+{
+	for (int q = 0; q < n_in; q++)
+		if (in[q]->op == IR_OP_REDUCE && contraction_group_of(g, in[q]) == id)
+			return true;
+	return false;
+}
+
+static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
+{
+	struct cycle_scratch cy;
+	size_t n = (size_t)g->n_groups + 1;
+	int *moved = ts_malloc(n * sizeof *moved);
+	int *cand = ts_malloc(n * sizeof *cand);
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && cand;
+	for (int r = 0; ok && r < g->n_groups; r++) {
+		if (!sim_group_sibling(g, r))
+			continue;
+		const struct ir_shape *s =
+			&g->c->instrs[g->g_root[r]]->operands[0]->shape;
+		int n_in = sim_group_inputs(g, r, in), n_cand = 0;
+		/* the values it reduces element for element that contraction
+		 * groups write, the latest first */
+		for (int q = 0; q < n_in; q++)
+			if (ir_shape_equal_dims(&in[q]->shape, s) &&
+			    contraction_group_of(g, in[q]) >= 0)
+				cand[n_cand++] = in[q]->index;
+		for (int a = 1; a < n_cand; a++)
+			for (int b = a; b > 0 && g->pos[cand[b]] > g->pos[cand[b - 1]];
+			     b--) {
+				int t = cand[b];
+				cand[b] = cand[b - 1];
+				cand[b - 1] = t;
+			}
+		bool merged = false;
+		for (int k = 0; ok && !merged && k < n_cand; k++) {
+			int into = contraction_group_of(g, g->c->instrs[cand[k]]);
+			if (reads_reduce_of(g, in, n_in, into))
+				continue;
+			int start = g->m_start[into], len = g->m_len[into];
+			int n_moved = 0;
+			for (int h = 0; h < g->n_groups; h++)
+				if (g->g_rep[h] == r) {
+					g->g_rep[h] = into;
+					moved[n_moved++] = h;
+				}
+			ok = absorb(g, into, r);
+			merged = ok && !sim_group_cyclic(g, into, &cy);
+			if (ok && !merged) { /* undone */
+				g->m_start[into] = start;
+				g->m_len[into] = len;
+				for (int q = 0; q < n_moved; q++)
+					g->g_rep[moved[q]] = r;
+			}
+		}
+	}
+	sim_cycle_scratch_free(&cy);
+	ts_free(moved);
+	ts_free(cand);
+	return ok;
 }
 
 /*
@@ -1444,7 +1647,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
-	     dissolve_cycles(g, &cs) && index_holders(g);
+	     merge_outputs(g, buf) && dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);
 	return ok ? TS_OK : TS_ERR_NOMEM;

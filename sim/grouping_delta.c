@@ -101,7 +101,8 @@ static bool siblings_alone(const struct grouping *t, const struct grouping *b,
 
 /* decide_from's marks per instruction: its decision is made again; a
  * group rooted there gained or lost a core op; asked whether its decision
- * reads such a group (a core op's); queued (once a trial). */
+ * reads such a group (a core op's or a dot epilogue's, sim_reads_core);
+ * queued (once a trial). */
 enum { DELTA_AGAIN = 1, DELTA_CORE = 2, DELTA_ASK = 4, DELTA_QUEUED = 8 };
 
 static bool is_core(const struct grouping *t, int x)
@@ -109,10 +110,11 @@ static bool is_core(const struct grouping *t, int x)
 	return t->fc[x] == FC_CORE;
 }
 
-/* Whether core op y's decision may read a group whose core ops differ
+/* Whether y's decision (sim_reads_core) may read a group whose core ops differ
  * from b's: a live user's group (in t, named by root) marked in mark
- * (DELTA_CORE). The core rule reads whether its user's group holds a core
- * op yet (g_core_at), and only a core op's decision changes that. */
+ * (DELTA_CORE). The core rule and a dot epilogue's boundary read whether
+ * its user's group holds a core op yet, and which (g_core_at), and only a
+ * core op's decision changes that. */
 static bool reads_core_change(const struct grouping *t, int y,
 			      const unsigned char *mark)
 {
@@ -185,9 +187,9 @@ static int dequeue(struct delta_scratch *ds, const int *pos)
 }
 
 /* Marks r (a group's root, in t or b; none when negative) DELTA_CORE, and
- * queues to be asked again the core ops whose decision comes after x's
- * (earlier in the order) and may read that: those an owned member of b's
- * group rooted at r reads. A user whose decision came out otherwise has
+ * queues to be asked again the decisions that read a group's core ops
+ * (sim_reads_core) that come after x's (earlier in the order) and may
+ * read that: those an owned member of b's group rooted at r reads. A user whose decision came out otherwise has
  * queued its operands already, and one whose decision holds is in b's
  * group of its root. Marked before (at a decision later in the order),
  * those are queued already. */
@@ -209,7 +211,7 @@ static void mark_core_change(const struct grouping *t,
 			continue; /* a copy, or a merged sibling's */
 		for (int j = t->ooff[u]; j < t->ooff[u + 1]; j++) {
 			int y = t->ops[j];
-			if (y >= 0 && is_core(t, y) && t->pos[y] < t->pos[x])
+			if (y >= 0 && sim_reads_core(t, y) && t->pos[y] < t->pos[x])
 				enqueue(ds, t->pos, y, DELTA_ASK);
 		}
 	}
@@ -240,8 +242,8 @@ static void undo_trial(struct grouping *t, struct delta_scratch *ds)
  * differ from b's, consumers first (no decision reads a later one, and
  * force differs from b's only at at): at's, those of the operands of one
  * that came out otherwise (its group, named by root, or its reuse or
- * prologue marks), and those of the core ops whose user is in a group
- * that a core op came into or left (the core rule reads whether the
+ * prologue marks), and those of the core ops and dot epilogues whose user
+ * is in a group that a core op came into or left (they read whether the
  * group holds one yet); the rest are b's. A group of t rooted where one
  * of b's is keeps b's id (the members whose decision holds name it), the
  * others take ids from b->n_groups on; a group holds a core op when one
@@ -427,6 +429,11 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * with nothing in t, as its namesake did in b */
 	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
 					   ds->in, ds->keys);
+	/* nor one that output merging joins, or joined, with another */
+	for (int q = 0; follow && q < *n_b; q++)
+		follow = !sim_group_merges(b, b_ids[q], ds->in, ds->stack);
+	for (int q = 0; follow && q < *n_t; q++)
+		follow = !sim_group_merges(t, t_ids[q], ds->in, ds->stack);
 	for (int q = 0; ok && follow && q < *n_t; q++)
 		follow = !sim_group_cyclic(t, t_ids[q], &ds->cy);
 	*whole = !follow;

@@ -219,6 +219,9 @@ enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct grouping *like);
 int sim_grouping_new(struct grouping *g, int i, bool core);
 void sim_grouping_decide(struct grouping *g, int i);
+/* Does instruction i's decision read whether a user's group holds a core
+ * op yet, and which (g_core_at): a core op's and a dot epilogue's do. */
+bool sim_reads_core(const struct grouping *g, int i);
 /* Room in g for the groups' member lists and sim_group_inputs' marks,
  * and cs for sim_grouping_collect (false: out of memory; free cs with
  * sim_collect_scratch_free in any case, g's with g). */
@@ -231,6 +234,8 @@ void sim_cycle_scratch_free(struct cycle_scratch *cy);
 bool sim_group_cyclic(const struct grouping *g, int id,
 		      struct cycle_scratch *cy);
 bool sim_group_sibling(const struct grouping *g, int id);
+bool sim_group_merges(const struct grouping *g, int id,
+		      const struct ir_instr **in, int *stack);
 uint64_t sim_group_digest(const struct grouping *g, int id,
 			  const struct ir_instr **in);
 
@@ -256,8 +261,10 @@ void sim_delta_scratch_free(struct delta_scratch *ds);
  * members, outputs and cycles (sim/grouping_delta.c says why). t has no
  * holders index (sim_group_member searches member lists) and is no more
  * than that. *whole when the difference reaches what this does not follow
- * (a reduce that has or had a sibling to merge with, a group of t's with a
- * cycle, a cyclic group b split): then group whole (sim_grouping_build).
+ * (a reduce that has or had a sibling to merge with, a group output
+ * merging joins or joined with another (sim_group_merges), a group of t's
+ * with a cycle, a cyclic group b split): then group whole
+ * (sim_grouping_build).
  * TS_ERR_NOMEM only. */
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  const signed char *force, int at,

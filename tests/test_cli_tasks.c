@@ -108,11 +108,11 @@ static void test_learned(void **state)
 	expect_rc(&p, 0);
 	expect_contains(p.out, "model: hybrid\nlearned_model: ");
 	/* each set holds one group (one kernel, one timing): no mix is
-	 * known and none is held out, so the trust is 0 and all 14 kernels
+	 * known and none is held out, so the trust is 0 and all 13 kernels
 	 * of the example are novel */
 	expect_contains(p.out, "\nlearned_novel_trust: 0\n");
-	expect_contains(p.out, "\nn_kernels: 14\nn_unmodelled: 0\n"
-			       "n_novel_op_mix: 14\n");
+	expect_contains(p.out, "\nn_kernels: 13\nn_unmodelled: 0\n"
+			       "n_novel_op_mix: 13\n");
 	proc_free(&p);
 	tpusim(&p, "tile", ex, "--hw", v3, "--model", m1, "-f", "csv");
 	expect_rc(&p, 0);
@@ -266,7 +266,7 @@ static void test_model_overflow(void **state)
 				   "analytic time stands in";
 	tpusim(&p, "run", ex, "--hw", v3, "--model", model, "-f", "csv");
 	expect_rc(&p, 0);
-	/* each of the 14 kernels, in order, the first two by name; every
+	/* each of the 13 kernels, in order, the first two by name; every
 	 * time the analytic one (columns time_ns and analytic_ns) */
 	snprintf(want, sizeof want, "tpusim run: warning: jit_train_loop: "
 		 "kernel copy.40%s\ntpusim run: warning: jit_train_loop: "
@@ -275,10 +275,10 @@ static void test_model_overflow(void **state)
 	int n = 0;
 	for (const char *s = p.err; (s = strstr(s, tail)); s++)
 		n++;
-	assert_int_equal(n, 14);
+	assert_int_equal(n, 13);
 	char *save = NULL, *line = strtok_r(p.out, "\n", &save);
 	assert_true(starts_with(line, "module,index,name,kind,main_op,"));
-	for (int k = 0; k < 14; k++) {
+	for (int k = 0; k < 13; k++) {
 		line = strtok_r(NULL, "\n", &save);
 		assert_non_null(line);
 		/* time_ns is field 16, analytic_ns field 22 */
@@ -461,7 +461,7 @@ static void test_fuse(void **state)
 	/* every edge XLA fused found, none added: no missed edges to list
 	 * by rule (test_fusion's test_shared has some) */
 	expect_contains(p.out, "\nall                                                "
-			       " 9          6    100.0%    100.0%\n");
+			       " 8          5    100.0%    100.0%\n");
 	assert_null(strstr(p.out, "edges XLA fused and the xla policy did not"));
 	proc_free(&p);
 	tpusim(&p, "fuse", "--unfuse", ex, "-o", out);
@@ -1169,7 +1169,7 @@ static void test_generations(void **state)
 		assert_near(t4, atof(fb), 1e-3);
 		rows++;
 	}
-	assert_int_equal(rows, 14);
+	assert_int_equal(rows, 13);
 	proc_free(&both);
 	proc_free(&one[0]);
 	proc_free(&one[1]);
@@ -1320,7 +1320,7 @@ static void test_trace(void **state)
 		 * the wait for cd2 and cs3 (cs and cs2 are on the async
 		 * track) */
 		if (m == 0)
-			assert_true(n >= 14);
+			assert_true(n >= 13);
 		else
 			assert_int_equal(n, 3);
 		assert_near(sum, total, 1.0 * n);
@@ -1397,8 +1397,8 @@ static void test_summary(void **state)
 		int k;
 		double ns;
 		sum_table(p.out, keys[i], &k, &ns);
-		assert_int_equal(k, 14);
-		assert_near(ns, total, 1e-3 * 14); /* 3 decimals per row */
+		assert_int_equal(k, 13);
+		assert_near(ns, total, 1e-3 * 13); /* 3 decimals per row */
 	}
 	proc_free(&p);
 }

@@ -684,9 +684,9 @@ static void test_shared(void **state)
 		      all.reproduced, all.xla_kernels, all.edges_both,
 		      all.edges_xla, all.edges_policy - all.edges_both);
 	assert_int_equal(all.xla_kernels, 10);
-	assert_int_equal(all.reproduced, 5);
+	assert_int_equal(all.reproduced, 6);
 	assert_int_equal(all.edges_policy, all.edges_both); /* precision 1 */
-	assert_int_equal(all.edges_both, 81);
+	assert_int_equal(all.edges_both, 84);
 	assert_int_equal(all.edges_xla, 87);
 }
 

@@ -1199,9 +1199,12 @@ static void test_group_tpu_rules(void **state)
 	ASSERT_NAMES(&b, "n,cp,ck");
 	tu_built_free(&b);
 
-	/* a dot's epilogue stays with the dot: the convert of its result,
-	 * read by two kernels, is the dot's output fusion and is written
-	 * once, not recomputed (with the dot) in each reader */
+	/* a dot's result widened to f32 and read by two kernels: the dot's
+	 * kernel writes the narrower bf16 result, the convert is recomputed
+	 * in each reader (the compiled convolutions write bf16 and their
+	 * readers convert it again); the reduce of it joins the dot's
+	 * kernel, which writes both (output multi-output fusion: the
+	 * compiled bias gradients and batch-norm statistics) */
 	tu_build("HloModule e\n"
 	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
@@ -1220,8 +1223,112 @@ static void test_group_tpu_rules(void **state)
 	      "  ROOT %t = (f32[256], f32[256,256]) tuple(%r, %s)\n"
 	      "}\n",
 	      &b);
-	ASSERT_NAMES(&b, "c,r,s");
-	assert_int_equal(tu_kernel(&b, "c")->main_op, IR_OP_DOT);
+	ASSERT_NAMES(&b, "d,s");
+	assert_int_equal(tu_kernel(&b, "d")->main_op, IR_OP_DOT);
+	assert_true(has(tu_kernel(&b, "d")->members, tu_kernel(&b, "d")->n_members, "r"));
+	assert_int_equal(tu_kernel(&b, "d")->n_outputs, 2);
+	assert_true(has(tu_kernel(&b, "d")->outputs, tu_kernel(&b, "d")->n_outputs, "d"));
+	assert_true(has(tu_kernel(&b, "s")->members, tu_kernel(&b, "s")->n_members, "c"));
+	tu_built_free(&b);
+
+	/* the softmax over a dot's scores: the max reduce joins the dot's
+	 * kernel; the sum of exp(s - max) does not, as it needs the whole
+	 * max first (the compiled attention: the scores' fusion holds the
+	 * max, a kernel of its own the sum); the dot's result, which the
+	 * sum's kernel reads too, is written */
+	tu_build("HloModule sm\n"
+	      "%max (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %m = f32[] maximum(%a, %b)\n"
+	      "}\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (q: bf16[512,128], k: bf16[128,512]) -> f32[512] {\n"
+	      "  %q = bf16[512,128] parameter(0)\n"
+	      "  %k = bf16[128,512] parameter(1)\n"
+	      "  %s = f32[512,512] dot(%q, %k), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %ninf = f32[] constant(-inf)\n"
+	      "  %mx = f32[512] reduce(%s, %ninf), dimensions={1}, to_apply=%max\n"
+	      "  %mb = f32[512,512] broadcast(%mx), dimensions={0}\n"
+	      "  %sub = f32[512,512] subtract(%s, %mb)\n"
+	      "  %e = f32[512,512] exponential(%sub)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  ROOT %sum = f32[512] reduce(%e, %z), dimensions={1}, to_apply=%add\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "s,sum");
+	assert_true(has(tu_kernel(&b, "s")->members, tu_kernel(&b, "s")->n_members, "mx"));
+	assert_int_equal(tu_kernel(&b, "s")->n_outputs, 2);
+	assert_true(has(tu_kernel(&b, "s")->outputs, tu_kernel(&b, "s")->n_outputs, "s"));
+	assert_false(has(tu_kernel(&b, "sum")->members, tu_kernel(&b, "sum")->n_members, "s"));
+	tu_built_free(&b);
+
+	/* a batch-norm's statistics of a convolution (sum and sum of
+	 * squares of its f32 convert, the convert recomputed in both and in
+	 * the normalise kernel): both reduces join the convolution's
+	 * kernel, which writes its result for the normalise kernel, as
+	 * v5e/resnet_s's compiled fusions do */
+	tu_build("HloModule bn\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: bf16[32,16,16,64], w: bf16[3,3,64,128], m: f32[128]) -> (f32[128], f32[128], f32[32,16,16,128]) {\n"
+	      "  %x = bf16[32,16,16,64] parameter(0)\n"
+	      "  %w = bf16[3,3,64,128] parameter(1)\n"
+	      "  %m = f32[128] parameter(2)\n"
+	      "  %cv = bf16[32,16,16,128] convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+	      "  %f = f32[32,16,16,128] convert(%cv)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %s1 = f32[128] reduce(%f, %z), dimensions={0,1,2}, to_apply=%add\n"
+	      "  %sq = f32[32,16,16,128] multiply(%f, %f)\n"
+	      "  %s2 = f32[128] reduce(%sq, %z), dimensions={0,1,2}, to_apply=%add\n"
+	      "  %mb = f32[32,16,16,128] broadcast(%m), dimensions={3}\n"
+	      "  %n = f32[32,16,16,128] subtract(%f, %mb)\n"
+	      "  ROOT %t = (f32[128], f32[128], f32[32,16,16,128]) tuple(%s1, %s2, %n)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "cv,n");
+	const struct sim_kernel *k = tu_kernel(&b, "cv");
+	assert_int_equal(k->main_op, IR_OP_CONVOLUTION);
+	assert_true(has(k->members, k->n_members, "s1"));
+	assert_true(has(k->members, k->n_members, "s2"));
+	assert_int_equal(k->n_outputs, 3);
+	assert_true(has(k->outputs, k->n_outputs, "cv"));
+	tu_built_free(&b);
+
+	/* the sum of two dots' results, narrowed to bf16 and widened again
+	 * for a third dot's epilogue: the boundary goes at the narrowing
+	 * convert, each dot in a kernel with its own epilogue (the compiled
+	 * residual adds, convolution_add_fusion) */
+	tu_build("HloModule res\n"
+	      "ENTRY %main (a: bf16[256,512], b: bf16[256,512], c: bf16[256,512], w: bf16[512,512]) -> bf16[256,512] {\n"
+	      "  %a = bf16[256,512] parameter(0)\n"
+	      "  %b = bf16[256,512] parameter(1)\n"
+	      "  %c = bf16[256,512] parameter(2)\n"
+	      "  %w = bf16[512,512] parameter(3)\n"
+	      "  %d1 = bf16[256,512] dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %f1 = f32[256,512] convert(%d1)\n"
+	      "  %d2 = bf16[256,512] dot(%b, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %f2 = f32[256,512] convert(%d2)\n"
+	      "  %s = f32[256,512] add(%f1, %f2)\n"
+	      "  %h = bf16[256,512] convert(%s)\n"
+	      "  %hf = f32[256,512] convert(%h)\n"
+	      "  %d3 = bf16[256,512] dot(%c, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %f3 = f32[256,512] convert(%d3)\n"
+	      "  %s3 = f32[256,512] add(%hf, %f3)\n"
+	      "  ROOT %o = bf16[256,512] convert(%s3)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "d1,h,o");
+	assert_true(has(tu_kernel(&b, "h")->members, tu_kernel(&b, "h")->n_members, "d2"));
+	assert_true(has(tu_kernel(&b, "o")->members, tu_kernel(&b, "o")->n_members, "hf"));
+	assert_true(has(tu_kernel(&b, "o")->members, tu_kernel(&b, "o")->n_members, "d3"));
 	tu_built_free(&b);
 
 	/* a cheap producer with users in two kernels, one of them a dot's
