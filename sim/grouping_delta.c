@@ -231,6 +231,7 @@ static void undo_trial(struct grouping *t, struct delta_scratch *ds)
 		t->grp[x] = b->grp[x];
 		t->reuse[x] = b->reuse[x];
 		t->prologue[x] = b->prologue[x];
+		t->bcast[x] = b->bcast[x];
 		t->why[x] = b->why[x];
 		ds->mark[x] = 0;
 	}
@@ -268,7 +269,7 @@ static void decide_from(struct grouping *t, const struct grouping *b, int at,
 		int gb = b->grp[x];
 		if (is_core(t, x) && gb >= 0 && t->g_core_at[gb] == t->pos[x])
 			t->g_core_at[gb] = -1;
-		t->reuse[x] = t->prologue[x] = false;
+		t->reuse[x] = t->prologue[x] = t->bcast[x] = false;
 		t->why[x] = SIM_WHY_FUSED;
 		sim_grouping_decide(t, x);
 		int id = t->grp[x];
@@ -284,7 +285,7 @@ static void decide_from(struct grouping *t, const struct grouping *b, int at,
 		if (moves)
 			ds->moved[(*n_moved)++] = x;
 		if (!moves && t->reuse[x] == b->reuse[x] &&
-		    t->prologue[x] == b->prologue[x])
+		    t->prologue[x] == b->prologue[x] && t->bcast[x] == b->bcast[x])
 			continue;
 		if (is_core(t, x)) { /* the groups it left and came into */
 			mark_core_change(t, b, rt, x, ds);
@@ -328,6 +329,7 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	memcpy(t->grp, like->grp, (size_t)t->n * sizeof *t->grp);
 	memcpy(t->reuse, like->reuse, (size_t)t->n * sizeof *t->reuse);
 	memcpy(t->prologue, like->prologue, (size_t)t->n * sizeof *t->prologue);
+	memcpy(t->bcast, like->bcast, (size_t)t->n * sizeof *t->bcast);
 	memcpy(t->why, like->why, (size_t)t->n * sizeof *t->why);
 	memcpy(t->g_root, like->g_root, (size_t)like->n_groups * sizeof *t->g_root);
 	memcpy(t->g_core_at, like->g_core_at,

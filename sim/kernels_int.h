@@ -149,6 +149,8 @@ struct grouping {
 	int *grp;              /* group of i, G_NONE or G_MULTI (recomputed) */
 	bool *reuse;           /* i is fused on a path that broadcasts it */
 	bool *prologue;        /* i is fused into a dot/convolution operand */
+	bool *bcast;           /* i is fused into a broadcast's operand (a
+	                          broadcast that grows, through bitcasts) */
 	int n_groups;          /* groups formed (ids 0 .. n_groups-1) */
 	int n_decided;         /* of them by the decisions (the rest split
 	                          cyclic groups, dissolve_cycles) */

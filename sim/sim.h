@@ -620,11 +620,13 @@ enum sim_fuse_why {
 	SIM_WHY_MATERIALISE,   /* a user takes no fused operand (tuple,
 	                          collective, custom call, while, ...) */
 	SIM_WHY_NOT_ACCEPTED,  /* a user kernel does not accept it (a
-	                          gather's table, a permuting copy, ...) */
-	SIM_WHY_CORE,          /* a reduce/dot/convolution: fused only into
-	                          one elementwise user, one core per kernel */
+	                          gather's table, a permuting copy, a
+	                          broadcast's operand, ...) */
+	SIM_WHY_CORE,          /* a reduce/dot/convolution: a dot fused only
+	                          into one elementwise user, one core per
+	                          kernel; a reduce never */
 	SIM_WHY_REUSE,         /* an expensive op is not evaluated again
-	                          through a broadcast */
+	                          through a pad */
 	SIM_WHY_EXPENSIVE,     /* an expensive op with users in several
 	                          kernels is not recomputed */
 	SIM_WHY_EPILOGUE,      /* a dot's or convolution's epilogue stays
