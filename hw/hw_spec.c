@@ -152,6 +152,7 @@ HW_SECTION_FITS(vmem_fields);
 
 static const struct hw_field overhead_fields[] = {
 	HW_REAL("overhead", "kernel_ns", kernel_overhead_ns, "ns", 0, 1e6),
+	HW_REAL("overhead", "program_ns", program_overhead_ns, "ns", 0, 1e6),
 	HW_REAL("overhead", "step_ns", step_overhead_ns, "ns", 0, 1e5),
 	HW_REAL("overhead", "row_cycles", row_overhead_cycles, "cycles", 0, 1e4),
 };

@@ -158,6 +158,9 @@ struct hw_spec {
 
 	/* fixed costs */
 	double kernel_overhead_ns; /* per kernel launch (program step) */
+	double program_overhead_ns; /* per program run: its start, in the
+	                               first kernel's time (sim/config.c
+	                               sim_program_start_ns) */
 	double step_overhead_ns;   /* per grid step of a tiled kernel */
 	double row_overhead_cycles; /* per iteration of a kernel's loop over the
 	                              major (untiled) dims of a block: one row

@@ -5,7 +5,8 @@
 # the command that fits it and its in-sample and cross-validated error.
 # The fits lean on each other a little (GELU's transcendental cost and the
 # host term share the GELU rows; the v4 element costs and kernel_ns share
-# the elementwise kernels), so the list runs twice: a first pass without
+# the elementwise kernels, program_ns and hbm.efficiency the norms), so the
+# list runs twice: a first pass without
 # cross-validation settles the values, the second, with it, writes the
 # comments. About 10 minutes on one core. Regenerate docs/ACCURACY.md's accuracy
 # section afterwards (scripts/accuracy_report.sh).
@@ -58,12 +59,14 @@ for pass in 1 2; do
 		--fit vpu.cost.divide --rows 'div_*'
 	fit hwspecs/v4.yaml shape --data $data/tpuv4-ops \
 		--fit vpu.cost.transcendental --rows 'tanh_*'
-	# v4 fixed cost per kernel: every elementwise and activation family.
-	fit hwspecs/v4.yaml group --data $data/tpuv4-ops --fit overhead.kernel_ns \
+	# v4 program start (the fixed cost per kernel is v3's, fitted on
+	# kernels inside a step): every elementwise and activation family (one
+	# kernel a program) and the layer and rms norms (three to six).
+	fit hwspecs/v4.yaml group --data $data/tpuv4-ops --fit overhead.program_ns \
 		--rows 'add_*' --rows 'sub_*' --rows 'mul_*' --rows 'div_*' \
 		--rows 'binary_*' --rows 'elu_*' --rows 'leaky_*' --rows 'linear_*' \
 		--rows 'parametric_*' --rows 'relu_*' --rows 'selu_*' \
-		--rows 'sigmoid_*' --rows 'tanh_*'
+		--rows 'sigmoid_*' --rows 'tanh_*' --rows 'layer_*' --rows 'rms_*'
 	# v4 sustained HBM rate: the normalisation kernels (HBM-bound).
 	fit hwspecs/v4.yaml group --data $data/tpuv4-ops --fit hbm.efficiency \
 		--rows 'layer_*' --rows 'rms_*' --rows 'batch_*'

@@ -142,12 +142,11 @@ broadcast's operand beyond bitcasts (a norm's per-row scale is a small
 kernel of its own), and a reduce of a dot's or convolution's result joins
 its kernel (output multi-output fusion). They make the measured tpuv4-ops
 layer norms the kernels their profiles show (five; six here, the module's
-duplicated mean being two small kernels), but the model's fixed cost of a
-kernel was fitted on one-kernel programs: it costs those small kernels at
-about 970 ns where the profiles measure 365-381 ns, and tpuv4-ops' MAPE
-went from 7.7% to 7.9% (layer_norm 5.9% to 6.7%, rms_norm 7.4% to 8.9%);
-tpuv3-ops' from 20.2% to 23.8%, through its host term fitted again
-(docs/MODEL.md "Fusion").""")
+duplicated mean being two small kernels). With them the fixed cost per
+kernel was refitted apart from the program's start (docs/MODEL.md
+"Calibration"): tpuv4-ops' MAPE is 7.7% as before (layer_norm 5.9% to 6.0%),
+tpuv3-ops' went from 20.2% to 23.8%, through its host term fitted again
+(docs/MODEL.md "Small kernels").""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "
           "beside XLA's\n(`cost_analysis()`: flops, bytes accessed), with "

@@ -480,6 +480,26 @@ int64_t sim_plan_default(const struct sim_plan *p, const struct hw_spec *hw,
 
 /* ---- sim.h entry points ---- */
 
+/*
+ * start_ns = overhead.program_ns on the program's first kernel on the
+ * TensorCore, 0 on every other: ns a program run takes beyond its kernels'
+ * own work and fixed costs (overhead.kernel_ns), which a profile shows
+ * inside its first kernel's event. Source: tpuv4-ops details.csv, where a
+ * one-kernel elementwise program's kernel event is ~880 ns at 384
+ * elements but a layer norm's per-row kernels after the first take
+ * 365-381 ns; fitted on v4's programs of one kernel and of several
+ * (hwspecs/v4.yaml), with the fixed cost per kernel v3's, fitted on
+ * kernels inside a step. Known wrong: a program whose first kernel is an
+ * async copy or sits in a loop takes it at its first top-level kernel;
+ * v3's data are kernels inside a step (TpuGraphs) and host-timed programs,
+ * which do not show it: 0 there.
+ */
+double sim_program_start_ns(const struct sim_kernel *k,
+			    const struct hw_spec *hw)
+{
+	return k && k->starts_program ? hw->program_overhead_ns : 0.0;
+}
+
 enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   const struct sim_tile_config *cfg,

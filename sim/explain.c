@@ -86,6 +86,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 {
 	struct sim_plan p;
 	struct sim_est_detail x = {0};
+	/* the fixed cost the sums below start from: the launch, and the
+	 * program's start in its first kernel (sim_program_start_ns) */
+	double start = sim_program_start_ns(k, hw);
+	double launch = hw->kernel_overhead_ns + start;
 	enum ts_status st = sim_plan_build(k, hw, &p, d);
 	if (st == TS_ERR_UNSUPPORTED_OP) {
 		struct sim_estimate r;
@@ -96,8 +100,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			   "roofline, max(MXU, VPU, HBM) + kernel %.6g = %.6g ns, "
 			   "bound by %s\n",
 			k->name ? k->name : "?", sim_kernel_kind_name(k->kind),
-			d->msg, hw->kernel_overhead_ns, r.time_ns,
-			hw_unit_name(r.bound));
+			d->msg, launch, r.time_ns, hw_unit_name(r.bound));
 		st = TS_OK;
 		goto out;
 	}
@@ -117,6 +120,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	char buf[256];
 	fprintf(f, "kernel %s (%s)\n", k->name ? k->name : "?",
 		sim_kernel_kind_name(k->kind));
+	if (start > 0)
+		fprintf(f, "  the program's first kernel: kernel %.6g = launch "
+			   "%.6g + the program's start %.6g (overhead.program_ns)\n",
+			launch, hw->kernel_overhead_ns, start);
 	if (k->lowered && k->lowered->attrs.custom_call_target)
 		fprintf(f, "  library call %s, costed as the %s it computes "
 			   "(sim/kernels.c \"Library calls\")\n",
@@ -143,8 +150,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 				: "custom-call",
 			dc->flops,
 			dc->transcendentals, k->work.bytes_read,
-			k->work.bytes_written, dc->bytes,
-			hw->kernel_overhead_ns,
+			k->work.bytes_written, dc->bytes, launch,
 			e.mxu_cycles / (hw->clock_hz * 1e-9),
 			e.vpu_cycles / (hw->clock_hz * 1e-9),
 			e.dma_cycles / (hw->clock_hz * 1e-9), e.time_ns,
@@ -173,18 +179,18 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		sim_collective_ici(k, hw, &ici, &g);
 		if (g >= 0) {
 			put_slice_collective(f, k, hw, &ici, g);
-			fprintf(f, "  time = kernel %.0f + max(ICI + DCN, DMA of "
+			fprintf(f, "  time = kernel %.6g + max(ICI + DCN, DMA of "
 				   "%.0f HBM bytes) = %.1f ns (%s)\n",
-				hw->kernel_overhead_ns, q->other_bytes, e.time_ns,
+				launch, q->other_bytes, e.time_ns,
 				hw_unit_name(e.bound));
 			goto out;
 		}
 		fprintf(f, "  collective: %s, ICI %.1f ns = max(transfer %.1f, "
 			   "VPU reduction %.1f) + latency %.1f; HBM %.0f bytes\n"
-			   "  time = kernel %.0f + max(ICI, DMA) = %.1f ns (%s)\n",
+			   "  time = kernel %.6g + max(ICI, DMA) = %.1f ns (%s)\n",
 			ici.one_shot ? "one-shot" : "ring", ici.ns,
 			ici.transfer_ns, ici.reduce_ns, ici.latency_ns,
-			q->other_bytes, hw->kernel_overhead_ns, e.time_ns,
+			q->other_bytes, launch, e.time_ns,
 			hw_unit_name(e.bound));
 		goto out;
 	}
@@ -292,7 +298,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		"last step (compute %.6g + step %.6g) + last store %.6g "
 		"(%.0f B), DMA busy %.6g)\n"
 		"            = %.6g ns, bound by %s\n",
-		hw->kernel_overhead_ns, x.first_ns, x.first_bytes, x.core_steps,
+		launch, x.first_ns, x.first_bytes, x.core_steps,
 		x.compute_step_ns, x.dma_step_ns, x.step_ns, x.compute_step_ns,
 		x.step_ns, x.last_ns, x.last_bytes, e.dma_cycles / clock_ghz,
 		e.time_ns, hw_unit_name(e.bound));

@@ -42,10 +42,9 @@
  *    average pooling, reduce-window then divide: every profile shows the
  *    reduce-window kernel and a separate broadcast_multiply_fusion). With
  *    the broadcast rule above this makes the measured layer norms the
- *    kernels their profiles show; the model's fixed cost of a kernel
- *    (overhead.kernel_ns, fitted on one-kernel programs) is known to be
- *    too high for the small ones (971 ns against 365-381 ns measured:
- *    docs/MODEL.md "Fusion");
+ *    kernels their profiles show; the model costs their small per-row
+ *    kernels at about 520 ns against 365-381 ns measured (docs/MODEL.md
+ *    "Small kernels");
  *  - a dot's epilogue (the loop ops that are, one after another, the only
  *    user of a dot) stays with the dot: not recomputed in several user
  *    kernels, not fused into another dot's operand (XLA's TPU output

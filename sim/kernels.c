@@ -1149,5 +1149,16 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	for (int i = 0; i < p->n_kernels; i++)
 		if (p->kernels[i].kind == SIM_KERNEL_UNMODELLED)
 			p->n_unmodelled++;
+	/* the program's start goes in its first kernel on the TensorCore:
+	 * top level, not async work, not one XLA runs nothing for */
+	for (int i = 0; i < p->n_kernels; i++) {
+		struct sim_kernel *k = &p->kernels[i];
+		if (k->loop_depth == 0 && k->multiplicity == 1.0 &&
+		    k->kind != SIM_KERNEL_UNMODELLED && !k->async_work &&
+		    !k->dma && !sim_kernel_free(k)) {
+			k->starts_program = true;
+			break;
+		}
+	}
 	return TS_OK;
 }

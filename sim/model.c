@@ -460,7 +460,8 @@ static double dma_ns(double bw, const struct dma_part *d)
 /*
  * The kernel time (ns) under one config:
  *
- *   T = kernel_ns                                   launch, per kernel
+ *   T = kernel_ns (+ program_ns on the program's     launch, per kernel
+ *       first kernel: sim_program_start_ns)
  *     + max( latency + DMA(first loads)             first load, unhidden
  *            + (S - 1) x ( max(compute, dma) + step_ns )  pipelined steps
  *            + compute + step_ns                    last step, unhidden
@@ -1505,11 +1506,23 @@ double sim_plan_mxu_floor(const struct sim_plan *p, const struct hw_spec *hw,
 			steps * hw->step_overhead_ns);
 }
 
+/* estimate() and the program's start when p's kernel starts it
+ * (sim_program_start_ns: the time's fixed part). */
+static void estimate_run(const struct sim_plan *p, const struct hw_spec *hw,
+			 const struct sim_tile_config *full,
+			 struct sim_estimate *out, struct sim_est_detail *dt)
+{
+	estimate(p, hw, full, out, dt);
+	double start = sim_program_start_ns(p->k, hw);
+	out->time_ns += start;
+	out->overhead_ns += start;
+}
+
 void sim_plan_estimate(const struct sim_plan *p, const struct hw_spec *hw,
 		       const struct sim_tile_config *full,
 		       struct sim_estimate *out)
 {
-	estimate(p, hw, full, out, NULL);
+	estimate_run(p, hw, full, out, NULL);
 }
 
 enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
@@ -1527,7 +1540,7 @@ enum ts_status sim_plan_estimate_detail(const struct sim_plan *p,
 			    p->k && p->k->name ? p->k->name : "?");
 		return TS_ERR_NOMEM;
 	}
-	estimate(p, hw, full, out, detail);
+	estimate_run(p, hw, full, out, detail);
 	return TS_OK;
 }
 

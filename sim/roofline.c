@@ -73,9 +73,9 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
  * Source: the roofline of docs/HLO.md 3.1 (optimal_seconds) with TPU
  * rates from hwspecs/.
  */
-enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
-				   const struct hw_spec *hw,
-				   struct sim_estimate *out, struct ts_diag *d)
+static enum ts_status roofline(const struct sim_kernel *k,
+			       const struct hw_spec *hw,
+			       struct sim_estimate *out, struct ts_diag *d)
 {
 	memset(out, 0, sizeof *out);
 	if (!k || !k->instr || !hw) {
@@ -173,6 +173,18 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 	out->dma_cycles = t_hbm * 1e-9 * hw->clock_hz;
 	out->mxu_util = hw_mxu_utilisation(hw, macs, 1, cores, out->time_ns);
 	return TS_OK;
+}
+
+/* The roofline of kernel k, with the program's start when k starts it
+ * (sim_program_start_ns: a fixed cost, like the launch). */
+enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
+				   const struct hw_spec *hw,
+				   struct sim_estimate *out, struct ts_diag *d)
+{
+	enum ts_status st = roofline(k, hw, out, d);
+	if (st == TS_OK && out->modelled)
+		out->time_ns += sim_program_start_ns(k, hw);
+	return st;
 }
 
 bool sim_kernel_plausible(const struct sim_kernel *k,

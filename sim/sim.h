@@ -155,6 +155,9 @@ struct sim_kernel {
 	                                  not known); NULL for other kernels */
 	bool async_work;               /* the async work of a pair (sim_async):
 	                                  it runs beside the TensorCore */
+	bool starts_program;           /* the program's first kernel on the
+	                                  TensorCore: its time holds the
+	                                  program's start (sim_program_start_ns) */
 	bool chained;                  /* a fusion between the start and done
 	                                  of a collective chain (XLA's async
 	                                  collective fusion): its clone of the
@@ -317,6 +320,12 @@ enum ts_status sim_kernel_estimate(const struct sim_kernel *k,
 				   const struct hw_spec *hw,
 				   const struct sim_tile_config *cfg,
 				   struct sim_estimate *out, struct ts_diag *d);
+
+/* The start of a program, ns, which the time of the kernel that starts it
+ * holds (k->starts_program: sim_program_build marks it); 0 for any other
+ * kernel (sim/config.c says where it comes from). */
+double sim_program_start_ns(const struct sim_kernel *k,
+			    const struct hw_spec *hw);
 
 /* Whether XLA would run nothing for kernel k (sim/plan.c): every member
  * a bitcast, a parameter, a tuple or a constant, or a reshape, transpose

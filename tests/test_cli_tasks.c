@@ -349,7 +349,7 @@ static void test_compare_untrained(void **state)
 	expect_rc(&p, 0);
 	assert_string_equal(p.err, "tpusim compare: 0 models trained in 0.0 s "
 				   "(0.00 s each)\n");
-	expect_contains(p.out, "\nanalytic          54.6%    54.9%      n/a "
+	expect_contains(p.out, "\nanalytic          54.7%    54.9%      n/a "
 			       "    0.0%     0.0%    +0.0%\n"
 			       "learned-only        n/a      n/a      n/a      "
 			       "n/a      n/a      n/a\n"
@@ -360,14 +360,14 @@ static void test_compare_untrained(void **state)
 	char *text = slurp(csv);
 	assert_string_equal(text, "set,id,fold,measured_ns,analytic_ns,"
 				  "learned_ns,hybrid_ns\n"
-				  "tiny,tiny#r0,0,1500.000,2390.932,,\n"
-				  "tiny,tiny#r1,0,1700.000,2541.249,,\n"
-				  "tiny,tiny#r2,0,9000.000,13938.590,,\n");
+				  "tiny,tiny#r0,0,1500.000,2393.652,,\n"
+				  "tiny,tiny#r1,0,1700.000,2543.989,,\n"
+				  "tiny,tiny#r2,0,9000.000,13942.570,,\n");
 	ts_free(text);
 	unlink(csv);
 	tpusim(&p, "compare", "--data", tiny, "--hw-dir", hw, "--markdown");
 	expect_rc(&p, 0);
-	expect_contains(p.out, "| analytic | 54.6% | 54.9% | n/a | 0.0% | "
+	expect_contains(p.out, "| analytic | 54.7% | 54.9% | n/a | 0.0% | "
 			       "0.0% | +0.0% |\n"
 			       "| learned-only | n/a | n/a | n/a | n/a | n/a | "
 			       "n/a |\n"
