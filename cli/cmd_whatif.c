@@ -487,7 +487,10 @@ static enum ts_status find_twins(const struct cmd_graph *g, int n,
 		for (int j = 0; j < g->progs[m].n_kernels; j++, i++) {
 			ks->kern[i] = &g->progs[m].kernels[j];
 			ks->twin[i] = -1;
-			if (!ks->ok[i])
+			/* a program's first kernel holds its start
+			 * (sim_program_start_ns), which its plan does not
+			 * say: costed apart, never a twin */
+			if (!ks->ok[i] || ks->kern[i]->starts_program)
 				continue;
 			size_t len = sim_plan_key(&ks->plan[i], a);
 			digest[i] = ts_fnv1a(TS_FNV1A_BASIS, a, len);

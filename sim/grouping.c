@@ -172,8 +172,8 @@ bool sim_fuse_alone(const struct ir_instr *in)
 		 kind == SIM_KERNEL_COLLECTIVE));
 }
 
-/* Ops that only convert or rearrange elements: a dot's or a reduce's
- * one user of this kind takes it as its output fusion. */
+/* Ops that only convert or rearrange elements: a dot's one user of this
+ * kind takes it as its output fusion. */
 static bool is_format_op(enum ir_op op)
 {
 	switch (op) {
@@ -457,8 +457,9 @@ static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 static int sole_live_user(const struct grouping *g, int i);
 
 /* How epilogue i's value compares in bytes with the one it reads on the
- * chain back to its dot: < 0 narrower (a convert of an f32 sum to bf16),
- * > 0 wider (a bf16 result converted to f32), 0 the same. */
+ * chain back to its dot: < 0 smaller (a convert of an f32 sum to bf16, a
+ * slice), > 0 larger (a bf16 result converted to f32, a broadcast or pad),
+ * 0 the same: the boundary that moves fewer bytes. */
 static int width_change(const struct grouping *g, int i)
 {
 	for (int j = g->ooff[i]; j < g->ooff[i + 1]; j++) {
@@ -1242,11 +1243,11 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 	return false;
 }
 
-/* The representative group that holds a contraction and produces in
- * (an input of another group), or -1. A group holds one when its core op
- * is one (g_core_at: a dot's own group, or the group of the epilogue it
- * joined); read so, not off member lists, a trial's grouping answers for
- * the groups it did not collect too (grouping_delta.c). */
+/* The representative group that holds a dot or convolution and computes
+ * in (any value it owns: the dot's result, its epilogue, or another value
+ * that joined it), or -1. Read off g_core_at, not member lists, so a
+ * trial's grouping answers for the groups it did not collect too
+ * (grouping_delta.c). */
 static int contraction_group_of(const struct grouping *g,
 				const struct ir_instr *in)
 {
@@ -1316,20 +1317,6 @@ bool sim_group_merges(const struct grouping *g, int id,
 	return false;
 }
 
-/*
- * Output multi-output fusion: a reduce-rooted group (with its merged
- * siblings) that reduces a contraction's output, element for element,
- * joins the contraction's group, which writes both. XLA's TPU compiler
- * (data/compiled, libtpu 0.0.42) makes a convolution's kOutput fusion hold
- * the reduces of its result: batch-norm statistics (sum and sum of
- * squares of the convolution, 29 fusions in v5e/resnet_s), a dense
- * layer's bias gradient (mlp_s), the softmax's max of the attention
- * scores and the sum of its backward (each decoder). Element for element:
- * the reduce's operand has the dims of the value it reads. Of several
- * such contraction groups, the one whose value comes last in the order
- * that makes no cycle (sim_group_cyclic: a group whose inputs depend on
- * it); with none, the group stays as it is.
- */
 /* Does group r read a reduce that group id owns? (A reduce of a value
  * broadcast back over it, the softmax's sum after its max, needs the
  * whole reduce first: no one kernel computes both in one pass.) */
@@ -1342,12 +1329,29 @@ static bool reads_reduce_of(const struct grouping *g,
 	return false;
 }
 
+/*
+ * Output multi-output fusion: a reduce-rooted group (with its merged
+ * siblings) that reduces, element for element, a value a dot's or
+ * convolution's group writes (the dot's result, its epilogue, or another
+ * value that joined that group) joins that group, which writes both: XLA's
+ * multi-output fusion of a reduce into the kernel of its operand's
+ * producer. XLA's TPU compiler (data/compiled, libtpu 0.0.42) makes a
+ * convolution's kOutput fusion hold the reduces of its result: batch-norm
+ * statistics (sum and sum of squares of the convolution, 29 fusions in
+ * v5e/resnet_s), a dense layer's bias gradient (mlp_s), the softmax's max
+ * of the attention scores and the sum of its backward (each decoder).
+ * Element for element: the reduce's operand has the dims of the value it
+ * reads (known wrong: a transpose of a square value passes). Of several
+ * such values, the one that comes last in the order whose group the merge
+ * leaves without a cycle (sim_group_cyclic: a group whose inputs depend on
+ * it), and never one whose group holds a reduce this group reads
+ * (reads_reduce_of); with none, the group stays as it is.
+ */
 static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 {
 	struct cycle_scratch cy;
-	size_t n = (size_t)g->n_groups + 1;
-	int *moved = ts_malloc(n * sizeof *moved);
-	int *cand = ts_malloc(n * sizeof *cand);
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	int *cand = ts_malloc(((size_t)g->n + 1) * sizeof *cand); /* inputs */
 	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && cand;
 	for (int r = 0; ok && r < g->n_groups; r++) {
 		if (!sim_group_sibling(g, r))

@@ -242,8 +242,8 @@ static void undo_trial(struct grouping *t, struct delta_scratch *ds)
 /* t's decisions (a copy of b's on entry): made again where they may
  * differ from b's, consumers first (no decision reads a later one, and
  * force differs from b's only at at): at's, those of the operands of one
- * that came out otherwise (its group, named by root, or its reuse or
- * prologue marks), and those of the core ops and dot epilogues whose user
+ * that came out otherwise (its group, named by root, or its reuse,
+ * prologue or bcast marks), and those of the core ops and dot epilogues whose user
  * is in a group that a core op came into or left (they read whether the
  * group holds one yet); the rest are b's. A group of t rooted where one
  * of b's is keeps b's id (the members whose decision holds name it), the

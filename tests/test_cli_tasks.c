@@ -636,6 +636,29 @@ static void test_whatif(void **state)
 		assert_true(dma[i + 1] == dma[i]);
 	}
 	unlink(mm);
+	/* the program's start (overhead.program_ns, v4's) is in its first
+	 * kernel alone: two identical kernels, of which only the first
+	 * holds it, so a sweep of it moves the program by what it adds,
+	 * once (the second kernel is no twin of the first) */
+	char v4[PATH_MAX], tw[PATH_MAX];
+	src(v4, "hwspecs/v4.yaml");
+	tu_tmp_path(tw, sizeof tw, "test_whatif_twin", ".hlo");
+	f = fopen(tw, "w");
+	assert_non_null(f);
+	fputs("HloModule tw\nENTRY e {\n  a = f32[1024,1024]{1,0} parameter(0)\n"
+	      "  b = f32[1024,1024]{1,0} parameter(1)\n"
+	      "  x = f32[1024,1024]{1,0} exponential(a)\n"
+	      "  y = f32[1024,1024]{1,0} exponential(b)\n"
+	      "  ROOT t = (f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) tuple(x, y)\n}\n",
+	      f);
+	fclose(f);
+	tpusim(&p, "whatif", tw, "--hw", v4, "--sweep",
+	       "overhead.program_ns=0,1000", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t, d), 2);
+	assert_near(t[1] - t[0], 1000, 1e-3);
+	unlink(tw);
 	/* the second point of a sweep against run --set */
 	tpusim(&p, "whatif", hlo, "--hw", v3, "--sweep",
 	       "hbm.bw_bytes_per_s=450e9,700e9", "--csv", csv);

@@ -1312,6 +1312,46 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(k->outputs, k->n_outputs, "cv"));
 	tu_built_free(&b);
 
+	/* a reduce of values that joined a dot's kernel (six divides, each
+	 * written out by the dot's epilogue chain, multi-output) joins it
+	 * too: more candidate values than the computation has groups */
+	tu_build("HloModule cand\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (p: f32[64,64], q: f32[64,64], d: f32[64,64]) -> (f32[64,64], f32[64]) {\n"
+	      "  %p = f32[64,64] parameter(0)\n"
+	      "  %q = f32[64,64] parameter(1)\n"
+	      "  %d = f32[64,64] parameter(2)\n"
+	      "  %dot = f32[64,64] dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %e1 = f32[64,64] divide(%q, %d)\n"
+	      "  %e2 = f32[64,64] divide(%d, %q)\n"
+	      "  %e3 = f32[64,64] divide(%q, %p)\n"
+	      "  %e4 = f32[64,64] divide(%p, %q)\n"
+	      "  %e5 = f32[64,64] divide(%d, %p)\n"
+	      "  %e6 = f32[64,64] divide(%p, %d)\n"
+	      "  %a1 = f32[64,64] add(%dot, %e1)\n"
+	      "  %a2 = f32[64,64] add(%a1, %e2)\n"
+	      "  %a3 = f32[64,64] add(%a2, %e3)\n"
+	      "  %a4 = f32[64,64] add(%a3, %e4)\n"
+	      "  %a5 = f32[64,64] add(%a4, %e5)\n"
+	      "  %a6 = f32[64,64] add(%a5, %e6)\n"
+	      "  %s1 = f32[64,64] add(%e1, %e2)\n"
+	      "  %s2 = f32[64,64] add(%s1, %e3)\n"
+	      "  %s3 = f32[64,64] add(%s2, %e4)\n"
+	      "  %s4 = f32[64,64] add(%s3, %e5)\n"
+	      "  %s5 = f32[64,64] add(%s4, %e6)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %r = f32[64] reduce(%s5, %z), dimensions={1}, to_apply=%add\n"
+	      "  ROOT %t = (f32[64,64], f32[64]) tuple(%a6, %r)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "a6");
+	assert_true(has(tu_kernel(&b, "a6")->members, tu_kernel(&b, "a6")->n_members, "r"));
+	tu_built_free(&b);
+
 	/* the sum of two dots' results, narrowed to bf16 and widened again
 	 * for a third dot's epilogue: the boundary goes at the narrowing
 	 * convert, each dot in a kernel with its own epilogue (the compiled
