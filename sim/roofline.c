@@ -182,8 +182,11 @@ enum ts_status sim_kernel_roofline(const struct sim_kernel *k,
 				   struct sim_estimate *out, struct ts_diag *d)
 {
 	enum ts_status st = roofline(k, hw, out, d);
-	if (st == TS_OK && out->modelled)
-		out->time_ns += sim_program_start_ns(k, hw);
+	if (st == TS_OK && out->modelled) {
+		double start = sim_program_start_ns(k, hw);
+		out->time_ns += start;
+		out->overhead_ns += start;
+	}
 	return st;
 }
 
