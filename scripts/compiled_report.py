@@ -186,7 +186,7 @@ CAUSES = """\
 - Memory-space assignment (after fusion): the compiled module keeps operands
   and results in VMEM (S(1)) and prefetches them (copy-start/copy-done); the
   spmd module has every buffer in HBM. v5e/resnet_s moves 19 MB of HBM where
-  the fused spmd module moves 444 MB. It is all of v5e/mlp_s's 1.21 (0.97
+  the fused spmd module moves 444 MB. It is all of v5e/mlp_s's 1.21 (0.96
   against the compiled module in HBM) and a third to a half of the decoders'
   gap on v5e, v5p, v6e and v7 (v2-v4 modules have no S(1)).
 - A prefetch with nothing beside it: tpusim costs the compiled module's
@@ -198,33 +198,33 @@ CAUSES = """\
   (50 us).
 - Converts of their own: the xla policy now follows XLA's kOutput fusion of
   a convolution with the batch-norm statistics of its output (output
-  multi-output fusion: v5e/resnet_s's reduce kernels went from 84, 0.51 ms,
-  to 13, 0.08 ms, where XLA has 7, 0.04 ms in HBM; v5e/unet3d_s's from 54,
-  0.94 ms, to 23, 0.29 ms, against 23, 0.25 ms), but leaves the bf16 casts
-  of the normalised activations in kernels of their own: v5e/resnet_s has
-  42 convert kernels (0.21 ms) where XLA has 5 (0.05 ms), v5e/unet3d_s 33
-  (0.37 ms) against 5 (0.04 ms).
+  multi-output fusion: v5e/resnet_s's reduce kernels went from 84 to 13,
+  0.08 ms, where XLA has 7; v5e/unet3d_s's from 54 to 23, 0.28 ms, against
+  23), but leaves the batch-norm's normalise, relu and bf16 cast in kernels
+  of their own (named for the convert at their root) where XLA computes
+  them in the next kernel: v5e/resnet_s has 42 (0.19 ms) where XLA has 5,
+  v5e/unet3d_s 33 (0.36 ms) against 5.
 - The all-reduce combiner (after fusion): XLA merges the gradients'
-  all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.33 ms)
-  are 27 (0.16 ms) compiled.
+  all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.28 ms)
+  are 27 (0.15 ms) compiled.
 - XLA's kCustom fusions made before tpu_fusion, inlined for `fuse`: an
   all-reduce-scatter (the SPMD partitioner's all-reduce and the slice each
   device keeps) becomes an all-reduce of the whole input: v5e/ops_reduce_scatter
   (2.08) costs 885 us for what the compiled module's reduce-scatter costs 443
   us; v5e/dlrm_s's four embedding-gradient all-reduce-scatters become
-  all-reduces (33 collective kernels, 0.57 ms, against 15, 0.32 ms).
+  all-reduces (33 collective kernels, 0.56 ms, against 15, 0.31 ms).
 - The KV cache (v5e/decode_m, 0.75): the compiled module fuses each K/V
   projection with its cache write (fusion.100/101: a dot whose output is a
   dynamic-update-slice of the 67 MB cache slice), costed as reading and
   writing the whole slice (217 us x 8 steps each, where the fused spmd
   module's projection is 9 us), and copy insertion (after fusion) copies
   both 537 MB caches once (copy.83/84, 1.57 ms each).
-- The decoders (1.02-1.71, one at 0.85; 1.02-1.28 against the compiled
+- The decoders (1.02-1.72, one at 0.84; 1.02-1.28 against the compiled
   module in HBM):
   the xla policy leaves more of the optimizer's update and the norms'
   backward in kernels of their own: v5e/decoder_s has 21 reduce kernels
-  (1.14 ms) against 26 (0.69 ms in HBM) and 39 subtract, add, multiply and
-  divide kernels (2.19 ms) against 23 (0.59 ms), while the compiled
+  (1.14 ms) against 26 and 39 subtract, add, multiply and divide kernels
+  (2.21 ms) against 23, while the compiled
   module's copies and relayouts (349 kernels, 1.86 ms in HBM; 12 kernels,
   0.04 ms in the fused spmd module) take part of it back.
 """
