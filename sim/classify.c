@@ -93,7 +93,7 @@ static void physical_dims(const struct ir_shape *s, int64_t *out)
 		out[i] = s->dims[order[i]];
 }
 
-static bool same_tiles(const struct ir_layout *a, const struct ir_layout *b)
+bool sim_same_tiles(const struct ir_layout *a, const struct ir_layout *b)
 {
 	if (a->n_tiles != b->n_tiles || a->memory_space != b->memory_space ||
 	    a->element_size_bits != b->element_size_bits)
@@ -135,7 +135,7 @@ static bool reshape_is_bitcast(const struct ir_instr *in)
 		return false;
 	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
 	if (a->type != r->type || a->rank > 64 || r->rank > 64 ||
-	    !same_tiles(&a->layout, &r->layout))
+	    !sim_same_tiles(&a->layout, &r->layout))
 		return false;
 	int k = tiled_dims(a);
 	if (k != tiled_dims(r))
@@ -178,7 +178,7 @@ static bool transpose_is_bitcast(const struct ir_instr *in)
 		return false;
 	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
 	if (perm->n != r->rank || a->rank != r->rank || r->rank > 64 ||
-	    a->type != r->type || !same_tiles(&a->layout, &r->layout))
+	    a->type != r->type || !sim_same_tiles(&a->layout, &r->layout))
 		return false;
 	int oa[64], orr[64];
 	ir_shape_major_to_minor(a, oa);

@@ -61,8 +61,10 @@
  *    operand fusions, data/compiled), but a cheap producer that also has
  *    users in other kernels is not recomputed there: it joins the first
  *    user kernel and is written out (multi-output); a copy that permutes
- *    the layout accepts nothing; dynamic-update-slice accepts loop ops
- *    into its update operand, gather into its indices, scatter into its
+ *    the layout accepts nothing, one that changes only the tiles no
+ *    such copy (tiling_copy); dynamic-update-slice accepts loop ops
+ *    into its update operand (and a tiling copy into the buffer it
+ *    updates), gather into its indices, scatter into its
  *    indices and updates; a gather joins its one transpose or reshape
  *    user; all other ops (sort, collectives, custom-call, tuple, while,
  *    ...) accept nothing: their operands are materialised.
@@ -251,6 +253,21 @@ static bool bitcast_like(const struct ir_instr *in)
 		       ir_shape_elems(&in->operands[0]->shape);
 }
 
+/* A copy that keeps the dims' order and changes only the tiles (or the
+ * memory space): v7's bf16 T(16,128) in HBM to T(8,128) in a kernel and
+ * back. XLA's TPU compiler ends a kernel with the copy to the stored form
+ * and starts the next with the copy back (data/compiled v7: the
+ * projections' kOutput fusions end in copy.325, T(8,128) to T(16,128);
+ * their readers start with copy.326 back), so one such copy never fuses
+ * into another; a dynamic-update-slice takes one into the buffer it
+ * updates in place (a copy_fusion aliased to its output). */
+static bool tiling_copy(const struct ir_instr *in)
+{
+	return in->op == IR_OP_COPY && in->n_operands == 1 &&
+	       !permuting_copy(in) &&
+	       !sim_same_tiles(&in->operands[0]->shape.layout, &in->shape.layout);
+}
+
 /*
  * Does user u accept loop-op producer p (one of its operands) in every
  * operand slot that reads it? Loop ops, reduces and reduce-windows take
@@ -261,8 +278,10 @@ static bool bitcast_like(const struct ir_instr *in)
  * selects, iotas and dynamic-slices, not only format ops (XLA's GPU
  * fusion keeps a dot's operands to bitcasts and converts: a TPU
  * difference). A copy that permutes the layout takes none
- * (permuting_copy). Of the ops that are kernels of their own,
- * dynamic-update-slice takes p as its update (slot 1) only, gather as
+ * (permuting_copy), a copy that changes the tiles no copy that does too
+ * (tiling_copy). Of the ops that are kernels of their own,
+ * dynamic-update-slice takes p as its update (slot 1) only (and a tiling
+ * copy as the buffer it updates, slot 0), gather as
  * its indices (slot 1: the compiled gather_fusion kernels compute the
  * indices, never the table), scatter as its indices and updates (slots
  * N.. of its N operands, N indices, N updates; the compiled scatter
@@ -277,6 +296,8 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 		return false;
 	if (broadcasts(g, u))
 		return bitcast_like(g->c->instrs[p]);
+	if (tiling_copy(g->c->instrs[u]) && tiling_copy(g->c->instrs[p]))
+		return false;
 	switch (class_at(g, u)) {
 	case FC_CHEAP:
 	case FC_EXPENSIVE:
@@ -287,6 +308,9 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 		int n = g->ooff[u + 1] - g->ooff[u], from = 1, to = 1;
 		switch (g->c->instrs[u]->op) {
 		case IR_OP_DYNAMIC_UPDATE_SLICE:
+			if (tiling_copy(g->c->instrs[p]))
+				from = 0; /* the buffer it updates too */
+			break;
 		case IR_OP_GATHER:
 			break;
 		case IR_OP_SCATTER:

@@ -111,6 +111,9 @@ double sim_collective_payload(const struct ir_instr *in);
 void sim_side_collective_of(const struct ir_instr *coll, enum hw_collective *c,
 			    double *bytes, int *bits);
 
+/* Do two layouts have the same tiles, element size and memory space? */
+bool sim_same_tiles(const struct ir_layout *a, const struct ir_layout *b);
+
 /* The role of a top-level instruction, and its kernel kind (a fusion
  * that holds a collective: SIM_KERNEL_COLLECTIVE). */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind);

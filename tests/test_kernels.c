@@ -1352,6 +1352,33 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "a6")->members, tu_kernel(&b, "a6")->n_members, "r"));
 	tu_built_free(&b);
 
+	/* a copy to another tiling and the copy back (v7's bf16 T(16,128) in
+	 * HBM, T(8,128) in a kernel) are never one kernel: the first ends the
+	 * dot's, the second starts its reader's; a dynamic-update-slice takes
+	 * such a copy into the buffer it updates */
+	tu_build("HloModule tc\n"
+	      "ENTRY %main (a: bf16[256,512], w: bf16[512,256], y: bf16[256,256], c: bf16[1024,256], i: s32[]) -> (bf16[256,256], bf16[1024,256]) {\n"
+	      "  %a = bf16[256,512]{1,0:T(8,128)(2,1)} parameter(0)\n"
+	      "  %w = bf16[512,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
+	      "  %y = bf16[256,256]{1,0:T(8,128)(2,1)} parameter(2)\n"
+	      "  %c = bf16[1024,256]{1,0:T(16,128)(2,1)} parameter(3)\n"
+	      "  %i = s32[] parameter(4)\n"
+	      "  %d = bf16[256,256]{1,0:T(8,128)(2,1)} dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %c1 = bf16[256,256]{1,0:T(16,128)(2,1)} copy(%d)\n"
+	      "  %c2 = bf16[256,256]{1,0:T(8,128)(2,1)} copy(%c1)\n"
+	      "  %s = bf16[256,256]{1,0:T(8,128)(2,1)} add(%c2, %y)\n"
+	      "  %cc = bf16[1024,256]{1,0:T(8,128)(2,1)} copy(%c)\n"
+	      "  %z = s32[] constant(0)\n"
+	      "  %u = bf16[1024,256]{1,0:T(8,128)(2,1)} dynamic-update-slice(%cc, %y, %i, %z)\n"
+	      "  ROOT %t = (bf16[256,256]{1,0:T(8,128)(2,1)}, bf16[1024,256]{1,0:T(8,128)(2,1)}) tuple(%s, %u)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "c1,s,u");
+	assert_true(has(tu_kernel(&b, "c1")->members, tu_kernel(&b, "c1")->n_members, "d"));
+	assert_true(has(tu_kernel(&b, "s")->members, tu_kernel(&b, "s")->n_members, "c2"));
+	assert_true(has(tu_kernel(&b, "u")->members, tu_kernel(&b, "u")->n_members, "cc"));
+	tu_built_free(&b);
+
 	/* the sum of two dots' results, narrowed to bf16 and widened again
 	 * for a third dot's epilogue: the boundary goes at the narrowing
 	 * convert, each dot in a kernel with its own epilogue (the compiled
