@@ -479,6 +479,7 @@ static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 }
 
 static int sole_live_user(const struct grouping *g, int i);
+static bool holds_contraction(const struct grouping *g, int id);
 
 /* How epilogue i's value compares in bytes with the one it reads on the
  * chain back to its dot: < 0 smaller (a convert of an f32 sum to bf16, a
@@ -602,8 +603,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 	    (((multi || !same || first < 0 || feeds_operand(g, i)) &&
 	      widens <= 0) ||
 	     (first >= 0 && g->g_core_at[first] > g->pos[i] &&
-	      (g->opk[g->order[g->g_core_at[first]]] & OPK_CONTRACTION) &&
-	      widens < 0))) {
+	      holds_contraction(g, first) && widens < 0))) {
 		g->why[i] = SIM_WHY_EPILOGUE;
 		sim_grouping_new(g, i, false);
 		return;
@@ -1039,6 +1039,22 @@ static int memo_inputs(const struct grouping *g, struct inputs_memo *m, int id,
 	return m->len[id];
 }
 
+/* Group `from` and the groups merged into it before (groups need not be
+ * in root order) now have representative `to`: no chains. Their ids go
+ * to moved[] when it is given; returns how many. */
+static int redirect_reps(struct grouping *g, int from, int to, int *moved)
+{
+	int n = 0;
+	for (int h = 0; h < g->n_groups; h++)
+		if (g->g_rep[h] == from) {
+			g->g_rep[h] = to;
+			if (moved)
+				moved[n] = h;
+			n++;
+		}
+	return n;
+}
+
 /*
  * Sibling multi-output fusion: a later reduce-rooted group whose reduce
  * reads an input of the same dims over the same dimensions, and which has
@@ -1127,11 +1143,7 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 				same = ia[q] == ib[q];
 			if (!same)
 				continue;
-			/* b and what merged into b before (groups need not be
-			 * in root order) now point at a: no chains */
-			for (int h = 0; h < g->n_groups; h++)
-				if (g->g_rep[h] == b)
-					g->g_rep[h] = a;
+			redirect_reps(g, b, a, NULL);
 			ok = absorb(g, a, b);
 			/* a's list (ia) stays as it was for the rest of its
 			 * turn; later turns see its members now */
@@ -1267,6 +1279,13 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 	return false;
 }
 
+/* Does group id hold a dot or convolution (its core op, g_core_at)? */
+static bool holds_contraction(const struct grouping *g, int id)
+{
+	return g->g_core_at[id] >= 0 &&
+	       (g->opk[g->order[g->g_core_at[id]]] & OPK_CONTRACTION);
+}
+
 /* The representative group that holds a dot or convolution and computes
  * in (any value it owns: the dot's result, its epilogue, or another value
  * that joined it), or -1. Read off g_core_at, not member lists, so a
@@ -1278,11 +1297,7 @@ static int contraction_group_of(const struct grouping *g,
 	if (in->parent != g->c || g->grp[in->index] < 0)
 		return -1;
 	int id = g->g_rep[g->grp[in->index]];
-	return id >= 0 && g->g_core_at[id] >= 0 &&
-			       (g->opk[g->order[g->g_core_at[id]]] &
-				OPK_CONTRACTION)
-		       ? id
-		       : -1;
+	return id >= 0 && holds_contraction(g, id) ? id : -1;
 }
 
 /* Whether merge_outputs may join group id (a representative) and
@@ -1383,31 +1398,21 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 		const struct ir_shape *s =
 			&g->c->instrs[g->g_root[r]]->operands[0]->shape;
 		int n_in = sim_group_inputs(g, r, in), n_cand = 0;
-		/* the values it reduces element for element that contraction
-		 * groups write, the latest first */
+		/* the places in the order of the values it reduces element for
+		 * element that contraction groups write, tried latest first */
 		for (int q = 0; q < n_in; q++)
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
-				cand[n_cand++] = in[q]->index;
-		for (int a = 1; a < n_cand; a++)
-			for (int b = a; b > 0 && g->pos[cand[b]] > g->pos[cand[b - 1]];
-			     b--) {
-				int t = cand[b];
-				cand[b] = cand[b - 1];
-				cand[b - 1] = t;
-			}
+				cand[n_cand++] = g->pos[in[q]->index];
+		sort_ints(cand, n_cand);
 		bool merged = false;
-		for (int k = 0; ok && !merged && k < n_cand; k++) {
-			int into = contraction_group_of(g, g->c->instrs[cand[k]]);
+		for (int k = n_cand - 1; ok && !merged && k >= 0; k--) {
+			int into = contraction_group_of(
+				g, g->c->instrs[g->order[cand[k]]]);
 			if (reads_reduce_of(g, in, n_in, into))
 				continue;
 			int start = g->m_start[into], len = g->m_len[into];
-			int n_moved = 0;
-			for (int h = 0; h < g->n_groups; h++)
-				if (g->g_rep[h] == r) {
-					g->g_rep[h] = into;
-					moved[n_moved++] = h;
-				}
+			int n_moved = redirect_reps(g, r, into, moved);
 			ok = absorb(g, into, r);
 			merged = ok && !sim_group_cyclic(g, into, &cy);
 			if (ok && !merged) { /* undone */
@@ -1661,8 +1666,7 @@ enum ts_status sim_grouping_init(struct grouping *g,
 	g->g_core_at = ts_malloc(2 * n * sizeof *g->g_core_at);
 	g->g_rep = ts_malloc(2 * n * sizeof *g->g_rep);
 	if (!g->grp || !g->reuse || !g->prologue || !g->bcast || !g->why ||
-	    !g->g_root ||
-	    !g->g_core_at || !g->g_rep)
+	    !g->g_root || !g->g_core_at || !g->g_rep)
 		return TS_ERR_NOMEM;
 	if (!like)
 		return grouping_base(g);
