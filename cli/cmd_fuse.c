@@ -220,7 +220,9 @@ static enum ts_status figures(const struct ir_module *m,
 }
 
 /* Module `mod` of g through the unfusion pass (unfuse: *inlined counts
- * the fusions) or the fusion pass (*fs), its text malloc'd into *b. */
+ * the fusions) or the fusion pass (*fs; the values g's program of it,
+ * estimated, keeps in VMEM are written in S(1)), its text malloc'd into
+ * *b. */
 static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
 		    int mod, const char *path, bool unfuse,
 		    const struct sim_fusion_plan *plan, struct buf *b,
@@ -233,8 +235,8 @@ static int run_pass(const struct cmd_ctx *ctx, const struct cmd_graph *g,
 		!mem     ? TS_ERR_NOMEM
 		: unfuse ? sim_unfuse_write(g->mods[mod], g->text, len, mem,
 					    inlined, &d)
-			 : sim_fuse_write(g->mods[mod], g->text, len, plan, mem,
-					  fs, &d);
+			 : sim_fuse_write(g->mods[mod], g->text, len, plan,
+					  &g->progs[mod], mem, fs, &d);
 	if (mem && fclose(mem) != 0 && st == TS_OK)
 		st = TS_ERR_NOMEM;
 	if (st != TS_OK) {
@@ -605,14 +607,8 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		goto out;
 	}
 	const struct sim_fusion_plan *plan = &g.plans[0];
-	struct sim_fuse_stats fs;
-	if ((rc = run_pass(ctx, &g, 0, path, false, plan, &b, &fs, NULL)))
-		goto out;
 	struct ts_diag d = {0};
 	enum ts_status st;
-	/* read back: it must parse and cost what the unfused module costs
-	 * under the same decisions */
-	const char *name = o->out ? o->out : "<fused output>";
 	struct fuse_figures before, xla, after;
 	st = program_figures(&g.progs[0], &ctx->hw, NULL, &before, &d);
 	if (st == TS_OK && fusion.use) /* else xla is the policy: before */
@@ -622,6 +618,12 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		rc = cmd_exit_from_status(st);
 		goto out;
 	}
+	struct sim_fuse_stats fs;
+	if ((rc = run_pass(ctx, &g, 0, path, false, plan, &b, &fs, NULL)))
+		goto out;
+	/* read back: it must parse and cost what the unfused module costs
+	 * under the same decisions */
+	const char *name = o->out ? o->out : "<fused output>";
 	st = hlo_parse(name, b.p, b.n, &back, &n_back, &d);
 	if (st == TS_OK)
 		st = figures(back[0], NULL, &ctx->hw, NULL, &after, &d);

@@ -400,6 +400,13 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 	int k_all = 0;
 	for (int m = 0; m < g->n_progs; m++) {
 		struct sim_program *p = &g->progs[m];
+		/* without plans built once the sweep may move what memory-space
+		 * assignment places (vmem fields): placed again on hw */
+		struct ts_diag pd = {0};
+		if (!ks->plan && sim_program_place(p, hw, &pd) != TS_OK) {
+			cmd_diag(ctx, &pd, NULL, NULL, 0);
+			return CMD_EXIT_IO;
+		}
 		for (int i = 0; i < p->n_kernels; i++, k_all++) {
 			struct sim_kernel *k = &p->kernels[i];
 			const struct sim_tile_config *held =

@@ -276,6 +276,14 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 			cmd_diag(ctx, &d, path, g->text, strlen(g->text));
 			return cmd_exit_from_status(st);
 		}
+		/* memory-space assignment for the spec: a command that costs
+		 * kernels one by one (tile, whatif) sees run's placement;
+		 * sim_program_estimate places again for each spec it costs */
+		st = sim_program_place(&g->progs[g->n_progs], &ctx->hw, &d);
+		if (st != TS_OK) {
+			cmd_diag(ctx, &d, path, NULL, 0);
+			return cmd_exit_from_status(st);
+		}
 		const struct sim_program *p = &g->progs[g->n_progs++];
 		/* the slice of every spec must hold the module's devices */
 		for (int i = -1; i < ctx->n_more_hw; i++) {
@@ -317,8 +325,11 @@ void cmd_graph_free(struct cmd_graph *g)
 		sim_program_free(&g->progs[m]);
 		sim_fusion_plan_free(&g->plans[m]);
 	}
-	if (g->plans && g->n_progs < g->n_mods) /* one being built */
+	if (g->plans && g->progs && g->n_progs < g->n_mods) {
+		/* one being built */
 		sim_fusion_plan_free(&g->plans[g->n_progs]);
+		sim_program_free(&g->progs[g->n_progs]);
+	}
 	ts_free(g->progs);
 	ts_free(g->plans);
 	for (int m = 0; m < g->n_mods; m++)

@@ -71,8 +71,10 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 			 (q == p || q[-1] == ' ' || q[-1] == ','))
 			k = q;
 	}
+	while (end > p && blank(end[-1])) /* "HloModule m\n": the name's line */
+		end--;
 	if (!k) {
-		hlo_emit_span(e, m->header_begin, m->header_end, false, false);
+		fwrite(p, 1, (size_t)(end - p), e->out);
 	} else {
 		const char *ks = k, *ke = k + sizeof key - 1;
 		while (ke < end && *ke != ',' && *ke != ' ' && *ke != '\n')
@@ -132,6 +134,7 @@ static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,
+			      const struct ir_shape *shape,
 			      const char *const *ops, const char *attrs)
 {
 	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
@@ -141,13 +144,23 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 		return TS_ERR_UNSUPPORTED_OP;
 	}
 	fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "", name);
+	uint32_t a = in->rhs_begin;
+	while (a < in->rhs_end && blank(e->text[a]))
+		a++;
+	if (shape) { /* the shape's text ends at a blank outside brackets */
+		hlo_emit_shape(e, shape);
+		for (int depth = 0; a < in->rhs_end; a++) {
+			char c = e->text[a];
+			if (depth == 0 && blank(c))
+				break;
+			depth += (c == '(' || c == '[' || c == '{') -
+				 (c == ')' || c == ']' || c == '}');
+		}
+	}
 	if (!ops || in->ops_end <= in->ops_begin) {
-		uint32_t a = in->rhs_begin;
-		while (a < in->rhs_end && blank(e->text[a]))
-			a++;
 		emit_attrs(e, a, in->rhs_end);
 	} else {
-		hlo_emit_span(e, in->rhs_begin, in->ops_begin, true, false);
+		hlo_emit_span(e, a, in->ops_begin, false, false);
 		for (int j = 0; j < in->n_operands; j++)
 			fprintf(e->out, "%s%%%s", j ? ", " : "", ops[j]);
 		emit_attrs(e, in->ops_end, in->rhs_end);

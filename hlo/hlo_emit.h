@@ -32,12 +32,14 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 			    bool scheduled);
 /* "\n[ENTRY ]%name (p: shape, ...) -> shape {\n" from the IR. */
 void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
-/* "  [ROOT ]%name = <rhs><attrs>\n" from in's own text, its operand list
- * rewritten as ops[0..n_operands) (bare names) when ops is given, attrs
- * (", key=value...", NULL for none) appended. TS_ERR_UNSUPPORTED_OP
- * (located) when in has no text of its own. */
+/* "  [ROOT ]%name = <rhs><attrs>\n" from in's own text, its result shape
+ * written from shape instead when given (NULL: as written), its operand
+ * list rewritten as ops[0..n_operands) (bare names) when ops is given,
+ * attrs (", key=value...", NULL for none) appended.
+ * TS_ERR_UNSUPPORTED_OP (located) when in has no text of its own. */
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,
+			      const struct ir_shape *shape,
 			      const char *const *ops, const char *attrs);
 
 #endif /* HLO_EMIT_H */

@@ -147,6 +147,8 @@ HW_SECTION_FITS(hbm_fields);
 
 static const struct hw_field vmem_fields[] = {
 	HW_REAL("vmem", "bytes", vmem_bytes, "bytes", 65536, 4294967296.0),
+	HW_REAL("vmem", "scoped_bytes", vmem_scoped_bytes, "bytes", 65536,
+		4294967296.0),
 };
 HW_SECTION_FITS(vmem_fields);
 

@@ -155,6 +155,11 @@ struct hw_spec {
 
 	/* VMEM, per TensorCore */
 	double vmem_bytes;        /* capacity, bytes */
+	double vmem_scoped_bytes; /* of it, what the compiler reserves for a
+	                             kernel's own buffers (XLA's scoped VMEM
+	                             limit); the rest, if any, is memory-space
+	                             assignment's, for values between kernels
+	                             (sim/placement.c), bytes */
 
 	/* fixed costs */
 	double kernel_overhead_ns; /* per kernel launch (program step) */

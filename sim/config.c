@@ -592,9 +592,11 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 
 /*
  * The spec fields sim_plan_build reads none of: the chip's cores, HBM,
- * VMEM, ICI, DCN, the MXU array's size and speed, the overheads and the host
+ * ICI, DCN, the MXU array's size and speed, the overheads and the host
  * terms (a plan holds shapes, grids, bytes, VPU cycles and MXU passes;
- * model.c turns them into time with these). A field added to one of these groups
+ * model.c turns them into time with these). Not VMEM's: memory-space
+ * assignment (sim/placement.c), which reads them, decides which of a
+ * plan's accesses are in VMEM. A field added to one of these groups
  * in hw_spec.c joins them: test_plan_reuse checks each free field on the
  * kernels of the corpus, the tile set, the all-reduce sweep, a sample of
  * tpuv4-ops (pooling included) and f32 dots at every precision: the same
@@ -604,7 +606,7 @@ enum ts_status sim_plan_cost(const struct sim_plan *p,
 bool sim_plan_spec_free(const struct hw_field_info *f)
 {
 	static const char *const groups[] = {
-		"chip.", "hbm.", "vmem.", "ici.", "dcn.", "overhead.", "host.",
+		"chip.", "hbm.", "ici.", "dcn.", "overhead.", "host.",
 	};
 	static const char *const fields[] = {
 		"mxu.count", "mxu.rows", "mxu.cols", "mxu.clock_hz",

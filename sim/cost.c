@@ -904,6 +904,16 @@ static bool add_reads(const struct ir_instr *const *vals,
 	return ok;
 }
 
+/* Shape s of value v as kernel k holds it: in VMEM (sim_vmem_shape, into
+ * *tmp) when memory-space assignment keeps v there, else s. */
+static const struct ir_shape *held_shape(const struct sim_kernel *k,
+					 const struct ir_instr *v,
+					 const struct ir_shape *s,
+					 struct ir_shape *tmp)
+{
+	return k->n_vmem && sim_kernel_in_vmem(k, v) ? sim_vmem_shape(s, tmp) : s;
+}
+
 /*
  * Bytes written for value v with result shape s: the padded leaves, except
  * a dynamic-update-slice (in place: the update only) and a scatter (the
@@ -1088,17 +1098,33 @@ static enum ts_status group_work(const struct sim_kernel *k,
 			continue;
 		st = member_work(k->memo, m, file, w, d);
 	}
+	/* the inputs' shapes as the kernel holds them (NULL: as they are) */
+	struct ir_shape *held = k->n_vmem ? ts_malloc((size_t)k->n_inputs *
+						      sizeof *held + 1)
+					  : NULL;
+	const struct ir_shape **fulls =
+		held ? ts_malloc((size_t)k->n_inputs * sizeof *fulls + 1) : NULL;
+	if (k->n_vmem && !(held && fulls))
+		st = TS_ERR_NOMEM;
+	for (int i = 0; fulls && i < k->n_inputs; i++)
+		fulls[i] = held_shape(k, k->inputs[i], &k->inputs[i]->shape,
+				      &held[i]);
 	if (st == TS_OK &&
-	    !add_reads((const struct ir_instr *const *)k->inputs, NULL, NULL,
+	    !add_reads((const struct ir_instr *const *)k->inputs, fulls, NULL,
 		       k->n_inputs, k->members, k->n_members, &w->bytes_read))
 		st = TS_ERR_NOMEM;
 	if (st == TS_OK) {
 		w->constant_bytes = constant_bytes(k->members, k->n_members, cd);
 		w->bytes_read += w->constant_bytes;
-		for (int i = 0; i < k->n_outputs; i++)
+		for (int i = 0; i < k->n_outputs; i++) {
+			struct ir_shape out;
+			const struct ir_instr *v = k->outputs[i];
 			w->bytes_written += written_bytes(
-				k->outputs[i], &k->outputs[i]->shape);
+				v, held_shape(k, v, &v->shape, &out));
+		}
 	}
+	ts_free(fulls);
+	ts_free(held);
 	ts_free(own);
 	return st;
 }
@@ -1139,12 +1165,15 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	enum ts_status st = count_instr(in, file, w, d, 0);
 	if (st != TS_OK)
 		return st;
+	struct ir_shape held;
 	for (int j = 0; j < in->n_operands; j++) {
 		const struct ir_instr *v = in->operands[j];
 		if (!sim_operand_repeats(in, j)) /* multiply(x, x) reads x once */
-			w->bytes_read += read_bytes(v, &v->shape, &in, 1, 0);
+			w->bytes_read += read_bytes(
+				v, held_shape(k, v, &v->shape, &held), &in, 1, 0);
 	}
-	w->bytes_written = written_bytes(in, result_shape(in));
+	w->bytes_written =
+		written_bytes(in, held_shape(k, in, result_shape(in), &held));
 	if (k->kind == SIM_KERNEL_COLLECTIVE)
 		w->ici_bytes = sim_collective_payload(in);
 	return TS_OK;

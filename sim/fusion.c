@@ -45,7 +45,25 @@ struct emitter {
 	int n_fusions;        /* fused computations written so far */
 	struct sim_fuse_stats *stats;
 	const struct sim_fusion_plan *plan; /* NULL: the xla policy */
+	struct ts_ptrmap vmem; /* the values written in S(1) (the
+				  program's placement) */
 };
+
+/* v's shape as written: in VMEM (into *tmp) when memory-space
+ * assignment keeps it there, else as it is. */
+static const struct ir_shape *shape_of(const struct emitter *e,
+				       const struct ir_instr *v,
+				       struct ir_shape *tmp)
+{
+	return ts_ptrmap_get(&e->vmem, v) >= 0 ? sim_vmem_shape(&v->shape, tmp)
+					       : &v->shape;
+}
+
+static void put_shape(struct emitter *e, const struct ir_instr *v)
+{
+	struct ir_shape tmp;
+	hlo_emit_shape(&e->h, shape_of(e, v, &tmp));
+}
 
 /* Members of group id that do work (sim_group_working). */
 static int working_members(const struct grouping *g, int id)
@@ -171,8 +189,11 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 					  "\"known_trip_count\":{\"n\":\"%lld\"}}",
 				      (long long)trip)))
 		st = TS_ERR_NOMEM;
+	struct ir_shape tmp;
+	const struct ir_shape *s = shape_of(e, in, &tmp);
 	if (!st)
-		st = hlo_emit_instr(&e->h, in, root, name, ops, attrs);
+		st = hlo_emit_instr(&e->h, in, root, name,
+				    s == &in->shape ? NULL : s, ops, attrs);
 	ts_arena_free(&a);
 	return st;
 }
@@ -182,14 +203,14 @@ static void put_out_shape(struct emitter *e, const struct ir_instr *const *outs,
 			  int n)
 {
 	if (n == 1) {
-		hlo_emit_shape(&e->h, &outs[0]->shape);
+		put_shape(e, outs[0]);
 		return;
 	}
 	fputc('(', e->h.out);
 	for (int o = 0; o < n; o++) {
 		if (o)
 			fputs(", ", e->h.out);
-		hlo_emit_shape(&e->h, &outs[o]->shape);
+		put_shape(e, outs[o]);
 	}
 	fputc(')', e->h.out);
 }
@@ -206,14 +227,14 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 	fprintf(e->h.out, "\n%%fused_computation.%d (", k);
 	for (int p = 0; p < n_inputs; p++) {
 		fprintf(e->h.out, "%sparam_%d%s: ", p ? ", " : "", p, suffix);
-		hlo_emit_shape(&e->h, &inputs[p]->shape);
+		put_shape(e, inputs[p]);
 	}
 	fputs(") -> ", e->h.out);
 	put_out_shape(e, outs, n_outs);
 	fputs(" {\n", e->h.out);
 	for (int p = 0; p < n_inputs; p++) {
 		fprintf(e->h.out, "  %%param_%d%s = ", p, suffix);
-		hlo_emit_shape(&e->h, &inputs[p]->shape);
+		put_shape(e, inputs[p]);
 		fprintf(e->h.out, " parameter(%d)\n", p);
 	}
 	const int *mem;
@@ -260,7 +281,7 @@ static void put_fusion_instr(struct emitter *e, const struct grouping *g,
 	for (int o = 0; no > 1 && o < no; o++) {
 		fprintf(e->h.out, "  %s%%%s = ", outs[o] == root ? "ROOT " : "",
 			outs[o]->name);
-		hlo_emit_shape(&e->h, &outs[o]->shape);
+		put_shape(e, outs[o]);
 		fprintf(e->h.out, " get-tuple-element(%%%s), index=%d\n", name, o);
 	}
 }
@@ -520,7 +541,7 @@ static enum ts_status put_verbatim(struct emitter *e,
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		enum ts_status st = hlo_emit_instr(&e->h, in, in == c->root,
-						   in->name, NULL, NULL);
+						   in->name, NULL, NULL, NULL);
 		if (st)
 			return st;
 	}
@@ -530,6 +551,7 @@ static enum ts_status put_verbatim(struct emitter *e,
 
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			      size_t len, const struct sim_fusion_plan *plan,
+			      const struct sim_program *placed,
 			      FILE *out, struct sim_fuse_stats *stats,
 			      struct ts_diag *d)
 {
@@ -537,11 +559,18 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
 			    .m = m, .stats = stats, .plan = plan};
+	int n_vmem = 0;
+	for (int i = 0; placed && i < placed->n_kernels; i++)
+		n_vmem += placed->kernels[i].n_vmem;
 	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
-	if (!grouped) {
+	if (!grouped || !ts_ptrmap_init(&e.vmem, (size_t)n_vmem + 1)) {
+		ts_free(grouped);
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
+	for (int i = 0; placed && i < placed->n_kernels; i++)
+		for (int q = 0; q < placed->kernels[i].n_vmem; q++)
+			ts_ptrmap_set(&e.vmem, placed->kernels[i].vmem[q], 1);
 	if (m->entry)
 		sim_mark_grouped(m->entry, grouped, 0);
 	hlo_emit_module_header(&e.h, m, true); /* compiled: as written */
@@ -553,5 +582,6 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 	ts_free(grouped);
+	ts_ptrmap_free(&e.vmem);
 	return st;
 }

@@ -1077,6 +1077,7 @@ void sim_kernel_release(struct sim_kernel *k)
 	ts_free(k->inputs);
 	ts_free(k->outputs);
 	ts_free(k->lowered);
+	ts_free(k->vmem);
 	memset(k, 0, sizeof *k);
 }
 

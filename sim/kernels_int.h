@@ -47,6 +47,16 @@ static inline bool sim_on_chip(const struct ir_shape *s)
 	return ms == 1 || ms == 6 || ms == 7;
 }
 
+/* Shape s in VMEM: a copy of it into *tmp with memory space S(1), as
+ * memory-space assignment keeps a value (sim/placement.c). */
+static inline const struct ir_shape *sim_vmem_shape(const struct ir_shape *s,
+						    struct ir_shape *tmp)
+{
+	*tmp = *s;
+	tmp->layout.memory_space = 1;
+	return tmp;
+}
+
 /* The ops of one application of the computation in->called[which] (a
  * reducer, a scatter's combiner), cost.c: elementwise and transcendental
  * ops, and per VPU class; an op-free one counts one simple op. */

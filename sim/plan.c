@@ -1859,6 +1859,10 @@ static enum ts_status build(const struct sim_kernel *k,
 		} else {
 			st = add_access(p, v, read, m, false, i, t, d);
 		}
+		/* memory-space assignment keeps it in VMEM (sim/placement.c) */
+		if (st == TS_OK && p->n_access > before &&
+		    sim_kernel_in_vmem(k, v))
+			p->acc[p->n_access - 1].in_vmem = true;
 		/* an input of no array form went to other_bytes: no access */
 		if (st == TS_OK && relaid && p->n_access > before &&
 		    (streams_badly(&p->acc[p->n_access - 1]) ||
@@ -1925,10 +1929,13 @@ static enum ts_status build(const struct sim_kernel *k,
 				m = um && um->set ? um : NULL;
 				v = u;
 			}
+			int before = p->n_access;
 			st = add_access(p, roots[i], written(k, i, n, v), m, true,
 					-1, t, d);
 			if (st != TS_OK)
 				goto out;
+			if (p->n_access > before && sim_kernel_in_vmem(k, roots[i]))
+				p->acc[p->n_access - 1].in_vmem = true;
 		}
 	}
 

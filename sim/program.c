@@ -81,13 +81,17 @@ double sim_kernel_exposed_ns(const struct sim_program *p, int i)
 	return t;
 }
 
-/* Every kernel under its default tile config; unmodelled kernels
+/* Every kernel under its default tile config, after memory-space
+ * assignment for hw (sim_program_place); unmodelled kernels
  * (custom-call, infeed, ...) are counted in n_unmodelled so that reports
  * can say the total is a lower bound. */
 enum ts_status sim_program_estimate(struct sim_program *p,
 				    const struct hw_spec *hw, struct ts_diag *d)
 {
 	p->n_unmodelled = 0;
+	enum ts_status placed = sim_program_place(p, hw, d);
+	if (placed != TS_OK)
+		return placed;
 	for (int i = 0; i < p->n_kernels; i++) {
 		struct sim_kernel *k = &p->kernels[i];
 		enum ts_status st = sim_kernel_estimate(k, hw, NULL, &k->est, d);

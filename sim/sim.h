@@ -189,7 +189,13 @@ struct sim_kernel {
 	                                  only while the space it came from
 	                                  (sim_fusion_space_kernel) lives;
 	                                  NULL otherwise */
-	struct sim_work work;          /* counted once by sim_program_build() */
+	int n_vmem;                    /* values of its inputs and outputs
+	                                  memory-space assignment keeps in
+	                                  VMEM (sim_program_place): they move
+	                                  no HBM bytes; ts_malloc'd */
+	const struct ir_instr **vmem;
+	struct sim_work work;          /* counted by sim_program_build(),
+	                                  again by sim_program_place() */
 	struct sim_estimate est;       /* filled by sim_program_estimate() */
 };
 
@@ -260,7 +266,23 @@ struct sim_program {
 	                                  "analytic", "hybrid"; NULL else */
 	int fusion_flips;              /* its decisions that differ from the
 	                                  xla policy's */
+	int n_placed;                  /* values memory-space assignment keeps
+	                                  in VMEM (sim_program_place) */
+	double placed_bytes;           /* their bytes, summed */
 };
+
+/* Memory-space assignment for hw (sim/placement.c): which values
+ * between an unfused module's kernels live in VMEM, as XLA places them
+ * after fusion where the chip has room beyond a kernel's scoped VMEM;
+ * each kernel's work is counted again with them (k->vmem). Undoes the
+ * placement of an earlier call first; places nothing in a compiled
+ * module (its layouts say where XLA put each buffer).
+ * sim_program_estimate calls it; a caller that estimates kernels one by
+ * one calls it first. */
+enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
+				 struct ts_diag *d);
+/* Whether memory-space assignment keeps value v of kernel k in VMEM. */
+bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
 
 /* An unfused (pre-optimization) module: one without any fusion
  * instruction and not marked is_scheduled=true (XLA schedules the module
@@ -599,11 +621,14 @@ struct sim_fuse_stats {
  * fusion would make of it (the `xla` policy: the grouping `run` costs an
  * unfused module with; sim/fusion.c says how), or as plan decides (NULL:
  * the xla policy), as HLO text that tpusim
- * reads back to the same kernels. Fails with TS_ERR_UNSUPPORTED_OP (d
+ * reads back to the same kernels. The values memory-space assignment
+ * keeps in VMEM in placed (m's program under plan, sim_program_place;
+ * NULL: none) are written in S(1). Fails with TS_ERR_UNSUPPORTED_OP (d
  * located) for forms it cannot re-emit, TS_ERR_NOMEM.
  */
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			      size_t len, const struct sim_fusion_plan *plan,
+			      const struct sim_program *placed,
 			      FILE *out, struct sim_fuse_stats *stats,
 			      struct ts_diag *d);
 

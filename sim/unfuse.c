@@ -114,7 +114,8 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 			if (fname && !(names[i] = name2(a, in->name, fname)))
 				return TS_ERR_NOMEM;
 			enum ts_status st = hlo_emit_instr(e, in, in == want,
-							   names[i], ops, NULL);
+							   names[i], NULL, ops,
+							   NULL);
 			if (st)
 				return st;
 			continue;

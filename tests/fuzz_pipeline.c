@@ -196,11 +196,17 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	}
 	struct sim_fuse_stats fs;
 	int inlined;
+	/* the values v7's memory-space assignment keeps in VMEM, in S(1) */
+	struct sim_program placed = {0};
+	struct sim_program_opts o = {.fusion = analytic ? &plan : NULL};
+	bool place = !fused && sim_program_build(m, &o, &placed, &d) == TS_OK &&
+		     sim_program_place(&placed, &specs[2], &d) == TS_OK;
 	enum ts_status st =
 		fused ? sim_unfuse_write(m, text, len, f, &inlined, &d)
-		      : sim_fuse_write(m, text, len, analytic ? &plan : NULL, f,
-				       &fs, &d);
+		      : sim_fuse_write(m, text, len, analytic ? &plan : NULL,
+				       place ? &placed : NULL, f, &fs, &d);
 	fclose(f);
+	sim_program_free(&placed);
 	sim_fusion_plan_free(&plan);
 	if (st == TS_OK) {
 		struct ir_module **back = NULL;

@@ -676,6 +676,43 @@ static void test_whatif(void **state)
 		fld = strchr(fld, ',') + 1;
 	assert_near(atof(fld), t[1], 1e-3); /* both printed with 3 decimals */
 	proc_free(&p);
+	/* a sweep of the room memory-space assignment has (v5e: 112 MiB
+	 * beside the 16 MiB scoped limit; none when the limit is all 128):
+	 * the 4 MiB value between the dots goes back to HBM, each point as
+	 * run prices it on that spec */
+	char v5e[PATH_MAX], dots[PATH_MAX];
+	src(v5e, "hwspecs/v5e.yaml");
+	tu_tmp_path(dots, sizeof dots, "test_whatif_dots", ".hlo");
+	f = fopen(dots, "w");
+	assert_non_null(f);
+	fputs("HloModule dots\nENTRY e {\n  p = f32[1024,1024]{1,0} parameter(0)\n"
+	      "  w = f32[1024,1024]{1,0} parameter(1)\n"
+	      "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n}\n",
+	      f);
+	fclose(f);
+	tpusim(&p, "whatif", dots, "--hw", v5e, "--sweep",
+	       "vmem.scoped_bytes=16777216,134217728", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t, d), 2);
+	assert_true(t[1] > t[0] && d[1] > d[0]);
+	static const char *const scoped[2] = {"vmem.scoped_bytes=16777216",
+					      "vmem.scoped_bytes=134217728"};
+	for (int i = 0; i < 2; i++) {
+		tpusim(&p, "run", dots, "--hw", v5e, "--set", scoped[i], "-f",
+		       "json");
+		expect_rc(&p, 0);
+		row = strstr(p.out, "\"total\": {");
+		assert_non_null(row);
+		fld = strstr(row, "\"time_ns\": ");
+		assert_non_null(fld);
+		assert_near(atof(fld + strlen("\"time_ns\": ")), t[i], 1e-3);
+		proc_free(&p);
+	}
+	unlink(dots);
 	/* --hold-tiles: each kernel keeps its base-point config. VMEM only
 	 * decides which configs fit, so shrinking it changes no time, retiles
 	 * nothing and makes configs infeasible; without the flag the search

@@ -59,27 +59,31 @@ static char *round_trip_policy(const char *text, const struct hw_spec *hw,
 		fail_msg("plan: %s", d.msg);
 	if (flips)
 		*flips = plan.n_flips;
+	/* the unfused module's program on hw: its time, and the values its
+	 * memory-space assignment keeps in VMEM, written in S(1) */
+	struct sim_program p;
+	struct sim_program_opts po = {.fusion = &plan};
+	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
+	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
+	*t0 = sim_program_total(&p);
+	*k0 = p.n_kernels;
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
 	assert_non_null(f);
-	if (sim_fuse_write(m[0], text, strlen(text), &plan, f, fs, &d) != TS_OK)
+	if (sim_fuse_write(m[0], text, strlen(text), &plan, &p, f, fs, &d) !=
+	    TS_OK)
 		fail_msg("fuse: %s", d.msg);
 	fclose(f);
+	sim_program_free(&p);
 	if (hlo_parse("out.hlo", out, len, &back, &nb, &d) != TS_OK)
 		fail_msg("read back: %s\n%s", d.msg, out);
-	struct ir_module *mods[2] = {m[0], back[0]};
-	double *t[2] = {t0, t1};
-	int *k[2] = {k0, k1};
-	for (int i = 0; i < 2; i++) {
-		struct sim_program p;
-		struct sim_program_opts po = {.fusion = i == 0 ? &plan : NULL};
-		assert_int_equal(sim_program_build(mods[i], &po, &p, &d), TS_OK);
-		assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
-		*t[i] = sim_program_total(&p);
-		*k[i] = p.n_kernels;
-		sim_program_free(&p);
-	}
+	po.fusion = NULL;
+	assert_int_equal(sim_program_build(back[0], &po, &p, &d), TS_OK);
+	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
+	*t1 = sim_program_total(&p);
+	*k1 = p.n_kernels;
+	sim_program_free(&p);
 	sim_fusion_plan_free(&plan);
 	for (int i = 0; i < n; i++)
 		ir_module_free(m[i]);
@@ -323,6 +327,95 @@ static void test_header(void **state)
 	       "f32[8,128]{1,0}}, is_scheduled=true\n";
 	if (strncmp(out, want, strlen(want)))
 		fail_msg("header:\n%s", out);
+	free(out);
+}
+
+/* Memory-space assignment (sim/placement.c). x, 4 MiB (1024 x 1024 f32,
+ * whole (8,128) tiles), is written by one dot and read by two (one
+ * through a bitcast): on v5e, whose VMEM has 128 - 16 MiB of room beside
+ * a kernel's scoped 16 MiB, it stays in VMEM, so its writer writes 4 MiB
+ * less and each reader reads 4 MiB less (w's 4 MiB only) than on v3,
+ * where the scoped limit is all of VMEM; y and z, which the result tuple
+ * reads, stay in HBM. With one byte less room than x needs nothing is
+ * placed; with exactly its size it is. fuse writes x in S(1) and the
+ * fused module costs what the unfused one does. */
+static const char two_readers[] =
+	"HloModule m\n"
+	"ENTRY e {\n"
+	"  p = f32[1024,1024]{1,0} parameter(0)\n"
+	"  w = f32[1024,1024]{1,0} parameter(1)\n"
+	"  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  xb = f32[1024,1024]{1,0} bitcast(x)\n"
+	"  z = f32[1024,1024]{1,0} dot(xb, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  ROOT t = (f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) tuple(y, z)\n"
+	"}\n";
+
+/* Bytes read and written by kernels x, y, z of two_readers placed on hw,
+ * and how many values were placed. */
+static int placed_bytes(const struct hw_spec *hw, double rd[3], double wr[3])
+{
+	struct ir_module **m = NULL;
+	int n = 0;
+	struct ts_diag d = {0};
+	assert_int_equal(hlo_parse("in.hlo", two_readers, strlen(two_readers),
+				   &m, &n, &d), TS_OK);
+	struct sim_program p;
+	struct sim_program_opts po = {0};
+	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
+	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
+	assert_int_equal(p.n_kernels, 3);
+	static const char *const names[3] = {"x", "y", "z"};
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(p.kernels[i].name, names[i]);
+		rd[i] = p.kernels[i].work.bytes_read;
+		wr[i] = p.kernels[i].work.bytes_written;
+	}
+	int placed = p.n_placed;
+	sim_program_free(&p);
+	ir_module_free(m[0]);
+	ts_free(m);
+	return placed;
+}
+
+static void test_placement(void **state)
+{
+	(void)state;
+	struct hw_spec v3, v5e;
+	if (!tu_load_spec("v3", &v3) || !tu_load_spec("v5e", &v5e))
+		skip();
+	const double mib4 = 1024.0 * 1024 * 4;
+	double rd[3], wr[3];
+	assert_int_equal(placed_bytes(&v3, rd, wr), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_near(rd[i], 2 * mib4, 0);
+		assert_near(wr[i], mib4, 0);
+	}
+	assert_int_equal(placed_bytes(&v5e, rd, wr), 1);
+	assert_near(wr[0], 0, 0);          /* x, in VMEM */
+	assert_near(rd[0], 2 * mib4, 0);   /* p and w */
+	for (int i = 1; i < 3; i++) {
+		assert_near(rd[i], mib4, 0);  /* w alone */
+		assert_near(wr[i], mib4, 0);  /* y and z, in HBM */
+	}
+	struct hw_spec tight = v5e;
+	tight.vmem_scoped_bytes = v5e.vmem_bytes - (mib4 - 1);
+	assert_int_equal(placed_bytes(&tight, rd, wr), 0);
+	assert_near(wr[0], mib4, 0);
+	tight.vmem_scoped_bytes = v5e.vmem_bytes - mib4;
+	assert_int_equal(placed_bytes(&tight, rd, wr), 1);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(two_readers, &v5e, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w)") ||
+	    !strstr(out, "  %y = f32[1024,1024]{1,0} dot("))
+		fail_msg("x not in S(1), or y not in HBM:\n%s", out);
 	free(out);
 }
 
@@ -1454,6 +1547,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
+		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),

@@ -105,28 +105,29 @@ static const char base_spec[] =
 	"  dma_chunk_ns: 3\n"              /* 36 */
 	"vmem:\n"                          /* 37 */
 	"  bytes: 16777216\n"              /* 38 */
-	"overhead:\n"                      /* 39 */
-	"  kernel_ns: 270\n"               /* 40 */
-	"  program_ns: 0\n"                /* 41 */
-	"  step_ns: 150\n"                 /* 42 */
-	"  row_cycles: 16\n"               /* 43 */
-	"host:\n"                          /* 44 */
-	"  call_ns: 100000\n"              /* 45 */
-	"  kernel_ns: 50000\n"             /* 46 */
-	"  device_ns: 100000\n"            /* 47 */
-	"ici:\n"                           /* 48 */
-	"  links: 4\n"                     /* 49 */
-	"  link_bw_bytes_per_s: 1e11\n"    /* 50 */
-	"  latency_ns: 500\n"              /* 51 */
-	"  efficiency: 1\n"                /* 52 */
-	"  torus_dims: 2\n"                /* 53 */
-	"  wrap_chips: 32\n"               /* 54 */
-	"  wrap_cube: false\n"             /* 55 */
-	"dcn:\n"                           /* 56 */
-	"  bw_bytes_per_s: 6.25e9\n"       /* 57 */
-	"  latency_ns: 10000\n"            /* 58 */
-	"pcie:\n"                          /* 59 */
-	"  bw_bytes_per_s: 1.5e10\n";      /* 60 */
+	"  scoped_bytes: 16777216\n"       /* 39 */
+	"overhead:\n"                      /* 40 */
+	"  kernel_ns: 270\n"               /* 41 */
+	"  program_ns: 0\n"                /* 42 */
+	"  step_ns: 150\n"                 /* 43 */
+	"  row_cycles: 16\n"               /* 44 */
+	"host:\n"                          /* 45 */
+	"  call_ns: 100000\n"              /* 46 */
+	"  kernel_ns: 50000\n"             /* 47 */
+	"  device_ns: 100000\n"            /* 48 */
+	"ici:\n"                           /* 49 */
+	"  links: 4\n"                     /* 50 */
+	"  link_bw_bytes_per_s: 1e11\n"    /* 51 */
+	"  latency_ns: 500\n"              /* 52 */
+	"  efficiency: 1\n"                /* 53 */
+	"  torus_dims: 2\n"                /* 54 */
+	"  wrap_chips: 32\n"               /* 55 */
+	"  wrap_cube: false\n"             /* 56 */
+	"dcn:\n"                           /* 57 */
+	"  bw_bytes_per_s: 6.25e9\n"       /* 58 */
+	"  latency_ns: 10000\n"            /* 59 */
+	"pcie:\n"                          /* 60 */
+	"  bw_bytes_per_s: 1.5e10\n";      /* 61 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -397,7 +398,7 @@ static void test_err_unknown_key(void **state)
 			  "mxu.rowz: unknown key (did you mean 'rows'?)");
 	expect_edit_error("  clock_hz: 940e6", "  clock: 940e6", 10, 3,
 			  "mxu.clock: unknown key (did you mean 'clock_hz'?)");
-	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 52, 3,
+	expect_edit_error("  latency_ns: 500", "  latency_ns: 500\n  zzz: 1", 53, 3,
 			  "ici.zzz: unknown key; expected one of: links, "
 			  "link_bw_bytes_per_s, latency_ns, efficiency, torus_dims, "
 			  "wrap_chips, wrap_cube");
@@ -412,7 +413,7 @@ static void test_err_duplicate_key(void **state)
 	(void)state;
 	expect_edit_error("  rows: 128\n", "  rows: 128\n  rows: 64\n", 9, 3,
 			  "mxu.rows: duplicate key (first given at line 8)");
-	expect_edit_error("vmem:\n", "vmem: {bytes: 65536}\nvmem:\n", 38, 1,
+	expect_edit_error("vmem:\n", "vmem: {bytes: 65536, scoped_bytes: 65536}\nvmem:\n", 38, 1,
 			  "vmem: duplicate key (first given at line 37)");
 }
 
@@ -444,7 +445,8 @@ static void test_err_wrong_type(void **state)
 			  "mxu.rows: expected an integer, got a mapping");
 	expect_edit_error("  rows: 128", "  rows: \"128\"", 8, 9,
 			  "mxu.rows: expected an integer, got the quoted string '128'");
-	expect_edit_error("vmem:\n  bytes: 16777216", "vmem: 16777216", 37, 7,
+	expect_edit_error("vmem:\n  bytes: 16777216\n  scoped_bytes: 16777216",
+			  "vmem: 16777216", 37, 7,
 			  "vmem: expected a mapping, got a scalar");
 	expect_edit_error("  cost:\n    simple: 1\n    divide: 4\n    transcendental: 4\n"
 			  "    # composite: derived\n    trig: 16\n    rng: 3\n",
@@ -471,7 +473,7 @@ static void test_err_missing(void **state)
 	expect_edit_error("  rows: 128\n", "", 7, 3, "mxu.rows: missing field");
 	expect_edit_error("    trig: 16\n", "", 20, 5, "vpu.cost.trig: missing field");
 	/* A whole section: located at the top-level mapping. */
-	expect_edit_error("vmem:\n  bytes: 16777216\n", "", 1, 1,
+	expect_edit_error("vmem:\n  bytes: 16777216\n  scoped_bytes: 16777216\n", "", 1, 1,
 			  "vmem: missing section");
 }
 
@@ -484,7 +486,7 @@ static void test_err_range(void **state)
 			  "hbm.bw_bytes_per_s: 900 is out of range [1e+09, 1e+14] bytes/s");
 	expect_edit_error("  clock_hz: 940e6", "  clock_hz: 1e999", 10, 13,
 			  "mxu.clock_hz: 1e999 is out of range [1e+08, 1e+10] Hz");
-	expect_edit_error("  links: 4", "  links: 99999999999999999999", 49, 10,
+	expect_edit_error("  links: 4", "  links: 99999999999999999999", 50, 10,
 			  "ici.links: 99999999999999999999 is out of range [1, 64]");
 	expect_edit_error("  tensorcores: 2", "  tensorcores: -1", 3, 16,
 			  "chip.tensorcores: -1 is out of range [1, 8]");
@@ -498,13 +500,13 @@ static void test_err_range(void **state)
 	/* physical fields have physical lower bounds: no link without
 	 * bandwidth, no chip with 0 links; an underflow to a subnormal is a
 	 * value like any (strtod's ERANGE), which the range decides */
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 50, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 0", 51, 24,
 			  "ici.link_bw_bytes_per_s: 0 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 50, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e-300", 51, 24,
 			  "ici.link_bw_bytes_per_s: 1e-300 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 50, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 4.9e-324", 51, 24,
 			  "ici.link_bw_bytes_per_s: 4.9e-324 is out of range [1e+08, 1e+13] bytes/s");
-	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 50, 24,
+	expect_edit_error("  link_bw_bytes_per_s: 1e11", "  link_bw_bytes_per_s: 1e400", 51, 24,
 			  "ici.link_bw_bytes_per_s: 1e400 is out of range [1e+08, 1e+13] bytes/s");
 }
 
@@ -512,14 +514,14 @@ static void test_err_document_shape(void **state)
 {
 	(void)state;
 	char *s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\nname: u\n");
-	expect_error(s, 61, 1, "a second YAML document starts here; a spec file holds exactly one");
+	expect_error(s, 62, 1, "a second YAML document starts here; a spec file holds exactly one");
 	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n]\n");
-	expect_error(s, 61, 1, "YAML syntax error: did not find expected key "
+	expect_error(s, 62, 1, "YAML syntax error: did not find expected key "
 			       "(while parsing a block mapping at 1:1)");
 	/* A syntax error inside the second document is still a syntax error. */
 	s = edited("  bw_bytes_per_s: 1.5e10\n", "  bw_bytes_per_s: 1.5e10\n---\n]\n");
-	expect_error(s, 62, 1, "YAML syntax error: did not find expected node content "
-			       "(while parsing a block node at 62:1)");
+	expect_error(s, 63, 1, "YAML syntax error: did not find expected node content "
+			       "(while parsing a block node at 63:1)");
 	expect_error("", 1, 1, "empty spec: expected a mapping of name, chip, mxu, vpu, "
 				"hbm, vmem, overhead, host, ici, dcn and pcie");
 	expect_error("# only a comment\n", 1, 1,
@@ -773,11 +775,11 @@ static void test_fields_by_path(void **state)
 	assert_null(hw_spec_field("chip.megacore")); /* bool */
 	assert_non_null(hw_spec_field("vpu.cost.divide"));
 	/* 2 chip (megacore is a bool) + 8 mxu + 5 cost (composite is
-	 * derived) + 8 vpu + 5 hbm + 1 vmem + 4 overhead + 3 host + 6 ici
-	 * (wrap_cube is a bool) + 2 dcn + 1 pcie numeric fields: 45. */
-	assert_int_equal(hw_spec_n_fields(), 45);
+	 * derived) + 8 vpu + 5 hbm + 2 vmem + 4 overhead + 3 host + 6 ici
+	 * (wrap_cube is a bool) + 2 dcn + 1 pcie numeric fields: 46. */
+	assert_int_equal(hw_spec_n_fields(), 46);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
-	assert_null(hw_spec_field_at(45));
+	assert_null(hw_spec_field_at(46));
 
 	struct hw_spec s;
 	struct ts_diag d = {0};

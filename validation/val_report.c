@@ -404,7 +404,8 @@ static enum ts_status cost_module(struct val_report *r,
 		}
 		struct hw_spec hw = *spec;
 		hw.slice = row_slice(r, row0);
-		if ((st = check_slice(r, row0, &prog, &hw, m->full_path, d)))
+		if ((st = check_slice(r, row0, &prog, &hw, m->full_path, d)) ||
+		    (st = sim_program_place(&prog, &hw, d)))
 			goto out;
 		const char *kerr = NULL;
 		enum ts_status kst = TS_OK;
