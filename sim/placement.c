@@ -13,12 +13,13 @@
  *
  * The rule, a greedy interval packing over the schedule:
  *   room = vmem.bytes - vmem.scoped_bytes                        (bytes)
- *   a candidate: an array value one kernel writes and only kernels read,
- *     in the same computation, neither written nor read in place (a
- *     dynamic-update-slice's or scatter's buffer) nor read or written
- *     by an async transfer or a library call, nor the computation's
- *     result; its interval is [writer, last reader] in
- *     kernel (schedule) order;
+ *   a candidate: an array value one kernel writes and only kernels read
+ *     (itself or through bitcasts outside kernels, which are the same
+ *     buffer and go with it), in the same computation, neither written
+ *     nor read in place (a dynamic-update-slice's or scatter's buffer)
+ *     nor read or written by an async transfer or a library call, nor
+ *     the computation's result; its interval is [writer, last reader]
+ *     in kernel (schedule) order;
  *   priority = (1 + readers) x runs / kernels in its interval: HBM bytes
  *     saved per byte of VMEM held per kernel it spans, highest first
  *     (XLA's assignment also orders buffers by the memory traffic they
@@ -26,15 +27,14 @@
  *   placed when at every kernel of its interval the values placed so
  *     far plus it fit in room.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
- * fail where the sum fits); entry parameters and values a free op
- * (bitcast, get-tuple-element) passes on stay in HBM, where XLA also
- * prefetches weights with copy-start and places aliases; loop-carried
- * values stay in HBM; the priority counts bytes, not whether a kernel is
- * bound by HBM. Sources: the compiled zoo's layouts (data/compiled,
- * libtpu 0.0.42) for where placement happens, the spec's vmem fields for
- * the room (each spec file says where they come from); MaxText's
- * xla_flags_library: the scoped limit is VMEM "used for the current hlo
- * op", the rest "for prefetching" later ones.
+ * fail where the sum fits); entry parameters stay in HBM, where XLA also
+ * prefetches weights into VMEM with copy-start beside other work;
+ * loop-carried values stay in HBM; the priority counts bytes, not
+ * whether a kernel is bound by HBM. Sources: the compiled zoo's layouts
+ * (data/compiled, libtpu 0.0.42) for where placement happens, the spec's
+ * vmem fields for the room (each spec file says where they come from);
+ * MaxText's xla_flags_library: the scoped limit is VMEM "used for the
+ * current hlo op", the rest "for prefetching" later ones.
  */
 #include "sim.h"
 
@@ -43,27 +43,27 @@
 
 #include "kernels_int.h"
 
-/* A value memory-space assignment may place: its writer and interval,
- * and the bitcasts of it (the same buffer: aliases[alias .. ), chained
- * by next). */
+/* A value memory-space assignment may place: its writer, interval and
+ * reads (reads[first .. first + n_reads), by kernel). */
 struct cand {
 	const struct ir_instr *v;
 	int writer, last;   /* kernel indices: the interval */
-	int alias;          /* first alias, -1: none */
+	int first, n_reads;
 	bool ruled_out;
 	double bytes, priority;
 };
 
-struct alias {
+/* Kernel r reads candidate `cand` as value x (it, or a bitcast of it). */
+struct read {
+	int cand, r;
 	const struct ir_instr *x;
-	int next;           /* the candidate's next alias, -1: none */
 };
 
 struct cands {
-	int n, n_alias;
+	int n, n_reads;
 	struct cand *c;
-	struct alias *a;
-	struct ts_ptrmap of;   /* value or alias -> its candidate */
+	struct read *reads;
+	struct ts_ptrmap of;   /* value or bitcast of it -> its candidate */
 };
 
 /* Whether kernel k may hold a value in VMEM: a grouped or single-op
@@ -77,32 +77,8 @@ static bool places(const struct sim_kernel *k)
 	       !sim_side_collective(k->instr);
 }
 
-static bool in_place(const struct ir_instr *u, const struct ir_instr *v)
-{
-	return (u->op == IR_OP_DYNAMIC_UPDATE_SLICE || u->op == IR_OP_SCATTER) &&
-	       u->n_operands > 0 && u->operands[0] == v;
-}
-
-static bool has_input(const struct sim_kernel *k, const struct ir_instr *v)
-{
-	for (int i = 0; i < k->n_inputs; i++)
-		if (k->inputs[i] == v)
-			return true;
-	return false;
-}
-
-/* Whether kernel k reads candidate c's buffer, as it or as an alias. */
-static bool reads(const struct cands *cs, const struct sim_kernel *k,
-		  const struct cand *c)
-{
-	bool r = has_input(k, c->v);
-	for (int a = c->alias; !r && a >= 0; a = cs->a[a].next)
-		r = has_input(k, cs->a[a].x);
-	return r;
-}
-
-/* Whether value v, written by a kernel, may be placed at all (its
- * readers are checked apart, from its uses). */
+/* Whether value v, written by a kernel, may be placed at all (its uses
+ * are checked apart). */
 static bool may_place(const struct ir_instr *v, double room)
 {
 	const struct ir_shape *s = &v->shape;
@@ -113,37 +89,24 @@ static bool may_place(const struct ir_instr *v, double room)
 	       bytes <= room;
 }
 
-/* Use of buffer `val` (candidate c or an alias of it) by instruction u
- * of kernel r (< 0: of no kernel that places): widens c's interval, or
- * rules c out. */
-static void use(const struct sim_program *p, struct cand *c,
-		const struct ir_instr *val, const struct ir_instr *u, int r)
+/* Whether u's use of x, in kernel r (< 0: of no kernel that places),
+ * rules out the candidate written by kernel w: a use outside the placing
+ * kernels, before the value exists, or in place. */
+static bool rules_out(const struct ir_instr *u, const struct ir_instr *x,
+		      int r, int w)
 {
-	if (r < 0 || in_place(u, val) || r < c->writer ||
-	    (r > c->writer && !has_input(&p->kernels[r], val)))
-		c->ruled_out = true;
-	else if (r > c->last)
-		c->last = r;
+	bool in_place = (u->op == IR_OP_DYNAMIC_UPDATE_SLICE ||
+			 u->op == IR_OP_SCATTER) &&
+			u->n_operands > 0 && u->operands[0] == x;
+	return r < 0 || r < w || in_place;
 }
 
-/* The candidates of p (owner: every member's kernel, the last for one
- * recomputed in several, or -2 for a kernel that does not place): the
- * values the placing kernels write, their bitcasts outside kernels
- * (aliases), then every use of either. */
-static enum ts_status find(const struct sim_program *p, double room,
-			   const struct ts_ptrmap *owner, struct cands *cs)
+/* The values the placing kernels write (owner: every member's kernel,
+ * -2 for a kernel that does not place), then the bitcasts of them no
+ * kernel holds, in text order (operands first). */
+static void find(const struct sim_program *p, double room,
+		 const struct ts_ptrmap *owner, struct cands *cs)
 {
-	const struct ir_module *m = p->module;
-	int n_outputs = 0, n_instrs = 0;
-	for (int i = 0; i < p->n_kernels; i++)
-		n_outputs += p->kernels[i].n_outputs;
-	for (int ci = 0; ci < m->n_comps; ci++)
-		n_instrs += m->comps[ci]->n_instrs;
-	cs->c = ts_malloc((size_t)(n_outputs + 1) * sizeof *cs->c);
-	cs->a = ts_malloc((size_t)(n_instrs + 1) * sizeof *cs->a);
-	if (!cs->c || !cs->a ||
-	    !ts_ptrmap_init(&cs->of, (size_t)(n_outputs + n_instrs) + 1))
-		return TS_ERR_NOMEM;
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		for (int o = 0; places(k) && o < k->n_outputs; o++) {
@@ -151,12 +114,12 @@ static enum ts_status find(const struct sim_program *p, double room,
 			if (!may_place(v, room) || ts_ptrmap_get(&cs->of, v) >= 0)
 				continue;
 			cs->c[cs->n] = (struct cand){
-				.v = v, .writer = i, .last = i, .alias = -1,
+				.v = v, .writer = i, .last = i,
 				.bytes = ir_shape_padded_bytes(&v->shape)};
 			ts_ptrmap_set(&cs->of, v, cs->n++);
 		}
 	}
-	/* bitcasts no kernel holds, in text order: operands first */
+	const struct ir_module *m = p->module;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
 		for (int i = 0; i < comp->n_instrs; i++) {
@@ -165,56 +128,105 @@ static enum ts_status find(const struct sim_program *p, double room,
 						ts_ptrmap_get(owner, u) == -1
 					? ts_ptrmap_get(&cs->of, u->operands[0])
 					: -1;
-			if (a < 0 || u == comp->root || sim_on_chip(&u->shape))
-				continue;
-			cs->a[cs->n_alias] = (struct alias){u, cs->c[a].alias};
-			cs->c[a].alias = cs->n_alias++;
-			ts_ptrmap_set(&cs->of, u, a);
+			if (a >= 0 && u != comp->root && !sim_on_chip(&u->shape))
+				ts_ptrmap_set(&cs->of, u, a);
 		}
 	}
+}
+
+/* Rules out the candidates some use forbids; lists the kernels' reads of
+ * the others, by candidate and then kernel (a counting sort). */
+static enum ts_status uses(const struct sim_program *p,
+			   const struct ts_ptrmap *owner, struct cands *cs)
+{
+	const struct ir_module *m = p->module;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
-			int r = ts_ptrmap_get(owner, u);
+			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
 			for (int j = 0; j < u->n_operands; j++) {
-				const struct ir_instr *val = u->operands[j];
-				int a = ts_ptrmap_get(&cs->of, val);
-				bool alias = a >= 0 && ts_ptrmap_get(&cs->of, u) == a;
-				if (a >= 0 && !alias)
-					use(p, &cs->c[a], val, u, r);
+				int a = ts_ptrmap_get(&cs->of, u->operands[j]);
+				if (a >= 0 && a != self && /* a bitcast: no use */
+				    rules_out(u, u->operands[j], r, cs->c[a].writer))
+					cs->c[a].ruled_out = true;
 			}
 		}
 	}
+	/* the reads, a counting sort by candidate (each in kernel order) */
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int r = 0; r < p->n_kernels; r++) {
+			const struct sim_kernel *k = &p->kernels[r];
+			for (int j = 0; places(k) && j < k->n_inputs; j++) {
+				int a = ts_ptrmap_get(&cs->of, k->inputs[j]);
+				if (a < 0)
+					continue;
+				struct cand *c = &cs->c[a];
+				if (pass == 0) {
+					c->n_reads++;
+					n++;
+				} else {
+					cs->reads[c->first + c->n_reads++] =
+						(struct read){a, r, k->inputs[j]};
+				}
+			}
+		}
+		if (pass == 1)
+			break;
+		cs->reads = ts_malloc((size_t)n * sizeof *cs->reads + 1);
+		if (!cs->reads)
+			return TS_ERR_NOMEM;
+		for (int a = 0, at = 0; a < cs->n; a++) {
+			cs->c[a].first = at;
+			at += cs->c[a].n_reads;
+			cs->c[a].n_reads = 0;
+		}
+	}
+	cs->n_reads = n;
 	return TS_OK;
 }
 
-/* The candidates of p not ruled out and read by some other kernel, with
- * their priorities, first in cs->c. */
+/* The candidates of p that no use rules out and another kernel reads,
+ * with their intervals and priorities, first in cs->c. */
 static enum ts_status candidates(const struct sim_program *p, double room,
 				 struct cands *cs)
 {
-	int n_members = 0;
-	for (int i = 0; i < p->n_kernels; i++)
+	const struct ir_module *m = p->module;
+	int n_members = 0, n_outputs = 0, n_instrs = 0;
+	for (int i = 0; i < p->n_kernels; i++) {
 		n_members += p->kernels[i].n_members;
-	struct ts_ptrmap owner;
-	if (!ts_ptrmap_init(&owner, (size_t)n_members + 1))
+		n_outputs += p->kernels[i].n_outputs;
+	}
+	for (int ci = 0; ci < m->n_comps; ci++)
+		n_instrs += m->comps[ci]->n_instrs;
+	struct ts_ptrmap owner = {0};
+	cs->c = ts_malloc((size_t)n_outputs * sizeof *cs->c + 1);
+	if (!cs->c || !ts_ptrmap_init(&owner, (size_t)n_members + 1) ||
+	    !ts_ptrmap_init(&cs->of, (size_t)(n_outputs + n_instrs) + 1)) {
+		ts_ptrmap_free(&owner);
 		return TS_ERR_NOMEM;
+	}
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
 		for (int q = 0; q < k->n_members; q++)
 			ts_ptrmap_set(&owner, k->members[q], places(k) ? i : -2);
 	}
-	enum ts_status st = find(p, room, &owner, cs);
+	find(p, room, &owner, cs);
+	enum ts_status st = uses(p, &owner, cs);
 	ts_ptrmap_free(&owner);
 	int kept = 0;
 	for (int a = 0; st == TS_OK && a < cs->n; a++) {
 		struct cand c = cs->c[a];
-		if (c.ruled_out || c.last == c.writer)
+		int readers = 0, last = -1; /* each reading kernel once */
+		for (int q = c.first; q < c.first + c.n_reads; q++) {
+			int r = cs->reads[q].r;
+			readers += r != last && r != c.writer;
+			last = r;
+		}
+		if (c.ruled_out || readers == 0)
 			continue;
-		int readers = 0; /* each reading kernel once */
-		for (int r = c.writer + 1; r <= c.last; r++)
-			readers += reads(cs, &p->kernels[r], &c);
+		c.last = last;
 		c.priority = (1.0 + readers) * p->kernels[c.writer].multiplicity /
 			     (double)(c.last - c.writer + 1);
 		cs->c[kept++] = c;
@@ -245,30 +257,46 @@ static bool hold(struct sim_kernel *k, const struct ir_instr *v)
 	return true;
 }
 
-/* Places candidate c: every kernel of its interval that writes or reads
- * its buffer holds it (and the aliases it reads) in VMEM; recount marks
- * them. */
+/* Places candidate c: its writer holds it in VMEM, each kernel that
+ * reads it the value it reads (it or a bitcast); recount marks them. */
 static bool place(struct sim_program *p, const struct cands *cs,
 		  const struct cand *c, bool *recount)
 {
-	for (int i = c->writer; i <= c->last; i++) {
-		struct sim_kernel *k = &p->kernels[i];
-		bool touched = false;
-		if (i == c->writer || has_input(k, c->v)) {
-			if (!hold(k, c->v))
-				return false;
-			touched = true;
-		}
-		for (int a = c->alias; a >= 0; a = cs->a[a].next) {
-			if (!has_input(k, cs->a[a].x))
-				continue;
-			if (!hold(k, cs->a[a].x))
-				return false;
-			touched = true;
-		}
-		recount[i] |= touched;
+	if (!hold(&p->kernels[c->writer], c->v))
+		return false;
+	recount[c->writer] = true;
+	for (int q = c->first; q < c->first + c->n_reads; q++) {
+		const struct read *rd = &cs->reads[q];
+		if (!hold(&p->kernels[rd->r], rd->x))
+			return false;
+		recount[rd->r] = true;
 	}
 	return true;
+}
+
+/* Counts the work of the kernels marked in recount again, with the
+ * constant-derived marks of each computation worked out once. */
+static enum ts_status recount_work(struct sim_program *p, const bool *recount,
+				   struct ts_diag *d)
+{
+	const struct ir_module *m = p->module;
+	bool **cd = ts_calloc((size_t)m->n_comps + 1, sizeof *cd);
+	enum ts_status st = cd ? TS_OK : TS_ERR_NOMEM;
+	for (int i = 0; st == TS_OK && i < p->n_kernels; i++) {
+		struct sim_kernel *k = &p->kernels[i];
+		if (!recount[i])
+			continue;
+		const struct ir_computation *c = k->instr->parent;
+		if (c && !cd[c->index] && !(cd[c->index] = sim_const_derived(c)))
+			st = TS_ERR_NOMEM;
+		if (st == TS_OK)
+			st = sim_kernel_work(k, c ? cd[c->index] : NULL, m->file,
+					     &k->work, d);
+	}
+	for (int ci = 0; cd && ci < m->n_comps; ci++)
+		ts_free(cd[ci]);
+	ts_free(cd);
+	return st;
 }
 
 bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
@@ -282,13 +310,15 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d)
 {
-	const char *file = p->module ? p->module->file : NULL;
+	double room = p->fused_xla ? hw->vmem_bytes - hw->vmem_scoped_bytes : 0;
+	if (room < 0)
+		room = 0;
+	if (p->placed && p->placed_room == room)
+		return TS_OK; /* placed for this room already */
 	struct cands cs = {0};
 	double *used = NULL;
-	enum ts_status st = TS_OK;
 	bool *recount = ts_calloc((size_t)p->n_kernels + 1, sizeof *recount);
-	if (!recount)
-		st = TS_ERR_NOMEM;
+	enum ts_status st = recount ? TS_OK : TS_ERR_NOMEM;
 	/* undo a placement made for another spec */
 	for (int i = 0; st == TS_OK && i < p->n_kernels; i++) {
 		struct sim_kernel *k = &p->kernels[i];
@@ -299,8 +329,7 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;
-	double room = hw->vmem_bytes - hw->vmem_scoped_bytes;
-	if (st == TS_OK && p->fused_xla && room > 0) {
+	if (st == TS_OK && room > 0) {
 		st = candidates(p, room, &cs);
 		if (st == TS_OK &&
 		    !(used = ts_calloc((size_t)p->n_kernels + 1, sizeof *used)))
@@ -322,14 +351,15 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		p->n_placed++;
 		p->placed_bytes += c->bytes;
 	}
-	for (int i = 0; st == TS_OK && i < p->n_kernels; i++)
-		if (recount[i])
-			st = sim_kernel_work(&p->kernels[i], NULL, file,
-					     &p->kernels[i].work, d);
+	if (st == TS_OK)
+		st = recount_work(p, recount, d);
 	if (st == TS_ERR_NOMEM)
-		ts_diag_set(d, file, 0, 0, "out of memory placing values in VMEM");
+		ts_diag_set(d, p->module->file, 0, 0,
+			    "out of memory placing values in VMEM");
+	p->placed = st == TS_OK;
+	p->placed_room = room;
 	ts_free(cs.c);
-	ts_free(cs.a);
+	ts_free(cs.reads);
 	ts_ptrmap_free(&cs.of);
 	ts_free(used);
 	ts_free(recount);

@@ -269,6 +269,8 @@ struct sim_program {
 	int n_placed;                  /* values memory-space assignment keeps
 	                                  in VMEM (sim_program_place) */
 	double placed_bytes;           /* their bytes, summed */
+	bool placed;                   /* placed, for room placed_room */
+	double placed_room;            /* bytes */
 };
 
 /* Memory-space assignment for hw (sim/placement.c): which values
