@@ -559,11 +559,14 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
 			    .m = m, .stats = stats, .plan = plan};
-	int n_vmem = 0;
+	int n_vmem = 0, n_instrs = 0;
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		n_vmem += placed->kernels[i].n_vmem;
+	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)
+		n_instrs += m->comps[ci]->n_instrs;
 	bool *grouped = ts_calloc((size_t)m->n_comps + 1, sizeof *grouped);
-	if (!grouped || !ts_ptrmap_init(&e.vmem, (size_t)n_vmem + 1)) {
+	if (!grouped ||
+	    !ts_ptrmap_init(&e.vmem, (size_t)(n_vmem + n_instrs) + 1)) {
 		ts_free(grouped);
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
@@ -571,6 +574,15 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		for (int q = 0; q < placed->kernels[i].n_vmem; q++)
 			ts_ptrmap_set(&e.vmem, placed->kernels[i].vmem[q], 1);
+	/* a bitcast of a value in VMEM is the same buffer (one a kernel
+	 * holds as a member is written out as it is), operands first */
+	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			if (in->op == IR_OP_BITCAST && in->n_operands == 1 &&
+			    ts_ptrmap_get(&e.vmem, in->operands[0]) >= 0)
+				ts_ptrmap_set(&e.vmem, in, 1);
+		}
 	if (m->entry)
 		sim_mark_grouped(m->entry, grouped, 0);
 	hlo_emit_module_header(&e.h, m, true); /* compiled: as written */

@@ -55,7 +55,15 @@
  *    dot's kernel instead of joining them (the compiled residual adds:
  *    each projection's kernel adds and writes bf16, the next converts it
  *    back);
- *  - users accept: loop ops accept any fusible producer; a reduce or
+ *  - a bitcast (one buffer under another shape: XLA's modules after
+ *    layout assignment have one where JAX wrote a reshape) is held by
+ *    every kernel that reads it when each takes it, so that a producer
+ *    fuses through it as through a reshape (data/compiled: XLA's
+ *    fusions hold bitcasts; the decoders' convolution fusions slice
+ *    their layer out of the scan's stacked buffers through one); a
+ *    bitcast a kernel does not take reads its operand from memory;
+ *  - users accept: loop ops accept any fusible producer, and a bitcast
+ *    passes it on to the kernels that hold it; a reduce or
  *    reduce-window accepts loop ops (a loop fusion over the input); a dot
  *    or convolution accepts loop ops into its operands (the TPU's nested
  *    operand fusions, data/compiled), but a cheap producer that also has
@@ -299,6 +307,8 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 	if (tiling_copy(g->c->instrs[u]) && tiling_copy(g->c->instrs[p]))
 		return false;
 	switch (class_at(g, u)) {
+	case FC_FREE: /* a bitcast in its users' kernels passes it on */
+		return g->c->instrs[u]->op == IR_OP_BITCAST;
 	case FC_CHEAP:
 	case FC_EXPENSIVE:
 	case FC_CORE:
@@ -418,6 +428,17 @@ static bool gather_into(struct grouping *g, int i)
 	return true;
 }
 
+/* Does op only select a window of its operand (no arithmetic, each
+ * element read at most once)? XLA's TPU compiler computes such a
+ * producer again in every kernel that reads it, a dot's operand
+ * included (data/compiled: the decoders' backward convolution fusions
+ * each slice their layer out of the scan's stacked activations, as the
+ * elementwise fusions beside them do). */
+static bool selects(enum ir_op op)
+{
+	return op == IR_OP_DYNAMIC_SLICE || op == IR_OP_SLICE;
+}
+
 /* Is i read by a dot or convolution, or fused into one's operand? */
 static bool feeds_operand(const struct grouping *g, int i)
 {
@@ -528,6 +549,15 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	}
 	enum fuse_class fc = class_at(g, i);
+	if (fc == FC_FREE && p->op == IR_OP_BITCAST && !is_root) {
+		/* the same buffer under another shape: in every kernel that
+		 * reads it when they all take it, so that what it passes on
+		 * can be fused through it (XLA's fusions hold bitcasts) */
+		int into = recompute_target(g, i);
+		if (into != G_NONE)
+			fuse_into(g, i, into);
+		return;
+	}
 	if (fc == FC_FREE || fc == FC_CONTROL)
 		return;
 	if (p->op == IR_OP_GATHER && !is_root && gather_into(g, i))
@@ -618,7 +648,8 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * (multi-output fusion; data/compiled: a residual add fused
 		 * with the norm's sum of squares, read by the projections);
 		 * with no such kernel, a kernel of its own */
-		if ((multi || !same) && feeds_operand(g, i)) {
+		if ((multi || !same) && feeds_operand(g, i) &&
+		    !selects(p->op)) {
 			int best = multi ? G_NONE : earliest_kernel(g, i, true);
 			if (best == G_NONE)
 				break;
