@@ -328,8 +328,8 @@ static void format_shape(const struct ir_shape *s, char *buf, size_t cap,
 	}
 	put(buf, cap, len, "]");
 	const struct ir_layout *l = &s->layout;
-	if (!l->present)
-		return;
+	if (!l->present && !(s->rank == 0 && l->memory_space))
+		return; /* a scalar in a memory space: "f32[]{:S(1)}" */
 	put(buf, cap, len, "{");
 	for (int i = 0; i < s->rank && l->minor_to_major; i++)
 		put(buf, cap, len, "%s%d", i ? "," : "", l->minor_to_major[i]);

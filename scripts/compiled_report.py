@@ -66,24 +66,18 @@ def costs(tpusim: str, gen: str, module: pathlib.Path) -> dict[str, float]:
 
 
 def fused(tpusim: str, gen: str, spmd: pathlib.Path, tmp: pathlib.Path,
-          *opts: str) -> tuple[dict, bool]:
+          *opts: str) -> dict:
     """`tpusim fuse` of XLA's per-device module before fusion, then `run`.
 
     The module may hold XLA's own kCustom fusions already (gather and
     scatter, made by tpu_scatter_gather_normalizer before layout
-    assignment; all-reduce-scatter, by the SPMD partitioner); `fuse` takes
-    no fused module, so those are inlined first (`fuse --unfuse`). Also
-    returns whether they were. opts (`--set ...`) go to `fuse` and `run`.
+    assignment; all-reduce-scatter, by the SPMD partitioner); `fuse`
+    keeps them as they are. opts (`--set ...`) go to `fuse` and `run`.
     """
-    src, unfused = spmd, bool(re.search(r" fusion\(", spmd.read_text()))
-    if unfused:
-        src = tmp / "unfused.hlo"
-        subprocess.run([tpusim, "fuse", "--unfuse", str(spmd), "-o", str(src)],
-                       capture_output=True, check=True)
     out = tmp / "fused.hlo"
-    subprocess.run([tpusim, "fuse", str(src), "--hw", f"hwspecs/{gen}.yaml",
+    subprocess.run([tpusim, "fuse", str(spmd), "--hw", f"hwspecs/{gen}.yaml",
                     "-o", str(out), *opts], capture_output=True, check=True)
-    return run(tpusim, gen, out, *opts), unfused
+    return run(tpusim, gen, out, *opts)
 
 
 def in_hbm(tpu: pathlib.Path, tmp: pathlib.Path) -> pathlib.Path:
@@ -190,12 +184,14 @@ CAUSES = """\
   two 8 MB weights and their updates from HBM, where XLA copies them in and
   out behind the 0.4 ms all-reduce; and values a while loop carries (the
   decoders' scan over layers). tpusim places more than XLA elsewhere:
-  v5e/vit_s moves 11.9 GB of HBM where the compiled module moves 34.1 GB
-  (its placement saves 14 ms of 58, XLA's 14 ms of 82), and the compiled
+  v5e/vit_s moves 12.7 GB of HBM where the compiled module moves 34.1 GB
+  (its placement saves 14 ms of 52, XLA's 14 ms of 82), and the compiled
   module's strided write of each layer's activations into the stacked
   buffer (bitcast_dynamic-update-slice_fusion.26, 1.1e5 contiguous runs)
-  costs 40 ms where the fused spmd module's costs 0.7 ms: 0.65, 0.71 in
-  HBM.
+  costs 40 ms where the fused spmd module's three such writes cost 2.1 ms:
+  0.55, 0.64 in HBM. v5e/dlrm_s (1.67, 1.06 in HBM): XLA's placement
+  takes the compiled module from 1.14 ms to 0.55, tpusim's the fused one
+  from 1.21 ms to 0.91.
 - A prefetch with nothing beside it: tpusim costs the compiled module's
   copy-start of an operand into VMEM in full when no kernel runs during it
   (v5e/ops_gemm_bf16_skinny, 0.71: the 16.8 MB weight's copy, 24 us, for
@@ -214,12 +210,6 @@ CAUSES = """\
 - The all-reduce combiner (after fusion): XLA merges the gradients'
   all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.28 ms)
   are 27 (0.15 ms) compiled.
-- XLA's kCustom fusions made before tpu_fusion, inlined for `fuse`: an
-  all-reduce-scatter (the SPMD partitioner's all-reduce and the slice each
-  device keeps) becomes an all-reduce of the whole input: v5e/ops_reduce_scatter
-  (1.92) costs 885 us for what the compiled module's reduce-scatter costs 443
-  us; v5e/dlrm_s's four embedding-gradient all-reduce-scatters become
-  all-reduces (33 collective kernels, 0.56 ms, against 15, 0.31 ms).
 - The KV cache (v5e/decode_m, 0.51; 0.64 in HBM): the compiled module fuses each K/V
   projection with its cache write (fusion.100/101: a dot whose output is a
   dynamic-update-slice of the 67 MB cache slice), costed as reading and
@@ -244,8 +234,8 @@ def spmd_section(tpusim: str, zoo: pathlib.Path, gens: list[str]) -> None:
           "XLA's first fusion pass (tpu_fusion)\nreceives: after SPMD "
           "partitioning and layout assignment, one device's program;\n"
           "fused by `tpusim fuse --hw` (xla policy; XLA's kCustom fusions "
-          "already in it,\ngather, scatter and all-reduce-scatter, inlined "
-          "first with `fuse --unfuse`:\nmarked *), then `run`, same spec: "
+          "already in it,\ngather, scatter and all-reduce-scatter, kept as "
+          "they are), then `run`, same\nspec: "
           "XLA's fusion, then its memory-space\nassignment (S(1) in the "
           "compiled layouts) against tpusim's (docs/MODEL.md\n"
           "\"Memory-space assignment\"). Ratio = fused spmd / compiled; in "
@@ -262,13 +252,12 @@ def spmd_section(tpusim: str, zoo: pathlib.Path, gens: list[str]) -> None:
                 compiled = spmd.with_name(f"{name}.tpu.hlo")
                 tpu = run(tpusim, gen, compiled)
                 hbm = run(tpusim, gen, in_hbm(compiled, pathlib.Path(tmp)))
-                ours, unfused = fused(tpusim, gen, spmd, pathlib.Path(tmp))
-                ours_hbm, _ = fused(tpusim, gen, spmd, pathlib.Path(tmp),
-                                    *NO_PLACEMENT)
+                ours = fused(tpusim, gen, spmd, pathlib.Path(tmp))
+                ours_hbm = fused(tpusim, gen, spmd, pathlib.Path(tmp),
+                                 *NO_PLACEMENT)
                 r = ratio(ours["total"]["time_ns"], tpu["total"]["time_ns"])
                 rh = ratio(ours_hbm["total"]["time_ns"], hbm["total"]["time_ns"])
-                table.append((abs(r - 1), f"{gen}/{name}{'*' if unfused else ''}",
-                              r, rh, tpu, ours))
+                table.append((abs(r - 1), f"{gen}/{name}", r, rh, tpu, ours))
     if not table:
         print("No NAME.spmd.hlo in the zoo.")
         return

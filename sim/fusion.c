@@ -76,8 +76,9 @@ static int working_members(const struct grouping *g, int id)
 }
 
 /* Members of group id that XLA keeps inside the kernel that uses them:
- * working ones, constant-derived ones (a broadcast of a constant) and the
- * constants themselves (a reduce's init value); not other free ops. */
+ * working ones, constant-derived ones (a broadcast of a constant), the
+ * constants themselves (a reduce's init value) and bitcasts (the kernel
+ * reads what they pass on, sim/grouping.c); not other free ops. */
 static int device_members(const struct grouping *g, int id)
 {
 	const int *mem;
@@ -85,6 +86,7 @@ static int device_members(const struct grouping *g, int id)
 	for (int q = 0; q < n_mem; q++) {
 		const struct ir_instr *in = g->c->instrs[mem[q]];
 		n += g->live[mem[q]] && (in->op == IR_OP_CONSTANT ||
+					 in->op == IR_OP_BITCAST ||
 					 sim_fuse_class(g, in) != FC_FREE);
 	}
 	return n;
@@ -340,6 +342,24 @@ static enum ts_status order_alloc(struct order *o, const struct grouping *g)
 	return TS_OK;
 }
 
+/* The number of the next fused computation written,
+ * fused_computation.<k>: one no computation of the module (one of XLA's
+ * kCustom fusions kept as it is) already has. */
+static int next_fusion(struct emitter *e)
+{
+	for (;;) {
+		char name[48];
+		snprintf(name, sizeof name, "fused_computation.%d", e->n_fusions);
+		bool taken = false;
+		for (int c = 0; c < e->m->n_comps && !taken; c++)
+			taken = e->m->comps[c]->name &&
+				!strcmp(e->m->comps[c]->name, name);
+		if (!taken)
+			return e->n_fusions++;
+		e->n_fusions++;
+	}
+}
+
 /* Which groups become fusions: a representative group that is fusible
  * and writes something. Members of fused
  * groups live inside them, unless an unfused group also needs one. */
@@ -355,7 +375,7 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 			continue;
 		if (!fusible(g, id) || group_outputs(g, id, o->outs) == 0)
 			continue;
-		o->fused_id[id] = e->n_fusions++;
+		o->fused_id[id] = next_fusion(e);
 		const int *mem;
 		int n_mem = sim_group_members(g, id, &mem);
 		int gen = sim_group_mark(g, id);

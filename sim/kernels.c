@@ -761,6 +761,8 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	enum sim_kernel_kind kind = SIM_KERNEL_FUSION;
 	if (n_work == 1 && sim_top_role(work, &kind) == SIM_TOP_FREE)
 		return TS_OK; /* e.g. a bitcast-like reshape as the root */
+	if (root->op == IR_OP_FUSION) /* one of XLA's kCustom fusions */
+		return add_top_kernel(b, root, kind, s);
 	struct sim_kernel *k = push_kernel(b);
 	if (!k)
 		return nomem(b);
@@ -1065,9 +1067,12 @@ bool sim_module_unfused(const struct ir_module *m)
 	if (m->is_scheduled) /* XLA schedules what it has optimized */
 		return false;
 	for (int ci = 0; ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
-			if (m->comps[ci]->instrs[i]->op == IR_OP_FUSION)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			if (in->op == IR_OP_FUSION &&
+			    in->attrs.fusion_kind != IR_FUSION_CUSTOM)
 				return false;
+		}
 	return true;
 }
 

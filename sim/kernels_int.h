@@ -295,6 +295,8 @@ static inline const signed char *sim_plan_force(
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
 /* Does XLA keep in alone, never fused (custom calls, sorts, collectives,
+ * the kCustom fusions it made before fusing (gather, scatter,
+ * all-reduce-scatter),
  * the ops the model does not cost: batch-norm, infeed, FFT...)? */
 bool sim_fuse_alone(const struct ir_instr *in);
 /* Is instruction i a member of group grp? (a binary search) */

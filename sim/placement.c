@@ -84,6 +84,7 @@ static bool may_place(const struct ir_instr *v, double room)
 	const struct ir_shape *s = &v->shape;
 	double bytes = ir_shape_padded_bytes(s);
 	return s->type != IR_TYPE_TUPLE && !sim_on_chip(s) &&
+	       (s->layout.present || s->rank == 0) && /* S(1) written on it */
 	       v != v->parent->root && v->op != IR_OP_DYNAMIC_UPDATE_SLICE &&
 	       v->op != IR_OP_SCATTER && v->n_users > 0 && bytes > 0 &&
 	       bytes <= room;
@@ -111,7 +112,11 @@ static void find(const struct sim_program *p, double room,
 		const struct sim_kernel *k = &p->kernels[i];
 		for (int o = 0; places(k) && o < k->n_outputs; o++) {
 			const struct ir_instr *v = k->outputs[o];
-			if (!may_place(v, room) || ts_ptrmap_get(&cs->of, v) >= 0)
+			int again = ts_ptrmap_get(&cs->of, v);
+			if (again >= 0) /* a computation called from several
+					   places: one value, one layout */
+				cs->c[again].ruled_out = true;
+			if (!may_place(v, room) || again >= 0)
 				continue;
 			cs->c[cs->n] = (struct cand){
 				.v = v, .writer = i, .last = i,

@@ -1358,7 +1358,8 @@ static bool streams_badly(const struct sim_plan_access *a)
 /* Does input v of kernel k feed the target's operand `side` (mark: the
  * members mark_feeders marked)? The operand itself (an unfused dot), or
  * an input of the members that feed it (a fusion parameter standing for
- * it: any of them when the buffer is given twice). */
+ * it: any of them when the buffer is given twice; a grouped kernel's
+ * member reading it). */
 static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
 		       const struct ir_instr *t, int side,
 		       const struct ir_instr *v)
@@ -1370,10 +1371,14 @@ static bool feeds_side(const struct sim_kernel *k, const uint8_t *mark,
 		int pn = mb->op == IR_OP_PARAMETER
 				 ? (int)mb->attrs.parameter_number
 				 : -1;
-		if ((mark[mi] & (1u << side)) &&
-		    (mb == v ||
-		     (pn >= 0 && pn < k->n_inputs && k->inputs[pn] == v)))
+		if (!(mark[mi] & (1u << side)))
+			continue;
+		if (mb == v || (pn >= 0 && pn < k->n_inputs && k->inputs[pn] == v))
 			return true;
+		/* a grouped kernel's member reads its inputs themselves */
+		for (int j = 0; mb->op != IR_OP_PARAMETER && j < mb->n_operands; j++)
+			if (mb->operands[j] == v)
+				return true;
 	}
 	return false;
 }

@@ -287,10 +287,13 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
 
 /* An unfused (pre-optimization) module: one without any fusion
- * instruction and not marked is_scheduled=true (XLA schedules the module
- * it has optimized; tpusim fuse marks its output so). Its kernels are
- * decided by a fusion policy; a compiled module's are its top-level ops
- * as written. */
+ * instruction but XLA's kCustom ones (gather, scatter and
+ * all-reduce-scatter, which XLA forms before it fuses: one device's
+ * module after SPMD partitioning has them; each stays a kernel as it is)
+ * and not marked is_scheduled=true (XLA schedules the module it has
+ * optimized; tpusim fuse marks its output so). Its kernels are decided
+ * by a fusion policy; a compiled module's are its top-level ops as
+ * written. */
 bool sim_module_unfused(const struct ir_module *m);
 
 /* How dear one element of op is on the vector unit (the VPU column of

@@ -3,8 +3,8 @@
  * Without JAX: every module of the committed zoo (data/compiled/GEN/,
  * what XLA's TPU compiler made) parses, and the per-device ones (the
  * compiled NAME.tpu.hlo and NAME.spmd.hlo, XLA's module before fusion:
- * grouped as the xla policy would, or op by op where XLA's kCustom
- * fusions already sit in it) are costed on their generation's spec,
+ * grouped as the xla policy would, XLA's kCustom fusions in it kept as
+ * they are) are costed on their generation's spec,
  * every kernel at a finite, non-negative time and every program at a
  * positive one; each program has its three modules. With the front door's
  * environment (.venv-frontdoor, made by `sh scripts/frontdoor.sh --setup`;
