@@ -601,8 +601,8 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 	}
 	if (!g.progs[0].fused_xla) { /* run's test: a fusion instruction */
 		cmd_error(ctx, "%s: module %s is already compiled (it has "
-			       "fusion instructions or is_scheduled=true): "
-			       "nothing to decide",
+			       "fusions other than kCustom ones, or "
+			       "is_scheduled=true): nothing to decide",
 			  path, m->name);
 		rc = CMD_EXIT_INPUT;
 		goto out;

@@ -445,7 +445,8 @@ static void test_fuse(void **state)
 	char want[2 * PATH_MAX];
 	snprintf(want, sizeof want,
 		 "tpusim fuse: error: %s: module jit_train_loop is already "
-		 "compiled (it has fusion instructions or is_scheduled=true): "
+		 "compiled (it has fusions other than kCustom ones, or "
+		 "is_scheduled=true): "
 		 "nothing to decide\n", ex);
 	assert_string_equal(p.err, want);
 	assert_true(access(out, F_OK) != 0);
