@@ -599,7 +599,7 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 				inlined);
 		goto out;
 	}
-	if (!g.progs[0].fused_xla) { /* run's test: a fusion instruction */
+	if (!g.progs[0].fused_xla) { /* run's test, sim_module_unfused */
 		cmd_error(ctx, "%s: module %s is already compiled (it has "
 			       "fusions other than kCustom ones, or "
 			       "is_scheduled=true): nothing to decide",
