@@ -183,15 +183,17 @@ CAUSES = """\
   VMEM beside other work: v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its
   two 8 MB weights and their updates from HBM, where XLA copies them in and
   out behind the 0.4 ms all-reduce; and values a while loop carries (the
-  decoders' scan over layers). tpusim places more than XLA elsewhere:
-  v5e/vit_s moves 12.7 GB of HBM where the compiled module moves 34.1 GB
-  (its placement saves 14 ms of 52, XLA's 14 ms of 82), and the compiled
-  module's strided write of each layer's activations into the stacked
-  buffer (bitcast_dynamic-update-slice_fusion.26, 1.1e5 contiguous runs)
-  costs 40 ms where the fused spmd module's three such writes cost 2.1 ms:
-  0.55, 0.64 in HBM. v5e/dlrm_s (1.67, 1.06 in HBM): XLA's placement
-  takes the compiled module from 1.14 ms to 0.55, tpusim's the fused one
-  from 1.21 ms to 0.91.
+  decoders' scan over layers). v5e/dlrm_s (1.67, 1.06 in HBM): XLA's
+  placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
+  fused one from 1.21 ms to 0.91.
+- A scan's saved activations: XLA computes a layer's activations and
+  writes each into its stack in one multi-output fusion of in-place
+  updates (bitcast_dynamic-update-slice_fusion, six stacks in
+  v5e/vit_s's); the xla policy writes each update in a kernel of its own,
+  its producers recomputed or read back: v5e/vit_s (1.26, 1.20 in HBM)
+  has 46 such kernels (6.9 ms) against 26 (4.9 ms), and 58 elementwise
+  ones (5.4 ms) against 41 (0.9 ms); the no-remat decoders and
+  v5e/moe_s (1.23) the same.
 - A prefetch with nothing beside it: tpusim costs the compiled module's
   copy-start of an operand into VMEM in full when no kernel runs during it
   (v5e/ops_gemm_bf16_skinny, 0.71: the 16.8 MB weight's copy, 24 us, for

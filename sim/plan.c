@@ -671,6 +671,13 @@ static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
+/* Whether v is a root of k that updates its buffer in place (a
+ * dynamic-update-slice or scatter: sim_inplace_update). */
+static bool in_place_root(const struct sim_kernel *k, const struct ir_instr *v)
+{
+	return sim_inplace_update(v) && is_root(k, v);
+}
+
 /* use[i]: the one member that reads input i (a fusion's parameter
  * standing for it), if it reads it once and as operand 0; else NULL. One
  * pass over the members' operands; false when memory runs out. */
@@ -1632,8 +1639,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		return TS_ERR_UNSUPPORTED_OP;
 	}
 	/* an in-place root is tiled by its update: that is all it computes */
-	const struct ir_instr *inplace =
-		sim_inplace_update(t) && is_root(k, t) ? t : NULL;
+	const struct ir_instr *inplace = in_place_root(k, t) ? t : NULL;
 	if (inplace)
 		t = sim_inplace_update(inplace);
 	p->target = t;
@@ -1828,14 +1834,16 @@ static enum ts_status build(const struct sim_kernel *k,
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
 		const struct ir_instr *use = uses[i];
-		if (inplace && use == inplace) {
-			/* the buffer it updates in place: a dynamic-update-
-			 * slice overwrites its window, unread; a scatter
-			 * combines (to_apply) with the rows it updates,
-			 * read as its updates are (cost.c use_bytes) */
-			const struct ir_instr *u = sim_inplace_update(inplace);
+		if (use && (use == inplace || in_place_root(k, use))) {
+			/* the buffer it updates in place (the root, or one of
+			 * a multi-output fusion's: a scan's stacked
+			 * activations): a dynamic-update-slice overwrites its
+			 * window, unread; a scatter combines (to_apply) with
+			 * the rows it updates, read as its updates are
+			 * (cost.c use_bytes) */
+			const struct ir_instr *u = sim_inplace_update(use);
 			const struct dmap *um = comp ? slot(&pr, u) : NULL;
-			if (inplace->op == IR_OP_SCATTER)
+			if (use->op == IR_OP_SCATTER)
 				st = add_access(p, v, &u->shape,
 						um && um->set ? um : NULL,
 						false, i, t, d);
@@ -1928,7 +1936,8 @@ static enum ts_status build(const struct sim_kernel *k,
 				}
 				continue;
 			}
-			if (v == inplace) { /* writes the update's window */
+			if (v == inplace || in_place_root(k, v)) {
+				/* writes the update's window */
 				const struct ir_instr *u = sim_inplace_update(v);
 				const struct dmap *um = comp ? slot(&pr, u) : NULL;
 				m = um && um->set ? um : NULL;

@@ -1471,6 +1471,44 @@ static void test_gather_and_in_place(void **state)
 	assert_true(e.bytes_read >= 2 * 65536.0 &&
 		    e.bytes_read <= 2 * 65536.0 + 4096);
 	tu_built_free(&b);
+	/* a multi-output fusion of two such updates (a scan saving two
+	 * activations of one layer into their stacks, XLA's
+	 * bitcast_dynamic-update-slice_fusion): each stack written in its
+	 * 4 MiB window and never read; the 4 MiB layer read once */
+	tu_build("HloModule f, is_scheduled=true\n"
+		 "%fc (w: f32[64,1024,1024], v: f32[64,1024,1024], "
+		 "u: f32[1,1024,1024], l: s32[]) -> (f32[64,1024,1024], "
+		 "f32[64,1024,1024]) {\n"
+		 "  %w = f32[64,1024,1024]{2,1,0} parameter(0)\n"
+		 "  %v = f32[64,1024,1024]{2,1,0} parameter(1)\n"
+		 "  %u = f32[1,1024,1024]{2,1,0} parameter(2)\n"
+		 "  %l = s32[] parameter(3)\n"
+		 "  %z = s32[] constant(0)\n"
+		 "  %n = f32[1,1024,1024]{2,1,0} negate(%u)\n"
+		 "  %d1 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(%w, %u, "
+		 "%l, %z, %z)\n"
+		 "  %d2 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(%v, %n, "
+		 "%l, %z, %z)\n"
+		 "  ROOT %t = (f32[64,1024,1024]{2,1,0}, f32[64,1024,1024]{2,1,0}) "
+		 "tuple(%d1, %d2)\n"
+		 "}\n"
+		 "ENTRY %e (w: f32[64,1024,1024], v: f32[64,1024,1024], "
+		 "u: f32[1,1024,1024], l: s32[]) -> (f32[64,1024,1024], "
+		 "f32[64,1024,1024]) {\n"
+		 "  %w = f32[64,1024,1024]{2,1,0} parameter(0)\n"
+		 "  %v = f32[64,1024,1024]{2,1,0} parameter(1)\n"
+		 "  %u = f32[1,1024,1024]{2,1,0} parameter(2)\n"
+		 "  %l = s32[] parameter(3)\n"
+		 "  ROOT %f = (f32[64,1024,1024]{2,1,0}, f32[64,1024,1024]{2,1,0}) "
+		 "fusion(%w, %v, %u, %l), kind=kLoop, calls=%fc\n"
+		 "}\n",
+		 &b);
+	e = estimate(tu_kernel(&b, "f"), &hw, "");
+	assert_true(e.feasible);
+	assert_near(e.bytes_written, 2 * 4096.0 * 1024, 0);
+	assert_true(e.bytes_read >= 4096.0 * 1024 &&
+		    e.bytes_read <= 4096.0 * 1024 + 4096);
+	tu_built_free(&b);
 }
 
 /*
