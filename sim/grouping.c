@@ -98,7 +98,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 static bool is_contraction(enum ir_op op)
 {
@@ -1729,7 +1728,6 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	g->force = force;
 	for (int k = g->n - 1; k >= 0; k--)
 		sim_grouping_decide(g, g->order[k]);
-	if (getenv("DBG_G")) for (int k = 0; k < g->n; k++) if (!strcmp(g->c->instrs[k]->name, getenv("DBG_G"))) { int gr = g->grp[k]; fprintf(stderr, "DBG %s grp=%d root=%s why=%s users:", g->c->instrs[k]->name, gr, gr >= 0 ? g->c->instrs[g->g_root[gr]]->name : "-", sim_fuse_why_name(g->why[k])); for (int q = g->uoff[k]; q < g->uoff[k+1]; q++) fprintf(stderr, " %s %s(%d)", ir_op_name(g->c->instrs[g->users[q]]->op), g->c->instrs[g->users[q]]->name, g->grp[g->users[q]]); fprintf(stderr, "\n"); }
 	g->n_decided = g->n_groups;
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	const struct ir_instr **buf = ts_malloc(n * 2 * sizeof *buf);
