@@ -140,8 +140,11 @@ layout assignment have a bitcast where JAX wrote a reshape; the decoders'
 convolution fusions slice their layer out of the scan's stacked buffers
 through one). Fusions reproduced exactly went from 2,158 to 2,385 of 3,209
 (67.2% to 74.3%; v7 47.9% to 73.7%), edge precision and recall stayed at
-97.7% and 98.0%, and no measured set moved. Memory-space assignment
-(docs/MODEL.md) follows fusion and leaves this table alone.""")
+97.7% and 98.0%, and no measured set moved. Then kernels rooted at
+dynamic-update-slices that write windows of one size at the same offsets
+merge, as XLA's bitcast_dynamic-update-slice fusions hold a scan's saved
+activations: 2,385 to 2,407. Memory-space assignment (docs/MODEL.md)
+follows fusion and leaves this table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "
           "beside XLA's\n(`cost_analysis()`: flops, bytes accessed), with "
@@ -189,11 +192,12 @@ CAUSES = """\
 - A scan's saved activations: XLA computes a layer's activations and
   writes each into its stack in one multi-output fusion of in-place
   updates (bitcast_dynamic-update-slice_fusion, six stacks in
-  v5e/vit_s's); the xla policy writes each update in a kernel of its own,
-  its producers recomputed or read back: v5e/vit_s (1.26, 1.20 in HBM)
-  has 46 such kernels (6.9 ms) against 26 (4.9 ms), and 58 elementwise
-  ones (5.4 ms) against 41 (0.9 ms); the no-remat decoders and
-  v5e/moe_s (1.23) the same.
+  v5e/vit_s's). The xla policy merges the updates into one kernel
+  (merge_updates) but computes the activations apart, in kernels of their
+  own where a producer has users in several kernels: v5e/vit_s (1.25) has
+  11 update kernels (5.9 ms) against 26 (4.9 ms), and 58 elementwise ones
+  (5.0 ms) against 41 (0.9 ms); the no-remat decoders and v5e/moe_s (1.22)
+  the same.
 - A prefetch with nothing beside it: tpusim costs the compiled module's
   copy-start of an operand into VMEM in full when no kernel runs during it
   (v5e/ops_gemm_bf16_skinny, 0.71: the 16.8 MB weight's copy, 24 us, for

@@ -83,8 +83,10 @@
  * the same inputs are merged (sibling multi-output fusion; e.g. two
  * jnp.mean of one array), then a reduce-rooted kernel that reduces a dot's
  * or convolution's result element for element joins that kernel (output
- * multi-output fusion: merge_outputs). Dead pure instructions are dropped
- * (XLA DCE).
+ * multi-output fusion: merge_outputs), and kernels rooted at
+ * dynamic-update-slices that write windows of one size at the same
+ * offsets merge (merge_updates: a scan saving a layer's activations into
+ * their stacks). Dead pure instructions are dropped (XLA DCE).
  * Each computation is grouped on its own: XLA inlines call bodies before
  * fusing, so producers and consumers across a call do not fuse here
  * (known wrong, rare in the measured modules).
@@ -1332,6 +1334,15 @@ static int contraction_group_of(const struct grouping *g,
 	return id >= 0 && holds_contraction(g, id) ? id : -1;
 }
 
+/* Is group id a representative rooted at a dynamic-update-slice
+ * (merge_updates)? */
+static bool update_rooted(const struct grouping *g, int id)
+{
+	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
+	return g->g_rep[id] == id && r->op == IR_OP_DYNAMIC_UPDATE_SLICE &&
+	       r->n_operands >= 3;
+}
+
 /* Whether merge_outputs may join group id (a representative) and
  * another, for a trial's grouping (grouping_delta.c) to say when it does
  * not follow: id absorbed a group (a sibling, or reduces of its output),
@@ -1354,6 +1365,8 @@ bool sim_group_merges(const struct grouping *g, int id,
 			return true;
 		dot = dot || (g->opk[m] & OPK_CONTRACTION);
 	}
+	if (update_rooted(g, id)) /* merge_updates may join it */
+		return true;
 	if (sim_group_sibling(g, id)) {
 		const struct ir_shape *s =
 			&g->c->instrs[g->g_root[id]]->operands[0]->shape;
@@ -1458,6 +1471,58 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
 	ts_free(cand);
+	return ok;
+}
+
+/* Do the updates of groups a and b write windows of the same dims at the
+ * same offsets (the same index values)? */
+static bool same_window(const struct grouping *g, int a, int b)
+{
+	const struct ir_instr *x = g->c->instrs[g->g_root[a]];
+	const struct ir_instr *y = g->c->instrs[g->g_root[b]];
+	if (x->n_operands != y->n_operands ||
+	    !ir_shape_equal_dims(&x->operands[1]->shape, &y->operands[1]->shape))
+		return false;
+	for (int j = 2; j < x->n_operands; j++)
+		if (x->operands[j] != y->operands[j])
+			return false;
+	return true;
+}
+
+/*
+ * Update multi-output fusion: groups rooted at a dynamic-update-slice
+ * that write windows of the same dims at the same offsets (a scan saving
+ * one layer's activations into their stacks) merge into the first of
+ * them, which then writes every stack, computing the updates together:
+ * XLA's TPU compiler makes one bitcast_dynamic-update-slice fusion of them
+ * (data/compiled: six stacks in v5e/vit_s's, with the activations'
+ * computation). Not when the merged group would be cyclic
+ * (sim_group_cyclic): then undone, and that group stays as it was.
+ */
+static bool merge_updates(struct grouping *g)
+{
+	struct cycle_scratch cy;
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved;
+	for (int a = 0; ok && a < g->n_groups; a++) {
+		if (!update_rooted(g, a))
+			continue;
+		for (int b = a + 1; ok && b < g->n_groups; b++) {
+			if (!update_rooted(g, b) || !same_window(g, a, b))
+				continue;
+			int start = g->m_start[a], len = g->m_len[a];
+			int n_moved = redirect_reps(g, b, a, moved);
+			ok = absorb(g, a, b);
+			if (ok && sim_group_cyclic(g, a, &cy)) { /* undone */
+				g->m_start[a] = start;
+				g->m_len[a] = len;
+				for (int q = 0; q < n_moved; q++)
+					g->g_rep[moved[q]] = b;
+			}
+		}
+	}
+	sim_cycle_scratch_free(&cy);
+	ts_free(moved);
 	return ok;
 }
 
@@ -1736,7 +1801,8 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
-	     merge_outputs(g, buf) && dissolve_cycles(g, &cs) && index_holders(g);
+	     merge_outputs(g, buf) && merge_updates(g) &&
+	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);
 	return ok ? TS_OK : TS_ERR_NOMEM;

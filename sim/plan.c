@@ -618,6 +618,30 @@ static void seed_reduce_siblings(struct prop *pr, const struct ir_instr *t)
 	}
 }
 
+/* In-place updates of several stacks at the same offsets (a multi-output
+ * fusion of dynamic-update-slices: sim/grouping.c merge_updates), tiled
+ * by one's update (the target): the others' updates of the same dims
+ * follow the space as it does (they write the same window of each). */
+static void seed_update_siblings(struct prop *pr, const struct ir_instr *ip,
+				 const struct ir_instr *t)
+{
+	const struct ir_instr *roots[SIM_MAX_ROOTS];
+	int n = sim_kernel_roots(pr->k, roots, SIM_MAX_ROOTS);
+	struct dmap m;
+	map_identity(&m, t->shape.rank);
+	for (int i = 0; i < n; i++) {
+		const struct ir_instr *r = roots[i];
+		bool same = r != ip && r->op == IR_OP_DYNAMIC_UPDATE_SLICE &&
+			    r->n_operands == ip->n_operands &&
+			    sim_is_array(r->operands[1]) &&
+			    ir_shape_equal_dims(&r->operands[1]->shape, &t->shape);
+		for (int j = 2; same && j < r->n_operands; j++)
+			same = r->operands[j] == ip->operands[j];
+		if (same)
+			set_slot(pr, r->operands[1], &m);
+	}
+}
+
 /* An in-place scatter tiled by its updates (the target, identity map):
  * its indices follow the updates' scatter dims (those not in
  * update_window_dims, in order), one per indices dim other than
@@ -1809,6 +1833,8 @@ static enum ts_status build(const struct sim_kernel *k,
 		if (inplace && inplace->op == IR_OP_SCATTER)
 			seed_scatter_indices(&pr, inplace);
 		seed_reduce_siblings(&pr, t);
+		if (inplace && inplace->op == IR_OP_DYNAMIC_UPDATE_SLICE)
+			seed_update_siblings(&pr, inplace, t);
 		/* until nothing more maps: a value may take its map after
 		 * several turns (a sibling output of a multi-output fusion
 		 * reached back through a reduce's operand, then forward);

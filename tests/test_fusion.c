@@ -330,6 +330,57 @@ static void test_header(void **state)
 	free(out);
 }
 
+/* A scan saving a layer's activations: two dynamic-update-slices that
+ * write 4 MiB windows of their stacks at the same offsets are one kernel
+ * (a two-output fusion, XLA's bitcast_dynamic-update-slice fusion) that
+ * reads the layer once and writes each window, not its stack; at other
+ * offsets two kernels. Both read back at the same time. */
+static void test_update_merge(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+#define UPDATES(I2)                                                            \
+	"HloModule m\n"                                                        \
+	"ENTRY e {\n"                                                          \
+	"  w = f32[64,1024,1024]{2,1,0} parameter(0)\n"                        \
+	"  v = f32[64,1024,1024]{2,1,0} parameter(1)\n"                        \
+	"  x = f32[1,1024,1024]{2,1,0} parameter(2)\n"                         \
+	"  l = s32[] parameter(3)\n"                                           \
+	"  k = s32[] parameter(4)\n"                                           \
+	"  z = s32[] constant(0)\n"                                            \
+	"  e1 = f32[1,1024,1024]{2,1,0} exponential(x)\n"                      \
+	"  n = f32[1,1024,1024]{2,1,0} negate(x)\n"                            \
+	"  d1 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(w, e1, l, z, z)\n" \
+	"  d2 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(v, n, " I2        \
+	", z, z)\n"                                                            \
+	"  ROOT t = (f32[64,1024,1024]{2,1,0}, f32[64,1024,1024]{2,1,0}) "     \
+	"tuple(d1, d2)\n"                                                     \
+	"}\n"
+	static const char same[] = UPDATES("l"), other[] = UPDATES("k");
+#undef UPDATES
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(same, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 1);
+	assert_int_equal(fs.multi_output, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
+	out = round_trip(other, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
+	/* the kernel's bytes: x read once, each 4 MiB window written */
+	struct tu_built b;
+	tu_build(same, &b);
+	const struct sim_kernel *k = &b.p.kernels[0];
+	assert_near(k->work.bytes_written, 2 * 4096.0 * 1024, 0);
+	assert_near(k->work.bytes_read, 4096.0 * 1024, 4096);
+	tu_built_free(&b);
+}
+
 /* Memory-space assignment (sim/placement.c). x, 4 MiB (1024 x 1024 f32,
  * whole (8,128) tiles), is written by one dot and read by two (one
  * through a bitcast): on v5e, whose VMEM has 128 - 16 MiB of room beside
@@ -1580,6 +1631,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_output),
+		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
