@@ -1343,11 +1343,29 @@ static bool update_rooted(const struct grouping *g, int id)
 	       r->n_operands >= 3;
 }
 
-/* Whether merge_outputs may join group id (a representative) and
- * another, for a trial's grouping (grouping_delta.c) to say when it does
- * not follow: id absorbed a group (a sibling, or reduces of its output),
- * or, merging nothing yet, id is reduce-rooted and reads a contraction
- * group's value of its reduce's dims, or owns a contraction and a value
+/* Do the updates of groups a and b write windows of the same dims at the
+ * same offsets (the same index values)? */
+static bool same_window(const struct grouping *g, int a, int b)
+{
+	const struct ir_instr *x = g->c->instrs[g->g_root[a]];
+	const struct ir_instr *y = g->c->instrs[g->g_root[b]];
+	if (x->n_operands != y->n_operands ||
+	    !ir_shape_equal_dims(&x->operands[1]->shape, &y->operands[1]->shape))
+		return false;
+	for (int j = 2; j < x->n_operands; j++)
+		if (x->operands[j] != y->operands[j])
+			return false;
+	return true;
+}
+
+/* Whether merge_outputs or merge_updates may join group id (a
+ * representative) and another, for a trial's grouping (grouping_delta.c)
+ * to say when it does not follow: id absorbed a group (a sibling, reduces
+ * of its output, updates at its offsets), or id is rooted at an update
+ * another update group writes at the same offsets (merged or not: a
+ * cycle undoes it), or, merging nothing yet, id is reduce-rooted and
+ * reads a contraction group's value of its reduce's dims, or owns a
+ * contraction and a value
  * of it is read by a reduce-rooted group outside it (directly, or
  * through producers recomputed there). in: room for g->n; stack: for
  * g->n. */
@@ -1365,8 +1383,9 @@ bool sim_group_merges(const struct grouping *g, int id,
 			return true;
 		dot = dot || (g->opk[m] & OPK_CONTRACTION);
 	}
-	if (update_rooted(g, id)) /* merge_updates may join it */
-		return true;
+	for (int b = 0; update_rooted(g, id) && b < g->n_groups; b++)
+		if (b != id && update_rooted(g, b) && same_window(g, id, b))
+			return true; /* merge_updates joins, or tried to join, them */
 	if (sim_group_sibling(g, id)) {
 		const struct ir_shape *s =
 			&g->c->instrs[g->g_root[id]]->operands[0]->shape;
@@ -1472,21 +1491,6 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 	ts_free(moved);
 	ts_free(cand);
 	return ok;
-}
-
-/* Do the updates of groups a and b write windows of the same dims at the
- * same offsets (the same index values)? */
-static bool same_window(const struct grouping *g, int a, int b)
-{
-	const struct ir_instr *x = g->c->instrs[g->g_root[a]];
-	const struct ir_instr *y = g->c->instrs[g->g_root[b]];
-	if (x->n_operands != y->n_operands ||
-	    !ir_shape_equal_dims(&x->operands[1]->shape, &y->operands[1]->shape))
-		return false;
-	for (int j = 2; j < x->n_operands; j++)
-		if (x->operands[j] != y->operands[j])
-			return false;
-	return true;
 }
 
 /*
