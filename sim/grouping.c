@@ -33,6 +33,10 @@
  *    with users in several kernels, the op joins the earliest user kernel
  *    that accepts it and that kernel also writes it out (multi-output
  *    fusion); the others read it from HBM (MATERIALISED);
+ *  - a reduce-window over whole dims that broadcasts the result back (the
+ *    attention's row max: sim_window_whole_dims) is an expensive loop op,
+ *    computed once in the kernel of its users (data/compiled: the
+ *    decoders' softmax fusions hold it with its subtract and exp);
  *  - reduce, reduce-window, dot and convolution are kernel cores: each
  *    starts a kernel, except that a dot or convolution with a single
  *    elementwise-like user that does not grow the element count becomes
@@ -135,8 +139,14 @@ static enum fuse_class fuse_class_of(const struct grouping *g,
 	case IR_OP_COPY:
 	case IR_OP_IOTA:
 		return FC_CHEAP;
+	case IR_OP_REDUCE_WINDOW: {
+		bool whole[64];
+		if (in->n_operands > 0 && in->operands[0]->shape.rank <= 64 &&
+		    sim_window_whole_dims(in, whole))
+			return FC_EXPENSIVE;
+		return FC_CORE;
+	}
 	case IR_OP_REDUCE:
-	case IR_OP_REDUCE_WINDOW:
 		return FC_CORE;
 	default:
 		break;

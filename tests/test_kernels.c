@@ -1169,6 +1169,31 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "g"));
 	tu_built_free(&b);
 
+	/* attention's row max as a reduce-window over the whole row, the
+	 * max broadcast back: computed in its users' kernel with the
+	 * subtract and exp (the decoders' compiled softmax fusions); a
+	 * pooling window stays a kernel of its own */
+	tu_build("HloModule w\n"
+	      "%mx (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %m = f32[] maximum(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[8,1024]) -> (f32[8,1024], f32[8,512]) {\n"
+	      "  %x = f32[8,1024] parameter(0)\n"
+	      "  %c = f32[] constant(-inf)\n"
+	      "  %rw = f32[8,1024] reduce-window(%x, %c), window={size=1x2047 pad=0_0x1023_1023}, to_apply=%mx\n"
+	      "  %s = f32[8,1024] subtract(%x, %rw)\n"
+	      "  %e = f32[8,1024] exponential(%s)\n"
+	      "  %pool = f32[8,512] reduce-window(%x, %c), window={size=1x2 stride=1x2}, to_apply=%mx\n"
+	      "  %p2 = f32[8,512] negate(%pool)\n"
+	      "  ROOT %t = (f32[8,1024], f32[8,512]) tuple(%e, %p2)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "e,pool,p2");
+	assert_true(has(tu_kernel(&b, "e")->members, tu_kernel(&b, "e")->n_members, "rw"));
+	tu_built_free(&b);
+
 	/* scatter: updates and indices fused (the compiled scatter fusions
 	 * transpose both), the operand it updates in place not */
 	tu_build("HloModule s\n"
