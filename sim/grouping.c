@@ -1503,15 +1503,55 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 	return ok;
 }
 
+/* Whether group id holds a reader of value v other than `except`: an
+ * in-place update's buffer must have no other reader in its kernel. */
+static bool holds_reader(const struct grouping *g, int id,
+			 const struct ir_instr *v, const struct ir_instr *except)
+{
+	if (v->parent != g->c)
+		return false;
+	for (int k = g->uoff[v->index]; k < g->uoff[v->index + 1]; k++) {
+		int u = g->users[k];
+		if (g->c->instrs[u] != except && sim_group_member(g, id, u))
+			return true;
+	}
+	return false;
+}
+
+/* Whether a value group `early` owns (not a recomputed copy) is read
+ * outside it and group `late` before late's root: the merged kernel, run
+ * where late's root is, would come after that reader. */
+static bool read_between(const struct grouping *g, int early, int late)
+{
+	const int *mem;
+	int n_mem = sim_group_members(g, early, &mem);
+	for (int q = 0; q < n_mem; q++)
+		for (int k = g->uoff[mem[q]];
+		     g->grp[mem[q]] >= 0 && g->g_rep[g->grp[mem[q]]] == early &&
+		     k < g->uoff[mem[q] + 1];
+		     k++) {
+			int u = g->users[k];
+			if (g->live[u] && g->pos[u] < g->pos[g->g_root[late]] &&
+			    !sim_group_member(g, early, u) &&
+			    !sim_group_member(g, late, u))
+				return true;
+		}
+	return false;
+}
+
 /*
  * Update multi-output fusion: groups rooted at a dynamic-update-slice
  * that write windows of the same dims at the same offsets (a scan saving
- * one layer's activations into their stacks) merge into the first of
- * them, which then writes every stack, computing the updates together:
- * XLA's TPU compiler makes one bitcast_dynamic-update-slice fusion of them
- * (data/compiled: six stacks in v5e/vit_s's, with the activations'
- * computation). Not when the merged group would be cyclic
- * (sim_group_cyclic): then undone, and that group stays as it was.
+ * one layer's activations into their stacks) merge into one, which then
+ * writes every stack, computing the updates together: XLA's TPU compiler
+ * makes one bitcast_dynamic-update-slice fusion of them (data/compiled:
+ * six stacks in v5e/vit_s's, with the activations' computation). The
+ * earlier joins the later (its kernel runs where the later's root is),
+ * unless something else reads a value of the earlier before that; never
+ * two updates of one buffer, nor one whose kernel would read the other's
+ * buffer (an in-place update's buffer has no other reader in its kernel,
+ * as in XLA's); undone where the merged group would be cyclic
+ * (sim_group_cyclic).
  */
 static bool merge_updates(struct grouping *g)
 {
@@ -1519,19 +1559,27 @@ static bool merge_updates(struct grouping *g)
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
 	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved;
 	for (int a = 0; ok && a < g->n_groups; a++) {
-		if (!update_rooted(g, a))
-			continue;
-		for (int b = a + 1; ok && b < g->n_groups; b++) {
+		for (int b = a + 1; ok && update_rooted(g, a) && b < g->n_groups;
+		     b++) {
 			if (!update_rooted(g, b) || !same_window(g, a, b))
 				continue;
-			int start = g->m_start[a], len = g->m_len[a];
-			int n_moved = redirect_reps(g, b, a, moved);
-			ok = absorb(g, a, b);
-			if (ok && sim_group_cyclic(g, a, &cy)) { /* undone */
-				g->m_start[a] = start;
-				g->m_len[a] = len;
+			const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
+			const struct ir_instr *rb = g->c->instrs[g->g_root[b]];
+			bool a_late = g->pos[g->g_root[a]] > g->pos[g->g_root[b]];
+			int late = a_late ? a : b, early = a_late ? b : a;
+			if (ra->operands[0] == rb->operands[0] ||
+			    holds_reader(g, a, rb->operands[0], rb) ||
+			    holds_reader(g, b, ra->operands[0], ra) ||
+			    read_between(g, early, late))
+				continue;
+			int start = g->m_start[late], len = g->m_len[late];
+			int n_moved = redirect_reps(g, early, late, moved);
+			ok = absorb(g, late, early);
+			if (ok && sim_group_cyclic(g, late, &cy)) { /* undone */
+				g->m_start[late] = start;
+				g->m_len[late] = len;
 				for (int q = 0; q < n_moved; q++)
-					g->g_rep[moved[q]] = b;
+					g->g_rep[moved[q]] = early;
 			}
 		}
 	}

@@ -13,7 +13,8 @@
  *
  * The rule, a greedy interval packing over the schedule:
  *   room = vmem.bytes - vmem.scoped_bytes                        (bytes)
- *   a candidate: an array value one kernel writes and only kernels read
+ *   a candidate: an array value in HBM (memory space 0, with a layout
+ *     to write S(1) into) that one kernel writes and only kernels read
  *     (itself or through bitcasts outside kernels, which are the same
  *     buffer and go with it), in the same computation, neither written
  *     nor read in place (a dynamic-update-slice's or scatter's buffer)
@@ -83,7 +84,7 @@ static bool may_place(const struct ir_instr *v, double room)
 {
 	const struct ir_shape *s = &v->shape;
 	double bytes = ir_shape_padded_bytes(s);
-	return s->type != IR_TYPE_TUPLE && !sim_on_chip(s) &&
+	return s->type != IR_TYPE_TUPLE && s->layout.memory_space == 0 &&
 	       (s->layout.present || s->rank == 0) && /* S(1) written on it */
 	       v != v->parent->root && v->op != IR_OP_DYNAMIC_UPDATE_SLICE &&
 	       v->op != IR_OP_SCATTER && v->n_users > 0 && bytes > 0 &&
@@ -133,7 +134,10 @@ static void find(const struct sim_program *p, double room,
 						ts_ptrmap_get(owner, u) == -1
 					? ts_ptrmap_get(&cs->of, u->operands[0])
 					: -1;
-			if (a >= 0 && u != comp->root && !sim_on_chip(&u->shape))
+			const struct ir_shape *us = &u->shape;
+			if (a >= 0 && u != comp->root &&
+			    us->layout.memory_space == 0 &&
+			    (us->layout.present || us->rank == 0))
 				ts_ptrmap_set(&cs->of, u, a);
 		}
 	}
@@ -351,13 +355,18 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 			continue;
 		for (int i = c->writer; i <= c->last; i++)
 			used[i] += c->bytes;
-		if (!place(p, &cs, c, recount))
+		if (!place(p, &cs, c, recount)) {
 			st = TS_ERR_NOMEM;
+			break;
+		}
 		p->n_placed++;
 		p->placed_bytes += c->bytes;
 	}
+	/* the work of every kernel whose placement changed, counted again
+	 * even after a failure (a reset one must not keep placed bytes) */
+	enum ts_status rst = recount ? recount_work(p, recount, d) : TS_OK;
 	if (st == TS_OK)
-		st = recount_work(p, recount, d);
+		st = rst;
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, p->module->file, 0, 0,
 			    "out of memory placing values in VMEM");

@@ -360,6 +360,27 @@ static void test_update_merge(void **state)
 	"}\n"
 	static const char same[] = UPDATES("l"), other[] = UPDATES("k");
 #undef UPDATES
+	/* never merged where one kernel would read the other's buffer (d2's
+	 * update is sliced out of w, which d1 updates in place): two
+	 * kernels, each reading its window (found by a review: merged, the
+	 * kernel read all 256 MiB of w) */
+	static const char conflict[] =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  w = f32[64,1024,1024]{2,1,0} parameter(0)\n"
+		"  v = f32[64,1024,1024]{2,1,0} parameter(1)\n"
+		"  x = f32[1,1024,1024]{2,1,0} parameter(2)\n"
+		"  l = s32[] parameter(3)\n"
+		"  z = s32[] constant(0)\n"
+		"  e1 = f32[1,1024,1024]{2,1,0} exponential(x)\n"
+		"  d1 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(w, e1, l, z, z)\n"
+		"  q = f32[1,1024,1024]{2,1,0} dynamic-slice(w, l, z, z), "
+		"dynamic_slice_sizes={1,1024,1024}\n"
+		"  n = f32[1,1024,1024]{2,1,0} negate(q)\n"
+		"  d2 = f32[64,1024,1024]{2,1,0} dynamic-update-slice(v, n, l, z, z)\n"
+		"  ROOT t = (f32[64,1024,1024]{2,1,0}, f32[64,1024,1024]{2,1,0}) "
+		"tuple(d1, d2)\n"
+		"}\n";
 	double t0, t1;
 	int k0, k1;
 	struct sim_fuse_stats fs;
@@ -378,6 +399,11 @@ static void test_update_merge(void **state)
 	const struct sim_kernel *k = &b.p.kernels[0];
 	assert_near(k->work.bytes_written, 2 * 4096.0 * 1024, 0);
 	assert_near(k->work.bytes_read, 4096.0 * 1024, 4096);
+	tu_built_free(&b);
+	tu_build(conflict, &b);
+	assert_int_equal(b.p.n_kernels, 2);
+	for (int i = 0; i < 2; i++)
+		assert_true(b.p.kernels[i].work.bytes_read <= 4096.0 * 1024 + 4096);
 	tu_built_free(&b);
 }
 
@@ -452,6 +478,24 @@ static void test_placement(void **state)
 		assert_near(rd[i], mib4, 0);  /* w alone */
 		assert_near(wr[i], mib4, 0);  /* y and z, in HBM */
 	}
+	/* a value in another memory space (host, S(5)) stays there (found
+	 * by a review: it was moved to VMEM) */
+	struct tu_built host;
+	tu_build("HloModule m\n"
+		 "ENTRY e {\n"
+		 "  p = f32[1024,1024]{1,0} parameter(0)\n"
+		 "  w = f32[1024,1024]{1,0} parameter(1)\n"
+		 "  x = f32[1024,1024]{1,0:S(5)} dot(p, w), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "  y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "  ROOT t = (f32[1024,1024]{1,0}) tuple(y)\n"
+		 "}\n",
+		 &host);
+	struct ts_diag hd = {0};
+	assert_int_equal(sim_program_place(&host.p, &v5e, &hd), TS_OK);
+	assert_int_equal(host.p.n_placed, 0);
+	tu_built_free(&host);
 	struct hw_spec tight = v5e;
 	tight.vmem_scoped_bytes = v5e.vmem_bytes - (mib4 - 1);
 	assert_int_equal(placed_bytes(&tight, rd, wr), 0);
