@@ -54,14 +54,14 @@ struct cand {
 	double bytes, priority;
 };
 
-/* Kernel r reads candidate `cand` as value x (it, or a bitcast of it). */
+/* Kernel r reads a candidate as value x (it, or a bitcast of it). */
 struct read {
-	int cand, r;
+	int r;
 	const struct ir_instr *x;
 };
 
 struct cands {
-	int n, n_reads;
+	int n;
 	struct cand *c;
 	struct read *reads;
 	struct ts_ptrmap of;   /* value or bitcast of it -> its candidate */
@@ -78,15 +78,22 @@ static bool places(const struct sim_kernel *k)
 	       !sim_side_collective(k->instr);
 }
 
+/* Whether an array of shape s is in HBM with a layout to write S(1)
+ * into (a scalar's may be empty: "f32[]{:S(1)}"). */
+static bool in_hbm(const struct ir_shape *s)
+{
+	return s->type != IR_TYPE_TUPLE && s->layout.memory_space == 0 &&
+	       (s->layout.present || s->rank == 0);
+}
+
 /* Whether value v, written by a kernel, may be placed at all (its uses
  * are checked apart). */
 static bool may_place(const struct ir_instr *v, double room)
 {
 	const struct ir_shape *s = &v->shape;
 	double bytes = ir_shape_padded_bytes(s);
-	return s->type != IR_TYPE_TUPLE && s->layout.memory_space == 0 &&
-	       (s->layout.present || s->rank == 0) && /* S(1) written on it */
-	       v != v->parent->root && v->op != IR_OP_DYNAMIC_UPDATE_SLICE &&
+	return in_hbm(s) && v != v->parent->root &&
+	       v->op != IR_OP_DYNAMIC_UPDATE_SLICE &&
 	       v->op != IR_OP_SCATTER && v->n_users > 0 && bytes > 0 &&
 	       bytes <= room;
 }
@@ -134,10 +141,7 @@ static void find(const struct sim_program *p, double room,
 						ts_ptrmap_get(owner, u) == -1
 					? ts_ptrmap_get(&cs->of, u->operands[0])
 					: -1;
-			const struct ir_shape *us = &u->shape;
-			if (a >= 0 && u != comp->root &&
-			    us->layout.memory_space == 0 &&
-			    (us->layout.present || us->rank == 0))
+			if (a >= 0 && u != comp->root && in_hbm(&u->shape))
 				ts_ptrmap_set(&cs->of, u, a);
 		}
 	}
@@ -177,7 +181,7 @@ static enum ts_status uses(const struct sim_program *p,
 					n++;
 				} else {
 					cs->reads[c->first + c->n_reads++] =
-						(struct read){a, r, k->inputs[j]};
+						(struct read){r, k->inputs[j]};
 				}
 			}
 		}
@@ -192,7 +196,6 @@ static enum ts_status uses(const struct sim_program *p,
 			cs->c[a].n_reads = 0;
 		}
 	}
-	cs->n_reads = n;
 	return TS_OK;
 }
 
