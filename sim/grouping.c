@@ -1375,10 +1375,9 @@ static bool same_window(const struct grouping *g, int a, int b)
  * another update group writes at the same offsets (merged or not: a
  * cycle undoes it), or, merging nothing yet, id is reduce-rooted and
  * reads a contraction group's value of its reduce's dims, or owns a
- * contraction and a value
- * of it is read by a reduce-rooted group outside it (directly, or
- * through producers recomputed there). in: room for g->n; stack: for
- * g->n. */
+ * contraction and a value of it is read by a reduce-rooted group outside
+ * it (directly, or through producers recomputed there). in: room for
+ * g->n; stack: for g->n. */
 bool sim_group_merges(const struct grouping *g, int id,
 		      const struct ir_instr **in, int *stack)
 {
