@@ -124,6 +124,15 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		fprintf(f, "  the program's first kernel: kernel %.6g = launch "
 			   "%.6g + the program's start %.6g (overhead.program_ns)\n",
 			launch, hw->kernel_overhead_ns, start);
+	if (k->n_vmem > 0) {
+		fprintf(f, "  in VMEM by memory-space assignment (room "
+			   "vmem.bytes - vmem.scoped_bytes = %.6g B; "
+			   "sim/placement.c):",
+			hw->vmem_bytes - hw->vmem_scoped_bytes);
+		for (int i = 0; i < k->n_vmem; i++)
+			fprintf(f, "%s %s", i ? "," : "", k->vmem[i]->name);
+		fputc('\n', f);
+	}
 	if (k->lowered && k->lowered->attrs.custom_call_target)
 		fprintf(f, "  library call %s, costed as the %s it computes "
 			   "(sim/kernels.c \"Library calls\")\n",

@@ -116,6 +116,41 @@ static void test_megacore_dot(void **state)
 	tu_built_free(&b);
 }
 
+/* A value memory-space assignment keeps in VMEM: the reading kernel says
+ * so, with the room (v5e: 128 - 16 MiB = 117,440,512 B), and its access
+ * moves nothing. */
+static void test_placed(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule m\nENTRY e {\n"
+		 "  p = f32[1024,1024]{1,0} parameter(0)\n"
+		 "  w = f32[1024,1024]{1,0} parameter(1)\n"
+		 "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n"
+		 "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		 "rhs_contracting_dims={0}\n}\n",
+		 &b);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_place(&b.p, &hw, &d), TS_OK);
+	char buf[8192] = {0};
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	assert_int_equal(sim_kernel_explain(&b.p.kernels[1], &hw, NULL, f, &d),
+			 TS_OK);
+	fclose(f);
+	if (!strstr(buf, "kernel y (dot)\n  in VMEM by memory-space assignment "
+			 "(room vmem.bytes - vmem.scoped_bytes = 1.17441e+08 B; "
+			 "sim/placement.c): x\n") ||
+	    !strstr(buf, "    read   x    ") ||
+	    !strstr(buf, " runs (in VMEM: no DMA)\n    read   w "))
+		fail_msg("unexpected explanation:\n%s", buf);
+	tu_built_free(&b);
+}
+
 /*
  * An f32 all-reduce over the 8 cores of a v3-8 (4 chips, 2 cores each:
  * every link shared by 2 devices), link = link_bw x efficiency / 2 B/ns:
@@ -244,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_example),
 		cmocka_unit_test(test_megacore_dot),
 		cmocka_unit_test(test_collective),
+		cmocka_unit_test(test_placed),
 		cmocka_unit_test(test_tpugraphs_configs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
