@@ -1441,6 +1441,27 @@ static bool reads_reduce_of(const struct grouping *g,
 	return false;
 }
 
+/* Group `from` (and the groups merged into it) joins group `into`,
+ * undone when `into` would then be cyclic (sim_group_cyclic: a group
+ * whose inputs depend on it); *merged says which. moved: room for
+ * g->n_groups. False when memory runs out. */
+static bool join_unless_cyclic(struct grouping *g, int into, int from,
+			       int *moved, struct cycle_scratch *cy,
+			       bool *merged)
+{
+	int start = g->m_start[into], len = g->m_len[into];
+	int n_moved = redirect_reps(g, from, into, moved);
+	bool ok = absorb(g, into, from);
+	*merged = ok && !sim_group_cyclic(g, into, cy);
+	if (ok && !*merged) { /* undone */
+		g->m_start[into] = start;
+		g->m_len[into] = len;
+		for (int q = 0; q < n_moved; q++)
+			g->g_rep[moved[q]] = from;
+	}
+	return ok;
+}
+
 /*
  * Output multi-output fusion: a reduce-rooted group (with its merged
  * siblings) that reduces, element for element, a value a dot's or
@@ -1482,18 +1503,9 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 		for (int k = n_cand - 1; ok && !merged && k >= 0; k--) {
 			int into = contraction_group_of(
 				g, g->c->instrs[g->order[cand[k]]]);
-			if (reads_reduce_of(g, in, n_in, into))
-				continue;
-			int start = g->m_start[into], len = g->m_len[into];
-			int n_moved = redirect_reps(g, r, into, moved);
-			ok = absorb(g, into, r);
-			merged = ok && !sim_group_cyclic(g, into, &cy);
-			if (ok && !merged) { /* undone */
-				g->m_start[into] = start;
-				g->m_len[into] = len;
-				for (int q = 0; q < n_moved; q++)
-					g->g_rep[moved[q]] = r;
-			}
+			if (!reads_reduce_of(g, in, n_in, into))
+				ok = join_unless_cyclic(g, into, r, moved, &cy,
+							&merged);
 		}
 	}
 	sim_cycle_scratch_free(&cy);
@@ -1571,15 +1583,9 @@ static bool merge_updates(struct grouping *g)
 			    holds_reader(g, b, ra->operands[0], ra) ||
 			    read_between(g, early, late))
 				continue;
-			int start = g->m_start[late], len = g->m_len[late];
-			int n_moved = redirect_reps(g, early, late, moved);
-			ok = absorb(g, late, early);
-			if (ok && sim_group_cyclic(g, late, &cy)) { /* undone */
-				g->m_start[late] = start;
-				g->m_len[late] = len;
-				for (int q = 0; q < n_moved; q++)
-					g->g_rep[moved[q]] = early;
-			}
+			bool merged;
+			ok = join_unless_cyclic(g, late, early, moved, &cy,
+						&merged);
 		}
 	}
 	sim_cycle_scratch_free(&cy);
