@@ -789,6 +789,127 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	return finish_kernel(b, k, root, s, g->cd);
 }
 
+/*
+ * The order of a grouped computation's kernels: the order tpusim fuse
+ * writes them in (sim/fusion.c), each group at its last member and each
+ * loop or call at its place, whatever it reads first (depth first). A
+ * multi-output group (merge_outputs, merge_updates) whose root comes
+ * after a reader of another of its values runs before that reader.
+ * Nodes: instruction k (< g->n), or group id (g->n + id).
+ */
+struct walk_order {
+	int *first, *next;     /* the groups whose last member is i: a list
+				  from first[i] through next[] */
+	unsigned char *state;  /* per node: 0 new, 1 deps pushed, 2 done */
+	int *stack, sp, cap;
+};
+
+static bool push_node(struct walk_order *w, int node)
+{
+	if (w->sp == w->cap) {
+		int cap = 2 * w->cap + 64;
+		int *grown = ts_realloc(w->stack, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return false;
+		w->stack = grown;
+		w->cap = cap;
+	}
+	w->stack[w->sp++] = node;
+	return true;
+}
+
+static void walk_order_free(struct walk_order *w)
+{
+	ts_free(w->first);
+	ts_free(w->next);
+	ts_free(w->state);
+	ts_free(w->stack);
+}
+
+static enum ts_status walk_order_init(struct walk_order *w,
+				      const struct grouping *g)
+{
+	size_t n = (size_t)g->n + 1, ng = (size_t)g->n_groups + 1;
+	w->first = ts_malloc(n * sizeof *w->first);
+	w->next = ts_malloc(ng * sizeof *w->next);
+	w->state = ts_calloc(n + ng, sizeof *w->state);
+	if (!w->first || !w->next || !w->state)
+		return TS_ERR_NOMEM;
+	for (int i = 0; i < g->n; i++)
+		w->first[i] = -1;
+	for (int id = g->n_groups - 1; id >= 0; id--) {
+		const int *mem;
+		int n_mem = sim_group_members(g, id, &mem);
+		if (g->g_rep[id] != id || n_mem < 1)
+			continue;
+		w->next[id] = w->first[mem[n_mem - 1]];
+		w->first[mem[n_mem - 1]] = id;
+	}
+	return TS_OK;
+}
+
+/* The node that makes instruction k's value: the group that owns it, k
+ * itself (an instruction of no group: a parameter, a loop), or -1 (one
+ * recomputed in its readers' groups, which read its operands). */
+static int node_of(const struct grouping *g, int k)
+{
+	int id = g->grp[k];
+	if (id >= 0)
+		return g->g_rep[id] >= 0 ? g->n + g->g_rep[id] : -1;
+	return id == G_MULTI ? -1 : k;
+}
+
+/* Emits node `start` after every node it reads (iterative depth first):
+ * a group's kernel, or a loop's or call's kernels. */
+static enum ts_status visit(struct build *b, const struct grouping *g,
+			    struct walk_order *w, int start,
+			    const struct ir_instr **buf, const struct site *s)
+{
+	const struct ir_computation *c = g->c;
+	w->sp = 0;
+	enum ts_status st = TS_OK;
+	if (start >= 0 && w->state[start] == 0 && !push_node(w, start))
+		st = TS_ERR_NOMEM;
+	while (w->sp > 0 && st == TS_OK) {
+		int node = w->stack[w->sp - 1];
+		if (w->state[node] == 0) { /* what it reads first */
+			w->state[node] = 1;
+			int nd;
+			const struct ir_instr *const *deps;
+			if (node >= g->n) {
+				nd = sim_group_inputs(g, node - g->n, buf);
+				deps = buf;
+			} else {
+				nd = c->instrs[node]->n_operands;
+				deps = (const struct ir_instr *const *)
+					       c->instrs[node]->operands;
+			}
+			for (int q = nd - 1; q >= 0; q--) {
+				int k = sim_index_in(c, deps[q]);
+				int dn = k >= 0 ? node_of(g, k) : -1;
+				if (dn >= 0 && w->state[dn] == 0 &&
+				    !push_node(w, dn))
+					return TS_ERR_NOMEM;
+			}
+			continue;
+		}
+		w->sp--;
+		if (w->state[node] == 2)
+			continue;
+		w->state[node] = 2;
+		if (node >= g->n) {
+			st = emit_group(b, g, node - g->n, buf, s);
+			continue;
+		}
+		const struct ir_instr *in = c->instrs[node];
+		if (!g->live[node] || sim_fuse_class(g, in) != FC_CONTROL)
+			continue;
+		enum sim_kernel_kind kind;
+		st = walk_control(b, in, sim_top_role(in, &kind), s);
+	}
+	return st;
+}
+
 /* A pre-optimization computation: group, then emit kernels and recurse
  * into control flow in schedule order. */
 static enum ts_status walk_grouped(struct build *b,
@@ -805,20 +926,20 @@ static enum ts_status walk_grouped(struct build *b,
 		if (!buf)
 			st = TS_ERR_NOMEM;
 	}
+	struct walk_order w = {0};
+	if (st == TS_OK)
+		st = walk_order_init(&w, &g);
+	/* instructions no group owns at their place, each group at its last
+	 * member: the order tpusim fuse writes them in */
 	for (int i = 0; i < g.n && st == TS_OK; i++) {
-		const struct ir_instr *in = c->instrs[i];
-		int id = g.grp[i];
-		if (id >= 0 && g.g_root[id] == i && g.g_rep[id] == id) {
-			st = emit_group(b, &g, id, buf, s);
-			continue;
-		}
-		if (!g.live[i] || sim_fuse_class(&g, in) != FC_CONTROL)
-			continue;
-		enum sim_kernel_kind kind;
-		st = walk_control(b, in, sim_top_role(in, &kind), s);
+		if (node_of(&g, i) == i)
+			st = visit(b, &g, &w, i, buf, s);
+		for (int id = w.first[i]; id >= 0 && st == TS_OK; id = w.next[id])
+			st = visit(b, &g, &w, g.n + id, buf, s);
 	}
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
+	walk_order_free(&w);
 	ts_free(buf);
 	sim_grouping_free(&g);
 	return st;

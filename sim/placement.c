@@ -31,10 +31,7 @@
  * fail where the sum fits); entry parameters stay in HBM, where XLA also
  * prefetches weights into VMEM with copy-start beside other work;
  * loop-carried values stay in HBM; the priority counts bytes, not
- * whether a kernel is bound by HBM; a multi-output kernel the model runs
- * after a reader of one of its values (merge_outputs keeps the dot's
- * place: one such kernel in each zoo decoder) has those values left in
- * HBM. Sources: the compiled zoo's layouts
+ * whether a kernel is bound by HBM. Sources: the compiled zoo's layouts
  * (data/compiled, libtpu 0.0.42) for where placement happens, the spec's
  * vmem fields for the room (each spec file says where they come from);
  * MaxText's xla_flags_library: the scoped limit is VMEM "used for the
