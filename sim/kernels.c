@@ -3,8 +3,9 @@
  * computation in schedule (text) order and lists what runs on the
  * TensorCore: one kernel per top-level fusion, convolution, dot, copy,
  * reduce, ... of a compiled module, or per fusion group that XLA's TPU
- * fusion would form in a pre-optimization module ("Grouping" below). Loops
- * become multiplicities. Design: docs/ARCHITECTURE.md "Kernels, tiles and
+ * fusion would form in a pre-optimization module ("Grouping" below), in
+ * the order tpusim fuse writes them (struct walk_order). Loops become
+ * multiplicities. Design: docs/ARCHITECTURE.md "Kernels, tiles and
  * the analytic model"; the interface is sim.h.
  */
 #include "sim.h"
