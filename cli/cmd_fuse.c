@@ -68,11 +68,13 @@ static int fuse_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 static void fuse_help(FILE *out)
 {
 	fputs("Decides which producers of an unfused (pre-optimization) module "
-	      "fuse into\nwhich consumers and writes the fused module as HLO "
-	      "text: fusion\ninstructions with kind and calls=, shapes, layouts "
-	      "and attributes as\nwritten, marked is_scheduled=true (a compiled "
-	      "module); the values kept in\nVMEM on the spec (memory-space "
-	      "assignment, as `run` costs them) in S(1).\nThe policy decides:\n"
+	      "fuse into\nwhich consumers (XLA's kCustom fusions in it, such as "
+	      "one device's module\nafter SPMD partitioning has, stay as they "
+	      "are) and writes the fused module\nas HLO text: fusion "
+	      "instructions with kind and calls=, shapes, layouts and\n"
+	      "attributes as written, marked is_scheduled=true (a compiled "
+	      "module); the\nvalues kept in VMEM on the spec (memory-space "
+	      "assignment, as `run` costs\nthem) in S(1). The policy decides:\n"
 	      "  xla       XLA's TPU fusion rules (what `tpusim run` costs an "
 	      "unfused module\n"
 	      "            with): producer-consumer fusion of elementwise ops, "
