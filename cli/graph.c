@@ -266,6 +266,7 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		if (module && strcmp(g->mods[m]->name, module) != 0)
 			continue;
 		struct sim_program_opts po = *opts;
+		po.vmem_room = sim_vmem_room(&ctx->hw);
 		st = hyb_fusion_plan_build(g->mods[m], fusion,
 					   &g->plans[g->n_progs], &d);
 		po.fusion = &g->plans[g->n_progs];

@@ -167,10 +167,13 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 		goto out;
 	}
 	case SIM_PLAN_FREE:
-		fprintf(f, "  bitcast / layout-preserving: no device work, 0 ns\n");
+		fprintf(f, "  %s, 0 ns\n",
+			k->idle ? "a cross-program prefetch this spec has no "
+				  "VMEM room for: it moves nothing"
+				: "bitcast / layout-preserving: no device work");
 		goto out;
 	case SIM_PLAN_DMA:
-		fprintf(f, "  async DMA: the %s of %s into its result, run by "
+		fprintf(f, "  async DMA: the %s of %s into %s, run by "
 			   "the DMA engines beside the TensorCore\n"
 			   "  time = latency %.1f + %.0f B at %.1f B/ns (HBM "
 			   "bytes read %.0f + written %.0f, at least the result "
@@ -178,6 +181,8 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			ir_op_name(k->instr->op),
 			k->instr->n_operands > 0 ? k->instr->operands[0]->name
 						 : "?",
+			k->instr->shape.layout.memory_space == 1 ? "VMEM"
+								 : "its result",
 			hw->dma_latency_ns, q->other_bytes,
 			hw_mem_bytes_per_ns(hw), k->work.bytes_read,
 			k->work.bytes_written, e.time_ns, hw_unit_name(e.bound));

@@ -47,6 +47,12 @@ struct emitter {
 	const struct sim_fusion_plan *plan; /* NULL: the xla policy */
 	struct ts_ptrmap vmem; /* the values written in S(1) (the
 				  program's placement) */
+	const struct ir_instr *prefetched; /* the cross-program prefetch's
+				  parameter, or NULL; its copy-start and
+				  copy-done are named start and done (the
+				  program's pair; done NULL: no reader) */
+	const char *start, *done;
+	bool done_written;
 };
 
 /* v's shape as written: in VMEM (into *tmp) when memory-space
@@ -63,6 +69,38 @@ static void put_shape(struct emitter *e, const struct ir_instr *v)
 {
 	struct ir_shape tmp;
 	hlo_emit_shape(&e->h, shape_of(e, v, &tmp));
+}
+
+/* The name v is read under: the prefetched parameter as its copy-done. */
+static const char *value_name(const struct emitter *e, const struct ir_instr *v)
+{
+	return v == e->prefetched && e->done ? e->done : v->name;
+}
+
+/* The prefetch's copy-done, before the first node that reads the
+ * parameter (deps: what the node reads). */
+static void put_prefetch_done(struct emitter *e,
+			      const struct ir_instr *const *deps, int nd)
+{
+	for (int q = 0; e->done && !e->done_written && q < nd; q++)
+		if (deps[q] == e->prefetched) {
+			fprintf(e->h.out, "  %%%s = ", e->done);
+			put_shape(e, e->prefetched);
+			fprintf(e->h.out, " copy-done(%%%s)\n", e->start);
+			e->done_written = true;
+		}
+}
+
+/* The prefetch's copy-start, after the parameter: (VMEM, HBM, context). */
+static void put_prefetch_start(struct emitter *e)
+{
+	fprintf(e->h.out, "  %%%s = (", e->start);
+	put_shape(e, e->prefetched);
+	fputs(", ", e->h.out);
+	hlo_emit_shape(&e->h, &e->prefetched->shape);
+	fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s), "
+			  "cross_program_prefetch_index=0\n",
+		e->prefetched->name);
 }
 
 /* Members of group id that do work (sim_group_working). */
@@ -171,7 +209,7 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 				p = q;
 		ops[j] = member	  ? ts_arena_printf(&a, "%s%s", o->name, suffix)
 			 : p >= 0 ? ts_arena_printf(&a, "param_%d%s", p, suffix)
-				  : o->name;
+				  : value_name(e, o);
 		if (!ops[j])
 			st = TS_ERR_NOMEM;
 	}
@@ -191,8 +229,9 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 					  "\"known_trip_count\":{\"n\":\"%lld\"}}",
 				      (long long)trip)))
 		st = TS_ERR_NOMEM;
-	struct ir_shape tmp;
-	const struct ir_shape *s = shape_of(e, in, &tmp);
+	struct ir_shape tmp; /* the prefetched parameter stays in HBM */
+	const struct ir_shape *s =
+		in == e->prefetched ? &in->shape : shape_of(e, in, &tmp);
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name,
 				    s == &in->shape ? NULL : s, ops, attrs);
@@ -277,7 +316,7 @@ static void put_fusion_instr(struct emitter *e, const struct grouping *g,
 	put_out_shape(e, outs, no);
 	fputs(" fusion(", e->h.out);
 	for (int q = 0; q < ni; q++)
-		fprintf(e->h.out, "%s%%%s", q ? ", " : "", inputs[q]->name);
+		fprintf(e->h.out, "%s%%%s", q ? ", " : "", value_name(e, inputs[q]));
 	fprintf(e->h.out, "), kind=%s, calls=%%fused_computation.%d\n",
 		fusion_kind(g, id), k);
 	for (int o = 0; no > 1 && o < no; o++) {
@@ -483,6 +522,7 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 			int id = node - n;
 			int ni = sim_group_inputs(g, id, o->inputs);
 			int no = group_outputs(g, id, o->outs);
+			put_prefetch_done(e, o->inputs, ni);
 			put_fusion_instr(e, g, id, o->fused_id[id], o->inputs, ni,
 					 o->outs, no);
 			continue;
@@ -490,7 +530,11 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 		const struct ir_instr *in = c->instrs[node];
 		if (!g->live[node] && in->op != IR_OP_PARAMETER)
 			continue; /* dead: XLA's DCE drops it */
+		put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
+				  in->n_operands);
 		st = put_instr(e, in, in == c->root, "", g, -1, NULL, 0);
+		if (!st && in == e->prefetched)
+			put_prefetch_start(e);
 	}
 	return st;
 }
@@ -594,6 +638,19 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		for (int q = 0; q < placed->kernels[i].n_vmem; q++)
 			ts_ptrmap_set(&e.vmem, placed->kernels[i].vmem[q], 1);
+	/* the cross-program prefetch: its kernel's copy and pair */
+	for (int i = 0; placed && placed->prefetched && i < placed->n_kernels;
+	     i++) {
+		const struct sim_kernel *k = &placed->kernels[i];
+		if (!k->dma || k->n_inputs != 1 ||
+		    k->inputs[0] != placed->prefetched)
+			continue;
+		e.prefetched = placed->prefetched;
+		e.start = k->lowered->name;
+		for (int a = 0; a < placed->n_async; a++)
+			if (placed->async[a].first == i)
+				e.done = placed->async[a].done->name;
+	}
 	/* a bitcast of a value in VMEM is the same buffer (one a kernel
 	 * holds as a member is written out as it is), operands first */
 	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)

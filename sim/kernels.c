@@ -47,6 +47,8 @@ struct build {
 	bool pre_opt;       /* module has no fusion instruction: group it */
 	struct sim_member_memo *memo; /* sim_group_kernel's, for the kernels
 	                                 it makes (sim_kernel.memo); NULL */
+	int prefetch;       /* the cross-program prefetch's pair while it
+	                       waits for its done, else -1 */
 	struct ts_diag *d;
 };
 
@@ -860,6 +862,103 @@ static int node_of(const struct grouping *g, int k)
 	return id == G_MULTI ? -1 : k;
 }
 
+/*
+ * The cross-program prefetch (sim/placement.c): XLA copies the parameter
+ * into VMEM with a copy-start as the program begins and waits for it
+ * (copy-done) right before the first kernel that reads it. Here: a DMA
+ * kernel of that copy, named "<param>.prefetch-start", made where the
+ * walk reaches the parameter, and an async pair whose done,
+ * "<param>.prefetch", comes before the first node that reads the
+ * parameter (tpusim fuse writes both there, the readers reading the
+ * done): the kernels between hide the copy (program.c).
+ */
+struct prefetch_stand_in {
+	struct ir_instr copy; /* the copy into VMEM (the start's kernel) */
+	struct ir_instr done;
+	struct ir_instr *ops[2];
+	char names[];
+};
+
+/* Whether computation c has an instruction named name. */
+static bool named(const struct ir_computation *c, const char *name)
+{
+	for (int i = 0; i < c->n_instrs; i++)
+		if (!strcmp(c->instrs[i]->name, name))
+			return true;
+	return false;
+}
+
+/* Makes the prefetch's kernel and opens its pair (above). */
+static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
+{
+	const struct ir_computation *c = v->parent;
+	size_t n = strlen(v->name) + 48;
+	struct prefetch_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
+	if (!x)
+		return nomem(b);
+	char *start = x->names, *done = x->names + n;
+	for (int t = 0;; t++) { /* names no instruction has */
+		const char *sfx = t ? "." : "";
+		snprintf(start, n, "%s.prefetch-start%s%.0d", v->name, sfx, t);
+		snprintf(done, n, "%s.prefetch%s%.0d", v->name, sfx, t);
+		if (!named(c, start) && !named(c, done))
+			break;
+	}
+	struct ir_shape tmp;
+	x->copy = value_stand_in(v, sim_vmem_shape(&v->shape, &tmp));
+	x->copy.shape.memo = (struct ir_shape_memo){0};
+	x->copy.op = IR_OP_COPY;
+	x->copy.name = start;
+	x->copy.index = v->index;
+	x->ops[0] = (struct ir_instr *)v;
+	x->copy.operands = &x->ops[0];
+	x->copy.n_operands = 1;
+	x->done = x->copy;
+	x->done.op = IR_OP_COPY_DONE;
+	x->done.name = done;
+	x->ops[1] = &x->copy;
+	x->done.operands = &x->ops[1];
+	struct sim_kernel *k = push_kernel(b);
+	if (!k) {
+		ts_free(x);
+		return nomem(b);
+	}
+	k->lowered = &x->copy;
+	k->dma = true;
+	k->kind = SIM_KERNEL_COPY;
+	describe(k, NULL, &x->copy, false);
+	const struct ir_instr *in = &x->copy;
+	k->n_members = k->n_inputs = k->n_outputs = 1;
+	k->members = dup_list(&in, 1);
+	k->inputs = dup_list(&v, 1);
+	k->outputs = dup_list(&in, 1);
+	if (!k->members || !k->inputs || !k->outputs)
+		return nomem(b);
+	struct site site = {.mult = 1.0};
+	int k0 = b->p->n_kernels - 1;
+	enum ts_status st = finish_kernel(b, k, in, &site, NULL);
+	if (st == TS_OK)
+		st = open_async(b, in, k0);
+	b->prefetch = st == TS_OK ? b->p->n_async - 1 : -1;
+	return st;
+}
+
+/* Closes the prefetch's pair before node `node` when the node reads the
+ * prefetched parameter (deps: what it reads). */
+static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
+			   int nd)
+{
+	for (int q = 0; b->prefetch >= 0 && q < nd; q++)
+		if (deps[q] == b->p->prefetched) {
+			struct sim_async *a = &b->p->async[b->prefetch];
+			const struct prefetch_stand_in *x =
+				(const void *)b->p->kernels[a->first].lowered;
+			a->done = &x->done;
+			a->n_between = b->p->n_kernels - a->between;
+			b->prefetch = -1;
+		}
+}
+
 /* Emits node `start` after every node it reads (iterative depth first):
  * a group's kernel, or a loop's or call's kernels. */
 static enum ts_status visit(struct build *b, const struct grouping *g,
@@ -899,10 +998,20 @@ static enum ts_status visit(struct build *b, const struct grouping *g,
 			continue;
 		w->state[node] = 2;
 		if (node >= g->n) {
+			close_prefetch(b, buf,
+				       sim_group_inputs(g, node - g->n, buf));
 			st = emit_group(b, g, node - g->n, buf, s);
 			continue;
 		}
 		const struct ir_instr *in = c->instrs[node];
+		if (g->live[node]) /* as fuse writes it: dead ones are not */
+			close_prefetch(b,
+				       (const struct ir_instr *const *)in->operands,
+				       in->n_operands);
+		if (in == b->p->prefetched) {
+			st = add_prefetch(b, in);
+			continue;
+		}
 		if (!g->live[node] || sim_fuse_class(g, in) != FC_CONTROL)
 			continue;
 		enum sim_kernel_kind kind;
@@ -1215,8 +1324,8 @@ enum ts_status sim_group_kernel(const struct ir_module *m,
 				struct ts_diag *d)
 {
 	struct sim_program p = {.module = m};
-	struct build b = {
-		.m = m, .p = &p, .pre_opt = true, .memo = memo, .d = d};
+	struct build b = {.m = m, .p = &p, .pre_opt = true, .memo = memo,
+			  .prefetch = -1, .d = d};
 	struct site s = {.mult = 1.0};
 	const struct ir_instr **buf =
 		ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *buf);
@@ -1254,7 +1363,8 @@ enum ts_status sim_program_build(const struct ir_module *m,
 			    "module has no entry computation");
 		return TS_ERR_MISUSE;
 	}
-	struct build b = {.m = m, .opts = opts, .p = p, .d = d};
+	struct build b = {.m = m, .opts = opts, .p = p, .prefetch = -1,
+			  .d = d};
 	/* A module with any fusion instruction was compiled: its top-level
 	 * ops ran as written. One without is grouped as XLA would fuse it
 	 * (per module, not per computation: a compiled module's loop
@@ -1265,9 +1375,18 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		const struct sim_fusion_plan *plan = opts ? opts->fusion : NULL;
 		p->fusion_policy = plan ? plan->policy : "xla";
 		p->fusion_flips = plan ? plan->n_flips : 0;
+		p->prefetched = sim_prefetch_candidate(
+			m, opts ? opts->vmem_room : 0);
 	}
 	struct site s = {.mult = 1.0};
 	enum ts_status st = walk(&b, m->entry, s);
+	if (st == TS_OK && b.prefetch >= 0) {
+		/* no node read it: the copy hides nothing (as a copy-start
+		 * without its done) */
+		p->kernels[p->async[b.prefetch].first].async_work = false;
+		memmove(&p->async[b.prefetch], &p->async[b.prefetch + 1],
+			(size_t)(--p->n_async - b.prefetch) * sizeof *p->async);
+	}
 	if (st == TS_OK)
 		st = add_relayouts(&b);
 	if (st != TS_OK) {

@@ -27,11 +27,27 @@
  *     save per byte and time held); ties in schedule order;
  *   placed when at every kernel of its interval the values placed so
  *     far plus it fit in room.
+ * Before any of them, the cross-program prefetch (XLA's MSA allocates it
+ * first): of the entry parameters used only as weights (through bitcasts,
+ * a dot's or convolution's rhs or a gather's table: no use that
+ * LooksLikeAnActivation), the largest that fits the room
+ * (sim_prefetch_candidate), held over the whole program; its copy into
+ * VMEM is a kernel of its own (kernels.c, "<param>.prefetch"), an async
+ * pair from the parameter to its first reader, and each kernel that
+ * reads it reads VMEM. The compiled zoo has it in 19 of 59 modules
+ * (copy-start ... cross_program_prefetch_index=0), each time on such a
+ * parameter. It is decided when the program is built, for that spec
+ * (sim_program_opts.vmem_room): a whatif sweep of vmem.* keeps it.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
- * fail where the sum fits); entry parameters stay in HBM, where XLA also
- * prefetches weights into VMEM with copy-start beside other work;
- * loop-carried values stay in HBM; the priority counts bytes, not
- * whether a kernel is bound by HBM. Sources: the compiled zoo's layouts
+ * fail where the sum fits); other entry parameters stay in HBM, where
+ * XLA also prefetches weights into VMEM with copy-start beside other
+ * work; the cross-program prefetch is taken as exposed up to its first
+ * reader in every run (XLA may free it after its last use and prefetch
+ * it again at the program's end for the next run); loop-carried values
+ * stay in HBM; the priority counts bytes, not whether a kernel is bound
+ * by HBM. Sources: XLA's memory_space_assignment.cc
+ * (FindCrossProgramPrefetchCandidate, LooksLikeAnActivation) for the
+ * cross-program rule; the compiled zoo's layouts
  * (data/compiled, libtpu 0.0.42) for where placement happens, the spec's
  * vmem fields for the room (each spec file says where they come from);
  * MaxText's xla_flags_library: the scoped limit is VMEM "used for the
@@ -257,6 +273,73 @@ static int by_priority(const void *a, const void *b)
 	return x->v->index < y->v->index ? -1 : x->v->index > y->v->index;
 }
 
+double sim_vmem_room(const struct hw_spec *hw)
+{
+	double room = hw->vmem_bytes - hw->vmem_scoped_bytes;
+	return room > 0 ? room : 0;
+}
+
+/* Sum of the element counts of v's users (XLA's tie-break between
+ * cross-program prefetch candidates of one size). */
+static double use_elements(const struct ir_computation *c,
+			   const struct ir_instr *v)
+{
+	double n = 0;
+	for (int i = v->index + 1; i < c->n_instrs; i++)
+		for (int j = 0; j < c->instrs[i]->n_operands; j++)
+			if (c->instrs[i]->operands[j] == v)
+				n += (double)ir_shape_elems(&c->instrs[i]->shape);
+	return n;
+}
+
+const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
+					      double room)
+{
+	const struct ir_computation *c = m ? m->entry : NULL;
+	if (!c || room <= 0 || !sim_module_unfused(m))
+		return NULL;
+	/* act[i]: some use of instruction i is not a weight's: any use but
+	 * a dot's or convolution's operand, a gather's table, or a bitcast or
+	 * reshape none of whose uses is (users come after their operands:
+	 * one pass backwards) */
+	bool *act = ts_calloc((size_t)c->n_instrs + 1, sizeof *act);
+	if (!act)
+		return NULL;
+	for (int i = c->n_instrs - 1; i >= 0; i--) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int j = 0; j < u->n_operands; j++) {
+			const struct ir_instr *o = u->operands[j];
+			if (o->parent != c)
+				continue;
+			bool a = u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION
+					 ? false
+				 : u->op == IR_OP_GATHER ? j != 0
+				 : u->op == IR_OP_BITCAST || u->op == IR_OP_RESHAPE
+					 ? act[u->index]
+					 : true;
+			act[o->index] = act[o->index] || a;
+		}
+	}
+	act[c->root->index] = true; /* the program's result */
+	const struct ir_instr *best = NULL;
+	double best_bytes = 0, best_uses = 0;
+	for (int q = 0; q < c->n_params; q++) {
+		const struct ir_instr *v = c->params[q];
+		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
+		if (!v || act[v->index] || v->n_users == 0 || !in_hbm(&v->shape) ||
+		    bytes <= 0 || bytes > room || bytes < best_bytes)
+			continue;
+		double uses = use_elements(c, v);
+		if (bytes > best_bytes || uses > best_uses) {
+			best = v;
+			best_bytes = bytes;
+			best_uses = uses;
+		}
+	}
+	ts_free(act);
+	return best;
+}
+
 /* Appends v to kernel k's values in VMEM. */
 static bool hold(struct sim_kernel *k, const struct ir_instr *v)
 {
@@ -284,6 +367,50 @@ static bool place(struct sim_program *p, const struct cands *cs,
 		recount[rd->r] = true;
 	}
 	return true;
+}
+
+/* The cross-program prefetch, when room holds it: every placing kernel
+ * that reads the prefetched parameter, or a bitcast of it outside
+ * kernels (the same buffer), holds it in VMEM (recount marks them);
+ * else its kernel is idle. Its bytes, or 0 when idle. */
+static double hold_prefetched(struct sim_program *p, double room,
+			      bool *recount, bool *ok)
+{
+	double bytes = ir_shape_padded_bytes(&p->prefetched->shape);
+	bool idle = bytes > room;
+	*ok = true;
+	for (int r = 0; r < p->n_kernels; r++) {
+		struct sim_kernel *k = &p->kernels[r];
+		if (k->dma && k->n_inputs == 1 && k->inputs[0] == p->prefetched)
+			k->idle = idle;
+	}
+	if (idle)
+		return 0;
+	const struct ir_computation *c = p->prefetched->parent;
+	bool *alias = ts_calloc((size_t)c->n_instrs + 1, sizeof *alias);
+	if (!alias) {
+		*ok = false;
+		return 0;
+	}
+	alias[p->prefetched->index] = true;
+	for (int i = p->prefetched->index + 1; i < c->n_instrs; i++) {
+		const struct ir_instr *u = c->instrs[i];
+		alias[i] = u->op == IR_OP_BITCAST && u->n_operands == 1 &&
+			   u->operands[0]->parent == c &&
+			   alias[u->operands[0]->index];
+	}
+	for (int r = 0; *ok && r < p->n_kernels; r++) {
+		struct sim_kernel *k = &p->kernels[r];
+		for (int j = 0; *ok && places(k) && j < k->n_inputs; j++) {
+			const struct ir_instr *x = k->inputs[j];
+			if (x->parent == c && alias[x->index]) {
+				*ok = hold(k, x);
+				recount[r] = true;
+			}
+		}
+	}
+	ts_free(alias);
+	return bytes;
 }
 
 /* Counts the work of the kernels marked in recount again, with the
@@ -322,9 +449,7 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d)
 {
-	double room = p->fused_xla ? hw->vmem_bytes - hw->vmem_scoped_bytes : 0;
-	if (room < 0)
-		room = 0;
+	double room = p->fused_xla ? sim_vmem_room(hw) : 0;
 	if (p->placed && p->placed_room == room)
 		return TS_OK; /* placed for this room already */
 	struct cands cs = {0};
@@ -341,8 +466,17 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;
-	if (st == TS_OK && room > 0) {
-		st = candidates(p, room, &cs);
+	/* the cross-program prefetch first, over the whole program */
+	double avail = room;
+	if (st == TS_OK && p->prefetched) {
+		bool ok;
+		p->placed_bytes = hold_prefetched(p, room, recount, &ok);
+		p->n_placed = p->placed_bytes > 0;
+		avail -= p->placed_bytes;
+		st = ok ? TS_OK : TS_ERR_NOMEM;
+	}
+	if (st == TS_OK && avail > 0) {
+		st = candidates(p, avail, &cs);
 		if (st == TS_OK &&
 		    !(used = ts_calloc((size_t)p->n_kernels + 1, sizeof *used)))
 			st = TS_ERR_NOMEM;
@@ -354,7 +488,7 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		double peak = 0;
 		for (int i = c->writer; i <= c->last; i++)
 			peak = used[i] > peak ? used[i] : peak;
-		if (peak + c->bytes > room)
+		if (peak + c->bytes > avail)
 			continue;
 		for (int i = c->writer; i <= c->last; i++)
 			used[i] += c->bytes;

@@ -1622,7 +1622,7 @@ static enum ts_status build(const struct sim_kernel *k,
 		p->other_bytes = 2.0 * hbm > rw ? 2.0 * hbm : rw;
 		return TS_OK;
 	}
-	if (sim_kernel_free(k)) {
+	if (k->idle || sim_kernel_free(k)) {
 		p->kind = SIM_PLAN_FREE;
 		return TS_OK;
 	}

@@ -183,6 +183,12 @@ struct sim_kernel {
 	                                  lowered is the copy or slice it
 	                                  makes): costed as the bytes it moves
 	                                  at HBM bandwidth, no grid */
+	bool idle;                     /* a cross-program prefetch the spec
+	                                  it is placed for has no room for
+	                                  (sim_program_place: a whatif point
+	                                  with less VMEM than the spec the
+	                                  program was built for): it moves
+	                                  nothing, its readers read HBM */
 	struct sim_member_memo *memo;  /* the fusion search's memo of the
 	                                  members' computation (sim/memo.c),
 	                                  borrowed: such a kernel is costed
@@ -239,6 +245,11 @@ struct sim_program_opts {
 	const struct sim_fusion_plan *fusion; /* an unfused module's fusion
 	                                  decisions (hyb_fusion_plan_build);
 	                                  NULL: the xla policy */
+	double vmem_room;              /* bytes of VMEM memory-space
+	                                  assignment has on the spec the
+	                                  program is for (sim_vmem_room);
+	                                  0: none (no cross-program
+	                                  prefetch, sim_prefetch_candidate) */
 };
 
 struct sim_program {
@@ -271,7 +282,24 @@ struct sim_program {
 	double placed_bytes;           /* their bytes, summed */
 	bool placed;                   /* placed, for room placed_room */
 	double placed_room;            /* bytes */
+	const struct ir_instr *prefetched; /* an unfused module's entry
+	                                  parameter XLA prefetches into VMEM
+	                                  across programs (its copy is a
+	                                  kernel and an async pair of its
+	                                  own; sim_prefetch_candidate), or
+	                                  NULL */
 };
+
+/* The VMEM memory-space assignment may fill on hw, bytes: vmem.bytes -
+ * vmem.scoped_bytes, at least 0 (sim/placement.c). */
+double sim_vmem_room(const struct hw_spec *hw);
+
+/* The entry parameter of unfused module m that XLA's memory-space
+ * assignment prefetches into VMEM across programs when room bytes are
+ * free, or NULL (sim/placement.c: the largest that is used only as
+ * weights). */
+const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
+					      double room);
 
 /* Memory-space assignment for hw (sim/placement.c): which values
  * between an unfused module's kernels live in VMEM, as XLA places them

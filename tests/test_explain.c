@@ -116,37 +116,48 @@ static void test_megacore_dot(void **state)
 	tu_built_free(&b);
 }
 
-/* A value memory-space assignment keeps in VMEM: the reading kernel says
- * so, with the room (v5e: 128 - 16 MiB = 117,440,512 B), and its access
- * moves nothing. */
+/* Values memory-space assignment keeps in VMEM: the reading kernel says
+ * so, with the room (v5e: 128 - 16 MiB = 117,440,512 B), and its accesses
+ * move nothing; the cross-program prefetch's kernel says what it copies
+ * where. */
 static void test_placed(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
 	if (!tu_load_spec("v5e", &hw))
 		skip();
+	static const char text[] =
+		"HloModule m\nENTRY e {\n"
+		"  p = f32[1024,1024]{1,0} parameter(0)\n"
+		"  w = f32[1024,1024]{1,0} parameter(1)\n"
+		"  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n}\n";
 	struct tu_built b;
-	tu_build("HloModule m\nENTRY e {\n"
-		 "  p = f32[1024,1024]{1,0} parameter(0)\n"
-		 "  w = f32[1024,1024]{1,0} parameter(1)\n"
-		 "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
-		 "rhs_contracting_dims={0}\n"
-		 "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
-		 "rhs_contracting_dims={0}\n}\n",
-		 &b);
+	struct sim_program_opts po = {.vmem_room = sim_vmem_room(&hw)};
+	tu_build_file("t.hlo", text, strlen(text), &po, &b);
 	struct ts_diag d = {0};
 	assert_int_equal(sim_program_place(&b.p, &hw, &d), TS_OK);
 	char buf[8192] = {0};
 	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
 	assert_non_null(f);
-	assert_int_equal(sim_kernel_explain(&b.p.kernels[1], &hw, NULL, f, &d),
-			 TS_OK);
+	/* w, the weight both dots read, prefetched across programs: a DMA
+	 * kernel first; y reads x and w from VMEM */
+	for (int i = 0; i < 3; i += 2)
+		assert_int_equal(sim_kernel_explain(&b.p.kernels[i], &hw, NULL,
+						    f, &d),
+				 TS_OK);
 	fclose(f);
-	if (!strstr(buf, "kernel y (dot)\n  in VMEM by memory-space assignment "
+	if (!strstr(buf, "kernel w.prefetch-start (copy)\n  async DMA: the copy "
+			 "of w into VMEM, run by the DMA engines beside the "
+			 "TensorCore\n") ||
+	    !strstr(buf, "kernel y (dot)\n  in VMEM by memory-space assignment "
 			 "(room vmem.bytes - vmem.scoped_bytes = 1.17441e+08 B; "
-			 "sim/placement.c): x\n") ||
+			 "sim/placement.c): w, x\n") ||
 	    !strstr(buf, "    read   x    ") ||
-	    !strstr(buf, " runs (in VMEM: no DMA)\n    read   w "))
+	    !strstr(buf, " runs (in VMEM: no DMA)\n    read   w ") ||
+	    !strstr(buf, " 1 runs (in VMEM: no DMA)\n    write  y "))
 		fail_msg("unexpected explanation:\n%s", buf);
 	tu_built_free(&b);
 }

@@ -60,9 +60,11 @@ static char *round_trip_policy(const char *text, const struct hw_spec *hw,
 	if (flips)
 		*flips = plan.n_flips;
 	/* the unfused module's program on hw: its time, and the values its
-	 * memory-space assignment keeps in VMEM, written in S(1) */
+	 * memory-space assignment keeps in VMEM (its cross-program prefetch
+	 * among them), written in S(1) */
 	struct sim_program p;
-	struct sim_program_opts po = {.fusion = &plan};
+	struct sim_program_opts po = {.fusion = &plan,
+				      .vmem_room = sim_vmem_room(hw)};
 	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
 	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
 	*t0 = sim_program_total(&p);
@@ -508,9 +510,103 @@ static void test_placement(void **state)
 	char *out = round_trip(two_readers, &v5e, &t0, &t1, &k0, &k1, &fs);
 	assert_int_equal(k1, k0);
 	assert_near(t1, t0, 1e-9 * t0);
-	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w)") ||
+	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w.prefetch)") ||
 	    !strstr(out, "  %y = f32[1024,1024]{1,0} dot("))
 		fail_msg("x not in S(1), or y not in HBM:\n%s", out);
+	free(out);
+}
+
+/* text built for spec built_for (its cross-program prefetch), estimated
+ * on hw. */
+static void build_for(const char *text, const struct hw_spec *built_for,
+		      const struct hw_spec *hw, struct tu_built *b)
+{
+	struct sim_program_opts po = {.vmem_room = sim_vmem_room(built_for)};
+	tu_build_file("t.hlo", text, strlen(text), &po, b);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b->p, hw, &d), TS_OK);
+}
+
+/* The cross-program prefetch (sim/placement.c): of two_readers' entry
+ * parameters, p and w are used only by dots; they are the same size and
+ * w's users make more elements (three 1024 x 1024 results, p's one), so
+ * on v5e w is copied into VMEM as the program begins: a DMA kernel of its
+ * own first, its done before x, nothing between to hide it (the total is
+ * the kernels' sum), and x, y and z read no w from HBM (x reads p alone,
+ * y and z read x in VMEM). On v3 (no room) nothing is prefetched; with
+ * less room than w's 4 MiB, the program built for v5e keeps the kernel
+ * idle (0 ns) and its readers read HBM. A parameter that an add also
+ * reads is no weight: then p, used by its dot alone, is prefetched. fuse
+ * writes the copy-start and copy-done, and the fused module costs the
+ * same. */
+static void test_cross_program_prefetch(void **state)
+{
+	(void)state;
+	struct hw_spec v3, v5e;
+	if (!tu_load_spec("v3", &v3) || !tu_load_spec("v5e", &v5e))
+		skip();
+	const double mib4 = 1024.0 * 1024 * 4;
+	struct tu_built b;
+	build_for(two_readers, &v5e, &v5e, &b);
+	const struct sim_program *p = &b.p;
+	assert_non_null(p->prefetched);
+	assert_string_equal(p->prefetched->name, "w");
+	assert_int_equal(p->n_kernels, 4);
+	const struct sim_kernel *k = p->kernels;
+	assert_string_equal(k[0].name, "w.prefetch-start");
+	assert_true(k[0].dma && k[0].async_work && !k[0].idle);
+	assert_near(k[0].work.bytes_read, mib4, 0);
+	assert_int_equal(p->n_async, 1);
+	assert_int_equal(p->async[0].first, 0);
+	assert_int_equal(p->async[0].n_between, 0);
+	assert_string_equal(p->async[0].done->name, "w.prefetch");
+	assert_near(k[1].work.bytes_read, mib4, 0); /* x: p */
+	assert_near(k[2].work.bytes_read, 0, 0);    /* y: x and w in VMEM */
+	assert_near(k[3].work.bytes_read, 0, 0);    /* z: the same */
+	double sum = 0;
+	for (int i = 0; i < 4; i++)
+		sum += k[i].est.time_ns;
+	assert_true(k[0].est.time_ns > 0);
+	assert_near(sim_program_total(&b.p), sum, 1e-9 * sum);
+	struct hw_spec tight = v5e;
+	tight.vmem_scoped_bytes = v5e.vmem_bytes - (mib4 - 1);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &tight, &d), TS_OK);
+	assert_true(k[0].idle);
+	assert_near(k[0].est.time_ns, 0, 0);
+	assert_near(k[1].work.bytes_read, 2 * mib4, 0);
+	tu_built_free(&b);
+	build_for(two_readers, &v3, &v3, &b);
+	assert_null(b.p.prefetched);
+	assert_int_equal(b.p.n_kernels, 3);
+	tu_built_free(&b);
+	static const char added[] =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  p = f32[1024,1024]{1,0} parameter(0)\n"
+		"  w = f32[1024,1024]{1,0} parameter(1)\n"
+		"  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT y = f32[1024,1024]{1,0} add(x, w)\n"
+		"}\n";
+	build_for(added, &v5e, &v5e, &b);
+	assert_non_null(b.p.prefetched);
+	assert_string_equal(b.p.prefetched->name, "p");
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(two_readers, &v5e, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	const char *start = strstr(
+		out, "  %w.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
+		     "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w), "
+		     "cross_program_prefetch_index=0\n"
+		     "  %w.prefetch = f32[1024,1024]{1,0:S(1)} "
+		     "copy-done(%w.prefetch-start)\n  %x = ");
+	if (!start || !strstr(out, "  %w = f32[1024,1024]{1,0} parameter(1)"))
+		fail_msg("no prefetch of w before x, or w not in HBM:\n%s", out);
 	free(out);
 }
 
@@ -1724,6 +1820,7 @@ int main(void)
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
+		cmocka_unit_test(test_cross_program_prefetch),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
