@@ -186,11 +186,13 @@ table alone.""")
 # kernel (`tpusim run -f json`, `--explain`) when the zoo was last compiled.
 CAUSES = """\
 - Memory-space assignment, now on both sides (the ratios in HBM are of fusion
-  alone). tpusim keeps entry parameters in HBM where XLA prefetches them into
-  VMEM beside other work: v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its
-  two 8 MB weights and their updates from HBM, where XLA copies them in and
-  out behind the 0.4 ms all-reduce; and values a while loop carries (the
-  decoders' scan over layers). v5e/dlrm_s (1.67, 1.06 in HBM): XLA's
+  alone). Of the entry parameters tpusim prefetches one, XLA's cross-program
+  prefetch (the same one in all 15 modules that have it), and keeps the
+  others in HBM where XLA prefetches them into VMEM beside other work:
+  v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its two 8 MB weights and
+  their updates from HBM, where XLA copies them in and out behind the
+  0.4 ms all-reduce; and values a while loop carries (the decoders' scan
+  over layers). v5e/dlrm_s (1.67, 1.06 in HBM): XLA's
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
   fused one from 1.21 ms to 0.91.
 - A scan's saved activations: XLA computes a layer's activations and
@@ -202,13 +204,13 @@ CAUSES = """\
   12 update kernels (5.9 ms) against 26 (4.9 ms), and 58 elementwise ones
   (5.0 ms) against 41 (0.9 ms); the no-remat decoders and v5e/moe_s (1.22)
   the same.
-- A prefetch with nothing beside it: tpusim costs the compiled module's
-  copy-start of an operand into VMEM in full when no kernel runs during it
-  (v5e/ops_gemm_bf16_skinny, 0.71: the 16.8 MB weight's copy, 24 us, for
-  10 us saved in the matmul, which costs 36 us from HBM either way); the
-  other one-op sweeps below 1 (0.89-0.97) are the same: the GEMMs' copy of
-  an operand into VMEM, the collectives' copy of their result out of it
-  (50 us).
+- A copy with nothing beside it: tpusim costs the compiled module's
+  copy-start in full when no kernel runs during it. The GEMMs' cross-program
+  prefetch of an operand into VMEM is now made by `fuse` as well (they agree:
+  v5e/ops_gemm_bf16_skinny was at 0.71, its 16.8 MB operand's copy 24 us for
+  10 us saved in the matmul); the collectives' copy of their result out of
+  VMEM (50 us) is not (v5e/ops_all_gather and ops_all_to_all 0.89,
+  ops_permute 0.96).
 - Converts of their own: the xla policy now follows XLA's kOutput fusion of
   a convolution with the batch-norm statistics of its output (output
   multi-output fusion: v5e/resnet_s's reduce kernels went from 84 to 13,
@@ -220,12 +222,11 @@ CAUSES = """\
 - The all-reduce combiner (after fusion): XLA merges the gradients'
   all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.28 ms)
   are 27 (0.15 ms) compiled.
-- The KV cache (v5e/decode_m, 0.51; 0.64 in HBM): the compiled module fuses each K/V
-  projection with its cache write (fusion.100/101: a dot whose output is a
-  dynamic-update-slice of the 67 MB cache slice), costed as reading and
-  writing the whole slice (217 us x 8 steps each, where the fused spmd
-  module's projection is 9 us), and copy insertion (after fusion) copies
-  both 537 MB caches once (copy.83/84, 1.57 ms each).
+- The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
+  fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
+  1.56 ms each), which the fused spmd module does not. (Its K/V projections,
+  each fused with its cache write, fusion.100/101, now cost 4 us a step:
+  the update moves its window, not the 67 MB slice.)
 - The decoders (1.01-1.38, one at 0.83; 1.01-1.26 in HBM):
   the xla policy leaves more of the optimizer's update and the norms'
   backward in kernels of their own: v5e/decoder_s has 21 reduce kernels

@@ -28,25 +28,33 @@
  *   placed when at every kernel of its interval the values placed so
  *     far plus it fit in room.
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
- * first): of the entry parameters used only as weights (through bitcasts,
- * a dot's or convolution's rhs or a gather's table: no use that
- * LooksLikeAnActivation), the largest that fits the room
- * (sim_prefetch_candidate), held over the whole program; its copy into
- * VMEM is a kernel of its own (kernels.c, "<param>.prefetch"), an async
- * pair from the parameter to its first reader, and each kernel that
- * reads it reads VMEM. The compiled zoo has it in 19 of 59 modules
- * (copy-start ... cross_program_prefetch_index=0), each time on such a
- * parameter. It is decided when the program is built, for that spec
- * (sim_program_opts.vmem_room): a whatif sweep of vmem.* keeps it.
+ * first): of the entry parameters that only dots and convolutions (either
+ * operand) and gathers (as the table) read, through bitcasts and
+ * reshapes, the largest that fits the room (ties: more elements in its
+ * users' results, then the lower parameter number;
+ * sim_prefetch_candidate), held over the whole program; its copy into
+ * VMEM is a kernel of its own (kernels.c, "<param>.prefetch-start"), an
+ * async pair from the parameter to its first reader, and each kernel
+ * that reads it reads VMEM. On the compiled zoo this picks XLA's
+ * parameter in all 15 modules where libtpu 0.0.42 made one on v5e and
+ * later (copy-start ... cross_program_prefetch_index=0) and none where it
+ * made none; XLA's open-source rule, under which a dot's operand 0 looks
+ * like an activation, would miss mlp_s's input and the GEMMs'. It is
+ * decided when the program is built, for that spec
+ * (sim_program_opts.vmem_room); placed for a spec with less room (a
+ * whatif point), its kernel is idle and its readers read HBM.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
  * fail where the sum fits); other entry parameters stay in HBM, where
  * XLA also prefetches weights into VMEM with copy-start beside other
- * work; the cross-program prefetch is taken as exposed up to its first
- * reader in every run (XLA may free it after its last use and prefetch
- * it again at the program's end for the next run); loop-carried values
- * stay in HBM; the priority counts bytes, not whether a kernel is bound
- * by HBM. Sources: XLA's memory_space_assignment.cc
- * (FindCrossProgramPrefetchCandidate, LooksLikeAnActivation) for the
+ * work, and a parameter one of XLA's kCustom fusions reads is never
+ * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
+ * fusion's operand); the cross-program prefetch is taken as exposed up to
+ * its first reader in every run (XLA may free it after its last use and
+ * prefetch it again at the program's end for the next run); loop-carried
+ * values stay in HBM; the priority counts bytes, not whether a kernel is
+ * bound by HBM. Sources: XLA's memory_space_assignment.cc
+ * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
+ * held from the program's start) and the zoo's choices for the
  * cross-program rule; the compiled zoo's layouts
  * (data/compiled, libtpu 0.0.42) for where placement happens, the spec's
  * vmem fields for the room (each spec file says where they come from);
