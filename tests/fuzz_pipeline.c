@@ -196,9 +196,11 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	}
 	struct sim_fuse_stats fs;
 	int inlined;
-	/* the values v7's memory-space assignment keeps in VMEM, in S(1) */
+	/* the values v7's memory-space assignment keeps in VMEM, in S(1),
+	 * and its cross-program prefetch */
 	struct sim_program placed = {0};
-	struct sim_program_opts o = {.fusion = analytic ? &plan : NULL};
+	struct sim_program_opts o = {.fusion = analytic ? &plan : NULL,
+				     .vmem_room = sim_vmem_room(&specs[2])};
 	bool place = !fused && sim_program_build(m, &o, &placed, &d) == TS_OK &&
 		     sim_program_place(&placed, &specs[2], &d) == TS_OK;
 	enum ts_status st =
