@@ -781,6 +781,36 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
 }
 
 /*
+ * The windows an input is read through when it has several uses and each
+ * is a slice_read of it (a slice or dynamic-slice, not a gather: two
+ * layers' windows of a stacked array, the first and the last), into
+ * out[0 .. max): how many, or 0 when some use is another. The kernel's
+ * DMAs then move those windows, not the array (XLA's cost rule for a
+ * sliced use, as for one), unless their padded tiles add up to the
+ * array's or more (windows of a few lanes each share the array's tiles:
+ * the array is read once, as it follows the grid). Known wrong: windows
+ * that overlap but add up to less are each counted.
+ */
+static int slice_reads(const struct sim_kernel *k, const struct ir_instr *v,
+		       const struct ir_instr **out, int max)
+{
+	int n = 0;
+	for (int j = 0; j < k->n_members; j++) {
+		const struct ir_instr *u = k->members[j];
+		for (int o = 0; o < u->n_operands; o++) {
+			if (u->operands[o] != v)
+				continue;
+			const struct ir_instr *sl =
+				o == 0 ? slice_read(u, v) : NULL;
+			if (!sl || sl->op == IR_OP_GATHER || n == max)
+				return 0;
+			out[n++] = sl;
+		}
+	}
+	return n;
+}
+
+/*
  * slice_read through a nested fusion: when value v's one use is a nested
  * fusion (as any of its operands, only_uses) whose parameter for it is
  * read only through a slice or dynamic-slice of v's rank (possibly nested
@@ -1887,6 +1917,33 @@ static enum ts_status build(const struct sim_kernel *k,
 				    : nested_slice_read(use, stand_in(k, comp, i),
 							0);
 		int before = p->n_access;
+		/* several slices' windows (slice_reads), each its own access
+		 * as it follows the grid */
+		const struct ir_instr *win[SIM_MAX_ROOTS];
+		int nw = !use && !twice && comp && pr.mm
+				 ? slice_reads(k, stand_in(k, comp, i), win,
+					       SIM_MAX_ROOTS)
+				 : 0;
+		double wb = 0; /* the windows' tiles, at most v's */
+		for (int w = 0; w < nw; w++)
+			wb += ir_shape_padded_bytes(&win[w]->shape);
+		if (wb >= ir_shape_padded_bytes(&v->shape))
+			nw = 0;
+		for (int w = 0; w < nw && st == TS_OK; w++) {
+			int wp = member_pos(&pr, win[w]);
+			const struct dmap *wm = wp >= 0 && pr.mm[wp].set
+							? &pr.mm[wp]
+							: NULL;
+			st = add_access(p, v, &win[w]->shape, wm, false, i, t, d);
+			if (st == TS_OK && p->n_access > before &&
+			    sim_kernel_in_vmem(k, v))
+				p->acc[p->n_access - 1].in_vmem = true;
+		}
+		if (nw > 0) {
+			if (st != TS_OK)
+				goto out;
+			continue;
+		}
 		/* the part of v the kernel reads: a slice's window, or v */
 		const struct ir_shape *read = sp >= 0 ? &sl->shape
 					      : nsl   ? &nsl->shape

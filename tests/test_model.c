@@ -1421,6 +1421,77 @@ static void test_slice_read(void **state)
  * result aliases operand 0). Before, the table or stack was held whole:
  * no config fit VMEM.
  */
+/* Bytes of the input accesses of kernel `name`'s plan on hw (each padded
+ * to its tiles), and how many there are. */
+static double read_plan(const struct tu_built *b, const char *name,
+			const struct hw_spec *hw, int *n)
+{
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(b, name), hw, &p, &d), TS_OK);
+	double bytes = 0;
+	*n = 0;
+	for (int a = 0; a < p.n_access; a++)
+		if (!p.acc[a].output) {
+			bytes += p.acc[a].bytes;
+			(*n)++;
+		}
+	sim_plan_free(&p);
+	return bytes;
+}
+
+/* A fusion that slices one input twice (a stacked array's first and last
+ * layers, as a scan's epilogue does) reads the two windows, not the array:
+ * f32[64,126,1024] (128 x 1024 x 64 x 4 B = 32 MiB in (8,128) tiles),
+ * windows [64,1,1024] of 8 x 1024 x 64 x 4 = 2 MiB each in their tiles.
+ * Two one-lane windows of f32[64,8,128] share its one lane tile: each is
+ * the whole 256 KiB array in tiles, so the array is read once, whole. */
+static void test_slice_windows(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char text[] =
+		"HloModule s, is_scheduled=true\n"
+		"%fl (p: f32[64,126,1024]) -> (f32[64,1,1024], f32[64,1,1024]) {\n"
+		"  %p = f32[64,126,1024]{2,1,0:T(8,128)} parameter(0)\n"
+		"  %a = f32[64,1,1024]{2,1,0:T(8,128)} slice(%p), "
+		"slice={[0:64], [0:1], [0:1024]}\n"
+		"  %b = f32[64,1,1024]{2,1,0:T(8,128)} slice(%p), "
+		"slice={[0:64], [125:126], [0:1024]}\n"
+		"  ROOT %t = (f32[64,1,1024]{2,1,0:T(8,128)}, f32[64,1,1024]{2,1,0:T(8,128)}) "
+		"tuple(%a, %b)\n"
+		"}\n"
+		"%fn (q: f32[64,8,128]) -> (f32[64,8,1], f32[64,8,1]) {\n"
+		"  %q = f32[64,8,128]{2,1,0:T(8,128)} parameter(0)\n"
+		"  %c = f32[64,8,1]{2,1,0:T(8,128)} slice(%q), slice={[0:64], [0:8], [0:1]}\n"
+		"  %e = f32[64,8,1]{2,1,0:T(8,128)} slice(%q), "
+		"slice={[0:64], [0:8], [127:128]}\n"
+		"  ROOT %t2 = (f32[64,8,1]{2,1,0:T(8,128)}, f32[64,8,1]{2,1,0:T(8,128)}) "
+		"tuple(%c, %e)\n"
+		"}\n"
+		"ENTRY %e (x: f32[64,126,1024], y: f32[64,8,128]) -> "
+		"((f32[64,1,1024], f32[64,1,1024]), (f32[64,8,1], f32[64,8,1])) {\n"
+		"  %x = f32[64,126,1024]{2,1,0:T(8,128)} parameter(0)\n"
+		"  %y = f32[64,8,128]{2,1,0:T(8,128)} parameter(1)\n"
+		"  %layers = (f32[64,1,1024]{2,1,0:T(8,128)}, f32[64,1,1024]{2,1,0:T(8,128)}) "
+		"fusion(%x), kind=kLoop, calls=%fl\n"
+		"  %lanes = (f32[64,8,1]{2,1,0:T(8,128)}, f32[64,8,1]{2,1,0:T(8,128)}) "
+		"fusion(%y), kind=kLoop, calls=%fn\n"
+		"  ROOT %r = ((f32[64,1,1024]{2,1,0:T(8,128)}, f32[64,1,1024]{2,1,0:T(8,128)}), "
+		"(f32[64,8,1]{2,1,0:T(8,128)}, f32[64,8,1]{2,1,0:T(8,128)})) tuple(%layers, %lanes)\n"
+		"}\n";
+	struct tu_built b;
+	tu_build(text, &b);
+	int n;
+	assert_near(read_plan(&b, "layers", &hw, &n), 2 * 8 * 1024 * 64 * 4.0, 0);
+	assert_int_equal(n, 2);
+	assert_near(read_plan(&b, "lanes", &hw, &n), 64 * 8 * 128 * 4.0, 0);
+	assert_int_equal(n, 1);
+	tu_built_free(&b);
+}
+
 static void test_gather_and_in_place(void **state)
 {
 	(void)state;
@@ -2063,6 +2134,7 @@ int main(void)
 		cmocka_unit_test(test_operand_twice),
 		cmocka_unit_test(test_slice_read),
 		cmocka_unit_test(test_gather_and_in_place),
+		cmocka_unit_test(test_slice_windows),
 		cmocka_unit_test(test_fused_collective),
 		cmocka_unit_test(test_argmax_reducer_ops),
 		cmocka_unit_test(test_depthwise_expanded),
