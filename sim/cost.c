@@ -917,8 +917,10 @@ static const struct ir_shape *held_shape(const struct sim_kernel *k,
 /*
  * Bytes written for value v with result shape s: the padded leaves, except
  * a dynamic-update-slice (in place: the update only) and a scatter (the
- * updates only); a tuple built in the body is split per element. On-chip
- * results cost nothing. HloCostAnalysis fusion output rule, HLO.md 3.1.
+ * updates only), each written into the result's buffer wherever the update
+ * comes from (one in VMEM is still written to HBM); a tuple built in the
+ * body is split per element. On-chip results cost nothing. HloCostAnalysis
+ * fusion output rule, HLO.md 3.1.
  */
 static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 {
@@ -934,7 +936,7 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 		return 0.0;
 	switch (v->op) {
 	case IR_OP_DYNAMIC_UPDATE_SLICE:
-		return v->n_operands >= 2 ? hbm_bytes(&v->operands[1]->shape)
+		return v->n_operands >= 2 ? any_space_bytes(&v->operands[1]->shape)
 					  : hbm_bytes(s);
 	case IR_OP_SCATTER: {
 		/* at most the result once: updates that land on the same
@@ -942,7 +944,7 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 		int n_in = (v->n_operands - 1) / 2;
 		double b = 0, all = hbm_bytes(s);
 		for (int i = 0; i < n_in; i++)
-			b += hbm_bytes(&v->operands[n_in + 1 + i]->shape);
+			b += any_space_bytes(&v->operands[n_in + 1 + i]->shape);
 		return n_in > 0 && b < all ? b : all;
 	}
 	default:
