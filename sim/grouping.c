@@ -190,6 +190,7 @@ bool sim_fuse_alone(const struct ir_instr *in)
 	enum sim_kernel_kind kind;
 	return in->op == IR_OP_CUSTOM_CALL || in->op == IR_OP_SORT ||
 	       in->op == IR_OP_FUSION || /* one of XLA's kCustom ones */
+	       sim_async_start(in) ||
 	       (sim_top_role(in, &kind) == SIM_TOP_KERNEL &&
 		(kind == SIM_KERNEL_UNMODELLED ||
 		 kind == SIM_KERNEL_COLLECTIVE));

@@ -539,7 +539,7 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 /* ---- async pairs (sim.h sim_async) ---- */
 
 /* Ops that hand work to the DMA engines or the ICI and return. */
-static bool is_async_start(const struct ir_instr *in)
+bool sim_async_start(const struct ir_instr *in)
 {
 	switch (in->op) {
 	case IR_OP_COPY_START:
@@ -630,6 +630,43 @@ static enum ts_status open_async(struct build *b, const struct ir_instr *in,
 	for (int k = k0; k < p->n_kernels; k++)
 		p->kernels[k].async_work = true;
 	return TS_OK;
+}
+
+/* After instruction in, whose kernels are kernels[k0 ..]: a start opens
+ * its pair, a done closes the pair from `open` on that it ends. Whether
+ * it was either; *st: TS_OK, or why not. */
+static bool track_async(struct build *b, const struct ir_instr *in, int k0,
+			int open, enum ts_status *st)
+{
+	struct sim_program *p = b->p;
+	struct sim_async *a;
+	*st = TS_OK;
+	if (sim_async_start(in) && p->n_kernels > k0) {
+		*st = open_async(b, in, k0);
+		return true;
+	}
+	if ((a = open_pair(p, in, open))) {
+		a->done = in;
+		a->n_between = k0 - a->between;
+		return true;
+	}
+	return false;
+}
+
+/* A start of the pairs from `open` on whose done is not in its
+ * computation hides nothing: its kernels are ordinary work again. */
+static void drop_open_pairs(struct sim_program *p, int open)
+{
+	int kept = open;
+	for (int a = open; a < p->n_async; a++) {
+		const struct sim_async *pa = &p->async[a];
+		if (pa->done)
+			p->async[kept++] = *pa;
+		else
+			for (int k = pa->first; k < pa->first + pa->n; k++)
+				p->kernels[k].async_work = false;
+	}
+	p->n_async = kept;
 }
 
 /* The loop record of while `in`: its trip count, known, derived or
@@ -764,7 +801,11 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	enum sim_kernel_kind kind = SIM_KERNEL_FUSION;
 	if (n_work == 1 && sim_top_role(work, &kind) == SIM_TOP_FREE)
 		return TS_OK; /* e.g. a bitcast-like reshape as the root */
-	if (root->op == IR_OP_FUSION) /* one of XLA's kCustom fusions */
+	/* what XLA keeps alone (one of its kCustom fusions, an async start,
+	 * a collective, ...) is the op alone, as fuse writes it: the
+	 * constants it reads stay out */
+	if (sim_fuse_alone(root) &&
+	    sim_top_role(root, &kind) == SIM_TOP_KERNEL)
 		return add_top_kernel(b, root, kind, s);
 	struct sim_kernel *k = push_kernel(b);
 	if (!k)
@@ -805,6 +846,7 @@ struct walk_order {
 				  from first[i] through next[] */
 	unsigned char *state;  /* per node: 0 new, 1 deps pushed, 2 done */
 	int *stack, sp, cap;
+	int open;              /* the computation's async pairs start here */
 };
 
 static bool push_node(struct walk_order *w, int node)
@@ -997,25 +1039,30 @@ static enum ts_status visit(struct build *b, const struct grouping *g,
 		if (w->state[node] == 2)
 			continue;
 		w->state[node] = 2;
+		int k0 = b->p->n_kernels;
 		if (node >= g->n) {
 			close_prefetch(b, buf,
 				       sim_group_inputs(g, node - g->n, buf));
 			st = emit_group(b, g, node - g->n, buf, s);
+			if (st == TS_OK) /* an async start is a group alone */
+				track_async(b, c->instrs[g->g_root[node - g->n]],
+					    k0, w->open, &st);
 			continue;
 		}
 		const struct ir_instr *in = c->instrs[node];
-		if (g->live[node]) /* as fuse writes it: dead ones are not */
-			close_prefetch(b,
-				       (const struct ir_instr *const *)in->operands,
-				       in->n_operands);
 		if (in == b->p->prefetched) {
 			st = add_prefetch(b, in);
 			continue;
 		}
-		if (!g->live[node] || sim_fuse_class(g, in) != FC_CONTROL)
+		if (!g->live[node]) /* as fuse writes it: dead ones are not */
 			continue;
+		close_prefetch(b, (const struct ir_instr *const *)in->operands,
+			       in->n_operands);
 		enum sim_kernel_kind kind;
-		st = walk_control(b, in, sim_top_role(in, &kind), s);
+		if (sim_fuse_class(g, in) == FC_CONTROL)
+			st = walk_control(b, in, sim_top_role(in, &kind), s);
+		if (st == TS_OK) /* an async done, outside groups */
+			track_async(b, in, k0, w->open, &st);
 	}
 	return st;
 }
@@ -1036,7 +1083,7 @@ static enum ts_status walk_grouped(struct build *b,
 		if (!buf)
 			st = TS_ERR_NOMEM;
 	}
-	struct walk_order w = {0};
+	struct walk_order w = {.open = b->p->n_async};
 	if (st == TS_OK)
 		st = walk_order_init(&w, &g);
 	/* instructions no group owns at their place, each group at its last
@@ -1049,6 +1096,10 @@ static enum ts_status walk_grouped(struct build *b,
 	}
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
+	if (st == TS_OK) { /* the prefetch's pair among them, when unread */
+		drop_open_pairs(b->p, w.open);
+		b->prefetch = -1;
+	}
 	walk_order_free(&w);
 	ts_free(buf);
 	sim_grouping_free(&g);
@@ -1081,14 +1132,9 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			st = walk_control(b, in, role, &s);
 		if (st != TS_OK)
 			return st;
-		struct sim_async *a;
-		if (is_async_start(in) && p->n_kernels > k0) {
-			st = open_async(b, in, k0);
-		} else if ((a = open_pair(p, in, open))) {
-			a->done = in;
-			a->n_between = k0 - a->between;
-		} else if (role == SIM_TOP_KERNEL && p->n_kernels > k0 &&
-			   sim_side_collective(in) && open_chain(p, in)) {
+		if (!track_async(b, in, k0, open, &st) && role == SIM_TOP_KERNEL &&
+		    p->n_kernels > k0 && sim_side_collective(in) &&
+		    open_chain(p, in)) {
 			/* a fusion between a chain's start and done, in
 			 * this computation or one it is called from */
 			p->kernels[k0].chained = true;
@@ -1096,18 +1142,7 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 		if (st != TS_OK)
 			return st;
 	}
-	/* a start whose done is not here hides nothing: its kernels are
-	 * ordinary work again */
-	int kept = open;
-	for (int a = open; a < p->n_async; a++) {
-		const struct sim_async *pa = &p->async[a];
-		if (pa->done)
-			p->async[kept++] = *pa;
-		else
-			for (int k = pa->first; k < pa->first + pa->n; k++)
-				p->kernels[k].async_work = false;
-	}
-	p->n_async = kept;
+	drop_open_pairs(p, open);
 	return TS_OK;
 }
 
@@ -1380,13 +1415,6 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	}
 	struct site s = {.mult = 1.0};
 	enum ts_status st = walk(&b, m->entry, s);
-	if (st == TS_OK && b.prefetch >= 0) {
-		/* no node read it: the copy hides nothing (as a copy-start
-		 * without its done) */
-		p->kernels[p->async[b.prefetch].first].async_work = false;
-		memmove(&p->async[b.prefetch], &p->async[b.prefetch + 1],
-			(size_t)(--p->n_async - b.prefetch) * sizeof *p->async);
-	}
 	if (st == TS_OK)
 		st = add_relayouts(&b);
 	if (st != TS_OK) {

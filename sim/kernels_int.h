@@ -37,6 +37,11 @@ static inline bool sim_operand_repeats(const struct ir_instr *in, int j)
 	return false;
 }
 
+/* Whether in starts an async pair (copy-start, a collective's -start,
+ * async-start, a megascale send, a chain's start: sim/kernels.c); such an
+ * op is a kernel of its own (sim_fuse_alone). */
+bool sim_async_start(const struct ir_instr *in);
+
 /* Whether an array lives on chip, off HBM: S(1) is VMEM; S(6)/S(7) hold
  * scalars on chip (TPU.md section 3: the scalar learning rate lives in
  * S(6)). What cost.c counts no HBM bytes for and plan.c moves no DMA
@@ -295,9 +300,9 @@ static inline const signed char *sim_plan_force(
 enum fuse_class sim_fuse_class(const struct grouping *g,
 			       const struct ir_instr *in);
 /* Does XLA keep in alone, never fused (custom calls, sorts, collectives,
- * the kCustom fusions it made before fusing (gather, scatter,
- * all-reduce-scatter),
- * the ops the model does not cost: batch-norm, infeed, FFT...)? */
+ * async starts, the kCustom fusions it made before fusing (gather,
+ * scatter, all-reduce-scatter), the ops the model does not cost:
+ * batch-norm, infeed, FFT...)? */
 bool sim_fuse_alone(const struct ir_instr *in);
 /* Is instruction i a member of group grp? (a binary search) */
 bool sim_group_member(const struct grouping *g, int grp, int i);

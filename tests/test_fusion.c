@@ -516,6 +516,61 @@ static void test_placement(void **state)
 	free(out);
 }
 
+/* An unfused module with async pairs (a module unfused from a compiled
+ * one keeps XLA's prefetches): each copy-start is a kernel of its own,
+ * never fused with the constant it copies (a DMA kernel, as compiled),
+ * and what runs between it and its copy-done hides it, in the unfused
+ * program as in the fused one (the reduce's kernel between the start and
+ * done of q's copy: no fusion computes a broadcast's operand). */
+static void test_async_unfused(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+		" ROOT s = f32[] add(x, y) }\n"
+		"ENTRY e {\n"
+		"  p = f32[1024,1024]{1,0} parameter(0)\n"
+		"  q = f32[1024,1024]{1,0} parameter(1)\n"
+		"  k = u32[4]{0} constant({1, 2, 3, 4})\n"
+		"  z = f32[] constant(0)\n"
+		"  ks = (u32[4]{0:S(1)}, u32[4]{0}, u32[]{:S(2)}) copy-start(k)\n"
+		"  qs = (f32[1024,1024]{1,0:S(1)}, f32[1024,1024]{1,0}, u32[]{:S(2)}) "
+		"copy-start(q)\n"
+		"  a = f32[1024]{0} reduce(p, z), dimensions={1}, to_apply=add\n"
+		"  ab = f32[1024,1024]{1,0} broadcast(a), dimensions={0}\n"
+		"  kd = u32[4]{0:S(1)} copy-done(ks)\n"
+		"  qd = f32[1024,1024]{1,0:S(1)} copy-done(qs)\n"
+		"  b = f32[1024,1024]{1,0} add(ab, qd)\n"
+		"  ROOT t = (f32[1024,1024]{1,0}, u32[4]{0:S(1)}) tuple(b, kd)\n"
+		"}\n";
+	struct tu_built b;
+	tu_build(text, &b);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	assert_int_equal(b.p.n_async, 2);
+	assert_true(b.p.kernels[b.p.async[0].first].dma);
+	const struct sim_async *q = &b.p.async[1];
+	assert_string_equal(q->start->name, "qs");
+	assert_string_equal(q->done->name, "qd");
+	assert_int_equal(q->n_between, 1);
+	assert_string_equal(b.p.kernels[q->between].name, "a");
+	assert_true(q->hidden_ns > 0);
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, " copy-start(%k)\n") || !strstr(out, " copy-start(%q)\n"))
+		fail_msg("a copy-start was fused:\n%s", out);
+	free(out);
+}
+
 /* text built for spec built_for (its cross-program prefetch), estimated
  * on hw. */
 static void build_for(const char *text, const struct hw_spec *built_for,
@@ -1821,6 +1876,7 @@ int main(void)
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_cross_program_prefetch),
+		cmocka_unit_test(test_async_unfused),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
