@@ -106,6 +106,26 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 	fputs(" {\n", e->out);
 }
 
+/* The span [a, b) with e->backend_first written first inside its
+ * backend_config={ (the first outside a quoted string). */
+static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
+{
+	static const char key[] = "backend_config={";
+	bool quoted = false;
+	for (uint32_t i = a; e->backend_first && i < b; i++) {
+		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
+			quoted = !quoted;
+		if (quoted || b - i < sizeof key - 1 ||
+		    memcmp(e->text + i, key, sizeof key - 1))
+			continue;
+		hlo_emit_span(e, a, i + sizeof key - 1, false, false);
+		fputs(e->backend_first, e->out);
+		a = i + sizeof key - 1;
+		break;
+	}
+	hlo_emit_span(e, a, b, false, true);
+}
+
 /* The span [a, b) less its control-predecessors={...} attribute (the
  * comma before it too): the first one outside a quoted string. */
 static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
@@ -125,11 +145,11 @@ static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 			cut--;
 		if (cut > a && e->text[cut - 1] == ',')
 			cut--;
-		hlo_emit_span(e, a, cut, false, false);
-		hlo_emit_span(e, end < b ? end + 1 : b, b, false, true);
+		emit_backend(e, a, cut);
+		emit_backend(e, end < b ? end + 1 : b, b);
 		return;
 	}
-	hlo_emit_span(e, a, b, false, true);
+	emit_backend(e, a, b);
 }
 
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,

@@ -19,6 +19,9 @@ struct hlo_emit {
 	const char *file;   /* for diagnostics */
 	FILE *out;
 	struct ts_diag *d;
+	const char *backend_first; /* written first inside the next
+				      re-emitted backend_config={...} (its
+				      key and value and a comma), or NULL */
 };
 
 /* text[a, b), blanks trimmed at the front and/or back. */

@@ -217,17 +217,23 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 			      : ts_arena_printf(&a, "%s%s", in->name, suffix);
 	if (!st && !name)
 		st = TS_ERR_NOMEM;
-	/* A loop whose count was derived from its condition keeps it as
-	 * known_trip_count: the condition's compare may now sit inside a
-	 * fusion, where the pattern (sim_while_trip_count) no longer reads
-	 * it. Not when the loop has a backend_config of its own already. */
-	const char *attrs = NULL;
+	/* A loop whose count was derived from its induction variable keeps
+	 * it as known_trip_count: the variable's increment may now sit
+	 * inside a fusion, where the pattern (sim_while_trip_count) no
+	 * longer reads it. In its backend_config, a new one or first in
+	 * its own. */
+	const char *attrs = NULL, *count = NULL;
 	int64_t trip;
 	if (!st && in->op == IR_OP_WHILE && in->attrs.known_trip_count < 0 &&
-	    !has_backend_config(e, in) && sim_while_trip_count(in, &trip) &&
-	    !(attrs = ts_arena_printf(&a, ", backend_config={"
-					  "\"known_trip_count\":{\"n\":\"%lld\"}}",
+	    sim_while_trip_count(in, &trip) &&
+	    !(count = ts_arena_printf(&a, "\"known_trip_count\":{\"n\":\"%lld\"}",
 				      (long long)trip)))
+		st = TS_ERR_NOMEM;
+	if (count && !has_backend_config(e, in) &&
+	    !(attrs = ts_arena_printf(&a, ", backend_config={%s}", count)))
+		st = TS_ERR_NOMEM;
+	if (count && !attrs && !st &&
+	    !(e->h.backend_first = ts_arena_printf(&a, "%s,", count)))
 		st = TS_ERR_NOMEM;
 	struct ir_shape tmp; /* the prefetched parameter stays in HBM */
 	const struct ir_shape *s =
@@ -235,6 +241,7 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name,
 				    s == &in->shape ? NULL : s, ops, attrs);
+	e->h.backend_first = NULL;
 	ts_arena_free(&a);
 	return st;
 }

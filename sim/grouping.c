@@ -751,11 +751,18 @@ void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 		return;
 	grouped[c->index] = true;
 	for (int i = 0; i < c->n_instrs; i++) {
+		/* the computations the kernels' walk enters (sim_top_role:
+		 * loops, calls, async calls such as v7's SparseCore ones,
+		 * conditionals); a loop's condition stays as written, as XLA
+		 * leaves it (data/compiled: compare(get-tuple-element,
+		 * constant)) */
 		const struct ir_instr *in = c->instrs[i];
-		if (in->op != IR_OP_WHILE && in->op != IR_OP_CONDITIONAL &&
-		    in->op != IR_OP_CALL)
+		enum sim_kernel_kind kind;
+		enum sim_top role = sim_top_role(in, &kind);
+		if (role != SIM_TOP_WHILE && role != SIM_TOP_CALL &&
+		    role != SIM_TOP_CONDITIONAL)
 			continue;
-		for (int j = 0; j < in->n_called; j++)
+		for (int j = in->op == IR_OP_WHILE ? 1 : 0; j < in->n_called; j++)
 			if (in->called[j])
 				sim_mark_grouped(in->called[j], grouped,
 						 depth + 1);

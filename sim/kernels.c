@@ -58,6 +58,8 @@ struct site {
 	int loop_depth;     /* enclosing while loops */
 	bool assumed;       /* an enclosing trip count was assumed */
 	int nesting;        /* computation nesting, for the recursion guard */
+	bool as_written;    /* a loop's condition: never grouped
+	                       (sim_mark_grouped) */
 };
 
 static enum ts_status diag_at(struct build *b, const struct ir_instr *in,
@@ -734,10 +736,12 @@ static enum ts_status walk_control(struct build *b, const struct ir_instr *in,
 			return diag_at(b, in, TS_ERR_PARSE,
 				       "its trip count times those of the loops "
 				       "around it overflows a double");
+		inner.as_written = true;
 		enum ts_status st = walk(b, in->called[0], inner);
 		if (st != TS_OK)
 			return st;
 		inner.mult = s->mult * (double)trip;
+		inner.as_written = s->as_written;
 		return walk(b, in->called[1], inner);
 	}
 	case SIM_TOP_CALL:
@@ -1116,7 +1120,7 @@ static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			    c->name, SIM_MAX_NESTING);
 		return TS_ERR_UNSUPPORTED_OP;
 	}
-	if (b->pre_opt)
+	if (b->pre_opt && !s.as_written)
 		return walk_grouped(b, c, &s);
 	struct sim_program *p = b->p;
 	int open = p->n_async; /* pairs of this computation start here */

@@ -326,8 +326,9 @@ bool sim_group_working(const struct grouping *g, int i);
  * every live user in a kernel that accepts it? (SIM_FUSE_RECOMPUTE) */
 bool sim_group_can_recompute(const struct grouping *g, int i);
 /* Marks in grouped[] (by computation index) the computations the
- * grouping applies to, from c: c and the bodies of its control flow (not
- * reduction regions or fused computations). */
+ * grouping applies to, from c: c and the computations its loops, calls
+ * (async ones too) and conditionals run, not a loop's condition (XLA
+ * leaves it unfused), reduction regions or fused computations. */
 void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 		      int depth);
 /* The kernel group id of g would be (kernels.c, as sim_program_build

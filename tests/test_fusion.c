@@ -925,9 +925,11 @@ static void test_policy_physics(void **state)
 	ts_free(m);
 }
 
-/* Every unfused single-module file in dir: fused, read back, costed;
+/* Every unfused single-module file in dir (and, with compiled, every
+ * compiled one unfused first, `fuse --unfuse`): fused, read back, costed;
  * returns how many, and how many at the same time into *same. */
-static int fuse_dir(const char *dir, const struct hw_spec *hw, int *same)
+static int fuse_dir(const char *dir, const struct hw_spec *hw, bool compiled,
+		    int *same)
 {
 	DIR *dp = opendir(dir);
 	assert_non_null(dp);
@@ -948,17 +950,32 @@ static int fuse_dir(const char *dir, const struct hw_spec *hw, int *same)
 		int nm = 0;
 		assert_int_equal(hlo_parse(path, text, len, &m, &nm, &d), TS_OK);
 		bool fused = nm == 1 && !sim_module_unfused(m[0]);
+		/* a compiled module with fusions to inline (one XLA made
+		 * none in is run as it is) */
+		bool inline_it = false;
+		for (int ci = 0; fused && compiled && ci < m[0]->n_comps; ci++)
+			for (int j = 0; j < m[0]->comps[ci]->n_instrs; j++)
+				inline_it |= m[0]->comps[ci]->instrs[j]->op ==
+					     IR_OP_FUSION;
 		for (int i = 0; i < nm; i++)
 			ir_module_free(m[i]);
 		ts_free(m);
-		if (nm == 1 && !fused) {
+		char *unfused = NULL;
+		if (inline_it) {
+			struct ir_module *u;
+			unfused = unfuse_text(text, &u);
+			ir_module_free(u);
+		}
+		if (nm == 1 && (!fused || unfused)) {
 			double t0, t1;
 			int k0, k1;
 			struct sim_fuse_stats fs;
-			free(round_trip(text, hw, &t0, &t1, &k0, &k1, &fs));
+			free(round_trip(unfused ? unfused : text, hw, &t0, &t1,
+					&k0, &k1, &fs));
 			n++;
 			*same += fabs(t1 - t0) <= 1e-9 * t0;
 		}
+		free(unfused);
 		ts_free(text);
 	}
 	closedir(dp);
@@ -967,12 +984,15 @@ static int fuse_dir(const char *dir, const struct hw_spec *hw, int *same)
 
 /* Every module of the compiled zoo before fusion (data/compiled/GEN:
  * NAME.pre.hlo, what JAX lowers; NAME.spmd.hlo, one device's module after
- * SPMD partitioning and layout assignment, XLA's kCustom fusions kept)
- * fuses on its generation's spec and reads back at the same time:
- * bitcasts held in kernels, values placed in VMEM (v5e and later) and
- * grouped kernels' operand prologues (plan.c feeds_side) as the fused
- * module has them; and no kernel of its program reads what a later one
- * writes (a multi-output group runs before its readers). */
+ * SPMD partitioning and layout assignment, XLA's kCustom fusions kept),
+ * and every compiled one with its fusions inlined (`fuse --unfuse`: XLA's
+ * copies, async pairs, loops with backend configs, v7's SparseCore
+ * calls), fuses on its generation's spec and reads back at the same time:
+ * bitcasts held in kernels, values placed in VMEM (v5e and later), the
+ * cross-program prefetch, async pairs, loops' trip counts and grouped
+ * kernels' operand prologues (plan.c feeds_side) as the fused module has
+ * them; and no kernel of its program reads what a later one writes (a
+ * multi-output group runs before its readers). */
 /* Kernels of a pre-fusion zoo module that read a value a later kernel
  * of the same computation writes (the program runs them in the order
  * fuse writes them: none); counted into *ctx. */
@@ -1025,12 +1045,13 @@ static void test_zoo_round_trip(void **state)
 		char dir[4096];
 		snprintf(dir, sizeof dir, "%s/data/compiled/%s", src, gens[i]);
 		int s;
-		n += fuse_dir(dir, &hw, &s);
+		n += fuse_dir(dir, &hw, true, &s);
 		same += s;
 	}
 	print_message("zoo: %d fused and read back, %d at the same time\n", n,
 		      same);
-	assert_int_equal(n, 118); /* 59 pre, 59 spmd */
+	assert_int_equal(n, 170); /* 59 pre, 59 spmd, the 52 compiled ones
+				   * with fusions unfused */
 	assert_int_equal(same, n);
 	int inversions = 0;
 	char data[4096];
@@ -1056,12 +1077,12 @@ static void test_shared(void **state)
 	char dir[4096];
 	int same;
 	snprintf(dir, sizeof dir, "%s/data/tpuv3-ops/modules", shared);
-	assert_int_equal(fuse_dir(dir, &hw, &same), 82);
+	assert_int_equal(fuse_dir(dir, &hw, false, &same), 82);
 	print_message("tpuv3-ops: 82 fused and read back, %d at the same "
 		      "time\n", same);
 	assert_int_equal(same, 82);
 	snprintf(dir, sizeof dir, "%s/data/hlo-corpus", shared);
-	int n = fuse_dir(dir, &hw, &same);
+	int n = fuse_dir(dir, &hw, false, &same);
 	print_message("corpus: %d fused and read back, %d at the same time\n",
 		      n, same);
 	/* 31 unfused modules (gpu_select_and_scatter is is_scheduled=true:
