@@ -630,7 +630,21 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
 			    .m = m, .stats = stats, .plan = plan};
-	int n_vmem = 0, n_instrs = 0;
+	/* the cross-program prefetch: its kernel's copy and pair (none when
+	 * idle: the copy moves nothing) */
+	for (int i = 0; placed && placed->prefetched && i < placed->n_kernels;
+	     i++) {
+		const struct sim_kernel *k = &placed->kernels[i];
+		if (!k->dma || k->idle || k->n_inputs != 1 ||
+		    k->inputs[0] != placed->prefetched)
+			continue;
+		e.prefetched = placed->prefetched;
+		e.start = k->lowered->name;
+		for (int a = 0; a < placed->n_async; a++)
+			if (placed->async[a].first == i)
+				e.done = placed->async[a].done->name;
+	}
+	int n_vmem = e.prefetched != NULL, n_instrs = 0;
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		n_vmem += placed->kernels[i].n_vmem;
 	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)
@@ -645,19 +659,8 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		for (int q = 0; q < placed->kernels[i].n_vmem; q++)
 			ts_ptrmap_set(&e.vmem, placed->kernels[i].vmem[q], 1);
-	/* the cross-program prefetch: its kernel's copy and pair */
-	for (int i = 0; placed && placed->prefetched && i < placed->n_kernels;
-	     i++) {
-		const struct sim_kernel *k = &placed->kernels[i];
-		if (!k->dma || k->n_inputs != 1 ||
-		    k->inputs[0] != placed->prefetched)
-			continue;
-		e.prefetched = placed->prefetched;
-		e.start = k->lowered->name;
-		for (int a = 0; a < placed->n_async; a++)
-			if (placed->async[a].first == i)
-				e.done = placed->async[a].done->name;
-	}
+	if (e.prefetched) /* in VMEM wherever it is read (not as defined) */
+		ts_ptrmap_set(&e.vmem, e.prefetched, 1);
 	/* a bitcast of a value in VMEM is the same buffer (one a kernel
 	 * holds as a member is written out as it is), operands first */
 	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)

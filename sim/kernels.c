@@ -912,11 +912,12 @@ static int node_of(const struct grouping *g, int k)
  * The cross-program prefetch (sim/placement.c): XLA copies the parameter
  * into VMEM with a copy-start as the program begins and waits for it
  * (copy-done) right before the first kernel that reads it. Here: a DMA
- * kernel of that copy, named "<param>.prefetch-start", made where the
- * walk reaches the parameter, and an async pair whose done,
- * "<param>.prefetch", comes before the first node that reads the
- * parameter (tpusim fuse writes both there, the readers reading the
- * done): the kernels between hide the copy (program.c).
+ * kernel of that copy, named "<param>.prefetch-start" (no instruction
+ * of the module has the name), made where the walk reaches the
+ * parameter, and an async pair whose done, "<param>.prefetch", comes
+ * before the first node that reads the parameter, a bitcast of it too
+ * (tpusim fuse writes both there, the readers reading the done): the
+ * kernels between hide the copy (program.c).
  */
 struct prefetch_stand_in {
 	struct ir_instr copy; /* the copy into VMEM (the start's kernel) */
@@ -925,19 +926,19 @@ struct prefetch_stand_in {
 	char names[];
 };
 
-/* Whether computation c has an instruction named name. */
-static bool named(const struct ir_computation *c, const char *name)
+/* Whether module m has an instruction named name. */
+static bool named(const struct ir_module *m, const char *name)
 {
-	for (int i = 0; i < c->n_instrs; i++)
-		if (!strcmp(c->instrs[i]->name, name))
-			return true;
+	for (int ci = 0; ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
+			if (!strcmp(m->comps[ci]->instrs[i]->name, name))
+				return true;
 	return false;
 }
 
 /* Makes the prefetch's kernel and opens its pair (above). */
 static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 {
-	const struct ir_computation *c = v->parent;
 	size_t n = strlen(v->name) + 48;
 	struct prefetch_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
 	if (!x)
@@ -947,7 +948,7 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 		const char *sfx = t ? "." : "";
 		snprintf(start, n, "%s.prefetch-start%s%.0d", v->name, sfx, t);
 		snprintf(done, n, "%s.prefetch%s%.0d", v->name, sfx, t);
-		if (!named(c, start) && !named(c, done))
+		if (!named(b->m, start) && !named(b->m, done))
 			break;
 	}
 	struct ir_shape tmp;
@@ -1100,10 +1101,10 @@ static enum ts_status walk_grouped(struct build *b,
 	}
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
-	if (st == TS_OK) { /* the prefetch's pair among them, when unread */
+	if (st == TS_OK) /* the prefetch's pair among them, when unread */
 		drop_open_pairs(b->p, w.open);
-		b->prefetch = -1;
-	}
+	if (st == TS_OK && b->p->prefetched && b->p->prefetched->parent == c)
+		b->prefetch = -1; /* the entry's walk: done with it */
 	walk_order_free(&w);
 	ts_free(buf);
 	sim_grouping_free(&g);

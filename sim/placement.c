@@ -29,9 +29,10 @@
  *     far plus it fit in room.
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
  * first): of the entry parameters that only dots and convolutions (either
- * operand) and gathers (as the table) read, through bitcasts and
- * reshapes, the largest that fits the room (ties: more elements in its
- * users' results, then the lower parameter number;
+ * operand) and gathers (as the table) read, directly or through bitcasts
+ * (uses XLA's DCE would drop not counted), the largest that fits the room
+ * (ties: more elements in its users' results, then the lower parameter
+ * number;
  * sim_prefetch_candidate), held over the whole program; its copy into
  * VMEM is a kernel of its own (kernels.c, "<param>.prefetch-start"), an
  * async pair from the parameter to its first reader, and each kernel
@@ -49,8 +50,9 @@
  * work, and a parameter one of XLA's kCustom fusions reads is never
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch is taken as exposed up to
- * its first reader in every run (XLA may free it after its last use and
- * prefetch it again at the program's end for the next run); loop-carried
+ * its first reader in every run (XLA may keep it in VMEM for the next
+ * run, or free it after its last use and prefetch it again at the
+ * program's end); loop-carried
  * values stay in HBM; the priority counts bytes, not whether a kernel is
  * bound by HBM. Sources: XLA's memory_space_assignment.cc
  * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
@@ -287,14 +289,14 @@ double sim_vmem_room(const struct hw_spec *hw)
 	return room > 0 ? room : 0;
 }
 
-/* Sum of the element counts of v's users (XLA's tie-break between
+/* Sum of the element counts of v's live users (XLA's tie-break between
  * cross-program prefetch candidates of one size). */
-static double use_elements(const struct ir_computation *c,
+static double use_elements(const struct ir_computation *c, const bool *live,
 			   const struct ir_instr *v)
 {
 	double n = 0;
 	for (int i = v->index + 1; i < c->n_instrs; i++)
-		for (int j = 0; j < c->instrs[i]->n_operands; j++)
+		for (int j = 0; live[i] && j < c->instrs[i]->n_operands; j++)
 			if (c->instrs[i]->operands[j] == v)
 				n += (double)ir_shape_elems(&c->instrs[i]->shape);
 	return n;
@@ -304,46 +306,50 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 					      double room)
 {
 	const struct ir_computation *c = m ? m->entry : NULL;
-	if (!c || room <= 0 || !sim_module_unfused(m))
+	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
 		return NULL;
-	/* act[i]: some use of instruction i is not a weight's: any use but
-	 * a dot's or convolution's operand, a gather's table, or a bitcast or
-	 * reshape none of whose uses is (users come after their operands:
-	 * one pass backwards) */
+	/* live[i]: instruction i leads to the result (XLA's DCE keeps it);
+	 * act[i]: some live use of it is not a weight's: any use but a dot's
+	 * or convolution's operand, a gather's table, or a bitcast none of
+	 * whose uses is; the result is no weight (users come after their
+	 * operands: one pass backwards) */
+	bool *live = ts_calloc((size_t)c->n_instrs + 1, sizeof *live);
 	bool *act = ts_calloc((size_t)c->n_instrs + 1, sizeof *act);
-	if (!act)
-		return NULL;
+	const struct ir_instr *best = NULL;
+	if (!live || !act)
+		goto out;
+	live[c->root->index] = act[c->root->index] = true;
 	for (int i = c->n_instrs - 1; i >= 0; i--) {
 		const struct ir_instr *u = c->instrs[i];
-		for (int j = 0; j < u->n_operands; j++) {
+		for (int j = 0; live[i] && j < u->n_operands; j++) {
 			const struct ir_instr *o = u->operands[j];
 			if (o->parent != c)
 				continue;
 			bool a = u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION
 					 ? false
-				 : u->op == IR_OP_GATHER ? j != 0
-				 : u->op == IR_OP_BITCAST || u->op == IR_OP_RESHAPE
-					 ? act[u->index]
-					 : true;
+				 : u->op == IR_OP_GATHER  ? j != 0
+				 : u->op == IR_OP_BITCAST ? act[u->index]
+							  : true;
+			live[o->index] = true;
 			act[o->index] = act[o->index] || a;
 		}
 	}
-	act[c->root->index] = true; /* the program's result */
-	const struct ir_instr *best = NULL;
 	double best_bytes = 0, best_uses = 0;
 	for (int q = 0; q < c->n_params; q++) {
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
-		if (!v || act[v->index] || v->n_users == 0 || !in_hbm(&v->shape) ||
+		if (!v || !live[v->index] || act[v->index] || !in_hbm(&v->shape) ||
 		    bytes <= 0 || bytes > room || bytes < best_bytes)
 			continue;
-		double uses = use_elements(c, v);
+		double uses = use_elements(c, live, v);
 		if (bytes > best_bytes || uses > best_uses) {
 			best = v;
 			best_bytes = bytes;
 			best_uses = uses;
 		}
 	}
+out:
+	ts_free(live);
 	ts_free(act);
 	return best;
 }

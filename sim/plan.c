@@ -788,8 +788,9 @@ static const struct ir_instr *slice_read(const struct ir_instr *use,
  * DMAs then move those windows, not the array (XLA's cost rule for a
  * sliced use, as for one), unless their padded tiles add up to the
  * array's or more (windows of a few lanes each share the array's tiles:
- * the array is read once, as it follows the grid). Known wrong: windows
- * that overlap but add up to less are each counted.
+ * the array is read once, as it follows the grid). More than max
+ * windows: 0 (the array, read whole). Known wrong: windows that overlap
+ * but add up to less are each counted.
  */
 static int slice_reads(const struct sim_kernel *k, const struct ir_instr *v,
 		       const struct ir_instr **out, int max)

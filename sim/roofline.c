@@ -93,7 +93,8 @@ static enum ts_status roofline(const struct sim_kernel *k,
 		return TS_OK;
 	}
 	out->modelled = true;
-	if (k->kind != SIM_KERNEL_COLLECTIVE && sim_kernel_free(k)) {
+	if (k->idle || /* a prefetch that moves nothing (placement.c) */
+	    (k->kind != SIM_KERNEL_COLLECTIVE && sim_kernel_free(k))) {
 		out->flops = out->bytes_read = out->bytes_written = 0;
 		return TS_OK;
 	}

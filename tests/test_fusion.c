@@ -665,6 +665,104 @@ static void test_cross_program_prefetch(void **state)
 	free(out);
 }
 
+/* The cross-program prefetch's edges (found by a review): a loop before
+ * the first reader runs inside the pair (its kernels hide the copy); a
+ * gather that reads the parameter through a bitcast reads the copy-done,
+ * in S(1), as the unfused program has it; a parameter that is the
+ * program's result through a bitcast, or whose only dot is dead, is no
+ * candidate; the copy's names are unique in the module (a called
+ * computation already has a "w.prefetch"). Each fuses and reads back at
+ * the same time. */
+static void test_prefetch_edges(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char loop[] =
+		"HloModule m\n"
+		"cond {\n  cp = (s32[], f32[1024,1024]{1,0}) parameter(0)\n"
+		"  i = s32[] get-tuple-element(cp), index=0\n"
+		"  n = s32[] constant(4)\n"
+		"  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+		"body {\n  bp = (s32[], f32[1024,1024]{1,0}) parameter(0)\n"
+		"  i = s32[] get-tuple-element(bp), index=0\n"
+		"  x = f32[1024,1024]{1,0} get-tuple-element(bp), index=1\n"
+		"  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+		"  e = f32[1024,1024]{1,0} exponential(x)\n"
+		"  ROOT t = (s32[], f32[1024,1024]{1,0}) tuple(i1, e)\n}\n"
+		"ENTRY e {\n  w = f32[1024,1024]{1,0} parameter(0)\n"
+		"  a = f32[1024,1024]{1,0} parameter(1)\n  z = s32[] constant(0)\n"
+		"  init = (s32[], f32[1024,1024]{1,0}) tuple(z, a)\n"
+		"  wl = (s32[], f32[1024,1024]{1,0}) while(init), condition=cond, "
+		"body=body\n"
+		"  r = f32[1024,1024]{1,0} get-tuple-element(wl), index=1\n"
+		"  ROOT y = f32[1024,1024]{1,0} dot(r, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n}\n";
+	static const char gather[] =
+		"HloModule m\nENTRY e {\n"
+		"  w = f32[2048,1024]{1,0} parameter(0)\n"
+		"  i = s32[16,1]{1,0} parameter(1)\n"
+		"  a = f32[1024,1024]{1,0} parameter(2)\n"
+		"  wb = f32[2048,1024]{1,0} bitcast(w)\n"
+		"  g = f32[16,1024]{1,0} gather(wb, i), offset_dims={1}, "
+		"collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+		"slice_sizes={1,1024}\n"
+		"  y = f32[16,1024]{1,0} dot(g, a), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT t = (f32[16,1024]{1,0}) tuple(y)\n}\n";
+	static const char result[] =
+		"HloModule m\nENTRY e {\n  w = f32[1024,1024]{1,0} parameter(0)\n"
+		"  a = f32[1024,1024]{1,0} parameter(1)\n"
+		"  y = f32[1024,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT b = f32[1048576]{0} bitcast(w)\n}\n";
+	static const char dead[] =
+		"HloModule m\nENTRY e {\n  w = f32[1024,1024]{1,0} parameter(0)\n"
+		"  a = f32[1024,1024]{1,0} parameter(1)\n"
+		"  y = f32[1024,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT n = f32[1024,1024]{1,0} negate(a)\n}\n";
+	static const char clash[] =
+		"HloModule m\nsub {\n  w.prefetch = f32[1024,1024]{1,0} parameter(0)\n"
+		"  ROOT n = f32[1024,1024]{1,0} negate(w.prefetch)\n}\n"
+		"ENTRY e {\n  w = f32[1024,1024]{1,0} parameter(0)\n"
+		"  a = f32[1024,1024]{1,0} parameter(1)\n"
+		"  y = f32[1024,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT c = f32[1024,1024]{1,0} call(y), to_apply=sub\n}\n";
+	struct tu_built b;
+	build_for(loop, &hw, &hw, &b);
+	assert_non_null(b.p.prefetched);
+	assert_int_equal(b.p.n_async, 1);
+	assert_true(b.p.async[0].n_between >= 1); /* the loop's exp */
+	assert_true(b.p.async[0].hidden_ns > 0);
+	tu_built_free(&b);
+	build_for(result, &hw, &hw, &b);
+	assert_null(b.p.prefetched);
+	tu_built_free(&b);
+	build_for(dead, &hw, &hw, &b);
+	assert_null(b.p.prefetched);
+	tu_built_free(&b);
+	static const char *const texts[] = {loop, gather, clash};
+	static const char *const want[] = {
+		"copy-done(%w.prefetch-start)\n",
+		"  %wb = f32[2048,1024]{1,0:S(1)} bitcast(%w.prefetch)\n",
+		"  %w.prefetch.1 = f32[1024,1024]{1,0:S(1)} "
+		"copy-done(%w.prefetch-start.1)\n"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(texts); i++) {
+		double t0, t1;
+		int k0, k1;
+		struct sim_fuse_stats fs;
+		char *out = round_trip(texts[i], &hw, &t0, &t1, &k0, &k1, &fs);
+		assert_int_equal(k1, k0);
+		assert_near(t1, t0, 1e-9 * t0);
+		if (!strstr(out, want[i]))
+			fail_msg("case %zu: no \"%s\" in:\n%s", i, want[i], out);
+		free(out);
+	}
+}
+
 /* mean and mean of squares of one input: sibling reductions merged into
  * one kernel, written as a two-output fusion. */
 static const char moments[] =
@@ -1898,6 +1996,7 @@ int main(void)
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_cross_program_prefetch),
 		cmocka_unit_test(test_async_unfused),
+		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
