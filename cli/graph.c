@@ -265,8 +265,14 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 	for (int m = 0; m < g->n_mods; m++) {
 		if (module && strcmp(g->mods[m]->name, module) != 0)
 			continue;
+		/* built for the spec with the most room among those given
+		 * (its cross-program prefetch: idle on the others where it
+		 * does not fit, as each one's own run has none) */
 		struct sim_program_opts po = *opts;
 		po.vmem_room = sim_vmem_room(&ctx->hw);
+		for (int i = 0; i < ctx->n_more_hw; i++)
+			if (sim_vmem_room(&ctx->more_hw[i]) > po.vmem_room)
+				po.vmem_room = sim_vmem_room(&ctx->more_hw[i]);
 		st = hyb_fusion_plan_build(g->mods[m], fusion,
 					   &g->plans[g->n_progs], &d);
 		po.fusion = &g->plans[g->n_progs];

@@ -1260,6 +1260,43 @@ static void test_generations(void **state)
 	tpusim(&both, "run", ex, "--hw", v3, "--hw", v4, "--roofline");
 	expect_rc(&both, 2);
 	proc_free(&both);
+	/* a program with a cross-program prefetch on v5e (w, both dots'
+	 * weight): side by side with v3 first, each spec's total is its own
+	 * run's (built for v5e's room, the copy idle on v3) */
+	char v5e[PATH_MAX], dots[PATH_MAX];
+	src(v5e, "hwspecs/v5e.yaml");
+	tu_tmp_path(dots, sizeof dots, "test_gen_dots", ".hlo");
+	FILE *df = fopen(dots, "w");
+	assert_non_null(df);
+	fputs("HloModule dots\nENTRY e {\n  p = f32[1024,1024]{1,0} parameter(0)\n"
+	      "  w = f32[1024,1024]{1,0} parameter(1)\n"
+	      "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n}\n",
+	      df);
+	fclose(df);
+	const char *const gen_hw[2] = {v3, v5e};
+	tpusim(&both, "run", dots, "--hw", v3, "--hw", v5e, "-f", "json");
+	expect_rc(&both, 0);
+	for (int i = 0; i < 2; i++) {
+		tpusim(&one[i], "run", dots, "--hw", gen_hw[i], "-f", "json");
+		expect_rc(&one[i], 0);
+		const char *t = strstr(one[i].out, "\"name\": \"total\"");
+		assert_non_null(t);
+		t = strstr(t, "\"time_ns\": ");
+		assert_non_null(t);
+		char key[32];
+		snprintf(key, sizeof key, "\"time_ns_%s\": ", i ? "v5e" : "v3");
+		const char *g = strstr(strstr(both.out, "\"name\": \"total\""),
+				       key);
+		assert_non_null(g);
+		assert_near(atof(g + strlen(key)),
+			    atof(t + strlen("\"time_ns\": ")), 1e-3);
+		proc_free(&one[i]);
+	}
+	proc_free(&both);
+	unlink(dots);
 	/* --gen v3,v4 --hw-dir DIR: the same as --hw DIR/v3.yaml --hw
 	 * DIR/v4.yaml, byte for byte */
 	char specs[PATH_MAX];

@@ -340,14 +340,16 @@ static enum ts_status cost_module(struct val_report *r,
 		st = TS_ERR_PARSE;
 	}
 	if (st == TS_OK) {
-		/* built for the first row's spec (its cross-program
-		 * prefetch: sim_program_opts.vmem_room) */
-		const struct hw_spec *first =
-			n_rows > 0 ? val_specs_find(specs, r->ds->rows[rows[0]].hw)
-				   : NULL;
-		struct sim_program_opts opts = {
-			.default_trip_count = 1,
-			.vmem_room = first ? sim_vmem_room(first) : 0};
+		/* built for the spec with the most room among the rows'
+		 * (its cross-program prefetch, sim_program_opts.vmem_room:
+		 * idle on the others where it does not fit) */
+		struct sim_program_opts opts = {.default_trip_count = 1};
+		for (int q = 0; q < n_rows; q++) {
+			const struct hw_spec *h =
+				val_specs_find(specs, r->ds->rows[rows[q]].hw);
+			if (h && sim_vmem_room(h) > opts.vmem_room)
+				opts.vmem_room = sim_vmem_room(h);
+		}
 		st = sim_program_build(mods[0], &opts, &prog, &hd);
 		built = st == TS_OK;
 		if (st == TS_ERR_NOMEM)
