@@ -32,8 +32,7 @@
  * operand) and gathers (as the table) read, directly or through bitcasts
  * (uses XLA's DCE would drop not counted), the largest that fits the room
  * (ties: more elements in its users' results, then the lower parameter
- * number;
- * sim_prefetch_candidate), held over the whole program; its copy into
+ * number; sim_prefetch_candidate), held over the whole program; its copy into
  * VMEM is a kernel of its own (kernels.c, "<param>.prefetch-start"), an
  * async pair from the parameter to its first reader, and each kernel
  * that reads it reads VMEM. On the compiled zoo this picks XLA's
@@ -52,9 +51,8 @@
  * fusion's operand); the cross-program prefetch is taken as exposed up to
  * its first reader in every run (XLA may keep it in VMEM for the next
  * run, or free it after its last use and prefetch it again at the
- * program's end); loop-carried
- * values stay in HBM; the priority counts bytes, not whether a kernel is
- * bound by HBM. Sources: XLA's memory_space_assignment.cc
+ * program's end); loop-carried values stay in HBM; the priority counts
+ * bytes, not whether a kernel is bound by HBM. Sources: XLA's memory_space_assignment.cc
  * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
  * held from the program's start) and the zoo's choices for the
  * cross-program rule; the compiled zoo's layouts
