@@ -908,6 +908,30 @@ static int node_of(const struct grouping *g, int k)
 	return id == G_MULTI ? -1 : k;
 }
 
+/* A top-level kernel of stand-in copy `copy` from src, copy being the
+ * first member of its allocation, which the kernel then owns (lowered);
+ * NULL when memory runs out (the allocation freed with the kernel, or
+ * here when there is none). */
+static struct sim_kernel *push_copy_kernel(struct build *b,
+					   struct ir_instr *copy,
+					   const struct ir_instr *src)
+{
+	struct sim_kernel *k = push_kernel(b);
+	if (!k) {
+		ts_free(copy);
+		return NULL;
+	}
+	k->lowered = copy;
+	k->kind = SIM_KERNEL_COPY;
+	describe(k, NULL, copy, false);
+	const struct ir_instr *in = copy;
+	k->n_members = k->n_inputs = k->n_outputs = 1;
+	k->members = dup_list(&in, 1);
+	k->inputs = dup_list(&src, 1);
+	k->outputs = dup_list(&in, 1);
+	return k->members && k->inputs && k->outputs ? k : NULL;
+}
+
 /*
  * The cross-program prefetch (sim/placement.c): XLA copies the parameter
  * into VMEM with a copy-start as the program begins and waits for it
@@ -965,27 +989,15 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 	x->done.name = done;
 	x->ops[1] = &x->copy;
 	x->done.operands = &x->ops[1];
-	struct sim_kernel *k = push_kernel(b);
-	if (!k) {
-		ts_free(x);
+	struct sim_kernel *k = push_copy_kernel(b, &x->copy, v);
+	if (!k)
 		return nomem(b);
-	}
-	k->lowered = &x->copy;
 	k->dma = true;
-	k->kind = SIM_KERNEL_COPY;
-	describe(k, NULL, &x->copy, false);
-	const struct ir_instr *in = &x->copy;
-	k->n_members = k->n_inputs = k->n_outputs = 1;
-	k->members = dup_list(&in, 1);
-	k->inputs = dup_list(&v, 1);
-	k->outputs = dup_list(&in, 1);
-	if (!k->members || !k->inputs || !k->outputs)
-		return nomem(b);
 	struct site site = {.mult = 1.0};
 	int k0 = b->p->n_kernels - 1;
-	enum ts_status st = finish_kernel(b, k, in, &site, NULL);
+	enum ts_status st = finish_kernel(b, k, &x->copy, &site, NULL);
 	if (st == TS_OK)
-		st = open_async(b, in, k0);
+		st = open_async(b, &x->copy, k0);
 	b->prefetch = st == TS_OK ? b->p->n_async - 1 : -1;
 	return st;
 }
@@ -1293,24 +1305,12 @@ static enum ts_status add_relayout(struct build *b, const struct ir_instr *v)
 	r->op.operands = r->ops;
 	r->op.n_users = 0;
 	r->op.index = v->index; /* in v's place (plan.c member_pos) */
-	struct sim_kernel *k = push_kernel(b);
-	if (!k) {
-		ts_free(r);
+	struct sim_kernel *k = push_copy_kernel(b, &r->op, &r->src);
+	if (!k)
 		return nomem(b);
-	}
-	k->lowered = &r->op;
 	k->relayout = true;
-	k->kind = SIM_KERNEL_COPY;
-	describe(k, NULL, &r->op, false);
-	const struct ir_instr *in = &r->op, *src = &r->src;
-	k->n_members = k->n_inputs = k->n_outputs = 1;
-	k->members = dup_list(&in, 1);
-	k->inputs = dup_list(&src, 1);
-	k->outputs = dup_list(&in, 1);
-	if (!k->members || !k->inputs || !k->outputs)
-		return nomem(b);
 	struct site site = {.mult = 1.0};
-	return finish_kernel(b, k, in, &site, NULL);
+	return finish_kernel(b, k, &r->op, &site, NULL);
 }
 
 /* The relayouts of the entry's result values. */

@@ -591,6 +591,24 @@ static void read_cols(const char *csv, double cols[3][13])
  *   leaves the time as it is, exactly;
  * - a point costs what `run --set` with the same values costs.
  */
+/* A temp file (named from stem) holding two dots that share their weight
+ * w (one 4 MiB f32 matrix) and pass a 4 MiB value from one to the other:
+ * on v5e, w is prefetched across programs and the value kept in VMEM. */
+static void write_dots(char *path, size_t n, const char *stem)
+{
+	tu_tmp_path(path, n, stem, ".hlo");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("HloModule dots\nENTRY e {\n  p = f32[1024,1024]{1,0} parameter(0)\n"
+	      "  w = f32[1024,1024]{1,0} parameter(1)\n"
+	      "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n}\n",
+	      f);
+	fclose(f);
+}
+
 static void test_whatif(void **state)
 {
 	(void)state;
@@ -701,17 +719,7 @@ static void test_whatif(void **state)
 	 * run prices it on that spec */
 	char v5e[PATH_MAX], dots[PATH_MAX];
 	src(v5e, "hwspecs/v5e.yaml");
-	tu_tmp_path(dots, sizeof dots, "test_whatif_dots", ".hlo");
-	f = fopen(dots, "w");
-	assert_non_null(f);
-	fputs("HloModule dots\nENTRY e {\n  p = f32[1024,1024]{1,0} parameter(0)\n"
-	      "  w = f32[1024,1024]{1,0} parameter(1)\n"
-	      "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n}\n",
-	      f);
-	fclose(f);
+	write_dots(dots, sizeof dots, "test_whatif_dots");
 	tpusim(&p, "whatif", dots, "--hw", v5e, "--sweep",
 	       "vmem.scoped_bytes=16777216,134217728", "--csv", csv);
 	expect_rc(&p, 0);
@@ -1265,17 +1273,7 @@ static void test_generations(void **state)
 	 * run's (built for v5e's room, the copy idle on v3) */
 	char v5e[PATH_MAX], dots[PATH_MAX];
 	src(v5e, "hwspecs/v5e.yaml");
-	tu_tmp_path(dots, sizeof dots, "test_gen_dots", ".hlo");
-	FILE *df = fopen(dots, "w");
-	assert_non_null(df);
-	fputs("HloModule dots\nENTRY e {\n  p = f32[1024,1024]{1,0} parameter(0)\n"
-	      "  w = f32[1024,1024]{1,0} parameter(1)\n"
-	      "  x = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  ROOT y = f32[1024,1024]{1,0} dot(x, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n}\n",
-	      df);
-	fclose(df);
+	write_dots(dots, sizeof dots, "test_gen_dots");
 	const char *const gen_hw[2] = {v3, v5e};
 	tpusim(&both, "run", dots, "--hw", v3, "--hw", v5e, "-f", "json");
 	expect_rc(&both, 0);
