@@ -89,7 +89,7 @@ static void validate_help(FILE *out)
 	      "before its element\ntype: layer_norm, gelu_tanh). Host-timed "
 	      "rows are compared with the device\nestimate + the program's "
 	      "host term (the spec's host.call_ns +\nhost.kernel_ns x kernels "
-	      "+ host.device_ns x (devices - 1)); a set's\nrecorded overheads "
+	      "(not async DMAs) + host.device_ns x (devices - 1));\na set's recorded overheads "
 	      "only check that term.\n"
 	      "A row the model cannot cost, or calls infeasible, is counted "
 	      "and listed.\n"

@@ -68,6 +68,7 @@ static const char *const attr_names[] = {
 	[A_API_VERSION] = "api_version",
 	[A_CHANNEL] = "channel_id",
 	[A_FRONTEND] = "frontend_attributes",
+	[A_CROSS_PREFETCH] = "cross_program_prefetch_index",
 	[A_COST_FREE] = "",
 };
 
@@ -83,7 +84,7 @@ static const char *const cost_free_attrs[] = {
 	"use_global_device_ids", "constrain_layout", "is_stable",
 	"indices_are_sorted", "unique_indices", "inferred_dimension",
 	"is_host_transfer", "infeed_config", "outfeed_config", "outfeed_shape",
-	"cross_program_prefetch_index", "distribution",
+	"distribution",
 	"delta", "exponent_bits", "mantissa_bits", "fft_type", "left_side",
 	"lower", "unit_diagonal", "transpose_a", "epsilon", "feature_index",
 	"domain",
@@ -1741,6 +1742,16 @@ static bool parse_attr(struct hp_parser *p, struct hp_level *lv,
 		break;
 	case A_IOTA_DIM:
 		return hp_parse_int_attr(p, &a->iota_dimension, an);
+	case A_CROSS_PREFETCH: {
+		int64_t index;
+		if (!hp_parse_int_attr(p, &index, an))
+			return false;
+		if (index < 0)
+			return hp_fail(p, p->p, "bad value for attribute "
+					     "'cross_program_prefetch_index': negative");
+		a->cross_program_prefetch = true;
+		return true;
+	}
 	case A_CHANNEL:
 		if (!hp_parse_int_attr(p, &a->channel_id, an))
 			return false;

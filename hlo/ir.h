@@ -327,6 +327,10 @@ struct ir_attrs {
 	int64_t tuple_index;              /* get-tuple-element index=, -1 when absent */
 	int64_t parameter_number;         /* parameter(N), -1 otherwise */
 	int64_t known_trip_count;         /* while: from backend_config, -1 when absent */
+	bool cross_program_prefetch;      /* copy-start with
+	                                     cross_program_prefetch_index=:
+	                                     XLA's prefetch of a parameter
+	                                     for the program's next run too */
 	int64_t channel_id;               /* channel_id=, 0 when absent (a
 	                                     cross-module collective's; XLA's
 	                                     async collective fusion clones one

@@ -246,12 +246,12 @@ CAUSES = """\
   (5.0 ms) against 41 (0.9 ms); the no-remat decoders and v5e/moe_s (1.22)
   the same.
 - A copy with nothing beside it: tpusim costs the compiled module's
-  copy-start in full when no kernel runs during it. The GEMMs' cross-program
-  prefetch of an operand into VMEM is now made by `fuse` as well (they agree:
-  v5e/ops_gemm_bf16_skinny was at 0.71, its 16.8 MB operand's copy 24 us for
-  10 us saved in the matmul); the collectives' copy of their result out of
-  VMEM (50 us) is not (v5e/ops_all_gather and ops_all_to_all 0.89,
-  ops_permute 0.96).
+  copy-start in full when no kernel runs during it, except the
+  cross-program prefetch, hidden whole beside the previous run on both
+  sides (`fuse` makes it too: v5e/ops_gemm_bf16_skinny was at 0.71, its
+  16.8 MB operand's copy 24 us for 10 us saved in the matmul). The
+  collectives' copy of their result out of VMEM (50 us) `fuse` does not
+  make (v5e/ops_all_gather and ops_all_to_all 0.89, ops_permute 0.96).
 - Converts of their own: the xla policy now follows XLA's kOutput fusion of
   a convolution with the batch-norm statistics of its output (output
   multi-output fusion: v5e/resnet_s's reduce kernels went from 84 to 13,

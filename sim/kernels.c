@@ -979,6 +979,7 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 	x->copy = value_stand_in(v, sim_vmem_shape(&v->shape, &tmp));
 	x->copy.shape.memo = (struct ir_shape_memo){0};
 	x->copy.op = IR_OP_COPY;
+	x->copy.attrs.cross_program_prefetch = true;
 	x->copy.name = start;
 	x->copy.index = v->index;
 	x->ops[0] = (struct ir_instr *)v;

@@ -48,10 +48,9 @@
  * XLA also prefetches weights into VMEM with copy-start beside other
  * work, and a parameter one of XLA's kCustom fusions reads is never
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
- * fusion's operand); the cross-program prefetch is taken as exposed up to
- * its first reader in every run (XLA may keep it in VMEM for the next
- * run, or free it after its last use and prefetch it again at the
- * program's end); loop-carried values stay in HBM; the priority counts
+ * fusion's operand); the cross-program prefetch's copy is taken as hidden
+ * whole, beside the previous run (program.c's pair_hidden; wrong for a
+ * program's first run); loop-carried values stay in HBM; the priority counts
  * bytes, not whether a kernel is bound by HBM. Sources: XLA's memory_space_assignment.cc
  * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
  * held from the program's start) and the zoo's choices for the

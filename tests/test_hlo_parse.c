@@ -834,6 +834,11 @@ static void test_errors(void **state)
 	/* at the end of the value, as for index= */
 	parse_err("ENTRY e {\n  p = f32[8] parameter(0)\n  ROOT a = f32[32] all-gather(p), channel_id=-1, dimensions={0}\n}\n",
 		  3, 48, "bad value for attribute 'channel_id': negative");
+	parse_err("ENTRY e {\n  p = f32[8] parameter(0)\n  s = (f32[8], f32[8], u32[]) "
+		  "copy-start(p), cross_program_prefetch_index=-2\n"
+		  "  ROOT d = f32[8] copy-done(s)\n}\n",
+		  3, 77, "bad value for attribute 'cross_program_prefetch_index': "
+			 "negative");
 	parse_err("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT f = f32[2] fusion(p), kind=kLoop, calls=nowhere\n}\n", 3, 48,
 		  "undefined computation 'nowhere'");
 	parse_err("ENTRY e {\n  ROOT p = f32[] parameter(0)\n  ROOT q = f32[] negate(p)\n}\n", 3, 3,

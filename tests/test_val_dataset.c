@@ -446,7 +446,8 @@ static void test_host_details(void **state)
 	snprintf(want, sizeof want,
 		 "host-timed rows: 2; each is compared with the device "
 		 "estimate + the program's host term (spec host.call_ns + "
-		 "host.kernel_ns x kernels + host.device_ns x (devices - 1)); "
+		 "host.kernel_ns x kernels (not async DMAs) + host.device_ns x "
+		 "(devices - 1)); "
 		 "against the overhead the set records for 1 of the calls "
 		 "(details.csv, not an input) that term is off by %.1f%% "
 		 "(MAPE)\n",

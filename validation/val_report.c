@@ -951,7 +951,8 @@ static void print_host_note(const struct val_report *r, FILE *out)
 	fprintf(out,
 		"host-timed rows: %d; each is compared with the device "
 		"estimate + the program's host term (spec host.call_ns + "
-		"host.kernel_ns x kernels + host.device_ns x (devices - 1))",
+		"host.kernel_ns x kernels (not async DMAs) + host.device_ns x "
+		"(devices - 1))",
 		r->n_host);
 	char b[32];
 	if (r->n_host_recorded)
