@@ -87,10 +87,12 @@
  * the same inputs are merged (sibling multi-output fusion; e.g. two
  * jnp.mean of one array), then a reduce-rooted kernel that reduces a dot's
  * or convolution's result element for element joins that kernel (output
- * multi-output fusion: merge_outputs), and kernels rooted at
+ * multi-output fusion: merge_outputs), kernels rooted at
  * dynamic-update-slices that write windows of one size at the same
  * offsets merge (merge_updates: a scan saving a layer's activations into
- * their stacks). Dead pure instructions are dropped (XLA DCE).
+ * their stacks), and a loop kernel joins the loop kernel of its shape that
+ * reads its value (merge_loops: a batch-norm's per-channel statistics).
+ * Dead pure instructions are dropped (XLA DCE).
  * Each computation is grouped on its own: XLA inlines call bodies before
  * fusing, so producers and consumers across a call do not fuse here
  * (known wrong, rare in the measured modules).
@@ -1338,6 +1340,60 @@ static bool holds_contraction(const struct grouping *g, int id)
 	       (g->opk[g->order[g->g_core_at[id]]] & OPK_CONTRACTION);
 }
 
+/* The representative group that owns value v (computes it, not a
+ * recomputed copy), or -1. */
+static int owner_of(const struct grouping *g, const struct ir_instr *v)
+{
+	return v->parent == g->c && g->grp[v->index] >= 0
+		       ? g->g_rep[g->grp[v->index]]
+		       : -1;
+}
+
+/* Is group id a representative loop kernel that merge_loops merges: no
+ * core, rooted at a loop op, an array, not made a kernel of its own by a
+ * policy's decision (SIM_FUSE_OWN: the none policy's every op)? */
+static bool loop_rooted(const struct grouping *g, int id)
+{
+	if (id < 0 || g->g_rep[id] != id || g->g_core_at[id] >= 0)
+		return false;
+	int r = g->g_root[id];
+	return g->c->instrs[r]->shape.rank > 0 &&
+	       !(g->force && g->force[r] == SIM_FUSE_OWN) &&
+	       (class_at(g, r) == FC_CHEAP || class_at(g, r) == FC_EXPENSIVE);
+}
+
+/* Are representative groups a and b two loop kernels of the same output
+ * dims (merge_loops' pairs)? */
+static bool loop_pair(const struct grouping *g, int a, int b)
+{
+	return a != b && loop_rooted(g, a) && loop_rooted(g, b) &&
+	       ir_shape_equal_dims(&g->c->instrs[g->g_root[a]]->shape,
+				   &g->c->instrs[g->g_root[b]]->shape);
+}
+
+/* May merge_loops join loop kernel a, which owns value v, into loop
+ * kernel b that reads it: a pair (loop_pair), a's root first, b's users
+ * of v (the ones it owns: a recomputed copy reads v as its holders do)
+ * each taking it once, and no other kernel's owned user of v placed
+ * before b's root (read_between's test, on v alone)? Read off ownership
+ * (grp, g_rep), not member lists, so that a trial's grouping answers for
+ * the groups it did not collect too (sim_group_merges). */
+static bool loop_joins(const struct grouping *g, int a, int b, int v)
+{
+	if (!loop_pair(g, a, b) || g->pos[g->g_root[a]] > g->pos[g->g_root[b]])
+		return false;
+	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u] || g->grp[u] < 0)
+			continue;
+		int h = g->g_rep[g->grp[u]];
+		if ((h == b && !takes_once(g, u, v, false)) ||
+		    (h != a && h != b && g->pos[u] < g->pos[g->g_root[b]]))
+			return false;
+	}
+	return true;
+}
+
 /* The representative group that holds a dot or convolution and computes
  * in (any value it owns: the dot's result, its epilogue, or another value
  * that joined it), or -1. Read off g_core_at, not member lists, so a
@@ -1346,9 +1402,7 @@ static bool holds_contraction(const struct grouping *g, int id)
 static int contraction_group_of(const struct grouping *g,
 				const struct ir_instr *in)
 {
-	if (in->parent != g->c || g->grp[in->index] < 0)
-		return -1;
-	int id = g->g_rep[g->grp[in->index]];
+	int id = owner_of(g, in);
 	return id >= 0 && holds_contraction(g, id) ? id : -1;
 }
 
@@ -1376,16 +1430,37 @@ static bool same_window(const struct grouping *g, int a, int b)
 	return true;
 }
 
-/* Whether merge_outputs or merge_updates may join group id (a
- * representative) and another, for a trial's grouping (grouping_delta.c)
- * to say when it does not follow: id absorbed a group (a sibling, reduces
- * of its output, updates at its offsets), or id is rooted at an update
- * another update group writes at the same offsets (merged or not: a
- * cycle undoes it), or, merging nothing yet, id is reduce-rooted and
- * reads a contraction group's value of its reduce's dims, or owns a
- * contraction and a value of it is read by a reduce-rooted group outside
- * it (directly, or through producers recomputed there). in: room for
- * g->n; stack: for g->n. */
+/* May merge_loops join loop kernel a into kernel b, which holds a user of
+ * m: a value a owns (loop_joins), or a copy recomputed in b of what a
+ * owns, whose operands b reads, followed through copies of copies
+ * `depth` deep (below that, loop_pair alone: a trial then rebuilt whole,
+ * never a merge missed)? */
+static bool loop_reads(const struct grouping *g, int a, int b, int m,
+		       int depth)
+{
+	if (g->grp[m] >= 0)
+		return owner_of(g, g->c->instrs[m]) == a && loop_joins(g, a, b, m);
+	if (depth == 0)
+		return loop_pair(g, a, b);
+	for (int j = g->ooff[m]; j < g->ooff[m + 1]; j++)
+		if (g->ops[j] >= 0 && g->grp[g->ops[j]] != G_NONE &&
+		    loop_reads(g, a, b, g->ops[j], depth - 1))
+			return true;
+	return false;
+}
+
+/* Whether merge_outputs, merge_updates or merge_loops may join group id
+ * (a representative) and another, for a trial's grouping
+ * (grouping_delta.c) to say when it does not follow: id absorbed a group
+ * (a sibling, reduces of its output, updates at its offsets, loop
+ * kernels), or id is rooted at an update another update group writes at
+ * the same offsets (merged or not: a cycle undoes it), or, merging
+ * nothing yet, id is reduce-rooted and reads a contraction group's value
+ * of its reduce's dims, or id is a loop kernel that reads a value another
+ * may join it with (loop_joins), or id owns a contraction or is such a
+ * loop kernel and a value it owns is read by a reduce-rooted group or a
+ * loop kernel it may join outside it (directly, or through producers
+ * recomputed there: loop_reads). in: room for g->n; stack: for g->n. */
 bool sim_group_merges(const struct grouping *g, int id,
 		      const struct ir_instr **in, int *stack)
 {
@@ -1412,7 +1487,13 @@ bool sim_group_merges(const struct grouping *g, int id,
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
 	}
-	if (!dot)
+	bool loop = loop_rooted(g, id);
+	for (int q = 0, n_in = loop ? sim_group_inputs(g, id, in) : 0; q < n_in;
+	     q++)
+		if (owner_of(g, in[q]) >= 0 &&
+		    loop_joins(g, owner_of(g, in[q]), id, in[q]->index))
+			return true;
+	if (!dot && !loop)
 		return false;
 	/* users outside id of what it owns, and through recomputed ones the
 	 * members of the groups holding them (stamp[2u + 1]: taken) */
@@ -1430,7 +1511,9 @@ bool sim_group_merges(const struct grouping *g, int id,
 			g->stamp[2 * u + 1] = gen;
 			if (gu == G_MULTI)
 				stack[sp++] = u;
-			else if (gu >= 0 && (g->opk[g->g_root[gu]] & OPK_REDUCE))
+			else if (gu >= 0 &&
+				 ((dot && (g->opk[g->g_root[gu]] & OPK_REDUCE)) ||
+				  (loop && loop_reads(g, id, g->g_rep[gu], m, 8))))
 				return true;
 		}
 	}
@@ -1594,6 +1677,53 @@ static bool merge_updates(struct grouping *g)
 			bool merged;
 			ok = join_unless_cyclic(g, late, early, moved, &cy,
 						&merged);
+		}
+	}
+	sim_cycle_scratch_free(&cy);
+	ts_free(moved);
+	return ok;
+}
+
+/*
+ * Loop multi-output fusion: a loop kernel (no reduce, dot or convolution;
+ * an array, not a scalar) that reads a value another loop kernel of the
+ * same output dims computes, where its users of the value take it once
+ * (user_accepts, no reuse), takes that kernel in, which then writes its
+ * values for the other readers: XLA's TPU compiler makes one multi-output
+ * loop fusion of a batch-norm's per-channel statistics and updates
+ * (data/compiled, libtpu 0.0.42: v5e/resnet_s's broadcast_multiply_fusion
+ * computes a mean, its square, the variance and its rsqrt, the running
+ * averages and the scale's gradient, four outputs of f32[1024]), where the
+ * rules above leave a value some kernels broadcast, or an expensive one
+ * read by several, in a kernel of its own. Scalars stay apart (a while
+ * loop's counter: XLA leaves its copy and add unfused, v3/decoder_m). The
+ * later kernel takes the earlier in (its kernel runs where the later's
+ * root is), unless a value of the earlier is read before that (read_between);
+ * undone where the merged group would be cyclic (sim_group_cyclic), which
+ * keeps a layer norm's per-row mean and rsqrt apart (its variance's
+ * reduce is between them). On the zoo: v5e/resnet_s's fusions reproduced
+ * exactly 108 -> 125 of 167, no module's fewer (docs/COMPILED.md).
+ */
+static bool merge_loops(struct grouping *g, const struct ir_instr **in)
+{
+	struct cycle_scratch cy;
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved;
+	for (int b = 0; ok && b < g->n_groups; b++) {
+		/* after a merge, b's inputs again: what the kernel it took in
+		 * reads may merge too (a chain of them) */
+		bool again = loop_rooted(g, b);
+		while (ok && again) {
+			again = false;
+			int n_in = sim_group_inputs(g, b, in);
+			for (int q = 0; ok && !again && q < n_in; q++) {
+				int a = owner_of(g, in[q]);
+				if (a < 0 || !loop_joins(g, a, b, in[q]->index) ||
+				    read_between(g, a, b))
+					continue;
+				ok = join_unless_cyclic(g, b, a, moved, &cy,
+							&again);
+			}
 		}
 	}
 	sim_cycle_scratch_free(&cy);
@@ -1877,6 +2007,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     merge_outputs(g, buf) && merge_updates(g) &&
+	     merge_loops(g, buf) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);

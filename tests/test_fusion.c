@@ -845,6 +845,61 @@ static void test_three_siblings(void **state)
 	free(out);
 }
 
+/*
+ * Loop multi-output fusion (grouping.c merge_loops), a batch-norm's
+ * statistics as XLA fuses them on TPU (v5e/resnet_s's
+ * broadcast_multiply_fusion): the mean, which the normalisation
+ * broadcasts (no fused operand there), and the rsqrt of the variance
+ * computed from it are one kernel, writing both; the normalisation is the
+ * other. Without the merge the mean is a kernel of its own (5 kernels). A
+ * scalar's copy, written out, and the add that reads it stay apart (XLA
+ * leaves a while loop's counter so): merged, 3.
+ */
+static void test_loop_merge(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char bn[] =
+		"HloModule bn\n"
+		"ENTRY e {\n"
+		"  s = f32[1024] parameter(0)\n"
+		"  q = f32[1024] parameter(1)\n"
+		"  x = f32[64,1024] parameter(2)\n"
+		"  c = f32[] constant(0.0078125)\n"
+		"  cb = f32[1024] broadcast(c), dimensions={}\n"
+		"  mean = f32[1024] multiply(s, cb)\n"
+		"  sq = f32[1024] multiply(mean, mean)\n"
+		"  ex2 = f32[1024] multiply(q, cb)\n"
+		"  var = f32[1024] subtract(ex2, sq)\n"
+		"  eps = f32[] constant(1e-05)\n"
+		"  eb = f32[1024] broadcast(eps), dimensions={}\n"
+		"  ve = f32[1024] add(var, eb)\n"
+		"  r = f32[1024] rsqrt(ve)\n"
+		"  mb = f32[64,1024] broadcast(mean), dimensions={1}\n"
+		"  rb = f32[64,1024] broadcast(r), dimensions={1}\n"
+		"  d = f32[64,1024] subtract(x, mb)\n"
+		"  y = f32[64,1024] multiply(d, rb)\n"
+		"  i = s32[] parameter(3)\n"
+		"  ic = s32[] copy(i)\n"
+		"  one = s32[] constant(1)\n"
+		"  i1 = s32[] add(ic, one)\n"
+		"  ROOT t = (f32[64,1024], f32[1024], s32[], s32[]) tuple(y, mean, ic, i1)\n"
+		"}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(bn, &hw, &t0, &t1, &k0, &k1, &fs);
+	/* the statistics (the mean and rsqrt written), the normalisation,
+	 * the copy, the add */
+	assert_int_equal(k0, 4);
+	assert_int_equal(k1, 4);
+	assert_int_equal(fs.multi_output, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
+}
+
 /* A value of a fusion read by an instruction that sits between the
  * fusion's members in the text: the fusion is written before its reader
  * (at its last member it would come after). */
@@ -1607,11 +1662,11 @@ static void test_memo_exact(void **state)
 	struct hw_spec hw[2];
 	if (!tu_load_spec("v3", &hw[0]) || !tu_load_spec("v4", &hw[1]))
 		skip();
-	char *texts[8];
+	char *texts[10];
 	int nt = 0;
 	texts[nt++] = chain_text(40);
 	texts[nt++] = tree_text(37);
-	for (uint32_t seed = 1; seed <= 6; seed++)
+	for (uint32_t seed = 1; seed <= 8; seed++)
 		texts[nt++] = dag_text(100, seed);
 	int n = 0;
 	for (int i = 0; i < nt; i++) {
@@ -2005,6 +2060,7 @@ int main(void)
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
 		cmocka_unit_test(test_three_siblings),
+		cmocka_unit_test(test_loop_merge),
 		cmocka_unit_test(test_defined_before_use),
 		cmocka_unit_test(test_analytic_policy),
 		cmocka_unit_test(test_policy_physics),
