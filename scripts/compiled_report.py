@@ -193,7 +193,11 @@ other that it takes once, merge into one that writes both (merge_loops: a
 batch-norm's per-channel statistics, XLA's multi-output
 broadcast_multiply_fusion in v5e/resnet_s): 2,413 to 2,430 (75.7%),
 precision 97.7%, recall 98.8%; v5e/resnet_s 108 to 125 of 167, no module
-fewer. Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
+fewer. Then two reduce-rooted kernels of one operand shape that read one
+array whole merge, over different dimensions too (merge_shared: an RMS
+norm's two gradients, the decoders' multiply_reduce_fusion): 2,430 to
+2,490 (77.6%), +2 or +3 in every decoder, -2 in each of v5e/decode_s and
+decode_m. Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
 table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "

@@ -90,9 +90,11 @@
  * multi-output fusion: merge_outputs), kernels rooted at
  * dynamic-update-slices that write windows of one size at the same
  * offsets merge (merge_updates: a scan saving a layer's activations into
- * their stacks), and a loop kernel joins the loop kernel of its shape that
- * reads its value (merge_loops: a batch-norm's per-channel statistics).
- * Dead pure instructions are dropped (XLA DCE).
+ * their stacks), a loop kernel joins the loop kernel of its shape that
+ * reads its value (merge_loops: a batch-norm's per-channel statistics),
+ * and reduce-rooted kernels of one operand shape that read an array whole
+ * merge (merge_shared: an RMS norm's two gradients). Dead pure
+ * instructions are dropped (XLA DCE).
  * Each computation is grouped on its own: XLA inlines call bodies before
  * fusing, so producers and consumers across a call do not fuse here
  * (known wrong, rare in the measured modules).
@@ -1449,14 +1451,62 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 	return false;
 }
 
-/* Whether merge_outputs, merge_updates or merge_loops may join group id
- * (a representative) and another, for a trial's grouping
+/* Would merge_shared consider reduce-rooted group id with input v: a
+ * value of this computation, not constant-derived, of at least as many
+ * elements as id's reduce reads (an array it reads whole)? */
+static bool shares_whole(const struct grouping *g, int id,
+			 const struct ir_instr *v)
+{
+	const struct ir_shape *s =
+		&g->c->instrs[g->g_root[id]]->operands[0]->shape;
+	return v->parent == g->c && !g->cd[v->index] &&
+	       ir_shape_elems(&v->shape) >= ir_shape_elems(s);
+}
+
+/* The representative reduce-rooted groups other than id whose reduce
+ * reads an operand of the dims id's does and that hold a reader of v
+ * (owned, or a copy recomputed there: followed through recomputed
+ * users), into out[] (a group may come more than once); returns how
+ * many, at most max. Marks stamp[2u + 1] with gen; stack: room for
+ * g->n. */
+static int shared_readers(const struct grouping *g, int id, int v, int gen,
+			  int *stack, int *out, int max)
+{
+	const struct ir_shape *s =
+		&g->c->instrs[g->g_root[id]]->operands[0]->shape;
+	int sp = 0, n = 0;
+	stack[sp++] = v;
+	while (sp > 0 && n < max) {
+		int x = stack[--sp];
+		for (int k = g->uoff[x]; k < g->uoff[x + 1] && n < max; k++) {
+			int u = g->users[k], gu = g->grp[u];
+			if (!g->live[u] || g->stamp[2 * u + 1] == gen)
+				continue;
+			g->stamp[2 * u + 1] = gen;
+			if (gu == G_MULTI) {
+				stack[sp++] = u;
+				continue;
+			}
+			int c = gu >= 0 ? g->g_rep[gu] : -1;
+			if (c >= 0 && c != id && sim_group_sibling(g, c) &&
+			    ir_shape_equal_dims(
+				    &g->c->instrs[g->g_root[c]]->operands[0]->shape,
+				    s))
+				out[n++] = c;
+		}
+	}
+	return n;
+}
+
+/* Whether merge_outputs, merge_updates, merge_loops or merge_shared may
+ * join group id (a representative) and another, for a trial's grouping
  * (grouping_delta.c) to say when it does not follow: id absorbed a group
  * (a sibling, reduces of its output, updates at its offsets, loop
  * kernels), or id is rooted at an update another update group writes at
  * the same offsets (merged or not: a cycle undoes it), or, merging
  * nothing yet, id is reduce-rooted and reads a contraction group's value
- * of its reduce's dims, or id is a loop kernel that reads a value another
+ * of its reduce's dims or an array another reduce of its dims reads whole
+ * too (shared_readers), or id is a loop kernel that reads a value another
  * may join it with (loop_joins), or id owns a contraction or is such a
  * loop kernel and a value it owns is read by a reduce-rooted group or a
  * loop kernel it may join outside it (directly, or through producers
@@ -1485,6 +1535,12 @@ bool sim_group_merges(const struct grouping *g, int id,
 		for (int q = 0; q < n_in; q++)
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
+				return true;
+		int other, gen = sim_group_mark(g, id);
+		for (int q = 0; q < n_in; q++)
+			if (shares_whole(g, id, in[q]) &&
+			    shared_readers(g, id, in[q]->index, gen, stack,
+					   &other, 1) > 0)
 				return true;
 	}
 	bool loop = loop_rooted(g, id);
@@ -1728,6 +1784,82 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 	}
 	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
+	return ok;
+}
+
+/* Does group a read a value group b owns? */
+static bool reads_owned(const struct grouping *g, int a, int b,
+			const struct ir_instr **in)
+{
+	int n_in = sim_group_inputs(g, a, in);
+	for (int q = 0; q < n_in; q++)
+		if (owner_of(g, in[q]) == b)
+			return true;
+	return false;
+}
+
+/*
+ * Shared-input multi-output fusion: two reduce-rooted kernels whose
+ * reduces read operands of the same dims (over the same dimensions or
+ * not) and that both read one array whole (shares_whole: not a small
+ * vector they broadcast) merge, reading it once, unless one reads a value
+ * of the other (the softmax's sum after its max). XLA's TPU compiler
+ * makes one multi_reduce fusion of an RMS norm's two gradients
+ * (data/compiled, libtpu 0.0.42: every decoder's multiply_reduce_fusion
+ * sums the same product over {0,1} for the scale and over {2} for the
+ * rows, on every generation); sharing only a broadcast vector merges
+ * kernels XLA keeps apart (+2 fusions reproduced exactly against +60).
+ * The later takes the earlier in, unless a value of the earlier is read
+ * before that (read_between); undone where cyclic.
+ */
+static bool merge_shared(struct grouping *g)
+{
+	size_t n = (size_t)g->n + 1;
+	struct cycle_scratch cy;
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	int *stack = ts_malloc(n * sizeof *stack);
+	int *cand = ts_malloc(n * sizeof *cand);
+	const struct ir_instr **in = ts_malloc(n * sizeof *in);
+	const struct ir_instr **other = ts_malloc(n * sizeof *other);
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && stack && cand &&
+		  in && other;
+	for (int a = 0; ok && a < g->n_groups; a++) {
+		/* after a merge, the merged group's readers again */
+		int cur = a;
+		bool again = sim_group_sibling(g, cur);
+		while (ok && again) {
+			again = false;
+			int n_in = sim_group_inputs(g, cur, in), n_cand = 0;
+			int gen = sim_group_mark(g, cur);
+			for (int q = 0; q < n_in; q++)
+				if (shares_whole(g, cur, in[q]))
+					n_cand += shared_readers(
+						g, cur, in[q]->index, gen, stack,
+						cand + n_cand, g->n - n_cand);
+			for (int k = 0; ok && !again && k < n_cand; k++) {
+				int c = cand[k];
+				if (g->g_rep[c] != c || c == cur ||
+				    reads_owned(g, cur, c, other) ||
+				    reads_owned(g, c, cur, other))
+					continue;
+				bool c_late = g->pos[g->g_root[c]] >
+					      g->pos[g->g_root[cur]];
+				int late = c_late ? c : cur, early = c_late ? cur : c;
+				if (read_between(g, early, late))
+					continue;
+				ok = join_unless_cyclic(g, late, early, moved, &cy,
+							&again);
+				if (again)
+					cur = late;
+			}
+		}
+	}
+	sim_cycle_scratch_free(&cy);
+	ts_free(moved);
+	ts_free(stack);
+	ts_free(cand);
+	ts_free(in);
+	ts_free(other);
 	return ok;
 }
 
@@ -2007,7 +2139,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     merge_outputs(g, buf) && merge_updates(g) &&
-	     merge_loops(g, buf) &&
+	     merge_loops(g, buf) && merge_shared(g) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);

@@ -1099,7 +1099,8 @@ static void test_group_sibling_reduces(void **state)
 /* A transcendental with users in two kernels is recomputed in both (XLA's
  * compiled v3 softmax-xent kernels, tpugraphs-tile-v3 fusion.206/207, each
  * evaluate exp from x); a full divide is not: the earliest user kernel
- * computes and writes it, the other reads it. */
+ * computes and writes it, the other reads it. (The two reduces read no
+ * array in common, which would merge them: merge_shared.) */
 static void test_group_transcendental_recompute(void **state)
 {
 	(void)state;
@@ -1110,14 +1111,15 @@ static void test_group_transcendental_recompute(void **state)
 	      "  %b = f32[] parameter(1)\n"
 	      "  ROOT %s = f32[] add(%a, %b)\n"
 	      "}\n"
-	      "ENTRY %main (x: f32[64,512], y: f32[64,512]) -> (f32[64], f32[64,512], f32[64], f32[64,512]) {\n"
+	      "ENTRY %main (x: f32[64,512], y: f32[64,512], w: f32[64,512]) -> (f32[64], f32[64,512], f32[64], f32[64,512]) {\n"
 	      "  %x = f32[64,512] parameter(0)\n"
 	      "  %y = f32[64,512] parameter(1)\n"
+	      "  %w = f32[64,512] parameter(2)\n"
 	      "  %c = f32[] constant(0)\n"
 	      "  %e = f32[64,512] exponential(%x)\n"
 	      "  %re = f32[64] reduce(%e, %c), dimensions={1}, to_apply=%r0\n"
 	      "  %me = f32[64,512] multiply(%e, %y)\n"
-	      "  %d = f32[64,512] divide(%x, %y)\n"
+	      "  %d = f32[64,512] divide(%w, %y)\n"
 	      "  %rd = f32[64] reduce(%d, %c), dimensions={1}, to_apply=%r0\n"
 	      "  %md = f32[64,512] multiply(%d, %y)\n"
 	      "  ROOT %t = (f32[64], f32[64,512], f32[64], f32[64,512]) tuple(%re, %me, %rd, %md)\n"

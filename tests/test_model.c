@@ -1670,10 +1670,11 @@ static void test_fused_collective(void **state)
 
 /*
  * An argmax (a variadic reduce whose reducer compares and selects) runs
- * its reducer's ops on every element: against a sum of the same input,
- * whose reducer is one add, its VPU fold costs the reducer's simple ops
- * (three compares, and, or, two selects: 7) times as many cycles per
- * input vreg. f32[256,1024] reduced along the rows.
+ * its reducer's ops on every element: against a sum of an input of the
+ * same shape, whose reducer is one add, its VPU fold costs the reducer's
+ * simple ops (three compares, and, or, two selects: 7) times as many
+ * cycles per input vreg. f32[256,1024] reduced along the rows. (Of the
+ * same input, the two reduces would be one kernel: merge_shared.)
  */
 static void test_argmax_reducer_ops(void **state)
 {
@@ -1695,13 +1696,14 @@ static void test_argmax_reducer_ops(void **state)
 		 " v = f32[] select(keep, a0, b0)\n"
 		 " i = s32[] select(keep, a1, b1)\n"
 		 " ROOT t = (f32[], s32[]) tuple(v, i) }\n"
-		 "ENTRY %e (x: f32[256,1024], j: s32[256,1024]) -> "
+		 "ENTRY %e (x: f32[256,1024], j: s32[256,1024], y: f32[256,1024]) -> "
 		 "(f32[256], (f32[256], s32[256])) {\n"
 		 "  %x = f32[256,1024] parameter(0)\n"
 		 "  %j = s32[256,1024] parameter(1)\n"
+		 "  %y = f32[256,1024] parameter(2)\n"
 		 "  %z = f32[] constant(0)\n"
 		 "  %zi = s32[] constant(0)\n"
-		 "  %s = f32[256] reduce(%x, %z), dimensions={1}, to_apply=add\n"
+		 "  %s = f32[256] reduce(%y, %z), dimensions={1}, to_apply=add\n"
 		 "  %m = (f32[256], s32[256]) reduce(%x, %j, %z, %zi), "
 		 "dimensions={1}, to_apply=amax\n"
 		 "  ROOT %t = (f32[256], (f32[256], s32[256])) tuple(%s, %m)\n}\n",
