@@ -845,6 +845,21 @@ static void test_three_siblings(void **state)
 	free(out);
 }
 
+/* text fused by the xla policy has `kernels` kernels, one of them a
+ * multi-output fusion, and reads back to the same kernels and time. */
+static void expect_merged(const char *text, const struct hw_spec *hw,
+			  int kernels)
+{
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	free(round_trip(text, hw, &t0, &t1, &k0, &k1, &fs));
+	assert_int_equal(k0, kernels);
+	assert_int_equal(k1, kernels);
+	assert_int_equal(fs.multi_output, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+}
+
 /*
  * Loop multi-output fusion (grouping.c merge_loops), a batch-norm's
  * statistics as XLA fuses them on TPU (v5e/resnet_s's
@@ -887,17 +902,9 @@ static void test_loop_merge(void **state)
 		"  i1 = s32[] add(ic, one)\n"
 		"  ROOT t = (f32[64,1024], f32[1024], s32[], s32[]) tuple(y, mean, ic, i1)\n"
 		"}\n";
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(bn, &hw, &t0, &t1, &k0, &k1, &fs);
 	/* the statistics (the mean and rsqrt written), the normalisation,
 	 * the copy, the add */
-	assert_int_equal(k0, 4);
-	assert_int_equal(k1, 4);
-	assert_int_equal(fs.multi_output, 1);
-	assert_near(t1, t0, 1e-9 * t0);
-	free(out);
+	expect_merged(bn, &hw, 4);
 }
 
 /*
@@ -938,15 +945,7 @@ static void test_shared_merge(void **state)
 		"  s3 = f32[4,256] reduce(g3, z), dimensions={2}, to_apply=ad\n"
 		"  ROOT t = (f32[512], f32[4,256], f32[4,256]) tuple(dw, dr, s3)\n"
 		"}\n";
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(rms, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k0, 2);
-	assert_int_equal(k1, 2);
-	assert_int_equal(fs.multi_output, 1);
-	assert_near(t1, t0, 1e-9 * t0);
-	free(out);
+	expect_merged(rms, &hw, 2);
 }
 
 /* A value of a fusion read by an instruction that sits between the
