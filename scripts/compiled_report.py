@@ -197,7 +197,10 @@ fewer. Then two reduce-rooted kernels of one operand shape that read one
 array whole merge, over different dimensions too (merge_shared: an RMS
 norm's two gradients, the decoders' multiply_reduce_fusion): 2,430 to
 2,490 (77.6%), +2 or +3 in every decoder, -2 in each of v5e/decode_s and
-decode_m. Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
+decode_m. Then a gather's kernel ends after the transposes and reshapes
+that follow it (gather_tail), as XLA's gather_fusion does, the embedding's
+mask computed apart: 2,490 to 2,534 (79.0%), precision 97.8%, recall
+98.6%. Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
 table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "

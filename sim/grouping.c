@@ -78,8 +78,10 @@
  *    into its update operand (and a tiling copy into the buffer it
  *    updates), gather into its indices, scatter into its
  *    indices and updates; a gather joins its one transpose or reshape
- *    user; all other ops (sort, collectives, custom-call, tuple, while,
- *    ...) accept nothing: their operands are materialised.
+ *    user, and its kernel ends after the transposes and reshapes that
+ *    follow (gather_tail); all other ops (sort, collectives,
+ *    custom-call, tuple, while, ...) accept nothing: their operands are
+ *    materialised.
  * The rules and their evidence are said where each is applied; what XLA's
  * TPU compiler does is read off data/compiled (libtpu 0.0.42: `tpusim fuse
  * --agreement`, docs/COMPILED.md), its source not being public.
@@ -543,6 +545,39 @@ bool sim_reads_core(const struct grouping *g, int i)
 	return g->fc[i] == FC_CORE || (g->opk[i] & OPK_EPILOGUE);
 }
 
+/* A transpose or reshape: the ops a gather's kernel ends with. */
+static bool gather_chain_op(const struct grouping *g, int i)
+{
+	enum ir_op op = g->c->instrs[i]->op;
+	return op == IR_OP_TRANSPOSE || op == IR_OP_RESHAPE;
+}
+
+/* Is i the last of a chain of transposes and reshapes, each the one live
+ * user of the one before, that starts at a gather's one live user: the
+ * root of the gather's kernel (gather_into takes the gather into the
+ * chain's first op)? XLA's TPU compiler ends a gather_fusion (kCustom)
+ * there and computes what reads it in fusions of their own
+ * (data/compiled: every decoder's embedding lookup, gather, transpose,
+ * reshape, then a broadcast_select_fusion masking it). */
+static bool gather_tail(const struct grouping *g, int i)
+{
+	if (!gather_chain_op(g, i))
+		return false;
+	int u = sole_live_user(g, i);
+	if (u >= 0 && gather_chain_op(g, u))
+		return false; /* not the last */
+	for (int x = i;;) {
+		int o = g->ops[g->ooff[x]];
+		if (o < 0 || sole_live_user(g, o) != x)
+			return false;
+		if (g->c->instrs[o]->op == IR_OP_GATHER)
+			return true;
+		if (!gather_chain_op(g, o))
+			return false;
+		x = o;
+	}
+}
+
 /* The fusion predicate for instruction i (all its users decided). */
 void sim_grouping_decide(struct grouping *g, int i)
 {
@@ -658,7 +693,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 	}
 	switch (fc) {
 	case FC_CHEAP:
-		if (materialise || !all_accept)
+		if (materialise || !all_accept || gather_tail(g, i))
 			break;
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler does not recompute the producer there; it computes
@@ -1760,6 +1795,22 @@ static bool merge_updates(struct grouping *g)
  * reduce is between them). On the zoo: v5e/resnet_s's fusions reproduced
  * exactly 108 -> 125 of 167, no module's fewer (docs/COMPILED.md).
  */
+/* Does group id own only loop ops (no gather its reshape took in:
+ * gather_into)? From its member list: for merge_loops, whose groups are
+ * all collected (sim_group_merges asks loop_rooted alone, a superset). */
+static bool owns_loop_ops(const struct grouping *g, int id)
+{
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int q = 0; q < n_mem; q++) {
+		int m = mem[q];
+		if (g->grp[m] >= 0 && g->g_rep[g->grp[m]] == id &&
+		    class_at(g, m) == FC_ROOT)
+			return false;
+	}
+	return true;
+}
+
 static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 {
 	struct cycle_scratch cy;
@@ -1768,14 +1819,14 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 	for (int b = 0; ok && b < g->n_groups; b++) {
 		/* after a merge, b's inputs again: what the kernel it took in
 		 * reads may merge too (a chain of them) */
-		bool again = loop_rooted(g, b);
+		bool again = loop_rooted(g, b) && owns_loop_ops(g, b);
 		while (ok && again) {
 			again = false;
 			int n_in = sim_group_inputs(g, b, in);
 			for (int q = 0; ok && !again && q < n_in; q++) {
 				int a = owner_of(g, in[q]);
 				if (a < 0 || !loop_joins(g, a, b, in[q]->index) ||
-				    read_between(g, a, b))
+				    !owns_loop_ops(g, a) || read_between(g, a, b))
 					continue;
 				ok = join_unless_cyclic(g, b, a, moved, &cy,
 							&again);

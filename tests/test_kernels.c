@@ -1171,6 +1171,29 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "g"));
 	tu_built_free(&b);
 
+	/* the gather's kernel ends at its transposes and reshapes: what reads
+	 * them is a kernel of its own (the decoders' embedding lookup,
+	 * gather_fusion, then broadcast_select_fusion masking it) */
+	tu_build("HloModule e\n"
+	      "ENTRY %main (t: bf16[1000,64], i: s32[512], m: pred[2,256]) -> bf16[2,256,64] {\n"
+	      "  %t = bf16[1000,64] parameter(0)\n"
+	      "  %i = s32[512] parameter(1)\n"
+	      "  %m = pred[2,256] parameter(2)\n"
+	      "  %ir = s32[2,256] reshape(%i)\n"
+	      "  %g = bf16[2,256,64] gather(%t, %ir), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}\n"
+	      "  %gt = bf16[2,256,64] transpose(%g), dimensions={0,1,2}\n"
+	      "  %gr = bf16[512,64] reshape(%gt)\n"
+	      "  %gb = bf16[2,256,64] reshape(%gr)\n"
+	      "  %mb = pred[2,256,64] broadcast(%m), dimensions={0,1}\n"
+	      "  %z = bf16[] constant(0)\n"
+	      "  %zb = bf16[2,256,64] broadcast(%z), dimensions={}\n"
+	      "  ROOT %y = bf16[2,256,64] select(%mb, %gb, %zb)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "gb,y");
+	assert_true(has(tu_kernel(&b, "gb")->members, tu_kernel(&b, "gb")->n_members, "g"));
+	tu_built_free(&b);
+
 	/* attention's row max as a reduce-window over the whole row, the
 	 * max broadcast back: computed in its users' kernel with the
 	 * subtract and exp (the decoders' compiled softmax fusions); a
