@@ -1486,6 +1486,22 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 	return false;
 }
 
+/* Is value v, which group e owns, read before group l's root by a
+ * reader another group owns (read_between's test on one value, by
+ * ownership, as a trial's grouping can answer it)? */
+static bool read_before(const struct grouping *g, int v, int e, int l)
+{
+	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u] || g->grp[u] < 0)
+			continue;
+		int h = g->g_rep[g->grp[u]];
+		if (h != e && h != l && g->pos[u] < g->pos[g->g_root[l]])
+			return true;
+	}
+	return false;
+}
+
 /* Would merge_shared consider reduce-rooted group id with input v: a
  * value of this computation, not constant-derived, of at least as many
  * elements as id's reduce reads (an array it reads whole)? */
@@ -1571,12 +1587,34 @@ bool sim_group_merges(const struct grouping *g, int id,
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
-		int other, gen = sim_group_mark(g, id);
-		for (int q = 0; q < n_in; q++)
-			if (shares_whole(g, id, in[q]) &&
-			    shared_readers(g, id, in[q]->index, gen, stack,
-					   &other, 1) > 0)
+		/* each reduce group that shares an array with id, unless a
+		 * value of the earlier of the two (id's: any it owns; the
+		 * other's: its root) is read before the later's root, as
+		 * read_between refuses (up to 8 of them; more: may merge) */
+		enum { MAX_SHARED = 8 };
+		int cand[MAX_SHARED], gen = sim_group_mark(g, id);
+		for (int q = 0; q < n_in; q++) {
+			int n = shares_whole(g, id, in[q])
+					? shared_readers(g, id, in[q]->index, gen,
+							 stack, cand, MAX_SHARED)
+					: 0;
+			if (n == MAX_SHARED)
 				return true;
+			for (int k = 0; k < n; k++) {
+				int c = cand[k];
+				bool blocked = false;
+				if (g->pos[g->g_root[id]] < g->pos[g->g_root[c]]) {
+					for (int j = 0; j < n_mem && !blocked; j++)
+						blocked = g->grp[mem[j]] >= 0 &&
+							  g->g_rep[g->grp[mem[j]]] == id &&
+							  read_before(g, mem[j], id, c);
+				} else {
+					blocked = read_before(g, g->g_root[c], c, id);
+				}
+				if (!blocked)
+					return true;
+			}
+		}
 	}
 	bool loop = loop_rooted(g, id);
 	for (int q = 0, n_in = loop ? sim_group_inputs(g, id, in) : 0; q < n_in;
