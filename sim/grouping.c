@@ -20,9 +20,11 @@
  *    and reads the value beyond them from HBM (data/compiled: a norm's
  *    per-row scale is a small kernel of its own; the measured tpuv4-ops
  *    layer norms run five kernels, two of them the per-row mean and
- *    rsqrt at 365-381 ns, details.csv); expensive loop ops (divide, map)
- *    are never fused through a pad that would evaluate them again per
- *    output element either;
+ *    rsqrt at 365-381 ns, details.csv); no fusion computes a pad's
+ *    operand either (data/compiled: the index that take_along_axis builds
+ *    by padding and adding is a fusion of its own, its producer another,
+ *    in every decoder on every generation; no XLA fusion there computes
+ *    a pad's operand);
  *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
  *    users all accept it without reuse is RECOMPUTED in each user's kernel
  *    like a cheap op: XLA's compiled v3 softmax-cross-entropy kernels
@@ -305,8 +307,8 @@ static bool tiling_copy(const struct ir_instr *in)
  * all generations) those hold converts, multiplies, exp, divide, tanh,
  * selects, iotas and dynamic-slices, not only format ops (XLA's GPU
  * fusion keeps a dot's operands to bitcasts and converts: a TPU
- * difference). A copy that permutes the layout takes none
- * (permuting_copy), a copy that changes the tiles no copy that does too
+ * difference). A pad takes none (above), a copy that permutes the layout
+ * none (permuting_copy), a copy that changes the tiles no copy that does too
  * (tiling_copy). Of the ops that are kernels of their own,
  * dynamic-update-slice takes p as its update (slot 1) only (and a tiling
  * copy as the buffer it updates, slot 0), gather as
@@ -321,6 +323,8 @@ static bool tiling_copy(const struct ir_instr *in)
 static bool user_accepts(const struct grouping *g, int u, int p)
 {
 	if (g->opk[u] & OPK_NO_PRODUCER)
+		return false;
+	if (g->c->instrs[u]->op == IR_OP_PAD)
 		return false;
 	if (broadcasts(g, u))
 		return bitcast_like(g->c->instrs[p]);

@@ -1171,6 +1171,24 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "g"));
 	tu_built_free(&b);
 
+	/* no kernel computes a pad's operand (the index take_along_axis
+	 * builds by padding and adding: its producer a fusion of its own) */
+	tu_build("HloModule p\n"
+	      "ENTRY %main (a: s32[4,1024,1], b: s32[4,1024,3]) -> s32[4,1024,3] {\n"
+	      "  %a = s32[4,1024,1] parameter(0)\n"
+	      "  %b = s32[4,1024,3] parameter(1)\n"
+	      "  %one = s32[] constant(1)\n"
+	      "  %ones = s32[4,1024,1] broadcast(%one), dimensions={}\n"
+	      "  %s = s32[4,1024,1] subtract(%a, %ones)\n"
+	      "  %z = s32[] constant(0)\n"
+	      "  %p = s32[4,1024,3] pad(%s, %z), padding=0_0x0_0x0_2\n"
+	      "  ROOT %y = s32[4,1024,3] add(%p, %b)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "s,y");
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "p"));
+	tu_built_free(&b);
+
 	/* the gather's kernel ends at its transposes and reshapes: what reads
 	 * them is a kernel of its own (the decoders' embedding lookup,
 	 * gather_fusion, then broadcast_select_fusion masking it) */
