@@ -1390,6 +1390,15 @@ static int owner_of(const struct grouping *g, const struct ir_instr *v)
 		       : -1;
 }
 
+/* Is group id a representative rooted at a dynamic-update-slice
+ * (merge_updates)? */
+static bool update_rooted(const struct grouping *g, int id)
+{
+	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
+	return g->g_rep[id] == id && r->op == IR_OP_DYNAMIC_UPDATE_SLICE &&
+	       r->n_operands >= 3;
+}
+
 /* Is group id a representative loop kernel that merge_loops merges: no
  * core, rooted at a loop op, an array, not made a kernel of its own by a
  * policy's decision (SIM_FUSE_OWN: the none policy's every op)? */
@@ -1403,13 +1412,20 @@ static bool loop_rooted(const struct grouping *g, int id)
 	       (class_at(g, r) == FC_CHEAP || class_at(g, r) == FC_EXPENSIVE);
 }
 
-/* Are representative groups a and b two loop kernels of the same output
- * dims (merge_loops' pairs)? */
+/* Are representative groups a and b merge_loops' pair: a loop kernel and
+ * another of the same output dims, or an update kernel (update_rooted)
+ * whose window has as many elements as a's output (the value it saves,
+ * through a bitcast)? */
 static bool loop_pair(const struct grouping *g, int a, int b)
 {
-	return a != b && loop_rooted(g, a) && loop_rooted(g, b) &&
-	       ir_shape_equal_dims(&g->c->instrs[g->g_root[a]]->shape,
-				   &g->c->instrs[g->g_root[b]]->shape);
+	if (a == b || !loop_rooted(g, a))
+		return false;
+	const struct ir_shape *s = &g->c->instrs[g->g_root[a]]->shape;
+	if (b >= 0 && update_rooted(g, b))
+		return ir_shape_elems(s) ==
+		       ir_shape_elems(&g->c->instrs[g->g_root[b]]->operands[1]->shape);
+	return loop_rooted(g, b) &&
+	       ir_shape_equal_dims(s, &g->c->instrs[g->g_root[b]]->shape);
 }
 
 /* May merge_loops join loop kernel a, which owns value v, into loop
@@ -1447,14 +1463,6 @@ static int contraction_group_of(const struct grouping *g,
 	return id >= 0 && holds_contraction(g, id) ? id : -1;
 }
 
-/* Is group id a representative rooted at a dynamic-update-slice
- * (merge_updates)? */
-static bool update_rooted(const struct grouping *g, int id)
-{
-	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
-	return g->g_rep[id] == id && r->op == IR_OP_DYNAMIC_UPDATE_SLICE &&
-	       r->n_operands >= 3;
-}
 
 /* Do the updates of groups a and b write windows of the same dims at the
  * same offsets (the same index values)? */
@@ -1561,11 +1569,12 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
  * the same offsets (merged or not: a cycle undoes it), or, merging
  * nothing yet, id is reduce-rooted and reads a contraction group's value
  * of its reduce's dims or an array another reduce of its dims reads whole
- * too (shared_readers), or id is a loop kernel that reads a value another
- * may join it with (loop_joins), or id owns a contraction or is such a
- * loop kernel and a value it owns is read by a reduce-rooted group or a
- * loop kernel it may join outside it (directly, or through producers
- * recomputed there: loop_reads). in: room for g->n; stack: for g->n. */
+ * too (shared_readers), or id is a loop or update kernel that reads a
+ * value another may join it with (loop_joins), or id owns a contraction
+ * or is a loop kernel and a value it owns is read by a reduce-rooted
+ * group or a kernel it may join outside it (directly, or through
+ * producers recomputed there: loop_reads). in: room for g->n; stack: for
+ * g->n. */
 bool sim_group_merges(const struct grouping *g, int id,
 		      const struct ir_instr **in, int *stack)
 {
@@ -1621,7 +1630,8 @@ bool sim_group_merges(const struct grouping *g, int id,
 		}
 	}
 	bool loop = loop_rooted(g, id);
-	for (int q = 0, n_in = loop ? sim_group_inputs(g, id, in) : 0; q < n_in;
+	bool takes = loop || update_rooted(g, id);
+	for (int q = 0, n_in = takes ? sim_group_inputs(g, id, in) : 0; q < n_in;
 	     q++)
 		if (owner_of(g, in[q]) >= 0 &&
 		    loop_joins(g, owner_of(g, in[q]), id, in[q]->index))
@@ -1820,7 +1830,9 @@ static bool merge_updates(struct grouping *g)
 /*
  * Loop multi-output fusion: a loop kernel (no reduce, dot or convolution;
  * an array, not a scalar) that reads a value another loop kernel of the
- * same output dims computes, where its users of the value take it once
+ * same output dims computes, or an update kernel (update_rooted) that
+ * saves such a value into its stack (loop_pair), where its users of the
+ * value take it once
  * (user_accepts, no reuse), takes that kernel in, which then writes its
  * values for the other readers: XLA's TPU compiler makes one multi-output
  * loop fusion of a batch-norm's per-channel statistics and updates
@@ -1835,7 +1847,10 @@ static bool merge_updates(struct grouping *g)
  * undone where the merged group would be cyclic (sim_group_cyclic), which
  * keeps a layer norm's per-row mean and rsqrt apart (its variance's
  * reduce is between them). On the zoo: v5e/resnet_s's fusions reproduced
- * exactly 108 -> 125 of 167, no module's fewer (docs/COMPILED.md).
+ * exactly 108 -> 125 of 167, no module's fewer (docs/COMPILED.md); with
+ * update kernels (the no-remat decoders' bitcast_dynamic-update-slice
+ * fusions compute the residual sum they save and write it out too),
+ * 2,555 -> 2,564, no module's fewer.
  */
 /* Does group id own only loop ops (no gather its reshape took in:
  * gather_into)? From its member list: for merge_loops, whose groups are
@@ -1861,7 +1876,8 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 	for (int b = 0; ok && b < g->n_groups; b++) {
 		/* after a merge, b's inputs again: what the kernel it took in
 		 * reads may merge too (a chain of them) */
-		bool again = loop_rooted(g, b) && owns_loop_ops(g, b);
+		bool again = (loop_rooted(g, b) && owns_loop_ops(g, b)) ||
+			     update_rooted(g, b);
 		while (ok && again) {
 			again = false;
 			int n_in = sim_group_inputs(g, b, in);

@@ -905,6 +905,23 @@ static void test_loop_merge(void **state)
 	/* the statistics (the mean and rsqrt written), the normalisation,
 	 * the copy, the add */
 	expect_merged(bn, &hw, 4);
+	/* a value written out and saved into a stack: one kernel, the update
+	 * computing it (the no-remat decoders' bitcast_dynamic-update-slice
+	 * fusions); 2 without the merge */
+	static const char save[] =
+		"HloModule save\n"
+		"ENTRY e {\n"
+		"  x = f32[4,256] parameter(0)\n"
+		"  y = f32[4,256] parameter(1)\n"
+		"  s = f32[8,4,256] parameter(2)\n"
+		"  i = s32[] parameter(3)\n"
+		"  z = s32[] constant(0)\n"
+		"  a = f32[4,256] add(x, y)\n"
+		"  b = f32[1,4,256] reshape(a)\n"
+		"  d = f32[8,4,256] dynamic-update-slice(s, b, i, z, z)\n"
+		"  ROOT t = (f32[8,4,256], f32[4,256]) tuple(d, a)\n"
+		"}\n";
+	expect_merged(save, &hw, 1);
 }
 
 /*
