@@ -431,6 +431,13 @@ bool sim_group_can_recompute(const struct grouping *g, int i)
 	return recompute_target(g, i) != G_NONE;
 }
 
+/* A transpose or reshape: the ops a gather's kernel ends with. */
+static bool gather_chain_op(const struct grouping *g, int i)
+{
+	enum ir_op op = g->c->instrs[i]->op;
+	return op == IR_OP_TRANSPOSE || op == IR_OP_RESHAPE;
+}
+
 /* A gather joins its one live user when that is a transpose or reshape:
  * XLA's TPU compiler emits a gather with the transposes of its result in
  * one kCustom gather_fusion (data/compiled: 56 of 77 gathers, the others
@@ -444,9 +451,7 @@ static bool gather_into(struct grouping *g, int i)
 			u = g->users[k];
 			n++;
 		}
-	if (n != 1 || g->grp[u] < 0 || g->prologue[u] ||
-	    (g->c->instrs[u]->op != IR_OP_TRANSPOSE &&
-	     g->c->instrs[u]->op != IR_OP_RESHAPE))
+	if (n != 1 || g->grp[u] < 0 || g->prologue[u] || !gather_chain_op(g, u))
 		return false;
 	fuse_into(g, i, g->grp[u]);
 	return true;
@@ -549,12 +554,6 @@ bool sim_reads_core(const struct grouping *g, int i)
 	return g->fc[i] == FC_CORE || (g->opk[i] & OPK_EPILOGUE);
 }
 
-/* A transpose or reshape: the ops a gather's kernel ends with. */
-static bool gather_chain_op(const struct grouping *g, int i)
-{
-	enum ir_op op = g->c->instrs[i]->op;
-	return op == IR_OP_TRANSPOSE || op == IR_OP_RESHAPE;
-}
 
 /* Is i the last of a chain of transposes and reshapes, each the one live
  * user of the one before, that starts at a gather's one live user: the
@@ -697,7 +696,12 @@ void sim_grouping_decide(struct grouping *g, int i)
 	}
 	switch (fc) {
 	case FC_CHEAP:
-		if (materialise || !all_accept || gather_tail(g, i))
+		if (!materialise && gather_tail(g, i)) {
+			g->why[i] = SIM_WHY_GATHER_TAIL;
+			sim_grouping_new(g, i, false);
+			return;
+		}
+		if (materialise || !all_accept)
 			break;
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler does not recompute the producer there; it computes
@@ -780,6 +784,7 @@ const char *sim_fuse_why_name(enum sim_fuse_why w)
 		[SIM_WHY_REUSE] = "expensive op through a pad",
 		[SIM_WHY_EXPENSIVE] = "expensive op, users in several kernels",
 		[SIM_WHY_EPILOGUE] = "a dot's epilogue stays with the dot",
+		[SIM_WHY_GATHER_TAIL] = "a gather's kernel ends there",
 		[SIM_WHY_POLICY] = "the policy's decision",
 		[SIM_WHY_ELSEWHERE] = "fused into another kernel",
 		[SIM_WHY_CYCLE] = "fusing it would make a cycle",
@@ -1401,14 +1406,15 @@ static bool update_rooted(const struct grouping *g, int id)
 
 /* Is group id a representative loop kernel that merge_loops merges: no
  * core, rooted at a loop op, an array, not made a kernel of its own by a
- * policy's decision (SIM_FUSE_OWN: the none policy's every op)? */
+ * policy's decision (SIM_WHY_POLICY: the none policy's every op; the
+ * decision as this grouping made it, not the search's force array, which
+ * changes between trials)? */
 static bool loop_rooted(const struct grouping *g, int id)
 {
 	if (id < 0 || g->g_rep[id] != id || g->g_core_at[id] >= 0)
 		return false;
 	int r = g->g_root[id];
-	return g->c->instrs[r]->shape.rank > 0 &&
-	       !(g->force && g->force[r] == SIM_FUSE_OWN) &&
+	return g->c->instrs[r]->shape.rank > 0 && g->why[r] != SIM_WHY_POLICY &&
 	       (class_at(g, r) == FC_CHEAP || class_at(g, r) == FC_EXPENSIVE);
 }
 
@@ -1428,24 +1434,22 @@ static bool loop_pair(const struct grouping *g, int a, int b)
 	       ir_shape_equal_dims(s, &g->c->instrs[g->g_root[b]]->shape);
 }
 
-/* May merge_loops join loop kernel a, which owns value v, into loop
- * kernel b that reads it: a pair (loop_pair), a's root first, b's users
- * of v (the ones it owns: a recomputed copy reads v as its holders do)
- * each taking it once, and no other kernel's owned user of v placed
- * before b's root (read_between's test, on v alone)? Read off ownership
- * (grp, g_rep), not member lists, so that a trial's grouping answers for
- * the groups it did not collect too (sim_group_merges). */
+/* May merge_loops join loop kernel a, which owns value v, into kernel b
+ * that reads it: a pair (loop_pair), and b's users of v (the ones it
+ * owns: a recomputed copy reads v as its holders do) each taking it once?
+ * Read off ownership (grp, g_rep), not member lists, so that a trial's
+ * grouping answers for the groups it did not collect too
+ * (sim_group_merges); the order and read_between tests, which a chain of
+ * merges can turn (a reader between them joins the later first), are
+ * merge_loops' alone. */
 static bool loop_joins(const struct grouping *g, int a, int b, int v)
 {
-	if (!loop_pair(g, a, b) || g->pos[g->g_root[a]] > g->pos[g->g_root[b]])
+	if (!loop_pair(g, a, b))
 		return false;
 	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
 		int u = g->users[k];
-		if (!g->live[u] || g->grp[u] < 0)
-			continue;
-		int h = g->g_rep[g->grp[u]];
-		if ((h == b && !takes_once(g, u, v, false)) ||
-		    (h != a && h != b && g->pos[u] < g->pos[g->g_root[b]]))
+		if (g->live[u] && g->grp[u] >= 0 && g->g_rep[g->grp[u]] == b &&
+		    !takes_once(g, u, v, false))
 			return false;
 	}
 	return true;
@@ -1487,10 +1491,12 @@ static bool same_window(const struct grouping *g, int a, int b)
 static bool loop_reads(const struct grouping *g, int a, int b, int m,
 		       int depth)
 {
+	if (!loop_pair(g, a, b))
+		return false;
 	if (g->grp[m] >= 0)
 		return owner_of(g, g->c->instrs[m]) == a && loop_joins(g, a, b, m);
 	if (depth == 0)
-		return loop_pair(g, a, b);
+		return true;
 	for (int j = g->ooff[m]; j < g->ooff[m + 1]; j++)
 		if (g->ops[j] >= 0 && g->grp[g->ops[j]] != G_NONE &&
 		    loop_reads(g, a, b, g->ops[j], depth - 1))
@@ -1498,25 +1504,10 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 	return false;
 }
 
-/* Is value v, which group e owns, read before group l's root by a
- * reader another group owns (read_between's test on one value, by
- * ownership, as a trial's grouping can answer it)? */
-static bool read_before(const struct grouping *g, int v, int e, int l)
-{
-	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
-		int u = g->users[k];
-		if (!g->live[u] || g->grp[u] < 0)
-			continue;
-		int h = g->g_rep[g->grp[u]];
-		if (h != e && h != l && g->pos[u] < g->pos[g->g_root[l]])
-			return true;
-	}
-	return false;
-}
-
 /* Would merge_shared consider reduce-rooted group id with input v: a
  * value of this computation, not constant-derived, of at least as many
- * elements as id's reduce reads (an array it reads whole)? */
+ * elements as id's reduce reads (an array it reads whole; known wrong:
+ * two reduces of different slices of one stacked array pass too)? */
 static bool shares_whole(const struct grouping *g, int id,
 			 const struct ir_instr *v)
 {
@@ -1600,34 +1591,15 @@ bool sim_group_merges(const struct grouping *g, int id,
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
-		/* each reduce group that shares an array with id, unless a
-		 * value of the earlier of the two (id's: any it owns; the
-		 * other's: its root) is read before the later's root, as
-		 * read_between refuses (up to 8 of them; more: may merge) */
-		enum { MAX_SHARED = 8 };
-		int cand[MAX_SHARED], gen = sim_group_mark(g, id);
-		for (int q = 0; q < n_in; q++) {
-			int n = shares_whole(g, id, in[q])
-					? shared_readers(g, id, in[q]->index, gen,
-							 stack, cand, MAX_SHARED)
-					: 0;
-			if (n == MAX_SHARED)
+		/* a reduce group that shares an array with id (the order and
+		 * read_between tests are merge_shared's: a chain of merges can
+		 * turn them) */
+		int other, gen = sim_group_mark(g, id);
+		for (int q = 0; q < n_in; q++)
+			if (shares_whole(g, id, in[q]) &&
+			    shared_readers(g, id, in[q]->index, gen, stack,
+					   &other, 1) > 0)
 				return true;
-			for (int k = 0; k < n; k++) {
-				int c = cand[k];
-				bool blocked = false;
-				if (g->pos[g->g_root[id]] < g->pos[g->g_root[c]]) {
-					for (int j = 0; j < n_mem && !blocked; j++)
-						blocked = g->grp[mem[j]] >= 0 &&
-							  g->g_rep[g->grp[mem[j]]] == id &&
-							  read_before(g, mem[j], id, c);
-				} else {
-					blocked = read_before(g, g->g_root[c], c, id);
-				}
-				if (!blocked)
-					return true;
-			}
-		}
 	}
 	bool loop = loop_rooted(g, id);
 	bool takes = loop || update_rooted(g, id);
@@ -1827,14 +1799,30 @@ static bool merge_updates(struct grouping *g)
 	return ok;
 }
 
+/* Does group id own only loop ops (no gather its reshape took in:
+ * gather_into)? From its member list: for merge_loops, whose groups are
+ * all collected (sim_group_merges asks loop_rooted alone, a superset). */
+static bool owns_loop_ops(const struct grouping *g, int id)
+{
+	const int *mem;
+	int n_mem = sim_group_members(g, id, &mem);
+	for (int q = 0; q < n_mem; q++) {
+		int m = mem[q];
+		if (g->grp[m] >= 0 && g->g_rep[g->grp[m]] == id &&
+		    class_at(g, m) == FC_ROOT)
+			return false;
+	}
+	return true;
+}
+
 /*
  * Loop multi-output fusion: a loop kernel (no reduce, dot or convolution;
  * an array, not a scalar) that reads a value another loop kernel of the
  * same output dims computes, or an update kernel (update_rooted) that
  * saves such a value into its stack (loop_pair), where its users of the
- * value take it once
- * (user_accepts, no reuse), takes that kernel in, which then writes its
- * values for the other readers: XLA's TPU compiler makes one multi-output
+ * value take it once (user_accepts, no reuse), takes that kernel in,
+ * which then writes its values for the other readers: XLA's TPU compiler
+ * makes one multi-output
  * loop fusion of a batch-norm's per-channel statistics and updates
  * (data/compiled, libtpu 0.0.42: v5e/resnet_s's broadcast_multiply_fusion
  * computes a mean, its square, the variance and its rsqrt, the running
@@ -1852,22 +1840,6 @@ static bool merge_updates(struct grouping *g)
  * fusions compute the residual sum they save and write it out too),
  * 2,555 -> 2,564, no module's fewer.
  */
-/* Does group id own only loop ops (no gather its reshape took in:
- * gather_into)? From its member list: for merge_loops, whose groups are
- * all collected (sim_group_merges asks loop_rooted alone, a superset). */
-static bool owns_loop_ops(const struct grouping *g, int id)
-{
-	const int *mem;
-	int n_mem = sim_group_members(g, id, &mem);
-	for (int q = 0; q < n_mem; q++) {
-		int m = mem[q];
-		if (g->grp[m] >= 0 && g->g_rep[g->grp[m]] == id &&
-		    class_at(g, m) == FC_ROOT)
-			return false;
-	}
-	return true;
-}
-
 static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 {
 	struct cycle_scratch cy;
@@ -1884,6 +1856,7 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 			for (int q = 0; ok && !again && q < n_in; q++) {
 				int a = owner_of(g, in[q]);
 				if (a < 0 || !loop_joins(g, a, b, in[q]->index) ||
+				    g->pos[g->g_root[a]] > g->pos[g->g_root[b]] ||
 				    !owns_loop_ops(g, a) || read_between(g, a, b))
 					continue;
 				ok = join_unless_cyclic(g, b, a, moved, &cy,
@@ -1921,17 +1894,15 @@ static bool reads_owned(const struct grouping *g, int a, int b,
  * The later takes the earlier in, unless a value of the earlier is read
  * before that (read_between); undone where cyclic.
  */
-static bool merge_shared(struct grouping *g)
+static bool merge_shared(struct grouping *g, const struct ir_instr **in,
+			 const struct ir_instr **other)
 {
 	size_t n = (size_t)g->n + 1;
 	struct cycle_scratch cy;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *cand = ts_malloc(n * sizeof *cand);
-	const struct ir_instr **in = ts_malloc(n * sizeof *in);
-	const struct ir_instr **other = ts_malloc(n * sizeof *other);
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && stack && cand &&
-		  in && other;
+	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && stack && cand;
 	for (int a = 0; ok && a < g->n_groups; a++) {
 		/* after a merge, the merged group's readers again */
 		int cur = a;
@@ -1967,8 +1938,6 @@ static bool merge_shared(struct grouping *g)
 	ts_free(moved);
 	ts_free(stack);
 	ts_free(cand);
-	ts_free(in);
-	ts_free(other);
 	return ok;
 }
 
@@ -2248,7 +2217,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     merge_outputs(g, buf) && merge_updates(g) &&
-	     merge_loops(g, buf) && merge_shared(g) &&
+	     merge_loops(g, buf) && merge_shared(g, buf, buf + g->n) &&
 	     dissolve_cycles(g, &cs) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);

@@ -431,7 +431,8 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * with nothing in t, as its namesake did in b */
 	bool follow = ok && siblings_alone(t, b, t_ids, *n_t, b_ids, *n_b,
 					   ds->in, ds->keys);
-	/* nor one that output merging joins, or joined, with another */
+	/* nor one that output, update, loop or shared-input merging joins,
+	 * or may join, with another (sim_group_merges) */
 	for (int q = 0; follow && q < *n_b; q++)
 		follow = !sim_group_merges(b, b_ids[q], ds->in, ds->stack);
 	for (int q = 0; follow && q < *n_t; q++)

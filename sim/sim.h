@@ -597,8 +597,9 @@ enum ts_status sim_fusion_space_kernel(const struct sim_fusion_space *s, int k,
  * *n_gone) the keys of base's kernels they may replace (room for base's
  * kernels; a key in both is a kernel both have); every other kernel is
  * base's. *followed false when the difference reaches what this does not
- * follow (a reduce that has or had a sibling to merge with, a cycle):
- * then build the space whole. TS_ERR_NOMEM only. */
+ * follow (a group that a merge pass joins or may join with another:
+ * sim_group_merges; a cycle): then build the space whole. TS_ERR_NOMEM
+ * only. */
 enum ts_status sim_fusion_space_delta(const struct sim_fusion_space *base,
 				      const signed char *force, int at,
 				      struct sim_fusion_space **trial,
@@ -699,6 +700,8 @@ enum sim_fuse_why {
 	SIM_WHY_EPILOGUE,      /* a dot's or convolution's epilogue stays
 	                          with it: not recomputed in its users, not
 	                          fused into another dot's operand */
+	SIM_WHY_GATHER_TAIL,   /* the last reshape or transpose of a
+	                          gather's kernel (grouping.c gather_tail) */
 	SIM_WHY_POLICY,        /* a policy's decision (SIM_FUSE_OWN) */
 	SIM_WHY_ELSEWHERE,     /* fused, but into another kernel */
 	SIM_WHY_CYCLE,         /* its group would be a cyclic fusion: each

@@ -868,7 +868,7 @@ static void expect_merged(const char *text, const struct hw_spec *hw,
  * computed from it are one kernel, writing both; the normalisation is the
  * other. Without the merge the mean is a kernel of its own (5 kernels). A
  * scalar's copy, written out, and the add that reads it stay apart (XLA
- * leaves a while loop's counter so): merged, 3.
+ * leaves a while loop's counter so; were they merged, 3 kernels).
  */
 static void test_loop_merge(void **state)
 {
@@ -2078,7 +2078,27 @@ static void test_delta(void **state)
 		"  ROOT t = (f32[128,128]{1,0}, f32[128,128]{1,0}) tuple(e, rm)\n"
 		"}\n";
 	check_module_deltas("siblings.hlo", siblings, strlen(siblings), &dc);
-	print_message("share, softmax and siblings: %d decisions by delta, %d "
+	/* a chain of loop merges (merge_loops): with d a kernel of its own,
+	 * w's kernel joins r's, then v's the merged one, where neither pair
+	 * alone would (each reads v before the other's root) */
+	static const char chain[] =
+		"HloModule chain\n\n"
+		"ENTRY e {\n"
+		"  A = f32[1024,64]{1,0} parameter(0)\n"
+		"  B = f32[64]{0} parameter(1)\n"
+		"  p0 = f32[1024]{0} parameter(2)\n"
+		"  p2 = f32[1024]{0} parameter(3)\n"
+		"  p3 = f32[1024]{0} parameter(4)\n"
+		"  d = f32[1024]{0} dot(A, B), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  v = f32[1024]{0} add(d, p0)\n"
+		"  u = f32[1024]{0} multiply(v, p3)\n"
+		"  w = f32[1024]{0} multiply(v, p2)\n"
+		"  r = f32[1024]{0} add(u, w)\n"
+		"  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(w, r)\n"
+		"}\n";
+	check_module_deltas("chain.hlo", chain, strlen(chain), &dc);
+	print_message("share, softmax, siblings and chain: %d decisions by delta, %d "
 		      "whole\n", dc.delta, dc.whole);
 	assert_true(dc.delta > 0);
 	const char *shared = getenv("TPUSIM_SHARED");
