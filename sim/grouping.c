@@ -554,7 +554,6 @@ bool sim_reads_core(const struct grouping *g, int i)
 	return g->fc[i] == FC_CORE || (g->opk[i] & OPK_EPILOGUE);
 }
 
-
 /* Is i the last of a chain of transposes and reshapes, each the one live
  * user of the one before, that starts at a gather's one live user: the
  * root of the gather's kernel (gather_into takes the gather into the
@@ -1467,7 +1466,6 @@ static int contraction_group_of(const struct grouping *g,
 	return id >= 0 && holds_contraction(g, id) ? id : -1;
 }
 
-
 /* Do the updates of groups a and b write windows of the same dims at the
  * same offsets (the same index values)? */
 static bool same_window(const struct grouping *g, int a, int b)
@@ -1822,23 +1820,22 @@ static bool owns_loop_ops(const struct grouping *g, int id)
  * saves such a value into its stack (loop_pair), where its users of the
  * value take it once (user_accepts, no reuse), takes that kernel in,
  * which then writes its values for the other readers: XLA's TPU compiler
- * makes one multi-output
- * loop fusion of a batch-norm's per-channel statistics and updates
- * (data/compiled, libtpu 0.0.42: v5e/resnet_s's broadcast_multiply_fusion
- * computes a mean, its square, the variance and its rsqrt, the running
- * averages and the scale's gradient, four outputs of f32[1024]), where the
- * rules above leave a value some kernels broadcast, or an expensive one
- * read by several, in a kernel of its own. Scalars stay apart (a while
- * loop's counter: XLA leaves its copy and add unfused, v3/decoder_m). The
- * later kernel takes the earlier in (its kernel runs where the later's
- * root is), unless a value of the earlier is read before that (read_between);
- * undone where the merged group would be cyclic (sim_group_cyclic), which
- * keeps a layer norm's per-row mean and rsqrt apart (its variance's
- * reduce is between them). On the zoo: v5e/resnet_s's fusions reproduced
- * exactly 108 -> 125 of 167, no module's fewer (docs/COMPILED.md); with
- * update kernels (the no-remat decoders' bitcast_dynamic-update-slice
- * fusions compute the residual sum they save and write it out too),
- * 2,555 -> 2,564, no module's fewer.
+ * makes one multi-output loop fusion of a batch-norm's per-channel
+ * statistics and updates (data/compiled, libtpu 0.0.42: v5e/resnet_s's
+ * broadcast_multiply_fusion computes a mean, its square, the variance and
+ * its rsqrt, the running averages and the scale's gradient, four outputs
+ * of f32[1024]), where the rules above leave a value some kernels
+ * broadcast, or an expensive one read by several, in a kernel of its own.
+ * Scalars stay apart (a while loop's counter: XLA leaves its copy and add
+ * unfused, v3/decoder_m). The later kernel takes the earlier in (its
+ * kernel runs where the later's root is), unless a value of the earlier
+ * is read before that (read_between); undone where the merged group would
+ * be cyclic (sim_group_cyclic), which keeps a layer norm's per-row mean
+ * and rsqrt apart (its variance's reduce is between them). On the zoo:
+ * v5e/resnet_s's fusions reproduced exactly 108 -> 125 of 167, no
+ * module's fewer (docs/COMPILED.md); with update kernels (the no-remat
+ * decoders' bitcast_dynamic-update-slice fusions compute the residual sum
+ * they save and write it out too), 2,555 -> 2,564, no module's fewer.
  */
 static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 {
