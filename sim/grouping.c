@@ -1434,21 +1434,27 @@ static bool loop_pair(const struct grouping *g, int a, int b)
 }
 
 /* May merge_loops join loop kernel a, which owns value v, into kernel b
- * that reads it: a pair (loop_pair), and b's users of v (the ones it
- * owns: a recomputed copy reads v as its holders do) each taking it once?
- * Read off ownership (grp, g_rep), not member lists, so that a trial's
- * grouping answers for the groups it did not collect too
- * (sim_group_merges); the order and read_between tests, which a chain of
- * merges can turn (a reader between them joins the later first), are
- * merge_loops' alone. */
+ * that reads it: a pair (loop_pair), b's users of v (the ones it owns: a
+ * recomputed copy reads v as its holders do) each taking it once, and no
+ * reader of v placed before b's root owned by a kernel merge_loops never
+ * merges (neither a loop nor an update kernel: read_between refuses the
+ * pair whatever joins a or b first)? Read off ownership (grp, g_rep), not
+ * member lists, so that a trial's grouping answers for the groups it did
+ * not collect too (sim_group_merges); the order test, and read_between's
+ * for readers that a chain of merges can take into b, are merge_loops'
+ * alone. */
 static bool loop_joins(const struct grouping *g, int a, int b, int v)
 {
 	if (!loop_pair(g, a, b))
 		return false;
 	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
 		int u = g->users[k];
-		if (g->live[u] && g->grp[u] >= 0 && g->g_rep[g->grp[u]] == b &&
-		    !takes_once(g, u, v, false))
+		if (!g->live[u] || g->grp[u] < 0)
+			continue;
+		int h = g->g_rep[g->grp[u]];
+		if (h == b ? !takes_once(g, u, v, false)
+			   : h != a && g->pos[u] < g->pos[g->g_root[b]] &&
+				     !loop_rooted(g, h) && !update_rooted(g, h))
 			return false;
 	}
 	return true;
@@ -1499,6 +1505,24 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 		if (g->ops[j] >= 0 && g->grp[g->ops[j]] != G_NONE &&
 		    loop_reads(g, a, b, g->ops[j], depth - 1))
 			return true;
+	return false;
+}
+
+/* Is value v, which reduce group e owns, read before reduce group l's
+ * root by a kernel merge_shared never merges (no reduce-rooted sibling:
+ * sim_group_sibling), so that read_between refuses the pair whatever
+ * either joins first? By ownership, as a trial's grouping can answer it. */
+static bool read_for_good(const struct grouping *g, int v, int e, int l)
+{
+	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u] || g->grp[u] < 0)
+			continue;
+		int h = g->g_rep[g->grp[u]];
+		if (h != e && h != l && g->pos[u] < g->pos[g->g_root[l]] &&
+		    h >= 0 && !sim_group_sibling(g, h))
+			return true;
+	}
 	return false;
 }
 
@@ -1589,15 +1613,35 @@ bool sim_group_merges(const struct grouping *g, int id,
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
-		/* a reduce group that shares an array with id (the order and
-		 * read_between tests are merge_shared's: a chain of merges can
-		 * turn them) */
-		int other, gen = sim_group_mark(g, id);
-		for (int q = 0; q < n_in; q++)
-			if (shares_whole(g, id, in[q]) &&
-			    shared_readers(g, id, in[q]->index, gen, stack,
-					   &other, 1) > 0)
+		/* a reduce group that shares an array with id, unless the
+		 * earlier's value is read before the later's root by a kernel
+		 * merge_shared never merges (no reduce: read_between refuses
+		 * the pair whatever joins either first); up to 8 of them,
+		 * more: may merge */
+		enum { MAX_SHARED = 8 };
+		int cand[MAX_SHARED], gen = sim_group_mark(g, id);
+		for (int q = 0; q < n_in; q++) {
+			int n = shares_whole(g, id, in[q])
+					? shared_readers(g, id, in[q]->index, gen,
+							 stack, cand, MAX_SHARED)
+					: 0;
+			if (n == MAX_SHARED)
 				return true;
+			for (int k = 0; k < n; k++) {
+				int c = cand[k];
+				bool blocked = false;
+				if (g->pos[g->g_root[id]] < g->pos[g->g_root[c]]) {
+					for (int j = 0; j < n_mem && !blocked; j++)
+						blocked = g->grp[mem[j]] >= 0 &&
+							  g->g_rep[g->grp[mem[j]]] == id &&
+							  read_for_good(g, mem[j], id, c);
+				} else {
+					blocked = read_for_good(g, g->g_root[c], c, id);
+				}
+				if (!blocked)
+					return true;
+			}
+		}
 	}
 	bool loop = loop_rooted(g, id);
 	bool takes = loop || update_rooted(g, id);
