@@ -262,11 +262,6 @@ CAUSES = """\
   12 update kernels (5.9 ms) against 26 (4.9 ms), and 58 elementwise ones
   (5.0 ms) against 41 (0.9 ms); the no-remat decoders and v5e/moe_s (1.22)
   the same.
-- Collectives made async: XLA turns each collective into a start and done
-  that its scheduler places around independent compute; `fuse` keeps the
-  per-device module's collectives synchronous. v7/mlp_m (1.07) has the
-  same kernels on both sides within 1%, but 0.73 ms of its two gradient
-  all-reduces (3.8 ms each) runs behind compute in the compiled module.
 - A copy with nothing beside it: tpusim costs the compiled module's
   copy-start in full when no kernel runs during it, except the
   cross-program prefetch, hidden whole beside the previous run on both
