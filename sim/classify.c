@@ -203,6 +203,9 @@ static bool transpose_is_bitcast(const struct ir_instr *in)
  *                          filled the slices are costed
  *   AssumeGatherIndicesInBound  forwards its operand, a promise that
  *                          gather indices are in bounds
+ *   GatherScatterIndicesBitpacked  forwards its operand (same shape), a
+ *                          mark that a gather's or scatter's indices are
+ *                          bitpacked (inside XLA's gather fusions)
  *   PrepareAsyncCallStart / PrepareAsyncCallDone  open and close an async
  *                          call to the SparseCore (v7): a flag and a
  *                          token; the call-start between them is the
@@ -215,7 +218,8 @@ static bool free_custom_call(const struct ir_instr *in)
 {
 	static const char *const targets[] = {
 		"AllocateBuffer",        "ConcatBitcast",
-		"AssumeGatherIndicesInBound", "PrepareAsyncCallStart",
+		"AssumeGatherIndicesInBound", "GatherScatterIndicesBitpacked",
+		"PrepareAsyncCallStart",
 		"PrepareAsyncCallDone",
 	};
 	const char *t = in->attrs.custom_call_target;

@@ -298,6 +298,21 @@ static bool tiling_copy(const struct ir_instr *in)
 	       !sim_same_tiles(&in->operands[0]->shape.layout, &in->shape.layout);
 }
 
+/* A free op that is its operand's buffer under another name: a bitcast,
+ * or the custom-call that marks a gather's or scatter's indices as
+ * bitpacked (GatherScatterIndicesBitpacked: sim/classify.c
+ * free_custom_call), which XLA's gather fusions hold with the index
+ * computation before it (data/compiled: every decoder's gather_fusion.1).
+ * Not AssumeGatherIndicesInBound, whose operand XLA computes in a fusion
+ * of its own (the decoders' broadcast_clamp_fusion). */
+static bool same_buffer(const struct ir_instr *in)
+{
+	const char *t = in->attrs.custom_call_target;
+	return in->op == IR_OP_BITCAST ||
+	       (in->op == IR_OP_CUSTOM_CALL && t &&
+		!strcmp(t, "GatherScatterIndicesBitpacked"));
+}
+
 /*
  * Does user u accept loop-op producer p (one of its operands) in every
  * operand slot that reads it? Loop ops, reduces and reduce-windows take
@@ -332,7 +347,7 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 		return false;
 	switch (class_at(g, u)) {
 	case FC_FREE: /* a bitcast in its users' kernels passes it on */
-		return g->c->instrs[u]->op == IR_OP_BITCAST;
+		return same_buffer(g->c->instrs[u]);
 	case FC_CHEAP:
 	case FC_EXPENSIVE:
 	case FC_CORE:
@@ -604,7 +619,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	}
 	enum fuse_class fc = class_at(g, i);
-	if (fc == FC_FREE && p->op == IR_OP_BITCAST && !is_root) {
+	if (fc == FC_FREE && same_buffer(p) && !is_root) {
 		/* the same buffer under another shape: in every kernel that
 		 * reads it when they all take it, so that what it passes on
 		 * can be fused through it (XLA's fusions hold bitcasts) */

@@ -1171,6 +1171,25 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "g"));
 	tu_built_free(&b);
 
+	/* the custom-call that marks a gather's indices bitpacked is their
+	 * buffer under another name: the index computation before it is in
+	 * the gather's kernel (the decoders' gather_fusion.1) */
+	tu_build("HloModule b\n"
+	      "ENTRY %main (t: f32[64,16000], i: s32[64], j: s32[64]) -> f32[64] {\n"
+	      "  %t = f32[64,16000] parameter(0)\n"
+	      "  %i = s32[64] parameter(1)\n"
+	      "  %j = s32[64] parameter(2)\n"
+	      "  %ir = s32[64,1] reshape(%i)\n"
+	      "  %jr = s32[64,1] reshape(%j)\n"
+	      "  %c = s32[64,2] concatenate(%ir, %jr), dimensions={1}\n"
+	      "  %p = s32[64,2] custom-call(%c), custom_call_target=\"GatherScatterIndicesBitpacked\"\n"
+	      "  ROOT %g = f32[64] gather(%t, %p), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "g");
+	assert_true(has(tu_kernel(&b, "g")->members, tu_kernel(&b, "g")->n_members, "c"));
+	tu_built_free(&b);
+
 	/* no kernel computes a pad's operand (the index take_along_axis
 	 * builds by padding and adding: its producer a fusion of its own) */
 	tu_build("HloModule p\n"
