@@ -351,13 +351,9 @@ static int group_outputs(const struct grouping *g, int id,
 struct order {
 	const struct ir_instr **inputs, **outs;
 	int *fused_id;   /* per group: its fused computation, -1: unfused */
-	int *at;         /* per group: its last member (where it is written) */
 	int *out_group;  /* per instruction: the fused group it is an output
 			    of (-1: none) */
 	bool *inside;    /* per instruction: lives only inside fusions */
-	int *dfs;        /* nodes (instructions, then n + group) to write */
-	int n_dfs, cap_dfs;
-	unsigned char *state; /* per node: 0 new, 1 deps pushed, 2 written */
 };
 
 static void order_free(struct order *o)
@@ -365,11 +361,8 @@ static void order_free(struct order *o)
 	ts_free(o->inputs);
 	ts_free(o->outs);
 	ts_free(o->fused_id);
-	ts_free(o->at);
 	ts_free(o->out_group);
 	ts_free(o->inside);
-	ts_free(o->dfs);
-	ts_free(o->state);
 }
 
 static enum ts_status order_alloc(struct order *o, const struct grouping *g)
@@ -378,12 +371,10 @@ static enum ts_status order_alloc(struct order *o, const struct grouping *g)
 	o->inputs = ts_malloc(ni * sizeof *o->inputs);
 	o->outs = ts_malloc(ni * sizeof *o->outs);
 	o->fused_id = ts_malloc(ng * sizeof *o->fused_id);
-	o->at = ts_malloc(ng * sizeof *o->at);
 	o->out_group = ts_malloc(ni * sizeof *o->out_group);
 	o->inside = ts_calloc(ni, sizeof *o->inside);
-	o->state = ts_calloc(ni + ng, sizeof *o->state);
-	if (!(o->inputs && o->outs && o->fused_id && o->at && o->out_group &&
-	      o->inside && o->state))
+	if (!(o->inputs && o->outs && o->fused_id && o->out_group &&
+	      o->inside))
 		return TS_ERR_NOMEM;
 	return TS_OK;
 }
@@ -416,7 +407,6 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 		o->out_group[i] = -1;
 	for (int id = 0; id < g->n_groups; id++) {
 		o->fused_id[id] = -1;
-		o->at[id] = -1;
 		if (g->g_rep[id] != id)
 			continue;
 		if (!fusible(g, id) || group_outputs(g, id, o->outs) == 0)
@@ -427,7 +417,6 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 		int gen = sim_group_mark(g, id);
 		for (int q = 0; q < n_mem; q++) {
 			int i = mem[q];
-			o->at[id] = i;
 			o->inside[i] = true;
 			if (sim_group_output(g, gen, i))
 				o->out_group[i] = id;
@@ -463,20 +452,6 @@ static void choose_fusions(struct emitter *e, const struct grouping *g,
 	}
 }
 
-static enum ts_status push(struct order *o, int node)
-{
-	if (o->n_dfs == o->cap_dfs) {
-		int cap = o->cap_dfs ? 2 * o->cap_dfs : 64;
-		int *grown = ts_realloc(o->dfs, (size_t)cap * sizeof *grown);
-		if (!grown)
-			return TS_ERR_NOMEM;
-		o->dfs = grown;
-		o->cap_dfs = cap;
-	}
-	o->dfs[o->n_dfs++] = node;
-	return TS_OK;
-}
-
 /* The node that defines instruction k's value: k, or the fusion it is an
  * output of (n + group); -1 when k lives only inside fusions. */
 static int node_of(const struct grouping *g, const struct order *o, int k)
@@ -486,63 +461,28 @@ static int node_of(const struct grouping *g, const struct order *o, int k)
 	return o->out_group[k] >= 0 ? g->n + o->out_group[k] : -1;
 }
 
-/* Writes node `start` after every node it reads (depth first, iterative:
- * a chain of thousands of instructions needs no deep recursion). A
- * fusion is written at its last member unless a value it defines is read
- * earlier: then before that reader, so every name is defined before use. */
+/* Writes node x (sim_group_order): a fused group's fusion instruction,
+ * or an instruction of no fusion. */
 static enum ts_status write_node(struct emitter *e, const struct grouping *g,
-				 struct order *o, int start)
+				 struct order *o, int x)
 {
-	const struct ir_computation *c = g->c;
-	int n = g->n;
-	o->n_dfs = 0;
-	enum ts_status st = push(o, start);
-	while (!st && o->n_dfs > 0) {
-		int node = o->dfs[o->n_dfs - 1];
-		if (o->state[node] == 2) {
-			o->n_dfs--;
-			continue;
-		}
-		if (o->state[node] == 0) { /* its dependencies first */
-			o->state[node] = 1;
-			int nd = 0;
-			const struct ir_instr *const *deps;
-			if (node >= n) {
-				nd = sim_group_inputs(g, node - n, o->inputs);
-				deps = o->inputs;
-			} else {
-				nd = c->instrs[node]->n_operands;
-				deps = (const struct ir_instr *const *)
-					       c->instrs[node]->operands;
-			}
-			for (int q = nd - 1; q >= 0 && !st; q--) {
-				int k = sim_index_in(c, deps[q]);
-				int dn = k >= 0 ? node_of(g, o, k) : -1;
-				if (dn >= 0 && o->state[dn] == 0)
-					st = push(o, dn);
-			}
-			continue;
-		}
-		o->n_dfs--; /* state 1: dependencies written */
-		o->state[node] = 2;
-		if (node >= n) {
-			int id = node - n;
-			int ni = sim_group_inputs(g, id, o->inputs);
-			int no = group_outputs(g, id, o->outs);
-			put_prefetch_done(e, o->inputs, ni);
-			put_fusion_instr(e, g, id, o->fused_id[id], o->inputs, ni,
-					 o->outs, no);
-			continue;
-		}
-		const struct ir_instr *in = c->instrs[node];
-		if (!g->live[node] && in->op != IR_OP_PARAMETER)
-			continue; /* dead: XLA's DCE drops it */
-		put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
-				  in->n_operands);
-		st = put_instr(e, in, in == c->root, "", g, -1, NULL, 0);
-		if (!st && in == e->prefetched)
-			put_prefetch_start(e);
+	if (x >= g->n) {
+		int id = x - g->n;
+		int ni = sim_group_inputs(g, id, o->inputs);
+		int no = group_outputs(g, id, o->outs);
+		put_prefetch_done(e, o->inputs, ni);
+		put_fusion_instr(e, g, id, o->fused_id[id], o->inputs, ni,
+				 o->outs, no);
+		return TS_OK;
 	}
+	const struct ir_instr *in = g->c->instrs[x];
+	if (!g->live[x] && in->op != IR_OP_PARAMETER)
+		return TS_OK; /* dead: XLA's DCE drops it */
+	put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
+			  in->n_operands);
+	enum ts_status st = put_instr(e, in, in == g->c->root, "", g, -1, NULL, 0);
+	if (!st && in == e->prefetched)
+		put_prefetch_start(e);
 	return st;
 }
 
@@ -573,29 +513,24 @@ static enum ts_status put_grouped(struct emitter *e,
 		e->stats->fusions++;
 		e->stats->multi_output += no > 1;
 	}
-	/* the fused groups written at each instruction, ascending: a list
-	 * per instruction through next[] */
-	int *first = st ? NULL : ts_malloc(((size_t)g.n + 1) * sizeof *first);
-	int *next = st ? NULL : ts_malloc(((size_t)g.n_groups + 1) * sizeof *next);
-	if (!st && (!first || !next))
+	/* in an order where every value is defined before it is read, each
+	 * fusion at its last member (sim_group_order) */
+	size_t nn = (size_t)g.n + (size_t)g.n_groups + 1;
+	int *node = st ? NULL : ts_malloc(nn * sizeof *node);
+	int *order = st ? NULL : ts_malloc(nn * sizeof *order);
+	int n_order = 0;
+	if (!st && (!node || !order))
 		st = TS_ERR_NOMEM;
-	for (int i = 0; !st && i < g.n; i++)
-		first[i] = -1;
-	for (int id = g.n_groups - 1; !st && id >= 0; id--)
-		if (o.fused_id[id] >= 0 && o.at[id] >= 0) {
-			next[id] = first[o.at[id]];
-			first[o.at[id]] = id;
-		}
+	for (int k = 0; !st && k < g.n; k++)
+		node[k] = node_of(&g, &o, k);
+	if (!st && (n_order = sim_group_order(&g, node, order)) < 0)
+		st = TS_ERR_NOMEM;
 	if (!st)
 		hlo_emit_signature(&e->h, c);
-	for (int i = 0; !st && i < g.n; i++) {
-		if (!o.inside[i])
-			st = write_node(e, &g, &o, i);
-		for (int id = first[i]; !st && id >= 0; id = next[id])
-			st = write_node(e, &g, &o, g.n + id);
-	}
-	ts_free(first);
-	ts_free(next);
+	for (int q = 0; !st && q < n_order; q++)
+		st = write_node(e, &g, &o, order[q]);
+	ts_free(node);
+	ts_free(order);
 	if (!st)
 		fputs("}\n", e->h.out);
 	order_free(&o);

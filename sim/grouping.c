@@ -1078,6 +1078,107 @@ int sim_group_inputs(const struct grouping *g, int id,
 	return n;
 }
 
+/* sim_group_order's walk: what it needs between starts. */
+struct order_walk {
+	const struct grouping *g;
+	const int *node;
+	unsigned char *state;        /* per node: 0 new, 1 reads pushed, 2 done */
+	int *stack, sp, cap;
+	const struct ir_instr **in;  /* a group's inputs */
+	int *order, n_out;
+};
+
+static bool order_push(struct order_walk *w, int x)
+{
+	if (w->sp == w->cap) {
+		int cap = 2 * w->cap + 64;
+		int *grown = ts_realloc(w->stack, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return false;
+		w->stack = grown;
+		w->cap = cap;
+	}
+	w->stack[w->sp++] = x;
+	return true;
+}
+
+/* Appends node start, after every node it reads not yet appended. */
+static bool order_visit(struct order_walk *w, int start)
+{
+	const struct grouping *g = w->g;
+	if (w->state[start] != 0)
+		return true;
+	if (!order_push(w, start))
+		return false;
+	while (w->sp > 0) {
+		int x = w->stack[w->sp - 1];
+		if (w->state[x] != 0) {
+			w->sp--;
+			if (w->state[x] == 1) { /* what it reads is appended */
+				w->state[x] = 2;
+				w->order[w->n_out++] = x;
+			}
+			continue;
+		}
+		w->state[x] = 1;
+		int nd;
+		const struct ir_instr *const *deps;
+		if (x >= g->n) {
+			nd = sim_group_inputs(g, x - g->n, w->in);
+			deps = w->in;
+		} else {
+			nd = g->c->instrs[x]->n_operands;
+			deps = (const struct ir_instr *const *)g->c->instrs[x]->operands;
+		}
+		for (int q = nd - 1; q >= 0; q--) {
+			int k = sim_index_in(g->c, deps[q]);
+			int dn = k >= 0 ? w->node[k] : -1;
+			if (dn >= 0 && w->state[dn] == 0 && !order_push(w, dn))
+				return false;
+		}
+	}
+	return true;
+}
+
+int sim_group_order(const struct grouping *g, const int *node, int *order)
+{
+	int n = g->n, ng = g->n_groups;
+	struct order_walk w = {g, node, NULL, NULL, 0, 0, NULL, order, 0};
+	int *first = ts_malloc(((size_t)n + 1) * sizeof *first);
+	int *next = ts_malloc(((size_t)ng + 1) * sizeof *next);
+	bool *is_node = ts_calloc((size_t)ng + 1, sizeof *is_node);
+	w.state = ts_calloc((size_t)n + (size_t)ng + 1, 1);
+	w.in = ts_malloc(((size_t)n + 1) * sizeof *w.in);
+	bool ok = first && next && is_node && w.state && w.in;
+	for (int k = 0; ok && k < n; k++)
+		if (node[k] >= n)
+			is_node[node[k] - n] = true;
+	/* the groups at their last member, a list per instruction */
+	for (int i = 0; ok && i < n; i++)
+		first[i] = -1;
+	for (int id = ng - 1; ok && id >= 0; id--) {
+		const int *mem;
+		int n_mem = sim_group_members(g, id, &mem);
+		if (!is_node[id] || n_mem < 1)
+			continue;
+		next[id] = first[mem[n_mem - 1]];
+		first[mem[n_mem - 1]] = id;
+	}
+	for (int i = 0; ok && i < n; i++) {
+		if (node[i] == i)
+			ok = order_visit(&w, i);
+		for (int id = first[i]; ok && id >= 0; id = next[id])
+			ok = order_visit(&w, n + id);
+	}
+	ts_free(first);
+	ts_free(next);
+	ts_free(is_node);
+	ts_free(w.state);
+	ts_free(w.stack);
+	ts_free(w.in);
+	return ok ? w.n_out : -1;
+}
+
 /* Is group id a reduce-rooted representative sibling merging considers? */
 bool sim_group_sibling(const struct grouping *g, int id)
 {

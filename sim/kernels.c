@@ -837,66 +837,6 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	return finish_kernel(b, k, root, s, g->cd);
 }
 
-/*
- * The order of a grouped computation's kernels: the order tpusim fuse
- * writes them in (sim/fusion.c), each group at its last member and each
- * loop or call at its place, whatever it reads first (depth first). A
- * multi-output group (merge_outputs, merge_updates) whose root comes
- * after a reader of another of its values runs before that reader.
- * Nodes: instruction k (< g->n), or group id (g->n + id).
- */
-struct walk_order {
-	int *first, *next;     /* the groups whose last member is i: a list
-				  from first[i] through next[] */
-	unsigned char *state;  /* per node: 0 new, 1 deps pushed, 2 done */
-	int *stack, sp, cap;
-	int open;              /* the computation's async pairs start here */
-};
-
-static bool push_node(struct walk_order *w, int node)
-{
-	if (w->sp == w->cap) {
-		int cap = 2 * w->cap + 64;
-		int *grown = ts_realloc(w->stack, (size_t)cap * sizeof *grown);
-		if (!grown)
-			return false;
-		w->stack = grown;
-		w->cap = cap;
-	}
-	w->stack[w->sp++] = node;
-	return true;
-}
-
-static void walk_order_free(struct walk_order *w)
-{
-	ts_free(w->first);
-	ts_free(w->next);
-	ts_free(w->state);
-	ts_free(w->stack);
-}
-
-static enum ts_status walk_order_init(struct walk_order *w,
-				      const struct grouping *g)
-{
-	size_t n = (size_t)g->n + 1, ng = (size_t)g->n_groups + 1;
-	w->first = ts_malloc(n * sizeof *w->first);
-	w->next = ts_malloc(ng * sizeof *w->next);
-	w->state = ts_calloc(n + ng, sizeof *w->state);
-	if (!w->first || !w->next || !w->state)
-		return TS_ERR_NOMEM;
-	for (int i = 0; i < g->n; i++)
-		w->first[i] = -1;
-	for (int id = g->n_groups - 1; id >= 0; id--) {
-		const int *mem;
-		int n_mem = sim_group_members(g, id, &mem);
-		if (g->g_rep[id] != id || n_mem < 1)
-			continue;
-		w->next[id] = w->first[mem[n_mem - 1]];
-		w->first[mem[n_mem - 1]] = id;
-	}
-	return TS_OK;
-}
-
 /* The node that makes instruction k's value: the group that owns it, k
  * itself (an instruction of no group: a parameter, a loop), or -1 (one
  * recomputed in its readers' groups, which read its operands). */
@@ -1019,69 +959,36 @@ static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
 		}
 }
 
-/* Emits node `start` after every node it reads (iterative depth first):
- * a group's kernel, or a loop's or call's kernels. */
-static enum ts_status visit(struct build *b, const struct grouping *g,
-			    struct walk_order *w, int start,
-			    const struct ir_instr **buf, const struct site *s)
+/* Emits node x of a grouped computation (sim_group_order): a group's
+ * kernel, or a loop's or call's kernels; its async pairs tracked from
+ * pair `open` on. */
+static enum ts_status emit_node(struct build *b, const struct grouping *g,
+				int x, int open, const struct ir_instr **buf,
+				const struct site *s)
 {
 	const struct ir_computation *c = g->c;
-	w->sp = 0;
 	enum ts_status st = TS_OK;
-	if (start >= 0 && w->state[start] == 0 && !push_node(w, start))
-		st = TS_ERR_NOMEM;
-	while (w->sp > 0 && st == TS_OK) {
-		int node = w->stack[w->sp - 1];
-		if (w->state[node] == 0) { /* what it reads first */
-			w->state[node] = 1;
-			int nd;
-			const struct ir_instr *const *deps;
-			if (node >= g->n) {
-				nd = sim_group_inputs(g, node - g->n, buf);
-				deps = buf;
-			} else {
-				nd = c->instrs[node]->n_operands;
-				deps = (const struct ir_instr *const *)
-					       c->instrs[node]->operands;
-			}
-			for (int q = nd - 1; q >= 0; q--) {
-				int k = sim_index_in(c, deps[q]);
-				int dn = k >= 0 ? node_of(g, k) : -1;
-				if (dn >= 0 && w->state[dn] == 0 &&
-				    !push_node(w, dn))
-					return TS_ERR_NOMEM;
-			}
-			continue;
-		}
-		w->sp--;
-		if (w->state[node] == 2)
-			continue;
-		w->state[node] = 2;
-		int k0 = b->p->n_kernels;
-		if (node >= g->n) {
-			close_prefetch(b, buf,
-				       sim_group_inputs(g, node - g->n, buf));
-			st = emit_group(b, g, node - g->n, buf, s);
-			if (st == TS_OK) /* an async start is a group alone */
-				track_async(b, c->instrs[g->g_root[node - g->n]],
-					    k0, w->open, &st);
-			continue;
-		}
-		const struct ir_instr *in = c->instrs[node];
-		if (in == b->p->prefetched) {
-			st = add_prefetch(b, in);
-			continue;
-		}
-		if (!g->live[node]) /* as fuse writes it: dead ones are not */
-			continue;
-		close_prefetch(b, (const struct ir_instr *const *)in->operands,
-			       in->n_operands);
-		enum sim_kernel_kind kind;
-		if (sim_fuse_class(g, in) == FC_CONTROL)
-			st = walk_control(b, in, sim_top_role(in, &kind), s);
-		if (st == TS_OK) /* an async done, outside groups */
-			track_async(b, in, k0, w->open, &st);
+	int k0 = b->p->n_kernels;
+	if (x >= g->n) {
+		close_prefetch(b, buf, sim_group_inputs(g, x - g->n, buf));
+		st = emit_group(b, g, x - g->n, buf, s);
+		if (st == TS_OK) /* an async start is a group alone */
+			track_async(b, c->instrs[g->g_root[x - g->n]], k0, open,
+				    &st);
+		return st;
 	}
+	const struct ir_instr *in = c->instrs[x];
+	if (in == b->p->prefetched)
+		return add_prefetch(b, in);
+	if (!g->live[x]) /* as fuse writes it: dead ones are not */
+		return TS_OK;
+	close_prefetch(b, (const struct ir_instr *const *)in->operands,
+		       in->n_operands);
+	enum sim_kernel_kind kind;
+	if (sim_fuse_class(g, in) == FC_CONTROL)
+		st = walk_control(b, in, sim_top_role(in, &kind), s);
+	if (st == TS_OK) /* an async done, outside groups */
+		track_async(b, in, k0, open, &st);
 	return st;
 }
 
@@ -1101,24 +1008,29 @@ static enum ts_status walk_grouped(struct build *b,
 		if (!buf)
 			st = TS_ERR_NOMEM;
 	}
-	struct walk_order w = {.open = b->p->n_async};
-	if (st == TS_OK)
-		st = walk_order_init(&w, &g);
 	/* instructions no group owns at their place, each group at its last
-	 * member: the order tpusim fuse writes them in */
-	for (int i = 0; i < g.n && st == TS_OK; i++) {
-		if (node_of(&g, i) == i)
-			st = visit(b, &g, &w, i, buf, s);
-		for (int id = w.first[i]; id >= 0 && st == TS_OK; id = w.next[id])
-			st = visit(b, &g, &w, g.n + id, buf, s);
-	}
+	 * member, whatever it reads first: the order tpusim fuse writes
+	 * them in (sim_group_order) */
+	int open = b->p->n_async, n_order = 0;
+	size_t nn = (size_t)g.n + (size_t)g.n_groups + 1;
+	int *node = st == TS_OK ? ts_malloc(nn * sizeof *node) : NULL;
+	int *order = st == TS_OK ? ts_malloc(nn * sizeof *order) : NULL;
+	if (st == TS_OK && (!node || !order))
+		st = TS_ERR_NOMEM;
+	for (int k = 0; st == TS_OK && k < g.n; k++)
+		node[k] = node_of(&g, k);
+	if (st == TS_OK && (n_order = sim_group_order(&g, node, order)) < 0)
+		st = TS_ERR_NOMEM;
+	for (int q = 0; st == TS_OK && q < n_order; q++)
+		st = emit_node(b, &g, order[q], open, buf, s);
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
 	if (st == TS_OK) /* the prefetch's pair among them, when unread */
-		drop_open_pairs(b->p, w.open);
+		drop_open_pairs(b->p, open);
 	if (st == TS_OK && b->p->prefetched && b->p->prefetched->parent == c)
 		b->prefetch = -1; /* the entry's walk: done with it */
-	walk_order_free(&w);
+	ts_free(node);
+	ts_free(order);
 	ts_free(buf);
 	sim_grouping_free(&g);
 	return st;

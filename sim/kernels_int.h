@@ -309,6 +309,16 @@ bool sim_group_member(const struct grouping *g, int grp, int i);
 /* The members of group grp, instruction indices ascending (*out points
  * into g); returns how many. */
 int sim_group_members(const struct grouping *g, int grp, const int **out);
+/* The order in which a grouped computation's kernels run and `tpusim
+ * fuse` writes them. node[k] names what makes instruction k's value: k
+ * itself, g->n + id for group id, or -1 (a value computed again where it
+ * is read). Each instruction that is its own node comes at its place,
+ * each group that is a node at its last member, and every node after
+ * every node it reads (depth first, iterative: chains of thousands of
+ * instructions need no deep recursion). Into order[] (room for g->n +
+ * g->n_groups); returns how many, or -1 when memory runs out. */
+int sim_group_order(const struct grouping *g, const int *node, int *order);
+
 /* The values group id reads from outside it, into out (room for n). */
 int sim_group_inputs(const struct grouping *g, int id,
 		     const struct ir_instr **out);
