@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels_int.h"
+#include "plan_int.h"
 
 /* Nested fusions / bitcast chains followed when counting reads. */
 #define COST_MAX_DEPTH 16
@@ -916,10 +917,10 @@ static const struct ir_shape *held_shape(const struct sim_kernel *k,
 
 /*
  * Bytes written for value v with result shape s: the padded leaves, except
- * a dynamic-update-slice (in place: the update only) and a scatter (the
- * updates only), each written into the result's buffer wherever the update
- * comes from (one in VMEM is still written to HBM); a tuple built in the
- * body is split per element. On-chip results cost nothing. HloCostAnalysis
+ * a dynamic-update-slice (in place: the update only), a scatter (the
+ * updates only) and a nested fusion computing one in place, each written
+ * into the result's buffer wherever the update comes from (one in VMEM is
+ * still written to HBM); a tuple built in the body is split per element. On-chip results cost nothing. HloCostAnalysis
  * fusion output rule, HLO.md 3.1.
  */
 static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
@@ -946,6 +947,12 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 		for (int i = 0; i < n_in; i++)
 			b += any_space_bytes(&v->operands[n_in + 1 + i]->shape);
 		return n_in > 0 && b < all ? b : all;
+	}
+	case IR_OP_FUSION: {
+		/* a nested fusion updating its operand 0 in place (a kCustom
+		 * scatter fusion in its kernel's fusion): as its root does */
+		const struct ir_instr *r = sim_nested_inplace(v);
+		return r ? written_bytes(r, s) : hbm_bytes(s);
 	}
 	default:
 		return hbm_bytes(s);

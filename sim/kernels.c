@@ -135,30 +135,42 @@ static int op_weight(enum ir_op op)
 	}
 }
 
-/* The heaviest instruction of a fused computation, nested fusions
- * included (first one on ties); NULL when none weighs more than 0. */
-static const struct ir_instr *heaviest(const struct ir_computation *c,
-				       int depth)
+/* The heaviest instruction of computation c at nesting depth `depth`,
+ * nested fusions included; on ties the least nested (a scatter fusion
+ * whose updates a nested gather fusion computes is a scatter:
+ * data/compiled's decoders' embedding gradients), then the first; NULL
+ * when none weighs more than 0. *found_depth: its nesting depth. */
+static const struct ir_instr *heaviest_at(const struct ir_computation *c,
+					  int depth, int *found_depth)
 {
 	const struct ir_instr *best = NULL;
 	int best_w = 0;
+	*found_depth = depth;
 	/* constant-derived ops (a reduce over constants) XLA folds away:
 	 * never the kernel's main op */
 	bool *cd = c ? sim_const_derived(c) : NULL;
 	for (int i = 0; c && depth < SIM_MAX_NESTING && i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i], *cand = in;
+		int d = depth;
 		if (cd && cd[i])
 			continue;
 		if (in->op == IR_OP_FUSION && in->n_called > 0)
-			cand = heaviest(in->called[0], depth + 1);
+			cand = heaviest_at(in->called[0], depth + 1, &d);
 		int w = cand ? op_weight(cand->op) : 0;
-		if (w > best_w) {
+		if (w > best_w || (w == best_w && w > 0 && d < *found_depth)) {
 			best = cand;
 			best_w = w;
+			*found_depth = d;
 		}
 	}
 	ts_free(cd);
 	return best;
+}
+
+static const struct ir_instr *heaviest(const struct ir_computation *c)
+{
+	int depth;
+	return heaviest_at(c, 0, &depth);
 }
 
 /* The instruction producing a computation's main result: through a root
@@ -507,7 +519,7 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
 			return diag_at(b, in, TS_ERR_PARSE,
 				       "fusion without a fused computation");
 		const struct ir_computation *c = in->called[0];
-		const struct ir_instr *h = heaviest(c, 0);
+		const struct ir_instr *h = heaviest(c);
 		const struct ir_instr *body_res = result_instr(c);
 		const struct ir_instr *res = in;
 		if (in->shape.type == IR_TYPE_TUPLE && body_res)

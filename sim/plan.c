@@ -695,11 +695,42 @@ static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
+/* The in-place op v is or computes (sim_inplace_update,
+ * sim_nested_inplace), or NULL. */
+static const struct ir_instr *inplace_op(const struct ir_instr *v)
+{
+	return sim_inplace_update(v) ? v : sim_nested_inplace(v);
+}
+
+/* The update that in-place v writes, as its kernel sees it: through a
+ * nested fusion, the operand that passes the update in when the nested
+ * computation only reshapes or transposes it (the value the kernel
+ * computes or reads, of as many elements), else the nested one. */
+static const struct ir_instr *inplace_update(const struct ir_instr *v)
+{
+	const struct ir_instr *op = inplace_op(v);
+	const struct ir_instr *u = sim_inplace_update(op);
+	if (op == v)
+		return u;
+	const struct ir_instr *x = u;
+	while ((x->op == IR_OP_RESHAPE || x->op == IR_OP_TRANSPOSE ||
+		x->op == IR_OP_BITCAST) && x->n_operands == 1)
+		x = x->operands[0];
+	const struct ir_computation *c = op->parent;
+	for (int n = 0; x->op == IR_OP_PARAMETER && n < c->n_params &&
+			n < v->n_operands; n++)
+		if (c->params[n] == x &&
+		    ir_shape_elems(&u->shape) ==
+			    ir_shape_elems(&v->operands[n]->shape))
+			return v->operands[n];
+	return u;
+}
+
 /* Whether v is a root of k that updates its buffer in place (a
- * dynamic-update-slice or scatter: sim_inplace_update). */
+ * dynamic-update-slice or scatter, or a nested fusion computing one). */
 static bool in_place_root(const struct sim_kernel *k, const struct ir_instr *v)
 {
-	return sim_inplace_update(v) && is_root(k, v);
+	return inplace_op(v) && is_root(k, v);
 }
 
 /* use[i]: the one member that reads input i (a fusion's parameter
@@ -1696,7 +1727,7 @@ static enum ts_status build(const struct sim_kernel *k,
 	/* an in-place root is tiled by its update: that is all it computes */
 	const struct ir_instr *inplace = in_place_root(k, t) ? t : NULL;
 	if (inplace)
-		t = sim_inplace_update(inplace);
+		t = inplace_update(inplace);
 	p->target = t;
 	enum ts_status st = sim_tile_grid(sim_tile_space_shape(t), &p->out, d);
 	if (st != TS_OK)
@@ -1891,16 +1922,17 @@ static enum ts_status build(const struct sim_kernel *k,
 			continue;
 		const struct dmap *m = pr.im && pr.im[i].set ? &pr.im[i] : NULL;
 		const struct ir_instr *use = uses[i];
-		if (use && (use == inplace || in_place_root(k, use))) {
+		if (use && (use == inplace || in_place_root(k, use)) &&
+		    use->operands[0] == stand_in(k, comp, i)) {
 			/* the buffer it updates in place (the root, or one of
 			 * a multi-output fusion's: a scan's stacked
 			 * activations): a dynamic-update-slice overwrites its
 			 * window, unread; a scatter combines (to_apply) with
 			 * the rows it updates, read as its updates are
 			 * (cost.c use_bytes) */
-			const struct ir_instr *u = sim_inplace_update(use);
+			const struct ir_instr *u = inplace_update(use);
 			const struct dmap *um = comp ? slot(&pr, u) : NULL;
-			if (use->op == IR_OP_SCATTER)
+			if (inplace_op(use)->op == IR_OP_SCATTER)
 				st = add_access(p, v, &u->shape,
 						um && um->set ? um : NULL,
 						false, i, t, d);
@@ -2022,7 +2054,7 @@ static enum ts_status build(const struct sim_kernel *k,
 			}
 			if (v == inplace || in_place_root(k, v)) {
 				/* writes the update's window */
-				const struct ir_instr *u = sim_inplace_update(v);
+				const struct ir_instr *u = inplace_update(v);
 				const struct dmap *um = comp ? slot(&pr, u) : NULL;
 				m = um && um->set ? um : NULL;
 				v = u;

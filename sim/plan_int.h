@@ -50,6 +50,26 @@ sim_inplace_update(const struct ir_instr *r)
 	return NULL;
 }
 
+/* The in-place op that nested fusion v computes: the root of the
+ * computation it calls when that root updates, in place, the buffer v
+ * receives as operand 0, a buffer the kernel is given (XLA's kCustom
+ * scatter_custom_fusion nested in its kernel's fusion: data/compiled's
+ * embedding gradients); else NULL (a buffer the kernel fills first, as
+ * a broadcast of zeros, is written whole). */
+static inline const struct ir_instr *
+sim_nested_inplace(const struct ir_instr *v)
+{
+	if (v->op != IR_OP_FUSION || v->n_called < 1 || !v->called[0] ||
+	    v->n_operands < 1 || v->operands[0]->op != IR_OP_PARAMETER)
+		return NULL;
+	const struct ir_computation *c = v->called[0];
+	const struct ir_instr *r = c->root;
+	return r && sim_inplace_update(r) && c->n_params > 0 &&
+		       r->operands[0] == c->params[0]
+		       ? r
+		       : NULL;
+}
+
 /* ---- sim/plan_vpu.c ---- */
 
 /* 8 x 128 32-bit vregs that hold shape s as laid out (padded to its

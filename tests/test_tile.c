@@ -118,6 +118,79 @@ static void plan_of(const char *text, const char *name,
 		fail_msg("plan %s: %s", name, d.msg);
 }
 
+/* A scatter fusion whose updates a nested gather fusion computes (XLA's
+ * scatter_custom_fusion in data/compiled's decoders: the embedding
+ * gradient) is a scatter kernel (kernels.c heaviest): of two ops of one weight, the less
+ * nested characterises it, not the one that comes first. Nested in the
+ * kernel's fusion, the scatter still updates the table it is given in
+ * place (plan.c inplace_op, cost.c written_bytes). */
+static void test_nested_scatter(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	struct sim_plan p;
+	plan_of("HloModule m\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "%gat (g0: f32[64,128], g1: s32[8]) -> f32[8,128] {\n"
+	      "  %g0 = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  %g1 = s32[8]{0:T(256)} parameter(1)\n"
+	      "  ROOT %gather = f32[8,128]{1,0:T(8,128)} gather(%g0, %g1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}\n"
+	      "}\n"
+	      "%upd (u0: f32[64,128], u1: s32[8]) -> f32[8,128] {\n"
+	      "  %u0 = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  %u1 = s32[8]{0:T(256)} parameter(1)\n"
+	      "  ROOT %inner = f32[8,128]{1,0:T(8,128)} fusion(%u0, %u1), kind=kCustom, calls=%gat\n"
+	      "}\n"
+	      "%sca (s0: f32[1024,128], s1: s32[8], s2: f32[8,128]) -> f32[1024,128] {\n"
+	      "  %s0 = f32[1024,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  %s1 = s32[8]{0:T(256)} parameter(1)\n"
+	      "  %s2 = f32[8,128]{1,0:T(8,128)} parameter(2)\n"
+	      "  ROOT %scatter = f32[1024,128]{1,0:T(8,128)} scatter(%s0, %s1, %s2), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add\n"
+	      "}\n"
+	      "%outer (o0: f32[1024,128], o1: s32[8], o2: f32[64,128], o3: s32[8]) -> f32[1024,128] {\n"
+	      "  %o0 = f32[1024,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  %o1 = s32[8]{0:T(256)} parameter(1)\n"
+	      "  %o2 = f32[64,128]{1,0:T(8,128)} parameter(2)\n"
+	      "  %o3 = s32[8]{0:T(256)} parameter(3)\n"
+	      "  %updates = f32[8,128]{1,0:T(8,128)} fusion(%o2, %o3), kind=kLoop, calls=%upd\n"
+	      "  ROOT %sc = f32[1024,128]{1,0:T(8,128)} fusion(%o0, %o1, %updates), kind=kCustom, calls=%sca\n"
+	      "}\n"
+	      "ENTRY %e (t: f32[1024,128], i: s32[8], x: f32[64,128], j: s32[8]) -> f32[1024,128] {\n"
+	      "  %t = f32[1024,128]{1,0:T(8,128)} parameter(0)\n"
+	      "  %i = s32[8]{0:T(256)} parameter(1)\n"
+	      "  %x = f32[64,128]{1,0:T(8,128)} parameter(2)\n"
+	      "  %j = s32[8]{0:T(256)} parameter(3)\n"
+	      "  ROOT %k = f32[1024,128]{1,0:T(8,128)} fusion(%t, %i, %x, %j), kind=kCustom, calls=%outer\n"
+	      "}\n",
+	      "k", &hw, &b, &p);
+	const struct sim_kernel *k = tu_kernel(&b, "k");
+	assert_int_equal(k->main_op, IR_OP_SCATTER);
+	/* in place: it writes the 8 updated rows of 128 f32 (4 KiB), not
+	 * the 1024-row table (512 KiB) */
+	assert_near(k->work.bytes_written, 8 * 128 * 4, 0);
+	/* the plan tiles the update the kernel computes, and moves the
+	 * table's updated rows in and out */
+	assert_string_equal(p.target->name, "updates");
+	int table = 0;
+	for (int i = 0; i < p.n_access; i++) {
+		const struct sim_plan_access *a = &p.acc[i];
+		if (strcmp(a->name, "t") == 0 || strcmp(a->name, "sc") == 0) {
+			assert_near(a->bytes, 8 * 128 * 4, 0);
+			table++;
+		}
+	}
+	assert_int_equal(table, 2);
+	sim_plan_free(&p);
+	tu_built_free(&b);
+}
+
 /* Parses config text and checks it against p, expecting status want; the
  * completed config is left in full and any message in d. */
 static void check_config(const struct sim_plan *p, const char *text,
@@ -421,6 +494,7 @@ static void test_enumerate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nested_scatter),
 		cmocka_unit_test(test_config_parse_format),
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_grids),
