@@ -172,6 +172,19 @@ def main() -> None:
     print("| rule | edges |\n|---|---|")
     for rule, n in sorted(rules.items(), key=lambda r: -r[1]):
         print(f"| {rule} | {n} |")
+    print("""
+What these counts cannot see: the agreement unfuses the compiled module,
+where a producer XLA computed in several fusions is already several
+instructions, one per fusion, and one it computed once still has its
+several users. So every producer with several users it shows is one XLA
+did not recompute, and a policy that never recomputed would lose nothing
+here. Whether to recompute shows in the program times below, from the
+module before fusion: the xla policy now recomputes a producer in the dots
+that read it where that reads no more bytes than its value (the logits'
+gradient, in both of its convolutions, as XLA's fusion.131 and fusion.136
+of v3/decoder_s do), which left the counts above unchanged and took
+v3/decoder_s from 1.077 to 0.996, v5e/decoder_s from 1.351 to 1.229 and
+v6e/decoder_m from 1.385 to 1.280.""")
     policies_section(tpusim, zoo, gens)
     print("""
 Followed since the last report (sim/grouping.c): a bitcast, one buffer under
@@ -253,18 +266,18 @@ CAUSES = """\
   v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its two 8 MB weights and
   their updates from HBM, where XLA copies them in and out behind the
   0.4 ms all-reduce; and values a while loop carries (the decoders' scan
-  over layers). v5e/dlrm_s (1.67, 1.06 in HBM): XLA's
+  over layers). v5e/dlrm_s (1.66, 1.04 in HBM): XLA's
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
-  fused one from 1.21 ms to 0.91.
+  fused one from 1.18 ms to 0.91.
 - A scan's saved activations: XLA computes a layer's activations and
   writes each into its stack in one multi-output fusion of in-place
   updates (bitcast_dynamic-update-slice_fusion, six stacks in
   v5e/vit_s's). The xla policy merges the updates into one kernel
   (merge_updates) but computes the activations apart, in kernels of their
-  own where a producer has users in several kernels: v5e/vit_s (1.25) has
-  12 update kernels (5.9 ms) against 26 (4.9 ms), and 58 elementwise ones
-  (5.0 ms) against 41 (0.9 ms); the no-remat decoders and v5e/moe_s (1.22)
-  the same.
+  own where a producer has users in several kernels: v5e/vit_s (1.24) has
+  12 kernels of in-place updates (5.9 ms) against 36 (4.9 ms), and 59
+  elementwise ones (4.9 ms) against 43 (0.9 ms); the no-remat decoders
+  and v5e/moe_s (1.15) the same.
 - A copy with nothing beside it: tpusim costs the compiled module's
   copy-start in full when no kernel runs during it, except the
   cross-program prefetch, hidden whole beside the previous run on both
@@ -274,12 +287,12 @@ CAUSES = """\
   make (v5e/ops_all_gather and ops_all_to_all 0.89, ops_permute 0.96).
 - Converts of their own: the xla policy now follows XLA's kOutput fusion of
   a convolution with the batch-norm statistics of its output (output
-  multi-output fusion: v5e/resnet_s's reduce kernels went from 84 to 13,
-  0.08 ms, where XLA has 7; v5e/unet3d_s's from 54 to 23, 0.28 ms, against
+  multi-output fusion: v5e/resnet_s's reduce kernels went from 84 to 16,
+  0.04 ms, where XLA has 7; v5e/unet3d_s's from 54 to 23, 0.21 ms, against
   23), but leaves the batch-norm's normalise, relu and bf16 cast in kernels
   of their own (named for the convert at their root) where XLA computes
-  them in the next kernel: v5e/resnet_s has 42 (0.19 ms) where XLA has 5,
-  v5e/unet3d_s 33 (0.36 ms) against 5.
+  them in the next kernel: v5e/resnet_s has 17 (0.03 ms) where XLA has 4,
+  v5e/unet3d_s 12 (0.11 ms) against 2.
 - The all-reduce combiner (after fusion): XLA merges the gradients'
   all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.28 ms)
   are 27 (0.15 ms) compiled.
@@ -288,13 +301,20 @@ CAUSES = """\
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,
   each fused with its cache write, fusion.100/101, now cost 4 us a step:
   the update moves its window, not the 67 MB slice.)
-- The decoders (1.01-1.38, one at 0.83; 1.01-1.26 in HBM):
-  the xla policy leaves more of the optimizer's update and the norms'
-  backward in kernels of their own: v5e/decoder_s has 21 reduce kernels
-  (1.14 ms) against 26 and 39 subtract, add, multiply and divide kernels
-  (2.21 ms) against 23, while the compiled
-  module's copies and relayouts (349 kernels, 1.86 ms in HBM; 12 kernels,
-  0.04 ms in the fused spmd module) take part of it back.
+- The decoders (0.98-1.28, v4/decoder_m at 0.80; 0.98-1.17 in HBM): on v4
+  and later XLA rewrites an attention's row max, a reduce broadcast back
+  over the row, as a reduce-window over the whole row and computes it in
+  the scores' convolution with the subtract, exp and sum (v5e/decoder_s's
+  fusion.373 and fusion.414); the per-device module XLA's fusion receives
+  has the reduce and the broadcast, which the xla policy keeps in kernels
+  of their own: v5e/decoder_s's kernels over the 4x4x1024x1024 scores take
+  1.37 ms (14 kernels) against 0.69 ms (26). Beside them the optimizer's
+  update and the norms' backward stay in more kernels: 53 subtract, add,
+  multiply, divide and reduce kernels (1.73 ms) against 24 (0.91 ms).
+  v4/decoder_m (0.80) is the compiled side's: its two softmax fusions
+  (fusion.313, fusion.351) hold the scores' QK^T as a nested convolution
+  whose operands the plan does not follow through it, relaid out whole
+  at 2.06 ms each (x4) against a roofline of 0.28 ms.
 """
 
 

@@ -73,8 +73,10 @@
  *    reduce-window accepts loop ops (a loop fusion over the input); a dot
  *    or convolution accepts loop ops into its operands (the TPU's nested
  *    operand fusions, data/compiled), but a cheap producer that also has
- *    users in other kernels is not recomputed there: it joins the first
- *    user kernel and is written out (multi-output); a copy that permutes
+ *    users in other kernels is recomputed there only where that reads no
+ *    more bytes than its value (recompute_reads_less; never a copy):
+ *    else it joins the first user kernel and is written out
+ *    (multi-output); a copy that permutes
  *    the layout accepts nothing, one that changes only the tiles no
  *    such copy (tiling_copy); dynamic-update-slice accepts loop ops
  *    into its update operand (and a tiling copy into the buffer it
@@ -494,6 +496,77 @@ static bool feeds_operand(const struct grouping *g, int i)
 	return false;
 }
 
+/* Most instructions recompute_reads_less looks at above a producer. */
+#define RECOMPUTE_WALK 64
+
+/*
+ * Whether recomputing producer i in a user's kernel reads no more bytes
+ * than reading its value would: the arrays that i and the loop ops above
+ * it read (elementwise and format ops, transcendentals, views and a
+ * scatter, which a kernel computing i computes too; a broadcast reads its
+ * operand; each array once; constant-derived values and iotas none),
+ * those of at least an eighth of i's bytes (per-row vectors beside them
+ * do not count), against i's bytes. Unpadded bytes, as if every array
+ * lived in HBM. Known wrong: an array already in VMEM counts as read; more
+ * than RECOMPUTE_WALK instructions above i count as more bytes.
+ * Evidence: data/compiled (the logits' gradient, reading the logits and
+ * per-row vectors, is recomputed in both convolutions that read it; a
+ * residual add reads two arrays for one and is written once; an
+ * attention's exp(scores - max) reads the scores, their row max and the
+ * mask, and is written once).
+ */
+static bool recompute_reads_less(const struct grouping *g, int i)
+{
+	int seen[RECOMPUTE_WALK], stack[RECOMPUTE_WALK];
+	int n_seen = 0, top = 0;
+	double value = (double)ir_shape_bytes(&g->c->instrs[i]->shape);
+	double bytes = 0;
+	stack[top++] = i;
+	while (top > 0) {
+		int x = stack[--top];
+		const struct ir_instr *in = g->c->instrs[x];
+		for (int j = g->ooff[x]; j < g->ooff[x + 1]; j++) {
+			int o = g->ops[j];
+			const struct ir_shape *read = NULL;
+			if (o < 0) { /* not c's: read as it is */
+				read = &in->operands[j - g->ooff[x]]->shape;
+			} else {
+				bool dup = false;
+				for (int q = 0; q < n_seen && !dup; q++)
+					dup = seen[q] == o;
+				const struct ir_instr *v = g->c->instrs[o];
+				if (dup || g->cd[o] || v->op == IR_OP_IOTA)
+					continue; /* folded, or made in the kernel */
+				if (n_seen == RECOMPUTE_WALK)
+					return false;
+				seen[n_seen++] = o;
+				enum fuse_class fc = class_at(g, o);
+				bool walk = v->op != IR_OP_BROADCAST &&
+					    v->op != IR_OP_GET_TUPLE_ELEMENT &&
+					    g->ooff[o + 1] > g->ooff[o] &&
+					    (fc == FC_CHEAP || fc == FC_FREE ||
+					     v->op == IR_OP_SCATTER ||
+					     (fc == FC_EXPENSIVE &&
+					      sim_op_vpu_class(v->op) ==
+						      HW_VPU_TRANSCEND));
+				if (walk) {
+					if (top == RECOMPUTE_WALK)
+						return false;
+					stack[top++] = o;
+					continue;
+				}
+				read = v->op == IR_OP_BROADCAST && v->n_operands > 0
+					       ? &v->operands[0]->shape
+					       : &v->shape;
+			}
+			double b = (double)ir_shape_bytes(read);
+			if (8.0 * b >= value)
+				bytes += b;
+		}
+	}
+	return bytes <= value;
+}
+
 /* Whether user u of i takes it into its kernel computed once per element
  * (and, with no_operand, not into a dot's operand). */
 static bool takes_once(const struct grouping *g, int u, int i, bool no_operand)
@@ -718,13 +791,17 @@ void sim_grouping_decide(struct grouping *g, int i)
 		if (materialise || !all_accept)
 			break;
 		/* users in several kernels, one a dot's operand: XLA's TPU
-		 * compiler does not recompute the producer there; it computes
-		 * it once in another user's kernel and writes it out
-		 * (multi-output fusion; data/compiled: a residual add fused
-		 * with the norm's sum of squares, read by the projections);
-		 * with no such kernel, a kernel of its own */
+		 * compiler recomputes the producer in each where that reads
+		 * no more bytes than its value (recompute_reads_less: the
+		 * logits' gradient in both convolutions that read it);
+		 * otherwise, and for a relayout copy, it computes it once in
+		 * another user's kernel and writes it out (multi-output
+		 * fusion; data/compiled: a residual add fused with the norm's
+		 * sum of squares, read by the projections); with no such
+		 * kernel, a kernel of its own */
 		if ((multi || !same) && feeds_operand(g, i) &&
-		    !selects(p->op)) {
+		    !selects(p->op) &&
+		    (p->op == IR_OP_COPY || !recompute_reads_less(g, i))) {
 			int best = multi ? G_NONE : earliest_kernel(g, i, true);
 			if (best == G_NONE)
 				break;

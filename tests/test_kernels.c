@@ -1523,6 +1523,50 @@ static void test_group_tpu_rules(void **state)
 	assert_int_equal(tu_kernel(&b, "r")->n_outputs, 2);
 	assert_false(has(tu_kernel(&b, "d")->members, tu_kernel(&b, "d")->n_members, "h"));
 	tu_built_free(&b);
+
+	/* but one that reads no more than its value (one array of its size,
+	 * and a per-row vector: the logits' gradient, exp(x - m) - 1, read
+	 * by the weight-gradient and the input-gradient dots) is recomputed
+	 * in each dot's operand, with the exp and subtract above it
+	 * (data/compiled v3/decoder_s fusion.131 and fusion.136): two
+	 * kernels, not three */
+	tu_build("HloModule g\n"
+	      "ENTRY %main (x: f32[256,512], m: f32[256], a: f32[256,128], w: f32[512,128]) -> (f32[512,128], f32[256,128]) {\n"
+	      "  %x = f32[256,512] parameter(0)\n"
+	      "  %m = f32[256] parameter(1)\n"
+	      "  %a = f32[256,128] parameter(2)\n"
+	      "  %w = f32[512,128] parameter(3)\n"
+	      "  %mb = f32[256,512] broadcast(%m), dimensions={0}\n"
+	      "  %s = f32[256,512] subtract(%x, %mb)\n"
+	      "  %e = f32[256,512] exponential(%s)\n"
+	      "  %one = f32[] constant(1)\n"
+	      "  %ones = f32[256,512] broadcast(%one), dimensions={}\n"
+	      "  %g = f32[256,512] subtract(%e, %ones)\n"
+	      "  %dw = f32[512,128] dot(%g, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+	      "  %dx = f32[256,128] dot(%g, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (f32[512,128], f32[256,128]) tuple(%dw, %dx)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "dw,dx");
+	assert_true(has(tu_kernel(&b, "dw")->members, tu_kernel(&b, "dw")->n_members, "e"));
+	assert_true(has(tu_kernel(&b, "dx")->members, tu_kernel(&b, "dx")->n_members, "e"));
+	tu_built_free(&b);
+
+	/* a relayout copy read by two dots is made once, not in each
+	 * (data/compiled v5e/resnet_s: XLA's copies of their own) */
+	tu_build("HloModule c\n"
+	      "ENTRY %main (x: f32[256,512], a: f32[256,128], w: f32[512,128]) -> (f32[512,128], f32[256,128]) {\n"
+	      "  %x = f32[256,512]{1,0} parameter(0)\n"
+	      "  %a = f32[256,128]{1,0} parameter(1)\n"
+	      "  %w = f32[512,128]{1,0} parameter(2)\n"
+	      "  %c = f32[256,512]{0,1} copy(%x)\n"
+	      "  %dw = f32[512,128]{1,0} dot(%c, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+	      "  %dx = f32[256,128]{1,0} dot(%c, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (f32[512,128]{1,0}, f32[256,128]{1,0}) tuple(%dw, %dx)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "c,dw,dx");
+	tu_built_free(&b);
 }
 
 static void test_group_single_kernels(void **state)
