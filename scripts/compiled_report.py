@@ -291,8 +291,8 @@ CAUSES = """\
   0.04 ms, where XLA has 7; v5e/unet3d_s's from 54 to 23, 0.21 ms, against
   23), but leaves the batch-norm's normalise, relu and bf16 cast in kernels
   of their own (named for the convert at their root) where XLA computes
-  them in the next kernel: v5e/resnet_s has 17 (0.03 ms) where XLA has 4,
-  v5e/unet3d_s 12 (0.11 ms) against 2.
+  them in the next kernel: v5e/resnet_s has 34 (0.05 ms) where XLA has 5,
+  v5e/unet3d_s 25 (0.12 ms) against 5.
 - The all-reduce combiner (after fusion): XLA merges the gradients'
   all-reduces into a few; v5e/resnet_s's 118 collective kernels (0.28 ms)
   are 27 (0.15 ms) compiled.

@@ -502,13 +502,15 @@ static bool feeds_operand(const struct grouping *g, int i)
 /*
  * Whether recomputing producer i in a user's kernel reads no more bytes
  * than reading its value would: the arrays that i and the loop ops above
- * it read (elementwise and format ops, transcendentals, views and a
- * scatter, which a kernel computing i computes too; a broadcast reads its
- * operand; each array once; constant-derived values and iotas none),
- * those of at least an eighth of i's bytes (per-row vectors beside them
- * do not count), against i's bytes. Unpadded bytes, as if every array
- * lived in HBM. Known wrong: an array already in VMEM counts as read; more
- * than RECOMPUTE_WALK instructions above i count as more bytes.
+ * it read (elementwise and format ops, transcendentals and views, which a
+ * kernel computing i computes too; a broadcast reads its operand; each
+ * array once; constant-derived values and iotas none), those of at least
+ * an eighth of i's bytes (per-row vectors beside them do not count),
+ * against i's bytes. Unpadded bytes, as if every array lived in HBM.
+ * Known wrong: a loop op above i that is decided later to be written out
+ * (its own users elsewhere) is read, not recomputed, and may read more or
+ * fewer bytes than its operands; an array already in VMEM counts as read;
+ * more than RECOMPUTE_WALK instructions above i count as more bytes.
  * Evidence: data/compiled (the logits' gradient, reading the logits and
  * per-row vectors, is recomputed in both convolutions that read it; a
  * residual add reads two arrays for one and is written once; an
@@ -545,7 +547,6 @@ static bool recompute_reads_less(const struct grouping *g, int i)
 					    v->op != IR_OP_GET_TUPLE_ELEMENT &&
 					    g->ooff[o + 1] > g->ooff[o] &&
 					    (fc == FC_CHEAP || fc == FC_FREE ||
-					     v->op == IR_OP_SCATTER ||
 					     (fc == FC_EXPENSIVE &&
 					      sim_op_vpu_class(v->op) ==
 						      HW_VPU_TRANSCEND));

@@ -695,24 +695,17 @@ static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
-/* The in-place op v is or computes (sim_inplace_update,
- * sim_nested_inplace), or NULL. */
-static const struct ir_instr *inplace_op(const struct ir_instr *v)
+/* The update that nested in-place fusion v (sim_nested_inplace) writes,
+ * as its kernel sees it: the operand of v that passes it in, when the
+ * nested computation only reshapes, transposes or bitcasts it (as many
+ * elements); else NULL, and v is planned as any fusion is, over its whole
+ * result (no map reaches into the nested computation). */
+static const struct ir_instr *nested_update(const struct ir_instr *v)
 {
-	return sim_inplace_update(v) ? v : sim_nested_inplace(v);
-}
-
-/* The update that in-place v writes, as its kernel sees it: through a
- * nested fusion, the operand that passes the update in when the nested
- * computation only reshapes or transposes it (the value the kernel
- * computes or reads, of as many elements), else the nested one. */
-static const struct ir_instr *inplace_update(const struct ir_instr *v)
-{
-	const struct ir_instr *op = inplace_op(v);
-	const struct ir_instr *u = sim_inplace_update(op);
-	if (op == v)
-		return u;
-	const struct ir_instr *x = u;
+	const struct ir_instr *op = sim_nested_inplace(v);
+	if (!op)
+		return NULL;
+	const struct ir_instr *u = sim_inplace_update(op), *x = u;
 	while ((x->op == IR_OP_RESHAPE || x->op == IR_OP_TRANSPOSE ||
 		x->op == IR_OP_BITCAST) && x->n_operands == 1)
 		x = x->operands[0];
@@ -723,7 +716,23 @@ static const struct ir_instr *inplace_update(const struct ir_instr *v)
 		    ir_shape_elems(&u->shape) ==
 			    ir_shape_elems(&v->operands[n]->shape))
 			return v->operands[n];
-	return u;
+	return NULL;
+}
+
+/* The in-place op v is (sim_inplace_update) or computes (a nested
+ * fusion whose update nested_update finds), or NULL. */
+static const struct ir_instr *inplace_op(const struct ir_instr *v)
+{
+	if (sim_inplace_update(v))
+		return v;
+	return nested_update(v) ? sim_nested_inplace(v) : NULL;
+}
+
+/* The update that in-place v (inplace_op) writes, as its kernel sees it. */
+static const struct ir_instr *inplace_update(const struct ir_instr *v)
+{
+	const struct ir_instr *u = sim_inplace_update(v);
+	return u ? u : nested_update(v);
 }
 
 /* Whether v is a root of k that updates its buffer in place (a

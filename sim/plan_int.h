@@ -1,8 +1,9 @@
 /*
  * plan_int.h: what the two halves of a plan share, sim/plan.c (the tile
  * grid and how every operand follows it) and sim/plan_vpu.c (the VPU
- * work of the members), which plan.c calls (never the other way); not
- * part of the sim/ interface (see model.h).
+ * work of the members), which plan.c calls (never the other way), and
+ * the in-place ops cost.c counts too; not part of the sim/ interface (see
+ * model.h).
  */
 #ifndef PLAN_INT_H
 #define PLAN_INT_H

@@ -1525,26 +1525,27 @@ static void test_group_tpu_rules(void **state)
 	tu_built_free(&b);
 
 	/* but one that reads no more than its value (one array of its size,
-	 * and a per-row vector: the logits' gradient, exp(x - m) - 1, read
+	 * and a per-row vector: the logits' gradient, exp(x - m) x, read
 	 * by the weight-gradient and the input-gradient dots) is recomputed
 	 * in each dot's operand, with the exp and subtract above it
 	 * (data/compiled v3/decoder_s fusion.131 and fusion.136): two
-	 * kernels, not three */
+	 * kernels, not three. Counted through the exp (its f32 value alone
+	 * is twice g's bf16), x once though read twice, the vector not */
 	tu_build("HloModule g\n"
-	      "ENTRY %main (x: f32[256,512], m: f32[256], a: f32[256,128], w: f32[512,128]) -> (f32[512,128], f32[256,128]) {\n"
-	      "  %x = f32[256,512] parameter(0)\n"
+	      "ENTRY %main (x: bf16[256,512], m: f32[256], a: bf16[256,128], w: bf16[512,128]) -> (bf16[512,128], bf16[256,128]) {\n"
+	      "  %x = bf16[256,512] parameter(0)\n"
 	      "  %m = f32[256] parameter(1)\n"
-	      "  %a = f32[256,128] parameter(2)\n"
-	      "  %w = f32[512,128] parameter(3)\n"
+	      "  %a = bf16[256,128] parameter(2)\n"
+	      "  %w = bf16[512,128] parameter(3)\n"
+	      "  %xf = f32[256,512] convert(%x)\n"
 	      "  %mb = f32[256,512] broadcast(%m), dimensions={0}\n"
-	      "  %s = f32[256,512] subtract(%x, %mb)\n"
+	      "  %s = f32[256,512] subtract(%xf, %mb)\n"
 	      "  %e = f32[256,512] exponential(%s)\n"
-	      "  %one = f32[] constant(1)\n"
-	      "  %ones = f32[256,512] broadcast(%one), dimensions={}\n"
-	      "  %g = f32[256,512] subtract(%e, %ones)\n"
-	      "  %dw = f32[512,128] dot(%g, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
-	      "  %dx = f32[256,128] dot(%g, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-	      "  ROOT %t = (f32[512,128], f32[256,128]) tuple(%dw, %dx)\n"
+	      "  %p = f32[256,512] multiply(%e, %xf)\n"
+	      "  %g = bf16[256,512] convert(%p)\n"
+	      "  %dw = bf16[512,128] dot(%g, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+	      "  %dx = bf16[256,128] dot(%g, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (bf16[512,128], bf16[256,128]) tuple(%dw, %dx)\n"
 	      "}\n",
 	      &b);
 	ASSERT_NAMES(&b, "dw,dx");

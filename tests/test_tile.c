@@ -120,10 +120,11 @@ static void plan_of(const char *text, const char *name,
 
 /* A scatter fusion whose updates a nested gather fusion computes (XLA's
  * scatter_custom_fusion in data/compiled's decoders: the embedding
- * gradient) is a scatter kernel (kernels.c heaviest): of two ops of one weight, the less
- * nested characterises it, not the one that comes first. Nested in the
- * kernel's fusion, the scatter still updates the table it is given in
- * place (plan.c inplace_op, cost.c written_bytes). */
+ * gradient) is a scatter kernel (kernels.c heaviest_at): of two ops of one
+ * weight, the less nested characterises it, not the one that comes first.
+ * Nested in the kernel's fusion, the scatter still updates the table it is
+ * given in place (plan.c inplace_op, cost.c written_bytes), and reads its
+ * indices once. */
 static void test_nested_scatter(void **state)
 {
 	(void)state;
@@ -187,6 +188,9 @@ static void test_nested_scatter(void **state)
 		}
 	}
 	assert_int_equal(table, 2);
+	for (int i = 0; i < p.n_access; i++)
+		if (strcmp(p.acc[i].name, "i") == 0)
+			assert_near(p.acc[i].bytes, 256 * 4, 0); /* s32[8], T(256) */
 	sim_plan_free(&p);
 	tu_built_free(&b);
 }
