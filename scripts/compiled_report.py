@@ -301,20 +301,21 @@ CAUSES = """\
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,
   each fused with its cache write, fusion.100/101, now cost 4 us a step:
   the update moves its window, not the 67 MB slice.)
-- The decoders (0.98-1.28, v4/decoder_m at 0.80; 0.98-1.17 in HBM): on v4
-  and later XLA rewrites an attention's row max, a reduce broadcast back
-  over the row, as a reduce-window over the whole row and computes it in
-  the scores' convolution with the subtract, exp and sum (v5e/decoder_s's
-  fusion.373 and fusion.414); the per-device module XLA's fusion receives
-  has the reduce and the broadcast, which the xla policy keeps in kernels
-  of their own: v5e/decoder_s's kernels over the 4x4x1024x1024 scores take
-  1.37 ms (14 kernels) against 0.69 ms (26). Beside them the optimizer's
-  update and the norms' backward stay in more kernels: 53 subtract, add,
+- The decoders (0.98-1.28; 0.98-1.18 in HBM): on v4 and later XLA
+  rewrites an attention's row max, a reduce broadcast back over the row, as
+  a reduce-window over the whole row and computes it in the scores'
+  convolution with the subtract, exp and sum (v5e/decoder_s's fusion.373
+  and fusion.414); the per-device module XLA's fusion receives has the
+  reduce and the broadcast, which the xla policy keeps in kernels of their
+  own: v5e/decoder_s's kernels over the 4x4x1024x1024 scores take 1.37 ms
+  (14 kernels) against 0.69 ms (26). Beside them the optimizer's update
+  and the norms' backward stay in more kernels: 53 subtract, add,
   multiply, divide and reduce kernels (1.73 ms) against 24 (0.91 ms).
-  v4/decoder_m (0.80) is the compiled side's: its two softmax fusions
-  (fusion.313, fusion.351) hold the scores' QK^T as a nested convolution
-  whose operands the plan does not follow through it, relaid out whole
-  at 2.06 ms each (x4) against a roofline of 0.28 ms.
+  (v4/decoder_m was at 0.80 from the compiled side: its softmax fusions
+  hold the scores' QK^T as a nested convolution, whose operands the plan
+  did not follow and relaid out whole, 2.06 ms each against a roofline of
+  0.28 ms; the plan now maps a nested convolution's batch and feature
+  dims to its operands, 0.30 ms, and the module is at 1.09.)
 """
 
 

@@ -212,6 +212,36 @@ static void indices_map(int idx_rank, int64_t ivd, const struct ir_ints *skip,
 	}
 }
 
+static bool conv_batch_dim(const struct ir_instr *t, int s);
+
+/* Operand opi's map of convolution t from its result's map m, where t is
+ * not the kernel's target (the tile space) but a member beside it (a
+ * nested fusion's QK^T beside its softmax: data/compiled's v4 and later
+ * attention fusions): the lhs batch dim follows the result's batch dim,
+ * the rhs output feature its feature dim, and a spatial dim that is a
+ * batch written as a window (conv_batch_dim) its output dim on each side
+ * of that dim's size. The contracted dims (the features, a real window)
+ * follow nothing: each block reads them whole. */
+static bool conv_operand_map(const struct ir_instr *t, const struct dmap *m,
+			     int opi, struct dmap *out)
+{
+	const struct ir_conv_dims *cd = t->attrs.conv;
+	const struct ir_shape *os = &t->operands[opi]->shape;
+	map_none(out);
+	int from = opi == 0 ? cd->lhs_batch : cd->rhs_out;
+	int to = opi == 0 ? cd->out_batch : cd->out_feature;
+	if (from >= 0 && from < os->rank && to >= 0 && to < t->shape.rank)
+		out->src[from] = m->src[to];
+	for (int s = 0; s < cd->n_spatial; s++) {
+		int d = opi == 0 ? cd->lhs_spatial[s] : cd->rhs_spatial[s];
+		int o = cd->out_spatial[s];
+		if (conv_batch_dim(t, s) && d >= 0 && d < os->rank && o >= 0 &&
+		    o < t->shape.rank && os->dims[d] == t->shape.dims[o])
+			out->src[d] = m->src[o];
+	}
+	return true;
+}
+
 /* Operand opi's map from instruction in's map m (backward). */
 static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 			  int opi, struct dmap *out)
@@ -226,6 +256,10 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 			    &gd->offset_dims, in->shape.rank, m, out);
 		return true;
 	}
+	if (in->op == IR_OP_CONVOLUTION && opi < 2 && in->attrs.conv &&
+	    sim_is_array(op) && sim_is_array(in) &&
+	    op->shape.rank <= SIM_MAX_GRID)
+		return conv_operand_map(in, m, opi, out);
 	if (!sim_is_array(op) || !sim_is_array(in) || map_opaque(in->op))
 		return false;
 	const struct ir_ints *dims = in->attrs.dimensions;

@@ -195,6 +195,61 @@ static void test_nested_scatter(void **state)
 	tu_built_free(&b);
 }
 
+/* A convolution nested beside the kernel's target (a kOutput fusion
+ * inside the fusion whose exp and row sum are tiled: data/compiled's v4
+ * and later attention fusions, QK^T beside its softmax) passes the grid
+ * on to its operands: the lhs rows follow the result's batch dim, the
+ * contracted features follow nothing (plan.c conv_operand_map). Without
+ * it the 8 MB lhs is held whole in every block. */
+static void test_nested_conv_operands(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	struct tu_built b;
+	struct sim_plan p;
+	plan_of("HloModule nc\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "%mm (m0: f32[8192,256], m1: f32[256,512]) -> f32[8192,512] {\n"
+	      "  %m0 = f32[8192,256]{1,0:T(8,128)} parameter(0)\n"
+	      "  %m1 = f32[256,512]{1,0:T(8,128)} parameter(1)\n"
+	      "  ROOT %conv = f32[8192,512]{1,0:T(8,128)} convolution(%m0, %m1), dim_labels=bf_io->bf\n"
+	      "}\n"
+	      "%outer (o0: f32[8192,256], o1: f32[256,512]) -> (f32[8192], f32[8192,512]) {\n"
+	      "  %o0 = f32[8192,256]{1,0:T(8,128)} parameter(0)\n"
+	      "  %o1 = f32[256,512]{1,0:T(8,128)} parameter(1)\n"
+	      "  %n = f32[8192,512]{1,0:T(8,128)} fusion(%o0, %o1), kind=kOutput, calls=%mm\n"
+	      "  %e = f32[8192,512]{1,0:T(8,128)} exponential(%n)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %r = f32[8192]{0:T(1024)} reduce(%e, %z), dimensions={1}, to_apply=%add\n"
+	      "  ROOT %t = (f32[8192]{0:T(1024)}, f32[8192,512]{1,0:T(8,128)}) tuple(%r, %e)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[8192,256], w: f32[256,512]) -> (f32[8192], f32[8192,512]) {\n"
+	      "  %x = f32[8192,256]{1,0:T(8,128)} parameter(0)\n"
+	      "  %w = f32[256,512]{1,0:T(8,128)} parameter(1)\n"
+	      "  ROOT %k = (f32[8192]{0:T(1024)}, f32[8192,512]{1,0:T(8,128)}) fusion(%x, %w), kind=kOutput, calls=%outer\n"
+	      "}\n",
+	      "k", &hw, &b, &p);
+	int seen = 0;
+	for (int i = 0; i < p.n_access; i++) {
+		const struct sim_plan_access *a = &p.acc[i];
+		if (strcmp(a->name, "x") != 0)
+			continue;
+		seen++;
+		assert_int_equal(a->rank, 2);
+		assert_true(a->dims[0].grid >= 0); /* rows: the batch */
+		assert_int_equal(a->dims[1].grid, -1); /* contracted */
+	}
+	assert_int_equal(seen, 1);
+	sim_plan_free(&p);
+	tu_built_free(&b);
+}
+
 /* Parses config text and checks it against p, expecting status want; the
  * completed config is left in full and any message in d. */
 static void check_config(const struct sim_plan *p, const char *text,
@@ -499,6 +554,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nested_scatter),
+		cmocka_unit_test(test_nested_conv_operands),
 		cmocka_unit_test(test_config_parse_format),
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_grids),
