@@ -248,6 +248,51 @@ static void test_nested_conv_operands(void **state)
 	assert_int_equal(seen, 1);
 	sim_plan_free(&p);
 	tu_built_free(&b);
+
+	/* the attention's form: the heads and the batch written as windows
+	 * (conv_batch_dim), the queries as the batch: q's dims in memory
+	 * order (batch, heads, queries, features) follow the grid but the
+	 * contracted features */
+	plan_of("HloModule bc\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "%qk (m0: f32[2,512,2,128], m1: f32[2,512,2,128]) -> f32[2,2,512,512] {\n"
+	      "  %m0 = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(0)\n"
+	      "  %m1 = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(1)\n"
+	      "  ROOT %conv = f32[2,2,512,512]{3,2,1,0:T(8,128)} convolution(%m0, %m1), window={size=2x2 stride=1x1 lhs_dilate=2x2}, dim_labels=0b1f_0o1i->01bf\n"
+	      "}\n"
+	      "%outer (o0: f32[2,512,2,128], o1: f32[2,512,2,128]) -> (f32[2,2,512], f32[2,2,512,512]) {\n"
+	      "  %o0 = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(0)\n"
+	      "  %o1 = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(1)\n"
+	      "  %n = f32[2,2,512,512]{3,2,1,0:T(8,128)} fusion(%o0, %o1), kind=kOutput, calls=%qk\n"
+	      "  %e = f32[2,2,512,512]{3,2,1,0:T(8,128)} exponential(%n)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %r = f32[2,2,512]{2,1,0:T(8,128)} reduce(%e, %z), dimensions={3}, to_apply=%add\n"
+	      "  ROOT %t = (f32[2,2,512]{2,1,0:T(8,128)}, f32[2,2,512,512]{3,2,1,0:T(8,128)}) tuple(%r, %e)\n"
+	      "}\n"
+	      "ENTRY %main (q: f32[2,512,2,128], k: f32[2,512,2,128]) -> (f32[2,2,512], f32[2,2,512,512]) {\n"
+	      "  %q = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(0)\n"
+	      "  %k = f32[2,512,2,128]{3,1,2,0:T(8,128)} parameter(1)\n"
+	      "  ROOT %f = (f32[2,2,512]{2,1,0:T(8,128)}, f32[2,2,512,512]{3,2,1,0:T(8,128)}) fusion(%q, %k), kind=kOutput, calls=%outer\n"
+	      "}\n",
+	      "f", &hw, &b, &p);
+	seen = 0;
+	for (int i = 0; i < p.n_access; i++) {
+		const struct sim_plan_access *a = &p.acc[i];
+		if (strcmp(a->name, "q") != 0)
+			continue;
+		seen++;
+		assert_int_equal(a->rank, 4);
+		for (int d = 0; d < 3; d++)
+			assert_true(a->dims[d].grid >= 0);
+		assert_int_equal(a->dims[3].grid, -1);
+	}
+	assert_int_equal(seen, 1);
+	sim_plan_free(&p);
+	tu_built_free(&b);
 }
 
 /* Parses config text and checks it against p, expecting status want; the
