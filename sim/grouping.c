@@ -27,10 +27,15 @@
  *    a pad's operand);
  *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
  *    users all accept it without reuse is RECOMPUTED in each user's kernel
- *    like a cheap op: XLA's compiled v3 softmax-cross-entropy kernels
- *    (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
+ *    like a cheap op where that reads no more bytes than its value
+ *    (recompute_reads_less): XLA's compiled v3 softmax-cross-entropy
+ *    kernels (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
  *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
  *    the divide consumer alike, rather than one writing exp for the other;
+ *    the attention's exp(scores - row max) on v4 and later, which reads
+ *    two arrays of its size, is computed once with its sum and written
+ *    (data/compiled v5e/decoder_s: fusion.373 writes it, fusion.374
+ *    reads it);
  *  - other expensive ops (divide, composite, map) are never recomputed:
  *    with users in several kernels, the op joins the earliest user kernel
  *    that accepts it and that kernel also writes it out (multi-output
@@ -839,8 +844,11 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	}
 	case FC_EXPENSIVE: {
+		/* a transcendental is recomputed in several user kernels
+		 * only where that reads no more than its value (above) */
 		if (sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
-		    !materialise && all_accept && !reuse_any) {
+		    !materialise && all_accept && !reuse_any &&
+		    ((same && !multi) || recompute_reads_less(g, i))) {
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
 			return;
 		}

@@ -1140,6 +1140,39 @@ static void test_group_transcendental_recompute(void **state)
 	assert_false(has(k->members, k->n_members, "d"));
 	assert_true(has(k->inputs, k->n_inputs, "d"));
 	tu_built_free(&b);
+
+	/* but not one whose recomputation reads more than its value
+	 * (recompute_reads_less): exp(s - m) of two full arrays, as the
+	 * attention's exp(scores - row max) on v4 and later, is computed
+	 * once with the sum and written, its other reader reads it
+	 * (data/compiled v5e/decoder_s: fusion.373 writes it, fusion.374
+	 * reads it) */
+	tu_build("HloModule once\n"
+	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (s: f32[64,512], m: f32[64,512], y: f32[64,512]) -> (f32[64], f32[64,512]) {\n"
+	      "  %s = f32[64,512] parameter(0)\n"
+	      "  %m = f32[64,512] parameter(1)\n"
+	      "  %y = f32[64,512] parameter(2)\n"
+	      "  %c = f32[] constant(0)\n"
+	      "  %x = f32[64,512] subtract(%s, %m)\n"
+	      "  %e = f32[64,512] exponential(%x)\n"
+	      "  %re = f32[64] reduce(%e, %c), dimensions={1}, to_apply=%r0\n"
+	      "  %me = f32[64,512] multiply(%e, %y)\n"
+	      "  ROOT %t = (f32[64], f32[64,512]) tuple(%re, %me)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "re,me");
+	k = tu_kernel(&b, "re");
+	assert_true(has(k->members, k->n_members, "e"));
+	assert_int_equal(k->n_outputs, 2);
+	k = tu_kernel(&b, "me");
+	assert_false(has(k->members, k->n_members, "e"));
+	assert_true(has(k->inputs, k->n_inputs, "e"));
+	tu_built_free(&b);
 }
 
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
