@@ -187,8 +187,8 @@ v3/decoder_s from 1.077 to 0.996, v5e/decoder_s from 1.351 to 1.229 and
 v6e/decoder_m from 1.385 to 1.280. The same test now decides whether a
 transcendental is recomputed in several kernels: the v4-and-later
 attention's exp(scores - row max), which reads two arrays of its size, is
-written once with its sum as XLA writes it (2,569 fusions reproduced
-exactly before, 2,610 after; no program time above moved).""")
+written once, as XLA writes it (2,569 fusions reproduced exactly before,
+2,610 after; no program time above moved).""")
     policies_section(tpusim, zoo, gens)
     print("""
 Followed since the last report (sim/grouping.c): a bitcast, one buffer under
@@ -322,7 +322,7 @@ CAUSES = """\
   hold the scores' QK^T as a nested convolution, whose operands the plan
   did not follow and relaid out whole, 2.06 ms each against a roofline of
   0.28 ms; the plan now maps a nested convolution's batch and feature
-  dims to its operands, 0.30 ms, and the module is at 1.09.)
+  dims to its operands, 0.30 ms, and the module is at 1.08.)
 """
 
 

@@ -33,9 +33,9 @@
  *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
  *    the divide consumer alike, rather than one writing exp for the other;
  *    the attention's exp(scores - row max) on v4 and later, which reads
- *    two arrays of its size, is computed once with its sum and written
- *    (data/compiled v5e/decoder_s: fusion.373 writes it, fusion.374
- *    reads it);
+ *    two arrays of its size, is computed once and written (data/compiled
+ *    v5e/decoder_s: fusion.373 writes it, fusion.374 reads it), by a
+ *    kernel of its own that the merge passes may join to a reader;
  *  - other expensive ops (divide, composite, map) are never recomputed:
  *    with users in several kernels, the op joins the earliest user kernel
  *    that accepts it and that kernel also writes it out (multi-output
@@ -844,15 +844,20 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	}
 	case FC_EXPENSIVE: {
+		bool transcend = sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
+				 !materialise && all_accept && !reuse_any;
 		/* a transcendental is recomputed in several user kernels
-		 * only where that reads no more than its value (above) */
-		if (sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
-		    !materialise && all_accept && !reuse_any &&
+		 * only where that reads no more than its value (above);
+		 * else it is a kernel of its own, which the merge passes may
+		 * join to a reader (merge_loops): joining a user kernel here
+		 * could make a cycle between two kernels, which
+		 * sim_group_cyclic, following instructions, does not see */
+		if (transcend &&
 		    ((same && !multi) || recompute_reads_less(g, i))) {
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
 			return;
 		}
-		if (multi)
+		if (multi || transcend)
 			break;
 		int best = earliest_kernel(g, i, false);
 		if (best == G_NONE)

@@ -1144,9 +1144,10 @@ static void test_group_transcendental_recompute(void **state)
 	/* but not one whose recomputation reads more than its value
 	 * (recompute_reads_less): exp(s - m) of two full arrays, as the
 	 * attention's exp(scores - row max) on v4 and later, is computed
-	 * once with the sum and written, its other reader reads it
-	 * (data/compiled v5e/decoder_s: fusion.373 writes it, fusion.374
-	 * reads it) */
+	 * once and written, and its readers read it (data/compiled
+	 * v5e/decoder_s: fusion.373 writes it, fusion.374 reads it), in a
+	 * kernel of its own here, where joining a user's could make a
+	 * cycle between kernels */
 	tu_build("HloModule once\n"
 	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
 	      "  %a = f32[] parameter(0)\n"
@@ -1165,13 +1166,45 @@ static void test_group_transcendental_recompute(void **state)
 	      "  ROOT %t = (f32[64], f32[64,512]) tuple(%re, %me)\n"
 	      "}\n",
 	      &b);
-	ASSERT_NAMES(&b, "re,me");
-	k = tu_kernel(&b, "re");
-	assert_true(has(k->members, k->n_members, "e"));
-	assert_int_equal(k->n_outputs, 2);
-	k = tu_kernel(&b, "me");
-	assert_false(has(k->members, k->n_members, "e"));
-	assert_true(has(k->inputs, k->n_inputs, "e"));
+	ASSERT_NAMES(&b, "e,re,me");
+	assert_true(has(tu_kernel(&b, "e")->members, tu_kernel(&b, "e")->n_members, "x"));
+	for (int q = 0; q < 2; q++) {
+		k = tu_kernel(&b, q ? "me" : "re");
+		assert_false(has(k->members, k->n_members, "e"));
+		assert_true(has(k->inputs, k->n_inputs, "e"));
+	}
+	tu_built_free(&b);
+
+	/* the cycle a user kernel could make (a review's module): the
+	 * divide p joins b2's kernel and is written for rA's, which reads
+	 * it through a broadcast; had the exp joined rA's kernel, b2's
+	 * would read it from there, each kernel waiting on the other
+	 * (`fuse`: "depends on itself") */
+	tu_build("HloModule cyc\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[256,1024], y: f32[256,1024], v: f32[256], w: f32[256]) -> (f32[256], f32[256]) {\n"
+	      "  %x = f32[256,1024] parameter(0)\n"
+	      "  %y = f32[256,1024] parameter(1)\n"
+	      "  %v = f32[256] parameter(2)\n"
+	      "  %w = f32[256] parameter(3)\n"
+	      "  %s = f32[256,1024] subtract(%x, %y)\n"
+	      "  %i = f32[256,1024] exponential(%s)\n"
+	      "  %p = f32[256] divide(%v, %w)\n"
+	      "  %pb = f32[256,1024] broadcast(%p), dimensions={0}\n"
+	      "  %a1 = f32[256,1024] multiply(%i, %pb)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %rA = f32[256] reduce(%a1, %z), dimensions={1}, to_apply=%add\n"
+	      "  %sl = f32[256,1] slice(%i), slice={[0:256], [0:1]}\n"
+	      "  %rs = f32[256] reshape(%sl)\n"
+	      "  %b2 = f32[256] add(%p, %rs)\n"
+	      "  ROOT %t = (f32[256], f32[256]) tuple(%rA, %b2)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "i,b2,rA");
 	tu_built_free(&b);
 }
 
