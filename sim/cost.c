@@ -951,7 +951,8 @@ static double written_bytes(const struct ir_instr *v, const struct ir_shape *s)
 	case IR_OP_FUSION: {
 		/* a nested fusion updating its operand 0 in place (a kCustom
 		 * scatter fusion in its kernel's fusion): as its root does */
-		const struct ir_instr *r = sim_nested_inplace(v);
+		const struct ir_instr *update;
+		const struct ir_instr *r = sim_nested_inplace(v, &update);
 		return r ? written_bytes(r, s) : hbm_bytes(s);
 	}
 	default:

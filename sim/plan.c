@@ -219,9 +219,9 @@ static bool conv_batch_dim(const struct ir_instr *t, int s);
  * nested fusion's QK^T beside its softmax: data/compiled's v4 and later
  * attention fusions): the lhs batch dim follows the result's batch dim,
  * the rhs output feature its feature dim, and a spatial dim that is a
- * batch written as a window (conv_batch_dim) its output dim on each side
- * of that dim's size. The contracted dims (the features, a real window)
- * follow nothing: each block reads them whole. */
+ * batch written as a window (conv_batch_dim) its output dim, on each side
+ * where it has the output dim's size. The contracted dims (the features,
+ * a real window) follow nothing: each block reads them whole. */
 static bool conv_operand_map(const struct ir_instr *t, const struct dmap *m,
 			     int opi, struct dmap *out)
 {
@@ -257,8 +257,7 @@ static bool backward_rule(const struct ir_instr *in, const struct dmap *m,
 		return true;
 	}
 	if (in->op == IR_OP_CONVOLUTION && opi < 2 && in->attrs.conv &&
-	    sim_is_array(op) && sim_is_array(in) &&
-	    op->shape.rank <= SIM_MAX_GRID)
+	    sim_is_array(op) && sim_is_array(in))
 		return conv_operand_map(in, m, opi, out);
 	if (!sim_is_array(op) || !sim_is_array(in) || map_opaque(in->op))
 		return false;
@@ -729,44 +728,22 @@ static bool is_root(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
-/* The update that nested in-place fusion v (sim_nested_inplace) writes,
- * as its kernel sees it: the operand of v that passes it in, when the
- * nested computation only reshapes, transposes or bitcasts it (as many
- * elements); else NULL, and v is planned as any fusion is, over its whole
- * result (no map reaches into the nested computation). */
-static const struct ir_instr *nested_update(const struct ir_instr *v)
-{
-	const struct ir_instr *op = sim_nested_inplace(v);
-	if (!op)
-		return NULL;
-	const struct ir_instr *u = sim_inplace_update(op), *x = u;
-	while ((x->op == IR_OP_RESHAPE || x->op == IR_OP_TRANSPOSE ||
-		x->op == IR_OP_BITCAST) && x->n_operands == 1)
-		x = x->operands[0];
-	const struct ir_computation *c = op->parent;
-	for (int n = 0; x->op == IR_OP_PARAMETER && n < c->n_params &&
-			n < v->n_operands; n++)
-		if (c->params[n] == x &&
-		    ir_shape_elems(&u->shape) ==
-			    ir_shape_elems(&v->operands[n]->shape))
-			return v->operands[n];
-	return NULL;
-}
-
-/* The in-place op v is (sim_inplace_update) or computes (a nested
- * fusion whose update nested_update finds), or NULL. */
+/* The in-place op v is (sim_inplace_update) or computes
+ * (sim_nested_inplace), or NULL. */
 static const struct ir_instr *inplace_op(const struct ir_instr *v)
 {
-	if (sim_inplace_update(v))
-		return v;
-	return nested_update(v) ? sim_nested_inplace(v) : NULL;
+	const struct ir_instr *u;
+	return sim_inplace_update(v) ? v : sim_nested_inplace(v, &u);
 }
 
-/* The update that in-place v (inplace_op) writes, as its kernel sees it. */
+/* The update that in-place v (inplace_op) writes, as its kernel sees it:
+ * through a nested fusion, the operand that passes it in. */
 static const struct ir_instr *inplace_update(const struct ir_instr *v)
 {
 	const struct ir_instr *u = sim_inplace_update(v);
-	return u ? u : nested_update(v);
+	if (!u)
+		sim_nested_inplace(v, &u);
+	return u;
 }
 
 /* Whether v is a root of k that updates its buffer in place (a

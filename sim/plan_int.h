@@ -53,22 +53,38 @@ sim_inplace_update(const struct ir_instr *r)
 
 /* The in-place op that nested fusion v computes: the root of the
  * computation it calls when that root updates, in place, the buffer v
- * receives as operand 0, a buffer the kernel is given (XLA's kCustom
+ * receives as operand 0, a buffer the kernel is given, with an update
+ * the computation only reshapes, transposes or bitcasts from one of v's
+ * operands of as many elements, which *update is set to (XLA's kCustom
  * scatter_custom_fusion nested in its kernel's fusion: data/compiled's
- * embedding gradients); else NULL (a buffer the kernel fills first, as
- * a broadcast of zeros, is written whole). */
+ * embedding gradients); else NULL (a buffer the kernel fills first, as a
+ * broadcast of zeros, or an update made inside, is written whole, and
+ * planned over v's whole result: no map reaches into the nested
+ * computation). */
 static inline const struct ir_instr *
-sim_nested_inplace(const struct ir_instr *v)
+sim_nested_inplace(const struct ir_instr *v, const struct ir_instr **update)
 {
 	if (v->op != IR_OP_FUSION || v->n_called < 1 || !v->called[0] ||
 	    v->n_operands < 1 || v->operands[0]->op != IR_OP_PARAMETER)
 		return NULL;
 	const struct ir_computation *c = v->called[0];
 	const struct ir_instr *r = c->root;
-	return r && sim_inplace_update(r) && c->n_params > 0 &&
-		       r->operands[0] == c->params[0]
-		       ? r
-		       : NULL;
+	if (!r || !sim_inplace_update(r) || c->n_params < 1 ||
+	    r->operands[0] != c->params[0])
+		return NULL;
+	const struct ir_instr *u = sim_inplace_update(r), *x = u;
+	while ((x->op == IR_OP_RESHAPE || x->op == IR_OP_TRANSPOSE ||
+		x->op == IR_OP_BITCAST) && x->n_operands == 1)
+		x = x->operands[0];
+	for (int n = 0; x->op == IR_OP_PARAMETER && n < c->n_params &&
+			n < v->n_operands; n++)
+		if (c->params[n] == x &&
+		    ir_shape_elems(&u->shape) ==
+			    ir_shape_elems(&v->operands[n]->shape)) {
+			*update = v->operands[n];
+			return r;
+		}
+	return NULL;
 }
 
 /* ---- sim/plan_vpu.c ---- */
