@@ -1496,92 +1496,108 @@ bool sim_group_output(const struct grouping *g, int gen, int i)
 	return false;
 }
 
-/*
- * Does instruction i depend on a member group id owns (not one it copies
- * as a recomputed producer) through instructions outside it? Then fusing
- * the group would make a cycle: the fusion would both feed and read i.
- * Only instructions after the group's first owned member in topological
- * order (from) can depend on one, so the search stops below it. pos:
- * each instruction's place in g->order; stamp (zeroed), stack: scratch.
- */
-static bool feeds_back(const struct grouping *g, int id, int i, int from,
-		       const int *pos, int *stamp, int gen, int *stack)
-{
-	int top = 0;
-	stack[top++] = i;
-	stamp[i] = gen;
-	while (top > 0) {
-		int at = stack[--top];
-		for (int j = g->ooff[at]; j < g->ooff[at + 1]; j++) {
-			int k = g->ops[j];
-			if (k < 0 || stamp[k] == gen || pos[k] < from)
-				continue;
-			if (g->grp[k] >= 0 && g->g_rep[g->grp[k]] == id)
-				return true;
-			stamp[k] = gen;
-			stack[top++] = k;
-		}
-	}
-	return false;
-}
-
 /* The scratch of sim_group_cyclic for n_instrs instructions (false: out
  * of memory; sim_cycle_scratch_free it in any case). */
 bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 {
 	size_t n = (size_t)(n_instrs > 0 ? n_instrs : 1);
 	cy->stamp = ts_calloc(n, sizeof *cy->stamp);
-	cy->in = ts_calloc(n, sizeof *cy->in);
-	cy->stack = ts_malloc(n * sizeof *cy->stack);
+	cy->seen = ts_calloc(n, sizeof *cy->seen);
+	cy->tag = ts_calloc(n, sizeof *cy->tag);
+	cy->stack = ts_malloc(2 * n * sizeof *cy->stack);
 	cy->gen = 0;
+	cy->tag_gen = 0;
 	cy->n = (int)n;
-	return cy->stamp && cy->in && cy->stack;
+	return cy->stamp && cy->seen && cy->tag && cy->stack;
 }
 
 void sim_cycle_scratch_free(struct cycle_scratch *cy)
 {
 	ts_free(cy->stamp);
-	ts_free(cy->in);
+	ts_free(cy->seen);
+	ts_free(cy->tag);
 	ts_free(cy->stack);
 }
 
-/* Does representative group id read, through instructions outside it, a
- * value that depends on a member it owns (feeds_back)? */
+/* One step of sim_group_cyclic's walk: instruction x is read from outside
+ * the group that holds it. True when group id owns it (a cycle). Else an
+ * instruction in no group (a parameter, a value recomputed in each user)
+ * is followed through its operands, and a group that owns x is followed
+ * whole (pushed as -1 - its id), once per walk (seen, at its root). */
+static bool cycle_visit(const struct grouping *g, int id, int x, int from,
+			struct cycle_scratch *cy, int gen, int *top)
+{
+	if (x < 0 || cy->stamp[x] == gen)
+		return false;
+	cy->stamp[x] = gen;
+	int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+	if (r == id)
+		return true;
+	if (r < 0) {
+		if (g->pos[x] >= from) /* none placed before can depend on id */
+			cy->stack[(*top)++] = x;
+	} else if (cy->seen[g->g_root[r]] != gen) {
+		cy->seen[g->g_root[r]] = gen;
+		cy->stack[(*top)++] = -1 - r;
+	}
+	return false;
+}
+
+/*
+ * Does representative group id read, through instructions and kernels
+ * outside it, a value that depends on a member it owns (not one it copies
+ * as a recomputed producer)? Then it is no legal kernel: it would both
+ * feed and wait for that value. A kernel runs whole, so a value that
+ * another group owns is read only once all that group's inputs are ready:
+ * the walk follows a group's inputs, not only the operands of the value
+ * read (two kernels that each read a value of the other form a cycle that
+ * no instruction path shows). Only instructions placed after id's first
+ * owned member (from) can depend on one, and only groups with a member
+ * placed there, so the walk stops below it.
+ */
 bool sim_group_cyclic(const struct grouping *g, int id,
 		      struct cycle_scratch *cy)
 {
 	const int *mem;
 	int n_mem = sim_group_members(g, id, &mem), from = g->n;
-	int owned = 0;
 	for (int q = 0; q < n_mem; q++) {
-		int m = mem[q], gm = g->grp[m];
-		if (gm >= 0 && g->g_rep[gm] == id) {
-			owned++;
-			if (g->pos[m] < from)
-				from = g->pos[m];
-		}
+		int gm = g->grp[mem[q]];
+		if (gm >= 0 && g->g_rep[gm] == id && g->pos[mem[q]] < from)
+			from = g->pos[mem[q]];
 	}
-	/* one owned member: the others are copies of producers upstream of
-	 * it, so nothing it reads can depend on it */
-	if (owned < 2)
-		return false;
-	/* its inputs (operands outside it) placed after its first owned
-	 * member: one placed before cannot depend on one. All are searched
-	 * under one stamp: a node an earlier search left leads to no owned
-	 * member. */
-	int gen = ts_next_gen(&cy->gen, cy->stamp, cy->in, (size_t)cy->n);
-	for (int q = 0; q < n_mem; q++)
-		cy->in[mem[q]] = gen;
-	for (int q = 0; q < n_mem; q++)
-		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
-			int k = g->ops[j];
-			if (k < 0 || g->pos[k] < from || cy->stamp[k] == gen ||
-			    cy->in[k] == gen)
-				continue;
-			if (feeds_back(g, id, k, from, g->pos, cy->stamp, gen,
-				       cy->stack))
-				return true;
+	int gen = ts_next_gen(&cy->gen, cy->stamp, cy->seen, (size_t)cy->n);
+	int top = 0;
+	cy->seen[g->g_root[id]] = gen;
+	cy->stack[top++] = -1 - id;
+	while (top > 0) {
+		int at = cy->stack[--top];
+		if (at >= 0) {
+			for (int j = g->ooff[at]; j < g->ooff[at + 1]; j++)
+				if (cycle_visit(g, id, g->ops[j], from, cy, gen,
+						&top))
+					return true;
+			continue;
 		}
+		int r = -1 - at, last = -1;
+		n_mem = sim_group_members(g, r, &mem);
+		int tag = ts_next_gen(&cy->tag_gen, cy->tag, NULL,
+				      (size_t)cy->n);
+		for (int q = 0; q < n_mem; q++) {
+			cy->tag[mem[q]] = tag;
+			if (g->pos[mem[q]] > last)
+				last = g->pos[mem[q]];
+		}
+		if (last < from)
+			continue;
+		for (int q = 0; q < n_mem; q++)
+			for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1];
+			     j++) {
+				int x = g->ops[j];
+				if (x >= 0 && cy->tag[x] != tag &&
+				    cycle_visit(g, id, x, from, cy, gen, &top))
+					return true;
+			}
+	}
 	return false;
 }
 

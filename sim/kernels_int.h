@@ -228,11 +228,13 @@ struct collect_scratch { /* of sim_grouping_collect: a stack and a mark
 	uint64_t *bits;
 	int gen;
 };
-struct cycle_scratch {   /* of sim_group_cyclic: a stamp and a member mark
-                            per instruction (a generation each check) and
-                            a stack, for n instructions */
-	int *stamp, *in, *stack;
-	int gen, n;
+struct cycle_scratch {   /* of sim_group_cyclic, for n instructions: a
+                            stamp per instruction and a mark per group (at
+                            its root), a generation each check; a member
+                            tag, a generation each group followed; a stack
+                            of 2n */
+	int *stamp, *seen, *tag, *stack;
+	int gen, tag_gen, n;
 };
 enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct ir_computation *c,

@@ -1208,6 +1208,50 @@ static void test_group_transcendental_recompute(void **state)
 	tu_built_free(&b);
 }
 
+/* Two kernels that each read a value of the other form a cycle no
+ * instruction path shows (sim_group_cyclic follows a kernel's inputs
+ * whole). Llama-3.1-405B's fp8 step (../shared hlo-programs), reduced:
+ * the dot's kernel writes its scaled result u and takes the amax of
+ * g * sig * u, reading the sigmoid sig; the silu backward's loop kernel
+ * reads u. The loop merge once put sig in that kernel: each then waited
+ * on the other (`fuse`: "depends on itself"). Now sig is computed in the
+ * kernel that reads u, and the amax is a kernel of its own. */
+static void test_group_kernel_cycle(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule amax\n"
+	      "%max (a: bf16[], b: bf16[]) -> bf16[] {\n"
+	      "  %a = bf16[] parameter(0)\n"
+	      "  %b = bf16[] parameter(1)\n"
+	      "  ROOT %m = bf16[] maximum(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (n: bf16[256,1024], d: bf16[256,1024], g: bf16[256,1024], x: bf16[256,512], w: bf16[1024,512], s: bf16[256,1024], v: bf16[256,1024], z: bf16[]) -> (bf16[256,1024], bf16[]) {\n"
+	      "  %n = bf16[256,1024] parameter(0)\n"
+	      "  %d = bf16[256,1024] parameter(1)\n"
+	      "  %g = bf16[256,1024] parameter(2)\n"
+	      "  %x = bf16[256,512] parameter(3)\n"
+	      "  %w = bf16[1024,512] parameter(4)\n"
+	      "  %s = bf16[256,1024] parameter(5)\n"
+	      "  %v = bf16[256,1024] parameter(6)\n"
+	      "  %z = bf16[] parameter(7)\n"
+	      "  %sig = bf16[256,1024] divide(%n, %d)\n"
+	      "  %act = bf16[256,1024] multiply(%g, %sig)\n"
+	      "  %dot = bf16[256,1024] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+	      "  %up = bf16[256,1024] multiply(%dot, %s)\n"
+	      "  %u = bf16[256,1024] copy(%up)\n"
+	      "  %h = bf16[256,1024] multiply(%act, %u)\n"
+	      "  %bw = bf16[256,1024] multiply(%u, %v)\n"
+	      "  %dsig = bf16[256,1024] multiply(%bw, %sig)\n"
+	      "  %abs = bf16[256,1024] abs(%h)\n"
+	      "  %amax = bf16[] reduce(%abs, %z), dimensions={0,1}, to_apply=%max\n"
+	      "  ROOT %t = (bf16[256,1024], bf16[]) tuple(%dsig, %amax)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "u,dsig,amax");
+	tu_built_free(&b);
+}
+
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
  * the converts of its operands and its bias-add/relu epilogue. */
 /* XLA's TPU fusion rules as data/compiled shows them (libtpu 0.0.42;
@@ -2142,6 +2186,7 @@ int main(void)
 		cmocka_unit_test(test_group_layernorm),
 		cmocka_unit_test(test_group_sibling_reduces),
 		cmocka_unit_test(test_group_transcendental_recompute),
+		cmocka_unit_test(test_group_kernel_cycle),
 		cmocka_unit_test(test_group_single_kernels),
 		cmocka_unit_test(test_group_tpu_rules),
 		cmocka_unit_test(test_group_while),
