@@ -584,12 +584,14 @@ static bool takes_once(const struct grouping *g, int u, int i, bool no_operand)
 
 /* The user kernel that a producer with users in several kernels joins
  * (writing its value out for the others, multi-output fusion), or G_NONE.
- * Without no_operand: the earliest (by root index) whose users of i all
- * take it once. With no_operand, only the user kernel that comes first in
- * the topological order, if its users of i take it once and none into a
- * dot's operand: no other user kernel can feed that one, so joining it
- * makes no cycle through them (a producer of a dot's operand often feeds
- * a later kernel that depends on that dot: a residual add). */
+ * Without no_operand: the earliest (by its root's place in the order)
+ * whose users of i all take it once. With no_operand, only the user
+ * kernel that comes first in the topological order, if its users of i
+ * take it once and none into a dot's operand: no other user kernel can
+ * feed that one, so joining it makes no cycle through them (a producer of
+ * a dot's operand often feeds a later kernel that depends on that dot: a
+ * residual add). A kernel such a join leaves cyclic (sim_group_cyclic)
+ * is split into kernels of one op each (dissolve_cycles). */
 static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 {
 	int best = G_NONE, first = G_NONE;
@@ -601,7 +603,8 @@ static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 		    g->pos[g->g_root[gu]] < g->pos[g->g_root[first]])
 			first = gu;
 		if (no_operand ||
-		    (best != G_NONE && g->g_root[gu] >= g->g_root[best]))
+		    (best != G_NONE &&
+		     g->pos[g->g_root[gu]] >= g->pos[g->g_root[best]]))
 			continue;
 		bool ok = true;
 		for (int q = g->uoff[i]; ok && q < g->uoff[i + 1]; q++) {

@@ -1250,6 +1250,31 @@ static void test_group_kernel_cycle(void **state)
 	      &b);
 	ASSERT_NAMES(&b, "u,dsig,amax");
 	tu_built_free(&b);
+
+	/* a module written out of order: an expensive producer read by two
+	 * kernels joins the first in the topological order (the reduce's),
+	 * not the first in the text (b2's, which reads the reduce: that
+	 * kernel would be cyclic, and split into one op each) */
+	tu_build("HloModule ooo\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: f32[256,1024], v: f32[256,1024], w: f32[256,1024]) -> f32[256,1024] {\n"
+	      "  %x = f32[256,1024] parameter(0)\n"
+	      "  %v = f32[256,1024] parameter(1)\n"
+	      "  %w = f32[256,1024] parameter(2)\n"
+	      "  %p = f32[256,1024] divide(%v, %w)\n"
+	      "  ROOT %b2 = f32[256,1024] add(%p, %rb)\n"
+	      "  %rb = f32[256,1024] broadcast(%rA), dimensions={0}\n"
+	      "  %a1 = f32[256,1024] multiply(%x, %p)\n"
+	      "  %z = f32[] constant(0)\n"
+	      "  %rA = f32[256] reduce(%a1, %z), dimensions={1}, to_apply=%add\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "rA,b2");
+	tu_built_free(&b);
 }
 
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
