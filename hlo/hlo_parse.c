@@ -1109,7 +1109,8 @@ static bool finish_module(struct hp_parser *p, const char *at)
 				struct ir_computation *callee = in->called[j];
 				if (stamp[callee->index] != caller) {
 					stamp[callee->index] = caller;
-					callee->n_callers++;
+					callee->caller =
+						callee->n_callers++ ? NULL : in;
 				}
 				if (in->op == IR_OP_FUSION)
 					callee->is_fusion = true;

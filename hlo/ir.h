@@ -422,6 +422,7 @@ struct ir_computation {
 	struct ir_shape result_shape;     /* that shape */
 	uint32_t result_line, result_col; /* where it is written */
 	int n_callers;                    /* instructions calling it */
+	const struct ir_instr *caller;    /* the one, when n_callers == 1 */
 	uint32_t line, col;
 };
 

@@ -170,8 +170,10 @@ static double comp_vpu_cycles(const struct hw_spec *hw,
  *     reshape): one simple op per output vreg (load/store/select)
  *   broadcast, parameter, constant, bitcast, tuple: free (register
  *     splats and address arithmetic)
- *   divide by a value computed from constants only, or by a broadcast:
- *     a multiply (XLA's algebraic simplifier rewrites A / C to A x (1/C);
+ *   divide by a value computed from constants only, or by a broadcast,
+ *     in the kernel or in another (outside: a fused module costs what
+ *     the unfused one did): a multiply (XLA's algebraic simplifier, which
+ *     runs before fusion, rewrites A / C to A x (1/C);
  *     tpuv4-ops batch_norm_inference names its kernel
  *     convert_multiply_fusion; a broadcast divisor is inverted once per
  *     source element, not per output element: tpuv4-ops layer/rms norm
@@ -197,12 +199,46 @@ static bool from_constants(const struct ir_instr *v, int depth)
 	return true;
 }
 
+/* The instruction that computes the value v stands for: a fused
+ * computation's parameter is its one caller's operand, a fusion's result
+ * (or an element of it) its computation's root (or that tuple's operand);
+ * through nested fusions. */
+static const struct ir_instr *outside(const struct ir_instr *v)
+{
+	for (int depth = 0; depth < 8; depth++) {
+		const struct ir_instr *f = v->parent ? v->parent->caller : NULL;
+		const struct ir_instr *u = v;
+		int64_t p = v->attrs.parameter_number;
+		if (v->op == IR_OP_PARAMETER && f && f->op == IR_OP_FUSION &&
+		    p >= 0 && p < f->n_operands)
+			u = f->operands[p];
+		else if (v->op == IR_OP_FUSION && v->n_called > 0)
+			u = v->called[0]->root;
+		else if (v->op == IR_OP_GET_TUPLE_ELEMENT && v->n_operands > 0 &&
+			 v->operands[0]->op == IR_OP_FUSION &&
+			 v->operands[0]->n_called > 0) {
+			const struct ir_instr *r = v->operands[0]->called[0]->root;
+			int64_t i = v->attrs.tuple_index;
+			if (r && r->op == IR_OP_TUPLE && i >= 0 &&
+			    i < r->n_operands)
+				u = r->operands[i];
+		}
+		if (!u || u == v)
+			break;
+		v = u;
+	}
+	return v;
+}
+
 double sim_instr_vpu_cycles(const struct hw_spec *hw,
 			    const struct ir_instr *in, int depth)
 {
-	if (in->op == IR_OP_DIVIDE && in->n_operands == 2 &&
-	    (in->operands[1]->op == IR_OP_BROADCAST ||
-	     from_constants(in->operands[1], 0)))
+	const struct ir_instr *divisor =
+		in->op == IR_OP_DIVIDE && in->n_operands == 2
+			? outside(in->operands[1])
+			: NULL;
+	if (divisor && (divisor->op == IR_OP_BROADCAST ||
+			from_constants(divisor, 0)))
 		return hw_vpu_op_cycles(hw, sim_shape_vregs(hw, &in->shape),
 					HW_VPU_SIMPLE);
 	enum ir_class cls = ir_op_class(in->op);
