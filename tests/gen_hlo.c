@@ -1048,3 +1048,137 @@ int gen_hlo_module(uint64_t seed, int only, int cap_log2, char **text,
 	free(ebuf);
 	return n;
 }
+
+/* ---- a layer's dataflow: values shared between kernels ---- */
+
+/* One value of gen_hlo_dag: an f32[R,C] matrix or an f32[R] vector, and
+ * whether an instruction reads it yet. */
+struct dag_value {
+	bool vector, read;
+};
+
+static void dag_shape(FILE *f, int64_t rows, int64_t cols, bool vector)
+{
+	if (vector)
+		fprintf(f, "f32[%" PRId64 "]", rows);
+	else
+		fprintf(f, "f32[%" PRId64 ",%" PRId64 "]", rows, cols);
+}
+
+/* An operand of the kind asked for: one of the last few values mostly
+ * (chains), an older one sometimes (values read far apart); -1: none. */
+static int dag_pick(struct rng *r, const struct dag_value *v, int n,
+		    bool vector)
+{
+	int back = coin(r, 70) ? pick(r, 3) : pick(r, n);
+	for (int i = n - 1 - (back < n ? back : n - 1); i >= 0; i--)
+		if (v[i].vector == vector)
+			return i;
+	for (int i = n - 1; i >= 0; i--)
+		if (v[i].vector == vector)
+			return i;
+	return -1;
+}
+
+/* The results' shapes (types) or names: every value nothing reads. */
+static void dag_results(FILE *f, const struct dag_value *v, int n,
+			int64_t rows, int64_t cols, bool names)
+{
+	int k = 0;
+	for (int i = 3; i < n; i++) {
+		if (v[i].read)
+			continue;
+		fputs(k++ ? ", " : "", f);
+		if (names)
+			fprintf(f, "%%v%d", i);
+		else
+			dag_shape(f, rows, cols, v[i].vector);
+	}
+}
+
+int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
+{
+	static const int64_t rows[] = {8, 128, 256}, cols[] = {128, 512, 1024};
+	static const char *const un[] = {"negate", "exponential", "tanh", "abs",
+					 "copy"};
+	static const char *const bin[] = {"add", "multiply", "subtract",
+					  "divide", "maximum"};
+	struct rng r = {seed ^ 0x646167u};
+	int64_t R = rows[pick(&r, 3)], C = cols[pick(&r, 3)];
+	int n_ops = 12 + pick(&r, GEN_DAG_MAX_OPS - 11);
+	struct dag_value v[3 + GEN_DAG_MAX_OPS] = {
+		{false, false}, {false, false}, {true, false}};
+	int n = 3; /* parameters v0, v1 (matrices) and v2 (a vector) */
+	char *bbuf = NULL;
+	size_t blen = 0;
+	FILE *b = open_memstream(&bbuf, &blen);
+	for (int k = 0; k < n_ops; k++, n++) {
+		int kind = pick(&r, 6);
+		bool vec = kind <= 2 && coin(&r, 25);
+		int a = dag_pick(&r, v, n, vec), c = -1;
+		if (kind == 3 || kind == 4)
+			vec = kind == 4;
+		if (kind == 1 || kind == 2)
+			c = dag_pick(&r, v, n, vec);
+		if (kind == 3) { /* with a vector broadcast over the rows */
+			c = dag_pick(&r, v, n, true);
+			fprintf(b, "  %%b%d = ", n);
+			dag_shape(b, R, C, false);
+			fprintf(b, " broadcast(%%v%d), dimensions={0}\n", c);
+		}
+		fprintf(b, "  %%v%d = ", n);
+		dag_shape(b, R, C, vec);
+		if (kind == 0) /* unary */
+			fprintf(b, " %s(%%v%d)\n", un[pick(&r, 5)], a);
+		else if (kind <= 2) /* binary, of one kind */
+			fprintf(b, " %s(%%v%d, %%v%d)\n", bin[pick(&r, 5)], a, c);
+		else if (kind == 3)
+			fprintf(b, " %s(%%v%d, %%b%d)\n", bin[pick(&r, 5)], a, n);
+		else if (kind == 4) /* a row reduce */
+			fprintf(b, " reduce(%%v%d, %%z), dimensions={1}, "
+				   "to_apply=%%%s\n",
+				a, coin(&r, 50) ? "sum" : "max");
+		else /* a matmul by the weight */
+			fprintf(b, " dot(%%v%d, %%w), lhs_contracting_dims={1}, "
+				   "rhs_contracting_dims={0}\n",
+				a);
+		v[a].read = true;
+		if (c >= 0)
+			v[c].read = true;
+		v[n] = (struct dag_value){vec, false};
+	}
+	fclose(b);
+	FILE *f = open_memstream(text, len);
+	fprintf(f, "HloModule dag_%016" PRIx64 "\n\n", seed);
+	for (int m = 0; m < 2; m++)
+		fprintf(f, "%%%s (x: f32[], y: f32[]) -> f32[] {\n"
+			   "  %%x = f32[] parameter(0)\n"
+			   "  %%y = f32[] parameter(1)\n"
+			   "  ROOT %%r = f32[] %s(%%x, %%y)\n}\n\n",
+			m ? "max" : "sum", m ? "maximum" : "add");
+	fprintf(f, "ENTRY %%main (v0: ");
+	dag_shape(f, R, C, false);
+	fprintf(f, ", v1: ");
+	dag_shape(f, R, C, false);
+	fprintf(f, ", v2: ");
+	dag_shape(f, R, C, true);
+	fprintf(f, ", w: f32[%" PRId64 ",%" PRId64 "]) -> (", C, C);
+	v[n - 1].read = false; /* the last value is a result */
+	dag_results(f, v, n, R, C, false);
+	fprintf(f, ") {\n  %%v0 = ");
+	dag_shape(f, R, C, false);
+	fprintf(f, " parameter(0)\n  %%v1 = ");
+	dag_shape(f, R, C, false);
+	fprintf(f, " parameter(1)\n  %%v2 = ");
+	dag_shape(f, R, C, true);
+	fprintf(f, " parameter(2)\n  %%w = f32[%" PRId64 ",%" PRId64
+		   "] parameter(3)\n  %%z = f32[] constant(0)\n%s  ROOT %%out = (",
+		C, C, bbuf);
+	dag_results(f, v, n, R, C, false);
+	fprintf(f, ") tuple(");
+	dag_results(f, v, n, R, C, true);
+	fprintf(f, ")\n}\n");
+	fclose(f);
+	free(bbuf);
+	return n_ops;
+}

@@ -33,4 +33,16 @@
 int gen_hlo_module(uint64_t seed, int only, int cap_log2, char **text,
 		   size_t *len);
 
+/* Most instructions in a gen_hlo_dag module. */
+#define GEN_DAG_MAX_OPS 32
+
+/* A layer's dataflow, unfused: 12 to GEN_DAG_MAX_OPS elementwise ops,
+ * broadcasts of a row vector, row reduces and matmuls over f32[R,C]
+ * matrices and f32[R] vectors, each reading recent values mostly and
+ * older ones sometimes, so that values are shared between kernels (what
+ * the grouping's multi-output merges and cycle checks decide on); the
+ * values nothing reads, and the last, are the results. Text and length as
+ * gen_hlo_module's; returns the number of instructions. */
+int gen_hlo_dag(uint64_t seed, char **text, size_t *len);
+
 #endif /* GEN_HLO_H */
