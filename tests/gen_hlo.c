@@ -1113,18 +1113,31 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 	size_t blen = 0;
 	FILE *b = open_memstream(&bbuf, &blen);
 	for (int k = 0; k < n_ops; k++, n++) {
-		int kind = pick(&r, 6);
+		int kind = pick(&r, 11);
 		bool vec = kind <= 2 && coin(&r, 25);
 		int a = dag_pick(&r, v, n, vec), c = -1;
-		if (kind == 3 || kind == 4)
+		if (kind >= 3)
 			vec = kind == 4;
-		if (kind == 1 || kind == 2)
+		if (kind == 1 || kind == 2 || kind == 6 || kind == 8)
 			c = dag_pick(&r, v, n, vec);
 		if (kind == 3) { /* with a vector broadcast over the rows */
 			c = dag_pick(&r, v, n, true);
 			fprintf(b, "  %%b%d = ", n);
 			dag_shape(b, R, C, false);
 			fprintf(b, " broadcast(%%v%d), dimensions={0}\n", c);
+		} else if (kind == 6) { /* the larger of two */
+			fprintf(b, "  %%p%d = pred[%" PRId64 ",%" PRId64
+				   "] compare(%%v%d, %%v%d), direction=GT\n",
+				n, R, C, a, c);
+		} else if (kind == 8) { /* half of another value's rows */
+			fprintf(b, "  %%s%d = f32[%" PRId64 ",%" PRId64
+				   "] slice(%%v%d), slice={[0:%" PRId64 "], [0:%"
+				   PRId64 "]}\n",
+				n, R, C / 2, c, R, C / 2);
+		} else if (kind == 10) { /* through bf16 */
+			fprintf(b, "  %%h%d = bf16[%" PRId64 ",%" PRId64
+				   "] convert(%%v%d)\n",
+				n, R, C, a);
 		}
 		fprintf(b, "  %%v%d = ", n);
 		dag_shape(b, R, C, vec);
@@ -1138,10 +1151,24 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 			fprintf(b, " reduce(%%v%d, %%z), dimensions={1}, "
 				   "to_apply=%%%s\n",
 				a, coin(&r, 50) ? "sum" : "max");
-		else /* a matmul by the weight */
+		else if (kind == 5) /* a matmul by the weight */
 			fprintf(b, " dot(%%v%d, %%w), lhs_contracting_dims={1}, "
 				   "rhs_contracting_dims={0}\n",
 				a);
+		else if (kind == 6)
+			fprintf(b, " select(%%p%d, %%v%d, %%v%d)\n", n, a, c);
+		else if (kind == 7) /* the row reversed */
+			fprintf(b, " reverse(%%v%d), dimensions={1}\n", a);
+		else if (kind == 8) /* updated in place */
+			fprintf(b, " dynamic-update-slice(%%v%d, %%s%d, %%i0, "
+				   "%%i1)\n",
+				a, n);
+		else if (kind == 9) /* a sliding window along the row */
+			fprintf(b, " reduce-window(%%v%d, %%z), window={size=1x3 "
+				   "pad=0_0x1_1}, to_apply=%%%s\n",
+				a, coin(&r, 50) ? "sum" : "max");
+		else
+			fprintf(b, " convert(%%h%d)\n", n);
 		v[a].read = true;
 		if (c >= 0)
 			v[c].read = true;
@@ -1172,8 +1199,10 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 	fprintf(f, " parameter(1)\n  %%v2 = ");
 	dag_shape(f, R, C, true);
 	fprintf(f, " parameter(2)\n  %%w = f32[%" PRId64 ",%" PRId64
-		   "] parameter(3)\n  %%z = f32[] constant(0)\n%s  ROOT %%out = (",
-		C, C, bbuf);
+		   "] parameter(3)\n  %%z = f32[] constant(0)\n"
+		   "  %%i0 = s32[] constant(0)\n  %%i1 = s32[] constant(%" PRId64
+		   ")\n%s  ROOT %%out = (",
+		C, C, C / 4, bbuf);
 	dag_results(f, v, n, R, C, false);
 	fprintf(f, ") tuple(");
 	dag_results(f, v, n, R, C, true);

@@ -1289,14 +1289,14 @@ static void test_zoo_round_trip(void **state)
 /*
  * A layer's dataflow with values shared between kernels (tests/gen_hlo.c
  * gen_hlo_dag, seeds 0 .. GEN_DAG_SEEDS - 1: elementwise ops, broadcast
- * row vectors, row reduces, matmuls): each fuses into kernels with no
- * cycle between them, reads back and costs what the unfused module costs
- * under the same decisions (v5e). Two kernels that each read a value of
- * the other once passed the grouping's cycle check, which followed
- * instructions, not kernels (08bf6c8 fails on seeds 54 and 581); with
- * that fixed, seed 109 read back 9 ns slower: a divide by a broadcast
- * another kernel writes was costed as a multiply unfused, a divide fused
- * (plan_vpu.c outside).
+ * row vectors, row reduces, matmuls, selects, reversed rows, in-place
+ * updates, sliding windows, bf16 round trips): each fuses into kernels
+ * with no cycle between them, reads back and costs what the unfused
+ * module costs under the same decisions (v5e). 08bf6c8 fails on seeds
+ * 350, 870 and 909: two kernels that each read a value of the other
+ * passed the grouping's cycle check, which followed instructions, not
+ * kernels; and on seed 519: a divide by a broadcast another kernel writes
+ * was costed as a multiply unfused, a divide fused (plan_vpu.c outside).
  */
 enum { GEN_DAG_SEEDS = 1000 };
 
