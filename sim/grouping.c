@@ -1752,30 +1752,36 @@ static bool read_for_good(const struct grouping *g, int v, int e, int l)
 	return false;
 }
 
-/* Would merge_shared consider reduce-rooted group id with input v: a
- * value of this computation, not constant-derived, of at least as many
- * elements as id's reduce reads (an array it reads whole; known wrong:
- * two reduces of different slices of one stacked array pass too)? */
+/* The dims merge_shared compares for group id: its reduce's operand's
+ * when reduce-rooted, else its root's (a loop kernel). */
+static const struct ir_shape *shared_dims(const struct grouping *g, int id)
+{
+	const struct ir_instr *r = g->c->instrs[g->g_root[id]];
+	return sim_group_sibling(g, id) ? &r->operands[0]->shape : &r->shape;
+}
+
+/* Would merge_shared consider group id with input v: a value of this
+ * computation, not constant-derived, of at least as many elements as
+ * shared_dims (an array it reads whole; known wrong: two reduces of
+ * different slices of one stacked array pass too)? */
 static bool shares_whole(const struct grouping *g, int id,
 			 const struct ir_instr *v)
 {
-	const struct ir_shape *s =
-		&g->c->instrs[g->g_root[id]]->operands[0]->shape;
 	return v->parent == g->c && !g->cd[v->index] &&
-	       ir_shape_elems(&v->shape) >= ir_shape_elems(s);
+	       ir_shape_elems(&v->shape) >= ir_shape_elems(shared_dims(g, id));
 }
 
-/* The representative reduce-rooted groups other than id whose reduce
- * reads an operand of the dims id's does and that hold a reader of v
- * (owned, or a copy recomputed there: followed through recomputed
- * users), into out[] (a group may come more than once); returns how
- * many, at most max. Marks stamp[2u + 1] with gen; stack: room for
- * g->n. */
+/* The representative groups other than id that hold a reader of v
+ * (owned, or a copy recomputed there: followed through recomputed users)
+ * and whose shared_dims are id's, reduce-rooted ones and, when id is
+ * reduce-rooted, loop kernels (loop_rooted) too, into out[] (a group may
+ * come more than once); returns how many, at most max. Marks stamp[2u +
+ * 1] with gen; stack: room for g->n. */
 static int shared_readers(const struct grouping *g, int id, int v, int gen,
 			  int *stack, int *out, int max)
 {
-	const struct ir_shape *s =
-		&g->c->instrs[g->g_root[id]]->operands[0]->shape;
+	const struct ir_shape *s = shared_dims(g, id);
+	bool loops = sim_group_sibling(g, id);
 	int sp = 0, n = 0;
 	stack[sp++] = v;
 	while (sp > 0 && n < max) {
@@ -1790,10 +1796,10 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
 				continue;
 			}
 			int c = gu >= 0 ? g->g_rep[gu] : -1;
-			if (c >= 0 && c != id && sim_group_sibling(g, c) &&
-			    ir_shape_equal_dims(
-				    &g->c->instrs[g->g_root[c]]->operands[0]->shape,
-				    s))
+			if (c >= 0 && c != id &&
+			    (sim_group_sibling(g, c) ||
+			     (loops && loop_rooted(g, c))) &&
+			    ir_shape_equal_dims(shared_dims(g, c), s))
 				out[n++] = c;
 		}
 	}
@@ -1831,15 +1837,15 @@ bool sim_group_merges(const struct grouping *g, int id,
 	for (int b = 0; update_rooted(g, id) && b < g->n_groups; b++)
 		if (b != id && update_rooted(g, b) && same_window(g, id, b))
 			return true; /* merge_updates joins, or tried to join, them */
-	if (sim_group_sibling(g, id)) {
-		const struct ir_shape *s =
-			&g->c->instrs[g->g_root[id]]->operands[0]->shape;
+	if (sim_group_sibling(g, id) || loop_rooted(g, id)) {
+		const struct ir_shape *s = shared_dims(g, id);
 		int n_in = sim_group_inputs(g, id, in);
-		for (int q = 0; q < n_in; q++)
+		for (int q = 0; sim_group_sibling(g, id) && q < n_in; q++)
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
-		/* a reduce group that shares an array with id, unless the
+		/* a reduce group (or, for a reduce group, a loop kernel)
+		 * that shares an array with id, unless the
 		 * earlier's value is read before the later's root by a kernel
 		 * merge_shared never merges (no reduce: read_between refuses
 		 * the pair whatever joins either first); up to 8 of them,
@@ -2150,16 +2156,23 @@ static bool reads_owned(const struct grouping *g, int a, int b,
 /*
  * Shared-input multi-output fusion: two reduce-rooted kernels whose
  * reduces read operands of the same dims (over the same dimensions or
- * not) and that both read one array whole (shares_whole: not a small
- * vector they broadcast) merge, reading it once, unless one reads a value
- * of the other (the softmax's sum after its max). XLA's TPU compiler
- * makes one multi_reduce fusion of an RMS norm's two gradients
- * (data/compiled, libtpu 0.0.42: every decoder's multiply_reduce_fusion
- * sums the same product over {0,1} for the scale and over {2} for the
- * rows, on every generation); sharing only a broadcast vector merges
- * kernels XLA keeps apart (+2 fusions reproduced exactly against +60).
- * The later takes the earlier in, unless a value of the earlier is read
- * before that (read_between); undone where cyclic.
+ * not), or a reduce-rooted kernel and a loop kernel of its reduce's
+ * operand's dims (shared_dims), that both read one array whole
+ * (shares_whole: not a small vector they broadcast) merge, reading it
+ * once, unless one reads a value of the other (the softmax's sum after
+ * its max, its normalise after its sum). XLA's TPU compiler makes one
+ * multi_reduce fusion of an RMS norm's two gradients (data/compiled,
+ * libtpu 0.0.42: every decoder's multiply_reduce_fusion sums the same
+ * product over {0,1} for the scale and over {2} for the rows, on every
+ * generation), and one of a residual add written in bf16 with the norm's
+ * sum of its squares (v3/decoder_s multiply_reduce_fusion.15): with loop
+ * kernels, 2,610 -> 2,644 fusions reproduced exactly, one fewer (v5e/moe_s
+ * fusion.301, whose reduce-window cumsum XLA keeps apart from the
+ * one-hot convert_multiply_fusion.8 beside it); sharing only a broadcast
+ * vector merges kernels XLA keeps apart (+2 fusions reproduced exactly
+ * against +60). The later takes the earlier in, unless a value of the
+ * earlier is read before that (read_between); undone where cyclic. Known
+ * wrong: XLA's reasons for keeping a pair apart (moe_s) are not public.
  */
 static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 			 const struct ir_instr **other)
@@ -2196,8 +2209,10 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 					continue;
 				ok = join_unless_cyclic(g, late, early, moved, &cy,
 							&again);
-				if (again)
+				if (again) { /* a loop kernel's readers: no more */
 					cur = late;
+					again = sim_group_sibling(g, cur);
+				}
 			}
 		}
 	}

@@ -1094,13 +1094,46 @@ static void test_group_sibling_reduces(void **state)
 	assert_true(has(k->members, k->n_members, "rb"));
 	assert_int_equal(k->n_inputs, 1);
 	tu_built_free(&b);
+
+	/* a reduce kernel and a loop kernel of its operand's dims that read
+	 * the same arrays: the residual add written in bf16 and the norm's
+	 * sum of squares of it, one multi-output kernel reading both arrays
+	 * once (data/compiled v3/decoder_s multiply_reduce_fusion.15: the
+	 * bf16 sum and the f32 row sums; 34 more of XLA's fusions formed
+	 * exactly, one fewer) */
+	tu_build("HloModule res\n"
+	      "%r0 (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %main (x: bf16[4,256,512], y: bf16[4,256,512]) -> (f32[4,256], bf16[4,256,512]) {\n"
+	      "  %x = bf16[4,256,512] parameter(0)\n"
+	      "  %y = bf16[4,256,512] parameter(1)\n"
+	      "  %c = f32[] constant(0)\n"
+	      "  %fx = f32[4,256,512] convert(%x)\n"
+	      "  %fy = f32[4,256,512] convert(%y)\n"
+	      "  %s = f32[4,256,512] add(%fx, %fy)\n"
+	      "  %sq = f32[4,256,512] multiply(%s, %s)\n"
+	      "  %ss = f32[4,256] reduce(%sq, %c), dimensions={2}, to_apply=%r0\n"
+	      "  %out = bf16[4,256,512] convert(%s)\n"
+	      "  ROOT %t = (f32[4,256], bf16[4,256,512]) tuple(%ss, %out)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "out");
+	k = tu_kernel(&b, "out");
+	assert_int_equal(k->n_outputs, 2);
+	assert_true(has(k->members, k->n_members, "ss"));
+	assert_int_equal(k->n_inputs, 2);
+	tu_built_free(&b);
 }
 
 /* A transcendental with users in two kernels is recomputed in both (XLA's
  * compiled v3 softmax-xent kernels, tpugraphs-tile-v3 fusion.206/207, each
  * evaluate exp from x); a full divide is not: the earliest user kernel
- * computes and writes it, the other reads it. (The two reduces read no
- * array in common, which would merge them: merge_shared.) */
+ * computes and writes it, the other reads it. (Each multiply reads its
+ * reduce's result: a reduce kernel and a loop kernel that read one array
+ * and not each other's values merge, merge_shared.) */
 static void test_group_transcendental_recompute(void **state)
 {
 	(void)state;
@@ -1118,10 +1151,12 @@ static void test_group_transcendental_recompute(void **state)
 	      "  %c = f32[] constant(0)\n"
 	      "  %e = f32[64,512] exponential(%x)\n"
 	      "  %re = f32[64] reduce(%e, %c), dimensions={1}, to_apply=%r0\n"
-	      "  %me = f32[64,512] multiply(%e, %y)\n"
+	      "  %be = f32[64,512] broadcast(%re), dimensions={0}\n"
+	      "  %me = f32[64,512] multiply(%e, %be)\n"
 	      "  %d = f32[64,512] divide(%w, %y)\n"
 	      "  %rd = f32[64] reduce(%d, %c), dimensions={1}, to_apply=%r0\n"
-	      "  %md = f32[64,512] multiply(%d, %y)\n"
+	      "  %bd = f32[64,512] broadcast(%rd), dimensions={0}\n"
+	      "  %md = f32[64,512] multiply(%d, %bd)\n"
 	      "  ROOT %t = (f32[64], f32[64,512], f32[64], f32[64,512]) tuple(%re, %me, %rd, %md)\n"
 	      "}\n",
 	      &b);
@@ -1162,7 +1197,8 @@ static void test_group_transcendental_recompute(void **state)
 	      "  %x = f32[64,512] subtract(%s, %m)\n"
 	      "  %e = f32[64,512] exponential(%x)\n"
 	      "  %re = f32[64] reduce(%e, %c), dimensions={1}, to_apply=%r0\n"
-	      "  %me = f32[64,512] multiply(%e, %y)\n"
+	      "  %be = f32[64,512] broadcast(%re), dimensions={0}\n"
+	      "  %me = f32[64,512] multiply(%e, %be)\n"
 	      "  ROOT %t = (f32[64], f32[64,512]) tuple(%re, %me)\n"
 	      "}\n",
 	      &b);
