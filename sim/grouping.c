@@ -852,9 +852,10 @@ void sim_grouping_decide(struct grouping *g, int i)
 		/* a transcendental is recomputed in several user kernels
 		 * only where that reads no more than its value (above);
 		 * else it is a kernel of its own, which the merge passes may
-		 * join to a reader (merge_loops): joining a user kernel here
-		 * could make a cycle between two kernels, which
-		 * sim_group_cyclic, following instructions, does not see */
+		 * join to a reader (merge_loops, which checks for cycles):
+		 * joining a user kernel here could make a cycle between two
+		 * kernels that only dissolve_cycles would undo, splitting the
+		 * kernel into single ops */
 		if (transcend &&
 		    ((same && !multi) || recompute_reads_less(g, i))) {
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
@@ -1511,6 +1512,7 @@ bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 	cy->gen = 0;
 	cy->tag_gen = 0;
 	cy->n = (int)n;
+	cy->base = NULL;
 	return cy->stamp && cy->seen && cy->tag && cy->stack;
 }
 
@@ -1527,7 +1529,7 @@ void sim_cycle_scratch_free(struct cycle_scratch *cy)
  * instruction in no group (a parameter, a value recomputed in each user)
  * is followed through its operands, and a group that owns x is followed
  * whole (pushed as -1 - its id), once per walk (seen, at its root). */
-static bool cycle_visit(const struct grouping *g, int id, int x, int from,
+static bool cycle_visit(const struct grouping *g, int id, int x,
 			struct cycle_scratch *cy, int gen, int *top)
 {
 	if (x < 0 || cy->stamp[x] == gen)
@@ -1536,10 +1538,9 @@ static bool cycle_visit(const struct grouping *g, int id, int x, int from,
 	int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
 	if (r == id)
 		return true;
-	if (r < 0) {
-		if (g->pos[x] >= from) /* none placed before can depend on id */
-			cy->stack[(*top)++] = x;
-	} else if (cy->seen[g->g_root[r]] != gen) {
+	if (r < 0)
+		cy->stack[(*top)++] = x;
+	else if (cy->seen[g->g_root[r]] != gen) {
 		cy->seen[g->g_root[r]] = gen;
 		cy->stack[(*top)++] = -1 - r;
 	}
@@ -1554,20 +1555,15 @@ static bool cycle_visit(const struct grouping *g, int id, int x, int from,
  * another group owns is read only once all that group's inputs are ready:
  * the walk follows a group's inputs, not only the operands of the value
  * read (two kernels that each read a value of the other form a cycle that
- * no instruction path shows). Only instructions placed after id's first
- * owned member (from) can depend on one, and only groups with a member
- * placed there, so the walk stops below it.
+ * no instruction path shows). Nothing is pruned by place in the order: a
+ * kernel placed wholly before id's members can read one that has a later
+ * member reading id. A group g has not collected (a trial's, by
+ * sim_grouping_delta: cy->base is the grouping it differs from) has the
+ * members of its namesake there.
  */
 bool sim_group_cyclic(const struct grouping *g, int id,
 		      struct cycle_scratch *cy)
 {
-	const int *mem;
-	int n_mem = sim_group_members(g, id, &mem), from = g->n;
-	for (int q = 0; q < n_mem; q++) {
-		int gm = g->grp[mem[q]];
-		if (gm >= 0 && g->g_rep[gm] == id && g->pos[mem[q]] < from)
-			from = g->pos[mem[q]];
-	}
 	int gen = ts_next_gen(&cy->gen, cy->stamp, cy->seen, (size_t)cy->n);
 	int top = 0;
 	cy->seen[g->g_root[id]] = gen;
@@ -1576,28 +1572,25 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 		int at = cy->stack[--top];
 		if (at >= 0) {
 			for (int j = g->ooff[at]; j < g->ooff[at + 1]; j++)
-				if (cycle_visit(g, id, g->ops[j], from, cy, gen,
-						&top))
+				if (cycle_visit(g, id, g->ops[j], cy, gen, &top))
 					return true;
 			continue;
 		}
-		int r = -1 - at, last = -1;
-		n_mem = sim_group_members(g, r, &mem);
+		const int *mem;
+		int r = -1 - at, n_mem = sim_group_members(g, r, &mem);
+		if (n_mem == 0 && cy->base && cy->base->g_rep[r] >= 0)
+			n_mem = sim_group_members(cy->base, cy->base->g_rep[r],
+						  &mem);
 		int tag = ts_next_gen(&cy->tag_gen, cy->tag, NULL,
 				      (size_t)cy->n);
-		for (int q = 0; q < n_mem; q++) {
+		for (int q = 0; q < n_mem; q++)
 			cy->tag[mem[q]] = tag;
-			if (g->pos[mem[q]] > last)
-				last = g->pos[mem[q]];
-		}
-		if (last < from)
-			continue;
 		for (int q = 0; q < n_mem; q++)
 			for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1];
 			     j++) {
 				int x = g->ops[j];
 				if (x >= 0 && cy->tag[x] != tag &&
-				    cycle_visit(g, id, x, from, cy, gen, &top))
+				    cycle_visit(g, id, x, cy, gen, &top))
 					return true;
 			}
 	}
@@ -1734,10 +1727,11 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 	return false;
 }
 
-/* Is value v, which reduce group e owns, read before reduce group l's
- * root by a kernel merge_shared never merges (no reduce-rooted sibling:
- * sim_group_sibling), so that read_between refuses the pair whatever
- * either joins first? By ownership, as a trial's grouping can answer it. */
+/* Is value v, which group e owns, read before group l's root by a kernel
+ * merge_shared never merges (neither reduce-rooted, sim_group_sibling,
+ * nor a loop kernel, loop_rooted), so that read_between refuses the pair
+ * whatever either joins first? By ownership, as a trial's grouping can
+ * answer it. */
 static bool read_for_good(const struct grouping *g, int v, int e, int l)
 {
 	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
@@ -1746,7 +1740,7 @@ static bool read_for_good(const struct grouping *g, int v, int e, int l)
 			continue;
 		int h = g->g_rep[g->grp[u]];
 		if (h != e && h != l && g->pos[u] < g->pos[g->g_root[l]] &&
-		    h >= 0 && !sim_group_sibling(g, h))
+		    h >= 0 && !sim_group_sibling(g, h) && !loop_rooted(g, h))
 			return true;
 	}
 	return false;
@@ -1773,15 +1767,16 @@ static bool shares_whole(const struct grouping *g, int id,
 
 /* The representative groups other than id that hold a reader of v
  * (owned, or a copy recomputed there: followed through recomputed users)
- * and whose shared_dims are id's, reduce-rooted ones and, when id is
- * reduce-rooted, loop kernels (loop_rooted) too, into out[] (a group may
- * come more than once); returns how many, at most max. Marks stamp[2u +
- * 1] with gen; stack: room for g->n. */
+ * and whose shared_dims are id's, reduce-rooted ones and loop kernels
+ * (loop_rooted), into out[] (a group may come more than once); returns
+ * how many, at most max. merge_shared, from a reduce group, pairs it with
+ * either; for a loop kernel, sim_group_merges counts loop kernels too (a
+ * reduce group that takes one in shares the other's arrays). Marks
+ * stamp[2u + 1] with gen; stack: room for g->n. */
 static int shared_readers(const struct grouping *g, int id, int v, int gen,
 			  int *stack, int *out, int max)
 {
 	const struct ir_shape *s = shared_dims(g, id);
-	bool loops = sim_group_sibling(g, id);
 	int sp = 0, n = 0;
 	stack[sp++] = v;
 	while (sp > 0 && n < max) {
@@ -1797,8 +1792,7 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
 			}
 			int c = gu >= 0 ? g->g_rep[gu] : -1;
 			if (c >= 0 && c != id &&
-			    (sim_group_sibling(g, c) ||
-			     (loops && loop_rooted(g, c))) &&
+			    (sim_group_sibling(g, c) || loop_rooted(g, c)) &&
 			    ir_shape_equal_dims(shared_dims(g, c), s))
 				out[n++] = c;
 		}
@@ -1813,7 +1807,8 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
  * kernels), or id is rooted at an update another update group writes at
  * the same offsets (merged or not: a cycle undoes it), or, merging
  * nothing yet, id is reduce-rooted and reads a contraction group's value
- * of its reduce's dims or an array another reduce of its dims reads whole
+ * of its reduce's dims, or id is reduce-rooted or a loop kernel and reads
+ * an array whole that a reduce or loop kernel of its shared_dims reads
  * too (shared_readers), or id is a loop or update kernel that reads a
  * value another may join it with (loop_joins), or id owns a contraction
  * or is a loop kernel and a value it owns is read by a reduce-rooted
@@ -1844,11 +1839,11 @@ bool sim_group_merges(const struct grouping *g, int id,
 			if (ir_shape_equal_dims(&in[q]->shape, s) &&
 			    contraction_group_of(g, in[q]) >= 0)
 				return true;
-		/* a reduce group (or, for a reduce group, a loop kernel)
-		 * that shares an array with id, unless the
-		 * earlier's value is read before the later's root by a kernel
-		 * merge_shared never merges (no reduce: read_between refuses
-		 * the pair whatever joins either first); up to 8 of them,
+		/* a reduce group or a loop kernel that shares an array with
+		 * id, unless the earlier's value is read before the later's
+		 * root by a kernel merge_shared never merges (read_for_good:
+		 * read_between refuses the pair whatever joins either
+		 * first); up to 8 of them,
 		 * more: may merge */
 		enum { MAX_SHARED = 8 };
 		int cand[MAX_SHARED], gen = sim_group_mark(g, id);

@@ -320,6 +320,7 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	ds->keys = ts_malloc(2 * n * sizeof *ds->keys);
 	bool got_cs = sim_grouping_collect_init(t, &ds->cs);
 	bool got_cy = sim_cycle_scratch_init(&ds->cy, t->n);
+	ds->cy.base = like; /* the groups t does not collect */
 	if (!(got_cs && got_cy && ds->moved && ds->visit && ds->stack &&
 	      ds->mark && ds->marked && ds->queue && ds->t_seen &&
 	      ds->b_seen && ds->coll && ds->in && ds->keys))
@@ -389,7 +390,9 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * a member (a group takes in only what it reaches through its
 	 * members), an output (a member it owns is held by it alone, so its
 	 * readers are the users outside it; a copy is never one;
-	 * sim_group_output) or a cycle (sim_group_cyclic reads its members) */
+	 * sim_group_output); a cycle between kernels through one of them
+	 * is one through a group collected here, which sim_group_cyclic
+	 * checks below, following the others with b's member lists */
 	for (int q = 0; q < n_moved; q++) {
 		int j = ds->moved[q];
 		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)

@@ -235,6 +235,9 @@ struct cycle_scratch {   /* of sim_group_cyclic, for n instructions: a
                             of 2n */
 	int *stamp, *seen, *tag, *stack;
 	int gen, tag_gen, n;
+	const struct grouping *base; /* a trial's grouping's base (members of
+	                                the groups it has not collected), or
+	                                NULL */
 };
 enum ts_status sim_grouping_init(struct grouping *g,
 				 const struct ir_computation *c,
