@@ -1311,6 +1311,38 @@ static void test_group_kernel_cycle(void **state)
 	      &b);
 	ASSERT_NAMES(&b, "rA,b2");
 	tu_built_free(&b);
+
+	/* a cycle through a kernel placed wholly before the merged one (a
+	 * review's module): c's negate joining b1's kernel would make z's
+	 * kernel read c from it while b1 reads w, whose kernel reads y from
+	 * z's. At 08bf6c8 `fuse` failed ("depends on itself"); with the
+	 * walk pruned by place in the order the merge passed and
+	 * dissolve_cycles split the kernel into single ops (6 kernels) */
+	tu_build("HloModule merge_cyc\n"
+	      "%add (a: f32[], b: f32[]) -> f32[] {\n"
+	      "  %a = f32[] parameter(0)\n"
+	      "  %b = f32[] parameter(1)\n"
+	      "  ROOT %s = f32[] add(%a, %b)\n"
+	      "}\n"
+	      "ENTRY %e (p0: f32[8,128], p1: f32[8,128], p2: f32[8], p3: f32[8]) -> (f32[8], f32[8,128]) {\n"
+	      "  %p0 = f32[8,128] parameter(0)\n"
+	      "  %p1 = f32[8,128] parameter(1)\n"
+	      "  %p2 = f32[8] parameter(2)\n"
+	      "  %p3 = f32[8] parameter(3)\n"
+	      "  %zero = f32[] constant(0)\n"
+	      "  %y = f32[8,128] divide(%p0, %p1)\n"
+	      "  %pd = f32[8,130] pad(%y, %zero), padding=0_0x0_2\n"
+	      "  %w = f32[8] reduce(%pd, %zero), dimensions={1}, to_apply=%add\n"
+	      "  %a1 = f32[8] divide(%p2, %p3)\n"
+	      "  %c = f32[8] negate(%a1)\n"
+	      "  %b1 = f32[8] add(%c, %w)\n"
+	      "  %bm = f32[8,128] broadcast(%c), dimensions={0}\n"
+	      "  %z = f32[8,128] multiply(%y, %bm)\n"
+	      "  ROOT %t = (f32[8], f32[8,128]) tuple(%b1, %z)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "c,z,w,b1");
+	tu_built_free(&b);
 }
 
 /* relu, an activation chain and a matmul: one kernel each; a dot absorbs
