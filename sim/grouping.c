@@ -2218,28 +2218,143 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 	return ok;
 }
 
+/* The node of instruction x in the graph of kernels: its representative
+ * group's root when a group owns it, else x itself (an instruction in no
+ * group, or recomputed in each user). */
+static int kernel_node(const struct grouping *g, int x)
+{
+	int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+	return r >= 0 ? g->g_root[r] : x;
+}
+
+/* The inputs of node v of the graph of kernels into e (NULL: counted
+ * only): for a group's root, the nodes of its members' operands outside
+ * it (tag: a member mark, gen_tag a new generation); for another
+ * instruction, its operands'. Returns how many. */
+static int kernel_inputs(const struct grouping *g, int v, int *tag,
+			 int *gen_tag, int *e)
+{
+	const int *mem = &v;
+	int n_mem = 1, n = 0;
+	int r = g->grp[v] >= 0 ? g->g_rep[g->grp[v]] : -1;
+	if (r >= 0)
+		n_mem = sim_group_members(g, r, &mem);
+	int t = ts_next_gen(gen_tag, tag, NULL, (size_t)g->n);
+	for (int q = 0; r >= 0 && q < n_mem; q++)
+		tag[mem[q]] = t;
+	for (int q = 0; q < n_mem; q++)
+		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
+			int x = g->ops[j];
+			if (x < 0 || (r >= 0 && tag[x] == t))
+				continue;
+			if (e)
+				e[n] = kernel_node(g, x);
+			n++;
+		}
+	return n;
+}
+
 /*
- * A group whose inputs depend on its own members (sim_group_cyclic) is no
- * legal fusion: XLA checks for that cycle before it fuses a producer and
- * leaves it unfused. So each such group is dissolved: every member it owns
- * becomes a kernel of its own (SIM_WHY_CYCLE), with the constant-derived
- * values it reads copied in as usual, for the kernel builder and the
- * fusion writer alike. The groups cycled and their merged siblings keep
- * no representative (g_rep -1).
+ * Which representative groups lie on a cycle of the graph of kernels
+ * (each group a node, read whole; each instruction in no group a node;
+ * sim_group_cyclic of each, in one pass): Tarjan's strongly connected
+ * components, iteratively; a group in a component of more than one node
+ * is cyclic. Into cyclic[] (by group id, zeroed); false: out of memory.
+ */
+static bool cyclic_groups(const struct grouping *g, bool *cyclic)
+{
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	int *off = ts_calloc(n + 1, sizeof *off), *tag = ts_calloc(n, sizeof *tag);
+	int *index = ts_malloc(n * sizeof *index), *low = ts_malloc(n * sizeof *low);
+	int *comp = ts_malloc(n * sizeof *comp), *frame = ts_malloc(n * sizeof *frame);
+	int *cur = ts_malloc(n * sizeof *cur), *edges = NULL;
+	bool *on = ts_calloc(n, sizeof *on);
+	int gen_tag = 0;
+	bool ok = off && tag && index && low && comp && frame && cur && on;
+	for (int v = 0; ok && v < g->n; v++)
+		off[v + 1] = off[v] + (kernel_node(g, v) == v
+					       ? kernel_inputs(g, v, tag, &gen_tag, NULL)
+					       : 0);
+	ok = ok && (edges = ts_malloc(((size_t)off[g->n] + 1) * sizeof *edges));
+	for (int v = 0; ok && v < g->n; v++) {
+		index[v] = -1;
+		if (kernel_node(g, v) == v)
+			kernel_inputs(g, v, tag, &gen_tag, edges + off[v]);
+	}
+	int next = 0, n_comp = 0;
+	for (int s = 0; ok && s < g->n; s++) {
+		if (kernel_node(g, s) != s || index[s] >= 0)
+			continue;
+		int depth = 0;
+		frame[depth++] = s;
+		cur[s] = off[s];
+		index[s] = low[s] = next++;
+		comp[n_comp++] = s;
+		on[s] = true;
+		while (depth > 0) {
+			int v = frame[depth - 1];
+			if (cur[v] < off[v + 1]) {
+				int w = edges[cur[v]++];
+				if (index[w] < 0) {
+					index[w] = low[w] = next++;
+					comp[n_comp++] = w;
+					on[w] = true;
+					cur[w] = off[w];
+					frame[depth++] = w;
+				} else if (on[w] && index[w] < low[v]) {
+					low[v] = index[w];
+				}
+				continue;
+			}
+			depth--;
+			if (depth > 0 && low[v] < low[frame[depth - 1]])
+				low[frame[depth - 1]] = low[v];
+			if (low[v] != index[v])
+				continue;
+			int start = n_comp;
+			while (comp[start - 1] != v)
+				start--;
+			start--;
+			for (int q = start; q < n_comp; q++) {
+				int x = comp[q], r = g->grp[x] >= 0
+							     ? g->g_rep[g->grp[x]]
+							     : -1;
+				on[x] = false;
+				if (n_comp - start > 1 && r >= 0)
+					cyclic[r] = true;
+			}
+			n_comp = start;
+		}
+	}
+	ts_free(off);
+	ts_free(tag);
+	ts_free(index);
+	ts_free(low);
+	ts_free(comp);
+	ts_free(frame);
+	ts_free(cur);
+	ts_free(on);
+	ts_free(edges);
+	return ok;
+}
+
+/*
+ * A group whose inputs depend on its own members (a cycle between
+ * kernels: cyclic_groups) is no legal fusion: XLA checks for that cycle
+ * before it fuses a producer and leaves it unfused. So each such group is
+ * dissolved: every member it owns becomes a kernel of its own
+ * (SIM_WHY_CYCLE), with the constant-derived values it reads copied in as
+ * usual, for the kernel builder and the fusion writer alike. The groups
+ * cycled and their merged siblings keep no representative (g_rep -1).
  */
 static bool dissolve_cycles(struct grouping *g, struct collect_scratch *cs)
 {
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	struct cycle_scratch cy;
 	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && cyclic, any = false;
+	bool ok = cyclic && cyclic_groups(g, cyclic), any = false;
 	int n_before = g->n_groups;
-	for (int id = 0; ok && id < n_before; id++) {
-		if (g->g_rep[id] != id)
-			continue;
-		cyclic[id] = sim_group_cyclic(g, id, &cy);
+	for (int id = 0; ok && id < n_before; id++)
 		any = any || cyclic[id];
-	}
 	for (int i = 0; ok && any && i < g->n; i++) {
 		int gi = g->grp[i];
 		if (gi < 0 || g->g_rep[gi] < 0 || !cyclic[g->g_rep[gi]])
@@ -2252,7 +2367,6 @@ static bool dissolve_cycles(struct grouping *g, struct collect_scratch *cs)
 	for (int id = 0; ok && any && id < n_before; id++)
 		if (g->g_rep[id] >= 0 && cyclic[g->g_rep[id]])
 			g->g_rep[id] = -1; /* a cyclic group and its siblings */
-	sim_cycle_scratch_free(&cy);
 	ts_free(cyclic);
 	return ok;
 }
