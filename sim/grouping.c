@@ -590,7 +590,7 @@ static bool takes_once(const struct grouping *g, int u, int i, bool no_operand)
  * take it once and none into a dot's operand: no other user kernel can
  * feed that one, so joining it makes no cycle through them (a producer of
  * a dot's operand often feeds a later kernel that depends on that dot: a
- * residual add). A kernel such a join leaves cyclic (sim_group_cyclic)
+ * residual add). A kernel such a join leaves on a cycle between kernels
  * is split into kernels of one op each (dissolve_cycles). */
 static int earliest_kernel(const struct grouping *g, int i, bool no_operand)
 {
