@@ -1572,7 +1572,8 @@ bool sim_group_cyclic(const struct grouping *g, int id,
 		int at = cy->stack[--top];
 		if (at >= 0) {
 			for (int j = g->ooff[at]; j < g->ooff[at + 1]; j++)
-				if (cycle_visit(g, id, g->ops[j], cy, gen, &top))
+				if (cycle_visit(g, id, g->ops[j], cy, gen,
+						&top))
 					return true;
 			continue;
 		}
@@ -2204,7 +2205,7 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 					continue;
 				ok = join_unless_cyclic(g, late, early, moved, &cy,
 							&again);
-				if (again) { /* a loop kernel's readers: no more */
+				if (again) { /* none after a loop kernel */
 					cur = late;
 					again = sim_group_sibling(g, cur);
 				}
@@ -2264,17 +2265,21 @@ static int kernel_inputs(const struct grouping *g, int v, int *tag,
 static bool cyclic_groups(const struct grouping *g, bool *cyclic)
 {
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	int *off = ts_calloc(n + 1, sizeof *off), *tag = ts_calloc(n, sizeof *tag);
-	int *index = ts_malloc(n * sizeof *index), *low = ts_malloc(n * sizeof *low);
-	int *comp = ts_malloc(n * sizeof *comp), *frame = ts_malloc(n * sizeof *frame);
+	int *off = ts_calloc(n + 1, sizeof *off);
+	int *tag = ts_calloc(n, sizeof *tag);
+	int *index = ts_malloc(n * sizeof *index);
+	int *low = ts_malloc(n * sizeof *low);
+	int *comp = ts_malloc(n * sizeof *comp);
+	int *frame = ts_malloc(n * sizeof *frame);
 	int *cur = ts_malloc(n * sizeof *cur), *edges = NULL;
 	bool *on = ts_calloc(n, sizeof *on);
 	int gen_tag = 0;
 	bool ok = off && tag && index && low && comp && frame && cur && on;
-	for (int v = 0; ok && v < g->n; v++)
-		off[v + 1] = off[v] + (kernel_node(g, v) == v
-					       ? kernel_inputs(g, v, tag, &gen_tag, NULL)
-					       : 0);
+	for (int v = 0; ok && v < g->n; v++) {
+		bool node = kernel_node(g, v) == v;
+		off[v + 1] = off[v] +
+			     (node ? kernel_inputs(g, v, tag, &gen_tag, NULL) : 0);
+	}
 	ok = ok && (edges = ts_malloc(((size_t)off[g->n] + 1) * sizeof *edges));
 	for (int v = 0; ok && v < g->n; v++) {
 		index[v] = -1;
@@ -2316,9 +2321,8 @@ static bool cyclic_groups(const struct grouping *g, bool *cyclic)
 				start--;
 			start--;
 			for (int q = start; q < n_comp; q++) {
-				int x = comp[q], r = g->grp[x] >= 0
-							     ? g->g_rep[g->grp[x]]
-							     : -1;
+				int x = comp[q];
+				int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
 				on[x] = false;
 				if (n_comp - start > 1 && r >= 0)
 					cyclic[r] = true;

@@ -214,10 +214,12 @@ static const struct ir_instr *outside(const struct ir_instr *v)
 			u = f->operands[p];
 		else if (v->op == IR_OP_FUSION && v->n_called > 0)
 			u = v->called[0]->root;
-		else if (v->op == IR_OP_GET_TUPLE_ELEMENT && v->n_operands > 0 &&
+		else if (v->op == IR_OP_GET_TUPLE_ELEMENT &&
+			 v->n_operands > 0 &&
 			 v->operands[0]->op == IR_OP_FUSION &&
 			 v->operands[0]->n_called > 0) {
-			const struct ir_instr *r = v->operands[0]->called[0]->root;
+			const struct ir_instr *r =
+				v->operands[0]->called[0]->root;
 			int64_t i = v->attrs.tuple_index;
 			if (r && r->op == IR_OP_TUPLE && i >= 0 &&
 			    i < r->n_operands)
