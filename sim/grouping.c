@@ -1524,6 +1524,13 @@ void sim_cycle_scratch_free(struct cycle_scratch *cy)
 	ts_free(cy->stack);
 }
 
+/* The representative group that owns instruction x (computes it, not a
+ * recomputed copy), or -1. */
+static int rep_of(const struct grouping *g, int x)
+{
+	return g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+}
+
 /* One step of sim_group_cyclic's walk: instruction x is read from outside
  * the group that holds it. True when group id owns it (a cycle). Else an
  * instruction in no group (a parameter, a value recomputed in each user)
@@ -1535,7 +1542,7 @@ static bool cycle_visit(const struct grouping *g, int id, int x,
 	if (x < 0 || cy->stamp[x] == gen)
 		return false;
 	cy->stamp[x] = gen;
-	int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+	int r = rep_of(g, x);
 	if (r == id)
 		return true;
 	if (r < 0)
@@ -1605,13 +1612,11 @@ static bool holds_contraction(const struct grouping *g, int id)
 	       (g->opk[g->order[g->g_core_at[id]]] & OPK_CONTRACTION);
 }
 
-/* The representative group that owns value v (computes it, not a
- * recomputed copy), or -1. */
+/* The representative group that owns value v of this computation, or
+ * -1 (rep_of). */
 static int owner_of(const struct grouping *g, const struct ir_instr *v)
 {
-	return v->parent == g->c && g->grp[v->index] >= 0
-		       ? g->g_rep[g->grp[v->index]]
-		       : -1;
+	return v->parent == g->c ? rep_of(g, v->index) : -1;
 }
 
 /* Is group id a representative rooted at a dynamic-update-slice
@@ -2224,7 +2229,7 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
  * group, or recomputed in each user). */
 static int kernel_node(const struct grouping *g, int x)
 {
-	int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+	int r = rep_of(g, x);
 	return r >= 0 ? g->g_root[r] : x;
 }
 
@@ -2237,7 +2242,7 @@ static int kernel_inputs(const struct grouping *g, int v, int *tag,
 {
 	const int *mem = &v;
 	int n_mem = 1, n = 0;
-	int r = g->grp[v] >= 0 ? g->g_rep[g->grp[v]] : -1;
+	int r = rep_of(g, v);
 	if (r >= 0)
 		n_mem = sim_group_members(g, r, &mem);
 	int t = ts_next_gen(gen_tag, tag, NULL, (size_t)g->n);
@@ -2322,7 +2327,7 @@ static bool cyclic_groups(const struct grouping *g, bool *cyclic)
 			start--;
 			for (int q = start; q < n_comp; q++) {
 				int x = comp[q];
-				int r = g->grp[x] >= 0 ? g->g_rep[g->grp[x]] : -1;
+				int r = rep_of(g, x);
 				on[x] = false;
 				if (n_comp - start > 1 && r >= 0)
 					cyclic[r] = true;
