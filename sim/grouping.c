@@ -1513,6 +1513,8 @@ bool sim_cycle_scratch_init(struct cycle_scratch *cy, int n_instrs)
 	cy->tag_gen = 0;
 	cy->n = (int)n;
 	cy->base = NULL;
+	cy->kpos = cy->at = NULL;
+	cy->lo = 0;
 	return cy->stamp && cy->seen && cy->tag && cy->stack;
 }
 
@@ -1522,6 +1524,8 @@ void sim_cycle_scratch_free(struct cycle_scratch *cy)
 	ts_free(cy->seen);
 	ts_free(cy->tag);
 	ts_free(cy->stack);
+	ts_free(cy->kpos);
+	ts_free(cy->at);
 }
 
 /* The representative group that owns instruction x (computes it, not a
@@ -1545,6 +1549,8 @@ static bool cycle_visit(const struct grouping *g, int id, int x,
 	int r = rep_of(g, x);
 	if (r == id)
 		return true;
+	if (cy->kpos && cy->kpos[r < 0 ? x : g->g_root[r]] < cy->lo)
+		return false; /* placed before the kernels merged: reads none */
 	if (r < 0)
 		cy->stack[(*top)++] = x;
 	else if (cy->seen[g->g_root[r]] != gen) {
@@ -1562,9 +1568,11 @@ static bool cycle_visit(const struct grouping *g, int id, int x,
  * another group owns is read only once all that group's inputs are ready:
  * the walk follows a group's inputs, not only the operands of the value
  * read (two kernels that each read a value of the other form a cycle that
- * no instruction path shows). Nothing is pruned by place in the order: a
- * kernel placed wholly before id's members can read one that has a later
- * member reading id. A group g has not collected (a trial's, by
+ * no instruction path shows). Places in the order of instructions prune
+ * nothing (a kernel placed wholly before id's members can read one that
+ * has a later member reading id); places in a topological order of the
+ * kernels do (cy->kpos: a node placed before both kernels id took in
+ * reads neither). A group g has not collected (a trial's, by
  * sim_grouping_delta: cy->base is the grouping it differs from) has the
  * members of its namesake there.
  */
@@ -1922,18 +1930,211 @@ static bool reads_reduce_of(const struct grouping *g,
 	return false;
 }
 
+/* The node of instruction x in the graph of kernels: its representative
+ * group's root when a group owns it, else x itself (an instruction in no
+ * group, or recomputed in each user). */
+static int kernel_node(const struct grouping *g, int x)
+{
+	int r = rep_of(g, x);
+	return r >= 0 ? g->g_root[r] : x;
+}
+
+/* The inputs of node v of the graph of kernels into e (NULL: counted
+ * only): for a group's root, the nodes of its members' operands outside
+ * it (tag: a member mark, gen_tag a new generation); for another
+ * instruction, its operands'. Returns how many. */
+static int kernel_inputs(const struct grouping *g, int v, int *tag,
+			 int *gen_tag, int *e)
+{
+	const int *mem = &v;
+	int n_mem = 1, n = 0;
+	int r = rep_of(g, v);
+	if (r >= 0)
+		n_mem = sim_group_members(g, r, &mem);
+	int t = ts_next_gen(gen_tag, tag, NULL, (size_t)g->n);
+	for (int q = 0; r >= 0 && q < n_mem; q++)
+		tag[mem[q]] = t;
+	for (int q = 0; q < n_mem; q++)
+		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
+			int x = g->ops[j];
+			if (x < 0 || (r >= 0 && tag[x] == t))
+				continue;
+			if (e)
+				e[n] = kernel_node(g, x);
+			n++;
+		}
+	return n;
+}
+
+/*
+ * The strongly connected components of the graph of kernels (each
+ * representative group a node at its root, read whole; each instruction
+ * in no group a node): Tarjan's, iteratively. A group in a component of
+ * more than one node lies on a cycle (sim_group_cyclic of each, in one
+ * pass): cyclic[] (by group id, zeroed; or NULL). Components come out
+ * inputs first, so the nodes in that order are a topological order of
+ * the graph when *acyclic: into order[] (room for g->n; or NULL), *n_order
+ * of them. False: out of memory.
+ */
+static bool kernel_components(const struct grouping *g, bool *cyclic,
+			      int *order, int *n_order, bool *acyclic)
+{
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	int *off = ts_calloc(n + 1, sizeof *off);
+	int *tag = ts_calloc(n, sizeof *tag);
+	int *index = ts_malloc(n * sizeof *index);
+	int *low = ts_malloc(n * sizeof *low);
+	int *comp = ts_malloc(n * sizeof *comp);
+	int *frame = ts_malloc(n * sizeof *frame);
+	int *cur = ts_malloc(n * sizeof *cur), *edges = NULL;
+	bool *on = ts_calloc(n, sizeof *on);
+	int gen_tag = 0;
+	bool ok = off && tag && index && low && comp && frame && cur && on;
+	for (int v = 0; ok && v < g->n; v++) {
+		bool node = kernel_node(g, v) == v;
+		off[v + 1] = off[v] +
+			     (node ? kernel_inputs(g, v, tag, &gen_tag, NULL) : 0);
+	}
+	ok = ok && (edges = ts_malloc(((size_t)off[g->n] + 1) * sizeof *edges));
+	for (int v = 0; ok && v < g->n; v++) {
+		index[v] = -1;
+		if (kernel_node(g, v) == v)
+			kernel_inputs(g, v, tag, &gen_tag, edges + off[v]);
+	}
+	int next = 0, n_comp = 0;
+	*n_order = 0;
+	*acyclic = true;
+	for (int s = 0; ok && s < g->n; s++) {
+		if (kernel_node(g, s) != s || index[s] >= 0)
+			continue;
+		int depth = 0;
+		frame[depth++] = s;
+		cur[s] = off[s];
+		index[s] = low[s] = next++;
+		comp[n_comp++] = s;
+		on[s] = true;
+		while (depth > 0) {
+			int v = frame[depth - 1];
+			if (cur[v] < off[v + 1]) {
+				int w = edges[cur[v]++];
+				if (index[w] < 0) {
+					index[w] = low[w] = next++;
+					comp[n_comp++] = w;
+					on[w] = true;
+					cur[w] = off[w];
+					frame[depth++] = w;
+				} else if (on[w] && index[w] < low[v]) {
+					low[v] = index[w];
+				}
+				continue;
+			}
+			depth--;
+			if (depth > 0 && low[v] < low[frame[depth - 1]])
+				low[frame[depth - 1]] = low[v];
+			if (low[v] != index[v])
+				continue;
+			int start = n_comp;
+			while (comp[start - 1] != v)
+				start--;
+			start--;
+			*acyclic = *acyclic && n_comp - start == 1;
+			for (int q = start; q < n_comp; q++) {
+				int x = comp[q];
+				int r = rep_of(g, x);
+				on[x] = false;
+				if (cyclic && n_comp - start > 1 && r >= 0)
+					cyclic[r] = true;
+				if (order)
+					order[(*n_order)++] = x;
+			}
+			n_comp = start;
+		}
+	}
+	ts_free(off);
+	ts_free(tag);
+	ts_free(index);
+	ts_free(low);
+	ts_free(comp);
+	ts_free(frame);
+	ts_free(cur);
+	ts_free(on);
+	ts_free(edges);
+	return ok;
+}
+
+
+/* A topological order of the graph of kernels (kernel_components) in cy
+ * (kpos, at), which join_unless_cyclic keeps as groups merge; none when
+ * the graph has a cycle already. False: out of memory. */
+static bool kernel_order(const struct grouping *g, struct cycle_scratch *cy)
+{
+	size_t n = (size_t)(g->n > 0 ? g->n : 1);
+	int *at = ts_malloc(n * sizeof *at), n_at = 0;
+	bool acyclic;
+	if (!at || !kernel_components(g, NULL, at, &n_at, &acyclic)) {
+		ts_free(at);
+		return false;
+	}
+	if (!acyclic) {
+		ts_free(at);
+		return true;
+	}
+	cy->at = at;
+	cy->kpos = ts_malloc(n * sizeof *cy->kpos);
+	for (int p = 0; cy->kpos && p < n_at; p++)
+		cy->kpos[at[p]] = p;
+	return cy->kpos != NULL;
+}
+
+/* After group `into` took in the group at the other of places lo and hi
+ * in cy's order of kernels without a cycle: the nodes between them that
+ * sim_group_cyclic's walk reached (the merged group's inputs, each placed
+ * after lo, so each reads neither, and before hi), then the merged group,
+ * then the other nodes between them (none reads the group at hi, placed
+ * after them, nor can the merged group read one: the walk would have
+ * reached it), each run in its old order; place hi is left empty. The
+ * order stays topological. */
+static void kernel_reorder(const struct grouping *g, struct cycle_scratch *cy,
+			   int into, int lo, int hi)
+{
+	int n_in = 0, n_out = 0, *out = cy->stack;
+	for (int p = lo + 1; p < hi; p++) {
+		int v = cy->at[p];
+		if (v < 0)
+			continue;
+		if ((rep_of(g, v) >= 0 ? cy->seen[v] : cy->stamp[v]) == cy->gen)
+			cy->at[lo + n_in++] = v;
+		else
+			out[n_out++] = v;
+	}
+	cy->at[lo + n_in] = g->g_root[into];
+	memcpy(cy->at + lo + n_in + 1, out, (size_t)n_out * sizeof *out);
+	for (int p = lo + n_in + 1 + n_out; p <= hi; p++)
+		cy->at[p] = -1;
+	for (int p = lo; p <= lo + n_in + n_out; p++)
+		cy->kpos[cy->at[p]] = p;
+}
+
 /* Group `from` (and the groups merged into it) joins group `into`,
  * undone when `into` would then be cyclic (sim_group_cyclic: a group
- * whose inputs depend on it); *merged says which. moved: room for
- * g->n_groups. False when memory runs out. */
+ * whose inputs depend on it, a walk bounded by cy's order of kernels when
+ * it keeps one, which then places the merged group); *merged says which.
+ * moved: room for g->n_groups. False when memory runs out. */
 static bool join_unless_cyclic(struct grouping *g, int into, int from,
 			       int *moved, struct cycle_scratch *cy,
 			       bool *merged)
 {
+	TS_ASSERT(g->g_rep[into] == into && g->g_rep[from] == from);
 	int start = g->m_start[into], len = g->m_len[into];
+	int p_into = cy->kpos ? cy->kpos[g->g_root[into]] : 0;
+	int p_from = cy->kpos ? cy->kpos[g->g_root[from]] : 0;
+	cy->lo = p_into < p_from ? p_into : p_from;
 	int n_moved = redirect_reps(g, from, into, moved);
 	bool ok = absorb(g, into, from);
 	*merged = ok && !sim_group_cyclic(g, into, cy);
+	if (*merged && cy->kpos)
+		kernel_reorder(g, cy, into, cy->lo,
+			       p_into < p_from ? p_from : p_into);
 	if (ok && !*merged) { /* undone */
 		g->m_start[into] = start;
 		g->m_len[into] = len;
@@ -1961,12 +2162,12 @@ static bool join_unless_cyclic(struct grouping *g, int into, int from,
  * it), and never one whose group holds a reduce this group reads
  * (reads_reduce_of); with none, the group stays as it is.
  */
-static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
+static bool merge_outputs(struct grouping *g, const struct ir_instr **in,
+			  struct cycle_scratch *cy)
 {
-	struct cycle_scratch cy;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
 	int *cand = ts_malloc(((size_t)g->n + 1) * sizeof *cand); /* inputs */
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && cand;
+	bool ok = moved && cand;
 	for (int r = 0; ok && r < g->n_groups; r++) {
 		if (!sim_group_sibling(g, r))
 			continue;
@@ -1985,11 +2186,10 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in)
 			int into = contraction_group_of(
 				g, g->c->instrs[g->order[cand[k]]]);
 			if (!reads_reduce_of(g, in, n_in, into))
-				ok = join_unless_cyclic(g, into, r, moved, &cy,
+				ok = join_unless_cyclic(g, into, r, moved, cy,
 							&merged);
 		}
 	}
-	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
 	ts_free(cand);
 	return ok;
@@ -2045,11 +2245,10 @@ static bool read_between(const struct grouping *g, int early, int late)
  * as in XLA's); undone where the merged group would be cyclic
  * (sim_group_cyclic).
  */
-static bool merge_updates(struct grouping *g)
+static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 {
-	struct cycle_scratch cy;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved;
+	bool ok = moved;
 	for (int a = 0; ok && a < g->n_groups; a++) {
 		for (int b = a + 1; ok && update_rooted(g, a) && b < g->n_groups;
 		     b++) {
@@ -2065,11 +2264,10 @@ static bool merge_updates(struct grouping *g)
 			    read_between(g, early, late))
 				continue;
 			bool merged;
-			ok = join_unless_cyclic(g, late, early, moved, &cy,
+			ok = join_unless_cyclic(g, late, early, moved, cy,
 						&merged);
 		}
 	}
-	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
 	return ok;
 }
@@ -2114,11 +2312,11 @@ static bool owns_loop_ops(const struct grouping *g, int id)
  * decoders' bitcast_dynamic-update-slice fusions compute the residual sum
  * they save and write it out too), 2,555 -> 2,564, no module's fewer.
  */
-static bool merge_loops(struct grouping *g, const struct ir_instr **in)
+static bool merge_loops(struct grouping *g, const struct ir_instr **in,
+			struct cycle_scratch *cy)
 {
-	struct cycle_scratch cy;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved;
+	bool ok = moved;
 	for (int b = 0; ok && b < g->n_groups; b++) {
 		/* after a merge, b's inputs again: what the kernel it took in
 		 * reads may merge too (a chain of them) */
@@ -2133,12 +2331,11 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in)
 				    g->pos[g->g_root[a]] > g->pos[g->g_root[b]] ||
 				    !owns_loop_ops(g, a) || read_between(g, a, b))
 					continue;
-				ok = join_unless_cyclic(g, b, a, moved, &cy,
+				ok = join_unless_cyclic(g, b, a, moved, cy,
 							&again);
 			}
 		}
 	}
-	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
 	return ok;
 }
@@ -2176,14 +2373,13 @@ static bool reads_owned(const struct grouping *g, int a, int b,
  * wrong: XLA's reasons for keeping a pair apart (moe_s) are not public.
  */
 static bool merge_shared(struct grouping *g, const struct ir_instr **in,
-			 const struct ir_instr **other)
+			 const struct ir_instr **other, struct cycle_scratch *cy)
 {
 	size_t n = (size_t)g->n + 1;
-	struct cycle_scratch cy;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
 	int *stack = ts_malloc(n * sizeof *stack);
 	int *cand = ts_malloc(n * sizeof *cand);
-	bool ok = sim_cycle_scratch_init(&cy, g->n) && moved && stack && cand;
+	bool ok = moved && stack && cand;
 	for (int a = 0; ok && a < g->n_groups; a++) {
 		/* after a merge, the merged group's readers again */
 		int cur = a;
@@ -2208,7 +2404,7 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 				int late = c_late ? c : cur, early = c_late ? cur : c;
 				if (read_between(g, early, late))
 					continue;
-				ok = join_unless_cyclic(g, late, early, moved, &cy,
+				ok = join_unless_cyclic(g, late, early, moved, cy,
 							&again);
 				if (again) { /* none after a loop kernel */
 					cur = late;
@@ -2217,150 +2413,35 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 			}
 		}
 	}
-	sim_cycle_scratch_free(&cy);
 	ts_free(moved);
 	ts_free(stack);
 	ts_free(cand);
 	return ok;
 }
 
-/* The node of instruction x in the graph of kernels: its representative
- * group's root when a group owns it, else x itself (an instruction in no
- * group, or recomputed in each user). */
-static int kernel_node(const struct grouping *g, int x)
-{
-	int r = rep_of(g, x);
-	return r >= 0 ? g->g_root[r] : x;
-}
-
-/* The inputs of node v of the graph of kernels into e (NULL: counted
- * only): for a group's root, the nodes of its members' operands outside
- * it (tag: a member mark, gen_tag a new generation); for another
- * instruction, its operands'. Returns how many. */
-static int kernel_inputs(const struct grouping *g, int v, int *tag,
-			 int *gen_tag, int *e)
-{
-	const int *mem = &v;
-	int n_mem = 1, n = 0;
-	int r = rep_of(g, v);
-	if (r >= 0)
-		n_mem = sim_group_members(g, r, &mem);
-	int t = ts_next_gen(gen_tag, tag, NULL, (size_t)g->n);
-	for (int q = 0; r >= 0 && q < n_mem; q++)
-		tag[mem[q]] = t;
-	for (int q = 0; q < n_mem; q++)
-		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
-			int x = g->ops[j];
-			if (x < 0 || (r >= 0 && tag[x] == t))
-				continue;
-			if (e)
-				e[n] = kernel_node(g, x);
-			n++;
-		}
-	return n;
-}
-
-/*
- * Which representative groups lie on a cycle of the graph of kernels
- * (each group a node, read whole; each instruction in no group a node;
- * sim_group_cyclic of each, in one pass): Tarjan's strongly connected
- * components, iteratively; a group in a component of more than one node
- * is cyclic. Into cyclic[] (by group id, zeroed); false: out of memory.
- */
-static bool cyclic_groups(const struct grouping *g, bool *cyclic)
-{
-	size_t n = (size_t)(g->n > 0 ? g->n : 1);
-	int *off = ts_calloc(n + 1, sizeof *off);
-	int *tag = ts_calloc(n, sizeof *tag);
-	int *index = ts_malloc(n * sizeof *index);
-	int *low = ts_malloc(n * sizeof *low);
-	int *comp = ts_malloc(n * sizeof *comp);
-	int *frame = ts_malloc(n * sizeof *frame);
-	int *cur = ts_malloc(n * sizeof *cur), *edges = NULL;
-	bool *on = ts_calloc(n, sizeof *on);
-	int gen_tag = 0;
-	bool ok = off && tag && index && low && comp && frame && cur && on;
-	for (int v = 0; ok && v < g->n; v++) {
-		bool node = kernel_node(g, v) == v;
-		off[v + 1] = off[v] +
-			     (node ? kernel_inputs(g, v, tag, &gen_tag, NULL) : 0);
-	}
-	ok = ok && (edges = ts_malloc(((size_t)off[g->n] + 1) * sizeof *edges));
-	for (int v = 0; ok && v < g->n; v++) {
-		index[v] = -1;
-		if (kernel_node(g, v) == v)
-			kernel_inputs(g, v, tag, &gen_tag, edges + off[v]);
-	}
-	int next = 0, n_comp = 0;
-	for (int s = 0; ok && s < g->n; s++) {
-		if (kernel_node(g, s) != s || index[s] >= 0)
-			continue;
-		int depth = 0;
-		frame[depth++] = s;
-		cur[s] = off[s];
-		index[s] = low[s] = next++;
-		comp[n_comp++] = s;
-		on[s] = true;
-		while (depth > 0) {
-			int v = frame[depth - 1];
-			if (cur[v] < off[v + 1]) {
-				int w = edges[cur[v]++];
-				if (index[w] < 0) {
-					index[w] = low[w] = next++;
-					comp[n_comp++] = w;
-					on[w] = true;
-					cur[w] = off[w];
-					frame[depth++] = w;
-				} else if (on[w] && index[w] < low[v]) {
-					low[v] = index[w];
-				}
-				continue;
-			}
-			depth--;
-			if (depth > 0 && low[v] < low[frame[depth - 1]])
-				low[frame[depth - 1]] = low[v];
-			if (low[v] != index[v])
-				continue;
-			int start = n_comp;
-			while (comp[start - 1] != v)
-				start--;
-			start--;
-			for (int q = start; q < n_comp; q++) {
-				int x = comp[q];
-				int r = rep_of(g, x);
-				on[x] = false;
-				if (n_comp - start > 1 && r >= 0)
-					cyclic[r] = true;
-			}
-			n_comp = start;
-		}
-	}
-	ts_free(off);
-	ts_free(tag);
-	ts_free(index);
-	ts_free(low);
-	ts_free(comp);
-	ts_free(frame);
-	ts_free(cur);
-	ts_free(on);
-	ts_free(edges);
-	return ok;
-}
-
 /*
  * A group whose inputs depend on its own members (a cycle between
- * kernels: cyclic_groups) is no legal fusion: XLA checks for that cycle
+ * kernels: kernel_components) is no legal fusion: XLA checks for that cycle
  * before it fuses a producer and leaves it unfused. So each such group is
  * dissolved: every member it owns becomes a kernel of its own
  * (SIM_WHY_CYCLE), with the constant-derived values it reads copied in as
  * usual, for the kernel builder and the fusion writer alike. The groups
  * cycled and their merged siblings keep no representative (g_rep -1).
+ * None is when the graph had no cycle before the merges (cy keeps an
+ * order of kernels: join_unless_cyclic undoes a merge that would make
+ * one).
  */
-static bool dissolve_cycles(struct grouping *g, struct collect_scratch *cs)
+static bool dissolve_cycles(struct grouping *g, struct collect_scratch *cs,
+			    const struct cycle_scratch *cy)
 {
+	if (cy->kpos)
+		return true; /* acyclic before merging, and kept so */
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	bool *cyclic = ts_calloc(2 * n, sizeof *cyclic);
-	bool ok = cyclic && cyclic_groups(g, cyclic), any = false;
+	int n_order;
+	bool acyclic, any = false;
+	bool ok = cyclic && kernel_components(g, cyclic, NULL, &n_order,
+					      &acyclic);
 	int n_before = g->n_groups;
 	for (int id = 0; ok && id < n_before; id++)
 		any = any || cyclic[id];
@@ -2612,15 +2693,18 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	size_t n = (size_t)(g->n > 0 ? g->n : 1);
 	const struct ir_instr **buf = ts_malloc(n * 2 * sizeof *buf);
 	struct collect_scratch cs;
-	bool ok = sim_grouping_collect_init(g, &cs) && buf;
+	struct cycle_scratch cy;
+	bool ok = sim_cycle_scratch_init(&cy, g->n);
+	ok = sim_grouping_collect_init(g, &cs) && ok && buf;
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = sim_grouping_collect(g, id, &cs);
-	ok = ok && merge_siblings(g, buf, buf + g->n) &&
-	     merge_outputs(g, buf) && merge_updates(g) &&
-	     merge_loops(g, buf) && merge_shared(g, buf, buf + g->n) &&
-	     dissolve_cycles(g, &cs) && index_holders(g);
+	ok = ok && merge_siblings(g, buf, buf + g->n) && kernel_order(g, &cy) &&
+	     merge_outputs(g, buf, &cy) && merge_updates(g, &cy) &&
+	     merge_loops(g, buf, &cy) && merge_shared(g, buf, buf + g->n, &cy) &&
+	     dissolve_cycles(g, &cs, &cy) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);
+	sim_cycle_scratch_free(&cy);
 	return ok ? TS_OK : TS_ERR_NOMEM;
 }
 

@@ -235,6 +235,11 @@ struct cycle_scratch {   /* of sim_group_cyclic, for n instructions: a
                             of 2n */
 	int *stamp, *seen, *tag, *stack;
 	int gen, tag_gen, n;
+	int *kpos, *at; /* a topological order of the graph of kernels while
+	                   groups merge (grouping.c, kernel_order): the place
+	                   of each node, the node at each place (-1: none);
+	                   NULL: none kept (nothing pruned) */
+	int lo;         /* with kpos: nodes placed before lo are not followed */
 	const struct grouping *base; /* a trial's grouping's base (members of
 	                                the groups it has not collected), or
 	                                NULL */
