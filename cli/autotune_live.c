@@ -241,9 +241,12 @@ static void end_tree(pid_t pid, unsigned long long start)
 {
 	kill(-pid, SIGKILL);
 	for (double stop = now_s() + 2; now_s() < stop;) {
-		/* once the leader has ended, its children are tpusim's */
+		/* once the leader has ended, its children are tpusim's: seen
+		 * ended before they are listed (the other way round, a child
+		 * it left when it ended between the two would be missed) */
+		bool gone = leader_ended(pid);
 		long leader = pid;
-		if (!each_child(start, end_child, &leader) && leader_ended(pid))
+		if (!each_child(start, end_child, &leader) && gone)
 			return;
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	}
