@@ -95,6 +95,7 @@ static void test_compiled_zoo(void **state)
 	}
 }
 
+#ifndef __SANITIZE_ADDRESS__ /* the JAX cases: release build only */
 /* The front door's Python, or skip saying how to make it. */
 static const char *venv_python(char *buf)
 {
@@ -227,6 +228,8 @@ static void test_steps_set(void **state)
 	proc_free(&p);
 	tu_rm_tree(dir);
 }
+
+#endif
 
 int main(void)
 {
