@@ -2248,10 +2248,16 @@ static bool read_between(const struct grouping *g, int early, int late)
 static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 {
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
-	bool ok = moved;
-	for (int a = 0; ok && a < g->n_groups; a++) {
-		for (int b = a + 1; ok && update_rooted(g, a) && b < g->n_groups;
-		     b++) {
+	int *upd = ts_malloc(((size_t)g->n_groups + 1) * sizeof *upd);
+	bool ok = moved && upd;
+	int n_upd = 0; /* the update kernels, in id order */
+	for (int id = 0; ok && id < g->n_groups; id++)
+		if (update_rooted(g, id))
+			upd[n_upd++] = id;
+	for (int p = 0; ok && p < n_upd; p++) {
+		int a = upd[p];
+		for (int q = p + 1; ok && update_rooted(g, a) && q < n_upd; q++) {
+			int b = upd[q];
 			if (!update_rooted(g, b) || !same_window(g, a, b))
 				continue;
 			const struct ir_instr *ra = g->c->instrs[g->g_root[a]];
@@ -2269,6 +2275,7 @@ static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 		}
 	}
 	ts_free(moved);
+	ts_free(upd);
 	return ok;
 }
 
