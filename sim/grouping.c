@@ -2062,7 +2062,6 @@ static bool kernel_components(const struct grouping *g, bool *cyclic,
 	return ok;
 }
 
-
 /* A topological order of the graph of kernels (kernel_components) in cy
  * (kpos, at), which join_unless_cyclic keeps as groups merge; none when
  * the graph has a cycle already. False: out of memory. */
@@ -2086,14 +2085,13 @@ static bool kernel_order(const struct grouping *g, struct cycle_scratch *cy)
 	return cy->kpos != NULL;
 }
 
-/* After group `into` took in the group at the other of places lo and hi
- * in cy's order of kernels without a cycle: the nodes between them that
- * sim_group_cyclic's walk reached (the merged group's inputs, each placed
- * after lo, so each reads neither, and before hi), then the merged group,
- * then the other nodes between them (none reads the group at hi, placed
- * after them, nor can the merged group read one: the walk would have
- * reached it), each run in its old order; place hi is left empty. The
- * order stays topological. */
+/* After group `into` took in the other of the groups at places lo and hi
+ * of cy's order of kernels, without a cycle: the nodes between them that
+ * sim_group_cyclic's walk reached (what the merged group reads; none reads
+ * it, or the walk would have found a cycle), then the merged group, then
+ * the other nodes between them (the merged group reads none of them: the
+ * walk would have reached it), each run in its old order; place hi is
+ * left empty. The order stays topological. */
 static void kernel_reorder(const struct grouping *g, struct cycle_scratch *cy,
 			   int into, int lo, int hi)
 {
