@@ -3,7 +3,8 @@
 # ways and runs the test suite:
 #   build/       release build, every test;
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build, every test
-#                again (parser, spec loader, mutated inputs, CLI, data sets);
+#                again (parser, spec loader, mutated inputs, CLI, data sets)
+#                but test_frontdoor's JAX cases (the same Python again);
 #   build-fuzz/  clang + libFuzzer build, the `fuzz` tests: a bounded, seeded
 #                fuzz run of the HLO parser, the spec loader, the pipeline
 #                after the parser, the model file reader, the live

@@ -14,7 +14,7 @@
  * commands, and scripts/build_steps.sh makes, from a one-row step-times
  * table (a 2-layer model on v5e:2x2), a set `tpusim validate` reads.
  * Those three run in the release build only: under AddressSanitizer they
- * would run the same Python again (a minute of the suite's three) for the
+ * would run the same Python again (some 35 s of the suite) for the
  * same few tpusim calls, whose C the zoo case here and the CLI tests
  * cover under it.
  */
