@@ -1992,8 +1992,8 @@ static bool kernel_components(const struct grouping *g, bool *cyclic,
 	bool ok = off && tag && index && low && comp && frame && cur && on;
 	for (int v = 0; ok && v < g->n; v++) {
 		bool node = kernel_node(g, v) == v;
-		off[v + 1] = off[v] +
-			     (node ? kernel_inputs(g, v, tag, &gen_tag, NULL) : 0);
+		int n_in = node ? kernel_inputs(g, v, tag, &gen_tag, NULL) : 0;
+		off[v + 1] = off[v] + n_in;
 	}
 	ok = ok && (edges = ts_malloc(((size_t)off[g->n] + 1) * sizeof *edges));
 	for (int v = 0; ok && v < g->n; v++) {
@@ -2254,7 +2254,8 @@ static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 			upd[n_upd++] = id;
 	for (int p = 0; ok && p < n_upd; p++) {
 		int a = upd[p];
-		for (int q = p + 1; ok && update_rooted(g, a) && q < n_upd; q++) {
+		for (int q = p + 1; ok && update_rooted(g, a) && q < n_upd;
+		     q++) {
 			int b = upd[q];
 			if (!update_rooted(g, b) || !same_window(g, a, b))
 				continue;
@@ -2378,7 +2379,8 @@ static bool reads_owned(const struct grouping *g, int a, int b,
  * wrong: XLA's reasons for keeping a pair apart (moe_s) are not public.
  */
 static bool merge_shared(struct grouping *g, const struct ir_instr **in,
-			 const struct ir_instr **other, struct cycle_scratch *cy)
+			 const struct ir_instr **other,
+			 struct cycle_scratch *cy)
 {
 	size_t n = (size_t)g->n + 1;
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
@@ -2409,8 +2411,8 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 				int late = c_late ? c : cur, early = c_late ? cur : c;
 				if (read_between(g, early, late))
 					continue;
-				ok = join_unless_cyclic(g, late, early, moved, cy,
-							&again);
+				ok = join_unless_cyclic(g, late, early, moved,
+							cy, &again);
 				if (again) { /* none after a loop kernel */
 					cur = late;
 					again = sim_group_sibling(g, cur);
@@ -2705,7 +2707,8 @@ enum ts_status sim_grouping_build(struct grouping *g,
 		ok = sim_grouping_collect(g, id, &cs);
 	ok = ok && merge_siblings(g, buf, buf + g->n) && kernel_order(g, &cy) &&
 	     merge_outputs(g, buf, &cy) && merge_updates(g, &cy) &&
-	     merge_loops(g, buf, &cy) && merge_shared(g, buf, buf + g->n, &cy) &&
+	     merge_loops(g, buf, &cy) &&
+	     merge_shared(g, buf, buf + g->n, &cy) &&
 	     dissolve_cycles(g, &cs, &cy) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);
