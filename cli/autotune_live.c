@@ -236,15 +236,19 @@ static bool leader_ended(pid_t pid)
 /* Ends what a measurement left running, its leader pid not yet reaped
  * (the caller reaps it): its process group, then every process that comes
  * back to tpusim, their subreaper (a descendant that left the group comes
- * back when its parent ends), for at most 2 s. */
+ * back when its parent ends), for at most 2 s once the leader has ended
+ * (killed, it ends; until then the caller's wait for it would take as
+ * long, and a child it hands over later would be missed). */
 static void end_tree(pid_t pid, unsigned long long start)
 {
 	kill(-pid, SIGKILL);
-	for (double stop = now_s() + 2; now_s() < stop;) {
+	for (double stop = -1; stop < 0 || now_s() < stop;) {
 		/* once the leader has ended, its children are tpusim's: seen
 		 * ended before they are listed (the other way round, a child
 		 * it left when it ended between the two would be missed) */
 		bool gone = leader_ended(pid);
+		if (gone && stop < 0)
+			stop = now_s() + 2;
 		long leader = pid;
 		if (!each_child(start, end_child, &leader) && gone)
 			return;
