@@ -1096,6 +1096,22 @@ static void dag_results(FILE *f, const struct dag_value *v, int n,
 	}
 }
 
+/* gen_hlo_dag's ops, drawn evenly (binary ones twice as often) */
+enum dag_kind {
+	DAG_UNARY,        /* an elementwise op of one value */
+	DAG_BINARY,       /* of two values of one kind */
+	DAG_BINARY_TOO,
+	DAG_BCAST_BINARY, /* of a matrix and a vector broadcast over its rows */
+	DAG_ROW_REDUCE,   /* a row's sum or max */
+	DAG_MATMUL,       /* by the weight */
+	DAG_SELECT,       /* the larger of two matrices */
+	DAG_REVERSE,      /* each row reversed */
+	DAG_UPDATE,       /* half of another matrix's columns written in */
+	DAG_WINDOW,       /* a sliding window of 3 along the row */
+	DAG_BF16,         /* a round trip through bf16 */
+	DAG_KINDS
+};
+
 int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 {
 	static const int64_t rows[] = {8, 128, 256}, cols[] = {128, 512, 1024};
@@ -1113,62 +1129,77 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 	size_t blen = 0;
 	FILE *b = open_memstream(&bbuf, &blen);
 	for (int k = 0; k < n_ops; k++, n++) {
-		int kind = pick(&r, 11);
-		bool vec = kind <= 2 && coin(&r, 25);
+		enum dag_kind kind = (enum dag_kind)pick(&r, DAG_KINDS);
+		bool binary = kind == DAG_BINARY || kind == DAG_BINARY_TOO;
+		bool vec = (kind == DAG_UNARY || binary) && coin(&r, 25);
 		int a = dag_pick(&r, v, n, vec), c = -1;
-		if (kind >= 3)
-			vec = kind == 4;
-		if (kind == 1 || kind == 2 || kind == 6 || kind == 8)
+		if (kind >= DAG_BCAST_BINARY)
+			vec = kind == DAG_ROW_REDUCE;
+		if (binary || kind == DAG_SELECT || kind == DAG_UPDATE)
 			c = dag_pick(&r, v, n, vec);
-		if (kind == 3) { /* with a vector broadcast over the rows */
+		/* what the op reads besides values: %bN, %pN, %sN, %hN */
+		if (kind == DAG_BCAST_BINARY) {
 			c = dag_pick(&r, v, n, true);
 			fprintf(b, "  %%b%d = ", n);
 			dag_shape(b, R, C, false);
 			fprintf(b, " broadcast(%%v%d), dimensions={0}\n", c);
-		} else if (kind == 6) { /* the larger of two */
+		} else if (kind == DAG_SELECT) {
 			fprintf(b, "  %%p%d = pred[%" PRId64 ",%" PRId64
 				   "] compare(%%v%d, %%v%d), direction=GT\n",
 				n, R, C, a, c);
-		} else if (kind == 8) { /* half of another value's rows */
+		} else if (kind == DAG_UPDATE) {
 			fprintf(b, "  %%s%d = f32[%" PRId64 ",%" PRId64
 				   "] slice(%%v%d), slice={[0:%" PRId64 "], [0:%"
 				   PRId64 "]}\n",
 				n, R, C / 2, c, R, C / 2);
-		} else if (kind == 10) { /* through bf16 */
+		} else if (kind == DAG_BF16) {
 			fprintf(b, "  %%h%d = bf16[%" PRId64 ",%" PRId64
 				   "] convert(%%v%d)\n",
 				n, R, C, a);
 		}
 		fprintf(b, "  %%v%d = ", n);
 		dag_shape(b, R, C, vec);
-		if (kind == 0) /* unary */
+		switch (kind) {
+		case DAG_UNARY:
 			fprintf(b, " %s(%%v%d)\n", un[pick(&r, 5)], a);
-		else if (kind <= 2) /* binary, of one kind */
+			break;
+		case DAG_BINARY:
+		case DAG_BINARY_TOO:
 			fprintf(b, " %s(%%v%d, %%v%d)\n", bin[pick(&r, 5)], a, c);
-		else if (kind == 3)
+			break;
+		case DAG_BCAST_BINARY:
 			fprintf(b, " %s(%%v%d, %%b%d)\n", bin[pick(&r, 5)], a, n);
-		else if (kind == 4) /* a row reduce */
+			break;
+		case DAG_ROW_REDUCE:
 			fprintf(b, " reduce(%%v%d, %%z), dimensions={1}, "
 				   "to_apply=%%%s\n",
 				a, coin(&r, 50) ? "sum" : "max");
-		else if (kind == 5) /* a matmul by the weight */
+			break;
+		case DAG_MATMUL:
 			fprintf(b, " dot(%%v%d, %%w), lhs_contracting_dims={1}, "
 				   "rhs_contracting_dims={0}\n",
 				a);
-		else if (kind == 6)
+			break;
+		case DAG_SELECT: /* the larger of two */
 			fprintf(b, " select(%%p%d, %%v%d, %%v%d)\n", n, a, c);
-		else if (kind == 7) /* the row reversed */
+			break;
+		case DAG_REVERSE:
 			fprintf(b, " reverse(%%v%d), dimensions={1}\n", a);
-		else if (kind == 8) /* updated in place */
+			break;
+		case DAG_UPDATE: /* half of c's columns into a, in place */
 			fprintf(b, " dynamic-update-slice(%%v%d, %%s%d, %%i0, "
 				   "%%i1)\n",
 				a, n);
-		else if (kind == 9) /* a sliding window along the row */
+			break;
+		case DAG_WINDOW:
 			fprintf(b, " reduce-window(%%v%d, %%z), window={size=1x3 "
 				   "pad=0_0x1_1}, to_apply=%%%s\n",
 				a, coin(&r, 50) ? "sum" : "max");
-		else
+			break;
+		default: /* DAG_BF16 */
 			fprintf(b, " convert(%%h%d)\n", n);
+			break;
+		}
 		v[a].read = true;
 		if (c >= 0)
 			v[c].read = true;
