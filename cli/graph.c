@@ -219,6 +219,31 @@ void cmd_fusion_free(struct cmd_fusion *f)
 	memset(f, 0, sizeof *f);
 }
 
+/* An unfused module is rewritten as XLA compiles it for the first --hw
+ * (sim_module_rewrite): a note for each other spec that XLA would compile
+ * differently, since all are costed on that one program. n_windows: the
+ * row maxes the rewrite made windows of. */
+static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
+			 int n_windows)
+{
+	bool first = ctx->hw.xla_row_max_window;
+	for (int i = 0; i < ctx->n_more_hw; i++) {
+		const struct hw_spec *o = &ctx->more_hw[i];
+		int n = first ? n_windows : sim_row_max_windows(m);
+		if (o->xla_row_max_window == first || n <= 0)
+			continue;
+		fprintf(ctx->err,
+			"%s: note: module %s is fused as XLA compiles it for %s "
+			"(the first --hw), %d row max%s %s; XLA for %s %s them "
+			"%s (xla.row_max_window), which its figures here do "
+			"not show\n",
+			ctx->prog, m->name, ctx->hw.name, n, n == 1 ? "" : "es",
+			first ? "made reduce-windows" : "kept reduces", o->name,
+			first ? "keeps" : "makes",
+			first ? "reduces" : "reduce-windows");
+	}
+}
+
 int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		   const char *module, const struct sim_program_opts *opts,
 		   const struct hyb_fuse_cost *fusion, struct cmd_graph *g)
@@ -273,8 +298,13 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		for (int i = 0; i < ctx->n_more_hw; i++)
 			if (sim_vmem_room(&ctx->more_hw[i]) > po.vmem_room)
 				po.vmem_room = sim_vmem_room(&ctx->more_hw[i]);
-		st = hyb_fusion_plan_build(g->mods[m], fusion,
-					   &g->plans[g->n_progs], &d);
+		int n_windows;
+		st = sim_module_rewrite(g->mods[m], &ctx->hw, &n_windows, &d);
+		if (st == TS_OK)
+			note_rewrite(ctx, g->mods[m], n_windows);
+		if (st == TS_OK)
+			st = hyb_fusion_plan_build(g->mods[m], fusion,
+						   &g->plans[g->n_progs], &d);
 		po.fusion = &g->plans[g->n_progs];
 		if (st == TS_OK)
 			st = sim_program_build(g->mods[m], &po,

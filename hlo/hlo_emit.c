@@ -152,11 +152,66 @@ static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 	emit_backend(e, a, b);
 }
 
+/* A window's size, stride or pad (field 's', 't' or 'p') of each dim, as
+ * HLO writes it: 1x3 or 0_0x1_1. */
+static void put_window(struct hlo_emit *e, const struct ir_window *w,
+		       char field)
+{
+	for (int i = 0; i < w->n; i++) {
+		const struct ir_window_dim *wd = &w->dims[i];
+		fputs(i ? "x" : "", e->out);
+		if (field == 'p')
+			fprintf(e->out, "%lld_%lld", (long long)wd->pad_lo,
+				(long long)wd->pad_hi);
+		else
+			fprintf(e->out, "%lld", (long long)(field == 's' ? wd->size
+									: wd->stride));
+	}
+}
+
+/* What follows the shape of an instruction a rewrite made
+ * (IR_INSTR_MADE: sim/rewrite.c makes reduce-windows), from the IR: the
+ * opcode, the operands (ops, else their own names), window= and the
+ * computation it applies. */
+static void emit_made(struct hlo_emit *e, const struct ir_instr *in,
+		      const char *const *ops)
+{
+	fprintf(e->out, " %s(", ir_op_name(in->op));
+	for (int j = 0; j < in->n_operands; j++)
+		fprintf(e->out, "%s%%%s", j ? ", " : "",
+			ops ? ops[j] : in->operands[j]->name);
+	fputc(')', e->out);
+	const struct ir_window *w = in->attrs.window;
+	if (w && w->n > 0) {
+		bool strided = false;
+		for (int i = 0; i < w->n; i++)
+			strided |= w->dims[i].stride != 1;
+		fputs(", window={size=", e->out);
+		put_window(e, w, 's');
+		if (strided) {
+			fputs(" stride=", e->out);
+			put_window(e, w, 't');
+		}
+		fputs(" pad=", e->out);
+		put_window(e, w, 'p');
+		fputc('}', e->out);
+	}
+	if (in->n_called == 1)
+		fprintf(e->out, ", to_apply=%%%s", in->called[0]->name);
+}
+
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,
 			      const struct ir_shape *shape,
 			      const char *const *ops, const char *attrs)
 {
+	if (in->flags & IR_INSTR_MADE) {
+		fprintf(e->out, "  %s%%%s = ", root ? "ROOT " : "", name);
+		hlo_emit_shape(e, shape ? shape : &in->shape);
+		emit_made(e, in, ops);
+		fprintf(e->out, "%s\n", attrs ? attrs : "");
+		return TS_OK;
+	}
 	if (in->rhs_end <= in->rhs_begin || in->rhs_end > e->len) {
 		ts_diag_set(e->d, e->file, in->line, in->col,
 			    "%s: no text to re-emit (an operand nested in "

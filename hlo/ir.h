@@ -378,6 +378,9 @@ enum {
 	IR_INSTR_LITERAL_ELIDED = 1u << 2,/* constant({...}) */
 	IR_INSTR_BRANCH_LIST = 1u << 3,   /* conditional with branch_computations= */
 	IR_INSTR_INT_VALUE = 1u << 4,     /* a scalar integer constant: attrs.int_value */
+	IR_INSTR_MADE = 1u << 5,          /* made by a rewrite (sim/rewrite.c), not
+	                                     parsed: no text of its own; written
+	                                     out from the IR (hlo_emit_instr) */
 };
 
 struct ir_instr {
@@ -404,7 +407,7 @@ struct ir_instr {
 	 * instruction from them): rhs_begin .. rhs_end is what follows '='
 	 * (shape, opcode, operands, attributes); ops_begin .. ops_end the
 	 * operand list inside its parentheses. 0 .. 0 for instructions the
-	 * parser made up or nested operands. */
+	 * parser or a rewrite made up and nested operands. */
 	uint32_t rhs_begin, rhs_end, ops_begin, ops_end;
 };
 

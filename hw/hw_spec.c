@@ -77,7 +77,7 @@ struct hw_field {
 #define HW_COST_OFF(c) (HW_OFF(vpu_class_cost) + (size_t)(c) * sizeof(double))
 
 /* Widest section; sizes the per-mapping "seen" array in load_mapping(). */
-#define HW_SECTION_MAX 12
+#define HW_SECTION_MAX 13
 #define HW_SECTION_FITS(rows) \
 	_Static_assert(TS_ARRAY_LEN(rows) <= HW_SECTION_MAX, #rows " exceeds HW_SECTION_MAX")
 
@@ -195,6 +195,12 @@ static const struct hw_field pcie_fields[] = {
 };
 HW_SECTION_FITS(pcie_fields);
 
+static const struct hw_field xla_fields[] = {
+	{ .key = "row_max_window", .type = HW_FIELD_BOOL,
+	  .offset = HW_OFF(xla_row_max_window) },
+};
+HW_SECTION_FITS(xla_fields);
+
 static const struct hw_field root_fields[] = {
 	{ .key = "name", .type = HW_FIELD_NAME, .offset = HW_OFF(name) },
 	{ .key = "inherits", .type = HW_FIELD_INHERITS },
@@ -208,6 +214,7 @@ static const struct hw_field root_fields[] = {
 	HW_SECTION("ici", ici_fields),
 	HW_SECTION("dcn", dcn_fields),
 	HW_SECTION("pcie", pcie_fields),
+	HW_SECTION("xla", xla_fields),
 };
 HW_SECTION_FITS(root_fields);
 

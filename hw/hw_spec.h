@@ -209,6 +209,13 @@ struct hw_spec {
 	double pcie_bw_bytes_per_s; /* host link, one way, per chip; YAML
 	                               pcie.bw_bytes_per_s */
 
+	/* What XLA's TPU compiler for this generation does to a module
+	 * before it fuses (sim/rewrite.c), where it changes the kernels */
+	bool xla_row_max_window;   /* a row max broadcast back (softmax's)
+	                              becomes a reduce-window over the row
+	                              when the row is the second-minor dim;
+	                              YAML xla.row_max_window */
+
 	struct hw_slice slice;     /* not in the YAML (above) */
 };
 

@@ -396,7 +396,7 @@ size_t sim_plan_key(const struct sim_plan *p, unsigned char *out)
 
 /* The spec as the default's search reads it: the fields no tiled plan's
  * estimate or floor reads (the name, HBM capacity, the host, ICI and DCN
- * terms, the slice)
+ * terms, the slice, what XLA rewrites before fusion)
  * cleared, and the MXU's when the plan has none of its work (its
  * utilisation, which the ranking does not read, aside). A what-if sweep
  * over a field so cleared finds each search remembered (test_tile_search
@@ -410,6 +410,7 @@ static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
 	s->host_call_ns = s->host_kernel_ns = s->host_device_ns = 0;
 	s->ici_links = s->ici_torus_dims = s->ici_wrap_chips = 0;
 	s->ici_wrap_cube = false;
+	s->xla_row_max_window = false;
 	s->ici_link_bw_bytes_per_s = s->ici_latency_ns = s->ici_efficiency = 0;
 	s->dcn_bw_bytes_per_s = s->dcn_latency_ns = 0;
 	memset(&s->slice, 0, sizeof s->slice);

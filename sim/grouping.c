@@ -41,9 +41,10 @@
  *    that accepts it and that kernel also writes it out (multi-output
  *    fusion); the others read it from HBM (MATERIALISED);
  *  - a reduce-window over whole dims that broadcasts the result back (the
- *    attention's row max: sim_window_whole_dims) is an expensive loop op,
- *    computed once in the kernel of its users (data/compiled: the
- *    decoders' softmax fusions hold it with its subtract and exp);
+ *    attention's row max: sim_window_whole_dims; what sim_module_rewrite
+ *    makes of a row max broadcast back for v4 and later) is an expensive
+ *    loop op, computed once in the kernel of its users (data/compiled:
+ *    the decoders' softmax fusions hold it with its subtract and exp);
  *  - reduce, reduce-window, dot and convolution are kernel cores: each
  *    starts a kernel, except that a dot or convolution with a single
  *    elementwise-like user that does not grow the element count becomes

@@ -324,6 +324,19 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
  * written. */
 bool sim_module_unfused(const struct ir_module *m);
 
+/* What XLA's TPU compiler for hw does to an unfused module before it
+ * fuses, where that changes the kernels (sim/rewrite.c: a row max
+ * broadcast back becomes a reduce-window where hw's xla.row_max_window
+ * says so), done to m in place; *n_done: instructions rewritten. A
+ * compiled module, or a spec that rewrites nothing, is left as it is.
+ * Call it once, before a fusion plan or a program is built from m. */
+enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
+				  int *n_done, struct ts_diag *d);
+/* The broadcasts of row maxes that sim_module_rewrite makes windows of
+ * under a spec with xla.row_max_window (0 in a compiled module); -1 when
+ * out of memory. */
+int sim_row_max_windows(const struct ir_module *m);
+
 /* How dear one element of op is on the vector unit (the VPU column of
  * hlo/ir_ops.def; sim/classify.c). */
 enum hw_vpu_class sim_op_vpu_class(enum ir_op op);

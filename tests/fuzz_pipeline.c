@@ -3,8 +3,10 @@
  * input that parses is built into kernel programs and costed on five specs
  * (v3: separate cores; v4: megacore; v7: 256-row MXUs; v3 with every
  * field it accepts at the bottom of its range, and at the top: the
- * physical bounds, slowest and fastest); every tunable
- * kernel's tile search runs (capped at a few thousand configs). Aborts,
+ * physical bounds, slowest and fastest), an input of odd length as XLA
+ * compiles it for v4 (sim_module_rewrite: row maxes made windows); every
+ * tunable kernel's tile search runs (capped at a few thousand configs).
+ * Aborts,
  * so that the fuzzer sees it, when
  *   - a time, byte count, cycle count or FLOP count is NaN, infinite or
  *     negative, or a program total is;
@@ -13,6 +15,7 @@
  *   - an unfused single module that the fusion pass writes out, or a
  *     fused one that the unfusion pass writes out, does not read back
  *     (sim_fuse_write's and sim_unfuse_write's output must parse);
+ *   - a rewritten module fails XLA's shape checks (ir_verify);
  *   - a failure is not located (parse errors need line and column, other
  *     failures a message).
  * Built with -DTPUSIM_FUZZ=ON and clang (ASan + UBSan, float-cast-overflow,
@@ -241,6 +244,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
+		int windows;
+		if (size % 2 &&
+		    (sim_module_rewrite(m[i], &specs[1], &windows, &d) != TS_OK ||
+		     ir_verify(m[i], &d) != TS_OK)) {
+			fprintf(stderr, "rewrite: %s\n", d.msg);
+			abort();
+		}
 		struct sim_program p;
 		struct sim_program_opts opts = {.default_trip_count = 0};
 		st = sim_program_build(m[i], &opts, &p, &d);

@@ -42,66 +42,12 @@
 #include "model.h"
 #include "test_util.h"
 
-/* Fuses text, reads the result back, costs both on hw; returns the fused
- * text (malloc'd) and the two program times and kernel counts. */
-static char *round_trip_policy(const char *text, const struct hw_spec *hw,
-			       const struct hyb_fuse_cost *cost, int *flips,
-			       double *t0, double *t1, int *k0, int *k1,
-			       struct sim_fuse_stats *fs)
-{
-	struct ir_module **m = NULL, **back = NULL;
-	int n = 0, nb = 0;
-	struct ts_diag d = {0};
-	if (hlo_parse("in.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
-		fail_msg("parse: %s", d.msg);
-	struct sim_fusion_plan plan;
-	if (hyb_fusion_plan_build(m[0], cost, &plan, &d) != TS_OK)
-		fail_msg("plan: %s", d.msg);
-	if (flips)
-		*flips = plan.n_flips;
-	/* the unfused module's program on hw: its time, and the values its
-	 * memory-space assignment keeps in VMEM (its cross-program prefetch
-	 * among them), written in S(1) */
-	struct sim_program p;
-	struct sim_program_opts po = {.fusion = &plan,
-				      .vmem_room = sim_vmem_room(hw)};
-	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
-	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
-	*t0 = sim_program_total(&p);
-	*k0 = p.n_kernels;
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	assert_non_null(f);
-	if (sim_fuse_write(m[0], text, strlen(text), &plan, &p, f, fs, &d) !=
-	    TS_OK)
-		fail_msg("fuse: %s", d.msg);
-	fclose(f);
-	sim_program_free(&p);
-	if (hlo_parse("out.hlo", out, len, &back, &nb, &d) != TS_OK)
-		fail_msg("read back: %s\n%s", d.msg, out);
-	po.fusion = NULL;
-	assert_int_equal(sim_program_build(back[0], &po, &p, &d), TS_OK);
-	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
-	*t1 = sim_program_total(&p);
-	*k1 = p.n_kernels;
-	sim_program_free(&p);
-	sim_fusion_plan_free(&plan);
-	for (int i = 0; i < n; i++)
-		ir_module_free(m[i]);
-	for (int i = 0; i < nb; i++)
-		ir_module_free(back[i]);
-	ts_free(m);
-	ts_free(back);
-	return out;
-}
-
 /* The xla policy's round trip. */
 static char *round_trip(const char *text, const struct hw_spec *hw,
 			double *t0, double *t1, int *k0, int *k1,
 			struct sim_fuse_stats *fs)
 {
-	return round_trip_policy(text, hw, NULL, NULL, t0, t1, k0, k1, fs);
+	return tu_fuse_round_trip(text, hw, NULL, NULL, t0, t1, k0, k1, fs);
 }
 
 /* Unfuses a compiled module's text; checks it reads back; returns the text
@@ -1047,7 +993,7 @@ static void test_analytic_policy(void **state)
 	struct sim_fuse_stats fs;
 	free(round_trip(text, &hw, &tx, &tx1, &kx, &kx1, &fs));
 	struct hyb_fuse_cost cost = {hyb_fuse_cost_analytic, &hw, "analytic", &hw};
-	free(round_trip_policy(text, &hw, &cost, &flips, &ta, &ta1, &ka, &ka1,
+	free(tu_fuse_round_trip(text, &hw, &cost, &flips, &ta, &ta1, &ka, &ka1,
 			       &fs));
 	assert_int_equal(kx, 8);
 	assert_int_equal(ka, 9);

@@ -127,7 +127,9 @@ static const char base_spec[] =
 	"  bw_bytes_per_s: 6.25e9\n"       /* 58 */
 	"  latency_ns: 10000\n"            /* 59 */
 	"pcie:\n"                          /* 60 */
-	"  bw_bytes_per_s: 1.5e10\n";      /* 61 */
+	"  bw_bytes_per_s: 1.5e10\n"       /* 61 */
+	"xla:\n"                           /* 62 */
+	"  row_max_window: false\n";       /* 63 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -572,7 +574,7 @@ static void test_err_column_after_utf8(void **state)
 			  "YAML syntax error: mapping values are not allowed in this context");
 	expect_edit_error("name: t", "name: t # \xc3\xa9\xc3\xa9\nzz: 1", 2, 1,
 			  "zz: unknown key; expected one of: name, inherits, chip, mxu, "
-			  "vpu, hbm, vmem, overhead, host, ici, dcn, pcie");
+			  "vpu, hbm, vmem, overhead, host, ici, dcn, pcie, xla");
 }
 
 /* The diagnostic prints as file:line:col with the source line and caret. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "hybrid.h"
 #include "test_util.h"
 
 void tu_build_file(const char *file, const char *text, size_t len,
@@ -29,6 +30,62 @@ void tu_build_file(const char *file, const char *text, size_t len,
 		fail_msg("build failed: %s", d.msg);
 	}
 }
+
+char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
+			 const struct hyb_fuse_cost *cost, int *flips,
+			 double *t0, double *t1, int *k0, int *k1,
+			 struct sim_fuse_stats *fs)
+{
+	struct ir_module **m = NULL, **back = NULL;
+	int n = 0, nb = 0;
+	struct ts_diag d = {0};
+	int n_windows;
+	if (hlo_parse("in.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
+		fail_msg("parse: %s", d.msg);
+	if (sim_module_rewrite(m[0], hw, &n_windows, &d) != TS_OK)
+		fail_msg("rewrite: %s", d.msg);
+	struct sim_fusion_plan plan;
+	if (hyb_fusion_plan_build(m[0], cost, &plan, &d) != TS_OK)
+		fail_msg("plan: %s", d.msg);
+	if (flips)
+		*flips = plan.n_flips;
+	/* the unfused module's program on hw: its time, and the values its
+	 * memory-space assignment keeps in VMEM (its cross-program prefetch
+	 * among them), written in S(1) */
+	struct sim_program p;
+	struct sim_program_opts po = {.fusion = &plan,
+				      .vmem_room = sim_vmem_room(hw)};
+	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
+	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
+	*t0 = sim_program_total(&p);
+	*k0 = p.n_kernels;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	assert_non_null(f);
+	if (sim_fuse_write(m[0], text, strlen(text), &plan, &p, f, fs, &d) !=
+	    TS_OK)
+		fail_msg("fuse: %s", d.msg);
+	fclose(f);
+	sim_program_free(&p);
+	if (hlo_parse("out.hlo", out, len, &back, &nb, &d) != TS_OK)
+		fail_msg("read back: %s\n%s", d.msg, out);
+	po.fusion = NULL;
+	assert_int_equal(sim_program_build(back[0], &po, &p, &d), TS_OK);
+	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
+	*t1 = sim_program_total(&p);
+	*k1 = p.n_kernels;
+	sim_program_free(&p);
+	sim_fusion_plan_free(&plan);
+	for (int i = 0; i < n; i++)
+		ir_module_free(m[i]);
+	for (int i = 0; i < nb; i++)
+		ir_module_free(back[i]);
+	ts_free(m);
+	ts_free(back);
+	return out;
+}
+
 
 void tu_build(const char *text, struct tu_built *b)
 {

@@ -41,6 +41,18 @@ void tu_built_free(struct tu_built *b);
 /* The kernel called name; fails the test when there is none. */
 const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
 
+/* Fuses text as `tpusim fuse --hw hw` does (sim_module_rewrite for hw,
+ * the plan of cost, NULL: the xla policy, the values memory-space
+ * assignment keeps in VMEM written in S(1)), reads the result back and
+ * costs both on hw. Returns the fused text (free() it), the two program
+ * times and kernel counts, the pass's stats and, when flips is given, the
+ * plan's flips; any failure fails the test. */
+struct hyb_fuse_cost;
+char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
+			 const struct hyb_fuse_cost *cost, int *flips,
+			 double *t0, double *t1, int *k0, int *k1,
+			 struct sim_fuse_stats *fs);
+
 /* Loads $TPUSIM_SOURCE/hwspecs/<gen>.yaml (set by CTest). Returns false,
  * printing why, when TPUSIM_SOURCE is unset (the caller skips); a spec that
  * does not load fails the test. */

@@ -350,7 +350,15 @@ static enum ts_status cost_module(struct val_report *r,
 			if (h && sim_vmem_room(h) > opts.vmem_room)
 				opts.vmem_room = sim_vmem_room(h);
 		}
-		st = sim_program_build(mods[0], &opts, &prog, &hd);
+		/* fused as XLA compiles it for the first row's spec (a set's
+		 * rows of one module are of one generation) */
+		const struct hw_spec *first =
+			val_specs_find(specs, r->ds->rows[rows[0]].hw);
+		int n_windows;
+		if (first)
+			st = sim_module_rewrite(mods[0], first, &n_windows, &hd);
+		if (st == TS_OK)
+			st = sim_program_build(mods[0], &opts, &prog, &hd);
 		built = st == TS_OK;
 		if (st == TS_ERR_NOMEM)
 			goto out;

@@ -1,0 +1,401 @@
+/*
+ * test_rewrite.c: what XLA's TPU compiler does to a module before it
+ * fuses (sim/rewrite.c): a row max broadcast back becomes a reduce-window
+ * over the row on the generations whose spec says so.
+ * - the attention's scores after a dot, f32[2,4,64,256]{2,3,1,0} (the
+ *   row, dim 3, second-minor, as XLA lays out the decoders' scores): on
+ *   v5e the broadcast is reduce-window(x, -inf) of size 511, padded 255
+ *   either side, the reduce dead; fused as XLA fuses the compiled
+ *   decoders' softmax (data/compiled/v5e/decoder_s: one fusion holds the
+ *   dot, the window, subtract, exp and the sum and writes exp and the
+ *   sum; the divide apart), the made line written from the IR, read back
+ *   at the same time; on v3 nothing changes;
+ * - the rule case by case (a sum, the lane dim, a major dim, another
+ *   user, a broadcast elsewhere, another layout, a row of one);
+ * - generated modules: the rewrite happens exactly where the rule read
+ *   off the text the generator wrote says, the module still passes
+ *   XLA's shape checks (ir_verify), and fuse writes it and reads it back
+ *   at the same program time with those windows.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#define REDUCERS                                                               \
+	"mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
+	"  ROOT m = f32[] maximum(a, b)\n}\n"                                  \
+	"ad {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
+	"  ROOT s = f32[] add(a, b)\n}\n"
+
+#define L4 "{2,3,1,0:T(8,128)}"
+#define L3 "{2,1,0:T(8,128)}"
+static const char attention[] =
+	"HloModule att\n" REDUCERS
+	"ENTRY e {\n"
+	"  q = bf16[2,4,64,128]{3,2,1,0:T(8,128)(2,1)} parameter(0)\n"
+	"  k = bf16[2,4,256,128]{3,2,1,0:T(8,128)(2,1)} parameter(1)\n"
+	"  s = f32[2,4,64,256]" L4 " dot(q, k), lhs_batch_dims={0,1}, "
+	"lhs_contracting_dims={3}, rhs_batch_dims={0,1}, "
+	"rhs_contracting_dims={3}\n"
+	"  c = f32[] constant(0.088)\n"
+	"  bc = f32[2,4,64,256]" L4 " broadcast(c), dimensions={}\n"
+	"  x = f32[2,4,64,256]" L4 " multiply(s, bc)\n"
+	"  ninf = f32[] constant(-inf)\n"
+	"  max = f32[2,4,64]" L3 " reduce(x, ninf), dimensions={3}, "
+	"to_apply=mx\n"
+	"  bmax = f32[2,4,64,256]" L4 " broadcast(max), dimensions={0,1,2}\n"
+	"  sub = f32[2,4,64,256]" L4 " subtract(x, bmax)\n"
+	"  ex = f32[2,4,64,256]" L4 " exponential(sub)\n"
+	"  zero = f32[] constant(0)\n"
+	"  sum = f32[2,4,64]" L3 " reduce(ex, zero), dimensions={3}, "
+	"to_apply=ad\n"
+	"  bsum = f32[2,4,64,256]" L4 " broadcast(sum), dimensions={0,1,2}\n"
+	"  ROOT out = f32[2,4,64,256]" L4 " divide(ex, bsum)\n"
+	"}\n";
+
+/* Parses text, rewrites it for hw; the module (ir_module_free it) and
+ * the instructions rewritten in *n. */
+static struct ir_module *rewritten(const char *text, const struct hw_spec *hw,
+				   int *n)
+{
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse("r.hlo", text, strlen(text), &m, &nm, &d) != TS_OK)
+		fail_msg("parse: %s\n%s", d.msg, text);
+	assert_int_equal(nm, 1);
+	struct ir_module *mod = m[0];
+	ts_free(m);
+	assert_int_equal(sim_module_rewrite(mod, hw, n, &d), TS_OK);
+	if (ir_verify(mod, &d) != TS_OK)
+		fail_msg("rewritten module fails XLA's checks: %s", d.msg);
+	return mod;
+}
+
+static const struct ir_instr *instr(const struct ir_module *m, const char *name)
+{
+	for (int i = 0; i < m->entry->n_instrs; i++)
+		if (!strcmp(m->entry->instrs[i]->name, name))
+			return m->entry->instrs[i];
+	fail_msg("no instruction %s", name);
+	return NULL;
+}
+
+static void test_attention_ir(void **state)
+{
+	(void)state;
+	struct hw_spec v5e, v3;
+	if (!tu_load_spec("v5e", &v5e) || !tu_load_spec("v3", &v3))
+		skip();
+	int n;
+	struct ir_module *m = rewritten(attention, &v5e, &n);
+	assert_int_equal(n, 1);
+	const struct ir_instr *w = instr(m, "bmax"), *r = instr(m, "max");
+	assert_int_equal(w->op, IR_OP_REDUCE_WINDOW);
+	assert_true(w->flags & IR_INSTR_MADE);
+	assert_int_equal(w->n_operands, 2);
+	assert_ptr_equal(w->operands[0], instr(m, "x"));
+	assert_ptr_equal(w->operands[1], instr(m, "ninf"));
+	assert_int_equal(w->n_called, 1);
+	assert_string_equal(w->called[0]->name, "mx");
+	assert_null(w->attrs.dimensions);
+	assert_non_null(w->attrs.window);
+	assert_int_equal(w->attrs.window->n, 4);
+	static const int64_t size[4] = {1, 1, 1, 511}, pad[4] = {0, 0, 0, 255};
+	for (int i = 0; i < 4; i++) {
+		const struct ir_window_dim *wd = &w->attrs.window->dims[i];
+		assert_int_equal(wd->size, size[i]);
+		assert_int_equal(wd->pad_lo, pad[i]);
+		assert_int_equal(wd->pad_hi, pad[i]);
+		assert_int_equal(wd->stride, 1);
+	}
+	/* the reduce has no user left; x is read by the window too */
+	assert_int_equal(r->n_users, 0);
+	assert_int_equal(instr(m, "x")->n_users, 3);
+	assert_int_equal(sim_row_max_windows(m), 0);
+	ir_module_free(m);
+	/* v3 keeps it, though the rule would make it a window */
+	m = rewritten(attention, &v3, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(instr(m, "bmax")->op, IR_OP_BROADCAST);
+	assert_int_equal(sim_row_max_windows(m), 1);
+	ir_module_free(m);
+}
+
+static void test_attention_fused(void **state)
+{
+	(void)state;
+	struct hw_spec v5e, v3;
+	if (!tu_load_spec("v5e", &v5e) || !tu_load_spec("v3", &v3))
+		skip();
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = tu_fuse_round_trip(attention, &v5e, NULL, NULL, &t0, &t1,
+				       &k0, &k1, &fs);
+	/* the dot's kernel computes the window, exp and the sum and writes
+	 * exp and the sum; the divide is a loop fusion of its own */
+	assert_int_equal(fs.fusions, 2);
+	assert_int_equal(fs.multi_output, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	assert_int_equal(k1, k0);
+	if (!strstr(out, "  %bmax.f1 = f32[2,4,64,256]{2,3,1,0:T(8,128)} "
+			 "reduce-window(%x.f1, %ninf.f1), window={size=1x1x1x511 "
+			 "pad=0_0x0_0x0_0x255_255}, to_apply=%mx\n") ||
+	    !strstr(out, " tuple(%ex.f1, %sum.f1)\n") ||
+	    !strstr(out, " divide(%param_1.f0, %bsum.f0)\n") ||
+	    strstr(out, " reduce(%x"))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+	/* v3: the max a reduce, no window */
+	out = tu_fuse_round_trip(attention, &v3, NULL, NULL, &t0, &t1, &k0,
+				 &k1, &fs);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (strstr(out, "reduce-window") ||
+	    !strstr(out, " reduce(%x.f"))
+		fail_msg("unexpected fused text on v3:\n%s", out);
+	free(out);
+}
+
+/* One change to a row max's module, and whether it is still made a
+ * window. */
+struct rule_case {
+	const char *what;
+	const char *from, *to; /* text replaced in base (to: NULL: kept) */
+	int windows;
+};
+
+static void test_rule(void **state)
+{
+	(void)state;
+	struct hw_spec v4;
+	if (!tu_load_spec("v4", &v4))
+		skip();
+	static const char base[] =
+		"HloModule r\n" REDUCERS
+		"ENTRY e {\n"
+		"  x = f32[8,100,256]{1,2,0:T(8,128)} parameter(0)\n"
+		"  ninf = f32[] constant(-inf)\n"
+		"  max = f32[8,100]{1,0} reduce(x, ninf), dimensions={2}, "
+		"to_apply=mx\n"
+		"  b = f32[8,100,256]{1,2,0:T(8,128)} broadcast(max), "
+		"dimensions={0,1}\n"
+		"  ROOT sub = f32[8,100,256]{1,2,0:T(8,128)} subtract(x, b)\n"
+		"}\n";
+	static const struct rule_case cases[] = {
+		{"the row second-minor", NULL, NULL, 1},
+		{"a sum", "to_apply=mx", "to_apply=ad", 0},
+		{"the row on the lanes", "{1,2,0:T(8,128)} parameter",
+		 "{2,1,0:T(8,128)} parameter", 0},
+		{"a broadcast in another layout",
+		 "{1,2,0:T(8,128)} broadcast", "{2,1,0:T(8,128)} broadcast", 0},
+		{"two broadcasts back",
+		 "  ROOT sub",
+		 "  b2 = f32[8,100,256]{1,2,0:T(8,128)} broadcast(max), "
+		 "dimensions={0,1}\n  s2 = f32[8,100,256]{1,2,0:T(8,128)} "
+		 "add(x, b2)\n  sub", 2},
+		{"another user",
+		 "  ROOT sub",
+		 "  ng = f32[8,100]{1,0} negate(max)\n  sub", 0},
+		{"the result", "  ROOT sub", "  t = (f32[8,100]) tuple(max)\n  sub",
+		 0},
+		{"a broadcast to a larger shape",
+		 "  ROOT sub",
+		 "  b2 = f32[8,100,256,2]{1,2,0,3:T(8,128)} broadcast(max), "
+		 "dimensions={0,1}\n  sub", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const struct rule_case *c = &cases[i];
+		char text[4096];
+		const char *at = c->from ? strstr(base, c->from) : NULL;
+		if (c->from && !at)
+			fail_msg("%s: no '%s'", c->what, c->from);
+		if (at)
+			snprintf(text, sizeof text, "%.*s%s%s",
+				 (int)(at - base), base, c->to,
+				 at + strlen(c->from));
+		else
+			snprintf(text, sizeof text, "%s", base);
+		int n;
+		struct ir_module *m = rewritten(text, &v4, &n);
+		if (n != c->windows)
+			fail_msg("%s: %d windows, want %d", c->what, n,
+				 c->windows);
+		ir_module_free(m);
+	}
+}
+
+/* splitmix64 */
+static uint64_t next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+static int pick(uint64_t *s, int n)
+{
+	return (int)(next(s) % (uint64_t)n);
+}
+
+/* dims and a layout (minor_to_major order m2m) as HLO writes them */
+static void put_shape(FILE *f, int rank, const int64_t *dims, const int *m2m,
+		      bool tiled)
+{
+	fputs("f32[", f);
+	for (int i = 0; i < rank; i++)
+		fprintf(f, "%s%lld", i ? "," : "", (long long)dims[i]);
+	fputc(']', f);
+	if (!tiled)
+		return;
+	fputc('{', f);
+	for (int i = 0; i < rank; i++)
+		fprintf(f, "%s%d", i ? "," : "", m2m[i]);
+	fputs(":T(8,128)}", f);
+}
+
+/* A random permutation of 0 .. n-1 into p. */
+static void shuffle(uint64_t *s, int n, int *p)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = i;
+	for (int i = n - 1; i > 0; i--) {
+		int j = pick(s, i + 1), t = p[i];
+		p[i] = p[j];
+		p[j] = t;
+	}
+}
+
+/* A module of one reduce of x over dim d, broadcast back to subtracts,
+ * into text (malloc'd); returns the windows the rule asks for, read off
+ * what was written: a maximum, every user a broadcast back in x's
+ * layout, the row of more than one element and second-minor in x's
+ * written layout (minor_to_major[1]). */
+static int gen_module(uint64_t seed, char **text)
+{
+	static const int64_t sizes[] = {1, 2, 5, 8, 64, 100, 128, 200};
+	uint64_t s = seed;
+	int rank = 2 + pick(&s, 3), d = pick(&s, rank), m2m[4], other[4];
+	int64_t dims[4], rdims[3];
+	for (int i = 0; i < rank; i++)
+		dims[i] = sizes[pick(&s, 8)];
+	shuffle(&s, rank, m2m);
+	const char *reducer = pick(&s, 10) < 7 ? "mx" : "ad";
+	int n_backs = 1 + pick(&s, 2);
+	bool extra_user = pick(&s, 5) == 0, moved = pick(&s, 6) == 0;
+	for (int i = 0, j = 0; i < rank; i++)
+		if (i != d)
+			rdims[j++] = dims[i];
+	if (moved)
+		shuffle(&s, rank, other);
+	else
+		memcpy(other, m2m, sizeof other);
+	bool same = !memcmp(other, m2m, (size_t)rank * sizeof *m2m);
+	size_t len;
+	FILE *f = open_memstream(text, &len);
+	assert_non_null(f);
+	fputs("HloModule g\n" REDUCERS "ENTRY e {\n  x = ", f);
+	put_shape(f, rank, dims, m2m, true);
+	fputs(" parameter(0)\n  init = f32[] constant(-inf)\n  r = ", f);
+	put_shape(f, rank - 1, rdims, NULL, false);
+	fprintf(f, " reduce(x, init), dimensions={%d}, to_apply=%s\n", d,
+		reducer);
+	for (int b = 0; b < n_backs; b++) {
+		fprintf(f, "  b%d = ", b);
+		put_shape(f, rank, dims, b == n_backs - 1 ? other : m2m, true);
+		fputs(" broadcast(r), dimensions={", f);
+		for (int i = 0, j = 0; i < rank; i++)
+			if (i != d)
+				fprintf(f, "%s%d", j++ ? "," : "", i);
+		fprintf(f, "}\n  s%d = ", b);
+		put_shape(f, rank, dims, m2m, true);
+		fprintf(f, " subtract(x, b%d)\n", b);
+	}
+	if (extra_user) {
+		fputs("  n = ", f);
+		put_shape(f, rank - 1, rdims, NULL, false);
+		fputs(" negate(r)\n", f);
+	}
+	fputs("  ROOT t = (", f);
+	for (int b = 0; b < n_backs; b++) {
+		fputs(b ? ", " : "", f);
+		put_shape(f, rank, dims, m2m, true);
+	}
+	if (extra_user) {
+		fputs(", ", f);
+		put_shape(f, rank - 1, rdims, NULL, false);
+	}
+	fputs(") tuple(", f);
+	for (int b = 0; b < n_backs; b++)
+		fprintf(f, "%ss%d", b ? ", " : "", b);
+	fputs(extra_user ? ", n)\n}\n" : ")\n}\n", f);
+	fclose(f);
+	bool window = !strcmp(reducer, "mx") && !extra_user && same &&
+		      dims[d] > 1 && m2m[1] == d;
+	return window ? n_backs : 0;
+}
+
+#define GEN_SEEDS 300
+
+static void test_generated(void **state)
+{
+	(void)state;
+	struct hw_spec v4, v3;
+	if (!tu_load_spec("v4", &v4) || !tu_load_spec("v3", &v3))
+		skip();
+	int made = 0, modules = 0;
+	for (uint64_t seed = 0; seed < GEN_SEEDS; seed++) {
+		char *text;
+		int want = gen_module(seed, &text), n;
+		struct ir_module *m = rewritten(text, &v3, &n);
+		assert_int_equal(n, 0);
+		assert_int_equal(sim_row_max_windows(m), want);
+		ir_module_free(m);
+		m = rewritten(text, &v4, &n);
+		if (n != want)
+			fail_msg("seed %llu: %d windows, want %d\n%s",
+				 (unsigned long long)seed, n, want, text);
+		ir_module_free(m);
+		double t0, t1;
+		int k0, k1;
+		struct sim_fuse_stats fs;
+		char *out = tu_fuse_round_trip(text, &v4, NULL, NULL, &t0, &t1,
+					       &k0, &k1, &fs);
+		int in_out = 0;
+		for (const char *p = out; (p = strstr(p, " reduce-window(")); p++)
+			in_out++;
+		if (in_out != want || !(fabs(t1 - t0) <= 1e-9 * t0))
+			fail_msg("seed %llu: %d windows written (want %d), "
+				 "%.9g ns read back against %.9g\n%s",
+				 (unsigned long long)seed, in_out, want, t1, t0,
+				 out);
+		made += want;
+		modules += want > 0;
+		free(out);
+		free(text);
+	}
+	print_message("%d of %d generated modules made %d windows\n", modules,
+		      GEN_SEEDS, made);
+	/* the generator reaches both sides of the rule */
+	assert_true(modules >= GEN_SEEDS / 20 && modules <= GEN_SEEDS / 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention_ir),
+		cmocka_unit_test(test_attention_fused),
+		cmocka_unit_test(test_rule),
+		cmocka_unit_test(test_generated),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
