@@ -313,14 +313,22 @@ CAUSES = """\
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,
   each fused with its cache write, fusion.100/101, now cost 4 us a step:
   the update moves its window, not the 67 MB slice.)
-- The decoders (0.98-1.28; 0.98-1.18 in HBM): on v4 and later XLA
+- The decoders (0.98-1.20; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'
   convolution with the subtract, exp and sum (v5e/decoder_s's fusion.373
   and fusion.414); the per-device module XLA's fusion receives has the
-  reduce and the broadcast, which the xla policy keeps in kernels of their
-  own: v5e/decoder_s's kernels over the 4x4x1024x1024 scores take 1.37 ms
-  (14 kernels) against 0.69 ms (26). Beside them the optimizer's update
+  reduce and the broadcast. tpusim now rewrites it the same way before it
+  fuses (sim/rewrite.c, where the spec's xla.row_max_window says so: v4
+  and later), which took the v4-and-later decoders from 1.07-1.28 to
+  1.02-1.20 and three more modules within 5% (v4/decoder_s, v4/decoder_m,
+  v5p/decoder_m). Over the scores (v5e/decoder_s, kernels with a
+  4x4x1024x1024 result) the fused module still takes 0.87 ms in 5 kernels
+  against 0.35 ms in 4: XLA's two softmax fusions move no HBM bytes (their
+  values in VMEM, S(1)) where tpusim's placement leaves the 64 MiB exp in
+  HBM (fusion.f43, 213 us against 89 and 48 us), and the softmax's divide
+  and its backward read the 67 MB scores in kernels of their own (0.40 ms)
+  where XLA's read 35 MB. Beside them the optimizer's update
   and the norms' backward stay in more kernels: 53 subtract, add,
   multiply, divide and reduce kernels (1.73 ms) against 24 (0.91 ms).
   (v4/decoder_m was at 0.80 from the compiled side: its softmax fusions
