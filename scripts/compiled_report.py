@@ -233,7 +233,13 @@ reduce's operand's dims that read one array whole merge (merge_shared: a
 residual add written in bf16 with the norm's sum of its squares, the
 decoders' multiply_reduce_fusion): 2,610 to 2,644 (82.4%), +1 to +3 in 18
 modules, one fewer in v5e/moe_s (XLA keeps its routing's cumsum apart from
-the one-hot beside it); precision and recall unchanged. Memory-space
+the one-hot beside it); precision and recall unchanged. Then a
+dynamic-slice read by several kernels, one of them into a dot's operand,
+is a kernel of its own (XLA's dynamic-slice_bitcast_fusion: a scan's
+layer sliced once for the convolutions and the norm that read it): 2,644
+to 2,686 (83.7%), +3 to +14 in five decoders (v6e/decoder_s 73 to 87), no
+module fewer; precision and recall unchanged, and the program times below
+within 1% (the no-remat decoders' slice now written and read). Memory-space
 assignment (docs/MODEL.md) follows fusion and leaves this table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "

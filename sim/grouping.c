@@ -82,8 +82,10 @@
  *    users in other kernels is recomputed there only where that reads no
  *    more bytes than its value (recompute_reads_less; never a copy):
  *    else it joins the first user kernel and is written out
- *    (multi-output); a copy that permutes
- *    the layout accepts nothing, one that changes only the tiles no
+ *    (multi-output), but a dynamic-slice that also feeds a dot's operand
+ *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion); a copy
+ *    that permutes the layout accepts nothing, one that changes only the
+ *    tiles no
  *    such copy (tiling_copy); dynamic-update-slice accepts loop ops
  *    into its update operand (and a tiling copy into the buffer it
  *    updates), gather into its indices, scatter into its
@@ -799,6 +801,19 @@ void sim_grouping_decide(struct grouping *g, int i)
 			return;
 		}
 		if (materialise || !all_accept)
+			break;
+		/* a dynamic-slice read by several kernels, one of them into a
+		 * dot's operand, is a kernel of its own (data/compiled: XLA's
+		 * dynamic-slice_bitcast_fusion, a scan's layer sliced once for
+		 * the convolutions and the norm that read it; of the
+		 * dynamic-slices of the compiled modules whose value has users
+		 * in several fusions, 79 of 80 are fusions of their own).
+		 * Read by loop kernels only, it is computed in each (the rule
+		 * below): XLA computes the no-remat decoders' saved attention
+		 * slice in both multiplies that read it
+		 * (v3/decoder_s_noremat: dynamic-slice.369 and .370) */
+		if ((multi || !same) && p->op == IR_OP_DYNAMIC_SLICE &&
+		    feeds_operand(g, i))
 			break;
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler recomputes the producer in each where that reads

@@ -233,6 +233,73 @@ static void test_softmax(void **state)
 	free(out);
 }
 
+/* A dynamic-slice of a stacked buffer (a scan's layer) read by kernels
+ * of two dots and a reduce is a kernel of its own, as XLA's
+ * dynamic-slice_bitcast_fusion (data/compiled decoders); read by two loop
+ * kernels it is computed in each, as XLA computes the no-remat decoders'
+ * saved attention slice in both multiplies that read it
+ * (v3/decoder_s_noremat: dynamic-slice.369 and .370). */
+static void test_dynamic_slice_users(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+#define DS_STACK(T)                                                            \
+	"  stack = " T "[4,64,128] parameter(0)\n"                             \
+	"  i = s32[] parameter(1)\n  z = s32[] constant(0)\n"                  \
+	"  w = " T "[1,64,128] dynamic-slice(stack, i, z, z), "                \
+	"dynamic_slice_sizes={1,64,128}\n"                                    \
+	"  wr = " T "[64,128] reshape(w)\n"
+#define DS_ADD                                                                 \
+	"HloModule ds\n"                                                      \
+	"ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"            \
+	" ROOT s = f32[] add(a, b) }\n"
+	static const char dots[] =
+		DS_ADD "ENTRY e {\n" DS_STACK("bf16")
+		"  x = bf16[256,64] parameter(2)\n  y = bf16[256,64] parameter(3)\n"
+		"  d1 = f32[256,128] dot(x, wr), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  d2 = f32[256,128] dot(y, wr), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  c = f32[64,128] convert(wr)\n  zero = f32[] constant(0)\n"
+		"  s = f32[64] reduce(c, zero), dimensions={1}, to_apply=ad\n"
+		"  ROOT t = (f32[256,128], f32[256,128], f32[64]) "
+		"tuple(d1, d2, s)\n}\n";
+	static const char loops[] =
+		DS_ADD "ENTRY e {\n" DS_STACK("f32")
+		"  x = f32[64,128] parameter(2)\n"
+		"  m1 = f32[64,128] multiply(x, wr)\n  zero = f32[] constant(0)\n"
+		"  r = f32[64] reduce(m1, zero), dimensions={1}, to_apply=ad\n"
+		"  br = f32[64,128] broadcast(r), dimensions={0}\n"
+		"  m2 = f32[64,128] multiply(br, wr)\n"
+		"  ROOT t = (f32[64], f32[64,128]) tuple(r, m2)\n}\n";
+#undef DS_STACK
+#undef DS_ADD
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(dots, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 2);
+	assert_int_equal(fs.multi_output, 0);
+	assert_int_equal(k1, 4);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %wr = bf16[64,128] fusion(%stack, %i), kind=kLoop, "
+			 "calls=%fused_computation.1\n") ||
+	    !strstr(out, "  %s = f32[64] fusion(%wr), kind=kInput, "
+			 "calls=%fused_computation.0\n"))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+	out = round_trip(loops, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 2);
+	assert_int_equal(k1, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %r = f32[64] fusion(%stack, %i, %x), kind=kInput, ") ||
+	    !strstr(out, "  %m2 = f32[64,128] fusion(%stack, %i, %r), kind=kLoop, "))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2143,6 +2210,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_dynamic_slice_users),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
