@@ -152,6 +152,10 @@ double ir_shape_bytes(const struct ir_shape *s);
  * 1.6, docs/TPU.md section 2 rule 2). Tuples sum their leaves.
  */
 double ir_shape_padded_bytes(const struct ir_shape *s);
+/* Of that padding, what the tiles after the first add: the factor by
+ * which they pad the first tile's extents (1 for T(8,128)(2,1); 8/7 for
+ * T(7,128)(2,1)); 1 for tuples and arrays with one tile or none. */
+double ir_shape_further_tiles(const struct ir_shape *s);
 /* Physical order: out[i] = logical dim index of the i-th most major dim
  * (reversed minor_to_major; descending default when no layout). An array
  * of rank >= 2 written without tiles (a pre-optimization module) gets the

@@ -207,6 +207,35 @@ static double round_up(double v, double m)
  * would assign (ir_shape_default_tile, ir_shape_major_to_minor above).
  * Known to be wrong for sparse layouts (D, P items are ignored).
  */
+/* What the tiles after the first multiply the first tile's extents t0_ext
+ * by, each padding the extents of the tile above it: 1 for T(8,128)(2,1),
+ * whose (2,1) divides 8x128; 8/7 for T(7,128)(2,1). */
+static double further_tiles(const struct ir_tile *tiles, int n_tiles,
+			    const double *t0_ext)
+{
+	double prev[IR_MAX_TILE_RANK];
+	int prev_rank = tiles[0].rank;
+	memcpy(prev, t0_ext, sizeof(double) * (size_t)prev_rank);
+	double factor = 1;
+	for (int k = 1; k < n_tiles; k++) {
+		const struct ir_tile *t = &tiles[k];
+		double before = 1, after = 1;
+		for (int j = 0; j < prev_rank; j++) {
+			int tj = j - (prev_rank - t->rank);
+			before *= prev[j];
+			double ext = prev[j];
+			if (tj >= 0 && t->dims[tj] != IR_TILE_COMBINE)
+				ext = round_up(prev[j], (double)t->dims[tj]);
+			after *= ext;
+		}
+		factor *= after / before;
+		prev_rank = t->rank;
+		for (int j = 0; j < prev_rank; j++)
+			prev[j] = t->dims[j] == IR_TILE_COMBINE ? 1 : (double)t->dims[j];
+	}
+	return factor;
+}
+
 static double array_padded_bytes(const struct ir_shape *s)
 {
 	int bits = stored_bits(s);
@@ -246,31 +275,28 @@ static double array_padded_bytes(const struct ir_shape *s)
 		}
 		elems *= d;
 	}
-	/* Further tiles pad the extents of the tile above them. */
-	double prev[IR_MAX_TILE_RANK];
-	int prev_rank = t0->rank;
-	memcpy(prev, t0_ext, sizeof(double) * (size_t)prev_rank);
-	double factor = 1;
-	for (int k = 1; k < n_tiles; k++) {
-		const struct ir_tile *t = &tiles[k];
-		double before = 1, after = 1;
-		for (int j = 0; j < prev_rank; j++) {
-			int tj = j - (prev_rank - t->rank);
-			before *= prev[j];
-			double ext = prev[j];
-			if (tj >= 0 && t->dims[tj] != IR_TILE_COMBINE)
-				ext = round_up(prev[j], (double)t->dims[tj]);
-			after *= ext;
-		}
-		factor *= after / before;
-		prev_rank = t->rank;
-		for (int j = 0; j < prev_rank; j++)
-			prev[j] = t->dims[j] == IR_TILE_COMBINE ? 1 : (double)t->dims[j];
-	}
-	elems *= factor;
+	elems *= further_tiles(tiles, n_tiles, t0_ext);
 	if (s->layout.tail_padding > 1)
 		elems = round_up(elems, (double)s->layout.tail_padding);
 	return whole_bytes(elems * bits);
+}
+
+double ir_shape_further_tiles(const struct ir_shape *s)
+{
+	if (s->type == IR_TYPE_TUPLE || s->layout.n_tiles < 2 ||
+	    s->rank > IR_SHAPE_MAX_RANK)
+		return 1;
+	int order[IR_SHAPE_MAX_RANK];
+	ir_shape_major_to_minor(s, order);
+	const struct ir_tile *t0 = &s->layout.tiles[0];
+	double ext[IR_MAX_TILE_RANK];
+	for (int ti = 0; ti < t0->rank; ti++) {
+		int i = s->rank - t0->rank + ti; /* < 0: a leading 1 */
+		ext[ti] = t0->dims[ti] != IR_TILE_COMBINE ? (double)t0->dims[ti]
+			  : i >= 0			  ? (double)s->dims[order[i]]
+							  : 1;
+	}
+	return further_tiles(s->layout.tiles, s->layout.n_tiles, ext);
 }
 
 double ir_shape_padded_bytes(const struct ir_shape *s)

@@ -35,7 +35,9 @@ struct sim_tgrid {
 	double bits;                     /* stored bits per element (>= 8) */
 	double pad_factor;               /* extra padding of tile dims the array
 	                                    lacks (a rank-1 array under T(8,128)
-	                                    fills 8 rows): >= 1 */
+	                                    fills 8 rows) and of the tiles after
+	                                    the first (ir_shape_further_tiles):
+	                                    >= 1 */
 };
 
 /* Fills g from an array shape. TS_ERR_UNSUPPORTED_OP for tuples and ranks

@@ -190,6 +190,7 @@ enum ts_status sim_tile_grid(const struct ir_shape *s, struct sim_tgrid *g,
 	for (int j = 0; j < lead; j++)
 		if (t.dims[j] > 1)
 			g->pad_factor *= (double)t.dims[j];
+	g->pad_factor *= ir_shape_further_tiles(s);
 	for (int i = 0; i < s->rank; i++) {
 		int64_t e = s->dims[order[i]];
 		int ti = i - (s->rank - t.rank);

@@ -1195,6 +1195,38 @@ static void test_default_layout(void **state)
  * access slots held the smallest inputs whole; before that the inputs
  * past the cap took the slots in order and the output was dropped.
  */
+/* A second tile level pads the first tile's extents: T(7,128)(2,1) packs
+ * 7 bf16 rows into 4 32-bit rows, 8 rows' room (fuzz_pipeline found the
+ * plan's DMA reading 7 and the roofline 8, the kernel then below its
+ * floor). 256 rows: 37 tiles of 7, stored as 37 x 8 = 296 rows. */
+static void test_further_tiles(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule ft\n"
+		 "ENTRY %e (a: bf16[256,128], c: bf16[256,128]) -> bf16[256,128] {\n"
+		 "  %a = bf16[256,128]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  ROOT %c = bf16[256,128]{1,0:T(7,128)(2,1)} parameter(1)\n"
+		 "}\n",
+		 &b);
+	const struct ir_shape *a = &b.m[0]->entry->instrs[0]->shape;
+	const struct ir_shape *c = &b.m[0]->entry->instrs[1]->shape;
+	assert_near(ir_shape_further_tiles(a), 1.0, 0);
+	assert_near(ir_shape_further_tiles(c), 8.0 / 7.0, 1e-15);
+	assert_near(ir_shape_padded_bytes(a), 256.0 * 128 * 2, 0);
+	assert_near(ir_shape_padded_bytes(c), 296.0 * 128 * 2, 0);
+	/* the tile grid's bytes: tiles x tile extents x pad_factor x bytes */
+	struct sim_tgrid g;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_tile_grid(c, &g, &d), TS_OK);
+	assert_int_equal(g.tiles[0], 37);
+	assert_int_equal(g.tile[0], 7);
+	assert_near((double)(g.tiles[0] * g.tile[0] * g.tiles[1] * g.tile[1]) *
+			    g.pad_factor * g.bits / 8,
+		    296.0 * 128 * 2, 1e-9);
+	tu_built_free(&b);
+}
+
 static void test_many_operands(void **state)
 {
 	(void)state;
@@ -2113,6 +2145,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul_128),
+		cmocka_unit_test(test_further_tiles),
 		cmocka_unit_test(test_matmul_f32_highest),
 		cmocka_unit_test(test_matmul_int8),
 		cmocka_unit_test(test_padded_elementwise),
