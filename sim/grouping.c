@@ -83,9 +83,10 @@
  *    more bytes than its value (recompute_reads_less; never a copy):
  *    else it joins the first user kernel and is written out
  *    (multi-output), but a dynamic-slice that also feeds a dot's operand
- *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion); a copy
- *    that permutes the layout accepts nothing, one that changes only the
- *    tiles no
+ *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), and a
+ *    value that two slices of one kernel read is computed apart
+ *    (sliced_twice); a copy that permutes the layout accepts nothing, one
+ *    that changes only the tiles no
  *    such copy (tiling_copy); dynamic-update-slice accepts loop ops
  *    into its update operand (and a tiling copy into the buffer it
  *    updates), gather into its indices, scatter into its
@@ -387,6 +388,29 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 	default:
 		return false;
 	}
+}
+
+/* Whether two or more slices read i's value, through bitcasts (at most
+ * SLICE_WALK users looked at) */
+#define SLICE_WALK 16
+static bool sliced_twice(const struct grouping *g, int i)
+{
+	int stack[SLICE_WALK], top = 0, seen = 0, slices = 0;
+	stack[top++] = i;
+	while (top > 0 && slices < 2) {
+		int x = stack[--top];
+		for (int k = g->uoff[x]; k < g->uoff[x + 1]; k++) {
+			int u = g->users[k];
+			if (!g->live[u] || ++seen > SLICE_WALK)
+				return false;
+			const struct ir_instr *in = g->c->instrs[u];
+			if (in->op == IR_OP_SLICE)
+				slices++;
+			else if (in->op == IR_OP_BITCAST && top < SLICE_WALK)
+				stack[top++] = u;
+		}
+	}
+	return slices >= 2;
 }
 
 /* Would computing a producer inside user u's kernel evaluate it more
@@ -815,6 +839,14 @@ void sim_grouping_decide(struct grouping *g, int i)
 		if ((multi || !same) && p->op == IR_OP_DYNAMIC_SLICE &&
 		    feeds_operand(g, i))
 			break;
+		/* read by several slices of one kernel, a value is computed
+		 * apart and the slices read it (data/compiled: each of the 24
+		 * such values, a gather's indices built by pads and adds and
+		 * read in three columns, is a fusion of its own) */
+		if (same && !multi && sliced_twice(g, i)) {
+			all_accept = false;
+			break;
+		}
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler recomputes the producer in each where that reads
 		 * no more bytes than its value (recompute_reads_less: the

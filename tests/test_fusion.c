@@ -300,6 +300,41 @@ static void test_dynamic_slice_users(void **state)
 	free(out);
 }
 
+/* A value read by two slices of one kernel is computed apart: the
+ * decoders' gather indices, columns built by pads and adds
+ * (add_bitcast_fusion), read column by column in the kernel that clamps,
+ * shifts and packs them (data/compiled: 24 of 24 such values). */
+static void test_sliced_twice(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule sl\nENTRY e {\n"
+		"  a = s32[64,1] parameter(0)\n  b = s32[64,1] parameter(1)\n"
+		"  z = s32[] constant(0)\n"
+		"  pa = s32[64,3] pad(a, z), padding=0_0x0_2\n"
+		"  pb = s32[64,3] pad(b, z), padding=0_0x1_1\n"
+		"  cat = s32[64,3] add(pa, pb)\n"
+		"  c0 = s32[64,1] slice(cat), slice={[0:64], [0:1]}\n"
+		"  c1 = s32[64,1] slice(cat), slice={[0:64], [1:2]}\n"
+		"  s = s32[] constant(16)\n"
+		"  bs = s32[64,1] broadcast(s), dimensions={}\n"
+		"  h = s32[64,1] shift-left(c0, bs)\n"
+		"  ROOT o = s32[64,1] or(h, c1)\n}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %cat = s32[64,3] fusion(%a, %b), kind=kLoop, ") ||
+	    !strstr(out, "  ROOT %o = s32[64,1] fusion(%cat), kind=kLoop, "))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2211,6 +2246,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_dynamic_slice_users),
+		cmocka_unit_test(test_sliced_twice),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
