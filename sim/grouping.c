@@ -841,8 +841,9 @@ void sim_grouping_decide(struct grouping *g, int i)
 			break;
 		/* read by several slices of one kernel, a value is computed
 		 * apart and the slices read it (data/compiled: each of the 24
-		 * such values, a gather's indices built by pads and adds and
-		 * read in three columns, is a fusion of its own) */
+		 * such values is a fusion of its own; 23 are a gather's
+		 * indices built by pads and adds and read in three columns,
+		 * one an in-place update in v5e/unet3d_s) */
 		if (same && !multi && sliced_twice(g, i)) {
 			all_accept = false;
 			break;
