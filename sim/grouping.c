@@ -129,6 +129,38 @@ static bool is_contraction(enum ir_op op)
 	return ir_op_class(op) == IR_CLASS_CONTRACTION;
 }
 
+/* How a copy orders the dims against its operand: the same (its tiles or
+ * memory space change only), the major dims otherwise, or the lane dim
+ * moved. A copy that permutes (permuting_copy) is a transpose in memory.
+ * XLA's TPU compiler runs it on its operand in HBM: in data/compiled
+ * every such copy reads a parameter of its fusion or is a kernel of its
+ * own (layout assignment inserts them, after fusion or as operand fusions
+ * of their own); a copy that keeps the order and changes only the tiling
+ * (v7's T(16,128) to T(8,128)) does take producers (a convolution, an
+ * add) and stays fusible. */
+enum copy_order { SAME_ORDER, MAJOR_ORDER, LANE_MOVES };
+static enum copy_order copy_order(const struct ir_instr *in)
+{
+	if (in->op != IR_OP_COPY || in->n_operands != 1)
+		return SAME_ORDER;
+	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
+	if (a->rank != r->rank || r->rank < 1 || r->rank > 64 ||
+	    r->type == IR_TYPE_TUPLE)
+		return SAME_ORDER;
+	int oa[64], orr[64];
+	ir_shape_major_to_minor(a, oa);
+	ir_shape_major_to_minor(r, orr);
+	if (oa[r->rank - 1] != orr[r->rank - 1])
+		return LANE_MOVES;
+	return memcmp(oa, orr, (size_t)r->rank * sizeof *oa) ? MAJOR_ORDER
+							       : SAME_ORDER;
+}
+
+static bool permuting_copy(const struct ir_instr *in)
+{
+	return copy_order(in) != SAME_ORDER;
+}
+
 /* The fusion class of in, as sim_fuse_class gives it (worked out once per
  * grouping of its computation, sim_grouping_init). */
 static enum fuse_class fuse_class_of(const struct grouping *g,
@@ -155,9 +187,14 @@ static enum fuse_class fuse_class_of(const struct grouping *g,
 	case IR_OP_CONCATENATE:
 	case IR_OP_REVERSE:
 	case IR_OP_DYNAMIC_SLICE:
-	case IR_OP_COPY:
 	case IR_OP_IOTA:
 		return FC_CHEAP;
+	case IR_OP_COPY:
+		/* one that moves the lane dim (a transpose across lanes, on
+		 * the XLU) is a kernel alone: in data/compiled all 133 such
+		 * copies are top-level copies; of the 115 that permute the
+		 * other dims only, 48 are in a fusion with a user */
+		return copy_order(in) == LANE_MOVES ? FC_ROOT : FC_CHEAP;
 	case IR_OP_REDUCE_WINDOW: {
 		bool whole[64];
 		if (in->n_operands > 0 && in->operands[0]->shape.rank <= 64 &&
@@ -254,26 +291,6 @@ static unsigned char size_kind(const struct ir_instr *in)
 				       ir_shape_elems(&in->operands[0]->shape)
 		       ? OPK_GROWS
 		       : 0;
-}
-
-/* A copy whose result orders the dims otherwise than its operand: a
- * transpose in memory. XLA's TPU compiler runs it on its operand in HBM:
- * in data/compiled every such copy reads a parameter of its fusion or is
- * a kernel of its own (layout assignment inserts them, after fusion or
- * as operand fusions of their own); a copy that keeps the order and
- * changes only the tiling (v7's T(16,128) to T(8,128)) does take
- * producers (a convolution, an add) and stays fusible. */
-static bool permuting_copy(const struct ir_instr *in)
-{
-	if (in->op != IR_OP_COPY || in->n_operands != 1)
-		return false;
-	const struct ir_shape *a = &in->operands[0]->shape, *r = &in->shape;
-	if (a->rank != r->rank || r->rank > 64 || r->type == IR_TYPE_TUPLE)
-		return false;
-	int oa[64], orr[64];
-	ir_shape_major_to_minor(a, oa);
-	ir_shape_major_to_minor(r, orr);
-	return memcmp(oa, orr, (size_t)r->rank * sizeof *oa) != 0;
 }
 
 /* Is u a broadcast that grows its operand, or fused into one's operand

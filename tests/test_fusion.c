@@ -335,6 +335,45 @@ static void test_sliced_twice(void **state)
 	free(out);
 }
 
+/* A copy that moves the lane dim (a transpose across lanes) is a kernel
+ * of its own, as every such copy in data/compiled is; one that permutes
+ * the other dims only is fused into the dot that reads it. */
+static void test_lane_copy(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+#define TL "(8,128)(2,1)}"
+	static const char text[] =
+		"HloModule cp\nENTRY e {\n"
+		"  w = bf16[4,256,128]{2,1,0:T" TL " parameter(0)\n"
+		"  t = bf16[4,256,128]{1,2,0:T" TL " copy(w)\n"
+		"  m = bf16[4,256,128]{2,0,1:T" TL " copy(w)\n"
+		"  x = bf16[4,64,256] parameter(1)\n"
+		"  d1 = f32[4,64,128] dot(x, t), lhs_batch_dims={0}, "
+		"lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+		"rhs_contracting_dims={1}\n"
+		"  d2 = f32[4,64,128] dot(x, m), lhs_batch_dims={0}, "
+		"lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+		"rhs_contracting_dims={1}\n"
+		"  ROOT r = (f32[4,64,128], f32[4,64,128]) tuple(d1, d2)\n}\n";
+#undef TL
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, 3);
+	assert_int_equal(fs.fusions, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %t = bf16[4,256,128]{1,2,0:T(8,128)(2,1)S(1)} "
+			 "copy(%w)\n") ||
+	    !strstr(out, " = bf16[4,256,128]{2,0,1:T(8,128)(2,1)} "
+			 "copy(%param_0.f0)\n"))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2247,6 +2286,7 @@ int main(void)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_dynamic_slice_users),
 		cmocka_unit_test(test_sliced_twice),
+		cmocka_unit_test(test_lane_copy),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
