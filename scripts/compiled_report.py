@@ -253,7 +253,11 @@ module fewer. The fused programs gain those copies' kernels, as the
 compiled ones have them: v6e/mlp_m 0.95 to 1.00, v6e/mlp_s 1.05 to
 1.09, v7/mlp_s 1.04 to 1.06, v6e/decoder_s_noremat 1.15 to 1.21 (five
 20 us transposes of a layer's weights, copy.140-144 in the compiled
-module), within 5% 35 to 34 modules. Memory-space
+module), within 5% 35 to 34 modules. Then a gather whose chain of
+reshapes and transposes is a scatter's updates is in the scatter's kernel
+(XLA's scatter_custom_fusion, every decoder's embedding gradient): 2,780
+to 2,801 (87.3%), recall 99.3%, +1 in each of the 21 decoders; no
+program time moved. Memory-space
 assignment (docs/MODEL.md) follows fusion and leaves this table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "

@@ -701,7 +701,10 @@ bool sim_reads_core(const struct grouping *g, int i)
  * chain's first op)? XLA's TPU compiler ends a gather_fusion (kCustom)
  * there and computes what reads it in fusions of their own
  * (data/compiled: every decoder's embedding lookup, gather, transpose,
- * reshape, then a broadcast_select_fusion masking it). */
+ * reshape, then a broadcast_select_fusion masking it), except a scatter
+ * that takes the chain as its updates: one scatter_custom_fusion holds
+ * the gather, its chain and the scatter (every decoder's embedding
+ * gradient). */
 static bool gather_tail(const struct grouping *g, int i)
 {
 	if (!gather_chain_op(g, i))
@@ -709,6 +712,9 @@ static bool gather_tail(const struct grouping *g, int i)
 	int u = sole_live_user(g, i);
 	if (u >= 0 && gather_chain_op(g, u))
 		return false; /* not the last */
+	if (u >= 0 && g->c->instrs[u]->op == IR_OP_SCATTER &&
+	    user_accepts(g, u, i))
+		return false; /* a scatter's updates: it takes the chain */
 	for (int x = i;;) {
 		int o = g->ops[g->ooff[x]];
 		if (o < 0 || sole_live_user(g, o) != x)

@@ -374,6 +374,43 @@ static void test_lane_copy(void **state)
 	free(out);
 }
 
+/* A gather whose rows, reshaped, are a scatter's updates is in the
+ * scatter's kernel (XLA's scatter_custom_fusion: every decoder's
+ * embedding gradient), where a gather read by anything else ends its
+ * kernel after its reshapes and transposes (gather_tail). */
+static void test_gather_into_scatter(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule gs\n"
+		"ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		" ROOT s = f32[] add(a, b) }\n"
+		"ENTRY e {\n"
+		"  t = f32[64,128] parameter(0)\n  i = s32[16,1] parameter(1)\n"
+		"  z = f32[64,128] parameter(2)\n"
+		"  g = f32[16,128] gather(t, i), offset_dims={1}, "
+		"collapsed_slice_dims={0}, start_index_map={0}, "
+		"index_vector_dim=1, slice_sizes={1,128}\n"
+		"  r = f32[16,1,128] reshape(g)\n"
+		"  ROOT s = f32[64,128] scatter(z, i, r), "
+		"update_window_dims={1,2}, inserted_window_dims={}, "
+		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+		"to_apply=ad\n}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 1);
+	assert_int_equal(k1, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  ROOT %s = f32[64,128] fusion(%t, %i, %z), "))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2287,6 +2324,7 @@ int main(void)
 		cmocka_unit_test(test_dynamic_slice_users),
 		cmocka_unit_test(test_sliced_twice),
 		cmocka_unit_test(test_lane_copy),
+		cmocka_unit_test(test_gather_into_scatter),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
