@@ -430,6 +430,29 @@ static bool sliced_twice(const struct grouping *g, int i)
 	return slices >= 2;
 }
 
+/* Does a gather or scatter of group id read i through ops of that group
+ * (its indices: the chain from i to it, at most SLICE_WALK users)? */
+static bool indexes_in(const struct grouping *g, int i, int id)
+{
+	int stack[SLICE_WALK], top = 0, seen = 0;
+	stack[top++] = i;
+	while (top > 0) {
+		int x = stack[--top];
+		for (int k = g->uoff[x]; k < g->uoff[x + 1]; k++) {
+			int u = g->users[k];
+			if (!g->live[u] || g->grp[u] != id)
+				continue;
+			enum ir_op op = g->c->instrs[u]->op;
+			if (op == IR_OP_GATHER || op == IR_OP_SCATTER)
+				return true;
+			if (++seen > SLICE_WALK || top == SLICE_WALK)
+				return false;
+			stack[top++] = u;
+		}
+	}
+	return false;
+}
+
 /* Would computing a producer inside user u's kernel evaluate it more
  * than once per element (u broadcasts or pads it, or u itself sits on
  * such a path)? A dot reads an operand element once per output tile, a
@@ -868,6 +891,15 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * indices built by pads and adds and read in three columns,
 		 * one an in-place update in v5e/unet3d_s) */
 		if (same && !multi && sliced_twice(g, i)) {
+			all_accept = false;
+			break;
+		}
+		/* nor does a gather's or scatter's kernel compute a copy its
+		 * indices come from (data/compiled: each of the 50 such
+		 * copies, a relayout of the indices, is a fusion of its own,
+		 * copy_bitcast_fusion) */
+		if (p->op == IR_OP_COPY && same && !multi && first >= 0 &&
+		    indexes_in(g, i, first)) {
 			all_accept = false;
 			break;
 		}

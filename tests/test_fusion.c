@@ -411,6 +411,34 @@ static void test_gather_into_scatter(void **state)
 	free(out);
 }
 
+/* A copy the gather's indices come from is a kernel of its own (XLA's
+ * copy_bitcast_fusion): the gather reads the relaid indices. */
+static void test_index_copy(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule cg\nENTRY e {\n"
+		"  t = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+		"  i = s32[4,16,1]{2,0,1:T(8,128)} parameter(1)\n"
+		"  c = s32[4,16,1]{2,1,0:T(8,128)} copy(i)\n"
+		"  ROOT g = f32[4,16,128]{2,1,0:T(8,128)} gather(t, c), "
+		"offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
+		"index_vector_dim=2, slice_sizes={1,128}\n}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %c = s32[4,16,1]{2,1,0:T(8,128)S(1)} copy(%i)\n") ||
+	    !strstr(out, " gather(%t.prefetch, %c), "))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2325,6 +2353,7 @@ int main(void)
 		cmocka_unit_test(test_sliced_twice),
 		cmocka_unit_test(test_lane_copy),
 		cmocka_unit_test(test_gather_into_scatter),
+		cmocka_unit_test(test_index_copy),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
