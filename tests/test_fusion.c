@@ -1299,20 +1299,22 @@ static void test_policy_physics(void **state)
 	ts_free(m);
 }
 
-/* Every unfused single-module file in dir (and, with compiled, every
- * compiled one unfused first, `fuse --unfuse`): fused, read back, costed;
- * returns how many, and how many at the same time into *same. */
+/* Every every-th .hlo file of dir that is an unfused single module (and,
+ * with compiled, every compiled one unfused first, `fuse --unfuse`):
+ * fused, read back, costed; returns how many, and how many at the same
+ * time into *same. */
 static int fuse_dir(const char *dir, const struct hw_spec *hw, bool compiled,
-		    int *same)
+		    int every, int *same)
 {
 	DIR *dp = opendir(dir);
 	assert_non_null(dp);
 	struct dirent *de;
-	int n = 0;
+	int n = 0, files = 0;
 	*same = 0;
 	while ((de = readdir(dp))) {
 		size_t l = strlen(de->d_name);
-		if (l < 5 || strcmp(de->d_name + l - 4, ".hlo"))
+		if (l < 5 || strcmp(de->d_name + l - 4, ".hlo") ||
+		    files++ % every)
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -1404,6 +1406,14 @@ static void count_inversions(const char *rel, const char *text, size_t len,
 	tu_built_free(&b);
 }
 
+/* The zoo's files the round trip takes: every one, or in the sanitizer
+ * build (10-30x slower) every third. */
+#ifdef TPUSIM_SANITIZED
+#define ZOO_EVERY 3
+#else
+#define ZOO_EVERY 1
+#endif
+
 static void test_zoo_round_trip(void **state)
 {
 	(void)state;
@@ -1419,13 +1429,15 @@ static void test_zoo_round_trip(void **state)
 		char dir[4096];
 		snprintf(dir, sizeof dir, "%s/data/compiled/%s", src, gens[i]);
 		int s;
-		n += fuse_dir(dir, &hw, true, &s);
+		n += fuse_dir(dir, &hw, true, ZOO_EVERY, &s);
 		same += s;
 	}
 	print_message("zoo: %d fused and read back, %d at the same time\n", n,
 		      same);
-	assert_int_equal(n, 170); /* 59 pre, 59 spmd, the 52 compiled ones
-				   * with fusions unfused */
+	if (ZOO_EVERY == 1)
+		assert_int_equal(n, 170); /* 59 pre, 59 spmd, the 52 compiled
+					   * ones with fusions unfused */
+	assert_true(n > 0);
 	assert_int_equal(same, n);
 	int inversions = 0;
 	char data[4096];
@@ -1492,12 +1504,12 @@ static void test_shared(void **state)
 	char dir[4096];
 	int same;
 	snprintf(dir, sizeof dir, "%s/data/tpuv3-ops/modules", shared);
-	assert_int_equal(fuse_dir(dir, &hw, false, &same), 82);
+	assert_int_equal(fuse_dir(dir, &hw, false, 1, &same), 82);
 	print_message("tpuv3-ops: 82 fused and read back, %d at the same "
 		      "time\n", same);
 	assert_int_equal(same, 82);
 	snprintf(dir, sizeof dir, "%s/data/hlo-corpus", shared);
-	int n = fuse_dir(dir, &hw, false, &same);
+	int n = fuse_dir(dir, &hw, false, 1, &same);
 	print_message("corpus: %d fused and read back, %d at the same time\n",
 		      n, same);
 	/* 31 unfused modules (gpu_select_and_scatter is is_scheduled=true:
@@ -1515,7 +1527,7 @@ static void test_shared(void **state)
 	 * once cost 6 ns more each fused: the divisor was a parameter there,
 	 * not seen as the broadcast it is (plan_vpu.c outside) */
 	snprintf(dir, sizeof dir, "%s/data/hlo-programs", shared);
-	n = fuse_dir(dir, &hw, false, &same);
+	n = fuse_dir(dir, &hw, false, 1, &same);
 	print_message("hlo-programs: %d fused and read back, %d at the same "
 		      "time\n", n, same);
 	assert_int_equal(n, 14);
