@@ -83,16 +83,19 @@
  *    more bytes than its value (recompute_reads_less; never a copy):
  *    else it joins the first user kernel and is written out
  *    (multi-output), but a dynamic-slice that also feeds a dot's operand
- *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), and a
+ *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), a
  *    value that two slices of one kernel read is computed apart
- *    (sliced_twice); a copy that permutes the layout accepts nothing, one
- *    that changes only the tiles no
- *    such copy (tiling_copy); dynamic-update-slice accepts loop ops
+ *    (sliced_twice), and so is a copy a gather's or scatter's indices
+ *    come from (indexes_in); a copy that moves the lane dim is a kernel
+ *    alone (copy_order), one that permutes the layout accepts nothing,
+ *    one that changes only the tiles no such copy (tiling_copy);
+ *    dynamic-update-slice accepts loop ops
  *    into its update operand (and a tiling copy into the buffer it
  *    updates), gather into its indices, scatter into its
  *    indices and updates; a gather joins its one transpose or reshape
  *    user, and its kernel ends after the transposes and reshapes that
- *    follow (gather_tail); all other ops (sort, collectives,
+ *    follow (gather_tail) unless a scatter takes them as its updates;
+ *    all other ops (sort, collectives,
  *    custom-call, tuple, while, ...) accept nothing: their operands are
  *    materialised.
  * The rules and their evidence are said where each is applied; what XLA's
@@ -407,23 +410,24 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 	}
 }
 
-/* Whether two or more slices read i's value, through bitcasts (at most
- * SLICE_WALK users looked at) */
-#define SLICE_WALK 16
+/* Most users sliced_twice and indexes_in look at. */
+#define USER_WALK 16
+
+/* Whether two or more slices read i's value, through bitcasts */
 static bool sliced_twice(const struct grouping *g, int i)
 {
-	int stack[SLICE_WALK], top = 0, seen = 0, slices = 0;
+	int stack[USER_WALK], top = 0, seen = 0, slices = 0;
 	stack[top++] = i;
 	while (top > 0 && slices < 2) {
 		int x = stack[--top];
 		for (int k = g->uoff[x]; k < g->uoff[x + 1]; k++) {
 			int u = g->users[k];
-			if (!g->live[u] || ++seen > SLICE_WALK)
+			if (!g->live[u] || ++seen > USER_WALK)
 				return false;
 			const struct ir_instr *in = g->c->instrs[u];
 			if (in->op == IR_OP_SLICE)
 				slices++;
-			else if (in->op == IR_OP_BITCAST && top < SLICE_WALK)
+			else if (in->op == IR_OP_BITCAST && top < USER_WALK)
 				stack[top++] = u;
 		}
 	}
@@ -431,10 +435,10 @@ static bool sliced_twice(const struct grouping *g, int i)
 }
 
 /* Does a gather or scatter of group id read i through ops of that group
- * (its indices: the chain from i to it, at most SLICE_WALK users)? */
+ * (its indices: the chain from i to it)? */
 static bool indexes_in(const struct grouping *g, int i, int id)
 {
-	int stack[SLICE_WALK], top = 0, seen = 0;
+	int stack[USER_WALK], top = 0, seen = 0;
 	stack[top++] = i;
 	while (top > 0) {
 		int x = stack[--top];
@@ -445,7 +449,7 @@ static bool indexes_in(const struct grouping *g, int i, int id)
 			enum ir_op op = g->c->instrs[u]->op;
 			if (op == IR_OP_GATHER || op == IR_OP_SCATTER)
 				return true;
-			if (++seen > SLICE_WALK || top == SLICE_WALK)
+			if (++seen > USER_WALK || top == USER_WALK)
 				return false;
 			stack[top++] = u;
 		}
@@ -895,9 +899,9 @@ void sim_grouping_decide(struct grouping *g, int i)
 			break;
 		}
 		/* nor does a gather's or scatter's kernel compute a copy its
-		 * indices come from (data/compiled: each of the 50 such
-		 * copies, a relayout of the indices, is a fusion of its own,
-		 * copy_bitcast_fusion) */
+		 * indices come from (data/compiled: none of the 50 such
+		 * copies, relayouts of the indices, is in the gather's or
+		 * scatter's fusion; XLA's copy_bitcast_fusion) */
 		if (p->op == IR_OP_COPY && same && !multi && first >= 0 &&
 		    indexes_in(g, i, first)) {
 			all_accept = false;
