@@ -85,8 +85,10 @@
  *    (multi-output), but a dynamic-slice that also feeds a dot's operand
  *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), a
  *    value that two slices of one kernel read is computed apart
- *    (sliced_twice), and so is a copy a gather's or scatter's indices
- *    come from (indexes_in); a copy that moves the lane dim is a kernel
+ *    (sliced_twice), and so are a copy a gather's or scatter's indices
+ *    come from (indexes_in) and a dynamic-slice that a bitcast regroups
+ *    into a dot's operand (regrouped_into_dot); a copy that moves the
+ *    lane dim is a kernel
  *    alone (copy_order), one that permutes the layout accepts nothing,
  *    one that changes only the tiles no such copy (tiling_copy);
  *    dynamic-update-slice accepts loop ops
@@ -572,6 +574,38 @@ static bool feeds_operand(const struct grouping *g, int i)
 	return false;
 }
 
+/* The shape's dims other than 1, in order, equal b's? */
+static bool same_nonunit_dims(const struct ir_shape *a, const struct ir_shape *b)
+{
+	int i = 0, j = 0;
+	for (;;) {
+		while (i < a->rank && a->dims[i] == 1)
+			i++;
+		while (j < b->rank && b->dims[j] == 1)
+			j++;
+		if (i == a->rank || j == b->rank)
+			return i == a->rank && j == b->rank;
+		if (a->dims[i++] != b->dims[j++])
+			return false;
+	}
+}
+
+/* Does a bitcast that regroups i's dims (splits or merges them, not only
+ * adding or dropping dims of 1) pass i's value to a dot's operand? */
+static bool regrouped_into_dot(const struct grouping *g, int i)
+{
+	const struct ir_shape *s = &g->c->instrs[i]->shape;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		int u = g->users[k];
+		const struct ir_instr *b = g->c->instrs[u];
+		if (g->live[u] && b->op == IR_OP_BITCAST &&
+		    b->shape.type != IR_TYPE_TUPLE && s->type != IR_TYPE_TUPLE &&
+		    !same_nonunit_dims(s, &b->shape) && feeds_operand(g, u))
+			return true;
+	}
+	return false;
+}
+
 /* Most instructions recompute_reads_less looks at above a producer. */
 #define RECOMPUTE_WALK 64
 
@@ -889,6 +923,15 @@ void sim_grouping_decide(struct grouping *g, int i)
 		if ((multi || !same) && p->op == IR_OP_DYNAMIC_SLICE &&
 		    feeds_operand(g, i))
 			break;
+		/* nor is one computed in a dot's operand through a bitcast
+		 * that regroups its dims (data/compiled: the 6 dynamic-slices
+		 * that reach a convolution so, a layer's weight split into
+		 * heads, are fusions of their own; of the 261 that reach one
+		 * through unit dims only, 255 are in its fusion) */
+		if (p->op == IR_OP_DYNAMIC_SLICE && regrouped_into_dot(g, i)) {
+			all_accept = false;
+			break;
+		}
 		/* read by several slices of one kernel, a value is computed
 		 * apart and the slices read it (data/compiled: each of the 24
 		 * such values is a fusion of its own; 23 are a gather's

@@ -439,6 +439,50 @@ static void test_index_copy(void **state)
 	free(out);
 }
 
+/* A layer's weight sliced from its stack and split into heads by a
+ * bitcast before a dot is sliced in a kernel of its own (XLA's
+ * constant_dynamic-slice_fusion, the no-remat decoders); one that only
+ * drops the unit dim is sliced in the dot's kernel. */
+static void test_regrouped_slice(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+#define TB "{2,1,0:T(8,128)(2,1)}"
+	static const char text[] =
+		"HloModule db\nENTRY e {\n"
+		"  w = bf16[2,512,1024]" TB " parameter(0)\n"
+		"  i = s32[] parameter(1)\n  z = s32[] constant(0)\n"
+		"  s = bf16[1,512,1024]" TB " dynamic-slice(w, i, z, z), "
+		"dynamic_slice_sizes={1,512,1024}\n"
+		"  b = bf16[4,128,1024]" TB " bitcast(s)\n"
+		"  x = bf16[4,64,128]" TB " parameter(2)\n"
+		"  d = f32[4,64,1024]{2,1,0:T(8,128)} dot(x, b), "
+		"lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+		"rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+		"  s2 = bf16[1,512,1024]" TB " dynamic-slice(w, z, z, z), "
+		"dynamic_slice_sizes={1,512,1024}\n"
+		"  b2 = bf16[512,1024]{1,0:T(8,128)(2,1)} bitcast(s2)\n"
+		"  y = bf16[64,512]{1,0:T(8,128)(2,1)} parameter(3)\n"
+		"  d2 = f32[64,1024]{1,0:T(8,128)} dot(y, b2), "
+		"lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		"  ROOT t = (f32[4,64,1024]{2,1,0:T(8,128)}, "
+		"f32[64,1024]{1,0:T(8,128)}) tuple(d, d2)\n}\n";
+#undef TB
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(fs.fusions, 3);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %s = bf16[1,512,1024]{2,1,0:T(8,128)(2,1)S(1)} "
+			 "fusion(%w, %i), kind=kLoop, ") ||
+	    !strstr(out, "  %d2 = f32[64,1024]{1,0:T(8,128)} fusion(%w, %y), "))
+		fail_msg("unexpected fused text:\n%s", out);
+	free(out);
+}
+
 /* The header is kept as written, is_scheduled=true added: text inside a
  * layout or a quoted attribute that reads "is_scheduled=" is not the
  * attribute (the pipeline fuzzer found the layout case cut, the output
@@ -2366,6 +2410,7 @@ int main(void)
 		cmocka_unit_test(test_lane_copy),
 		cmocka_unit_test(test_gather_into_scatter),
 		cmocka_unit_test(test_index_copy),
+		cmocka_unit_test(test_regrouped_slice),
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
