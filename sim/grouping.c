@@ -278,7 +278,8 @@ static bool is_format_op(enum ir_op op)
  * instead of the instruction. */
 enum { OPK_CONTRACTION = 1, OPK_REDUCE = 2, OPK_ALONE = 4 /* sim_fuse_alone */,
        OPK_NO_PRODUCER = 8 /* permuting_copy */, OPK_GROWS = 16 /* size_kind */,
-       OPK_EPILOGUE = 32 /* a dot's epilogue, grouping_base */ };
+       OPK_EPILOGUE = 32 /* a dot's epilogue, grouping_base */,
+       OPK_SLICED = 64 /* sliced_twice */ };
 
 static unsigned char op_kind(enum ir_op op)
 {
@@ -937,7 +938,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * such values is a fusion of its own; 23 are a gather's
 		 * indices built by pads and adds and read in three columns,
 		 * one an in-place update in v5e/unet3d_s) */
-		if (same && !multi && sliced_twice(g, i)) {
+		if (same && !multi && (g->opk[i] & OPK_SLICED)) {
 			all_accept = false;
 			break;
 		}
@@ -2774,6 +2775,9 @@ static enum ts_status grouping_base(struct grouping *g)
 			if (in->operands[j]->parent == c)
 				g->live[in->operands[j]->index] = true;
 	}
+	for (int i = 0; i < g->n; i++)
+		if (g->live[i] && sliced_twice(g, i))
+			g->opk[i] |= OPK_SLICED;
 	/* Epilogues (operands first): a loop op that is the one live user of
 	 * a dot or convolution, or of an epilogue */
 	for (int k = 0; k < g->n; k++) {
