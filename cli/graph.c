@@ -234,13 +234,16 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 			continue;
 		fprintf(ctx->err,
 			"%s: note: module %s is fused as XLA compiles it for %s "
-			"(the first --hw), %d row max%s %s; XLA for %s %s them "
-			"%s (xla.row_max_window), which its figures here do "
-			"not show\n",
-			ctx->prog, m->name, ctx->hw.name, n, n == 1 ? "" : "es",
-			first ? "made reduce-windows" : "kept reduces", o->name,
-			first ? "keeps" : "makes",
-			first ? "reduces" : "reduce-windows");
+			"(the first --hw): %d row-max broadcast%s %s here; XLA "
+			"for %s %s (xla.row_max_window), which its figures "
+			"here do not show\n",
+			ctx->prog, m->name, ctx->hw.name, n, n == 1 ? "" : "s",
+			first ? (n == 1 ? "is a reduce-window" : "are reduce-windows")
+			      : (n == 1 ? "stays a broadcast" : "stay broadcasts"),
+			o->name,
+			first ? (n == 1 ? "keeps it a broadcast" : "keeps them broadcasts")
+			      : (n == 1 ? "makes it a reduce-window"
+					: "makes them reduce-windows"));
 	}
 }
 

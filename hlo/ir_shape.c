@@ -293,8 +293,8 @@ double ir_shape_further_tiles(const struct ir_shape *s)
 	for (int ti = 0; ti < t0->rank; ti++) {
 		int i = s->rank - t0->rank + ti; /* < 0: a leading 1 */
 		ext[ti] = t0->dims[ti] != IR_TILE_COMBINE ? (double)t0->dims[ti]
-			  : i >= 0			  ? (double)s->dims[order[i]]
-							  : 1;
+			  : i >= 0 ? dim_or_1(s->dims[order[i]])
+				   : 1;
 	}
 	return further_tiles(s->layout.tiles, s->layout.n_tiles, ext);
 }

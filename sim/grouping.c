@@ -421,24 +421,41 @@ static bool sliced_twice(const struct grouping *g, int i)
 {
 	int stack[USER_WALK], top = 0, seen = 0, slices = 0;
 	stack[top++] = i;
-	while (top > 0 && slices < 2) {
+	while (top > 0) {
 		int x = stack[--top];
 		for (int k = g->uoff[x]; k < g->uoff[x + 1]; k++) {
 			int u = g->users[k];
-			if (!g->live[u] || ++seen > USER_WALK)
+			if (!g->live[u])
+				continue;
+			if (++seen > USER_WALK)
 				return false;
 			const struct ir_instr *in = g->c->instrs[u];
-			if (in->op == IR_OP_SLICE)
-				slices++;
-			else if (in->op == IR_OP_BITCAST && top < USER_WALK)
+			if (in->op == IR_OP_SLICE && ++slices == 2)
+				return true;
+			if (in->op == IR_OP_BITCAST && top < USER_WALK)
 				stack[top++] = u;
 		}
 	}
-	return slices >= 2;
+	return false;
+}
+
+/* The operand slot of a gather's or scatter's indices (gather: 1;
+ * scatter of N arrays: N, after them), or -1 for other ops. */
+static int index_slot(const struct grouping *g, int u)
+{
+	int n = g->ooff[u + 1] - g->ooff[u];
+	switch (g->c->instrs[u]->op) {
+	case IR_OP_GATHER:
+		return 1;
+	case IR_OP_SCATTER:
+		return (n - 1) / 2;
+	default:
+		return -1;
+	}
 }
 
 /* Does a gather or scatter of group id read i through ops of that group
- * (its indices: the chain from i to it)? */
+ * as its indices (the chain from i to its index slot)? */
 static bool indexes_in(const struct grouping *g, int i, int id)
 {
 	int stack[USER_WALK], top = 0, seen = 0;
@@ -449,9 +466,12 @@ static bool indexes_in(const struct grouping *g, int i, int id)
 			int u = g->users[k];
 			if (!g->live[u] || g->grp[u] != id)
 				continue;
-			enum ir_op op = g->c->instrs[u]->op;
-			if (op == IR_OP_GATHER || op == IR_OP_SCATTER)
+			int slot = index_slot(g, u);
+			if (slot >= 0 && slot < g->ooff[u + 1] - g->ooff[u] &&
+			    g->ops[g->ooff[u] + slot] == x)
 				return true;
+			if (slot >= 0)
+				continue; /* the table or the updates */
 			if (++seen > USER_WALK || top == USER_WALK)
 				return false;
 			stack[top++] = u;
@@ -775,7 +795,8 @@ static bool gather_tail(const struct grouping *g, int i)
 	if (u >= 0 && gather_chain_op(g, u))
 		return false; /* not the last */
 	if (u >= 0 && g->c->instrs[u]->op == IR_OP_SCATTER &&
-	    user_accepts(g, u, i))
+	    user_accepts(g, u, i) &&
+	    g->ops[g->ooff[u] + index_slot(g, u)] != i)
 		return false; /* a scatter's updates: it takes the chain */
 	for (int x = i;;) {
 		int o = g->ops[g->ooff[x]];
@@ -922,8 +943,10 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * slice in both multiplies that read it
 		 * (v3/decoder_s_noremat: dynamic-slice.369 and .370) */
 		if ((multi || !same) && p->op == IR_OP_DYNAMIC_SLICE &&
-		    feeds_operand(g, i))
+		    feeds_operand(g, i)) {
+			all_accept = false;
 			break;
+		}
 		/* nor is one computed in a dot's operand through a bitcast
 		 * that regroups its dims (data/compiled: the 6 dynamic-slices
 		 * that reach a convolution so, a layer's weight split into
@@ -2767,7 +2790,8 @@ static enum ts_status grouping_base(struct grouping *g)
 		int i = g->order[k];
 		const struct ir_instr *in = c->instrs[i];
 		enum fuse_class fc = sim_fuse_class(g, in);
-		if (in == c->root || fc == FC_ROOT || fc == FC_CONTROL)
+		if (in == c->root || fc == FC_CONTROL ||
+		    (fc == FC_ROOT && in->op != IR_OP_COPY)) /* a copy is pure */
 			g->live[i] = true;
 		if (!g->live[i])
 			continue;

@@ -160,7 +160,7 @@ static int *row_maxes(const struct ir_computation *c)
 				dim[k] = -1;
 		}
 	}
-	/* every user seen (none nested in an operand list) */
+	/* every user counted (n_users: distinct users) was a broadcast back */
 	for (int i = 0; i < c->n_instrs; i++)
 		if (backs[i] != c->instrs[i]->n_users)
 			dim[i] = -1;

@@ -230,6 +230,36 @@ static void test_usage_errors(void **state)
 	}
 }
 
+/* An unfused module is fused as XLA compiles it for the first --hw; a
+ * second spec that XLA would compile otherwise (its row max) is named. */
+static void test_rewrite_note(void **state)
+{
+	(void)state;
+	char v3[PATH_MAX], v5e[PATH_MAX], rm[PATH_MAX];
+	src(v3, "hwspecs/v3.yaml");
+	src(v5e, "hwspecs/v5e.yaml");
+	src(rm, "tests/data/fuzz_pipeline/row_max_window.hlo");
+	struct proc p;
+	tpusim(&p, "run", rm, "--hw", v5e, "--hw", v3);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err,
+			    "tpusim run: note: module a is fused as XLA compiles "
+			    "it for v5e (the first --hw): 1 row-max broadcast "
+			    "is a reduce-window here; XLA for v3 keeps it a "
+			    "broadcast (xla.row_max_window), which its figures "
+			    "here do not show\n");
+	proc_free(&p);
+	tpusim(&p, "run", rm, "--hw", v3, "--hw", v5e);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "1 row-max broadcast stays a broadcast here; "
+			       "XLA for v5e makes it a reduce-window");
+	proc_free(&p);
+	tpusim(&p, "run", rm, "--hw", v5e);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	proc_free(&p);
+}
+
 /* ---- bad input: exit 1 with a located diagnostic; missing files: 3 ------ */
 
 static void test_missing_file(void **state)
@@ -1652,6 +1682,7 @@ int main(void)
 		cmocka_unit_test(test_no_command),
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_rewrite_note),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_unbounded_inputs),
 		cmocka_unit_test(test_several_inputs_go_on),
