@@ -66,6 +66,7 @@ static int row_max_dim(const struct ir_instr *r)
 	int64_t d = r->attrs.dimensions->v[0];
 	if (x->type == IR_TYPE_TUPLE || x->rank < 2 || x->rank > MAX_RANK ||
 	    d < 0 || d >= x->rank || x->dims[d] < 2 ||
+	    x->dims[d] > INT64_MAX / 2 || /* the window, 2N - 1, in int64 */
 	    (x->dim_kind && x->dim_kind[d] != IR_DIM_STATIC))
 		return -1;
 	int order[MAX_RANK];
