@@ -2290,6 +2290,35 @@ static void test_delta(void **state)
 		"  ROOT t = (f32[128,128]{1,0}, f32[128,128]{1,0}) tuple(e, rm)\n"
 		"}\n";
 	check_module_deltas("siblings.hlo", siblings, strlen(siblings), &dc);
+	/* a gather's indices through a relaid copy (indexes_in reads the
+	 * groups of the copy's users' users), the chain op read elsewhere
+	 * too, and a gather whose rows are a scatter's updates */
+	static const char gathers[] =
+		"HloModule gathers\n\n"
+		"sum { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+		" ROOT s = f32[] add(a, b) }\n\n"
+		"ENTRY e {\n"
+		"  t = f32[64,128]{1,0:T(8,128)} parameter(0)\n"
+		"  i = s32[4,16,1]{2,0,1:T(8,128)} parameter(1)\n"
+		"  c = s32[4,16,1]{2,1,0:T(8,128)} copy(i)\n"
+		"  n = s32[4,16,1]{2,1,0:T(8,128)} negate(c)\n"
+		"  a = s32[4,16,1]{2,1,0:T(8,128)} abs(n)\n"
+		"  g = f32[4,16,128]{2,1,0:T(8,128)} gather(t, n), "
+		"offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
+		"index_vector_dim=2, slice_sizes={1,128}\n"
+		"  j = s32[16,1]{1,0:T(8,128)} parameter(2)\n"
+		"  h = f32[16,128]{1,0:T(8,128)} gather(t, j), offset_dims={1}, "
+		"collapsed_slice_dims={0}, start_index_map={0}, "
+		"index_vector_dim=1, slice_sizes={1,128}\n"
+		"  r = f32[16,1,128]{2,1,0:T(8,128)} reshape(h)\n"
+		"  sc = f32[64,128]{1,0:T(8,128)} scatter(t, j, r), "
+		"update_window_dims={1,2}, inserted_window_dims={}, "
+		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+		"to_apply=sum\n"
+		"  ROOT o = (f32[4,16,128]{2,1,0:T(8,128)}, "
+		"s32[4,16,1]{2,1,0:T(8,128)}, f32[64,128]{1,0:T(8,128)}) "
+		"tuple(g, a, sc)\n}\n";
+	check_module_deltas("gathers.hlo", gathers, strlen(gathers), &dc);
 	/* a chain of loop merges (merge_loops): with d a kernel of its own,
 	 * w's kernel joins r's, then v's the merged one, where neither pair
 	 * alone would (each reads v before the other's root) */
@@ -2310,8 +2339,8 @@ static void test_delta(void **state)
 		"  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(w, r)\n"
 		"}\n";
 	check_module_deltas("chain.hlo", chain, strlen(chain), &dc);
-	print_message("share, softmax, siblings and chain: %d decisions by delta, %d "
-		      "whole\n", dc.delta, dc.whole);
+	print_message("share, softmax, siblings, gathers and chain: %d "
+		      "decisions by delta, %d whole\n", dc.delta, dc.whole);
 	assert_true(dc.delta > 0);
 	/* a trial whose cycle check must follow groups it does not collect
 	 * (a review's modules: at 619b476 its walk saw no members there and
