@@ -226,11 +226,13 @@ void cmd_fusion_free(struct cmd_fusion *f)
 static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 			 int n_windows)
 {
-	bool first = ctx->hw.xla_row_max_window;
-	for (int i = 0; i < ctx->n_more_hw; i++) {
+	bool first = ctx->hw.xla_row_max_window, differ = false;
+	for (int i = 0; i < ctx->n_more_hw; i++)
+		differ |= ctx->more_hw[i].xla_row_max_window != first;
+	int n = !differ ? 0 : first ? n_windows : sim_row_max_windows(m);
+	for (int i = 0; i < ctx->n_more_hw && n > 0; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
-		int n = first ? n_windows : sim_row_max_windows(m);
-		if (o->xla_row_max_window == first || n <= 0)
+		if (o->xla_row_max_window == first)
 			continue;
 		fprintf(ctx->err,
 			"%s: note: module %s is fused as XLA compiles it for %s "

@@ -142,7 +142,10 @@ static bool is_contraction(enum ir_op op)
  * own (layout assignment inserts them, after fusion or as operand fusions
  * of their own); a copy that keeps the order and changes only the tiling
  * (v7's T(16,128) to T(8,128)) does take producers (a convolution, an
- * add) and stays fusible. */
+ * add) and stays fusible. LANE_MOVES counts a dim of one element put on
+ * the lanes too, where plan_vpu.c's moves_lanes (the XLU's work) does
+ * not: v5e/moe_s's copies of such dims are kernels alone in XLA's module
+ * (2 fusions reproduced exactly fewer with moves_lanes' test). */
 enum copy_order { SAME_ORDER, MAJOR_ORDER, LANE_MOVES };
 static enum copy_order copy_order(const struct ir_instr *in)
 {
@@ -347,6 +350,21 @@ static bool same_buffer(const struct ir_instr *in)
 		!strcmp(t, "GatherScatterIndicesBitpacked"));
 }
 
+/* The operand slot of a gather's or scatter's indices (gather: 1;
+ * scatter of N arrays: N, after them), or -1 for other ops. */
+static int index_slot(const struct grouping *g, int u)
+{
+	int n = g->ooff[u + 1] - g->ooff[u];
+	switch (g->c->instrs[u]->op) {
+	case IR_OP_GATHER:
+		return 1;
+	case IR_OP_SCATTER:
+		return (n - 1) / 2;
+	default:
+		return -1;
+	}
+}
+
 /*
  * Does user u accept loop-op producer p (one of its operands) in every
  * operand slot that reads it? Loop ops, reduces and reduce-windows take
@@ -397,7 +415,7 @@ static bool user_accepts(const struct grouping *g, int u, int p)
 		case IR_OP_GATHER:
 			break;
 		case IR_OP_SCATTER:
-			from = (n - 1) / 2;
+			from = index_slot(g, u);
 			to = n - 1;
 			break;
 		default:
@@ -437,21 +455,6 @@ static bool sliced_twice(const struct grouping *g, int i)
 		}
 	}
 	return false;
-}
-
-/* The operand slot of a gather's or scatter's indices (gather: 1;
- * scatter of N arrays: N, after them), or -1 for other ops. */
-static int index_slot(const struct grouping *g, int u)
-{
-	int n = g->ooff[u + 1] - g->ooff[u];
-	switch (g->c->instrs[u]->op) {
-	case IR_OP_GATHER:
-		return 1;
-	case IR_OP_SCATTER:
-		return (n - 1) / 2;
-	default:
-		return -1;
-	}
 }
 
 /* Does a gather or scatter of group id read i through ops of that group
