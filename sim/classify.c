@@ -267,17 +267,30 @@ static bool scalar_index_op(const struct ir_instr *x)
 
 /* The one collective of fusion in's computation: NULL when in is not a
  * fusion or its computation holds none or several. */
+static bool chain_call(const struct ir_instr *in, const char *target);
+
+/* The one collective of a fusion's body, or, for the custom-call that
+ * starts or ends a collective chain as a module unfused holds it (below),
+ * the one among its operands; else NULL. */
 static const struct ir_instr *one_collective(const struct ir_instr *in)
 {
-	const struct ir_computation *c =
-		in->op == IR_OP_FUSION && in->n_called > 0 ? in->called[0] : NULL;
+	const struct ir_instr *const *x = NULL;
+	int n = 0;
+	if (in->op == IR_OP_FUSION && in->n_called > 0 && in->called[0]) {
+		x = (const struct ir_instr *const *)in->called[0]->instrs;
+		n = in->called[0]->n_instrs;
+	} else if (chain_call(in, "AsyncCollectiveStart") ||
+		   chain_call(in, "AsyncCollectiveDone")) {
+		x = (const struct ir_instr *const *)in->operands;
+		n = in->n_operands;
+	}
 	const struct ir_instr *coll = NULL;
-	for (int i = 0; c && i < c->n_instrs; i++) {
-		if (ir_op_class(c->instrs[i]->op) != IR_CLASS_COLLECTIVE)
+	for (int i = 0; i < n; i++) {
+		if (ir_op_class(x[i]->op) != IR_CLASS_COLLECTIVE)
 			continue;
 		if (coll)
 			return NULL;
-		coll = c->instrs[i];
+		coll = x[i];
 	}
 	return coll;
 }
@@ -290,14 +303,16 @@ static const struct ir_instr *one_collective(const struct ir_instr *in)
  * beside other work (a matmul), the chain's buffers passing through them.
  * Each holds a clone of the collective with its channel_id, the key that
  * ties them (XLA also writes a frontend attribute chain_id, not read). The
- * collective moves once, from start to done.
+ * collective moves once, from start to done. A module unfused
+ * (sim/unfuse.c) holds the custom-calls themselves, each reading its
+ * clone, which the `xla` policy groups with it (grouping.c).
  */
 static bool chain_call(const struct ir_instr *in, const char *target)
 {
 	const struct ir_instr *r = in->op == IR_OP_FUSION && in->n_called > 0 &&
 						   in->called[0]
 					   ? in->called[0]->root
-					   : NULL;
+					   : in;
 	return r && r->op == IR_OP_CUSTOM_CALL && r->attrs.custom_call_target &&
 	       strcmp(r->attrs.custom_call_target, target) == 0;
 }
@@ -329,7 +344,8 @@ int64_t sim_chain_channel(const struct ir_instr *in)
 const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 {
 	const struct ir_instr *coll = one_collective(in);
-	const struct ir_computation *c = coll ? in->called[0] : NULL;
+	const struct ir_computation *c =
+		coll && in->op == IR_OP_FUSION ? in->called[0] : NULL;
 	for (int i = 0; c && i < c->n_instrs; i++) {
 		const struct ir_instr *x = c->instrs[i];
 		switch (x->op) {
@@ -361,7 +377,8 @@ const struct ir_instr *sim_fused_collective(const struct ir_instr *in)
 const struct ir_instr *sim_side_collective(const struct ir_instr *in)
 {
 	const struct ir_instr *coll = one_collective(in);
-	const struct ir_computation *c = coll ? in->called[0] : NULL;
+	const struct ir_computation *c =
+		coll && in->op == IR_OP_FUSION ? in->called[0] : NULL;
 	for (int i = 0; c && i < c->n_instrs; i++)
 		if (c->instrs[i]->op == IR_OP_DOT ||
 		    c->instrs[i]->op == IR_OP_CONVOLUTION)

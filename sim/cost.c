@@ -1227,16 +1227,17 @@ enum ts_status sim_kernel_work(const struct sim_kernel *k, const bool *parent_cd
 		return TS_ERR_MISUSE;
 	}
 	enum ts_status st;
-	if (k->instr->op == IR_OP_FUSION) {
+	if (k->instr->op == IR_OP_FUSION)
 		st = fusion_work(k, file, w, d);
-		const struct ir_instr *c = sim_fused_collective(k->instr);
-		if (c && k->kind == SIM_KERNEL_COLLECTIVE)
-			w->ici_bytes = sim_collective_payload(c);
-	}
 	else if (k->n_members == 1 && k->members[0] == k->instr)
 		st = single_work(k, file, w, d);
 	else
 		st = group_work(k, parent_cd, file, w, d);
+	/* a fusion's collective, or a collective chain's start grouped with
+	 * its clone (kernels.c emit_group) */
+	const struct ir_instr *c = sim_fused_collective(k->instr);
+	if (c && k->kind == SIM_KERNEL_COLLECTIVE)
+		w->ici_bytes = sim_collective_payload(c);
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, file, 0, 0, "out of memory counting work");
 	return st;

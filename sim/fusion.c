@@ -13,7 +13,8 @@
  *     a tuple of them (multi-output fusion; the caller then reads each
  *     with get-tuple-element under the value's old name);
  *   - kind=kOutput when a dot or convolution has an epilogue, kInput when
- *     a reduce is fused, kLoop otherwise;
+ *     a reduce is fused, kCustom for a collective chain's start or done
+ *     with its clone (sim_chain_grouped), kLoop otherwise;
  *   - recomputed producers (cheap ops fused into several users) are
  *     copied into each fused computation; a single-op group stays
  *     unfused; dead pure instructions are dropped, as XLA's DCE does;
@@ -145,8 +146,9 @@ static bool fusible(const struct grouping *g, int id)
 	    device_members(g, id) < 2)
 		return false;
 	/* what XLA keeps alone is never fused, not even with the constants
-	 * it reads */
-	return !sim_fuse_alone(g->c->instrs[root]);
+	 * it reads, but for a collective chain's start or done with its
+	 * clone (XLA's kCustom async-collective-start and done) */
+	return !sim_fuse_alone(g->c->instrs[root]) || sim_chain_grouped(g, id);
 }
 
 static const char *fusion_kind(const struct grouping *g, int id)
@@ -159,6 +161,8 @@ static const char *fusion_kind(const struct grouping *g, int id)
 		reduce |= op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
 		mxu |= op == IR_OP_DOT || op == IR_OP_CONVOLUTION;
 	}
+	if (sim_chain_grouped(g, id))
+		return ir_fusion_kind_name(IR_FUSION_CUSTOM);
 	return ir_fusion_kind_name(mxu	   ? IR_FUSION_OUTPUT
 				   : reduce ? IR_FUSION_INPUT
 					    : IR_FUSION_LOOP);

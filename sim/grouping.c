@@ -95,11 +95,16 @@
  *    into its update operand (and a tiling copy into the buffer it
  *    updates), gather into its indices, scatter into its
  *    indices and updates; a gather joins its one transpose or reshape
- *    user, and its kernel ends after the transposes and reshapes that
- *    follow (gather_tail) unless a scatter takes them as its updates;
- *    all other ops (sort, collectives,
+ *    user, and its kernel ends at the first reshape after its transposes
+ *    (gather_tail) unless a scatter takes them as its updates, a reshape
+ *    of that value that moves data being a kernel alone
+ *    (gather_reshaped); all other ops (sort, collectives,
  *    custom-call, tuple, while, ...) accept nothing: their operands are
- *    materialised.
+ *    materialised, except that the custom-call starting or ending one of
+ *    XLA's async collective chains (a compiled module unfused) takes the
+ *    clone of the collective it reads, and a clone nothing reads (the
+ *    chain's continuation) joins the kernel of the dot or convolution
+ *    before it (place_continuations).
  * The rules and their evidence are said where each is applied; what XLA's
  * TPU compiler does is read off data/compiled (libtpu 0.0.42: `tpusim fuse
  * --agreement`, docs/COMPILED.md), its source not being public.
@@ -282,7 +287,8 @@ static bool is_format_op(enum ir_op op)
 enum { OPK_CONTRACTION = 1, OPK_REDUCE = 2, OPK_ALONE = 4 /* sim_fuse_alone */,
        OPK_NO_PRODUCER = 8 /* permuting_copy */, OPK_GROWS = 16 /* size_kind */,
        OPK_EPILOGUE = 32 /* a dot's epilogue, grouping_base */,
-       OPK_SLICED = 64 /* sliced_twice */ };
+       OPK_SLICED = 64 /* sliced_twice */,
+       OPK_CONTINUATION = 128 /* a chain's continuation: mark_continuations */ };
 
 static unsigned char op_kind(enum ir_op op)
 {
@@ -780,37 +786,100 @@ bool sim_reads_core(const struct grouping *g, int i)
 	return g->fc[i] == FC_CORE || (g->opk[i] & OPK_EPILOGUE);
 }
 
-/* Is i the last of a chain of transposes and reshapes, each the one live
- * user of the one before, that starts at a gather's one live user: the
- * root of the gather's kernel (gather_into takes the gather into the
- * chain's first op)? XLA's TPU compiler ends a gather_fusion (kCustom)
- * there and computes what reads it in fusions of their own
+/* Is i the reshape that ends a gather's kernel: the first reshape on a
+ * chain of transposes, each the one live user of the one before, that
+ * starts at a gather's one live user (gather_into takes the gather into
+ * the chain's first op)? XLA's TPU compiler writes a gather as gather,
+ * transpose, reshape (its canonical form) in one kCustom gather_fusion,
+ * ends it there and computes what reads it in fusions of its own
  * (data/compiled: every decoder's embedding lookup, gather, transpose,
- * reshape, then a broadcast_select_fusion masking it), except a scatter
- * that takes the chain as its updates: one scatter_custom_fusion holds
- * the gather, its chain and the scatter (every decoder's embedding
+ * reshape, then a broadcast_select_fusion masking it), a reshape back to
+ * the program's shape included (gather_reshaped), except a scatter that
+ * takes the chain as its updates: one scatter_custom_fusion holds the
+ * gather, its chain and the scatter (every decoder's embedding
  * gradient). */
 static bool gather_tail(const struct grouping *g, int i)
 {
-	if (!gather_chain_op(g, i))
+	if (g->c->instrs[i]->op != IR_OP_RESHAPE)
 		return false;
-	int u = sole_live_user(g, i);
-	if (u >= 0 && gather_chain_op(g, u))
-		return false; /* not the last */
-	if (u >= 0 && g->c->instrs[u]->op == IR_OP_SCATTER &&
-	    user_accepts(g, u, i) &&
-	    g->ops[g->ooff[u] + index_slot(g, u)] != i)
-		return false; /* a scatter's updates: it takes the chain */
+	for (int x = i, u; (u = sole_live_user(g, x)) >= 0; x = u) {
+		if (g->c->instrs[u]->op == IR_OP_SCATTER &&
+		    user_accepts(g, u, x) &&
+		    g->ops[g->ooff[u] + index_slot(g, u)] != x)
+			return false; /* a scatter's updates: it takes the chain */
+		if (!gather_chain_op(g, u))
+			break;
+	}
 	for (int x = i;;) {
 		int o = g->ops[g->ooff[x]];
 		if (o < 0 || sole_live_user(g, o) != x)
 			return false;
 		if (g->c->instrs[o]->op == IR_OP_GATHER)
 			return true;
-		if (!gather_chain_op(g, o))
+		if (g->c->instrs[o]->op != IR_OP_TRANSPOSE)
 			return false;
 		x = o;
 	}
+}
+
+/* Is i a reshape that moves data (not a bitcast: sim_top_role) of the
+ * value that ends a gather's kernel (gather_tail)? XLA's TPU compiler
+ * leaves it a top-level reshape, a kernel of its own (data/compiled: all
+ * 19 reshapes that read a gather_fusion, the decoders' and
+ * v5e/unet3d_s's take_along_axis, from the gather's flat f32[4096]
+ * T(1024) back to f32[4,1024,1] T(4,128)); one that is a bitcast is
+ * free, held by the kernels that read it (the embedding lookup's). */
+static bool gather_reshaped(const struct grouping *g, int i)
+{
+	const struct ir_instr *in = g->c->instrs[i];
+	int o = g->ops[g->ooff[i]];
+	enum sim_kernel_kind kind;
+	return in->op == IR_OP_RESHAPE && o >= 0 && gather_tail(g, o) &&
+	       sim_top_role(in, &kind) == SIM_TOP_KERNEL;
+}
+
+/* Is in the custom-call that starts or ends one of XLA's async
+ * collective chains (sim/classify.c), as a compiled module unfused holds
+ * it? */
+static bool chain_marker(const struct ir_instr *in)
+{
+	return in->op == IR_OP_CUSTOM_CALL &&
+	       (sim_chain_start(in) || sim_chain_done(in));
+}
+
+/* Marks a chain's continuations (OPK_CONTINUATION): collectives no live
+ * op reads, with the channel of a chain's start. XLA's
+ * async collective fusion clones the collective into fusions between the
+ * chain's start and done, beside other work (sim/classify.c). */
+static bool mark_continuations(struct grouping *g)
+{
+	int64_t *chan = ts_malloc(((size_t)g->n + 1) * sizeof *chan);
+	if (!chan)
+		return false;
+	int n_chan = 0;
+	for (int j = 0; j < g->n; j++) {
+		const struct ir_instr *x = g->c->instrs[j];
+		if (x->op == IR_OP_CUSTOM_CALL && sim_chain_start(x) &&
+		    sim_chain_channel(x) != 0)
+			chan[n_chan++] = sim_chain_channel(x);
+	}
+	for (int i = 0; n_chan > 0 && i < g->n; i++) {
+		const struct ir_instr *in = g->c->instrs[i];
+		bool read = false;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1] && !read; k++)
+			read = g->live[g->users[k]];
+		if (ir_op_class(in->op) != IR_CLASS_COLLECTIVE ||
+		    !g->live[i] || read)
+			continue;
+		for (int q = 0; q < n_chan; q++)
+			if (chan[q] == in->attrs.channel_id) {
+				g->opk[i] |= OPK_CONTINUATION;
+				g->continues = true;
+				break;
+			}
+	}
+	ts_free(chan);
+	return true;
 }
 
 /* The fusion predicate for instruction i (all its users decided). */
@@ -850,6 +919,18 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	if (p->op == IR_OP_GATHER && !is_root && gather_into(g, i))
 		return;
+	/* a chain's collective is in the kernel of the custom-call that
+	 * starts or ends the chain and reads it (data/compiled v5e/vit_s
+	 * and dlrm_s: each async-collective-start fusion holds the
+	 * all-gather and AsyncCollectiveStart, each done the all-gather and
+	 * AsyncCollectiveDone) */
+	if (ir_op_class(p->op) == IR_CLASS_COLLECTIVE && !is_root) {
+		int u = sole_live_user(g, i);
+		if (u >= 0 && chain_marker(g->c->instrs[u]) && g->grp[u] >= 0) {
+			fuse_into(g, i, g->grp[u]);
+			return;
+		}
+	}
 	if (fc == FC_ROOT || is_root) {
 		g->why[i] = fc == FC_ROOT ? SIM_WHY_ROOT_OP : SIM_WHY_COMP_ROOT;
 		sim_grouping_new(g, i, fc == FC_CORE);
@@ -930,6 +1011,11 @@ void sim_grouping_decide(struct grouping *g, int i)
 	case FC_CHEAP:
 		if (!materialise && gather_tail(g, i)) {
 			g->why[i] = SIM_WHY_GATHER_TAIL;
+			sim_grouping_new(g, i, false);
+			return;
+		}
+		if (!materialise && gather_reshaped(g, i)) {
+			g->why[i] = SIM_WHY_GATHER_RESHAPE;
 			sim_grouping_new(g, i, false);
 			return;
 		}
@@ -1072,6 +1158,7 @@ const char *sim_fuse_why_name(enum sim_fuse_why w)
 		[SIM_WHY_EXPENSIVE] = "expensive op, users in several kernels",
 		[SIM_WHY_EPILOGUE] = "a dot's epilogue stays with the dot",
 		[SIM_WHY_GATHER_TAIL] = "a gather's kernel ends there",
+		[SIM_WHY_GATHER_RESHAPE] = "reshapes a gather's result",
 		[SIM_WHY_POLICY] = "the policy's decision",
 		[SIM_WHY_ELSEWHERE] = "fused into another kernel",
 		[SIM_WHY_CYCLE] = "fusing it would make a cycle",
@@ -1102,6 +1189,14 @@ void sim_mark_grouped(const struct ir_computation *c, bool *grouped,
 				sim_mark_grouped(in->called[j], grouped,
 						 depth + 1);
 	}
+}
+
+bool sim_chain_grouped(const struct grouping *g, int id)
+{
+	const struct ir_instr *root = g->c->instrs[g->g_root[id]];
+	const struct ir_instr *coll = sim_fused_collective(root);
+	return root->op == IR_OP_CUSTOM_CALL && coll && coll->parent == g->c &&
+	       sim_group_member(g, id, coll->index);
 }
 
 bool sim_group_working(const struct grouping *g, int i)
@@ -1818,13 +1913,15 @@ static bool update_rooted(const struct grouping *g, int id)
  * core, rooted at a loop op, an array, not made a kernel of its own by a
  * policy's decision (SIM_WHY_POLICY: the none policy's every op; the
  * decision as this grouping made it, not the search's force array, which
- * changes between trials)? */
+ * changes between trials) nor as a gather's reshaped result
+ * (SIM_WHY_GATHER_RESHAPE)? */
 static bool loop_rooted(const struct grouping *g, int id)
 {
 	if (id < 0 || g->g_rep[id] != id || g->g_core_at[id] >= 0)
 		return false;
 	int r = g->g_root[id];
 	return g->c->instrs[r]->shape.rank > 0 && g->why[r] != SIM_WHY_POLICY &&
+	       g->why[r] != SIM_WHY_GATHER_RESHAPE &&
 	       (class_at(g, r) == FC_CHEAP || class_at(g, r) == FC_EXPENSIVE);
 }
 
@@ -1992,8 +2089,9 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
 	return n;
 }
 
-/* Whether merge_outputs, merge_updates, merge_loops or merge_shared may
- * join group id (a representative) and another, for a trial's grouping
+/* Whether merge_outputs, merge_updates, merge_loops, merge_shared or
+ * place_continuations may join group id (a representative) and another,
+ * for a trial's grouping
  * (grouping_delta.c) to say when it does not follow: id absorbed a group
  * (a sibling, reduces of its output, updates at its offsets, loop
  * kernels), or id is rooted at an update another update group writes at
@@ -2005,8 +2103,9 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
  * value another may join it with (loop_joins), or id owns a contraction
  * or is a loop kernel and a value it owns is read by a reduce-rooted
  * group or a kernel it may join outside it (directly, or through
- * producers recomputed there: loop_reads). in: room for g->n; stack: for
- * g->n. */
+ * producers recomputed there: loop_reads), or id holds a chain's
+ * continuation, or a contraction where c holds one. in: room for g->n;
+ * stack: for g->n. */
 bool sim_group_merges(const struct grouping *g, int id,
 		      const struct ir_instr **in, int *stack)
 {
@@ -2017,10 +2116,12 @@ bool sim_group_merges(const struct grouping *g, int id,
 		int m = mem[q];
 		if (g->grp[m] < 0 || g->g_rep[g->grp[m]] != id)
 			continue; /* a copy */
-		if (g->grp[m] != id)
+		if (g->grp[m] != id || (g->opk[m] & OPK_CONTINUATION))
 			return true;
 		dot = dot || (g->opk[m] & OPK_CONTRACTION);
 	}
+	if (dot && g->continues)
+		return true; /* place_continuations may join one to it */
 	for (int b = 0; update_rooted(g, id) && b < g->n_groups; b++)
 		if (b != id && update_rooted(g, b) && same_window(g, id, b))
 			return true; /* merge_updates joins, or tried to join, them */
@@ -2604,6 +2705,32 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 	return ok;
 }
 
+/* A chain's continuation (mark_continuations) joins the kernel of the dot or
+ * convolution before it in the schedule (a compiled module's order):
+ * XLA's async collective fusion moves the collective on in the fusions
+ * computed between the chain's start and done (data/compiled v5e/vit_s:
+ * fusion.442 holds all-gather.85 beside its convolution, 17 such
+ * fusions in vit_s and dlrm_s). */
+static bool place_continuations(struct grouping *g, struct cycle_scratch *cy)
+{
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	bool ok = moved;
+	for (int i = 0; ok && i < g->n; i++) {
+		if (g->grp[i] < 0 || !(g->opk[i] & OPK_CONTINUATION))
+			continue;
+		int into = -1;
+		for (int j = i - 1; j >= 0 && into < 0; j--)
+			if (g->opk[j] & OPK_CONTRACTION)
+				into = rep_of(g, j);
+		bool merged;
+		if (into >= 0 && into != rep_of(g, i))
+			ok = join_unless_cyclic(g, into, rep_of(g, i), moved,
+						cy, &merged);
+	}
+	ts_free(moved);
+	return ok;
+}
+
 /*
  * A group whose inputs depend on its own members (a cycle between
  * kernels: kernel_components) is no legal fusion: XLA checks for that cycle
@@ -2805,6 +2932,11 @@ static enum ts_status grouping_base(struct grouping *g)
 	for (int i = 0; i < g->n; i++)
 		if (g->live[i] && sliced_twice(g, i))
 			g->opk[i] |= OPK_SLICED;
+	if (!mark_continuations(g)) {
+		ts_free(stack);
+		ts_free(tmp);
+		return TS_ERR_NOMEM;
+	}
 	/* Epilogues (operands first): a loop op that is the one live user of
 	 * a dot or convolution, or of an epilogue */
 	for (int k = 0; k < g->n; k++) {
@@ -2860,6 +2992,7 @@ enum ts_status sim_grouping_init(struct grouping *g,
 	g->ooff = like->ooff;
 	g->ops = like->ops;
 	g->opk = like->opk;
+	g->continues = like->continues;
 	g->cd = like->cd;
 	g->live = like->live;
 	g->fc = like->fc;
@@ -2891,7 +3024,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	     merge_outputs(g, buf, &cy) && merge_updates(g, &cy) &&
 	     merge_loops(g, buf, &cy) &&
 	     merge_shared(g, buf, buf + g->n, &cy) &&
-	     dissolve_cycles(g, &cs, &cy) && index_holders(g);
+	     place_continuations(g, &cy) && dissolve_cycles(g, &cs, &cy) && index_holders(g);
 	ts_free(buf);
 	sim_collect_scratch_free(&cs);
 	sim_cycle_scratch_free(&cy);

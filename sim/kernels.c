@@ -817,12 +817,22 @@ static enum ts_status emit_group(struct build *b, const struct grouping *g,
 	enum sim_kernel_kind kind = SIM_KERNEL_FUSION;
 	if (n_work == 1 && sim_top_role(work, &kind) == SIM_TOP_FREE)
 		return TS_OK; /* e.g. a bitcast-like reshape as the root */
-	/* what XLA keeps alone (one of its kCustom fusions, an async start,
-	 * a collective, ...) is the op alone, as fuse writes it: the
-	 * constants it reads stay out */
-	if (sim_fuse_alone(root) &&
-	    sim_top_role(root, &kind) == SIM_TOP_KERNEL)
+	/* a collective chain's start grouped with its clone (grouping.c) is
+	 * the collective's kernel, async work up to the done; the done with
+	 * its clone waits, no kernel: as a compiled chain's fusions are
+	 * (sim_top_role) */
+	bool chain = sim_chain_grouped(g, id);
+	if (chain && sim_chain_done(root))
+		return TS_OK;
+	if (chain) {
+		kind = SIM_KERNEL_COLLECTIVE;
+	} else if (sim_fuse_alone(root) &&
+		   sim_top_role(root, &kind) == SIM_TOP_KERNEL) {
+		/* what XLA keeps alone (one of its kCustom fusions, an async
+		 * start, a collective, ...) is the op alone, as fuse writes
+		 * it: the constants it reads stay out */
 		return add_top_kernel(b, root, kind, s);
+	}
 	struct sim_kernel *k = push_kernel(b);
 	if (!k)
 		return nomem(b);

@@ -112,7 +112,9 @@ int64_t sim_megascale_slices(const struct ir_instr *in);
  * fusion's one collective (0: none), which the start, the done and every
  * fusion between share. A fusion between is costed without the
  * collective's ICI time, which moves once, from the start
- * (sim_kernel.chained). */
+ * (sim_kernel.chained). Each also answers for the start's or done's
+ * custom-call itself, as a module unfused holds it, whose one collective
+ * is the one among its operands (sim_fused_collective too). */
 bool sim_chain_start(const struct ir_instr *in);
 bool sim_chain_done(const struct ir_instr *in);
 int64_t sim_chain_channel(const struct ir_instr *in);
@@ -199,10 +201,13 @@ struct grouping {
 	                          through a const grouping (one thread):
 	                          2 marks per instruction (ts_next_gen), then
 	                          the generation */
+	bool continues;        /* c holds a chain's continuation
+	                          (grouping.c OPK_CONTINUATION) */
 	int n_redecided;       /* a trial's (sim_grouping_delta): the
 	                          decisions it made or asked again */
 	bool borrowed;         /* order, pos, users, operands, opk,
-	                          cd, live and fc (what no decision changes)
+	                          continues, cd, live and fc (what no
+	                          decision changes)
 	                          are another grouping's of c, not freed with
 	                          this one */
 };
@@ -316,6 +321,11 @@ enum fuse_class sim_fuse_class(const struct grouping *g,
 bool sim_fuse_alone(const struct ir_instr *in);
 /* Is instruction i a member of group grp? (a binary search) */
 bool sim_group_member(const struct grouping *g, int grp, int i);
+/* Is group id a collective chain's start or done custom-call grouped with
+ * the clone of the collective it reads (a module unfused; grouping.c)?
+ * Written as a kCustom fusion (fusion.c), costed as the compiled chain's
+ * fusion is (kernels.c). */
+bool sim_chain_grouped(const struct grouping *g, int id);
 /* The members of group grp, instruction indices ascending (*out points
  * into g); returns how many. */
 int sim_group_members(const struct grouping *g, int grp, const int **out);

@@ -1217,6 +1217,7 @@ void sim_collective_of(const struct sim_kernel *k, enum hw_collective *c,
 	if (fc) {
 		op = fc->op;
 		if ((op == IR_OP_ALL_REDUCE || op == IR_OP_ALL_REDUCE_START) &&
+		    k->instr->op == IR_OP_FUSION &&
 		    keeps_shard(k->instr->called[0]->root, 0))
 			op = IR_OP_REDUCE_SCATTER;
 	}

@@ -713,8 +713,10 @@ enum sim_fuse_why {
 	SIM_WHY_EPILOGUE,      /* a dot's or convolution's epilogue stays
 	                          with it: not recomputed in its users, not
 	                          fused into another dot's operand */
-	SIM_WHY_GATHER_TAIL,   /* the last reshape or transpose of a
-	                          gather's kernel (grouping.c gather_tail) */
+	SIM_WHY_GATHER_TAIL,   /* the reshape that ends a gather's kernel
+	                          (grouping.c gather_tail) */
+	SIM_WHY_GATHER_RESHAPE, /* a reshape of that reshape's value, a
+	                          kernel alone (gather_reshaped) */
 	SIM_WHY_POLICY,        /* a policy's decision (SIM_FUSE_OWN) */
 	SIM_WHY_ELSEWHERE,     /* fused, but into another kernel */
 	SIM_WHY_CYCLE,         /* its group would be a cyclic fusion: each

@@ -712,6 +712,61 @@ static void test_placement(void **state)
 	free(out);
 }
 
+/* XLA's async collective fusion, as v5e/vit_s holds it: the all-gather of
+ * the next layer's weight (channel 7) spread over a chain, a start (the
+ * all-gather and AsyncCollectiveStart), a clone moved on in the fusion of
+ * the dot between (mid), and a done (the all-gather and
+ * AsyncCollectiveDone); a dot after the chain (post) reads the gathered
+ * weight. Unfused, the `xla` policy puts each clone back: 4 fusions of 4,
+ * the continuation with the dot before it, not the one after. As in the
+ * compiled module, the done reads the start's buffers; nothing reads the
+ * clone in mid. */
+#define CH_IN "bf16[1,128,256]{2,1,0:T(8,128)(2,1)}"
+#define CH_OUT "bf16[1,512,256]{2,1,0:T(8,128)(2,1)}"
+#define CH_M "bf16[256,256]{1,0:T(8,128)(2,1)}"
+#define CH_AG(x) CH_OUT " all-gather(" x "), channel_id=7, " \
+	"replica_groups=[1,4]<=[4], dimensions={1}, use_global_device_ids=true\n"
+static void test_unfuse_collective_chain(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"HloModule c, num_partitions=4\n"
+		"start_c {\n  p0 = " CH_IN " parameter(0)\n  ag = " CH_AG("p0")
+		"  ROOT cc = (" CH_IN ", " CH_OUT ") custom-call(ag), "
+		"custom_call_target=\"AsyncCollectiveStart\"\n}\n"
+		"mid_c {\n  p0 = " CH_IN " parameter(0)\n  p1 = " CH_OUT
+		" parameter(1)\n  x = " CH_M " parameter(2)\n  w = " CH_M
+		" parameter(3)\n  d = " CH_M " dot(x, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n  n = " CH_M " negate(d)\n"
+		"  ag = " CH_AG("p0") "  ROOT t = (" CH_M ", " CH_IN ", " CH_OUT
+		") tuple(n, p0, ag)\n}\n"
+		"done_c {\n  p0 = " CH_IN " parameter(0)\n  p1 = " CH_OUT
+		" parameter(1)\n  ag = " CH_AG("p0") "  ROOT cc = " CH_OUT
+		" custom-call(p0, p1, ag), custom_call_target=\"AsyncCollectiveDone\"\n}\n"
+		"post_c {\n  x = " CH_M " parameter(0)\n  g = " CH_OUT
+		" parameter(1)\n  w = " CH_M " bitcast(g)\n  d = " CH_M
+		" dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		"  ROOT n = " CH_M " negate(d)\n}\n"
+		"ENTRY e {\n  a = " CH_IN " parameter(0)\n  x = " CH_M
+		" parameter(1)\n  w = " CH_M " parameter(2)\n"
+		"  start = (" CH_IN ", " CH_OUT ") fusion(a), kind=kCustom, "
+		"calls=start_c\n"
+		"  s0 = " CH_IN " get-tuple-element(start), index=0\n"
+		"  s1 = " CH_OUT " get-tuple-element(start), index=1\n"
+		"  mid = (" CH_M ", " CH_IN ", " CH_OUT ") fusion(s0, s1, x, w), "
+		"kind=kOutput, calls=mid_c\n"
+		"  m0 = " CH_M " get-tuple-element(mid), index=0\n"
+		"  done = " CH_OUT " fusion(s0, s1), kind=kCustom, calls=done_c\n"
+		"  ROOT post = " CH_M " fusion(m0, done), kind=kOutput, "
+		"calls=post_c\n}\n";
+	struct sim_fuse_agreement a;
+	unfuse_agree(text, &a);
+	assert_int_equal(a.xla_kernels, 4);
+	assert_int_equal(a.reproduced, 4);
+	assert_int_equal(a.edges_both, a.edges_xla);
+	assert_int_equal(a.edges_both, a.edges_policy);
+}
+
 /* An unfused module with async pairs (a module unfused from a compiled
  * one keeps XLA's prefetches): each copy-start is a kernel of its own,
  * never fused with the constant it copies (a DMA kernel, as compiled),
@@ -2445,6 +2500,7 @@ int main(void)
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_cross_program_prefetch),
 		cmocka_unit_test(test_async_unfused),
+		cmocka_unit_test(test_unfuse_collective_chain),
 		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),

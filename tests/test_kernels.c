@@ -1411,9 +1411,10 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "p"));
 	tu_built_free(&b);
 
-	/* the gather's kernel ends at its transposes and reshapes: what reads
-	 * them is a kernel of its own (the decoders' embedding lookup,
-	 * gather_fusion, then broadcast_select_fusion masking it) */
+	/* the gather's kernel ends at the reshape after its transposes: what
+	 * reads it is a kernel of its own (the decoders' embedding lookup,
+	 * gather_fusion, then broadcast_select_fusion masking it); a reshape
+	 * back that is a bitcast is held by that kernel */
 	tu_build("HloModule e\n"
 	      "ENTRY %main (t: bf16[1000,64], i: s32[512], m: pred[2,256]) -> bf16[2,256,64] {\n"
 	      "  %t = bf16[1000,64] parameter(0)\n"
@@ -1422,16 +1423,35 @@ static void test_group_tpu_rules(void **state)
 	      "  %ir = s32[2,256] reshape(%i)\n"
 	      "  %g = bf16[2,256,64] gather(%t, %ir), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}\n"
 	      "  %gt = bf16[2,256,64] transpose(%g), dimensions={0,1,2}\n"
-	      "  %gr = bf16[512,64] reshape(%gt)\n"
-	      "  %gb = bf16[2,256,64] reshape(%gr)\n"
+	      "  %gr = bf16[512,64]{1,0:T(8,128)(2,1)} reshape(%gt)\n"
+	      "  %gb = bf16[2,256,64]{2,1,0:T(8,128)(2,1)} reshape(%gr)\n"
 	      "  %mb = pred[2,256,64] broadcast(%m), dimensions={0,1}\n"
 	      "  %z = bf16[] constant(0)\n"
 	      "  %zb = bf16[2,256,64] broadcast(%z), dimensions={}\n"
-	      "  ROOT %y = bf16[2,256,64] select(%mb, %gb, %zb)\n"
+	      "  ROOT %y = bf16[2,256,64]{2,1,0:T(8,128)(2,1)} select(%mb, %gb, %zb)\n"
 	      "}\n",
 	      &b);
-	ASSERT_NAMES(&b, "gb,y");
-	assert_true(has(tu_kernel(&b, "gb")->members, tu_kernel(&b, "gb")->n_members, "g"));
+	ASSERT_NAMES(&b, "gr,y");
+	assert_true(has(tu_kernel(&b, "gr")->members, tu_kernel(&b, "gr")->n_members, "g"));
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "gb"));
+	tu_built_free(&b);
+
+	/* one that moves data (the flat f32[4096] T(1024) back to rows of
+	 * T(4,128)) is a kernel of its own: the decoders' take_along_axis,
+	 * gather_fusion.1 then a top-level reshape.284 */
+	tu_build("HloModule t\n"
+	      "ENTRY %main (t: f32[4,1024,64], i: s32[4,1024,3]) -> f32[4,1024,1] {\n"
+	      "  %t = f32[4,1024,64]{2,1,0:T(8,128)} parameter(0)\n"
+	      "  %i = s32[4,1024,3]{2,1,0:T(8,128)} parameter(1)\n"
+	      "  %g = f32[4,1024]{1,0:T(4,128)} gather(%t, %i), offset_dims={}, collapsed_slice_dims={0,1,2}, start_index_map={0,1,2}, index_vector_dim=2, slice_sizes={1,1,1}\n"
+	      "  %gt = f32[4,1024]{1,0:T(4,128)} transpose(%g), dimensions={0,1}\n"
+	      "  %gr = f32[4096]{0:T(1024)} reshape(%gt)\n"
+	      "  %gb = f32[4,1024,1]{1,0,2:T(4,128)} reshape(%gr)\n"
+	      "  ROOT %y = f32[4,1024,1]{1,0,2:T(4,128)} negate(%gb)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "gr,gb,y");
+	assert_true(has(tu_kernel(&b, "gr")->members, tu_kernel(&b, "gr")->n_members, "g"));
 	tu_built_free(&b);
 
 	/* attention's row max as a reduce-window over the whole row, the
