@@ -582,6 +582,49 @@ static bool gather_into(struct grouping *g, int i)
 	return true;
 }
 
+/* Does slice `in` read whole tiles of its operand for a much smaller
+ * part of it: is the share of the operand's tiles its window touches (the
+ * first tile level, along the two minor physical dims; the major dims by
+ * their window) at least 4 times its share of the elements? A slice of one
+ * row of an (8,128) tile's eight is (data/compiled v5e/dlrm_s: the eight
+ * feature columns of the s32[1024,8]{0,1:T(8,128)} sparse indices, 8
+ * times); one of 1,024 of a row's 1,025 lanes is not (the decoders'
+ * tokens), nor one of half the lanes of a padded row (v5e/unet3d_s's
+ * channel splits, 2 times). Known wrong: cost.c counts a slice's read as
+ * its result's bytes, not these tiles. */
+static bool reads_whole_tiles(const struct ir_instr *in)
+{
+	if (in->op != IR_OP_SLICE || in->n_operands != 1 || !in->attrs.slice)
+		return false;
+	const struct ir_shape *a = &in->operands[0]->shape;
+	const struct ir_slice *sl = in->attrs.slice;
+	if (sl->n != a->rank || a->rank < 1 || a->rank > 64 ||
+	    a->type == IR_TYPE_TUPLE)
+		return false;
+	int order[64];
+	ir_shape_major_to_minor(a, order);
+	struct ir_tile t;
+	if (a->layout.n_tiles > 0)
+		t = a->layout.tiles[0];
+	else
+		ir_shape_default_tile(a, &t);
+	double tiles = 1, elems = 1;
+	for (int i = 0; i < a->rank; i++) {
+		int d = order[i], k = a->rank - 1 - i; /* k = 0: the minor dim */
+		int64_t n = a->dims[d], lo = sl->dims[d].start,
+			hi = sl->dims[d].limit;
+		int64_t e = k < t.rank && t.rank <= IR_MAX_TILE_RANK
+				    ? t.dims[t.rank - 1 - k]
+				    : 1;
+		if (e < 1 || n < 1 || lo < 0 || hi > n || hi <= lo)
+			return false;
+		tiles *= (double)((hi + e - 1) / e - lo / e) /
+			 (double)((n + e - 1) / e);
+		elems *= (double)(hi - lo) / (double)n;
+	}
+	return tiles >= 4.0 * elems;
+}
+
 /* Does op only select a window of its operand (no arithmetic, each
  * element read at most once)? XLA's TPU compiler computes such a
  * producer again in every kernel that reads it, a dot's operand
@@ -1042,6 +1085,16 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * heads, are fusions of their own; of the 261 that reach one
 		 * through unit dims only, 255 are in its fusion) */
 		if (p->op == IR_OP_DYNAMIC_SLICE && regrouped_into_dot(g, i)) {
+			all_accept = false;
+			break;
+		}
+		/* a slice read by several kernels that reads whole tiles
+		 * for a smaller value is computed once, by a kernel of its
+		 * own (data/compiled: the 8 such slices, v5e/dlrm_s's
+		 * feature columns, are; the 35 slices of few tiles that
+		 * several fusions read, the decoders' tokens, are computed
+		 * in each) */
+		if ((multi || !same) && reads_whole_tiles(p)) {
 			all_accept = false;
 			break;
 		}
@@ -1744,6 +1797,56 @@ static bool merge_siblings(struct grouping *g, const struct ir_instr **scratch,
 	return ok;
 }
 
+/* Is group id a representative kernel rooted at a slice that reads whole
+ * tiles (reads_whole_tiles)? */
+static bool tile_slice_rooted(const struct grouping *g, int id)
+{
+	return g->g_rep[id] == id &&
+	       reads_whole_tiles(g->c->instrs[g->g_root[id]]);
+}
+
+/* Whether the n values of a and the m of b are the same set */
+static bool same_inputs(const struct ir_instr *const *a, int n,
+			const struct ir_instr *const *b, int m)
+{
+	if (n != m)
+		return false;
+	for (int q = 0; q < n; q++) {
+		bool found = false;
+		for (int r = 0; r < m && !found; r++)
+			found = a[q] == b[r];
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* Slices that read whole tiles of the same inputs, each a kernel of its
+ * own (the rule in sim_grouping_decide), are one kernel, which reads the
+ * tiles once and writes every slice (multi-output fusion: data/compiled
+ * v5e/dlrm_s fusion.77 holds the eight feature columns of the sparse
+ * indices). Up to 16 inputs a group: more are left apart. */
+static bool merge_slices(struct grouping *g, const struct ir_instr **in,
+			 const struct ir_instr **other)
+{
+	bool ok = true;
+	for (int a = 0; ok && a < g->n_groups; a++) {
+		if (!tile_slice_rooted(g, a))
+			continue;
+		int na = sim_group_inputs(g, a, in);
+		for (int b = a + 1; ok && na <= 16 && b < g->n_groups; b++) {
+			if (!tile_slice_rooted(g, b))
+				continue;
+			int nb = sim_group_inputs(g, b, other);
+			if (!same_inputs(in, na, other, nb))
+				continue;
+			redirect_reps(g, b, a, NULL);
+			ok = absorb(g, a, b);
+		}
+	}
+	return ok;
+}
+
 /*
  * Is member i of representative group id (marked by sim_group_mark, which
  * gave gen) written to HBM: the computation's root, or read from HBM by a
@@ -2089,10 +2192,10 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
 	return n;
 }
 
-/* Whether merge_outputs, merge_updates, merge_loops, merge_shared or
- * place_continuations may join group id (a representative) and another,
- * for a trial's grouping
- * (grouping_delta.c) to say when it does not follow: id absorbed a group
+/* Whether merge_slices, merge_outputs, merge_updates, merge_loops,
+ * merge_shared or place_continuations may join group id (a
+ * representative) and another, for a trial's grouping (grouping_delta.c)
+ * to say when it does not follow: id absorbed a group
  * (a sibling, reduces of its output, updates at its offsets, loop
  * kernels), or id is rooted at an update another update group writes at
  * the same offsets (merged or not: a cycle undoes it), or, merging
@@ -2104,7 +2207,8 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
  * or is a loop kernel and a value it owns is read by a reduce-rooted
  * group or a kernel it may join outside it (directly, or through
  * producers recomputed there: loop_reads), or id holds a chain's
- * continuation, or a contraction where c holds one. in: room for g->n;
+ * continuation, or a contraction where c holds one, or id is rooted at a
+ * slice that reads whole tiles (merge_slices). in: room for g->n;
  * stack: for g->n. */
 bool sim_group_merges(const struct grouping *g, int id,
 		      const struct ir_instr **in, int *stack)
@@ -2120,8 +2224,8 @@ bool sim_group_merges(const struct grouping *g, int id,
 			return true;
 		dot = dot || (g->opk[m] & OPK_CONTRACTION);
 	}
-	if (dot && g->continues)
-		return true; /* place_continuations may join one to it */
+	if ((dot && g->continues) || tile_slice_rooted(g, id))
+		return true; /* place_continuations or merge_slices may join */
 	for (int b = 0; update_rooted(g, id) && b < g->n_groups; b++)
 		if (b != id && update_rooted(g, b) && same_window(g, id, b))
 			return true; /* merge_updates joins, or tried to join, them */
@@ -3020,7 +3124,8 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	ok = sim_grouping_collect_init(g, &cs) && ok && buf;
 	for (int id = 0; ok && id < g->n_groups; id++)
 		ok = sim_grouping_collect(g, id, &cs);
-	ok = ok && merge_siblings(g, buf, buf + g->n) && kernel_order(g, &cy) &&
+	ok = ok && merge_siblings(g, buf, buf + g->n) &&
+	     merge_slices(g, buf, buf + g->n) && kernel_order(g, &cy) &&
 	     merge_outputs(g, buf, &cy) && merge_updates(g, &cy) &&
 	     merge_loops(g, buf, &cy) &&
 	     merge_shared(g, buf, buf + g->n, &cy) &&

@@ -1454,6 +1454,49 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "gr")->members, tu_kernel(&b, "gr")->n_members, "g"));
 	tu_built_free(&b);
 
+	/* a slice that reads whole tiles for a small part of them (a row
+	 * of the (8,128) tiles' eight), read by two kernels, is computed
+	 * once, and the slices of one operand in one kernel (v5e/dlrm_s
+	 * fusion.77); one that reads its share of the tiles (1,024 of 1,025
+	 * lanes, the decoders' tokens) is recomputed in each reader */
+	static const char slices[] =
+		"HloModule s\n"
+		"add { a = s32[] parameter(0)\n b = s32[] parameter(1)\n"
+		" ROOT s = s32[] add(a, b) }\n"
+		"ENTRY e {\n"
+		"  p = s32[1024,8]{0,1:T(8,128)} parameter(0)\n"
+		"  z = s32[] constant(0)\n"
+		"  s0 = s32[1024,1]{0,1:T(1,128)} slice(p), slice={[0:1024], [0:1]}\n"
+		"  s1 = s32[1024,1]{0,1:T(1,128)} slice(p), slice={[0:1024], [1:2]}\n"
+		"  r0 = s32[] reduce(s0, z), dimensions={0,1}, to_apply=add\n"
+		"  r1 = s32[] reduce(s1, z), dimensions={0,1}, to_apply=add\n"
+		"  n0 = s32[1024,1]{0,1:T(1,128)} negate(s0)\n"
+		"  n1 = s32[1024,1]{0,1:T(1,128)} negate(s1)\n"
+		"  ROOT t = (s32[], s32[], s32[1024,1]{0,1:T(1,128)}, "
+		"s32[1024,1]{0,1:T(1,128)}) tuple(r0, r1, n0, n1)\n"
+		"}\n";
+	tu_build(slices, &b);
+	ASSERT_NAMES(&b, "s1,n0,n1");
+	const struct sim_kernel *ks = tu_kernel(&b, "s1");
+	assert_int_equal(ks->n_members, 2);
+	assert_true(has(ks->members, ks->n_members, "s0"));
+	assert_int_equal(ks->n_outputs, 2);
+	tu_built_free(&b);
+	tu_build("HloModule t\n"
+		 "ENTRY e {\n"
+		 "  p = s32[4,1025]{1,0:T(4,128)} parameter(0)\n"
+		 "  s0 = s32[4,1024]{1,0:T(4,128)} slice(p), slice={[0:4], [0:1024]}\n"
+		 "  z = s32[] constant(0)\n"
+		 "  n0 = s32[4,1024]{1,0:T(4,128)} negate(s0)\n"
+		 "  c0 = pred[4,1024]{1,0:T(4,128)} compare(s0, s0), direction=LT\n"
+		 "  ROOT t = (s32[4,1024]{1,0:T(4,128)}, pred[4,1024]{1,0:T(4,128)}) tuple(n0, c0)\n"
+		 "}\n",
+		 &b);
+	ASSERT_NAMES(&b, "n0,c0");
+	assert_true(has(tu_kernel(&b, "n0")->members, tu_kernel(&b, "n0")->n_members, "s0"));
+	assert_true(has(tu_kernel(&b, "c0")->members, tu_kernel(&b, "c0")->n_members, "s0"));
+	tu_built_free(&b);
+
 	/* attention's row max as a reduce-window over the whole row, the
 	 * max broadcast back: computed in its users' kernel with the
 	 * subtract and exp (the decoders' compiled softmax fusions); a
