@@ -86,15 +86,16 @@
  *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), a
  *    value that two slices of one kernel read is computed apart
  *    (sliced_twice), and so are a copy a gather's or scatter's indices
- *    come from (indexes_in) and a dynamic-slice that a bitcast regroups
- *    into a dot's operand (regrouped_into_dot); a copy that moves the
- *    lane dim is a kernel
+ *    come from (indexes_in), a dynamic-slice that a bitcast regroups
+ *    into a dot's operand (regrouped_into_dot) and a slice read by
+ *    several kernels that reads whole tiles for a small part of them
+ *    (reads_whole_tiles; such slices of the same inputs are then one
+ *    kernel, merge_slices); a copy that moves the lane dim is a kernel
  *    alone (copy_order), one that permutes the layout accepts nothing,
  *    one that changes only the tiles no such copy (tiling_copy);
- *    dynamic-update-slice accepts loop ops
- *    into its update operand (and a tiling copy into the buffer it
- *    updates), gather into its indices, scatter into its
- *    indices and updates; a gather joins its one transpose or reshape
+ *    dynamic-update-slice accepts loop ops into its update operand (and
+ *    a tiling copy into the buffer it updates), gather into its
+ *    indices, scatter into its indices and updates; a gather joins its one transpose or reshape
  *    user, and its kernel ends at the first reshape after its transposes
  *    (gather_tail) unless a scatter takes them as its updates, a reshape
  *    of that value that moves data being a kernel alone
