@@ -265,8 +265,29 @@ dot's operand through a bitcast regrouping its dims (a layer's weight
 split into heads) is sliced in a kernel of its own (all 6 such slices in
 the compiled modules are; of the 261 that reach a convolution through
 unit dims only, 255 are in its fusion): 2,813 to 2,825 (88.0%), +2 in each
-no-remat decoder but v7's; no program time moved by 0.1%. Memory-space
-assignment (docs/MODEL.md) follows fusion and leaves this table alone.""")
+no-remat decoder but v7's; no program time moved by 0.1%. Then a gather's
+kernel ends at the reshape after its transposes, and a reshape of that
+value that moves data (the take_along_axis result, from the gather's flat
+f32[4096] T(1024) back to rows of T(4,128)) is a kernel alone, as all 19
+such reshapes in the compiled modules are top-level ones: 2,825 to 2,843
+(88.6%), +1 in each decoder but v7's. Then XLA's async collective chains,
+which only a compiled module unfused holds (v5e/vit_s and dlrm_s: an
+all-gather started by a kCustom fusion with AsyncCollectiveStart, moved on
+in the convolution fusion the schedule puts next, ended by one with
+AsyncCollectiveDone): the start's and the done's custom-call take the
+clone of the collective each reads, and a clone nothing reads joins the
+kernel of the dot or convolution before it in the module's order: 2,843 to
+2,878 (89.7%), vit_s 104 to 135, dlrm_s 44 to 48; the grouped chain is
+costed as the compiled one (the collective moves once, from the start).
+Then a slice read by several kernels whose window touches at least 4
+times its share of its operand's tiles (one row of an (8,128) tile's
+eight) is computed once, and such slices of the same inputs in one
+kernel: dlrm_s's eight feature columns of the sparse indices (fusion.77)
+and the 16 fusions that read them, 2,878 to 2,895 (90.2%); the 35 slices
+that several fusions read and that read their share of the tiles (the
+decoders' tokens) are recomputed as before. No program time moved.
+Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
+table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")
     print("tpusim's FLOPs and HBM bytes of the compiled module (`run -f json`) "
           "beside XLA's\n(`cost_analysis()`: flops, bytes accessed), with "
