@@ -659,6 +659,11 @@ static int fuse_main(struct cmd_ctx *ctx, void *opts_v, int argc, char **argv)
 		fprintf(ctx->err, " (xla policy: %.6g ns; %d decisions differ, "
 				  "%d tried)",
 			xla.ns, plan->n_flips, plan->n_trials);
+	if (plan->n_dropped)
+		fprintf(ctx->err, "; %d decisions dropped: the program with "
+				  "them, after memory-space assignment, took "
+				  "%.6g ns",
+			plan->n_dropped, plan->dropped_ns);
 	fputc('\n', ctx->err);
 	if (o->report)
 		rc = write_report(ctx, o, m, &fusion, plan);

@@ -548,6 +548,12 @@ struct sim_fusion_plan {
 	                              instruction (ts_malloc'd) */
 	int n_flips;
 	struct sim_fusion_flip *flips; /* ts_malloc'd */
+	int n_dropped;             /* decisions the search kept and then
+	                              dropped, with dropped_ns the program's
+	                              time with them: it was slower than
+	                              xla_ns after memory-space assignment
+	                              (hyb_fusion.c keep_if_faster) */
+	double dropped_ns, xla_ns;
 	int n_trials;              /* decisions tried */
 	int n_costed;              /* distinct candidate kernels costed */
 	int n_floored;             /* decisions turned down by a floor

@@ -155,7 +155,8 @@ static double plan_time(const struct ir_module *m,
 			const struct hw_spec *hw)
 {
 	struct sim_program p;
-	struct sim_program_opts o = {.fusion = plan};
+	struct sim_program_opts o = {.fusion = plan,
+				     .vmem_room = sim_vmem_room(hw)};
 	struct ts_diag d = {0};
 	double t = NAN;
 	if (sim_program_build(m, &o, &p, &d) == TS_OK) {
@@ -168,8 +169,8 @@ static double plan_time(const struct ir_module *m,
 
 /* The fusion pass on an unfused module (the xla policy, or for an input
  * whose last byte is odd the analytic one, which must predict no more
- * than the xla policy), the unfusion pass on a compiled one: what they
- * write must parse. */
+ * than the xla policy, memory-space assignment included), the unfusion
+ * pass on a compiled one: what they write must parse. */
 static void fuse_round_trip(const struct ir_module *m, const char *text,
 			    size_t len)
 {
