@@ -10,7 +10,7 @@
  * data/tpuv3-allreduce, every other module of data/hlo-programs (the
  * Llama-3.1-405B step among them, whose largest kernels fit no candidate)
  * and every 20th of data/tpuv4-ops, on v3 (one core per kernel), v4 (megacore) and v5p; the
- * sanitizer build takes every 5th file and every 100th of tpuv4-ops. At
+ * sanitizer build takes every 10th file and every 200th of tpuv4-ops. At
  * every candidate the floors of the whole config are at most its
  * estimate, and at every candidate that fits VMEM so are those of every
  * partial config the search floors on its way to it (its order of free
@@ -41,7 +41,7 @@
 #include "test_util.h"
 
 #ifdef TPUSIM_SANITIZED
-#define SAMPLE 5
+#define SAMPLE 10
 #else
 #define SAMPLE 1
 #endif
