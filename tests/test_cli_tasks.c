@@ -1059,13 +1059,18 @@ static void test_whatif_scale(void **state)
  * two points with a positive program time and the values as given. A
  * field a plan reads (vpu.sublanes, vpu.lanes, ...) once left a NULL
  * per-kernel array and
- * crashed (exit 139) as soon as a kernel re-chose its tile.
+ * crashed (exit 139) as soon as a kernel re-chose its tile. The sanitizer
+ * build takes v2, v5e and v7.
  */
 static void test_whatif_every_field(void **state)
 {
 	(void)state;
+#ifdef TPUSIM_SANITIZED /* a process per field: three generations */
+	static const char *const gens[] = {"v2", "v5e", "v7"};
+#else
 	static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p",
 					   "v6e", "v7"};
+#endif
 	char ex[PATH_MAX], spec[PATH_MAX];
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	int n_fields = hw_spec_n_fields();
