@@ -265,13 +265,11 @@ static bool scalar_index_op(const struct ir_instr *x)
 	return true;
 }
 
-/* The one collective of fusion in's computation: NULL when in is not a
- * fusion or its computation holds none or several. */
 static bool chain_call(const struct ir_instr *in, const char *target);
 
 /* The one collective of a fusion's body, or, for the custom-call that
  * starts or ends a collective chain as a module unfused holds it (below),
- * the one among its operands; else NULL. */
+ * the one among its operands; NULL when there are none or several. */
 static const struct ir_instr *one_collective(const struct ir_instr *in)
 {
 	const struct ir_instr *const *x = NULL;
