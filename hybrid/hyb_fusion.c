@@ -480,8 +480,9 @@ static enum ts_status none_comp(const struct ir_module *m,
 }
 
 /* The program time of m fused by plan (NULL: the xla policy) on hw, with
- * its memory-space assignment and async overlap: what `run` and `fuse`
- * report. */
+ * its memory-space assignment for hw alone and async overlap: what `fuse`
+ * reports (`run` with several --hw places for the largest room, and
+ * takes --trip-count). */
 static enum ts_status program_ns(const struct ir_module *m,
 				 const struct sim_fusion_plan *plan,
 				 const struct hw_spec *hw, double *ns,
@@ -514,11 +515,16 @@ static enum ts_status keep_if_faster(const struct ir_module *m,
 				     struct ts_diag *d)
 {
 	double with = NAN, xla = NAN;
-	enum ts_status st = program_ns(m, plan, hw, &with, d);
+	struct ts_diag d2 = {0};
+	enum ts_status st = program_ns(m, plan, hw, &with, &d2);
 	if (st == TS_OK)
-		st = program_ns(m, NULL, hw, &xla, d);
-	if (st != TS_OK || !(with > xla))
+		st = program_ns(m, NULL, hw, &xla, &d2);
+	if (st == TS_ERR_NOMEM) {
+		*d = d2;
 		return st;
+	}
+	if (st != TS_OK || !(with > xla))
+		return TS_OK; /* a program it cannot cost: kept as found */
 	for (int i = 0; i < plan->n_comps; i++) {
 		ts_free(plan->force[i]);
 		plan->force[i] = NULL;

@@ -557,7 +557,8 @@ bool sim_group_can_recompute(const struct grouping *g, int i)
 	return recompute_target(g, i) != G_NONE;
 }
 
-/* A transpose or reshape: the ops a gather's kernel ends with. */
+/* A transpose or reshape: the ops that follow a gather into its kernel
+ * (gather_into, gather_tail). */
 static bool gather_chain_op(const struct grouping *g, int i)
 {
 	enum ir_op op = g->c->instrs[i]->op;
@@ -613,7 +614,7 @@ static bool reads_whole_tiles(const struct ir_instr *in)
 	for (int i = 0; i < a->rank; i++) {
 		int d = order[i], k = a->rank - 1 - i; /* k = 0: the minor dim */
 		int64_t n = a->dims[d], lo = sl->dims[d].start,
-			hi = sl->dims[d].limit;
+			hi = sl->dims[d].limit, st = sl->dims[d].stride;
 		int64_t e = k < t.rank && t.rank <= IR_MAX_TILE_RANK
 				    ? t.dims[t.rank - 1 - k]
 				    : 1;
@@ -621,7 +622,9 @@ static bool reads_whole_tiles(const struct ir_instr *in)
 			return false;
 		tiles *= (double)((hi + e - 1) / e - lo / e) /
 			 (double)((n + e - 1) / e);
-		elems *= (double)(hi - lo) / (double)n;
+		elems *= (double)((hi - lo + (st > 1 ? st : 1) - 1) /
+				  (st > 1 ? st : 1)) /
+			 (double)n;
 	}
 	return tiles >= 4.0 * elems;
 }
@@ -833,7 +836,8 @@ bool sim_reads_core(const struct grouping *g, int i)
 /* Is i the reshape that ends a gather's kernel: the first reshape on a
  * chain of transposes, each the one live user of the one before, that
  * starts at a gather's one live user (gather_into takes the gather into
- * the chain's first op)? XLA's TPU compiler writes a gather as gather,
+ * the chain's first op), or the chain's last transpose where no reshape
+ * follows? XLA's TPU compiler writes a gather as gather,
  * transpose, reshape (its canonical form) in one kCustom gather_fusion,
  * ends it there and computes what reads it in fusions of its own
  * (data/compiled: every decoder's embedding lookup, gather, transpose,
@@ -844,8 +848,11 @@ bool sim_reads_core(const struct grouping *g, int i)
  * gradient). */
 static bool gather_tail(const struct grouping *g, int i)
 {
-	if (g->c->instrs[i]->op != IR_OP_RESHAPE)
-		return false;
+	enum ir_op op = g->c->instrs[i]->op;
+	int next = sole_live_user(g, i);
+	if (op != IR_OP_RESHAPE &&
+	    (op != IR_OP_TRANSPOSE || (next >= 0 && gather_chain_op(g, next))))
+		return false; /* a transpose ends it where no reshape follows */
 	for (int x = i, u; (u = sole_live_user(g, x)) >= 0; x = u) {
 		if (g->c->instrs[u]->op == IR_OP_SCATTER &&
 		    user_accepts(g, u, x) &&
@@ -913,7 +920,7 @@ static bool mark_continuations(struct grouping *g)
 		for (int k = g->uoff[i]; k < g->uoff[i + 1] && !read; k++)
 			read = g->live[g->users[k]];
 		if (ir_op_class(in->op) != IR_CLASS_COLLECTIVE ||
-		    !g->live[i] || read)
+		    !g->live[i] || read || in == g->c->root)
 			continue;
 		for (int q = 0; q < n_chan; q++)
 			if (chan[q] == in->attrs.channel_id) {
@@ -970,7 +977,8 @@ void sim_grouping_decide(struct grouping *g, int i)
 	 * AsyncCollectiveDone) */
 	if (ir_op_class(p->op) == IR_CLASS_COLLECTIVE && !is_root) {
 		int u = sole_live_user(g, i);
-		if (u >= 0 && chain_marker(g->c->instrs[u]) && g->grp[u] >= 0) {
+		if (u >= 0 && chain_marker(g->c->instrs[u]) && g->grp[u] >= 0 &&
+		    sim_fused_collective(g->c->instrs[u]) == p) {
 			fuse_into(g, i, g->grp[u]);
 			return;
 		}
@@ -2813,7 +2821,8 @@ static bool merge_shared(struct grouping *g, const struct ir_instr **in,
 /* A chain's continuation (mark_continuations) joins the kernel of the dot or
  * convolution before it in the schedule (a compiled module's order):
  * XLA's async collective fusion moves the collective on in the fusions
- * computed between the chain's start and done (data/compiled v5e/vit_s:
+ * computed between the chain's start and done (none between: it stays
+ * a kernel of its own; data/compiled v5e/vit_s:
  * fusion.442 holds all-gather.85 beside its convolution, 17 such
  * fusions in vit_s and dlrm_s). */
 static bool place_continuations(struct grouping *g, struct cycle_scratch *cy)
@@ -2824,9 +2833,15 @@ static bool place_continuations(struct grouping *g, struct cycle_scratch *cy)
 		if (g->grp[i] < 0 || !(g->opk[i] & OPK_CONTINUATION))
 			continue;
 		int into = -1;
-		for (int j = i - 1; j >= 0 && into < 0; j--)
+		for (int j = i - 1; j >= 0 && into < 0; j--) {
+			const struct ir_instr *x = g->c->instrs[j];
+			if (x->op == IR_OP_CUSTOM_CALL && sim_chain_start(x) &&
+			    sim_chain_channel(x) ==
+				    g->c->instrs[i]->attrs.channel_id)
+				break; /* none since its chain's start */
 			if (g->opk[j] & OPK_CONTRACTION)
 				into = rep_of(g, j);
+		}
 		bool merged;
 		if (into >= 0 && into != rep_of(g, i))
 			ok = join_unless_cyclic(g, into, rep_of(g, i), moved,
