@@ -479,34 +479,15 @@ static enum ts_status none_comp(const struct ir_module *m,
 	return st;
 }
 
-/* The program time of m fused by plan (NULL: the xla policy) on hw, with
- * its memory-space assignment for hw alone and async overlap: what `fuse`
- * reports (`run` with several --hw places for the largest room, and
- * takes --trip-count). */
-static enum ts_status program_ns(const struct ir_module *m,
-				 const struct sim_fusion_plan *plan,
-				 const struct hw_spec *hw, double *ns,
-				 struct ts_diag *d)
-{
-	struct sim_program p;
-	struct sim_program_opts o = {.fusion = plan,
-				     .vmem_room = sim_vmem_room(hw)};
-	enum ts_status st = sim_program_build(m, &o, &p, d);
-	if (st != TS_OK)
-		return st;
-	st = sim_program_estimate(&p, hw, d);
-	*ns = st == TS_OK ? sim_program_total(&p) : NAN;
-	sim_program_free(&p);
-	return st;
-}
-
 /* The search judges each computation by the sum of its kernels' times
  * (T above); the program's memory-space assignment and async overlap
  * come after it and can take more from the xla grouping than the
  * decisions gain (v5e/decoder_s unfused: one recomputed dynamic-slice,
  * its loop body 1.87 -> 1.85 ms, the program 7.71 -> 7.79 ms once the
  * values kept in VMEM change). With the analytic model's own program
- * time at hand, the decisions stay only when the program with them is
+ * time at hand (sim_module_time: memory-space assignment for this spec
+ * alone; `run` with several --hw places for the largest room, and takes
+ * --trip-count), the decisions stay only when the program with them is
  * no slower than xla's; else all are dropped (counted, with both
  * times, for `fuse` to say so). */
 static enum ts_status keep_if_faster(const struct ir_module *m,
@@ -516,9 +497,9 @@ static enum ts_status keep_if_faster(const struct ir_module *m,
 {
 	double with = NAN, xla = NAN;
 	struct ts_diag d2 = {0};
-	enum ts_status st = program_ns(m, plan, hw, &with, &d2);
+	enum ts_status st = sim_module_time(m, plan, hw, &with, &d2);
 	if (st == TS_OK)
-		st = program_ns(m, NULL, hw, &xla, &d2);
+		st = sim_module_time(m, NULL, hw, &xla, &d2);
 	if (st == TS_ERR_NOMEM) {
 		*d = d2;
 		return st;

@@ -265,10 +265,30 @@ static bool scalar_index_op(const struct ir_instr *x)
 	return true;
 }
 
-static bool chain_call(const struct ir_instr *in, const char *target);
+/*
+ * XLA's async collective fusion on TPU may spread one collective over a
+ * chain of fusions: the first's root is custom-call
+ * AsyncCollectiveStart(collective), the last's AsyncCollectiveDone(buffers,
+ * collective, ...), and the fusions between hold the same collective
+ * beside other work (a matmul), the chain's buffers passing through them.
+ * Each holds a clone of the collective with its channel_id, the key that
+ * ties them (XLA also writes a frontend attribute chain_id, not read). The
+ * collective moves once, from start to done. A module unfused
+ * (sim/unfuse.c) holds the custom-calls themselves, each reading its
+ * clone, which the `xla` policy groups with it (grouping.c).
+ */
+static bool chain_call(const struct ir_instr *in, const char *target)
+{
+	const struct ir_instr *r = in->op == IR_OP_FUSION && in->n_called > 0 &&
+						   in->called[0]
+					   ? in->called[0]->root
+					   : in;
+	return r && r->op == IR_OP_CUSTOM_CALL && r->attrs.custom_call_target &&
+	       strcmp(r->attrs.custom_call_target, target) == 0;
+}
 
 /* The one collective of a fusion's body, or, for the custom-call that
- * starts or ends a collective chain as a module unfused holds it (below),
+ * starts or ends a collective chain as a module unfused holds it (above),
  * the one among its operands; NULL when there are none or several. */
 static const struct ir_instr *one_collective(const struct ir_instr *in)
 {
@@ -291,28 +311,6 @@ static const struct ir_instr *one_collective(const struct ir_instr *in)
 		coll = x[i];
 	}
 	return coll;
-}
-
-/*
- * XLA's async collective fusion on TPU may spread one collective over a
- * chain of fusions: the first's root is custom-call
- * AsyncCollectiveStart(collective), the last's AsyncCollectiveDone(buffers,
- * collective, ...), and the fusions between hold the same collective
- * beside other work (a matmul), the chain's buffers passing through them.
- * Each holds a clone of the collective with its channel_id, the key that
- * ties them (XLA also writes a frontend attribute chain_id, not read). The
- * collective moves once, from start to done. A module unfused
- * (sim/unfuse.c) holds the custom-calls themselves, each reading its
- * clone, which the `xla` policy groups with it (grouping.c).
- */
-static bool chain_call(const struct ir_instr *in, const char *target)
-{
-	const struct ir_instr *r = in->op == IR_OP_FUSION && in->n_called > 0 &&
-						   in->called[0]
-					   ? in->called[0]->root
-					   : in;
-	return r && r->op == IR_OP_CUSTOM_CALL && r->attrs.custom_call_target &&
-	       strcmp(r->attrs.custom_call_target, target) == 0;
 }
 
 bool sim_chain_start(const struct ir_instr *in)

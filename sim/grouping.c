@@ -1814,27 +1814,11 @@ static bool tile_slice_rooted(const struct grouping *g, int id)
 	       reads_whole_tiles(g->c->instrs[g->g_root[id]]);
 }
 
-/* Whether the n values of a and the m of b are the same set */
-static bool same_inputs(const struct ir_instr *const *a, int n,
-			const struct ir_instr *const *b, int m)
-{
-	if (n != m)
-		return false;
-	for (int q = 0; q < n; q++) {
-		bool found = false;
-		for (int r = 0; r < m && !found; r++)
-			found = a[q] == b[r];
-		if (!found)
-			return false;
-	}
-	return true;
-}
-
 /* Slices that read whole tiles of the same inputs, each a kernel of its
  * own (the rule in sim_grouping_decide), are one kernel, which reads the
  * tiles once and writes every slice (multi-output fusion: data/compiled
  * v5e/dlrm_s fusion.77 holds the eight feature columns of the sparse
- * indices). Up to 16 inputs a group: more are left apart. */
+ * indices). Inputs are compared as sets, sorted by address. */
 static bool merge_slices(struct grouping *g, const struct ir_instr **in,
 			 const struct ir_instr **other)
 {
@@ -1843,11 +1827,13 @@ static bool merge_slices(struct grouping *g, const struct ir_instr **in,
 		if (!tile_slice_rooted(g, a))
 			continue;
 		int na = sim_group_inputs(g, a, in);
-		for (int b = a + 1; ok && na <= 16 && b < g->n_groups; b++) {
+		qsort(in, (size_t)na, sizeof *in, cmp_ptr);
+		for (int b = a + 1; ok && b < g->n_groups; b++) {
 			if (!tile_slice_rooted(g, b))
 				continue;
 			int nb = sim_group_inputs(g, b, other);
-			if (!same_inputs(in, na, other, nb))
+			qsort(other, (size_t)nb, sizeof *other, cmp_ptr);
+			if (nb != na || memcmp(in, other, (size_t)na * sizeof *in))
 				continue;
 			redirect_reps(g, b, a, NULL);
 			ok = absorb(g, a, b);

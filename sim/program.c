@@ -7,6 +7,8 @@
  */
 #include "sim.h"
 
+#include <math.h>
+
 /* Kernel i's time x multiplicity: from ns[i] when given, else from its
  * current estimate. */
 static double kernel_ns(const struct sim_program *p, const double *ns, int i)
@@ -112,6 +114,25 @@ enum ts_status sim_program_estimate(struct sim_program *p,
 	}
 	p->total_ns = sim_program_total(p);
 	return TS_OK;
+}
+
+enum ts_status sim_module_time(const struct ir_module *m,
+			       const struct sim_fusion_plan *plan,
+			       const struct hw_spec *hw, double *ns,
+			       struct ts_diag *d)
+{
+	struct sim_program p;
+	struct sim_program_opts o = {.fusion = plan,
+				     .vmem_room = sim_vmem_room(hw)};
+	*ns = NAN;
+	enum ts_status st = sim_program_build(m, &o, &p, d);
+	if (st != TS_OK)
+		return st;
+	st = sim_program_estimate(&p, hw, d);
+	if (st == TS_OK)
+		*ns = p.total_ns;
+	sim_program_free(&p);
+	return st;
 }
 
 /*

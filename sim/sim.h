@@ -496,6 +496,15 @@ double sim_kernel_exposed_ns(const struct sim_program *p, int i);
 enum ts_status sim_program_estimate(struct sim_program *p,
 				    const struct hw_spec *hw, struct ts_diag *d);
 
+/* The program time of module m fused by plan (NULL: the xla policy; an
+ * unfused module's kernels as sim_program_build groups them) on hw, with
+ * its memory-space assignment for hw alone: built, estimated and freed
+ * (sim/program.c). *ns is NaN on an error. */
+enum ts_status sim_module_time(const struct ir_module *m,
+			       const struct sim_fusion_plan *plan,
+			       const struct hw_spec *hw, double *ns,
+			       struct ts_diag *d);
+
 /* The program time from the kernels' current estimates: the sum of time
  * x multiplicity less the async time hidden behind other work; fills
  * every async pair's async_ns and hidden_ns (sim/program.c). */

@@ -150,23 +150,6 @@ static void cost_program(struct sim_program *p, const struct hw_spec *hw)
 }
 
 /* Program time of m on hw fused by plan; NaN when it cannot be costed. */
-static double plan_time(const struct ir_module *m,
-			const struct sim_fusion_plan *plan,
-			const struct hw_spec *hw)
-{
-	struct sim_program p;
-	struct sim_program_opts o = {.fusion = plan,
-				     .vmem_room = sim_vmem_room(hw)};
-	struct ts_diag d = {0};
-	double t = NAN;
-	if (sim_program_build(m, &o, &p, &d) == TS_OK) {
-		if (sim_program_estimate(&p, hw, &d) == TS_OK)
-			t = sim_program_total(&p);
-		sim_program_free(&p);
-	}
-	return t;
-}
-
 /* The fusion pass on an unfused module (the xla policy, or for an input
  * whose last byte is odd the analytic one, which must predict no more
  * than the xla policy, memory-space assignment included), the unfusion
@@ -186,8 +169,9 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 			check_failure(pst, &d);
 			return;
 		}
-		double tx = plan_time(m, NULL, &specs[0]);
-		double ta = plan_time(m, &plan, &specs[0]);
+		double tx, ta;
+		sim_module_time(m, NULL, &specs[0], &tx, &d);
+		sim_module_time(m, &plan, &specs[0], &ta, &d);
 		if (isfinite(tx) && isfinite(ta) && ta > tx * (1 + 1e-9))
 			abort();
 	}

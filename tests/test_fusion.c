@@ -1535,15 +1535,8 @@ static void test_analytic_no_slower(void **state)
 	assert_int_equal(plan.n_flips, 0);
 	assert_int_equal(plan.n_dropped, 1);
 	double t[2];
-	for (int k = 0; k < 2; k++) {
-		struct sim_program p;
-		struct sim_program_opts o = {.fusion = k ? &plan : NULL,
-					     .vmem_room = sim_vmem_room(&hw)};
-		assert_int_equal(sim_program_build(u, &o, &p, &d), TS_OK);
-		assert_int_equal(sim_program_estimate(&p, &hw, &d), TS_OK);
-		t[k] = sim_program_total(&p);
-		sim_program_free(&p);
-	}
+	assert_int_equal(sim_module_time(u, NULL, &hw, &t[0], &d), TS_OK);
+	assert_int_equal(sim_module_time(u, &plan, &hw, &t[1], &d), TS_OK);
 	assert_true(t[1] == t[0]);
 	assert_true(plan.xla_ns == t[0]);
 	assert_true(plan.dropped_ns > 1.01 * t[0]);
