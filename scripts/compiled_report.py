@@ -339,10 +339,10 @@ CAUSES = """\
   updates (bitcast_dynamic-update-slice_fusion, six stacks in
   v5e/vit_s's). The xla policy merges the updates into one kernel
   (merge_updates) but computes the activations apart, in kernels of their
-  own where a producer has users in several kernels: v5e/vit_s (1.24) has
+  own where a producer has users in several kernels: v5e/vit_s (1.23) has
   12 kernels of in-place updates (5.9 ms) against 36 (4.9 ms), and 59
   elementwise ones (4.9 ms) against 43 (0.9 ms); the no-remat decoders
-  and v5e/moe_s (1.15) the same.
+  and v5e/moe_s (1.17) the same.
 - A copy with nothing beside it: tpusim costs the compiled module's
   copy-start in full when no kernel runs during it, except the
   cross-program prefetch, hidden whole beside the previous run on both
@@ -366,7 +366,7 @@ CAUSES = """\
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,
   each fused with its cache write, fusion.100/101, now cost 4 us a step:
   the update moves its window, not the 67 MB slice.)
-- The decoders (0.98-1.20; 0.98-1.10 in HBM): on v4 and later XLA
+- The decoders (0.98-1.19; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'
   convolution with the subtract, exp and sum (v5e/decoder_s's fusion.373
@@ -376,12 +376,14 @@ CAUSES = """\
   and later), which took the v4-and-later decoders from 1.07-1.28 to
   1.02-1.20 and three more modules within 5% (v4/decoder_s, v4/decoder_m,
   v5p/decoder_m). Over the scores (v5e/decoder_s, kernels with a
-  4x4x1024x1024 result) the fused module still takes 0.87 ms in 5 kernels
-  against 0.35 ms in 4: XLA's two softmax fusions move no HBM bytes (their
-  values in VMEM, S(1)) where tpusim's placement leaves the 64 MiB exp in
-  HBM (fusion.f43, 213 us against 89 and 48 us), and the softmax's divide
-  and its backward read the 67 MB scores in kernels of their own (0.40 ms)
-  where XLA's read 35 MB. Beside them the optimizer's update
+  4x4x1024x1024 result) the fused module takes 0.36 ms in 5 kernels
+  against 0.35 ms in 4, since placement orders values by XLA's memory
+  boundedness (docs/MODEL.md "Memory-space assignment"): the 64 MiB exp
+  goes in VMEM, as XLA's does, and the softmax's divide and backward read
+  35 MB, as XLA's. Before, the order (readers per kernel spanned) left the
+  exp in HBM: 0.87 ms, the divide and backward reading 67 MB each. Over
+  the whole module the gain is smaller (9.36 -> 9.22 ms), as the exp takes
+  room other values had. Beside them the optimizer's update
   and the norms' backward stay in more kernels: 53 subtract, add,
   multiply, divide and reduce kernels (1.73 ms) against 24 (0.91 ms).
   (v4/decoder_m was at 0.80 from the compiled side: its softmax fusions

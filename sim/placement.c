@@ -21,10 +21,18 @@
  *     nor read or written by an async transfer or a library call, nor
  *     the computation's result; its interval is [writer, last reader]
  *     in kernel (schedule) order;
- *   priority = (1 + readers) x runs / kernels in its interval: HBM bytes
- *     saved per byte of VMEM held per kernel it spans, highest first
- *     (XLA's assignment also orders buffers by the memory traffic they
- *     save per byte and time held); ties in schedule order;
+ *   priority = benefit / sqrt(bytes), highest first (ties in schedule
+ *     order), XLA's memory boundedness: the benefit of its writer and of
+ *     each kernel that reads it, each from that kernel's roofline
+ *     (sim_kernel_roofline, its work with every value in HBM): memory
+ *     time m = HBM bytes / bandwidth, compute time c = the slower of the
+ *     MXU's and the VPU's (0 for a collective: its ICI moves the buffer
+ *     wherever it lives), ns;
+ *       memory-bound (m > c): runs x min(bytes / bandwidth, m - c), the
+ *         time the kernel saves with this value in VMEM;
+ *       compute-bound: m - c (< 0, how far it is from memory-bound);
+ *     summed while all are positive, else the largest (a value only
+ *     compute-bound kernels touch goes last);
  *   placed when at every kernel of its interval the values placed so
  *     far plus it fit in room.
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
@@ -50,11 +58,15 @@
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch's copy is taken as hidden
  * whole, beside the previous run (program.c's pair_hidden; wrong for a
- * program's first run); loop-carried values stay in HBM; the priority counts
- * bytes, not whether a kernel is bound by HBM. Sources: XLA's memory_space_assignment.cc
+ * program's first run); loop-carried values stay in HBM; the benefit is
+ * a roofline's, not the tile model's (placement comes before the
+ * estimate, which reads it). Sources: XLA's memory_space_assignment.cc
  * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
  * held from the program's start) and the zoo's choices for the
- * cross-program rule; the compiled zoo's layouts
+ * cross-program rule; XLA's memory space assignment cost analysis
+ * (GetMemoryBoundedness, GetAlternateMemoryBenefit: the benefit summed
+ * over the defining position and uses, divided by the square root of the
+ * size) for the order; the compiled zoo's layouts
  * (data/compiled, libtpu 0.0.42) for where placement happens, the spec's
  * vmem fields for the room (each spec file says where they come from);
  * MaxText's xla_flags_library: the scoped limit is VMEM "used for the
@@ -62,6 +74,7 @@
  */
 #include "sim.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,10 +235,55 @@ static enum ts_status uses(const struct sim_program *p,
 	return TS_OK;
 }
 
+/* Kernel k's compute and memory time on hw, ns, from its roofline: the
+ * terms of the benefit (the priority above). */
+struct times {
+	double compute, memory;
+};
+
+static enum ts_status kernel_times(const struct sim_program *p,
+				   const struct hw_spec *hw, struct times *t,
+				   struct ts_diag *d)
+{
+	double ghz = hw->clock_hz * 1e-9;
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		struct sim_estimate r;
+		t[i] = (struct times){0, 0};
+		if (!places(k))
+			continue;
+		enum ts_status st = sim_kernel_roofline(k, hw, &r, d);
+		if (st != TS_OK)
+			return st;
+		if (k->kind != SIM_KERNEL_COLLECTIVE)
+			t[i].compute = fmax(r.mxu_cycles, r.vpu_cycles) / ghz;
+		t[i].memory = r.dma_cycles / ghz;
+	}
+	return TS_OK;
+}
+
+/* The benefit of kernel i holding bytes in VMEM (the priority above). */
+static double benefit(const struct sim_program *p, const struct times *t,
+		      int i, double bytes, double bytes_per_ns)
+{
+	double m = t[i].memory, c = t[i].compute;
+	if (m <= c)
+		return m - c;
+	return p->kernels[i].multiplicity * fmin(bytes / bytes_per_ns, m - c);
+}
+
+/* XLA's way of adding the benefits: a sum while both are positive, else
+ * the larger. */
+static double add_benefit(double sum, double b)
+{
+	return sum > 0 && b > 0 ? sum + b : fmax(sum, b);
+}
+
 /* The candidates of p that no use rules out and another kernel reads,
- * with their intervals and priorities, first in cs->c. */
-static enum ts_status candidates(const struct sim_program *p, double room,
-				 struct cands *cs)
+ * with their intervals and priorities on hw, first in cs->c. */
+static enum ts_status candidates(const struct sim_program *p,
+				 const struct hw_spec *hw, double room,
+				 struct cands *cs, struct ts_diag *d)
 {
 	const struct ir_module *m = p->module;
 	int n_members = 0, n_outputs = 0, n_instrs = 0;
@@ -250,22 +308,33 @@ static enum ts_status candidates(const struct sim_program *p, double room,
 	find(p, room, &owner, cs);
 	enum ts_status st = uses(p, &owner, cs);
 	ts_ptrmap_free(&owner);
+	struct times *t = ts_malloc((size_t)p->n_kernels * sizeof *t + 1);
+	if (st == TS_OK && !t)
+		st = TS_ERR_NOMEM;
+	if (st == TS_OK)
+		st = kernel_times(p, hw, t, d);
+	double bytes_per_ns = hw_mem_bytes_per_ns(hw);
 	int kept = 0;
 	for (int a = 0; st == TS_OK && a < cs->n; a++) {
 		struct cand c = cs->c[a];
+		double sum = benefit(p, t, c.writer, c.bytes, bytes_per_ns);
 		int readers = 0, last = -1; /* each reading kernel once */
 		for (int q = c.first; q < c.first + c.n_reads; q++) {
 			int r = cs->reads[q].r;
-			readers += r != last && r != c.writer;
+			if (r != last && r != c.writer) {
+				readers++;
+				sum = add_benefit(sum, benefit(p, t, r, c.bytes,
+							       bytes_per_ns));
+			}
 			last = r;
 		}
 		if (c.ruled_out || readers == 0)
 			continue;
 		c.last = last;
-		c.priority = (1.0 + readers) * p->kernels[c.writer].multiplicity /
-			     (double)(c.last - c.writer + 1);
+		c.priority = sum / sqrt(c.bytes > 1 ? c.bytes : 1);
 		cs->c[kept++] = c;
 	}
+	ts_free(t);
 	cs->n = kept;
 	return st;
 }
@@ -457,23 +526,50 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
+/* What a placement is decided by: the room and the spec fields the
+ * kernels' rooflines read for the benefits (kernel_times), hashed
+ * (FNV-1a). */
+static uint64_t placement_key(const struct hw_spec *hw, double room)
+{
+	double f[8 + HW_VPU_CLASS_COUNT] = {
+		room,
+		hw_spec_peak_flops(hw),
+		hw_spec_hbm_bw(hw),
+		hw->clock_hz,
+		(double)hw->vpu_sublanes * hw->vpu_lanes,
+		hw->vpu_alus,
+		hw_spec_cores(hw),
+		sim_mxu_rate(true, hw)};
+	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
+		f[8 + c] = hw->vpu_class_cost[c];
+	return ts_fnv1a(TS_FNV1A_BASIS, f, sizeof f);
+}
+
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d)
 {
 	double room = p->fused_xla ? sim_vmem_room(hw) : 0;
-	if (p->placed && p->placed_room == room)
-		return TS_OK; /* placed for this room already */
+	uint64_t key = placement_key(hw, room);
+	if (p->placed && p->placed_key == key)
+		return TS_OK; /* placed for this room and spec already */
 	struct cands cs = {0};
 	double *used = NULL;
 	bool *recount = ts_calloc((size_t)p->n_kernels + 1, sizeof *recount);
 	enum ts_status st = recount ? TS_OK : TS_ERR_NOMEM;
-	/* undo a placement made for another spec */
+	/* undo a placement made for another spec, its work counted again
+	 * (the benefits read every value in HBM) */
+	bool undone = false;
 	for (int i = 0; st == TS_OK && i < p->n_kernels; i++) {
 		struct sim_kernel *k = &p->kernels[i];
 		recount[i] = k->n_vmem > 0;
+		undone = undone || recount[i];
 		ts_free(k->vmem);
 		k->vmem = NULL;
 		k->n_vmem = 0;
+	}
+	if (st == TS_OK && undone) {
+		st = recount_work(p, recount, d);
+		memset(recount, 0, (size_t)p->n_kernels * sizeof *recount);
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;
@@ -487,7 +583,7 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		st = ok ? TS_OK : TS_ERR_NOMEM;
 	}
 	if (st == TS_OK && avail > 0) {
-		st = candidates(p, avail, &cs);
+		st = candidates(p, hw, avail, &cs, d);
 		if (st == TS_OK &&
 		    !(used = ts_calloc((size_t)p->n_kernels + 1, sizeof *used)))
 			st = TS_ERR_NOMEM;
@@ -519,7 +615,7 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		ts_diag_set(d, p->module->file, 0, 0,
 			    "out of memory placing values in VMEM");
 	p->placed = st == TS_OK;
-	p->placed_room = room;
+	p->placed_key = key;
 	ts_free(cs.c);
 	ts_free(cs.reads);
 	ts_ptrmap_free(&cs.of);

@@ -280,8 +280,10 @@ struct sim_program {
 	int n_placed;                  /* values memory-space assignment keeps
 	                                  in VMEM (sim_program_place) */
 	double placed_bytes;           /* their bytes, summed */
-	bool placed;                   /* placed, for room placed_room */
-	double placed_room;            /* bytes */
+	bool placed;                   /* placed, for the room and spec
+	                                  fields placed_key hashes
+	                                  (sim_program_place) */
+	uint64_t placed_key;
 	const struct ir_instr *prefetched; /* an unfused module's entry
 	                                  parameter XLA prefetches into VMEM
 	                                  across programs (its copy is a

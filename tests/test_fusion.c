@@ -712,6 +712,61 @@ static void test_placement(void **state)
 	free(out);
 }
 
+/*
+ * The order of placement (sim/placement.c): XLA's memory boundedness,
+ * benefit / sqrt(bytes). s (1 MiB) and l (4 MiB) are each written by a
+ * skinny bf16 dot and read by an f32 dot, all four HBM-bound on v5e; their
+ * intervals overlap (s: kernels 0-2, l: 1-3) and the room, 4.5 MiB, holds
+ * one. Each kernel saves a value's bytes / bandwidth when it holds it, so
+ * l's benefit per sqrt(byte) is twice s's (sqrt(4 MiB) / sqrt(1 MiB)): l
+ * goes in VMEM, s stays in HBM. (The rule before, readers per kernel
+ * spanned, tied them and took s, the earlier.) With room for both, both.
+ */
+static void test_placement_order(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  a = bf16[256,128]{1,0} parameter(0)\n"
+		"  p = bf16[1024,128]{1,0} parameter(1)\n"
+		"  w = bf16[128,1024]{1,0} parameter(2)\n"
+		"  v = f32[1024,128]{1,0} parameter(3)\n"
+		"  s = f32[256,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  l = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  s2 = f32[256,128]{1,0} dot(s, v), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  l2 = f32[1024,128]{1,0} dot(l, v), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
+		"}\n";
+	const double mib = 1024.0 * 1024;
+	static const double rooms[2] = {4.5, 5.0};
+	for (int r = 0; r < 2; r++) {
+		struct hw_spec hw = v5e;
+		hw.vmem_scoped_bytes = v5e.vmem_bytes - rooms[r] * mib;
+		struct tu_built b;
+		tu_build(text, &b);
+		struct ts_diag d = {0};
+		assert_int_equal(sim_program_place(&b.p, &hw, &d), TS_OK);
+		assert_int_equal(b.p.n_placed, r == 0 ? 1 : 2);
+		for (int i = 0; i < b.p.n_kernels; i++) {
+			const struct sim_kernel *k = &b.p.kernels[i];
+			if (!strcmp(k->name, "s"))
+				assert_near(k->work.bytes_written,
+					    r == 0 ? mib : 0, 0);
+			if (!strcmp(k->name, "l"))
+				assert_near(k->work.bytes_written, 0, 0);
+		}
+		tu_built_free(&b);
+	}
+}
+
 /* XLA's async collective fusion, as v5e/vit_s holds it: the all-gather of
  * the next layer's weight (channel 7) spread over a chain, a start (the
  * all-gather and AsyncCollectiveStart), a clone moved on in the fusion of
@@ -2550,6 +2605,7 @@ int main(void)
 		cmocka_unit_test(test_multi_output),
 		cmocka_unit_test(test_update_merge),
 		cmocka_unit_test(test_placement),
+		cmocka_unit_test(test_placement_order),
 		cmocka_unit_test(test_cross_program_prefetch),
 		cmocka_unit_test(test_async_unfused),
 		cmocka_unit_test(test_unfuse_collective_chain),
