@@ -522,14 +522,20 @@ static enum ts_status find_twins(const struct cmd_graph *g, int n,
 }
 
 /* ks->plan and ok on the base spec when every sweep is over a field no
- * plan reads; else leaves them NULL. TS_ERR_NOMEM only (a kernel whose
- * plan fails is left to kernel_cost, which reports its error). */
+ * plan reads, nor, in a graph with an unfused program, memory-space
+ * assignment (whose placement a plan holds); else leaves them NULL.
+ * TS_ERR_NOMEM only (a kernel whose plan fails is left to kernel_cost,
+ * which reports its error). */
 static enum ts_status build_plans(const struct cmd_ctx *ctx,
 				  const struct cmd_graph *g,
 				  const struct whatif_opts *o, struct kstate *ks)
 {
+	bool unfused = false;
+	for (int m = 0; m < g->n_progs; m++)
+		unfused = unfused || g->progs[m].fused_xla;
 	for (int s = 0; s < o->n_sweeps; s++)
-		if (!sim_plan_spec_free(o->sweeps[s].field))
+		if (!sim_plan_spec_free(o->sweeps[s].field) ||
+		    (unfused && !sim_place_spec_free(o->sweeps[s].field)))
 			return TS_OK;
 	int n = n_kernels(g);
 	ks->plan = ts_calloc((size_t)n + 1, sizeof *ks->plan);

@@ -545,6 +545,16 @@ static uint64_t placement_key(const struct hw_spec *hw, double room)
 	return ts_fnv1a(TS_FNV1A_BASIS, f, sizeof f);
 }
 
+bool sim_place_spec_free(const struct hw_field_info *f)
+{
+	static const char *const read[] = {"chip.", "hbm.", "mxu.", "vpu.",
+					   "vmem."};
+	for (size_t i = 0; i < sizeof read / sizeof *read; i++)
+		if (!strncmp(f->path, read[i], strlen(read[i])))
+			return false;
+	return true;
+}
+
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d)
 {

@@ -740,6 +740,54 @@ static void test_whatif(void **state)
 		proc_free(&p);
 	}
 	unlink(dots);
+	/* placement's order reads the HBM bandwidth (test_fusion's
+	 * test_placement_order: with 4.5 MiB of room, l in VMEM at 819 GB/s,
+	 * where its writer is bound by HBM; s at 4 TB/s, where every kernel
+	 * is compute-bound and s's writer least so): a bandwidth sweep of an
+	 * unfused module places each point again, as run --set does (it
+	 * kept the base point's placement: 7.98 us at 4 TB/s against run's
+	 * 9.19 us) */
+	char order[PATH_MAX];
+	tu_tmp_path(order, sizeof order, "test_whatif_order", ".hlo");
+	f = fopen(order, "w");
+	assert_non_null(f);
+	fputs("HloModule m\nENTRY e {\n"
+	      "  a = bf16[256,128]{1,0} parameter(0)\n"
+	      "  p = bf16[1024,128]{1,0} parameter(1)\n"
+	      "  w = bf16[128,1024]{1,0} parameter(2)\n"
+	      "  v = f32[1024,128]{1,0} parameter(3)\n"
+	      "  s = f32[256,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  l = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  s2 = f32[256,128]{1,0} dot(s, v), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  l2 = f32[1024,128]{1,0} dot(l, v), lhs_contracting_dims={1}, "
+	      "rhs_contracting_dims={0}\n"
+	      "  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
+	      "}\n",
+	      f);
+	fclose(f);
+	const char *room = "vmem.scoped_bytes=129499136"; /* 128 - 4.5 MiB */
+	tpusim(&p, "whatif", order, "--hw", v5e, "--set", room, "--sweep",
+	       "hbm.bw_bytes_per_s=819e9,4e12", "--csv", csv);
+	expect_rc(&p, 0);
+	proc_free(&p);
+	assert_int_equal(read_points(csv, t, d), 2);
+	static const char *const bws[2] = {"hbm.bw_bytes_per_s=819e9",
+					   "hbm.bw_bytes_per_s=4e12"};
+	for (int i = 0; i < 2; i++) {
+		tpusim(&p, "run", order, "--hw", v5e, "--set", room, "--set",
+		       bws[i], "-f", "json");
+		expect_rc(&p, 0);
+		row = strstr(p.out, "\"total\": {");
+		assert_non_null(row);
+		fld = strstr(row, "\"time_ns\": ");
+		assert_non_null(fld);
+		assert_near(atof(fld + strlen("\"time_ns\": ")), t[i], 1e-3);
+		proc_free(&p);
+	}
+	unlink(order);
 	/* --hold-tiles: each kernel keeps its base-point config. VMEM only
 	 * decides which configs fit, so shrinking it changes no time, retiles
 	 * nothing and makes configs infeasible; without the flag the search
