@@ -340,7 +340,8 @@ static bool same_config(const struct sim_tile_config *a,
 /*
  * Per kernel of the graph (programs in order, kernels in order): the base
  * point's config and, when every swept field is one no plan reads
- * (sim_plan_spec_free; test_plan_reuse checks it on the corpus), its plan
+ * (sim_plan_spec_free; test_plan_reuse checks it on the corpus) nor, for
+ * a graph with an unfused program, placement (sim_place_spec_free), its plan
  * built once on the base spec, so that a point costs only the plan's
  * estimate (about 5x fewer cycles than building it). ok[i]: kernel i has a
  * plan; an ungriddable one has none and is costed anew (its roofline).
@@ -401,7 +402,8 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 	for (int m = 0; m < g->n_progs; m++) {
 		struct sim_program *p = &g->progs[m];
 		/* without plans built once the sweep may move what memory-space
-		 * assignment places (vmem fields): placed again on hw */
+		 * assignment places (its room, the rooflines its order reads:
+		 * sim_place_spec_free): placed again on hw */
 		struct ts_diag pd = {0};
 		if (!ks->plan && sim_program_place(p, hw, &pd) != TS_OK) {
 			cmd_diag(ctx, &pd, NULL, NULL, 0);

@@ -29,10 +29,12 @@
  *     MXU's and the VPU's (0 for a collective: its ICI moves the buffer
  *     wherever it lives), ns;
  *       memory-bound (m > c): runs x min(bytes / bandwidth, m - c), the
- *         time the kernel saves with this value in VMEM;
- *       compute-bound: m - c (< 0, how far it is from memory-bound);
- *     summed while all are positive, else the largest (a value only
- *     compute-bound kernels touch goes last);
+ *         time the kernel saves with this value in VMEM (XLA's counts
+ *         the memory time saved, bytes / bandwidth, uncapped by c);
+ *       compute-bound: m - c (<= 0, how far it is from memory-bound);
+ *     XLA's way of adding them: the positive ones summed when any is
+ *     positive, else the largest (a value only compute-bound kernels
+ *     touch goes last);
  *   placed when at every kernel of its interval the values placed so
  *     far plus it fit in room.
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
@@ -257,7 +259,8 @@ static enum ts_status kernel_times(const struct sim_program *p,
 			return st;
 		if (k->kind != SIM_KERNEL_COLLECTIVE)
 			t[i].compute = fmax(r.mxu_cycles, r.vpu_cycles) / ghz;
-		t[i].memory = r.dma_cycles / ghz;
+		t[i].memory = (r.bytes_read + r.bytes_written) /
+			      hw_mem_bytes_per_ns(hw);
 	}
 	return TS_OK;
 }
@@ -272,8 +275,8 @@ static double benefit(const struct sim_program *p, const struct times *t,
 	return p->kernels[i].multiplicity * fmin(bytes / bytes_per_ns, m - c);
 }
 
-/* XLA's way of adding the benefits: a sum while both are positive, else
- * the larger. */
+/* XLA's way of adding the benefits, one at a time: a sum while both are
+ * positive, else the larger (so the positive ones summed when any is). */
 static double add_benefit(double sum, double b)
 {
 	return sum > 0 && b > 0 ? sum + b : fmax(sum, b);
@@ -547,10 +550,16 @@ static uint64_t placement_key(const struct hw_spec *hw, double room)
 
 bool sim_place_spec_free(const struct hw_field_info *f)
 {
-	static const char *const read[] = {"chip.", "hbm.", "mxu.", "vpu.",
-					   "vmem."};
+	/* placement_key's fields, and the room's */
+	static const char *const read[] = {
+		"chip.tensorcores", "mxu.count", "mxu.rows", "mxu.cols",
+		"mxu.clock_hz", "mxu.macs_per_cell_cycle", "mxu.int8_rate",
+		"vpu.sublanes", "vpu.lanes", "vpu.alus", "hbm.bw_bytes_per_s",
+		"hbm.efficiency", "vmem.bytes", "vmem.scoped_bytes"};
+	if (!strncmp(f->path, "vpu.cost.", strlen("vpu.cost.")))
+		return false;
 	for (size_t i = 0; i < sizeof read / sizeof *read; i++)
-		if (!strncmp(f->path, read[i], strlen(read[i])))
+		if (!strcmp(f->path, read[i]))
 			return false;
 	return true;
 }
@@ -579,7 +588,8 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	}
 	if (st == TS_OK && undone) {
 		st = recount_work(p, recount, d);
-		memset(recount, 0, (size_t)p->n_kernels * sizeof *recount);
+		if (st == TS_OK) /* else counted again below */
+			memset(recount, 0, (size_t)p->n_kernels * sizeof *recount);
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;

@@ -311,13 +311,14 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
  * module (its layouts say where XLA put each buffer).
  * sim_program_estimate calls it; a caller that estimates kernels one by
  * one calls it first. */
-/* True for a spec field the placement (sim_program_place: its room and
- * placement_key's roofline fields) does not read: chip, hbm, mxu, vpu
- * and vmem fields are read. */
-bool sim_place_spec_free(const struct hw_field_info *f);
-
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d);
+
+/* True for a spec field sim_program_place does not read: not the room's
+ * (vmem.bytes, vmem.scoped_bytes) nor one its order's rooflines read
+ * (placement.c's placement_key: the MXU's peak, the VPU's width and
+ * costs, the HBM bandwidth, the cores). */
+bool sim_place_spec_free(const struct hw_field_info *f);
 /* Whether memory-space assignment keeps value v of kernel k in VMEM. */
 bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
 

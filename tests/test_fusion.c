@@ -717,10 +717,11 @@ static void test_placement(void **state)
  * benefit / sqrt(bytes). s (1 MiB) and l (4 MiB) are each written by a
  * skinny bf16 dot and read by an f32 dot, all four HBM-bound on v5e; their
  * intervals overlap (s: kernels 0-2, l: 1-3) and the room, 4.5 MiB, holds
- * one. Each kernel saves a value's bytes / bandwidth when it holds it, so
- * l's benefit per sqrt(byte) is twice s's (sqrt(4 MiB) / sqrt(1 MiB)): l
- * goes in VMEM, s stays in HBM. (The rule before, readers per kernel
- * spanned, tied them and took s, the earlier.) With room for both, both.
+ * one. A kernel saves about a value's bytes / bandwidth when it holds it
+ * (at most its memory time less its compute time), so l's benefit per
+ * sqrt(byte) is about twice s's (sqrt(4 MiB) / sqrt(1 MiB)): l goes in
+ * VMEM, s stays in HBM. (The rule before, readers per kernel spanned,
+ * tied them and took s, the earlier.) With room for both, both.
  */
 static void test_placement_order(void **state)
 {
