@@ -609,6 +609,24 @@ static void write_dots(char *path, size_t n, const char *stem)
 	fclose(f);
 }
 
+/* The program time `run -f json` prints for hlo on spec hw with one or two
+ * --set fields (set2 NULL: one). */
+static double run_total_ns(const char *hlo, const char *hw, const char *set1,
+			   const char *set2)
+{
+	struct proc p;
+	tpusim(&p, "run", hlo, "--hw", hw, "-f", "json", "--set", set1,
+	       set2 ? "--set" : NULL, set2);
+	expect_rc(&p, 0);
+	const char *row = strstr(p.out, "\"total\": {");
+	assert_non_null(row);
+	const char *fld = strstr(row, "\"time_ns\": ");
+	assert_non_null(fld);
+	double ns = atof(fld + strlen("\"time_ns\": "));
+	proc_free(&p);
+	return ns;
+}
+
 static void test_whatif(void **state)
 {
 	(void)state;
@@ -728,17 +746,8 @@ static void test_whatif(void **state)
 	assert_true(t[1] > t[0] && d[1] > d[0]);
 	static const char *const scoped[2] = {"vmem.scoped_bytes=16777216",
 					      "vmem.scoped_bytes=134217728"};
-	for (int i = 0; i < 2; i++) {
-		tpusim(&p, "run", dots, "--hw", v5e, "--set", scoped[i], "-f",
-		       "json");
-		expect_rc(&p, 0);
-		row = strstr(p.out, "\"total\": {");
-		assert_non_null(row);
-		fld = strstr(row, "\"time_ns\": ");
-		assert_non_null(fld);
-		assert_near(atof(fld + strlen("\"time_ns\": ")), t[i], 1e-3);
-		proc_free(&p);
-	}
+	for (int i = 0; i < 2; i++)
+		assert_near(run_total_ns(dots, v5e, scoped[i], NULL), t[i], 1e-3);
 	unlink(dots);
 	/* placement's order reads the HBM bandwidth (test_fusion's
 	 * test_placement_order: with 4.5 MiB of room, l in VMEM at 819 GB/s;
@@ -750,22 +759,7 @@ static void test_whatif(void **state)
 	tu_tmp_path(order, sizeof order, "test_whatif_order", ".hlo");
 	f = fopen(order, "w");
 	assert_non_null(f);
-	fputs("HloModule m\nENTRY e {\n"
-	      "  a = bf16[256,128]{1,0} parameter(0)\n"
-	      "  p = bf16[1024,128]{1,0} parameter(1)\n"
-	      "  w = bf16[128,1024]{1,0} parameter(2)\n"
-	      "  v = f32[1024,128]{1,0} parameter(3)\n"
-	      "  s = f32[256,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  l = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  s2 = f32[256,128]{1,0} dot(s, v), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  l2 = f32[1024,128]{1,0} dot(l, v), lhs_contracting_dims={1}, "
-	      "rhs_contracting_dims={0}\n"
-	      "  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
-	      "}\n",
-	      f);
+	fputs(tu_placement_order_hlo, f);
 	fclose(f);
 	const char *room = "vmem.scoped_bytes=129499136"; /* 128 - 4.5 MiB */
 	tpusim(&p, "whatif", order, "--hw", v5e, "--set", room, "--sweep",
@@ -775,17 +769,8 @@ static void test_whatif(void **state)
 	assert_int_equal(read_points(csv, t, d), 2);
 	static const char *const bws[2] = {"hbm.bw_bytes_per_s=819e9",
 					   "hbm.bw_bytes_per_s=4e12"};
-	for (int i = 0; i < 2; i++) {
-		tpusim(&p, "run", order, "--hw", v5e, "--set", room, "--set",
-		       bws[i], "-f", "json");
-		expect_rc(&p, 0);
-		row = strstr(p.out, "\"total\": {");
-		assert_non_null(row);
-		fld = strstr(row, "\"time_ns\": ");
-		assert_non_null(fld);
-		assert_near(atof(fld + strlen("\"time_ns\": ")), t[i], 1e-3);
-		proc_free(&p);
-	}
+	for (int i = 0; i < 2; i++)
+		assert_near(run_total_ns(order, v5e, room, bws[i]), t[i], 1e-3);
 	unlink(order);
 	/* --hold-tiles: each kernel keeps its base-point config. VMEM only
 	 * decides which configs fit, so shrinking it changes no time, retiles

@@ -714,7 +714,8 @@ static void test_placement(void **state)
 
 /*
  * The order of placement (sim/placement.c): XLA's memory boundedness,
- * benefit / sqrt(bytes). s (1 MiB) and l (4 MiB) are each written by a
+ * benefit / sqrt(bytes). In tu_placement_order_hlo, s (1 MiB) and l
+ * (4 MiB) are each written by a
  * skinny bf16 dot and read by an f32 dot, all four HBM-bound on v5e; their
  * intervals overlap (s: kernels 0-2, l: 1-3) and the room, 4.5 MiB, holds
  * one. A kernel saves about a value's bytes / bandwidth when it holds it
@@ -729,30 +730,13 @@ static void test_placement_order(void **state)
 	struct hw_spec v5e;
 	if (!tu_load_spec("v5e", &v5e))
 		skip();
-	static const char text[] =
-		"HloModule m\n"
-		"ENTRY e {\n"
-		"  a = bf16[256,128]{1,0} parameter(0)\n"
-		"  p = bf16[1024,128]{1,0} parameter(1)\n"
-		"  w = bf16[128,1024]{1,0} parameter(2)\n"
-		"  v = f32[1024,128]{1,0} parameter(3)\n"
-		"  s = f32[256,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
-		"rhs_contracting_dims={0}\n"
-		"  l = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
-		"rhs_contracting_dims={0}\n"
-		"  s2 = f32[256,128]{1,0} dot(s, v), lhs_contracting_dims={1}, "
-		"rhs_contracting_dims={0}\n"
-		"  l2 = f32[1024,128]{1,0} dot(l, v), lhs_contracting_dims={1}, "
-		"rhs_contracting_dims={0}\n"
-		"  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
-		"}\n";
 	const double mib = 1024.0 * 1024;
 	static const double rooms[2] = {4.5, 5.0};
 	for (int r = 0; r < 2; r++) {
 		struct hw_spec hw = v5e;
 		hw.vmem_scoped_bytes = v5e.vmem_bytes - rooms[r] * mib;
 		struct tu_built b;
-		tu_build(text, &b);
+		tu_build(tu_placement_order_hlo, &b);
 		struct ts_diag d = {0};
 		assert_int_equal(sim_program_place(&b.p, &hw, &d), TS_OK);
 		assert_int_equal(b.p.n_placed, r == 0 ? 1 : 2);

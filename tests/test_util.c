@@ -203,3 +203,21 @@ void tu_each_hlo(const char *data, const char *folder, int every,
 	}
 	free(names);
 }
+
+const char tu_placement_order_hlo[] =
+	"HloModule m\n"
+	"ENTRY e {\n"
+	"  a = bf16[256,128]{1,0} parameter(0)\n"
+	"  p = bf16[1024,128]{1,0} parameter(1)\n"
+	"  w = bf16[128,1024]{1,0} parameter(2)\n"
+	"  v = f32[1024,128]{1,0} parameter(3)\n"
+	"  s = f32[256,1024]{1,0} dot(a, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  l = f32[1024,1024]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  s2 = f32[256,128]{1,0} dot(s, v), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  l2 = f32[1024,128]{1,0} dot(l, v), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
+	"}\n";

@@ -58,6 +58,11 @@ char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
  * does not load fails the test. */
 bool tu_load_spec(const char *gen, struct hw_spec *hw);
 
+/* Two values whose placement the order decides (test_fusion's
+ * test_placement_order, test_cli_tasks' whatif sweep): s (1 MiB) and l
+ * (4 MiB), each written by a skinny bf16 dot and read by an f32 one. */
+extern const char tu_placement_order_hlo[];
+
 /* Calls fn with every `every`-th .hlo file of data/folder in name order
  * (the first included): its path relative to data, text and length. A
  * folder or file that cannot be read fails the test. */
