@@ -341,7 +341,7 @@ static bool same_config(const struct sim_tile_config *a,
  * Per kernel of the graph (programs in order, kernels in order): the base
  * point's config and, when every swept field is one no plan reads
  * (sim_plan_spec_free; test_plan_reuse checks it on the corpus) nor, for
- * a graph with an unfused program, placement (sim_place_spec_free), its plan
+ * a graph with an unfused program, placement (placement_kept), its plan
  * built once on the base spec, so that a point costs only the plan's
  * estimate (about 5x fewer cycles than building it). ok[i]: kernel i has a
  * plan; an ungriddable one has none and is costed anew (its roofline).
@@ -402,8 +402,7 @@ static int cost_point(const struct cmd_ctx *ctx, struct cmd_graph *g,
 	for (int m = 0; m < g->n_progs; m++) {
 		struct sim_program *p = &g->progs[m];
 		/* without plans built once the sweep may move what memory-space
-		 * assignment places (its room, the rooflines its order reads:
-		 * sim_place_spec_free): placed again on hw */
+		 * assignment places (placement_kept): placed again on hw */
 		struct ts_diag pd = {0};
 		if (!ks->plan && sim_program_place(p, hw, &pd) != TS_OK) {
 			cmd_diag(ctx, &pd, NULL, NULL, 0);
@@ -523,11 +522,32 @@ static enum ts_status find_twins(const struct cmd_graph *g, int n,
 	return st;
 }
 
+/* Whether every value of every field sweep, applied alone to the base
+ * spec, leaves an unfused program's memory-space assignment as it is
+ * (sim_placement_key: its room and the figures its order reads). */
+static bool placement_kept(const struct cmd_ctx *ctx,
+			   const struct whatif_opts *o)
+{
+	uint64_t base = sim_placement_key(&ctx->hw, sim_vmem_room(&ctx->hw));
+	for (int s = 0; s < o->n_sweeps; s++) {
+		const struct sweep *w = &o->sweeps[s];
+		for (int i = 0; w->kind == SWEEP_FIELD && i < w->n; i++) {
+			struct hw_spec hw = ctx->hw;
+			struct ts_diag d = {0};
+			if (hw_spec_apply(&hw, 1, &w->field, &w->v[i], NULL,
+					  &d) != TS_OK ||
+			    sim_placement_key(&hw, sim_vmem_room(&hw)) != base)
+				return false;
+		}
+	}
+	return true;
+}
+
 /* ks->plan and ok on the base spec when every sweep is over a field no
- * plan reads, nor, in a graph with an unfused program, memory-space
- * assignment (whose placement a plan holds); else leaves them NULL.
- * TS_ERR_NOMEM only (a kernel whose plan fails is left to kernel_cost,
- * which reports its error). */
+ * plan reads and, in a graph with an unfused program, that leaves its
+ * memory-space assignment (which a plan holds) as it is; else leaves them
+ * NULL. TS_ERR_NOMEM only (a kernel whose plan fails is left to
+ * kernel_cost, which reports its error). */
 static enum ts_status build_plans(const struct cmd_ctx *ctx,
 				  const struct cmd_graph *g,
 				  const struct whatif_opts *o, struct kstate *ks)
@@ -536,9 +556,10 @@ static enum ts_status build_plans(const struct cmd_ctx *ctx,
 	for (int m = 0; m < g->n_progs; m++)
 		unfused = unfused || g->progs[m].fused_xla;
 	for (int s = 0; s < o->n_sweeps; s++)
-		if (!sim_plan_spec_free(o->sweeps[s].field) ||
-		    (unfused && !sim_place_spec_free(o->sweeps[s].field)))
+		if (!sim_plan_spec_free(o->sweeps[s].field))
 			return TS_OK;
+	if (unfused && !placement_kept(ctx, o))
+		return TS_OK;
 	int n = n_kernels(g);
 	ks->plan = ts_calloc((size_t)n + 1, sizeof *ks->plan);
 	ks->ok = ts_calloc((size_t)n + 1, sizeof *ks->ok);

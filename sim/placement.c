@@ -529,10 +529,7 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
 	return false;
 }
 
-/* What a placement is decided by: the room and the spec fields the
- * kernels' rooflines read for the benefits (kernel_times), hashed
- * (FNV-1a). */
-static uint64_t placement_key(const struct hw_spec *hw, double room)
+uint64_t sim_placement_key(const struct hw_spec *hw, double room)
 {
 	double f[8 + HW_VPU_CLASS_COUNT] = {
 		room,
@@ -548,27 +545,11 @@ static uint64_t placement_key(const struct hw_spec *hw, double room)
 	return ts_fnv1a(TS_FNV1A_BASIS, f, sizeof f);
 }
 
-bool sim_place_spec_free(const struct hw_field_info *f)
-{
-	/* placement_key's fields, and the room's */
-	static const char *const read[] = {
-		"chip.tensorcores", "mxu.count", "mxu.rows", "mxu.cols",
-		"mxu.clock_hz", "mxu.macs_per_cell_cycle", "mxu.int8_rate",
-		"vpu.sublanes", "vpu.lanes", "vpu.alus", "hbm.bw_bytes_per_s",
-		"hbm.efficiency", "vmem.bytes", "vmem.scoped_bytes"};
-	if (!strncmp(f->path, "vpu.cost.", strlen("vpu.cost.")))
-		return false;
-	for (size_t i = 0; i < sizeof read / sizeof *read; i++)
-		if (!strcmp(f->path, read[i]))
-			return false;
-	return true;
-}
-
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d)
 {
 	double room = p->fused_xla ? sim_vmem_room(hw) : 0;
-	uint64_t key = placement_key(hw, room);
+	uint64_t key = sim_placement_key(hw, room);
 	if (p->placed && p->placed_key == key)
 		return TS_OK; /* placed for this room and spec already */
 	struct cands cs = {0};

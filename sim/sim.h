@@ -280,9 +280,8 @@ struct sim_program {
 	int n_placed;                  /* values memory-space assignment keeps
 	                                  in VMEM (sim_program_place) */
 	double placed_bytes;           /* their bytes, summed */
-	bool placed;                   /* placed, for the room and spec
-	                                  fields placed_key hashes
-	                                  (sim_program_place) */
+	bool placed;                   /* placed, for placed_key
+	                                  (sim_placement_key) */
 	uint64_t placed_key;
 	const struct ir_instr *prefetched; /* an unfused module's entry
 	                                  parameter XLA prefetches into VMEM
@@ -314,11 +313,13 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw,
 				 struct ts_diag *d);
 
-/* True for a spec field sim_program_place does not read: not the room's
- * (vmem.bytes, vmem.scoped_bytes) nor one its order's rooflines read
- * (placement.c's placement_key: the MXU's peak, the VPU's width and
- * costs, the HBM bandwidth, the cores). */
-bool sim_place_spec_free(const struct hw_field_info *f);
+/* What sim_program_place's decision on hw depends on besides the
+ * program, hashed (FNV-1a): the room (sim_vmem_room for an unfused
+ * program, 0 for a compiled one) and the spec figures its order's
+ * rooflines read (the MXU's peak and int8 rate, the VPU's width and
+ * costs, the HBM bandwidth, the clock, the cores). Equal keys, the same
+ * placement. */
+uint64_t sim_placement_key(const struct hw_spec *hw, double room);
 /* Whether memory-space assignment keeps value v of kernel k in VMEM. */
 bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
 
