@@ -578,8 +578,9 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 
 /* ---- the command -------------------------------------------------------- */
 
-/* Each async pair: its work and how much of it the work scheduled
- * between start and done hides (sim_program_total). */
+/* Each async pair: its work, how much of it the work scheduled between
+ * start and done hides, and how long it queued behind earlier transfers
+ * on its link (sim_program_total). */
 static void report_async(struct cmd_report *r, const struct sim_program *p)
 {
 	if (p->n_async == 0)
@@ -592,6 +593,7 @@ static void report_async(struct cmd_report *r, const struct sim_program *p)
 		cmd_report_text(r, "done", a->done->name);
 		cmd_report_num(r, "async_ns", CMD_UNIT_TIME_NS, a->async_ns);
 		cmd_report_num(r, "hidden_ns", CMD_UNIT_TIME_NS, a->hidden_ns);
+		cmd_report_num(r, "queued_ns", CMD_UNIT_TIME_NS, a->queued_ns);
 		cmd_report_item_end(r);
 	}
 	cmd_report_list_end(r);

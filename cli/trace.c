@@ -15,7 +15,9 @@
  *              the kernel's own time;
  *   5 ICI      collectives;
  *   6 async    the work of async pairs (copy-start, all-reduce-start, ...),
- *              from its start's position, beside the kernels it overlaps.
+ *              from its start's position (later by the time it queued
+ *              behind transfers on its link: program.c), beside the
+ *              kernels it overlaps.
  * The kernels track ends at the program time `run` reports (its events
  * add up to it: sim_program_total). Times are microseconds, as the format
  * wants, to the nanosecond.
@@ -106,6 +108,17 @@ static void unit_events(struct trace *t, int pid, const struct sim_kernel *k,
 			event(t, pid, tid, k->name, start, fmin(busy[tid], dur), k);
 }
 
+/* How long async kernel i's transfer queued behind earlier ones. */
+static double queued(const struct sim_program *p, int i)
+{
+	for (int a = 0; a < p->n_async; a++) {
+		const struct sim_async *x = &p->async[a];
+		if (i >= x->first && i < x->first + x->n)
+			return x->queued_ns;
+	}
+	return 0;
+}
+
 static void program(struct trace *t, int pid, struct sim_program *p)
 {
 	name_tracks(t, pid, p->module->name);
@@ -115,8 +128,9 @@ static void program(struct trace *t, int pid, struct sim_program *p)
 		const struct sim_kernel *k = &p->kernels[i];
 		double dur = k->est.time_ns * k->multiplicity;
 		if (k->async_work) {
-			event(t, pid, T_ASYNC, k->name, now, dur, k);
-			unit_events(t, pid, k, now, dur);
+			double at = now + queued(p, i);
+			event(t, pid, T_ASYNC, k->name, at, dur, k);
+			unit_events(t, pid, k, at, dur);
 		} else if (dur > 0) {
 			event(t, pid, T_KERNELS, k->name, now, dur, k);
 			unit_events(t, pid, k, now, dur);

@@ -40,9 +40,10 @@ double hw_mem_dma_ns(const struct hw_spec *hw, double bytes,
 /*
  * ns = bytes / (pcie.bw_bytes_per_s / D)     D: devices per chip
  * A copy between HBM and host memory (S(5): host offload) streams over
- * the chip's PCIe link, its devices sharing it. Assumes one transfer at a
- * time per device at the link's one-way figure. Known wrong: pinned-host
- * DMA may reach less; transfers both ways at once are not shared out.
+ * the chip's PCIe link, its devices sharing it. Assumes the link's
+ * one-way figure each way at once (PCIe is full duplex); transfers in
+ * flight together in one direction queue on the program's timeline
+ * (sim/program.c). Known wrong: pinned-host DMA may reach less.
  * Source: docs/TPU.md section 1 (PCIe per chip, SB).
  */
 double hw_mem_pcie_ns(const struct hw_spec *hw, double bytes)

@@ -175,17 +175,24 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	case SIM_PLAN_DMA:
 		fprintf(f, "  async DMA: the %s of %s into %s, run by "
 			   "the DMA engines beside the TensorCore\n"
-			   "  time = latency %.1f + %.0f B at %.1f B/ns (HBM "
-			   "bytes read %.0f + written %.0f, at least the result "
-			   "once) = %.1f ns (%s)\n",
+			   "  HBM: %.0f B at %.1f B/ns (bytes read %.0f + "
+			   "written %.0f, at least the result once)\n",
 			ir_op_name(k->instr->op),
 			k->instr->n_operands > 0 ? k->instr->operands[0]->name
 						 : "?",
-			k->instr->shape.layout.memory_space == 1 ? "VMEM"
-								 : "its result",
-			hw->dma_latency_ns, q->other_bytes,
-			hw_mem_bytes_per_ns(hw), k->work.bytes_read,
-			k->work.bytes_written, e.time_ns, hw_unit_name(e.bound));
+			k->instr->shape.layout.memory_space == 1   ? "VMEM"
+			: k->instr->shape.layout.memory_space == 5 ? "host memory"
+								   : "its result",
+			q->other_bytes, hw_mem_bytes_per_ns(hw),
+			k->work.bytes_read, k->work.bytes_written);
+		if (q->host_bytes > 0)
+			fprintf(f, "  PCIe: %.0f B at %.1f B/ns (the value, "
+				   "between host memory and the chip)\n",
+				q->host_bytes,
+				q->host_bytes / hw_mem_pcie_ns(hw, q->host_bytes));
+		fprintf(f, "  time = latency %.1f + max(HBM, PCIe) = %.1f ns "
+			   "(%s)\n",
+			hw->dma_latency_ns, e.time_ns, hw_unit_name(e.bound));
 		goto out;
 	case SIM_PLAN_COLLECTIVE: {
 		struct hw_ici_cost ici;

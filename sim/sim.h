@@ -234,6 +234,11 @@ struct sim_async {
 	double async_ns;               /* async work, time x multiplicity */
 	double hidden_ns;              /* of it, hidden behind the work
 	                                  between (sim_program_total) */
+	double queued_ns;              /* how long its transfer waited
+	                                  behind earlier ones on its link */
+	double end_ns;                 /* when its transfer ends on the
+	                                  program's timeline; < 0 once its
+	                                  done is past (program.c) */
 };
 
 struct sim_fusion_plan;
@@ -522,8 +527,10 @@ double sim_program_total(struct sim_program *p);
 /* The async time hidden behind other work, as sim_program_total counts
  * it, from each kernel's time x multiplicity ns[i] (n_kernels entries):
  * for times other than the kernels' estimates (validate's per-row
- * configs, the hybrid's, the rooflines). */
-double sim_program_hidden_ns(const struct sim_program *p, const double *ns);
+ * configs, the hybrid's, the rooflines). scratch: n_async pairs whose
+ * times it fills in place of p's. */
+double sim_program_hidden_ns(const struct sim_program *p, const double *ns,
+			     struct sim_async *scratch);
 
 /* Host-side time of one call of the program beyond its device time (what
  * a host-timed measurement adds): the spec's host.* figures applied to the

@@ -162,6 +162,41 @@ static void test_placed(void **state)
 	tu_built_free(&b);
 }
 
+/* A copy to host memory (S(5), host offload) on v4: its HBM bytes at
+ * HBM's rate and the value over PCIe, 1.6e10 B/s = 16 B/ns (hwspecs/v4.yaml),
+ * the slower taken: latency + 4 MiB / 16 B/ns. */
+static void test_host_dma(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw))
+		skip();
+	struct tu_built b;
+	tu_build("HloModule h, is_scheduled=true\nENTRY e {\n"
+		 "  x = f32[1024,1024] parameter(0)\n"
+		 "  cs = (f32[1024,1024]{1,0:S(5)}, f32[1024,1024], u32[]) "
+		 "copy-start(x)\n"
+		 "  ROOT cd = f32[1024,1024]{1,0:S(5)} copy-done(cs)\n}\n",
+		 &b);
+	char buf[4096] = {0}, want[512];
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_explain(&b.p.kernels[0], &hw, NULL, f, &d),
+			 TS_OK);
+	fclose(f);
+	snprintf(want, sizeof want,
+		 "  PCIe: 4194304 B at 16.0 B/ns (the value, between host "
+		 "memory and the chip)\n"
+		 "  time = latency %.1f + max(HBM, PCIe) = %.1f ns (hbm)\n",
+		 hw.dma_latency_ns, hw.dma_latency_ns + 4194304.0 / 16.0);
+	if (!strstr(buf, "async DMA: the copy of x into host memory, run by "
+			 "the DMA engines beside the TensorCore\n") ||
+	    !strstr(buf, want))
+		fail_msg("unexpected explanation:\n%s\nwant:\n%s", buf, want);
+	tu_built_free(&b);
+}
+
 /*
  * An f32 all-reduce over the 8 cores of a v3-8 (4 chips, 2 cores each:
  * every link shared by 2 devices), link = link_bw x efficiency / 2 B/ns:
@@ -291,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_megacore_dot),
 		cmocka_unit_test(test_collective),
 		cmocka_unit_test(test_placed),
+		cmocka_unit_test(test_host_dma),
 		cmocka_unit_test(test_tpugraphs_configs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

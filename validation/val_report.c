@@ -183,8 +183,13 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 	 * as `run` takes it (sim_program_total) */
 	int n = prog->n_kernels;
 	double *ns = ts_calloc(3 * (size_t)(n > 0 ? n : 1), sizeof *ns);
-	if (!ns)
+	struct sim_async *pairs = ts_calloc(
+		(size_t)(prog->n_async > 0 ? prog->n_async : 1), sizeof *pairs);
+	if (!ns || !pairs) {
+		ts_free(ns);
+		ts_free(pairs);
 		return TS_ERR_NOMEM;
+	}
 	double *dev_ns = ns, *hyb_ns = ns + n, *roof_ns = ns + 2 * n;
 	for (int k = 0; k < n; k++) {
 		const struct sim_estimate *e =
@@ -221,10 +226,11 @@ static enum ts_status cost_row(struct val_report *r, int i_row,
 			res->bound = e->bound;
 		}
 	}
-	device -= sim_program_hidden_ns(prog, dev_ns);
-	hybrid -= model ? sim_program_hidden_ns(prog, hyb_ns) : 0;
-	roof -= sim_program_hidden_ns(prog, roof_ns);
+	device -= sim_program_hidden_ns(prog, dev_ns, pairs);
+	hybrid -= model ? sim_program_hidden_ns(prog, hyb_ns, pairs) : 0;
+	roof -= sim_program_hidden_ns(prog, roof_ns, pairs);
 	ts_free(ns);
+	ts_free(pairs);
 	if (tuned >= 0) {
 		const struct sim_estimate *e =
 			cfg_row ? &tuned_est : &kc[tuned].def;
