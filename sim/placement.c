@@ -59,7 +59,7 @@
  * work, and a parameter one of XLA's kCustom fusions reads is never
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch's copy is taken as hidden
- * whole, beside the previous run (program.c's pair_hidden; wrong for a
+ * whole, beside the previous run (program.c's timeline; wrong for a
  * program's first run); loop-carried values stay in HBM; the benefit is
  * a roofline's, not the tile model's (placement comes before the
  * estimate, which reads it). Sources: XLA's memory_space_assignment.cc

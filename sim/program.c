@@ -9,6 +9,8 @@
 
 #include <math.h>
 
+#include "kernels_int.h"
+
 /* Kernel i's time x multiplicity: from ns[i] when given, else from its
  * current estimate. */
 static double kernel_ns(const struct sim_program *p, const double *ns, int i)
@@ -20,13 +22,25 @@ static double kernel_ns(const struct sim_program *p, const double *ns, int i)
 /* The link an async pair's transfer takes, on which transfers queue one
  * behind another (timeline below): the DMA engines' HBM traffic, PCIe to
  * or from host memory (S(5): a value whose result is there goes to the
- * host), or links of its own (a collective, Q_OWN). */
-enum link_queue { Q_OWN, Q_HBM, Q_TO_HOST, Q_FROM_HOST, Q_COUNT };
+ * host), the chip's ICI links (a collective), its DCN port (the
+ * megascale runtime's exchange between slices), or links of its own (a
+ * collective-permute, Q_OWN: one way along one link). */
+enum link_queue { Q_OWN, Q_HBM, Q_TO_HOST, Q_FROM_HOST, Q_ICI, Q_DCN, Q_COUNT };
 
 static enum link_queue pair_queue(const struct sim_program *p,
 				  const struct sim_async *x)
 {
 	const struct sim_kernel *k = &p->kernels[x->first];
+	if (k->kind == SIM_KERNEL_COLLECTIVE) {
+		enum hw_collective c;
+		double bytes, hbm;
+		int64_t devices;
+		int bits;
+		sim_collective_of(k, &c, &bytes, &hbm, &devices, &bits);
+		if (k->instr && sim_megascale_slices(k->instr))
+			return Q_DCN;
+		return c == HW_COLL_PERMUTE ? Q_OWN : Q_ICI;
+	}
 	if (!k->dma)
 		return Q_OWN;
 	if (!(sim_dma_host_bytes(k) > 0))
@@ -52,9 +66,14 @@ static enum link_queue pair_queue(const struct sim_program *p,
  * kernels of a copy-start, all-reduce-start, ..., async-start). Transfers
  * on one link run one after another in start order: the DMA engines'
  * HBM-to-VMEM copies share HBM's bandwidth (each is costed at all of
- * it), and a chip's PCIe link carries one transfer each way at a time
- * at its figure (host offload: MaxText's offloaded activations, several
- * in flight per layer). Collectives take links of their own. Loops are
+ * it), a chip's PCIe link carries one transfer each way at a time at
+ * its figure (host offload: MaxText's offloaded activations, several in
+ * flight per layer), collectives share the chip's ICI links (each is
+ * costed on the links of the axes it spans, both ways: two all-reduces
+ * SparseCores run at once on v7/mlp_m take turns) and the megascale
+ * exchange its DCN port. A collective-permute sends one way along one
+ * link and takes it for its own: XLA's windowed einsums send the two
+ * halves of a loop's exchange the two ways round the ring at once. Loops are
  * walked as their kernels stand in the schedule, each kernel with its
  * runs (a body's overlap the same in every trip). A cross-program
  * prefetch (copy-start with cross_program_prefetch_index, placement.c's)
@@ -67,10 +86,10 @@ static enum link_queue pair_queue(const struct sim_program *p,
  * not a fit). Known wrong for a program's first run.
  * Assumes the async work and the work between do not slow each other
  * (shared HBM bandwidth between a copy and the kernels is not modelled).
- * Known wrong: collectives in flight together each take the links they
- * would alone (those over the same torus axis in the same direction
- * share them: optimistic); the ICI links a collective uses are not
- * tracked. Unmodelled kernels add 0. Sources: XLA's latency-hiding
+ * Known wrong: the ICI links a collective uses are not tracked, so two
+ * over different axes or disjoint groups take turns (pessimistic) and a
+ * permute beside a collective on its link does not (optimistic).
+ * Unmodelled kernels add 0. Sources: XLA's latency-hiding
  * scheduler (an async done waits for its transfer; the scheduler
  * limits the transfers in flight per resource), the scaling book
  * (one PCIe link per chip, docs/TPU.md section 1).

@@ -790,6 +790,58 @@ static void test_link_queues(void **state)
 	tu_built_free(&b);
 }
 
+/*
+ * Collectives in flight together (program.c): two all-reduces over the
+ * same 4 devices share the chip's ICI links and take turns (queued C,
+ * each taking C); two collective-permutes, each one way along one link,
+ * run at once. Nothing runs between the starts and the dones: total =
+ * 2 C + P (a wait per pair would give 2 C + 2 P).
+ */
+static void test_collective_queues(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule cq, is_scheduled=true\n"
+		 "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		 "  ROOT s = f32[] add(a, b)\n}\n"
+		 "ENTRY e {\n  x = f32[1024,1024] parameter(0)\n"
+		 "  y = f32[1024,1024] parameter(1)\n"
+		 "  r1 = f32[1024,1024] all-reduce-start(x), "
+		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
+		 "  r2 = f32[1024,1024] all-reduce-start(y), "
+		 "replica_groups={{0,1,2,3}}, to_apply=add\n"
+		 "  d1 = f32[1024,1024] all-reduce-done(r1)\n"
+		 "  d2 = f32[1024,1024] all-reduce-done(r2)\n"
+		 "  p1 = (f32[1024,1024], f32[1024,1024], u32[], u32[]) "
+		 "collective-permute-start(d1), "
+		 "source_target_pairs={{0,1},{1,2},{2,3},{3,0}}\n"
+		 "  p2 = (f32[1024,1024], f32[1024,1024], u32[], u32[]) "
+		 "collective-permute-start(d2), "
+		 "source_target_pairs={{1,0},{2,1},{3,2},{0,3}}\n"
+		 "  e1 = f32[1024,1024] collective-permute-done(p1)\n"
+		 "  e2 = f32[1024,1024] collective-permute-done(p2)\n"
+		 "  ROOT t = (f32[1024,1024], f32[1024,1024]) tuple(e1, e2)\n}\n",
+		 &b);
+	ASSERT_NAMES(&b, "r1,r2,p1,p2");
+	assert_int_equal(b.p.n_async, 4);
+	struct hw_spec hw;
+	if (!tu_load_spec("v4", &hw)) {
+		tu_built_free(&b);
+		skip();
+	}
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	double C = tu_kernel(&b, "r1")->est.time_ns;
+	double P = tu_kernel(&b, "p1")->est.time_ns;
+	assert_true(C > 0 && P > 0);
+	assert_near(tu_kernel(&b, "r2")->est.time_ns, C, 0);
+	assert_near(tu_kernel(&b, "p2")->est.time_ns, P, 0);
+	assert_near(b.p.async[1].queued_ns, C, 1e-9 * C);
+	assert_near(b.p.async[3].queued_ns, 0, 0);
+	assert_near(b.p.total_ns, 2 * C + P, 1e-9 * (C + P));
+	tu_built_free(&b);
+}
+
 /* A while of 3 inside a while of 4: the inner body runs 12 times. */
 static void test_while_nested(void **state)
 {
@@ -2390,6 +2442,7 @@ int main(void)
 		cmocka_unit_test(test_async_dma),
 		cmocka_unit_test(test_host_offload),
 		cmocka_unit_test(test_link_queues),
+		cmocka_unit_test(test_collective_queues),
 		cmocka_unit_test(test_while_nested),
 		cmocka_unit_test(test_conditional),
 		cmocka_unit_test(test_collectives_unmodelled),
