@@ -331,7 +331,7 @@ CAUSES = """\
   v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its two 8 MB weights and
   their updates from HBM, where XLA copies them in and out behind the
   0.4 ms all-reduce; and values a while loop carries (the decoders' scan
-  over layers). v5e/dlrm_s (1.66, 1.04 in HBM): XLA's
+  over layers). v5e/dlrm_s (1.69, 1.09 in HBM): XLA's
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
   fused one from 1.18 ms to 0.91.
 - A scan's saved activations: XLA computes a layer's activations and
@@ -343,6 +343,14 @@ CAUSES = """\
   12 kernels of in-place updates (5.9 ms) against 36 (4.9 ms), and 59
   elementwise ones (4.9 ms) against 43 (0.9 ms); the no-remat decoders
   and v5e/moe_s (1.17) the same.
+- Transfers in flight together: both sides are walked as a timeline
+  (docs/MODEL.md), where XLA's prefetches into VMEM take turns on HBM
+  (each is costed at all of its bandwidth) and the TensorCore waits once
+  for transfers in flight together, not once each. The compiled decoders,
+  which start several copies at once, gained 0.1-0.2 ms (v5e/decoder_s
+  7.81 -> 7.95 ms, v6e/decoder_s 3.39 -> 3.51): 16 modules closer to their
+  fused spmd, 3 further (v7/decoder_m 1.077 -> 1.081, v7/mlp_m 1.094 ->
+  1.102, v4/mlp_s 0.970 -> 0.969), v4/decoder_s_noremat within 5%.
 - A copy with nothing beside it: tpusim costs the compiled module's
   copy-start in full when no kernel runs during it, except the
   cross-program prefetch, hidden whole beside the previous run on both
@@ -366,7 +374,7 @@ CAUSES = """\
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,
   each fused with its cache write, fusion.100/101, now cost 4 us a step:
   the update moves its window, not the 67 MB slice.)
-- The decoders (0.98-1.19; 0.98-1.10 in HBM): on v4 and later XLA
+- The decoders (0.98-1.17; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'
   convolution with the subtract, exp and sum (v5e/decoder_s's fusion.373

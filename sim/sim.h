@@ -233,7 +233,10 @@ struct sim_async {
 	                                  the work between start and done */
 	double async_ns;               /* async work, time x multiplicity */
 	double hidden_ns;              /* of it, hidden behind the work
-	                                  between (sim_program_total) */
+	                                  between (sim_program_total): its
+	                                  time less the wait at its done,
+	                                  negative where that wait was longer
+	                                  (queued behind earlier transfers) */
 	double queued_ns;              /* how long its transfer waited
 	                                  behind earlier ones on its link */
 	double end_ns;                 /* when its transfer ends on the
