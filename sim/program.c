@@ -73,9 +73,9 @@ static enum link_queue pair_queue(const struct sim_program *p,
  * SparseCores run at once on v7/mlp_m take turns) and the megascale
  * exchange its DCN port. A collective-permute sends one way along one
  * link and takes it for its own: XLA's windowed einsums send the two
- * halves of a loop's exchange the two ways round the ring at once. Loops are
- * walked as their kernels stand in the schedule, each kernel with its
- * runs (a body's overlap the same in every trip). A cross-program
+ * halves of a loop's exchange the two ways round the ring at once.
+ * Loops are walked as their kernels stand in the schedule, each kernel
+ * with its runs (a body's overlap the same in every trip). A cross-program
  * prefetch (copy-start with cross_program_prefetch_index, placement.c's)
  * is hidden whole and queues nothing: in the steady state of a loop that
  * runs the program again and again (a training or serving loop, and the
