@@ -450,6 +450,19 @@ static void test_trip_counts(void **state)
 
 /* ---- async pairs ------------------------------------------------------------- */
 
+/* Estimates b's program on generation gen's spec, loaded into *hw; skips
+ * the test (b freed) where the spec is not found. */
+static void estimate_or_skip(struct tu_built *b, const char *gen,
+			     struct hw_spec *hw)
+{
+	if (!tu_load_spec(gen, hw)) {
+		tu_built_free(b);
+		skip();
+	}
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b->p, hw, &d), TS_OK);
+}
+
 static const char *async_copy =
 	"HloModule a, is_scheduled=true\n"
 	"f {\n  p = f32[1024,1024] parameter(0)\n"
@@ -491,12 +504,7 @@ static void test_async_overlap(void **state)
 	assert_near(cs->work.bytes_written, 4096.0 * 1024 * 4, 0);
 
 	struct hw_spec hw;
-	if (!tu_load_spec("v3", &hw)) {
-		tu_built_free(&b);
-		skip();
-	}
-	struct ts_diag d = {0};
-	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	estimate_or_skip(&b, "v3", &hw);
 	double tc = tu_kernel(&b, "cs")->est.time_ns;
 	double tk = tu_kernel(&b, "k")->est.time_ns;
 	double ts = tu_kernel(&b, "s")->est.time_ns;
@@ -655,12 +663,7 @@ static void test_async_dma(void **state)
 	assert_near(cs->work.bytes_read + cs->work.bytes_written, 8388608.0, 0);
 
 	struct hw_spec hw;
-	if (!tu_load_spec("v5e", &hw)) {
-		tu_built_free(&b);
-		skip();
-	}
-	struct ts_diag d = {0};
-	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	estimate_or_skip(&b, "v5e", &hw);
 	double bpns = hw_spec_hbm_bw(&hw) * 1e-9;
 	assert_false(ss->est.untiled);
 	assert_int_equal(ss->est.bound, HW_UNIT_HBM);
@@ -717,12 +720,7 @@ static void test_host_offload(void **state)
 	} gens[] = {{"v4", 1.6e10}, {"v3", 1.5e10 / 2}};
 	for (int g = 0; g < 2; g++) {
 		struct hw_spec hw;
-		if (!tu_load_spec(gens[g].gen, &hw)) {
-			tu_built_free(&b);
-			skip();
-		}
-		struct ts_diag d = {0};
-		assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+		estimate_or_skip(&b, gens[g].gen, &hw);
 		double want = hw.dma_latency_ns +
 			      4194304.0 / (gens[g].pcie_per_device * 1e-9);
 		static const char *const dmas[] = {"cs", "bs", "us"};
@@ -771,12 +769,7 @@ static void test_link_queues(void **state)
 	ASSERT_NAMES(&b, "o1,o2,i1,k");
 	assert_int_equal(b.p.n_async, 3);
 	struct hw_spec hw;
-	if (!tu_load_spec("v4", &hw)) {
-		tu_built_free(&b);
-		skip();
-	}
-	struct ts_diag d = {0};
-	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	estimate_or_skip(&b, "v4", &hw);
 	/* 4 MiB over v4's PCIe, 1.6e10 B/s per chip (one device) */
 	double T = hw.dma_latency_ns + 4194304.0 / 16.0;
 	double tk = tu_kernel(&b, "k")->est.time_ns;
@@ -825,12 +818,7 @@ static void test_collective_queues(void **state)
 	ASSERT_NAMES(&b, "r1,r2,p1,p2");
 	assert_int_equal(b.p.n_async, 4);
 	struct hw_spec hw;
-	if (!tu_load_spec("v4", &hw)) {
-		tu_built_free(&b);
-		skip();
-	}
-	struct ts_diag d = {0};
-	assert_int_equal(sim_program_estimate(&b.p, &hw, &d), TS_OK);
+	estimate_or_skip(&b, "v4", &hw);
 	double C = tu_kernel(&b, "r1")->est.time_ns;
 	double P = tu_kernel(&b, "p1")->est.time_ns;
 	assert_true(C > 0 && P > 0);
