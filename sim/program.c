@@ -32,13 +32,13 @@ static enum link_queue pair_queue(const struct sim_program *p,
 {
 	const struct sim_kernel *k = &p->kernels[x->first];
 	if (k->kind == SIM_KERNEL_COLLECTIVE) {
+		if (k->instr && sim_megascale_slices(k->instr))
+			return Q_DCN;
 		enum hw_collective c;
 		double bytes, hbm;
 		int64_t devices;
 		int bits;
 		sim_collective_of(k, &c, &bytes, &hbm, &devices, &bits);
-		if (k->instr && sim_megascale_slices(k->instr))
-			return Q_DCN;
 		return c == HW_COLL_PERMUTE ? Q_OWN : Q_ICI;
 	}
 	if (!k->dma)
@@ -118,16 +118,17 @@ static void timeline(const struct sim_program *p, const double *ns,
 			o->async_ns = 0;
 			for (int k = x->first; k < x->first + x->n; k++)
 				o->async_ns += kernel_ns(p, ns, k);
+			o->queued_ns = 0;
+			o->end_ns = 0; /* a cross-program prefetch: beside
+			                  the previous run */
+			if (x->start->attrs.cross_program_prefetch)
+				continue;
 			enum link_queue q = pair_queue(p, x);
 			double begin = q == Q_OWN ? t : fmax(t, link_free[q]);
 			o->queued_ns = begin - t;
 			o->end_ns = begin + o->async_ns;
-			if (x->start->attrs.cross_program_prefetch) {
-				o->queued_ns = 0;
-				o->end_ns = 0; /* beside the previous run */
-			} else if (q != Q_OWN) {
+			if (q != Q_OWN)
 				link_free[q] = o->end_ns;
-			}
 		}
 		if (i < p->n_kernels && !p->kernels[i].async_work)
 			t += kernel_ns(p, ns, i);
