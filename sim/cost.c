@@ -637,6 +637,9 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *   bitcast / get-tuple-element / nested fusion parameter: followed
  *                                         (through a nested bitcast fusion
  *                                         to the users of its result);
+ *   pad of v (operand 0) read only        the slices' bytes (known wrong
+ *   through slices / dynamic-slices       high: the padding inside a
+ *                                         window counts as read);
  *   any other use (broadcast included)    one full read, shared by all.
  * A value is read at most once in all: the parts read through slices
  * are shared by a full read and never add up to more than one (XLA's
@@ -732,6 +735,23 @@ static double conv_input_fraction(const struct ir_instr *u)
 	return f;
 }
 
+/* Whether cand[0..n) use v, and only as the array a slice or a
+ * dynamic-slice takes from. */
+static bool sliced_only(const struct ir_instr *v,
+			const struct ir_instr *const *cand, int n)
+{
+	bool used = false;
+	for (int q = 0; q < n; q++)
+		for (int j = 0; j < cand[q]->n_operands; j++)
+			if (cand[q]->operands[j] == v) {
+				if (j != 0 || (cand[q]->op != IR_OP_SLICE &&
+					       cand[q]->op != IR_OP_DYNAMIC_SLICE))
+					return false;
+				used = true;
+			}
+	return used;
+}
+
 static void use_bytes(const struct ir_instr *u, int j,
 		      const struct ir_shape *full,
 		      const struct ir_instr *const *cand, int n, int depth,
@@ -772,6 +792,12 @@ static void use_bytes(const struct ir_instr *u, int j,
 		break;
 	case IR_OP_BITCAST:
 		*part += read_bytes(u, full, cand, n, depth + 1);
+		break;
+	case IR_OP_PAD:
+		if (j == 0 && sliced_only(u, cand, n))
+			*part += read_bytes(u, full, cand, n, depth + 1);
+		else
+			*whole = true;
 		break;
 	case IR_OP_GET_TUPLE_ELEMENT: {
 		int64_t t = u->attrs.tuple_index;

@@ -863,44 +863,74 @@ static int slice_reads(const struct sim_kernel *k, const struct ir_instr *v,
 }
 
 /*
- * slice_read through a nested fusion: when value v's one use is a nested
- * fusion (as any of its operands, only_uses) whose parameter for it is
- * read only through a slice or dynamic-slice of v's rank (possibly nested
- * again), that slice, in the nested computation: XLA's scan over layers
- * takes a layer's weights, or the layer's saved activations, from the
- * stacked array in a nested kLoop fusion (dynamic-slice, then a bitcast
- * squeezing the layer dim) feeding the dot. NULL otherwise.
+ * The window value p of computation c is read through at its use u
+ * (operand at): a slice_read of p of p's rank, or one of a pad of p
+ * whose one use that is (a windowed einsum pads the layer's
+ * activations, then takes a window of them: the window is read, the
+ * padding in it counted as read, known wrong high by it). NULL otherwise.
  */
-static const struct ir_instr *nested_slice_read(const struct ir_instr *use,
-						const struct ir_instr *v,
-						int depth)
+static const struct ir_instr *window_of(const struct ir_computation *c,
+					const struct ir_instr *u,
+					const struct ir_instr *p, int at)
+{
+	if (at != 0)
+		return NULL;
+	if (u->op == IR_OP_PAD) {
+		const struct ir_instr *w = NULL;
+		for (int i = 0; i < c->n_instrs; i++)
+			for (int j = 0; j < c->instrs[i]->n_operands; j++)
+				if (c->instrs[i]->operands[j] == u) {
+					if (w || j != 0)
+						return NULL;
+					w = c->instrs[i];
+				}
+		return w ? window_of(c, w, u, 0) : NULL;
+	}
+	const struct ir_instr *sl = slice_read(u, p);
+	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == p->shape.rank
+		       ? sl
+		       : NULL;
+}
+
+/*
+ * slice_reads through a nested fusion: when value v's one use is a nested
+ * fusion (as any of its operands, only_uses) whose parameter for it is
+ * read only through windows (window_of, possibly nested again), those
+ * windows, in the nested computation, into out[0 .. max): how many, or 0
+ * (read whole). XLA's scan over layers takes a layer's weights, or the
+ * layer's saved activations, from the stacked array in a nested kLoop
+ * fusion (dynamic-slice, then a bitcast squeezing the layer dim) feeding
+ * the dot; a windowed einsum takes two windows of its operand, one per
+ * direction round the ring.
+ */
+static int nested_slice_reads(const struct ir_instr *use,
+			      const struct ir_instr *v,
+			      const struct ir_instr **out, int max, int depth)
 {
 	if (!use || use->op != IR_OP_FUSION || use->n_called < 1 ||
 	    !use->called[0] || depth > 4)
-		return NULL;
+		return 0;
 	const struct ir_computation *c = use->called[0];
 	int o = 0;
 	while (o < use->n_operands && use->operands[o] != v)
 		o++;
 	const struct ir_instr *p = o < c->n_params ? c->params[o] : NULL;
-	const struct ir_instr *u = NULL;
-	int at = -1;
-	for (int i = 0; p && i < c->n_instrs; i++)
-		for (int j = 0; j < c->instrs[i]->n_operands; j++)
-			if (c->instrs[i]->operands[j] == p) {
-				if (u)
-					return NULL;
-				u = c->instrs[i];
-				at = j;
-			}
-	if (!u)
-		return NULL;
-	if (u->op == IR_OP_FUSION)
-		return nested_slice_read(u, p, depth + 1);
-	const struct ir_instr *sl = at == 0 ? slice_read(u, p) : NULL;
-	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == p->shape.rank
-		       ? sl
-		       : NULL;
+	const struct ir_instr *one = NULL; /* p's first use */
+	int n = 0, uses = 0;
+	for (int i = 0; p && i < c->n_instrs; i++) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int j = 0; j < u->n_operands; j++) {
+			if (u->operands[j] != p)
+				continue;
+			one = uses++ ? one : u;
+			const struct ir_instr *w = window_of(c, u, p, j);
+			if (w && n < max)
+				out[n++] = w;
+		}
+	}
+	if (uses == 1 && one->op == IR_OP_FUSION)
+		return nested_slice_reads(one, p, out, max, depth + 1);
+	return n == uses ? n : 0;
 }
 
 /* The buffer root i of n that value v writes: the fusion's result (the
@@ -1964,36 +1994,38 @@ static enum ts_status build(const struct sim_kernel *k,
 		bool twice = copies[i] > 1; /* given again as a later parameter */
 		const struct ir_instr *sl = twice ? NULL : slice_read(use, v);
 		int sp = sl && pr.mm ? member_pos(&pr, sl) : -1;
-		/* a slice inside a nested fusion: v's map, the slice's
-		 * shape (the same rank: a map of one is a map of the other) */
-		const struct ir_instr *nsl =
-			twice || sl ? NULL
-				    : nested_slice_read(use, stand_in(k, comp, i),
-							0);
-		int before = p->n_access;
 		/* several slices' windows (slice_reads), each its own access
-		 * as it follows the grid */
+		 * as it follows the grid; or windows inside a nested fusion
+		 * (nested_slice_reads): v's map, the window's shape (the same
+		 * rank: a map of one is a map of the other) */
 		const struct ir_instr *win[SIM_MAX_ROOTS];
-		int nw = !use && !twice && comp && pr.mm
-				 ? slice_reads(k, stand_in(k, comp, i), win,
-					       SIM_MAX_ROOTS)
-				 : 0;
+		int nw = 0;
+		if (!twice && !sl && use)
+			nw = nested_slice_reads(use, stand_in(k, comp, i), win,
+						SIM_MAX_ROOTS, 0);
+		else if (!twice && !sl && comp && pr.mm)
+			nw = slice_reads(k, stand_in(k, comp, i), win,
+					 SIM_MAX_ROOTS);
+		bool nested = use && nw > 0;
+		int before = p->n_access;
 		double wb = 0; /* the windows' tiles, at most v's */
 		for (int w = 0; w < nw; w++)
 			wb += ir_shape_padded_bytes(&win[w]->shape);
 		if (wb >= ir_shape_padded_bytes(&v->shape))
 			nw = 0;
-		for (int w = 0; w < nw && st == TS_OK; w++) {
-			int wp = member_pos(&pr, win[w]);
-			const struct dmap *wm = wp >= 0 && pr.mm[wp].set
-							? &pr.mm[wp]
-							: NULL;
+		const struct ir_instr *nsl = nested && nw == 1 ? win[0] : NULL;
+		for (int w = 0; w < nw && !nsl && st == TS_OK; w++) {
+			const struct dmap *wm = m; /* nested: v's map */
+			if (!nested) {
+				int wp = member_pos(&pr, win[w]);
+				wm = wp >= 0 && pr.mm[wp].set ? &pr.mm[wp] : NULL;
+			}
 			st = add_access(p, v, &win[w]->shape, wm, false, i, t, d);
 			if (st == TS_OK && p->n_access > before &&
 			    sim_kernel_in_vmem(k, v))
 				p->acc[p->n_access - 1].in_vmem = true;
 		}
-		if (nw > 0) {
+		if (nw > 0 && !nsl) {
 			if (st != TS_OK)
 				goto out;
 			continue;
