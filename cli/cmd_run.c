@@ -567,9 +567,9 @@ static int apply_config(const struct cmd_ctx *ctx, const struct run_opts *o,
 		cmd_error(ctx,
 			  "--config '%s' is infeasible for kernel '%s': its "
 			  "double-buffered working set of %.0f bytes exceeds "
-			  "VMEM (%.0f bytes on %s)",
+			  "the scoped VMEM (%.0f bytes on %s)",
 			  o->config_text, k->name, est.vmem_bytes,
-			  ctx->hw.vmem_bytes, ctx->hw.name);
+			  ctx->hw.vmem_scoped_bytes, ctx->hw.name);
 		return CMD_EXIT_INPUT;
 	}
 	k->est = est;

@@ -52,10 +52,26 @@ double hw_mem_pcie_ns(const struct hw_spec *hw, double bytes)
 	return bytes > 0 && bw > 0 ? bytes / bw : 0.0;
 }
 
-/* Capacity check: bytes <= hw->vmem_bytes (TPU.md section 2 rule 4). */
+/*
+ * Capacity check of a kernel's own buffers: bytes <= vmem.scoped_bytes.
+ * XLA confines a kernel's tiles to its scoped VMEM limit
+ * (--xla_tpu_scoped_vmem_limit_kib: "the amount of vmem used for the
+ * current hlo op", the rest for memory-space assignment's prefetches,
+ * MaxText benchmarks/xla_flags_library.py); on v2-v4 that is all of VMEM
+ * (TPU.md section 2 rule 4). Each spec's scoped_bytes says where its
+ * figure comes from (the compiled zoo's largest kernel: v5e 15.5 MiB of
+ * 16). A run that raises the limit (MaxText's recipes: 80-120 MiB on
+ * v6e) is costed with --set vmem.scoped_bytes or a step set's set
+ * column. The values memory-space assignment keeps in VMEM, which a
+ * kernel reads in place, are outside the limit; their room is placement's
+ * (sim/placement.c). Known wrong: a module compiled for a generation with
+ * more VMEM keeps values there that a smaller one has no room for, and
+ * this does not see it (the compiled zoo's v5e modules on v2-v4); XLA's
+ * own working set of a kernel may differ from the model's (sim/model.c).
+ */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes)
 {
-	return bytes <= hw->vmem_bytes;
+	return bytes <= hw->vmem_scoped_bytes;
 }
 
 /*

@@ -687,6 +687,9 @@ static bool consistent(const struct hw_spec *s, const char **path,
 	} else if (s->vmem_bytes > s->hbm_bytes) {
 		*path = "vmem.bytes";
 		*msg = "larger than hbm.bytes; VMEM is a scratchpad in front of HBM";
+	} else if (s->vmem_scoped_bytes > s->vmem_bytes) {
+		*path = "vmem.scoped_bytes";
+		*msg = "larger than vmem.bytes; the scoped limit is a part of VMEM";
 	}
 	return !*path;
 }

@@ -121,7 +121,7 @@ static inline double hw_mem_stream_ns(const struct hw_spec *hw, double bpns,
 	return t;
 }
 
-/* True when `bytes` fit in one TensorCore's VMEM. */
+/* True when a kernel's own buffers of `bytes` fit its scoped VMEM. */
 bool hw_mem_fits_vmem(const struct hw_spec *hw, double bytes);
 
 /* Collectives over the inter-chip interconnect. */

@@ -338,8 +338,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 			q->relayout_written, hw_mem_bytes_per_ns(hw),
 			q->relayout_cycles, sim_plan_relayout_ns(q, hw),
 			chosen.time_ns);
-	fprintf(f, "  VMEM: %.0f of %.0f bytes (double-buffered blocks)%s\n",
-		e.vmem_bytes, hw->vmem_bytes,
+	fprintf(f,
+		"  VMEM: %.0f of %.0f bytes (double-buffered blocks, in "
+		"the scoped limit)%s\n",
+		e.vmem_bytes, hw->vmem_scoped_bytes,
 		e.feasible ? "" : " -> INFEASIBLE");
 out:
 	sim_est_detail_free(&x);
@@ -394,8 +396,8 @@ enum ts_status sim_kernel_why(const struct sim_kernel *k,
 	if (!e.feasible) {
 		snprintf(buf, n,
 			 "no tile config fits VMEM: the smallest working set "
-			 "is %.4g MB of %.4g MB",
-			 e.vmem_bytes * 1e-6, hw->vmem_bytes * 1e-6);
+			 "is %.4g MB of the scoped %.4g MB",
+			 e.vmem_bytes * 1e-6, hw->vmem_scoped_bytes * 1e-6);
 		goto out;
 	}
 	double ghz = hw->clock_hz * 1e-9;

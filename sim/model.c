@@ -500,10 +500,12 @@ static double dma_ns(double bw, const struct dma_part *d)
  *   VMEM     = sum over accesses of 2 x block (1 x when fetched once),
  *              times 3 for a 16-bit windowed-convolution operand (its
  *              unpacked 32-bit staging copy), + an f32 accumulator block
- *              for a split contraction; more than hw->vmem_bytes is
+ *              for a split contraction; an operand memory-space
+ *              assignment keeps in VMEM is read in place, outside it.
+ *              More than the scoped limit (hw_mem_fits_vmem) is
  *              infeasible (TpuGraphs fusion.191: the two configs that
  *              failed to compile need 17.7 and 19.3 MiB, the largest that
- *              ran 14.9 MiB).
+ *              ran 14.9 MiB, on v3's 16 MiB).
  *
  * Averages over steps stand for each step (ragged blocks and steps that
  * fetch nothing are averaged in). Known wrong: steps whose compute and DMA
@@ -682,10 +684,6 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 			if (ac->form < FORM_CACHE)
 				form_cost[ac->form] = *c;
 		}
-		/* double-buffered, unless fetched once (nothing to overlap);
-		 * an unpacked MXU operand keeps its staging copy per buffer */
-		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block *
-			(1.0 + ac->stage_ratio);
 		/* an f16 block is converted each step it is read from VMEM
 		 * (into vregs, or pushed into the MXU): steps x block, at
 		 * least once per pass over the array */
@@ -694,7 +692,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 				    max2(c->refetch, (double)steps * c->block /
 							     max2(ac->bytes, 1.0));
 		if (ac->in_vmem)
-			continue;
+			continue; /* memory-space assignment's, read in place */
+		/* double-buffered, unless fetched once (nothing to overlap);
+		 * an unpacked MXU operand keeps its staging copy per buffer */
+		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block *
+			(1.0 + ac->stage_ratio);
 		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
 		double moved = c->total + c->reread;
 		double moved_runs = c->chunks + c->reread_chunks;
@@ -959,7 +961,8 @@ static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
 			block[a] = b;
 			twice_of[a] = twice;
 		}
-		vmem += (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+		if (!ac->in_vmem)
+			vmem += (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
 	}
 	if (acc_split(p, split))
 		vmem += acc_block(p, blk);
@@ -1007,7 +1010,8 @@ static bool whole_fits(const struct sim_plan *p, const struct hw_spec *hw,
 					     : ext[a][i];
 			}
 		}
-		v += (twice[a] ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+		if (!ac->in_vmem)
+			v += (twice[a] ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
 	}
 	if (acc_split(p, split))
 		v += acc_block(p, blk);
@@ -1094,6 +1098,8 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 	double least = steps;
 	for (int a = 0; a < p->n_access; a++) {
 		const struct sim_plan_access *ac = &p->acc[a];
+		if (ac->in_vmem)
+			continue; /* not in the kernel's VMEM (vmem_floor) */
 		double k = block[a], elems = 1, cur = 1;
 		bool seen[SIM_PLAN_MAX_DIMS] = {false}, any = false;
 		for (int i = 0; i < ac->rank; i++) {
@@ -1112,7 +1118,7 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 		bool twice = twice_of[a];
 		double term =
 			(twice ? 2.0 : 1.0) * block[a] * (1.0 + ac->stage_ratio);
-		double avail = hw->vmem_bytes - (vmem - term);
+		double avail = hw->vmem_scoped_bytes - (vmem - term);
 		if (!any || avail <= 0 || block[a] <= 0)
 			continue;
 		double per = (twice ? 2.0 : 1.0) * (1.0 + ac->stage_ratio);

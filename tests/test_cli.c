@@ -1582,7 +1582,8 @@ static void test_trip_count(void **state)
 	proc_free(&p);
 }
 
-/* With VMEM cut to 64 KiB the example's kernels leave the envelope: each
+/* With the scoped VMEM cut to 64 KiB the example's kernels leave the
+ * envelope: each
  * is named with the term that dominates it, and a kernel no config of
  * which fits VMEM says so (0.1434 MB at least: its smallest blocks, by
  * --explain) instead of reporting "infeasible" as its bound. */
@@ -1593,14 +1594,14 @@ static void test_envelope_warning(void **state)
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	src(v3, "hwspecs/v3.yaml");
 	struct proc p;
-	tpusim(&p, "run", ex, "--hw", v3, "--set", "vmem.bytes=65536", "-f",
-	       "csv");
+	tpusim(&p, "run", ex, "--hw", v3, "--set", "vmem.bytes=65536", "--set",
+	       "vmem.scoped_bytes=65536", "-f", "csv");
 	expect_rc(&p, 0);
 	expect_contains(p.err, "tpusim run: warning: module jit_train_loop: "
 			       "kernel fusion.6 (convolution) is costed at ");
 	expect_contains(p.err, " at its smallest working set: no tile config "
 			       "fits VMEM: the smallest working set is 0.1434 "
-			       "MB of 0.06554 MB\n");
+			       "MB of the scoped 0.06554 MB\n");
 	expect_contains(p.err, "kernel fusion.1 (convolution) is costed at ");
 	assert_null(strstr(p.out, ",infeasible,"));
 	proc_free(&p);

@@ -772,15 +772,16 @@ static void test_whatif(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_near(run_total_ns(order, v5e, room, bws[i]), t[i], 1e-3);
 	unlink(order);
-	/* --hold-tiles: each kernel keeps its base-point config. VMEM only
-	 * decides which configs fit, so shrinking it changes no time, retiles
-	 * nothing and makes configs infeasible; without the flag the search
-	 * re-chooses them (the example's kernels, 16 MiB down to 512 KiB). */
+	/* --hold-tiles: each kernel keeps its base-point config. The scoped
+	 * VMEM only decides which configs fit, so shrinking it changes no
+	 * time, retiles nothing and makes configs infeasible; without the
+	 * flag the search re-chooses them (the example's kernels, 16 MiB
+	 * down to 512 KiB). */
 	char ex[PATH_MAX];
 	src(ex, "cli/examples/mlp_train_step.hlo");
 	for (int hold = 0; hold < 2; hold++) {
 		tpusim(&p, "whatif", ex, "--hw", v3, "--sweep",
-		       "vmem.bytes=16777216,2097152,524288", "--csv", csv,
+		       "vmem.scoped_bytes=16777216,2097152,524288", "--csv", csv,
 		       hold ? "--hold-tiles" : NULL);
 		expect_rc(&p, 0);
 		proc_free(&p);
@@ -833,7 +834,7 @@ static void test_whatif(void **state)
 		fclose(f);
 		for (int hold = 0; hold < 2; hold++) {
 			tpusim(&p, "whatif", twins, "--hw", v3, "--sweep",
-			       "vmem.bytes=16777216,2097152,1048576", "--csv",
+			       "vmem.scoped_bytes=16777216,2097152,1048576", "--csv",
 			       csv, hold ? "--hold-tiles" : NULL);
 			expect_rc(&p, 0);
 			proc_free(&p);

@@ -499,6 +499,10 @@ static void test_err_range(void **state)
 			  "(one program spanning several cores)");
 	expect_edit_error("  bytes: 34359738368", "  bytes: 8388608", 38, 10,
 			  "vmem.bytes: larger than hbm.bytes; VMEM is a scratchpad in front of HBM");
+	expect_edit_error("  scoped_bytes: 16777216", "  scoped_bytes: 16842752",
+			  39, 17,
+			  "vmem.scoped_bytes: larger than vmem.bytes; the scoped "
+			  "limit is a part of VMEM");
 	/* physical fields have physical lower bounds: no link without
 	 * bandwidth, no chip with 0 links; an underflow to a subnormal is a
 	 * value like any (strtod's ERANGE), which the range decides */

@@ -200,6 +200,9 @@ static void test_mem(void **state)
 	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 1e6, 256), 3780, EXACT);
 	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 1e6, 1), 2505, EXACT);
 	assert_near(hw_mem_stream_ns(&h, hw_mem_bytes_per_ns(&h), 0, 0), 0, EXACT);
+	/* a kernel's own buffers: the scoped limit, not all of VMEM */
+	h.vmem_bytes = 128.0 * 1024 * 1024;
+	h.vmem_scoped_bytes = 16.0 * 1024 * 1024;
 	assert_true(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024));
 	assert_false(hw_mem_fits_vmem(&h, 16.0 * 1024 * 1024 + 1));
 	/* megacore: one program sees the whole chip */
