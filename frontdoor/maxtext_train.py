@@ -73,9 +73,6 @@ def compile_row(s: Step) -> tuple[Any, Any]:
     jax.config.update("jax_default_prng_impl", "unsafe_rbg")
     os.environ["LIBTPU_INIT_ARGS"] = (os.environ.get("LIBTPU_INIT_ARGS", "")
                                       + " --xla_tpu_spmd_rng_bit_generator_unsafe=true")
-    if s.vmem_limit_kib:   # the run's flag: its splash blocks need it
-        os.environ["LIBTPU_INIT_ARGS"] += f" --xla_tpu_scoped_vmem_limit_kib={s.vmem_limit_kib}"
-    os.environ["LIBTPU_INIT_ARGS"] += "".join(" " + f for f in s.libtpu_flags)
     with tempfile.TemporaryDirectory() as out:
         config = pyconfig.initialize(flags(s, out))
         tc.validate_config(config)

@@ -12,6 +12,7 @@ order: the ids in the module's replica groups index this list).
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import sys
 import tempfile
@@ -75,6 +76,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     builder, row, out = argv or sys.argv[1:]
     s = Step.from_json(json.loads(pathlib.Path(row).read_text()))
     generation(s.jax_topology)
+    # the run's flags, before libtpu starts: its scoped VMEM limit (its
+    # splash blocks need it; the set column costs the row with it) and
+    # the ones that change the program (step_rows.LIBTPU_FLAGS)
+    flags = [f"--xla_tpu_scoped_vmem_limit_kib={s.vmem_limit_kib}"] if s.vmem_limit_kib else []
+    os.environ["LIBTPU_INIT_ARGS"] = " ".join(
+        [os.environ.get("LIBTPU_INIT_ARGS", ""), *flags, *s.libtpu_flags]).strip()
     out_dir = pathlib.Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     {"jax": build_jax, "maxtext": build_maxtext}[builder](s, out_dir)

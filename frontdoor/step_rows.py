@@ -71,6 +71,12 @@ HBM_GIB = {"v4": 32, "v5e": 16, "v5p": 95, "v6e": 32}
 # and _MOE_VMEM_LIMIT): a splash attention kernel of the recipes' blocks
 # does not fit the default.
 VMEM_LIMIT_KIB = {"DENSE_VMEM_LIMIT_FLAG": 98304, "MOE_VMEM_LIMIT_FLAG": 81920}
+# CUSTOM_VMEM_LIMIT_FLAG takes its value from the recipe's model config
+# (benchmarks/maxtext_trillium_model_configs.py @ tpu-recipes-v0.1.5,
+# vmem_limit=122880 for each), which the row names.
+CUSTOM_VMEM_LIMIT_KIB = {"gemma3_12b_32768_v6e256": 122880,
+                         "gemma3_12b_32768_2x_v6e256": 122880,
+                         "gemma3_12b_32768_4x_v6e256": 122880}
 
 # The recipes' xla_flags_library names that change the program XLA makes
 # and that the builder passes to libtpu as they are (the same file):
@@ -237,14 +243,24 @@ def parse(row: dict[str, str]) -> Step:
         per_device_batch=pdb, global_batch=global_batch, slices=slices,
         chips_per_slice=per_slice, topology=topology, chip_config=chip_config,
         wrap=wrap, ici=ici, dcn=dcn, settings=opts,
-        vmem_limit_kib=max((VMEM_LIMIT_KIB[n] for n in VMEM_LIMIT_KIB
-                            if n in row["other_settings"]), default=0),
+        vmem_limit_kib=vmem_limit_kib(row["other_settings"]),
         runtime_ns=round(float(row["step_s"]) * 1e9),
         source=" ".join(filter(None, (row["value_repo"], row["value_path"],
                                       row["value_commit"]))),
         notes=notes,
         libtpu_flags=tuple(f for n, f in LIBTPU_FLAGS.items()
                            if n in row["other_settings"]))
+
+
+def vmem_limit_kib(settings: str) -> int:
+    """The run's scoped VMEM limit, KiB, from its xla_flags_library names
+    and model config; 0: libtpu's default."""
+    if "CUSTOM_VMEM_LIMIT_FLAG" in settings:
+        name = settings.split("model name ", 1)[-1].split(" ", 1)[0]
+        if name not in CUSTOM_VMEM_LIMIT_KIB:
+            raise ValueError(f"CUSTOM_VMEM_LIMIT_FLAG of model config {name!r}: its value is not known")
+        return CUSTOM_VMEM_LIMIT_KIB[name]
+    return max((VMEM_LIMIT_KIB[n] for n in VMEM_LIMIT_KIB if n in settings), default=0)
 
 
 def read(path: pathlib.Path) -> list[dict[str, str]]:

@@ -11,8 +11,9 @@ the shared set format that `tpusim validate --data OUT` reads:
 
   measurements.csv   id,module,hw,config,runtime_ns,runtime_min_ns,repeats,
                      timing,source + topology (the slice as JAX names it,
-                     e.g. 16x16, 4x4x4), slices and devices (the file
-                     below)
+                     e.g. 16x16, 4x4x4), slices, devices (the file
+                     below) and set (the run's scoped VMEM limit, as
+                     vmem.scoped_bytes, where its flags raise it)
   modules/ID.hlo     the compiled per-device module
   devices/ID.csv     the mesh's devices in the compile's device order
                      (index, id, chip coordinates, core, slice)
@@ -59,7 +60,7 @@ from frontdoor.step_rows import HBM_GIB, Step
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAXTEXT_PYTHON = ROOT / ".venv-maxtext" / "bin" / "python"
 COLUMNS = ("id,module,hw,config,runtime_ns,runtime_min_ns,repeats,timing,"
-           "source,topology,slices,devices")
+           "source,topology,slices,devices,set")
 
 
 def choose(s: Step, want: str) -> str:
@@ -208,7 +209,8 @@ def write_measurements(table: list[dict], out: pathlib.Path, builds: dict) -> in
         lines.append(",".join([
             quote(s.id), quote(f"modules/{s.id}.hlo"), f"tpu-{s.hw}", "", str(s.runtime_ns),
             "", "", "device", quote(s.source), s.topology, str(s.slices),
-            quote(f"devices/{s.id}.csv")]))
+            quote(f"devices/{s.id}.csv"),
+            f"vmem.scoped_bytes={s.vmem_limit_kib * 1024}" if s.vmem_limit_kib else ""]))
     write_whole(out / "measurements.csv", ("\n".join(lines) + "\n").encode())
     return len(lines) - 1
 

@@ -206,7 +206,8 @@ static void test_steps_set(void **state)
 	      "per_device_batch,global_batch,seq_len,step_s,parallelism,"
 	      "other_settings,value_repo,value_path,value_commit\n"
 	      "tiny-v5e,v5e,tiny,2,256,4,64,1024,relu,1024,1,4,4,2,8,256,"
-	      "0.01,ici_fsdp_parallelism=-1,remat_policy=full,test,steps.csv,0\n",
+	      "0.01,ici_fsdp_parallelism=-1,remat_policy=full; "
+	      "xla_flags_library: MOE_VMEM_LIMIT_FLAG,test,steps.csv,0\n",
 	      f);
 	fclose(f);
 	char *argv[] = {"sh", script, csv, out, "--builder", "jax", NULL};
@@ -215,13 +216,17 @@ static void test_steps_set(void **state)
 	expect_rc(&p, 0);
 	proc_free(&p);
 	char *text = slurp(data);
+	/* the run's scoped VMEM limit (MaxText's MOE_VMEM_LIMIT_FLAG, 80 MiB)
+	 * in its set column */
 	expect_contains(text, "id,module,hw,config,runtime_ns,runtime_min_ns,"
-			      "repeats,timing,source,topology,slices,devices\n"
+			      "repeats,timing,source,topology,slices,devices,"
+			      "set\n"
 			      "tiny-v5e,modules/tiny-v5e.hlo,tpu-v5e,,10000000,"
 			      ",,device,test steps.csv 0,2x2,1,"
-			      "devices/tiny-v5e.csv\n");
+			      "devices/tiny-v5e.csv,vmem.scoped_bytes=83886080\n");
 	ts_free(text);
-	/* the row costed on its slice (its topology and slices columns) */
+	/* the row costed on its slice (its topology and slices columns) and
+	 * with its limit */
 	tpusim(&p, "validate", "--data", out, "--hw-dir", hw);
 	expect_rc(&p, 0);
 	expect_contains(p.out, ": 1 rows, 1 estimated, 0 errors");

@@ -717,6 +717,101 @@ static void test_slice_columns(void **state)
 	assert_string_equal(got, want);
 }
 
+#define SET_HEADER "id,module,hw,config,runtime_ns,runtime_min_ns,repeats," \
+		   "timing,source,set\n"
+
+/* A 4096^3 bf16 matmul: its tiles, and so its time, follow the scoped
+ * VMEM it may use. */
+static const char dot_module[] =
+	"HloModule d\n"
+	"ENTRY e {\n  x = bf16[4096,4096] parameter(0)\n"
+	"  y = bf16[4096,4096] parameter(1)\n"
+	"  ROOT d = bf16[4096,4096] dot(x, y), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n}\n";
+
+/* The optional set column: spec fields a row's run changed, parsed with
+ * errors at the entry's line:col (the set field starts at column 31),
+ * applied with the spec's own checks when the row is costed (an error
+ * there at the row's field). A row at 1 MiB of scoped VMEM is costed
+ * slower than one at v5e's 16 MiB; a row that sets the spec's own value
+ * costs exactly what a row without a set does. */
+static void test_set_column(void **state)
+{
+	(void)state;
+	char dir[1024], got[4096], want[2048], hw_dir[1024];
+	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
+	static const struct {
+		const char *set, *where, *msg;
+	} bad[] = {
+		{"foo", "2:31", "set: foo: expected PATH=VALUE"},
+		{"vmem.nope=1", "2:31", "set: vmem.nope=1: no such spec field"},
+		{"vmem.scoped_bytes=x", "2:31",
+		 "set: vmem.scoped_bytes=x: the value is not a number"},
+		{"vmem.scoped_bytes=1  vmem.scoped_bytes=2", "2:52",
+		 "set: vmem.scoped_bytes=2: given twice"},
+	};
+	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+		char meas[512];
+		snprintf(meas, sizeof meas,
+			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,%s\n",
+			 bad[i].set);
+		write_module_set(dir, sizeof dir, meas, dot_module);
+		struct val_dataset ds;
+		struct ts_diag d = {0};
+		enum ts_status st = val_dataset_load(dir, &ds, &d);
+		diag_line(&d, got, sizeof got);
+		snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s",
+			 dir, bad[i].where, bad[i].msg);
+		val_dataset_free(&ds);
+		remove_set(dir);
+		assert_string_equal(got, want);
+		assert_int_equal(st, TS_ERR_PARSE);
+	}
+
+	write_module_set(dir, sizeof dir,
+			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,\n"
+				    "b,m.hlo,tpu-v5e,,9,,,device,x,"
+				    "vmem.scoped_bytes=1048576\n"
+				    "c,m.hlo,tpu-v5e,,9,,,device,x,"
+				    "vmem.scoped_bytes=16777216\n",
+			 dot_module);
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(ds.rows[1].n_sets, 1);
+	assert_int_equal(ds.rows[1].set_col, 31);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(r.rows[i].status, TS_OK);
+	assert_true(r.rows[1].predicted_ns > 1.05 * r.rows[0].predicted_ns);
+	assert_true(r.rows[2].predicted_ns == r.rows[0].predicted_ns);
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	remove_set(dir);
+
+	write_module_set(dir, sizeof dir,
+			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,"
+				    "vmem.scoped_bytes=268435456\n",
+			 dot_module);
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
+			 TS_ERR_SPEC);
+	diag_line(&d, got, sizeof got);
+	snprintf(want, sizeof want, "%s/measurements.csv:2:31: error: set: "
+		 "vmem.scoped_bytes: larger than vmem.bytes; the scoped limit "
+		 "is a part of VMEM", dir);
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	remove_set(dir);
+	assert_string_equal(got, want);
+}
+
 #define DEVICES_HEADER "index,id,x,y,z,core_on_chip,slice\n"
 
 /* Writes dir/d.csv (text NULL: removes it). */
@@ -1032,6 +1127,7 @@ int main(void)
 		cmocka_unit_test(test_bad_details),
 		cmocka_unit_test(test_details_without_overhead),
 		cmocka_unit_test(test_slice_columns),
+		cmocka_unit_test(test_set_column),
 		cmocka_unit_test(test_devices_column),
 		cmocka_unit_test(test_async_hidden),
 		cmocka_unit_test(test_missing_spec),

@@ -48,9 +48,12 @@ enum val_opt_col {
 	VAL_OPT_TOPOLOGY = 0,
 	VAL_OPT_SLICES,
 	VAL_OPT_DEVICES, /* the compile's device order (val_devices_parse) */
+	VAL_OPT_SET,     /* spec fields the run changed (its compile flags) */
 	VAL_OPT_COUNT
 };
 extern const char *const val_set_opt_columns[VAL_OPT_COUNT];
+
+#define VAL_MAX_ROW_SETS 8 /* spec fields one row's set may change */
 
 /* One measurement: a row of measurements.csv. Strings live in the dataset's
  * arena. */
@@ -81,6 +84,15 @@ struct val_row {
 	                             set folder (loaded into slice.at); NULL:
 	                             none */
 	uint32_t devices_col;     /* 1-based column of the devices field */
+	/* its set field: spec fields its run changed, "PATH=VALUE ..." as
+	 * tpusim run --set takes them (a step's scoped VMEM limit), applied
+	 * to its spec with hw_spec_apply's checks when it is costed */
+	const char *set;          /* the field as written, "" when none */
+	int n_sets;
+	const struct hw_field_info *set_field[VAL_MAX_ROW_SETS];
+	double set_value[VAL_MAX_ROW_SETS];
+	const char *set_text[VAL_MAX_ROW_SETS]; /* each value as written */
+	uint32_t set_col;         /* 1-based column of the set field */
 };
 
 /* One distinct module file; several rows may share it (tile configs). */

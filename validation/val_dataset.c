@@ -113,6 +113,7 @@ const char *const val_set_opt_columns[VAL_OPT_COUNT] = {
 	[VAL_OPT_TOPOLOGY] = "topology",
 	[VAL_OPT_SLICES] = "slices",
 	[VAL_OPT_DEVICES] = "devices",
+	[VAL_OPT_SET] = "set",
 };
 
 /* ---- RFC 4180 lexer ----------------------------------------------------- */
@@ -655,6 +656,61 @@ static enum ts_status fill_slice(struct val_dataset *ds, struct val_row *row,
 	return TS_OK;
 }
 
+/* The optional set field of a row: space-separated PATH=VALUE, each a
+ * numeric spec field (hw_spec_field) given once and a number; the values'
+ * ranges are hw_spec_apply's, when the row is costed. */
+static enum ts_status fill_set(struct val_dataset *ds, struct val_row *row,
+			       const struct field *f, const int *col_of,
+			       uint32_t line, struct ts_diag *d)
+{
+	int is = col_of[VAL_COL_COUNT + VAL_OPT_SET];
+	const struct field *fs = is >= 0 ? &f[is] : NULL;
+	row->set = fs ? fs->text : "";
+	row->set_col = fs ? fs->col : 0;
+	row->n_sets = 0;
+	for (const char *p = row->set; *p;) {
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, " ");
+		if (!n)
+			break;
+		uint32_t col = row->set_col + (fs->quoted ? 1u : 0u) +
+			       (uint32_t)(p - row->set);
+		const char *eq = memchr(p, '=', n);
+		char path[128];
+		snprintf(path, sizeof path, "%.*s",
+			 (int)(eq ? (size_t)(eq - p) : n), p);
+		const struct hw_field_info *fi = eq ? hw_spec_field(path) : NULL;
+		const char *err = !eq			    ? "expected PATH=VALUE"
+				  : !fi			    ? "no such spec field"
+				  : row->n_sets == VAL_MAX_ROW_SETS ? "too many fields"
+								    : NULL;
+		for (int i = 0; !err && i < row->n_sets; i++)
+			if (row->set_field[i] == fi)
+				err = "given twice";
+		char *v = NULL;
+		if (!err) {
+			v = ts_arena_strndup(&ds->arena, eq + 1,
+					     n - (size_t)(eq + 1 - p));
+			if (!v)
+				return TS_ERR_NOMEM;
+			char *end = NULL;
+			row->set_value[row->n_sets] = strtod(v, &end);
+			if (!*v || *end)
+				err = "the value is not a number";
+		}
+		if (err) {
+			ts_diag_set(d, ds->csv_path, line, col, "set: %.*s: %s",
+				    (int)n, p, err);
+			return TS_ERR_PARSE;
+		}
+		row->set_field[row->n_sets] = fi;
+		row->set_text[row->n_sets++] = v;
+		p += n;
+	}
+	return TS_OK;
+}
+
 /* Fills one row from its fields; col_of maps column -> field index. */
 static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 			       const struct field *f, const int *col_of,
@@ -742,7 +798,8 @@ static enum ts_status fill_row(struct val_dataset *ds, struct val_row *row,
 	}
 	if (row->cfg.n_out > 0 || row->cfg.n_kernel > 0)
 		ds->has_configs = true;
-	return fill_slice(ds, row, f, col_of, line, d);
+	st = fill_slice(ds, row, f, col_of, line, d);
+	return st == TS_OK ? fill_set(ds, row, f, col_of, line, d) : st;
 }
 
 /* Upper bound of the records in text: one per newline, plus one. */

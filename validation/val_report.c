@@ -274,6 +274,34 @@ static struct hw_slice row_slice(const struct val_report *r,
 	return row->slice.n_dims ? row->slice : r->opts.slice;
 }
 
+/* The spec a row is costed on: its hw's (specs), on its slice
+ * (row_slice), with its set field's changes (hw_spec_apply); TS_ERR_MISUSE
+ * when no spec serves its hw, TS_ERR_SPEC when a change does not apply,
+ * d at the row's field. */
+static enum ts_status row_spec(const struct val_report *r,
+			       const struct val_specs *specs,
+			       const struct val_row *row, struct hw_spec *hw,
+			       struct ts_diag *d)
+{
+	const struct hw_spec *spec = val_specs_find(specs, row->hw);
+	if (!spec) {
+		ts_diag_set(d, r->ds->csv_path, row->line, row->hw_col,
+			    "no hardware spec for hw '%s'", row->hw);
+		return TS_ERR_MISUSE;
+	}
+	*hw = *spec;
+	hw->slice = row_slice(r, row);
+	struct ts_diag sd = {0};
+	if (hw_spec_apply(hw, row->n_sets, row->set_field, row->set_value,
+			  row->set_text, &sd) == TS_OK)
+		return TS_OK;
+	ts_diag_set(d, r->ds->csv_path, row->line, row->set_col, "set: %s",
+		    sd.msg);
+	d->src = r->ds->csv_text;
+	d->src_len = r->ds->csv_len;
+	return TS_ERR_SPEC;
+}
+
 /* Whether row's slice (hw->slice) fits its generation, its device order
  * the slice, and its module's program (parsed from `path`, the dataset's
  * string: d outlives the module): TS_ERR_SPEC otherwise, d at the row's
@@ -351,10 +379,12 @@ static enum ts_status cost_module(struct val_report *r,
 		 * idle on the others where it does not fit) */
 		struct sim_program_opts opts = {.default_trip_count = 1};
 		for (int q = 0; q < n_rows; q++) {
-			const struct hw_spec *h =
-				val_specs_find(specs, r->ds->rows[rows[q]].hw);
-			if (h && sim_vmem_room(h) > opts.vmem_room)
-				opts.vmem_room = sim_vmem_room(h);
+			struct hw_spec h;
+			struct ts_diag sd = {0};
+			if (row_spec(r, specs, &r->ds->rows[rows[q]], &h,
+				     &sd) == TS_OK &&
+			    sim_vmem_room(&h) > opts.vmem_room)
+				opts.vmem_room = sim_vmem_room(&h);
 		}
 		/* fused as XLA compiles it for the first row's spec (a set's
 		 * rows of one module are of one generation) */
@@ -411,23 +441,16 @@ static enum ts_status cost_module(struct val_report *r,
 	for (int k = 0; emb && k < prog.n_kernels; k++)
 		if ((st = hyb_embed(r->opts.model, &prog.kernels[k], &emb[k])))
 			goto out;
-	/* Rows of one module normally share one spec and slice; cost the
-	 * defaults once per distinct pair among them. */
+	/* Rows of one module normally share one spec, slice and set; cost the
+	 * defaults once per distinct triple among them. */
 	for (int first = 0; first < n_rows; first++) {
 		if (done[first])
 			continue;
 		const struct val_row *row0 = &r->ds->rows[rows[first]];
 		const struct hw_spec *spec = val_specs_find(specs, row0->hw);
-		if (!spec) {
-			ts_diag_set(d, r->ds->csv_path, row0->line,
-				    row0->hw_col, "no hardware spec for hw '%s'",
-				    row0->hw);
-			st = TS_ERR_MISUSE;
-			goto out;
-		}
-		struct hw_spec hw = *spec;
-		hw.slice = row_slice(r, row0);
-		if ((st = check_slice(r, row0, &prog, &hw, m->full_path, d)) ||
+		struct hw_spec hw;
+		if ((st = row_spec(r, specs, row0, &hw, d)) ||
+		    (st = check_slice(r, row0, &prog, &hw, m->full_path, d)) ||
 		    (st = sim_program_place(&prog, &hw, d)))
 			goto out;
 		const char *kerr = NULL;
@@ -461,7 +484,8 @@ static enum ts_status cost_module(struct val_report *r,
 			const struct val_row *row = &r->ds->rows[rows[i]];
 			struct hw_slice s = row_slice(r, row);
 			if (done[i] || val_specs_find(specs, row->hw) != spec ||
-			    memcmp(&s, &hw.slice, sizeof s) != 0)
+			    memcmp(&s, &hw.slice, sizeof s) != 0 ||
+			    strcmp(row->set, row0->set) != 0)
 				continue;
 			done[i] = true;
 			if (kerr) {
