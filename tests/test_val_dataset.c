@@ -524,22 +524,31 @@ static void remove_set(const char *dir)
 	remove(dir);
 }
 
-/* A malformed details.csv fails the load at its own line:col. */
-static void expect_details_error(bool b_device, const char *details,
-				 const char *where, const char *msg)
+/* Loading the set in dir fails at where ("line:col" of its file) with
+ * msg; the set is removed. */
+static void expect_set_error(const char *dir, const char *file,
+			     const char *where, const char *msg)
 {
-	char dir[1024], got[4096], want[2048];
-	write_set(dir, sizeof dir, b_device, details);
+	char got[4096], want[2048];
 	struct val_dataset ds;
 	struct ts_diag d = {0};
 	enum ts_status st = val_dataset_load(dir, &ds, &d);
 	diag_line(&d, got, sizeof got);
 	val_dataset_free(&ds);
-	remove_set(dir);
-	snprintf(want, sizeof want, "%s/details.csv:%s: error: %s", dir, where,
+	snprintf(want, sizeof want, "%s/%s:%s: error: %s", dir, file, where,
 		 msg);
+	remove_set(dir);
 	assert_string_equal(got, want);
 	assert_int_equal(st, TS_ERR_PARSE);
+}
+
+/* A malformed details.csv fails the load at its own line:col. */
+static void expect_details_error(bool b_device, const char *details,
+				 const char *where, const char *msg)
+{
+	char dir[1024];
+	write_set(dir, sizeof dir, b_device, details);
+	expect_set_error(dir, "details.csv", where, msg);
 }
 
 static void test_bad_details(void **state)
@@ -622,6 +631,43 @@ static void write_module_set(char *dir, size_t cap, const char *meas,
 	}
 }
 
+/* Loading a set of measurements meas and module fails at where
+ * ("line:col" of measurements.csv) with msg. */
+static void expect_load_error(const char *meas, const char *module,
+			      const char *where, const char *msg)
+{
+	char dir[1024];
+	write_module_set(dir, sizeof dir, meas, module);
+	expect_set_error(dir, "measurements.csv", where, msg);
+}
+
+/* A set of measurements meas and module loads, and its report on the
+ * specs of hw_dir fails with TS_ERR_SPEC at where ("line:col" of
+ * measurements.csv) with msg. */
+static void expect_report_error(const char *meas, const char *module,
+				const char *hw_dir, const char *where,
+				const char *msg)
+{
+	char dir[1024], got[4096], want[2048];
+	write_module_set(dir, sizeof dir, meas, module);
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+	struct ts_diag d = {0};
+	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
+	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
+			 TS_ERR_SPEC);
+	diag_line(&d, got, sizeof got);
+	snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s", dir,
+		 where, msg);
+	val_report_free(&r);
+	val_specs_free(&specs);
+	val_dataset_free(&ds);
+	remove_set(dir);
+	assert_string_equal(got, want);
+}
+
 #define SLICE_HEADER "id,module,hw,config,runtime_ns,runtime_min_ns,repeats," \
 		     "timing,source,topology,slices\n"
 #define SLICE_HEADER_DEVICES "id,module,hw,config,runtime_ns,runtime_min_ns," \
@@ -634,7 +680,7 @@ static void write_module_set(char *dir, size_t cap, const char *meas,
 static void test_slice_columns(void **state)
 {
 	(void)state;
-	char dir[1024], got[4096], want[2048], hw_dir[1024];
+	char dir[1024], hw_dir[1024];
 	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
 	static const struct {
 		const char *row;
@@ -655,17 +701,7 @@ static void test_slice_columns(void **state)
 	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
 		char meas[512];
 		snprintf(meas, sizeof meas, SLICE_HEADER "%s\n", bad[i].row);
-		write_module_set(dir, sizeof dir, meas, slice_module);
-		struct val_dataset ds;
-		struct ts_diag d = {0};
-		enum ts_status st = val_dataset_load(dir, &ds, &d);
-		diag_line(&d, got, sizeof got);
-		snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s",
-			 dir, bad[i].where, bad[i].msg);
-		val_dataset_free(&ds);
-		remove_set(dir);
-		assert_string_equal(got, want);
-		assert_int_equal(st, TS_ERR_PARSE);
+		expect_load_error(meas, slice_module, bad[i].where, bad[i].msg);
 	}
 
 	write_module_set(dir, sizeof dir,
@@ -699,22 +735,11 @@ static void test_slice_columns(void **state)
 	val_dataset_free(&ds);
 	remove_set(dir);
 
-	write_module_set(dir, sizeof dir,
-			SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,4x4,\n", slice_module);
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
-			 TS_ERR_SPEC);
-	diag_line(&d, got, sizeof got);
-	snprintf(want, sizeof want, "%s/measurements.csv:2:31: error: "
-		 "topology: the module runs on 8 devices (replica_count 1 x "
-		 "num_partitions 8); the slice 4x4 has 16 (v5e: 1 per chip)",
-		 dir);
-	val_report_free(&r);
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
-	assert_string_equal(got, want);
+	expect_report_error(SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,4x4,\n",
+			    slice_module, hw_dir, "2:31",
+			    "topology: the module runs on 8 devices "
+			    "(replica_count 1 x num_partitions 8); the slice "
+			    "4x4 has 16 (v5e: 1 per chip)");
 }
 
 #define SET_HEADER "id,module,hw,config,runtime_ns,runtime_min_ns,repeats," \
@@ -738,7 +763,7 @@ static const char dot_module[] =
 static void test_set_column(void **state)
 {
 	(void)state;
-	char dir[1024], got[4096], want[2048], hw_dir[1024];
+	char dir[1024], hw_dir[1024];
 	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
 	static const struct {
 		const char *set, *where, *msg;
@@ -755,17 +780,7 @@ static void test_set_column(void **state)
 		snprintf(meas, sizeof meas,
 			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,%s\n",
 			 bad[i].set);
-		write_module_set(dir, sizeof dir, meas, dot_module);
-		struct val_dataset ds;
-		struct ts_diag d = {0};
-		enum ts_status st = val_dataset_load(dir, &ds, &d);
-		diag_line(&d, got, sizeof got);
-		snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s",
-			 dir, bad[i].where, bad[i].msg);
-		val_dataset_free(&ds);
-		remove_set(dir);
-		assert_string_equal(got, want);
-		assert_int_equal(st, TS_ERR_PARSE);
+		expect_load_error(meas, dot_module, bad[i].where, bad[i].msg);
 	}
 
 	write_module_set(dir, sizeof dir,
@@ -793,23 +808,11 @@ static void test_set_column(void **state)
 	val_dataset_free(&ds);
 	remove_set(dir);
 
-	write_module_set(dir, sizeof dir,
-			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,"
-				    "vmem.scoped_bytes=268435456\n",
-			 dot_module);
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
-			 TS_ERR_SPEC);
-	diag_line(&d, got, sizeof got);
-	snprintf(want, sizeof want, "%s/measurements.csv:2:31: error: set: "
-		 "vmem.scoped_bytes: larger than vmem.bytes; the scoped limit "
-		 "is a part of VMEM", dir);
-	val_report_free(&r);
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
-	assert_string_equal(got, want);
+	expect_report_error(SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,"
+				       "vmem.scoped_bytes=268435456\n",
+			    dot_module, hw_dir, "2:31",
+			    "set: vmem.scoped_bytes: larger than vmem.bytes; "
+			    "the scoped limit is a part of VMEM");
 }
 
 #define DEVICES_HEADER "index,id,x,y,z,core_on_chip,slice\n"
