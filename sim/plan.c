@@ -863,45 +863,54 @@ static int slice_reads(const struct sim_kernel *k, const struct ir_instr *v,
 }
 
 /*
- * The window value p of computation c is read through at its use u
- * (operand at): a slice_read of p of p's rank, or one of a pad of p
- * whose one use that is (a windowed einsum pads the layer's
- * activations, then takes a window of them: the window is read, the
- * padding in it counted as read, known wrong high by it). NULL otherwise.
+ * The windows value p of computation c is read through at its use u
+ * (operand at), into out[0 .. max): a slice_read of p of p's rank, or
+ * those of a pad of p read only through such slices (a windowed einsum
+ * pads the layer's activations, then takes a window of the pad per
+ * direction: the windows are read, the padding in them counted as read,
+ * known wrong high by it; cost.c's rule for a pad). How many, or -1 when
+ * u reads p otherwise (or past max windows).
  */
-static const struct ir_instr *window_of(const struct ir_computation *c,
-					const struct ir_instr *u,
-					const struct ir_instr *p, int at)
+static int windows_of(const struct ir_computation *c, const struct ir_instr *u,
+		      const struct ir_instr *p, int at,
+		      const struct ir_instr **out, int max)
 {
 	if (at != 0)
-		return NULL;
+		return -1;
 	if (u->op == IR_OP_PAD) {
-		const struct ir_instr *w = NULL;
+		int n = 0;
 		for (int i = 0; i < c->n_instrs; i++)
-			for (int j = 0; j < c->instrs[i]->n_operands; j++)
-				if (c->instrs[i]->operands[j] == u) {
-					if (w || j != 0)
-						return NULL;
-					w = c->instrs[i];
-				}
-		return w ? window_of(c, w, u, 0) : NULL;
+			for (int j = 0; j < c->instrs[i]->n_operands; j++) {
+				if (c->instrs[i]->operands[j] != u)
+					continue;
+				int w = windows_of(c, c->instrs[i], u, j,
+						   out + n, max - n);
+				if (w < 0)
+					return -1;
+				n += w;
+			}
+		return n > 0 ? n : -1;
 	}
 	const struct ir_instr *sl = slice_read(u, p);
-	return sl && sl->op != IR_OP_GATHER && sl->shape.rank == p->shape.rank
-		       ? sl
-		       : NULL;
+	if (!sl || sl->op == IR_OP_GATHER || sl->shape.rank != p->shape.rank ||
+	    max < 1)
+		return -1;
+	out[0] = sl;
+	return 1;
 }
 
 /*
  * slice_reads through a nested fusion: when value v's one use is a nested
  * fusion (as any of its operands, only_uses) whose parameter for it is
- * read only through windows (window_of, possibly nested again), those
+ * read only through windows (windows_of, possibly nested again), those
  * windows, in the nested computation, into out[0 .. max): how many, or 0
  * (read whole). XLA's scan over layers takes a layer's weights, or the
  * layer's saved activations, from the stacked array in a nested kLoop
  * fusion (dynamic-slice, then a bitcast squeezing the layer dim) feeding
  * the dot; a windowed einsum takes two windows of its operand, one per
- * direction round the ring.
+ * direction round the ring. Known wrong: a pad in the kernel's own
+ * computation hides its windows here (the operand is read whole), not
+ * from the roofline (cost.c).
  */
 static int nested_slice_reads(const struct ir_instr *use,
 			      const struct ir_instr *v,
@@ -917,20 +926,21 @@ static int nested_slice_reads(const struct ir_instr *use,
 	const struct ir_instr *p = o < c->n_params ? c->params[o] : NULL;
 	const struct ir_instr *one = NULL; /* p's first use */
 	int n = 0, uses = 0;
+	bool whole = false; /* some use reads p otherwise */
 	for (int i = 0; p && i < c->n_instrs; i++) {
 		const struct ir_instr *u = c->instrs[i];
 		for (int j = 0; j < u->n_operands; j++) {
 			if (u->operands[j] != p)
 				continue;
 			one = uses++ ? one : u;
-			const struct ir_instr *w = window_of(c, u, p, j);
-			if (w && n < max)
-				out[n++] = w;
+			int w = whole ? -1 : windows_of(c, u, p, j, out + n, max - n);
+			whole = w < 0;
+			n += whole ? 0 : w;
 		}
 	}
 	if (uses == 1 && one->op == IR_OP_FUSION)
 		return nested_slice_reads(one, p, out, max, depth + 1);
-	return n == uses ? n : 0;
+	return whole ? 0 : n;
 }
 
 /* The buffer root i of n that value v writes: the fusion's result (the

@@ -1528,78 +1528,94 @@ static void test_slice_windows(void **state)
  * A windowed einsum's step as XLA's TPU compiler writes it (MaxText's
  * 128B step on v5e, fusion.864): a nested kLoop fusion pads the operand
  * x bf16[1,1024,4096] to two rows (one each way round the ring) and takes
- * a 512-column window of each pad, one per direction; the dot reads the
- * two windows. Each window is bf16[2,1024,512] (2 MiB in its tiles, half
- * of it padding, counted as read); x is 8 MiB. The plan and the roofline
- * read 4 MiB of x, the plan as two accesses. Before, a pad hid the
- * windows: x was read whole, and the step was costed at twice XLA's
- * estimate, bound by HBM instead of the MXU.
+ * a 512-column window of each pad, one per direction (or, same = true,
+ * two windows of one pad); the dot reads the two windows. Each window is
+ * bf16[2,1024,512] (2 MiB in its tiles, half of it padding, counted as
+ * read); x is 8 MiB. The plan and the roofline read 4 MiB of x, the plan
+ * as two accesses. Before, a pad hid the windows: x was read whole, and
+ * the step was costed at twice XLA's estimate, bound by HBM instead of
+ * the MXU.
  */
+static void build_padded_windows(bool same, struct tu_built *b)
+{
+	static char text[4096];
+	snprintf(text, sizeof text,
+		 "HloModule wein, is_scheduled=true\n"
+		 "%%win (x: bf16[1,1024,4096], i: s32[], j: s32[]) -> "
+		 "bf16[2,1024,512] {\n"
+		 "  %%x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %%i = s32[] parameter(1)\n"
+		 "  %%j = s32[] parameter(2)\n"
+		 "  %%z = s32[] constant(0)\n"
+		 "  %%m = bf16[] constant(-inf)\n"
+		 "  %%hi = bf16[2,1024,4096]{2,1,0:T(8,128)(2,1)} pad(%%x, %%m), "
+		 "padding=0_1x0_0x0_0\n"
+		 "  %%a = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} dynamic-slice(%%hi, "
+		 "%%z, %%z, %%i), dynamic_slice_sizes={2,1024,512}\n"
+		 "%s"
+		 "  %%c = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} dynamic-slice(%s, "
+		 "%%z, %%z, %%j), dynamic_slice_sizes={2,1024,512}\n"
+		 "  ROOT %%mx = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} maximum(%%a, "
+		 "%%c)\n"
+		 "}\n"
+		 "%%mm (x: bf16[1,1024,4096], w: bf16[512,256], i: s32[], "
+		 "j: s32[]) -> bf16[2,1024,256] {\n"
+		 "  %%x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %%w = bf16[512,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %%i = s32[] parameter(2)\n"
+		 "  %%j = s32[] parameter(3)\n"
+		 "  %%l = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} fusion(%%x, %%i, "
+		 "%%j), kind=kLoop, calls=%%win\n"
+		 "  ROOT %%d = bf16[2,1024,256]{2,1,0:T(8,128)(2,1)} dot(%%l, %%w), "
+		 "lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "ENTRY %%e (x: bf16[1,1024,4096], w: bf16[512,256], i: s32[], "
+		 "j: s32[]) -> bf16[2,1024,256] {\n"
+		 "  %%x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
+		 "  %%w = bf16[512,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %%i = s32[] parameter(2)\n"
+		 "  %%j = s32[] parameter(3)\n"
+		 "  ROOT %%k = bf16[2,1024,256]{2,1,0:T(8,128)(2,1)} fusion(%%x, "
+		 "%%w, %%i, %%j), kind=kOutput, calls=%%mm\n"
+		 "}\n",
+		 same ? ""
+		      : "  %lo = bf16[2,1024,4096]{2,1,0:T(8,128)(2,1)} "
+			"pad(%x, %m), padding=1_0x0_0x0_0\n",
+		 same ? "%hi" : "%lo");
+	tu_build(text, b);
+}
+
 static void test_padded_windows(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
 	if (!tu_load_spec("v5e", &hw))
 		skip();
-	struct tu_built b;
-	tu_build("HloModule wein, is_scheduled=true\n"
-		 "%win (x: bf16[1,1024,4096], i: s32[], j: s32[]) -> "
-		 "bf16[2,1024,512] {\n"
-		 "  %x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
-		 "  %i = s32[] parameter(1)\n"
-		 "  %j = s32[] parameter(2)\n"
-		 "  %z = s32[] constant(0)\n"
-		 "  %m = bf16[] constant(-inf)\n"
-		 "  %hi = bf16[2,1024,4096]{2,1,0:T(8,128)(2,1)} pad(%x, %m), "
-		 "padding=0_1x0_0x0_0\n"
-		 "  %a = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} dynamic-slice(%hi, "
-		 "%z, %z, %i), dynamic_slice_sizes={2,1024,512}\n"
-		 "  %lo = bf16[2,1024,4096]{2,1,0:T(8,128)(2,1)} pad(%x, %m), "
-		 "padding=1_0x0_0x0_0\n"
-		 "  %c = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} dynamic-slice(%lo, "
-		 "%z, %z, %j), dynamic_slice_sizes={2,1024,512}\n"
-		 "  ROOT %mx = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} maximum(%a, %c)\n"
-		 "}\n"
-		 "%mm (x: bf16[1,1024,4096], w: bf16[512,256], i: s32[], j: s32[]) "
-		 "-> bf16[2,1024,256] {\n"
-		 "  %x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
-		 "  %w = bf16[512,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
-		 "  %i = s32[] parameter(2)\n"
-		 "  %j = s32[] parameter(3)\n"
-		 "  %l = bf16[2,1024,512]{2,1,0:T(8,128)(2,1)} fusion(%x, %i, %j), "
-		 "kind=kLoop, calls=%win\n"
-		 "  ROOT %d = bf16[2,1024,256]{2,1,0:T(8,128)(2,1)} dot(%l, %w), "
-		 "lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
-		 "}\n"
-		 "ENTRY %e (x: bf16[1,1024,4096], w: bf16[512,256], i: s32[], "
-		 "j: s32[]) -> bf16[2,1024,256] {\n"
-		 "  %x = bf16[1,1024,4096]{2,1,0:T(8,128)(2,1)} parameter(0)\n"
-		 "  %w = bf16[512,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
-		 "  %i = s32[] parameter(2)\n"
-		 "  %j = s32[] parameter(3)\n"
-		 "  ROOT %k = bf16[2,1024,256]{2,1,0:T(8,128)(2,1)} fusion(%x, %w, "
-		 "%i, %j), kind=kOutput, calls=%mm\n"
-		 "}\n",
-		 &b);
 	const double window = 2 * 1024 * 512 * 2.0, w = 512 * 256 * 2.0;
-	struct sim_plan p;
-	struct ts_diag d = {0};
-	assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d), TS_OK);
-	int nx = 0;
-	for (int a = 0; a < p.n_access; a++)
-		if (!p.acc[a].output && p.acc[a].input == 0) {
-			assert_near(p.acc[a].bytes, window, 0);
-			nx++;
-		}
-	assert_int_equal(nx, 2);
-	sim_plan_free(&p);
-	struct sim_estimate r;
-	assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw, &r, &d),
-			 TS_OK);
-	/* the two windows, w, and the two indices' padded tiles */
-	assert_true(r.bytes_read >= 2 * window + w &&
-		    r.bytes_read <= 2 * window + w + 2 * 4096);
-	tu_built_free(&b);
+	for (int same = 0; same < 2; same++) {
+		struct tu_built b;
+		build_padded_windows(same, &b);
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d),
+				 TS_OK);
+		int nx = 0;
+		for (int a = 0; a < p.n_access; a++)
+			if (!p.acc[a].output && p.acc[a].input == 0) {
+				assert_near(p.acc[a].bytes, window, 0);
+				nx++;
+			}
+		assert_int_equal(nx, 2);
+		sim_plan_free(&p);
+		struct sim_estimate r;
+		assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw,
+						     &r, &d),
+				 TS_OK);
+		/* the two windows, w, and the two indices' padded tiles */
+		assert_true(r.bytes_read >= 2 * window + w &&
+			    r.bytes_read <= 2 * window + w + 2 * 4096);
+		tu_built_free(&b);
+	}
 }
 
 static void test_gather_and_in_place(void **state)

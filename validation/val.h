@@ -131,8 +131,10 @@ struct val_dataset {
  * runtime_min_ns and repeats empty or integers, timing device|host, hw, id
  * and module non-empty, ids unique, config a valid tile config, every module
  * file readable; the optional topology (a slice shape, hw_slice_parse, or
- * empty) and slices (empty or 1 to HW_SLICE_MAX_COUNT, only with a
- * topology) columns. Errors are TS_ERR_PARSE (TS_ERR_IO when the csv cannot be
+ * empty), slices (empty or 1 to HW_SLICE_MAX_COUNT, only with a
+ * topology), devices (a device order file, val_devices_load) and set
+ * (PATH=VALUE spec changes, each a numeric spec field once and a number)
+ * columns. Errors are TS_ERR_PARSE (TS_ERR_IO when the csv cannot be
  * read, TS_ERR_NOMEM) with file:line:col at the offending field; d->file and
  * d->src point into *ds, so call val_dataset_free(ds) after printing d, also
  * on error. HLO modules are not parsed here (val_report_build does that).
@@ -527,9 +529,10 @@ struct val_report {
  * tunable kernel. A row that cannot be costed (unparsable or unsupported
  * module, ambiguous tuned kernel, config rejected by the model) gets
  * status and error and is counted in n_errors, never dropped silently.
- * Returns TS_ERR_NOMEM or TS_ERR_MISUSE (no spec for a row's hw) with d
- * filled; per-row problems do not fail the call. Call val_report_free()
- * in every case.
+ * Returns TS_ERR_NOMEM, TS_ERR_MISUSE (no spec for a row's hw) or
+ * TS_ERR_SPEC (a row's slice that does not fit its generation or module,
+ * or a row's set the spec does not take) with d filled; other per-row
+ * problems do not fail the call. Call val_report_free() in every case.
  */
 enum ts_status val_report_build(const struct val_dataset *ds,
 				const struct val_specs *specs,

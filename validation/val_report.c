@@ -275,7 +275,8 @@ static struct hw_slice row_slice(const struct val_report *r,
 }
 
 /* The spec a row is costed on: its hw's (specs), on its slice
- * (row_slice), with its set field's changes (hw_spec_apply); TS_ERR_MISUSE
+ * (row_slice), with its set field's changes, if any (hw_spec_apply: a spec
+ * calibrate is changing field by field is taken as it is); TS_ERR_MISUSE
  * when no spec serves its hw, TS_ERR_SPEC when a change does not apply,
  * d at the row's field. */
 static enum ts_status row_spec(const struct val_report *r,
@@ -292,7 +293,8 @@ static enum ts_status row_spec(const struct val_report *r,
 	*hw = *spec;
 	hw->slice = row_slice(r, row);
 	struct ts_diag sd = {0};
-	if (hw_spec_apply(hw, row->n_sets, row->set_field, row->set_value,
+	if (row->n_sets == 0 ||
+	    hw_spec_apply(hw, row->n_sets, row->set_field, row->set_value,
 			  row->set_text, &sd) == TS_OK)
 		return TS_OK;
 	ts_diag_set(d, r->ds->csv_path, row->line, row->set_col, "set: %s",
