@@ -755,7 +755,9 @@ static const char dot_module[] =
 	"rhs_contracting_dims={0}\n}\n";
 
 /* The optional set column: spec fields a row's run changed, parsed with
- * errors at the entry's line:col (the set field starts at column 31),
+ * errors at the entry's line:col (the set field starts at column 31, a
+ * quoted one's text at 32; the ninth entry, one past VAL_MAX_ROW_SETS,
+ * at 31 + 134),
  * applied with the spec's own checks when the row is costed (an error
  * there at the row's field). A row at 1 MiB of scoped VMEM is costed
  * slower than one at v5e's 16 MiB; a row that sets the spec's own value
@@ -774,6 +776,13 @@ static void test_set_column(void **state)
 		 "set: vmem.scoped_bytes=x: the value is not a number"},
 		{"vmem.scoped_bytes=1  vmem.scoped_bytes=2", "2:52",
 		 "set: vmem.scoped_bytes=2: given twice"},
+		/* quoted: the column counts the quote */
+		{"\"vmem.nope=1\"", "2:32",
+		 "set: vmem.nope=1: no such spec field"},
+		{"hbm.bytes=1 hbm.bw_bytes_per_s=1 hbm.efficiency=1 "
+		 "hbm.dma_latency_ns=1 hbm.dma_chunk_ns=1 vmem.bytes=1 "
+		 "vmem.scoped_bytes=1 mxu.rows=1 mxu.cols=1", "2:165",
+		 "set: mxu.cols=1: too many fields"},
 	};
 	for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
 		char meas[512];
