@@ -641,6 +641,36 @@ static void expect_load_error(const char *meas, const char *module,
 	expect_set_error(dir, "measurements.csv", where, msg);
 }
 
+/* A set written from measurements and a module (write_module_set),
+ * loaded, with the specs of a folder, and its report: cost_set makes it,
+ * free_set removes it. */
+struct costed {
+	char dir[1024];
+	struct val_dataset ds;
+	struct val_specs specs;
+	struct val_report r;
+};
+
+/* The report's status (the set and the specs must load). */
+static enum ts_status cost_set(struct costed *s, const char *meas,
+			       const char *module, const char *hw_dir,
+			       struct ts_diag *d)
+{
+	write_module_set(s->dir, sizeof s->dir, meas, module);
+	assert_int_equal(val_dataset_load(s->dir, &s->ds, d), TS_OK);
+	assert_int_equal(val_specs_load_dir(&s->ds, hw_dir, &s->specs, d),
+			 TS_OK);
+	return val_report_build(&s->ds, &s->specs, NULL, &s->r, d);
+}
+
+static void free_set(struct costed *s)
+{
+	val_report_free(&s->r);
+	val_specs_free(&s->specs);
+	val_dataset_free(&s->ds);
+	remove_set(s->dir);
+}
+
 /* A set of measurements meas and module loads, and its report on the
  * specs of hw_dir fails with TS_ERR_SPEC at where ("line:col" of
  * measurements.csv) with msg. */
@@ -648,23 +678,14 @@ static void expect_report_error(const char *meas, const char *module,
 				const char *hw_dir, const char *where,
 				const char *msg)
 {
-	char dir[1024], got[4096], want[2048];
-	write_module_set(dir, sizeof dir, meas, module);
-	struct val_dataset ds;
-	struct val_specs specs;
-	struct val_report r;
+	char got[4096], want[2048];
+	struct costed s;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d),
-			 TS_ERR_SPEC);
+	assert_int_equal(cost_set(&s, meas, module, hw_dir, &d), TS_ERR_SPEC);
 	diag_line(&d, got, sizeof got);
-	snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s", dir,
+	snprintf(want, sizeof want, "%s/measurements.csv:%s: error: %s", s.dir,
 		 where, msg);
-	val_report_free(&r);
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
+	free_set(&s);
 	assert_string_equal(got, want);
 }
 
@@ -680,7 +701,7 @@ static void expect_report_error(const char *meas, const char *module,
 static void test_slice_columns(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
+	char hw_dir[1024];
 	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
 	static const struct {
 		const char *row;
@@ -704,36 +725,32 @@ static void test_slice_columns(void **state)
 		expect_load_error(meas, slice_module, bad[i].where, bad[i].msg);
 	}
 
-	write_module_set(dir, sizeof dir,
-			SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,2x2,2\n"
-				     "b,m.hlo,tpu-v5e,,9,,,device,x,,\n", slice_module);
-	struct val_dataset ds;
-	struct val_specs specs;
-	struct val_report r;
+	struct costed s;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(ds.rows[0].slice.n_dims, 2);
-	assert_int_equal(ds.rows[0].slice.count, 2);
-	assert_int_equal(ds.rows[0].topology_col, 31);
-	assert_int_equal(ds.rows[1].slice.n_dims, 0);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
-	assert_int_equal(r.rows[0].status, TS_OK);
-	assert_int_equal(r.rows[1].status, TS_OK);
-	assert_true(r.rows[0].predicted_ns > 2 * r.rows[1].predicted_ns);
-	val_report_free(&r);
+	assert_int_equal(
+		cost_set(&s,
+			 SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,2x2,2\n"
+				      "b,m.hlo,tpu-v5e,,9,,,device,x,,\n",
+			 slice_module, hw_dir, &d),
+		TS_OK);
+	assert_int_equal(s.ds.rows[0].slice.n_dims, 2);
+	assert_int_equal(s.ds.rows[0].slice.count, 2);
+	assert_int_equal(s.ds.rows[0].topology_col, 31);
+	assert_int_equal(s.ds.rows[1].slice.n_dims, 0);
+	assert_int_equal(s.r.rows[0].status, TS_OK);
+	assert_int_equal(s.r.rows[1].status, TS_OK);
+	assert_true(s.r.rows[0].predicted_ns > 2 * s.r.rows[1].predicted_ns);
 	/* every row on one 4x4 slice (the report's default): 16 devices */
+	struct val_report r;
 	struct val_report_opts o = {.slice = {2, {4, 4}, 1}};
-	assert_int_equal(val_report_build(&ds, &specs, &o, &r, &d),
+	assert_int_equal(val_report_build(&s.ds, &s.specs, &o, &r, &d),
 			 TS_ERR_SPEC);
 	val_report_free(&r);
 	assert_int_equal(d.line, 1);
 	assert_string_equal(d.msg, "the module runs on 8 devices (replica_count "
 				   "1 x num_partitions 8); the slice 4x4 has 16 "
 				   "(v5e: 1 per chip)");
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
+	free_set(&s);
 
 	expect_report_error(SLICE_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,4x4,\n",
 			    slice_module, hw_dir, "2:31",
@@ -765,7 +782,7 @@ static const char dot_module[] =
 static void test_set_column(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
+	char hw_dir[1024];
 	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
 	static const struct {
 		const char *set, *where, *msg;
@@ -792,30 +809,23 @@ static void test_set_column(void **state)
 		expect_load_error(meas, dot_module, bad[i].where, bad[i].msg);
 	}
 
-	write_module_set(dir, sizeof dir,
-			 SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,\n"
-				    "b,m.hlo,tpu-v5e,,9,,,device,x,"
-				    "vmem.scoped_bytes=1048576\n"
-				    "c,m.hlo,tpu-v5e,,9,,,device,x,"
-				    "vmem.scoped_bytes=16777216\n",
-			 dot_module);
-	struct val_dataset ds;
-	struct val_specs specs;
-	struct val_report r;
+	struct costed s;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(ds.rows[1].n_sets, 1);
-	assert_int_equal(ds.rows[1].set_col, 31);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
+	assert_int_equal(cost_set(&s,
+				  SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,\n"
+					     "b,m.hlo,tpu-v5e,,9,,,device,x,"
+					     "vmem.scoped_bytes=1048576\n"
+					     "c,m.hlo,tpu-v5e,,9,,,device,x,"
+					     "vmem.scoped_bytes=16777216\n",
+				  dot_module, hw_dir, &d),
+			 TS_OK);
+	assert_int_equal(s.ds.rows[1].n_sets, 1);
+	assert_int_equal(s.ds.rows[1].set_col, 31);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(r.rows[i].status, TS_OK);
-	assert_true(r.rows[1].predicted_ns > 1.05 * r.rows[0].predicted_ns);
-	assert_true(r.rows[2].predicted_ns == r.rows[0].predicted_ns);
-	val_report_free(&r);
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
+		assert_int_equal(s.r.rows[i].status, TS_OK);
+	assert_true(s.r.rows[1].predicted_ns > 1.05 * s.r.rows[0].predicted_ns);
+	assert_true(s.r.rows[2].predicted_ns == s.r.rows[0].predicted_ns);
+	free_set(&s);
 
 	expect_report_error(SET_HEADER "a,m.hlo,tpu-v5e,,9,,,device,x,"
 				       "vmem.scoped_bytes=268435456\n",
@@ -956,7 +966,7 @@ static const char async_module[] =
 static void test_async_hidden(void **state)
 {
 	(void)state;
-	char dir[1024], hw_dir[1024];
+	char hw_dir[1024];
 	NEED_SOURCE(src_path(hw_dir, sizeof hw_dir, "hwspecs"));
 	struct hw_spec hw;
 	assert_true(tu_load_spec("v4", &hw));
@@ -977,27 +987,21 @@ static void test_async_hidden(void **state)
 	tu_built_free(&b);
 	assert_true(t[0] > t[1] && t[1] > 0); /* the dot hides in the ICI */
 
-	write_module_set(dir, sizeof dir,
-		  "id,module,hw,config,runtime_ns,runtime_min_ns,repeats,"
-		  "timing,source\na,m.hlo,tpu-v4,,100000,,,device,x\n",
-		  async_module);
-	struct val_dataset ds;
-	struct val_specs specs;
-	struct val_report r;
+	struct costed s;
 	struct ts_diag d = {0};
-	assert_int_equal(val_dataset_load(dir, &ds, &d), TS_OK);
-	assert_int_equal(val_specs_load_dir(&ds, hw_dir, &specs, &d), TS_OK);
-	assert_int_equal(val_report_build(&ds, &specs, NULL, &r, &d), TS_OK);
-	assert_int_equal(r.rows[0].status, TS_OK);
+	assert_int_equal(cost_set(&s,
+				  "id,module,hw,config,runtime_ns,runtime_min_ns,"
+				  "repeats,timing,source\n"
+				  "a,m.hlo,tpu-v4,,100000,,,device,x\n",
+				  async_module, hw_dir, &d),
+			 TS_OK);
+	assert_int_equal(s.r.rows[0].status, TS_OK);
 	/* the same sums in another order: a few ulps */
-	assert_near(r.rows[0].predicted_ns, t[0] + t[1] - fmin(t[0], t[1]),
+	assert_near(s.r.rows[0].predicted_ns, t[0] + t[1] - fmin(t[0], t[1]),
 		    1e-9 * t[0]);
-	assert_near(r.rows[0].roofline_ns,
+	assert_near(s.r.rows[0].roofline_ns,
 		    roof[0] + roof[1] - fmin(roof[0], roof[1]), 1e-9 * roof[0]);
-	val_report_free(&r);
-	val_specs_free(&specs);
-	val_dataset_free(&ds);
-	remove_set(dir);
+	free_set(&s);
 }
 
 /* A spec folder without the generation a row names. */
