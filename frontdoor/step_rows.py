@@ -256,7 +256,8 @@ def vmem_limit_kib(settings: str) -> int:
     """The run's scoped VMEM limit, KiB, from its xla_flags_library names
     and model config; 0: libtpu's default."""
     if "CUSTOM_VMEM_LIMIT_FLAG" in settings:
-        name = settings.split("model name ", 1)[-1].split(" ", 1)[0]
+        m = re.search(r"model name ([a-z0-9_]+)", settings)
+        name = m.group(1) if m else ""
         if name not in CUSTOM_VMEM_LIMIT_KIB:
             raise ValueError(f"CUSTOM_VMEM_LIMIT_FLAG of model config {name!r}: its value is not known")
         return CUSTOM_VMEM_LIMIT_KIB[name]

@@ -457,6 +457,17 @@ static double dma_ns(double bw, const struct dma_part *d)
  * for the accesses of the same form after the first. */
 #define FORM_CACHE 16
 
+/* VMEM an access's block takes among the kernel's buffers (bytes): its
+ * buffers (two when double-buffered) x (1 + its staging copy); none for a
+ * value memory-space assignment keeps in VMEM (read in place, outside the
+ * kernel's scoped limit). */
+static double buffer_bytes(const struct sim_plan_access *ac, double block,
+			   bool twice)
+{
+	return ac->in_vmem ? 0.0
+			   : (twice ? 2.0 : 1.0) * block * (1.0 + ac->stage_ratio);
+}
+
 /*
  * The kernel time (ns) under one config:
  *
@@ -691,12 +702,11 @@ static void estimate(const struct sim_plan *p, const struct hw_spec *hw,
 			    ac->convert_cycles *
 				    max2(c->refetch, (double)steps * c->block /
 							     max2(ac->bytes, 1.0));
-		if (ac->in_vmem)
-			continue; /* memory-space assignment's, read in place */
 		/* double-buffered, unless fetched once (nothing to overlap);
 		 * an unpacked MXU operand keeps its staging copy per buffer */
-		vmem += (c->transfers > 1 ? 2.0 : 1.0) * c->block *
-			(1.0 + ac->stage_ratio);
+		vmem += buffer_bytes(ac, c->block, c->transfers > 1);
+		if (ac->in_vmem)
+			continue; /* memory-space assignment's, read in place */
 		transfers += c->transfers + (c->reread > 0 ? c->transfers : 0);
 		double moved = c->total + c->reread;
 		double moved_runs = c->chunks + c->reread_chunks;
@@ -961,8 +971,7 @@ static double vmem_floor(const struct sim_plan *p, const struct sim_blocks *blk,
 			block[a] = b;
 			twice_of[a] = twice;
 		}
-		if (!ac->in_vmem)
-			vmem += (twice ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+		vmem += buffer_bytes(ac, b, twice);
 	}
 	if (acc_split(p, split))
 		vmem += acc_block(p, blk);
@@ -1010,8 +1019,7 @@ static bool whole_fits(const struct sim_plan *p, const struct hw_spec *hw,
 					     : ext[a][i];
 			}
 		}
-		if (!ac->in_vmem)
-			v += (twice[a] ? 2.0 : 1.0) * b * (1.0 + ac->stage_ratio);
+		v += buffer_bytes(ac, b, twice[a]);
 	}
 	if (acc_split(p, split))
 		v += acc_block(p, blk);
@@ -1116,8 +1124,7 @@ static double least_steps(const struct sim_plan *p, const struct hw_spec *hw,
 		}
 		/* buffers x (1 + staging), as vmem_floor counts them */
 		bool twice = twice_of[a];
-		double term =
-			(twice ? 2.0 : 1.0) * block[a] * (1.0 + ac->stage_ratio);
+		double term = buffer_bytes(ac, block[a], twice);
 		double avail = hw->vmem_scoped_bytes - (vmem - term);
 		if (!any || avail <= 0 || block[a] <= 0)
 			continue;
