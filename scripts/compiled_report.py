@@ -297,6 +297,17 @@ kernel: dlrm_s's eight feature columns of the sparse indices (fusion.77)
 and the 16 fusions that read them, 2,878 to 2,895 (90.2%); the 35 slices
 that several fusions read and that read their share of the tiles (the
 decoders' tokens) are recomputed as before. No program time moved.
+Then a value only dots read, each streaming it, is recomputed in each
+where that moves fewer HBM bytes than writing it once and reading it in
+each, unless its computation holds a transcendental (docs/MODEL.md), and
+a divide by a broadcast fuses as a multiply: the softmax's probabilities,
+recomputed from the f32 exp in both convolutions that read them, as
+XLA's divide_convert_fusions on v2, v3, v5e and v6e: 2,895 to 2,889
+(90.0%), 3 fewer on v4 and on v5p, whose decoders write the
+probabilities once into on-chip memory (CMEM on v4, VMEM on v5p); the
+program times below came closer on 14 modules, further on 5 (by at most
+0.01): v6e/decoder_s 1.13 to 1.09, v5e/decoder_s 1.16 to 1.13, v6e/decoder_m
+1.19 to 1.16, v5e/decoder_m 1.10 to 1.08.
 Memory-space assignment (docs/MODEL.md) follows fusion and leaves this
 table alone.""")
     print("\n## Counts against XLA's cost analysis, worst FLOP ratio first\n")

@@ -12,7 +12,8 @@
  *    that uses them;
  *  - cheap loop ops (simple elementwise, convert, broadcast, reshape,
  *    transpose, slice, pad, concatenate, reverse, dynamic-slice, iota,
- *    divide by a constant, which XLA turns into a multiply) fuse into all
+ *    divide by a constant, which XLA turns into a multiply, or by a
+ *    broadcast, a multiply by a per-row reciprocal) fuse into all
  *    their users when every user accepts them, and are RECOMPUTED in each
  *    user's kernel (XLA duplicates cheap producers);
  *  - no fusion computes a broadcast's operand: a broadcast that grows its
@@ -28,7 +29,7 @@
  *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
  *    users all accept it without reuse is RECOMPUTED in each user's kernel
  *    like a cheap op where that reads no more bytes than its value
- *    (recompute_reads_less): XLA's compiled v3 softmax-cross-entropy
+ *    (recompute_pays): XLA's compiled v3 softmax-cross-entropy
  *    kernels (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
  *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
  *    the divide consumer alike, rather than one writing exp for the other;
@@ -80,7 +81,9 @@
  *    or convolution accepts loop ops into its operands (the TPU's nested
  *    operand fusions, data/compiled), but a cheap producer that also has
  *    users in other kernels is recomputed there only where that reads no
- *    more bytes than its value (recompute_reads_less; never a copy):
+ *    more bytes than its value, or, read by dots alone that stream it,
+ *    where that moves fewer bytes than writing it once and reading it in
+ *    each (recompute_pays; never a copy):
  *    else it joins the first user kernel and is written out
  *    (multi-output), but a dynamic-slice that also feeds a dot's operand
  *    is a kernel of its own (XLA's dynamic-slice_bitcast_fusion), a
@@ -182,12 +185,20 @@ static enum fuse_class fuse_class_of(const struct grouping *g,
 {
 	switch (in->op) {
 	case IR_OP_DIVIDE:
-	case IR_OP_REMAINDER:
-		return in->n_operands == 2 &&
-				       in->operands[1]->parent == g->c &&
-				       g->cd[in->operands[1]->index]
+	case IR_OP_REMAINDER: {
+		/* by a constant, XLA multiplies by its reciprocal; a divide
+		 * by a broadcast (a softmax's per-row sum) costs a multiply
+		 * an element, the reciprocal once per row (plan_vpu.c
+		 * sim_instr_vpu_cycles) */
+		const struct ir_instr *d =
+			in->n_operands == 2 ? in->operands[1] : NULL;
+		return d && d->parent == g->c &&
+				       (g->cd[d->index] ||
+					(in->op == IR_OP_DIVIDE &&
+					 d->op == IR_OP_BROADCAST))
 			       ? FC_CHEAP
 			       : FC_EXPENSIVE;
+	}
 	case IR_OP_MAP:
 		return FC_EXPENSIVE;
 	case IR_OP_RNG:
@@ -683,31 +694,51 @@ static bool regrouped_into_dot(const struct grouping *g, int i)
 	return false;
 }
 
-/* Most instructions recompute_reads_less looks at above a producer. */
+/* Most instructions recompute_bytes looks at above a producer. */
 #define RECOMPUTE_WALK 64
 
+static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
+			      bool nested);
+
+/* Is transcendental t, read by several instructions, computed once and
+ * written: does computing it read more bytes than its value (the
+ * FC_EXPENSIVE rule in sim_grouping_decide; the attention's exp(scores -
+ * row max) on v4 and later, which reads the scores and their row max,
+ * an array of their size)? */
+static bool written_once(const struct grouping *g, int t)
+{
+	int n = 0;
+	for (int k = g->uoff[t]; k < g->uoff[t + 1]; k++)
+		n += g->live[g->users[k]];
+	if (n < 2)
+		return false;
+	bool transcend;
+	double in = recompute_bytes(g, t, &transcend, true);
+	return in < 0 || in > (double)ir_shape_bytes(&g->c->instrs[t]->shape);
+}
+
 /*
- * Whether recomputing producer i in a user's kernel reads no more bytes
- * than reading its value would: the arrays that i and the loop ops above
- * it read (elementwise and format ops, transcendentals and views, which a
- * kernel computing i computes too; a broadcast reads its operand; each
- * array once; constant-derived values and iotas none), those of at least
- * an eighth of i's bytes (per-row vectors beside them do not count),
- * against i's bytes. Unpadded bytes, as if every array lived in HBM.
- * Known wrong: a loop op above i that is decided later to be written out
- * (its own users elsewhere) is read, not recomputed, and may read more or
- * fewer bytes than its operands; an array already in VMEM counts as read;
- * more than RECOMPUTE_WALK instructions above i count as more bytes.
- * Evidence: data/compiled (the logits' gradient, reading the logits and
- * per-row vectors, is recomputed in both convolutions that read it; a
- * residual add reads two arrays for one and is written once; an
- * attention's exp(scores - max) reads the scores, their row max and the
- * mask, and is written once).
+ * The bytes a kernel reads to compute producer i itself: the arrays that
+ * i and the loop ops above it read (elementwise and format ops,
+ * transcendentals and views, which a kernel computing i computes too; a
+ * broadcast reads its operand; each array once; constant-derived values
+ * and iotas none), those of at least an eighth of i's bytes (per-row
+ * vectors beside them do not count). Unpadded bytes, as if every array
+ * lived in HBM; -1 past RECOMPUTE_WALK instructions above i. Sets
+ * *transcend when i or a loop op walked is a transcendental. A
+ * transcendental that others read too and that is written once
+ * (written_once; not asked again when nested) is read.
+ * Known wrong: another loop op above i that is decided later to be
+ * written out (its own users elsewhere) is read, not recomputed, and may
+ * read more or fewer bytes than its operands; an array already in VMEM
+ * counts as read.
  */
-static bool recompute_reads_less(const struct grouping *g, int i)
+static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
+			      bool nested)
 {
 	int seen[RECOMPUTE_WALK], stack[RECOMPUTE_WALK];
 	int n_seen = 0, top = 0;
+	*transcend = sim_op_vpu_class(g->c->instrs[i]->op) == HW_VPU_TRANSCEND;
 	double value = (double)ir_shape_bytes(&g->c->instrs[i]->shape);
 	double bytes = 0;
 	stack[top++] = i;
@@ -727,7 +758,7 @@ static bool recompute_reads_less(const struct grouping *g, int i)
 				if (dup || g->cd[o] || v->op == IR_OP_IOTA)
 					continue; /* folded, or made in the kernel */
 				if (n_seen == RECOMPUTE_WALK)
-					return false;
+					return -1;
 				seen[n_seen++] = o;
 				enum fuse_class fc = class_at(g, o);
 				bool walk = v->op != IR_OP_BROADCAST &&
@@ -736,10 +767,14 @@ static bool recompute_reads_less(const struct grouping *g, int i)
 					    (fc == FC_CHEAP || fc == FC_FREE ||
 					     (fc == FC_EXPENSIVE &&
 					      sim_op_vpu_class(v->op) ==
-						      HW_VPU_TRANSCEND));
+						      HW_VPU_TRANSCEND &&
+					      (nested ||
+					       !written_once(g, o))));
 				if (walk) {
 					if (top == RECOMPUTE_WALK)
-						return false;
+						return -1;
+					*transcend = *transcend ||
+						     fc == FC_EXPENSIVE;
 					stack[top++] = o;
 					continue;
 				}
@@ -752,7 +787,86 @@ static bool recompute_reads_less(const struct grouping *g, int i)
 				bytes += b;
 		}
 	}
-	return bytes <= value;
+	return bytes;
+}
+
+/* Deepest chain of users operand_dots follows below a producer. */
+#define OPERAND_DEPTH 8
+
+/* The dots and convolutions whose operands are the only place i is
+ * computed in, each streaming it: i's live users are dots with a result
+ * of fewer elements than i (elems: an activation read once, not a weight
+ * read again for every tile of a larger result), or loop ops fused into
+ * no kernel of their own whose users are (decided before i: consumers
+ * first). 0 when some user is not; a dot reached twice counts twice. */
+static int operand_dots(const struct grouping *g, int i, int64_t elems,
+			int depth)
+{
+	int n = 0;
+	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+		int u = g->users[k];
+		if (!g->live[u])
+			continue;
+		if (g->opk[u] & OPK_CONTRACTION) {
+			if (ir_shape_elems(&g->c->instrs[u]->shape) >= elems)
+				return 0;
+			n++;
+			continue;
+		}
+		int gu = g->grp[u];
+		if (depth == OPERAND_DEPTH || !g->prologue[u] ||
+		    gu == G_NONE || (gu >= 0 && g->g_root[gu] == u))
+			return 0;
+		int r = operand_dots(g, u, elems, depth + 1);
+		if (r == 0)
+			return 0;
+		n += r;
+	}
+	return n;
+}
+
+/*
+ * Whether recomputing producer i in each of its users' kernels moves no
+ * more HBM bytes than computing it once. Recomputed, each user kernel
+ * reads what i is computed from (recompute_bytes: in, bytes); computed
+ * once, i's value (v bytes) is written, then read by each. Where its
+ * users are all n dots or convolutions streaming it through their
+ * operands (operand_dots), computing it once takes a kernel of its own:
+ * recompute
+ * when n in < in + v + n v, i.e. (n - 1) in < (n + 1) v (at a tie, the
+ * VPU's work is not done again in each). Otherwise a
+ * loop kernel among its users computes and writes it anyway, and each
+ * dot that recomputed it would read in for v: recompute when in <= v.
+ * Nor is a transcendental recomputed in several dots' operands for more
+ * bytes (the EUP's work done again in each). Assumes every array in HBM
+ * and each dot bound by the bytes it reads (a dot bound by the MXU
+ * hides them: known wrong low there).
+ * Evidence: data/compiled (the logits' gradient, reading the logits and
+ * per-row vectors, is recomputed in both convolutions that read it; a
+ * residual add reads two arrays for one and is written once, read by
+ * the norm's reduce too; an attention's exp(scores - max) reads the
+ * scores, their row max and the mask, and is written once for the sum
+ * and the divide; the softmax's divide and bf16 convert, read by two
+ * convolutions, are recomputed in both from the f32 exp:
+ * v5e/decoder_m's divide_convert_fusion.9 and .10; the scores' gradient
+ * on v2 and v3, which recomputes the exp from two bf16 arrays, is
+ * written once for the two convolutions that read it: v3/decoder_s's
+ * fusion.361).
+ */
+static bool recompute_pays(const struct grouping *g, int i)
+{
+	bool transcend;
+	double in = recompute_bytes(g, i, &transcend, false);
+	double v = (double)ir_shape_bytes(&g->c->instrs[i]->shape);
+	if (in < 0)
+		return false;
+	if (in <= v)
+		return true;
+	int n = transcend ? 0
+			  : operand_dots(g, i,
+					 ir_shape_elems(&g->c->instrs[i]->shape),
+					 0);
+	return n > 0 && (n - 1) * in < (n + 1) * v;
 }
 
 /* Whether user u of i takes it into its kernel computed once per element
@@ -1127,7 +1241,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 		}
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler recomputes the producer in each where that reads
-		 * no more bytes than its value (recompute_reads_less: the
+		 * no more bytes than its value (recompute_pays: the
 		 * logits' gradient in both convolutions that read it);
 		 * otherwise, and for a relayout copy, it computes it once in
 		 * another user's kernel and writes it out (multi-output
@@ -1136,7 +1250,7 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * kernel, a kernel of its own */
 		if ((multi || !same) && feeds_operand(g, i) &&
 		    !selects(p->op) &&
-		    (p->op == IR_OP_COPY || !recompute_reads_less(g, i))) {
+		    (p->op == IR_OP_COPY || !recompute_pays(g, i))) {
 			int best = multi ? G_NONE : earliest_kernel(g, i, true);
 			if (best == G_NONE)
 				break;
@@ -1176,14 +1290,14 @@ void sim_grouping_decide(struct grouping *g, int i)
 		bool transcend = sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
 				 !materialise && all_accept && !reuse_any;
 		/* a transcendental is recomputed in several user kernels
-		 * only where that reads no more than its value (above);
-		 * else it is a kernel of its own, which the merge passes may
-		 * join to a reader (merge_loops, which checks for cycles):
-		 * joining a user kernel here could make a cycle between two
-		 * kernels that only dissolve_cycles would undo, splitting the
-		 * kernel into single ops */
+		 * only where that pays (recompute_pays, above); else it is a
+		 * kernel of its own, which the merge passes may join to a
+		 * reader (merge_loops, which checks for cycles): joining a
+		 * user kernel here could make a cycle between two kernels
+		 * that only dissolve_cycles would undo, splitting the kernel
+		 * into single ops */
 		if (transcend &&
-		    ((same && !multi) || recompute_reads_less(g, i))) {
+		    ((same && !multi) || recompute_pays(g, i))) {
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
 			return;
 		}

@@ -1915,6 +1915,66 @@ static void test_group_tpu_rules(void **state)
 	assert_true(has(tu_kernel(&b, "dx")->members, tu_kernel(&b, "dx")->n_members, "e"));
 	tu_built_free(&b);
 
+	/* read only by dots that stream it, a value is recomputed in each
+	 * where that moves fewer bytes than a kernel of its own writing it
+	 * and each dot reading it (recompute_pays): the softmax's
+	 * probabilities, e / sum in bf16, computed from the f32 e in both
+	 * dots (data/compiled v5e/decoder_m: divide_convert_fusion.9 and
+	 * .10): 2 x 512 KiB read against 512 + 256 + 2 x 256 KiB. The
+	 * divide by a broadcast is a multiply an element, fused as one */
+	tu_build("HloModule p\n"
+	      "ENTRY %main (e: f32[256,512], s: f32[256], a: bf16[256,128], w: bf16[512,128]) -> (bf16[512,128], bf16[256,128]) {\n"
+	      "  %e = f32[256,512] parameter(0)\n"
+	      "  %s = f32[256] parameter(1)\n"
+	      "  %a = bf16[256,128] parameter(2)\n"
+	      "  %w = bf16[512,128] parameter(3)\n"
+	      "  %sb = f32[256,512] broadcast(%s), dimensions={0}\n"
+	      "  %q = f32[256,512] divide(%e, %sb)\n"
+	      "  %p = bf16[256,512] convert(%q)\n"
+	      "  %dw = bf16[512,128] dot(%p, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+	      "  %dx = bf16[256,128] dot(%p, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (bf16[512,128], bf16[256,128]) tuple(%dw, %dx)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "dw,dx");
+	assert_true(has(tu_kernel(&b, "dw")->members, tu_kernel(&b, "dw")->n_members, "q"));
+	assert_true(has(tu_kernel(&b, "dx")->members, tu_kernel(&b, "dx")->n_members, "q"));
+	tu_built_free(&b);
+
+	/* but not where its recomputation holds a transcendental (the
+	 * scores' gradient on v2 and v3, exp recomputed from the scores:
+	 * v3/decoder_s's fusion.361 is written once for two convolutions;
+	 * here the same bytes as p above), nor a weight each dot reads
+	 * again for every tile of a larger result (v5e/unet3d_s's casts of
+	 * its f32 kernels: fusions of their own) */
+	tu_build("HloModule ds\n"
+	      "ENTRY %main (x: f32[256,512], a: bf16[256,128], w: bf16[512,128]) -> (bf16[512,128], bf16[256,128]) {\n"
+	      "  %x = f32[256,512] parameter(0)\n"
+	      "  %a = bf16[256,128] parameter(1)\n"
+	      "  %w = bf16[512,128] parameter(2)\n"
+	      "  %e = f32[256,512] exponential(%x)\n"
+	      "  %g = bf16[256,512] convert(%e)\n"
+	      "  %dw = bf16[512,128] dot(%g, %a), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+	      "  %dx = bf16[256,128] dot(%g, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (bf16[512,128], bf16[256,128]) tuple(%dw, %dx)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "g,dw,dx");
+	tu_built_free(&b);
+	tu_build("HloModule wc\n"
+	      "ENTRY %main (x: bf16[4096,512], z: bf16[2048,512], w: f32[512,128]) -> (bf16[4096,128], bf16[2048,128]) {\n"
+	      "  %x = bf16[4096,512] parameter(0)\n"
+	      "  %z = bf16[2048,512] parameter(1)\n"
+	      "  %w = f32[512,128] parameter(2)\n"
+	      "  %wc = bf16[512,128] convert(%w)\n"
+	      "  %d1 = bf16[4096,128] dot(%x, %wc), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %d2 = bf16[2048,128] dot(%z, %wc), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (bf16[4096,128], bf16[2048,128]) tuple(%d1, %d2)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "wc,d1,d2");
+	tu_built_free(&b);
+
 	/* a relayout copy read by two dots is made once, not in each
 	 * (data/compiled v5e/resnet_s: XLA's copies of their own) */
 	tu_build("HloModule c\n"
