@@ -1273,7 +1273,7 @@ static void test_group_transcendental_recompute(void **state)
 	tu_built_free(&b);
 
 	/* but not one whose recomputation reads more than its value
-	 * (recompute_reads_less): exp(s - m) of two full arrays, as the
+	 * (recompute_pays): exp(s - m) of two full arrays, as the
 	 * attention's exp(scores - row max) on v4 and later, is computed
 	 * once and written, and its readers read it (data/compiled
 	 * v5e/decoder_s: fusion.373 writes it, fusion.374 reads it), in a
