@@ -363,7 +363,7 @@ CAUSES = """\
 - Collectives beside the TensorCore on v7: XLA's v7 modules run every
   large all-reduce as an async call on the SparseCores (call-start,
   call-done; sparse-core-data-format-call) and its scheduler puts
-  independent kernels between start and done; on v2-v6e they stay
+  independent kernels between start and done; on v2-v6e all-reduces stay
   synchronous. The fused modules' all-reduces are synchronous and, in
   tpusim's order, next to their readers. Their kernels sum to the same
   time on both sides (v7/mlp_m 8.465 ms compiled, 8.459 fused;
