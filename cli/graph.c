@@ -296,8 +296,8 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		if (module && strcmp(g->mods[m]->name, module) != 0)
 			continue;
 		/* built for the spec with the most room among those given
-		 * (its cross-program prefetch: idle on the others where it
-		 * does not fit, as each one's own run has none) */
+		 * (its prefetches: idle on the others where they do not
+		 * fit, as each one's own run has none) */
 		struct sim_program_opts po = *opts;
 		po.vmem_room = sim_vmem_room(&ctx->hw);
 		for (int i = 0; i < ctx->n_more_hw; i++)

@@ -347,17 +347,17 @@ table alone.""")
 # kernel (`tpusim run -f json`, `--explain`) when the zoo was last compiled.
 CAUSES = """\
 - Memory-space assignment, now on both sides (the ratios in HBM are of fusion
-  alone). Of the entry parameters tpusim prefetches one, XLA's cross-program
-  prefetch (the same one in all 15 modules that have it), and keeps the
-  others in HBM where XLA prefetches them into VMEM beside other work:
-  v5e/mlp_s (1.10; 0.96 in HBM) reads and writes its two 8 MB weights and
-  their updates from HBM, where XLA copies them in and out behind the
-  0.4 ms all-reduce; and values a while loop carries (the decoders' scan
-  over layers). With the two weights in VMEM at no cost (their layouts
-  set to S(1) by hand in the fused module, no copy in or out), the fused
-  mlp_s runs 0.474 ms on v5e (0.99 of the compiled), 0.272 on v6e (1.00)
-  and 0.539 on v7 (1.04): the weights' prefetches are what the three
-  lack. v5e/dlrm_s (1.69, 1.09 in HBM): XLA's
+  alone). tpusim prefetches XLA's cross-program parameter (the same one in
+  all 15 modules that have it) and, where its copy gains, any other entry
+  parameter only kernels read (docs/MODEL.md): v5e/mlp_s 1.095 to 1.041,
+  v6e/mlp_s 1.085 to 1.049, v5p/mlp_s 1.017 to 0.994, v5e/resnet_s 1.505
+  to 1.475 (its HBM bytes 34.1 to 19.3 MB against the compiled 19.4);
+  within 5% 34 to 36. What is left of mlp_s: the weights' updates, which
+  XLA writes into VMEM and copies out behind other work and tpusim writes
+  to HBM, and on v7 (1.06) the second weight's copy, which tpusim leaves
+  idle (too little runs before its first reader to hide it). Values a
+  while loop carries
+  (the decoders' scan over layers) stay in HBM. v5e/dlrm_s (1.69, 1.09 in HBM): XLA's
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
   fused one from 1.18 ms to 0.91.
 - Collectives beside the TensorCore on v7: XLA's v7 modules run every

@@ -168,8 +168,10 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	}
 	case SIM_PLAN_FREE:
 		fprintf(f, "  %s, 0 ns\n",
-			k->idle ? "a cross-program prefetch this spec has no "
-				  "VMEM room for: it moves nothing"
+			k->idle ? "a prefetch memory-space assignment did not "
+				  "place (no VMEM room on this spec, or its "
+				  "copy would cost more than its readers "
+				  "save): it moves nothing"
 				: "bitcast / layout-preserving: no device work");
 		goto out;
 	case SIM_PLAN_DMA:

@@ -40,6 +40,15 @@
 
 #include <string.h>
 
+/* A parameter copied into VMEM: its copy-start and copy-done are named
+ * start and done (the program's pair; done NULL: no reader). */
+struct prefetch {
+	const struct ir_instr *v;
+	const char *start, *done;
+	bool cross;           /* the cross-program prefetch */
+	bool done_written;
+};
+
 struct emitter {
 	struct hlo_emit h;    /* text primitives (hlo_emit.c) */
 	const struct ir_module *m;
@@ -48,12 +57,9 @@ struct emitter {
 	const struct sim_fusion_plan *plan; /* NULL: the xla policy */
 	struct ts_ptrmap vmem; /* the values written in S(1) (the
 				  program's placement) */
-	const struct ir_instr *prefetched; /* the cross-program prefetch's
-				  parameter, or NULL; its copy-start and
-				  copy-done are named start and done (the
-				  program's pair; done NULL: no reader) */
-	const char *start, *done;
-	bool done_written;
+	int n_prefetches;
+	struct prefetch *prefetches; /* the program's prefetches that move
+				  their parameter (not idle) */
 };
 
 /* v's shape as written: in VMEM (into *tmp) when memory-space
@@ -72,36 +78,48 @@ static void put_shape(struct emitter *e, const struct ir_instr *v)
 	hlo_emit_shape(&e->h, shape_of(e, v, &tmp));
 }
 
-/* The name v is read under: the prefetched parameter as its copy-done. */
-static const char *value_name(const struct emitter *e, const struct ir_instr *v)
+/* The prefetch of parameter v, or NULL. */
+static struct prefetch *prefetch_of(const struct emitter *e,
+				    const struct ir_instr *v)
 {
-	return v == e->prefetched && e->done ? e->done : v->name;
+	for (int f = 0; f < e->n_prefetches; f++)
+		if (e->prefetches[f].v == v)
+			return &e->prefetches[f];
+	return NULL;
 }
 
-/* The prefetch's copy-done, before the first node that reads the
- * parameter (deps: what the node reads). */
+/* The name v is read under: a prefetched parameter as its copy-done. */
+static const char *value_name(const struct emitter *e, const struct ir_instr *v)
+{
+	const struct prefetch *f = prefetch_of(e, v);
+	return f && f->done ? f->done : v->name;
+}
+
+/* The prefetches' copy-dones, before the first node that reads their
+ * parameters (deps: what the node reads). */
 static void put_prefetch_done(struct emitter *e,
 			      const struct ir_instr *const *deps, int nd)
 {
-	for (int q = 0; e->done && !e->done_written && q < nd; q++)
-		if (deps[q] == e->prefetched) {
-			fprintf(e->h.out, "  %%%s = ", e->done);
-			put_shape(e, e->prefetched);
-			fprintf(e->h.out, " copy-done(%%%s)\n", e->start);
-			e->done_written = true;
-		}
+	for (int q = 0; q < nd; q++) {
+		struct prefetch *f = prefetch_of(e, deps[q]);
+		if (!f || !f->done || f->done_written)
+			continue;
+		fprintf(e->h.out, "  %%%s = ", f->done);
+		put_shape(e, f->v);
+		fprintf(e->h.out, " copy-done(%%%s)\n", f->start);
+		f->done_written = true;
+	}
 }
 
-/* The prefetch's copy-start, after the parameter: (VMEM, HBM, context). */
-static void put_prefetch_start(struct emitter *e)
+/* A prefetch's copy-start, after the parameter: (VMEM, HBM, context). */
+static void put_prefetch_start(struct emitter *e, const struct prefetch *f)
 {
-	fprintf(e->h.out, "  %%%s = (", e->start);
-	put_shape(e, e->prefetched);
+	fprintf(e->h.out, "  %%%s = (", f->start);
+	put_shape(e, f->v);
 	fputs(", ", e->h.out);
-	hlo_emit_shape(&e->h, &e->prefetched->shape);
-	fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s), "
-			  "cross_program_prefetch_index=0\n",
-		e->prefetched->name);
+	hlo_emit_shape(&e->h, &f->v->shape);
+	fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s)%s\n", f->v->name,
+		f->cross ? ", cross_program_prefetch_index=0" : "");
 }
 
 /* Members of group id that do work (sim_group_working). */
@@ -239,9 +257,9 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	if (count && !attrs && !st &&
 	    !(e->h.backend_first = ts_arena_printf(&a, "%s,", count)))
 		st = TS_ERR_NOMEM;
-	struct ir_shape tmp; /* the prefetched parameter stays in HBM */
+	struct ir_shape tmp; /* a prefetched parameter stays in HBM */
 	const struct ir_shape *s =
-		in == e->prefetched ? &in->shape : shape_of(e, in, &tmp);
+		prefetch_of(e, in) ? &in->shape : shape_of(e, in, &tmp);
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name,
 				    s == &in->shape ? NULL : s, ops, attrs);
@@ -485,8 +503,9 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 	put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
 			  in->n_operands);
 	enum ts_status st = put_instr(e, in, in == g->c->root, "", g, -1, NULL, 0);
-	if (!st && in == e->prefetched)
-		put_prefetch_start(e);
+	const struct prefetch *f = st ? NULL : prefetch_of(e, in);
+	if (f)
+		put_prefetch_start(e, f);
 	return st;
 }
 
@@ -569,21 +588,27 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
 			    .m = m, .stats = stats, .plan = plan};
-	/* the cross-program prefetch: its kernel's copy and pair (none when
-	 * idle: the copy moves nothing) */
-	for (int i = 0; placed && placed->prefetched && i < placed->n_kernels;
-	     i++) {
+	/* the prefetches: their kernels' copies and pairs (none when idle:
+	 * the copy moves nothing) */
+	int n_pf = placed && placed->n_prefetches > 0 ? placed->n_prefetches : 0;
+	e.prefetches = ts_calloc((size_t)n_pf + 1, sizeof *e.prefetches);
+	if (!e.prefetches) {
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+		return TS_ERR_NOMEM;
+	}
+	for (int i = 0; n_pf && i < placed->n_kernels; i++) {
 		const struct sim_kernel *k = &placed->kernels[i];
-		if (!k->dma || k->idle || k->n_inputs != 1 ||
-		    k->inputs[0] != placed->prefetched)
+		if (!k->prefetch || k->idle)
 			continue;
-		e.prefetched = placed->prefetched;
-		e.start = k->lowered->name;
+		struct prefetch *f = &e.prefetches[e.n_prefetches++];
+		*f = (struct prefetch){
+			.v = k->inputs[0], .start = k->lowered->name,
+			.cross = k->inputs[0] == placed->prefetched};
 		for (int a = 0; a < placed->n_async; a++)
 			if (placed->async[a].first == i)
-				e.done = placed->async[a].done->name;
+				f->done = placed->async[a].done->name;
 	}
-	int n_vmem = e.prefetched != NULL, n_instrs = 0;
+	int n_vmem = e.n_prefetches, n_instrs = 0;
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		n_vmem += placed->kernels[i].n_vmem;
 	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)
@@ -592,14 +617,16 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	if (!grouped ||
 	    !ts_ptrmap_init(&e.vmem, (size_t)(n_vmem + n_instrs) + 1)) {
 		ts_free(grouped);
+		ts_free(e.prefetches);
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		for (int q = 0; q < placed->kernels[i].n_vmem; q++)
 			ts_ptrmap_set(&e.vmem, placed->kernels[i].vmem[q], 1);
-	if (e.prefetched) /* in VMEM wherever it is read (not as defined) */
-		ts_ptrmap_set(&e.vmem, e.prefetched, 1);
+	for (int f = 0; f < e.n_prefetches; f++) /* in VMEM wherever it is
+						       read (not as defined) */
+		ts_ptrmap_set(&e.vmem, e.prefetches[f].v, 1);
 	/* a bitcast of a value in VMEM is the same buffer (one a kernel
 	 * holds as a member is written out as it is), operands first */
 	for (int ci = 0; n_vmem && ci < m->n_comps; ci++)
@@ -620,6 +647,7 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	if (st == TS_ERR_NOMEM)
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 	ts_free(grouped);
+	ts_free(e.prefetches);
 	ts_ptrmap_free(&e.vmem);
 	return st;
 }

@@ -47,8 +47,10 @@ struct build {
 	bool pre_opt;       /* module has no fusion instruction: group it */
 	struct sim_member_memo *memo; /* sim_group_kernel's, for the kernels
 	                                 it makes (sim_kernel.memo); NULL */
-	int prefetch;       /* the cross-program prefetch's pair while it
+	int *prefetch;      /* per p->prefetches[i]: its pair while it
 	                       waits for its done, else -1 */
+	struct ts_u64map names; /* digests of the module's instruction
+	                           names (named), made when first needed */
 	struct ts_diag *d;
 };
 
@@ -895,15 +897,16 @@ static struct sim_kernel *push_copy_kernel(struct build *b,
 }
 
 /*
- * The cross-program prefetch (sim/placement.c): XLA copies the parameter
- * into VMEM with a copy-start as the program begins and waits for it
- * (copy-done) right before the first kernel that reads it. Here: a DMA
- * kernel of that copy, named "<param>.prefetch-start" (no instruction
- * of the module has the name), made where the walk reaches the
- * parameter, and an async pair whose done, "<param>.prefetch", comes
- * before the first node that reads the parameter, a bitcast of it too
- * (tpusim fuse writes both there, the readers reading the done): the
- * kernels between hide the copy (program.c).
+ * The prefetches (sim/placement.c): XLA copies a parameter into VMEM
+ * with a copy-start and waits for it (copy-done) right before the first
+ * kernel that reads it; the cross-program one as the program begins.
+ * Here: for each of p->prefetches, a DMA kernel of that copy, named
+ * "<param>.prefetch-start" (no instruction of the module has the name),
+ * made where the walk reaches the parameter, and an async pair whose
+ * done, "<param>.prefetch", comes before the first node that reads the
+ * parameter, a bitcast of it too (tpusim fuse writes both there, the
+ * readers reading the done): the kernels between hide the copy
+ * (program.c). Placement decides which copies move anything.
  */
 struct prefetch_stand_in {
 	struct ir_instr copy; /* the copy into VMEM (the start's kernel) */
@@ -912,36 +915,65 @@ struct prefetch_stand_in {
 	char names[];
 };
 
-/* Whether module m has an instruction named name. */
-static bool named(const struct ir_module *m, const char *name)
+/* A name's digest for b->names (never 0, the empty key). */
+static uint64_t name_key(const char *name)
 {
-	for (int ci = 0; ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
-			if (!strcmp(m->comps[ci]->instrs[i]->name, name))
-				return true;
-	return false;
+	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, name, strlen(name));
+	return h ? h : 1;
 }
 
-/* Makes the prefetch's kernel and opens its pair (above). */
-static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
+/* Whether b's module may have an instruction named name: its digest is
+ * one of theirs (a digest shared by another name only makes the caller
+ * try the next name). *st: TS_OK, or out of memory. */
+static bool named(struct build *b, const char *name, enum ts_status *st)
 {
+	const struct ir_module *m = b->m;
+	for (int ci = 0; !b->names.n && ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
+			if (!ts_u64map_set(&b->names,
+					   name_key(m->comps[ci]->instrs[i]->name),
+					   1)) {
+				*st = nomem(b);
+				return true;
+			}
+	return ts_u64map_get(&b->names, name_key(name)) >= 0;
+}
+
+/* The index of v in p->prefetches, or -1. */
+static int prefetch_of(const struct sim_program *p, const struct ir_instr *v)
+{
+	for (int i = 0; i < p->n_prefetches; i++)
+		if (p->prefetches[i] == v)
+			return i;
+	return -1;
+}
+
+/* Makes prefetch f's kernel and opens its pair (above). */
+static enum ts_status add_prefetch(struct build *b, int f)
+{
+	const struct ir_instr *v = b->p->prefetches[f];
 	size_t n = strlen(v->name) + 48;
 	struct prefetch_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
 	if (!x)
 		return nomem(b);
 	char *start = x->names, *done = x->names + n;
-	for (int t = 0;; t++) { /* names no instruction has */
+	enum ts_status st = TS_OK;
+	for (int t = 0; st == TS_OK; t++) { /* names no instruction has */
 		const char *sfx = t ? "." : "";
 		snprintf(start, n, "%s.prefetch-start%s%.0d", v->name, sfx, t);
 		snprintf(done, n, "%s.prefetch%s%.0d", v->name, sfx, t);
-		if (!named(b->m, start) && !named(b->m, done))
+		if (!named(b, start, &st) && !named(b, done, &st))
 			break;
+	}
+	if (st != TS_OK) {
+		ts_free(x);
+		return st;
 	}
 	struct ir_shape tmp;
 	x->copy = value_stand_in(v, sim_vmem_shape(&v->shape, &tmp));
 	x->copy.shape.memo = (struct ir_shape_memo){0};
 	x->copy.op = IR_OP_COPY;
-	x->copy.attrs.cross_program_prefetch = true;
+	x->copy.attrs.cross_program_prefetch = v == b->p->prefetched;
 	x->copy.name = start;
 	x->copy.index = v->index;
 	x->ops[0] = (struct ir_instr *)v;
@@ -953,32 +985,34 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 	x->ops[1] = &x->copy;
 	x->done.operands = &x->ops[1];
 	struct sim_kernel *k = push_copy_kernel(b, &x->copy, v);
-	if (!k)
+	if (!k) /* x is freed, or the kernel's */
 		return nomem(b);
-	k->dma = true;
+	k->dma = k->prefetch = true;
 	struct site site = {.mult = 1.0};
 	int k0 = b->p->n_kernels - 1;
-	enum ts_status st = finish_kernel(b, k, &x->copy, &site, NULL);
+	st = finish_kernel(b, k, &x->copy, &site, NULL);
 	if (st == TS_OK)
 		st = open_async(b, &x->copy, k0);
-	b->prefetch = st == TS_OK ? b->p->n_async - 1 : -1;
+	b->prefetch[f] = st == TS_OK ? b->p->n_async - 1 : -1;
 	return st;
 }
 
-/* Closes the prefetch's pair before node `node` when the node reads the
- * prefetched parameter (deps: what it reads). */
+/* Closes the prefetches' pairs before a node that reads their
+ * parameters (deps: what it reads). */
 static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
 			   int nd)
 {
-	for (int q = 0; b->prefetch >= 0 && q < nd; q++)
-		if (deps[q] == b->p->prefetched) {
-			struct sim_async *a = &b->p->async[b->prefetch];
-			const struct prefetch_stand_in *x =
-				(const void *)b->p->kernels[a->first].lowered;
-			a->done = &x->done;
-			a->n_between = b->p->n_kernels - a->between;
-			b->prefetch = -1;
-		}
+	for (int q = 0; q < nd; q++) {
+		int f = prefetch_of(b->p, deps[q]);
+		if (f < 0 || b->prefetch[f] < 0)
+			continue;
+		struct sim_async *a = &b->p->async[b->prefetch[f]];
+		const struct prefetch_stand_in *x =
+			(const void *)b->p->kernels[a->first].lowered;
+		a->done = &x->done;
+		a->n_between = b->p->n_kernels - a->between;
+		b->prefetch[f] = -1;
+	}
 }
 
 /* Emits node x of a grouped computation (sim_group_order): a group's
@@ -1000,8 +1034,9 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 		return st;
 	}
 	const struct ir_instr *in = c->instrs[x];
-	if (in == b->p->prefetched)
-		return add_prefetch(b, in);
+	int f = prefetch_of(b->p, in);
+	if (f >= 0)
+		return add_prefetch(b, f);
 	if (!g->live[x]) /* as fuse writes it: dead ones are not */
 		return TS_OK;
 	close_prefetch(b, (const struct ir_instr *const *)in->operands,
@@ -1047,10 +1082,11 @@ static enum ts_status walk_grouped(struct build *b,
 		st = emit_node(b, &g, order[q], open, buf, s);
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
-	if (st == TS_OK) /* the prefetch's pair among them, when unread */
+	if (st == TS_OK) /* the prefetches' pairs among them, when unread */
 		drop_open_pairs(b->p, open);
-	if (st == TS_OK && b->p->prefetched && b->p->prefetched->parent == c)
-		b->prefetch = -1; /* the entry's walk: done with it */
+	for (int f = 0; st == TS_OK && f < b->p->n_prefetches; f++)
+		if (b->p->prefetches[f]->parent == c)
+			b->prefetch[f] = -1; /* the entry's walk: done */
 	ts_free(node);
 	ts_free(order);
 	ts_free(buf);
@@ -1300,7 +1336,7 @@ enum ts_status sim_group_kernel(const struct ir_module *m,
 {
 	struct sim_program p = {.module = m};
 	struct build b = {.m = m, .p = &p, .pre_opt = true, .memo = memo,
-			  .prefetch = -1, .d = d};
+			  .d = d};
 	struct site s = {.mult = 1.0};
 	const struct ir_instr **buf =
 		ts_malloc((size_t)(g->n > 0 ? g->n : 1) * sizeof *buf);
@@ -1324,6 +1360,7 @@ void sim_program_free(struct sim_program *p)
 	ts_free(p->kernels);
 	ts_free(p->loops);
 	ts_free(p->async);
+	ts_free(p->prefetches);
 	memset(p, 0, sizeof *p);
 }
 
@@ -1338,8 +1375,7 @@ enum ts_status sim_program_build(const struct ir_module *m,
 			    "module has no entry computation");
 		return TS_ERR_MISUSE;
 	}
-	struct build b = {.m = m, .opts = opts, .p = p, .prefetch = -1,
-			  .d = d};
+	struct build b = {.m = m, .opts = opts, .p = p, .d = d};
 	/* A module with any fusion instruction was compiled: its top-level
 	 * ops ran as written. One without is grouped as XLA would fuse it
 	 * (per module, not per computation: a compiled module's loop
@@ -1350,11 +1386,23 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		const struct sim_fusion_plan *plan = opts ? opts->fusion : NULL;
 		p->fusion_policy = plan ? plan->policy : "xla";
 		p->fusion_flips = plan ? plan->n_flips : 0;
-		p->prefetched = sim_prefetch_candidate(
-			m, opts ? opts->vmem_room : 0);
+		double room = opts ? opts->vmem_room : 0;
+		p->prefetched = sim_prefetch_candidate(m, room);
+		p->n_prefetches = sim_prefetch_params(m, room, p->prefetched,
+						      &p->prefetches);
 	}
+	enum ts_status st = p->n_prefetches >= 0 ? TS_OK : nomem(&b);
+	if (st == TS_OK && p->n_prefetches > 0 &&
+	    !(b.prefetch = ts_malloc((size_t)p->n_prefetches *
+				     sizeof *b.prefetch)))
+		st = nomem(&b);
+	for (int f = 0; st == TS_OK && f < p->n_prefetches; f++)
+		b.prefetch[f] = -1;
 	struct site s = {.mult = 1.0};
-	enum ts_status st = walk(&b, m->entry, s);
+	if (st == TS_OK)
+		st = walk(&b, m->entry, s);
+	ts_free(b.prefetch);
+	ts_u64map_free(&b.names);
 	if (st == TS_OK)
 		st = add_relayouts(&b);
 	if (st != TS_OK) {

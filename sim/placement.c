@@ -53,10 +53,24 @@
  * decided when the program is built, for that spec
  * (sim_program_opts.vmem_room); placed for a spec with less room (a
  * whatif point), its kernel is idle and its readers read HBM.
+ * Then the other entry parameters every live use of which is a kernel's
+ * (sim_prefetch_params: not a loop, call, tuple, library call, async
+ * start, collective or in-place buffer; through bitcasts) each have a
+ * copy the same way (kernels.c), but queued on HBM and hidden only by
+ * the kernels between it and the parameter's first reader
+ * (program.c): XLA's memory-space assignment prefetches weights into
+ * VMEM with copy-start beside other work (v5e/mlp_s's two weights).
+ * Each is a candidate among the values above, interval [its copy, last
+ * reader], written by its copy (which holds nothing: it moves the
+ * bytes), its benefit its readers' (added as above) less its copy's
+ * time, hw_mem_dma_ns of its bytes, beyond the roofline times of the
+ * kernels before its first reader (the part they do not hide); placed
+ * only for a gain, else its copy is idle.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
- * fail where the sum fits); other entry parameters stay in HBM, where
- * XLA also prefetches weights into VMEM with copy-start beside other
- * work, and a parameter one of XLA's kCustom fusions reads is never
+ * fail where the sum fits); a prefetched parameter holds its room from
+ * the program's start to its last reader and its copy starts as the
+ * program begins (XLA's start when they would be hidden and may end
+ * between uses); a parameter one of XLA's kCustom fusions reads is never
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch's copy is taken as hidden
  * whole, beside the previous run (program.c's timeline; wrong for a
@@ -89,6 +103,8 @@ struct cand {
 	int writer, last;   /* kernel indices: the interval */
 	int first, n_reads;
 	bool ruled_out;
+	bool prefetch;      /* an entry parameter, written by its prefetch's
+	                       copy (writer: that DMA kernel) */
 	double bytes, priority;
 };
 
@@ -148,14 +164,31 @@ static bool rules_out(const struct ir_instr *u, const struct ir_instr *x,
 	return r < 0 || r < w || in_place;
 }
 
-/* The values the placing kernels write (owner: every member's kernel,
- * -2 for a kernel that does not place), then the bitcasts of them no
- * kernel holds, in text order (operands first). */
+/* Whether kernel k is the copy of a prefetch other than the
+ * cross-program one (kernels.c). */
+static bool prefetch_copy(const struct sim_program *p,
+			  const struct sim_kernel *k)
+{
+	return k->prefetch && k->inputs[0] != p->prefetched;
+}
+
+/* The values the placing kernels write and the parameters the
+ * prefetches copy (owner: every member's kernel, -2 for a kernel that
+ * does not place), then the bitcasts of them no kernel holds, in text
+ * order (operands first). */
 static void find(const struct sim_program *p, double room,
 		 const struct ts_ptrmap *owner, struct cands *cs)
 {
 	for (int i = 0; i < p->n_kernels; i++) {
 		const struct sim_kernel *k = &p->kernels[i];
+		if (prefetch_copy(p, k) && may_place(k->inputs[0], room)) {
+			const struct ir_instr *v = k->inputs[0];
+			cs->c[cs->n] = (struct cand){
+				.v = v, .writer = i, .last = i, .prefetch = true,
+				.bytes = ir_shape_padded_bytes(&v->shape)};
+			ts_ptrmap_set(&cs->of, v, cs->n++);
+			continue;
+		}
 		for (int o = 0; places(k) && o < k->n_outputs; o++) {
 			const struct ir_instr *v = k->outputs[o];
 			int again = ts_ptrmap_get(&cs->of, v);
@@ -320,7 +353,9 @@ static enum ts_status candidates(const struct sim_program *p,
 	int kept = 0;
 	for (int a = 0; st == TS_OK && a < cs->n; a++) {
 		struct cand c = cs->c[a];
-		double sum = benefit(p, t, c.writer, c.bytes, bytes_per_ns);
+		double sum = c.prefetch ? -INFINITY
+					: benefit(p, t, c.writer, c.bytes,
+						  bytes_per_ns);
 		int readers = 0, last = -1; /* each reading kernel once */
 		for (int q = c.first; q < c.first + c.n_reads; q++) {
 			int r = cs->reads[q].r;
@@ -333,6 +368,18 @@ static enum ts_status candidates(const struct sim_program *p,
 		}
 		if (c.ruled_out || readers == 0)
 			continue;
+		if (c.prefetch) {
+			/* its copy, less what the kernels before its first
+			 * reader hide, is time spent: placed only for a gain */
+			double hide = 0;
+			for (int i = c.writer + 1;
+			     i < cs->reads[c.first].r; i++)
+				hide += fmax(t[i].memory, t[i].compute) *
+					p->kernels[i].multiplicity;
+			sum -= fmax(0, hw_mem_dma_ns(hw, c.bytes, 1) - hide);
+			if (!(sum > 0))
+				continue;
+		}
 		c.last = last;
 		c.priority = sum / sqrt(c.bytes > 1 ? c.bytes : 1);
 		cs->c[kept++] = c;
@@ -423,6 +470,74 @@ out:
 	return best;
 }
 
+/* Whether u's use of its operand j is one a kernel that may read it in
+ * VMEM and gain makes: u makes or joins a kernel (not a loop, call,
+ * tuple, library call, async start such as XLA's own copy-start, an
+ * in-place update of that operand, nor a collective, whose ICI time no
+ * copy shortens), or u is a bitcast, not the result, none of whose uses
+ * is otherwise (bad: per instruction of u's computation, a use that is
+ * otherwise, worked out for u already). */
+static bool kernel_use(const struct ir_instr *u, int j, const bool *bad)
+{
+	enum sim_kernel_kind kind;
+	enum sim_top role = sim_top_role(u, &kind);
+	if (((u->op == IR_OP_DYNAMIC_UPDATE_SLICE || u->op == IR_OP_SCATTER) &&
+	     j == 0) ||
+	    sim_async_start(u))
+		return false;
+	if (u->op == IR_OP_BITCAST)
+		return u != u->parent->root && !bad[u->index];
+	return role == SIM_TOP_KERNEL && kind != SIM_KERNEL_UNMODELLED &&
+	       kind != SIM_KERNEL_COLLECTIVE;
+}
+
+int sim_prefetch_params(const struct ir_module *m, double room,
+			const struct ir_instr *cross,
+			const struct ir_instr ***out)
+{
+	const struct ir_computation *c = m ? m->entry : NULL;
+	*out = NULL;
+	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
+		return 0;
+	/* live[i]: instruction i leads to the result (XLA's DCE keeps it);
+	 * bad[i]: some live use of it is no kernel's (kernel_use); users
+	 * come after their operands: one pass backwards */
+	bool *live = ts_calloc((size_t)c->n_instrs + 1, sizeof *live);
+	bool *bad = ts_calloc((size_t)c->n_instrs + 1, sizeof *bad);
+	*out = ts_malloc((size_t)(c->n_params + 1) * sizeof **out);
+	if (!live || !bad || !*out) {
+		ts_free(live);
+		ts_free(bad);
+		ts_free(*out);
+		*out = NULL;
+		return -1;
+	}
+	live[c->root->index] = true;
+	for (int i = c->n_instrs - 1; i >= 0; i--) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int j = 0; live[i] && j < u->n_operands; j++) {
+			const struct ir_instr *o = u->operands[j];
+			if (o->parent != c)
+				continue;
+			live[o->index] = true;
+			bad[o->index] = bad[o->index] || !kernel_use(u, j, bad);
+		}
+	}
+	int n = 0;
+	if (cross)
+		(*out)[n++] = cross;
+	for (int q = 0; q < c->n_params; q++) {
+		const struct ir_instr *v = c->params[q];
+		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
+		if (v && v != cross && live[v->index] && !bad[v->index] &&
+		    in_hbm(&v->shape) && bytes > 0 && bytes <= room)
+			(*out)[n++] = v;
+	}
+	ts_free(live);
+	ts_free(bad);
+	return n;
+}
+
 /* Appends v to kernel k's values in VMEM. */
 static bool hold(struct sim_kernel *k, const struct ir_instr *v)
 {
@@ -435,14 +550,19 @@ static bool hold(struct sim_kernel *k, const struct ir_instr *v)
 	return true;
 }
 
-/* Places candidate c: its writer holds it in VMEM, each kernel that
- * reads it the value it reads (it or a bitcast); recount marks them. */
+/* Places candidate c: its writer holds it in VMEM (a prefetch's copy
+ * moves it there instead), each kernel that reads it the value it reads
+ * (it or a bitcast); recount marks them. */
 static bool place(struct sim_program *p, const struct cands *cs,
 		  const struct cand *c, bool *recount)
 {
-	if (!hold(&p->kernels[c->writer], c->v))
-		return false;
-	recount[c->writer] = true;
+	if (c->prefetch) {
+		p->kernels[c->writer].idle = false;
+	} else {
+		if (!hold(&p->kernels[c->writer], c->v))
+			return false;
+		recount[c->writer] = true;
+	}
 	for (int q = c->first; q < c->first + c->n_reads; q++) {
 		const struct read *rd = &cs->reads[q];
 		if (!hold(&p->kernels[rd->r], rd->x))
@@ -464,7 +584,7 @@ static double hold_prefetched(struct sim_program *p, double room,
 	*ok = true;
 	for (int r = 0; r < p->n_kernels; r++) {
 		struct sim_kernel *k = &p->kernels[r];
-		if (k->dma && k->n_inputs == 1 && k->inputs[0] == p->prefetched)
+		if (k->prefetch && k->inputs[0] == p->prefetched)
 			k->idle = idle;
 	}
 	if (idle)
@@ -574,6 +694,9 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;
+	for (int i = 0; i < p->n_kernels; i++) /* until placed, below */
+		if (prefetch_copy(p, &p->kernels[i]))
+			p->kernels[i].idle = true;
 	/* the cross-program prefetch first, over the whole program */
 	double avail = room;
 	if (st == TS_OK && p->prefetched) {

@@ -83,7 +83,8 @@ static enum link_queue pair_queue(const struct sim_program *p,
  * run; the v5e GEMMs of JAX's Pallas guide (docs/ACCURACY.md) come out
  * further from their times with it exposed (n = 4096, XLA: 1.09 x
  * exposed, 1.03 x hidden; the same set judges it, so this is a check,
- * not a fit). Known wrong for a program's first run.
+ * not a fit). Known wrong for a program's first run. A prefetch
+ * placement left idle moves nothing and queues nothing.
  * Assumes the async work and the work between do not slow each other
  * (shared HBM bandwidth between a copy and the kernels is not modelled).
  * Known wrong: the ICI links a collective uses are not tracked, so two
@@ -120,8 +121,10 @@ static void timeline(const struct sim_program *p, const double *ns,
 				o->async_ns += kernel_ns(p, ns, k);
 			o->queued_ns = 0;
 			o->end_ns = 0; /* a cross-program prefetch: beside
-			                  the previous run */
-			if (x->start->attrs.cross_program_prefetch)
+			                  the previous run; an idle one
+			                  (placement.c): nothing to move */
+			if (x->start->attrs.cross_program_prefetch ||
+			    p->kernels[x->first].idle)
 				continue;
 			enum link_queue q = pair_queue(p, x);
 			double begin = q == Q_OWN ? t : fmax(t, link_free[q]);

@@ -183,11 +183,12 @@ struct sim_kernel {
 	                                  lowered is the copy or slice it
 	                                  makes): costed as the bytes it moves
 	                                  at HBM bandwidth, no grid */
-	bool idle;                     /* a cross-program prefetch the spec
-	                                  it is placed for has no room for
-	                                  (sim_program_place: a whatif point
-	                                  with less VMEM than the spec the
-	                                  program was built for): it moves
+	bool prefetch;                 /* the copy of one of the program's
+	                                  prefetches (sim_program.prefetches;
+	                                  kernels.c): inputs[0] its parameter */
+	bool idle;                     /* a prefetch placement did not place
+	                                  (sim_program_place: no room on the
+	                                  spec, or no gain): it moves
 	                                  nothing, its readers read HBM */
 	struct sim_member_memo *memo;  /* the fusion search's memo of the
 	                                  members' computation (sim/memo.c),
@@ -297,6 +298,12 @@ struct sim_program {
 	                                  kernel and an async pair of its
 	                                  own; sim_prefetch_candidate), or
 	                                  NULL */
+	int n_prefetches;
+	const struct ir_instr **prefetches; /* the entry parameters whose
+	                                  copy into VMEM is a kernel and an
+	                                  async pair (sim_prefetch_params):
+	                                  prefetched first, when there is
+	                                  one (ts_malloc'd) */
 };
 
 /* The VMEM memory-space assignment may fill on hw, bytes: vmem.bytes -
@@ -309,6 +316,16 @@ double sim_vmem_room(const struct hw_spec *hw);
  * weights). */
 const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 					      double room);
+
+/* The entry parameters of unfused module m that memory-space assignment
+ * may copy into VMEM when room bytes are free: cross (the cross-program
+ * prefetch, or NULL) first, then, in parameter order, those of at most
+ * room bytes every live use of which is a kernel's (sim/placement.c).
+ * Their count, the list in *out (ts_malloc'd, NULL when empty), or -1
+ * when memory runs out. */
+int sim_prefetch_params(const struct ir_module *m, double room,
+			const struct ir_instr *cross,
+			const struct ir_instr ***out);
 
 /* Memory-space assignment for hw (sim/placement.c): which values
  * between an unfused module's kernels live in VMEM, as XLA places them

@@ -155,13 +155,20 @@ static void test_placed(void **state)
 	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
 	assert_non_null(f);
 	/* w, the weight both dots read, prefetched across programs: a DMA
-	 * kernel first; y reads x and w from VMEM */
-	for (int i = 0; i < 3; i += 2)
-		assert_int_equal(sim_kernel_explain(&b.p.kernels[i], &hw, NULL,
-						    f, &d),
+	 * kernel; y reads x and w from VMEM; p's prefetch, with no kernel
+	 * before its reader to hide its copy, moves nothing */
+	static const char *const names[] = {"p.prefetch-start",
+					    "w.prefetch-start", "y"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(names); i++)
+		assert_int_equal(sim_kernel_explain(tu_kernel(&b, names[i]),
+						    &hw, NULL, f, &d),
 				 TS_OK);
 	fclose(f);
-	if (!strstr(buf, "kernel w.prefetch-start (copy)\n  async DMA: the copy "
+	if (!strstr(buf, "kernel p.prefetch-start (copy)\n  a prefetch "
+			 "memory-space assignment did not place (no VMEM room "
+			 "on this spec, or its copy would cost more than its "
+			 "readers save): it moves nothing, 0 ns\n") ||
+	    !strstr(buf, "kernel w.prefetch-start (copy)\n  async DMA: the copy "
 			 "of w into VMEM, run by the DMA engines beside the "
 			 "TensorCore\n") ||
 	    !strstr(buf, "kernel y (dot)\n  in VMEM by memory-space assignment "

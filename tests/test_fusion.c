@@ -363,11 +363,13 @@ static void test_lane_copy(void **state)
 	int k0, k1;
 	struct sim_fuse_stats fs;
 	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, 3);
+	/* the two copies' and the dot's kernels, and w's prefetch into VMEM
+	 * (read twice, by the lane copy and by the dot) */
+	assert_int_equal(k1, 4);
 	assert_int_equal(fs.fusions, 1);
 	assert_near(t1, t0, 1e-9 * t0);
 	if (!strstr(out, "  %t = bf16[4,256,128]{1,2,0:T(8,128)(2,1)S(1)} "
-			 "copy(%w)\n") ||
+			 "copy(%w.prefetch)\n") ||
 	    !strstr(out, " = bf16[4,256,128]{2,0,1:T(8,128)(2,1)} "
 			 "copy(%param_0.f0)\n"))
 		fail_msg("unexpected fused text:\n%s", out);
@@ -476,9 +478,11 @@ static void test_regrouped_slice(void **state)
 	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
 	assert_int_equal(fs.fusions, 3);
 	assert_near(t1, t0, 1e-9 * t0);
+	/* w, read by both, prefetched into VMEM */
 	if (!strstr(out, "  %s = bf16[1,512,1024]{2,1,0:T(8,128)(2,1)S(1)} "
-			 "fusion(%w, %i), kind=kLoop, ") ||
-	    !strstr(out, "  %d2 = f32[64,1024]{1,0:T(8,128)} fusion(%w, %y), "))
+			 "fusion(%w.prefetch, %i), kind=kLoop, ") ||
+	    !strstr(out, "  %d2 = f32[64,1024]{1,0:T(8,128)} "
+			 "fusion(%w.prefetch, %y), "))
 		fail_msg("unexpected fused text:\n%s", out);
 	free(out);
 }
@@ -898,15 +902,21 @@ static void test_cross_program_prefetch(void **state)
 	const struct sim_program *p = &b.p;
 	assert_non_null(p->prefetched);
 	assert_string_equal(p->prefetched->name, "w");
-	assert_int_equal(p->n_kernels, 4);
+	/* p's copy first (an ordinary prefetch: nothing before x would
+	 * hide it, so placement leaves it idle), then w's */
+	assert_int_equal(p->n_kernels, 5);
 	const struct sim_kernel *k = p->kernels;
+	assert_string_equal(k[0].name, "p.prefetch-start");
+	assert_true(k[0].prefetch && k[0].idle);
+	assert_near(k[0].est.time_ns, 0, 0);
+	k++;
 	assert_string_equal(k[0].name, "w.prefetch-start");
 	assert_true(k[0].dma && k[0].async_work && !k[0].idle);
 	assert_near(k[0].work.bytes_read, mib4, 0);
-	assert_int_equal(p->n_async, 1);
-	assert_int_equal(p->async[0].first, 0);
-	assert_int_equal(p->async[0].n_between, 0);
-	assert_string_equal(p->async[0].done->name, "w.prefetch");
+	assert_int_equal(p->n_async, 2);
+	assert_int_equal(p->async[1].first, 1);
+	assert_int_equal(p->async[1].n_between, 0);
+	assert_string_equal(p->async[1].done->name, "w.prefetch");
 	assert_near(k[1].work.bytes_read, mib4, 0); /* x: p */
 	assert_near(k[2].work.bytes_read, 0, 0);    /* y: x and w in VMEM */
 	assert_near(k[3].work.bytes_read, 0, 0);    /* z: the same */
@@ -915,7 +925,7 @@ static void test_cross_program_prefetch(void **state)
 		sum += k[i].est.time_ns;
 	assert_true(k[0].est.time_ns > 0);
 	assert_near(sim_program_total(&b.p), sum - k[0].est.time_ns, 1e-9 * sum);
-	assert_near(p->async[0].hidden_ns, k[0].est.time_ns, 0);
+	assert_near(p->async[1].hidden_ns, k[0].est.time_ns, 0);
 	assert_near(sim_program_host_ns(&b.p, &v5e),
 		    v5e.host_call_ns + 3 * v5e.host_kernel_ns, 1e-9);
 	struct hw_spec tight = v5e;
@@ -928,6 +938,7 @@ static void test_cross_program_prefetch(void **state)
 	tu_built_free(&b);
 	build_for(two_readers, &v3, &v3, &b);
 	assert_null(b.p.prefetched);
+	assert_int_equal(b.p.n_prefetches, 0);
 	assert_int_equal(b.p.n_kernels, 3);
 	tu_built_free(&b);
 	static const char added[] =
@@ -957,6 +968,89 @@ static void test_cross_program_prefetch(void **state)
 		     "copy-done(%w.prefetch-start)\n  %x = ");
 	if (!start || !strstr(out, "  %w = f32[1024,1024]{1,0} parameter(1)"))
 		fail_msg("no prefetch of w before x, or w not in HBM:\n%s", out);
+	free(out);
+}
+
+/* Ordinary prefetches (sim/placement.c): w2, read after the dot by the
+ * column sum and the final add, is copied into VMEM as the program
+ * begins, its copy hidden behind the dot (w1, the dot's weight, is the
+ * cross-program prefetch; x, read by the first kernel, would have its
+ * copy exposed for less than the dot saves: idle), and both readers read
+ * no w2 from HBM. With room for neither 4 MiB weight, w2's copy is idle
+ * too and its readers read HBM. fuse writes a copy-start with no
+ * cross-program index and the readers read its copy-done; the fused
+ * module costs the same. */
+static void test_weight_prefetch(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+		" ROOT s = f32[] add(x, y) }\n"
+		"ENTRY e {\n"
+		"  x = bf16[1024,1024]{1,0} parameter(0)\n"
+		"  w1 = f32[1024,1024]{1,0} parameter(1)\n"
+		"  w2 = f32[1024,1024]{1,0} parameter(2)\n"
+		"  xf = f32[1024,1024]{1,0} convert(x)\n"
+		"  a = f32[1024,1024]{1,0} dot(xf, w1), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  z = f32[] constant(0)\n"
+		"  r = f32[1024]{0} reduce(a, z), dimensions={1}, to_apply=add\n"
+		"  rb = f32[1024,1024]{1,0} broadcast(r), dimensions={0}\n"
+		"  u = f32[1024,1024]{1,0} multiply(rb, w2)\n"
+		"  s = f32[1024]{0} reduce(u, z), dimensions={0}, to_apply=add\n"
+		"  sb = f32[1024,1024]{1,0} broadcast(s), dimensions={1}\n"
+		"  ROOT v = f32[1024,1024]{1,0} add(sb, w2)\n"
+		"}\n";
+	const double mib4 = 1024.0 * 1024 * 4;
+	struct tu_built b;
+	build_for(text, &v5e, &v5e, &b);
+	const struct sim_program *p = &b.p;
+	assert_string_equal(p->prefetched->name, "w1");
+	assert_int_equal(p->n_prefetches, 3);
+	assert_string_equal(p->prefetches[1]->name, "x");
+	assert_string_equal(p->prefetches[2]->name, "w2");
+	assert_true(tu_kernel(&b, "x.prefetch-start")->idle);
+	const struct sim_kernel *c = tu_kernel(&b, "w2.prefetch-start");
+	assert_true(c->prefetch && !c->idle && c->est.time_ns > 0);
+	const struct sim_async *pair = NULL;
+	for (int i = 0; i < p->n_async; i++)
+		if (p->kernels[p->async[i].first].name == c->name)
+			pair = &p->async[i];
+	assert_non_null(pair);
+	assert_string_equal(pair->done->name, "w2.prefetch");
+	assert_near(pair->hidden_ns, c->est.time_ns, 0); /* behind the dot */
+	assert_near(tu_kernel(&b, "s")->work.bytes_read, 0, 0);
+	assert_near(tu_kernel(&b, "v")->work.bytes_read, 0, 0);
+	double sum = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		sum += p->kernels[i].est.time_ns;
+	assert_near(sim_program_total(&b.p),
+		    sum - c->est.time_ns - tu_kernel(&b, "w1.prefetch-start")
+						   ->est.time_ns,
+		    1e-9 * sum);
+	struct hw_spec tight = v5e;
+	tight.vmem_scoped_bytes = v5e.vmem_bytes - (mib4 - 1);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b.p, &tight, &d), TS_OK);
+	assert_true(c->idle);
+	assert_near(c->est.time_ns, 0, 0);
+	assert_near(tu_kernel(&b, "s")->work.bytes_read, mib4, 0);
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &v5e, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %w2.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
+			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w2)\n") ||
+	    !strstr(out, " fusion(%r, %w2.prefetch), kind=kInput") ||
+	    strstr(out, "copy-start(%x)"))
+		fail_msg("w2 not prefetched as written:\n%s", out);
 	free(out);
 }
 
@@ -2592,6 +2686,7 @@ int main(void)
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_placement_order),
 		cmocka_unit_test(test_cross_program_prefetch),
+		cmocka_unit_test(test_weight_prefetch),
 		cmocka_unit_test(test_async_unfused),
 		cmocka_unit_test(test_unfuse_collective_chain),
 #ifndef TPUSIM_SANITIZED

@@ -45,8 +45,9 @@ const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
  * the plan of cost, NULL: the xla policy, the values memory-space
  * assignment keeps in VMEM written in S(1)), reads the result back and
  * costs both on hw. Returns the fused text (free() it), the two program
- * times and kernel counts, the pass's stats and, when flips is given, the
- * plan's flips; any failure fails the test. */
+ * times and counts of the kernels that run (not a prefetch placement
+ * left idle, which fuse does not write), the pass's stats and, when flips
+ * is given, the plan's flips; any failure fails the test. */
 struct hyb_fuse_cost;
 char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 			 const struct hyb_fuse_cost *cost, int *flips,
