@@ -1241,8 +1241,10 @@ void sim_grouping_decide(struct grouping *g, int i)
 		}
 		/* users in several kernels, one a dot's operand: XLA's TPU
 		 * compiler recomputes the producer in each where that reads
-		 * no more bytes than its value (recompute_pays: the
-		 * logits' gradient in both convolutions that read it);
+		 * no more bytes than its value, or, read by streaming dots
+		 * alone, where that moves fewer bytes than writing it once
+		 * (recompute_pays: the logits' gradient and the softmax's
+		 * probabilities in both convolutions that read them);
 		 * otherwise, and for a relayout copy, it computes it once in
 		 * another user's kernel and writes it out (multi-output
 		 * fusion; data/compiled: a residual add fused with the norm's

@@ -68,9 +68,11 @@
  * only for a gain, else its copy is idle.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
  * fail where the sum fits); a prefetched parameter holds its room from
- * the program's start to its last reader and its copy starts as the
- * program begins (XLA's start when they would be hidden and may end
- * between uses); a parameter one of XLA's kCustom fusions reads is never
+ * its copy, where the schedule reaches the parameter, to its last
+ * reader (XLA's copies start when they would be hidden and may end
+ * between uses), and each copy's benefit counts the kernels before its
+ * reader as hiding it alone (the copies queue on HBM: program.c); a
+ * parameter one of XLA's kCustom fusions reads is never
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch's copy is taken as hidden
  * whole, beside the previous run (program.c's timeline; wrong for a
@@ -224,10 +226,25 @@ static enum ts_status uses(const struct sim_program *p,
 			   const struct ts_ptrmap *owner, struct cands *cs)
 {
 	const struct ir_module *m = p->module;
+	/* the entry's instructions that lead to its result: a use XLA's DCE
+	 * drops (dead[i]) rules nothing out (users after operands) */
+	const struct ir_computation *e = m->entry;
+	bool *dead = ts_malloc(((e ? (size_t)e->n_instrs : 0) + 1) *
+			       sizeof *dead);
+	if (!dead)
+		return TS_ERR_NOMEM;
+	for (int i = 0; e && i < e->n_instrs; i++)
+		dead[i] = e->instrs[i] != e->root;
+	for (int i = e ? e->n_instrs - 1 : -1; i >= 0; i--)
+		for (int j = 0; !dead[i] && j < e->instrs[i]->n_operands; j++)
+			if (e->instrs[i]->operands[j]->parent == e)
+				dead[e->instrs[i]->operands[j]->index] = false;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
+			if (comp == e && dead[i])
+				continue;
 			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
 			for (int j = 0; j < u->n_operands; j++) {
 				int a = ts_ptrmap_get(&cs->of, u->operands[j]);
@@ -237,6 +254,7 @@ static enum ts_status uses(const struct sim_program *p,
 			}
 		}
 	}
+	ts_free(dead);
 	/* the reads, a counting sort by candidate (each in kernel order) */
 	int n = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -530,7 +548,7 @@ int sim_prefetch_params(const struct ir_module *m, double room,
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
 		if (v && v != cross && live[v->index] && !bad[v->index] &&
-		    in_hbm(&v->shape) && bytes > 0 && bytes <= room)
+		    in_hbm(&v->shape) && bytes > 0)
 			(*out)[n++] = v;
 	}
 	ts_free(live);
@@ -651,7 +669,7 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v)
 
 uint64_t sim_placement_key(const struct hw_spec *hw, double room)
 {
-	double f[8 + HW_VPU_CLASS_COUNT] = {
+	double f[9 + HW_VPU_CLASS_COUNT] = {
 		room,
 		hw_spec_peak_flops(hw),
 		hw_spec_hbm_bw(hw),
@@ -659,9 +677,10 @@ uint64_t sim_placement_key(const struct hw_spec *hw, double room)
 		(double)hw->vpu_sublanes * hw->vpu_lanes,
 		hw->vpu_alus,
 		hw_spec_cores(hw),
-		sim_mxu_rate(true, hw)};
+		sim_mxu_rate(true, hw),
+		hw->dma_latency_ns}; /* a prefetch's copy (hw_mem_dma_ns) */
 	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++)
-		f[8 + c] = hw->vpu_class_cost[c];
+		f[9 + c] = hw->vpu_class_cost[c];
 	return ts_fnv1a(TS_FNV1A_BASIS, f, sizeof f);
 }
 

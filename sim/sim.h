@@ -303,7 +303,7 @@ struct sim_program {
 	                                  copy into VMEM is a kernel and an
 	                                  async pair (sim_prefetch_params):
 	                                  prefetched first, when there is
-	                                  one (ts_malloc'd) */
+	                                  one (ts_malloc'd, or NULL) */
 };
 
 /* The VMEM memory-space assignment may fill on hw, bytes: vmem.bytes -
@@ -318,11 +318,12 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 					      double room);
 
 /* The entry parameters of unfused module m that memory-space assignment
- * may copy into VMEM when room bytes are free: cross (the cross-program
- * prefetch, or NULL) first, then, in parameter order, those of at most
- * room bytes every live use of which is a kernel's (sim/placement.c).
- * Their count, the list in *out (ts_malloc'd, NULL when empty), or -1
- * when memory runs out. */
+ * may copy into VMEM when room (> 0) bytes are free: cross (the
+ * cross-program prefetch, or NULL) first, then, in parameter order,
+ * those every live use of which is a kernel's (sim/placement.c; room
+ * decides at placement, so that a whatif point with more room may
+ * place a larger one). Their count and the list in *out (ts_malloc'd;
+ * NULL when room is none), or -1 when memory runs out. */
 int sim_prefetch_params(const struct ir_module *m, double room,
 			const struct ir_instr *cross,
 			const struct ir_instr ***out);

@@ -976,7 +976,8 @@ static void test_cross_program_prefetch(void **state)
  * begins, its copy hidden behind the dot (w1, the dot's weight, is the
  * cross-program prefetch; x, read by the first kernel, would have its
  * copy exposed for less than the dot saves: idle), and both readers read
- * no w2 from HBM. With room for neither 4 MiB weight, w2's copy is idle
+ * no w2 from HBM (a dead use of w2, which XLA's DCE drops, counts for
+ * nothing). With room for neither 4 MiB weight, w2's copy is idle
  * too and its readers read HBM. fuse writes a copy-start with no
  * cross-program index and the readers read its copy-done; the fused
  * module costs the same. */
@@ -1001,6 +1002,7 @@ static void test_weight_prefetch(void **state)
 		"  r = f32[1024]{0} reduce(a, z), dimensions={1}, to_apply=add\n"
 		"  rb = f32[1024,1024]{1,0} broadcast(r), dimensions={0}\n"
 		"  u = f32[1024,1024]{1,0} multiply(rb, w2)\n"
+		"  dead = f32[1024,1024]{1,0} negate(w2)\n"
 		"  s = f32[1024]{0} reduce(u, z), dimensions={0}, to_apply=add\n"
 		"  sb = f32[1024,1024]{1,0} broadcast(s), dimensions={1}\n"
 		"  ROOT v = f32[1024,1024]{1,0} add(sb, w2)\n"

@@ -377,8 +377,8 @@ static enum ts_status cost_module(struct val_report *r,
 	}
 	if (st == TS_OK) {
 		/* built for the spec with the most room among the rows'
-		 * (its cross-program prefetch, sim_program_opts.vmem_room:
-		 * idle on the others where it does not fit) */
+		 * (its prefetches, sim_program_opts.vmem_room: idle on the
+		 * others where they do not fit) */
 		struct sim_program_opts opts = {.default_trip_count = 1};
 		for (int q = 0; q < n_rows; q++) {
 			struct hw_spec h;
