@@ -772,6 +772,35 @@ static void test_whatif(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_near(run_total_ns(order, v5e, room, bws[i]), t[i], 1e-3);
 	unlink(order);
+	/* a weight's prefetch (tu_weight_prefetch_hlo: w2, 4 MiB) is placed
+	 * again where a sweep moves the copy's latency (at 100 us its copy no
+	 * longer pays) or the room (6 MB: room for w1, the cross-program
+	 * prefetch, not for w2 beside it; placed at 128 MiB), each point as
+	 * run --set prices it (the sweep kept the base point's copies, and a
+	 * program built with too little room for w2 had no copy of it) */
+	tu_tmp_path(order, sizeof order, "test_whatif_prefetch", ".hlo");
+	f = fopen(order, "w");
+	assert_non_null(f);
+	fputs(tu_weight_prefetch_hlo, f);
+	fclose(f);
+	static const char *const sweeps[2][3] = {
+		{"hbm.dma_latency_ns=500,100000", "hbm.dma_latency_ns=500",
+		 "hbm.dma_latency_ns=100000"},
+		{"vmem.bytes=22777216,134217728", "vmem.bytes=22777216",
+		 "vmem.bytes=134217728"}};
+	for (int s = 0; s < 2; s++) {
+		tpusim(&p, "whatif", order, "--hw", v5e, "--set", sweeps[s][1],
+		       "--sweep", sweeps[s][0], "--csv", csv);
+		expect_rc(&p, 0);
+		proc_free(&p);
+		assert_int_equal(read_points(csv, t, d), 2);
+		assert_true(t[1] != t[0]);
+		for (int i = 0; i < 2; i++)
+			assert_near(run_total_ns(order, v5e, sweeps[s][1 + i],
+						 NULL),
+				    t[i], 1e-3);
+	}
+	unlink(order);
 	/* --hold-tiles: each kernel keeps its base-point config. The scoped
 	 * VMEM only decides which configs fit, so shrinking it changes no
 	 * time, retiles nothing and makes configs infeasible; without the

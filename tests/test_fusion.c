@@ -971,7 +971,8 @@ static void test_cross_program_prefetch(void **state)
 	free(out);
 }
 
-/* Ordinary prefetches (sim/placement.c): w2, read after the dot by the
+/* Ordinary prefetches (sim/placement.c), tu_weight_prefetch_hlo: w2,
+ * read after the dot by the
  * column sum and the final add, is copied into VMEM as the program
  * begins, its copy hidden behind the dot (w1, the dot's weight, is the
  * cross-program prefetch; x, read by the first kernel, would have its
@@ -987,29 +988,9 @@ static void test_weight_prefetch(void **state)
 	struct hw_spec v5e;
 	if (!tu_load_spec("v5e", &v5e))
 		skip();
-	static const char text[] =
-		"HloModule m\n"
-		"add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
-		" ROOT s = f32[] add(x, y) }\n"
-		"ENTRY e {\n"
-		"  x = bf16[1024,1024]{1,0} parameter(0)\n"
-		"  w1 = f32[1024,1024]{1,0} parameter(1)\n"
-		"  w2 = f32[1024,1024]{1,0} parameter(2)\n"
-		"  xf = f32[1024,1024]{1,0} convert(x)\n"
-		"  a = f32[1024,1024]{1,0} dot(xf, w1), lhs_contracting_dims={1}, "
-		"rhs_contracting_dims={0}\n"
-		"  z = f32[] constant(0)\n"
-		"  r = f32[1024]{0} reduce(a, z), dimensions={1}, to_apply=add\n"
-		"  rb = f32[1024,1024]{1,0} broadcast(r), dimensions={0}\n"
-		"  u = f32[1024,1024]{1,0} multiply(rb, w2)\n"
-		"  dead = f32[1024,1024]{1,0} negate(w2)\n"
-		"  s = f32[1024]{0} reduce(u, z), dimensions={0}, to_apply=add\n"
-		"  sb = f32[1024,1024]{1,0} broadcast(s), dimensions={1}\n"
-		"  ROOT v = f32[1024,1024]{1,0} add(sb, w2)\n"
-		"}\n";
 	const double mib4 = 1024.0 * 1024 * 4;
 	struct tu_built b;
-	build_for(text, &v5e, &v5e, &b);
+	build_for(tu_weight_prefetch_hlo, &v5e, &v5e, &b);
 	const struct sim_program *p = &b.p;
 	assert_string_equal(p->prefetched->name, "w1");
 	assert_int_equal(p->n_prefetches, 3);
@@ -1045,7 +1026,8 @@ static void test_weight_prefetch(void **state)
 	double t0, t1;
 	int k0, k1;
 	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &v5e, &t0, &t1, &k0, &k1, &fs);
+	char *out = round_trip(tu_weight_prefetch_hlo, &v5e, &t0, &t1, &k0, &k1,
+			       &fs);
 	assert_int_equal(k1, k0);
 	assert_near(t1, t0, 1e-9 * t0);
 	if (!strstr(out, "  %w2.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "

@@ -230,3 +230,24 @@ const char tu_placement_order_hlo[] =
 	"rhs_contracting_dims={0}\n"
 	"  ROOT t = (f32[256,128]{1,0}, f32[1024,128]{1,0}) tuple(s2, l2)\n"
 	"}\n";
+
+const char tu_weight_prefetch_hlo[] =
+	"HloModule m\n"
+	"add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+	" ROOT s = f32[] add(x, y) }\n"
+	"ENTRY e {\n"
+	"  x = bf16[1024,1024]{1,0} parameter(0)\n"
+	"  w1 = f32[1024,1024]{1,0} parameter(1)\n"
+	"  w2 = f32[1024,1024]{1,0} parameter(2)\n"
+	"  xf = f32[1024,1024]{1,0} convert(x)\n"
+	"  a = f32[1024,1024]{1,0} dot(xf, w1), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  z = f32[] constant(0)\n"
+	"  r = f32[1024]{0} reduce(a, z), dimensions={1}, to_apply=add\n"
+	"  rb = f32[1024,1024]{1,0} broadcast(r), dimensions={0}\n"
+	"  u = f32[1024,1024]{1,0} multiply(rb, w2)\n"
+	"  dead = f32[1024,1024]{1,0} negate(w2)\n"
+	"  s = f32[1024]{0} reduce(u, z), dimensions={0}, to_apply=add\n"
+	"  sb = f32[1024,1024]{1,0} broadcast(s), dimensions={1}\n"
+	"  ROOT v = f32[1024,1024]{1,0} add(sb, w2)\n"
+	"}\n";

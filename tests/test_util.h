@@ -63,6 +63,11 @@ bool tu_load_spec(const char *gen, struct hw_spec *hw);
  * test_placement_order, test_cli_tasks' whatif sweep): s (1 MiB) and l
  * (4 MiB), each written by a skinny bf16 dot and read by an f32 one. */
 extern const char tu_placement_order_hlo[];
+/* Two weights and an activation on v5e: w1, a dot's weight, is the
+ * cross-program prefetch; w2, read after the dot by two loop kernels (and
+ * by a dead negate), is prefetched behind it; x, read by the first
+ * kernel, is not (test_fusion test_weight_prefetch). */
+extern const char tu_weight_prefetch_hlo[];
 
 /* Calls fn with every `every`-th .hlo file of data/folder in name order
  * (the first included): its path relative to data, text and length. A
