@@ -220,30 +220,58 @@ static void find(const struct sim_program *p, double room,
 	}
 }
 
+/* One pass backwards over computation c, users after their operands:
+ * (*live)[i], instruction i leads to c's result (XLA's DCE keeps it),
+ * and, with `flags` given, (*flag)[i], some live use of i (operand j of
+ * user u) is one flags(u, j, *flag) calls out, *flag already worked out
+ * for u. ts_calloc'd (flag NULL without flags); false when memory runs
+ * out (both NULL). */
+static bool mark_uses(const struct ir_computation *c,
+		      bool (*flags)(const struct ir_instr *u, int j,
+				    const bool *flag),
+		      bool **live, bool **flag)
+{
+	*live = ts_calloc((size_t)c->n_instrs + 1, sizeof **live);
+	*flag = flags ? ts_calloc((size_t)c->n_instrs + 1, sizeof **flag)
+		      : NULL;
+	if (!*live || (flags && !*flag)) {
+		ts_free(*live);
+		ts_free(*flag);
+		*live = *flag = NULL;
+		return false;
+	}
+	if (c->root)
+		(*live)[c->root->index] = true;
+	for (int i = c->n_instrs - 1; i >= 0; i--) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int j = 0; (*live)[i] && j < u->n_operands; j++) {
+			const struct ir_instr *o = u->operands[j];
+			if (o->parent != c)
+				continue;
+			(*live)[o->index] = true;
+			if (flags && !(*flag)[o->index])
+				(*flag)[o->index] = flags(u, j, *flag);
+		}
+	}
+	return true;
+}
+
 /* Rules out the candidates some use forbids; lists the kernels' reads of
  * the others, by candidate and then kernel (a counting sort). */
 static enum ts_status uses(const struct sim_program *p,
 			   const struct ts_ptrmap *owner, struct cands *cs)
 {
 	const struct ir_module *m = p->module;
-	/* the entry's instructions that lead to its result: a use XLA's DCE
-	 * drops (dead[i]) rules nothing out (users after operands) */
+	/* a use of the entry's that XLA's DCE drops rules nothing out */
 	const struct ir_computation *e = m->entry;
-	bool *dead = ts_malloc(((e ? (size_t)e->n_instrs : 0) + 1) *
-			       sizeof *dead);
-	if (!dead)
+	bool *live = NULL, *none;
+	if (e && !mark_uses(e, NULL, &live, &none))
 		return TS_ERR_NOMEM;
-	for (int i = 0; e && i < e->n_instrs; i++)
-		dead[i] = e->instrs[i] != e->root;
-	for (int i = e ? e->n_instrs - 1 : -1; i >= 0; i--)
-		for (int j = 0; !dead[i] && j < e->instrs[i]->n_operands; j++)
-			if (e->instrs[i]->operands[j]->parent == e)
-				dead[e->instrs[i]->operands[j]->index] = false;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
-			if (comp == e && dead[i])
+			if (comp == e && !live[i])
 				continue;
 			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
 			for (int j = 0; j < u->n_operands; j++) {
@@ -254,7 +282,7 @@ static enum ts_status uses(const struct sim_program *p,
 			}
 		}
 	}
-	ts_free(dead);
+	ts_free(live);
 	/* the reads, a counting sort by candidate (each in kernel order) */
 	int n = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -436,38 +464,30 @@ static double use_elements(const struct ir_computation *c, const bool *live,
 	return n;
 }
 
+/* Whether u's use of its operand j is not a weight's (mark_uses):
+ * any use but a dot's or convolution's operand, a gather's table, or a
+ * bitcast, not the result, none of whose uses is (act). */
+static bool activation_use(const struct ir_instr *u, int j, const bool *act)
+{
+	if (u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION)
+		return false;
+	if (u->op == IR_OP_GATHER)
+		return j != 0;
+	if (u->op == IR_OP_BITCAST)
+		return u == u->parent->root || act[u->index];
+	return true;
+}
+
 const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 					      double room)
 {
 	const struct ir_computation *c = m ? m->entry : NULL;
 	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
 		return NULL;
-	/* live[i]: instruction i leads to the result (XLA's DCE keeps it);
-	 * act[i]: some live use of it is not a weight's: any use but a dot's
-	 * or convolution's operand, a gather's table, or a bitcast none of
-	 * whose uses is; the result is no weight (users come after their
-	 * operands: one pass backwards) */
-	bool *live = ts_calloc((size_t)c->n_instrs + 1, sizeof *live);
-	bool *act = ts_calloc((size_t)c->n_instrs + 1, sizeof *act);
+	bool *live, *act; /* act[i]: some live use is not a weight's */
 	const struct ir_instr *best = NULL;
-	if (!live || !act)
-		goto out;
-	live[c->root->index] = act[c->root->index] = true;
-	for (int i = c->n_instrs - 1; i >= 0; i--) {
-		const struct ir_instr *u = c->instrs[i];
-		for (int j = 0; live[i] && j < u->n_operands; j++) {
-			const struct ir_instr *o = u->operands[j];
-			if (o->parent != c)
-				continue;
-			bool a = u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION
-					 ? false
-				 : u->op == IR_OP_GATHER  ? j != 0
-				 : u->op == IR_OP_BITCAST ? act[u->index]
-							  : true;
-			live[o->index] = true;
-			act[o->index] = act[o->index] || a;
-		}
-	}
+	if (!mark_uses(c, activation_use, &live, &act))
+		return NULL;
 	double best_bytes = 0, best_uses = 0;
 	for (int q = 0; q < c->n_params; q++) {
 		const struct ir_instr *v = c->params[q];
@@ -482,31 +502,29 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 			best_uses = uses;
 		}
 	}
-out:
 	ts_free(live);
 	ts_free(act);
 	return best;
 }
 
-/* Whether u's use of its operand j is one a kernel that may read it in
- * VMEM and gain makes: u makes or joins a kernel (not a loop, call,
- * tuple, library call, async start such as XLA's own copy-start, an
- * in-place update of that operand, nor a collective, whose ICI time no
- * copy shortens), or u is a bitcast, not the result, none of whose uses
- * is otherwise (bad: per instruction of u's computation, a use that is
- * otherwise, worked out for u already). */
-static bool kernel_use(const struct ir_instr *u, int j, const bool *bad)
+/* Whether u's use of its operand j is not one a kernel that may read it
+ * in VMEM and gain makes (mark_uses): u makes or joins no kernel (a
+ * loop, call, tuple, library call), is an async start (XLA's own
+ * copy-start), updates that operand in place, or is a collective, whose
+ * ICI time no copy shortens; or u is a bitcast that is the result or
+ * has such a use (bad). */
+static bool other_use(const struct ir_instr *u, int j, const bool *bad)
 {
 	enum sim_kernel_kind kind;
 	enum sim_top role = sim_top_role(u, &kind);
 	if (((u->op == IR_OP_DYNAMIC_UPDATE_SLICE || u->op == IR_OP_SCATTER) &&
 	     j == 0) ||
 	    sim_async_start(u))
-		return false;
+		return true;
 	if (u->op == IR_OP_BITCAST)
-		return u != u->parent->root && !bad[u->index];
-	return role == SIM_TOP_KERNEL && kind != SIM_KERNEL_UNMODELLED &&
-	       kind != SIM_KERNEL_COLLECTIVE;
+		return u == u->parent->root || bad[u->index];
+	return role != SIM_TOP_KERNEL || kind == SIM_KERNEL_UNMODELLED ||
+	       kind == SIM_KERNEL_COLLECTIVE;
 }
 
 int sim_prefetch_params(const struct ir_module *m, double room,
@@ -517,29 +535,12 @@ int sim_prefetch_params(const struct ir_module *m, double room,
 	*out = NULL;
 	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
 		return 0;
-	/* live[i]: instruction i leads to the result (XLA's DCE keeps it);
-	 * bad[i]: some live use of it is no kernel's (kernel_use); users
-	 * come after their operands: one pass backwards */
-	bool *live = ts_calloc((size_t)c->n_instrs + 1, sizeof *live);
-	bool *bad = ts_calloc((size_t)c->n_instrs + 1, sizeof *bad);
+	bool *live, *bad; /* bad[i]: some live use is not a kernel's */
 	*out = ts_malloc((size_t)(c->n_params + 1) * sizeof **out);
-	if (!live || !bad || !*out) {
-		ts_free(live);
-		ts_free(bad);
+	if (!*out || !mark_uses(c, other_use, &live, &bad)) {
 		ts_free(*out);
 		*out = NULL;
 		return -1;
-	}
-	live[c->root->index] = true;
-	for (int i = c->n_instrs - 1; i >= 0; i--) {
-		const struct ir_instr *u = c->instrs[i];
-		for (int j = 0; live[i] && j < u->n_operands; j++) {
-			const struct ir_instr *o = u->operands[j];
-			if (o->parent != c)
-				continue;
-			live[o->index] = true;
-			bad[o->index] = bad[o->index] || !kernel_use(u, j, bad);
-		}
 	}
 	int n = 0;
 	if (cross)
