@@ -492,7 +492,8 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 	for (int q = 0; q < c->n_params; q++) {
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
-		if (!v || !live[v->index] || act[v->index] || !in_hbm(&v->shape) ||
+		if (!v || v == c->root || !live[v->index] || act[v->index] ||
+		    !in_hbm(&v->shape) ||
 		    bytes <= 0 || bytes > room || bytes < best_bytes)
 			continue;
 		double uses = use_elements(c, live, v);
@@ -548,8 +549,8 @@ int sim_prefetch_params(const struct ir_module *m, double room,
 	for (int q = 0; q < c->n_params; q++) {
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
-		if (v && v != cross && live[v->index] && !bad[v->index] &&
-		    in_hbm(&v->shape) && bytes > 0)
+		if (v && v != cross && v != c->root && live[v->index] &&
+		    !bad[v->index] && in_hbm(&v->shape) && bytes > 0)
 			(*out)[n++] = v;
 	}
 	ts_free(live);
