@@ -1216,21 +1216,21 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 			m ? "max" : "sum", m ? "maximum" : "add");
 	fprintf(f, "ENTRY %%main (v0: ");
 	dag_shape(f, R, C, false);
-	fprintf(f, ", v1: ");
+	fprintf(f, "{1,0}, v1: ");
 	dag_shape(f, R, C, false);
-	fprintf(f, ", v2: ");
+	fprintf(f, "{1,0}, v2: ");
 	dag_shape(f, R, C, true);
-	fprintf(f, ", w: f32[%" PRId64 ",%" PRId64 "]) -> (", C, C);
+	fprintf(f, "{0}, w: f32[%" PRId64 ",%" PRId64 "]{1,0}) -> (", C, C);
 	v[n - 1].read = false; /* the last value is a result */
 	dag_results(f, v, n, R, C, false);
 	fprintf(f, ") {\n  %%v0 = ");
 	dag_shape(f, R, C, false);
-	fprintf(f, " parameter(0)\n  %%v1 = ");
+	fprintf(f, "{1,0} parameter(0)\n  %%v1 = ");
 	dag_shape(f, R, C, false);
-	fprintf(f, " parameter(1)\n  %%v2 = ");
+	fprintf(f, "{1,0} parameter(1)\n  %%v2 = ");
 	dag_shape(f, R, C, true);
-	fprintf(f, " parameter(2)\n  %%w = f32[%" PRId64 ",%" PRId64
-		   "] parameter(3)\n  %%z = f32[] constant(0)\n"
+	fprintf(f, "{0} parameter(2)\n  %%w = f32[%" PRId64 ",%" PRId64
+		   "]{1,0} parameter(3)\n  %%z = f32[] constant(0)\n"
 		   "  %%i0 = s32[] constant(0)\n  %%i1 = s32[] constant(%" PRId64
 		   ")\n%s  ROOT %%out = (",
 		C, C, C / 4, bbuf);
