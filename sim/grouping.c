@@ -790,23 +790,29 @@ static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
 	return bytes;
 }
 
-/* Deepest chain of users operand_dots follows below a producer. */
+/* Deepest chain of users operand_dots follows below a producer, and the
+ * most users it looks at in all (a lattice of shared loop ops would
+ * otherwise be walked once per path). */
 #define OPERAND_DEPTH 8
+#define OPERAND_VISITS 256
 
 /* The dots and convolutions whose operands are the only place i is
  * computed in, each streaming it: i's live users are dots with a result
  * of fewer elements than i (elems: an activation read once, not a weight
  * read again for every tile of a larger result), or loop ops fused into
  * no kernel of their own whose users are (decided before i: consumers
- * first). 0 when some user is not; a dot reached twice counts twice. */
+ * first). 0 when some user is not, or past *visits users in all; a dot
+ * reached twice counts twice. */
 static int operand_dots(const struct grouping *g, int i, int64_t elems,
-			int depth)
+			int depth, int *visits)
 {
 	int n = 0;
 	for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 		int u = g->users[k];
 		if (!g->live[u])
 			continue;
+		if (--*visits < 0)
+			return 0;
 		if (g->opk[u] & OPK_CONTRACTION) {
 			if (ir_shape_elems(&g->c->instrs[u]->shape) >= elems)
 				return 0;
@@ -817,7 +823,7 @@ static int operand_dots(const struct grouping *g, int i, int64_t elems,
 		if (depth == OPERAND_DEPTH || !g->prologue[u] ||
 		    gu == G_NONE || (gu >= 0 && g->g_root[gu] == u))
 			return 0;
-		int r = operand_dots(g, u, elems, depth + 1);
+		int r = operand_dots(g, u, elems, depth + 1, visits);
 		if (r == 0)
 			return 0;
 		n += r;
@@ -862,10 +868,11 @@ static bool recompute_pays(const struct grouping *g, int i)
 		return false;
 	if (in <= v)
 		return true;
+	int visits = OPERAND_VISITS;
 	int n = transcend ? 0
 			  : operand_dots(g, i,
 					 ir_shape_elems(&g->c->instrs[i]->shape),
-					 0);
+					 0, &visits);
 	return n > 0 && (n - 1) * in < (n + 1) * v;
 }
 
