@@ -838,11 +838,10 @@ static int operand_dots(const struct grouping *g, int i, int64_t elems,
  * once, i's value (v bytes) is written, then read by each. Where its
  * users are all n dots or convolutions streaming it through their
  * operands (operand_dots), computing it once takes a kernel of its own:
- * recompute
- * when n in < in + v + n v, i.e. (n - 1) in < (n + 1) v (at a tie, the
- * VPU's work is not done again in each). Otherwise a
- * loop kernel among its users computes and writes it anyway, and each
- * dot that recomputed it would read in for v: recompute when in <= v.
+ * recompute when n in < in + v + n v, i.e. (n - 1) in < (n + 1) v (at a
+ * tie, the VPU's work is not done again in each). Otherwise a loop
+ * kernel among its users computes and writes it anyway, and each dot
+ * that recomputed it would read in for v: recompute when in <= v.
  * Nor is a transcendental recomputed in several dots' operands for more
  * bytes (the EUP's work done again in each). Assumes every array in HBM
  * and each dot bound by the bytes it reads (a dot bound by the MXU

@@ -47,8 +47,10 @@ struct build {
 	bool pre_opt;       /* module has no fusion instruction: group it */
 	struct sim_member_memo *memo; /* sim_group_kernel's, for the kernels
 	                                 it makes (sim_kernel.memo); NULL */
-	int *prefetch;      /* per p->prefetches[i]: its pair while it
-	                       waits for its done, else -1 */
+	int *pair;          /* per entry instruction: its prefetch's pair
+	                       while it waits for its done, -1 when none is
+	                       open, -2 for no p->prefetches parameter;
+	                       NULL: no prefetches */
 	struct ts_u64map names; /* digests of the module's instruction
 	                           names (named), made when first needed */
 	struct ts_diag *d;
@@ -939,19 +941,17 @@ static bool named(struct build *b, const char *name, enum ts_status *st)
 	return ts_u64map_get(&b->names, name_key(name)) >= 0;
 }
 
-/* The index of v in p->prefetches, or -1. */
-static int prefetch_of(const struct sim_program *p, const struct ir_instr *v)
+/* b->pair's entry for v when v is one of p->prefetches, else NULL. */
+static int *prefetch_pair(const struct build *b, const struct ir_instr *v)
 {
-	for (int i = 0; i < p->n_prefetches; i++)
-		if (p->prefetches[i] == v)
-			return i;
-	return -1;
+	return b->pair && v->parent == b->m->entry && b->pair[v->index] != -2
+		       ? &b->pair[v->index]
+		       : NULL;
 }
 
-/* Makes prefetch f's kernel and opens its pair (above). */
-static enum ts_status add_prefetch(struct build *b, int f)
+/* Makes the kernel of v's prefetch and opens its pair (above). */
+static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 {
-	const struct ir_instr *v = b->p->prefetches[f];
 	size_t n = strlen(v->name) + 48;
 	struct prefetch_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
 	if (!x)
@@ -993,7 +993,7 @@ static enum ts_status add_prefetch(struct build *b, int f)
 	st = finish_kernel(b, k, &x->copy, &site, NULL);
 	if (st == TS_OK)
 		st = open_async(b, &x->copy, k0);
-	b->prefetch[f] = st == TS_OK ? b->p->n_async - 1 : -1;
+	*prefetch_pair(b, v) = st == TS_OK ? b->p->n_async - 1 : -1;
 	return st;
 }
 
@@ -1003,15 +1003,15 @@ static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
 			   int nd)
 {
 	for (int q = 0; q < nd; q++) {
-		int f = prefetch_of(b->p, deps[q]);
-		if (f < 0 || b->prefetch[f] < 0)
+		int *pair = prefetch_pair(b, deps[q]);
+		if (!pair || *pair < 0)
 			continue;
-		struct sim_async *a = &b->p->async[b->prefetch[f]];
+		struct sim_async *a = &b->p->async[*pair];
 		const struct prefetch_stand_in *x =
 			(const void *)b->p->kernels[a->first].lowered;
 		a->done = &x->done;
 		a->n_between = b->p->n_kernels - a->between;
-		b->prefetch[f] = -1;
+		*pair = -1;
 	}
 }
 
@@ -1034,9 +1034,8 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 		return st;
 	}
 	const struct ir_instr *in = c->instrs[x];
-	int f = prefetch_of(b->p, in);
-	if (f >= 0)
-		return add_prefetch(b, f);
+	if (prefetch_pair(b, in))
+		return add_prefetch(b, in);
 	if (!g->live[x]) /* as fuse writes it: dead ones are not */
 		return TS_OK;
 	close_prefetch(b, (const struct ir_instr *const *)in->operands,
@@ -1084,9 +1083,9 @@ static enum ts_status walk_grouped(struct build *b,
 		nomem(b);
 	if (st == TS_OK) /* the prefetches' pairs among them, when unread */
 		drop_open_pairs(b->p, open);
-	for (int f = 0; st == TS_OK && f < b->p->n_prefetches; f++)
-		if (b->p->prefetches[f]->parent == c)
-			b->prefetch[f] = -1; /* the entry's walk: done */
+	for (int f = 0; st == TS_OK && c == b->m->entry &&
+			f < b->p->n_prefetches; f++)
+		*prefetch_pair(b, b->p->prefetches[f]) = -1; /* done */
 	ts_free(node);
 	ts_free(order);
 	ts_free(buf);
@@ -1393,15 +1392,16 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	}
 	enum ts_status st = p->n_prefetches >= 0 ? TS_OK : nomem(&b);
 	if (st == TS_OK && p->n_prefetches > 0 &&
-	    !(b.prefetch = ts_malloc((size_t)p->n_prefetches *
-				     sizeof *b.prefetch)))
+	    !(b.pair = ts_malloc((size_t)m->entry->n_instrs * sizeof *b.pair)))
 		st = nomem(&b);
-	for (int f = 0; st == TS_OK && f < p->n_prefetches; f++)
-		b.prefetch[f] = -1;
+	for (int i = 0; b.pair && i < m->entry->n_instrs; i++)
+		b.pair[i] = -2;
+	for (int f = 0; b.pair && f < p->n_prefetches; f++)
+		b.pair[p->prefetches[f]->index] = -1;
 	struct site s = {.mult = 1.0};
 	if (st == TS_OK)
 		st = walk(&b, m->entry, s);
-	ts_free(b.prefetch);
+	ts_free(b.pair);
 	ts_u64map_free(&b.names);
 	if (st == TS_OK)
 		st = add_relayouts(&b);
