@@ -194,8 +194,9 @@ static void test_read_ns(void **state)
 
 /* A torn last line (a crash mid-append) is cut on resume, kept aside and
  * said; the cut respects quotes; an unknown header is refused before
- * anything is cut; a record of more rows than the lookup table's first
- * size is found again whole. */
+ * anything is cut, and a row that opens with a NUL byte where it is; a
+ * record of more rows than the lookup table's first size is found again
+ * whole. */
 static void test_torn(void **state)
 {
 	(void)state;
@@ -252,6 +253,24 @@ static void test_torn(void **state)
 	char *after = slurp(csv);
 	assert_string_equal(after, "id,module,hw,when\nr1,m");
 	ts_free(after);
+	/* a row that opens with a NUL byte is a row, not the end of the
+	 * text: refused where it is, nothing appended after it */
+	static const char nul_row[] = "id,module,hw,config,runtime_ns,"
+				      "runtime_min_ns,repeats,timing,source\n"
+				      "\0r1,m.hlo,tpu-v3,,1000,,,device,s\n";
+	f = fopen(csv, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(nul_row, 1, sizeof nul_row - 1, f),
+			 sizeof nul_row - 1);
+	fclose(f);
+	tune(&p, dot, "1", cmd, dir);
+	expect_rc(&p, 1);
+	expect_contains(p.err, "measurements.csv:2:1: error: a NUL byte in a "
+			       "field (the file is text)\n");
+	proc_free(&p);
+	struct stat sb;
+	assert_int_equal(stat(csv, &sb), 0);
+	assert_int_equal(sb.st_size, sizeof nul_row - 1);
 	write_file(csv, before);
 	ts_free(before);
 	/* past 16 recorded rows (the lookup table grows): all found again */

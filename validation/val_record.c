@@ -178,33 +178,34 @@ static size_t last_record_end(const char *text, size_t len)
 	return end;
 }
 
-/* Reads path (absent: empty) into *text, checks its header (names[0..n)
- * in any order: pos, *has) and cuts a torn last record: the bytes after
- * the last record boundary, appended to path.torn first and said on note
- * (a last row without its newline, written by hand, is kept there). */
+/* Reads path (absent: empty) into *text (*len bytes, which may hold a
+ * NUL), checks its header (names[0..n) in any order: pos, *has) and cuts a
+ * torn last record: the bytes after the last record boundary, appended to
+ * path.torn first and said on note (a last row without its newline,
+ * written by hand, is kept there). */
 static enum ts_status read_repaired(const char *path, const char *const *names,
 				    int n, int *pos, bool *has, char **text,
-				    FILE *note, struct ts_diag *d)
+				    size_t *len, FILE *note, struct ts_diag *d)
 {
 	*text = NULL;
+	*len = 0;
 	*has = false;
 	for (int c = 0; c < n; c++)
 		pos[c] = c;
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return TS_OK; /* absent: check_file saw to the rest */
-	size_t len;
-	enum ts_status st = ts_read_file(path, text, &len, d);
-	if (st || len == 0)
+	enum ts_status st = ts_read_file(path, text, len, d);
+	if (st || *len == 0)
 		return st;
-	size_t keep = last_record_end(*text, len);
+	size_t keep = last_record_end(*text, *len);
 	if (keep > 0 && (st = val_csv_columns(path, *text, keep, names, n, pos,
 					       d)))
 		return st;
 	*has = keep > 0;
-	if (keep == len)
+	if (keep == *len)
 		return TS_OK;
-	size_t n_cut = len - keep;
+	size_t n_cut = *len - keep;
 	char torn[4096];
 	snprintf(torn, sizeof torn, "%s.torn", path);
 	FILE *f = fopen(torn, "ab");
@@ -224,6 +225,7 @@ static enum ts_status read_repaired(const char *path, const char *const *names,
 	ts_fput_text(*text + keep, n_cut < 80 ? n_cut : 80, note);
 	fprintf(note, "%s\"\n", n_cut > 80 ? "..." : "");
 	(*text)[keep] = '\0';
+	*len = keep;
 	return TS_OK;
 }
 
@@ -271,19 +273,23 @@ enum ts_status val_record_open(const char *dir, struct val_record *r,
 		return TS_ERR_NOMEM;
 	}
 	enum ts_status st;
+	size_t failed_len, csv_len;
 	if ((st = lock(r, note, d)) ||
 	    (st = check_file(r->csv_path, dir, d)) ||
 	    (st = check_file(r->failed_path, dir, d)) ||
 	    (st = read_repaired(r->failed_path, failed_columns,
 				VAL_RECORD_FAILED_COLS, r->failed_pos,
-				&r->failed_header, &r->failed_text, note, d)) ||
+				&r->failed_header, &r->failed_text, &failed_len,
+				note, d)) ||
 	    (st = read_repaired(r->csv_path, val_set_columns, VAL_COL_COUNT,
-				r->csv_pos, &r->csv_header, &r->csv_text, note,
-				d)))
+				r->csv_pos, &r->csv_header, &r->csv_text, &csv_len,
+				note, d)))
 		return st;
-	/* a header and no row (the first append cut) is an empty record */
-	const char *body = r->csv_header ? strchr(r->csv_text, '\n') : NULL;
-	if (!body || !body[1])
+	/* a header and no row (the first append cut) is an empty record; any
+	 * byte after the header, a NUL too, is the set reader's to judge */
+	const char *body =
+		r->csv_header ? memchr(r->csv_text, '\n', csv_len) : NULL;
+	if (!body || body + 1 == r->csv_text + csv_len)
 		return TS_OK;
 	if ((st = val_dataset_load_csv(r->csv_path, &r->ds, d)))
 		return st;
