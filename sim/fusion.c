@@ -72,6 +72,39 @@ static const struct ir_shape *shape_of(const struct emitter *e,
 					       : &v->shape;
 }
 
+/* A tuple, or an optimization barrier of one: its elements are its
+ * operands' buffers (placement.c passes them through a barrier), so an
+ * element in VMEM is written S(1). 1: the shape so written, into *tmp
+ * (elements from arena a); 0: no element in VMEM; -1: out of memory. */
+static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
+			  struct ts_arena *a, struct ir_shape *tmp)
+{
+	const struct ir_instr *t =
+		in->op == IR_OP_OPT_BARRIER && in->n_operands == 1
+			? in->operands[0]
+			: in;
+	if (t->op != IR_OP_TUPLE || in->shape.type != IR_TYPE_TUPLE ||
+	    in->shape.n_elems != t->n_operands)
+		return 0;
+	struct ir_shape *el = NULL;
+	for (int i = 0; i < t->n_operands; i++) {
+		const struct ir_instr *o = t->operands[i];
+		if (ts_ptrmap_get(&e->vmem, o) < 0 ||
+		    in->shape.elems[i].type == IR_TYPE_TUPLE)
+			continue;
+		if (!el && !(el = ts_arena_dup(a, in->shape.elems,
+					       (size_t)in->shape.n_elems *
+						       sizeof *el)))
+			return -1;
+		el[i].layout.memory_space = 1;
+	}
+	if (!el)
+		return 0;
+	*tmp = in->shape;
+	tmp->elems = el;
+	return 1;
+}
+
 static void put_shape(struct emitter *e, const struct ir_instr *v)
 {
 	struct ir_shape tmp;
@@ -260,6 +293,11 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	struct ir_shape tmp; /* a prefetched parameter stays in HBM */
 	const struct ir_shape *s =
 		prefetch_of(e, in) ? &in->shape : shape_of(e, in, &tmp);
+	int barrier = st ? 0 : barrier_shape(e, in, &a, &tmp);
+	if (barrier > 0)
+		s = &tmp;
+	else if (barrier < 0)
+		st = TS_ERR_NOMEM;
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name,
 				    s == &in->shape ? NULL : s, ops, attrs);

@@ -15,8 +15,10 @@
  *   room = vmem.bytes - vmem.scoped_bytes                        (bytes)
  *   a candidate: an array value in HBM (memory space 0, with a layout
  *     to write S(1) into) that one kernel writes and only kernels read
- *     (itself or through bitcasts outside kernels, which are the same
- *     buffer and go with it), in the same computation, neither written
+ *     (itself or through bitcasts outside kernels, or an optimization
+ *     barrier of a tuple of it, which are the same buffer and go with
+ *     it: JAX's remat puts a layer's saved inputs and weight slices
+ *     through one), in the same computation, neither written
  *     nor read in place (a dynamic-update-slice's or scatter's buffer)
  *     nor read or written by an async transfer or a library call, nor
  *     the computation's result; its interval is [writer, last reader]
@@ -174,10 +176,28 @@ static bool prefetch_copy(const struct sim_program *p,
 	return k->prefetch && k->inputs[0] != p->prefetched;
 }
 
+/* The buffer u is another name of: a bitcast's operand, or, for an
+ * element of an optimization barrier of a tuple, the tuple's operand
+ * (the barrier passes its buffers through); else NULL. */
+static const struct ir_instr *alias_of(const struct ir_instr *u)
+{
+	if (u->op == IR_OP_BITCAST && u->n_operands == 1)
+		return u->operands[0];
+	if (u->op != IR_OP_GET_TUPLE_ELEMENT || u->n_operands != 1)
+		return NULL;
+	const struct ir_instr *b = u->operands[0];
+	if (b->op != IR_OP_OPT_BARRIER || b->n_operands != 1 ||
+	    b->operands[0]->op != IR_OP_TUPLE)
+		return NULL;
+	const struct ir_instr *t = b->operands[0];
+	int64_t i = u->attrs.tuple_index;
+	return i >= 0 && i < t->n_operands ? t->operands[i] : NULL;
+}
+
 /* The values the placing kernels write and the parameters the
  * prefetches copy (owner: every member's kernel, -2 for a kernel that
- * does not place), then the bitcasts of them no kernel holds, in text
- * order (operands first). */
+ * does not place), then their other names (alias_of) no kernel holds,
+ * in text order (operands first). */
 static void find(const struct sim_program *p, double room,
 		 const struct ts_ptrmap *owner, struct cands *cs)
 {
@@ -210,9 +230,9 @@ static void find(const struct sim_program *p, double room,
 		const struct ir_computation *comp = m->comps[ci];
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
-			int a = u->op == IR_OP_BITCAST && u->n_operands == 1 &&
-						ts_ptrmap_get(owner, u) == -1
-					? ts_ptrmap_get(&cs->of, u->operands[0])
+			const struct ir_instr *src = alias_of(u);
+			int a = ts_ptrmap_get(owner, u) == -1 && src
+					? ts_ptrmap_get(&cs->of, src)
 					: -1;
 			if (a >= 0 && u != comp->root && in_hbm(&u->shape))
 				ts_ptrmap_set(&cs->of, u, a);
@@ -269,9 +289,26 @@ static enum ts_status uses(const struct sim_program *p,
 		return TS_ERR_NOMEM;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
+		/* a tuple that only optimization barriers use passes its
+		 * operands through them: no use of its own (alias_of) */
+		int *barriers = ts_calloc((size_t)comp->n_instrs + 1,
+					  sizeof *barriers);
+		if (!barriers) {
+			ts_free(live);
+			return TS_ERR_NOMEM;
+		}
+		for (int i = 0; i < comp->n_instrs; i++) {
+			const struct ir_instr *b = comp->instrs[i];
+			if (b->op == IR_OP_OPT_BARRIER && b->n_operands == 1 &&
+			    b->operands[0]->op == IR_OP_TUPLE &&
+			    b->operands[0]->parent == comp)
+				barriers[b->operands[0]->index]++;
+		}
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
-			if (comp == e && !live[i])
+			if ((comp == e && !live[i]) ||
+			    (u->op == IR_OP_TUPLE && barriers[i] > 0 &&
+			     barriers[i] == u->n_users))
 				continue;
 			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
 			for (int j = 0; j < u->n_operands; j++) {
@@ -281,6 +318,7 @@ static enum ts_status uses(const struct sim_program *p,
 					cs->c[a].ruled_out = true;
 			}
 		}
+		ts_free(barriers);
 	}
 	ts_free(live);
 	/* the reads, a counting sort by candidate (each in kernel order) */

@@ -1038,6 +1038,58 @@ static void test_weight_prefetch(void **state)
 	free(out);
 }
 
+/* A value an optimization barrier passes through (JAX's remat puts a
+ * layer's saved inputs through one) is the same buffer on both sides:
+ * the kernel that writes e and the dot that reads the barrier's element
+ * hold it in VMEM, and fuse writes S(1) into the tuple's and the
+ * barrier's shapes. Returned by the program as well, it stays in HBM. */
+static void test_barrier_placement(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char head[] =
+		"HloModule m\n"
+		"ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  w = f32[1024,1024]{1,0} parameter(1)\n"
+		"  e = f32[1024,1024]{1,0} exponential(x)\n"
+		"  t = (f32[1024,1024]{1,0}, s32[]) tuple(e, n)\n"
+		"  n = s32[] constant(7)\n"
+		"  b = (f32[1024,1024]{1,0}, s32[]) opt-barrier(t)\n"
+		"  g = f32[1024,1024]{1,0} get-tuple-element(b), index=0\n";
+	static const char dot[] =
+		"y = f32[1024,1024]{1,0} dot(g, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n";
+	const double mib4 = 1024.0 * 1024 * 4;
+	char text[1024], kept[1024];
+	snprintf(text, sizeof text, "%s  ROOT %s}\n", head, dot);
+	snprintf(kept, sizeof kept, "%s  %s  ROOT r = (f32[1024,1024]{1,0}, "
+		 "f32[1024,1024]{1,0}) tuple(y, g)\n}\n", head, dot);
+	struct tu_built b;
+	build_for(text, &hw, &hw, &b);
+	/* w, only the dot's, is the cross-program prefetch */
+	assert_string_equal(b.p.prefetched->name, "w");
+	assert_near(tu_kernel(&b, "e")->work.bytes_written, 0, 0);
+	assert_near(tu_kernel(&b, "y")->work.bytes_read, 0, 0);
+	tu_built_free(&b);
+	build_for(kept, &hw, &hw, &b);
+	assert_near(tu_kernel(&b, "e")->work.bytes_written, mib4, 0);
+	assert_near(tu_kernel(&b, "y")->work.bytes_read, mib4, 0);
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %t = (f32[1024,1024]{1,0:S(1)}, s32[]) tuple(") ||
+	    !strstr(out, "  %b = (f32[1024,1024]{1,0:S(1)}, s32[]) "
+			 "opt-barrier(%t)"))
+		fail_msg("the barrier's element not in S(1):\n%s", out);
+	free(out);
+}
+
 /* The cross-program prefetch's edges (found by a review): a loop before
  * the first reader runs inside the pair (its kernels hide the copy); a
  * gather that reads the parameter through a bitcast reads the copy-done,
@@ -2683,6 +2735,7 @@ int main(void)
 		cmocka_unit_test(test_analytic_no_slower),
 #endif
 		cmocka_unit_test(test_prefetch_edges),
+		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
