@@ -55,7 +55,8 @@ static bool multi_output(const struct ir_instr *in)
  *   names:  receives the value name of each of c's instructions;
  *   outs:   receives, for a multi-output fusion of c, its outputs' names.
  * A fused computation's tuple root is not written: its operands are the
- * fusion's outputs.
+ * fusion's outputs; a use of the whole fusion reads a tuple of them,
+ * written under the fusion's name.
  */
 static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 				const struct ir_computation *c,
@@ -63,6 +64,20 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 				const struct ir_instr *want, const char **names,
 				const char ***outs, int *inlined)
 {
+	/* a multi-output fusion read whole (not through get-tuple-elements)
+	 * is written as the tuple of its outputs too */
+	bool *whole = ts_arena_array(a, (size_t)c->n_instrs + 1, sizeof *whole);
+	if (!whole)
+		return TS_ERR_NOMEM;
+	for (int i = 0; i < c->n_instrs; i++) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int o = 0; u->op != IR_OP_GET_TUPLE_ELEMENT &&
+				o < u->n_operands; o++) {
+			int k = sim_index_in(c, u->operands[o]);
+			if (k >= 0 && multi_output(c->instrs[k]))
+				whole[k] = true;
+		}
+	}
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
 		names[i] = in->name;
@@ -160,8 +175,10 @@ static enum ts_status emit_body(struct hlo_emit *e, struct ts_arena *a,
 			o[t] = fnames[k];
 		}
 		outs[i] = o;
-		if (in == want) { /* the tuple itself is the result */
-			fprintf(e->out, "  ROOT %%%s = ", in->name);
+		if (in == want || whole[i]) { /* the tuple itself is read */
+			names[i] = in == want ? in->name : inner;
+			fprintf(e->out, "  %s%%%s = ", in == want ? "ROOT " : "",
+				names[i]);
 			hlo_emit_shape(e, &in->shape);
 			fputs(" tuple(", e->out);
 			for (int t = 0; t < froot->n_operands; t++)

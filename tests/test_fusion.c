@@ -145,6 +145,32 @@ static void test_unfuse_passthrough_root(void **state)
 	free(out);
 }
 
+/* A multi-output fusion read whole, not through get-tuple-elements (a
+ * mutated module fuzz_pipeline found: its unfused text read the fused
+ * computation's root tuple, never written): the tuple of its outputs is
+ * written under the fusion's name. */
+static void test_unfuse_whole_tuple(void **state)
+{
+	(void)state;
+	static const char wt[] =
+		"HloModule wt\n"
+		"f {\n  p0 = f32[8] parameter(0)\n"
+		"  n = f32[8] negate(p0)\n  x = f32[8] exponential(p0)\n"
+		"  ROOT t = (f32[8], f32[8]) tuple(n, x)\n}\n"
+		"ENTRY e {\n  a = f32[8] parameter(0)\n"
+		"  fu = (f32[8], f32[8]) fusion(a), kind=kLoop, calls=f\n"
+		"  g = f32[8] get-tuple-element(fu), index=0\n"
+		"  ROOT r = ((f32[8], f32[8]), f32[8]) tuple(fu, g)\n}\n";
+	struct ir_module *u;
+	char *out = unfuse_text(wt, &u);
+	if (!strstr(out, "  %fu = (f32[8], f32[8]) tuple(%n__in__fu, "
+			 "%x__in__fu)\n") ||
+	    !strstr(out, "tuple(%fu, %n__in__fu)\n"))
+		fail_msg("unexpected unfused text:\n%s", out);
+	ir_module_free(u);
+	free(out);
+}
+
 /* A control-predecessors attribute naming a fusion (as XLA's TPU
  * schedules write them) is left out: the fusion's name is gone once it is
  * inlined, and the order it asks for costs nothing. */
@@ -2737,6 +2763,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_unfuse_passthrough_root),
+		cmocka_unit_test(test_unfuse_whole_tuple),
 		cmocka_unit_test(test_unfuse_control_predecessors),
 		cmocka_unit_test(test_unfuse_forward_operand),
 		cmocka_unit_test(test_three_siblings),
