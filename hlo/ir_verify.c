@@ -52,7 +52,8 @@
  *                      of the result's dimensions;
  *   fusion, call       one parameter of the called computation per
  *                      operand, of the operand's dimensions, and a root of
- *                      the result's dimensions and element types.
+ *                      the result's dimensions and element types (each
+ *                      element's, for a tuple).
  * Not checked: transpose (XLA's own corpus has a transpose whose declared
  * shape its dimensions= contradict, which XLA's parser reads), a
  * convolution's window sizes against its kernel (likewise), random number
@@ -625,8 +626,9 @@ static bool same_as_operand(const struct ir_instr *in)
 	}
 }
 
-/* A fusion's or call's operands against its computation's parameters
- * (also for a tuple result, which the shape checks below skip). */
+/* A fusion's or call's operands against its computation's parameters,
+ * and a tuple result's elements against its root's (the shape checks
+ * below skip tuples). */
 static bool check_call_params(struct vctx *v)
 {
 	const struct ir_instr *in = v->in;
@@ -642,6 +644,19 @@ static bool check_call_params(struct vctx *v)
 		if (checkable(ps) && checkable(os) && !ir_shape_equal_dims(ps, os))
 			return bad(v, "operand %d has other dimensions than "
 				      "parameter %d of %s", k, k, c->name);
+	}
+	const struct ir_shape *s = &in->shape, *rs = c->root ? &c->root->shape
+							    : NULL;
+	if (s->type != IR_TYPE_TUPLE || !rs || rs->type != IR_TYPE_TUPLE)
+		return true;
+	if (rs->n_elems != s->n_elems)
+		return bad(v, "%s's root has %d elements", c->name, rs->n_elems);
+	for (int k = 0; k < s->n_elems; k++) {
+		const struct ir_shape *e = &s->elems[k], *re = &rs->elems[k];
+		if (checkable(e) && checkable(re) &&
+		    (!ir_shape_equal_dims(e, re) || !ir_shape_compatible(e, re)))
+			return bad(v, "element %d is not that of %s's root", k,
+				   c->name);
 	}
 	return true;
 }

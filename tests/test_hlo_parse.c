@@ -1108,6 +1108,22 @@ static void test_verifier(void **state)
 		  6, 8, "fusion u: shape (f32[4], f32[4]) does not match its "
 			"operands: operand 0 has other dimensions than parameter "
 			"0 of f");
+	/* and a tuple-shaped fusion's elements against its root's (a
+	 * fuzzer find: the kernel was costed on a buffer its computation
+	 * does not write, below its roofline) */
+	parse_err("f { p = f32[4] parameter(0)\n  n = f32[4] negate(p)\n"
+		  "  ROOT t = (f32[4], f32[4]) tuple(n, p) }\n"
+		  "ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT u = (f32[4], f32[5]) fusion(a), kind=kLoop, calls=f\n}\n",
+		  6, 8, "fusion u: shape (f32[4], f32[5]) does not match its "
+			"operands: element 1 is not that of f's root");
+	parse_err("f { p = f32[4] parameter(0)\n  n = f32[4] negate(p)\n"
+		  "  ROOT t = (f32[4], f32[4]) tuple(n, p) }\n"
+		  "ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT u = (f32[4], f32[4], f32[4]) fusion(a), kind=kLoop, "
+		  "calls=f\n}\n",
+		  6, 8, "fusion u: shape (f32[4], f32[4], f32[4]) does not match "
+			"its operands: f's root has 2 elements");
 	/* window: padded 10 - 1 + 1 + 1 + 0 = 11, window 3, stride 1: 9 */
 	parse_err("ENTRY e {\n  l = f32[1,10,2] parameter(0)\n  k = f32[3,2,5] parameter(1)\n"
 		  "  ROOT c = f32[1,10,5] convolution(l, k), window={size=3 stride=1 pad=1_0}, "
