@@ -360,13 +360,17 @@ CAUSES = """\
   (the decoders' scan over layers) stay in HBM; values passed through an
   optimization barrier (remat's saved inputs and weight slices) are
   placed as the one buffer they are: v5p/decoder_s 1.065 to 1.048,
-  within 5% 36 to 37. Still missing: XLA evicts a value to HBM behind
-  other work once its near readers are done and prefetches it back
-  before a far one (v6e/decoder_s's compiled loop body has 36 such
-  evictions, 177 MB, and 57 prefetches), so a value holds VMEM only near
-  its uses; tpusim holds it from writer to last reader or not at all
-  (with 1.5 x the room, not a figure of any chip, the fused
-  v5p/decoder_s comes to 1.002 and v6e/decoder_s to 0.978). v5e/dlrm_s (1.69, 1.09 in HBM): XLA's
+  within 5% 36 to 37. XLA also evicts a value to HBM behind other work
+  once its near readers are done, and may copy it back before a far one
+  (v6e/decoder_s's compiled loop body has 26 copies out, 134 MB, and 26
+  in); tpusim evicts a value that does not fit whole (docs/MODEL.md): 14
+  modules closer, none further, v5p/decoder_s_noremat 1.054 to 1.035,
+  v6e/decoder_s 1.067 to 1.053, v5e/unet3d_s 1.193 to 1.161; within 5%
+  37 to 38. Still missing: the copies back, and evicting a value that
+  fits to make room (XLA evicts v6e/decoder_s's 64 MiB f32 attention
+  matrix; tpusim keeps it whole). With 1.5 x the room, not a figure of
+  any chip, the fused v5p/decoder_s came to 1.002 and v6e/decoder_s to
+  0.978 before evictions. v5e/dlrm_s (1.69, 1.09 in HBM): XLA's
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
   fused one from 1.18 ms to 0.91.
 - Collectives beside the TensorCore on v7: XLA's v7 modules run every

@@ -168,11 +168,16 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 	}
 	case SIM_PLAN_FREE:
 		fprintf(f, "  %s, 0 ns\n",
-			k->idle ? "a prefetch memory-space assignment did not "
-				  "place (no VMEM room on this spec, or its "
-				  "copy would cost more than its readers "
-				  "save): it moves nothing"
-				: "bitcast / layout-preserving: no device work");
+			k->idle && k->evict
+				? "an eviction memory-space assignment did not "
+				  "place (its value is in VMEM up to its last "
+				  "reader, or in HBM for all of them): it moves "
+				  "nothing"
+			: k->idle ? "a prefetch memory-space assignment did not "
+				    "place (no VMEM room on this spec, or its "
+				    "copy would cost more than its readers "
+				    "save): it moves nothing"
+				  : "bitcast / layout-preserving: no device work");
 		goto out;
 	case SIM_PLAN_DMA:
 		fprintf(f, "  async DMA: the %s of %s into %s, run by "
@@ -184,6 +189,7 @@ enum ts_status sim_kernel_explain(const struct sim_kernel *k,
 						 : "?",
 			k->instr->shape.layout.memory_space == 1   ? "VMEM"
 			: k->instr->shape.layout.memory_space == 5 ? "host memory"
+			: k->evict				   ? "HBM"
 								   : "its result",
 			q->other_bytes, hw_mem_bytes_per_ns(hw),
 			k->work.bytes_read, k->work.bytes_written);

@@ -49,6 +49,18 @@ struct prefetch {
 	bool done_written;
 };
 
+/* A value written into VMEM and copied to HBM behind its first readers
+ * (placement.c's eviction): its copy-start after the node whose root is
+ * writer, its copy-done after the one whose root is after; the nodes
+ * rooted at late[0 .. n_late) read the copy-done. */
+struct evict {
+	const struct ir_instr *v, *writer, *after;
+	const char *start, *done;
+	const struct ir_instr **late;
+	int n_late;
+	bool done_written;
+};
+
 struct emitter {
 	struct hlo_emit h;    /* text primitives (hlo_emit.c) */
 	const struct ir_module *m;
@@ -60,6 +72,11 @@ struct emitter {
 	int n_prefetches;
 	struct prefetch *prefetches; /* the program's prefetches that move
 				  their parameter (not idle) */
+	int n_evicts;
+	struct evict *evicts; /* the program's evictions that move their
+				 value (not idle) */
+	const struct ir_instr *reader; /* the root of the node being
+				  written: whom value_name names for */
 };
 
 /* v's shape as written: in VMEM (into *tmp) when memory-space
@@ -121,11 +138,59 @@ static struct prefetch *prefetch_of(const struct emitter *e,
 	return NULL;
 }
 
-/* The name v is read under: a prefetched parameter as its copy-done. */
+/* The eviction of v that the node being written reads (one of its late
+ * readers), or NULL. */
+static const struct evict *evicted_for(const struct emitter *e,
+				       const struct ir_instr *v)
+{
+	for (int x = 0; x < e->n_evicts; x++)
+		for (int q = 0; e->evicts[x].v == v && q < e->evicts[x].n_late;
+		     q++)
+			if (e->evicts[x].late[q] == e->reader)
+				return &e->evicts[x];
+	return NULL;
+}
+
+/* The name v is read under: a prefetched parameter as its copy-done, an
+ * evicted value by its late readers as its copy-done. */
 static const char *value_name(const struct emitter *e, const struct ir_instr *v)
 {
 	const struct prefetch *f = prefetch_of(e, v);
-	return f && f->done ? f->done : v->name;
+	const struct evict *x = f ? NULL : evicted_for(e, v);
+	return f && f->done ? f->done : x ? x->done : v->name;
+}
+
+/* The shape of v as the node being written reads it: in HBM where it
+ * reads an eviction's copy-done. */
+static void put_read_shape(struct emitter *e, const struct ir_instr *v)
+{
+	if (evicted_for(e, v))
+		hlo_emit_shape(&e->h, &v->shape);
+	else
+		put_shape(e, v);
+}
+
+/* The evictions' copy-starts after the node rooted at root, and their
+ * copy-dones after the node of their last reader in VMEM. */
+static void put_evicts(struct emitter *e, const struct ir_instr *root)
+{
+	for (int x = 0; x < e->n_evicts; x++) {
+		struct evict *ev = &e->evicts[x];
+		if (ev->writer == root) {
+			fprintf(e->h.out, "  %%%s = (", ev->start);
+			hlo_emit_shape(&e->h, &ev->v->shape);
+			fputs(", ", e->h.out);
+			put_shape(e, ev->v);
+			fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s)\n",
+				ev->v->name);
+		}
+		if (ev->after == root && !ev->done_written) {
+			fprintf(e->h.out, "  %%%s = ", ev->done);
+			hlo_emit_shape(&e->h, &ev->v->shape);
+			fprintf(e->h.out, " copy-done(%%%s)\n", ev->start);
+			ev->done_written = true;
+		}
+	}
 }
 
 /* The prefetches' copy-dones, before the first node that reads their
@@ -335,14 +400,14 @@ static enum ts_status put_fused(struct emitter *e, const struct grouping *g,
 	fprintf(e->h.out, "\n%%fused_computation.%d (", k);
 	for (int p = 0; p < n_inputs; p++) {
 		fprintf(e->h.out, "%sparam_%d%s: ", p ? ", " : "", p, suffix);
-		put_shape(e, inputs[p]);
+		put_read_shape(e, inputs[p]);
 	}
 	fputs(") -> ", e->h.out);
 	put_out_shape(e, outs, n_outs);
 	fputs(" {\n", e->h.out);
 	for (int p = 0; p < n_inputs; p++) {
 		fprintf(e->h.out, "  %%param_%d%s = ", p, suffix);
-		put_shape(e, inputs[p]);
+		put_read_shape(e, inputs[p]);
 		fprintf(e->h.out, " parameter(%d)\n", p);
 	}
 	const int *mem;
@@ -531,8 +596,10 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 		int ni = sim_group_inputs(g, id, o->inputs);
 		int no = group_outputs(g, id, o->outs);
 		put_prefetch_done(e, o->inputs, ni);
+		e->reader = g->c->instrs[g->g_root[id]];
 		put_fusion_instr(e, g, id, o->fused_id[id], o->inputs, ni,
 				 o->outs, no);
+		put_evicts(e, e->reader);
 		return TS_OK;
 	}
 	const struct ir_instr *in = g->c->instrs[x];
@@ -540,10 +607,13 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 		return TS_OK; /* dead: XLA's DCE drops it */
 	put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
 			  in->n_operands);
+	e->reader = in;
 	enum ts_status st = put_instr(e, in, in == g->c->root, "", g, -1, NULL, 0);
 	const struct prefetch *f = st ? NULL : prefetch_of(e, in);
 	if (f)
 		put_prefetch_start(e, f);
+	if (!st)
+		put_evicts(e, in);
 	return st;
 }
 
@@ -569,6 +639,7 @@ static enum ts_status put_grouped(struct emitter *e,
 			continue;
 		int ni = sim_group_inputs(&g, id, o.inputs);
 		int no = group_outputs(&g, id, o.outs);
+		e->reader = c->instrs[g.g_root[id]];
 		st = put_fused(e, &g, id, o.fused_id[id], o.inputs, ni, o.outs,
 			       no);
 		e->stats->fusions++;
@@ -616,6 +687,64 @@ static enum ts_status put_verbatim(struct emitter *e,
 	return TS_OK;
 }
 
+static void evictions_free(struct emitter *e)
+{
+	for (int x = 0; x < e->n_evicts; x++)
+		ts_free(e->evicts[x].late);
+	ts_free(e->evicts);
+	e->evicts = NULL;
+	e->n_evicts = 0;
+}
+
+/* e->evicts: the placed program's evictions that move their value, each
+ * from its kernel (after its writer's kernels and their evictions'),
+ * its pair (done after its last reader in VMEM) and the kernels that
+ * read the value from HBM. */
+static enum ts_status evictions(struct emitter *e, const struct sim_program *p)
+{
+	int n = 0;
+	for (int i = 0; p && i < p->n_kernels; i++)
+		n += p->kernels[i].evict && !p->kernels[i].idle;
+	if (!n)
+		return TS_OK;
+	if (!(e->evicts = ts_calloc((size_t)n, sizeof *e->evicts)))
+		return TS_ERR_NOMEM;
+	for (int a = 0; a < p->n_async; a++) {
+		const struct sim_async *pa = &p->async[a];
+		const struct sim_kernel *k = &p->kernels[pa->first];
+		if (!k->evict || k->idle)
+			continue;
+		int w = pa->first - 1;
+		while (w > 0 && p->kernels[w].evict)
+			w--;
+		struct evict *ev = &e->evicts[e->n_evicts++];
+		*ev = (struct evict){
+			.v = k->inputs[0], .writer = p->kernels[w].instr,
+			.after = p->kernels[pa->between + pa->n_between - 1].instr,
+			.start = k->lowered->name, .done = pa->done->name};
+		int late = 0;
+		for (int pass = 0; pass < 2; pass++) {
+			for (int r = pa->between + pa->n_between;
+			     r < p->n_kernels; r++) {
+				const struct sim_kernel *kr = &p->kernels[r];
+				bool reads = false;
+				for (int j = 0; j < kr->n_inputs; j++)
+					reads = reads || kr->inputs[j] == ev->v;
+				if (!reads || kr->dma)
+					continue;
+				if (pass)
+					ev->late[ev->n_late++] = kr->instr;
+				else
+					late++;
+			}
+			if (!pass && !(ev->late = ts_calloc((size_t)late + 1,
+							   sizeof *ev->late)))
+				return TS_ERR_NOMEM;
+		}
+	}
+	return TS_OK;
+}
+
 enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			      size_t len, const struct sim_fusion_plan *plan,
 			      const struct sim_program *placed,
@@ -646,6 +775,12 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 			if (placed->async[a].first == i)
 				f->done = placed->async[a].done->name;
 	}
+	enum ts_status st = evictions(&e, placed);
+	if (st) {
+		ts_free(e.prefetches);
+		ts_diag_set(d, m->file, 0, 0, "out of memory");
+		return st;
+	}
 	int n_vmem = e.n_prefetches, n_instrs = 0;
 	for (int i = 0; placed && i < placed->n_kernels; i++)
 		n_vmem += placed->kernels[i].n_vmem;
@@ -656,6 +791,7 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	    !ts_ptrmap_init(&e.vmem, (size_t)(n_vmem + n_instrs) + 1)) {
 		ts_free(grouped);
 		ts_free(e.prefetches);
+		evictions_free(&e);
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return TS_ERR_NOMEM;
 	}
@@ -677,7 +813,6 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	if (m->entry)
 		sim_mark_grouped(m->entry, grouped, 0);
 	hlo_emit_module_header(&e.h, m, true); /* compiled: as written */
-	enum ts_status st = TS_OK;
 	for (int i = 0; i < m->n_comps && !st; i++) {
 		const struct ir_computation *c = m->comps[i];
 		st = grouped[c->index] ? put_grouped(&e, c) : put_verbatim(&e, c);
@@ -686,6 +821,7 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 	ts_free(grouped);
 	ts_free(e.prefetches);
+	evictions_free(&e);
 	ts_ptrmap_free(&e.vmem);
 	return st;
 }

@@ -47,6 +47,11 @@ struct build {
 	bool pre_opt;       /* module has no fusion instruction: group it */
 	struct sim_member_memo *memo; /* sim_group_kernel's, for the kernels
 	                                 it makes (sim_kernel.memo); NULL */
+	bool evict;         /* make the evictions' copies (add_evictions):
+	                       a grouped module built with room */
+	const bool *shared; /* per instruction of the computation walked:
+	                       more than one kernel may read it (two users,
+	                       or one its readers' groups each recompute) */
 	int *pair;          /* per entry instruction: its prefetch's pair
 	                       while it waits for its done, -1 when none is
 	                       open, -2 for no p->prefetches parameter;
@@ -909,9 +914,19 @@ static struct sim_kernel *push_copy_kernel(struct build *b,
  * parameter, a bitcast of it too (tpusim fuse writes both there, the
  * readers reading the done): the kernels between hide the copy
  * (program.c). Placement decides which copies move anything.
+ * The evictions the same way the other way round: XLA writes a value
+ * into VMEM for the kernels that read it soon and copies it to HBM
+ * behind them for the later ones (v6e/decoder_s's compiled loop body
+ * has 26 such copies). Here: for each output of a kernel that two or
+ * more instructions read (an array in HBM with a layout, not its
+ * computation's result nor an in-place buffer), a DMA kernel of that
+ * copy, "<value>.evict-start", right after the kernel, and an async
+ * pair closed at once (done "<value>.evict"); placement, where it
+ * places the value for its first readers only, moves the done after
+ * the last of them, and leaves the others idle.
  */
-struct prefetch_stand_in {
-	struct ir_instr copy; /* the copy into VMEM (the start's kernel) */
+struct copy_stand_in {
+	struct ir_instr copy; /* the copy (the start's kernel) */
 	struct ir_instr done;
 	struct ir_instr *ops[2];
 	char names[];
@@ -949,19 +964,24 @@ static int *prefetch_pair(const struct build *b, const struct ir_instr *v)
 		       : NULL;
 }
 
-/* Makes the kernel of v's prefetch and opens its pair (above). */
-static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
+/* Makes the kernel of v's prefetch (evict false: into VMEM, from the
+ * program's start) or eviction (into HBM, where site s runs v's writer)
+ * and opens its pair (above): a prefetch's stays open, an eviction's is
+ * closed at once. */
+static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
+			       bool evict, const struct site *s)
 {
 	size_t n = strlen(v->name) + 48;
-	struct prefetch_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
+	struct copy_stand_in *x = ts_calloc(1, sizeof *x + 2 * n);
 	if (!x)
 		return nomem(b);
 	char *start = x->names, *done = x->names + n;
+	const char *what = evict ? "evict" : "prefetch";
 	enum ts_status st = TS_OK;
 	for (int t = 0; st == TS_OK; t++) { /* names no instruction has */
 		const char *sfx = t ? "." : "";
-		snprintf(start, n, "%s.prefetch-start%s%.0d", v->name, sfx, t);
-		snprintf(done, n, "%s.prefetch%s%.0d", v->name, sfx, t);
+		snprintf(start, n, "%s.%s-start%s%.0d", v->name, what, sfx, t);
+		snprintf(done, n, "%s.%s%s%.0d", v->name, what, sfx, t);
 		if (!named(b, start, &st) && !named(b, done, &st))
 			break;
 	}
@@ -970,7 +990,8 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 		return st;
 	}
 	struct ir_shape tmp;
-	x->copy = value_stand_in(v, sim_vmem_shape(&v->shape, &tmp));
+	x->copy = value_stand_in(v, evict ? &v->shape
+					  : sim_vmem_shape(&v->shape, &tmp));
 	x->copy.shape.memo = (struct ir_shape_memo){0};
 	x->copy.op = IR_OP_COPY;
 	x->copy.attrs.cross_program_prefetch = v == b->p->prefetched;
@@ -987,13 +1008,52 @@ static enum ts_status add_prefetch(struct build *b, const struct ir_instr *v)
 	struct sim_kernel *k = push_copy_kernel(b, &x->copy, v);
 	if (!k) /* x is freed, or the kernel's */
 		return nomem(b);
-	k->dma = k->prefetch = true;
-	struct site site = {.mult = 1.0};
+	k->dma = true;
+	k->prefetch = !evict;
+	k->evict = k->idle = evict;
+	struct site once = {.mult = 1.0};
 	int k0 = b->p->n_kernels - 1;
-	st = finish_kernel(b, k, &x->copy, &site, NULL);
+	st = finish_kernel(b, k, &x->copy, evict ? s : &once, NULL);
 	if (st == TS_OK)
 		st = open_async(b, &x->copy, k0);
-	*prefetch_pair(b, v) = st == TS_OK ? b->p->n_async - 1 : -1;
+	if (evict && st == TS_OK)
+		b->p->async[b->p->n_async - 1].done = &x->done;
+	else if (!evict)
+		*prefetch_pair(b, v) = st == TS_OK ? b->p->n_async - 1 : -1;
+	return st;
+}
+
+/* Whether XLA may write v, an output of a kernel that more than one
+ * kernel reads (b->shared), into VMEM for its first readers and copy it
+ * to HBM for the others: an eviction candidate (above); placement
+ * checks the rest. */
+static bool evictable(const struct build *b, const struct ir_instr *v)
+{
+	const struct ir_shape *sh = &v->shape;
+	return b->shared[v->index] && v != v->parent->root &&
+	       sh->type != IR_TYPE_TUPLE && sh->layout.memory_space == 0 &&
+	       (sh->layout.present || sh->rank == 0) &&
+	       v->op != IR_OP_DYNAMIC_UPDATE_SLICE && v->op != IR_OP_SCATTER;
+}
+
+/* The evictions of the outputs of kernels[k0 ..] (a group's kernel,
+ * not an async transfer), where the build places values (b->evict). */
+static enum ts_status add_evictions(struct build *b, int k0,
+				    const struct site *s)
+{
+	int end = b->p->n_kernels;
+	enum ts_status st = TS_OK;
+	for (int i = k0; b->evict && st == TS_OK && i < end; i++) {
+		const struct sim_kernel *k = &b->p->kernels[i];
+		if (k->async_work || k->dma || k->kind == SIM_KERNEL_UNMODELLED ||
+		    k->kind == SIM_KERNEL_COLLECTIVE)
+			continue;
+		const struct ir_instr *const *outs = k->outputs;
+		int n_out = k->n_outputs; /* k moves as kernels are added */
+		for (int o = 0; st == TS_OK && o < n_out; o++)
+			if (evictable(b, outs[o]))
+				st = add_copy(b, outs[o], true, s);
+	}
 	return st;
 }
 
@@ -1007,7 +1067,7 @@ static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
 		if (!pair || *pair < 0)
 			continue;
 		struct sim_async *a = &b->p->async[*pair];
-		const struct prefetch_stand_in *x =
+		const struct copy_stand_in *x =
 			(const void *)b->p->kernels[a->first].lowered;
 		a->done = &x->done;
 		a->n_between = b->p->n_kernels - a->between;
@@ -1028,14 +1088,17 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 	if (x >= g->n) {
 		close_prefetch(b, buf, sim_group_inputs(g, x - g->n, buf));
 		st = emit_group(b, g, x - g->n, buf, s);
-		if (st == TS_OK) /* an async start is a group alone */
-			track_async(b, c->instrs[g->g_root[x - g->n]], k0, open,
-				    &st);
+		bool async = false; /* an async start is a group alone */
+		if (st == TS_OK)
+			async = track_async(b, c->instrs[g->g_root[x - g->n]],
+					    k0, open, &st);
+		if (st == TS_OK && !async)
+			st = add_evictions(b, k0, s);
 		return st;
 	}
 	const struct ir_instr *in = c->instrs[x];
 	if (prefetch_pair(b, in))
-		return add_prefetch(b, in);
+		return add_copy(b, in, false, s);
 	if (!g->live[x]) /* as fuse writes it: dead ones are not */
 		return TS_OK;
 	close_prefetch(b, (const struct ir_instr *const *)in->operands,
@@ -1077,8 +1140,25 @@ static enum ts_status walk_grouped(struct build *b,
 		node[k] = node_of(&g, k);
 	if (st == TS_OK && (n_order = sim_group_order(&g, node, order)) < 0)
 		st = TS_ERR_NOMEM;
+	bool *shared = NULL;
+	const bool *outer = b->shared; /* walking a loop's body, inside */
+	if (st == TS_OK && b->evict &&
+	    !(shared = ts_calloc((size_t)c->n_instrs + 1, sizeof *shared)))
+		st = TS_ERR_NOMEM;
+	for (int i = 0; shared && i < c->n_instrs; i++) {
+		const struct ir_instr *u = c->instrs[i];
+		for (int j = 0; j < u->n_operands; j++) {
+			const struct ir_instr *o = u->operands[j];
+			if (o->parent == c &&
+			    (o->n_users >= 2 || g.grp[i] == G_MULTI))
+				shared[o->index] = true;
+		}
+	}
+	b->shared = shared;
 	for (int q = 0; st == TS_OK && q < n_order; q++)
 		st = emit_node(b, &g, order[q], open, buf, s);
+	b->shared = outer;
+	ts_free(shared);
 	if (st == TS_ERR_NOMEM)
 		nomem(b);
 	if (st == TS_OK) /* the prefetches' pairs among them, when unread */
@@ -1386,6 +1466,7 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		p->fusion_policy = plan ? plan->policy : "xla";
 		p->fusion_flips = plan ? plan->n_flips : 0;
 		double room = opts ? opts->vmem_room : 0;
+		b.evict = room > 0;
 		p->prefetched = sim_prefetch_candidate(m, room);
 		p->n_prefetches = sim_prefetch_params(m, room, p->prefetched,
 						      &p->prefetches);

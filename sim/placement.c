@@ -38,7 +38,17 @@
  *     positive, else the largest (a value only compute-bound kernels
  *     touch goes last);
  *   placed when at every kernel of its interval the values placed so
- *     far plus it fit in room.
+ *     far plus it fit in room;
+ *   else evicted, where it has an eviction copy (kernels.c: a kernel's
+ *     output two or more kernels read) and no other name: in VMEM for the
+ *     longest run of its reading kernels from the first whose interval
+ *     [writer, last of them] fits, and copied to HBM behind them (the
+ *     copy's done right after the last of them), where the later readers
+ *     read it (XLA's eviction: v6e/decoder_s's compiled loop body has 26
+ *     such copies, 134 MB); placed only for a gain: the writer's and those
+ *     readers' benefits (added as above) less the copy's time,
+ *     hw_mem_dma_ns of its bytes, beyond the roofline times of the
+ *     kernels between the writer and the last of them.
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
  * first): of the entry parameters that only dots and convolutions (either
  * operand) and gathers (as the table) read, directly or through bitcasts
@@ -78,7 +88,11 @@
  * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
  * fusion's operand); the cross-program prefetch's copy is taken as hidden
  * whole, beside the previous run (program.c's timeline; wrong for a
- * program's first run); loop-carried values stay in HBM; the benefit is
+ * program's first run); an evicted value's later readers read HBM (XLA
+ * may copy it back into VMEM before a far one), and a value is evicted
+ * only when it does not fit whole (XLA evicts v6e/decoder_s's 64 MiB f32
+ * attention matrix, which fits, and so makes room for others);
+ * loop-carried values stay in HBM; the benefit is
  * a roofline's, not the tile model's (placement comes before the
  * estimate, which reads it). Sources: XLA's memory_space_assignment.cc
  * (FindCrossProgramPrefetchCandidate: entry parameters, largest first,
@@ -109,6 +123,8 @@ struct cand {
 	bool ruled_out;
 	bool prefetch;      /* an entry parameter, written by its prefetch's
 	                       copy (writer: that DMA kernel) */
+	bool aliased;       /* read under another name (alias_of) too */
+	int evict;          /* its eviction's copy (kernels.c), -1: none */
 	double bytes, priority;
 };
 
@@ -197,7 +213,7 @@ static const struct ir_instr *alias_of(const struct ir_instr *u)
 /* The values the placing kernels write and the parameters the
  * prefetches copy (owner: every member's kernel, -2 for a kernel that
  * does not place), then their other names (alias_of) no kernel holds,
- * in text order (operands first). */
+ * in text order (operands first), then their evictions' copies. */
 static void find(const struct sim_program *p, double room,
 		 const struct ts_ptrmap *owner, struct cands *cs)
 {
@@ -207,6 +223,7 @@ static void find(const struct sim_program *p, double room,
 			const struct ir_instr *v = k->inputs[0];
 			cs->c[cs->n] = (struct cand){
 				.v = v, .writer = i, .last = i, .prefetch = true,
+				.evict = -1,
 				.bytes = ir_shape_padded_bytes(&v->shape)};
 			ts_ptrmap_set(&cs->of, v, cs->n++);
 			continue;
@@ -220,7 +237,7 @@ static void find(const struct sim_program *p, double room,
 			if (!may_place(v, room) || again >= 0)
 				continue;
 			cs->c[cs->n] = (struct cand){
-				.v = v, .writer = i, .last = i,
+				.v = v, .writer = i, .last = i, .evict = -1,
 				.bytes = ir_shape_padded_bytes(&v->shape)};
 			ts_ptrmap_set(&cs->of, v, cs->n++);
 		}
@@ -234,9 +251,17 @@ static void find(const struct sim_program *p, double room,
 			int a = ts_ptrmap_get(owner, u) == -1 && src
 					? ts_ptrmap_get(&cs->of, src)
 					: -1;
-			if (a >= 0 && u != comp->root && in_hbm(&u->shape))
+			if (a >= 0 && u != comp->root && in_hbm(&u->shape)) {
 				ts_ptrmap_set(&cs->of, u, a);
+				cs->c[a].aliased = true;
+			}
 		}
+	}
+	for (int i = 0; i < p->n_kernels; i++) {
+		const struct sim_kernel *k = &p->kernels[i];
+		int a = k->evict ? ts_ptrmap_get(&cs->of, k->inputs[0]) : -1;
+		if (a >= 0 && cs->c[a].v == k->inputs[0])
+			cs->c[a].evict = i;
 	}
 }
 
@@ -382,6 +407,19 @@ static enum ts_status kernel_times(const struct sim_program *p,
 	return TS_OK;
 }
 
+/* What the kernels (from, to) run beside a copy between them: their
+ * roofline times, ns (the async transfers among them run beside it). */
+static double hiding(const struct sim_program *p, const struct times *t,
+		     int from, int to)
+{
+	double ns = 0;
+	for (int i = from + 1; i < to; i++)
+		if (!p->kernels[i].async_work)
+			ns += fmax(t[i].memory, t[i].compute) *
+			      p->kernels[i].multiplicity;
+	return ns;
+}
+
 /* The benefit of kernel i holding bytes in VMEM (the priority above). */
 static double benefit(const struct sim_program *p, const struct times *t,
 		      int i, double bytes, double bytes_per_ns)
@@ -400,10 +438,11 @@ static double add_benefit(double sum, double b)
 }
 
 /* The candidates of p that no use rules out and another kernel reads,
- * with their intervals and priorities on hw, first in cs->c. */
+ * with their intervals and priorities on hw (t: its kernels' times),
+ * first in cs->c. */
 static enum ts_status candidates(const struct sim_program *p,
 				 const struct hw_spec *hw, double room,
-				 struct cands *cs, struct ts_diag *d)
+				 const struct times *t, struct cands *cs)
 {
 	const struct ir_module *m = p->module;
 	int n_members = 0, n_outputs = 0, n_instrs = 0;
@@ -428,11 +467,6 @@ static enum ts_status candidates(const struct sim_program *p,
 	find(p, room, &owner, cs);
 	enum ts_status st = uses(p, &owner, cs);
 	ts_ptrmap_free(&owner);
-	struct times *t = ts_malloc((size_t)p->n_kernels * sizeof *t + 1);
-	if (st == TS_OK && !t)
-		st = TS_ERR_NOMEM;
-	if (st == TS_OK)
-		st = kernel_times(p, hw, t, d);
 	double bytes_per_ns = hw_mem_bytes_per_ns(hw);
 	int kept = 0;
 	for (int a = 0; st == TS_OK && a < cs->n; a++) {
@@ -455,11 +489,8 @@ static enum ts_status candidates(const struct sim_program *p,
 		if (c.prefetch) {
 			/* its copy, less what the kernels before its first
 			 * reader hide, is time spent: placed only for a gain */
-			double hide = 0;
-			for (int i = c.writer + 1;
-			     i < cs->reads[c.first].r; i++)
-				hide += fmax(t[i].memory, t[i].compute) *
-					p->kernels[i].multiplicity;
+			double hide = hiding(p, t, c.writer,
+					     cs->reads[c.first].r);
 			sum -= fmax(0, hw_mem_dma_ns(hw, c.bytes, 1) - hide);
 			if (!(sum > 0))
 				continue;
@@ -468,7 +499,6 @@ static enum ts_status candidates(const struct sim_program *p,
 		c.priority = sum / sqrt(c.bytes > 1 ? c.bytes : 1);
 		cs->c[kept++] = c;
 	}
-	ts_free(t);
 	cs->n = kept;
 	return st;
 }
@@ -608,11 +638,48 @@ static bool hold(struct sim_kernel *k, const struct ir_instr *v)
 	return true;
 }
 
+/* Evicting candidate c, which does not fit whole: the last of its reads
+ * that read it in VMEM, the longest run of its reading kernels from the
+ * first whose interval [writer, last of them] fits beside the values
+ * already in (used) and gains (its writer's and their benefit, less the
+ * eviction copy's time, hw_mem_dma_ns, beyond what the kernels between
+ * the writer and the last of them run: the copy's done comes after
+ * that one); -1 when none does, or it has no eviction, or is read under
+ * another name (its later readers read the copy-done). */
+static int evicted_reads(const struct sim_program *p, const struct cands *cs,
+			 const struct cand *c, const struct times *t,
+			 const struct hw_spec *hw, double avail,
+			 const double *used)
+{
+	if (c->evict < 0 || c->aliased || c->prefetch)
+		return -1;
+	double bytes_per_ns = hw_mem_bytes_per_ns(hw), peak = 0;
+	int last_q = -1;
+	for (int i = c->writer, q = c->first; i <= c->last; i++) {
+		peak = fmax(peak, used[i]);
+		if (peak + c->bytes > avail)
+			break;
+		for (; q < c->first + c->n_reads && cs->reads[q].r <= i; q++)
+			last_q = q;
+	}
+	if (last_q < 0)
+		return -1;
+	double sum = benefit(p, t, c->writer, c->bytes, bytes_per_ns);
+	for (int q = c->first; q <= last_q; q++) { /* each kernel once */
+		int r = cs->reads[q].r;
+		if (r != c->writer && (q == c->first || r != cs->reads[q - 1].r))
+			sum = add_benefit(sum, benefit(p, t, r, c->bytes,
+						       bytes_per_ns));
+	}
+	double hide = hiding(p, t, c->writer, cs->reads[last_q].r + 1);
+	sum -= fmax(0, hw_mem_dma_ns(hw, c->bytes, 1) - hide);
+	return sum > 0 ? last_q : -1;
+}
 /* Places candidate c: its writer holds it in VMEM (a prefetch's copy
- * moves it there instead), each kernel that reads it the value it reads
- * (it or a bitcast); recount marks them. */
+ * moves it there instead), each kernel of its reads up to reads[last_q]
+ * the value it reads (it or another name of it); recount marks them. */
 static bool place(struct sim_program *p, const struct cands *cs,
-		  const struct cand *c, bool *recount)
+		  const struct cand *c, int last_q, bool *recount)
 {
 	if (c->prefetch) {
 		p->kernels[c->writer].idle = false;
@@ -621,7 +688,7 @@ static bool place(struct sim_program *p, const struct cands *cs,
 			return false;
 		recount[c->writer] = true;
 	}
-	for (int q = c->first; q < c->first + c->n_reads; q++) {
+	for (int q = c->first; q <= last_q; q++) {
 		const struct read *rd = &cs->reads[q];
 		if (!hold(&p->kernels[rd->r], rd->x))
 			return false;
@@ -753,9 +820,20 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	}
 	p->n_placed = 0;
 	p->placed_bytes = 0;
-	for (int i = 0; i < p->n_kernels; i++) /* until placed, below */
-		if (prefetch_copy(p, &p->kernels[i]))
-			p->kernels[i].idle = true;
+	int *pair_of = ts_malloc((size_t)p->n_kernels * sizeof *pair_of + 1);
+	if (!pair_of)
+		st = TS_ERR_NOMEM;
+	for (int i = 0; pair_of && i < p->n_kernels; i++)
+		pair_of[i] = -1;
+	for (int a = 0; pair_of && a < p->n_async; a++)
+		pair_of[p->async[a].first] = a;
+	for (int i = 0; pair_of && i < p->n_kernels; i++) { /* until placed */
+		struct sim_kernel *k = &p->kernels[i];
+		if (prefetch_copy(p, k) || k->evict)
+			k->idle = true;
+		if (k->evict && pair_of[i] >= 0) /* its done at once */
+			p->async[pair_of[i]].n_between = 0;
+	}
 	/* the cross-program prefetch first, over the whole program */
 	double avail = room;
 	if (st == TS_OK && p->prefetched) {
@@ -765,8 +843,12 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		avail -= p->placed_bytes;
 		st = ok ? TS_OK : TS_ERR_NOMEM;
 	}
+	struct times *t = NULL;
 	if (st == TS_OK && avail > 0) {
-		st = candidates(p, hw, avail, &cs, d);
+		t = ts_malloc((size_t)p->n_kernels * sizeof *t + 1);
+		st = t ? kernel_times(p, hw, t, d) : TS_ERR_NOMEM;
+		if (st == TS_OK)
+			st = candidates(p, hw, avail, t, &cs);
 		if (st == TS_OK &&
 		    !(used = ts_calloc((size_t)p->n_kernels + 1, sizeof *used)))
 			st = TS_ERR_NOMEM;
@@ -778,13 +860,27 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		double peak = 0;
 		for (int i = c->writer; i <= c->last; i++)
 			peak = used[i] > peak ? used[i] : peak;
-		if (peak + c->bytes > avail)
+		int last_q = c->first + c->n_reads - 1; /* its last read */
+		if (peak + c->bytes > avail &&
+		    (last_q = evicted_reads(p, &cs, c, t, hw, avail, used)) < 0)
 			continue;
-		for (int i = c->writer; i <= c->last; i++)
+		int last = cs.reads[last_q].r;
+		for (int i = c->writer; i <= last; i++)
 			used[i] += c->bytes;
-		if (!place(p, &cs, c, recount)) {
+		if (!place(p, &cs, c, last_q, recount)) {
 			st = TS_ERR_NOMEM;
 			break;
+		}
+		if (last < c->last) { /* the copy out, done after `last` */
+			struct sim_kernel *e = &p->kernels[c->evict];
+			e->idle = false;
+			recount[c->evict] = true;
+			struct sim_async *pa = &p->async[pair_of[c->evict]];
+			pa->n_between = last + 1 - pa->between;
+			if (!hold(e, c->v)) {
+				st = TS_ERR_NOMEM;
+				break;
+			}
 		}
 		p->n_placed++;
 		p->placed_bytes += c->bytes;
@@ -804,5 +900,7 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 	ts_ptrmap_free(&cs.of);
 	ts_free(used);
 	ts_free(recount);
+	ts_free(t);
+	ts_free(pair_of);
 	return st;
 }

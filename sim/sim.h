@@ -186,7 +186,12 @@ struct sim_kernel {
 	bool prefetch;                 /* the copy of one of the program's
 	                                  prefetches (sim_program.prefetches;
 	                                  kernels.c): inputs[0] its parameter */
-	bool idle;                     /* a prefetch placement did not place
+	bool evict;                    /* the copy of an eviction: its value
+	                                  (inputs[0]) written into VMEM and
+	                                  copied to HBM for its later readers
+	                                  (kernels.c, sim/placement.c) */
+	bool idle;                     /* a prefetch or eviction placement
+	                                  did not place
 	                                  (sim_program_place: no room on the
 	                                  spec, or no gain): it moves
 	                                  nothing, its readers read HBM */

@@ -930,7 +930,7 @@ static void test_cross_program_prefetch(void **state)
 	assert_string_equal(p->prefetched->name, "w");
 	/* p's copy first (an ordinary prefetch: nothing before x would
 	 * hide it, so placement leaves it idle), then w's */
-	assert_int_equal(p->n_kernels, 5);
+	assert_int_equal(p->n_kernels, 6);
 	const struct sim_kernel *k = p->kernels;
 	assert_string_equal(k[0].name, "p.prefetch-start");
 	assert_true(k[0].prefetch && k[0].idle);
@@ -939,15 +939,19 @@ static void test_cross_program_prefetch(void **state)
 	assert_string_equal(k[0].name, "w.prefetch-start");
 	assert_true(k[0].dma && k[0].async_work && !k[0].idle);
 	assert_near(k[0].work.bytes_read, mib4, 0);
-	assert_int_equal(p->n_async, 2);
+	assert_int_equal(p->n_async, 3);
 	assert_int_equal(p->async[1].first, 1);
 	assert_int_equal(p->async[1].n_between, 0);
 	assert_string_equal(p->async[1].done->name, "w.prefetch");
 	assert_near(k[1].work.bytes_read, mib4, 0); /* x: p */
-	assert_near(k[2].work.bytes_read, 0, 0);    /* y: x and w in VMEM */
-	assert_near(k[3].work.bytes_read, 0, 0);    /* z: the same */
+	/* x's eviction, idle: x fits in VMEM up to its last reader */
+	assert_string_equal(k[2].name, "x.evict-start");
+	assert_true(k[2].evict && k[2].idle);
+	assert_near(k[2].est.time_ns, 0, 0);
+	assert_near(k[3].work.bytes_read, 0, 0);    /* y: x and w in VMEM */
+	assert_near(k[4].work.bytes_read, 0, 0);    /* z: the same */
 	double sum = 0;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		sum += k[i].est.time_ns;
 	assert_true(k[0].est.time_ns > 0);
 	assert_near(sim_program_total(&b.p), sum - k[0].est.time_ns, 1e-9 * sum);
@@ -1113,6 +1117,113 @@ static void test_barrier_placement(void **state)
 	    !strstr(out, "  %b = (f32[1024,1024]{1,0:S(1)}, s32[]) "
 			 "opt-barrier(%t)"))
 		fail_msg("the barrier's element not in S(1):\n%s", out);
+	free(out);
+}
+
+/* An eviction (sim/placement.c): with room for one 4 MiB value beside
+ * the cross-program x, u (three memory-bound kernels) goes in whole
+ * first, so v, read by a before u and by r after c, cannot: it is
+ * written into VMEM, read there by a, and copied to HBM behind z (its
+ * copy-start right after v, its done after a), where r reads it. Its
+ * copy costs the DMA's latency and its bytes at HBM's bandwidth, hidden
+ * whole; u's eviction stays idle. With all of v5e's room nothing is
+ * evicted. fuse writes the copy and r reads its done, at the same
+ * time. */
+static void test_eviction(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  s = f32[1024,128]{1,0} parameter(1)\n"
+		"  t = f32[128,1024]{1,0} parameter(2)\n"
+		"  v = f32[1024,1024]{1,0} dot(x, x), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  z = f32[1024,1024]{1,0} dot(x, x), lhs_contracting_dims={0}, "
+		"rhs_contracting_dims={0}\n"
+		"  a = f32[1024,128]{1,0} dot(v, s), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  u = f32[1024,1024]{1,0} dot(a, t), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  b = f32[1024,128]{1,0} dot(u, s), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  c = f32[1024,128]{1,0} dot(u, b), lhs_contracting_dims={0}, "
+		"rhs_contracting_dims={0}\n"
+		"  r = f32[1024,128]{1,0} dot(v, c), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT o = (f32[1024,128]{1,0}, f32[1024,1024]{1,0}) tuple(r, z)\n"
+		"}\n";
+	const double mib = 1024.0 * 1024;
+	struct hw_spec tight = hw;
+	tight.vmem_scoped_bytes = hw.vmem_bytes - 9 * mib;
+	struct tu_built b;
+	build_for(text, &tight, &tight, &b);
+	const struct sim_program *p = &b.p;
+	assert_string_equal(p->prefetched->name, "x");
+	const struct sim_kernel *e = tu_kernel(&b, "v.evict-start");
+	assert_true(e->evict && !e->idle);
+	assert_true(tu_kernel(&b, "u.evict-start")->idle);
+	assert_near(tu_kernel(&b, "v")->work.bytes_written, 0, 0);
+	assert_near(tu_kernel(&b, "a")->work.bytes_read, 0, 0);
+	assert_near(tu_kernel(&b, "r")->work.bytes_read, 4 * mib, 0);
+	assert_near(e->work.bytes_written, 4 * mib, 0);
+	assert_near(e->work.bytes_read, 0, 0);
+	assert_near(e->est.time_ns,
+		    tight.dma_latency_ns + 4 * mib / hw_mem_bytes_per_ns(&tight),
+		    1e-9 * e->est.time_ns);
+	const struct sim_async *pair = NULL;
+	for (int i = 0; i < p->n_async; i++)
+		if (p->kernels[p->async[i].first].name == e->name)
+			pair = &p->async[i];
+	assert_non_null(pair);
+	assert_string_equal(pair->done->name, "v.evict");
+	assert_ptr_equal(&p->kernels[pair->between + pair->n_between - 1],
+			 tu_kernel(&b, "a"));
+	assert_near(pair->hidden_ns, e->est.time_ns, 0); /* behind z */
+	double sum = 0, hidden = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		sum += p->kernels[i].est.time_ns;
+	for (int i = 0; i < p->n_async; i++)
+		hidden += p->async[i].hidden_ns;
+	assert_near(sim_program_total(&b.p), sum - hidden, 1e-9 * sum);
+	char buf[4096] = {0};
+	FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+	assert_non_null(f);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_kernel_explain(e, &tight, NULL, f, &d), TS_OK);
+	assert_int_equal(sim_kernel_explain(tu_kernel(&b, "u.evict-start"),
+					    &tight, NULL, f, &d),
+			 TS_OK);
+	fclose(f);
+	if (!strstr(buf, "  async DMA: the copy of v into HBM, run by the DMA "
+			 "engines beside the TensorCore\n") ||
+	    !strstr(buf, "kernel u.evict-start (copy)\n  an eviction "
+			 "memory-space assignment did not place (its value is "
+			 "in VMEM up to its last reader, or in HBM for all of "
+			 "them): it moves nothing, 0 ns\n"))
+		fail_msg("unexpected explanation:\n%s", buf);
+	tu_built_free(&b);
+	build_for(text, &hw, &hw, &b);
+	assert_true(tu_kernel(&b, "v.evict-start")->idle);
+	assert_near(tu_kernel(&b, "r")->work.bytes_read, 0, 0);
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = tu_fuse_round_trip(text, &tight, NULL, NULL, &t0, &t1, &k0,
+				       &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %v.evict-start = (f32[1024,1024]{1,0}, "
+			 "f32[1024,1024]{1,0:S(1)}, u32[]{:S(2)}) "
+			 "copy-start(%v)\n") ||
+	    !strstr(out, "\n  %v.evict = f32[1024,1024]{1,0} "
+			 "copy-done(%v.evict-start)\n  %u = ") ||
+	    !strstr(out, " dot(%v.evict, %c)"))
+		fail_msg("v not evicted as written:\n%s", out);
 	free(out);
 }
 
@@ -2762,6 +2873,7 @@ int main(void)
 #endif
 		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_barrier_placement),
+		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
 		cmocka_unit_test(test_unfuse_control_predecessors),
