@@ -317,6 +317,16 @@ static int count_unmodelled(const struct sim_program *p)
 	return n;
 }
 
+/* The copies memory-space assignment left idle (sim/placement.c: 0 ns,
+ * moving nothing): counted, not listed with the kernels that run. */
+static int count_idle(const struct sim_program *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		n += p->kernels[i].idle;
+	return n;
+}
+
 /* Fills one row. Cycles, steps and VMEM exist only for the analytic
  * model; an unmodelled kernel shows its counted work and zero time.
  * roofline_ns: sim_kernel_roofline's time, the envelope the kernel's time
@@ -588,6 +598,8 @@ static void report_async(struct cmd_report *r, const struct sim_program *p)
 	cmd_report_list_begin(r, "async");
 	for (int i = 0; i < p->n_async; i++) {
 		const struct sim_async *a = &p->async[i];
+		if (p->kernels[a->first].idle)
+			continue;
 		cmd_report_item_begin(r);
 		cmd_report_text(r, "start", a->start->name);
 		cmd_report_text(r, "done", a->done->name);
@@ -828,9 +840,11 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 		cmd_table_init(&t, "kernels", "total", run_cols,
 			       analytic ? COL_COUNT : COL_NO_MODEL);
 		for (int i = 0; i < p->n_kernels && st == TS_OK; i++)
-			st = fill_row(&t, p->module->name, i, &p->kernels[i],
-				      total, o->roofline, &ctx->hw,
-				      analytic ? analytic[m][i] : NAN);
+			if (!p->kernels[i].idle)
+				st = fill_row(&t, p->module->name, i,
+					      &p->kernels[i], total,
+					      o->roofline, &ctx->hw,
+					      analytic ? analytic[m][i] : NAN);
 		if (st == TS_OK)
 			st = fill_footer(&t, p, total);
 		if (st == TS_OK) {
@@ -846,8 +860,12 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				snprintf(fusion, sizeof fusion,
 					 "%s (unfused module)", p->fusion_policy);
 			cmd_report_text(&r, "fusion", fusion);
+			int idle = count_idle(p);
 			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
-				       p->n_kernels);
+				       p->n_kernels - idle);
+			if (idle)
+				cmd_report_num(&r, "n_idle_copies",
+					       CMD_UNIT_INT, idle);
 			cmd_report_num(&r, "n_unmodelled", CMD_UNIT_INT,
 				       count_unmodelled(p));
 			if (mv && mv->n_novel)

@@ -58,7 +58,6 @@ struct evict {
 	const char *start, *done;
 	const struct ir_instr **late;
 	int n_late;
-	bool done_written;
 };
 
 struct emitter {
@@ -96,10 +95,7 @@ static const struct ir_shape *shape_of(const struct emitter *e,
 static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 			  struct ts_arena *a, struct ir_shape *tmp)
 {
-	const struct ir_instr *t =
-		in->op == IR_OP_OPT_BARRIER && in->n_operands == 1
-			? in->operands[0]
-			: in;
+	const struct ir_instr *t = sim_barrier_tuple(in) ? in->operands[0] : in;
 	if (t->op != IR_OP_TUPLE || in->shape.type != IR_TYPE_TUPLE ||
 	    in->shape.n_elems != t->n_operands)
 		return 0;
@@ -170,25 +166,35 @@ static void put_read_shape(struct emitter *e, const struct ir_instr *v)
 		put_shape(e, v);
 }
 
+/* Copy-start `start` of v: (to, from, context), into VMEM (a prefetch:
+ * v in HBM) or out of it (an eviction: v in VMEM, as placed). */
+static void put_copy_start(struct emitter *e, const char *start,
+			   const struct ir_instr *v, bool into_vmem, bool cross)
+{
+	fprintf(e->h.out, "  %%%s = (", start);
+	for (int end = 0; end < 2; end++) {
+		if ((end == 0) == into_vmem)
+			put_shape(e, v);
+		else
+			hlo_emit_shape(&e->h, &v->shape);
+		fputs(", ", e->h.out);
+	}
+	fprintf(e->h.out, "u32[]{:S(2)}) copy-start(%%%s)%s\n", v->name,
+		cross ? ", cross_program_prefetch_index=0" : "");
+}
+
 /* The evictions' copy-starts after the node rooted at root, and their
  * copy-dones after the node of their last reader in VMEM. */
 static void put_evicts(struct emitter *e, const struct ir_instr *root)
 {
 	for (int x = 0; x < e->n_evicts; x++) {
-		struct evict *ev = &e->evicts[x];
-		if (ev->writer == root) {
-			fprintf(e->h.out, "  %%%s = (", ev->start);
-			hlo_emit_shape(&e->h, &ev->v->shape);
-			fputs(", ", e->h.out);
-			put_shape(e, ev->v);
-			fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s)\n",
-				ev->v->name);
-		}
-		if (ev->after == root && !ev->done_written) {
+		const struct evict *ev = &e->evicts[x];
+		if (ev->writer == root)
+			put_copy_start(e, ev->start, ev->v, false, false);
+		if (ev->after == root) {
 			fprintf(e->h.out, "  %%%s = ", ev->done);
 			hlo_emit_shape(&e->h, &ev->v->shape);
 			fprintf(e->h.out, " copy-done(%%%s)\n", ev->start);
-			ev->done_written = true;
 		}
 	}
 }
@@ -207,17 +213,6 @@ static void put_prefetch_done(struct emitter *e,
 		fprintf(e->h.out, " copy-done(%%%s)\n", f->start);
 		f->done_written = true;
 	}
-}
-
-/* A prefetch's copy-start, after the parameter: (VMEM, HBM, context). */
-static void put_prefetch_start(struct emitter *e, const struct prefetch *f)
-{
-	fprintf(e->h.out, "  %%%s = (", f->start);
-	put_shape(e, f->v);
-	fputs(", ", e->h.out);
-	hlo_emit_shape(&e->h, &f->v->shape);
-	fprintf(e->h.out, ", u32[]{:S(2)}) copy-start(%%%s)%s\n", f->v->name,
-		f->cross ? ", cross_program_prefetch_index=0" : "");
 }
 
 /* Members of group id that do work (sim_group_working). */
@@ -355,9 +350,16 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	if (count && !attrs && !st &&
 	    !(e->h.backend_first = ts_arena_printf(&a, "%s,", count)))
 		st = TS_ERR_NOMEM;
-	struct ir_shape tmp; /* a prefetched parameter stays in HBM */
+	/* a prefetched parameter stays in HBM, and a bitcast of a value
+	 * this node reads from an eviction's copy-done is in HBM */
+	const struct ir_instr *src = in;
+	while (src->op == IR_OP_BITCAST && src->n_operands == 1)
+		src = src->operands[0];
+	struct ir_shape tmp;
 	const struct ir_shape *s =
-		prefetch_of(e, in) ? &in->shape : shape_of(e, in, &tmp);
+		prefetch_of(e, in) || (src != in && evicted_for(e, src))
+			? &in->shape
+			: shape_of(e, in, &tmp);
 	int barrier = st ? 0 : barrier_shape(e, in, &a, &tmp);
 	if (barrier > 0)
 		s = &tmp;
@@ -611,7 +613,7 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 	enum ts_status st = put_instr(e, in, in == g->c->root, "", g, -1, NULL, 0);
 	const struct prefetch *f = st ? NULL : prefetch_of(e, in);
 	if (f)
-		put_prefetch_start(e, f);
+		put_copy_start(e, f->start, f->v, true, f->cross);
 	if (!st)
 		put_evicts(e, in);
 	return st;
@@ -778,6 +780,7 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	enum ts_status st = evictions(&e, placed);
 	if (st) {
 		ts_free(e.prefetches);
+		evictions_free(&e);
 		ts_diag_set(d, m->file, 0, 0, "out of memory");
 		return st;
 	}

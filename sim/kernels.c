@@ -590,7 +590,8 @@ static bool same_chain(const struct ir_instr *start, const struct ir_instr *x)
 /* Whether `in` is the done that start waits for: its done op (through
  * async-updates); a collective chain's done (classify.c, its channel);
  * or, for a megascale send, the recv-done of the recv that shares its
- * token (the exchange's result arrives there). */
+ * token (the exchange's result arrives there). Start NULL: whether `in`
+ * is a done of any kind. */
 static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 {
 	switch (in->op) {
@@ -601,6 +602,8 @@ static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 	case IR_OP_ASYNC_DONE:
 		break;
 	case IR_OP_RECV_DONE: {
+		if (!start)
+			return true;
 		const struct ir_instr *r =
 			in->n_operands == 1 ? in->operands[0] : NULL;
 		return r && sim_megascale_slices(r) && r->n_operands == 1 &&
@@ -608,8 +611,10 @@ static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 		       start->operands[1] == r->operands[0];
 	}
 	default:
-		return sim_chain_done(in) && same_chain(start, in);
+		return sim_chain_done(in) && (!start || same_chain(start, in));
 	}
+	if (!start)
+		return true;
 	const struct ir_instr *s = in->n_operands == 1 ? in->operands[0] : NULL;
 	while (s && s->op == IR_OP_ASYNC_UPDATE)
 		s = s->n_operands == 1 ? s->operands[0] : NULL;
@@ -621,6 +626,8 @@ static bool ends(const struct ir_instr *start, const struct ir_instr *in)
 static struct sim_async *open_pair(struct sim_program *p,
 				   const struct ir_instr *in, int first)
 {
+	if (!ends(NULL, in)) /* no done: no pair to look for */
+		return NULL;
 	for (int a = first; a < p->n_async; a++)
 		if (!p->async[a].done && ends(p->async[a].start, in))
 			return &p->async[a];
@@ -918,8 +925,7 @@ static struct sim_kernel *push_copy_kernel(struct build *b,
  * into VMEM for the kernels that read it soon and copies it to HBM
  * behind them for the later ones (v6e/decoder_s's compiled loop body
  * has 26 such copies). Here: for each output of a kernel that two or
- * more instructions read (an array in HBM with a layout, not its
- * computation's result nor an in-place buffer), a DMA kernel of that
+ * more instructions read (sim_placeable), a DMA kernel of that
  * copy, "<value>.evict-start", right after the kernel, and an async
  * pair closed at once (done "<value>.evict"); placement, where it
  * places the value for its first readers only, moves the done after
@@ -1029,11 +1035,7 @@ static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
  * checks the rest. */
 static bool evictable(const struct build *b, const struct ir_instr *v)
 {
-	const struct ir_shape *sh = &v->shape;
-	return b->shared[v->index] && v != v->parent->root &&
-	       sh->type != IR_TYPE_TUPLE && sh->layout.memory_space == 0 &&
-	       (sh->layout.present || sh->rank == 0) &&
-	       v->op != IR_OP_DYNAMIC_UPDATE_SLICE && v->op != IR_OP_SCATTER;
+	return b->shared[v->index] && sim_placeable(v);
 }
 
 /* The evictions of the outputs of kernels[k0 ..] (a group's kernel,
@@ -1088,7 +1090,7 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 	if (x >= g->n) {
 		close_prefetch(b, buf, sim_group_inputs(g, x - g->n, buf));
 		st = emit_group(b, g, x - g->n, buf, s);
-		bool async = false; /* an async start is a group alone */
+		bool async = false; /* an async start or done: no eviction */
 		if (st == TS_OK)
 			async = track_async(b, c->instrs[g->g_root[x - g->n]],
 					    k0, open, &st);

@@ -52,6 +52,35 @@ static inline bool sim_on_chip(const struct ir_shape *s)
 	return ms == 1 || ms == 6 || ms == 7;
 }
 
+/* Whether an array of shape s is in HBM with a layout to write S(1)
+ * into (a scalar's may be empty: "f32[]{:S(1)}"). */
+static inline bool sim_in_hbm(const struct ir_shape *s)
+{
+	return s->type != IR_TYPE_TUPLE && s->layout.memory_space == 0 &&
+	       (s->layout.present || s->rank == 0);
+}
+
+/* Whether memory-space assignment may keep value v in VMEM at all
+ * (sim/placement.c; an eviction's copy, kernels.c): in HBM with a
+ * layout, not its computation's result, not an in-place update's
+ * buffer. Its uses and size are checked apart. */
+static inline bool sim_placeable(const struct ir_instr *v)
+{
+	return sim_in_hbm(&v->shape) && v != v->parent->root &&
+	       v->op != IR_OP_DYNAMIC_UPDATE_SLICE && v->op != IR_OP_SCATTER;
+}
+
+/* The tuple optimization barrier b passes through (each of b's
+ * get-tuple-elements is that tuple's operand's buffer), or NULL: b is no
+ * barrier of a tuple. */
+static inline const struct ir_instr *sim_barrier_tuple(const struct ir_instr *b)
+{
+	return b->op == IR_OP_OPT_BARRIER && b->n_operands == 1 &&
+			       b->operands[0]->op == IR_OP_TUPLE
+		       ? b->operands[0]
+		       : NULL;
+}
+
 /* Shape s in VMEM: a copy of it into *tmp with memory space S(1), as
  * memory-space assignment keeps a value (sim/placement.c). */
 static inline const struct ir_shape *sim_vmem_shape(const struct ir_shape *s,

@@ -152,23 +152,12 @@ static bool places(const struct sim_kernel *k)
 	       !sim_side_collective(k->instr);
 }
 
-/* Whether an array of shape s is in HBM with a layout to write S(1)
- * into (a scalar's may be empty: "f32[]{:S(1)}"). */
-static bool in_hbm(const struct ir_shape *s)
-{
-	return s->type != IR_TYPE_TUPLE && s->layout.memory_space == 0 &&
-	       (s->layout.present || s->rank == 0);
-}
-
-/* Whether value v, written by a kernel, may be placed at all (its uses
- * are checked apart). */
+/* Whether value v, written by a kernel, may be placed in room at all
+ * (its uses are checked apart). */
 static bool may_place(const struct ir_instr *v, double room)
 {
-	const struct ir_shape *s = &v->shape;
-	double bytes = ir_shape_padded_bytes(s);
-	return in_hbm(s) && v != v->parent->root &&
-	       v->op != IR_OP_DYNAMIC_UPDATE_SLICE &&
-	       v->op != IR_OP_SCATTER && v->n_users > 0 && bytes > 0 &&
+	double bytes = ir_shape_padded_bytes(&v->shape);
+	return sim_placeable(v) && v->n_users > 0 && bytes > 0 &&
 	       bytes <= room;
 }
 
@@ -199,15 +188,12 @@ static const struct ir_instr *alias_of(const struct ir_instr *u)
 {
 	if (u->op == IR_OP_BITCAST && u->n_operands == 1)
 		return u->operands[0];
-	if (u->op != IR_OP_GET_TUPLE_ELEMENT || u->n_operands != 1)
-		return NULL;
-	const struct ir_instr *b = u->operands[0];
-	if (b->op != IR_OP_OPT_BARRIER || b->n_operands != 1 ||
-	    b->operands[0]->op != IR_OP_TUPLE)
-		return NULL;
-	const struct ir_instr *t = b->operands[0];
+	const struct ir_instr *t =
+		u->op == IR_OP_GET_TUPLE_ELEMENT && u->n_operands == 1
+			? sim_barrier_tuple(u->operands[0])
+			: NULL;
 	int64_t i = u->attrs.tuple_index;
-	return i >= 0 && i < t->n_operands ? t->operands[i] : NULL;
+	return t && i >= 0 && i < t->n_operands ? t->operands[i] : NULL;
 }
 
 /* The values the placing kernels write and the parameters the
@@ -251,7 +237,7 @@ static void find(const struct sim_program *p, double room,
 			int a = ts_ptrmap_get(owner, u) == -1 && src
 					? ts_ptrmap_get(&cs->of, src)
 					: -1;
-			if (a >= 0 && u != comp->root && in_hbm(&u->shape)) {
+			if (a >= 0 && u != comp->root && sim_in_hbm(&u->shape)) {
 				ts_ptrmap_set(&cs->of, u, a);
 				cs->c[a].aliased = true;
 			}
@@ -314,26 +300,39 @@ static enum ts_status uses(const struct sim_program *p,
 		return TS_ERR_NOMEM;
 	for (int ci = 0; ci < m->n_comps; ci++) {
 		const struct ir_computation *comp = m->comps[ci];
-		/* a tuple that only optimization barriers use passes its
-		 * operands through them: no use of its own (alias_of) */
-		int *barriers = ts_calloc((size_t)comp->n_instrs + 1,
-					  sizeof *barriers);
-		if (!barriers) {
+		/* a tuple that only optimization barriers use, each read by
+		 * get-tuple-elements alone (not the result, not a loop's),
+		 * passes its operands through: no use of its own (alias_of).
+		 * escapes[b]: barrier b is read whole; passes[t]: the barriers
+		 * that pass tuple t through */
+		int *escapes = ts_calloc(2 * (size_t)comp->n_instrs + 1,
+					 sizeof *escapes);
+		if (!escapes) {
 			ts_free(live);
 			return TS_ERR_NOMEM;
 		}
+		int *passes = escapes + comp->n_instrs;
 		for (int i = 0; i < comp->n_instrs; i++) {
-			const struct ir_instr *b = comp->instrs[i];
-			if (b->op == IR_OP_OPT_BARRIER && b->n_operands == 1 &&
-			    b->operands[0]->op == IR_OP_TUPLE &&
-			    b->operands[0]->parent == comp)
-				barriers[b->operands[0]->index]++;
+			const struct ir_instr *u = comp->instrs[i];
+			for (int j = 0; u->op != IR_OP_GET_TUPLE_ELEMENT &&
+					j < u->n_operands; j++)
+				if (u->operands[j]->parent == comp)
+					escapes[u->operands[j]->index] = 1;
+		}
+		if (comp->root)
+			escapes[comp->root->index] = 1;
+		for (int i = 0; i < comp->n_instrs; i++) {
+			const struct ir_instr *t = sim_barrier_tuple(comp->instrs[i]);
+			if (!t || t->parent != comp)
+				continue;
+			/* one barrier read whole: never passed through */
+			passes[t->index] += escapes[i] ? -comp->n_instrs : 1;
 		}
 		for (int i = 0; i < comp->n_instrs; i++) {
 			const struct ir_instr *u = comp->instrs[i];
 			if ((comp == e && !live[i]) ||
-			    (u->op == IR_OP_TUPLE && barriers[i] > 0 &&
-			     barriers[i] == u->n_users))
+			    (u->op == IR_OP_TUPLE && passes[i] > 0 &&
+			     passes[i] == u->n_users))
 				continue;
 			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
 			for (int j = 0; j < u->n_operands; j++) {
@@ -343,7 +342,7 @@ static enum ts_status uses(const struct sim_program *p,
 					cs->c[a].ruled_out = true;
 			}
 		}
-		ts_free(barriers);
+		ts_free(escapes);
 	}
 	ts_free(live);
 	/* the reads, a counting sort by candidate (each in kernel order) */
@@ -561,7 +560,7 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
 		if (!v || v == c->root || !live[v->index] || act[v->index] ||
-		    !in_hbm(&v->shape) ||
+		    !sim_in_hbm(&v->shape) ||
 		    bytes <= 0 || bytes > room || bytes < best_bytes)
 			continue;
 		double uses = use_elements(c, live, v);
@@ -618,7 +617,7 @@ int sim_prefetch_params(const struct ir_module *m, double room,
 		const struct ir_instr *v = c->params[q];
 		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
 		if (v && v != cross && v != c->root && live[v->index] &&
-		    !bad[v->index] && in_hbm(&v->shape) && bytes > 0)
+		    !bad[v->index] && sim_in_hbm(&v->shape) && bytes > 0)
 			(*out)[n++] = v;
 	}
 	ts_free(live);
@@ -672,7 +671,9 @@ static int evicted_reads(const struct sim_program *p, const struct cands *cs,
 						       bytes_per_ns));
 	}
 	double hide = hiding(p, t, c->writer, cs->reads[last_q].r + 1);
-	sum -= fmax(0, hw_mem_dma_ns(hw, c->bytes, 1) - hide);
+	sum -= fmax(0, hw_mem_dma_ns(hw, c->bytes, 1) *
+			       p->kernels[c->evict].multiplicity -
+		       hide); /* as often as its writer runs */
 	return sum > 0 ? last_q : -1;
 }
 /* Places candidate c: its writer holds it in VMEM (a prefetch's copy

@@ -83,8 +83,8 @@ static enum link_queue pair_queue(const struct sim_program *p,
  * run; the v5e GEMMs of JAX's Pallas guide (docs/ACCURACY.md) come out
  * further from their times with it exposed (n = 4096, XLA: 1.09 x
  * exposed, 1.03 x hidden; the same set judges it, so this is a check,
- * not a fit). Known wrong for a program's first run. A prefetch
- * placement left idle moves nothing and queues nothing.
+ * not a fit). Known wrong for a program's first run. A prefetch or an
+ * eviction placement left idle moves nothing and queues nothing.
  * Assumes the async work and the work between do not slow each other
  * (shared HBM bandwidth between a copy and the kernels is not modelled).
  * Known wrong: the ICI links a collective uses are not tracked, so two

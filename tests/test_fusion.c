@@ -1072,7 +1072,8 @@ static void test_weight_prefetch(void **state)
  * layer's saved inputs through one) is the same buffer on both sides:
  * the kernel that writes e and the dot that reads the barrier's element
  * hold it in VMEM, and fuse writes S(1) into the tuple's and the
- * barrier's shapes. Returned by the program as well, it stays in HBM. */
+ * barrier's shapes. Returned by the program as well, or the barrier
+ * returned whole, it stays in HBM. */
 static void test_barrier_placement(void **state)
 {
 	(void)state;
@@ -1107,6 +1108,13 @@ static void test_barrier_placement(void **state)
 	assert_near(tu_kernel(&b, "e")->work.bytes_written, mib4, 0);
 	assert_near(tu_kernel(&b, "y")->work.bytes_read, mib4, 0);
 	tu_built_free(&b);
+	/* the barrier itself returned (read whole, not through its
+	 * elements): e stays in HBM (a review's find) */
+	snprintf(kept, sizeof kept, "%s  %s  ROOT r = ((f32[1024,1024]{1,0}, "
+		 "s32[]), f32[1024,1024]{1,0}) tuple(b, y)\n}\n", head, dot);
+	build_for(kept, &hw, &hw, &b);
+	assert_near(tu_kernel(&b, "e")->work.bytes_written, mib4, 0);
+	tu_built_free(&b);
 	double t0, t1;
 	int k0, k1;
 	struct sim_fuse_stats fs;
@@ -1127,8 +1135,8 @@ static void test_barrier_placement(void **state)
  * copy-start right after v, its done after a), where r reads it. Its
  * copy costs the DMA's latency and its bytes at HBM's bandwidth, hidden
  * whole; u's eviction stays idle. With all of v5e's room nothing is
- * evicted. fuse writes the copy and r reads its done, at the same
- * time. */
+ * evicted. fuse writes the copy and r reads its done, the bitcast in r's
+ * fusion in HBM too, at the same time. */
 static void test_eviction(void **state)
 {
 	(void)state;
@@ -1152,7 +1160,8 @@ static void test_eviction(void **state)
 		"rhs_contracting_dims={0}\n"
 		"  c = f32[1024,128]{1,0} dot(u, b), lhs_contracting_dims={0}, "
 		"rhs_contracting_dims={0}\n"
-		"  r = f32[1024,128]{1,0} dot(v, c), lhs_contracting_dims={1}, "
+		"  vr = f32[1024,1024]{1,0} bitcast(v)\n"
+		"  r = f32[1024,128]{1,0} dot(vr, c), lhs_contracting_dims={1}, "
 		"rhs_contracting_dims={0}\n"
 		"  ROOT o = (f32[1024,128]{1,0}, f32[1024,1024]{1,0}) tuple(r, z)\n"
 		"}\n";
@@ -1222,7 +1231,8 @@ static void test_eviction(void **state)
 			 "copy-start(%v)\n") ||
 	    !strstr(out, "\n  %v.evict = f32[1024,1024]{1,0} "
 			 "copy-done(%v.evict-start)\n  %u = ") ||
-	    !strstr(out, " dot(%v.evict, %c)"))
+	    !strstr(out, "fusion(%v.evict, %c)") ||
+	    !strstr(out, "  %vr.f") || strstr(out, "S(1)} bitcast(%param_0"))
 		fail_msg("v not evicted as written:\n%s", out);
 	free(out);
 }
