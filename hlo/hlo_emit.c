@@ -222,12 +222,21 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 	uint32_t a = in->rhs_begin;
 	while (a < in->rhs_end && blank(e->text[a]))
 		a++;
-	if (shape) { /* the shape's text ends at a blank outside brackets */
+	if (shape) { /* the shape's text ends at a blank outside brackets
+		      * that no dims or layout follow ("f32 [8]" is one) */
 		hlo_emit_shape(e, shape);
 		for (int depth = 0; a < in->rhs_end; a++) {
 			char c = e->text[a];
-			if (depth == 0 && blank(c))
-				break;
+			if (depth == 0 && blank(c)) {
+				uint32_t b = a;
+				while (b < in->rhs_end && blank(e->text[b]))
+					b++;
+				if (b == in->rhs_end ||
+				    (e->text[b] != '[' && e->text[b] != '{'))
+					break;
+				a = b;
+				c = e->text[a];
+			}
 			depth += (c == '(' || c == '[' || c == '{') -
 				 (c == ')' || c == ']' || c == '}');
 		}

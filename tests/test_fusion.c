@@ -1237,6 +1237,35 @@ static void test_eviction(void **state)
 	free(out);
 }
 
+/* A shape written with blanks between its type, dims and layout ("f32
+ * [8] {0}", which the parser reads) is replaced whole when fuse writes
+ * the value in S(1) (fuzz_pipeline found the rest of it left behind, so
+ * that the fused text did not read back). */
+static void test_shape_with_blanks(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule ws\n"
+		"ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  s = f32[1024,128]{1,0} parameter(1)\n"
+		"  v = f32\t[1024,1024] {1,0} dot(x, x), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT a = f32[1024,128]{1,0} dot(v, s), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %v = f32[1024,1024]{1,0:S(1)} dot("))
+		fail_msg("v not written in S(1):\n%s", out);
+	free(out);
+}
+
 /* The cross-program prefetch's edges (found by a review): a loop before
  * the first reader runs inside the pair (its kernels hide the copy); a
  * gather that reads the parameter through a bitcast reads the copy-done,
@@ -2884,6 +2913,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_eviction),
+		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
 		cmocka_unit_test(test_unfuse_control_predecessors),
