@@ -50,8 +50,9 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 	if (!(m->header_end > m->header_begin && m->header_end <= e->len))
 		return;
 	/* the header as written, less any is_scheduled= attribute: a whole
-	 * name outside every bracket (not text inside a layout or a string
-	 * that happens to read so) */
+	 * name outside every bracket, after a comma (not text inside a
+	 * layout or a string, nor another attribute's value, that happens
+	 * to read so) */
 	static const char key[] = "is_scheduled=";
 	const char *p = e->text + m->header_begin;
 	const char *end = e->text + m->header_end;
@@ -67,9 +68,13 @@ void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 			depth++;
 		else if (*q == ')' || *q == '}' || *q == ']')
 			depth--;
-		else if (depth == 0 && !memcmp(q, key, sizeof key - 1) &&
-			 (q == p || q[-1] == ' ' || q[-1] == ','))
-			k = q;
+		else if (depth == 0 && !memcmp(q, key, sizeof key - 1)) {
+			const char *b = q;
+			while (b > p && blank(b[-1]))
+				b--;
+			if (b > p && b[-1] == ',')
+				k = q;
+		}
 	}
 	while (end > p && blank(end[-1])) /* "HloModule m\n": the name's line */
 		end--;

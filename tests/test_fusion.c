@@ -514,9 +514,9 @@ static void test_regrouped_slice(void **state)
 }
 
 /* The header is kept as written, is_scheduled=true added: text inside a
- * layout or a quoted attribute that reads "is_scheduled=" is not the
- * attribute (the pipeline fuzzer found the layout case cut, the output
- * then unreadable). */
+ * layout, a quoted attribute or another attribute's value that reads
+ * "is_scheduled=" is not the attribute (the pipeline fuzzer found the
+ * layout case and the value's cut, the output then unreadable). */
 static void test_header(void **state)
 {
 	(void)state;
@@ -548,7 +548,16 @@ static void test_header(void **state)
 	static const char sched[] =
 		"HloModule m, is_scheduled=false, entry_computation_layout="
 		"{(f32[8,128]{1,0})->f32[8,128]{1,0}}\n" HEADER_TEST_BODY;
+	/* nor is another attribute's value that reads so (a fuzzer find:
+	 * "b =" was left, and the text did not read back) */
+	static const char value[] =
+		"HloModule m, b = is_scheduled=true\n" HEADER_TEST_BODY;
 #undef HEADER_TEST_BODY
+	free(out);
+	out = round_trip(value, &hw, &t0, &t1, &k0, &k1, &fs);
+	want = "HloModule m, b = is_scheduled=true, is_scheduled=true\n";
+	if (strncmp(out, want, strlen(want)))
+		fail_msg("header:\n%s", out);
 	free(out);
 	out = round_trip(sched, &hw, &t0, &t1, &k0, &k1, &fs);
 	want = "HloModule m, entry_computation_layout={(f32[8,128]{1,0})->"
