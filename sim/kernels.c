@@ -1470,7 +1470,7 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		double room = opts ? opts->vmem_room : 0;
 		b.evict = room > 0;
 		p->prefetched = sim_prefetch_candidate(m, room);
-		p->n_prefetches = sim_prefetch_params(m, room, p->prefetched,
+		p->n_prefetches = sim_prefetches(m, room, p->prefetched,
 						      &p->prefetches);
 	}
 	enum ts_status st = p->n_prefetches >= 0 ? TS_OK : nomem(&b);

@@ -65,13 +65,16 @@
  * decided when the program is built, for that spec
  * (sim_program_opts.vmem_room); placed for a spec with less room (a
  * whatif point), its kernel is idle and its readers read HBM.
- * Then the other entry parameters every live use of which is a kernel's
- * (sim_prefetch_params: not a loop, call, tuple, library call, async
+ * Then the other entry parameters, and the elements of the entry's
+ * loops' and calls' results, every live use of which is a kernel's
+ * (sim_prefetches: not a loop, call, tuple, library call, async
  * start, collective or in-place buffer; through bitcasts) each have a
  * copy the same way (kernels.c), but queued on HBM and hidden only by
- * the kernels between it and the parameter's first reader
- * (program.c): XLA's memory-space assignment prefetches weights into
- * VMEM with copy-start beside other work (v5e/mlp_s's two weights).
+ * the kernels between it and the value's first reader (program.c):
+ * XLA's memory-space assignment prefetches weights into VMEM with
+ * copy-start beside other work (v5e/mlp_s's two weights), and values
+ * no kernel writes alike (v6e/decoder_s's layer stack's output, in two
+ * slices, for the logits' dot).
  * Each is a candidate among the values above, interval [its copy, last
  * reader], written by its copy (which holds nothing: it moves the
  * bytes), its benefit its readers' (added as above) less its copy's
@@ -601,16 +604,31 @@ static bool other_use(const struct ir_instr *u, int j, const bool *bad)
 	       kind == SIM_KERNEL_COLLECTIVE;
 }
 
-int sim_prefetch_params(const struct ir_module *m, double room,
-			const struct ir_instr *cross,
-			const struct ir_instr ***out)
+/* Whether v, a value no kernel writes, may be copied into VMEM for its
+ * readers: an entry parameter, or an element of a loop's or call's
+ * result (XLA prefetches v6e/decoder_s's layer stack's output, in two
+ * slices, for the logits' dot). */
+static bool copyable(const struct ir_instr *v)
+{
+	if (v->op == IR_OP_PARAMETER)
+		return true;
+	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
+					   v->n_operands == 1
+					   ? v->operands[0]
+					   : NULL;
+	return o && (o->op == IR_OP_WHILE || o->op == IR_OP_CALL ||
+		     o->op == IR_OP_CONDITIONAL);
+}
+
+int sim_prefetches(const struct ir_module *m, double room,
+		   const struct ir_instr *cross, const struct ir_instr ***out)
 {
 	const struct ir_computation *c = m ? m->entry : NULL;
 	*out = NULL;
 	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
 		return 0;
 	bool *live, *bad; /* bad[i]: some live use is not a kernel's */
-	*out = ts_malloc((size_t)(c->n_params + 1) * sizeof **out);
+	*out = ts_malloc((size_t)(c->n_instrs + 1) * sizeof **out);
 	if (!*out || !mark_uses(c, other_use, &live, &bad)) {
 		ts_free(*out);
 		*out = NULL;
@@ -619,13 +637,18 @@ int sim_prefetch_params(const struct ir_module *m, double room,
 	int n = 0;
 	if (cross)
 		(*out)[n++] = cross;
-	for (int q = 0; q < c->n_params; q++) {
-		const struct ir_instr *v = c->params[q];
-		double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
-		if (v && v != cross && v != c->root && live[v->index] &&
-		    !bad[v->index] && sim_in_hbm(&v->shape) && bytes > 0)
-			(*out)[n++] = v;
-	}
+	/* the parameters in their order, then the results in the text's */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < (pass ? c->n_instrs : c->n_params); i++) {
+			const struct ir_instr *v =
+				pass ? c->instrs[i] : c->params[i];
+			double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
+			if (v && v != cross && v != c->root &&
+			    (v->op == IR_OP_PARAMETER) == !pass &&
+			    copyable(v) && live[v->index] && !bad[v->index] &&
+			    sim_in_hbm(&v->shape) && bytes > 0)
+				(*out)[n++] = v;
+		}
 	ts_free(live);
 	ts_free(bad);
 	return n;

@@ -163,8 +163,8 @@ static void test_envelope(void **state)
 		"tpuv3-ops/modules", "tpuv4-ops/modules",
 		"tpuv3-allreduce/modules"};
 	static const struct want want[] = {
-		{"v2", 0, 1}, {"v3", 0, 1}, {"v4", 0, 1}, {"v5e", 0, 2},
-		{"v5p", 0, 2}, {"v6e", 0, 2}, {"v7", 0, 2},
+		{"v2", 0, 1}, {"v3", 0, 1}, {"v4", 0, 1}, {"v5e", 0, 3},
+		{"v5p", 0, 2}, {"v6e", 0, 3}, {"v7", 0, 2},
 	};
 	check_folders(data, sets, TS_ARRAY_LEN(sets), want, TS_ARRAY_LEN(want));
 }

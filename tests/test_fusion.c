@@ -1275,6 +1275,65 @@ static void test_shape_with_blanks(void **state)
 	free(out);
 }
 
+/* A loop's result, a value no kernel writes, is copied into VMEM for its
+ * reader as a parameter is (XLA copies v6e/decoder_s's layer stack's
+ * output in for the logits' dot): r's copy runs behind the dot d, and y
+ * reads r from VMEM. fuse writes the copy after r, y reads its done, at
+ * the same time. */
+static void test_loop_result_prefetch(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"cond {\n  cp = (s32[], f32[1024,1024]{1,0}) parameter(0)\n"
+		"  i = s32[] get-tuple-element(cp), index=0\n"
+		"  n = s32[] constant(4)\n"
+		"  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+		"body {\n  bp = (s32[], f32[1024,1024]{1,0}) parameter(0)\n"
+		"  i = s32[] get-tuple-element(bp), index=0\n"
+		"  x = f32[1024,1024]{1,0} get-tuple-element(bp), index=1\n"
+		"  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+		"  e = f32[1024,1024]{1,0} exponential(x)\n"
+		"  ROOT t = (s32[], f32[1024,1024]{1,0}) tuple(i1, e)\n}\n"
+		"ENTRY e {\n  w = f32[1024,1024]{1,0} parameter(0)\n"
+		"  a = f32[1024,1024]{1,0} parameter(1)\n  z0 = s32[] constant(0)\n"
+		"  init = (s32[], f32[1024,1024]{1,0}) tuple(z0, a)\n"
+		"  wl = (s32[], f32[1024,1024]{1,0}) while(init), condition=cond, "
+		"body=body\n"
+		"  r = f32[1024,1024]{1,0} get-tuple-element(wl), index=1\n"
+		"  d = f32[1024,1024]{1,0} dot(w, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  y = f32[1024,1024]{1,0} exponential(r)\n"
+		"  ROOT o = (f32[1024,1024]{1,0}, f32[1024,1024]{1,0}) tuple(y, d)\n"
+		"}\n";
+	struct tu_built b;
+	build_for(text, &hw, &hw, &b);
+	const struct sim_kernel *c = tu_kernel(&b, "r.prefetch-start");
+	assert_true(c->prefetch && !c->idle && c->est.time_ns > 0);
+	assert_near(tu_kernel(&b, "y")->work.bytes_read, 0, 0);
+	const struct sim_async *pair = NULL;
+	for (int i = 0; i < b.p.n_async; i++)
+		if (b.p.kernels[b.p.async[i].first].name == c->name)
+			pair = &b.p.async[i];
+	assert_non_null(pair);
+	assert_near(pair->hidden_ns, c->est.time_ns, 0); /* behind d */
+	tu_built_free(&b);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %r.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
+			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%r)\n") ||
+	    !strstr(out, " exponential(%r.prefetch)"))
+		fail_msg("r not copied in as written:\n%s", out);
+	free(out);
+}
+
 /* The cross-program prefetch's edges (found by a review): a loop before
  * the first reader runs inside the pair (its kernels hide the copy); a
  * gather that reads the parameter through a bitcast reads the copy-done,
@@ -1344,9 +1403,12 @@ static void test_prefetch_edges(void **state)
 	struct tu_built b;
 	build_for(loop, &hw, &hw, &b);
 	assert_non_null(b.p.prefetched);
-	assert_int_equal(b.p.n_async, 1);
+	assert_int_equal(b.p.n_async, 2);
 	assert_true(b.p.async[0].n_between >= 1); /* the loop's exp */
 	assert_true(b.p.async[0].hidden_ns > 0);
+	/* the loop's result, a value no kernel writes, has a copy too:
+	 * idle, as nothing between it and the dot would hide it */
+	assert_true(tu_kernel(&b, "r.prefetch-start")->idle);
 	tu_built_free(&b);
 	build_for(result, &hw, &hw, &b);
 	assert_null(b.p.prefetched);
@@ -2923,6 +2985,7 @@ int main(void)
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_shape_with_blanks),
+		cmocka_unit_test(test_loop_result_prefetch),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
 		cmocka_unit_test(test_unfuse_control_predecessors),
