@@ -40,8 +40,9 @@
 
 #include <string.h>
 
-/* A parameter copied into VMEM: its copy-start and copy-done are named
- * start and done (the program's pair; done NULL: no reader). */
+/* A value no kernel writes (a parameter, a loop's result) copied into
+ * VMEM: its copy-start and copy-done are named start and done (the
+ * program's pair; done NULL: no reader). */
 struct prefetch {
 	const struct ir_instr *v;
 	const char *start, *done;
@@ -124,7 +125,7 @@ static void put_shape(struct emitter *e, const struct ir_instr *v)
 	hlo_emit_shape(&e->h, shape_of(e, v, &tmp));
 }
 
-/* The prefetch of parameter v, or NULL. */
+/* The prefetch of v, or NULL. */
 static struct prefetch *prefetch_of(const struct emitter *e,
 				    const struct ir_instr *v)
 {
@@ -147,7 +148,7 @@ static const struct evict *evicted_for(const struct emitter *e,
 	return NULL;
 }
 
-/* The name v is read under: a prefetched parameter as its copy-done, an
+/* The name v is read under: a prefetched value as its copy-done, an
  * evicted value by its late readers as its copy-done. */
 static const char *value_name(const struct emitter *e, const struct ir_instr *v)
 {
@@ -350,7 +351,7 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 	if (count && !attrs && !st &&
 	    !(e->h.backend_first = ts_arena_printf(&a, "%s,", count)))
 		st = TS_ERR_NOMEM;
-	/* a prefetched parameter stays in HBM, and a bitcast of a value
+	/* a prefetched value stays in HBM, and a bitcast of a value
 	 * this node reads from an eviction's copy-done is in HBM */
 	const struct ir_instr *src = in;
 	while (src->op == IR_OP_BITCAST && src->n_operands == 1)

@@ -82,8 +82,8 @@
  * kernels before its first reader (the part they do not hide); placed
  * only for a gain, else its copy is idle.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
- * fail where the sum fits); a prefetched parameter holds its room from
- * its copy, where the schedule reaches the parameter, to its last
+ * fail where the sum fits); a prefetched value holds its room from
+ * its copy, where the schedule reaches the value, to its last
  * reader (XLA's copies start when they would be hidden and may end
  * between uses), and each copy's benefit counts the kernels before its
  * reader as hiding it alone (the copies queue on HBM: program.c); a
