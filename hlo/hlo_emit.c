@@ -111,6 +111,17 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 	fputs(" {\n", e->out);
 }
 
+/* Where the attribute at i of the span [a, b) begins, with the comma
+ * before it: the first comma back over blanks; a (no attribute) when the
+ * text before i is no comma (i is inside another name: "xbackend_...").
+ */
+static uint32_t attr_start(const struct hlo_emit *e, uint32_t a, uint32_t i)
+{
+	while (i > a && blank(e->text[i - 1]))
+		i--;
+	return i > a && e->text[i - 1] == ',' ? i - 1 : a;
+}
+
 /* The span [a, b) with e->backend_first written first inside its
  * backend_config={ (the first outside a quoted string). */
 static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
@@ -121,7 +132,8 @@ static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
 		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
 			quoted = !quoted;
 		if (quoted || b - i < sizeof key - 1 ||
-		    memcmp(e->text + i, key, sizeof key - 1))
+		    memcmp(e->text + i, key, sizeof key - 1) ||
+		    attr_start(e, a, i) == a)
 			continue;
 		hlo_emit_span(e, a, i + sizeof key - 1, false, false);
 		fputs(e->backend_first, e->out);
@@ -132,7 +144,8 @@ static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
 }
 
 /* The span [a, b) less its control-predecessors={...} attribute (the
- * comma before it too): the first one outside a quoted string. */
+ * comma before it too): the first one outside a quoted string that
+ * begins an attribute (attr_start). */
 static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 {
 	static const char key[] = "control-predecessors={";
@@ -143,13 +156,11 @@ static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 		if (quoted || e->text[i] != 'c' || b - i < sizeof key - 1 ||
 		    memcmp(e->text + i, key, sizeof key - 1))
 			continue;
-		uint32_t cut = i, end = i + sizeof key - 1;
+		uint32_t cut = attr_start(e, a, i), end = i + sizeof key - 1;
+		if (cut == a)
+			continue;
 		while (end < b && e->text[end] != '}')
 			end++;
-		while (cut > a && blank(e->text[cut - 1]))
-			cut--;
-		if (cut > a && e->text[cut - 1] == ',')
-			cut--;
 		emit_backend(e, a, cut);
 		emit_backend(e, end < b ? end + 1 : b, b);
 		return;
