@@ -122,50 +122,60 @@ static uint32_t attr_start(const struct hlo_emit *e, uint32_t a, uint32_t i)
 	return i > a && e->text[i - 1] == ',' ? i - 1 : a;
 }
 
-/* The span [a, b) with e->backend_first written first inside its
- * backend_config={ (the first outside a quoted string). */
-static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
+uint32_t hlo_emit_find_attr(const struct hlo_emit *e, uint32_t a, uint32_t b,
+			    const char *key)
 {
-	static const char key[] = "backend_config={";
+	size_t n = strlen(key);
 	bool quoted = false;
-	for (uint32_t i = a; e->backend_first && i < b; i++) {
+	for (uint32_t i = a; i < b && i < e->len; i++) {
 		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
 			quoted = !quoted;
-		if (quoted || b - i < sizeof key - 1 ||
-		    memcmp(e->text + i, key, sizeof key - 1) ||
-		    attr_start(e, a, i) == a)
-			continue;
-		hlo_emit_span(e, a, i + sizeof key - 1, false, false);
-		fputs(e->backend_first, e->out);
-		a = i + sizeof key - 1;
-		break;
+		if (!quoted && b - i >= n && !memcmp(e->text + i, key, n) &&
+		    attr_start(e, a, i) != a)
+			return i;
+	}
+	return b;
+}
+
+/* The span [a, b) with e->backend_first written first inside its
+ * backend_config={ or, quotes escaped, its backend_config="{
+ * (hlo_emit_find_attr). */
+static void emit_backend(struct hlo_emit *e, uint32_t a, uint32_t b)
+{
+	static const char brace[] = "backend_config={",
+			  quoted[] = "backend_config=\"{";
+	uint32_t i = e->backend_first ? hlo_emit_find_attr(e, a, b, brace) : b;
+	bool in_string = false;
+	if (e->backend_first && i == b) {
+		i = hlo_emit_find_attr(e, a, b, quoted);
+		in_string = true;
+	}
+	if (i < b) {
+		uint32_t at = i + (in_string ? sizeof quoted : sizeof brace) - 1;
+		hlo_emit_span(e, a, at, false, false);
+		for (const char *c = e->backend_first; *c; c++)
+			fprintf(e->out, "%s%c", in_string && *c == '"' ? "\\" : "",
+				*c);
+		a = at;
 	}
 	hlo_emit_span(e, a, b, false, true);
 }
 
 /* The span [a, b) less its control-predecessors={...} attribute (the
- * comma before it too): the first one outside a quoted string that
- * begins an attribute (attr_start). */
+ * comma before it too; hlo_emit_find_attr). */
 static void emit_attrs(struct hlo_emit *e, uint32_t a, uint32_t b)
 {
 	static const char key[] = "control-predecessors={";
-	bool quoted = false;
-	for (uint32_t i = a; i < b; i++) {
-		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
-			quoted = !quoted;
-		if (quoted || e->text[i] != 'c' || b - i < sizeof key - 1 ||
-		    memcmp(e->text + i, key, sizeof key - 1))
-			continue;
-		uint32_t cut = attr_start(e, a, i), end = i + sizeof key - 1;
-		if (cut == a)
-			continue;
-		while (end < b && e->text[end] != '}')
-			end++;
-		emit_backend(e, a, cut);
-		emit_backend(e, end < b ? end + 1 : b, b);
+	uint32_t i = hlo_emit_find_attr(e, a, b, key);
+	if (i == b) {
+		emit_backend(e, a, b);
 		return;
 	}
-	emit_backend(e, a, b);
+	uint32_t end = i + sizeof key - 1;
+	while (end < b && e->text[end] != '}')
+		end++;
+	emit_backend(e, a, attr_start(e, a, i));
+	emit_backend(e, end < b ? end + 1 : b, b);
 }
 
 /* A window's size, stride or pad (field 's', 't' or 'p') of each dim, as

@@ -280,17 +280,15 @@ static const char *fusion_kind(const struct grouping *g, int id)
 					    : IR_FUSION_LOOP);
 }
 
-/* Whether in's text carries a backend_config attribute. */
+/* Whether in's text carries a backend_config attribute, {...} or
+ * "{...}" (hlo_emit writes backend_first into either). */
 static bool has_backend_config(const struct emitter *e,
 			       const struct ir_instr *in)
 {
-	static const char key[] = "backend_config=";
-	size_t n = sizeof key - 1;
-	for (uint32_t i = in->rhs_begin; i + n <= in->rhs_end && i + n <= e->h.len;
-	     i++)
-		if (memcmp(e->h.text + i, key, n) == 0)
-			return true;
-	return false;
+	return hlo_emit_find_attr(&e->h, in->rhs_begin, in->rhs_end,
+				  "backend_config={") < in->rhs_end ||
+	       hlo_emit_find_attr(&e->h, in->rhs_begin, in->rhs_end,
+				  "backend_config=\"{") < in->rhs_end;
 }
 
 /* One instruction of a group's computation: named name + suffix, each

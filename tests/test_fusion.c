@@ -1349,6 +1349,56 @@ static void test_loop_result_prefetch(void **state)
 	free(out);
 }
 
+/* A loop whose trip count was derived keeps it as known_trip_count in
+ * its backend_config, whichever form that has: {...}, a quoted "{...}"
+ * (quotes escaped; a second backend_config would not read back), or none
+ * (then one is added; an attribute whose name only ends so is another). */
+static void test_trip_count_written(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char *const configs[] = {
+		", backend_config={\"y\":2}", ", backend_config=\"{\\\"x\\\":1}\"",
+		", xbackend_config={\"z\":3}"};
+	static const char *const want[] = {
+		"backend_config={\"known_trip_count\":{\"n\":\"4\"},\"y\":2}",
+		"backend_config=\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"4\\\"},"
+		"\\\"x\\\":1}\"",
+		"xbackend_config={\"z\":3}, backend_config={\"known_trip_count\":"
+		"{\"n\":\"4\"}}"};
+	for (size_t c = 0; c < TS_ARRAY_LEN(configs); c++) {
+		char text[2048];
+		snprintf(text, sizeof text,
+			 "HloModule m\n"
+			 "cond {\n  cp = (s32[], f32[8]) parameter(0)\n"
+			 "  i = s32[] get-tuple-element(cp), index=0\n"
+			 "  n = s32[] constant(4)\n"
+			 "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+			 "body {\n  bp = (s32[], f32[8]) parameter(0)\n"
+			 "  i = s32[] get-tuple-element(bp), index=0\n"
+			 "  x = f32[8] get-tuple-element(bp), index=1\n"
+			 "  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+			 "  e = f32[8] exponential(x)\n"
+			 "  ROOT t = (s32[], f32[8]) tuple(i1, e)\n}\n"
+			 "ENTRY e {\n  a = f32[8] parameter(0)\n"
+			 "  z = s32[] constant(0)\n"
+			 "  init = (s32[], f32[8]) tuple(z, a)\n"
+			 "  ROOT wl = (s32[], f32[8]) while(init), condition=cond, "
+			 "body=body%s\n}\n",
+			 configs[c]);
+		double t0, t1;
+		int k0, k1;
+		struct sim_fuse_stats fs;
+		char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+		assert_near(t1, t0, 1e-9 * t0);
+		if (!strstr(out, want[c]))
+			fail_msg("config %zu: want %s in\n%s", c, want[c], out);
+		free(out);
+	}
+}
+
 /* The cross-program prefetch's edges (found by a review): a loop before
  * the first reader runs inside the pair (its kernels hide the copy); a
  * gather that reads the parameter through a bitcast reads the copy-done,
@@ -3001,6 +3051,7 @@ int main(void)
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
+		cmocka_unit_test(test_trip_count_written),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
 		cmocka_unit_test(test_unfuse_control_predecessors),
