@@ -44,50 +44,62 @@ void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s)
 	}
 }
 
+/* Where the attribute at i of the span [a, b) begins, with the comma
+ * before it: the first comma back over blanks; a (no attribute) when the
+ * text before i is no comma (i is inside another name: "xbackend_...").
+ */
+static uint32_t attr_start(const struct hlo_emit *e, uint32_t a, uint32_t i)
+{
+	while (i > a && blank(e->text[i - 1]))
+		i--;
+	return i > a && e->text[i - 1] == ',' ? i - 1 : a;
+}
+
+uint32_t hlo_emit_find_attr(const struct hlo_emit *e, uint32_t a, uint32_t b,
+			    const char *key)
+{
+	size_t n = strlen(key);
+	bool quoted = false;
+	int depth = 0;
+	for (uint32_t i = a; i < b && i < e->len; i++) {
+		char c = e->text[i];
+		if (c == '"' && (i == a || e->text[i - 1] != '\\'))
+			quoted = !quoted;
+		if (quoted)
+			continue;
+		if (depth == 0 && b - i >= n && !memcmp(e->text + i, key, n) &&
+		    attr_start(e, a, i) != a)
+			return i;
+		depth += (c == '(' || c == '{' || c == '[') -
+			 (c == ')' || c == '}' || c == ']');
+		if (depth < 0) /* the span began inside brackets: an operand
+				  list's close */
+			depth = 0;
+	}
+	return b;
+}
+
 void hlo_emit_module_header(struct hlo_emit *e, const struct ir_module *m,
 			    bool scheduled)
 {
 	if (!(m->header_end > m->header_begin && m->header_end <= e->len))
 		return;
-	/* the header as written, less any is_scheduled= attribute: a whole
-	 * name outside every bracket, after a comma (not text inside a
-	 * layout or a string, nor another attribute's value, that happens
-	 * to read so) */
+	/* the header as written, less any is_scheduled= attribute
+	 * (hlo_emit_find_attr: not text inside a layout or a string, nor
+	 * another attribute's value, that happens to read so) */
 	static const char key[] = "is_scheduled=";
-	const char *p = e->text + m->header_begin;
-	const char *end = e->text + m->header_end;
-	const char *k = NULL;
-	int depth = 0;
-	bool quoted = false;
-	for (const char *q = p; q + sizeof key - 1 <= end && !k; q++) {
-		if (*q == '"' && (q == p || q[-1] != '\\'))
-			quoted = !quoted;
-		if (quoted)
-			continue;
-		if (*q == '(' || *q == '{' || *q == '[')
-			depth++;
-		else if (*q == ')' || *q == '}' || *q == ']')
-			depth--;
-		else if (depth == 0 && !memcmp(q, key, sizeof key - 1)) {
-			const char *b = q;
-			while (b > p && blank(b[-1]))
-				b--;
-			if (b > p && b[-1] == ',')
-				k = q;
-		}
-	}
-	while (end > p && blank(end[-1])) /* "HloModule m\n": the name's line */
-		end--;
-	if (!k) {
-		fwrite(p, 1, (size_t)(end - p), e->out);
+	uint32_t a = m->header_begin, b = m->header_end;
+	while (b > a && blank(e->text[b - 1])) /* "HloModule m\n": its line */
+		b--;
+	uint32_t k = hlo_emit_find_attr(e, a, b, key);
+	if (k == b) {
+		hlo_emit_span(e, a, b, false, false);
 	} else {
-		const char *ks = k, *ke = k + sizeof key - 1;
-		while (ke < end && *ke != ',' && *ke != ' ' && *ke != '\n')
+		uint32_t ke = k + sizeof key - 1;
+		while (ke < b && e->text[ke] != ',' && !blank(e->text[ke]))
 			ke++;
-		while (ks > p && (ks[-1] == ' ' || ks[-1] == ','))
-			ks--; /* ", is_scheduled=true" */
-		fwrite(p, 1, (size_t)(ks - p), e->out);
-		fwrite(ke, 1, (size_t)(end - ke), e->out);
+		hlo_emit_span(e, a, attr_start(e, a, k), false, false);
+		hlo_emit_span(e, ke, b, false, false);
 	}
 	if (scheduled)
 		fputs(", is_scheduled=true", e->out);
@@ -109,32 +121,6 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 	else if (c->root)
 		hlo_emit_shape(e, &c->root->shape);
 	fputs(" {\n", e->out);
-}
-
-/* Where the attribute at i of the span [a, b) begins, with the comma
- * before it: the first comma back over blanks; a (no attribute) when the
- * text before i is no comma (i is inside another name: "xbackend_...").
- */
-static uint32_t attr_start(const struct hlo_emit *e, uint32_t a, uint32_t i)
-{
-	while (i > a && blank(e->text[i - 1]))
-		i--;
-	return i > a && e->text[i - 1] == ',' ? i - 1 : a;
-}
-
-uint32_t hlo_emit_find_attr(const struct hlo_emit *e, uint32_t a, uint32_t b,
-			    const char *key)
-{
-	size_t n = strlen(key);
-	bool quoted = false;
-	for (uint32_t i = a; i < b && i < e->len; i++) {
-		if (e->text[i] == '"' && (i == a || e->text[i - 1] != '\\'))
-			quoted = !quoted;
-		if (!quoted && b - i >= n && !memcmp(e->text + i, key, n) &&
-		    attr_start(e, a, i) != a)
-			return i;
-	}
-	return b;
 }
 
 /* The span [a, b) with e->backend_first written first inside its

@@ -29,9 +29,9 @@ void hlo_emit_span(struct hlo_emit *e, uint32_t a, uint32_t b, bool trim_front,
 		   bool trim_back);
 void hlo_emit_shape(struct hlo_emit *e, const struct ir_shape *s);
 /* Where text[a, b) has the attribute that begins with key (e.g.
- * "backend_config={"): its first occurrence outside quoted strings
- * that begins an attribute (after a comma, not inside another name);
- * b when there is none. */
+ * "backend_config={"): its first occurrence outside quoted strings and
+ * brackets that begins an attribute (after a comma, not inside another
+ * name or value); b when there is none. */
 uint32_t hlo_emit_find_attr(const struct hlo_emit *e, uint32_t a, uint32_t b,
 			    const char *key);
 /* "HloModule NAME, ATTRS" as written less is_scheduled=, then
