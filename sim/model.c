@@ -373,7 +373,7 @@ static double mxu_total_cycles(const struct sim_plan *p,
 			       const struct hw_spec *hw, const struct sim_blocks *bl,
 			       int64_t steps)
 {
-	double rows = 1, kv = 1, nv = 1, taps = 1;
+	double rows = 1, kv = 1, nv = 1, taps = 1, batch = 1;
 	for (int i = 0; i < p->n_dims; i++) {
 		double e = (double)bl[i].full;
 		switch (p->dims[i].role) {
@@ -387,6 +387,8 @@ static double mxu_total_cycles(const struct sim_plan *p,
 			nv *= e;
 			break;
 		case SIM_ROLE_BATCH:
+			batch *= e;
+			break;
 		case SIM_ROLE_TAP:
 			taps *= e;
 			break;
@@ -394,7 +396,12 @@ static double mxu_total_cycles(const struct sim_plan *p,
 			break;
 		}
 	}
-	taps = max2(1.0, taps * p->tap_density);
+	/* lhs dilation leaves a fraction of the taps (tap_density), at
+	 * least one; each batch element of the block runs them all (the
+	 * density thinned the batch too, and a block of 3 batch elements
+	 * ran as few weight tiles as one: a fuzzer find, below its
+	 * roofline) */
+	taps = batch * max2(1.0, taps * p->tap_density);
 	double g = (double)p->mxu_groups, c;
 	if (g <= 1) {
 		c = mxu_step_cycles(p, hw, rows, kv, nv, taps, 1.0);
