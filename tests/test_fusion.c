@@ -1364,10 +1364,10 @@ static void test_trip_count_written(void **state)
 		", xbackend_config={\"z\":3}"};
 	static const char *const want[] = {
 		"backend_config={\"known_trip_count\":{\"n\":\"4\"},\"y\":2}",
-		"backend_config=\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"4\\\"},"
-		"\\\"x\\\":1}\"",
-		"xbackend_config={\"z\":3}, backend_config={\"known_trip_count\":"
-		"{\"n\":\"4\"}}"};
+		("backend_config=\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"4\\\"},"
+		 "\\\"x\\\":1}\""),
+		("xbackend_config={\"z\":3}, backend_config={\"known_trip_count\":"
+		 "{\"n\":\"4\"}}")};
 	for (size_t c = 0; c < TS_ARRAY_LEN(configs); c++) {
 		char text[2048];
 		snprintf(text, sizeof text,
@@ -1485,8 +1485,8 @@ static void test_prefetch_edges(void **state)
 	static const char *const want[] = {
 		"copy-done(%w.prefetch-start)\n",
 		"  %wb = f32[2048,1024]{1,0:S(1)} bitcast(%w.prefetch)\n",
-		"  %w.prefetch.1 = f32[1024,1024]{1,0:S(1)} "
-		"copy-done(%w.prefetch-start.1)\n"};
+		("  %w.prefetch.1 = f32[1024,1024]{1,0:S(1)} "
+		 "copy-done(%w.prefetch-start.1)\n")};
 	for (size_t i = 0; i < TS_ARRAY_LEN(texts); i++) {
 		double t0, t1;
 		int k0, k1;

@@ -742,7 +742,8 @@ static void test_slice_columns(void **state)
 	assert_true(s.r.rows[0].predicted_ns > 2 * s.r.rows[1].predicted_ns);
 	/* every row on one 4x4 slice (the report's default): 16 devices */
 	struct val_report r;
-	struct val_report_opts o = {.slice = {2, {4, 4}, 1}};
+	struct val_report_opts o = {
+		.slice = {.n_dims = 2, .dims = {4, 4}, .count = 1}};
 	assert_int_equal(val_report_build(&s.ds, &s.specs, &o, &r, &d),
 			 TS_ERR_SPEC);
 	val_report_free(&r);
