@@ -53,7 +53,7 @@
  *   fusion, call       one parameter of the called computation per
  *                      operand, of the operand's dimensions, and a root of
  *                      the result's dimensions and element types (each
- *                      element's, for a tuple).
+ *                      element's, for a tuple; a tuple for a tuple).
  * Not checked: transpose (XLA's own corpus has a transpose whose declared
  * shape its dimensions= contradict, which XLA's parser reads), a
  * convolution's window sizes against its kernel (likewise), random number
@@ -647,8 +647,11 @@ static bool check_call_params(struct vctx *v)
 	}
 	const struct ir_shape *s = &in->shape, *rs = c->root ? &c->root->shape
 							    : NULL;
-	if (s->type != IR_TYPE_TUPLE || !rs || rs->type != IR_TYPE_TUPLE)
+	if (!rs || (s->type != IR_TYPE_TUPLE && rs->type != IR_TYPE_TUPLE))
 		return true;
+	if ((s->type == IR_TYPE_TUPLE) != (rs->type == IR_TYPE_TUPLE))
+		return bad(v, "%s's root is %sa tuple", c->name,
+			   rs->type == IR_TYPE_TUPLE ? "" : "not ");
 	if (rs->n_elems != s->n_elems)
 		return bad(v, "%s's root has %d elements", c->name, rs->n_elems);
 	for (int k = 0; k < s->n_elems; k++) {

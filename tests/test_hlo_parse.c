@@ -1124,6 +1124,13 @@ static void test_verifier(void **state)
 		  "calls=f\n}\n",
 		  6, 8, "fusion u: shape (f32[4], f32[4], f32[4]) does not match "
 			"its operands: f's root has 2 elements");
+	/* a tuple result whose computation's root is no tuple (a fuzzer
+	 * find: the unfused text's result was the root's, unreadable) */
+	parse_err("f { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
+		  "ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT u = (f32[4], f32[4]) fusion(a), kind=kLoop, calls=f\n}\n",
+		  5, 8, "fusion u: shape (f32[4], f32[4]) does not match its "
+			"operands: f's root is not a tuple");
 	/* window: padded 10 - 1 + 1 + 1 + 0 = 11, window 3, stride 1: 9 */
 	parse_err("ENTRY e {\n  l = f32[1,10,2] parameter(0)\n  k = f32[3,2,5] parameter(1)\n"
 		  "  ROOT c = f32[1,10,5] convolution(l, k), window={size=3 stride=1 pad=1_0}, "
