@@ -50,6 +50,20 @@ static char *round_trip(const char *text, const struct hw_spec *hw,
 	return tu_fuse_round_trip(text, hw, NULL, NULL, t0, t1, k0, k1, fs);
 }
 
+/* The xla policy's round trip of a module that must read back as it
+ * was: the same kernels that run and the same time. The fused text
+ * (free()). */
+static char *same_round_trip(const char *text, const struct hw_spec *hw)
+{
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	return out;
+}
+
 /* Unfuses a compiled module's text; checks it reads back; returns the text
  * (free()) and its module (*u, ir_module_free). */
 static char *unfuse_text(const char *fused, struct ir_module **u)
@@ -754,12 +768,7 @@ static void test_placement(void **state)
 	assert_near(wr[0], mib4, 0);
 	tight.vmem_scoped_bytes = v5e.vmem_bytes - mib4;
 	assert_int_equal(placed_bytes(&tight, rd, wr), 1);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(two_readers, &v5e, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(two_readers, &v5e);
 	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w.prefetch)") ||
 	    !strstr(out, "  %y = f32[1024,1024]{1,0} dot("))
 		fail_msg("x not in S(1), or y not in HBM:\n%s", out);
@@ -905,12 +914,7 @@ static void test_async_unfused(void **state)
 	assert_string_equal(b.p.kernels[q->between].name, "a");
 	assert_true(q->hidden_ns > 0);
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw);
 	if (!strstr(out, " copy-start(%k)\n") || !strstr(out, " copy-start(%q)\n"))
 		fail_msg("a copy-start was fused:\n%s", out);
 	free(out);
@@ -1008,12 +1012,7 @@ static void test_cross_program_prefetch(void **state)
 	assert_non_null(b.p.prefetched);
 	assert_string_equal(b.p.prefetched->name, "p");
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(two_readers, &v5e, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(two_readers, &v5e);
 	const char *start = strstr(
 		out, "  %w.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 		     "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w), "
@@ -1077,13 +1076,7 @@ static void test_weight_prefetch(void **state)
 	assert_near(c->est.time_ns, 0, 0);
 	assert_near(tu_kernel(&b, "s")->work.bytes_read, mib4, 0);
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(tu_weight_prefetch_hlo, &v5e, &t0, &t1, &k0, &k1,
-			       &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(tu_weight_prefetch_hlo, &v5e);
 	if (!strstr(out, "  %w2.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w2)\n") ||
 	    !strstr(out, " fusion(%r, %w2.prefetch), kind=kInput") ||
@@ -1139,12 +1132,7 @@ static void test_barrier_placement(void **state)
 	build_for(kept, &hw, &hw, &b);
 	assert_near(tu_kernel(&b, "e")->work.bytes_written, mib4, 0);
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw);
 	if (!strstr(out, "  %t = (f32[1024,1024]{1,0:S(1)}, s32[]) tuple(") ||
 	    !strstr(out, "  %b = (f32[1024,1024]{1,0:S(1)}, s32[]) "
 			 "opt-barrier(%t)"))
@@ -1243,13 +1231,7 @@ static void test_eviction(void **state)
 	assert_true(tu_kernel(&b, "v.evict-start")->idle);
 	assert_near(tu_kernel(&b, "r")->work.bytes_read, 0, 0);
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = tu_fuse_round_trip(text, &tight, NULL, NULL, &t0, &t1, &k0,
-				       &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &tight);
 	if (!strstr(out, "  %v.evict-start = (f32[1024,1024]{1,0}, "
 			 "f32[1024,1024]{1,0:S(1)}, u32[]{:S(2)}) "
 			 "copy-start(%v)\n") ||
@@ -1279,12 +1261,7 @@ static void test_shape_with_blanks(void **state)
 		"rhs_contracting_dims={0}\n"
 		"  ROOT a = f32[1024,128]{1,0} dot(v, s), lhs_contracting_dims={1}, "
 		"rhs_contracting_dims={0}\n}\n";
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw);
 	if (!strstr(out, "  %v = f32[1024,1024]{1,0:S(1)} dot("))
 		fail_msg("v not written in S(1):\n%s", out);
 	free(out);
@@ -1336,12 +1313,7 @@ static void test_loop_result_prefetch(void **state)
 	assert_non_null(pair);
 	assert_near(pair->hidden_ns, c->est.time_ns, 0); /* behind d */
 	tu_built_free(&b);
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k1, k0);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw);
 	if (!strstr(out, "  %r.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%r)\n") ||
 	    !strstr(out, " exponential(%r.prefetch)"))
@@ -1488,12 +1460,7 @@ static void test_prefetch_edges(void **state)
 		("  %w.prefetch.1 = f32[1024,1024]{1,0:S(1)} "
 		 "copy-done(%w.prefetch-start.1)\n")};
 	for (size_t i = 0; i < TS_ARRAY_LEN(texts); i++) {
-		double t0, t1;
-		int k0, k1;
-		struct sim_fuse_stats fs;
-		char *out = round_trip(texts[i], &hw, &t0, &t1, &k0, &k1, &fs);
-		assert_int_equal(k1, k0);
-		assert_near(t1, t0, 1e-9 * t0);
+		char *out = same_round_trip(texts[i], &hw);
 		if (!strstr(out, want[i]))
 			fail_msg("case %zu: no \"%s\" in:\n%s", i, want[i], out);
 		free(out);
