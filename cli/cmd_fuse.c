@@ -186,9 +186,7 @@ static enum ts_status program_figures(struct sim_program *p,
 				      struct fuse_figures *f, struct ts_diag *d)
 {
 	enum ts_status st = sim_program_estimate(p, hw, d);
-	f->kernels = 0; /* that run: not the copies placement left idle */
-	for (int i = 0; i < p->n_kernels; i++)
-		f->kernels += !p->kernels[i].idle;
+	f->kernels = p->n_kernels - sim_program_idle_copies(p); /* that run */
 	f->ns = st ? NAN : sim_program_total(p);
 	f->bytes = 0;
 	f->hybrid_ns = model ? 0 : NAN;

@@ -317,15 +317,6 @@ static int count_unmodelled(const struct sim_program *p)
 	return n;
 }
 
-/* The copies memory-space assignment left idle (sim/placement.c: 0 ns,
- * moving nothing): counted, not listed with the kernels that run. */
-static int count_idle(const struct sim_program *p)
-{
-	int n = 0;
-	for (int i = 0; i < p->n_kernels; i++)
-		n += p->kernels[i].idle;
-	return n;
-}
 
 /* Fills one row. Cycles, steps and VMEM exist only for the analytic
  * model; an unmodelled kernel shows its counted work and zero time.
@@ -860,7 +851,7 @@ static int report_programs(struct cmd_ctx *ctx, const struct run_opts *o,
 				snprintf(fusion, sizeof fusion,
 					 "%s (unfused module)", p->fusion_policy);
 			cmd_report_text(&r, "fusion", fusion);
-			int idle = count_idle(p);
+			int idle = sim_program_idle_copies(p); /* not listed */
 			cmd_report_num(&r, "n_kernels", CMD_UNIT_INT,
 				       p->n_kernels - idle);
 			if (idle)

@@ -138,6 +138,14 @@ static void timeline(const struct sim_program *p, const double *ns,
 	}
 }
 
+int sim_program_idle_copies(const struct sim_program *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		n += p->kernels[i].idle;
+	return n;
+}
+
 double sim_program_total(struct sim_program *p)
 {
 	double total = 0;

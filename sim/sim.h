@@ -546,6 +546,10 @@ enum ts_status sim_module_time(const struct ir_module *m,
 			       const struct hw_spec *hw, double *ns,
 			       struct ts_diag *d);
 
+/* The copies memory-space assignment left idle (sim_program_place: 0
+ * ns, moving nothing): p's kernels that do not run. */
+int sim_program_idle_copies(const struct sim_program *p);
+
 /* The program time from the kernels' current estimates: the sum of time
  * x multiplicity less the async time hidden behind other work; fills
  * every async pair's async_ns and hidden_ns (sim/program.c). */

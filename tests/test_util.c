@@ -31,15 +31,6 @@ void tu_build_file(const char *file, const char *text, size_t len,
 	}
 }
 
-/* p's kernels but the idle ones (a prefetch placement did not place). */
-static int running_kernels(const struct sim_program *p)
-{
-	int n = 0;
-	for (int i = 0; i < p->n_kernels; i++)
-		n += !p->kernels[i].idle;
-	return n;
-}
-
 char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 			 const struct hyb_fuse_cost *cost, int *flips,
 			 double *t0, double *t1, int *k0, int *k1,
@@ -67,7 +58,7 @@ char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
 	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
 	*t0 = sim_program_total(&p);
-	*k0 = running_kernels(&p);
+	*k0 = p.n_kernels - sim_program_idle_copies(&p);
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
@@ -83,7 +74,7 @@ char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 	assert_int_equal(sim_program_build(back[0], &po, &p, &d), TS_OK);
 	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
 	*t1 = sim_program_total(&p);
-	*k1 = running_kernels(&p);
+	*k1 = p.n_kernels - sim_program_idle_copies(&p);
 	sim_program_free(&p);
 	sim_fusion_plan_free(&plan);
 	for (int i = 0; i < n; i++)
