@@ -638,17 +638,18 @@ int sim_prefetches(const struct ir_module *m, double room,
 	if (cross)
 		(*out)[n++] = cross;
 	/* the parameters in their order, then the results in the text's */
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < (pass ? c->n_instrs : c->n_params); i++) {
-			const struct ir_instr *v =
-				pass ? c->instrs[i] : c->params[i];
-			double bytes = v ? ir_shape_padded_bytes(&v->shape) : 0;
-			if (v && v != cross && v != c->root &&
-			    (v->op == IR_OP_PARAMETER) == !pass &&
-			    copyable(v) && live[v->index] && !bad[v->index] &&
-			    sim_in_hbm(&v->shape) && bytes > 0)
-				(*out)[n++] = v;
-		}
+	for (int i = 0; i < c->n_params + c->n_instrs; i++) {
+		bool param = i < c->n_params;
+		const struct ir_instr *v =
+			param ? c->params[i] : c->instrs[i - c->n_params];
+		if (!v || (!param && v->op == IR_OP_PARAMETER))
+			continue; /* listed already */
+		double bytes = ir_shape_padded_bytes(&v->shape);
+		if (v != cross && v != c->root && copyable(v) &&
+		    live[v->index] && !bad[v->index] &&
+		    sim_in_hbm(&v->shape) && bytes > 0)
+			(*out)[n++] = v;
+	}
 	ts_free(live);
 	ts_free(bad);
 	return n;
