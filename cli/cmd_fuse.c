@@ -219,7 +219,8 @@ static enum ts_status figures(const struct ir_module *m,
 {
 	struct sim_program p;
 	struct sim_program_opts po = {.fusion = plan,
-				      .vmem_room = sim_vmem_room(hw)};
+				      .vmem_room = sim_vmem_room(hw),
+				      .schedule_hw = hw};
 	enum ts_status st = sim_program_build(m, &po, &p, d);
 	if (st)
 		return st;

@@ -300,6 +300,7 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		 * fit, as each one's own run has none) */
 		struct sim_program_opts po = *opts;
 		po.vmem_room = sim_vmem_room(&ctx->hw);
+		po.schedule_hw = &ctx->hw;
 		for (int i = 0; i < ctx->n_more_hw; i++)
 			if (sim_vmem_room(&ctx->more_hw[i]) > po.vmem_room)
 				po.vmem_room = sim_vmem_room(&ctx->more_hw[i]);

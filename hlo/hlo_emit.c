@@ -253,6 +253,23 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 				 (c == ')' || c == ']' || c == '}');
 		}
 	}
+	if (e->op_as) { /* the opcode before the operand list's '(' */
+		const char *op = ir_op_name(in->op);
+		size_t n = strlen(op);
+		uint32_t at = in->ops_begin > a ? in->ops_begin - 1 : a;
+		while (at > a && blank(e->text[at - 1]))
+			at--;
+		if (!ops || at < a + n || e->text[in->ops_begin - 1] != '(' ||
+		    memcmp(e->text + at - n, op, n) != 0) {
+			ts_diag_set(e->d, e->file, in->line, in->col,
+				    "%s: its opcode is not where it is "
+				    "rewritten as %s", in->name, e->op_as);
+			return TS_ERR_UNSUPPORTED_OP;
+		}
+		hlo_emit_span(e, a, at - (uint32_t)n, false, false);
+		fputs(e->op_as, e->out);
+		a = at;
+	}
 	if (!ops || in->ops_end <= in->ops_begin) {
 		emit_attrs(e, a, in->rhs_end);
 	} else {

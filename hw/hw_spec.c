@@ -198,6 +198,8 @@ HW_SECTION_FITS(pcie_fields);
 static const struct hw_field xla_fields[] = {
 	{ .key = "row_max_window", .type = HW_FIELD_BOOL,
 	  .offset = HW_OFF(xla_row_max_window) },
+	HW_REAL("xla", "async_all_reduce_bytes", xla_async_all_reduce_bytes,
+		"bytes", 0, 1e15),
 };
 HW_SECTION_FITS(xla_fields);
 

@@ -215,6 +215,12 @@ struct hw_spec {
 	                              becomes a reduce-window over the row
 	                              when the row is the second-minor dim;
 	                              YAML xla.row_max_window */
+	double xla_async_all_reduce_bytes; /* an all-reduce of at least this
+	                              many bytes runs asynchronously beside
+	                              the TensorCore, placed as XLA's
+	                              latency-hiding scheduler places it
+	                              (sim/schedule.c); 0: none; YAML
+	                              xla.async_all_reduce_bytes */
 
 	struct hw_slice slice;     /* not in the YAML (above) */
 };

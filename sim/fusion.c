@@ -77,6 +77,8 @@ struct emitter {
 				 value (not idle) */
 	const struct ir_instr *reader; /* the root of the node being
 				  written: whom value_name names for */
+	const struct sim_program *placed; /* its schedules (async
+				  all-reduces, sim/schedule.c), or NULL */
 };
 
 /* v's shape as written: in VMEM (into *tmp) when memory-space
@@ -588,10 +590,23 @@ static int node_of(const struct grouping *g, const struct order *o, int k)
 }
 
 /* Writes node x (sim_group_order): a fused group's fusion instruction,
- * or an instruction of no fusion. */
+ * or an instruction of no fusion; an async all-reduce's start when
+ * `start`, its done (under its name) when x is g->n + g->n_groups + 1 +
+ * its node. */
 static enum ts_status write_node(struct emitter *e, const struct grouping *g,
-				 struct order *o, int x)
+				 struct order *o, int x, bool start)
 {
+	int nn = g->n + g->n_groups + 1;
+	if (x >= nn) {
+		int k = x - nn;
+		const struct ir_instr *in =
+			g->c->instrs[k < g->n ? k : g->g_root[k - g->n]];
+		fprintf(e->h.out, "  %s%%%s = ", in == g->c->root ? "ROOT " : "",
+			in->name);
+		put_shape(e, in);
+		fprintf(e->h.out, " all-reduce-done(%%%s.start)\n", in->name);
+		return TS_OK;
+	}
 	if (x >= g->n) {
 		int id = x - g->n;
 		int ni = sim_group_inputs(g, id, o->inputs);
@@ -609,7 +624,10 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 	put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
 			  in->n_operands);
 	e->reader = in;
-	enum ts_status st = put_instr(e, in, in == g->c->root, "", g, -1, NULL, 0);
+	e->h.op_as = start ? "all-reduce-start" : NULL;
+	enum ts_status st = put_instr(e, in, in == g->c->root && !start,
+				      start ? ".start" : "", g, -1, NULL, 0);
+	e->h.op_as = NULL;
 	const struct prefetch *f = st ? NULL : prefetch_of(e, in);
 	if (f)
 		put_copy_start(e, f->start, f->v, true, f->cross);
@@ -650,7 +668,7 @@ static enum ts_status put_grouped(struct emitter *e,
 	 * fusion at its last member (sim_group_order) */
 	size_t nn = (size_t)g.n + (size_t)g.n_groups + 1;
 	int *node = st ? NULL : ts_malloc(nn * sizeof *node);
-	int *order = st ? NULL : ts_malloc(nn * sizeof *order);
+	int *order = st ? NULL : ts_malloc(2 * nn * sizeof *order);
 	int n_order = 0;
 	if (!st && (!node || !order))
 		st = TS_ERR_NOMEM;
@@ -658,10 +676,22 @@ static enum ts_status put_grouped(struct emitter *e,
 		node[k] = node_of(&g, &o, k);
 	if (!st && (n_order = sim_group_order(&g, node, order)) < 0)
 		st = TS_ERR_NOMEM;
+	/* the program's schedule: its async all-reduces as starts and
+	 * dones (sim/schedule.c) */
+	const struct sim_schedule *sched = NULL;
+	for (int i = 0; e->placed && i < e->placed->n_schedules; i++)
+		if (e->placed->schedules[i].c == c)
+			sched = &e->placed->schedules[i];
+	if (!st && sched &&
+	    (n_order = sim_schedule_order(&g, sched, order, n_order)) < 0)
+		st = TS_ERR_NOMEM;
 	if (!st)
 		hlo_emit_signature(&e->h, c);
-	for (int q = 0; !st && q < n_order; q++)
-		st = write_node(e, &g, &o, order[q]);
+	for (int q = 0; !st && q < n_order; q++) {
+		int x = order[q];
+		st = write_node(e, &g, &o, x,
+				sched && x < g.n && sched->done[x] >= 0);
+	}
 	ts_free(node);
 	ts_free(order);
 	if (!st)
@@ -755,7 +785,8 @@ enum ts_status sim_fuse_write(const struct ir_module *m, const char *text,
 	memset(stats, 0, sizeof *stats);
 	struct emitter e = {.h = {.text = text, .len = len, .file = m->file,
 				  .out = out, .d = d},
-			    .m = m, .stats = stats, .plan = plan};
+			    .m = m, .stats = stats, .plan = plan,
+			    .placed = placed};
 	/* the prefetches: their kernels' copies and pairs (none when idle:
 	 * the copy moves nothing) */
 	int n_pf = placed && placed->n_prefetches > 0 ? placed->n_prefetches : 0;

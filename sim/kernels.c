@@ -58,7 +58,25 @@ struct build {
 	                       NULL: no prefetches */
 	struct ts_u64map names; /* digests of the module's instruction
 	                           names (named), made when first needed */
+	double async_bytes; /* all-reduces this large run asynchronously
+	                       (xla.async_all_reduce_bytes); 0: none */
+	bool record;        /* the first build of such a program: note
+	                       each node's kernels in costs */
+	int n_costs;
+	struct node_costs *costs; /* the grouped computations with such an
+	                       all-reduce, from the first build */
 	struct ts_diag *d;
+};
+
+/* A grouped computation's nodes (sim_group_order's numbering) in the
+ * first build of a program whose all-reduces may run asynchronously:
+ * each node's kernels, then their time x multiplicity, ns, off the
+ * TensorCore's async work (sim_program_build). */
+struct node_costs {
+	const struct ir_computation *c;
+	int nn;             /* nodes: g->n + g->n_groups + 1 */
+	int *k0, *k1;
+	double *ns;
 };
 
 /* Where a kernel sits in the program. */
@@ -1082,18 +1100,21 @@ static void close_prefetch(struct build *b, const struct ir_instr *const *deps,
  * pair `open` on. */
 static enum ts_status emit_node(struct build *b, const struct grouping *g,
 				int x, int open, const struct ir_instr **buf,
-				const struct site *s)
+				const struct site *s, bool async_start)
 {
 	const struct ir_computation *c = g->c;
 	enum ts_status st = TS_OK;
 	int k0 = b->p->n_kernels;
 	if (x >= g->n) {
+		const struct ir_instr *root = c->instrs[g->g_root[x - g->n]];
 		close_prefetch(b, buf, sim_group_inputs(g, x - g->n, buf));
 		st = emit_group(b, g, x - g->n, buf, s);
-		bool async = false; /* an async start or done: no eviction */
-		if (st == TS_OK)
-			async = track_async(b, c->instrs[g->g_root[x - g->n]],
-					    k0, open, &st);
+		bool async = async_start; /* an async start or done: no
+					     eviction */
+		if (st == TS_OK && async_start && b->p->n_kernels > k0)
+			st = open_async(b, root, k0);
+		else if (st == TS_OK)
+			async = track_async(b, root, k0, open, &st);
 		if (st == TS_OK && !async)
 			st = add_evictions(b, k0, s);
 		return st;
@@ -1111,6 +1132,88 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 	if (st == TS_OK) /* an async done, outside groups */
 		track_async(b, in, k0, open, &st);
 	return st;
+}
+
+/* Closes the pair from `open` on that async all-reduce `in` started. */
+static void close_async(struct sim_program *p, const struct ir_instr *in,
+			int open)
+{
+	for (int a = open; a < p->n_async; a++)
+		if (p->async[a].start == in && !p->async[a].done) {
+			p->async[a].done = in;
+			p->async[a].n_between = p->n_kernels - p->async[a].between;
+		}
+}
+
+/* Grouped computation g's order with its async all-reduces (build's
+ * async_bytes) as XLA's scheduler places them: in the first build, the
+ * node costs to note (*nc: none when it has no such all-reduce or was
+ * noted already: -1); in the second, its schedule (made here the first time
+ * from the first build's costs, kept in the program for tpusim fuse),
+ * order sorted into it (*done: the schedule's, NULL when none). */
+static enum ts_status schedule_of(struct build *b, const struct grouping *g,
+				  const int *node, int *order, int *n_order,
+				  int *nc, const int **done)
+{
+	struct sim_program *p = b->p;
+	const struct ir_computation *c = g->c;
+	struct node_costs *have = NULL;
+	for (int i = 0; i < b->n_costs; i++)
+		if (b->costs[i].c == c)
+			have = &b->costs[i];
+	if (b->record) {
+		bool any = false;
+		for (int q = 0; !any && q < *n_order; q++)
+			any = sim_schedule_async_node(g, order[q], b->async_bytes);
+		if (!any || have)
+			return TS_OK;
+		size_t nn = (size_t)g->n + (size_t)g->n_groups + 1;
+		struct node_costs *grown = ts_realloc(
+			b->costs, (size_t)(b->n_costs + 1) * sizeof *grown);
+		if (!grown)
+			return TS_ERR_NOMEM;
+		b->costs = grown;
+		have = &b->costs[b->n_costs++];
+		*have = (struct node_costs){c, (int)nn,
+					    ts_malloc(nn * sizeof *have->k0),
+					    ts_malloc(nn * sizeof *have->k1),
+					    ts_calloc(nn, sizeof *have->ns)};
+		if (!have->k0 || !have->k1 || !have->ns)
+			return TS_ERR_NOMEM;
+		for (size_t x = 0; x < nn; x++)
+			have->k0[x] = have->k1[x] = 0;
+		*nc = b->n_costs - 1;
+		return TS_OK;
+	}
+	if (!have)
+		return TS_OK;
+	struct sim_schedule *s = NULL;
+	for (int i = 0; i < p->n_schedules; i++)
+		if (p->schedules[i].c == c)
+			s = &p->schedules[i];
+	if (!s) {
+		struct sim_schedule made;
+		int n = sim_schedule_make(g, node, order, *n_order, have->ns,
+					  b->async_bytes, &made);
+		if (n < 0)
+			return TS_ERR_NOMEM;
+		if (n == 0)
+			return TS_OK;
+		struct sim_schedule *grown = ts_realloc(
+			p->schedules,
+			(size_t)(p->n_schedules + 1) * sizeof *grown);
+		if (!grown) {
+			sim_schedule_free(&made);
+			return TS_ERR_NOMEM;
+		}
+		p->schedules = grown;
+		s = &p->schedules[p->n_schedules++];
+		*s = made;
+	}
+	if ((*n_order = sim_schedule_order(g, s, order, *n_order)) < 0)
+		return TS_ERR_NOMEM;
+	*done = s->done;
+	return TS_OK;
 }
 
 /* A pre-optimization computation: group, then emit kernels and recurse
@@ -1135,13 +1238,19 @@ static enum ts_status walk_grouped(struct build *b,
 	int open = b->p->n_async, n_order = 0;
 	size_t nn = (size_t)g.n + (size_t)g.n_groups + 1;
 	int *node = st == TS_OK ? ts_malloc(nn * sizeof *node) : NULL;
-	int *order = st == TS_OK ? ts_malloc(nn * sizeof *order) : NULL;
+	int *order = st == TS_OK ? ts_malloc(2 * nn * sizeof *order) : NULL;
 	if (st == TS_OK && (!node || !order))
 		st = TS_ERR_NOMEM;
 	for (int k = 0; st == TS_OK && k < g.n; k++)
 		node[k] = node_of(&g, k);
 	if (st == TS_OK && (n_order = sim_group_order(&g, node, order)) < 0)
 		st = TS_ERR_NOMEM;
+	/* its async all-reduces placed as XLA's scheduler places them */
+	int nc = -1; /* b->costs[nc]: the costs to note */
+	const int *done = NULL; /* its schedule's dones (p->schedules
+				   grows in a loop's body) */
+	if (st == TS_OK && b->async_bytes > 0)
+		st = schedule_of(b, &g, node, order, &n_order, &nc, &done);
 	bool *shared = NULL;
 	const bool *outer = b->shared; /* walking a loop's body, inside */
 	if (st == TS_OK && b->evict &&
@@ -1157,8 +1266,20 @@ static enum ts_status walk_grouped(struct build *b,
 		}
 	}
 	b->shared = shared;
-	for (int q = 0; st == TS_OK && q < n_order; q++)
-		st = emit_node(b, &g, order[q], open, buf, s);
+	for (int q = 0; st == TS_OK && q < n_order; q++) {
+		int x = order[q], k0 = b->p->n_kernels;
+		if (x >= (int)nn) { /* an async all-reduce's done */
+			close_async(b->p, c->instrs[g.g_root[x - (int)nn - g.n]],
+				    open);
+			continue;
+		}
+		st = emit_node(b, &g, x, open, buf, s,
+			       done && x >= g.n && done[g.g_root[x - g.n]] >= 0);
+		if (nc >= 0) { /* (b->costs grows in a loop's body) */
+			b->costs[nc].k0[x] = k0;
+			b->costs[nc].k1[x] = b->p->n_kernels;
+		}
+	}
 	b->shared = outer;
 	ts_free(shared);
 	if (st == TS_ERR_NOMEM)
@@ -1436,6 +1557,9 @@ void sim_program_free(struct sim_program *p)
 {
 	if (!p)
 		return;
+	for (int i = 0; i < p->n_schedules; i++)
+		sim_schedule_free(&p->schedules[i]);
+	ts_free(p->schedules);
 	for (int i = 0; i < p->n_kernels; i++)
 		sim_kernel_release(&p->kernels[i]);
 	ts_free(p->kernels);
@@ -1445,23 +1569,15 @@ void sim_program_free(struct sim_program *p)
 	memset(p, 0, sizeof *p);
 }
 
-enum ts_status sim_program_build(const struct ir_module *m,
-				 const struct sim_program_opts *opts,
-				 struct sim_program *p, struct ts_diag *d)
+/* The program of b's module, into b->p (freed on failure). */
+static enum ts_status build_program(struct build *b0)
 {
+	struct build b = *b0;
+	const struct ir_module *m = b.m;
+	const struct sim_program_opts *opts = b.opts;
+	struct sim_program *p = b.p;
 	memset(p, 0, sizeof *p);
 	p->module = m;
-	if (!m || !m->entry) {
-		ts_diag_set(d, m ? m->file : NULL, 0, 0,
-			    "module has no entry computation");
-		return TS_ERR_MISUSE;
-	}
-	struct build b = {.m = m, .opts = opts, .p = p, .d = d};
-	/* A module with any fusion instruction was compiled: its top-level
-	 * ops ran as written. One without is grouped as XLA would fuse it
-	 * (per module, not per computation: a compiled module's loop
-	 * condition has no fusion either, yet ran as written). */
-	b.pre_opt = sim_module_unfused(m);
 	p->fused_xla = b.pre_opt;
 	if (b.pre_opt) {
 		const struct sim_fusion_plan *plan = opts ? opts->fusion : NULL;
@@ -1488,6 +1604,8 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	ts_u64map_free(&b.names);
 	if (st == TS_OK)
 		st = add_relayouts(&b);
+	b0->n_costs = b.n_costs;
+	b0->costs = b.costs;
 	if (st != TS_OK) {
 		sim_program_free(p);
 		return st;
@@ -1507,4 +1625,68 @@ enum ts_status sim_program_build(const struct ir_module *m,
 		}
 	}
 	return TS_OK;
+}
+
+/* Whether module m has an all-reduce of at least min_bytes (> 0). */
+static bool has_async_all_reduce(const struct ir_module *m, double min_bytes)
+{
+	for (int ci = 0; min_bytes > 0 && ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			if (in->op == IR_OP_ALL_REDUCE &&
+			    ir_shape_bytes(&in->shape) >= min_bytes)
+				return true;
+		}
+	return false;
+}
+
+enum ts_status sim_program_build(const struct ir_module *m,
+				 const struct sim_program_opts *opts,
+				 struct sim_program *p, struct ts_diag *d)
+{
+	memset(p, 0, sizeof *p);
+	p->module = m;
+	if (!m || !m->entry) {
+		ts_diag_set(d, m ? m->file : NULL, 0, 0,
+			    "module has no entry computation");
+		return TS_ERR_MISUSE;
+	}
+	struct build b = {.m = m, .opts = opts, .p = p, .d = d};
+	/* A module with any fusion instruction was compiled: its top-level
+	 * ops ran as written. One without is grouped as XLA would fuse it
+	 * (per module, not per computation: a compiled module's loop
+	 * condition has no fusion either, yet ran as written). */
+	b.pre_opt = sim_module_unfused(m);
+	/* all-reduces XLA runs asynchronously on the schedule's spec are
+	 * placed by the time of the kernels around them (sim/schedule.c):
+	 * a first build, costed on that spec, then the program in that
+	 * schedule */
+	const struct hw_spec *hw = opts ? opts->schedule_hw : NULL;
+	if (b.pre_opt && hw &&
+	    has_async_all_reduce(m, hw->xla_async_all_reduce_bytes))
+		b.async_bytes = hw->xla_async_all_reduce_bytes;
+	b.record = b.async_bytes > 0;
+	enum ts_status st = build_program(&b);
+	if (st == TS_OK && b.record) {
+		st = sim_program_estimate(p, hw, d);
+		for (int i = 0; st == TS_OK && i < b.n_costs; i++) {
+			struct node_costs *nc = &b.costs[i];
+			for (int x = 0; x < nc->nn; x++)
+				for (int k = nc->k0[x]; k < nc->k1[x]; k++)
+					if (!p->kernels[k].async_work)
+						nc->ns[x] += p->kernels[k].est.time_ns *
+							     p->kernels[k].multiplicity;
+		}
+		sim_program_free(p);
+		b.record = false;
+		if (st == TS_OK)
+			st = build_program(&b);
+	}
+	for (int i = 0; i < b.n_costs; i++) {
+		ts_free(b.costs[i].k0);
+		ts_free(b.costs[i].k1);
+		ts_free(b.costs[i].ns);
+	}
+	ts_free(b.costs);
+	return st;
 }

@@ -211,7 +211,8 @@ enum ts_status sim_module_time(const struct ir_module *m,
 {
 	struct sim_program p;
 	struct sim_program_opts o = {.fusion = plan,
-				     .vmem_room = sim_vmem_room(hw)};
+				     .vmem_room = sim_vmem_room(hw),
+				     .schedule_hw = hw};
 	*ns = NAN;
 	enum ts_status st = sim_program_build(m, &o, &p, d);
 	if (st != TS_OK)

@@ -252,6 +252,15 @@ struct sim_async {
 
 struct sim_fusion_plan;
 
+/* A grouped computation's order with asynchronous all-reduces placed as
+ * XLA's latency-hiding scheduler places them (sim/schedule.c): per
+ * instruction, the place in it of its node (an async all-reduce's start),
+ * -1 for none, and of an async all-reduce's done, -1 for any other. */
+struct sim_schedule {
+	const struct ir_computation *c;
+	int *rank, *done;
+};
+
 struct sim_program_opts {
 	int64_t default_trip_count;    /* trip count for loops with neither a
 	                                  known nor a derivable one
@@ -264,6 +273,12 @@ struct sim_program_opts {
 	                                  program is for (sim_vmem_room);
 	                                  0: none (no cross-program
 	                                  prefetch, sim_prefetch_candidate) */
+	const struct hw_spec *schedule_hw; /* the spec whose XLA runs large
+	                                  all-reduces asynchronously
+	                                  (xla.async_all_reduce_bytes): an
+	                                  unfused module's are scheduled as
+	                                  on it (sim/schedule.c, its kernels
+	                                  first costed on it); NULL: none */
 };
 
 struct sim_program {
@@ -309,6 +324,10 @@ struct sim_program {
 	                                  async pair (sim_prefetches):
 	                                  prefetched first, when there is
 	                                  one (ts_malloc'd, or NULL) */
+	int n_schedules;
+	struct sim_schedule *schedules; /* the grouped computations whose
+	                                  all-reduces run asynchronously
+	                                  (sim_program_opts.schedule_hw) */
 };
 
 /* The VMEM memory-space assignment may fill on hw, bytes: vmem.bytes -

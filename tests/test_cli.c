@@ -859,7 +859,8 @@ static void test_calibrate_cli(void **state)
 			       "not a numeric spec field; the fields:\n  "
 			       "chip.tensorcores, ");
 	expect_contains(p.err, " vmem.scoped_bytes, overhead.kernel_ns, ");
-	expect_contains(p.err, "\n  dcn.latency_ns, pcie.bw_bytes_per_s\n");
+	expect_contains(p.err, "\n  dcn.latency_ns, pcie.bw_bytes_per_s, "
+			       "xla.async_all_reduce_bytes\n");
 	proc_free(&p);
 	/* a message about no file is the command's own, not "<input>:" */
 	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",

@@ -54,7 +54,8 @@ char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 	 * among them), written in S(1) */
 	struct sim_program p;
 	struct sim_program_opts po = {.fusion = &plan,
-				      .vmem_room = sim_vmem_room(hw)};
+				      .vmem_room = sim_vmem_room(hw),
+				      .schedule_hw = hw};
 	assert_int_equal(sim_program_build(m[0], &po, &p, &d), TS_OK);
 	assert_int_equal(sim_program_estimate(&p, hw, &d), TS_OK);
 	*t0 = sim_program_total(&p);
