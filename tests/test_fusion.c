@@ -1140,6 +1140,80 @@ static void test_barrier_placement(void **state)
 	free(out);
 }
 
+/* An all-reduce XLA runs asynchronously (v7: 4 MiB >= its
+ * xla.async_all_reduce_bytes), placed as its latency-hiding scheduler
+ * places it (sim/schedule.c): listed bottom up, its done goes right
+ * before its reader n; then bb, the last node before n, whose dot takes
+ * longer than the all-reduce, covers it, so its start goes right before
+ * bb, and a, which is before bb in the text, stays before the start. The
+ * pair hides the whole all-reduce behind bb: the total is the kernels'
+ * sum less its time. On v5e (0: none) it is synchronous, where the text
+ * has it. fuse writes the start and the done there, and the fused module
+ * costs the same. */
+static void test_async_all_reduce(void **state)
+{
+	(void)state;
+	struct hw_spec v7, v5e;
+	if (!tu_load_spec("v7", &v7) || !tu_load_spec("v5e", &v5e))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"%add (a: f32[], b: f32[]) -> f32[] {\n"
+		"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+		"  ROOT %s = f32[] add(%a, %b)\n}\n"
+		"ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  w = bf16[4096,4096]{1,0} parameter(1)\n"
+		"  g = f32[1024,1024]{1,0} dot(x, x), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  r = f32[1024,1024]{1,0} all-reduce(g), "
+		"replica_groups={{0,1,2,3}}, to_apply=%add\n"
+		"  a = f32[1024,1024]{1,0} dot(x, x), lhs_contracting_dims={0}, "
+		"rhs_contracting_dims={0}\n"
+		"  bb = bf16[4096,4096]{1,0} dot(w, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  n = f32[1024,1024]{1,0} negate(r)\n"
+		"  ROOT t = (f32[1024,1024]{1,0}, f32[1024,1024]{1,0}, "
+		"bf16[4096,4096]{1,0}) tuple(n, a, bb)\n"
+		"}\n";
+	struct sim_program_opts po = {.schedule_hw = &v7};
+	struct tu_built b;
+	struct ts_diag d = {0};
+	tu_build_file("t.hlo", text, strlen(text), &po, &b);
+	assert_int_equal(sim_program_estimate(&b.p, &v7, &d), TS_OK);
+	ASSERT_NAMES(&b, "g,a,r,bb,n");
+	const struct sim_program *p = &b.p;
+	const struct sim_kernel *r = tu_kernel(&b, "r");
+	assert_true(r->async_work);
+	assert_true(tu_kernel(&b, "bb")->est.time_ns > r->est.time_ns);
+	assert_int_equal(p->n_async, 1);
+	assert_ptr_equal(&p->kernels[p->async[0].first], r);
+	assert_int_equal(p->async[0].n_between, 1);
+	assert_ptr_equal(&p->kernels[p->async[0].between], tu_kernel(&b, "bb"));
+	assert_near(p->async[0].hidden_ns, r->est.time_ns, 0);
+	double sum = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		sum += p->kernels[i].est.time_ns;
+	assert_near(p->total_ns, sum - r->est.time_ns, 1e-9 * sum);
+	tu_built_free(&b);
+	po.schedule_hw = &v5e;
+	tu_build_file("t.hlo", text, strlen(text), &po, &b);
+	ASSERT_NAMES(&b, "g,r,a,bb,n");
+	assert_int_equal(b.p.n_async, 0);
+	tu_built_free(&b);
+	char *out = same_round_trip(text, &v7);
+	const char *start = strstr(out, "%r.start = f32[1024,1024]{1,0} "
+					"all-reduce-start(%g), "
+					"replica_groups={{0,1,2,3}}, "
+					"to_apply=%add\n");
+	const char *done = strstr(out, "%r = f32[1024,1024]{1,0} "
+				       "all-reduce-done(%r.start)\n");
+	const char *bb = strstr(out, "%bb = ");
+	const char *a = strstr(out, "%a = ");
+	assert_true(start && done && bb && a);
+	assert_true(a < start && start < bb && bb < done);
+	free(out);
+}
+
 /* An eviction (sim/placement.c): with room for one 4 MiB value beside
  * the cross-program x, u (three memory-bound kernels) goes in whole
  * first, so v, read by a before u and by r after c, cannot: it is
@@ -3016,6 +3090,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_edges),
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_eviction),
+		cmocka_unit_test(test_async_all_reduce),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
 		cmocka_unit_test(test_trip_count_written),

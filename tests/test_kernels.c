@@ -31,24 +31,6 @@ static bool has(const struct ir_instr *const *v, int n, const char *name)
 	return false;
 }
 
-/* "a,b,c": the kernel names in schedule order. */
-static void names(const struct tu_built *b, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	for (int i = 0; i < b->p.n_kernels; i++) {
-		if (i)
-			strncat(buf, ",", cap - strlen(buf) - 1);
-		strncat(buf, b->p.kernels[i].name, cap - strlen(buf) - 1);
-	}
-}
-
-#define ASSERT_NAMES(b, expect)                                               \
-	do {                                                                  \
-		char buf_[1024];                                              \
-		names((b), buf_, sizeof buf_);                                \
-		assert_string_equal(buf_, (expect));                          \
-	} while (0)
-
 /* ---- compiled modules ---------------------------------------------------------- */
 
 static const char *compiled =

@@ -243,3 +243,13 @@ const char tu_weight_prefetch_hlo[] =
 	"  sb = f32[1024,1024]{1,0} broadcast(s), dimensions={1}\n"
 	"  ROOT v = f32[1024,1024]{1,0} add(sb, w2)\n"
 	"}\n";
+
+void tu_names(const struct tu_built *b, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < b->p.n_kernels; i++) {
+		if (i)
+			strncat(buf, ",", cap - strlen(buf) - 1);
+		strncat(buf, b->p.kernels[i].name, cap - strlen(buf) - 1);
+	}
+}

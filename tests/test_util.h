@@ -38,6 +38,14 @@ void tu_build_file(const char *file, const char *text, size_t len,
 /* tu_build_file("t.hlo", text, strlen(text), NULL, b). */
 void tu_build(const char *text, struct tu_built *b);
 void tu_built_free(struct tu_built *b);
+/* "a,b,c": the kernel names of b's program in schedule order, into buf. */
+void tu_names(const struct tu_built *b, char *buf, size_t cap);
+#define ASSERT_NAMES(b, expect)                                               \
+	do {                                                                  \
+		char buf_[1024];                                              \
+		tu_names((b), buf_, sizeof buf_);                             \
+		assert_string_equal(buf_, (expect));                          \
+	} while (0)
 /* The kernel called name; fails the test when there is none. */
 const struct sim_kernel *tu_kernel(const struct tu_built *b, const char *name);
 
