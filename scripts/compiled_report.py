@@ -374,18 +374,24 @@ CAUSES = """\
   placement takes the compiled module from 1.14 ms to 0.55, tpusim's the
   fused one from 1.18 ms to 0.91.
 - Collectives beside the TensorCore on v7: XLA's v7 modules run every
-  large all-reduce as an async call on the SparseCores (call-start,
-  call-done; sparse-core-data-format-call) and its scheduler puts
-  independent kernels between start and done; on v2-v6e all-reduces stay
-  synchronous. The fused modules' all-reduces are synchronous and, in
-  tpusim's order, next to their readers. Their kernels sum to the same
-  time on both sides (v7/mlp_m 8.465 ms compiled, 8.459 fused;
-  v7/decoder_s 4.726 and 4.723), and the compiled timeline hides 0.79,
-  0.58, 0.75 and 2.20 ms of it (mlp_m, decoder_s, decoder_s_noremat,
-  decoder_m), the fused one none: the whole of these ratios. Not
-  modelled: it needs a schedule, not only a pair per collective (in
-  tpusim's order the window before each reader is empty); a greedy
-  list schedule, tried by hand, hid 0.38, 0.73, 0.73 and 3.3 ms.
+  all-reduce of 8.4 MB or more as an async call on the SparseCores
+  (call-start, call-done; those of 40 KB or less stay synchronous) and
+  its latency-hiding scheduler puts independent kernels between start and
+  done; on v2-v6e all-reduces stay synchronous. The fused modules'
+  all-reduces were synchronous, next to their readers, and the compiled
+  timeline hid 0.79, 0.58, 0.75 and 2.20 ms of them (mlp_m, decoder_s,
+  decoder_s_noremat, decoder_m), the fused one none: v7/mlp_m 1.102,
+  decoder_s 1.124, decoder_s_noremat 1.076, decoder_m 1.075, mlp_s
+  1.058. Now, on a spec with xla.async_all_reduce_bytes (v7: 1 MiB),
+  such an all-reduce is an async pair placed as that scheduler places it
+  (sim/schedule.c: bottom up, its done right before its reader, its
+  start as early as it must be to hide it, at most two in flight), and
+  fuse writes it as all-reduce-start and -done: the fused timeline hides
+  0.04, 0.58, 0.44, 0.47 and 1.78 ms (mlp_s, mlp_m, decoder_s,
+  decoder_s_noremat, decoder_m), and all five come within 5% (0.990,
+  1.026, 1.036, 0.984, 0.989); within 5% 38 to 43. A greedy list
+  schedule (every start as early as its operand allows), tried by hand
+  before, hid 0.38, 0.73, 0.73 and 3.3 ms and brought none within 5%.
 - A scan's saved activations: XLA computes a layer's activations and
   writes each into its stack in one multi-output fusion of in-place
   updates (bitcast_dynamic-update-slice_fusion, six stacks in
