@@ -128,9 +128,9 @@ static const struct hw_field vpu_fields[] = {
 	HW_INT("vpu", "lanes", vpu_lanes, "", 1, 1024),
 	HW_INT("vpu", "alus", vpu_alus, "", 1, 16),
 	HW_SECTION("cost", vpu_cost_fields),
-	HW_REAL("vpu", "xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0, 1024),
-	HW_REAL("vpu", "xlu_lane_permute_cost", xlu_lane_permute_cost, "slots", 0, 1024),
-	HW_REAL("vpu", "xlu_transpose_cost", xlu_transpose_cost, "slots", 0, 1024),
+	HW_REAL("vpu", "xlu_lane_reduce_cost", xlu_lane_reduce_cost, "slots", 0.125, 1024),
+	HW_REAL("vpu", "xlu_lane_permute_cost", xlu_lane_permute_cost, "slots", 0.125, 1024),
+	HW_REAL("vpu", "xlu_transpose_cost", xlu_transpose_cost, "slots", 0.125, 1024),
 	HW_REAL("vpu", "f16_load_cost", vpu_f16_load_cost, "slots", 0, 1024),
 	HW_REAL("vpu", "f16_store_cost", vpu_f16_store_cost, "slots", 0, 1024),
 };

@@ -70,11 +70,12 @@ double hw_vpu_f16_convert_cycles(const struct hw_spec *hw, double vregs,
 
 /*
  * Reductions (cycles):
- *   major:   (in - out) combiner ops             (vreg + vreg)
+ *   major:   in combiner ops                     (vreg + vreg: each input
+ *            vreg into an accumulator that starts at the init value)
  *   sublane: major part + out x log2(sublanes) x (combiner + 1 shuffle)
  *   lane:    major part + out x xlu_lane_reduce_cost
- * Assumes the input is first folded vreg-by-vreg down to out_vregs, then
- * each remaining vreg is reduced inside the register once. Reductions
+ * Assumes the input is folded vreg by vreg into out_vregs accumulators,
+ * then each accumulator is reduced inside the register once. Reductions
  * along the lane dim are the dearest, along sublanes medium, along major
  * dims free beyond the adds (TPU.md section 2 rule 7). Known wrong: the XLU
  * may overlap with VALU work; we charge it to the same slots.
@@ -87,8 +88,7 @@ double hw_vpu_reduce_cycles(const struct hw_spec *hw, double in_vregs,
 		return 0.0;
 	if (out_vregs < 1.0)
 		out_vregs = 1.0;
-	double fold = fmax(in_vregs - out_vregs, 0.0);
-	double cyc = hw_vpu_op_cycles(hw, fold, c);
+	double cyc = hw_vpu_op_cycles(hw, in_vregs, c);
 	switch (axis) {
 	case HW_REDUCE_MAJOR:
 		break;

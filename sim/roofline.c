@@ -9,6 +9,7 @@
  */
 #include "sim.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "hw_units.h"
@@ -53,7 +54,8 @@ static enum ts_status collective_roofline(const struct sim_kernel *k,
  *           int8 x int8 MAC counts 1 / mxu.int8_rate of one)
  *   t_vpu = sum_c vpu_elem_ops_c x slot / (sublanes x lanes x alus)
  *           / clock_hz / cores          (padded elements, one slot each:
- *           slot = 1, or the cheapest vpu.cost.* when below 1)
+ *           slot = 1, or the cheapest vpu.cost.* or vpu.xlu_*_cost when
+ *           below 1: a lane reduce's vreg costs its XLU figure)
  *   t_hbm = (bytes_read + bytes_written) / hw_spec_hbm_bw  (padded bytes)
  *   time  = max(t_mxu, t_vpu, t_hbm) + kernel_overhead_ns
  * bound = the unit of the largest term, OVERHEAD when the fixed cost
@@ -124,9 +126,12 @@ static enum ts_status roofline(const struct sim_kernel *k,
 
 	double macs = sim_work_bf16_macs(w, hw);
 	double t_mxu = 2.0 * macs / peak * 1e9;
-	/* one slot per op, or the cheapest class where a spec makes one
-	 * cheaper than the unit (the fields go down to 1/8) */
-	double slot = 1.0, vpu_slots = 0;
+	/* one slot per op, or the cheapest class or XLU op where a spec
+	 * makes one cheaper than the unit (the fields go down to 1/8) */
+	double slot = fmin(1.0, fmin(hw->xlu_lane_reduce_cost,
+				     fmin(hw->xlu_lane_permute_cost,
+					  hw->xlu_transpose_cost)));
+	double vpu_slots = 0;
 	for (int c = 0; c < HW_VPU_CLASS_COUNT; c++) {
 		vpu_slots += w->vpu_elem_ops[c];
 		if (hw->vpu_class_cost[c] < slot)

@@ -185,10 +185,11 @@ static void fuse_round_trip(const struct ir_module *m, const char *text,
 	struct sim_fuse_stats fs;
 	int inlined;
 	/* the values v7's memory-space assignment keeps in VMEM, in S(1),
-	 * and its cross-program prefetch */
+	 * its cross-program prefetch, and its async all-reduces' schedule */
 	struct sim_program placed = {0};
 	struct sim_program_opts o = {.fusion = analytic ? &plan : NULL,
-				     .vmem_room = sim_vmem_room(&specs[2])};
+				     .vmem_room = sim_vmem_room(&specs[2]),
+				     .schedule_hw = &specs[2]};
 	bool place = !fused && sim_program_build(m, &o, &placed, &d) == TS_OK &&
 		     sim_program_place(&placed, &specs[2], &d) == TS_OK;
 	enum ts_status st =
