@@ -2161,6 +2161,25 @@ static bool loop_pair(const struct grouping *g, int a, int b)
 	       ir_shape_equal_dims(s, &g->c->instrs[g->g_root[b]]->shape);
 }
 
+/* Does group b (by ownership) hold an in-place update whose update is
+ * value v, or a bitcast or reshape of it: the kernel that saves v into
+ * its stack? */
+static bool saves(const struct grouping *g, int b, int v)
+{
+	for (int k = g->uoff[v]; k < g->uoff[v + 1]; k++) {
+		int u = g->users[k];
+		const struct ir_instr *in = g->c->instrs[u];
+		if ((in->op == IR_OP_BITCAST || in->op == IR_OP_RESHAPE) &&
+		    saves(g, b, u))
+			return true;
+		if (in->op == IR_OP_DYNAMIC_UPDATE_SLICE && in->n_operands >= 2 &&
+		    in->operands[1] == g->c->instrs[v] && g->grp[u] >= 0 &&
+		    g->g_rep[g->grp[u]] == b)
+			return true;
+	}
+	return false;
+}
+
 /* May merge_loops join loop kernel a, which owns value v, into kernel b
  * that reads it: a pair (loop_pair), b's users of v (the ones it owns: a
  * recomputed copy reads v as its holders do) each taking it once, and no
@@ -2182,7 +2201,8 @@ static bool loop_joins(const struct grouping *g, int a, int b, int v)
 		int h = g->g_rep[g->grp[u]];
 		if (h == b ? !takes_once(g, u, v, false)
 			   : h != a && g->pos[u] < g->pos[g->g_root[b]] &&
-				     !loop_rooted(g, h) && !update_rooted(g, h))
+				     !loop_rooted(g, h) && !update_rooted(g, h) &&
+				     !saves(g, b, v))
 			return false;
 	}
 	return true;
@@ -2835,7 +2855,8 @@ static bool merge_loops(struct grouping *g, const struct ir_instr **in,
 				int a = owner_of(g, in[q]);
 				if (a < 0 || !loop_joins(g, a, b, in[q]->index) ||
 				    g->pos[g->g_root[a]] > g->pos[g->g_root[b]] ||
-				    !owns_loop_ops(g, a) || read_between(g, a, b))
+				    !owns_loop_ops(g, a) ||
+				    (!update_rooted(g, b) && read_between(g, a, b)))
 					continue;
 				ok = join_unless_cyclic(g, b, a, moved, cy,
 							&again);

@@ -1696,6 +1696,25 @@ static void test_loop_merge(void **state)
 		"  ROOT t = (f32[8,4,256], f32[4,256]) tuple(d, a)\n"
 		"}\n";
 	expect_merged(save, &hw, 1);
+	/* read by a kernel that takes nothing in (c) before the update that
+	 * saves it: still one kernel with that update, as XLA saves the
+	 * no-remat decoders' residual sum and vit_s's activations; 3 without
+	 * the merge */
+	static const char early[] =
+		"HloModule early\n"
+		"ENTRY e {\n"
+		"  x = f32[4,256] parameter(0)\n"
+		"  y = f32[4,256] parameter(1)\n"
+		"  s = f32[8,4,256] parameter(2)\n"
+		"  i = s32[] parameter(3)\n"
+		"  z = s32[] constant(0)\n"
+		"  a = f32[4,256] add(x, y)\n"
+		"  c = f32[4,256] custom-call(a), custom_call_target=\"foo\"\n"
+		"  b = f32[1,4,256] reshape(a)\n"
+		"  d = f32[8,4,256] dynamic-update-slice(s, b, i, z, z)\n"
+		"  ROOT t = (f32[4,256], f32[8,4,256]) tuple(c, d)\n"
+		"}\n";
+	expect_merged(early, &hw, 2);
 }
 
 /*
