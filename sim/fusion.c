@@ -23,7 +23,12 @@
  *     kernel of its own (counted: sim_fuse_stats.cycle_split); what XLA
  *     keeps alone (sim_fuse_alone) is never fused;
  *   - computations the grouping does not apply to (reduction regions,
- *     comparators, already fused computations) are copied verbatim.
+ *     comparators, already fused computations) are copied verbatim;
+ *   - in a computation the program scheduled (sim/schedule.c: its
+ *     all-reduces run asynchronously on the spec), the nodes follow that
+ *     schedule and each such all-reduce is written as <name>.start =
+ *     all-reduce-start and, at its done's place, <name> =
+ *     all-reduce-done, which its readers read.
  *
  * Instructions are re-emitted from their own text (the parser's byte
  * spans: rhs and operand list), so shapes, layouts and attributes are kept

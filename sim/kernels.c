@@ -1175,13 +1175,11 @@ static enum ts_status schedule_of(struct build *b, const struct grouping *g,
 		b->costs = grown;
 		have = &b->costs[b->n_costs++];
 		*have = (struct node_costs){c, (int)nn,
-					    ts_malloc(nn * sizeof *have->k0),
-					    ts_malloc(nn * sizeof *have->k1),
+					    ts_calloc(nn, sizeof *have->k0),
+					    ts_calloc(nn, sizeof *have->k1),
 					    ts_calloc(nn, sizeof *have->ns)};
 		if (!have->k0 || !have->k1 || !have->ns)
 			return TS_ERR_NOMEM;
-		for (size_t x = 0; x < nn; x++)
-			have->k0[x] = have->k1[x] = 0;
 		*nc = b->n_costs - 1;
 		return TS_OK;
 	}

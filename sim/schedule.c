@@ -62,7 +62,6 @@ bool sim_schedule_async_node(const struct grouping *g, int x, double min_bytes)
 /* Scratch of sim_schedule_make: entries 0 .. n_order are the nodes
  * (an async one's start), n_order + q the done of async node q. */
 struct lhs {
-	int n_entries;
 	int *doff, *deps;  /* what entry e reads: deps[doff[e] .. doff[e+1]) */
 	int *left;         /* per entry: its readers not yet listed */
 	int *ready, n_ready;
@@ -99,12 +98,13 @@ static int node_deps(const struct grouping *g, const int *node,
 	return n;
 }
 
+/* l's entries: what each reads (distinct), how many readers each waits
+ * for, and those ready at first; false when out of memory. */
 static bool lhs_init(struct lhs *l, const struct grouping *g, const int *node,
 		     const int *order, int n_order, const bool *async,
 		     int nn)
 {
 	int ne = 2 * n_order + 1;
-	l->n_entries = ne;
 	l->doff = ts_calloc((size_t)ne + 1, sizeof *l->doff);
 	l->left = ts_calloc((size_t)ne, sizeof *l->left);
 	l->ready = ts_malloc((size_t)ne * sizeof *l->ready);
@@ -163,6 +163,7 @@ static bool lhs_init(struct lhs *l, const struct grouping *g, const int *node,
 	return ok;
 }
 
+/* Frees l's arrays. */
 static void lhs_free(struct lhs *l)
 {
 	ts_free(l->doff);
