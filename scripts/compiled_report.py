@@ -352,10 +352,13 @@ CAUSES = """\
   parameter only kernels read (docs/MODEL.md): v5e/mlp_s 1.095 to 1.041,
   v6e/mlp_s 1.085 to 1.049, v5p/mlp_s 1.017 to 0.994, v5e/resnet_s 1.505
   to 1.475 (its HBM bytes 34.1 to 19.3 MB against the compiled 19.4);
-  within 5% 34 to 36. What is left of mlp_s: the weights' updates, which
-  XLA writes into VMEM and copies out behind other work and tpusim writes
-  to HBM, and on v7 (1.06) the second weight's copy, which tpusim leaves
-  idle (too little runs before its first reader to hide it). Values a
+  within 5% 34 to 36. The weights' updates, which XLA writes into VMEM
+  and copies out behind other work, tpusim now evicts the same way where
+  the kernels after them hide the copy (a result's eviction,
+  docs/MODEL.md), and it counts a transpose's XLU work in the benefit
+  (XLA leaves mlp_s's transposed update in HBM): v5e/mlp_s 1.041 to
+  1.029, v6e/decoder_s 1.053 to 1.041, v5e/resnet_s 1.470 to 1.428,
+  within 5% 44 to 45. Values a
   while loop carries
   (the decoders' scan over layers) stay in HBM; values passed through an
   optimization barrier (remat's saved inputs and weight slices) are

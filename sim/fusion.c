@@ -96,6 +96,19 @@ static const struct ir_shape *shape_of(const struct emitter *e,
 					       : &v->shape;
 }
 
+/* The eviction of v that the node being written reads (one of its late
+ * readers), or NULL. */
+static const struct evict *evicted_for(const struct emitter *e,
+				       const struct ir_instr *v)
+{
+	for (int x = 0; x < e->n_evicts; x++)
+		for (int q = 0; e->evicts[x].v == v && q < e->evicts[x].n_late;
+		     q++)
+			if (e->evicts[x].late[q] == e->reader)
+				return &e->evicts[x];
+	return NULL;
+}
+
 /* A tuple, or an optimization barrier of one: its elements are its
  * operands' buffers (placement.c passes them through a barrier), so an
  * element in VMEM is written S(1). 1: the shape so written, into *tmp
@@ -110,7 +123,7 @@ static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 	struct ir_shape *el = NULL;
 	for (int i = 0; i < t->n_operands; i++) {
 		const struct ir_instr *o = t->operands[i];
-		if (ts_ptrmap_get(&e->vmem, o) < 0 ||
+		if (ts_ptrmap_get(&e->vmem, o) < 0 || evicted_for(e, o) ||
 		    in->shape.elems[i].type == IR_TYPE_TUPLE)
 			continue;
 		if (!el && !(el = ts_arena_dup(a, in->shape.elems,
@@ -139,19 +152,6 @@ static struct prefetch *prefetch_of(const struct emitter *e,
 	for (int f = 0; f < e->n_prefetches; f++)
 		if (e->prefetches[f].v == v)
 			return &e->prefetches[f];
-	return NULL;
-}
-
-/* The eviction of v that the node being written reads (one of its late
- * readers), or NULL. */
-static const struct evict *evicted_for(const struct emitter *e,
-				       const struct ir_instr *v)
-{
-	for (int x = 0; x < e->n_evicts; x++)
-		for (int q = 0; e->evicts[x].v == v && q < e->evicts[x].n_late;
-		     q++)
-			if (e->evicts[x].late[q] == e->reader)
-				return &e->evicts[x];
 	return NULL;
 }
 
@@ -777,6 +777,14 @@ static enum ts_status evictions(struct emitter *e, const struct sim_program *p)
 							   sizeof *ev->late)))
 				return TS_ERR_NOMEM;
 		}
+		/* the program's result reads it in HBM too */
+		const struct ir_instr *root = e->m->entry->root;
+		for (int j = 0; root && root->op == IR_OP_TUPLE &&
+				j < root->n_operands; j++)
+			if (root->operands[j] == ev->v) {
+				ev->late[ev->n_late++] = root;
+				break;
+			}
 	}
 	return TS_OK;
 }

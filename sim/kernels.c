@@ -51,7 +51,8 @@ struct build {
 	                       a grouped module built with room */
 	const bool *shared; /* per instruction of the computation walked:
 	                       more than one kernel may read it (two users,
-	                       or one its readers' groups each recompute) */
+	                       or one its readers' groups each recompute),
+	                       or it is an element of the program's result */
 	int *pair;          /* per entry instruction: its prefetch's pair
 	                       while it waits for its done, -1 when none is
 	                       open, -2 for no p->prefetches parameter;
@@ -1048,9 +1049,9 @@ static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
 }
 
 /* Whether XLA may write v, an output of a kernel that more than one
- * kernel reads (b->shared), into VMEM for its first readers and copy it
- * to HBM for the others: an eviction candidate (above); placement
- * checks the rest. */
+ * kernel reads or the program returns (b->shared), into VMEM for its
+ * first readers and copy it to HBM for the others and the result: an
+ * eviction candidate (above); placement checks the rest. */
 static bool evictable(const struct build *b, const struct ir_instr *v)
 {
 	return b->shared[v->index] && sim_placeable(v);
@@ -1256,10 +1257,13 @@ static enum ts_status walk_grouped(struct build *b,
 		st = TS_ERR_NOMEM;
 	for (int i = 0; shared && i < c->n_instrs; i++) {
 		const struct ir_instr *u = c->instrs[i];
+		/* the program's result, which its copy to HBM reads */
+		bool result = c == b->m->entry && u == c->root &&
+			      u->op == IR_OP_TUPLE;
 		for (int j = 0; j < u->n_operands; j++) {
 			const struct ir_instr *o = u->operands[j];
 			if (o->parent == c &&
-			    (o->n_users >= 2 || g.grp[i] == G_MULTI))
+			    (o->n_users >= 2 || g.grp[i] == G_MULTI || result))
 				shared[o->index] = true;
 		}
 	}

@@ -21,15 +21,18 @@
  *     through one), in the same computation, neither written
  *     nor read in place (a dynamic-update-slice's or scatter's buffer)
  *     nor read or written by an async transfer or a library call, nor
- *     the computation's result; its interval is [writer, last reader]
- *     in kernel (schedule) order;
+ *     the computation's result (except an element of the program's,
+ *     below); its interval is [writer, last reader] in kernel (schedule)
+ *     order;
  *   priority = benefit / sqrt(bytes), highest first (ties in schedule
  *     order), XLA's memory boundedness: the benefit of its writer and of
  *     each kernel that reads it, each from that kernel's roofline
  *     (sim_kernel_roofline, its work with every value in HBM): memory
  *     time m = HBM bytes / bandwidth, compute time c = the slower of the
- *     MXU's and the VPU's (0 for a collective: its ICI moves the buffer
- *     wherever it lives), ns;
+ *     MXU's and the VPU's with the XLU's relayouts the kernel writes
+ *     (sim_relayout_cycles: a transpose across lanes is compute-bound
+ *     where HBM is fast; XLA leaves v6e/mlp_s's copy.1 in HBM) (0 for a
+ *     collective: its ICI moves the buffer wherever it lives), ns;
  *       memory-bound (m > c): runs x min(bytes / bandwidth, m - c), the
  *         time the kernel saves with this value in VMEM (XLA's counts
  *         the memory time saved, bytes / bandwidth, uncapped by c);
@@ -48,7 +51,16 @@
  *     such copies, 134 MB); placed only for a gain: the writer's and those
  *     readers' benefits (added as above) less the copy's time,
  *     hw_mem_dma_ns of its bytes, beyond the roofline times of the
- *     kernels between the writer and the last of them.
+ *     kernels between the writer and the last of them;
+ *   an element of the program's result (the entry's root tuple) that a
+ *     kernel writes is evicted the same way, its copy read by the
+ *     result, even where it fits (the result is in HBM); with no kernel
+ *     reading it, the copy is done after the first of the entry's own
+ *     kernels that ends a run hiding it (the last when none does) and
+ *     where it still fits, and placed only for a gain: the writer's
+ *     benefit less what that run does not hide (XLA writes v6e/mlp_s's
+ *     and v6e/decoder_s's weight updates into VMEM, copy-start after
+ *     each).
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
  * first): of the entry parameters that only dots and convolutions (either
  * operand) and gathers (as the table) read, directly or through bitcasts
@@ -122,6 +134,7 @@
 #include <string.h>
 
 #include "kernels_int.h"
+#include "plan_int.h"
 
 /* A value memory-space assignment may place: its writer, interval and
  * reads (reads[first .. first + n_reads), by kernel). */
@@ -134,6 +147,8 @@ struct cand {
 	                       copy (writer: that DMA kernel) */
 	bool aliased;       /* read under another name (alias_of) too */
 	int evict;          /* its eviction's copy (kernels.c), -1: none */
+	bool result;        /* an element of the entry's result: in VMEM
+	                       only until its eviction's copy is done */
 	double bytes, priority;
 };
 
@@ -344,10 +359,16 @@ static enum ts_status uses(const struct sim_program *p,
 			     passes[i] == u->n_users))
 				continue;
 			int r = ts_ptrmap_get(owner, u), self = ts_ptrmap_get(&cs->of, u);
+			bool result = comp == e && u == comp->root &&
+				      u->op == IR_OP_TUPLE;
 			for (int j = 0; j < u->n_operands; j++) {
 				int a = ts_ptrmap_get(&cs->of, u->operands[j]);
-				if (a >= 0 && a != self && /* a bitcast: no use */
-				    rules_out(u, u->operands[j], r, cs->c[a].writer))
+				if (a >= 0 && result && cs->c[a].evict >= 0 &&
+				    cs->c[a].v == u->operands[j])
+					cs->c[a].result = true; /* its copy's */
+				else if (a >= 0 && a != self && /* a bitcast: no use */
+					 rules_out(u, u->operands[j], r,
+						   cs->c[a].writer))
 					cs->c[a].ruled_out = true;
 			}
 		}
@@ -408,7 +429,10 @@ static enum ts_status kernel_times(const struct sim_program *p,
 		if (st != TS_OK)
 			return st;
 		if (k->kind != SIM_KERNEL_COLLECTIVE)
-			t[i].compute = fmax(r.mxu_cycles, r.vpu_cycles) / ghz;
+			t[i].compute = fmax(r.mxu_cycles,
+					    r.vpu_cycles +
+						    sim_relayout_cycles(hw, k)) /
+				       ghz;
 		t[i].memory = (r.bytes_read + r.bytes_written) /
 			      hw_mem_bytes_per_ns(hw);
 	}
@@ -492,7 +516,7 @@ static enum ts_status candidates(const struct sim_program *p,
 			}
 			last = r;
 		}
-		if (c.ruled_out || readers == 0)
+		if (c.ruled_out || (readers == 0 && !c.result))
 			continue;
 		if (c.prefetch) {
 			/* its copy, less what the kernels before its first
@@ -503,7 +527,7 @@ static enum ts_status candidates(const struct sim_program *p,
 			if (!(sum > 0))
 				continue;
 		}
-		c.last = last;
+		c.last = last > c.writer ? last : c.writer;
 		c.priority = sum / sqrt(c.bytes > 1 ? c.bytes : 1);
 		cs->c[kept++] = c;
 	}
@@ -706,6 +730,37 @@ static int evicted_reads(const struct sim_program *p, const struct cands *cs,
 		       hide); /* as often as its writer runs */
 	return sum > 0 ? last_q : -1;
 }
+/* Evicting result c, which no kernel reads: where its copy to HBM is
+ * done, the first kernel of the entry's own after its copy that ends a
+ * run of kernels whose roofline times hide the copy (hw_mem_dma_ns; the
+ * entry's last when none does) and where it still fits beside the values
+ * already in (used), and only for a gain: its writer's benefit less what
+ * those kernels do not hide; -1 when none. */
+static int evicted_result(const struct sim_program *p, const struct cand *c,
+			  const struct times *t, const struct hw_spec *hw,
+			  double avail, const double *used)
+{
+	const struct ir_computation *e = p->module->entry;
+	double copy = hw_mem_dma_ns(hw, c->bytes, 1), peak = used[c->writer];
+	int done = -1;
+	for (int i = c->evict + 1; i < p->n_kernels; i++) {
+		peak = fmax(peak, used[i]);
+		if (peak + c->bytes > avail)
+			break;
+		if (p->kernels[i].instr->parent != e || p->kernels[i].async_work)
+			continue;
+		done = i;
+		if (hiding(p, t, c->writer, i + 1) >= copy)
+			break;
+	}
+	if (done < 0)
+		return -1;
+	double gain = benefit(p, t, c->writer, c->bytes,
+			      hw_mem_bytes_per_ns(hw)) -
+		      fmax(0, copy - hiding(p, t, c->writer, done + 1));
+	return gain > 0 ? done : -1;
+}
+
 /* Places candidate c: its writer holds it in VMEM (a prefetch's copy
  * moves it there instead), each kernel of its reads up to reads[last_q]
  * the value it reads (it or another name of it); recount marks them. */
@@ -892,17 +947,25 @@ enum ts_status sim_program_place(struct sim_program *p, const struct hw_spec *hw
 		for (int i = c->writer; i <= c->last; i++)
 			peak = used[i] > peak ? used[i] : peak;
 		int last_q = c->first + c->n_reads - 1; /* its last read */
-		if (peak + c->bytes > avail &&
-		    (last_q = evicted_reads(p, &cs, c, t, hw, avail, used)) < 0)
+		int last = -1;
+		if (c->result && c->n_reads == 0)
+			last = evicted_result(p, c, t, hw, avail, used);
+		else if ((peak + c->bytes > avail || c->result) &&
+			 (last_q = evicted_reads(p, &cs, c, t, hw, avail,
+						  used)) < 0)
 			continue;
-		int last = cs.reads[last_q].r;
+		else
+			last = cs.reads[last_q].r;
+		if (last < 0)
+			continue;
 		for (int i = c->writer; i <= last; i++)
 			used[i] += c->bytes;
 		if (!place(p, &cs, c, last_q, recount)) {
 			st = TS_ERR_NOMEM;
 			break;
 		}
-		if (last < c->last) { /* the copy out, done after `last` */
+		if (last < c->last || c->result) { /* the copy out, done
+						      after `last` */
 			struct sim_kernel *e = &p->kernels[c->evict];
 			e->idle = false;
 			recount[c->evict] = true;

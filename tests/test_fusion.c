@@ -768,10 +768,16 @@ static void test_placement(void **state)
 	assert_near(wr[0], mib4, 0);
 	tight.vmem_scoped_bytes = v5e.vmem_bytes - mib4;
 	assert_int_equal(placed_bytes(&tight, rd, wr), 1);
+	/* built with v5e's room: y, a result, is written into VMEM too and
+	 * copied to HBM behind z (placement.c, an eviction), where the
+	 * result reads it; z, the last kernel, has nothing to hide a copy */
 	char *out = same_round_trip(two_readers, &v5e);
 	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w.prefetch)") ||
-	    !strstr(out, "  %y = f32[1024,1024]{1,0} dot("))
-		fail_msg("x not in S(1), or y not in HBM:\n%s", out);
+	    !strstr(out, "  %y = f32[1024,1024]{1,0:S(1)} dot(") ||
+	    !strstr(out, "  %z = f32[1024,1024]{1,0} fusion(") ||
+	    !strstr(out, "tuple(%y.evict, %z)"))
+		fail_msg("x or y not in S(1), or the result not in HBM:\n%s",
+			 out);
 	free(out);
 }
 
@@ -938,7 +944,9 @@ static void build_for(const char *text, const struct hw_spec *built_for,
  * own first, its done before x, hidden whole though nothing runs between
  * (it runs beside the program's previous run: the total is the other
  * kernels' sum), no kernel launch for the host term, and x, y and z read
- * no w from HBM (x reads p alone, y and z read x in VMEM). On v3 (no room) nothing is prefetched; with
+ * no w from HBM (x reads p alone, y and z read x in VMEM); y, a result,
+ * is written into VMEM and copied to HBM behind z, which hides the copy
+ * (z's own eviction idle: nothing after it). On v3 (no room) nothing is prefetched; with
  * less room than w's 4 MiB, the program built for v5e keeps the kernel
  * idle (0 ns) and its readers read HBM. A parameter that an add also
  * reads is no weight: then p, used by its dot alone, is prefetched. fuse
@@ -958,7 +966,7 @@ static void test_cross_program_prefetch(void **state)
 	assert_string_equal(p->prefetched->name, "w");
 	/* p's copy first (an ordinary prefetch: nothing before x would
 	 * hide it, so placement leaves it idle), then w's */
-	assert_int_equal(p->n_kernels, 6);
+	assert_int_equal(p->n_kernels, 8);
 	const struct sim_kernel *k = p->kernels;
 	assert_string_equal(k[0].name, "p.prefetch-start");
 	assert_true(k[0].prefetch && k[0].idle);
@@ -967,7 +975,7 @@ static void test_cross_program_prefetch(void **state)
 	assert_string_equal(k[0].name, "w.prefetch-start");
 	assert_true(k[0].dma && k[0].async_work && !k[0].idle);
 	assert_near(k[0].work.bytes_read, mib4, 0);
-	assert_int_equal(p->n_async, 3);
+	assert_int_equal(p->n_async, 5);
 	assert_int_equal(p->async[1].first, 1);
 	assert_int_equal(p->async[1].n_between, 0);
 	assert_string_equal(p->async[1].done->name, "w.prefetch");
@@ -977,12 +985,24 @@ static void test_cross_program_prefetch(void **state)
 	assert_true(k[2].evict && k[2].idle);
 	assert_near(k[2].est.time_ns, 0, 0);
 	assert_near(k[3].work.bytes_read, 0, 0);    /* y: x and w in VMEM */
-	assert_near(k[4].work.bytes_read, 0, 0);    /* z: the same */
+	/* y, a result, written into VMEM and copied to HBM behind z, which
+	 * hides the copy whole; z, the last, has nothing after it: idle */
+	assert_near(k[3].work.bytes_written, 0, 0);
+	assert_string_equal(k[4].name, "y.evict-start");
+	assert_true(k[4].evict && !k[4].idle);
+	assert_near(k[5].work.bytes_read, 0, 0);    /* z: x and w in VMEM */
+	assert_near(k[5].work.bytes_written, mib4, 0);
+	assert_string_equal(k[6].name, "z.evict-start");
+	assert_true(k[6].evict && k[6].idle);
+	assert_int_equal(p->async[3].first, 5);
+	assert_int_equal(p->async[3].n_between, 1);
+	assert_near(p->async[3].hidden_ns, k[4].est.time_ns, 0);
 	double sum = 0;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 7; i++)
 		sum += k[i].est.time_ns;
-	assert_true(k[0].est.time_ns > 0);
-	assert_near(sim_program_total(&b.p), sum - k[0].est.time_ns, 1e-9 * sum);
+	assert_true(k[0].est.time_ns > 0 && k[4].est.time_ns > 0);
+	assert_near(sim_program_total(&b.p),
+		    sum - k[0].est.time_ns - k[4].est.time_ns, 1e-9 * sum);
 	assert_near(p->async[1].hidden_ns, k[0].est.time_ns, 0);
 	assert_near(sim_program_host_ns(&b.p, &v5e),
 		    v5e.host_call_ns + 3 * v5e.host_kernel_ns, 1e-9);
@@ -1137,6 +1157,79 @@ static void test_barrier_placement(void **state)
 	    !strstr(out, "  %b = (f32[1024,1024]{1,0:S(1)}, s32[]) "
 			 "opt-barrier(%t)"))
 		fail_msg("the barrier's element not in S(1):\n%s", out);
+	free(out);
+}
+
+/* A result written into VMEM and copied to HBM behind later work
+ * (placement.c, an eviction the result reads), on v6e: n, an HBM-bound
+ * negate the program returns, writes VMEM; its copy, the DMA latency and
+ * 8 MiB at HBM bandwidth (from the spec's fields), hides whole behind the
+ * dot d that follows, whose roofline is longer; the program's result reads
+ * the copy-done. c, a transpose the program returns too, runs on the XLU
+ * (its roofline's compute counts sim_relayout_cycles): compute-bound, it
+ * gains nothing from VMEM, so it writes HBM and its eviction stays idle,
+ * as XLA leaves v6e/mlp_s's copy.1. The total is the kernels' sum less
+ * what the pairs hide; fuse writes n's copy-start after n, the copy-done
+ * after d and the tuple reading it, at the same time. */
+static void test_result_eviction(void **state)
+{
+	(void)state;
+	struct hw_spec v6e;
+	if (!tu_load_spec("v6e", &v6e))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  x = bf16[4096,1024]{1,0:T(8,128)(2,1)} parameter(0)\n"
+		"  w = bf16[2048,2048]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		"  c = bf16[4096,1024]{0,1:T(8,128)(2,1)} copy(x)\n"
+		"  n = bf16[4096,1024]{1,0:T(8,128)(2,1)} negate(x)\n"
+		"  d = bf16[2048,2048]{1,0:T(8,128)(2,1)} dot(w, w), "
+		"lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		"  ROOT t = (bf16[4096,1024]{0,1:T(8,128)(2,1)}, "
+		"bf16[4096,1024]{1,0:T(8,128)(2,1)}, "
+		"bf16[2048,2048]{1,0:T(8,128)(2,1)}) tuple(c, n, d)\n"
+		"}\n";
+	const double mib8 = 8.0 * 1024 * 1024;
+	struct tu_built b;
+	build_for(text, &v6e, &v6e, &b);
+	const struct sim_program *p = &b.p;
+	const struct sim_kernel *n = tu_kernel(&b, "n"), *c = tu_kernel(&b, "c");
+	const struct sim_kernel *ne = tu_kernel(&b, "n.evict-start");
+	assert_near(n->work.bytes_written, 0, 0);
+	assert_true(ne->evict && !ne->idle);
+	assert_near(ne->est.time_ns,
+		    v6e.dma_latency_ns + mib8 / hw_mem_bytes_per_ns(&v6e),
+		    1e-9 * ne->est.time_ns);
+	assert_near(c->work.bytes_written, mib8, 0);
+	assert_true(tu_kernel(&b, "c.evict-start")->idle);
+	const struct sim_async *pair = NULL;
+	for (int i = 0; i < p->n_async; i++)
+		if (&p->kernels[p->async[i].first] == ne)
+			pair = &p->async[i];
+	assert_non_null(pair);
+	assert_int_equal(pair->n_between, 1);
+	assert_ptr_equal(&p->kernels[pair->between], tu_kernel(&b, "d"));
+	assert_true(tu_kernel(&b, "d")->est.time_ns > ne->est.time_ns);
+	assert_near(pair->hidden_ns, ne->est.time_ns, 0);
+	double sum = 0, hidden = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		sum += p->kernels[i].est.time_ns;
+	for (int i = 0; i < p->n_async; i++)
+		hidden += p->async[i].hidden_ns;
+	assert_near(sim_program_total(&b.p), sum - hidden, 1e-9 * sum);
+	tu_built_free(&b);
+	char *out = same_round_trip(text, &v6e);
+	const char *nw = strstr(out, "  %n = bf16[4096,1024]{1,0:T(8,128)(2,1)S(1)} "
+				     "negate(%x)\n  %n.evict-start = ");
+	const char *d = strstr(out, "  %d = ");
+	const char *done = strstr(out, "  %n.evict = bf16[4096,1024]"
+				       "{1,0:T(8,128)(2,1)} copy-done("
+				       "%n.evict-start)\n");
+	assert_true(nw && d && done && nw < d && d < done);
+	assert_non_null(strstr(out, "  %c = bf16[4096,1024]{0,1:T(8,128)(2,1)} "
+				    "copy(%x)\n"));
+	assert_non_null(strstr(out, "tuple(%c, %n.evict, %d)"));
 	free(out);
 }
 
@@ -3110,6 +3203,7 @@ int main(void)
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_async_all_reduce),
+		cmocka_unit_test(test_result_eviction),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
 		cmocka_unit_test(test_trip_count_written),
