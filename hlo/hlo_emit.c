@@ -10,6 +10,7 @@
  */
 #include "hlo_emit.h"
 
+#include <ctype.h>
 #include <string.h>
 
 static bool blank(char c)
@@ -110,8 +111,11 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c)
 {
 	fprintf(e->out, "\n%s%%%s (", c->is_entry ? "ENTRY " : "", c->name);
 	for (int i = 0; i < c->n_params; i++) {
-		fprintf(e->out, "%s%s: ", i ? ", " : "",
-			c->params[i] ? c->params[i]->name : "?");
+		/* a name that opens with a digit reads back only after a '%'
+		 * (hp_read_name), as the body writes it */
+		const char *name = c->params[i] ? c->params[i]->name : "?";
+		fprintf(e->out, "%s%s%s: ", i ? ", " : "",
+			isdigit((unsigned char)name[0]) ? "%" : "", name);
 		if (c->params[i])
 			hlo_emit_shape(e, &c->params[i]->shape);
 	}

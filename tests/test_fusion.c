@@ -1410,6 +1410,30 @@ static void test_eviction(void **state)
 	free(out);
 }
 
+/* A parameter whose name opens with a digit (%2v, which the body may
+ * write after a '%') is written into the signature with its '%', where
+ * a bare 2v does not read back (fuzz_pipeline found it). */
+static void test_digit_parameter_name(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"ENTRY %e (a: f32[1024,128], b: f32[1024,128]) -> f32[1024,128] {\n"
+		"  %2v = f32[1024,128]{1,0} parameter(0)\n"
+		"  %b = f32[1024,128]{1,0} parameter(1)\n"
+		"  %n = f32[1024,128]{1,0} exponential(%2v)\n"
+		"  %m = f32[1024,128]{1,0} multiply(%n, %n)\n"
+		"  ROOT %s = f32[1024,128]{1,0} add(%m, %b)\n"
+		"}\n";
+	char *out = same_round_trip(text, &hw);
+	assert_non_null(strstr(out, "ENTRY %e (%2v: f32[1024,128]{1,0}, "
+				    "b: f32[1024,128]{1,0}) -> "));
+	free(out);
+}
+
 /* A shape written with blanks between its type, dims and layout ("f32
  * [8] {0}", which the parser reads) is replaced whole when fuse writes
  * the value in S(1) (fuzz_pipeline found the rest of it left behind, so
@@ -3204,6 +3228,7 @@ int main(void)
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_async_all_reduce),
 		cmocka_unit_test(test_result_eviction),
+		cmocka_unit_test(test_digit_parameter_name),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
 		cmocka_unit_test(test_trip_count_written),
