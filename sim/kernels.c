@@ -71,8 +71,8 @@ struct build {
 
 /* A grouped computation's nodes (sim_group_order's numbering) in the
  * first build of a program whose all-reduces may run asynchronously:
- * each node's kernels, then their time x multiplicity, ns, off the
- * TensorCore's async work (sim_program_build). */
+ * each node's kernels, then their roofline time x multiplicity, ns, off
+ * the TensorCore's async work (sim_program_build). */
 struct node_costs {
 	const struct ir_computation *c;
 	int nn;             /* nodes: g->n + g->n_groups + 1 */
@@ -1661,8 +1661,8 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	b.pre_opt = sim_module_unfused(m);
 	/* all-reduces XLA runs asynchronously on the schedule's spec are
 	 * placed by the time of the kernels around them (sim/schedule.c):
-	 * a first build, costed on that spec, then the program in that
-	 * schedule */
+	 * a first build, its kernels' rooflines on that spec, then the
+	 * program in that schedule */
 	const struct hw_spec *hw = opts ? opts->schedule_hw : NULL;
 	if (b.pre_opt && hw &&
 	    has_async_all_reduce(m, hw->xla_async_all_reduce_bytes))
@@ -1670,14 +1670,16 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	b.record = b.async_bytes > 0;
 	enum ts_status st = build_program(&b);
 	if (st == TS_OK && b.record) {
-		st = sim_program_estimate(p, hw, d);
 		for (int i = 0; st == TS_OK && i < b.n_costs; i++) {
 			struct node_costs *nc = &b.costs[i];
-			for (int x = 0; x < nc->nn; x++)
-				for (int k = nc->k0[x]; k < nc->k1[x]; k++)
-					if (!p->kernels[k].async_work)
-						nc->ns[x] += p->kernels[k].est.time_ns *
-							     p->kernels[k].multiplicity;
+			for (int x = 0; st == TS_OK && x < nc->nn; x++)
+				for (int k = nc->k0[x]; st == TS_OK && k < nc->k1[x]; k++) {
+					struct sim_estimate r;
+					if (p->kernels[k].async_work)
+						continue;
+					st = sim_kernel_roofline(&p->kernels[k], hw, &r, d);
+					nc->ns[x] += r.time_ns * p->kernels[k].multiplicity;
+				}
 		}
 		sim_program_free(p);
 		b.record = false;

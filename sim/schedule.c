@@ -9,10 +9,12 @@
  * kernels' groups and the instructions of no group, in sim_group_order's
  * order) are listed again, bottom up, as XLA's latency-hiding scheduler
  * lists them. With tau the TensorCore's time from the computation's end
- * (ns, each node its kernels' time x multiplicity as first estimated, in
- * sim_group_order's order) and a node ready once every node that reads it
- * is listed (a pair's done once its readers are, its start once its done
- * is), each step takes the first of:
+ * (ns; each node its kernels' roofline time x multiplicity on the spec,
+ * sim_kernel_roofline, the all-reduce's too; the tile model's times gave
+ * the zoo the same schedules at the cost of every kernel's tile search,
+ * twice) and a node ready once every node that reads it is listed (a
+ * pair's done once its readers are, its start once its done is), each
+ * step takes the first of:
  *   1. a ready done, fewer than SIM_ASYNC_IN_FLIGHT pairs open: the last
  *      in the given order; its pair opens at d = tau
  *   2. a ready start whose all-reduce is covered, tau - d >= its time:
@@ -23,9 +25,9 @@
  * so that a done goes as late as its readers allow, its start as early as
  * it must to hide the all-reduce and no earlier, and everything else keeps
  * the given order (with no async node the list is that order). Units: ns.
- * Assumes the first estimate's times (the order they were costed in) and
- * XLA's own cost model agree; the scheduler's memory-pressure limit is
- * not modelled (a start moved early keeps its operand live longer).
+ * Assumes the rooflines rank the nodes as XLA's own cost model does (not
+ * public); the scheduler's memory-pressure limit is not modelled (a start
+ * moved early keeps its operand live longer).
  * SIM_ASYNC_IN_FLIGHT = 2: the most all-reduces data/compiled/v7 has in
  * flight at once (v7/mlp_m's all-reduce.9 and .11). Source: XLA's
  * latency_hiding_scheduler.cc (bottom-up list scheduling; async dones

@@ -277,8 +277,8 @@ struct sim_program_opts {
 	                                  all-reduces asynchronously
 	                                  (xla.async_all_reduce_bytes): an
 	                                  unfused module's are scheduled as
-	                                  on it (sim/schedule.c, its kernels
-	                                  first costed on it); NULL: none */
+	                                  on it (sim/schedule.c, by its
+	                                  kernels' rooflines); NULL: none */
 };
 
 struct sim_program {
