@@ -260,6 +260,38 @@ static void test_rewrite_note(void **state)
 	proc_free(&p);
 }
 
+/* Costed on v5e and v7 from one program, an unfused module is scheduled
+ * as XLA compiles it for the first --hw (sim/schedule.c): the other's
+ * asynchronous all-reduces are said, both ways; one spec alone says
+ * nothing. */
+static void test_schedule_note(void **state)
+{
+	(void)state;
+	char v7[PATH_MAX], v5e[PATH_MAX], ar[PATH_MAX];
+	src(v7, "hwspecs/v7.yaml");
+	src(v5e, "hwspecs/v5e.yaml");
+	src(ar, "tests/data/fuzz_pipeline/async_all_reduce.hlo");
+	struct proc p;
+	tpusim(&p, "run", ar, "--hw", v5e, "--hw", v7);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err,
+			    "tpusim run: note: module m is scheduled as XLA "
+			    "compiles it for v5e (the first --hw): 0 all-reduces "
+			    "run asynchronously here; XLA for v7 runs 1 so "
+			    "(xla.async_all_reduce_bytes), which its figures "
+			    "here do not show\n");
+	proc_free(&p);
+	tpusim(&p, "run", ar, "--hw", v7, "--hw", v5e);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "for v7 (the first --hw): 1 all-reduce runs "
+			       "asynchronously here; XLA for v5e runs 0 so");
+	proc_free(&p);
+	tpusim(&p, "run", ar, "--hw", v7);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	proc_free(&p);
+}
+
 /* ---- bad input: exit 1 with a located diagnostic; missing files: 3 ------ */
 
 static void test_missing_file(void **state)
@@ -1685,6 +1717,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_rewrite_note),
+		cmocka_unit_test(test_schedule_note),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_unbounded_inputs),
 		cmocka_unit_test(test_several_inputs_go_on),
