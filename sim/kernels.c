@@ -72,7 +72,8 @@ struct build {
 /* A grouped computation's nodes (sim_group_order's numbering) in the
  * first build of a program whose all-reduces may run asynchronously:
  * each node's kernels, then their roofline time x multiplicity, ns, off
- * the TensorCore's async work (sim_program_build). */
+ * the TensorCore's async work and the all-reduces inside a node that
+ * run asynchronously in the second build (sim_program_build). */
 struct node_costs {
 	const struct ir_computation *c;
 	int nn;             /* nodes: g->n + g->n_groups + 1 */
@@ -577,6 +578,7 @@ static enum ts_status add_top_kernel(struct build *b, const struct ir_instr *in,
 
 static enum ts_status walk(struct build *b, const struct ir_computation *c,
 			   struct site s);
+static bool needs_relayout(const struct ir_instr *v, int *got);
 
 /* ---- async pairs (sim.h sim_async) ---- */
 
@@ -1262,8 +1264,10 @@ static enum ts_status walk_grouped(struct build *b,
 			      u->op == IR_OP_TUPLE;
 		for (int j = 0; j < u->n_operands; j++) {
 			const struct ir_instr *o = u->operands[j];
+			int got[SIM_MAX_GRID];
 			if (o->parent == c &&
-			    (o->n_users >= 2 || g.grp[i] == G_MULTI || result))
+			    (o->n_users >= 2 || g.grp[i] == G_MULTI ||
+			     (result && !needs_relayout(o, got))))
 				shared[o->index] = true;
 		}
 	}
@@ -1432,6 +1436,20 @@ static bool orders_differ(const struct ir_shape *s, const int *a,
 	}
 }
 
+/* Whether result value v is computed in another order than its layout's
+ * (the order it was computed in, into got[]): a relayout (above). */
+static bool needs_relayout(const struct ir_instr *v, int *got)
+{
+	const struct ir_shape *s = &v->shape;
+	if (s->type == IR_TYPE_TUPLE || s->rank < 2 || s->rank > SIM_MAX_GRID ||
+	    s->layout.n_tiles > 0 || ir_shape_padded_bytes(s) <= 0)
+		return false;
+	int want[SIM_MAX_GRID];
+	ir_shape_major_to_minor(s, want);
+	computed_order(v, NULL, 0, got);
+	return orders_differ(s, got, want);
+}
+
 /* The stand-in of one relayout (one allocation, freed through op). */
 struct relayout_stand_in {
 	struct ir_instr op;  /* the copy */
@@ -1446,13 +1464,8 @@ struct relayout_stand_in {
 static enum ts_status add_relayout(struct build *b, const struct ir_instr *v)
 {
 	const struct ir_shape *s = &v->shape;
-	if (s->type == IR_TYPE_TUPLE || s->rank < 2 || s->rank > SIM_MAX_GRID ||
-	    s->layout.n_tiles > 0 || ir_shape_padded_bytes(s) <= 0)
-		return TS_OK;
-	int want[SIM_MAX_GRID], got[SIM_MAX_GRID];
-	ir_shape_major_to_minor(s, want);
-	computed_order(v, NULL, 0, got);
-	if (!orders_differ(s, got, want))
+	int got[SIM_MAX_GRID];
+	if (!needs_relayout(v, got))
 		return TS_OK;
 	static const char suffix[] = ".relayout";
 	size_t n = strlen(v->name);
@@ -1629,6 +1642,17 @@ static enum ts_status build_program(struct build *b0)
 	return TS_OK;
 }
 
+/* Whether kernel k is an all-reduce of at least min_bytes inside a node
+ * of computation c (a loop's or call's body): async in the second build,
+ * no time of the TensorCore's there. */
+static bool async_inside(const struct sim_kernel *k,
+			 const struct ir_computation *c, double min_bytes)
+{
+	return k->instr && k->instr->parent != c &&
+	       k->instr->op == IR_OP_ALL_REDUCE &&
+	       ir_shape_bytes(&k->instr->shape) >= min_bytes;
+}
+
 /* Whether module m has an all-reduce of at least min_bytes (> 0). */
 static bool has_async_all_reduce(const struct ir_module *m, double min_bytes)
 {
@@ -1675,7 +1699,9 @@ enum ts_status sim_program_build(const struct ir_module *m,
 			for (int x = 0; st == TS_OK && x < nc->nn; x++)
 				for (int k = nc->k0[x]; st == TS_OK && k < nc->k1[x]; k++) {
 					struct sim_estimate r;
-					if (p->kernels[k].async_work)
+					if (p->kernels[k].async_work ||
+					    async_inside(&p->kernels[k], nc->c,
+							 b.async_bytes))
 						continue;
 					st = sim_kernel_roofline(&p->kernels[k], hw, &r, d);
 					nc->ns[x] += r.time_ns * p->kernels[k].multiplicity;

@@ -53,8 +53,9 @@
  *     hw_mem_dma_ns of its bytes, beyond the roofline times of the
  *     kernels between the writer and the last of them;
  *   an element of the program's result (the entry's root tuple) that a
- *     kernel writes is evicted the same way, its copy read by the
- *     result, even where it fits (the result is in HBM); with no kernel
+ *     kernel writes, in the order of its layout (no relayout: kernels.c),
+ *     is evicted the same way, its copy read by the result, even where
+ *     it fits (the result is in HBM); with no kernel
  *     reading it, the copy is done after the first of the entry's own
  *     kernels that ends a run hiding it (the last when none does) and
  *     where it still fits, and placed only for a gain: the writer's

@@ -314,13 +314,17 @@ int sim_schedule_order(const struct grouping *g, const struct sim_schedule *s,
 	}
 	/* an instruction of no node of the schedule's (one recomputed in
 	 * its readers' kernels that a caller writes on its own) right after
-	 * what it reads, operands first */
+	 * what it reads, operands first, an async all-reduce's value after
+	 * its done */
 	for (int t = 0; t < g->n; t++) {
 		int i = g->order[t];
 		key[i] = s->rank[i];
-		for (int j = g->ooff[i]; s->rank[i] < 0 && j < g->ooff[i + 1]; j++)
-			if (g->ops[j] >= 0 && key[g->ops[j]] > key[i])
-				key[i] = key[g->ops[j]];
+		for (int j = g->ooff[i]; s->rank[i] < 0 && j < g->ooff[i + 1]; j++) {
+			int o = g->ops[j];
+			int at = o < 0 ? -1 : s->done[o] >= 0 ? s->done[o] : key[o];
+			if (at > key[i])
+				key[i] = at;
+		}
 	}
 	int n = 0;
 	for (int q = 0; q < n_order; q++) {
