@@ -388,10 +388,11 @@ static enum ts_status cost_module(struct val_report *r,
 			    sim_vmem_room(&h) > opts.vmem_room)
 				opts.vmem_room = sim_vmem_room(&h);
 		}
-		/* fused as XLA compiles it for the first row's spec (a set's
-		 * rows of one module are of one generation) */
+		/* fused and scheduled as XLA compiles it for the first row's
+		 * spec (a set's rows of one module are of one generation) */
 		const struct hw_spec *first =
 			val_specs_find(specs, r->ds->rows[rows[0]].hw);
+		opts.schedule_hw = first;
 		int n_windows;
 		if (first)
 			st = sim_module_rewrite(mods[0], first, &n_windows, &hd);
