@@ -358,7 +358,9 @@ CAUSES = """\
   docs/MODEL.md), and it counts a transpose's XLU work in the benefit
   (XLA leaves mlp_s's transposed update in HBM): v5e/mlp_s 1.041 to
   1.029, v6e/decoder_s 1.053 to 1.041, v5e/resnet_s 1.470 to 1.428,
-  within 5% 44 to 45. Values a
+  within 5% 44 to 45; and a collective's output is evicted as a kernel's
+  is (XLA keeps all-gathers' and all-reduces' results in S(1) too):
+  v5e/decoder_s 1.088 to 1.080, v6e/decoder_s 1.041 to 1.037. Values a
   while loop carries
   (the decoders' scan over layers) stay in HBM; values passed through an
   optimization barrier (remat's saved inputs and weight slices) are

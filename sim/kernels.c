@@ -1059,8 +1059,10 @@ static bool evictable(const struct build *b, const struct ir_instr *v)
 	return b->shared[v->index] && sim_placeable(v);
 }
 
-/* The evictions of the outputs of kernels[k0 ..] (a group's kernel,
- * not an async transfer), where the build places values (b->evict). */
+/* The evictions of the outputs of kernels[k0 ..] (a group's kernel or
+ * a collective, whose output XLA places in VMEM too: data/compiled's
+ * all-gathers and all-reduces in S(1); not an async transfer), where the
+ * build places values (b->evict). */
 static enum ts_status add_evictions(struct build *b, int k0,
 				    const struct site *s)
 {
@@ -1068,8 +1070,7 @@ static enum ts_status add_evictions(struct build *b, int k0,
 	enum ts_status st = TS_OK;
 	for (int i = k0; b->evict && st == TS_OK && i < end; i++) {
 		const struct sim_kernel *k = &b->p->kernels[i];
-		if (k->async_work || k->dma || k->kind == SIM_KERNEL_UNMODELLED ||
-		    k->kind == SIM_KERNEL_COLLECTIVE)
+		if (k->async_work || k->dma || k->kind == SIM_KERNEL_UNMODELLED)
 			continue;
 		const struct ir_instr *const *outs = k->outputs;
 		int n_out = k->n_outputs; /* k moves as kernels are added */

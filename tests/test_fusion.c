@@ -1160,6 +1160,40 @@ static void test_barrier_placement(void **state)
 	free(out);
 }
 
+/* A collective's output two kernels read has an eviction copy too, as a
+ * kernel's output does: XLA keeps all-gathers' and all-reduces' results
+ * in S(1) (data/compiled), and placement may evict them; on v5e, where
+ * the 4 MiB value fits beside everything, the copy stays idle. */
+static void test_collective_eviction(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	static const char text[] =
+		"HloModule m\n"
+		"%add (a: f32[], b: f32[]) -> f32[] {\n"
+		"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+		"  ROOT %s = f32[] add(%a, %b)\n}\n"
+		"ENTRY e {\n"
+		"  x = f32[1024,1024]{1,0} parameter(0)\n"
+		"  r = f32[1024,1024]{1,0} all-reduce(x), "
+		"replica_groups={{0,1,2,3}}, to_apply=%add\n"
+		"  a = f32[1024,1024]{1,0} dot(r, r), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  c = f32[1024,1024]{1,0} dot(a, r), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT t = (f32[1024,1024]{1,0}) tuple(c)\n"
+		"}\n";
+	struct tu_built b;
+	build_for(text, &v5e, &v5e, &b);
+	const struct sim_kernel *e = tu_kernel(&b, "r.evict-start");
+	assert_true(e->evict && e->idle);
+	assert_near(tu_kernel(&b, "a")->work.bytes_read, 0, 0); /* r in VMEM */
+	tu_built_free(&b);
+	free(same_round_trip(text, &v5e));
+}
+
 /* A result written into VMEM and copied to HBM behind later work
  * (placement.c, an eviction the result reads), on v6e: n, an HBM-bound
  * negate the program returns, writes VMEM; its copy, the DMA latency and
@@ -3328,6 +3362,7 @@ int main(void)
 		cmocka_unit_test(test_async_all_reduce_loop),
 		cmocka_unit_test(test_result_relayout),
 		cmocka_unit_test(test_result_eviction),
+		cmocka_unit_test(test_collective_eviction),
 		cmocka_unit_test(test_digit_parameter_name),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
