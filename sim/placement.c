@@ -55,10 +55,10 @@
  *   an element of the program's result (the entry's root tuple) that a
  *     kernel writes, in the order of its layout (no relayout: kernels.c),
  *     is evicted the same way, its copy read by the result, even where
- *     it fits (the result is in HBM); with no kernel
- *     reading it, the copy is done after the first of the entry's own
- *     kernels that ends a run hiding it (the last when none does) and
- *     where it still fits, and placed only for a gain: the writer's
+ *     it fits (the result is in HBM); with no kernel reading it, the
+ *     copy is done after the first of the entry's own kernels that ends
+ *     a run hiding it (the last when none does) and where it still
+ *     fits, and placed only for a gain: the writer's
  *     benefit less what that run does not hide (XLA writes v6e/mlp_s's
  *     and v6e/decoder_s's weight updates into VMEM, copy-start after
  *     each).
@@ -731,8 +731,11 @@ static int evicted_reads(const struct sim_program *p, const struct cands *cs,
 		       hide); /* as often as its writer runs */
 	return sum > 0 ? last_q : -1;
 }
+
 /* Evicting result c, which no kernel reads: where its copy to HBM is
- * done, the first kernel of the entry's own after its copy that ends a
+ * done, the first kernel of the entry's own (one that places: not a
+ * relayout or a copy, which fuse writes no node for) after its copy that
+ * ends a
  * run of kernels whose roofline times hide the copy (hw_mem_dma_ns; the
  * entry's last when none does) and where it still fits beside the values
  * already in (used), and only for a gain: its writer's benefit less what
@@ -748,8 +751,8 @@ static int evicted_result(const struct sim_program *p, const struct cand *c,
 		peak = fmax(peak, used[i]);
 		if (peak + c->bytes > avail)
 			break;
-		if (p->kernels[i].instr->parent != e || p->kernels[i].async_work)
-			continue;
+		if (!places(&p->kernels[i]) || p->kernels[i].instr->parent != e)
+			continue; /* a relayout, a copy, another computation's */
 		done = i;
 		if (hiding(p, t, c->writer, i + 1) >= copy)
 			break;

@@ -1334,7 +1334,8 @@ static void test_async_all_reduce_loop(void **state)
  * relayout kernel (kernels.c) and is not evicted (the copy would be read
  * where the relayout reads the value): fused, it costs the same
  * (evicted, the fused module lost the relayout and ran 15-20% faster; a
- * helper's review found it). */
+ * helper's review found it). Another result's eviction is done after a
+ * kernel of the module, not after that relayout. */
 static void test_result_relayout(void **state)
 {
 	(void)state;
@@ -1363,6 +1364,29 @@ static void test_result_relayout(void **state)
 	(void)tu_kernel(&b, "n.relayout");
 	tu_built_free(&b);
 	free(same_round_trip(text, &v5e));
+	/* v, a result written before them, is evicted, its copy done after
+	 * a kernel of the module's, never after n's relayout, which fuse
+	 * writes no node for (the fused text read an undefined v.evict) */
+	static const char first[] =
+		"HloModule m\n"
+		"%max (x: f16[], y: f16[]) -> f16[] {\n"
+		"  %x = f16[] parameter(0)\n  %y = f16[] parameter(1)\n"
+		"  ROOT %z = f16[] maximum(%x, %y)\n}\n"
+		"ENTRY %e (p: f16[1,64,256,128]{3,2,1,0}, q: f32[2048,1024]{1,0}) "
+		"-> (f32[2048,1024]{1,0}, f16[1,64,128,64]{3,2,1,0}) {\n"
+		"  %p = f16[1,64,256,128]{3,2,1,0} parameter(0)\n"
+		"  %q = f32[2048,1024]{1,0} parameter(1)\n"
+		"  %c = f16[] constant(-inf)\n"
+		"  %v = f32[2048,1024]{1,0} exponential(%q)\n"
+		"  %rw = f16[1,64,128,64]{3,2,1,0} reduce-window(%p, %c), "
+		"window={size=1x1x2x2 stride=1x1x2x2}, to_apply=%max\n"
+		"  %n = f16[1,64,128,64]{3,2,1,0} negate(%rw)\n"
+		"  ROOT %t = (f32[2048,1024]{1,0}, f16[1,64,128,64]{3,2,1,0}) "
+		"tuple(%v, %n)\n"
+		"}\n";
+	char *out = same_round_trip(first, &v5e);
+	assert_non_null(strstr(out, "tuple(%v.evict, %n)"));
+	free(out);
 }
 
 /* An all-reduce XLA runs asynchronously (v7: 4 MiB >= its
