@@ -647,6 +647,15 @@ static bool check_call_params(struct vctx *v)
 	}
 	const struct ir_shape *s = &in->shape, *rs = c->root ? &c->root->shape
 							    : NULL;
+	/* a fusion's result is its root's buffer, in its memory space (every
+	 * fusion of data/compiled's 5,685: the costs read one or the other) */
+	bool fusion = in->op == IR_OP_FUSION;
+	if (rs && fusion && s->type != IR_TYPE_TUPLE &&
+	    rs->type != IR_TYPE_TUPLE &&
+	    s->layout.memory_space != rs->layout.memory_space)
+		return bad(v, "it is in memory space S(%d), %s's root in S(%d)",
+			   s->layout.memory_space, c->name,
+			   rs->layout.memory_space);
 	if (!rs || (s->type != IR_TYPE_TUPLE && rs->type != IR_TYPE_TUPLE))
 		return true;
 	if ((s->type == IR_TYPE_TUPLE) != (rs->type == IR_TYPE_TUPLE))
@@ -660,6 +669,10 @@ static bool check_call_params(struct vctx *v)
 		    (!ir_shape_equal_dims(e, re) || !ir_shape_compatible(e, re)))
 			return bad(v, "element %d is not that of %s's root", k,
 				   c->name);
+		if (fusion && e->layout.memory_space != re->layout.memory_space)
+			return bad(v, "element %d is in memory space S(%d), %s's "
+				      "root's in S(%d)", k, e->layout.memory_space,
+				   c->name, re->layout.memory_space);
 	}
 	return true;
 }

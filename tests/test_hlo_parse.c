@@ -1124,6 +1124,24 @@ static void test_verifier(void **state)
 		  "calls=f\n}\n",
 		  6, 8, "fusion u: shape (f32[4], f32[4], f32[4]) does not match "
 			"its operands: f's root has 2 elements");
+	/* a fusion's result in another memory space than its root's (a
+	 * fuzzer find: the plan read the root's S(1), the work the result's
+	 * S(2), and the kernel came out below its roofline; no fusion of
+	 * data/compiled has one) */
+	parse_err("f { p = f32[4] parameter(0)\n  n = f32[4]{0:S(1)} negate(p)\n"
+		  "  ROOT t = (f32[4]{0:S(1)}, f32[4]) tuple(n, p) }\n"
+		  "ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT u = (f32[4]{0:S(2)}, f32[4]) fusion(a), kind=kLoop, "
+		  "calls=f\n}\n",
+		  6, 8, "fusion u: shape (f32[4]{0:S(2)}, f32[4]) does not match "
+			"its operands: element 0 is in memory space S(2), f's "
+			"root's in S(1)");
+	parse_err("f { p = f32[4] parameter(0)\n"
+		  "  ROOT n = f32[4]{0:S(1)} negate(p) }\n"
+		  "ENTRY e {\n  a = f32[4] parameter(0)\n"
+		  "  ROOT u = f32[4]{0} fusion(a), kind=kLoop, calls=f\n}\n",
+		  5, 8, "fusion u: shape f32[4]{0} does not match its operands: "
+			"it is in memory space S(0), f's root in S(1)");
 	/* a tuple result whose computation's root is no tuple (a fuzzer
 	 * find: the unfused text's result was the root's, unreadable) */
 	parse_err("f { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
