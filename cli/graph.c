@@ -249,21 +249,6 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 	}
 }
 
-/* An unfused module's all-reduces of at least min_bytes (> 0): those
- * XLA for a spec with that xla.async_all_reduce_bytes runs
- * asynchronously. */
-static int async_all_reduces(const struct ir_module *m, double min_bytes)
-{
-	int n = 0;
-	for (int ci = 0; min_bytes > 0 && ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
-			const struct ir_instr *in = m->comps[ci]->instrs[i];
-			n += in->op == IR_OP_ALL_REDUCE &&
-			     ir_shape_bytes(&in->shape) >= min_bytes;
-		}
-	return n;
-}
-
 /* An unfused module is scheduled as XLA compiles it for the first --hw
  * (sim/schedule.c): a note for each other spec whose XLA runs its
  * all-reduces otherwise (xla.async_all_reduce_bytes), since all are
@@ -273,10 +258,10 @@ static void note_schedule(const struct cmd_ctx *ctx, const struct sim_program *p
 	const struct ir_module *m = p->module;
 	if (!p->fused_xla)
 		return;
-	int here = async_all_reduces(m, ctx->hw.xla_async_all_reduce_bytes);
+	int here = sim_async_all_reduces(m, ctx->hw.xla_async_all_reduce_bytes);
 	for (int i = 0; i < ctx->n_more_hw; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
-		int there = async_all_reduces(m, o->xla_async_all_reduce_bytes);
+		int there = sim_async_all_reduces(m, o->xla_async_all_reduce_bytes);
 		if (there == here)
 			continue;
 		fprintf(ctx->err,

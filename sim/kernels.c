@@ -1650,21 +1650,7 @@ static bool async_inside(const struct sim_kernel *k,
 			 const struct ir_computation *c, double min_bytes)
 {
 	return k->instr && k->instr->parent != c &&
-	       k->instr->op == IR_OP_ALL_REDUCE &&
-	       ir_shape_bytes(&k->instr->shape) >= min_bytes;
-}
-
-/* Whether module m has an all-reduce of at least min_bytes (> 0). */
-static bool has_async_all_reduce(const struct ir_module *m, double min_bytes)
-{
-	for (int ci = 0; min_bytes > 0 && ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
-			const struct ir_instr *in = m->comps[ci]->instrs[i];
-			if (in->op == IR_OP_ALL_REDUCE &&
-			    ir_shape_bytes(&in->shape) >= min_bytes)
-				return true;
-		}
-	return false;
+	       sim_async_all_reduce(k->instr, min_bytes);
 }
 
 enum ts_status sim_program_build(const struct ir_module *m,
@@ -1690,7 +1676,7 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	 * program in that schedule */
 	const struct hw_spec *hw = opts ? opts->schedule_hw : NULL;
 	if (b.pre_opt && hw &&
-	    has_async_all_reduce(m, hw->xla_async_all_reduce_bytes))
+	    sim_async_all_reduces(m, hw->xla_async_all_reduce_bytes) > 0)
 		b.async_bytes = hw->xla_async_all_reduce_bytes;
 	b.record = b.async_bytes > 0;
 	enum ts_status st = build_program(&b);

@@ -369,8 +369,8 @@ int sim_group_members(const struct grouping *g, int grp, const int **out);
 int sim_group_order(const struct grouping *g, const int *node, int *order);
 
 /* sim/schedule.c. Whether node x (sim_group_order's numbering) is an
- * all-reduce of at least min_bytes (> 0) alone in its group: one XLA runs
- * asynchronously. */
+ * all-reduce XLA runs asynchronously (sim_async_all_reduce) alone in its
+ * group. */
 bool sim_schedule_async_node(const struct grouping *g, int x, double min_bytes);
 /* The schedule of g's computation with its async all-reduces (above)
  * placed as XLA's latency-hiding scheduler places them, from order

@@ -48,17 +48,32 @@ static int anchor(const struct grouping *g, int x)
 	return x < g->n ? x : g->g_root[x - g->n];
 }
 
+bool sim_async_all_reduce(const struct ir_instr *in, double min_bytes)
+{
+	return min_bytes > 0 && in->op == IR_OP_ALL_REDUCE &&
+	       ir_shape_bytes(&in->shape) >= min_bytes;
+}
+
+int sim_async_all_reduces(const struct ir_module *m, double min_bytes)
+{
+	int n = 0;
+	for (int ci = 0; min_bytes > 0 && ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
+			n += sim_async_all_reduce(m->comps[ci]->instrs[i],
+						  min_bytes);
+	return n;
+}
+
 bool sim_schedule_async_node(const struct grouping *g, int x, double min_bytes)
 {
-	if (min_bytes <= 0 || x < g->n)
+	if (x < g->n ||
+	    !sim_async_all_reduce(g->c->instrs[g->g_root[x - g->n]], min_bytes))
 		return false;
-	const struct ir_instr *r = g->c->instrs[g->g_root[x - g->n]];
 	const int *mem;
 	int n_mem = sim_group_members(g, x - g->n, &mem), working = 0;
 	for (int q = 0; q < n_mem; q++)
 		working += sim_group_working(g, mem[q]);
-	return r->op == IR_OP_ALL_REDUCE && working == 1 &&
-	       ir_shape_bytes(&r->shape) >= min_bytes;
+	return working == 1;
 }
 
 /* Scratch of sim_schedule_make: entries 0 .. n_order are the nodes

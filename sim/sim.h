@@ -569,6 +569,13 @@ enum ts_status sim_module_time(const struct ir_module *m,
  * ns, moving nothing): p's kernels that do not run. */
 int sim_program_idle_copies(const struct sim_program *p);
 
+/* Whether XLA, on a spec with xla.async_all_reduce_bytes = min_bytes,
+ * runs instruction in asynchronously: an all-reduce of at least
+ * min_bytes (> 0); and how many of module m's it runs so
+ * (sim/schedule.c). */
+bool sim_async_all_reduce(const struct ir_instr *in, double min_bytes);
+int sim_async_all_reduces(const struct ir_module *m, double min_bytes);
+
 /* The program time from the kernels' current estimates: the sum of time
  * x multiplicity less the async time hidden behind other work; fills
  * every async pair's async_ns and hidden_ns (sim/program.c). */
