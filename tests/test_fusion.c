@@ -926,6 +926,17 @@ static void test_async_unfused(void **state)
 	free(out);
 }
 
+/* text built with no room for placement, its all-reduces scheduled as
+ * XLA schedules them for hw (sim/schedule.c), estimated on hw. */
+static void build_scheduled(const char *text, const struct hw_spec *hw,
+			    struct tu_built *b)
+{
+	struct sim_program_opts po = {.schedule_hw = hw};
+	tu_build_file("t.hlo", text, strlen(text), &po, b);
+	struct ts_diag d = {0};
+	assert_int_equal(sim_program_estimate(&b->p, hw, &d), TS_OK);
+}
+
 /* text built for spec built_for (its cross-program prefetch), estimated
  * on hw. */
 static void build_for(const char *text, const struct hw_spec *built_for,
@@ -1160,6 +1171,19 @@ static void test_barrier_placement(void **state)
 	free(out);
 }
 
+/* The start of the modules below: "HloModule m" and the reducer their
+ * all-reduces (add) or reduce-windows (max) apply. */
+#define ADD_MODULE                                                            \
+	"HloModule m\n"                                                        \
+	"%add (a: f32[], b: f32[]) -> f32[] {\n"                               \
+	"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"               \
+	"  ROOT %s = f32[] add(%a, %b)\n}\n"
+#define MAX_F16_MODULE                                                        \
+	"HloModule m\n"                                                        \
+	"%max (x: f16[], y: f16[]) -> f16[] {\n"                               \
+	"  %x = f16[] parameter(0)\n  %y = f16[] parameter(1)\n"               \
+	"  ROOT %z = f16[] maximum(%x, %y)\n}\n"
+
 /* A collective's output two kernels read has an eviction copy too, as a
  * kernel's output does: XLA keeps all-gathers' and all-reduces' results
  * in S(1) (data/compiled), and placement may evict them; on v5e, where
@@ -1171,10 +1195,7 @@ static void test_collective_eviction(void **state)
 	if (!tu_load_spec("v5e", &v5e))
 		skip();
 	static const char text[] =
-		"HloModule m\n"
-		"%add (a: f32[], b: f32[]) -> f32[] {\n"
-		"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-		"  ROOT %s = f32[] add(%a, %b)\n}\n"
+		ADD_MODULE
 		"ENTRY e {\n"
 		"  x = f32[1024,1024]{1,0} parameter(0)\n"
 		"  r = f32[1024,1024]{1,0} all-reduce(x), "
@@ -1280,10 +1301,7 @@ static void test_async_all_reduce_loop(void **state)
 	if (!tu_load_spec("v7", &v7))
 		skip();
 	static const char text[] =
-		"HloModule m\n"
-		"%add (a: f32[], b: f32[]) -> f32[] {\n"
-		"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-		"  ROOT %s = f32[] add(%a, %b)\n}\n"
+		ADD_MODULE
 		"%cond (p: (s32[], f32[1024,1024])) -> pred[] {\n"
 		"  %p = (s32[], f32[1024,1024]{1,0}) parameter(0)\n"
 		"  %i = s32[] get-tuple-element(%p), index=0\n"
@@ -1316,11 +1334,8 @@ static void test_async_all_reduce_loop(void **state)
 		"  ROOT q = (f32[1024,1024]{1,0}, bf16[4096,4096]{1,0}, "
 		"f32[1024,1024]{1,0}) tuple(n, A, o)\n"
 		"}\n";
-	struct sim_program_opts po = {.schedule_hw = &v7};
 	struct tu_built b;
-	struct ts_diag d = {0};
-	tu_build_file("t.hlo", text, strlen(text), &po, &b);
-	assert_int_equal(sim_program_estimate(&b.p, &v7, &d), TS_OK);
+	build_scheduled(text, &v7, &b);
 	ASSERT_NAMES(&b, "g,r0,A,lt,r,i1,n");
 	const struct sim_kernel *r0 = tu_kernel(&b, "r0");
 	assert_true(r0->async_work && tu_kernel(&b, "r")->async_work);
@@ -1343,10 +1358,7 @@ static void test_result_relayout(void **state)
 	if (!tu_load_spec("v5e", &v5e))
 		skip();
 	static const char text[] =
-		"HloModule m\n"
-		"%max (x: f16[], y: f16[]) -> f16[] {\n"
-		"  %x = f16[] parameter(0)\n  %y = f16[] parameter(1)\n"
-		"  ROOT %z = f16[] maximum(%x, %y)\n}\n"
+		MAX_F16_MODULE
 		"ENTRY %e (p: f16[1,64,256,128]{3,2,1,0}, q: f32[2048,1024]{1,0}) "
 		"-> (f16[1,64,128,64]{3,2,1,0}, f32[2048,1024]{1,0}) {\n"
 		"  %p = f16[1,64,256,128]{3,2,1,0} parameter(0)\n"
@@ -1368,10 +1380,7 @@ static void test_result_relayout(void **state)
 	 * a kernel of the module's, never after n's relayout, which fuse
 	 * writes no node for (the fused text read an undefined v.evict) */
 	static const char first[] =
-		"HloModule m\n"
-		"%max (x: f16[], y: f16[]) -> f16[] {\n"
-		"  %x = f16[] parameter(0)\n  %y = f16[] parameter(1)\n"
-		"  ROOT %z = f16[] maximum(%x, %y)\n}\n"
+		MAX_F16_MODULE
 		"ENTRY %e (p: f16[1,64,256,128]{3,2,1,0}, q: f32[2048,1024]{1,0}) "
 		"-> (f32[2048,1024]{1,0}, f16[1,64,128,64]{3,2,1,0}) {\n"
 		"  %p = f16[1,64,256,128]{3,2,1,0} parameter(0)\n"
@@ -1406,10 +1415,7 @@ static void test_async_all_reduce(void **state)
 	if (!tu_load_spec("v7", &v7) || !tu_load_spec("v5e", &v5e))
 		skip();
 	static const char text[] =
-		"HloModule m\n"
-		"%add (a: f32[], b: f32[]) -> f32[] {\n"
-		"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-		"  ROOT %s = f32[] add(%a, %b)\n}\n"
+		ADD_MODULE
 		"ENTRY e {\n  x = f32[1024,1024]{1,0} parameter(0)\n"
 		"  w = bf16[4096,4096]{1,0} parameter(1)\n"
 		"  g = f32[1024,1024]{1,0} dot(x, x), lhs_contracting_dims={1}, "
@@ -1424,11 +1430,8 @@ static void test_async_all_reduce(void **state)
 		"  ROOT t = (f32[1024,1024]{1,0}, f32[1024,1024]{1,0}, "
 		"bf16[4096,4096]{1,0}) tuple(n, a, bb)\n"
 		"}\n";
-	struct sim_program_opts po = {.schedule_hw = &v7};
 	struct tu_built b;
-	struct ts_diag d = {0};
-	tu_build_file("t.hlo", text, strlen(text), &po, &b);
-	assert_int_equal(sim_program_estimate(&b.p, &v7, &d), TS_OK);
+	build_scheduled(text, &v7, &b);
 	ASSERT_NAMES(&b, "g,a,r,bb,n");
 	const struct sim_program *p = &b.p;
 	const struct sim_kernel *r = tu_kernel(&b, "r");
@@ -1444,8 +1447,7 @@ static void test_async_all_reduce(void **state)
 		sum += p->kernels[i].est.time_ns;
 	assert_near(p->total_ns, sum - r->est.time_ns, 1e-9 * sum);
 	tu_built_free(&b);
-	po.schedule_hw = &v5e;
-	tu_build_file("t.hlo", text, strlen(text), &po, &b);
+	build_scheduled(text, &v5e, &b);
 	ASSERT_NAMES(&b, "g,r,a,bb,n");
 	assert_int_equal(b.p.n_async, 0);
 	tu_built_free(&b);
