@@ -360,9 +360,15 @@ CAUSES = """\
   1.029, v6e/decoder_s 1.053 to 1.041, v5e/resnet_s 1.470 to 1.428,
   within 5% 44 to 45; and a collective's output is evicted as a kernel's
   is (XLA keeps all-gathers' and all-reduces' results in S(1) too):
-  v5e/decoder_s 1.088 to 1.080, v6e/decoder_s 1.041 to 1.037. Values a
-  while loop carries
-  (the decoders' scan over layers) stay in HBM; values passed through an
+  v5e/decoder_s 1.088 to 1.080, v6e/decoder_s 1.041 to 1.037. A loop
+  body's state that it only reads (the backward scan's stacks of saved
+  activations and weights) is copied into VMEM at the body's top in each
+  trip where that gains, a reader's gain counting the layer it reads,
+  not the stack (XLA copies v6e/decoder_s_noremat's 32 MiB f32 stack in
+  each trip): v5e/decoder_m 1.055 to 1.043, v6e/decoder_s_noremat 1.072
+  to 1.057, v6e/decoder_m 1.121 to 1.101, v5e/decode_s 0.823 to 0.769
+  (further); within 5% 45 to 46; a value the body writes stays in HBM.
+  Values passed through an
   optimization barrier (remat's saved inputs and weight slices) are
   placed as the one buffer they are: v5p/decoder_s 1.065 to 1.048,
   within 5% 36 to 37. XLA also evicts a value to HBM behind other work

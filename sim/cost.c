@@ -856,6 +856,12 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 	return read_total(full, part, whole);
 }
 
+double sim_kernel_read_bytes(const struct sim_kernel *k,
+			     const struct ir_instr *v)
+{
+	return read_bytes(v, &v->shape, k->members, k->n_members, 0);
+}
+
 /* The full size of value i of add_reads: fulls[i], or (fulls NULL) its
  * own shape. */
 static const struct ir_shape *full_of(const struct ir_instr *const *vals,

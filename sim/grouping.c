@@ -1717,6 +1717,12 @@ int sim_group_order(const struct grouping *g, const int *node, int *order)
 		first[mem[n_mem - 1]] = id;
 	}
 	for (int i = 0; ok && i < n; i++) {
+		const struct ir_instr *in = g->c->instrs[i];
+		if (node[i] == i && in->op == IR_OP_GET_TUPLE_ELEMENT &&
+		    in->n_operands == 1 && in->operands[0]->op == IR_OP_PARAMETER)
+			ok = order_visit(&w, i);
+	}
+	for (int i = 0; ok && i < n; i++) {
 		if (node[i] == i)
 			ok = order_visit(&w, i);
 		for (int id = first[i]; ok && id >= 0; id = next[id])

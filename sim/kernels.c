@@ -53,9 +53,10 @@ struct build {
 	                       more than one kernel may read it (two users,
 	                       or one its readers' groups each recompute),
 	                       or it is an element of the program's result */
-	int *pair;          /* per entry instruction: its prefetch's pair
-	                       while it waits for its done, -1 when none is
-	                       open, -2 for no p->prefetches parameter;
+	int **pair;         /* per computation (NULL: none of
+	                       p->prefetches in it), per instruction: its
+	                       prefetch's pair while it waits for its done,
+	                       -1 when none is open, -2 for no prefetch;
 	                       NULL: no prefetches */
 	struct ts_u64map names; /* digests of the module's instruction
 	                           names (named), made when first needed */
@@ -937,7 +938,8 @@ static struct sim_kernel *push_copy_kernel(struct build *b,
  * kernel that reads it; the cross-program one as the program begins.
  * Here: for each of p->prefetches, a DMA kernel of that copy, named
  * "<param>.prefetch-start" (no instruction of the module has the name),
- * made where the walk reaches the parameter, and an async pair whose
+ * made where the walk reaches the parameter (a loop body's state
+ * element: at the body's top, sim_group_order), and an async pair whose
  * done, "<param>.prefetch", comes before the first node that reads the
  * parameter, a bitcast of it too (tpusim fuse writes both there, the
  * readers reading the done): the kernels between hide the copy
@@ -986,15 +988,14 @@ static bool named(struct build *b, const char *name, enum ts_status *st)
 /* b->pair's entry for v when v is one of p->prefetches, else NULL. */
 static int *prefetch_pair(const struct build *b, const struct ir_instr *v)
 {
-	return b->pair && v->parent == b->m->entry && b->pair[v->index] != -2
-		       ? &b->pair[v->index]
-		       : NULL;
+	int *row = b->pair ? b->pair[v->parent->index] : NULL;
+	return row && row[v->index] != -2 ? &row[v->index] : NULL;
 }
 
-/* Makes the kernel of v's prefetch (evict false: into VMEM, from the
- * program's start) or eviction (into HBM, where site s runs v's writer)
- * and opens its pair (above): a prefetch's stays open, an eviction's is
- * closed at once. */
+/* Makes the kernel of v's prefetch (evict false: into VMEM, where site
+ * s reaches v: the program's start, or a loop body's) or eviction (into
+ * HBM, where s runs v's writer) and opens its pair (above): a
+ * prefetch's stays open, an eviction's is closed at once. */
 static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
 			       bool evict, const struct site *s)
 {
@@ -1038,9 +1039,8 @@ static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
 	k->dma = true;
 	k->prefetch = !evict;
 	k->evict = k->idle = evict;
-	struct site once = {.mult = 1.0};
 	int k0 = b->p->n_kernels - 1;
-	st = finish_kernel(b, k, &x->copy, evict ? s : &once, NULL);
+	st = finish_kernel(b, k, &x->copy, s, NULL);
 	if (st == TS_OK)
 		st = open_async(b, &x->copy, k0);
 	if (evict && st == TS_OK)
@@ -1293,9 +1293,9 @@ static enum ts_status walk_grouped(struct build *b,
 		nomem(b);
 	if (st == TS_OK) /* the prefetches' pairs among them, when unread */
 		drop_open_pairs(b->p, open);
-	for (int f = 0; st == TS_OK && c == b->m->entry &&
-			f < b->p->n_prefetches; f++)
-		*prefetch_pair(b, b->p->prefetches[f]) = -1; /* done */
+	for (int f = 0; st == TS_OK && f < b->p->n_prefetches; f++)
+		if (b->p->prefetches[f]->parent == c)
+			*prefetch_pair(b, b->p->prefetches[f]) = -1; /* done */
 	ts_free(node);
 	ts_free(order);
 	ts_free(buf);
@@ -1607,15 +1607,25 @@ static enum ts_status build_program(struct build *b0)
 	}
 	enum ts_status st = p->n_prefetches >= 0 ? TS_OK : nomem(&b);
 	if (st == TS_OK && p->n_prefetches > 0 &&
-	    !(b.pair = ts_malloc((size_t)m->entry->n_instrs * sizeof *b.pair)))
+	    !(b.pair = ts_calloc((size_t)m->n_comps + 1, sizeof *b.pair)))
 		st = nomem(&b);
-	for (int i = 0; b.pair && i < m->entry->n_instrs; i++)
-		b.pair[i] = -2;
-	for (int f = 0; b.pair && f < p->n_prefetches; f++)
-		b.pair[p->prefetches[f]->index] = -1;
+	for (int f = 0; b.pair && st == TS_OK && f < p->n_prefetches; f++) {
+		const struct ir_instr *v = p->prefetches[f];
+		int **row = &b.pair[v->parent->index];
+		int n = v->parent->n_instrs;
+		if (!*row && (*row = ts_malloc((size_t)n * sizeof **row + 1)))
+			for (int i = 0; i < n; i++)
+				(*row)[i] = -2;
+		if (*row)
+			(*row)[v->index] = -1;
+		else
+			st = nomem(&b);
+	}
 	struct site s = {.mult = 1.0};
 	if (st == TS_OK)
 		st = walk(&b, m->entry, s);
+	for (int ci = 0; b.pair && ci < m->n_comps; ci++)
+		ts_free(b.pair[ci]);
 	ts_free(b.pair);
 	ts_u64map_free(&b.names);
 	if (st == TS_OK)

@@ -101,6 +101,12 @@ struct sim_op_mix {
 };
 void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
 
+/* The HBM bytes kernel k's members read of value v, padded to its
+ * layout's tiles (cost.c's rule: a slice or a dynamic-slice of it reads
+ * its window, at most v whole). */
+double sim_kernel_read_bytes(const struct sim_kernel *k,
+			     const struct ir_instr *v);
+
 /* The bytes an async DMA kernel (sim_kernel.dma) moves, cost.c: its HBM
  * reads and writes, at least the transferred result once (a transfer
  * between two on-chip spaces still streams it). What the plan's DMA and
@@ -361,7 +367,10 @@ int sim_group_members(const struct grouping *g, int grp, const int **out);
 /* The order in which a grouped computation's kernels run and `tpusim
  * fuse` writes them. node[k] names what makes instruction k's value: k
  * itself, g->n + id for group id, or -1 (a value computed again where it
- * is read). Each instruction that is its own node comes at its place,
+ * is read). The elements of the computation's parameters
+ * (get-tuple-elements of a parameter: a loop body's state) come first,
+ * where a body's prefetches into VMEM start (sim/placement.c); then each
+ * instruction that is its own node at its place,
  * each group that is a node at its last member, and every node after
  * every node it reads (depth first, iterative: chains of thousands of
  * instructions need no deep recursion). Into order[] (room for g->n +

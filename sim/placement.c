@@ -34,8 +34,10 @@
  *     where HBM is fast; XLA leaves v6e/mlp_s's copy.1 in HBM) (0 for a
  *     collective: its ICI moves the buffer wherever it lives), ns;
  *       memory-bound (m > c): runs x min(bytes / bandwidth, m - c), the
- *         time the kernel saves with this value in VMEM (XLA's counts
- *         the memory time saved, bytes / bandwidth, uncapped by c);
+ *         time the kernel saves with this value in VMEM, bytes what it
+ *         writes or reads of it (sim_kernel_read_bytes: a slice's or a
+ *         dynamic-slice's window; XLA's counts the memory time saved,
+ *         bytes / bandwidth, uncapped by c);
  *       compute-bound: m - c (<= 0, how far it is from memory-bound);
  *     XLA's way of adding them: the positive ones summed when any is
  *     positive, else the largest (a value only compute-bound kernels
@@ -87,13 +89,18 @@
  * XLA's memory-space assignment prefetches weights into VMEM with
  * copy-start beside other work (v5e/mlp_s's two weights), and values
  * no kernel writes alike (v6e/decoder_s's layer stack's output, in two
- * slices, for the logits' dot).
+ * slices, for the logits' dot). So do the elements of a loop body's
+ * state that every live use in the body is a kernel's, or its result
+ * passing them on unchanged (passes_through), their copies made at the
+ * body's top (sim_group_order lists its parameter's elements first) and
+ * run in each trip (XLA copies v6e/decoder_s_noremat's 32 MiB stack of
+ * saved activations into VMEM in each trip of its backward loop).
  * Each is a candidate among the values above, interval [its copy, last
  * reader], written by its copy (which holds nothing: it moves the
  * bytes), its benefit its readers' (added as above) less its copy's
- * time, hw_mem_dma_ns of its bytes, beyond the roofline times of the
- * kernels before its first reader (the part they do not hide); placed
- * only for a gain, else its copy is idle.
+ * time, hw_mem_dma_ns of its bytes as often as it runs, beyond the
+ * roofline times of the kernels before its first reader (the part they
+ * do not hide); placed only for a gain, else its copy is idle.
  * Known wrong: no fragmentation (XLA allocates offsets; its heap can
  * fail where the sum fits); a prefetched value holds its room from
  * its copy, where the schedule reaches the value, to its last
@@ -108,7 +115,9 @@
  * may copy it back into VMEM before a far one), and a value is evicted
  * only when it does not fit whole (XLA evicts v6e/decoder_s's 64 MiB f32
  * attention matrix, which fits, and so makes room for others);
- * loop-carried values stay in HBM; the benefit is
+ * a loop's state is copied in at the body's top or not at all (XLA
+ * may start a copy later, or copy it in slices), and a value the body
+ * writes stays in HBM; the benefit is
  * a roofline's, not the tile model's (placement comes before the
  * estimate, which reads it): blind to the passes a kernel makes over
  * its other operands when one too large for its tiles stays in HBM
@@ -153,10 +162,12 @@ struct cand {
 	double bytes, priority;
 };
 
-/* Kernel r reads a candidate as value x (it, or a bitcast of it). */
+/* Kernel r reads a candidate as value x (it, or a bitcast of it),
+ * bytes of it (sim_kernel_read_bytes: a slice's window). */
 struct read {
 	int r;
 	const struct ir_instr *x;
+	double bytes;
 };
 
 struct cands {
@@ -219,6 +230,34 @@ static const struct ir_instr *alias_of(const struct ir_instr *u)
 			: NULL;
 	int64_t i = u->attrs.tuple_index;
 	return t && i >= 0 && i < t->n_operands ? t->operands[i] : NULL;
+}
+
+/* Whether c is a while loop's body, its only caller. */
+static bool loop_body(const struct ir_computation *c)
+{
+	const struct ir_instr *w = c->n_callers == 1 ? c->caller : NULL;
+	return w && w->op == IR_OP_WHILE && w->n_called == 2 &&
+	       w->called[1] == c;
+}
+
+/* Whether v is an element of a loop body's state: a get-tuple-element
+ * of its parameter. */
+static bool loop_state(const struct ir_instr *v)
+{
+	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
+					   v->n_operands == 1
+					   ? v->operands[0]
+					   : NULL;
+	return o && o->op == IR_OP_PARAMETER && loop_body(v->parent);
+}
+
+/* Whether u's operand j is a loop body's state element that its result
+ * u passes on unchanged, in its place: the same buffer in HBM, no use. */
+static bool passes_through(const struct ir_instr *u, int j)
+{
+	const struct ir_instr *v = u->operands[j];
+	return u == u->parent->root && u->op == IR_OP_TUPLE &&
+	       loop_state(v) && v->attrs.tuple_index == j;
 }
 
 /* The values the placing kernels write and the parameters the
@@ -368,6 +407,7 @@ static enum ts_status uses(const struct sim_program *p,
 				    cs->c[a].v == u->operands[j])
 					cs->c[a].result = true; /* its copy's */
 				else if (a >= 0 && a != self && /* a bitcast: no use */
+					 !passes_through(u, j) &&
 					 rules_out(u, u->operands[j], r,
 						   cs->c[a].writer))
 					cs->c[a].ruled_out = true;
@@ -391,7 +431,10 @@ static enum ts_status uses(const struct sim_program *p,
 					n++;
 				} else {
 					cs->reads[c->first + c->n_reads++] =
-						(struct read){r, k->inputs[j]};
+						(struct read){
+							r, k->inputs[j],
+							sim_kernel_read_bytes(
+								k, k->inputs[j])};
 				}
 			}
 		}
@@ -512,7 +555,8 @@ static enum ts_status candidates(const struct sim_program *p,
 			int r = cs->reads[q].r;
 			if (r != last && r != c.writer) {
 				readers++;
-				sum = add_benefit(sum, benefit(p, t, r, c.bytes,
+				sum = add_benefit(sum, benefit(p, t, r,
+							       cs->reads[q].bytes,
 							       bytes_per_ns));
 			}
 			last = r;
@@ -520,11 +564,14 @@ static enum ts_status candidates(const struct sim_program *p,
 		if (c.ruled_out || (readers == 0 && !c.result))
 			continue;
 		if (c.prefetch) {
-			/* its copy, less what the kernels before its first
+			/* its copy, as often as it runs (each trip of a
+			 * loop's), less what the kernels before its first
 			 * reader hide, is time spent: placed only for a gain */
 			double hide = hiding(p, t, c.writer,
 					     cs->reads[c.first].r);
-			sum -= fmax(0, hw_mem_dma_ns(hw, c.bytes, 1) - hide);
+			sum -= fmax(0, hw_mem_dma_ns(hw, c.bytes, 1) *
+						p->kernels[c.writer].multiplicity -
+					       hide);
 			if (!(sum > 0))
 				continue;
 		}
@@ -617,6 +664,8 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
  * has such a use (bad). */
 static bool other_use(const struct ir_instr *u, int j, const bool *bad)
 {
+	if (passes_through(u, j))
+		return false;
 	enum sim_kernel_kind kind;
 	enum sim_top role = sim_top_role(u, &kind);
 	if (((u->op == IR_OP_DYNAMIC_UPDATE_SLICE || u->op == IR_OP_SCATTER) &&
@@ -630,12 +679,14 @@ static bool other_use(const struct ir_instr *u, int j, const bool *bad)
 }
 
 /* Whether v, a value no kernel writes, may be copied into VMEM for its
- * readers: an entry parameter, or an element of a loop's or call's
- * result (XLA prefetches v6e/decoder_s's layer stack's output, in two
- * slices, for the logits' dot). */
+ * readers: an entry parameter, an element of a loop's or call's result
+ * (XLA prefetches v6e/decoder_s's layer stack's output, in two slices,
+ * for the logits' dot), or of a loop body's state (XLA copies
+ * v6e/decoder_s_noremat's 32 MiB f32 stack of saved activations into
+ * VMEM in each trip of the backward loop, in eight slices). */
 static bool copyable(const struct ir_instr *v)
 {
-	if (v->op == IR_OP_PARAMETER)
+	if (v->op == IR_OP_PARAMETER || loop_state(v))
 		return true;
 	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
 					   v->n_operands == 1
@@ -645,24 +696,17 @@ static bool copyable(const struct ir_instr *v)
 		     o->op == IR_OP_CONDITIONAL);
 }
 
-int sim_prefetches(const struct ir_module *m, double room,
-		   const struct ir_instr *cross, const struct ir_instr ***out)
+/* Appends to out at n the values of computation c (the entry, or a loop
+ * body) that may be copied into VMEM (above) other than cross: the
+ * parameters in their order, then the rest in the text's. The new
+ * count, or -1 when memory runs out. */
+static int list_copies(const struct ir_computation *c,
+		       const struct ir_instr *cross, const struct ir_instr **out,
+		       int n)
 {
-	const struct ir_computation *c = m ? m->entry : NULL;
-	*out = NULL;
-	if (!c || !c->root || room <= 0 || !sim_module_unfused(m))
-		return 0;
 	bool *live, *bad; /* bad[i]: some live use is not a kernel's */
-	*out = ts_malloc((size_t)(c->n_instrs + 1) * sizeof **out);
-	if (!*out || !mark_uses(c, other_use, &live, &bad)) {
-		ts_free(*out);
-		*out = NULL;
+	if (!mark_uses(c, other_use, &live, &bad))
 		return -1;
-	}
-	int n = 0;
-	if (cross)
-		(*out)[n++] = cross;
-	/* the parameters in their order, then the results in the text's */
 	for (int i = 0; i < c->n_params + c->n_instrs; i++) {
 		bool param = i < c->n_params;
 		const struct ir_instr *v =
@@ -673,10 +717,38 @@ int sim_prefetches(const struct ir_module *m, double room,
 		if (v != cross && v != c->root && copyable(v) &&
 		    live[v->index] && !bad[v->index] &&
 		    sim_in_hbm(&v->shape) && bytes > 0)
-			(*out)[n++] = v;
+			out[n++] = v;
 	}
 	ts_free(live);
 	ts_free(bad);
+	return n;
+}
+
+int sim_prefetches(const struct ir_module *m, double room,
+		   const struct ir_instr *cross, const struct ir_instr ***out)
+{
+	const struct ir_computation *e = m ? m->entry : NULL;
+	*out = NULL;
+	if (!e || !e->root || room <= 0 || !sim_module_unfused(m))
+		return 0;
+	size_t n_instrs = 0;
+	for (int ci = 0; ci < m->n_comps; ci++)
+		n_instrs += (size_t)m->comps[ci]->n_instrs;
+	*out = ts_malloc((n_instrs + 1) * sizeof **out);
+	int n = *out ? 0 : -1;
+	if (n == 0 && cross)
+		(*out)[n++] = cross;
+	if (n >= 0)
+		n = list_copies(e, cross, *out, n);
+	for (int ci = 0; n >= 0 && ci < m->n_comps; ci++) {
+		const struct ir_computation *c = m->comps[ci];
+		if (c != e && c->root && loop_body(c))
+			n = list_copies(c, cross, *out, n);
+	}
+	if (n < 0) {
+		ts_free(*out);
+		*out = NULL;
+	}
 	return n;
 }
 
@@ -722,7 +794,7 @@ static int evicted_reads(const struct sim_program *p, const struct cands *cs,
 	for (int q = c->first; q <= last_q; q++) { /* each kernel once */
 		int r = cs->reads[q].r;
 		if (r != c->writer && (q == c->first || r != cs->reads[q - 1].r))
-			sum = add_benefit(sum, benefit(p, t, r, c->bytes,
+			sum = add_benefit(sum, benefit(p, t, r, cs->reads[q].bytes,
 						       bytes_per_ns));
 	}
 	double hide = hiding(p, t, c->writer, cs->reads[last_q].r + 1);

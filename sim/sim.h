@@ -319,9 +319,9 @@ struct sim_program {
 	                                  own; sim_prefetch_candidate), or
 	                                  NULL */
 	int n_prefetches;
-	const struct ir_instr **prefetches; /* the entry values whose copy
-	                                  into VMEM is a kernel and an
-	                                  async pair (sim_prefetches):
+	const struct ir_instr **prefetches; /* the values whose copy into
+	                                  VMEM is a kernel and an async
+	                                  pair (sim_prefetches):
 	                                  prefetched first, when there is
 	                                  one (ts_malloc'd, or NULL) */
 	int n_schedules;
@@ -341,11 +341,12 @@ double sim_vmem_room(const struct hw_spec *hw);
 const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
 					      double room);
 
-/* The values of unfused module m's entry that no kernel writes and
- * memory-space assignment may copy into VMEM when room (> 0) bytes are
- * free: cross (the cross-program prefetch, or NULL) first, then the
- * parameters in their order and the elements of loops' and calls'
- * results in the text's, those every live use of which is a kernel's
+/* The values of unfused module m that no kernel writes and memory-space
+ * assignment may copy into VMEM when room (> 0) bytes are free: cross
+ * (the cross-program prefetch, or NULL) first, then the entry's
+ * parameters in their order and the elements of its loops' and calls'
+ * results in the text's, then each loop body's state elements that it
+ * passes on unchanged, those every live use of which is a kernel's
  * (sim/placement.c; room decides at placement, so that a whatif point
  * with more room may place a larger one). Their count and the list in
  * *out (ts_malloc'd; NULL when room is none), or -1 when memory runs

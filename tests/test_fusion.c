@@ -533,11 +533,12 @@ static void test_regrouped_slice(void **state)
 	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
 	assert_int_equal(fs.fusions, 3);
 	assert_near(t1, t0, 1e-9 * t0);
-	/* w, read by both, prefetched into VMEM */
+	/* w stays in HBM: each kernel reads one layer of it, and its copy,
+	 * which nothing before them hides, moves both */
 	if (!strstr(out, "  %s = bf16[1,512,1024]{2,1,0:T(8,128)(2,1)S(1)} "
-			 "fusion(%w.prefetch, %i), kind=kLoop, ") ||
+			 "fusion(%w, %i), kind=kLoop, ") ||
 	    !strstr(out, "  %d2 = f32[64,1024]{1,0:T(8,128)} "
-			 "fusion(%w.prefetch, %y), "))
+			 "fusion(%w, %y), "))
 		fail_msg("unexpected fused text:\n%s", out);
 	free(out);
 }
@@ -1670,6 +1671,79 @@ static void test_loop_result_prefetch(void **state)
 	free(out);
 }
 
+/* A loop's state that its body reads and passes on unchanged is copied
+ * into VMEM in each trip, the copy started at the body's top and hidden
+ * behind the kernels before its reader (XLA copies
+ * v6e/decoder_s_noremat's stack of saved activations into VMEM in each
+ * trip of the backward loop); the copy moves what the reader would read
+ * from HBM. */
+static void test_loop_state_prefetch(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+#define F "f32[1024,1024]{1,0}"
+#define S "(s32[], " F ", " F ", " F ")"
+	static const char text[] =
+		"HloModule m\n"
+		"cond {\n  cp = " S " parameter(0)\n"
+		"  i = s32[] get-tuple-element(cp), index=0\n"
+		"  n = s32[] constant(4)\n"
+		"  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+		"body {\n  bp = " S " parameter(0)\n"
+		"  i = s32[] get-tuple-element(bp), index=0\n"
+		"  a = " F " get-tuple-element(bp), index=1\n"
+		"  d = " F " dot(a, a), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  w = " F " get-tuple-element(bp), index=2\n"
+		"  e = " F " exponential(w)\n"
+		"  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+		"  ROOT t = " S " tuple(i1, d, w, e)\n}\n"
+		"ENTRY e {\n  a = " F " parameter(0)\n  w = " F " parameter(1)\n"
+		"  z = s32[] constant(0)\n"
+		"  init = " S " tuple(z, a, w, a)\n"
+		"  wl = " S " while(init), condition=cond, body=body\n"
+		"  ROOT r = " F " get-tuple-element(wl), index=3\n}\n";
+#undef S
+	struct tu_built b;
+	build_for(text, &hw, &hw, &b);
+	const struct sim_kernel *c = NULL, *e = NULL;
+	for (int i = 0; i < b.p.n_kernels; i++) {
+		const struct sim_kernel *k = &b.p.kernels[i];
+		if (strcmp(k->name, "w.prefetch-start") == 0 &&
+		    k->instr->parent != b.m[0]->entry)
+			c = k;
+		if (strcmp(k->name, "e") == 0)
+			e = k;
+	}
+	assert_non_null(c);
+	assert_non_null(e);
+	assert_true(c->prefetch && !c->idle);
+	assert_near(c->multiplicity, 4, 0);
+	/* the copy moves the 4 MiB w, in each trip; e reads none of it */
+	assert_near(c->work.bytes_read, 4194304, 0);
+	assert_near(e->work.bytes_read, 0, 0);
+	const struct sim_async *pair = NULL;
+	for (int i = 0; i < b.p.n_async; i++)
+		if (&b.p.kernels[b.p.async[i].first] == c)
+			pair = &b.p.async[i];
+	assert_non_null(pair);
+	assert_near(pair->hidden_ns, c->est.time_ns * c->multiplicity,
+		    1e-9 * pair->hidden_ns); /* behind d */
+	tu_built_free(&b);
+	char *out = same_round_trip(text, &hw);
+	const char *start = strstr(
+		out, "  %w.prefetch-start = (" "f32[1024,1024]{1,0:S(1)}, " F
+		     ", u32[]{:S(2)}) copy-start(%w)\n");
+	const char *dot = strstr(out, "  %d = ");
+	if (!start || !dot || start > dot ||
+	    !strstr(out, " exponential(%w.prefetch)"))
+		fail_msg("w not copied in at the body's top:\n%s", out);
+#undef F
+	free(out);
+}
+
 /* A loop whose trip count was derived keeps it as known_trip_count in
  * its backend_config, whichever form that has: {...}, a quoted "{...}"
  * (quotes escaped; a second backend_config would not read back), or none
@@ -1789,7 +1863,11 @@ static void test_prefetch_edges(void **state)
 	struct tu_built b;
 	build_for(loop, &hw, &hw, &b);
 	assert_non_null(b.p.prefetched);
-	assert_int_equal(b.p.n_async, 2);
+	/* w's and r's copies, and the body's state: i's and x's, idle (the
+	 * body's first kernels read them) */
+	assert_int_equal(b.p.n_async, 4);
+	assert_true(tu_kernel(&b, "x.prefetch-start")->idle);
+	assert_true(tu_kernel(&b, "i.prefetch-start")->idle);
 	assert_true(b.p.async[0].n_between >= 1); /* the loop's exp */
 	assert_true(b.p.async[0].hidden_ns > 0);
 	/* the loop's result, a value no kernel writes, has a copy too:
@@ -3392,6 +3470,7 @@ int main(void)
 		cmocka_unit_test(test_digit_parameter_name),
 		cmocka_unit_test(test_shape_with_blanks),
 		cmocka_unit_test(test_loop_result_prefetch),
+		cmocka_unit_test(test_loop_state_prefetch),
 		cmocka_unit_test(test_trip_count_written),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
