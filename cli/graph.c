@@ -221,15 +221,32 @@ void cmd_fusion_free(struct cmd_fusion *f)
 
 /* An unfused module is rewritten as XLA compiles it for the first --hw
  * (sim_module_rewrite): a note for each other spec that XLA would compile
- * differently, since all are costed on that one program. n_windows: the
- * row maxes the rewrite made windows of. */
+ * differently, since all are costed on that one program. done: what the
+ * rewrite did. */
 static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
-			 int n_windows)
+			 int n_all_reduces, const struct sim_rewrites *done)
 {
+	double bytes = sim_all_reduce_combine_limit(&ctx->hw);
+	for (int i = 0; i < ctx->n_more_hw && n_all_reduces > 1; i++) {
+		const struct hw_spec *o = &ctx->more_hw[i];
+		double other = sim_all_reduce_combine_limit(o);
+		if (other != bytes)
+			fprintf(ctx->err,
+				"%s: note: module %s is fused as XLA compiles "
+				"it for %s (the first --hw): %d of its %d "
+				"all-reduces combined into others, up to %.0f "
+				"bytes; XLA for %s combines up to %.0f "
+				"(xla.all_reduce_combine_bytes, below "
+				"xla.async_all_reduce_bytes), which its figures "
+				"here do not show\n",
+				ctx->prog, m->name, ctx->hw.name,
+				done->combined, n_all_reduces, bytes, o->name,
+				other);
+	}
 	bool first = ctx->hw.xla_row_max_window, differ = false;
 	for (int i = 0; i < ctx->n_more_hw; i++)
 		differ |= ctx->more_hw[i].xla_row_max_window != first;
-	int n = !differ ? 0 : first ? n_windows : sim_row_max_windows(m);
+	int n = !differ ? 0 : first ? done->windows : sim_row_max_windows(m);
 	for (int i = 0; i < ctx->n_more_hw && n > 0; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
 		if (o->xla_row_max_window == first)
@@ -330,10 +347,13 @@ int cmd_graph_load(const struct cmd_ctx *ctx, const char *path,
 		for (int i = 0; i < ctx->n_more_hw; i++)
 			if (sim_vmem_room(&ctx->more_hw[i]) > po.vmem_room)
 				po.vmem_room = sim_vmem_room(&ctx->more_hw[i]);
-		int n_windows;
-		st = sim_module_rewrite(g->mods[m], &ctx->hw, &n_windows, &d);
+		struct sim_rewrites done;
+		int64_t ops[IR_OP_COUNT];
+		ir_module_count_ops(g->mods[m], ops);
+		st = sim_module_rewrite(g->mods[m], &ctx->hw, &done, &d);
 		if (st == TS_OK)
-			note_rewrite(ctx, g->mods[m], n_windows);
+			note_rewrite(ctx, g->mods[m], (int)ops[IR_OP_ALL_REDUCE],
+				     &done);
 		if (st == TS_OK)
 			st = hyb_fusion_plan_build(g->mods[m], fusion,
 						   &g->plans[g->n_progs], &d);

@@ -186,9 +186,13 @@ static void put_window(struct hlo_emit *e, const struct ir_window *w,
 }
 
 /* What follows the shape of an instruction a rewrite made
- * (IR_INSTR_MADE: sim/rewrite.c makes reduce-windows), from the IR: the
- * opcode, the operands (ops, else their own names), window= and the
- * computation it applies. */
+ * (IR_INSTR_MADE: sim/rewrite.c makes reduce-windows, combined
+ * all-reduces and the get-tuple-elements that read them), from the IR:
+ * the opcode, the operands (ops, else their own names), then the
+ * attributes of the instruction it was made from when it keeps their
+ * text (ops_begin < ops_end: a combined all-reduce, its first
+ * all-reduce's channel, groups and reducer), else index=, window= and
+ * the computation it applies. */
 static void emit_made(struct hlo_emit *e, const struct ir_instr *in,
 		      const char *const *ops)
 {
@@ -196,7 +200,14 @@ static void emit_made(struct hlo_emit *e, const struct ir_instr *in,
 	for (int j = 0; j < in->n_operands; j++)
 		fprintf(e->out, "%s%%%s", j ? ", " : "",
 			ops ? ops[j] : in->operands[j]->name);
+	if (in->ops_begin < in->ops_end && in->ops_end < in->rhs_end &&
+	    in->rhs_end <= e->len) { /* from the list's ')' on */
+		emit_attrs(e, in->ops_end, in->rhs_end);
+		return;
+	}
 	fputc(')', e->out);
+	if (in->op == IR_OP_GET_TUPLE_ELEMENT)
+		fprintf(e->out, ", index=%lld", (long long)in->attrs.tuple_index);
 	const struct ir_window *w = in->attrs.window;
 	if (w && w->n > 0) {
 		bool strided = false;

@@ -48,7 +48,9 @@ void hlo_emit_signature(struct hlo_emit *e, const struct ir_computation *c);
  * written from shape instead when given (NULL: as written), its operand
  * list rewritten as ops[0..n_operands) (bare names) when ops is given,
  * attrs (", key=value...", NULL for none) appended. An instruction a
- * rewrite made (IR_INSTR_MADE) is written from the IR instead.
+ * rewrite made (IR_INSTR_MADE) is written from the IR instead, with the
+ * attributes of the instruction it was made from where it keeps their
+ * text (a combined all-reduce).
  * TS_ERR_UNSUPPORTED_OP (located) when in has no text of its own. */
 enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 			      bool root, const char *name,

@@ -384,7 +384,10 @@ enum {
 	IR_INSTR_INT_VALUE = 1u << 4,     /* a scalar integer constant: attrs.int_value */
 	IR_INSTR_MADE = 1u << 5,          /* made by a rewrite (sim/rewrite.c), not
 	                                     parsed: no text of its own; written
-	                                     out from the IR (hlo_emit_instr) */
+	                                     out from the IR (hlo_emit_instr),
+	                                     a combined all-reduce with the
+	                                     attributes' text of the one it was
+	                                     made from (its offsets) */
 };
 
 struct ir_instr {

@@ -221,6 +221,11 @@ struct hw_spec {
 	                              latency-hiding scheduler places it
 	                              (sim/schedule.c); 0: none; YAML
 	                              xla.async_all_reduce_bytes */
+	double xla_all_reduce_combine_bytes; /* independent all-reduces of
+	                              one kind are combined into one of up
+	                              to this many bytes (sim/rewrite.c);
+	                              0: none; YAML
+	                              xla.all_reduce_combine_bytes */
 
 	struct hw_slice slice;     /* not in the YAML (above) */
 };

@@ -110,19 +110,28 @@ static const struct evict *evicted_for(const struct emitter *e,
 }
 
 /* A tuple, or an optimization barrier of one: its elements are its
- * operands' buffers (placement.c passes them through a barrier), so an
- * element in VMEM is written S(1). 1: the shape so written, into *tmp
- * (elements from arena a); 0: no element in VMEM; -1: out of memory. */
+ * operands' buffers (placement.c passes them through a barrier); a
+ * collective of a tuple writes each element as a buffer of its own (its
+ * get-tuple-element); so an element in VMEM is written S(1). 1: the
+ * shape so written, into *tmp (elements from arena a); 0: no element in
+ * VMEM; -1: out of memory. */
 static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 			  struct ts_arena *a, struct ir_shape *tmp)
 {
 	const struct ir_instr *t = sim_barrier_tuple(in) ? in->operands[0] : in;
-	if (t->op != IR_OP_TUPLE || in->shape.type != IR_TYPE_TUPLE ||
-	    in->shape.n_elems != t->n_operands)
+	enum sim_kernel_kind kind;
+	bool collective = sim_top_role(in, &kind) == SIM_TOP_KERNEL &&
+			  kind == SIM_KERNEL_COLLECTIVE;
+	if ((t->op != IR_OP_TUPLE && !collective) ||
+	    in->shape.type != IR_TYPE_TUPLE ||
+	    (!collective && in->shape.n_elems != t->n_operands))
 		return 0;
 	struct ir_shape *el = NULL;
-	for (int i = 0; i < t->n_operands; i++) {
-		const struct ir_instr *o = t->operands[i];
+	for (int i = 0; i < in->shape.n_elems; i++) {
+		const struct ir_instr *o =
+			collective ? sim_tuple_element(in, i) : t->operands[i];
+		if (!o)
+			continue;
 		if (ts_ptrmap_get(&e->vmem, o) < 0 || evicted_for(e, o) ||
 		    in->shape.elems[i].type == IR_TYPE_TUPLE)
 			continue;
@@ -754,8 +763,12 @@ static enum ts_status evictions(struct emitter *e, const struct sim_program *p)
 		while (w > 0 && p->kernels[w].evict)
 			w--;
 		struct evict *ev = &e->evicts[e->n_evicts++];
-		*ev = (struct evict){
-			.v = k->inputs[0], .writer = p->kernels[w].instr,
+		const struct ir_instr *v = k->inputs[0];
+		*ev = (struct evict){ /* a tuple's element: after its
+					 get-tuple-element */
+			.v = v, .writer = v->op == IR_OP_GET_TUPLE_ELEMENT
+						  ? v
+						  : p->kernels[w].instr,
 			.after = p->kernels[pa->between + pa->n_between - 1].instr,
 			.start = k->lowered->name, .done = pa->done->name};
 		int late = 0;

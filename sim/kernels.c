@@ -961,28 +961,29 @@ struct copy_stand_in {
 	char names[];
 };
 
-/* A name's digest for b->names (never 0, the empty key). */
+/* A name's digest for a sim_name_taken map (never 0, the empty key). */
 static uint64_t name_key(const char *name)
 {
 	uint64_t h = ts_fnv1a(TS_FNV1A_BASIS, name, strlen(name));
 	return h ? h : 1;
 }
 
-/* Whether b's module may have an instruction named name: its digest is
- * one of theirs (a digest shared by another name only makes the caller
- * try the next name). *st: TS_OK, or out of memory. */
-static bool named(struct build *b, const char *name, enum ts_status *st)
+bool sim_name_taken(struct ts_u64map *names, const struct ir_module *m,
+		    const char *name, enum ts_status *st)
 {
-	const struct ir_module *m = b->m;
-	for (int ci = 0; !b->names.n && ci < m->n_comps; ci++)
+	for (int ci = 0; !names->n && ci < m->n_comps; ci++)
 		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
-			if (!ts_u64map_set(&b->names,
-					   name_key(m->comps[ci]->instrs[i]->name),
-					   1)) {
-				*st = nomem(b);
+			if (!sim_name_take(names,
+					   m->comps[ci]->instrs[i]->name)) {
+				*st = TS_ERR_NOMEM;
 				return true;
 			}
-	return ts_u64map_get(&b->names, name_key(name)) >= 0;
+	return ts_u64map_get(names, name_key(name)) >= 0;
+}
+
+bool sim_name_take(struct ts_u64map *names, const char *name)
+{
+	return ts_u64map_set(names, name_key(name), 1);
 }
 
 /* b->pair's entry for v when v is one of p->prefetches, else NULL. */
@@ -1010,12 +1011,13 @@ static enum ts_status add_copy(struct build *b, const struct ir_instr *v,
 		const char *sfx = t ? "." : "";
 		snprintf(start, n, "%s.%s-start%s%.0d", v->name, what, sfx, t);
 		snprintf(done, n, "%s.%s%s%.0d", v->name, what, sfx, t);
-		if (!named(b, start, &st) && !named(b, done, &st))
+		if (!sim_name_taken(&b->names, b->m, start, &st) &&
+		    !sim_name_taken(&b->names, b->m, done, &st))
 			break;
 	}
 	if (st != TS_OK) {
 		ts_free(x);
-		return st;
+		return nomem(b);
 	}
 	struct ir_shape tmp;
 	x->copy = value_stand_in(v, evict ? &v->shape
@@ -1074,9 +1076,20 @@ static enum ts_status add_evictions(struct build *b, int k0,
 			continue;
 		const struct ir_instr *const *outs = k->outputs;
 		int n_out = k->n_outputs; /* k moves as kernels are added */
-		for (int o = 0; st == TS_OK && o < n_out; o++)
-			if (evictable(b, outs[o]))
-				st = add_copy(b, outs[o], true, s);
+		bool tuple = k->kind == SIM_KERNEL_COLLECTIVE;
+		for (int o = 0; st == TS_OK && o < n_out; o++) {
+			const struct ir_instr *v = outs[o];
+			if (evictable(b, v))
+				st = add_copy(b, v, true, s);
+			/* a collective's tuple: each element a buffer */
+			for (int e = 0; tuple && st == TS_OK &&
+					v->shape.type == IR_TYPE_TUPLE &&
+					e < v->shape.n_elems; e++) {
+				const struct ir_instr *x = sim_tuple_element(v, e);
+				if (x && evictable(b, x))
+					st = add_copy(b, x, true, s);
+			}
+		}
 	}
 	return st;
 }

@@ -81,6 +81,23 @@ static inline const struct ir_instr *sim_barrier_tuple(const struct ir_instr *b)
 		       : NULL;
 }
 
+/* The get-tuple-element of t's element i in t's computation, or NULL:
+ * a collective of a tuple (a combined all-reduce, sim/rewrite.c) writes
+ * each element as a buffer of its own, which placement may keep in VMEM
+ * (sim/placement.c). */
+static inline const struct ir_instr *sim_tuple_element(const struct ir_instr *t,
+							int64_t i)
+{
+	const struct ir_computation *c = t->parent;
+	for (int k = t->index + 1; k < c->n_instrs; k++) {
+		const struct ir_instr *u = c->instrs[k];
+		if (u->op == IR_OP_GET_TUPLE_ELEMENT && u->n_operands == 1 &&
+		    u->operands[0] == t && u->attrs.tuple_index == i)
+			return u;
+	}
+	return NULL;
+}
+
 /* Shape s in VMEM: a copy of it into *tmp with memory space S(1), as
  * memory-space assignment keeps a value (sim/placement.c). */
 static inline const struct ir_shape *sim_vmem_shape(const struct ir_shape *s,
@@ -100,6 +117,16 @@ struct sim_op_mix {
 	double vpu[HW_VPU_CLASS_COUNT];      /* ops per VPU class */
 };
 void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
+
+/* Whether module m may have an instruction named name: its digest is
+ * one of names' (a digest another name shares only makes the caller try
+ * the next name), names made from m's instruction names when empty
+ * (kernels.c). *st: TS_ERR_NOMEM when memory runs out (then true). */
+bool sim_name_taken(struct ts_u64map *names, const struct ir_module *m,
+		    const char *name, enum ts_status *st);
+/* Records name in names (a name made up for m); false when memory runs
+ * out. */
+bool sim_name_take(struct ts_u64map *names, const char *name);
 
 /* The HBM bytes kernel k's members read of value v, padded to its
  * layout's tiles (cost.c's rule: a slice or a dynamic-slice of it reads

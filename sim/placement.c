@@ -14,7 +14,9 @@
  * The rule, a greedy interval packing over the schedule:
  *   room = vmem.bytes - vmem.scoped_bytes                        (bytes)
  *   a candidate: an array value in HBM (memory space 0, with a layout
- *     to write S(1) into) that one kernel writes and only kernels read
+ *     to write S(1) into; each element of a collective's tuple, a
+ *     combined all-reduce's, sim/rewrite.c, its own) that one kernel
+ *     writes and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
  *     it: JAX's remat puts a layer's saved inputs and weight slices
@@ -279,17 +281,28 @@ static void find(const struct sim_program *p, double room,
 			continue;
 		}
 		for (int o = 0; places(k) && o < k->n_outputs; o++) {
-			const struct ir_instr *v = k->outputs[o];
-			int again = ts_ptrmap_get(&cs->of, v);
-			if (again >= 0) /* a computation called from several
-					   places: one value, one layout */
-				cs->c[again].ruled_out = true;
-			if (!may_place(v, room) || again >= 0)
-				continue;
-			cs->c[cs->n] = (struct cand){
-				.v = v, .writer = i, .last = i, .evict = -1,
-				.bytes = ir_shape_padded_bytes(&v->shape)};
-			ts_ptrmap_set(&cs->of, v, cs->n++);
+			const struct ir_instr *t = k->outputs[o];
+			/* a collective's tuple: each element a buffer */
+			int n_el = k->kind == SIM_KERNEL_COLLECTIVE &&
+						   t->shape.type == IR_TYPE_TUPLE
+					   ? t->shape.n_elems
+					   : 0;
+			for (int e = n_el ? 0 : -1; e < n_el; e++) {
+				const struct ir_instr *v =
+					e < 0 ? t : sim_tuple_element(t, e);
+				int again = v ? ts_ptrmap_get(&cs->of, v) : -1;
+				if (again >= 0) /* a computation called from
+						   several places: one value,
+						   one layout */
+					cs->c[again].ruled_out = true;
+				if (!v || !may_place(v, room) || again >= 0)
+					continue;
+				cs->c[cs->n] = (struct cand){
+					.v = v, .writer = i, .last = i,
+					.evict = -1,
+					.bytes = ir_shape_padded_bytes(&v->shape)};
+				ts_ptrmap_set(&cs->of, v, cs->n++);
+			}
 		}
 	}
 	const struct ir_module *m = p->module;
@@ -529,7 +542,8 @@ static enum ts_status candidates(const struct sim_program *p,
 	for (int ci = 0; ci < m->n_comps; ci++)
 		n_instrs += m->comps[ci]->n_instrs;
 	struct ts_ptrmap owner = {0};
-	cs->c = ts_malloc((size_t)n_outputs * sizeof *cs->c + 1);
+	/* the kernels' outputs and a collective's tuple's elements */
+	cs->c = ts_malloc((size_t)(n_outputs + n_instrs) * sizeof *cs->c + 1);
 	if (!cs->c || !ts_ptrmap_init(&owner, (size_t)n_members + 1) ||
 	    !ts_ptrmap_init(&cs->of, (size_t)(n_outputs + n_instrs) + 1)) {
 		ts_ptrmap_free(&owner);

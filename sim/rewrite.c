@@ -32,6 +32,39 @@
  * despecializer.cc). Known wrong: only what the zoo shows is rewritten
  * (one reduced dim, a maximum; other reducers and element types not
  * seen either way); XLA's own condition is not public.
+ *
+ * The all-reduce combiner (xla.all_reduce_combine_bytes > 0: every
+ * generation): a synchronous all-reduce of one array, at most that many
+ * bytes (logical) and fewer than xla.async_all_reduce_bytes where that
+ * is set (sim_all_reduce_combine_limit: what v7 runs on its SparseCores,
+ * each a call-start of its own in data/compiled/v7, XLA does not
+ * combine), is a candidate; candidates of one element type,
+ * reducer (the binary op its computation applies to its two
+ * parameters), channel (present or not) and device groups (device by
+ * device) are of one kind. Rounds, each over the computation in its
+ * order (the text's: XLA prints a module in post order):
+ *   the first candidate left sets the kind; each later candidate of that
+ *   kind joins while none that joined reaches it through its operands
+ *   and the bytes stay within the threshold (the first that does not
+ *   ends the round); candidates of other kinds wait;
+ *   two or more that joined become one all-reduce of all their operands
+ *   (a tuple, named after the first, written with its attributes), each
+ *   a get-tuple-element of it, and the computation from the first to the
+ *   last that joined is ordered again: every instruction as early as its
+ *   operands let it come, in the order it had (the combined one where
+ *   the last that joined was); the next round starts at the first.
+ * XLA's AllReduceCombiner (xla/service/collective_combiner_utils.h
+ * CombineInstructionsByKey, its reachability recomputed each round as
+ * the order is here). Evidence: data/compiled, each module before fusion
+ * against the compiled one: v5e/resnet_s's 118 all-reduces are 27
+ * compiled (its batch norms' statistics in pairs and fours, every f32
+ * gradient in one, every bf16 one in another) and here too; v5e/unet3d_s
+ * 14 -> 2 both; v5e/decoder_s 24 -> 14 both, mlp_m 5 -> 4 both (its two
+ * 128 MiB gradients apart). Known wrong: XLA combines after fusion, over
+ * its fusions' order and reachability: the decoders' entries pair
+ * different all-reduces (XLA pairs v5e/decoder_s's all-reduce.17 with
+ * .25 where .20 joins here), v5e/vit_s keeps 15 here against XLA's 12,
+ * v5e/dlrm_s 9 against 4; the threshold is a [GAP] (hwspecs/v3.yaml).
  */
 #include "kernels_int.h"
 
@@ -40,17 +73,18 @@
 /* Ranks beyond it (no real module has one) are left as written. */
 enum { MAX_RANK = 64 };
 
-/* c computes maximum(p0, p1) of its two parameters, nothing else */
-static bool max_reducer(const struct ir_computation *c)
+/* The op c applies to its two parameters when that is all it computes
+ * (a reducer: add, maximum, ...), else IR_OP_INVALID */
+static enum ir_op reducer_op(const struct ir_computation *c)
 {
 	const struct ir_instr *r = c->root;
-	if (c->n_params != 2 || !r || r->op != IR_OP_MAXIMUM ||
-	    r->n_operands != 2)
-		return false;
-	return (r->operands[0] == c->params[0] &&
-		r->operands[1] == c->params[1]) ||
-	       (r->operands[0] == c->params[1] &&
-		r->operands[1] == c->params[0]);
+	if (c->n_params != 2 || !r || r->n_operands != 2)
+		return IR_OP_INVALID;
+	bool params = (r->operands[0] == c->params[0] &&
+		       r->operands[1] == c->params[1]) ||
+		      (r->operands[0] == c->params[1] &&
+		       r->operands[1] == c->params[0]);
+	return params ? r->op : IR_OP_INVALID;
 }
 
 /* The dim r reduces when r is a row max that the rewrite may turn into a
@@ -60,7 +94,7 @@ static int row_max_dim(const struct ir_instr *r)
 	if (r->op != IR_OP_REDUCE || r->n_operands != 2 || r->n_called != 1 ||
 	    (r->flags & IR_INSTR_ROOT) || r->n_users < 1 ||
 	    r->shape.type == IR_TYPE_TUPLE || !r->attrs.dimensions ||
-	    r->attrs.dimensions->n != 1 || !max_reducer(r->called[0]))
+	    r->attrs.dimensions->n != 1 || reducer_op(r->called[0]) != IR_OP_MAXIMUM)
 		return -1;
 	const struct ir_shape *x = &r->operands[0]->shape;
 	int64_t d = r->attrs.dimensions->v[0];
@@ -194,29 +228,330 @@ int sim_row_max_windows(const struct ir_module *m)
 	return n;
 }
 
-enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
-				  int *n_done, struct ts_diag *d)
+/* Whether all-reduce a may be combined (the rule above), bytes the
+ * threshold: one array operand, a reducer, device groups kept (or none:
+ * every device), not a megascale exchange. */
+static bool combinable(const struct ir_instr *a, double bytes)
 {
-	*n_done = 0;
-	if (!hw->xla_row_max_window || !sim_module_unfused(m))
+	return a->op == IR_OP_ALL_REDUCE && a->n_operands == 1 &&
+	       a->n_called == 1 && a->shape.type != IR_TYPE_TUPLE &&
+	       a->operands[0]->shape.type != IR_TYPE_TUPLE &&
+	       reducer_op(a->called[0]) != IR_OP_INVALID &&
+	       (a->attrs.groups || a->attrs.replica_group_size == 0) &&
+	       sim_megascale_slices(a) == 0 && ir_shape_bytes(&a->shape) <= bytes;
+}
+
+/* Whether a and b use the same device groups, device by device (NULL:
+ * every device). */
+static bool same_groups(const struct ir_groups *a, const struct ir_groups *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->n_groups != b->n_groups)
+		return false;
+	for (int64_t g = 0; g < a->n_groups; g++) {
+		int64_t n = ir_groups_len(a, g);
+		if (n != ir_groups_len(b, g))
+			return false;
+		for (int64_t j = 0; j < n; j++)
+			if (ir_groups_device(a, g, j) != ir_groups_device(b, g, j))
+				return false;
+	}
+	return true;
+}
+
+/* Whether candidates a and b are of one kind (the rule above). */
+static bool same_kind(const struct ir_instr *a, const struct ir_instr *b)
+{
+	return a->shape.type == b->shape.type &&
+	       reducer_op(a->called[0]) == reducer_op(b->called[0]) &&
+	       (a->attrs.channel_id > 0) == (b->attrs.channel_id > 0) &&
+	       same_groups(a->attrs.groups, b->attrs.groups);
+}
+
+/* A binary min-heap of instruction positions, by key. */
+struct heap {
+	int n;
+	int *at;
+	const int64_t *key;
+};
+
+static void heap_push(struct heap *h, int x)
+{
+	int i = h->n++;
+	while (i > 0 && h->key[h->at[(i - 1) / 2]] > h->key[x]) {
+		h->at[i] = h->at[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->at[i] = x;
+}
+
+static int heap_pop(struct heap *h)
+{
+	int top = h->at[0], x = h->at[--h->n], i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->key[h->at[c + 1]] < h->key[h->at[c]])
+			c++;
+		if (h->key[h->at[c]] >= h->key[x])
+			break;
+		h->at[i] = h->at[c];
+		i = c;
+	}
+	if (h->n > 0)
+		h->at[i] = x;
+	return top;
+}
+
+/* Orders list[0 .. n) (instructions of one computation, each at its
+ * place in it less lo but the last: list[i]->index == lo + i) into `to`
+ * so that each comes after its operands among them, each as early as
+ * they let it in the order of key[i] (list[i]'s); false when they form a
+ * cycle or memory runs out. */
+static bool order_by(struct ir_instr *const *list, int n, int lo,
+		     const int64_t *key, struct ir_instr **to)
+{
+	int done = 0, n_uses = 0;
+	for (int i = 0; i < n; i++)
+		n_uses += list[i]->n_operands;
+	/* each one's users among them (a use per operand), and how many of
+	 * its operands among them are not placed yet */
+	int *wait = ts_calloc(2 * (size_t)n + 2, sizeof *wait);
+	int *first = wait ? wait + n : NULL; /* n + 1 offsets into users */
+	int *users = ts_malloc(((size_t)n_uses + 1) * sizeof *users);
+	int *at = ts_malloc(((size_t)n + 1) * sizeof *at);
+	bool ok = wait && users && at;
+	for (int pass = 0; ok && pass < 2; pass++) {
+		if (pass) { /* at: each one's next user's place */
+			for (int i = 0; i < n; i++)
+				first[i + 1] += first[i];
+			memcpy(at, first, (size_t)n * sizeof *at);
+		}
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < list[i]->n_operands; j++) {
+				const struct ir_instr *o = list[i]->operands[j];
+				int k = o->index - lo;
+				if (o->parent != list[i]->parent || k < 0 ||
+				    k >= n || list[k] != o)
+					continue;
+				if (pass)
+					users[at[k]++] = i;
+				else {
+					wait[i]++;
+					first[k + 1]++;
+				}
+			}
+	}
+	struct heap h = {0, at, key}; /* at: now the heap */
+	for (int i = 0; ok && i < n; i++)
+		if (wait[i] == 0)
+			heap_push(&h, i);
+	while (ok && h.n > 0) {
+		int i = heap_pop(&h);
+		to[done++] = list[i];
+		for (int q = first[i]; q < first[i + 1]; q++)
+			if (--wait[users[q]] == 0)
+				heap_push(&h, users[q]);
+	}
+	ts_free(wait);
+	ts_free(users);
+	ts_free(at);
+	return ok && done == n;
+}
+
+/* Combines c's all-reduces g[0 .. n) (pairwise independent, of one
+ * kind, in c's order) into one, named after g[0] (names: the module's,
+ * sim_name_taken), and orders c again from g[0] to g[n - 1] (what
+ * comes before reads none of them, what comes after is after all),
+ * each instruction as early as its operands let it, the combined one
+ * where g[n - 1] was. */
+static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
+			      struct ir_instr *const *g, int n,
+			      struct ts_u64map *names)
+{
+	struct ts_arena *a = &m->arena;
+	int lo = g[0]->index, hi = g[n - 1]->index, nw = hi - lo + 2;
+	struct ir_instr *x = ts_arena_alloc(a, sizeof *x);
+	struct ir_instr **ops = ts_arena_array(a, (size_t)n, sizeof *ops);
+	struct ir_shape *elems = ts_arena_array(a, (size_t)n, sizeof *elems);
+	struct ir_instr **self = ts_arena_array(a, 1, sizeof *self);
+	struct ir_instr **instrs =
+		ts_arena_array(a, (size_t)c->n_instrs + 1, sizeof *instrs);
+	struct ir_instr **win = ts_malloc((size_t)nw * sizeof *win);
+	int64_t *key = ts_malloc((size_t)nw * sizeof *key);
+	char *name = NULL;
+	enum ts_status st = x && ops && elems && self && instrs && win && key
+				    ? TS_OK
+				    : TS_ERR_NOMEM;
+	for (int t = 0; st == TS_OK; t++) { /* a name no instruction has */
+		name = ts_arena_printf(a, "%s.combined%s%.0d", g[0]->name,
+				       t ? "." : "", t);
+		if (!name)
+			st = TS_ERR_NOMEM;
+		else if (!sim_name_taken(names, m, name, &st))
+			break;
+	}
+	if (st == TS_OK && !sim_name_take(names, name))
+		st = TS_ERR_NOMEM;
+	if (st != TS_OK) {
+		ts_free(win);
+		ts_free(key);
+		return st;
+	}
+	*x = *g[0]; /* its attributes; its text after the operand list */
+	x->name = name;
+	x->flags = IR_INSTR_MADE;
+	x->n_operands = n;
+	x->operands = ops;
+	x->shape = (struct ir_shape){.type = IR_TYPE_TUPLE, .n_elems = n,
+				     .elems = elems};
+	x->n_users = n;
+	x->index = hi + 1; /* the window's last (order_by) */
+	self[0] = x;
+	for (int q = 0; q < n; q++) {
+		struct ir_instr *v = g[q];
+		ops[q] = v->operands[0];
+		for (int p = 0; p < q; p++) /* x reads it once */
+			if (ops[p] == ops[q]) {
+				ops[q]->n_users--;
+				break;
+			}
+		elems[q] = v->shape;
+		elems[q].memo = (struct ir_shape_memo){0};
+		v->called[0]->n_callers--;
+		*v = (struct ir_instr){
+			.op = IR_OP_GET_TUPLE_ELEMENT, .name = v->name,
+			.shape = v->shape, .n_operands = 1,
+			.operands = self, .parent = c,
+			.op_name = v->op_name, .flags = IR_INSTR_MADE |
+							(v->flags & IR_INSTR_ROOT),
+			.index = v->index, .n_users = v->n_users,
+			.line = v->line, .col = v->col};
+		v->attrs = (struct ir_attrs){.feature_group_count = 1,
+					     .batch_group_count = 1,
+					     .iota_dimension = -1,
+					     .tuple_index = q,
+					     .parameter_number = -1,
+					     .known_trip_count = -1};
+	}
+	struct ir_computation *r = x->called[0];
+	r->caller = ++r->n_callers == 1 ? x : NULL;
+	for (int i = 0; i < nw - 1; i++) {
+		win[i] = c->instrs[lo + i];
+		key[i] = 2 * (int64_t)i;
+	}
+	win[nw - 1] = x;
+	key[nw - 1] = 2 * (int64_t)(hi - lo) - 1;
+	bool ok = order_by(win, nw, lo, key, instrs + lo);
+	ts_free(win);
+	ts_free(key);
+	if (!ok) /* g was pairwise independent: out of memory */
+		return TS_ERR_NOMEM;
+	memcpy(instrs, c->instrs, (size_t)lo * sizeof *instrs);
+	memcpy(instrs + hi + 2, c->instrs + hi + 1,
+	       (size_t)(c->n_instrs - hi - 1) * sizeof *instrs);
+	c->instrs = instrs;
+	c->n_instrs++;
+	for (int i = lo; i < c->n_instrs; i++)
+		instrs[i]->index = i;
+	m->n_instrs++;
+	return TS_OK;
+}
+/* The combiner's rounds over computation c (the rule above); *n: the
+ * all-reduces combined into others (a combined one of k counts k). */
+static enum ts_status combine_all_reduces(struct ir_module *m,
+					  struct ir_computation *c,
+					  double bytes, struct ts_u64map *names,
+					  int *n)
+{
+	struct ts_ptrmap taken = {0}; /* the candidates a round took */
+	enum ts_status st = ts_ptrmap_init(&taken, (size_t)c->n_instrs + 1)
+				    ? TS_OK
+				    : TS_ERR_NOMEM;
+	int from = 0; /* no candidate left before it */
+	while (st == TS_OK) {
+		/* reach[i]: instruction i reads, through its operands, one
+		 * that joined this round; g: those that joined */
+		size_t cap = (size_t)c->n_instrs + 1;
+		bool *reach = ts_calloc(cap, sizeof *reach);
+		struct ir_instr **g = ts_malloc(cap * sizeof *g);
+		int k = 0;
+		double sum = 0;
+		for (int i = from; reach && g && i < c->n_instrs; i++) {
+			struct ir_instr *in = c->instrs[i];
+			bool r = false;
+			for (int j = 0; j < in->n_operands; j++)
+				r |= in->operands[j]->parent == c &&
+				     reach[in->operands[j]->index];
+			if (combinable(in, bytes) &&
+			    ts_ptrmap_get(&taken, in) < 0 &&
+			    (k == 0 || same_kind(g[0], in))) {
+				double b = ir_shape_bytes(&in->shape);
+				if (k > 0 && (r || sum + b > bytes))
+					break;
+				if (k == 0)
+					from = i;
+				g[k++] = in;
+				sum += b;
+				ts_ptrmap_set(&taken, in, 1);
+				r = true;
+			}
+			reach[i] = r;
+		}
+		if (!reach || !g)
+			st = TS_ERR_NOMEM;
+		else if (k >= 2 && (st = combine(m, c, g, k, names)) == TS_OK)
+			*n += k;
+		ts_free(reach);
+		ts_free(g);
+		if (k == 0)
+			break; /* no candidate left */
+	}
+	ts_ptrmap_free(&taken);
+	return st;
+}
+
+double sim_all_reduce_combine_limit(const struct hw_spec *hw)
+{
+	/* what XLA runs on the SparseCores it does not combine, nor into */
+	double limit = hw->xla_all_reduce_combine_bytes,
+	       async = hw->xla_async_all_reduce_bytes;
+	return async > 0 && async - 1 < limit ? async - 1 : limit;
+}
+
+enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
+				  struct sim_rewrites *done, struct ts_diag *d)
+{
+	*done = (struct sim_rewrites){0};
+	if (!sim_module_unfused(m))
 		return TS_OK;
-	for (int ci = 0; ci < m->n_comps; ci++) {
+	double limit = sim_all_reduce_combine_limit(hw);
+	struct ts_u64map names = {0};
+	enum ts_status st = TS_OK;
+	for (int ci = 0; st == TS_OK && ci < m->n_comps; ci++) {
 		struct ir_computation *c = m->comps[ci];
-		int *dim = c->is_fusion ? NULL : row_maxes(c);
-		enum ts_status st = dim || c->is_fusion ? TS_OK : TS_ERR_NOMEM;
+		if (c->is_fusion)
+			continue;
+		int *dim = hw->xla_row_max_window ? row_maxes(c) : NULL;
+		if (hw->xla_row_max_window && !dim)
+			st = TS_ERR_NOMEM;
 		for (int i = 0; dim && i < c->n_instrs && st == TS_OK; i++) {
 			int k = row_max_of(c, dim, c->instrs[i]);
 			if (k < 0)
 				continue;
 			st = to_window(m, c->instrs[i], c->instrs[k], dim[k]);
-			*n_done += st == TS_OK;
+			done->windows += st == TS_OK;
 		}
 		ts_free(dim);
-		if (st != TS_OK) {
+		if (st == TS_OK && limit > 0)
+			st = combine_all_reduces(m, c, limit, &names,
+						 &done->combined);
+		if (st != TS_OK)
 			ts_diag_set(d, m->file, c->line, c->col,
 				    "out of memory rewriting %s", c->name);
-			return st;
-		}
 	}
-	return TS_OK;
+	ts_u64map_free(&names);
+	return st;
 }

@@ -385,14 +385,26 @@ bool sim_kernel_in_vmem(const struct sim_kernel *k, const struct ir_instr *v);
  * written. */
 bool sim_module_unfused(const struct ir_module *m);
 
-/* What XLA's TPU compiler for hw does to an unfused module before it
- * fuses, where that changes the kernels (sim/rewrite.c: a row max
- * broadcast back becomes a reduce-window where hw's xla.row_max_window
- * says so), done to m in place; *n_done: instructions rewritten. A
- * compiled module, or a spec that rewrites nothing, is left as it is.
- * Call it once, before a fusion plan or a program is built from m. */
+/* What sim_module_rewrite did to a module. */
+struct sim_rewrites {
+	int windows;  /* row-max broadcasts made reduce-windows */
+	int combined; /* all-reduces combined into others (k in one: k) */
+};
+
+/* What XLA's TPU compiler for hw does to an unfused module, where that
+ * changes the kernels (sim/rewrite.c: a row max broadcast back becomes a
+ * reduce-window where hw's xla.row_max_window says so; independent
+ * all-reduces of one kind are combined up to xla.all_reduce_combine_bytes),
+ * done to m in place; *done: what it did. A compiled module, or a spec
+ * that rewrites nothing, is left as it is. Call it once, before a
+ * fusion plan or a program is built from m. */
 enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
-				  int *n_done, struct ts_diag *d);
+				  struct sim_rewrites *done, struct ts_diag *d);
+/* The most bytes sim_module_rewrite combines all-reduces into on hw:
+ * xla.all_reduce_combine_bytes, below xla.async_all_reduce_bytes where
+ * that is set (what runs on the SparseCores XLA does not combine); 0:
+ * none. */
+double sim_all_reduce_combine_limit(const struct hw_spec *hw);
 /* The broadcasts of row maxes that sim_module_rewrite makes windows of
  * under a spec with xla.row_max_window (0 in a compiled module); -1 when
  * out of memory. */

@@ -4,7 +4,8 @@
  * (v3: separate cores; v4: megacore; v7: 256-row MXUs; v3 with every
  * field it accepts at the bottom of its range, and at the top: the
  * physical bounds, slowest and fastest), an input of odd length as XLA
- * compiles it for v4 (sim_module_rewrite: row maxes made windows); every
+ * compiles it for v4 (sim_module_rewrite: row maxes made windows,
+ * all-reduces combined); every
  * tunable kernel's tile search runs (capped at a few thousand configs).
  * Aborts,
  * so that the fuzzer sees it, when
@@ -230,9 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		int windows;
+		struct sim_rewrites done;
 		if (size % 2 &&
-		    (sim_module_rewrite(m[i], &specs[1], &windows, &d) != TS_OK ||
+		    (sim_module_rewrite(m[i], &specs[1], &done, &d) != TS_OK ||
 		     ir_verify(m[i], &d) != TS_OK)) {
 			fprintf(stderr, "rewrite: %s\n", d.msg);
 			abort();

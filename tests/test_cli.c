@@ -292,6 +292,40 @@ static void test_schedule_note(void **state)
 	proc_free(&p);
 }
 
+/* A second --hw whose XLA combines all-reduces up to another size
+ * (v7 keeps what its SparseCores run apart) is said, both ways, with
+ * what the first spec's combining did; one spec alone says nothing. */
+static void test_combine_note(void **state)
+{
+	(void)state;
+	char v7[PATH_MAX], v5e[PATH_MAX], ar[PATH_MAX];
+	src(v7, "hwspecs/v7.yaml");
+	src(v5e, "hwspecs/v5e.yaml");
+	src(ar, "tests/data/fuzz_pipeline/all_reduce_combine.hlo");
+	struct proc p;
+	tpusim(&p, "run", ar, "--hw", v5e, "--hw", v7);
+	expect_rc(&p, 0);
+	expect_contains(p.err,
+			"tpusim run: note: module c is fused as XLA compiles "
+			"it for v5e (the first --hw): 2 of its 3 all-reduces "
+			"combined into others, up to 67108864 bytes; XLA for "
+			"v7 combines up to 1048575 (xla.all_reduce_combine_"
+			"bytes, below xla.async_all_reduce_bytes), which its "
+			"figures here do not show\n");
+	proc_free(&p);
+	tpusim(&p, "run", ar, "--hw", v7, "--hw", v5e);
+	expect_rc(&p, 0);
+	expect_contains(p.err, "for v7 (the first --hw): 0 of its 3 "
+			       "all-reduces combined into others, up to "
+			       "1048575 bytes; XLA for v5e combines up to "
+			       "67108864 ");
+	proc_free(&p);
+	tpusim(&p, "run", ar, "--hw", v5e);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	proc_free(&p);
+}
+
 /* ---- bad input: exit 1 with a located diagnostic; missing files: 3 ------ */
 
 static void test_missing_file(void **state)
@@ -892,7 +926,8 @@ static void test_calibrate_cli(void **state)
 			       "chip.tensorcores, ");
 	expect_contains(p.err, " vmem.scoped_bytes, overhead.kernel_ns, ");
 	expect_contains(p.err, "\n  dcn.latency_ns, pcie.bw_bytes_per_s, "
-			       "xla.async_all_reduce_bytes\n");
+			       "xla.async_all_reduce_bytes,\n  "
+			       "xla.all_reduce_combine_bytes\n");
 	proc_free(&p);
 	/* a message about no file is the command's own, not "<input>:" */
 	tpusim(&p, "calibrate", "--hw", v3, "--data", data, "--fit",
@@ -1718,6 +1753,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_rewrite_note),
 		cmocka_unit_test(test_schedule_note),
+		cmocka_unit_test(test_combine_note),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_unbounded_inputs),
 		cmocka_unit_test(test_several_inputs_go_on),

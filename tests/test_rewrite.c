@@ -15,7 +15,14 @@
  * - generated modules: the rewrite happens exactly where the rule read
  *   off the text the generator wrote says, the module still passes
  *   XLA's shape checks (ir_verify), and fuse writes it and reads it back
- *   at the same program time with those windows.
+ *   at the same program time with those windows;
+ * - the all-reduce combiner: two independent ones combined, a third
+ *   that reads the first ends the round, another type, reducer or
+ *   device group never joins, the threshold and the SparseCores' cap;
+ *   fused and read back at the same time; and on generated modules
+ *   every combined group is pairwise independent in the module before,
+ *   every all-reduce is kept or combined, the module passes XLA's
+ *   checks and reads back after fuse at the same time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,10 +68,10 @@ static const char attention[] =
 	"  ROOT out = f32[2,4,64,256]" L4 " divide(ex, bsum)\n"
 	"}\n";
 
-/* Parses text, rewrites it for hw; the module (ir_module_free it) and
- * the instructions rewritten in *n. */
+/* Parses text, rewrites it for hw; the module (ir_module_free it), what
+ * the rewrite did in *done. */
 static struct ir_module *rewritten(const char *text, const struct hw_spec *hw,
-				   int *n)
+				   struct sim_rewrites *done)
 {
 	struct ir_module **m = NULL;
 	int nm = 0;
@@ -74,7 +81,7 @@ static struct ir_module *rewritten(const char *text, const struct hw_spec *hw,
 	assert_int_equal(nm, 1);
 	struct ir_module *mod = m[0];
 	ts_free(m);
-	assert_int_equal(sim_module_rewrite(mod, hw, n, &d), TS_OK);
+	assert_int_equal(sim_module_rewrite(mod, hw, done, &d), TS_OK);
 	if (ir_verify(mod, &d) != TS_OK)
 		fail_msg("rewritten module fails XLA's checks: %s", d.msg);
 	return mod;
@@ -95,9 +102,9 @@ static void test_attention_ir(void **state)
 	struct hw_spec v5e, v3;
 	if (!tu_load_spec("v5e", &v5e) || !tu_load_spec("v3", &v3))
 		skip();
-	int n;
-	struct ir_module *m = rewritten(attention, &v5e, &n);
-	assert_int_equal(n, 1);
+	struct sim_rewrites done;
+	struct ir_module *m = rewritten(attention, &v5e, &done);
+	assert_int_equal(done.windows, 1);
 	const struct ir_instr *w = instr(m, "bmax"), *r = instr(m, "max");
 	assert_int_equal(w->op, IR_OP_REDUCE_WINDOW);
 	assert_true(w->flags & IR_INSTR_MADE);
@@ -123,8 +130,8 @@ static void test_attention_ir(void **state)
 	assert_int_equal(sim_row_max_windows(m), 0);
 	ir_module_free(m);
 	/* v3 keeps it, though the rule would make it a window */
-	m = rewritten(attention, &v3, &n);
-	assert_int_equal(n, 0);
+	m = rewritten(attention, &v3, &done);
+	assert_int_equal(done.windows, 0);
 	assert_int_equal(instr(m, "bmax")->op, IR_OP_BROADCAST);
 	assert_int_equal(sim_row_max_windows(m), 1);
 	ir_module_free(m);
@@ -224,11 +231,11 @@ static void test_rule(void **state)
 				 at + strlen(c->from));
 		else
 			snprintf(text, sizeof text, "%s", base);
-		int n;
-		struct ir_module *m = rewritten(text, &v4, &n);
-		if (n != c->windows)
-			fail_msg("%s: %d windows, want %d", c->what, n,
-				 c->windows);
+		struct sim_rewrites done;
+		struct ir_module *m = rewritten(text, &v4, &done);
+		if (done.windows != c->windows)
+			fail_msg("%s: %d windows, want %d", c->what,
+				 done.windows, c->windows);
 		ir_module_free(m);
 	}
 }
@@ -355,15 +362,17 @@ static void test_generated(void **state)
 	int made = 0, modules = 0;
 	for (uint64_t seed = 0; seed < GEN_SEEDS; seed++) {
 		char *text;
-		int want = gen_module(seed, &text), n;
-		struct ir_module *m = rewritten(text, &v3, &n);
-		assert_int_equal(n, 0);
+		int want = gen_module(seed, &text);
+		struct sim_rewrites done;
+		struct ir_module *m = rewritten(text, &v3, &done);
+		assert_int_equal(done.windows, 0);
 		assert_int_equal(sim_row_max_windows(m), want);
 		ir_module_free(m);
-		m = rewritten(text, &v4, &n);
-		if (n != want)
+		m = rewritten(text, &v4, &done);
+		if (done.windows != want)
 			fail_msg("seed %llu: %d windows, want %d\n%s",
-				 (unsigned long long)seed, n, want, text);
+				 (unsigned long long)seed, done.windows, want,
+				 text);
 		ir_module_free(m);
 		double t0, t1;
 		int k0, k1;
@@ -389,6 +398,252 @@ static void test_generated(void **state)
 	assert_true(modules >= GEN_SEEDS / 20 && modules <= GEN_SEEDS / 2);
 }
 
+#define AR_REDUCERS                                                            \
+	"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"         \
+	"  ROOT s = f32[] add(a, b)\n}\n"                                      \
+	"addb {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"      \
+	"  ROOT s = bf16[] add(a, b)\n}\n"                                     \
+	"mxf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"         \
+	"  ROOT m = f32[] maximum(a, b)\n}\n"
+#define G ", replica_groups={{0,1},{2,3}}"
+static const char all_reduces[] =
+	"HloModule c, num_partitions=4\n" AR_REDUCERS
+	"ENTRY e {\n"
+	"  x = f32[1024]{0} parameter(0)\n  y = f32[512]{0} parameter(1)\n"
+	"  z = bf16[256]{0} parameter(2)\n"
+	"  a1 = f32[1024]{0} all-reduce(x)" G ", to_apply=add\n"
+	"  u1 = f32[1024]{0} negate(a1)\n"
+	"  y2 = f32[512]{0} exponential(y)\n"
+	"  a2 = f32[512]{0} all-reduce(y2), replica_groups=[2,2]<=[4], "
+	"to_apply=add\n"
+	"  a3 = f32[1024]{0} all-reduce(u1)" G ", to_apply=add\n"
+	"  a4 = f32[512]{0} all-reduce(y)" G ", to_apply=add\n"
+	"  b1 = bf16[256]{0} all-reduce(z)" G ", to_apply=addb\n"
+	"  a5 = f32[512]{0} all-reduce(y), replica_groups={{0,2},{1,3}}, "
+	"to_apply=add\n"
+	"  a6 = f32[512]{0} all-reduce(y)" G ", to_apply=mxf\n"
+	"  ROOT t = (f32[512]{0}, f32[1024]{0}, f32[512]{0}, bf16[256]{0}, "
+	"f32[512]{0}, f32[512]{0}) tuple(a2, a3, a4, b1, a5, a6)\n"
+	"}\n";
+#undef G
+
+/* The all-reduce combined into c (its get-tuple-element), or NULL. */
+static const struct ir_instr *combined_into(const struct ir_module *m,
+					    const char *name)
+{
+	const struct ir_instr *g = instr(m, name);
+	return g->op == IR_OP_GET_TUPLE_ELEMENT ? g->operands[0] : NULL;
+}
+
+static void test_combine_ir(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	struct sim_rewrites done;
+	struct ir_module *m = rewritten(all_reduces, &v5e, &done);
+	/* a1 and a2 (one device grouping, written two ways), then a3 (which
+	 * reads a1: it ended the first round) and a4; b1 (bf16), a5
+	 * (other groups) and a6 (maximum) alone */
+	assert_int_equal(done.combined, 4);
+	const struct ir_instr *c1 = combined_into(m, "a1");
+	assert_non_null(c1);
+	assert_ptr_equal(combined_into(m, "a2"), c1);
+	assert_string_equal(c1->name, "a1.combined");
+	assert_int_equal(c1->op, IR_OP_ALL_REDUCE);
+	assert_int_equal(c1->n_operands, 2);
+	assert_ptr_equal(c1->operands[0], instr(m, "x"));
+	assert_ptr_equal(c1->operands[1], instr(m, "y2"));
+	assert_int_equal(c1->shape.n_elems, 2);
+	assert_int_equal(instr(m, "a2")->attrs.tuple_index, 1);
+	const struct ir_instr *c2 = combined_into(m, "a3");
+	assert_non_null(c2);
+	assert_ptr_equal(combined_into(m, "a4"), c2);
+	assert_ptr_equal(c2->operands[0], instr(m, "u1"));
+	for (int i = 0; i < 3; i++)
+		assert_null(combined_into(m, (const char *[]){"b1", "a5",
+							       "a6"}[i]));
+	/* a1's reader comes after the combined one now */
+	assert_true(c1->index < instr(m, "u1")->index);
+	for (int i = 0; i < m->entry->n_instrs; i++)
+		assert_int_equal(m->entry->instrs[i]->index, i);
+	ir_module_free(m);
+	/* the threshold (a1 and a2 together are 6144 bytes), and what would
+	 * run on the SparseCores (2048 bytes here) combined neither alone
+	 * nor into another: each all-reduce stays */
+	struct hw_spec small = v5e, sc = v5e;
+	small.xla_all_reduce_combine_bytes = 6143;
+	sc.xla_async_all_reduce_bytes = 2048;
+	assert_true(sim_all_reduce_combine_limit(&sc) == 2047);
+	for (int i = 0; i < 2; i++) {
+		m = rewritten(all_reduces, i ? &sc : &small, &done);
+		assert_int_equal(done.combined, 0);
+		ir_module_free(m);
+	}
+}
+
+/* The combined module fused as `fuse` writes it: one all-reduce of both
+ * operands, its elements read by get-tuple-element, read back at the
+ * same time and kernels. */
+static void test_combine_fused(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = tu_fuse_round_trip(all_reduces, &v5e, NULL, NULL, &t0, &t1,
+				       &k0, &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, " all-reduce(%x, %y2), replica_groups={{0,1},{2,3}}, "
+			 "to_apply=add\n") ||
+	    !strstr(out, " get-tuple-element(%a1.combined), index=1\n") ||
+	    !strstr(out, " all-reduce(%u1, %y), "))
+		fail_msg("not combined as written:\n%s", out);
+	free(out);
+}
+
+/* A module of n all-reduces (n <= 64), each of 128, 256 or 512 f32s,
+ * of the parameter of its size or of an earlier one's value negated, of
+ * random device groups and reducer, all returned, into text (malloc'd). */
+static void gen_all_reduces(uint64_t seed, int n, char **text)
+{
+	uint64_t s = seed;
+	int cls[64];
+	size_t len;
+	FILE *f = open_memstream(text, &len);
+	assert_non_null(f);
+	fputs("HloModule g, num_partitions=4\n" AR_REDUCERS "ENTRY e {\n", f);
+	for (int k = 0; k < 3; k++)
+		fprintf(f, "  p%d = f32[%d]{0} parameter(%d)\n", k, 128 << k, k);
+	for (int i = 0; i < n; i++) {
+		int k = cls[i] = pick(&s, 3), from = -1;
+		for (int j = 0; j < i; j++) /* an earlier one of its size */
+			if (cls[j] == k && pick(&s, 3) == 0)
+				from = j;
+		if (from >= 0)
+			fprintf(f, "  n%d = f32[%d]{0} negate(r%d)\n", i,
+				128 << k, from);
+		fprintf(f, "  r%d = f32[%d]{0} all-reduce(", i, 128 << k);
+		if (from >= 0)
+			fprintf(f, "n%d", i);
+		else
+			fprintf(f, "p%d", k);
+		fprintf(f, "), replica_groups=%s, to_apply=%s\n",
+			pick(&s, 4) ? "{{0,1},{2,3}}" : "{{0,2},{1,3}}",
+			pick(&s, 5) ? "add" : "mxf");
+	}
+	fputs("  ROOT t = (", f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%sf32[%d]{0}", i ? ", " : "", 128 << cls[i]);
+	fputs(") tuple(", f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%sr%d", i ? ", " : "", i);
+	fputs(")\n}\n", f);
+	fclose(f);
+}
+
+/* Whether instruction a of computation c reaches b through operands. */
+static bool reaches(const struct ir_computation *c, const struct ir_instr *a,
+		    const struct ir_instr *b)
+{
+	bool *r = calloc((size_t)c->n_instrs, 1);
+	assert_non_null(r);
+	r[a->index] = true;
+	for (int i = a->index + 1; i <= b->index; i++)
+		for (int j = 0; j < c->instrs[i]->n_operands; j++)
+			r[i] |= c->instrs[i]->operands[j]->parent == c &&
+				r[c->instrs[i]->operands[j]->index];
+	bool out = r[b->index];
+	free(r);
+	return out;
+}
+
+#define COMBINE_SEEDS 200
+
+static void test_combine_generated(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	int combined = 0, kept = 0;
+	for (uint64_t seed = 0; seed < COMBINE_SEEDS; seed++) {
+		uint64_t s = seed;
+		int n = 2 + pick(&s, 20);
+		char *text;
+		gen_all_reduces(seed, n, &text);
+		struct ir_module **before = NULL, **after = NULL;
+		int nb = 0, na = 0;
+		struct ts_diag d = {0};
+		if (hlo_parse("g.hlo", text, strlen(text), &before, &nb, &d) ||
+		    hlo_parse("g.hlo", text, strlen(text), &after, &na, &d))
+			fail_msg("seed %llu: %s\n%s", (unsigned long long)seed,
+				 d.msg, text);
+		struct sim_rewrites done;
+		assert_int_equal(sim_module_rewrite(after[0], &v5e, &done, &d),
+				 TS_OK);
+		if (ir_verify(after[0], &d) != TS_OK)
+			fail_msg("seed %llu: %s\n%s", (unsigned long long)seed,
+				 d.msg, text);
+		/* every all-reduce kept, or an element of a combined one
+		 * whose others it neither reaches nor is reached by */
+		int joined = 0;
+		for (int i = 0; i < n; i++) {
+			char name[16];
+			snprintf(name, sizeof name, "r%d", i);
+			const struct ir_instr *c = combined_into(after[0], name);
+			if (!c) {
+				assert_int_equal(instr(after[0], name)->op,
+						 IR_OP_ALL_REDUCE);
+				kept++;
+				continue;
+			}
+			joined++;
+			for (int j = 0; j < n; j++) {
+				char other[16];
+				snprintf(other, sizeof other, "r%d", j);
+				if (j == i || combined_into(after[0], other) != c)
+					continue;
+				const struct ir_instr *x = instr(before[0], name),
+						      *y = instr(before[0], other);
+				if (reaches(before[0]->entry, x, y) ||
+				    reaches(before[0]->entry, y, x))
+					fail_msg("seed %llu: %s and %s are "
+						 "combined, one reading the "
+						 "other\n%s",
+						 (unsigned long long)seed, name,
+						 other, text);
+			}
+		}
+		assert_int_equal(joined, done.combined);
+		combined += joined;
+		ir_module_free(before[0]);
+		ir_module_free(after[0]);
+		ts_free(before);
+		ts_free(after);
+		double t0, t1;
+		int k0, k1;
+		struct sim_fuse_stats fs;
+		char *out = tu_fuse_round_trip(text, &v5e, NULL, NULL, &t0, &t1,
+					       &k0, &k1, &fs);
+		if (k1 != k0 || !(fabs(t1 - t0) <= 1e-9 * t0))
+			fail_msg("seed %llu: %d kernels, %.9g ns read back "
+				 "against %d, %.9g\n%s",
+				 (unsigned long long)seed, k1, t1, k0, t0, out);
+		free(out);
+		free(text);
+	}
+	print_message("%d all-reduces combined, %d kept, in %d generated "
+		      "modules\n", combined, kept, COMBINE_SEEDS);
+	/* the generator reaches both sides */
+	assert_true(combined > 0 && kept > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +651,9 @@ int main(void)
 		cmocka_unit_test(test_attention_fused),
 		cmocka_unit_test(test_rule),
 		cmocka_unit_test(test_generated),
+		cmocka_unit_test(test_combine_ir),
+		cmocka_unit_test(test_combine_fused),
+		cmocka_unit_test(test_combine_generated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,10 +39,10 @@ char *tu_fuse_round_trip(const char *text, const struct hw_spec *hw,
 	struct ir_module **m = NULL, **back = NULL;
 	int n = 0, nb = 0;
 	struct ts_diag d = {0};
-	int n_windows;
+	struct sim_rewrites done;
 	if (hlo_parse("in.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
 		fail_msg("parse: %s", d.msg);
-	if (sim_module_rewrite(m[0], hw, &n_windows, &d) != TS_OK)
+	if (sim_module_rewrite(m[0], hw, &done, &d) != TS_OK)
 		fail_msg("rewrite: %s", d.msg);
 	struct sim_fusion_plan plan;
 	if (hyb_fusion_plan_build(m[0], cost, &plan, &d) != TS_OK)

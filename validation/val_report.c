@@ -393,9 +393,9 @@ static enum ts_status cost_module(struct val_report *r,
 		const struct hw_spec *first =
 			val_specs_find(specs, r->ds->rows[rows[0]].hw);
 		opts.schedule_hw = first;
-		int n_windows;
+		struct sim_rewrites rewrites;
 		if (first)
-			st = sim_module_rewrite(mods[0], first, &n_windows, &hd);
+			st = sim_module_rewrite(mods[0], first, &rewrites, &hd);
 		if (st == TS_OK)
 			st = sim_program_build(mods[0], &opts, &prog, &hd);
 		built = st == TS_OK;
