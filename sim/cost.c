@@ -1214,8 +1214,26 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 			w->bytes_read += read_bytes(
 				v, held_shape(k, v, &v->shape, &held), &in, 1, 0);
 	}
-	w->bytes_written =
-		written_bytes(in, held_shape(k, in, result_shape(in), &held));
+	/* a collective's tuple: each element held in VMEM on its own (its
+	 * get-tuple-element, placement.c) written S(1) */
+	const struct ir_shape *out = result_shape(in);
+	struct ir_shape tuple, *el = NULL;
+	for (int i = 0; k->n_vmem && out->type == IR_TYPE_TUPLE &&
+			i < out->n_elems; i++) {
+		const struct ir_instr *x = sim_tuple_element(in, i);
+		if (!x || !sim_kernel_in_vmem(k, x))
+			continue;
+		if (!el && !(el = ts_malloc((size_t)out->n_elems * sizeof *el)))
+			return TS_ERR_NOMEM;
+		if (out->elems != el)
+			memcpy(el, out->elems, (size_t)out->n_elems * sizeof *el);
+		tuple = *out;
+		tuple.elems = el;
+		out = &tuple;
+		el[i].layout.memory_space = 1;
+	}
+	w->bytes_written = written_bytes(in, held_shape(k, in, out, &held));
+	ts_free(el);
 	if (k->kind == SIM_KERNEL_COLLECTIVE)
 		w->ici_bytes = sim_collective_payload(in);
 	return TS_OK;

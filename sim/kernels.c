@@ -530,6 +530,7 @@ static enum ts_status finish_kernel(struct build *b, struct sim_kernel *k,
 	}
 	k->multiplicity = s->mult;
 	k->loop_depth = s->loop_depth;
+	k->as_written = s->as_written;
 	k->trip_count_assumed = s->assumed;
 	k->tunable = kernel_tunable(k);
 	return sim_kernel_work(k, cd, b->m->file, &k->work, b->d);
@@ -1076,20 +1077,9 @@ static enum ts_status add_evictions(struct build *b, int k0,
 			continue;
 		const struct ir_instr *const *outs = k->outputs;
 		int n_out = k->n_outputs; /* k moves as kernels are added */
-		bool tuple = k->kind == SIM_KERNEL_COLLECTIVE;
-		for (int o = 0; st == TS_OK && o < n_out; o++) {
-			const struct ir_instr *v = outs[o];
-			if (evictable(b, v))
-				st = add_copy(b, v, true, s);
-			/* a collective's tuple: each element a buffer */
-			for (int e = 0; tuple && st == TS_OK &&
-					v->shape.type == IR_TYPE_TUPLE &&
-					e < v->shape.n_elems; e++) {
-				const struct ir_instr *x = sim_tuple_element(v, e);
-				if (x && evictable(b, x))
-					st = add_copy(b, x, true, s);
-			}
-		}
+		for (int o = 0; st == TS_OK && o < n_out; o++)
+			if (evictable(b, outs[o]))
+				st = add_copy(b, outs[o], true, s);
 	}
 	return st;
 }
@@ -1144,7 +1134,18 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 	close_prefetch(b, (const struct ir_instr *const *)in->operands,
 		       in->n_operands);
 	enum sim_kernel_kind kind;
-	if (sim_fuse_class(g, in) == FC_CONTROL)
+	/* an element of a collective's tuple (a combined all-reduce's,
+	 * sim/rewrite.c) is a buffer of its own, evicted where it is named,
+	 * as fuse writes its copy after its get-tuple-element */
+	const struct ir_instr *t =
+		in->op == IR_OP_GET_TUPLE_ELEMENT && in->n_operands == 1
+			? in->operands[0]
+			: NULL;
+	if (t && t->shape.type == IR_TYPE_TUPLE &&
+	    sim_top_role(t, &kind) == SIM_TOP_KERNEL &&
+	    kind == SIM_KERNEL_COLLECTIVE && b->evict && evictable(b, in))
+		st = add_copy(b, in, true, s);
+	if (st == TS_OK && sim_fuse_class(g, in) == FC_CONTROL)
 		st = walk_control(b, in, sim_top_role(in, &kind), s);
 	if (st == TS_OK) /* an async done, outside groups */
 		track_async(b, in, k0, open, &st);

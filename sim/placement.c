@@ -182,12 +182,13 @@ struct cands {
 /* Whether kernel k may hold a value in VMEM: a grouped or single-op
  * kernel, a collective's too (its ICI moves the buffer wherever it
  * lives), not an async transfer, library call or relayout (whose work
- * cost.c counts apart). */
+ * cost.c counts apart), nor one of a loop's condition, which `fuse`
+ * writes as it is (XLA leaves it so). */
 static bool places(const struct sim_kernel *k)
 {
 	return k->kind != SIM_KERNEL_UNMODELLED && !k->async_work && !k->dma &&
-	       !k->lowered && k->instr->op != IR_OP_FUSION &&
-	       !sim_side_collective(k->instr);
+	       !k->lowered && !k->as_written &&
+	       k->instr->op != IR_OP_FUSION && !sim_side_collective(k->instr);
 }
 
 /* Whether value v, written by a kernel, may be placed in room at all

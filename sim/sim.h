@@ -129,6 +129,9 @@ struct sim_kernel {
 	                                  runs trip + 1 times), times 1/n for
 	                                  each enclosing n-branch conditional */
 	int loop_depth;                /* enclosing while loops */
+	bool as_written;               /* in a loop's condition, which XLA
+	                                  and `fuse` leave as written (no
+	                                  value of it placed in VMEM) */
 	bool tunable;                  /* has a tile grid worth searching */
 	/* What the kernel computes and reads. For a fusion: members are the
 	 * fused computation's instructions in order (parameters included),
