@@ -227,7 +227,9 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 			 int n_all_reduces, const struct sim_rewrites *done)
 {
 	double bytes = sim_all_reduce_combine_limit(&ctx->hw);
-	for (int i = 0; i < ctx->n_more_hw && n_all_reduces > 1; i++) {
+	for (int i = 0; sim_module_unfused(m) && i < ctx->n_more_hw &&
+			n_all_reduces > 1;
+	     i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
 		double other = sim_all_reduce_combine_limit(o);
 		if (other != bytes)

@@ -190,9 +190,9 @@ static void put_window(struct hlo_emit *e, const struct ir_window *w,
  * all-reduces and the get-tuple-elements that read them), from the IR:
  * the opcode, the operands (ops, else their own names), then the
  * attributes of the instruction it was made from when it keeps their
- * text (ops_begin < ops_end: a combined all-reduce, its first
- * all-reduce's channel, groups and reducer), else index=, window= and
- * the computation it applies. */
+ * text (ops_begin < ops_end: a combined all-reduce, all of its first
+ * all-reduce's text after the operands), else index=, window= and the
+ * computation it applies. */
 static void emit_made(struct hlo_emit *e, const struct ir_instr *in,
 		      const char *const *ops)
 {

@@ -130,8 +130,8 @@ static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 	for (int i = 0; i < in->shape.n_elems; i++) {
 		const struct ir_instr *o =
 			collective ? sim_tuple_element(in, i) : t->operands[i];
-		if (!o)
-			continue;
+		if (!o || (!collective && sim_passes_through(t, i)))
+			continue; /* a loop's state passed on: in HBM */
 		if (ts_ptrmap_get(&e->vmem, o) < 0 || evicted_for(e, o) ||
 		    in->shape.elems[i].type == IR_TYPE_TUPLE)
 			continue;
@@ -339,7 +339,8 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 				p = q;
 		ops[j] = member	  ? ts_arena_printf(&a, "%s%s", o->name, suffix)
 			 : p >= 0 ? ts_arena_printf(&a, "param_%d%s", p, suffix)
-				  : value_name(e, o);
+			 : sim_passes_through(in, j) ? o->name /* not its copy */
+						     : value_name(e, o);
 		if (!ops[j])
 			st = TS_ERR_NOMEM;
 	}

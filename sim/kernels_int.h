@@ -81,21 +81,61 @@ static inline const struct ir_instr *sim_barrier_tuple(const struct ir_instr *b)
 		       : NULL;
 }
 
-/* The get-tuple-element of t's element i in t's computation, or NULL:
- * a collective of a tuple (a combined all-reduce, sim/rewrite.c) writes
- * each element as a buffer of its own, which placement may keep in VMEM
- * (sim/placement.c). */
+/* Whether c is a while loop's body, its only caller. */
+static inline bool sim_loop_body(const struct ir_computation *c)
+{
+	const struct ir_instr *w = c->n_callers == 1 ? c->caller : NULL;
+	return w && w->op == IR_OP_WHILE && w->n_called == 2 &&
+	       w->called[1] == c;
+}
+
+/* Whether v is an element of a loop body's state: a get-tuple-element
+ * of its parameter. */
+static inline bool sim_loop_state(const struct ir_instr *v)
+{
+	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
+					   v->n_operands == 1
+					   ? v->operands[0]
+					   : NULL;
+	return o && o->op == IR_OP_PARAMETER && sim_loop_body(v->parent);
+}
+
+/* Whether u's operand j is a loop body's state element that its result
+ * u passes on unchanged, in its place: the same buffer in HBM, no use
+ * (a copy of it into VMEM is not what the body returns: fuse writes the
+ * element itself there). */
+static inline bool sim_passes_through(const struct ir_instr *u, int j)
+{
+	const struct ir_instr *v = u->operands[j];
+	return u == u->parent->root && u->op == IR_OP_TUPLE &&
+	       sim_loop_state(v) && v->attrs.tuple_index == j;
+}
+
+/* The get-tuple-element of t's element i in t's computation, where t is
+ * read by get-tuple-elements alone, one for each element it reads, else
+ * NULL: a collective of a tuple (a combined all-reduce, sim/rewrite.c)
+ * writes each element as a buffer of its own, which placement may then
+ * keep in VMEM (sim/placement.c). */
 static inline const struct ir_instr *sim_tuple_element(const struct ir_instr *t,
 							int64_t i)
 {
 	const struct ir_computation *c = t->parent;
-	for (int k = t->index + 1; k < c->n_instrs; k++) {
+	const struct ir_instr *found = NULL;
+	for (int k = 0; k < c->n_instrs; k++) {
 		const struct ir_instr *u = c->instrs[k];
-		if (u->op == IR_OP_GET_TUPLE_ELEMENT && u->n_operands == 1 &&
-		    u->operands[0] == t && u->attrs.tuple_index == i)
-			return u;
+		for (int j = 0; j < u->n_operands; j++) {
+			if (u->operands[j] != t)
+				continue;
+			if (u->op != IR_OP_GET_TUPLE_ELEMENT)
+				return NULL; /* the tuple read whole */
+			if (u->attrs.tuple_index == i) {
+				if (found)
+					return NULL; /* two names of it */
+				found = u;
+			}
+		}
 	}
-	return NULL;
+	return found;
 }
 
 /* Shape s in VMEM: a copy of it into *tmp with memory space S(1), as
@@ -394,9 +434,9 @@ int sim_group_members(const struct grouping *g, int grp, const int **out);
 /* The order in which a grouped computation's kernels run and `tpusim
  * fuse` writes them. node[k] names what makes instruction k's value: k
  * itself, g->n + id for group id, or -1 (a value computed again where it
- * is read). The elements of the computation's parameters
- * (get-tuple-elements of a parameter: a loop body's state) come first,
- * where a body's prefetches into VMEM start (sim/placement.c); then each
+ * is read). The get-tuple-elements of a parameter that are nodes of
+ * their own come first, in every computation (a loop body's state:
+ * where its prefetches into VMEM start, sim/placement.c); then each
  * instruction that is its own node at its place,
  * each group that is a node at its last member, and every node after
  * every node it reads (depth first, iterative: chains of thousands of

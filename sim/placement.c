@@ -14,8 +14,9 @@
  * The rule, a greedy interval packing over the schedule:
  *   room = vmem.bytes - vmem.scoped_bytes                        (bytes)
  *   a candidate: an array value in HBM (memory space 0, with a layout
- *     to write S(1) into; each element of a collective's tuple, a
- *     combined all-reduce's, sim/rewrite.c, its own) that one kernel
+ *     to write S(1) into; each element of a collective's tuple read by
+ *     get-tuple-elements alone, one an element, a combined all-reduce's,
+ *     sim/rewrite.c, its own: sim_tuple_element) that one kernel
  *     writes and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
@@ -91,12 +92,15 @@
  * XLA's memory-space assignment prefetches weights into VMEM with
  * copy-start beside other work (v5e/mlp_s's two weights), and values
  * no kernel writes alike (v6e/decoder_s's layer stack's output, in two
- * slices, for the logits' dot). So do the elements of a loop body's
- * state that every live use in the body is a kernel's, or its result
- * passing them on unchanged (passes_through), their copies made at the
- * body's top (sim_group_order lists its parameter's elements first) and
- * run in each trip (XLA copies v6e/decoder_s_noremat's 32 MiB stack of
- * saved activations into VMEM in each trip of its backward loop).
+ * slices, for the logits' dot). So do a loop body's parameter and the
+ * elements of its state, and its inner loops' and calls' results, every
+ * live use of which in the body is a kernel's (or, for a state element,
+ * the body's result passing it on unchanged in its place, which fuse
+ * writes reading the element, not its copy: sim_passes_through), their
+ * copies made where the body names them (sim_group_order lists its
+ * parameter's elements first: at the body's top) and run in each trip
+ * (XLA copies v6e/decoder_s_noremat's 32 MiB stack of saved activations
+ * into VMEM in each trip of its backward loop).
  * Each is a candidate among the values above, interval [its copy, last
  * reader], written by its copy (which holds nothing: it moves the
  * bytes), its benefit its readers' (added as above) less its copy's
@@ -233,34 +237,6 @@ static const struct ir_instr *alias_of(const struct ir_instr *u)
 			: NULL;
 	int64_t i = u->attrs.tuple_index;
 	return t && i >= 0 && i < t->n_operands ? t->operands[i] : NULL;
-}
-
-/* Whether c is a while loop's body, its only caller. */
-static bool loop_body(const struct ir_computation *c)
-{
-	const struct ir_instr *w = c->n_callers == 1 ? c->caller : NULL;
-	return w && w->op == IR_OP_WHILE && w->n_called == 2 &&
-	       w->called[1] == c;
-}
-
-/* Whether v is an element of a loop body's state: a get-tuple-element
- * of its parameter. */
-static bool loop_state(const struct ir_instr *v)
-{
-	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
-					   v->n_operands == 1
-					   ? v->operands[0]
-					   : NULL;
-	return o && o->op == IR_OP_PARAMETER && loop_body(v->parent);
-}
-
-/* Whether u's operand j is a loop body's state element that its result
- * u passes on unchanged, in its place: the same buffer in HBM, no use. */
-static bool passes_through(const struct ir_instr *u, int j)
-{
-	const struct ir_instr *v = u->operands[j];
-	return u == u->parent->root && u->op == IR_OP_TUPLE &&
-	       loop_state(v) && v->attrs.tuple_index == j;
 }
 
 /* The values the placing kernels write and the parameters the
@@ -421,7 +397,7 @@ static enum ts_status uses(const struct sim_program *p,
 				    cs->c[a].v == u->operands[j])
 					cs->c[a].result = true; /* its copy's */
 				else if (a >= 0 && a != self && /* a bitcast: no use */
-					 !passes_through(u, j) &&
+					 !sim_passes_through(u, j) &&
 					 rules_out(u, u->operands[j], r,
 						   cs->c[a].writer))
 					cs->c[a].ruled_out = true;
@@ -679,7 +655,7 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
  * has such a use (bad). */
 static bool other_use(const struct ir_instr *u, int j, const bool *bad)
 {
-	if (passes_through(u, j))
+	if (sim_passes_through(u, j))
 		return false;
 	enum sim_kernel_kind kind;
 	enum sim_top role = sim_top_role(u, &kind);
@@ -701,7 +677,7 @@ static bool other_use(const struct ir_instr *u, int j, const bool *bad)
  * VMEM in each trip of the backward loop, in eight slices). */
 static bool copyable(const struct ir_instr *v)
 {
-	if (v->op == IR_OP_PARAMETER || loop_state(v))
+	if (v->op == IR_OP_PARAMETER || sim_loop_state(v))
 		return true;
 	const struct ir_instr *o = v->op == IR_OP_GET_TUPLE_ELEMENT &&
 					   v->n_operands == 1
@@ -757,7 +733,7 @@ int sim_prefetches(const struct ir_module *m, double room,
 		n = list_copies(e, cross, *out, n);
 	for (int ci = 0; n >= 0 && ci < m->n_comps; ci++) {
 		const struct ir_computation *c = m->comps[ci];
-		if (c != e && c->root && loop_body(c))
+		if (c != e && c->root && sim_loop_body(c))
 			n = list_copies(c, cross, *out, n);
 	}
 	if (n < 0) {

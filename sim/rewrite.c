@@ -38,17 +38,19 @@
  * bytes (logical) and fewer than xla.async_all_reduce_bytes where that
  * is set (sim_all_reduce_combine_limit: what v7 runs on its SparseCores,
  * each a call-start of its own in data/compiled/v7, XLA does not
- * combine), is a candidate; candidates of one element type,
- * reducer (the binary op its computation applies to its two
- * parameters), channel (present or not) and device groups (device by
- * device) are of one kind. Rounds, each over the computation in its
- * order (the text's: XLA prints a module in post order):
+ * combine), reducing by a sum, product, minimum or maximum (and, or: the
+ * op its computation applies to its two parameters) is a candidate;
+ * candidates of one element type, reducer, channel (present or not) and
+ * device groups (device by device) are of one kind. Rounds, each over
+ * the computation in its order (the text's, XLA's post order; ordered
+ * first where the text reads a value before naming it):
  *   the first candidate left sets the kind; each later candidate of that
  *   kind joins while none that joined reaches it through its operands
  *   and the bytes stay within the threshold (the first that does not
  *   ends the round); candidates of other kinds wait;
  *   two or more that joined become one all-reduce of all their operands
- *   (a tuple, named after the first, written with its attributes), each
+ *   (a tuple, named after the first, written with all of the first's
+ *   text after its operands: channel, groups, reducer, metadata), each
  *   a get-tuple-element of it, and the computation from the first to the
  *   last that joined is ordered again: every instruction as early as its
  *   operands let it come, in the order it had (the combined one where
@@ -64,7 +66,9 @@
  * its fusions' order and reachability: the decoders' entries pair
  * different all-reduces (XLA pairs v5e/decoder_s's all-reduce.17 with
  * .25 where .20 joins here), v5e/vit_s keeps 15 here against XLA's 12,
- * v5e/dlrm_s 9 against 4; the threshold is a [GAP] (hwspecs/v3.yaml).
+ * v5e/dlrm_s 9 against 4; use_global_device_ids is not in the kind
+ * (tpusim reads no meaning into it); the threshold is a [GAP]
+ * (hwspecs/v3.yaml).
  */
 #include "kernels_int.h"
 
@@ -229,14 +233,18 @@ int sim_row_max_windows(const struct ir_module *m)
 }
 
 /* Whether all-reduce a may be combined (the rule above), bytes the
- * threshold: one array operand, a reducer, device groups kept (or none:
- * every device), not a megascale exchange. */
+ * threshold: one array operand, a reduction XLA knows (a sum, product,
+ * minimum or maximum; and, or), device groups kept (or none: every
+ * device), not a megascale exchange. */
 static bool combinable(const struct ir_instr *a, double bytes)
 {
+	enum ir_op r = a->n_called == 1 ? reducer_op(a->called[0])
+					: IR_OP_INVALID;
 	return a->op == IR_OP_ALL_REDUCE && a->n_operands == 1 &&
-	       a->n_called == 1 && a->shape.type != IR_TYPE_TUPLE &&
+	       a->shape.type != IR_TYPE_TUPLE &&
 	       a->operands[0]->shape.type != IR_TYPE_TUPLE &&
-	       reducer_op(a->called[0]) != IR_OP_INVALID &&
+	       (r == IR_OP_ADD || r == IR_OP_MULTIPLY || r == IR_OP_MINIMUM ||
+		r == IR_OP_MAXIMUM || r == IR_OP_AND || r == IR_OP_OR) &&
 	       (a->attrs.groups || a->attrs.replica_group_size == 0) &&
 	       sim_megascale_slices(a) == 0 && ir_shape_bytes(&a->shape) <= bytes;
 }
@@ -361,6 +369,56 @@ static bool order_by(struct ir_instr *const *list, int n, int lo,
 	return ok && done == n;
 }
 
+/* c's caller: the one instruction of m that calls it, when one does
+ * (ir_computation.caller), else NULL. */
+static void set_caller(const struct ir_module *m, struct ir_computation *c)
+{
+	c->caller = NULL;
+	for (int ci = 0; c->n_callers == 1 && ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			for (int j = 0; j < in->n_called; j++)
+				if (in->called[j] == c)
+					c->caller = in;
+		}
+}
+
+/* Whether each of c's instructions comes after its operands. */
+static bool topological(const struct ir_computation *c)
+{
+	for (int i = 0; i < c->n_instrs; i++)
+		for (int j = 0; j < c->instrs[i]->n_operands; j++) {
+			const struct ir_instr *o = c->instrs[i]->operands[j];
+			if (o->parent == c && o->index >= i)
+				return false;
+		}
+	return true;
+}
+
+/* Orders c so that each instruction comes after its operands, each as
+ * early as they let it (order_by); TS_ERR_UNSUPPORTED_OP for a cycle. */
+static enum ts_status reorder(struct ir_module *m, struct ir_computation *c)
+{
+	int n = c->n_instrs;
+	struct ir_instr **to =
+		ts_arena_array(&m->arena, (size_t)n + 1, sizeof *to);
+	int64_t *key = ts_malloc(((size_t)n + 1) * sizeof *key);
+	if (!to || !key) {
+		ts_free(key);
+		return TS_ERR_NOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		key[i] = i;
+	bool ok = order_by(c->instrs, n, 0, key, to);
+	ts_free(key);
+	if (!ok)
+		return TS_ERR_UNSUPPORTED_OP;
+	c->instrs = to;
+	for (int i = 0; i < n; i++)
+		to[i]->index = i;
+	return TS_OK;
+}
+
 /* Combines c's all-reduces g[0 .. n) (pairwise independent, of one
  * kind, in c's order) into one, named after g[0] (names: the module's,
  * sim_name_taken), and orders c again from g[0] to g[n - 1] (what
@@ -377,14 +435,17 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 	struct ir_instr **ops = ts_arena_array(a, (size_t)n, sizeof *ops);
 	struct ir_shape *elems = ts_arena_array(a, (size_t)n, sizeof *elems);
 	struct ir_instr **self = ts_arena_array(a, 1, sizeof *self);
+	struct ir_computation **r_of = ts_arena_array(a, (size_t)n,
+						      sizeof *r_of);
 	struct ir_instr **instrs =
 		ts_arena_array(a, (size_t)c->n_instrs + 1, sizeof *instrs);
 	struct ir_instr **win = ts_malloc((size_t)nw * sizeof *win);
 	int64_t *key = ts_malloc((size_t)nw * sizeof *key);
 	char *name = NULL;
-	enum ts_status st = x && ops && elems && self && instrs && win && key
-				    ? TS_OK
-				    : TS_ERR_NOMEM;
+	enum ts_status st =
+		x && ops && elems && self && r_of && instrs && win && key
+			? TS_OK
+			: TS_ERR_NOMEM;
 	for (int t = 0; st == TS_OK; t++) { /* a name no instruction has */
 		name = ts_arena_printf(a, "%s.combined%s%.0d", g[0]->name,
 				       t ? "." : "", t);
@@ -420,7 +481,8 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 			}
 		elems[q] = v->shape;
 		elems[q].memo = (struct ir_shape_memo){0};
-		v->called[0]->n_callers--;
+		r_of[q] = v->called[0];
+		r_of[q]->n_callers--;
 		*v = (struct ir_instr){
 			.op = IR_OP_GET_TUPLE_ELEMENT, .name = v->name,
 			.shape = v->shape, .n_operands = 1,
@@ -437,6 +499,9 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 					     .known_trip_count = -1};
 	}
 	struct ir_computation *r = x->called[0];
+	for (int q = 0; q < n; q++) /* the members' reducers' callers */
+		if (r_of[q] != r)
+			set_caller(m, r_of[q]);
 	r->caller = ++r->n_callers == 1 ? x : NULL;
 	for (int i = 0; i < nw - 1; i++) {
 		win[i] = c->instrs[lo + i];
@@ -470,6 +535,9 @@ static enum ts_status combine_all_reduces(struct ir_module *m,
 	enum ts_status st = ts_ptrmap_init(&taken, (size_t)c->n_instrs + 1)
 				    ? TS_OK
 				    : TS_ERR_NOMEM;
+	if (st == TS_OK && !topological(c)) /* the text may read a value
+					       before it names it */
+		st = reorder(m, c);
 	int from = 0; /* no candidate left before it */
 	while (st == TS_OK) {
 		/* reach[i]: instruction i reads, through its operands, one
@@ -550,7 +618,11 @@ enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
 						 &done->combined);
 		if (st != TS_OK)
 			ts_diag_set(d, m->file, c->line, c->col,
-				    "out of memory rewriting %s", c->name);
+				    st == TS_ERR_NOMEM
+					    ? "out of memory rewriting %s"
+					    : "%s: its instructions read each "
+					      "other in a cycle",
+				    c->name);
 	}
 	ts_u64map_free(&names);
 	return st;

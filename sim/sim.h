@@ -348,8 +348,10 @@ const struct ir_instr *sim_prefetch_candidate(const struct ir_module *m,
  * assignment may copy into VMEM when room (> 0) bytes are free: cross
  * (the cross-program prefetch, or NULL) first, then the entry's
  * parameters in their order and the elements of its loops' and calls'
- * results in the text's, then each loop body's state elements that it
- * passes on unchanged, those every live use of which is a kernel's
+ * results in the text's, then the same of each loop body (its state's
+ * elements, its parameter itself where the state is an array), those
+ * every live use of which is a kernel's (or, for a state element, the
+ * body's result passing it on unchanged in its place)
  * (sim/placement.c; room decides at placement, so that a whatif point
  * with more room may place a larger one). Their count and the list in
  * *out (ts_malloc'd; NULL when room is none), or -1 when memory runs

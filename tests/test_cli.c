@@ -324,6 +324,13 @@ static void test_combine_note(void **state)
 	expect_rc(&p, 0);
 	assert_string_equal(p.err, "");
 	proc_free(&p);
+	/* a compiled module: XLA combined it already, nothing to say */
+	char compiled[PATH_MAX];
+	src(compiled, "data/compiled/v5e/resnet_s.tpu.hlo");
+	tpusim(&p, "run", compiled, "--hw", v5e, "--hw", v7);
+	expect_rc(&p, 0);
+	assert_null(strstr(p.err, "all-reduces combined"));
+	proc_free(&p);
 }
 
 /* ---- bad input: exit 1 with a located diagnostic; missing files: 3 ------ */

@@ -1738,8 +1738,10 @@ static void test_loop_state_prefetch(void **state)
 		     ", u32[]{:S(2)}) copy-start(%w)\n");
 	const char *dot = strstr(out, "  %d = ");
 	if (!start || !dot || start > dot ||
-	    !strstr(out, " exponential(%w.prefetch)"))
-		fail_msg("w not copied in at the body's top:\n%s", out);
+	    !strstr(out, " exponential(%w.prefetch)") ||
+	    !strstr(out, " tuple(%i1, %d, %w, %e)\n"))
+		fail_msg("w not copied in at the body's top, or the body's "
+			 "result not the state it passes on:\n%s", out);
 #undef F
 	free(out);
 }
@@ -1816,6 +1818,24 @@ static void test_tuple_element_late(void **state)
 		"  ROOT t = (f32[4096,128]{1,0}, f32[4096,128]{1,0}) "
 		"tuple(d2, g0)\n}\n";
 	free(same_round_trip(text, &hw));
+	/* the tuple returned whole: its elements are not buffers of their
+	 * own, none in VMEM (its result would hold one) */
+	static const char whole[] =
+		"HloModule w, num_partitions=4\n"
+		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  ROOT s = f32[] add(a, b)\n}\n"
+		"ENTRY e {\n  x = f32[131072]{0} parameter(0)\n"
+		"  y = f32[131072]{0} parameter(1)\n"
+		"  ar = (f32[131072]{0}, f32[131072]{0}) all-reduce(x, y), "
+		"replica_groups={}, to_apply=add\n"
+		"  g0 = f32[131072]{0} get-tuple-element(ar), index=0\n"
+		"  n0 = f32[131072]{0} negate(g0)\n"
+		"  ROOT t = ((f32[131072]{0}, f32[131072]{0}), f32[131072]{0}) "
+		"tuple(ar, n0)\n}\n";
+	char *out = same_round_trip(whole, &hw);
+	if (strstr(out, "S(1)"))
+		fail_msg("an element of a tuple read whole in VMEM:\n%s", out);
+	free(out);
 }
 
 /* A loop whose trip count was derived keeps it as known_trip_count in

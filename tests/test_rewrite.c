@@ -481,6 +481,53 @@ static void test_combine_ir(void **state)
 		assert_int_equal(done.combined, 0);
 		ir_module_free(m);
 	}
+	/* a text that reads u before naming it: a2 reads a1 through u, so
+	 * the two stay apart (the computation is ordered first); a subtract
+	 * is no reduction XLA combines */
+	static const char fwd[] =
+		"HloModule fwd, num_partitions=4\n" AR_REDUCERS
+		"sub {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  ROOT s = f32[] subtract(a, b)\n}\n"
+		"ENTRY e {\n  x = f32[1024]{0} parameter(0)\n"
+		"  a1 = f32[1024]{0} all-reduce(x), replica_groups={}, "
+		"to_apply=add\n"
+		"  a2 = f32[1024]{0} all-reduce(u), replica_groups={}, "
+		"to_apply=add\n"
+		"  u = f32[1024]{0} negate(a1)\n"
+		"  s1 = f32[1024]{0} all-reduce(x), replica_groups={}, "
+		"to_apply=sub\n"
+		"  s2 = f32[1024]{0} all-reduce(u), replica_groups={}, "
+		"to_apply=sub\n"
+		"  ROOT t = (f32[1024]{0}, f32[1024]{0}, f32[1024]{0}, "
+		"f32[1024]{0}) tuple(a1, a2, s1, s2)\n}\n";
+	m = rewritten(fwd, &v5e, &done);
+	assert_int_equal(done.combined, 0);
+	assert_true(instr(m, "u")->index < instr(m, "a2")->index);
+	ir_module_free(m);
+	/* a member's own reducer keeps its one other caller (caller) */
+	static const char two[] =
+		"HloModule two, num_partitions=4\n" AR_REDUCERS
+		"add2 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+		"  ROOT s = f32[] add(a, b)\n}\n"
+		"ENTRY e {\n  x = f32[1024]{0} parameter(0)\n"
+		"  y = f32[1024]{0} parameter(1)\n"
+		"  a1 = f32[1024]{0} all-reduce(x), replica_groups={}, "
+		"to_apply=add\n"
+		"  a2 = f32[1024]{0} all-reduce(y), replica_groups={}, "
+		"to_apply=add2\n"
+		"  z = f32[] constant(0)\n"
+		"  r = f32[] reduce(y, z), dimensions={0}, to_apply=add2\n"
+		"  ROOT t = (f32[1024]{0}, f32[1024]{0}, f32[]) "
+		"tuple(a1, a2, r)\n}\n";
+	m = rewritten(two, &v5e, &done);
+	assert_int_equal(done.combined, 2);
+	const struct ir_computation *add2 = ir_module_find_comp(m, "add2"),
+				    *add = ir_module_find_comp(m, "add");
+	assert_int_equal(add2->n_callers, 1);
+	assert_ptr_equal(add2->caller, instr(m, "r"));
+	assert_int_equal(add->n_callers, 1);
+	assert_ptr_equal(add->caller, combined_into(m, "a1"));
+	ir_module_free(m);
 }
 
 /* The combined module fused as `fuse` writes it: one all-reduce of both
