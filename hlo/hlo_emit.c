@@ -250,10 +250,17 @@ enum ts_status hlo_emit_instr(struct hlo_emit *e, const struct ir_instr *in,
 	while (a < in->rhs_end && blank(e->text[a]))
 		a++;
 	if (shape) { /* the shape's text ends at a blank outside brackets
-		      * that no dims or layout follow ("f32 [8]" is one) */
+		      * that no dims or layout follow ("f32 [8]" is one), or
+		      * where a name follows a bracket it closed
+		      * ("f32[8]{0}negate(", which the parser reads too) */
 		hlo_emit_shape(e, shape);
+		uint32_t from = a;
 		for (int depth = 0; a < in->rhs_end; a++) {
 			char c = e->text[a];
+			char before = a > from ? e->text[a - 1] : ' ';
+			if (depth == 0 && (isalpha((unsigned char)c) || c == '_') &&
+			    (before == ')' || before == ']' || before == '}'))
+				break;
 			if (depth == 0 && blank(c)) {
 				uint32_t b = a;
 				while (b < in->rhs_end && blank(e->text[b]))
