@@ -1218,10 +1218,11 @@ static enum ts_status single_work(const struct sim_kernel *k, const char *file,
 	 * get-tuple-element, placement.c) written S(1) */
 	const struct ir_shape *out = result_shape(in);
 	struct ir_shape tuple, *el = NULL;
-	for (int i = 0; k->n_vmem && out->type == IR_TYPE_TUPLE &&
-			i < out->n_elems; i++) {
-		const struct ir_instr *x = sim_tuple_element(in, i);
-		if (!x || !sim_kernel_in_vmem(k, x))
+	for (int q = 0; out->type == IR_TYPE_TUPLE && q < k->n_vmem; q++) {
+		const struct ir_instr *x = k->vmem[q];
+		int64_t i = x->attrs.tuple_index;
+		if (x->op != IR_OP_GET_TUPLE_ELEMENT || x->n_operands != 1 ||
+		    x->operands[0] != in || i < 0 || i >= out->n_elems)
 			continue;
 		if (!el && !(el = ts_malloc((size_t)out->n_elems * sizeof *el)))
 			return TS_ERR_NOMEM;

@@ -127,9 +127,16 @@ static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 	    (!collective && in->shape.n_elems != t->n_operands))
 		return 0;
 	struct ir_shape *el = NULL;
+	const struct ir_instr **names =
+		collective ? ts_arena_array(a, (size_t)in->shape.n_elems + 1,
+					    sizeof *names)
+			   : NULL;
+	if (collective && !names)
+		return -1;
+	if (collective && !sim_tuple_elements(in, names))
+		return 0;
 	for (int i = 0; i < in->shape.n_elems; i++) {
-		const struct ir_instr *o =
-			collective ? sim_tuple_element(in, i) : t->operands[i];
+		const struct ir_instr *o = collective ? names[i] : t->operands[i];
 		if (!o || (!collective && sim_passes_through(t, i)))
 			continue; /* a loop's state passed on: in HBM */
 		if (ts_ptrmap_get(&e->vmem, o) < 0 || evicted_for(e, o) ||

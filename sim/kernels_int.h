@@ -111,31 +111,32 @@ static inline bool sim_passes_through(const struct ir_instr *u, int j)
 	       sim_loop_state(v) && v->attrs.tuple_index == j;
 }
 
-/* The get-tuple-element of t's element i in t's computation, where t is
- * read by get-tuple-elements alone, one for each element it reads, else
- * NULL: a collective of a tuple (a combined all-reduce, sim/rewrite.c)
- * writes each element as a buffer of its own, which placement may then
- * keep in VMEM (sim/placement.c). */
-static inline const struct ir_instr *sim_tuple_element(const struct ir_instr *t,
-							int64_t i)
+/* The get-tuple-elements of t's elements in t's computation, into
+ * el[0 .. t's elements) (NULL for one none names), where t is read by
+ * get-tuple-elements alone, one for each element it reads; else false:
+ * a collective of a tuple (a combined all-reduce, sim/rewrite.c) writes
+ * each element as a buffer of its own, which placement may then keep in
+ * VMEM (sim/placement.c). */
+static inline bool sim_tuple_elements(const struct ir_instr *t,
+				      const struct ir_instr **el)
 {
 	const struct ir_computation *c = t->parent;
-	const struct ir_instr *found = NULL;
+	int n = t->shape.n_elems;
+	for (int i = 0; i < n; i++)
+		el[i] = NULL;
 	for (int k = 0; k < c->n_instrs; k++) {
 		const struct ir_instr *u = c->instrs[k];
 		for (int j = 0; j < u->n_operands; j++) {
 			if (u->operands[j] != t)
 				continue;
-			if (u->op != IR_OP_GET_TUPLE_ELEMENT)
-				return NULL; /* the tuple read whole */
-			if (u->attrs.tuple_index == i) {
-				if (found)
-					return NULL; /* two names of it */
-				found = u;
-			}
+			int64_t i = u->attrs.tuple_index;
+			if (u->op != IR_OP_GET_TUPLE_ELEMENT || i < 0 || i >= n ||
+			    el[i])
+				return false; /* read whole, or twice named */
+			el[i] = u;
 		}
 	}
-	return found;
+	return true;
 }
 
 /* Shape s in VMEM: a copy of it into *tmp with memory space S(1), as

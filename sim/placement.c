@@ -16,7 +16,7 @@
  *   a candidate: an array value in HBM (memory space 0, with a layout
  *     to write S(1) into; each element of a collective's tuple read by
  *     get-tuple-elements alone, one an element, a combined all-reduce's,
- *     sim/rewrite.c, its own: sim_tuple_element) that one kernel
+ *     sim/rewrite.c, its own: sim_tuple_elements) that one kernel
  *     writes and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
@@ -264,9 +264,13 @@ static void find(const struct sim_program *p, double room,
 						   t->shape.type == IR_TYPE_TUPLE
 					   ? t->shape.n_elems
 					   : 0;
+			const struct ir_instr **el =
+				n_el ? ts_malloc((size_t)n_el * sizeof *el)
+				     : NULL;
+			if (n_el && (!el || !sim_tuple_elements(t, el)))
+				n_el = 0; /* (out of memory: none placed) */
 			for (int e = n_el ? 0 : -1; e < n_el; e++) {
-				const struct ir_instr *v =
-					e < 0 ? t : sim_tuple_element(t, e);
+				const struct ir_instr *v = e < 0 ? t : el[e];
 				int again = v ? ts_ptrmap_get(&cs->of, v) : -1;
 				if (again >= 0) /* a computation called from
 						   several places: one value,
@@ -280,6 +284,7 @@ static void find(const struct sim_program *p, double room,
 					.bytes = ir_shape_padded_bytes(&v->shape)};
 				ts_ptrmap_set(&cs->of, v, cs->n++);
 			}
+			ts_free(el);
 		}
 	}
 	const struct ir_module *m = p->module;
