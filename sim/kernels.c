@@ -59,7 +59,8 @@ struct build {
 	                       -1 when none is open, -2 for no prefetch;
 	                       NULL: no prefetches */
 	struct ts_u64map names; /* digests of the module's instruction
-	                           names (named), made when first needed */
+	                           names (sim_name_taken), made when first
+	                           needed */
 	double async_bytes; /* all-reduces this large run asynchronously
 	                       (xla.async_all_reduce_bytes); 0: none */
 	bool record;        /* the first build of such a program: note
