@@ -131,6 +131,14 @@ static int parse_sweep(const struct cmd_ctx *ctx, const char *arg,
 			     "PATH=VALUES (e.g. hbm.bw_bytes_per_s=450e9,900e9)",
 			     &v))) {
 		return CMD_EXIT_USAGE;
+	} else if (!strncmp(w->field->path, "xla.", 4)) {
+		/* how XLA compiles the module for the spec (sim/rewrite.c,
+		 * sim/schedule.c): decided once, when it is loaded */
+		cmd_error(ctx, "--sweep %s: %s says how XLA compiles the "
+			       "module, decided once before the points; run "
+			       "`tpusim run --set %s=V` for each value",
+			  arg, w->field->path, w->field->path);
+		return CMD_EXIT_USAGE;
 	}
 	int rc = parse_values(ctx, arg, v, w);
 	for (int i = 0; rc == CMD_EXIT_OK && w->kind == SWEEP_SLICES && i < w->n;
@@ -259,8 +267,10 @@ static int whatif_parse_opt(const struct cmd_ctx *ctx, void *opts_v, int id,
 static void whatif_help(FILE *out)
 {
 	fputs("A hardware what-if study of GRAPH.hlo's program. Each --sweep "
-	      "gives a spec\nfield and its values; several form the grid of "
-	      "their product (at most\n4096 points). Each point is the spec "
+	      "gives a spec\nfield and its values (not the xla section's: how "
+	      "XLA compiles the module,\ndecided once, when it is loaded); "
+	      "several form the grid of their product (at\nmost 4096 points). "
+	      "Each point is the spec "
 	      "(with the --set changes) with the\npoint's values applied as if "
 	      "the file said them (ranges, the checks that\nrelate fields and "
 	      "the derived figures, as --set); the kernels are built\nonce and "
