@@ -1174,11 +1174,11 @@ static void test_barrier_placement(void **state)
 
 /* The start of the modules below: "HloModule m" and the reducer their
  * all-reduces (add) or reduce-windows (max) apply. */
-#define ADD_MODULE                                                            \
-	"HloModule m\n"                                                        \
+#define ADD_COMPUTATION                                                       \
 	"%add (a: f32[], b: f32[]) -> f32[] {\n"                               \
 	"  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"               \
 	"  ROOT %s = f32[] add(%a, %b)\n}\n"
+#define ADD_MODULE "HloModule m\n" ADD_COMPUTATION
 #define MAX_F16_MODULE                                                        \
 	"HloModule m\n"                                                        \
 	"%max (x: f16[], y: f16[]) -> f16[] {\n"                               \
@@ -1758,9 +1758,7 @@ static void test_condition_as_written(void **state)
 	if (!tu_load_spec("v5e", &hw))
 		skip();
 	static const char text[] =
-		"HloModule m\n"
-		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
+		ADD_MODULE
 		"cond {\n  cp = (s32[], f32[1024]) parameter(0)\n"
 		"  i = s32[] get-tuple-element(cp), index=0\n"
 		"  x = f32[1024] get-tuple-element(cp), index=1\n"
@@ -1802,8 +1800,7 @@ static void test_tuple_element_late(void **state)
 		skip();
 	static const char text[] =
 		"HloModule m, num_partitions=2\n"
-		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
+		ADD_COMPUTATION
 		"ENTRY e {\n  x = f32[4096,128]{1,0} parameter(0)\n"
 		"  y = f32[4096,128]{1,0} parameter(1)\n"
 		"  w = f32[128,128]{1,0} parameter(2)\n"
@@ -1822,8 +1819,7 @@ static void test_tuple_element_late(void **state)
 	 * own, none in VMEM (its result would hold one) */
 	static const char whole[] =
 		"HloModule w, num_partitions=4\n"
-		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
+		ADD_COMPUTATION
 		"ENTRY e {\n  x = f32[131072]{0} parameter(0)\n"
 		"  y = f32[131072]{0} parameter(1)\n"
 		"  ar = (f32[131072]{0}, f32[131072]{0}) all-reduce(x, y), "
@@ -1841,8 +1837,7 @@ static void test_tuple_element_late(void **state)
 	 * where a name follows the brace that closes its layout) */
 	static const char tight[] =
 		"HloModule t, num_partitions=4\n"
-		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
+		ADD_COMPUTATION
 		"ENTRY e {\n  x = f32[131072]{0} parameter(0)\n"
 		"  y = f32[131072]{0} parameter(1)\n"
 		"  ar = (f32[131072]{0}, f32[131072]{0}) all-reduce(x, y), "
