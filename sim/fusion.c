@@ -119,9 +119,7 @@ static int barrier_shape(const struct emitter *e, const struct ir_instr *in,
 			  struct ts_arena *a, struct ir_shape *tmp)
 {
 	const struct ir_instr *t = sim_barrier_tuple(in) ? in->operands[0] : in;
-	enum sim_kernel_kind kind;
-	bool collective = sim_top_role(in, &kind) == SIM_TOP_KERNEL &&
-			  kind == SIM_KERNEL_COLLECTIVE;
+	bool collective = sim_collective_tuple(in);
 	if ((t->op != IR_OP_TUPLE && !collective) ||
 	    in->shape.type != IR_TYPE_TUPLE ||
 	    (!collective && in->shape.n_elems != t->n_operands))

@@ -1142,9 +1142,7 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 		in->op == IR_OP_GET_TUPLE_ELEMENT && in->n_operands == 1
 			? in->operands[0]
 			: NULL;
-	if (t && t->shape.type == IR_TYPE_TUPLE &&
-	    sim_top_role(t, &kind) == SIM_TOP_KERNEL &&
-	    kind == SIM_KERNEL_COLLECTIVE && b->evict && evictable(b, in))
+	if (t && sim_collective_tuple(t) && b->evict && evictable(b, in))
 		st = add_copy(b, in, true, s);
 	if (st == TS_OK && sim_fuse_class(g, in) == FC_CONTROL)
 		st = walk_control(b, in, sim_top_role(in, &kind), s);

@@ -238,6 +238,17 @@ bool sim_same_tiles(const struct ir_layout *a, const struct ir_layout *b);
  * that holds a collective: SIM_KERNEL_COLLECTIVE). */
 enum sim_top sim_top_role(const struct ir_instr *in, enum sim_kernel_kind *kind);
 
+/* Whether t is a collective of a tuple (a combined all-reduce,
+ * sim/rewrite.c), whose elements may be buffers of their own
+ * (sim_tuple_elements). */
+static inline bool sim_collective_tuple(const struct ir_instr *t)
+{
+	enum sim_kernel_kind kind;
+	return t->shape.type == IR_TYPE_TUPLE &&
+	       sim_top_role(t, &kind) == SIM_TOP_KERNEL &&
+	       kind == SIM_KERNEL_COLLECTIVE;
+}
+
 /* Nesting of while/call/conditional bodies beyond which the module is taken
  * to be recursive (HLO forbids recursion; a hand-made module may not). */
 #define SIM_MAX_NESTING 64

@@ -524,6 +524,7 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 	m->n_instrs++;
 	return TS_OK;
 }
+
 /* The combiner's rounds over computation c (the rule above); *n: the
  * all-reduces combined into others (a combined one of k counts k). */
 static enum ts_status combine_all_reduces(struct ir_module *m,
