@@ -454,6 +454,18 @@ CAUSES = """\
   2 (1.153 to 1.128), v5e/mlp_s 1.029 to 1.005, v6e/mlp_s 1.049 to 1.028;
   v7/decoder_s_noremat 0.9503 to 0.9499 (out of 5%, fused faster than
   compiled already); within 5% 46 to 45.
+- XLA's kCustom fusions in VMEM: the gather, scatter and
+  all-reduce-scatter fusions `fuse` keeps as they are held nothing in
+  VMEM; XLA's read and write S(1) (v6e/decoder_s_noremat's embedding
+  gather writes its 8.4 MB of rows there). Now they hold values as other
+  kernels do: v5e/dlrm_s 1.647 to 1.584, v5e/vit_s 1.132 to 1.116,
+  v5e/ops_reduce_scatter 1.029 to 0.998, the decoders 0.002-0.004 closer
+  (v5e/decoder_s_noremat 1.056 to 1.053, v6e/decoder_s_noremat 1.058 to
+  1.055); four modules further by at most 0.001 (v7/decoder_s_noremat
+  0.9499 to 0.9485). Within 5% stays 45. Left: a scatter's result, written
+  in place over a buffer it is given, stays in HBM with that buffer,
+  where XLA places both in VMEM (the decoders' embedding gradient,
+  32.8 MB, its select and scatter; dlrm_s's four table gradients).
 - The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
   fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,

@@ -1060,12 +1060,15 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 		ts_calloc((size_t)in->n_operands + 1, sizeof *vals);
 	const struct ir_shape **fulls =
 		ts_calloc((size_t)in->n_operands + 1, sizeof *fulls);
-	if (st == TS_OK && (!vals || !fulls))
+	struct ir_shape *held =
+		ts_calloc((size_t)in->n_operands + 1, sizeof *held);
+	if (st == TS_OK && (!vals || !fulls || !held))
 		st = TS_ERR_NOMEM;
 	if (st == TS_OK) {
 		for (int j = 0; j < in->n_operands; j++) {
 			vals[j] = j < c->n_params ? c->params[j] : NULL;
-			fulls[j] = &in->operands[j]->shape;
+			fulls[j] = held_shape(k, in->operands[j],
+					      &in->operands[j]->shape, &held[j]);
 		}
 		if (!add_reads(vals, fulls,
 			       (const struct ir_instr *const *)in->operands,
@@ -1075,11 +1078,14 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	}
 	ts_free(vals);
 	ts_free(fulls);
+	ts_free(held);
 	if (st == TS_OK) {
+		struct ir_shape tmp;
+		const struct ir_shape *out = held_shape(k, in, &in->shape, &tmp);
 		w->constant_bytes = constant_bytes(body, c->n_instrs, cd);
 		w->bytes_read += w->constant_bytes;
-		w->bytes_written = c->root ? written_bytes(c->root, &in->shape)
-					   : hbm_bytes(&in->shape);
+		w->bytes_written = c->root ? written_bytes(c->root, out)
+					   : hbm_bytes(out);
 	}
 	ts_free(cd);
 	return st;

@@ -722,15 +722,24 @@ static enum ts_status put_grouped(struct emitter *e,
 }
 
 /* A computation the pass does not change: each instruction as written
- * (operands nested in an operand list included). */
+ * (operands nested in an operand list included), but the root of one
+ * kept fusion's (XLA's kCustom gather or scatter) written in VMEM where
+ * placement keeps that fusion's result there: a fusion's result is its
+ * root's buffer. */
 static enum ts_status put_verbatim(struct emitter *e,
 				   const struct ir_computation *c)
 {
 	hlo_emit_signature(&e->h, c);
+	const struct ir_instr *u = c->n_callers == 1 ? c->caller : NULL;
+	bool held = u && u->op == IR_OP_FUSION &&
+		    ts_ptrmap_get(&e->vmem, u) >= 0;
 	for (int i = 0; i < c->n_instrs; i++) {
 		const struct ir_instr *in = c->instrs[i];
+		struct ir_shape tmp;
+		const struct ir_shape *s =
+			held && in == c->root ? shape_of(e, u, &tmp) : NULL;
 		enum ts_status st = hlo_emit_instr(&e->h, in, in == c->root,
-						   in->name, NULL, NULL, NULL);
+						   in->name, s, NULL, NULL);
 		if (st)
 			return st;
 	}

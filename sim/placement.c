@@ -17,7 +17,8 @@
  *     to write S(1) into; each element of a collective's tuple read by
  *     get-tuple-elements alone, one an element, a combined all-reduce's,
  *     sim/rewrite.c, its own: sim_tuple_elements) that one kernel
- *     writes and only kernels read
+ *     writes, not in place over a buffer it is given (written_in_place),
+ *     and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
  *     it: JAX's remat puts a layer's saved inputs and weight slices
@@ -185,14 +186,42 @@ struct cands {
 
 /* Whether kernel k may hold a value in VMEM: a grouped or single-op
  * kernel, a collective's too (its ICI moves the buffer wherever it
- * lives), not an async transfer, library call or relayout (whose work
- * cost.c counts apart), nor one of a loop's condition, which `fuse`
- * writes as it is (XLA leaves it so). */
+ * lives), one of XLA's kCustom fusions `fuse` keeps (a gather's or
+ * scatter's, as XLA's hold them: fuse writes the root of the
+ * computation it calls in the fusion's memory space, so that computation
+ * has no other caller), not an async transfer, library call or relayout
+ * (whose work cost.c counts apart), nor one of a loop's condition, which
+ * `fuse` writes as it is (XLA leaves it so). */
 static bool places(const struct sim_kernel *k)
 {
+	const struct ir_instr *in = k->instr;
 	return k->kind != SIM_KERNEL_UNMODELLED && !k->async_work && !k->dma &&
-	       !k->lowered && !k->as_written &&
-	       k->instr->op != IR_OP_FUSION && !sim_side_collective(k->instr);
+	       !k->lowered && !k->as_written && !sim_side_collective(in) &&
+	       (in->op != IR_OP_FUSION ||
+		(in->n_called == 1 && in->called[0]->n_callers == 1));
+}
+
+/* Whether kernel k writes v in place over a buffer it is given: v's
+ * op, or the root of the kCustom fusion v is, a dynamic-update-slice or
+ * scatter updating an input of k. That buffer is read in place, so it
+ * stays in HBM (rules_out), and v, the same buffer, with it. */
+static bool written_in_place(const struct sim_kernel *k,
+			     const struct ir_instr *v)
+{
+	const struct ir_instr *r = v;
+	if (v == k->instr && v->op == IR_OP_FUSION)
+		r = v->n_called == 1 ? v->called[0]->root : NULL;
+	if (!r || !sim_inplace_update(r))
+		return false;
+	const struct ir_instr *buf = r->operands[0];
+	if (r != v) { /* a fused parameter: the fusion's operand */
+		int64_t i = buf->op == IR_OP_PARAMETER ? buf->attrs.parameter_number : -1;
+		buf = i >= 0 && i < v->n_operands ? v->operands[i] : NULL;
+	}
+	for (int j = 0; buf && j < k->n_inputs; j++)
+		if (k->inputs[j] == buf)
+			return true;
+	return false;
 }
 
 /* Whether value v, written by a kernel, may be placed in room at all
@@ -276,7 +305,8 @@ static void find(const struct sim_program *p, double room,
 						   several places: one value,
 						   one layout */
 					cs->c[again].ruled_out = true;
-				if (!v || !may_place(v, room) || again >= 0)
+				if (!v || !may_place(v, room) || again >= 0 ||
+				    written_in_place(k, v))
 					continue;
 				cs->c[cs->n] = (struct cand){
 					.v = v, .writer = i, .last = i,

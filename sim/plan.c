@@ -2127,7 +2127,12 @@ static enum ts_status build(const struct sim_kernel *k,
 					-1, t, d);
 			if (st != TS_OK)
 				goto out;
-			if (p->n_access > before && sim_kernel_in_vmem(k, roots[i]))
+			/* the buffer: a fusion's own result where it is its */
+			const struct ir_instr *buf =
+				written(k, i, n, roots[i]) == &k->instr->shape
+					? k->instr
+					: roots[i];
+			if (p->n_access > before && sim_kernel_in_vmem(k, buf))
 				p->acc[p->n_access - 1].in_vmem = true;
 		}
 	}

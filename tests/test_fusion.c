@@ -1853,6 +1853,65 @@ static void test_tuple_element_late(void **state)
 	free(out);
 }
 
+/* XLA's kCustom gather and scatter fusions, which `fuse` keeps as they
+ * are, hold values in VMEM as other kernels do (placement.c), on v5e: g
+ * gathers 8 MiB of rows that e, an HBM-bound exponential, reads; both
+ * kernels meet it in VMEM (the gather writes no HBM byte, e reads none),
+ * and fuse writes g, and its fused computation's root, in S(1). s
+ * scatters e's result into b in place, b a buffer it is given (read in
+ * place, so in HBM): s's result, the same buffer, stays in HBM though n
+ * reads it next. Read back at the same time. */
+static void test_kept_fusion_placement(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v5e", &hw))
+		skip();
+	static const char text[] =
+		ADD_MODULE
+		"%gather_c (t: f32[8192,512], i: s32[4096,1]) -> f32[4096,512] {\n"
+		"  %t = f32[8192,512]{1,0} parameter(0)\n"
+		"  %i = s32[4096,1]{1,0} parameter(1)\n"
+		"  ROOT %g = f32[4096,512]{1,0} gather(%t, %i), offset_dims={1}, "
+		"collapsed_slice_dims={0}, start_index_map={0}, "
+		"index_vector_dim=1, slice_sizes={1,512}\n}\n"
+		"%scatter_c (b: f32[8192,512], i: s32[4096,1], u: f32[4096,512]) "
+		"-> f32[8192,512] {\n"
+		"  %b = f32[8192,512]{1,0} parameter(0)\n"
+		"  %i = s32[4096,1]{1,0} parameter(1)\n"
+		"  %u = f32[4096,512]{1,0} parameter(2)\n"
+		"  ROOT %s = f32[8192,512]{1,0} scatter(%b, %i, %u), "
+		"update_window_dims={1}, inserted_window_dims={0}, "
+		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+		"to_apply=%add\n}\n"
+		"ENTRY e {\n  t = f32[8192,512]{1,0} parameter(0)\n"
+		"  i = s32[4096,1]{1,0} parameter(1)\n"
+		"  b = f32[8192,512]{1,0} parameter(2)\n"
+		"  g = f32[4096,512]{1,0} fusion(t, i), kind=kCustom, "
+		"calls=%gather_c\n"
+		"  e = f32[4096,512]{1,0} exponential(g)\n"
+		"  s = f32[8192,512]{1,0} fusion(b, i, e), kind=kCustom, "
+		"calls=%scatter_c\n"
+		"  ROOT n = f32[8192,512]{1,0} negate(s)\n}\n";
+	struct tu_built b;
+	build_for(text, &hw, &hw, &b);
+	assert_near(tu_kernel(&b, "g")->work.bytes_written, 0, 0);
+	assert_near(tu_kernel(&b, "e")->work.bytes_read, 0, 0);
+	assert_near(tu_kernel(&b, "s")->work.bytes_written, 8 << 20, 0);
+	assert_near(tu_kernel(&b, "n")->work.bytes_read, 16 << 20, 0);
+	tu_built_free(&b);
+	char *out = same_round_trip(text, &hw);
+	static const char *const want[] = {
+		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
+		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t, %i), kind=kCustom",
+		"  %s = f32[8192,512]{1,0} fusion(",
+		"  ROOT %s = f32[8192,512]{1,0} scatter("};
+	for (size_t q = 0; q < TS_ARRAY_LEN(want); q++)
+		if (!strstr(out, want[q]))
+			fail_msg("no \"%s\" in:\n%s", want[q], out);
+	free(out);
+}
+
 /* A loop whose trip count was derived keeps it as known_trip_count in
  * its backend_config, whichever form that has: {...}, a quoted "{...}"
  * (quotes escaped; a second backend_config would not read back), or none
@@ -3598,6 +3657,7 @@ int main(void)
 		cmocka_unit_test(test_loop_state_prefetch),
 		cmocka_unit_test(test_condition_as_written),
 		cmocka_unit_test(test_tuple_element_late),
+		cmocka_unit_test(test_kept_fusion_placement),
 		cmocka_unit_test(test_trip_count_written),
 		cmocka_unit_test(test_unfuse_passthrough_root),
 		cmocka_unit_test(test_unfuse_whole_tuple),
