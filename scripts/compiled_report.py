@@ -462,10 +462,14 @@ CAUSES = """\
   v5e/ops_reduce_scatter 1.029 to 0.998, the decoders 0.002-0.004 closer
   (v5e/decoder_s_noremat 1.056 to 1.053, v6e/decoder_s_noremat 1.058 to
   1.055); four modules further by at most 0.001 (v7/decoder_s_noremat
-  0.9499 to 0.9485). Within 5% stays 45. Left: a scatter's result, written
-  in place over a buffer it is given, stays in HBM with that buffer,
-  where XLA places both in VMEM (the decoders' embedding gradient,
-  32.8 MB, its select and scatter; dlrm_s's four table gradients).
+  0.9499 to 0.9485). Within 5% stays 45. A scatter's or
+  dynamic-update-slice's result is the buffer it updates in place under
+  another name, placed with it where the update is its only use
+  (dlrm_s's 1024x9x9 scatter into zeros, 1.584 to 1.578). Left: the
+  decoders' embedding gradient, 32.8 MB, its select and the scatter into
+  it, which XLA places in VMEM and tpusim finds no room for; dlrm_s's
+  four table gradients, scattered into one broadcast of zeros that XLA
+  computes in each scatter fusion and the per-device module has once.
 - The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
   fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,

@@ -17,8 +17,9 @@
  *     to write S(1) into; each element of a collective's tuple read by
  *     get-tuple-elements alone, one an element, a combined all-reduce's,
  *     sim/rewrite.c, its own: sim_tuple_elements) that one kernel
- *     writes, not in place over a buffer it is given (written_in_place),
- *     and only kernels read
+ *     writes (one written in place over a buffer the kernel is given is
+ *     that buffer under another name, placed with it where that is its
+ *     only use: written_in_place) and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
  *     it: JAX's remat puts a layer's saved inputs and weight slices
@@ -166,6 +167,10 @@ struct cand {
 	int evict;          /* its eviction's copy (kernels.c), -1: none */
 	bool result;        /* an element of the entry's result: in VMEM
 	                       only until its eviction's copy is done */
+	const struct ir_instr *updated; /* the value a kernel writes in place
+	                       over it, the same buffer (written_in_place),
+	                       or NULL */
+	int updater;        /* that kernel */
 	double bytes, priority;
 };
 
@@ -201,27 +206,31 @@ static bool places(const struct sim_kernel *k)
 		(in->n_called == 1 && in->called[0]->n_callers == 1));
 }
 
-/* Whether kernel k writes v in place over a buffer it is given: v's
- * op, or the root of the kCustom fusion v is, a dynamic-update-slice or
- * scatter updating an input of k. That buffer is read in place, so it
- * stays in HBM (rules_out), and v, the same buffer, with it. */
-static bool written_in_place(const struct sim_kernel *k,
-			     const struct ir_instr *v)
+/* The buffer kernel k writes v in place over, an input of k, or NULL:
+ * v's op, or the root of the kCustom fusion v is, a dynamic-update-slice
+ * or scatter updating it. v is that buffer under another name: placed
+ * with it where the update is its only use and it is a candidate (XLA
+ * places the decoders' embedding gradient, a select and the scatter
+ * into it, in VMEM), else in HBM with it (read in place: rules_out). */
+static const struct ir_instr *written_in_place(const struct sim_kernel *k,
+					       const struct ir_instr *v)
 {
 	const struct ir_instr *r = v;
-	if (v == k->instr && v->op == IR_OP_FUSION)
+	if (v->op == IR_OP_FUSION)
 		r = v->n_called == 1 ? v->called[0]->root : NULL;
 	if (!r || !sim_inplace_update(r))
-		return false;
+		return NULL;
 	const struct ir_instr *buf = r->operands[0];
 	if (r != v) { /* a fused parameter: the fusion's operand */
-		int64_t i = buf->op == IR_OP_PARAMETER ? buf->attrs.parameter_number : -1;
+		int64_t i = buf->op == IR_OP_PARAMETER
+				    ? buf->attrs.parameter_number
+				    : -1;
 		buf = i >= 0 && i < v->n_operands ? v->operands[i] : NULL;
 	}
 	for (int j = 0; buf && j < k->n_inputs; j++)
 		if (k->inputs[j] == buf)
-			return true;
-	return false;
+			return buf;
+	return NULL;
 }
 
 /* Whether value v, written by a kernel, may be placed in room at all
@@ -305,8 +314,20 @@ static void find(const struct sim_program *p, double room,
 						   several places: one value,
 						   one layout */
 					cs->c[again].ruled_out = true;
+				const struct ir_instr *buf =
+					v ? written_in_place(k, v) : NULL;
+				int b = buf && buf->n_users == 1
+						? ts_ptrmap_get(&cs->of, buf)
+						: -1;
+				if (b >= 0 && cs->c[b].v == buf &&
+				    !cs->c[b].prefetch && !cs->c[b].updated) {
+					cs->c[b].updated = v; /* one buffer */
+					cs->c[b].updater = i;
+					cs->c[b].aliased = true;
+					ts_ptrmap_set(&cs->of, v, b);
+				}
 				if (!v || !may_place(v, room) || again >= 0 ||
-				    written_in_place(k, v))
+				    buf)
 					continue;
 				cs->c[cs->n] = (struct cand){
 					.v = v, .writer = i, .last = i,
@@ -882,7 +903,8 @@ static bool place(struct sim_program *p, const struct cands *cs,
 			return false;
 		recount[rd->r] = true;
 	}
-	return true;
+	/* the kernel updating it in place writes it there too */
+	return !c->updated || hold(&p->kernels[c->updater], c->updated);
 }
 
 /* The cross-program prefetch, when room holds it: every placing kernel

@@ -1993,12 +1993,16 @@ static enum ts_status build(const struct sim_kernel *k,
 			 * (cost.c use_bytes) */
 			const struct ir_instr *u = inplace_update(use);
 			const struct dmap *um = comp ? slot(&pr, u) : NULL;
+			int before = p->n_access;
 			if (inplace_op(use)->op == IR_OP_SCATTER)
 				st = add_access(p, v, &u->shape,
 						um && um->set ? um : NULL,
 						false, i, t, d);
 			if (st != TS_OK)
 				goto out;
+			/* in VMEM with the result (sim/placement.c) */
+			if (p->n_access > before && sim_kernel_in_vmem(k, v))
+				p->acc[p->n_access - 1].in_vmem = true;
 			continue;
 		}
 		bool twice = copies[i] > 1; /* given again as a later parameter */
@@ -2127,7 +2131,9 @@ static enum ts_status build(const struct sim_kernel *k,
 					-1, t, d);
 			if (st != TS_OK)
 				goto out;
-			/* the buffer: a fusion's own result where it is its */
+			/* the buffer written: a kept fusion's own result
+			 * where the kernel writes it (placement holds it
+			 * under the fusion's name) */
 			const struct ir_instr *buf =
 				written(k, i, n, roots[i]) == &k->instr->shape
 					? k->instr

@@ -1858,9 +1858,12 @@ static void test_tuple_element_late(void **state)
  * gathers 8 MiB of rows that e, an HBM-bound exponential, reads; both
  * kernels meet it in VMEM (the gather writes no HBM byte, e reads none),
  * and fuse writes g, and its fused computation's root, in S(1). s
- * scatters e's result into b in place, b a buffer it is given (read in
- * place, so in HBM): s's result, the same buffer, stays in HBM though n
- * reads it next. Read back at the same time. */
+ * scatters e's result into b in place, b a parameter (read in place, so
+ * in HBM): s's result, the same buffer, stays in HBM though n reads it
+ * next. z scatters it into y, zeros a kernel writes for z alone: y and
+ * z are one buffer, placed whole (XLA's embedding gradient, a select and
+ * the scatter into it, in VMEM): y's kernel writes no HBM byte, nor z's,
+ * and m reads none. Read back at the same time. */
 static void test_kept_fusion_placement(void **state)
 {
 	(void)state;
@@ -1884,6 +1887,15 @@ static void test_kept_fusion_placement(void **state)
 		"update_window_dims={1}, inserted_window_dims={0}, "
 		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
 		"to_apply=%add\n}\n"
+		"%scatter_z (b: f32[8192,512], i: s32[4096,1], u: f32[4096,512]) "
+		"-> f32[8192,512] {\n"
+		"  %b = f32[8192,512]{1,0} parameter(0)\n"
+		"  %i = s32[4096,1]{1,0} parameter(1)\n"
+		"  %u = f32[4096,512]{1,0} parameter(2)\n"
+		"  ROOT %s = f32[8192,512]{1,0} scatter(%b, %i, %u), "
+		"update_window_dims={1}, inserted_window_dims={0}, "
+		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+		"to_apply=%add\n}\n"
 		"ENTRY e {\n  t = f32[8192,512]{1,0} parameter(0)\n"
 		"  i = s32[4096,1]{1,0} parameter(1)\n"
 		"  b = f32[8192,512]{1,0} parameter(2)\n"
@@ -1892,20 +1904,33 @@ static void test_kept_fusion_placement(void **state)
 		"  e = f32[4096,512]{1,0} exponential(g)\n"
 		"  s = f32[8192,512]{1,0} fusion(b, i, e), kind=kCustom, "
 		"calls=%scatter_c\n"
-		"  ROOT n = f32[8192,512]{1,0} negate(s)\n}\n";
+		"  n = f32[8192,512]{1,0} negate(s)\n"
+		"  c = f32[] constant(0)\n"
+		"  y = f32[8192,512]{1,0} broadcast(c), dimensions={}\n"
+		"  z = f32[8192,512]{1,0} fusion(y, i, e), kind=kCustom, "
+		"calls=%scatter_z\n"
+		"  m = f32[8192,512]{1,0} negate(z)\n"
+		"  ROOT r = (f32[8192,512]{1,0}, f32[8192,512]{1,0}) "
+		"tuple(n, m)\n}\n";
 	struct tu_built b;
 	build_for(text, &hw, &hw, &b);
 	assert_near(tu_kernel(&b, "g")->work.bytes_written, 0, 0);
 	assert_near(tu_kernel(&b, "e")->work.bytes_read, 0, 0);
 	assert_near(tu_kernel(&b, "s")->work.bytes_written, 8 << 20, 0);
 	assert_near(tu_kernel(&b, "n")->work.bytes_read, 16 << 20, 0);
+	assert_near(tu_kernel(&b, "y")->work.bytes_written, 0, 0);
+	assert_near(tu_kernel(&b, "z")->work.bytes_written, 0, 0);
+	assert_near(tu_kernel(&b, "m")->work.bytes_read, 0, 0);
 	tu_built_free(&b);
 	char *out = same_round_trip(text, &hw);
 	static const char *const want[] = {
 		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
 		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t, %i), kind=kCustom",
 		"  %s = f32[8192,512]{1,0} fusion(",
-		"  ROOT %s = f32[8192,512]{1,0} scatter("};
+		"  ROOT %s = f32[8192,512]{1,0} scatter(",
+		"  %y = f32[8192,512]{1,0:S(1)} ",
+		"  %z = f32[8192,512]{1,0:S(1)} fusion(%y, %i, %e), kind=kCustom",
+		"  ROOT %s = f32[8192,512]{1,0:S(1)} scatter("};
 	for (size_t q = 0; q < TS_ARRAY_LEN(want); q++)
 		if (!strstr(out, want[q]))
 			fail_msg("no \"%s\" in:\n%s", want[q], out);
