@@ -1109,6 +1109,8 @@ enum dag_kind {
 	DAG_UPDATE,       /* half of another matrix's columns written in */
 	DAG_WINDOW,       /* a sliding window of 3 along the row */
 	DAG_BF16,         /* a round trip through bf16 */
+	DAG_CUSTOM,       /* XLA's kCustom gather of rows, or scatter-add of
+	                     another matrix's rows into one in place */
 	DAG_KINDS
 };
 
@@ -1125,9 +1127,11 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 	struct dag_value v[3 + GEN_DAG_MAX_OPS] = {
 		{false, false}, {false, false}, {true, false}};
 	int n = 3; /* parameters v0, v1 (matrices) and v2 (a vector) */
-	char *bbuf = NULL;
-	size_t blen = 0;
+	char *bbuf = NULL, *cbuf = NULL;
+	size_t blen = 0, clen = 0;
 	FILE *b = open_memstream(&bbuf, &blen);
+	FILE *cf = open_memstream(&cbuf, &clen); /* the kCustom fusions'
+						    computations, one each */
 	for (int k = 0; k < n_ops; k++, n++) {
 		enum dag_kind kind = (enum dag_kind)pick(&r, DAG_KINDS);
 		bool binary = kind == DAG_BINARY || kind == DAG_BINARY_TOO;
@@ -1135,7 +1139,9 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 		int a = dag_pick(&r, v, n, vec), c = -1;
 		if (kind >= DAG_BCAST_BINARY)
 			vec = kind == DAG_ROW_REDUCE;
-		if (binary || kind == DAG_SELECT || kind == DAG_UPDATE)
+		bool scatter = kind == DAG_CUSTOM && coin(&r, 50);
+		if (binary || kind == DAG_SELECT || kind == DAG_UPDATE ||
+		    scatter)
 			c = dag_pick(&r, v, n, vec);
 		/* what the op reads besides values: %bN, %pN, %sN, %hN */
 		if (kind == DAG_BCAST_BINARY) {
@@ -1156,9 +1162,44 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 			fprintf(b, "  %%h%d = bf16[%" PRId64 ",%" PRId64
 				   "] convert(%%v%d)\n",
 				n, R, C, a);
+		} else if (kind == DAG_CUSTOM) { /* rows in reverse order */
+			fprintf(b, "  %%x%d = s32[%" PRId64 ",1]{1,0} iota(), "
+				   "iota_dimension=0\n",
+				n, R);
+			fprintf(cf, "%%c%d (t: f32[%" PRId64 ",%" PRId64
+				    "], i: s32[%" PRId64 ",1]",
+				n, R, C, R);
+			if (scatter)
+				fprintf(cf, ", u: f32[%" PRId64 ",%" PRId64 "]",
+					R, C);
+			fprintf(cf, ") -> f32[%" PRId64 ",%" PRId64 "] {\n"
+				    "  %%t = f32[%" PRId64 ",%" PRId64
+				    "]{1,0} parameter(0)\n"
+				    "  %%i = s32[%" PRId64 ",1]{1,0} parameter(1)\n",
+				R, C, R, C, R);
+			if (scatter)
+				fprintf(cf, "  %%u = f32[%" PRId64 ",%" PRId64
+					    "]{1,0} parameter(2)\n"
+					    "  ROOT %%s = f32[%" PRId64 ",%" PRId64
+					    "]{1,0} scatter(%%t, %%i, %%u), "
+					    "update_window_dims={1}, "
+					    "inserted_window_dims={0}, "
+					    "scatter_dims_to_operand_dims={0}, "
+					    "index_vector_dim=1, to_apply=%%sum\n}\n\n",
+					R, C, R, C);
+			else
+				fprintf(cf, "  ROOT %%g = f32[%" PRId64 ",%" PRId64
+					    "]{1,0} gather(%%t, %%i), "
+					    "offset_dims={1}, "
+					    "collapsed_slice_dims={0}, "
+					    "start_index_map={0}, "
+					    "index_vector_dim=1, "
+					    "slice_sizes={1,%" PRId64 "}\n}\n\n",
+					R, C, C);
 		}
 		fprintf(b, "  %%v%d = ", n);
 		dag_shape(b, R, C, vec);
+		fputs(vec ? "{0}" : "{1,0}", b); /* placeable in VMEM */
 		switch (kind) {
 		case DAG_UNARY:
 			fprintf(b, " %s(%%v%d)\n", un[pick(&r, 5)], a);
@@ -1196,8 +1237,18 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 				   "pad=0_0x1_1}, to_apply=%%%s\n",
 				a, coin(&r, 50) ? "sum" : "max");
 			break;
-		default: /* DAG_BF16 */
+		case DAG_BF16:
 			fprintf(b, " convert(%%h%d)\n", n);
+			break;
+		default: /* DAG_CUSTOM */
+			if (scatter)
+				fprintf(b, " fusion(%%v%d, %%x%d, %%v%d), "
+					   "kind=kCustom, calls=%%c%d\n",
+					a, n, c, n);
+			else
+				fprintf(b, " fusion(%%v%d, %%x%d), kind=kCustom, "
+					   "calls=%%c%d\n",
+					a, n, n);
 			break;
 		}
 		v[a].read = true;
@@ -1206,6 +1257,7 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 		v[n] = (struct dag_value){vec, false};
 	}
 	fclose(b);
+	fclose(cf);
 	FILE *f = open_memstream(text, len);
 	fprintf(f, "HloModule dag_%016" PRIx64 "\n\n", seed);
 	for (int m = 0; m < 2; m++)
@@ -1214,6 +1266,8 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 			   "  %%y = f32[] parameter(1)\n"
 			   "  ROOT %%r = f32[] %s(%%x, %%y)\n}\n\n",
 			m ? "max" : "sum", m ? "maximum" : "add");
+	fputs(cbuf, f);
+	free(cbuf);
 	fprintf(f, "ENTRY %%main (v0: ");
 	dag_shape(f, R, C, false);
 	fprintf(f, "{1,0}, v1: ");

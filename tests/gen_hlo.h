@@ -39,7 +39,9 @@ int gen_hlo_module(uint64_t seed, int only, int cap_log2, char **text,
 /* A layer's dataflow, unfused: 12 to GEN_DAG_MAX_OPS elementwise ops,
  * broadcasts of a row vector, row reduces, matmuls, selects, reversed
  * rows, in-place updates of half the columns, sliding windows along the
- * row and round trips through bf16, over f32[R,C] matrices and f32[R]
+ * row, round trips through bf16 and XLA's kCustom gather and scatter-add
+ * fusions of rows (each calling a computation of its own, as `fuse`
+ * keeps them), over f32[R,C] matrices and f32[R]
  * vectors, each reading recent values mostly and
  * older ones sometimes, so that values are shared between kernels (what
  * the grouping's multi-output merges and cycle checks decide on); the
