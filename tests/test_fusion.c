@@ -1853,6 +1853,18 @@ static void test_tuple_element_late(void **state)
 	free(out);
 }
 
+/* A scatter-add of 4096 rows into an f32[8192,512] buffer in place. */
+#define SCATTER_ROWS(name)                                                     \
+	"%" name " (b: f32[8192,512], i: s32[4096,1], u: f32[4096,512]) "     \
+	"-> f32[8192,512] {\n"                                                 \
+	"  %b = f32[8192,512]{1,0} parameter(0)\n"                             \
+	"  %i = s32[4096,1]{1,0} parameter(1)\n"                               \
+	"  %u = f32[4096,512]{1,0} parameter(2)\n"                             \
+	"  ROOT %s = f32[8192,512]{1,0} scatter(%b, %i, %u), "                 \
+	"update_window_dims={1}, inserted_window_dims={0}, "                   \
+	"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "               \
+	"to_apply=%add\n}\n"
+
 /* XLA's kCustom gather and scatter fusions, which `fuse` keeps as they
  * are, hold values in VMEM as other kernels do (placement.c), on v5e: g
  * gathers 8 MiB of rows that e, an HBM-bound exponential, reads; both
@@ -1878,24 +1890,7 @@ static void test_kept_fusion_placement(void **state)
 		"  ROOT %g = f32[4096,512]{1,0} gather(%t, %i), offset_dims={1}, "
 		"collapsed_slice_dims={0}, start_index_map={0}, "
 		"index_vector_dim=1, slice_sizes={1,512}\n}\n"
-		"%scatter_c (b: f32[8192,512], i: s32[4096,1], u: f32[4096,512]) "
-		"-> f32[8192,512] {\n"
-		"  %b = f32[8192,512]{1,0} parameter(0)\n"
-		"  %i = s32[4096,1]{1,0} parameter(1)\n"
-		"  %u = f32[4096,512]{1,0} parameter(2)\n"
-		"  ROOT %s = f32[8192,512]{1,0} scatter(%b, %i, %u), "
-		"update_window_dims={1}, inserted_window_dims={0}, "
-		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
-		"to_apply=%add\n}\n"
-		"%scatter_z (b: f32[8192,512], i: s32[4096,1], u: f32[4096,512]) "
-		"-> f32[8192,512] {\n"
-		"  %b = f32[8192,512]{1,0} parameter(0)\n"
-		"  %i = s32[4096,1]{1,0} parameter(1)\n"
-		"  %u = f32[4096,512]{1,0} parameter(2)\n"
-		"  ROOT %s = f32[8192,512]{1,0} scatter(%b, %i, %u), "
-		"update_window_dims={1}, inserted_window_dims={0}, "
-		"scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
-		"to_apply=%add\n}\n"
+		SCATTER_ROWS("scatter_c") SCATTER_ROWS("scatter_z")
 		"ENTRY e {\n  t = f32[8192,512]{1,0} parameter(0)\n"
 		"  i = s32[4096,1]{1,0} parameter(1)\n"
 		"  b = f32[8192,512]{1,0} parameter(2)\n"
