@@ -470,6 +470,14 @@ CAUSES = """\
   it, which XLA places in VMEM and tpusim finds no room for; dlrm_s's
   four table gradients, scattered into one broadcast of zeros that XLA
   computes in each scatter fusion and the per-device module has once.
+- A layer of a relaid-out stack: XLA's compiled v7 decoders copy a stack
+  of saved activations into another tiling inside a nested fusion and
+  take one layer of it with a dynamic-slice (v7/decoder_s_noremat's
+  fusion.394). tpusim read the whole stack there; the copy's elements are
+  made as the slice takes them, so it now reads the layer (cost.c and
+  plan.c, sim_root_relays): the compiled v7/decoder_s_noremat 4.468 to
+  4.424 ms (0.949 to 0.958, within 5%), v7/decoder_m 0.982 to 0.988,
+  v7/decoder_s 1.023 to 1.024; within 5% 45 to 46. No measured set moved.
 - The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
   fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,

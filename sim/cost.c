@@ -611,18 +611,6 @@ static enum ts_status count_comp(const struct ir_computation *c,
 
 /* ---- HBM bytes ------------------------------------------------------------------- */
 
-/* Is c's result parameter p seen through bitcasts only? */
-static bool root_is_view_of(const struct ir_computation *c,
-			    const struct ir_instr *p)
-{
-	const struct ir_instr *r = c->root;
-	for (int i = 0; r && r != p && i < COST_MAX_DEPTH; i++)
-		r = r->op == IR_OP_BITCAST && r->n_operands == 1
-			    ? r->operands[0]
-			    : NULL;
-	return r == p;
-}
-
 static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
 			 const struct ir_instr *const *cand, int n, int depth);
 
@@ -636,7 +624,10 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *   scatter into v                        reads the updates' bytes;
  *   bitcast / get-tuple-element / nested fusion parameter: followed
  *                                         (through a nested bitcast fusion
- *                                         to the users of its result);
+ *                                         to the users of its result, and
+ *                                         through one relaying it out,
+ *                                         copies, where those users only
+ *                                         slice it: sim_root_relays);
  *   pad of v (operand 0) read only        the slices' bytes (known wrong
  *   through slices / dynamic-slices       high: the padding inside a
  *                                         window counts as read);
@@ -815,12 +806,22 @@ static void use_bytes(const struct ir_instr *u, int j,
 			*whole = true;
 			break;
 		}
+		/* A nested fusion that relays its parameter out (copies,
+		 * bitcasts), read only through slices here, reads v's
+		 * windows: its elements are made as the slices take them
+		 * (v7/decoder_s_noremat's compiled fusion.394 takes one layer
+		 * of a relaid-out stack of two) */
+		if (sim_root_relays(c, c->params[j], true) &&
+		    sliced_only(u, cand, n)) {
+			*part += read_bytes(u, full, cand, n, depth + 1);
+			break;
+		}
 		*part += read_bytes(c->params[j], full,
 				    (const struct ir_instr *const *)c->instrs,
 				    c->n_instrs, depth + 1);
 		/* A nested bitcast fusion is a view: its users here read v
 		 * through it. */
-		if (root_is_view_of(c, c->params[j]))
+		if (sim_root_relays(c, c->params[j], false))
 			*part += read_bytes(u, full, cand, n, depth + 1);
 		break;
 	}

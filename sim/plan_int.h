@@ -51,6 +51,23 @@ sim_inplace_update(const struct ir_instr *r)
 	return NULL;
 }
 
+/* Whether the root of computation c is its parameter p through
+ * bitcasts (a view of it) or, with copies, through copies too (p relaid
+ * out: a nested copy fusion, whose elements are made as its users take
+ * them). */
+static inline bool sim_root_relays(const struct ir_computation *c,
+				   const struct ir_instr *p, bool copies)
+{
+	const struct ir_instr *r = c->root;
+	for (int i = 0; r && r != p && i < 16; i++)
+		r = (r->op == IR_OP_BITCAST ||
+		     (copies && r->op == IR_OP_COPY)) &&
+				    r->n_operands == 1
+			    ? r->operands[0]
+			    : NULL;
+	return r && r == p;
+}
+
 /* The in-place op that nested fusion v computes: the root of the
  * computation it calls when that root updates, in place, the buffer v
  * receives as operand 0, a buffer the kernel is given, with an update
