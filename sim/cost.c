@@ -628,9 +628,11 @@ static double read_bytes(const struct ir_instr *v, const struct ir_shape *full,
  *                                         through one relaying it out,
  *                                         copies, where those users only
  *                                         slice it: sim_root_relays);
- *   pad of v (operand 0) read only        the slices' bytes (known wrong
- *   through slices / dynamic-slices       high: the padding inside a
- *                                         window counts as read);
+ *   pad or copy of v (operand 0) read     the slices' bytes (a pad: known
+ *   only through slices / dynamic-slices  wrong high, the padding inside a
+ *                                         window counts as read; a copy,
+ *                                         a relayout, made as the slices
+ *                                         take it);
  *   any other use (broadcast included)    one full read, shared by all.
  * A value is read at most once in all: the parts read through slices
  * are shared by a full read and never add up to more than one (XLA's
@@ -785,6 +787,7 @@ static void use_bytes(const struct ir_instr *u, int j,
 		*part += read_bytes(u, full, cand, n, depth + 1);
 		break;
 	case IR_OP_PAD:
+	case IR_OP_COPY:
 		if (j == 0 && sliced_only(u, cand, n))
 			*part += read_bytes(u, full, cand, n, depth + 1);
 		else

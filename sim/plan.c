@@ -868,11 +868,11 @@ static int slice_reads(const struct sim_kernel *k, const struct ir_instr *v,
  * those of a pad of p read only through such slices (a windowed einsum
  * pads the layer's activations, then takes a window of the pad per
  * direction: the windows are read, the padding in them counted as read,
- * known wrong high by it; cost.c's rule for a pad), or of a nested
- * fusion relaying p out (sim_root_relays: v7/decoder_s_noremat's
- * compiled fusion.394 copies a stack of two layers into another tiling
- * and takes one). How many, or -1 when u reads p otherwise (or past max
- * windows).
+ * known wrong high by it; cost.c's rule for a pad), or of a copy of p
+ * or a nested fusion relaying p out (sim_root_relays), whose elements
+ * are made as the slices take them (v7/decoder_s_noremat's compiled
+ * fusion.394 copies a stack of two layers into another tiling and takes
+ * one). How many, or -1 when u reads p otherwise (or past max windows).
  */
 static int windows_of(const struct ir_computation *c, const struct ir_instr *u,
 		      const struct ir_instr *p, int at,
@@ -884,7 +884,7 @@ static int windows_of(const struct ir_computation *c, const struct ir_instr *u,
 		      sim_root_relays(f, f->params[at], true);
 	if (at != 0 && !relaid)
 		return -1;
-	if (u->op == IR_OP_PAD || relaid) {
+	if (u->op == IR_OP_PAD || u->op == IR_OP_COPY || relaid) {
 		int n = 0;
 		for (int i = 0; i < c->n_instrs; i++)
 			for (int j = 0; j < c->instrs[i]->n_operands; j++) {

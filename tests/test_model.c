@@ -1626,66 +1626,79 @@ static void test_padded_windows(void **state)
  * dynamic-slice; the dot reads that layer. The copy's elements are made
  * as the slice takes them: the plan reads one layer of s, 2 MiB, not
  * the 4 MiB stack, and the roofline the layer and w (and the index's
- * padded tile). Before, the stack was read whole.
+ * padded tile). Before, the stack was read whole. The same with the copy
+ * written in the layer's fusion itself (nested false).
  */
+static void build_relaid(bool nested, struct tu_built *b)
+{
+	static char text[4096];
+	snprintf(text, sizeof text,
+		 "HloModule relaid, is_scheduled=true\n"
+		 "%%cp (s: bf16[2,1024,1024]) -> bf16[2,1024,1024] {\n"
+		 "  %%s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
+		 "  ROOT %%c = bf16[2,1024,1024]{2,1,0:T(8,128)(2,1)} copy(%%s)\n"
+		 "}\n"
+		 "%%layer (s: bf16[2,1024,1024], i: s32[]) -> bf16[1024,1024] {\n"
+		 "  %%s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
+		 "  %%i = s32[] parameter(1)\n"
+		 "  %%z = s32[] constant(0)\n"
+		 "  %%r = bf16[2,1024,1024]{2,1,0:T(8,128)(2,1)} %s\n"
+		 "  %%d = bf16[1,1024,1024]{2,1,0:T(8,128)(2,1)} dynamic-slice(%%r, "
+		 "%%i, %%z, %%z), dynamic_slice_sizes={1,1024,1024}\n"
+		 "  ROOT %%b = bf16[1024,1024]{1,0:T(8,128)(2,1)} bitcast(%%d)\n"
+		 "}\n"
+		 "%%mm (s: bf16[2,1024,1024], w: bf16[1024,256], i: s32[]) -> "
+		 "bf16[1024,256] {\n"
+		 "  %%s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
+		 "  %%w = bf16[1024,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %%i = s32[] parameter(2)\n"
+		 "  %%l = bf16[1024,1024]{1,0:T(8,128)(2,1)} fusion(%%s, %%i), "
+		 "kind=kLoop, calls=%%layer\n"
+		 "  ROOT %%d = bf16[1024,256]{1,0:T(8,128)(2,1)} dot(%%l, %%w), "
+		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+		 "}\n"
+		 "ENTRY %%e (s: bf16[2,1024,1024], w: bf16[1024,256], i: s32[]) -> "
+		 "bf16[1024,256] {\n"
+		 "  %%s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
+		 "  %%w = bf16[1024,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
+		 "  %%i = s32[] parameter(2)\n"
+		 "  ROOT %%k = bf16[1024,256]{1,0:T(8,128)(2,1)} fusion(%%s, %%w, "
+		 "%%i), kind=kOutput, calls=%%mm\n"
+		 "}\n",
+		 nested ? "fusion(%s), kind=kLoop, calls=%cp" : "copy(%s)");
+	tu_build(text, b);
+}
+
 static void test_relaid_window(void **state)
 {
 	(void)state;
 	struct hw_spec hw;
 	if (!tu_load_spec("v7", &hw))
 		skip();
-	struct tu_built b;
-	tu_build("HloModule relaid, is_scheduled=true\n"
-		 "%cp (s: bf16[2,1024,1024]) -> bf16[2,1024,1024] {\n"
-		 "  %s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
-		 "  ROOT %c = bf16[2,1024,1024]{2,1,0:T(8,128)(2,1)} copy(%s)\n"
-		 "}\n"
-		 "%layer (s: bf16[2,1024,1024], i: s32[]) -> bf16[1024,1024] {\n"
-		 "  %s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
-		 "  %i = s32[] parameter(1)\n"
-		 "  %z = s32[] constant(0)\n"
-		 "  %r = bf16[2,1024,1024]{2,1,0:T(8,128)(2,1)} fusion(%s), "
-		 "kind=kLoop, calls=%cp\n"
-		 "  %d = bf16[1,1024,1024]{2,1,0:T(8,128)(2,1)} dynamic-slice(%r, "
-		 "%i, %z, %z), dynamic_slice_sizes={1,1024,1024}\n"
-		 "  ROOT %b = bf16[1024,1024]{1,0:T(8,128)(2,1)} bitcast(%d)\n"
-		 "}\n"
-		 "%mm (s: bf16[2,1024,1024], w: bf16[1024,256], i: s32[]) -> "
-		 "bf16[1024,256] {\n"
-		 "  %s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
-		 "  %w = bf16[1024,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
-		 "  %i = s32[] parameter(2)\n"
-		 "  %l = bf16[1024,1024]{1,0:T(8,128)(2,1)} fusion(%s, %i), "
-		 "kind=kLoop, calls=%layer\n"
-		 "  ROOT %d = bf16[1024,256]{1,0:T(8,128)(2,1)} dot(%l, %w), "
-		 "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-		 "}\n"
-		 "ENTRY %e (s: bf16[2,1024,1024], w: bf16[1024,256], i: s32[]) -> "
-		 "bf16[1024,256] {\n"
-		 "  %s = bf16[2,1024,1024]{2,1,0:T(16,128)(2,1)} parameter(0)\n"
-		 "  %w = bf16[1024,256]{1,0:T(8,128)(2,1)} parameter(1)\n"
-		 "  %i = s32[] parameter(2)\n"
-		 "  ROOT %k = bf16[1024,256]{1,0:T(8,128)(2,1)} fusion(%s, %w, "
-		 "%i), kind=kOutput, calls=%mm\n"
-		 "}\n",
-		 &b);
 	const double layer = 1024 * 1024 * 2.0, w = 1024 * 256 * 2.0;
-	struct sim_plan p;
-	struct ts_diag d = {0};
-	assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d), TS_OK);
-	int ns = 0;
-	for (int a = 0; a < p.n_access; a++)
-		if (!p.acc[a].output && p.acc[a].input == 0) {
-			assert_near(p.acc[a].bytes, layer, 0);
-			ns++;
-		}
-	assert_int_equal(ns, 1);
-	sim_plan_free(&p);
-	struct sim_estimate r;
-	assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw, &r, &d),
-			 TS_OK);
-	assert_true(r.bytes_read >= layer + w && r.bytes_read <= layer + w + 4096);
-	tu_built_free(&b);
+	for (int nested = 0; nested < 2; nested++) {
+		struct tu_built b;
+		build_relaid(nested, &b);
+		struct sim_plan p;
+		struct ts_diag d = {0};
+		assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d),
+				 TS_OK);
+		int ns = 0;
+		for (int a = 0; a < p.n_access; a++)
+			if (!p.acc[a].output && p.acc[a].input == 0) {
+				assert_near(p.acc[a].bytes, layer, 0);
+				ns++;
+			}
+		assert_int_equal(ns, 1);
+		sim_plan_free(&p);
+		struct sim_estimate r;
+		assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw,
+						     &r, &d),
+				 TS_OK);
+		assert_true(r.bytes_read >= layer + w &&
+			    r.bytes_read <= layer + w + 4096);
+		tu_built_free(&b);
+	}
 }
 
 static void test_gather_and_in_place(void **state)
