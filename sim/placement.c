@@ -316,7 +316,15 @@ static void find(const struct sim_program *p, double room,
 					cs->c[again].ruled_out = true;
 				const struct ir_instr *buf =
 					v ? written_in_place(k, v) : NULL;
-				int b = buf && buf->n_users == 1
+				/* one buffer: v placeable as buf is, not its
+				 * computation's result (in HBM: the caller's,
+				 * the loop's or the program's) */
+				int b = buf && buf->n_users == 1 &&
+						may_place(v, room) &&
+						v != v->parent->root &&
+						ir_shape_padded_bytes(&v->shape) ==
+							ir_shape_padded_bytes(
+								&buf->shape)
 						? ts_ptrmap_get(&cs->of, buf)
 						: -1;
 				if (b >= 0 && cs->c[b].v == buf &&
