@@ -457,18 +457,21 @@ CAUSES = """\
 - XLA's kCustom fusions in VMEM: the gather, scatter and
   all-reduce-scatter fusions `fuse` keeps as they are held nothing in
   VMEM; XLA's read and write S(1) (v6e/decoder_s_noremat's embedding
-  gather writes its 8.4 MB of rows there). Now they hold values as other
-  kernels do: v5e/dlrm_s 1.647 to 1.584, v5e/vit_s 1.132 to 1.116,
-  v5e/ops_reduce_scatter 1.029 to 0.998, the decoders 0.002-0.004 closer
-  (v5e/decoder_s_noremat 1.056 to 1.053, v6e/decoder_s_noremat 1.058 to
-  1.055); four modules further by at most 0.001 (v7/decoder_s_noremat
-  0.9499 to 0.9485). Within 5% stays 45. A scatter's or
-  dynamic-update-slice's result is the buffer it updates in place under
-  another name, placed with it where the update is its only use
-  (dlrm_s's 1024x9x9 scatter into zeros, 1.584 to 1.578). Left: the
+  gather writes its 8.4 MB of rows there, its scatter reads its indices
+  there). Now they hold their operands and results as other kernels do,
+  and a scatter's or dynamic-update-slice's result is the buffer it
+  updates in place under another name, placed with it where the update
+  is that buffer's only use (dlrm_s's 1024x9x9 scatter into zeros):
+  v5e/dlrm_s 1.647 to 1.323, v5e/vit_s 1.132 to 1.110,
+  v5e/ops_reduce_scatter 1.029 to 0.998, the decoders 0.003-0.007
+  closer (v5e/decoder_s_noremat 1.056 to 1.050, within 5%;
+  v6e/decoder_s_noremat 1.058 to 1.051); within 5% 45 to 46. Left: the
   decoders' embedding gradient, 32.8 MB, its select and the scatter into
-  it, which XLA places in VMEM and tpusim finds no room for; dlrm_s's
-  four table gradients, scattered into one broadcast of zeros that XLA
+  it, which XLA places in VMEM and tpusim finds no room for (XLA
+  schedules the logits' weight gradient, its all-reduce and the select
+  after the backward loop, right before the scatter; the per-device
+  module has them before it, and tpusim keeps that order); dlrm_s's four
+  table gradients, scattered into one broadcast of zeros that XLA
   computes in each scatter fusion and the per-device module has once.
 - A layer of a relaid-out stack: XLA's compiled v7 decoders copy a stack
   of saved activations into another tiling inside a nested fusion and
@@ -477,7 +480,7 @@ CAUSES = """\
   made as the slice takes them, so it now reads the layer (cost.c and
   plan.c, sim_root_relays): the compiled v7/decoder_s_noremat 4.468 to
   4.424 ms (0.949 to 0.958, within 5%), v7/decoder_m 0.982 to 0.988,
-  v7/decoder_s 1.023 to 1.024; within 5% 45 to 46. No measured set moved.
+  v7/decoder_s 1.023 to 1.024; within 5% 46 to 47. No measured set moved.
 - The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
   fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
   1.56 ms each), which the fused spmd module does not. (Its K/V projections,

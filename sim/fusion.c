@@ -723,9 +723,9 @@ static enum ts_status put_grouped(struct emitter *e,
 
 /* A computation the pass does not change: each instruction as written
  * (operands nested in an operand list included), but the root of one
- * kept fusion's (XLA's kCustom gather or scatter) written in VMEM where
- * placement keeps that fusion's result there: a fusion's result is its
- * root's buffer. */
+ * kept fusion's (XLA's kCustom gather or scatter) written with that
+ * fusion's shape, S(1), where placement keeps the fusion's result in
+ * VMEM: a fusion's result is its root's buffer. */
 static enum ts_status put_verbatim(struct emitter *e,
 				   const struct ir_computation *c)
 {

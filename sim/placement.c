@@ -17,14 +17,15 @@
  *     to write S(1) into; each element of a collective's tuple read by
  *     get-tuple-elements alone, one an element, a combined all-reduce's,
  *     sim/rewrite.c, its own: sim_tuple_elements) that one kernel
- *     writes (one written in place over a buffer the kernel is given is
- *     that buffer under another name, placed with it where that is its
- *     only use: written_in_place) and only kernels read
+ *     writes and only kernels read
  *     (itself or through bitcasts outside kernels, or an optimization
  *     barrier of a tuple of it, which are the same buffer and go with
  *     it: JAX's remat puts a layer's saved inputs and weight slices
  *     through one), in the same computation, neither written
- *     nor read in place (a dynamic-update-slice's or scatter's buffer)
+ *     nor read in place (a dynamic-update-slice's or scatter's buffer,
+ *     or a kCustom fusion's that computes one: but a buffer whose one use
+ *     is such an update, and the update's result, which is a candidate
+ *     itself, are one buffer, placed whole: written_in_place)
  *     nor read or written by an async transfer or a library call, nor
  *     the computation's result (except an element of the program's,
  *     below); its interval is [writer, last reader] in kernel (schedule)
@@ -192,11 +193,11 @@ struct cands {
 /* Whether kernel k may hold a value in VMEM: a grouped or single-op
  * kernel, a collective's too (its ICI moves the buffer wherever it
  * lives), one of XLA's kCustom fusions `fuse` keeps (a gather's or
- * scatter's, as XLA's hold them: fuse writes the root of the
- * computation it calls in the fusion's memory space, so that computation
- * has no other caller), not an async transfer, library call or relayout
- * (whose work cost.c counts apart), nor one of a loop's condition, which
- * `fuse` writes as it is (XLA leaves it so). */
+ * scatter's: its operands and result, as XLA's hold them; fuse writes
+ * the root of the computation it calls in the fusion's memory space, so
+ * that computation has no other caller), not an async transfer, library
+ * call or relayout (whose work cost.c counts apart), nor one of a loop's
+ * condition, which `fuse` writes as it is (XLA leaves it so). */
 static bool places(const struct sim_kernel *k)
 {
 	const struct ir_instr *in = k->instr;
@@ -244,14 +245,24 @@ static bool may_place(const struct ir_instr *v, double room)
 
 /* Whether u's use of x, in kernel r (< 0: of no kernel that places),
  * rules out the candidate written by kernel w: a use outside the placing
- * kernels, before the value exists, or in place. */
+ * kernels, before the value exists, or in place (x the buffer a
+ * dynamic-update-slice or scatter updates, or a kCustom fusion whose
+ * root does; one placed with the result it becomes is no use: uses). */
 static bool rules_out(const struct ir_instr *u, const struct ir_instr *x,
 		      int r, int w)
 {
-	bool in_place = (u->op == IR_OP_DYNAMIC_UPDATE_SLICE ||
-			 u->op == IR_OP_SCATTER) &&
-			u->n_operands > 0 && u->operands[0] == x;
-	return r < 0 || r < w || in_place;
+	const struct ir_instr *root =
+		u->op == IR_OP_FUSION && u->n_called == 1 ? u->called[0]->root
+							  : u;
+	const struct ir_instr *buf =
+		root && sim_inplace_update(root) ? root->operands[0] : NULL;
+	if (buf && root != u) /* a fused parameter: the fusion's operand */
+		buf = buf->op == IR_OP_PARAMETER &&
+				      buf->attrs.parameter_number >= 0 &&
+				      buf->attrs.parameter_number < u->n_operands
+			      ? u->operands[buf->attrs.parameter_number]
+			      : NULL;
+	return r < 0 || r < w || buf == x;
 }
 
 /* Whether kernel k is the copy of a prefetch other than the
@@ -585,7 +596,8 @@ static enum ts_status candidates(const struct sim_program *p,
 	struct ts_ptrmap owner = {0};
 	/* the kernels' outputs and a collective's tuple's elements */
 	cs->c = ts_malloc((size_t)(n_outputs + n_instrs) * sizeof *cs->c + 1);
-	if (!cs->c || !ts_ptrmap_init(&owner, (size_t)n_members + 1) ||
+	if (!cs->c ||
+	    !ts_ptrmap_init(&owner, (size_t)(n_members + p->n_kernels) + 1) ||
 	    !ts_ptrmap_init(&cs->of, (size_t)(n_outputs + n_instrs) + 1)) {
 		ts_ptrmap_free(&owner);
 		return TS_ERR_NOMEM;
@@ -594,6 +606,10 @@ static enum ts_status candidates(const struct sim_program *p,
 		const struct sim_kernel *k = &p->kernels[i];
 		for (int q = 0; q < k->n_members; q++)
 			ts_ptrmap_set(&owner, k->members[q], places(k) ? i : -2);
+		/* a kept kCustom fusion: its members are its computation's;
+		 * its operands are read by the fusion itself */
+		if (k->instr->op == IR_OP_FUSION)
+			ts_ptrmap_set(&owner, k->instr, places(k) ? i : -2);
 	}
 	find(p, room, &owner, cs);
 	enum ts_status st = uses(p, &owner, cs);

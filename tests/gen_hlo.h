@@ -46,9 +46,9 @@ int gen_hlo_module(uint64_t seed, int only, int cap_log2, char **text,
  * older ones sometimes, so that values are shared between kernels (what
  * the grouping's multi-output merges and cycle checks decide on); the
  * values nothing reads, and the last, are the results. The parameters
- * have layouts ({1,0}), so that memory-space assignment may copy them
- * into VMEM. Text and length as gen_hlo_module's; returns the number of
- * instructions. */
+ * and the values have layouts ({1,0}, {0}), so that memory-space
+ * assignment may copy them into VMEM and place them there. Text and
+ * length as gen_hlo_module's; returns the number of instructions. */
 int gen_hlo_dag(uint64_t seed, char **text, size_t *len);
 
 #endif /* GEN_HLO_H */

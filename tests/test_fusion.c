@@ -1869,7 +1869,8 @@ static void test_tuple_element_late(void **state)
  * are, hold values in VMEM as other kernels do (placement.c), on v5e: g
  * gathers 8 MiB of rows that e, an HBM-bound exponential, reads; both
  * kernels meet it in VMEM (the gather writes no HBM byte, e reads none),
- * and fuse writes g, and its fused computation's root, in S(1). s
+ * and fuse writes g, and its fused computation's root, in S(1); e, read
+ * by the two scatter fusions alone, is in VMEM too. s
  * scatters e's result into b in place, b a parameter (read in place, so
  * in HBM): s's result, the same buffer, stays in HBM though n reads it
  * next. z scatters it into y, zeros a kernel writes for z alone: y and
@@ -1921,6 +1922,7 @@ static void test_kept_fusion_placement(void **state)
 	static const char *const want[] = {
 		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
 		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t, %i), kind=kCustom",
+		"  %e = f32[4096,512]{1,0:S(1)} exponential(%g)\n",
 		"  %s = f32[8192,512]{1,0} fusion(",
 		"  ROOT %s = f32[8192,512]{1,0} scatter(",
 		"  %y = f32[8192,512]{1,0:S(1)} ",
