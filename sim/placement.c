@@ -207,27 +207,35 @@ static bool places(const struct sim_kernel *k)
 		(in->n_called == 1 && in->called[0]->n_callers == 1));
 }
 
-/* The buffer kernel k writes v in place over, an input of k, or NULL:
- * v's op, or the root of the kCustom fusion v is, a dynamic-update-slice
- * or scatter updating it. v is that buffer under another name: placed
- * with it where the update is its only use and it is a candidate (XLA
- * places the decoders' embedding gradient, a select and the scatter
- * into it, in VMEM), else in HBM with it (read in place: rules_out). */
+/* The buffer u updates in place, one of its operands, or NULL: u a
+ * dynamic-update-slice or scatter, or a kCustom fusion whose root is one
+ * updating a parameter of its computation. */
+static const struct ir_instr *in_place_buffer(const struct ir_instr *u)
+{
+	const struct ir_instr *r =
+		u->op == IR_OP_FUSION && u->n_called == 1 ? u->called[0]->root
+							  : u;
+	if (!r || r->n_operands < 1 ||
+	    (r->op != IR_OP_DYNAMIC_UPDATE_SLICE && r->op != IR_OP_SCATTER))
+		return NULL;
+	const struct ir_instr *buf = r->operands[0];
+	if (r == u)
+		return buf;
+	int64_t i = buf->op == IR_OP_PARAMETER ? buf->attrs.parameter_number
+					       : -1;
+	return i >= 0 && i < u->n_operands ? u->operands[i] : NULL;
+}
+
+/* The buffer kernel k writes v in place over, an input of k
+ * (in_place_buffer), or NULL. v is that buffer under another name:
+ * placed with it where the update is its only use and both are values
+ * placement may take (XLA places the decoders' embedding gradient, a
+ * select and the scatter into it, in VMEM), else in HBM with it (read
+ * in place: rules_out). */
 static const struct ir_instr *written_in_place(const struct sim_kernel *k,
 					       const struct ir_instr *v)
 {
-	const struct ir_instr *r = v;
-	if (v->op == IR_OP_FUSION)
-		r = v->n_called == 1 ? v->called[0]->root : NULL;
-	if (!r || !sim_inplace_update(r))
-		return NULL;
-	const struct ir_instr *buf = r->operands[0];
-	if (r != v) { /* a fused parameter: the fusion's operand */
-		int64_t i = buf->op == IR_OP_PARAMETER
-				    ? buf->attrs.parameter_number
-				    : -1;
-		buf = i >= 0 && i < v->n_operands ? v->operands[i] : NULL;
-	}
+	const struct ir_instr *buf = in_place_buffer(v);
 	for (int j = 0; buf && j < k->n_inputs; j++)
 		if (k->inputs[j] == buf)
 			return buf;
@@ -251,18 +259,7 @@ static bool may_place(const struct ir_instr *v, double room)
 static bool rules_out(const struct ir_instr *u, const struct ir_instr *x,
 		      int r, int w)
 {
-	const struct ir_instr *root =
-		u->op == IR_OP_FUSION && u->n_called == 1 ? u->called[0]->root
-							  : u;
-	const struct ir_instr *buf =
-		root && sim_inplace_update(root) ? root->operands[0] : NULL;
-	if (buf && root != u) /* a fused parameter: the fusion's operand */
-		buf = buf->op == IR_OP_PARAMETER &&
-				      buf->attrs.parameter_number >= 0 &&
-				      buf->attrs.parameter_number < u->n_operands
-			      ? u->operands[buf->attrs.parameter_number]
-			      : NULL;
-	return r < 0 || r < w || buf == x;
+	return r < 0 || r < w || in_place_buffer(u) == x;
 }
 
 /* Whether kernel k is the copy of a prefetch other than the
