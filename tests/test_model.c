@@ -1585,6 +1585,30 @@ static void build_padded_windows(bool same, struct tu_built *b)
 	tu_build(text, b);
 }
 
+/* Kernel k of b reads its input 0 as n windows of `window` bytes each in
+ * its plan, and its roofline reads those and `rest` (other inputs), up to
+ * `slack` more (index tiles). */
+static void check_windows(const struct tu_built *b, const struct hw_spec *hw,
+			  double window, int n, double rest, double slack)
+{
+	struct sim_plan p;
+	struct ts_diag d = {0};
+	assert_int_equal(sim_plan_build(tu_kernel(b, "k"), hw, &p, &d), TS_OK);
+	int nx = 0;
+	for (int a = 0; a < p.n_access; a++)
+		if (!p.acc[a].output && p.acc[a].input == 0) {
+			assert_near(p.acc[a].bytes, window, 0);
+			nx++;
+		}
+	assert_int_equal(nx, n);
+	sim_plan_free(&p);
+	struct sim_estimate r;
+	assert_int_equal(sim_kernel_roofline(tu_kernel(b, "k"), hw, &r, &d),
+			 TS_OK);
+	assert_true(r.bytes_read >= n * window + rest &&
+		    r.bytes_read <= n * window + rest + slack);
+}
+
 static void test_padded_windows(void **state)
 {
 	(void)state;
@@ -1595,25 +1619,8 @@ static void test_padded_windows(void **state)
 	for (int same = 0; same < 2; same++) {
 		struct tu_built b;
 		build_padded_windows(same, &b);
-		struct sim_plan p;
-		struct ts_diag d = {0};
-		assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d),
-				 TS_OK);
-		int nx = 0;
-		for (int a = 0; a < p.n_access; a++)
-			if (!p.acc[a].output && p.acc[a].input == 0) {
-				assert_near(p.acc[a].bytes, window, 0);
-				nx++;
-			}
-		assert_int_equal(nx, 2);
-		sim_plan_free(&p);
-		struct sim_estimate r;
-		assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw,
-						     &r, &d),
-				 TS_OK);
 		/* the two windows, w, and the two indices' padded tiles */
-		assert_true(r.bytes_read >= 2 * window + w &&
-			    r.bytes_read <= 2 * window + w + 2 * 4096);
+		check_windows(&b, &hw, window, 2, w, 2 * 4096);
 		tu_built_free(&b);
 	}
 }
@@ -1679,24 +1686,7 @@ static void test_relaid_window(void **state)
 	for (int nested = 0; nested < 2; nested++) {
 		struct tu_built b;
 		build_relaid(nested, &b);
-		struct sim_plan p;
-		struct ts_diag d = {0};
-		assert_int_equal(sim_plan_build(tu_kernel(&b, "k"), &hw, &p, &d),
-				 TS_OK);
-		int ns = 0;
-		for (int a = 0; a < p.n_access; a++)
-			if (!p.acc[a].output && p.acc[a].input == 0) {
-				assert_near(p.acc[a].bytes, layer, 0);
-				ns++;
-			}
-		assert_int_equal(ns, 1);
-		sim_plan_free(&p);
-		struct sim_estimate r;
-		assert_int_equal(sim_kernel_roofline(tu_kernel(&b, "k"), &hw,
-						     &r, &d),
-				 TS_OK);
-		assert_true(r.bytes_read >= layer + w &&
-			    r.bytes_read <= layer + w + 4096);
+		check_windows(&b, &hw, layer, 1, w, 4096);
 		tu_built_free(&b);
 	}
 }
