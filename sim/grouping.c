@@ -47,9 +47,9 @@
  *    loop op, computed once in the kernel of its users (data/compiled:
  *    the decoders' softmax fusions hold it with its subtract and exp);
  *  - reduce, reduce-window, dot and convolution are kernel cores: each
- *    starts a kernel, except that a dot or convolution with a single
- *    elementwise-like user that does not grow the element count becomes
- *    part of that user's kernel (output fusion), at most one core per
+ *    starts a kernel, except that a dot or convolution whose users are
+ *    elementwise-like, do not grow the element count and are all in one
+ *    kernel becomes part of that kernel (output fusion), at most one core per
  *    kernel; a reduce or reduce-window takes no epilogue (data/compiled:
  *    a reduce fusion's root is the reduce or a tuple of outputs; tpuv4-ops
  *    average pooling, reduce-window then divide: every profile shows the
@@ -1268,27 +1268,31 @@ void sim_grouping_decide(struct grouping *g, int i)
 		fuse_into(g, i, multi || !same ? G_MULTI : first);
 		return;
 	case FC_CORE: {
-		/* Output fusion: a dot's or convolution's one elementwise-like
-		 * user of no more elements, in a kernel without a core yet
-		 * (none decided before this one: later in the order); a
-		 * reduce takes no epilogue */
-		if (n_users != 1 || materialise || multi || first < 0 ||
+		/* Output fusion: a dot's or convolution's elementwise-like
+		 * users of no more elements, all in one kernel without a core
+		 * yet (none decided before this one: later in the order; XLA's
+		 * kOutput fusions take an epilogue that reads the result
+		 * several times: v5e/moe_s's fusion.273, the GELU's gradient
+		 * with its convolution); a reduce takes no epilogue */
+		if (!same || materialise || multi || first < 0 ||
 		    g->g_core_at[first] > g->pos[i] || reuse_any ||
 		    !is_contraction(p->op))
 			break;
-		const struct ir_instr *u = NULL;
-		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++)
-			if (g->live[g->users[k]])
-				u = g->c->instrs[g->users[k]];
-		if (!u)
-			break;
-		enum ir_class uc = ir_op_class(u->op);
-		bool elementwise_like = uc == IR_CLASS_ELEMENTWISE ||
-					uc == IR_CLASS_TRANSCENDENTAL ||
-					(is_format_op(u->op) &&
-					 !is_contraction(u->op));
-		if (!elementwise_like || g->prologue[u->index] ||
-		    class_at(g, u->index) == FC_CORE)
+		bool ok = true;
+		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
+			if (!g->live[g->users[k]])
+				continue;
+			const struct ir_instr *u = g->c->instrs[g->users[k]];
+			enum ir_class uc = ir_op_class(u->op);
+			bool elementwise_like = uc == IR_CLASS_ELEMENTWISE ||
+						uc == IR_CLASS_TRANSCENDENTAL ||
+						(is_format_op(u->op) &&
+						 !is_contraction(u->op));
+			if (!elementwise_like || g->prologue[u->index] ||
+			    class_at(g, u->index) == FC_CORE)
+				ok = false;
+		}
+		if (!ok)
 			break;
 		fuse_into(g, i, first);
 		g->g_core_at[first] = g->pos[i];

@@ -466,8 +466,9 @@ static void test_fuse(void **state)
 	assert_null(strstr(p.out, "edges XLA fused and the xla policy did not"));
 	proc_free(&p);
 	/* another policy decides on the spec: on v7's MLP step the analytic
-	 * search fuses edges XLA did not (precision 97.6% against 100%)
-	 * and reproduces two of XLA's ten fusions fewer than the xla policy
+	 * search fuses edges XLA did not and keeps one apart that XLA fused
+	 * (precision 97.5% and recall 98.8% against 100%), and reproduces
+	 * two of XLA's ten fusions fewer than the xla policy
 	 * (docs/COMPILED.md) */
 	char mlp[PATH_MAX], v7[PATH_MAX];
 	src(mlp, "data/compiled/v7/mlp_s.tpu.hlo");
@@ -481,7 +482,7 @@ static void test_fuse(void **state)
 	       mlp);
 	expect_rc(&p, 0);
 	expect_contains(p.out, "\nall                                                "
-			       "10          7     97.6%    100.0%\n");
+			       "10          7     97.5%     98.8%\n");
 	proc_free(&p);
 	tpusim(&p, "fuse", "--unfuse", ex, "-o", out);
 	expect_rc(&p, 0);

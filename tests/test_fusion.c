@@ -288,6 +288,42 @@ static void test_softmax(void **state)
 	free(out);
 }
 
+/* A dot whose result its epilogue reads several times (a GELU: x, x^3,
+ * tanh(...) x) is one kernel with it, XLA's kOutput fusion
+ * (v5e/moe_s's backward, fusion.273: the GELU's gradient with the
+ * convolution whose result it reads several times): the epilogue's ops
+ * read d three times, all in one kernel, so the dot joins it (on v3,
+ * where no prefetch adds a kernel). Before, only a dot with one user
+ * did: two kernels, d written and read back. */
+static void test_multi_use_epilogue(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+	static const char text[] =
+		"HloModule gelu\nENTRY e {\n"
+		"  x = bf16[1024,1024]{1,0} parameter(0)\n"
+		"  w = bf16[1024,4096]{1,0} parameter(1)\n"
+		"  d = bf16[1024,4096]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  d2 = bf16[1024,4096]{1,0} multiply(d, d)\n"
+		"  d3 = bf16[1024,4096]{1,0} multiply(d2, d)\n"
+		"  t = bf16[1024,4096]{1,0} tanh(d3)\n"
+		"  ROOT g = bf16[1024,4096]{1,0} multiply(t, d)\n}\n";
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 1);
+	assert_int_equal(k1, 1);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  ROOT %g = bf16[1024,4096]{1,0} fusion(%x, %w), "
+			 "kind=kOutput"))
+		fail_msg("the dot and its epilogue not one kernel:\n%s", out);
+	free(out);
+}
+
 /* A dynamic-slice of a stacked buffer (a scan's layer) read by kernels
  * of two dots and a reduce is a kernel of its own, as XLA's
  * dynamic-slice_bitcast_fusion (data/compiled decoders); read by two loop
@@ -3732,6 +3768,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_multi_use_epilogue),
 		cmocka_unit_test(test_dynamic_slice_users),
 		cmocka_unit_test(test_sliced_twice),
 		cmocka_unit_test(test_lane_copy),
