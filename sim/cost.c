@@ -1071,8 +1071,8 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	if (st == TS_OK) {
 		for (int j = 0; j < in->n_operands; j++) {
 			vals[j] = j < c->n_params ? c->params[j] : NULL;
-			fulls[j] = held_shape(k, in->operands[j],
-					      &in->operands[j]->shape, &held[j]);
+			const struct ir_instr *o = in->operands[j];
+			fulls[j] = held_shape(k, o, &o->shape, &held[j]);
 		}
 		if (!add_reads(vals, fulls,
 			       (const struct ir_instr *const *)in->operands,
@@ -1085,7 +1085,8 @@ static enum ts_status fusion_work(const struct sim_kernel *k, const char *file,
 	ts_free(held);
 	if (st == TS_OK) {
 		struct ir_shape tmp;
-		const struct ir_shape *out = held_shape(k, in, &in->shape, &tmp);
+		const struct ir_shape *out =
+			held_shape(k, in, &in->shape, &tmp);
 		w->constant_bytes = constant_bytes(body, c->n_instrs, cd);
 		w->bytes_read += w->constant_bytes;
 		w->bytes_written = c->root ? written_bytes(c->root, out)

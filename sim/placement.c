@@ -327,14 +327,13 @@ static void find(const struct sim_program *p, double room,
 				/* one buffer: v placeable as buf is, not its
 				 * computation's result (in HBM: the caller's,
 				 * the loop's or the program's) */
-				int b = buf && buf->n_users == 1 &&
-						may_place(v, room) &&
-						v != v->parent->root &&
-						ir_shape_padded_bytes(&v->shape) ==
-							ir_shape_padded_bytes(
-								&buf->shape)
-						? ts_ptrmap_get(&cs->of, buf)
-						: -1;
+				bool one = buf && buf->n_users == 1 &&
+					   may_place(v, room) &&
+					   v != v->parent->root;
+				one = one &&
+				      ir_shape_padded_bytes(&v->shape) ==
+					      ir_shape_padded_bytes(&buf->shape);
+				int b = one ? ts_ptrmap_get(&cs->of, buf) : -1;
 				if (b >= 0 && cs->c[b].v == buf &&
 				    !cs->c[b].prefetch && !cs->c[b].updated) {
 					cs->c[b].updated = v; /* one buffer */
