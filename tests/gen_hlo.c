@@ -1162,7 +1162,7 @@ int gen_hlo_dag(uint64_t seed, char **text, size_t *len)
 			fprintf(b, "  %%h%d = bf16[%" PRId64 ",%" PRId64
 				   "] convert(%%v%d)\n",
 				n, R, C, a);
-		} else if (kind == DAG_CUSTOM) { /* rows in reverse order */
+		} else if (kind == DAG_CUSTOM) { /* row k takes row k */
 			fprintf(b, "  %%x%d = s32[%" PRId64 ",1]{1,0} iota(), "
 				   "iota_dimension=0\n",
 				n, R);
