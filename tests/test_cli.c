@@ -230,34 +230,51 @@ static void test_usage_errors(void **state)
 	}
 }
 
+/* `run` of the repository file rel with `--hw a --hw b`: its stderr is
+ * ab (whole) or holds it; with `--hw b --hw a` it holds ba; with
+ * `--hw a` alone it says nothing. a and b: hwspecs/ names. */
+static void expect_spec_notes(const char *rel, const char *a, const char *b,
+			      const char *ab, bool whole, const char *ba)
+{
+	char f[PATH_MAX], ha[PATH_MAX], hb[PATH_MAX], name[64];
+	src(f, rel);
+	snprintf(name, sizeof name, "hwspecs/%s.yaml", a);
+	src(ha, name);
+	snprintf(name, sizeof name, "hwspecs/%s.yaml", b);
+	src(hb, name);
+	struct proc p;
+	tpusim(&p, "run", f, "--hw", ha, "--hw", hb);
+	expect_rc(&p, 0);
+	if (whole)
+		assert_string_equal(p.err, ab);
+	else
+		expect_contains(p.err, ab);
+	proc_free(&p);
+	tpusim(&p, "run", f, "--hw", hb, "--hw", ha);
+	expect_rc(&p, 0);
+	expect_contains(p.err, ba);
+	proc_free(&p);
+	tpusim(&p, "run", f, "--hw", ha);
+	expect_rc(&p, 0);
+	assert_string_equal(p.err, "");
+	proc_free(&p);
+}
+
 /* An unfused module is fused as XLA compiles it for the first --hw; a
  * second spec that XLA would compile otherwise (its row max) is named. */
 static void test_rewrite_note(void **state)
 {
 	(void)state;
-	char v3[PATH_MAX], v5e[PATH_MAX], rm[PATH_MAX];
-	src(v3, "hwspecs/v3.yaml");
-	src(v5e, "hwspecs/v5e.yaml");
-	src(rm, "tests/data/fuzz_pipeline/row_max_window.hlo");
-	struct proc p;
-	tpusim(&p, "run", rm, "--hw", v5e, "--hw", v3);
-	expect_rc(&p, 0);
-	assert_string_equal(p.err,
-			    "tpusim run: note: module a is fused as XLA compiles "
-			    "it for v5e (the first --hw): 1 row-max broadcast "
-			    "is a reduce-window here; XLA for v3 keeps it a "
-			    "broadcast (xla.row_max_window), which its figures "
-			    "here do not show\n");
-	proc_free(&p);
-	tpusim(&p, "run", rm, "--hw", v3, "--hw", v5e);
-	expect_rc(&p, 0);
-	expect_contains(p.err, "1 row-max broadcast stays a broadcast here; "
-			       "XLA for v5e makes it a reduce-window");
-	proc_free(&p);
-	tpusim(&p, "run", rm, "--hw", v5e);
-	expect_rc(&p, 0);
-	assert_string_equal(p.err, "");
-	proc_free(&p);
+	expect_spec_notes("tests/data/fuzz_pipeline/row_max_window.hlo",
+			  "v5e", "v3",
+			  "tpusim run: note: module a is fused as XLA compiles "
+			  "it for v5e (the first --hw): 1 row-max broadcast "
+			  "is a reduce-window here; XLA for v3 keeps it a "
+			  "broadcast (xla.row_max_window), which its figures "
+			  "here do not show\n",
+			  true,
+			  "1 row-max broadcast stays a broadcast here; "
+			  "XLA for v5e makes it a reduce-window");
 }
 
 /* Costed on v5e and v7 from one program, an unfused module is scheduled
@@ -267,29 +284,16 @@ static void test_rewrite_note(void **state)
 static void test_schedule_note(void **state)
 {
 	(void)state;
-	char v7[PATH_MAX], v5e[PATH_MAX], ar[PATH_MAX];
-	src(v7, "hwspecs/v7.yaml");
-	src(v5e, "hwspecs/v5e.yaml");
-	src(ar, "tests/data/fuzz_pipeline/async_all_reduce.hlo");
-	struct proc p;
-	tpusim(&p, "run", ar, "--hw", v5e, "--hw", v7);
-	expect_rc(&p, 0);
-	assert_string_equal(p.err,
-			    "tpusim run: note: module m is scheduled as XLA "
-			    "compiles it for v5e (the first --hw): 0 all-reduces "
-			    "run asynchronously here; XLA for v7 runs 1 so "
-			    "(xla.async_all_reduce_bytes), which its figures "
-			    "here do not show\n");
-	proc_free(&p);
-	tpusim(&p, "run", ar, "--hw", v7, "--hw", v5e);
-	expect_rc(&p, 0);
-	expect_contains(p.err, "for v7 (the first --hw): 1 all-reduce runs "
-			       "asynchronously here; XLA for v5e runs 0 so");
-	proc_free(&p);
-	tpusim(&p, "run", ar, "--hw", v7);
-	expect_rc(&p, 0);
-	assert_string_equal(p.err, "");
-	proc_free(&p);
+	expect_spec_notes("tests/data/fuzz_pipeline/async_all_reduce.hlo",
+			  "v5e", "v7",
+			  "tpusim run: note: module m is scheduled as XLA "
+			  "compiles it for v5e (the first --hw): 0 all-reduces "
+			  "run asynchronously here; XLA for v7 runs 1 so "
+			  "(xla.async_all_reduce_bytes), which its figures "
+			  "here do not show\n",
+			  true,
+			  "for v7 (the first --hw): 1 all-reduce runs "
+			  "asynchronously here; XLA for v5e runs 0 so");
 }
 
 /* A second --hw whose XLA combines all-reduces up to another size
@@ -298,35 +302,25 @@ static void test_schedule_note(void **state)
 static void test_combine_note(void **state)
 {
 	(void)state;
-	char v7[PATH_MAX], v5e[PATH_MAX], ar[PATH_MAX];
+	expect_spec_notes("tests/data/fuzz_pipeline/all_reduce_combine.hlo",
+			  "v5e", "v7",
+			  "tpusim run: note: module c is fused as XLA compiles "
+			  "it for v5e (the first --hw): 2 of its 3 all-reduces "
+			  "combined into others, up to 67108864 bytes; XLA for "
+			  "v7 combines up to 1048575 (xla.all_reduce_combine_"
+			  "bytes, below xla.async_all_reduce_bytes), which its "
+			  "figures here do not show\n",
+			  false,
+			  "for v7 (the first --hw): 0 of its 3 "
+			  "all-reduces combined into others, up to "
+			  "1048575 bytes; XLA for v5e combines up to "
+			  "67108864 ");
+	/* a compiled module: XLA combined it already, nothing to say */
+	char v7[PATH_MAX], v5e[PATH_MAX], compiled[PATH_MAX];
 	src(v7, "hwspecs/v7.yaml");
 	src(v5e, "hwspecs/v5e.yaml");
-	src(ar, "tests/data/fuzz_pipeline/all_reduce_combine.hlo");
-	struct proc p;
-	tpusim(&p, "run", ar, "--hw", v5e, "--hw", v7);
-	expect_rc(&p, 0);
-	expect_contains(p.err,
-			"tpusim run: note: module c is fused as XLA compiles "
-			"it for v5e (the first --hw): 2 of its 3 all-reduces "
-			"combined into others, up to 67108864 bytes; XLA for "
-			"v7 combines up to 1048575 (xla.all_reduce_combine_"
-			"bytes, below xla.async_all_reduce_bytes), which its "
-			"figures here do not show\n");
-	proc_free(&p);
-	tpusim(&p, "run", ar, "--hw", v7, "--hw", v5e);
-	expect_rc(&p, 0);
-	expect_contains(p.err, "for v7 (the first --hw): 0 of its 3 "
-			       "all-reduces combined into others, up to "
-			       "1048575 bytes; XLA for v5e combines up to "
-			       "67108864 ");
-	proc_free(&p);
-	tpusim(&p, "run", ar, "--hw", v5e);
-	expect_rc(&p, 0);
-	assert_string_equal(p.err, "");
-	proc_free(&p);
-	/* a compiled module: XLA combined it already, nothing to say */
-	char compiled[PATH_MAX];
 	src(compiled, "data/compiled/v5e/resnet_s.tpu.hlo");
+	struct proc p;
 	tpusim(&p, "run", compiled, "--hw", v5e, "--hw", v7);
 	expect_rc(&p, 0);
 	assert_null(strstr(p.err, "all-reduces combined"));
