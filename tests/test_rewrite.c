@@ -36,11 +36,11 @@
 
 #include "test_util.h"
 
-#define REDUCERS                                                               \
-	"mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
-	"  ROOT m = f32[] maximum(a, b)\n}\n"                                  \
-	"ad {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
-	"  ROOT s = f32[] add(a, b)\n}\n"
+/* A reducer computation: name(a, b) = op(a, b) of type t. */
+#define REDUCER(name, t, op)                                                   \
+	name " {\n  a = " t "[] parameter(0)\n  b = " t "[] parameter(1)\n"    \
+	"  ROOT s = " t "[] " op "(a, b)\n}\n"
+#define REDUCERS REDUCER("mx", "f32", "maximum") REDUCER("ad", "f32", "add")
 
 #define L4 "{2,3,1,0:T(8,128)}"
 #define L3 "{2,1,0:T(8,128)}"
@@ -399,12 +399,8 @@ static void test_generated(void **state)
 }
 
 #define AR_REDUCERS                                                            \
-	"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"         \
-	"  ROOT s = f32[] add(a, b)\n}\n"                                      \
-	"addb {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"      \
-	"  ROOT s = bf16[] add(a, b)\n}\n"                                     \
-	"mxf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"         \
-	"  ROOT m = f32[] maximum(a, b)\n}\n"
+	REDUCER("add", "f32", "add")                                           \
+	REDUCER("addb", "bf16", "add") REDUCER("mxf", "f32", "maximum")
 #define G ", replica_groups={{0,1},{2,3}}"
 static const char all_reduces[] =
 	"HloModule c, num_partitions=4\n" AR_REDUCERS
@@ -486,8 +482,7 @@ static void test_combine_ir(void **state)
 	 * is no reduction XLA combines */
 	static const char fwd[] =
 		"HloModule fwd, num_partitions=4\n" AR_REDUCERS
-		"sub {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] subtract(a, b)\n}\n"
+		REDUCER("sub", "f32", "subtract")
 		"ENTRY e {\n  x = f32[1024]{0} parameter(0)\n"
 		"  a1 = f32[1024]{0} all-reduce(x), replica_groups={}, "
 		"to_apply=add\n"
@@ -507,8 +502,7 @@ static void test_combine_ir(void **state)
 	/* a member's own reducer keeps its one other caller (caller) */
 	static const char two[] =
 		"HloModule two, num_partitions=4\n" AR_REDUCERS
-		"add2 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
+		REDUCER("add2", "f32", "add")
 		"ENTRY e {\n  x = f32[1024]{0} parameter(0)\n"
 		"  y = f32[1024]{0} parameter(1)\n"
 		"  a1 = f32[1024]{0} all-reduce(x), replica_groups={}, "
