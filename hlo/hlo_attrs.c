@@ -1903,40 +1903,66 @@ bool hp_parse_attrs(struct hp_parser *p, struct hp_level *lv,
 }
 
 /* shape_index := '{' [INT (',' INT)*] '}' (XLA: ParseShapeIndex) */
-static bool parse_shape_index(struct hp_parser *p)
+static bool parse_shape_index(struct hp_parser *p, struct ir_ints *out)
 {
+	int64_t v[HP_MAX_RANK];
+	int n = 0;
 	skip_ws(p);
 	if (!hp_accept(p, '{'))
 		return hp_fail(p, p->p, "expects '{' at the start of ShapeIndex, got '%.*s'",
 			    hp_tok_len(p, p->p), p->p);
 	skip_ws(p);
 	if (hp_accept(p, '}'))
-		return true;
+		return finish_ints(p, v, n, out);
 	for (;;) {
 		skip_ws(p);
-		int64_t v;
-		if (!is_digit(cur(p)) || !hp_read_int(p, &v))
+		if (n == HP_MAX_RANK)
+			return hp_fail(p, p->p, "more than %d entries in ShapeIndex",
+				    HP_MAX_RANK);
+		if (!is_digit(cur(p)) || !hp_read_int(p, &v[n++]))
 			return p->st != TS_OK ? false :
 			       hp_fail(p, p->p, "expects integer in ShapeIndex, got '%.*s'",
 				    hp_tok_len(p, p->p), p->p);
 		skip_ws(p);
 		if (hp_accept(p, '}'))
-			return true;
+			return finish_ints(p, v, n, out);
 		if (!hp_accept(p, ','))
 			return hp_fail(p, p->p, "expects '}' at the end of ShapeIndex, got '%.*s'",
 				    hp_tok_len(p, p->p), p->p);
 	}
 }
 
+/* The entries of one aliasing list (p->aliases) after the module's. */
+static bool keep_aliases(struct hp_parser *p)
+{
+	struct ir_module *m = p->m;
+	size_t n = (size_t)m->n_aliases + p->aliases.n;
+	if (n > INT32_MAX)
+		return hp_fail(p, p->p, "more than %d aliasing entries", INT32_MAX);
+	struct ir_alias *all = ts_arena_array(&m->arena, n ? n : 1, sizeof *all);
+	if (!all)
+		return hp_nomem(p);
+	if (m->n_aliases)
+		memcpy(all, m->aliases, (size_t)m->n_aliases * sizeof *all);
+	if (p->aliases.n)
+		memcpy(all + m->n_aliases, p->aliases.v,
+		       p->aliases.n * sizeof *all);
+	m->aliases = all;
+	m->n_aliases = (int)n;
+	return true;
+}
+
 /*
  * The header's aliasing lists (XLA: ParseAliasing, ParseBufferDonor):
  *   input_output_alias={ shape_index: (INT, shape_index[, must-alias|may-alias]), ... }
  *   buffer_donor={ (INT, shape_index), ... }
- * They do not change the cost; a malformed one is refused as XLA refuses it.
+ * into ir_module.aliases; a malformed one is refused as XLA refuses it
+ * (what they name is checked by ir_verify).
  */
 bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 {
 	const char *what = donor ? "buffer_donor" : "input_output_alias";
+	p->aliases.n = 0;
 	skip_ws(p);
 	if (!hp_accept(p, '{'))
 		return hp_expected(p, donor ? "'{' opening buffer_donor"
@@ -1945,8 +1971,14 @@ bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 	if (hp_accept(p, '}'))
 		return true;
 	for (;;) {
+		struct ir_alias *e = hp_vec_push(p, &p->aliases, sizeof *e);
+		if (!e)
+			return false;
+		*e = (struct ir_alias){.output = {.n = -1}};
+		skip_ws(p);
+		hp_locate(p, p->p, &e->line, &e->col);
 		if (!donor) {
-			if (!parse_shape_index(p))
+			if (!parse_shape_index(p, &e->output))
 				return false;
 			skip_ws(p);
 			if (!hp_accept(p, ':'))
@@ -1958,8 +1990,7 @@ bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 			return hp_fail(p, p->p, "%s: expects '(' before the parameter "
 					     "number", what);
 		skip_ws(p);
-		int64_t v;
-		if (!is_digit(cur(p)) || !hp_read_int(p, &v))
+		if (!is_digit(cur(p)) || !hp_read_int(p, &e->param))
 			return p->st != TS_OK ? false :
 			       hp_fail(p, p->p, "%s: expects integer parameter number, "
 					     "got '%.*s'", what, hp_tok_len(p, p->p), p->p);
@@ -1967,7 +1998,7 @@ bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 		if (!hp_accept(p, ','))
 			return hp_fail(p, p->p, "%s: expects ',' after the parameter "
 					     "number", what);
-		if (!parse_shape_index(p))
+		if (!parse_shape_index(p, &e->param_index))
 			return false;
 		skip_ws(p);
 		if (!donor && hp_accept(p, ',')) {
@@ -1977,6 +2008,7 @@ bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 			if (!hp_word_is(ks, kn, "must-alias") && !hp_word_is(ks, kn, "may-alias"))
 				return hp_fail(p, ks, "%s: unexpected alias kind '%.*s'", what,
 					    hp_tok_len(p, ks), ks);
+			e->must = hp_word_is(ks, kn, "must-alias");
 			p->p += kn;
 			skip_ws(p);
 		}
@@ -1985,7 +2017,7 @@ bool hp_parse_aliasing(struct hp_parser *p, bool donor)
 					     "ShapeIndex", what);
 		skip_ws(p);
 		if (hp_accept(p, '}'))
-			return true;
+			return keep_aliases(p);
 		if (!hp_accept(p, ','))
 			return hp_fail(p, p->p, "expects '}' at the end of %s, got '%.*s'",
 				    donor ? "buffer donor description"

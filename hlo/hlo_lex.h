@@ -163,6 +163,7 @@ struct hp_parser {
 	struct hp_vec ops;            /* struct hp_ref: operands of one instr */
 	struct hp_vec ints;           /* int: colors, stacks and stamps */
 	struct hp_vec order;          /* int: instructions in post-order */
+	struct hp_vec aliases;        /* struct ir_alias: one header list */
 	struct hp_level *levels[HP_MAX_DEPTH]; /* allocated on first use */
 	/* finished modules */
 	struct ir_module **out;       /* ts_malloc'd, handed to the caller */

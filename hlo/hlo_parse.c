@@ -1212,6 +1212,7 @@ static void parser_free(struct hp_parser *p)
 	hp_vec_free(&p->ops);
 	hp_vec_free(&p->ints);
 	hp_vec_free(&p->order);
+	hp_vec_free(&p->aliases);
 	hp_vec_free(&p->comps);
 	hp_vec_free(&p->crefs);
 	hp_table_free(&p->comp_names);

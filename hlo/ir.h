@@ -445,6 +445,18 @@ struct ir_unknown_attr {
 	int64_t uses;                     /* times it was skipped */
 };
 
+/* An entry of the module header's input_output_alias (the entry's output
+ * at shape index output lives in the buffer of parameter param at
+ * param_index) or buffer_donor (parameter param's buffer at param_index
+ * may be taken by an output: output.n == -1). */
+struct ir_alias {
+	struct ir_ints output;            /* shape index into the entry's result */
+	int64_t param;                    /* parameter number */
+	struct ir_ints param_index;       /* shape index into that parameter */
+	bool must;                        /* must-alias (else may-alias) */
+	uint32_t line, col;               /* where the entry starts */
+};
+
 /* Largest replica_count or num_partitions accepted (a TPU v5p pod: 8960
  * chips; the limit only rejects typos). */
 #define IR_MAX_DEVICES 65536
@@ -464,6 +476,9 @@ struct ir_module {
 	uint32_t header_begin, header_end; /* byte offsets of "HloModule NAME,
 	                                     ATTRS" in the parsed text (0, 0:
 	                                     no header) */
+	int n_aliases;                    /* input_output_alias entries, then
+	                                     buffer_donor ones, as written */
+	struct ir_alias *aliases;         /* n_aliases entries (arena) */
 	int n_unknown_attrs;              /* distinct unknown attribute names, at most
 	                                     IR_MAX_UNKNOWN_ATTRS recorded */
 	struct ir_unknown_attr unknown_attrs[IR_MAX_UNKNOWN_ATTRS];

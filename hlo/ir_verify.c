@@ -887,8 +887,117 @@ static bool check_instr(struct vctx *v)
 	return true;
 }
 
+/* "{1,0}" of a shape index, for messages. */
+static const char *index_text(const struct ir_ints *ix, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "{");
+	for (int i = 0; i < ix->n && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
+				      (long long)ix->v[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "}");
+	return buf;
+}
+
+/* The array of s at shape index ix, NULL when s has none there. */
+static const struct ir_shape *array_at(const struct ir_shape *s,
+				       const struct ir_ints *ix)
+{
+	for (int i = 0; s && i < ix->n; i++)
+		s = s->type == IR_TYPE_TUPLE && ix->v[i] < s->n_elems
+			    ? &s->elems[ix->v[i]]
+			    : NULL;
+	return s && s->type != IR_TYPE_TUPLE && s->type != IR_TYPE_TOKEN ? s
+									 : NULL;
+}
+
+static bool same_index(const struct ir_ints *a, const struct ir_ints *b)
+{
+	return a->n == b->n &&
+	       (a->n <= 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
+}
+
+/* The header's input_output_alias and buffer_donor entries name arrays
+ * of the entry's parameters and result, an output of the size of the
+ * parameter buffer it lives in, each output and each parameter buffer
+ * once (XLA: HloInputOutputAliasConfig::Verify, SetUpAlias and
+ * HloBufferDonorConfig::Verify). The size is the backend's: XLA's TPU
+ * compiler pairs arrays of one padded size (data/compiled/v5e/vit_s
+ * aliases a bf16[196,96]{0,1} output with a bf16[12,1536]{1,0}
+ * parameter: 49,152 bytes tiled, 37,632 and 36,864 as written), another
+ * backend the logical one; either will do. */
+static bool check_aliases(const struct ir_module *m, struct ts_diag *d)
+{
+	const struct ir_computation *e = m->entry;
+	for (int i = 0; e && i < m->n_aliases; i++) {
+		const struct ir_alias *x = &m->aliases[i];
+		const char *what = x->output.n < 0 ? "buffer_donor"
+						   : "input_output_alias";
+		char a[64], b[64], sa[128], sb[128];
+		const struct ir_shape *ps =
+			x->param < e->n_params && e->params[x->param]
+				? array_at(&e->params[x->param]->shape,
+					   &x->param_index)
+				: NULL;
+		const struct ir_shape *os =
+			x->output.n < 0 ? NULL
+					: array_at(&e->root->shape, &x->output);
+		const char *bad = NULL;
+		int j = 0;
+		for (; j < i && !bad; j++) {
+			const struct ir_alias *y = &m->aliases[j];
+			if (y->param == x->param &&
+			    same_index(&y->param_index, &x->param_index))
+				bad = "that parameter buffer is named before";
+			else if (x->output.n >= 0 && y->output.n >= 0 &&
+				 same_index(&y->output, &x->output))
+				bad = "that output is aliased before";
+		}
+		if (bad) {
+			ts_diag_set(d, m->file, x->line, x->col, "%s: %s (%u:%u)",
+				    what, bad, m->aliases[j - 1].line,
+				    m->aliases[j - 1].col);
+			return false;
+		}
+		if (!ps) {
+			ts_diag_set(d, m->file, x->line, x->col,
+				    "%s: the entry computation %s has no array "
+				    "at parameter %lld, ShapeIndex %s",
+				    what, e->name, (long long)x->param,
+				    index_text(&x->param_index, a, sizeof a));
+			return false;
+		}
+		if (x->output.n < 0)
+			continue;
+		if (!os) {
+			ts_diag_set(d, m->file, x->line, x->col,
+				    "%s: the entry computation %s's result has "
+				    "no array at ShapeIndex %s",
+				    what, e->name,
+				    index_text(&x->output, a, sizeof a));
+			return false;
+		}
+		if (ir_shape_bytes(ps) != ir_shape_bytes(os) &&
+		    ir_shape_padded_bytes(ps) != ir_shape_padded_bytes(os)) {
+			ts_diag_set(d, m->file, x->line, x->col,
+				    "%s: output %s, %s, and parameter %lld %s, "
+				    "%s, differ in size (as written and in TPU "
+				    "memory)",
+				    what, index_text(&x->output, a, sizeof a),
+				    shape_text(os, sa, sizeof sa),
+				    (long long)x->param,
+				    index_text(&x->param_index, b, sizeof b),
+				    shape_text(ps, sb, sizeof sb));
+			return false;
+		}
+	}
+	return true;
+}
+
 enum ts_status ir_verify(const struct ir_module *m, struct ts_diag *d)
 {
+	if (!check_aliases(m, d))
+		return TS_ERR_PARSE;
 	const struct ir_instr **starts =
 		ts_calloc((size_t)m->n_comps + 1, sizeof *starts);
 	if (!starts) {

@@ -546,7 +546,7 @@ static void test_syntax_variants(void **state)
 	struct parsed r = parse_ok(
 		"// RUN: hlo-opt %s | FileCheck %s\n"
 		"HloModule v, entry_computation_layout={(f32[2]{0}, /*index=1*/s4[4]{0:E(4)})->f32[2]{0}}, "
-		"input_output_alias={ {0}: (0, {}, may-alias) }, frontend_attributes={k=\"v\", j={\"x\":1}}\n"
+		"input_output_alias={ {}: (0, {}, must-alias) }, frontend_attributes={k=\"v\", j={\"x\":1}}\n"
 		"FileNames\n 1 \"a.py\"\n 2 \"b.py\"\nFunctionNames\n 1 \"f\"\n"
 		"FileLocations\n 1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}\n"
 		"StackFrames\n 1 {file_location_id=1 parent_frame_id=0}\n\n"
@@ -583,6 +583,14 @@ static void test_syntax_variants(void **state)
 	assert_string_equal(e->root->op_name, "r");
 	assert_int_equal(e->n_params, 2);
 	assert_string_equal(e->params[1]->name, "transpose");
+	/* the alias: output {} in parameter 0's buffer, where it starts */
+	assert_int_equal(m->n_aliases, 1);
+	assert_int_equal(m->aliases[0].output.n, 0);
+	assert_int_equal(m->aliases[0].param, 0);
+	assert_int_equal(m->aliases[0].param_index.n, 0);
+	assert_true(m->aliases[0].must);
+	assert_int_equal(m->aliases[0].line, 2);
+	assert_int_equal(m->aliases[0].col, 112);
 	struct ir_instr *s = find_instr(m, "main.1", "s");
 	assert_int_equal(s->op, IR_OP_ASYNC_START);
 	assert_int_equal(s->wrapped_op, IR_OP_CUSTOM_CALL);
@@ -960,6 +968,33 @@ static void test_xla_rules(void **state)
 	parse_err("HloModule m, buffer_donor={ (0, {}) (1, {}) }\n"
 		  "ENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n",
 		  1, 37, "expects '}' at the end of buffer donor description, got '('");
+	/* what the aliasing lists name (ir_verify) */
+#define ALIASED_ENTRY                                                        \
+	"ENTRY e {\n  p = f32[4] parameter(0)\n  q = (f32[4], s32[1000]) "        \
+	"parameter(1)\n  n = f32[4] negate(p)\n  g = s32[1000] "               \
+	"get-tuple-element(q), index=1\n  ROOT t = (f32[4], s32[1000]) "       \
+	"tuple(n, g)\n}\n"
+	parse_err("HloModule m, buffer_donor={ (1, {}), (2, {}) }\n" ALIASED_ENTRY,
+		  1, 29, "buffer_donor: the entry computation e has no array at "
+			 "parameter 1, ShapeIndex {}");
+	parse_err("HloModule m, buffer_donor={ (1, {1}), (2, {}) }\n" ALIASED_ENTRY,
+		  1, 39, "buffer_donor: the entry computation e has no array at "
+			 "parameter 2, ShapeIndex {}");
+	parse_err("HloModule m, input_output_alias={ {}: (0, {}) }\n" ALIASED_ENTRY,
+		  1, 35, "input_output_alias: the entry computation e's result "
+			 "has no array at ShapeIndex {}");
+	parse_err("HloModule m, input_output_alias={ {1}: (0, {}) }\n" ALIASED_ENTRY,
+		  1, 35, "input_output_alias: output {1}, s32[1000], and parameter "
+			 "0 {}, f32[4], differ in size (as written and in TPU "
+			 "memory)");
+	parse_err("HloModule m, input_output_alias={ {0}: (0, {}), {0}: (1, {0}) }\n"
+		  ALIASED_ENTRY,
+		  1, 49, "input_output_alias: that output is aliased before (1:35)");
+	parse_err("HloModule m, input_output_alias={ {0}: (1, {0}) }, "
+		  "buffer_donor={ (1, {0}) }\n" ALIASED_ENTRY,
+		  1, 67, "buffer_donor: that parameter buffer is named before "
+			 "(1:35)");
+#undef ALIASED_ENTRY
 	parse_err("ENTRY e {\n  ROOT p = f32[4,4]{1,0:D(D,Q)} parameter(0)\n}\n",
 		  2, 29, "malformed layout: expected a DimLevelType abbreviation "
 			 "(D, C, S or H), got 'Q'");
@@ -1022,7 +1057,7 @@ static void test_xla_rules(void **state)
 		      "  ROOT back = s32[10] bitcast-convert(w)\n}\n");
 	parsed_free(&r0);
 	struct parsed r = parse_ok(
-		"HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }, "
+		"HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, "
 		"buffer_donor={ (1, {}) }\n"
 		"neg {\n  x = f32[2,3] parameter(0)\n  ROOT n = negate(x)\n}\n"
 		"ENTRY e {\n  a = f32[4,2,10] parameter(0)\n  b = f32[4,10,3] parameter(1)\n"
@@ -1030,7 +1065,7 @@ static void test_xla_rules(void **state)
 		"rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
 		"  q = pred[] parameter(2)\n  y = f32[2,3] parameter(3)\n"
 		"  c = conditional(q, y, y), true_computation=neg, false_computation=neg\n"
-		"  ROOT k = f32[100] custom-call(), window={size=2x2}, "
+		"  ROOT k = f32[80] custom-call(), window={size=2x2}, "
 		"dim_labels=?b01f_0?1io->b01?f, custom_call_target=\"t\"\n}\n");
 	assert_shape_text(&find_instr(r.m[0], "e", "d")->shape, "f32[4,2,3]");
 	assert_shape_text(&find_instr(r.m[0], "e", "c")->shape, "f32[2,3]");
