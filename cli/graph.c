@@ -220,12 +220,33 @@ void cmd_fusion_free(struct cmd_fusion *f)
 }
 
 /* An unfused module is rewritten as XLA compiles it for the first --hw
- * (sim_module_rewrite): a note for each other spec that XLA would compile
- * differently, since all are costed on that one program. done: what the
- * rewrite did. */
+ * (sim_module_rewrite): a note of the copies into donated buffers it
+ * made (a cost the user may remove) or could not follow, and one for
+ * each other spec that XLA would compile differently, since all are
+ * costed on that one program. done: what the rewrite did. */
 static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 			 int n_all_reduces, const struct sim_rewrites *done)
 {
+	if (done->copies > 0)
+		fprintf(ctx->err,
+			"%s: note: module %s: %d output%s to live in a donated "
+			"or aliased parameter's buffer %s made in another "
+			"while the parameter is still read; XLA copies %s in "
+			"(%.4g MB, a copy kernel each)\n",
+			ctx->prog, m->name, done->copies,
+			done->copies == 1 ? "" : "s",
+			done->copies == 1 ? "is" : "are",
+			done->copies == 1 ? "it" : "them",
+			done->copied_bytes / 1e6);
+	if (done->unfollowed > 0)
+		fprintf(ctx->err,
+			"%s: note: module %s: %d output%s to live in a donated "
+			"or aliased parameter's buffer %s a nested array; "
+			"no copy into %s is costed\n",
+			ctx->prog, m->name, done->unfollowed,
+			done->unfollowed == 1 ? "" : "s",
+			done->unfollowed == 1 ? "is or names" : "are or name",
+			done->unfollowed == 1 ? "it" : "them");
 	double bytes = sim_all_reduce_combine_limit(&ctx->hw);
 	for (int i = 0; sim_module_unfused(m) && i < ctx->n_more_hw &&
 			n_all_reduces > 1;

@@ -123,12 +123,7 @@ static struct ir_instr *new_instr(struct hp_parser *p, struct ir_computation *co
 		return NULL;
 	}
 	in->parent = comp;
-	in->attrs.feature_group_count = 1;
-	in->attrs.batch_group_count = 1;
-	in->attrs.iota_dimension = -1;
-	in->attrs.tuple_index = -1;
-	in->attrs.parameter_number = -1;
-	in->attrs.known_trip_count = -1;
+	in->attrs = IR_ATTRS_NONE;
 	hp_locate(p, at, &in->line, &in->col);
 	return in;
 }

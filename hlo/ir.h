@@ -371,6 +371,13 @@ struct ir_attrs {
 	struct ir_ints window_output_bounds, window_kernel_bounds;
 };
 
+/* The attributes of an instruction that carries none: each scalar at its
+ * "absent" value or XLA's default. */
+#define IR_ATTRS_NONE                                                       \
+	((struct ir_attrs){.feature_group_count = 1, .batch_group_count = 1,  \
+			   .iota_dimension = -1, .tuple_index = -1,           \
+			   .parameter_number = -1, .known_trip_count = -1})
+
 /* ---- instructions and computations ---------------------------------------- */
 
 struct ir_computation;

@@ -218,8 +218,12 @@ static enum fuse_class fuse_class_of(const struct grouping *g,
 		/* one that moves the lane dim (a transpose across lanes, on
 		 * the XLU) is a kernel alone: in data/compiled all 133 such
 		 * copies are top-level copies; of the 115 that permute the
-		 * other dims only, 48 are in a fusion with a user */
-		return copy_order(in) == LANE_MOVES ? FC_ROOT : FC_CHEAP;
+		 * other dims only, 48 are in a fusion with a user; one into a
+		 * donated buffer (sim/rewrite.c) XLA inserts after it fuses */
+		return copy_order(in) == LANE_MOVES ||
+				       (in->flags & IR_INSTR_MADE)
+			       ? FC_ROOT
+			       : FC_CHEAP;
 	case IR_OP_REDUCE_WINDOW: {
 		bool whole[64];
 		if (in->n_operands > 0 && in->operands[0]->shape.rank <= 64 &&

@@ -159,6 +159,11 @@ struct sim_op_mix {
 };
 void sim_body_mix(const struct ir_instr *in, int which, struct sim_op_mix *mix);
 
+/* The buffer u updates in place, one of its operands, or NULL: u a
+ * dynamic-update-slice or scatter, or a kCustom fusion whose root is one
+ * updating a parameter of its computation (placement.c). */
+const struct ir_instr *sim_in_place_buffer(const struct ir_instr *u);
+
 /* Whether module m may have an instruction named name: its digest is
  * one of names' (a digest another name shares only makes the caller try
  * the next name), names made from m's instruction names when empty

@@ -207,10 +207,7 @@ static bool places(const struct sim_kernel *k)
 		(in->n_called == 1 && in->called[0]->n_callers == 1));
 }
 
-/* The buffer u updates in place, one of its operands, or NULL: u a
- * dynamic-update-slice or scatter, or a kCustom fusion whose root is one
- * updating a parameter of its computation. */
-static const struct ir_instr *in_place_buffer(const struct ir_instr *u)
+const struct ir_instr *sim_in_place_buffer(const struct ir_instr *u)
 {
 	const struct ir_instr *r =
 		u->op == IR_OP_FUSION && u->n_called == 1 ? u->called[0]->root
@@ -227,7 +224,7 @@ static const struct ir_instr *in_place_buffer(const struct ir_instr *u)
 }
 
 /* The buffer kernel k writes v in place over, an input of k
- * (in_place_buffer), or NULL. v is that buffer under another name:
+ * (sim_in_place_buffer), or NULL. v is that buffer under another name:
  * placed with it where the update is its only use and both are values
  * placement may take (XLA places the decoders' embedding gradient, a
  * select and the scatter into it, in VMEM), else in HBM with it (read
@@ -235,7 +232,7 @@ static const struct ir_instr *in_place_buffer(const struct ir_instr *u)
 static const struct ir_instr *written_in_place(const struct sim_kernel *k,
 					       const struct ir_instr *v)
 {
-	const struct ir_instr *buf = in_place_buffer(v);
+	const struct ir_instr *buf = sim_in_place_buffer(v);
 	for (int j = 0; buf && j < k->n_inputs; j++)
 		if (k->inputs[j] == buf)
 			return buf;
@@ -259,7 +256,7 @@ static bool may_place(const struct ir_instr *v, double room)
 static bool rules_out(const struct ir_instr *u, const struct ir_instr *x,
 		      int r, int w)
 {
-	return r < 0 || r < w || in_place_buffer(u) == x;
+	return r < 0 || r < w || sim_in_place_buffer(u) == x;
 }
 
 /* Whether kernel k is the copy of a prefetch other than the

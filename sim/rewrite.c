@@ -1,7 +1,8 @@
 /*
- * rewrite.c: what XLA's TPU compiler does to a module before it fuses,
- * where that changes the kernels it fuses, for the generations whose spec
- * says so (hwspecs/GEN.yaml, section xla). A module before fusion
+ * rewrite.c: what XLA's TPU compiler does to a module around its fusion
+ * that changes the kernels, for the generations whose spec says so
+ * (hwspecs/GEN.yaml, section xla), and the copies it inserts into
+ * donated buffers on every one. A module before fusion
  * (sim_module_unfused) is rewritten in place, once, before a fusion
  * policy groups it; a compiled one already is what XLA made.
  *
@@ -69,9 +70,54 @@
  * v5e/dlrm_s 9 against 4; use_global_device_ids is not in the kind
  * (tpusim reads no meaning into it); the threshold is a [GAP]
  * (hwspecs/v3.yaml).
+ *
+ * Copies into donated buffers (every generation; XLA's
+ * OptimizeInputOutputBufferAlias, then its copy insertion):
+ *   each array of the entry's parameters the header names a
+ *   buffer_donor is paired with an output array of its size: donors in
+ *   parameter order, outputs in the result's (ShapeIndex pre-order), each
+ *   sorted by size, largest first, stably, in each memory space, and
+ *   walked down together: the larger of the two in hand moves on, equal
+ *   sizes pair. Size: bytes padded in TPU memory (ir_shape_padded_bytes;
+ *   XLA's TPU compiler pairs v5e/vit_s's bf16[196,96]{0,1} output with its
+ *   bf16[12,1536]{1,0} parameter, 49,152 bytes each tiled). With the
+ *   header's input_output_alias entries, output o lives in parameter p's
+ *   buffer. Where o's value is made in a buffer of its own that p is
+ *   still read after, XLA copies it in:
+ *     o's buffer starts at s: o's value, or what it renames (a bitcast,
+ *     an element of a tuple or of a loop's result: the loop's initial
+ *     element, a loop keeping each in one buffer) or updates in place
+ *     (sim_in_place_buffer), followed back;
+ *     s is p: o is in p's buffer already; s another parameter or a
+ *     constant: a copy (their buffers are not made here); else
+ *     a copy where a reader of p must come after s (s is one of its
+ *     operands, transitively), or is s itself and s may not write over
+ *     what it reads (XLA's CanShareOperandBufferWithUser: an
+ *     elementwise op of p's size may); every other reader of p may be
+ *     scheduled before s (XLA's scheduler does: v5e/vit_s updates its
+ *     head's weight, sub.145, before the text reads the weight in the
+ *     backward, convolution.21; no copy compiled)
+ *   -> o's element of the root tuple (or the root) becomes copy(o),
+ *   right before the root, in the TPU layout the value has or would get
+ *   (ir_shape_default_tile): a kernel of its own that runs (XLA inserts
+ *   it after it fuses and lays out: grouping.c FC_ROOT, plan.c
+ *   sim_kernel_free).
+ * Evidence: data/compiled, each module before fusion against the
+ * compiled one: the pairs are XLA's input_output_alias in all 59 (436
+ * outputs), and the copies are XLA's: v5e/decode_s and decode_m scan
+ * over the layers with the KV caches donated, the scan writes the new
+ * caches in a buffer of its own (AllocateBuffer) while it reads the old
+ * ones, and the compiled modules copy both in at the end (decode_m's
+ * copy.83 and copy.84, 537 MB each); every other module updates each
+ * donated array elementwise and copies none. Known wrong: only a
+ * parameter's top-level array and an element of the root tuple (or the
+ * root) are followed, the rest counted (sim_rewrites.unfollowed); XLA
+ * judges its buffers' live ranges in the schedule it made, tpusim by
+ * whether any schedule could avoid the copy.
  */
 #include "kernels_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Ranks beyond it (no real module has one) are left as written. */
@@ -419,6 +465,33 @@ static enum ts_status reorder(struct ir_module *m, struct ir_computation *c)
 	return TS_OK;
 }
 
+/* "BASE.WHAT", or "BASE.WHAT.1", ...: a name no instruction of m has,
+ * taken (names: the module's, sim_name_taken); NULL and *st set when
+ * memory runs out. */
+static char *fresh_name(struct ir_module *m, struct ts_u64map *names,
+			const char *base, const char *what,
+			enum ts_status *st)
+{
+	for (int t = 0;; t++) {
+		char *name = ts_arena_printf(&m->arena, "%s.%s%s%.0d", base,
+					     what, t ? "." : "", t);
+		if (!name) {
+			*st = TS_ERR_NOMEM;
+			return NULL;
+		}
+		if (sim_name_taken(names, m, name, st)) {
+			if (*st != TS_OK)
+				return NULL;
+			continue;
+		}
+		if (!sim_name_take(names, name)) {
+			*st = TS_ERR_NOMEM;
+			return NULL;
+		}
+		return name;
+	}
+}
+
 /* Combines c's all-reduces g[0 .. n) (pairwise independent, of one
  * kind, in c's order) into one, named after g[0] (names: the module's,
  * sim_name_taken), and orders c again from g[0] to g[n - 1] (what
@@ -446,16 +519,8 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 		x && ops && elems && self && r_of && instrs && win && key
 			? TS_OK
 			: TS_ERR_NOMEM;
-	for (int t = 0; st == TS_OK; t++) { /* a name no instruction has */
-		name = ts_arena_printf(a, "%s.combined%s%.0d", g[0]->name,
-				       t ? "." : "", t);
-		if (!name)
-			st = TS_ERR_NOMEM;
-		else if (!sim_name_taken(names, m, name, &st))
-			break;
-	}
-	if (st == TS_OK && !sim_name_take(names, name))
-		st = TS_ERR_NOMEM;
+	if (st == TS_OK)
+		name = fresh_name(m, names, g[0]->name, "combined", &st);
 	if (st != TS_OK) {
 		ts_free(win);
 		ts_free(key);
@@ -491,12 +556,8 @@ static enum ts_status combine(struct ir_module *m, struct ir_computation *c,
 							(v->flags & IR_INSTR_ROOT),
 			.index = v->index, .n_users = v->n_users,
 			.line = v->line, .col = v->col};
-		v->attrs = (struct ir_attrs){.feature_group_count = 1,
-					     .batch_group_count = 1,
-					     .iota_dimension = -1,
-					     .tuple_index = q,
-					     .parameter_number = -1,
-					     .known_trip_count = -1};
+		v->attrs = IR_ATTRS_NONE;
+		v->attrs.tuple_index = q;
 	}
 	struct ir_computation *r = x->called[0];
 	for (int q = 0; q < n; q++) /* the members' reducers' callers */
@@ -582,6 +643,360 @@ static enum ts_status combine_all_reduces(struct ir_module *m,
 	return st;
 }
 
+/* An array of the entry's parameters or result: its shape index, its
+ * bytes in TPU memory, memory space and place in the enumeration; param:
+ * its parameter number, or -1 for an output. */
+struct buffer {
+	struct ir_ints index;
+	double bytes;
+	int space, order;
+	int64_t param;
+};
+
+/* Appends the arrays of s (at index ix[0 .. n)) in ShapeIndex pre-order
+ * (XLA's ForEachSubshape) to *out. */
+static enum ts_status add_arrays(struct ts_arena *a, const struct ir_shape *s,
+				 int64_t *ix, int n, int64_t param,
+				 struct buffer **out, int *n_out, int *cap)
+{
+	if (s->type == IR_TYPE_TUPLE) {
+		for (int i = 0; i < s->n_elems && n < MAX_RANK; i++) {
+			ix[n] = i;
+			enum ts_status st = add_arrays(a, &s->elems[i], ix,
+						       n + 1, param, out,
+						       n_out, cap);
+			if (st != TS_OK)
+				return st;
+		}
+		return TS_OK;
+	}
+	if (s->type == IR_TYPE_TOKEN)
+		return TS_OK;
+	if (*n_out == *cap) {
+		int c2 = *cap ? 2 * *cap : 16;
+		struct buffer *b = ts_arena_array(a, (size_t)c2, sizeof *b);
+		if (!b)
+			return TS_ERR_NOMEM;
+		if (*n_out)
+			memcpy(b, *out, (size_t)*n_out * sizeof *b);
+		*out = b;
+		*cap = c2;
+	}
+	int64_t *v = n ? ts_arena_dup(a, ix, (size_t)n * sizeof *ix) : NULL;
+	if (n && !v)
+		return TS_ERR_NOMEM;
+	(*out)[(*n_out)++] = (struct buffer){
+		.index = {.n = n, .v = v},
+		.bytes = ir_shape_padded_bytes(s),
+		.space = s->layout.memory_space,
+		.order = *n_out,
+		.param = param};
+	return TS_OK;
+}
+
+static bool same_index(const struct ir_ints *a, const struct ir_ints *b)
+{
+	return a->n == b->n &&
+	       (a->n == 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
+}
+
+/* Whether m's header aliases output ix, or (param >= 0) names parameter
+ * param's array at ix in input_output_alias. */
+static bool aliased(const struct ir_module *m, const struct ir_ints *ix,
+		    int64_t param)
+{
+	for (int i = 0; i < m->n_aliases; i++) {
+		const struct ir_alias *x = &m->aliases[i];
+		if (x->output.n >= 0 &&
+		    (param < 0 ? same_index(&x->output, ix)
+			       : x->param == param &&
+					 same_index(&x->param_index, ix)))
+			return true;
+	}
+	return false;
+}
+
+/* By memory space, then largest first, then in their order (a stable
+ * sort by size in each space). */
+static int by_bytes(const void *a, const void *b)
+{
+	const struct buffer *x = a, *y = b;
+	if (x->space != y->space)
+		return x->space < y->space ? -1 : 1;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+enum ts_status sim_module_aliases(const struct ir_module *m,
+				 struct ts_arena *a, struct ir_alias **pairs,
+				 int *n_pairs)
+{
+	const struct ir_computation *e = m->entry;
+	int64_t ix[MAX_RANK];
+	struct buffer *don = NULL, *out = NULL;
+	int nd = 0, cd = 0, no = 0, co = 0;
+	enum ts_status st = TS_OK;
+	bool donors = false;
+	for (int i = 0; i < m->n_aliases; i++)
+		donors |= m->aliases[i].output.n < 0;
+	for (int p = 0; donors && st == TS_OK && p < e->n_params; p++)
+		if (e->params[p])
+			st = add_arrays(a, &e->params[p]->shape, ix, 0, p,
+					&don, &nd, &cd);
+	if (donors && st == TS_OK)
+		st = add_arrays(a, &e->root->shape, ix, 0, -1, &out, &no, &co);
+	*pairs = ts_arena_array(a, (size_t)m->n_aliases + 1, sizeof **pairs);
+	if (st != TS_OK || !*pairs)
+		return TS_ERR_NOMEM;
+	*n_pairs = 0;
+	int kd = 0, ko = 0;
+	for (int i = 0; i < nd; i++) { /* donors not aliased already */
+		bool donor = false;
+		for (int k = 0; k < m->n_aliases; k++)
+			donor |= m->aliases[k].output.n < 0 &&
+				 m->aliases[k].param == don[i].param &&
+				 same_index(&m->aliases[k].param_index,
+					    &don[i].index);
+		if (donor && !aliased(m, &don[i].index, don[i].param))
+			don[kd++] = don[i];
+	}
+	for (int i = 0; i < no; i++)
+		if (!aliased(m, &out[i].index, -1))
+			out[ko++] = out[i];
+	if (kd > 1)
+		qsort(don, (size_t)kd, sizeof *don, by_bytes);
+	if (ko > 1)
+		qsort(out, (size_t)ko, sizeof *out, by_bytes);
+	/* two pointers down each memory space: the one ahead waits */
+	for (int i = 0, j = 0; i < kd && j < ko;) {
+		int c = don[i].space != out[j].space
+				? (don[i].space < out[j].space ? -1 : 1)
+			: don[i].bytes != out[j].bytes
+				? (don[i].bytes > out[j].bytes ? -1 : 1)
+				: 0;
+		if (c == 0)
+			(*pairs)[(*n_pairs)++] = (struct ir_alias){
+				.output = out[j].index,
+				.param = don[i].param,
+				.param_index = don[i].index};
+		i += c <= 0;
+		j += c >= 0;
+	}
+	for (int i = 0; i < m->n_aliases; i++)
+		if (m->aliases[i].output.n >= 0)
+			(*pairs)[(*n_pairs)++] = m->aliases[i];
+	return TS_OK;
+}
+
+/* Where the buffer v's value is in starts: v, or what v renames (a
+ * bitcast, a tuple's element, a loop's element: the loop's initial one)
+ * or updates in place (sim_in_place_buffer), followed back. */
+static const struct ir_instr *buffer_start(const struct ir_instr *v)
+{
+	for (;;) {
+		const struct ir_instr *t = v->n_operands ? v->operands[0] : NULL,
+				      *buf = sim_in_place_buffer(v);
+		int64_t k = v->attrs.tuple_index;
+		if (v->op == IR_OP_GET_TUPLE_ELEMENT && t->op == IR_OP_WHILE &&
+		    t->n_operands == 1)
+			t = t->operands[0];
+		if (buf)
+			v = buf;
+		else if (v->op == IR_OP_BITCAST && t)
+			v = t;
+		else if (v->op == IR_OP_GET_TUPLE_ELEMENT &&
+			 t->op == IR_OP_TUPLE && k >= 0 && k < t->n_operands)
+			v = t->operands[k];
+		else
+			return v;
+	}
+}
+
+/* Marks in seen (c->n_instrs entries) what reaches from, through
+ * operands in c (todo: room for c's instructions); *found: s is among
+ * them. Stops at what seen already marks, and once s is found. */
+static void reach(const struct ir_computation *c, const struct ir_instr *from,
+		  const struct ir_instr *s, bool *seen,
+		  const struct ir_instr **todo, bool *found)
+{
+	int n = 0;
+	todo[n++] = from;
+	seen[from->index] = true;
+	while (n > 0 && !*found) {
+		const struct ir_instr *x = todo[--n];
+		for (int j = 0; j < x->n_operands && !*found; j++) {
+			const struct ir_instr *o = x->operands[j];
+			if (o->parent != c || seen[o->index])
+				continue;
+			*found = o == s;
+			seen[o->index] = true;
+			todo[n++] = o;
+		}
+	}
+}
+
+/* Whether output value v needs a copy to live in parameter p's buffer
+ * (the rule at the top; live: what reaches c's root, the readers of p
+ * that count); *st TS_ERR_NOMEM when memory runs out. */
+static bool copy_needed(const struct ir_computation *c, const bool *live,
+			const struct ir_instr *v, const struct ir_instr *p,
+			enum ts_status *st)
+{
+	const struct ir_instr *s = buffer_start(v);
+	if (s == p)
+		return false;
+	if (s->op == IR_OP_PARAMETER || s->op == IR_OP_CONSTANT)
+		return true; /* a buffer of its own, not made here */
+	enum ir_class k = ir_op_class(s->op);
+	bool over = (k == IR_CLASS_ELEMENTWISE || k == IR_CLASS_TRANSCENDENTAL) &&
+		    ir_shape_padded_bytes(&s->shape) ==
+			    ir_shape_padded_bytes(&p->shape);
+	/* seen: reached from a reader of p through operands (a search that
+	 * did not find s, or found it: then the answer) */
+	bool *seen = ts_calloc((size_t)c->n_instrs + 1, sizeof *seen);
+	const struct ir_instr **todo =
+		ts_malloc(((size_t)c->n_instrs + 1) * sizeof *todo);
+	bool need = false;
+	if (!seen || !todo)
+		*st = TS_ERR_NOMEM;
+	for (int i = 0; seen && todo && i < c->n_instrs && !need; i++) {
+		const struct ir_instr *u = c->instrs[i];
+		bool reads = false;
+		for (int j = 0; j < u->n_operands; j++)
+			reads |= u->operands[j] == p;
+		if (!reads || !live[i] || seen[i])
+			continue;
+		if (u == s)
+			need = !over;
+		else
+			reach(c, u, s, seen, todo, &need);
+	}
+	ts_free(seen);
+	ts_free((void *)todo);
+	return need;
+}
+
+/* Output slot of c's root (-1: the root itself) becomes a copy of its
+ * value, right before the root (names: the module's). */
+static enum ts_status insert_copy(struct ir_module *m, struct ir_computation *c,
+				  int slot, struct ts_u64map *names)
+{
+	struct ts_arena *a = &m->arena;
+	struct ir_instr *root = c->root,
+			*v = slot < 0 ? root : root->operands[slot];
+	struct ir_instr *x = ts_arena_alloc(a, sizeof *x);
+	struct ir_instr **ops = ts_arena_array(a, 1, sizeof *ops);
+	struct ir_instr **instrs =
+		ts_arena_array(a, (size_t)c->n_instrs + 1, sizeof *instrs);
+	enum ts_status st = x && ops && instrs ? TS_OK : TS_ERR_NOMEM;
+	const char *name = st ? NULL : fresh_name(m, names, v->name, "copy", &st);
+	if (st != TS_OK)
+		return st;
+	ops[0] = v;
+	*x = (struct ir_instr){.op = IR_OP_COPY, .wrapped_op = IR_OP_INVALID,
+			       .name = name, .shape = v->shape,
+			       .n_operands = 1, .operands = ops, .parent = c,
+			       .attrs = IR_ATTRS_NONE, .flags = IR_INSTR_MADE,
+			       .line = v->line, .col = v->col};
+	x->shape.memo = (struct ir_shape_memo){0};
+	if (!x->shape.layout.n_tiles && x->shape.rank <= MAX_RANK) {
+		/* XLA copies after layout assignment: its copy has the TPU
+		 * layout the value would get (ir_shape_default_tile), and
+		 * runs (plan.c sim_kernel_free) */
+		struct ir_layout *l = &x->shape.layout;
+		int order[MAX_RANK], r = x->shape.rank;
+		ir_shape_major_to_minor(&v->shape, order);
+		l->minor_to_major =
+			ts_arena_array(a, (size_t)r + 1, sizeof *l->minor_to_major);
+		l->tiles = ts_arena_alloc(a, sizeof *l->tiles);
+		if (!l->minor_to_major || !l->tiles)
+			return TS_ERR_NOMEM;
+		for (int i = 0; i < r; i++)
+			l->minor_to_major[i] = order[r - 1 - i];
+		ir_shape_default_tile(&v->shape, l->tiles);
+		l->present = true;
+		l->n_tiles = 1;
+	}
+	int at = slot < 0 ? c->n_instrs : root->index;
+	memcpy(instrs, c->instrs, (size_t)at * sizeof *instrs);
+	instrs[at] = x;
+	memcpy(instrs + at + 1, c->instrs + at,
+	       (size_t)(c->n_instrs - at) * sizeof *instrs);
+	c->instrs = instrs;
+	c->n_instrs++;
+	m->n_instrs++;
+	for (int i = at; i < c->n_instrs; i++)
+		instrs[i]->index = i;
+	if (slot < 0) { /* the root's value is copied: the copy is the root */
+		v->flags &= ~IR_INSTR_ROOT;
+		x->flags |= IR_INSTR_ROOT;
+		c->root = x;
+		v->n_users++;
+		return TS_OK;
+	}
+	root->operands[slot] = x;
+	x->n_users = 1;
+	for (int j = 0; j < root->n_operands; j++)
+		if (root->operands[j] == v) { /* the root reads v still */
+			v->n_users++;
+			break;
+		}
+	return TS_OK;
+}
+
+/* The copies into donated and aliased parameter buffers (the rule at
+ * the top) in m's entry; done: how many, their bytes, and the aliases
+ * not followed. */
+static enum ts_status copy_aliased(struct ir_module *m,
+				   struct ts_u64map *names,
+				   struct sim_rewrites *done)
+{
+	struct ir_computation *e = m->entry;
+	if (!e || !m->n_aliases)
+		return TS_OK;
+	struct ts_arena scratch;
+	ts_arena_init(&scratch);
+	struct ir_alias *pairs = NULL;
+	int n = 0;
+	bool *live = ts_arena_array(&scratch, (size_t)e->n_instrs + 1,
+				    sizeof *live);
+	const struct ir_instr **todo = ts_arena_array(
+		&scratch, (size_t)e->n_instrs + 1, sizeof *todo);
+	enum ts_status st = live && todo ? sim_module_aliases(m, &scratch,
+							      &pairs, &n)
+					 : TS_ERR_NOMEM;
+	int *slots = ts_arena_array(&scratch, (size_t)n + 1, sizeof *slots),
+	    k = 0;
+	bool none = false;
+	if (st == TS_OK && !slots)
+		st = TS_ERR_NOMEM;
+	if (st == TS_OK) /* XLA's DCE drops what the result does not read */
+		reach(e, e->root, NULL, live, todo, &none);
+	const struct ir_instr *root = e->root;
+	for (int i = 0; i < n && st == TS_OK; i++) { /* all decided, then made */
+		const struct ir_alias *x = &pairs[i];
+		int slot = x->output.n == 1 ? (int)x->output.v[0] : -1;
+		if (x->param_index.n != 0 || x->output.n > 1 ||
+		    (slot >= 0 && (root->op != IR_OP_TUPLE ||
+				   slot >= root->n_operands))) {
+			done->unfollowed++;
+			continue;
+		}
+		const struct ir_instr *v = slot < 0 ? root : root->operands[slot];
+		if (copy_needed(e, live, v, e->params[x->param], &st)) {
+			slots[k++] = slot;
+			done->copied_bytes += ir_shape_padded_bytes(&v->shape);
+		}
+	}
+	for (int i = 0; i < k && st == TS_OK; i++) {
+		st = insert_copy(m, e, slots[i], names);
+		done->copies += st == TS_OK;
+	}
+	ts_arena_free(&scratch);
+	return st;
+}
+
 double sim_all_reduce_combine_limit(const struct hw_spec *hw)
 {
 	/* what XLA runs on the SparseCores it does not combine, nor into */
@@ -617,6 +1032,8 @@ enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
 		if (st == TS_OK && limit > 0)
 			st = combine_all_reduces(m, c, limit, &names,
 						 &done->combined);
+		if (st == TS_OK && c == m->entry)
+			st = copy_aliased(m, &names, done);
 		if (st != TS_OK)
 			ts_diag_set(d, m->file, c->line, c->col,
 				    st == TS_ERR_NOMEM

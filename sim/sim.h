@@ -394,17 +394,30 @@ bool sim_module_unfused(const struct ir_module *m);
 struct sim_rewrites {
 	int windows;  /* row-max broadcasts made reduce-windows */
 	int combined; /* all-reduces combined into others (k in one: k) */
+	int copies;   /* outputs copied into the parameter buffer they alias */
+	double copied_bytes; /* their bytes in TPU memory */
+	int unfollowed; /* aliases of a nested array, not followed */
 };
 
 /* What XLA's TPU compiler for hw does to an unfused module, where that
  * changes the kernels (sim/rewrite.c: a row max broadcast back becomes a
  * reduce-window where hw's xla.row_max_window says so; independent
- * all-reduces of one kind are combined up to xla.all_reduce_combine_bytes),
- * done to m in place; *done: what it did. A compiled module, or a spec
+ * all-reduces of one kind are combined up to xla.all_reduce_combine_bytes;
+ * an output made in a buffer of its own is copied into the donated or
+ * aliased parameter buffer it lives in), done to m in place; *done: what
+ * it did. A compiled module, or a spec
  * that rewrites nothing, is left as it is. Call it once, before a
  * fusion plan or a program is built from m. */
 enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
 				  struct sim_rewrites *done, struct ts_diag *d);
+/* The entry's outputs that live in a parameter's buffer: m's
+ * buffer_donor entries paired with outputs as XLA pairs them
+ * (sim/rewrite.c: OptimizeInputOutputBufferAlias), then its
+ * input_output_alias entries, into *pairs (*n_pairs of them, allocated
+ * from a). */
+enum ts_status sim_module_aliases(const struct ir_module *m,
+				  struct ts_arena *a, struct ir_alias **pairs,
+				  int *n_pairs);
 /* The most bytes sim_module_rewrite combines all-reduces into on hw:
  * xla.all_reduce_combine_bytes, below xla.async_all_reduce_bytes where
  * that is set (what runs on the SparseCores XLA does not combine); 0:

@@ -1,7 +1,7 @@
 /*
- * test_rewrite.c: what XLA's TPU compiler does to a module before it
- * fuses (sim/rewrite.c): a row max broadcast back becomes a reduce-window
- * over the row on the generations whose spec says so.
+ * test_rewrite.c: what XLA's TPU compiler does to a module around its
+ * fusion (sim/rewrite.c): a row max broadcast back becomes a
+ * reduce-window over the row on the generations whose spec says so.
  * - the attention's scores after a dot, f32[2,4,64,256]{2,3,1,0} (the
  *   row, dim 3, second-minor, as XLA lays out the decoders' scores): on
  *   v5e the broadcast is reduce-window(x, -inf) of size 511, padded 255
@@ -22,7 +22,13 @@
  *   fused and read back at the same time; and on generated modules
  *   every combined group is pairwise independent in the module before,
  *   every all-reduce is kept or combined, the module passes XLA's
- *   checks and reads back after fuse at the same time.
+ *   checks and reads back after fuse at the same time;
+ * - the copies into donated buffers case by case (an elementwise update,
+ *   a reader after it, a dot's result, another parameter, an update in
+ *   place, a donor of no output's size, a tuple's element, a written
+ *   alias), fused and read back at the same time; on the compiled zoo
+ *   the donors pair with the outputs XLA pairs them with (its
+ *   input_output_alias) and the copies are the ones XLA inserted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,6 +186,21 @@ struct rule_case {
 	int windows;
 };
 
+/* base with its first from replaced by to (from NULL: as it is) into
+ * text; what: the case, for the message when base has no from. */
+static void edit(const char *base, const char *what, const char *from,
+		 const char *to, char *text, size_t cap)
+{
+	const char *at = from ? strstr(base, from) : NULL;
+	if (from && !at)
+		fail_msg("%s: no '%s'", what, from);
+	if (at)
+		snprintf(text, cap, "%.*s%s%s", (int)(at - base), base, to,
+			 at + strlen(from));
+	else
+		snprintf(text, cap, "%s", base);
+}
+
 static void test_rule(void **state)
 {
 	(void)state;
@@ -222,15 +243,7 @@ static void test_rule(void **state)
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const struct rule_case *c = &cases[i];
 		char text[4096];
-		const char *at = c->from ? strstr(base, c->from) : NULL;
-		if (c->from && !at)
-			fail_msg("%s: no '%s'", c->what, c->from);
-		if (at)
-			snprintf(text, sizeof text, "%.*s%s%s",
-				 (int)(at - base), base, c->to,
-				 at + strlen(c->from));
-		else
-			snprintf(text, sizeof text, "%s", base);
+		edit(base, c->what, c->from, c->to, text, sizeof text);
 		struct sim_rewrites done;
 		struct ir_module *m = rewritten(text, &v4, &done);
 		if (done.windows != c->windows)
@@ -685,6 +698,209 @@ static void test_combine_generated(void **state)
 	assert_true(combined > 0 && kept > 0);
 }
 
+/* A donated weight p updated elementwise (n), read by a dot (y) the
+ * update does not wait for and by r after it, which is dead; q, a
+ * tuple, donated in some cases. */
+static const char donated[] =
+	"HloModule d, buffer_donor={ (0, {}) }\n"
+	"ENTRY e {\n"
+	"  p = f32[256,128]{1,0} parameter(0)\n"
+	"  g = f32[256,128]{1,0} parameter(1)\n"
+	"  w = f32[128,128]{1,0} parameter(2)\n"
+	"  q = (f32[256,128]{1,0}) parameter(3)\n"
+	"  y = f32[256,128]{1,0} dot(p, w), lhs_contracting_dims={1}, "
+	"rhs_contracting_dims={0}\n"
+	"  n = f32[256,128]{1,0} subtract(p, g)\n"
+	"  r = f32[256,128]{1,0} add(p, n)\n"
+	"  ROOT t = (f32[256,128]{1,0}, f32[256,128]{1,0}) tuple(n, y)\n"
+	"}\n";
+
+struct copy_case {
+	const char *what;
+	const char *from, *to; /* text replaced in donated */
+	int copies, unfollowed;
+};
+
+/* The copies into donated buffers case by case (sim/rewrite.c): p pairs
+ * with the first output of its size, {0}. */
+static void test_copy_rule(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	static const struct copy_case cases[] = {
+		{"an elementwise update, the dot before it", NULL, NULL, 0, 0},
+		{"a reader of p after it returned", "tuple(n, y)",
+		 "tuple(n, r)", 1, 0},
+		{"p returned too", "tuple(n, y)", "tuple(n, p)", 1, 0},
+		{"a dot's result", "tuple(n, y)", "tuple(y, n)", 1, 0},
+		{"another parameter", "tuple(n, y)", "tuple(g, y)", 1, 0},
+		{"p itself", "tuple(n, y)", "tuple(p, y)", 0, 0},
+		{"p updated in place", "  n = f32[256,128]{1,0} subtract(p, g)",
+		 "  z = s32[] constant(0)\n  u = f32[8,128]{1,0} slice(g), "
+		 "slice={[0:8], [0:128]}\n  n = f32[256,128]{1,0} "
+		 "dynamic-update-slice(p, u, z, z)", 0, 0},
+		{"a donor of no output's size", "(0, {})", "(2, {})", 0, 0},
+		{"a tuple's element donated", "(0, {})", "(3, {0})", 0, 1},
+		{"an alias written", "buffer_donor={ (0, {}) }",
+		 "input_output_alias={ {1}: (0, {}) }", 1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const struct copy_case *c = &cases[i];
+		char text[4096];
+		edit(donated, c->what, c->from, c->to, text, sizeof text);
+		struct sim_rewrites done;
+		struct ir_module *m = rewritten(text, &v5e, &done);
+		if (done.copies != c->copies || done.unfollowed != c->unfollowed)
+			fail_msg("%s: %d copies, %d not followed; want %d, %d",
+				 c->what, done.copies, done.unfollowed,
+				 c->copies, c->unfollowed);
+		ir_module_free(m);
+	}
+	/* fused: the copy a kernel of its own, in the layout XLA would give
+	 * it, read back at the same time */
+	char text[4096];
+	edit(donated, "returned", "tuple(n, y)", "tuple(n, r)", text,
+	     sizeof text);
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = tu_fuse_round_trip(text, &v5e, NULL, NULL, &t0, &t1, &k0,
+				       &k1, &fs);
+	assert_int_equal(k1, k0);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, "  %n.copy = f32[256,128]{1,0:T(8,128)} copy(%n)\n") ||
+	    !strstr(out, "  ROOT %t = (f32[256,128]{1,0}, f32[256,128]{1,0}) "
+			 "tuple(%n.copy, "))
+		fail_msg("no copy before the root:\n%s", out);
+	free(out);
+}
+
+/* Parses text (path for messages) into its one module. */
+static struct ir_module *parsed(const char *path, const char *text, size_t len)
+{
+	struct ir_module **m = NULL;
+	int nm = 0;
+	struct ts_diag d = {0};
+	if (hlo_parse(path, text, len, &m, &nm, &d) != TS_OK)
+		fail_msg("%s: %s", path, d.msg);
+	assert_int_equal(nm, 1);
+	struct ir_module *mod = m[0];
+	ts_free(m);
+	return mod;
+}
+
+/* Outputs of compiled module c that XLA's copy insertion copies into
+ * the parameter buffer they alias: aliased elements of the root tuple
+ * that are copies of a value laid out as they are, in any memory
+ * space. */
+static int alias_copies(const struct ir_module *c)
+{
+	const struct ir_instr *root = c->entry->root;
+	int n = 0;
+	for (int i = 0; i < c->n_aliases; i++) {
+		const struct ir_alias *x = &c->aliases[i];
+		if (x->output.n != 1 || root->op != IR_OP_TUPLE)
+			continue;
+		const struct ir_instr *o = root->operands[x->output.v[0]];
+		if (o->op != IR_OP_COPY)
+			continue;
+		struct ir_shape a = o->shape, b = o->operands[0]->shape;
+		a.layout.memory_space = b.layout.memory_space = 0;
+		char sa[512], sb[512];
+		ir_shape_format(&a, sa, sizeof sa);
+		ir_shape_format(&b, sb, sizeof sb);
+		n += !strcmp(sa, sb);
+	}
+	return n;
+}
+
+struct zoo_aliases {
+	const char *src, *gen;
+	int modules, pairs, copies;
+};
+
+/* rel: a module before fusion, NAME.spmd.hlo; beside it NAME.tpu.hlo. */
+static void check_aliases(const char *rel, const char *text, size_t len,
+			  void *ctx)
+{
+	struct zoo_aliases *z = ctx;
+	size_t n = strlen(rel);
+	if (n < 9 || strcmp(rel + n - 9, ".spmd.hlo"))
+		return;
+	char path[4096], *ctext;
+	size_t clen;
+	struct ts_diag d = {0};
+	snprintf(path, sizeof path, "%s/data/%.*s.tpu.hlo", z->src,
+		 (int)(n - 9), rel);
+	if (ts_read_file(path, &ctext, &clen, &d) != TS_OK)
+		fail_msg("%s: %s", path, d.msg);
+	struct ir_module *m = parsed(rel, text, len),
+			 *c = parsed(path, ctext, clen);
+	ts_free(ctext);
+	struct ts_arena a;
+	ts_arena_init(&a);
+	struct ir_alias *pairs;
+	int np;
+	assert_int_equal(sim_module_aliases(m, &a, &pairs, &np), TS_OK);
+	int found = 0, xla = 0; /* its donors left unpaired aside */
+	for (int i = 0; i < c->n_aliases; i++) {
+		const struct ir_alias *x = &c->aliases[i];
+		if (x->output.n < 0)
+			continue;
+		xla++;
+		assert_int_equal(x->output.n, 1); /* the zoo's: flat tuples */
+		for (int k = 0; k < np; k++)
+			found += pairs[k].output.n == 1 &&
+				 pairs[k].output.v[0] == x->output.v[0] &&
+				 pairs[k].param == x->param &&
+				 pairs[k].param_index.n == 0;
+	}
+	if (found != xla || np != xla)
+		fail_msg("%s: %d pairs, %d of XLA's %d", rel, np, found, xla);
+	struct hw_spec hw;
+	assert_true(tu_load_spec(z->gen, &hw));
+	struct sim_rewrites done;
+	assert_int_equal(sim_module_rewrite(m, &hw, &done, &d), TS_OK);
+	if (done.copies != alias_copies(c) || done.unfollowed)
+		fail_msg("%s: %d copies, %d not followed; XLA's %d", rel,
+			 done.copies, done.unfollowed, alias_copies(c));
+	z->modules++;
+	z->pairs += np;
+	z->copies += done.copies;
+	ts_arena_free(&a);
+	ir_module_free(m);
+	ir_module_free(c);
+}
+
+/* The compiled zoo: the donated buffers XLA pairs with outputs (the
+ * compiled module's input_output_alias) are those sim_module_aliases
+ * pairs in the module before fusion, and the rewrite copies an output
+ * into its buffer where the compiled module does (decode_s and
+ * decode_m's KV caches, written by the scan in a buffer of its own). */
+static void test_aliases_zoo(void **state)
+{
+	(void)state;
+	static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p",
+					   "v6e", "v7"};
+	struct zoo_aliases z = {getenv("TPUSIM_SOURCE"), NULL, 0, 0, 0};
+	if (!z.src)
+		skip();
+	char data[4096];
+	snprintf(data, sizeof data, "%s/data", z.src);
+	for (size_t i = 0; i < TS_ARRAY_LEN(gens); i++) {
+		char folder[64];
+		snprintf(folder, sizeof folder, "compiled/%s", gens[i]);
+		z.gen = gens[i];
+		tu_each_hlo(data, folder, 1, check_aliases, &z);
+	}
+	print_message("zoo: %d modules, %d aliased outputs, %d copied\n",
+		      z.modules, z.pairs, z.copies);
+	assert_int_equal(z.modules, 59);
+	assert_int_equal(z.copies, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +911,8 @@ int main(void)
 		cmocka_unit_test(test_combine_ir),
 		cmocka_unit_test(test_combine_fused),
 		cmocka_unit_test(test_combine_generated),
+		cmocka_unit_test(test_copy_rule),
+		cmocka_unit_test(test_aliases_zoo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
