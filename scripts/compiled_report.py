@@ -496,11 +496,20 @@ CAUSES = """\
   plan.c, sim_root_relays): the compiled v7/decoder_s_noremat 4.468 to
   4.424 ms (0.949 to 0.958, within 5%), v7/decoder_m 0.982 to 0.988,
   v7/decoder_s 1.023 to 1.024; within 5% 46 to 47. No measured set moved.
-- The KV cache (v5e/decode_m, 0.61; 0.77 in HBM): copy insertion (after
-  fusion) copies both 537 MB caches once in the compiled module (copy.83/84,
-  1.56 ms each), which the fused spmd module does not. (Its K/V projections,
-  each fused with its cache write, fusion.100/101, now cost 4 us a step:
-  the update moves its window, not the 67 MB slice.)
+- Copies into donated buffers: the decode steps donate their KV caches,
+  and the scan over the layers writes the new caches in a buffer of its
+  own while it reads the old ones; XLA pairs each donated buffer with an
+  output of its size (OptimizeInputOutputBufferAlias) and its copy
+  insertion then copies both caches in at the end (v5e/decode_m's
+  copy.83/84, 537 MB and 1.56 ms each). tpusim now pairs them as XLA does
+  (XLA's 436 pairs in the 59 modules) and copies an output made in a
+  buffer of its own while its parameter is still read (sim/rewrite.c), a
+  kernel of its own: v5e/decode_s 0.768 to 0.957 (within 5%), decode_m
+  0.622 to 0.817 (0.992 in HBM: what is left is which values go in VMEM);
+  no other module copies, here or compiled; within 5% 47 to 48. `run`
+  says so in a note (a cost the user can remove). (decode_m's K/V
+  projections, each fused with its cache write, fusion.100/101, cost 4 us
+  a step: the update moves its window, not the 67 MB slice.)
 - The decoders (0.98-1.17; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'
