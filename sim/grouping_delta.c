@@ -361,13 +361,41 @@ void sim_delta_scratch_free(struct delta_scratch *ds)
 	ts_free(ds);
 }
 
+/* Adds the groups of t (t_ids) and b (b_ids) that hold instruction j,
+ * and, `depth` steps up, those that hold the values j reads directly or
+ * through copies recomputed in their readers' kernels (G_MULTI in
+ * either): where j is computed decides whether their groups may merge
+ * (grouping.c read_between, which follows such copies
+ * SIM_RUNS_AT_DEPTH steps down to where they are read). */
+enum { READ_DEPTH = SIM_RUNS_AT_DEPTH + 1 };
+static void add_readers_holders(const struct grouping *t,
+				const struct grouping *b, int j, int depth,
+				struct delta_scratch *ds, int *t_ids, int *n_t,
+				int *b_ids, int *n_b)
+{
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
+	for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
+		if (!ds->b_seen[b->holders[h]]) {
+			ds->b_seen[b->holders[h]] = true;
+			b_ids[(*n_b)++] = b->holders[h];
+		}
+	int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL, n);
+	holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids, n_t);
+	if (depth == 0 || (depth < READ_DEPTH && t->grp[j] != G_MULTI &&
+			   b->grp[j] != G_MULTI))
+		return;
+	for (int o = t->ooff[j]; o < t->ooff[j + 1]; o++)
+		if (t->ops[o] >= 0)
+			add_readers_holders(t, b, t->ops[o], depth - 1, ds,
+					    t_ids, n_t, b_ids, n_b);
+}
+
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 				  const signed char *force, int at,
 				  struct delta_scratch *ds, int *t_ids,
 				  int *n_t, int *b_ids, int *n_b, bool *whole)
 {
 	TS_ASSERT(t->c == b->c && t->borrowed && ds->b == b);
-	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	*whole = true;
 	*n_t = *n_b = 0;
 	/* the last trial's member lists gone, as a new grouping has none,
@@ -393,17 +421,9 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * sim_group_output); a cycle between kernels through one of them
 	 * is one through a group collected here, which sim_group_cyclic
 	 * checks below, following the others with b's member lists */
-	for (int q = 0; q < n_moved; q++) {
-		int j = ds->moved[q];
-		for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
-			if (!ds->b_seen[b->holders[h]]) {
-				ds->b_seen[b->holders[h]] = true;
-				b_ids[(*n_b)++] = b->holders[h];
-			}
-		int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL, n);
-		holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids,
-			   n_t);
-	}
+	for (int q = 0; q < n_moved; q++)
+		add_readers_holders(t, b, ds->moved[q], READ_DEPTH, ds, t_ids,
+				    n_t, b_ids, n_b);
 	/* and each one's namesake in the other (the group with the same
 	 * root): it differs too, if only by what the other gained */
 	for (int q = 0, n0 = *n_b; q < n0; q++) {
