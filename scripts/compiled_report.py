@@ -492,10 +492,22 @@ CAUSES = """\
   reproduced 2,889 to 2,890 (v7 284 to 285), precision and recall 98.6%
   and 99.4% all told (v7 99.2% / 98.4% to 99.0% / 98.6%); within 5%
   unchanged. The analytic policy on v7/mlp_s now keeps one edge XLA
-  fused apart (recall 100% to 98.8%). Left: moe_s's forward, where XLA
-  fuses the up-projection with its GELU and the six dynamic-update-slices
-  saving it (bitcast_dynamic-update-slice_fusion.20) and tpusim writes
-  the saves in a kernel of its own (fusion.f35, 240 MB, 0.86 ms).
+  fused apart (recall 100% to 98.8%).
+- A dot with the stacks that save its epilogue: XLA fuses v5e/moe_s's
+  up-projection with its GELU and the six dynamic-update-slices saving
+  its parts for the backward (bitcast_dynamic-update-slice_fusion.20, its
+  MXU work beside 252 MB of writes, 0.80 ms); tpusim wrote the saves in
+  a kernel of their own (fusion.f35, 0.86 ms) after the convolution's
+  (0.47 ms), since the six saves become one kernel only when the merges
+  run, after the dot is decided. Now a dot whose users the merges put in
+  one kernel (recomputed there among others, as the GELU is in the
+  down-projection) joins it after them (grouping.c merge_epilogues):
+  v5e/moe_s 1.098 to 1.022, and the no-remat decoders' one such fusion
+  (XLA's has one on every generation): v6e/decoder_s_noremat 1.051 to
+  1.043, v5e/decoder_s_noremat 1.050 to 1.035, v7/decoder_s_noremat
+  0.957 to 0.949 (now out, fused faster than compiled); fusions
+  reproduced 2,890 to 2,896 (the decode steps and moe_s); within 5% 48
+  to 49.
 - A layer of a relaid-out stack: XLA's compiled v7 decoders copy a stack
   of saved activations into another tiling inside a nested fusion and
   take one layer of it with a dynamic-slice (v7/decoder_s_noremat's

@@ -121,6 +121,8 @@
  * offsets merge (merge_updates: a scan saving a layer's activations into
  * their stacks), a loop kernel joins the loop kernel of its shape that
  * reads its value (merge_loops: a batch-norm's per-channel statistics),
+ * a dot's kernel joins the kernel those merges made of all its users
+ * (merge_epilogues: an up-projection with the stacks saving its GELU),
  * and reduce-rooted kernels of one operand shape that read an array whole
  * merge (merge_shared: an RMS norm's two gradients). Dead pure
  * instructions are dropped (XLA DCE).
@@ -525,6 +527,50 @@ int sim_grouping_new(struct grouping *g, int i, bool core)
 	g->g_core_at[id] = core ? g->pos[i] : -1;
 	g->g_rep[id] = id;
 	return id;
+}
+
+/* Whether instruction u may be in a dot's output fusion: elementwise,
+ * or one that converts or rearranges elements (no contraction), not a
+ * kernel core. */
+static bool epilogue_op(const struct grouping *g, int u)
+{
+	const struct ir_instr *x = g->c->instrs[u];
+	enum ir_class uc = ir_op_class(x->op);
+	return (uc == IR_CLASS_ELEMENTWISE || uc == IR_CLASS_TRANSCENDENTAL ||
+		(is_format_op(x->op) && !is_contraction(x->op))) &&
+	       class_at(g, u) != FC_CORE;
+}
+
+/* Whether every live user of dot r may be in its output fusion (an
+ * epilogue op or a bitcast, taking it once, in a dot's operand only
+ * where it is recomputed in several kernels). */
+static bool epilogue_users(const struct grouping *g, int r)
+{
+	for (int k = g->uoff[r]; k < g->uoff[r + 1]; k++) {
+		int u = g->users[k];
+		if (g->live[u] &&
+		    (!(epilogue_op(g, u) || (class_at(g, u) == FC_FREE &&
+					     same_buffer(g->c->instrs[u]))) ||
+		     reuses(g, u) || (g->grp[u] != G_MULTI && g->prologue[u])))
+			return false;
+	}
+	return true;
+}
+
+/* Whether instruction u is computed in representative group id: a
+ * member of it, or, recomputed in the kernels of its users (G_MULTI), in
+ * one that is (followed depth steps down). */
+static bool computed_in(const struct grouping *g, int u, int id, int depth)
+{
+	if (g->grp[u] >= 0)
+		return g->g_rep[g->grp[u]] == id;
+	if (g->grp[u] != G_MULTI || depth == 0)
+		return false;
+	for (int k = g->uoff[u]; k < g->uoff[u + 1]; k++)
+		if (g->live[g->users[k]] &&
+		    computed_in(g, g->users[k], id, depth - 1))
+			return true;
+	return false;
 }
 
 /* Marks p fused into the users listed (those with grp == into, or all
@@ -1277,7 +1323,8 @@ void sim_grouping_decide(struct grouping *g, int i)
 		 * yet (none decided before this one: later in the order; XLA's
 		 * kOutput fusions take an epilogue that reads the result
 		 * several times: v5e/moe_s's fusion.273, the GELU's gradient
-		 * with its convolution); a reduce takes no epilogue */
+		 * with its convolution; merge_epilogues joins them where the
+		 * merges make that kernel later); a reduce takes no epilogue */
 		if (!same || materialise || multi || first < 0 ||
 		    g->g_core_at[first] > g->pos[i] || reuse_any ||
 		    !is_contraction(p->op))
@@ -1286,14 +1333,8 @@ void sim_grouping_decide(struct grouping *g, int i)
 		for (int k = g->uoff[i]; k < g->uoff[i + 1]; k++) {
 			if (!g->live[g->users[k]])
 				continue;
-			const struct ir_instr *u = g->c->instrs[g->users[k]];
-			enum ir_class uc = ir_op_class(u->op);
-			bool elementwise_like = uc == IR_CLASS_ELEMENTWISE ||
-						uc == IR_CLASS_TRANSCENDENTAL ||
-						(is_format_op(u->op) &&
-						 !is_contraction(u->op));
-			if (!elementwise_like || g->prologue[u->index] ||
-			    class_at(g, u->index) == FC_CORE)
+			if (!epilogue_op(g, g->users[k]) ||
+			    g->prologue[g->users[k]])
 				ok = false;
 		}
 		if (!ok)
@@ -2442,6 +2483,21 @@ bool sim_group_merges(const struct grouping *g, int id,
 			}
 		}
 	}
+	/* merge_epilogues: a group rooted at a dot whose users may all be
+	 * in its output fusion, or one without a core that reads a dot
+	 * group's result */
+	int r = g->g_root[id];
+	if ((g->opk[r] & OPK_CONTRACTION) && epilogue_users(g, r) &&
+	    !(g->force && g->force[r] == SIM_FUSE_OWN))
+		return true;
+	for (int q = 0; g->g_core_at[id] < 0 && q < n_mem; q++)
+		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
+			int o = g->ops[j];
+			if (o >= 0 && g->grp[o] >= 0 &&
+			    g->g_root[g->g_rep[g->grp[o]]] == o &&
+			    (g->opk[o] & OPK_CONTRACTION))
+				return true;
+		}
 	bool loop = loop_rooted(g, id);
 	bool takes = loop || update_rooted(g, id);
 	for (int q = 0, n_in = takes ? sim_group_inputs(g, id, in) : 0; q < n_in;
@@ -2751,6 +2807,49 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in,
 	return ok;
 }
 
+/*
+ * Output fusion after the merges: a group rooted at its dot or
+ * convolution whose result's live users are elementwise-like and all
+ * computed in one group without a core (members of it, or recomputed
+ * there among other kernels: computed_in), which only the merges above
+ * made one kernel, joins that group, which then writes the result for
+ * the other kernels: XLA's TPU compiler makes v5e/moe_s's up-projection,
+ * its GELU and the six dynamic-update-slices that save the GELU's parts
+ * for the backward one kOutput fusion
+ * (bitcast_dynamic-update-slice_fusion.20, its MXU work beside 252 MB of
+ * writes), the down-projection reading the GELU; the saves are six
+ * kernels when the dot is decided (merge_updates joins them). Not a
+ * dot a policy made a kernel of its own (SIM_FUSE_OWN); undone where
+ * cyclic (join_unless_cyclic).
+ */
+static bool merge_epilogues(struct grouping *g, struct cycle_scratch *cy)
+{
+	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	bool ok = moved;
+	for (int d = 0; ok && d < g->n_groups; d++) {
+		int r = g->g_root[d], into = -1;
+		if (g->g_rep[d] != d || !(g->opk[r] & OPK_CONTRACTION) ||
+		    (g->force && g->force[r] == SIM_FUSE_OWN))
+			continue;
+		for (int k = g->uoff[r]; into < 0 && k < g->uoff[r + 1]; k++)
+			if (g->live[g->users[k]] && g->grp[g->users[k]] >= 0)
+				into = g->g_rep[g->grp[g->users[k]]];
+		bool all = into >= 0 && into != d && g->g_core_at[into] < 0 &&
+			   epilogue_users(g, r);
+		for (int k = g->uoff[r]; all && k < g->uoff[r + 1]; k++)
+			all = !g->live[g->users[k]] ||
+			      computed_in(g, g->users[k], into, SIM_MULTI_DEPTH);
+		if (!all)
+			continue;
+		bool merged = false;
+		ok = join_unless_cyclic(g, into, d, moved, cy, &merged);
+		if (merged)
+			g->g_core_at[into] = g->g_core_at[d];
+	}
+	ts_free(moved);
+	return ok;
+}
+
 /* Whether group id holds a reader of value v other than `except`: an
  * in-place update's buffer must have no other reader in its kernel. */
 static bool holds_reader(const struct grouping *g, int id,
@@ -2781,7 +2880,7 @@ static bool read_between(const struct grouping *g, int early, int late)
 		     k++) {
 			int u = g->users[k];
 			if (g->live[u] &&
-			    runs_at(g, u, SIM_RUNS_AT_DEPTH) <
+			    runs_at(g, u, SIM_MULTI_DEPTH) <
 				    g->pos[g->g_root[late]] &&
 			    !sim_group_member(g, early, u) &&
 			    !sim_group_member(g, late, u))
@@ -3322,7 +3421,7 @@ enum ts_status sim_grouping_build(struct grouping *g,
 	ok = ok && merge_siblings(g, buf, buf + g->n) &&
 	     merge_slices(g, buf, buf + g->n) && kernel_order(g, &cy) &&
 	     merge_outputs(g, buf, &cy) && merge_updates(g, &cy) &&
-	     merge_loops(g, buf, &cy) &&
+	     merge_loops(g, buf, &cy) && merge_epilogues(g, &cy) &&
 	     merge_shared(g, buf, buf + g->n, &cy) &&
 	     place_continuations(g, &cy) && dissolve_cycles(g, &cs, &cy) && index_holders(g);
 	ts_free(buf);

@@ -366,8 +366,8 @@ void sim_delta_scratch_free(struct delta_scratch *ds)
  * through copies recomputed in their readers' kernels (G_MULTI in
  * either): where j is computed decides whether their groups may merge
  * (grouping.c read_between, which follows such copies
- * SIM_RUNS_AT_DEPTH steps down to where they are read). */
-enum { READ_DEPTH = SIM_RUNS_AT_DEPTH + 1 };
+ * SIM_MULTI_DEPTH steps down to where they are read). */
+enum { READ_DEPTH = SIM_MULTI_DEPTH + 1 };
 static void add_readers_holders(const struct grouping *t,
 				const struct grouping *b, int j, int depth,
 				struct delta_scratch *ds, int *t_ids, int *n_t,

@@ -272,10 +272,11 @@ enum fuse_class {
 
 /* Special values of grouping.grp[] (group ids are >= 0). */
 enum { G_NONE = -1, G_MULTI = -2 };
-/* How many steps down merge_loops follows a value recomputed in its
- * readers' kernels (G_MULTI) to where it is read (grouping.c runs_at);
- * a trial's grouping looks one step further up (grouping_delta.c). */
-enum { SIM_RUNS_AT_DEPTH = 4 };
+/* How many steps down the merges follow a value recomputed in its
+ * readers' kernels (G_MULTI) to where it is read (grouping.c runs_at,
+ * computed_in); a trial's grouping looks one step further up
+ * (grouping_delta.c). */
+enum { SIM_MULTI_DEPTH = 8 };
 
 struct grouping {
 	const struct ir_computation *c;

@@ -324,6 +324,57 @@ static void test_multi_use_epilogue(void **state)
 	free(out);
 }
 
+/* A dot whose epilogue's parts three dynamic-update-slices save into
+ * their stacks (d, tanh(d*d) and the GELU-like g), g also recomputed in
+ * the next dot's operand: the saves are one kernel only after the merges
+ * (merge_updates), and the dot then joins it (merge_epilogues), writing
+ * d for the next dot, as XLA's kOutput fusion of v5e/moe_s's
+ * up-projection with its six saves (bitcast_dynamic-update-slice_fusion.20):
+ * 2 kernels, 3 without (the dot apart, its result written and read
+ * back). On v3, where no prefetch adds a kernel. */
+static void test_epilogue_saves(void **state)
+{
+	(void)state;
+	struct hw_spec hw;
+	if (!tu_load_spec("v3", &hw))
+		skip();
+#define SAVE(n, v)                                                            \
+	"  b" n " = bf16[1,1024,4096]{2,1,0} reshape(" v ")\n  u" n             \
+	" = bf16[4,1024,4096]{2,1,0} dynamic-update-slice(s" n ", b" n        \
+	", i, z, z)\n"
+#define STACK "bf16[4,1024,4096]{2,1,0}"
+	static const char text[] =
+		"HloModule saves\nENTRY e {\n"
+		"  x = bf16[1024,1024]{1,0} parameter(0)\n"
+		"  w = bf16[1024,4096]{1,0} parameter(1)\n"
+		"  w2 = bf16[4096,1024]{1,0} parameter(2)\n"
+		"  s1 = " STACK " parameter(3)\n  s2 = " STACK " parameter(4)\n"
+		"  s3 = " STACK " parameter(5)\n  i = s32[] parameter(6)\n"
+		"  z = s32[] constant(0)\n"
+		"  d = bf16[1024,4096]{1,0} dot(x, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  d2 = bf16[1024,4096]{1,0} multiply(d, d)\n"
+		"  t = bf16[1024,4096]{1,0} tanh(d2)\n"
+		"  g = bf16[1024,4096]{1,0} multiply(t, d)\n"
+		SAVE("1", "t") SAVE("2", "d") SAVE("3", "g")
+		"  y = bf16[1024,1024]{1,0} dot(g, w2), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT r = (bf16[1024,1024]{1,0}, " STACK ", " STACK ", " STACK
+		") tuple(y, u1, u2, u3)\n}\n";
+#undef SAVE
+#undef STACK
+	double t0, t1;
+	int k0, k1;
+	struct sim_fuse_stats fs;
+	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 2);
+	assert_int_equal(k1, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	if (!strstr(out, " fusion(%x, %w, %s1, %i, %s2, %s3), kind=kOutput"))
+		fail_msg("the dot not with the saves:\n%s", out);
+	free(out);
+}
+
 /* A dynamic-slice of a stacked buffer (a scan's layer) read by kernels
  * of two dots and a reduce is a kernel of its own, as XLA's
  * dynamic-slice_bitcast_fusion (data/compiled decoders); read by two loop
@@ -3811,6 +3862,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_multi_use_epilogue),
+		cmocka_unit_test(test_epilogue_saves),
 		cmocka_unit_test(test_dynamic_slice_users),
 		cmocka_unit_test(test_sliced_twice),
 		cmocka_unit_test(test_lane_copy),
