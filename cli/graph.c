@@ -230,12 +230,15 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 	if (done->copies > 0)
 		fprintf(ctx->err,
 			"%s: note: module %s: %d output%s to live in a donated "
-			"or aliased parameter's buffer %s made in another "
-			"while the parameter is still read; XLA copies %s in "
-			"(%.4g MB, a copy kernel each)\n",
+			"or aliased parameter's buffer %s made elsewhere (in a "
+			"buffer of %s own while the parameter is still read, "
+			"or another parameter, a constant, a buffer another "
+			"output lives in); XLA copies %s in (%.4g MB, a copy "
+			"kernel each)\n",
 			ctx->prog, m->name, done->copies,
 			done->copies == 1 ? "" : "s",
 			done->copies == 1 ? "is" : "are",
+			done->copies == 1 ? "its" : "their",
 			done->copies == 1 ? "it" : "them",
 			done->copied_bytes / 1e6);
 	if (done->unfollowed > 0)

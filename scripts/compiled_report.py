@@ -445,14 +445,6 @@ CAUSES = """\
   of their own (named for the convert at their root) where XLA computes
   them in the next kernel: v5e/resnet_s has 34 (0.05 ms) where XLA has 5,
   v5e/unet3d_s 25 (0.12 ms) against 5.
-- A batch norm's mean with its variance: XLA computes each batch norm's
-  per-channel statistics in one multi-output kernel (v5e/resnet_s's
-  broadcast_multiply_fusion: the mean, the variance, its rsqrt). tpusim's
-  loop merge kept the mean apart where x - mean, recomputed in the
-  kernels that read it, was named before the variance: the merge took
-  the place it is named at for a read. It now reads where the first of
-  those kernels runs (grouping.c runs_at): v5e/resnet_s 411 -> 394
-  kernels, 1.123 to 1.108; no other module moved by more than 0.001.
 - The all-reduce combiner: XLA merges independent all-reduces into a few
   (v5e/resnet_s's 118 into 27: its batch norms' statistics in pairs and
   fours, its f32 gradients in one, its bf16 ones in another). tpusim now
@@ -500,9 +492,9 @@ CAUSES = """\
   a kernel of their own (fusion.f35, 0.86 ms) after the convolution's
   (0.47 ms), since the six saves become one kernel only when the merges
   run, after the dot is decided. Now a dot whose users the merges put in
-  one kernel (recomputed there among others, as the GELU is in the
+  one update kernel (recomputed there among others, as the GELU is in the
   down-projection) joins it after them (grouping.c merge_epilogues):
-  v5e/moe_s 1.098 to 1.022, and the no-remat decoders' one such fusion
+  v5e/moe_s 1.098 to 1.016, and the no-remat decoders' one such fusion
   (XLA's has one on every generation): v6e/decoder_s_noremat 1.051 to
   1.043, v5e/decoder_s_noremat 1.050 to 1.035, v7/decoder_s_noremat
   0.957 to 0.949 (now out, fused faster than compiled); fusions

@@ -557,22 +557,6 @@ static bool epilogue_users(const struct grouping *g, int r)
 	return true;
 }
 
-/* Whether instruction u is computed in representative group id: a
- * member of it, or, recomputed in the kernels of its users (G_MULTI), in
- * one that is (followed depth steps down). */
-static bool computed_in(const struct grouping *g, int u, int id, int depth)
-{
-	if (g->grp[u] >= 0)
-		return g->g_rep[g->grp[u]] == id;
-	if (g->grp[u] != G_MULTI || depth == 0)
-		return false;
-	for (int k = g->uoff[u]; k < g->uoff[u + 1]; k++)
-		if (g->live[g->users[k]] &&
-		    computed_in(g, g->users[k], id, depth - 1))
-			return true;
-	return false;
-}
-
 /* Marks p fused into the users listed (those with grp == into, or all
  * users when into == G_MULTI), inheriting their reuse/prologue/bcast
  * flags. */
@@ -2184,6 +2168,39 @@ static bool update_rooted(const struct grouping *g, int id)
 	       r->n_operands >= 3;
 }
 
+/* Whether instruction u is computed in representative group id (id <
+ * 0: in an update kernel, update_rooted): a member of it, or, recomputed
+ * in its users' kernels (G_MULTI), in one of those, followed to their
+ * end, each instruction once (g->stamp's odd slots; stack: room for
+ * g->n). */
+static bool computed_in(const struct grouping *g, int u, int id, int *stack)
+{
+	int *mark = g->stamp;
+	int gen = ts_next_gen(&mark[2 * (size_t)g->n], mark, NULL,
+			      2 * (size_t)g->n);
+	int sp = 0;
+	stack[sp++] = u;
+	mark[2 * u + 1] = gen;
+	while (sp > 0) {
+		int x = stack[--sp];
+		if (g->grp[x] >= 0) {
+			int h = g->g_rep[g->grp[x]];
+			if (id >= 0 ? h == id : update_rooted(g, h))
+				return true;
+			continue;
+		}
+		for (int k = g->uoff[x];
+		     g->grp[x] == G_MULTI && k < g->uoff[x + 1]; k++) {
+			int w = g->users[k];
+			if (g->live[w] && mark[2 * w + 1] != gen) {
+				mark[2 * w + 1] = gen;
+				stack[sp++] = w;
+			}
+		}
+	}
+	return false;
+}
+
 /* Is group id a representative loop kernel that merge_loops merges: no
  * core, rooted at a loop op, an array, not made a kernel of its own by a
  * policy's decision (SIM_WHY_POLICY: the none policy's every op; the
@@ -2317,22 +2334,6 @@ static bool loop_reads(const struct grouping *g, int a, int b, int m,
 		    loop_reads(g, a, b, g->ops[j], depth - 1))
 			return true;
 	return false;
-}
-
-/* Where in the order instruction u is first read or computed: where it
- * is, or, recomputed in its users' kernels (G_MULTI), where the first of
- * its users is (followed depth steps through such users). */
-static int runs_at(const struct grouping *g, int u, int depth)
-{
-	if (g->grp[u] != G_MULTI || depth == 0)
-		return g->pos[u];
-	int at = INT_MAX;
-	for (int k = g->uoff[u]; k < g->uoff[u + 1]; k++)
-		if (g->live[g->users[k]]) {
-			int w = runs_at(g, g->users[k], depth - 1);
-			at = w < at ? w : at;
-		}
-	return at == INT_MAX ? g->pos[u] : at;
 }
 
 /* Is value v, which group e owns, read before group l's root by a kernel
@@ -2484,13 +2485,19 @@ bool sim_group_merges(const struct grouping *g, int id,
 		}
 	}
 	/* merge_epilogues: a group rooted at a dot whose users may all be
-	 * in its output fusion, or one without a core that reads a dot
-	 * group's result */
+	 * in its output fusion, one of them in an update kernel, or an
+	 * update kernel without a core that reads a dot group's result */
 	int r = g->g_root[id];
 	if ((g->opk[r] & OPK_CONTRACTION) && epilogue_users(g, r) &&
-	    !(g->force && g->force[r] == SIM_FUSE_OWN))
-		return true;
-	for (int q = 0; g->g_core_at[id] < 0 && q < n_mem; q++)
+	    !(g->force && g->force[r] == SIM_FUSE_OWN)) {
+		for (int k = g->uoff[r]; k < g->uoff[r + 1]; k++)
+			if (g->live[g->users[k]] &&
+			    computed_in(g, g->users[k], -1, stack))
+				return true;
+	}
+	for (int q = 0; update_rooted(g, id) && g->g_core_at[id] < 0 &&
+			q < n_mem;
+	     q++)
 		for (int j = g->ooff[mem[q]]; j < g->ooff[mem[q] + 1]; j++) {
 			int o = g->ops[j];
 			if (o >= 0 && g->grp[o] >= 0 &&
@@ -2810,10 +2817,10 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in,
 /*
  * Output fusion after the merges: a group rooted at its dot or
  * convolution whose result's live users are elementwise-like and all
- * computed in one group without a core (members of it, or recomputed
- * there among other kernels: computed_in), which only the merges above
- * made one kernel, joins that group, which then writes the result for
- * the other kernels: XLA's TPU compiler makes v5e/moe_s's up-projection,
+ * computed in one update kernel without a core (members of it, or
+ * recomputed there among other kernels: computed_in), which only the
+ * merges above made one kernel, joins that kernel, which then writes the
+ * result for the other kernels: XLA's TPU compiler makes v5e/moe_s's up-projection,
  * its GELU and the six dynamic-update-slices that save the GELU's parts
  * for the backward one kOutput fusion
  * (bitcast_dynamic-update-slice_fusion.20, its MXU work beside 252 MB of
@@ -2825,9 +2832,14 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in,
 static bool merge_epilogues(struct grouping *g, struct cycle_scratch *cy)
 {
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
+	int *stack = ts_malloc(((size_t)g->n + 1) * sizeof *stack);
 	bool ok = moved;
 	for (int d = 0; ok && d < g->n_groups; d++) {
 		int r = g->g_root[d], into = -1;
+		if (!stack) {
+			ok = false;
+			break;
+		}
 		if (g->g_rep[d] != d || !(g->opk[r] & OPK_CONTRACTION) ||
 		    (g->force && g->force[r] == SIM_FUSE_OWN))
 			continue;
@@ -2835,10 +2847,10 @@ static bool merge_epilogues(struct grouping *g, struct cycle_scratch *cy)
 			if (g->live[g->users[k]] && g->grp[g->users[k]] >= 0)
 				into = g->g_rep[g->grp[g->users[k]]];
 		bool all = into >= 0 && into != d && g->g_core_at[into] < 0 &&
-			   epilogue_users(g, r);
+			   update_rooted(g, into) && epilogue_users(g, r);
 		for (int k = g->uoff[r]; all && k < g->uoff[r + 1]; k++)
 			all = !g->live[g->users[k]] ||
-			      computed_in(g, g->users[k], into, SIM_MULTI_DEPTH);
+			      computed_in(g, g->users[k], into, stack);
 		if (!all)
 			continue;
 		bool merged = false;
@@ -2846,6 +2858,7 @@ static bool merge_epilogues(struct grouping *g, struct cycle_scratch *cy)
 		if (merged)
 			g->g_core_at[into] = g->g_core_at[d];
 	}
+	ts_free(stack);
 	ts_free(moved);
 	return ok;
 }
@@ -2866,9 +2879,8 @@ static bool holds_reader(const struct grouping *g, int id,
 }
 
 /* Whether a value group `early` owns (not a recomputed copy) is read
- * outside it and group `late` by a kernel that runs before late's root:
- * the merged kernel, run where late's root is, would come after that
- * reader. */
+ * outside it and group `late` before late's root: the merged kernel, run
+ * where late's root is, would come after that reader. */
 static bool read_between(const struct grouping *g, int early, int late)
 {
 	const int *mem;
@@ -2879,9 +2891,7 @@ static bool read_between(const struct grouping *g, int early, int late)
 		     k < g->uoff[mem[q] + 1];
 		     k++) {
 			int u = g->users[k];
-			if (g->live[u] &&
-			    runs_at(g, u, SIM_MULTI_DEPTH) <
-				    g->pos[g->g_root[late]] &&
+			if (g->live[u] && g->pos[u] < g->pos[g->g_root[late]] &&
 			    !sim_group_member(g, early, u) &&
 			    !sim_group_member(g, late, u))
 				return true;
@@ -2970,13 +2980,8 @@ static bool owns_loop_ops(const struct grouping *g, int id)
  * Scalars stay apart (a while loop's counter: XLA leaves its copy and add
  * unfused, v3/decoder_m). The later kernel takes the earlier in (its
  * kernel runs where the later's root is), unless a value of the earlier
- * is read before that (read_between; a reader recomputed in the kernels
- * of its own readers reads where the first of them is: runs_at, so
- * v5e/resnet_s's x - mean, recomputed in the normalisation and the
- * backward, no longer keeps each mean in a kernel of its own, 411 -> 394
- * kernels, 0.521 -> 0.514 ms against XLA's 0.464); undone where the
- * merged group would be cyclic (sim_group_cyclic), which keeps a layer
- * norm's per-row mean
+ * is read before that (read_between); undone where the merged group would
+ * be cyclic (sim_group_cyclic), which keeps a layer norm's per-row mean
  * and rsqrt apart (its variance's reduce is between them). On the zoo:
  * v5e/resnet_s's fusions reproduced exactly 108 -> 125 of 167, no
  * module's fewer (docs/COMPILED.md); with update kernels (the no-remat

@@ -130,6 +130,7 @@ struct delta_scratch {
 	const struct grouping *b;   /* the grouping t copies between trials */
 	int *moved, *visit, *stack; /* visit: a generation per walk */
 	int visit_gen;
+	int *up, *up_stack, up_gen; /* add_dots_above's walk: up[] stamped */
 	unsigned char *mark;        /* decide_from's: the last trial's, on
 	                               the instructions in marked[] only */
 	int *marked, n_marked;      /* what the last trial may have decided
@@ -310,6 +311,8 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	ds->moved = ts_malloc(n * sizeof *ds->moved);
 	ds->visit = ts_calloc(n, sizeof *ds->visit);
 	ds->stack = ts_malloc(n * sizeof *ds->stack);
+	ds->up = ts_calloc(n, sizeof *ds->up);
+	ds->up_stack = ts_malloc(n * sizeof *ds->up_stack);
 	ds->mark = ts_calloc(n, 1);
 	ds->marked = ts_malloc(n * sizeof *ds->marked);
 	ds->queue = ts_malloc(n * sizeof *ds->queue);
@@ -322,6 +325,7 @@ bool sim_delta_scratch_new(struct grouping *t, const struct grouping *like,
 	bool got_cy = sim_cycle_scratch_init(&ds->cy, t->n);
 	ds->cy.base = like; /* the groups t does not collect */
 	if (!(got_cs && got_cy && ds->moved && ds->visit && ds->stack &&
+	      ds->up && ds->up_stack &&
 	      ds->mark && ds->marked && ds->queue && ds->t_seen &&
 	      ds->b_seen && ds->coll && ds->in && ds->keys))
 		return false;
@@ -348,6 +352,8 @@ void sim_delta_scratch_free(struct delta_scratch *ds)
 	ts_free(ds->moved);
 	ts_free(ds->visit);
 	ts_free(ds->stack);
+	ts_free(ds->up);
+	ts_free(ds->up_stack);
 	ts_free(ds->mark);
 	ts_free(ds->marked);
 	ts_free(ds->queue);
@@ -361,33 +367,49 @@ void sim_delta_scratch_free(struct delta_scratch *ds)
 	ts_free(ds);
 }
 
-/* Adds the groups of t (t_ids) and b (b_ids) that hold instruction j,
- * and, `depth` steps up, those that hold the values j reads directly or
- * through copies recomputed in their readers' kernels (G_MULTI in
- * either): where j is computed decides whether their groups may merge
- * (grouping.c read_between, which follows such copies
- * SIM_MULTI_DEPTH steps down to where they are read). */
-enum { READ_DEPTH = SIM_MULTI_DEPTH + 1 };
-static void add_readers_holders(const struct grouping *t,
-				const struct grouping *b, int j, int depth,
-				struct delta_scratch *ds, int *t_ids, int *n_t,
-				int *b_ids, int *n_b)
+/* Adds the groups of t (t_ids) and b (b_ids) that hold instruction j. */
+static void add_holders(const struct grouping *t, const struct grouping *b,
+			int j, struct delta_scratch *ds, int *t_ids, int *n_t,
+			int *b_ids, int *n_b)
 {
-	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	for (int h = b->h_off[j]; h < b->h_off[j + 1]; h++)
 		if (!ds->b_seen[b->holders[h]]) {
 			ds->b_seen[b->holders[h]] = true;
 			b_ids[(*n_b)++] = b->holders[h];
 		}
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
 	int gen = ts_next_gen(&ds->visit_gen, ds->visit, NULL, n);
 	holders_of(t, j, gen, ds->visit, ds->stack, ds->t_seen, t_ids, n_t);
-	if (depth == 0 || (depth < READ_DEPTH && t->grp[j] != G_MULTI &&
-			   b->grp[j] != G_MULTI))
-		return;
-	for (int o = t->ooff[j]; o < t->ooff[j + 1]; o++)
-		if (t->ops[o] >= 0)
-			add_readers_holders(t, b, t->ops[o], depth - 1, ds,
-					    t_ids, n_t, b_ids, n_b);
+}
+
+/* Adds the groups holding the dots that j reads, directly or through
+ * values recomputed in their readers' kernels (G_MULTI in t or b): where
+ * j is computed decides whether such a dot joins its users' kernel
+ * (grouping.c merge_epilogues, computed_in), so their groups are asked
+ * whether they merge (sim_group_merges). */
+static void add_dots_above(const struct grouping *t, const struct grouping *b,
+			   int j, struct delta_scratch *ds, int *t_ids,
+			   int *n_t, int *b_ids, int *n_b)
+{
+	size_t n = (size_t)(t->n > 0 ? t->n : 1);
+	int gen = ts_next_gen(&ds->up_gen, ds->up, NULL, n), sp = 0;
+	ds->up[j] = gen;
+	ds->up_stack[sp++] = j;
+	while (sp > 0) {
+		int x = ds->up_stack[--sp];
+		for (int o = t->ooff[x]; o < t->ooff[x + 1]; o++) {
+			int y = t->ops[o];
+			if (y < 0 || ds->up[y] == gen)
+				continue;
+			ds->up[y] = gen;
+			if (ir_op_class(t->c->instrs[y]->op) ==
+			    IR_CLASS_CONTRACTION)
+				add_holders(t, b, y, ds, t_ids, n_t, b_ids,
+					    n_b);
+			else if (t->grp[y] == G_MULTI || b->grp[y] == G_MULTI)
+				ds->up_stack[sp++] = y;
+		}
+	}
 }
 
 enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
@@ -421,9 +443,10 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * sim_group_output); a cycle between kernels through one of them
 	 * is one through a group collected here, which sim_group_cyclic
 	 * checks below, following the others with b's member lists */
-	for (int q = 0; q < n_moved; q++)
-		add_readers_holders(t, b, ds->moved[q], READ_DEPTH, ds, t_ids,
-				    n_t, b_ids, n_b);
+	for (int q = 0; q < n_moved; q++) {
+		add_holders(t, b, ds->moved[q], ds, t_ids, n_t, b_ids, n_b);
+		add_dots_above(t, b, ds->moved[q], ds, t_ids, n_t, b_ids, n_b);
+	}
 	/* and each one's namesake in the other (the group with the same
 	 * root): it differs too, if only by what the other gained */
 	for (int q = 0, n0 = *n_b; q < n0; q++) {

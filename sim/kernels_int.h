@@ -272,11 +272,6 @@ enum fuse_class {
 
 /* Special values of grouping.grp[] (group ids are >= 0). */
 enum { G_NONE = -1, G_MULTI = -2 };
-/* How many steps down the merges follow a value recomputed in its
- * readers' kernels (G_MULTI) to where it is read (grouping.c runs_at,
- * computed_in); a trial's grouping looks one step further up
- * (grouping_delta.c). */
-enum { SIM_MULTI_DEPTH = 8 };
 
 struct grouping {
 	const struct ir_computation *c;

@@ -74,7 +74,8 @@
  * Copies into donated buffers (every generation; XLA's
  * OptimizeInputOutputBufferAlias, then its copy insertion):
  *   each array of the entry's parameters the header names a
- *   buffer_donor is paired with an output array of its size: donors in
+ *   buffer_donor (not a dynamic one; none when the result has a dynamic
+ *   dim) is paired with an output array of its size: donors in
  *   parameter order, outputs in the result's (ShapeIndex pre-order), each
  *   sorted by size, largest first, stably, in each memory space, and
  *   walked down together: the larger of the two in hand moves on, equal
@@ -89,12 +90,14 @@
  *     element, a loop keeping each in one buffer) or updates in place
  *     (sim_in_place_buffer), followed back;
  *     s is p: o is in p's buffer already; s another parameter or a
- *     constant: a copy (their buffers are not made here); else
- *     a copy where a reader of p must come after s (s is one of its
- *     operands, transitively), or is s itself and s may not write over
- *     what it reads (XLA's CanShareOperandBufferWithUser: an
- *     elementwise op of p's size may); every other reader of p may be
- *     scheduled before s (XLA's scheduler does: v5e/vit_s updates its
+ *     constant, or a buffer another output lives in without a copy
+ *     (the first pair keeps it): a copy (a buffer not made here, or not
+ *     for two); else a copy where a reader of p (of it or of a
+ *     bitcast of it; one the result does not need, XLA's DCE drops)
+ *     must come after s (s is one of its operands, transitively), or is
+ *     s itself and s may not write over what it reads (XLA's
+ *     CanShareOperandBufferWithUser: an elementwise op of p's size
+ *     may); every other reader of p may be scheduled before s (XLA's scheduler does: v5e/vit_s updates its
  *     head's weight, sub.145, before the text reads the weight in the
  *     backward, convolution.21; no copy compiled)
  *   -> o's element of the root tuple (or the root) becomes copy(o),
@@ -653,6 +656,19 @@ struct buffer {
 	int64_t param;
 };
 
+/* Whether s has a dynamic dim (any of its arrays, for a tuple). */
+static bool dynamic(const struct ir_shape *s)
+{
+	for (int i = 0; s->type == IR_TYPE_TUPLE && i < s->n_elems; i++)
+		if (dynamic(&s->elems[i]))
+			return true;
+	for (int i = 0; s->type != IR_TYPE_TUPLE && s->dim_kind && i < s->rank;
+	     i++)
+		if (s->dim_kind[i] != IR_DIM_STATIC)
+			return true;
+	return false;
+}
+
 /* Appends the arrays of s (at index ix[0 .. n)) in ShapeIndex pre-order
  * (XLA's ForEachSubshape) to *out. */
 static enum ts_status add_arrays(struct ts_arena *a, const struct ir_shape *s,
@@ -670,8 +686,8 @@ static enum ts_status add_arrays(struct ts_arena *a, const struct ir_shape *s,
 		}
 		return TS_OK;
 	}
-	if (s->type == IR_TYPE_TOKEN)
-		return TS_OK;
+	if (s->type == IR_TYPE_TOKEN || (param >= 0 && dynamic(s)))
+		return TS_OK; /* XLA donates no dynamic array */
 	if (*n_out == *cap) {
 		int c2 = *cap ? 2 * *cap : 16;
 		struct buffer *b = ts_arena_array(a, (size_t)c2, sizeof *b);
@@ -685,12 +701,13 @@ static enum ts_status add_arrays(struct ts_arena *a, const struct ir_shape *s,
 	int64_t *v = n ? ts_arena_dup(a, ix, (size_t)n * sizeof *ix) : NULL;
 	if (n && !v)
 		return TS_ERR_NOMEM;
-	(*out)[(*n_out)++] = (struct buffer){
+	(*out)[*n_out] = (struct buffer){
 		.index = {.n = n, .v = v},
 		.bytes = ir_shape_padded_bytes(s),
 		.space = s->layout.memory_space,
 		.order = *n_out,
 		.param = param};
+	++*n_out;
 	return TS_OK;
 }
 
@@ -744,7 +761,7 @@ enum ts_status sim_module_aliases(const struct ir_module *m,
 		if (e->params[p])
 			st = add_arrays(a, &e->params[p]->shape, ix, 0, p,
 					&don, &nd, &cd);
-	if (donors && st == TS_OK)
+	if (donors && st == TS_OK && !dynamic(&e->root->shape))
 		st = add_arrays(a, &e->root->shape, ix, 0, -1, &out, &no, &co);
 	*pairs = ts_arena_array(a, (size_t)m->n_aliases + 1, sizeof **pairs);
 	if (st != TS_OK || !*pairs)
@@ -813,37 +830,42 @@ static const struct ir_instr *buffer_start(const struct ir_instr *v)
 	}
 }
 
-/* Marks in seen (c->n_instrs entries) what reaches from, through
- * operands in c (todo: room for c's instructions); *found: s is among
- * them. Stops at what seen already marks, and once s is found. */
+/* Stamps with gen in mark (c->n_instrs entries) what reaches from
+ * through operands in c, none placed before floor (c's order is
+ * topological from there: nothing earlier reads what comes after);
+ * todo: room for c's instructions; *found: s is among them. Stops at
+ * what is stamped already, and once s is found. */
 static void reach(const struct ir_computation *c, const struct ir_instr *from,
-		  const struct ir_instr *s, bool *seen,
+		  const struct ir_instr *s, int *mark, int gen, int floor,
 		  const struct ir_instr **todo, bool *found)
 {
 	int n = 0;
 	todo[n++] = from;
-	seen[from->index] = true;
+	mark[from->index] = gen;
 	while (n > 0 && !*found) {
 		const struct ir_instr *x = todo[--n];
 		for (int j = 0; j < x->n_operands && !*found; j++) {
 			const struct ir_instr *o = x->operands[j];
-			if (o->parent != c || seen[o->index])
+			if (o->parent != c || o->index < floor ||
+			    mark[o->index] == gen)
 				continue;
 			*found = o == s;
-			seen[o->index] = true;
+			mark[o->index] = gen;
 			todo[n++] = o;
 		}
 	}
 }
 
-/* Whether output value v needs a copy to live in parameter p's buffer
- * (the rule at the top; live: what reaches c's root, the readers of p
- * that count); *st TS_ERR_NOMEM when memory runs out. */
-static bool copy_needed(const struct ir_computation *c, const bool *live,
-			const struct ir_instr *v, const struct ir_instr *p,
-			enum ts_status *st)
+/* Whether the value of output buffer start s (buffer_start) needs a
+ * copy to live in parameter p's buffer (the rule at the top); rd[0 ..
+ * n_rd): p's live readers in c's order (read_lists); mark and todo:
+ * scratch, mark stamped with gen here; in_order: c's order is
+ * topological. */
+static bool copy_needed(const struct ir_computation *c,
+			const struct ir_instr *s, const struct ir_instr *p,
+			const int *rd, int n_rd, int *mark, int gen,
+			const struct ir_instr **todo, bool in_order)
 {
-	const struct ir_instr *s = buffer_start(v);
 	if (s == p)
 		return false;
 	if (s->op == IR_OP_PARAMETER || s->op == IR_OP_CONSTANT)
@@ -852,29 +874,72 @@ static bool copy_needed(const struct ir_computation *c, const bool *live,
 	bool over = (k == IR_CLASS_ELEMENTWISE || k == IR_CLASS_TRANSCENDENTAL) &&
 		    ir_shape_padded_bytes(&s->shape) ==
 			    ir_shape_padded_bytes(&p->shape);
-	/* seen: reached from a reader of p through operands (a search that
-	 * did not find s, or found it: then the answer) */
-	bool *seen = ts_calloc((size_t)c->n_instrs + 1, sizeof *seen);
-	const struct ir_instr **todo =
-		ts_malloc(((size_t)c->n_instrs + 1) * sizeof *todo);
+	/* in order, only what comes from s on can wait for it */
+	int floor = in_order && s->parent == c ? s->index : 0;
 	bool need = false;
-	if (!seen || !todo)
-		*st = TS_ERR_NOMEM;
-	for (int i = 0; seen && todo && i < c->n_instrs && !need; i++) {
-		const struct ir_instr *u = c->instrs[i];
-		bool reads = false;
-		for (int j = 0; j < u->n_operands; j++)
-			reads |= u->operands[j] == p;
-		if (!reads || !live[i] || seen[i])
+	for (int q = 0; q < n_rd && !need; q++) {
+		const struct ir_instr *u = c->instrs[rd[q]];
+		if (rd[q] < floor || mark[rd[q]] == gen)
 			continue;
 		if (u == s)
 			need = !over;
 		else
-			reach(c, u, s, seen, todo, &need);
+			reach(c, u, s, mark, gen, floor, todo, &need);
 	}
-	ts_free(seen);
-	ts_free((void *)todo);
 	return need;
+}
+
+/* The entry parameter v is, seen through bitcasts (one buffer), or
+ * NULL. */
+static const struct ir_instr *param_of(const struct ir_computation *c,
+				       const struct ir_instr *v)
+{
+	while (v->op == IR_OP_BITCAST && v->n_operands == 1 && v->parent == c)
+		v = v->operands[0];
+	return v->op == IR_OP_PARAMETER && v->parent == c ? v : NULL;
+}
+
+/* The live readers of each of c's parameters (through bitcasts, which
+ * are not readers themselves), in c's order: those of parameter number
+ * p are rd[off[p] .. off[p + 1]) (live: stamped 1 what c's result
+ * needs); from arena a. */
+static enum ts_status read_lists(const struct ir_computation *c,
+				 const int *live, struct ts_arena *a, int **off,
+				 int **rd)
+{
+	int np = c->n_params;
+	*off = ts_arena_array(a, (size_t)np + 2, sizeof **off);
+	if (!*off)
+		return TS_ERR_NOMEM;
+	for (int pass = 0; pass < 2; pass++) {
+		int *at = *off + 1; /* counts, then places */
+		for (int i = 0; i < c->n_instrs; i++) {
+			const struct ir_instr *u = c->instrs[i];
+			if (live[i] != 1 || u->op == IR_OP_BITCAST)
+				continue;
+			int last = -1;
+			for (int j = 0; j < u->n_operands; j++) {
+				const struct ir_instr *q = param_of(c, u->operands[j]);
+				int pn = q ? (int)q->attrs.parameter_number : -1;
+				if (pn < 0 || pn >= np || pn == last)
+					continue;
+				last = pn; /* once a reader (adjacent repeats) */
+				if (pass)
+					(*rd)[at[pn]++] = i;
+				else
+					at[pn]++;
+			}
+		}
+		if (pass)
+			break;
+		for (int q = 0; q < np; q++)
+			(*off)[q + 1] += (*off)[q];
+		*rd = ts_arena_array(a, (size_t)(*off)[np] + 1, sizeof **rd);
+		if (!*rd)
+			return TS_ERR_NOMEM;
+		memmove(*off + 1, *off, (size_t)np * sizeof **off);
+	}
+	return TS_OK;
 }
 
 /* Output slot of c's root (-1: the root itself) becomes a copy of its
@@ -959,21 +1024,31 @@ static enum ts_status copy_aliased(struct ir_module *m,
 	ts_arena_init(&scratch);
 	struct ir_alias *pairs = NULL;
 	int n = 0;
-	bool *live = ts_arena_array(&scratch, (size_t)e->n_instrs + 1,
-				    sizeof *live);
+	int *live = ts_arena_array(&scratch, (size_t)e->n_instrs + 1,
+				   sizeof *live),
+	    *mark = ts_arena_array(&scratch, (size_t)e->n_instrs + 1,
+				   sizeof *mark);
 	const struct ir_instr **todo = ts_arena_array(
 		&scratch, (size_t)e->n_instrs + 1, sizeof *todo);
-	enum ts_status st = live && todo ? sim_module_aliases(m, &scratch,
-							      &pairs, &n)
-					 : TS_ERR_NOMEM;
+	enum ts_status st = live && mark && todo
+				    ? sim_module_aliases(m, &scratch, &pairs, &n)
+				    : TS_ERR_NOMEM;
 	int *slots = ts_arena_array(&scratch, (size_t)n + 1, sizeof *slots),
 	    k = 0;
 	bool none = false;
 	if (st == TS_OK && !slots)
 		st = TS_ERR_NOMEM;
+	bool in_order = topological(e);
 	if (st == TS_OK) /* XLA's DCE drops what the result does not read */
-		reach(e, e->root, NULL, live, todo, &none);
+		reach(e, e->root, NULL, live, 1, 0, todo, &none);
+	int *off = NULL, *rd = NULL;
+	const struct ir_instr **kept =
+		ts_arena_array(&scratch, (size_t)n + 1, sizeof *kept);
+	if (st == TS_OK)
+		st = kept ? read_lists(e, live, &scratch, &off, &rd)
+			  : TS_ERR_NOMEM;
 	const struct ir_instr *root = e->root;
+	int n_kept = 0;
 	for (int i = 0; i < n && st == TS_OK; i++) { /* all decided, then made */
 		const struct ir_alias *x = &pairs[i];
 		int slot = x->output.n == 1 ? (int)x->output.v[0] : -1;
@@ -983,10 +1058,20 @@ static enum ts_status copy_aliased(struct ir_module *m,
 			done->unfollowed++;
 			continue;
 		}
-		const struct ir_instr *v = slot < 0 ? root : root->operands[slot];
-		if (copy_needed(e, live, v, e->params[x->param], &st)) {
+		const struct ir_instr *v = slot < 0 ? root : root->operands[slot],
+				      *start = buffer_start(v);
+		int pn = (int)x->param;
+		/* one buffer another output already lives in: a copy too */
+		bool twice = false;
+		for (int q = 0; q < n_kept; q++)
+			twice |= kept[q] == start;
+		if (twice || copy_needed(e, start, e->params[pn], rd + off[pn],
+					 off[pn + 1] - off[pn], mark, i + 1,
+					 todo, in_order)) {
 			slots[k++] = slot;
 			done->copied_bytes += ir_shape_padded_bytes(&v->shape);
+		} else {
+			kept[n_kept++] = start;
 		}
 	}
 	for (int i = 0; i < k && st == TS_OK; i++) {

@@ -2342,9 +2342,7 @@ static void expect_merged(const char *text, const struct hw_spec *hw,
  * broadcast_multiply_fusion): the mean, which the normalisation
  * broadcasts (no fused operand there), and the rsqrt of the variance
  * computed from it are one kernel, writing both; the normalisation is the
- * other. Without the merge the mean is a kernel of its own (5 kernels);
- * so too where x - mean, recomputed in later kernels, is named before
- * the variance (the kernels reading it run after). A
+ * other. Without the merge the mean is a kernel of its own (5 kernels). A
  * scalar's copy, written out, and the add that reads it stay apart (XLA
  * leaves a while loop's counter so; were they merged, 3 kernels).
  */
@@ -2383,46 +2381,6 @@ static void test_loop_merge(void **state)
 	/* the statistics (the mean and rsqrt written), the normalisation,
 	 * the copy, the add */
 	expect_merged(bn, &hw, 4);
-	/* x - mean named before the variance and recomputed in the kernels
-	 * that read it (the normalisation and a sum over the batch, one
-	 * multi-output kernel), which run after the rsqrt: the statistics
-	 * one kernel still (v5e/resnet_s's forward, where sub.296 comes
-	 * before the rsqrt); 3 when the place it is named at counts as a
-	 * read (the mean apart) */
-	static const char named_early[] =
-		"HloModule bn2\n"
-		"add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-		"  ROOT s = f32[] add(a, b)\n}\n"
-		"ENTRY e {\n"
-		"  s = f32[1024] parameter(0)\n"
-		"  q = f32[1024] parameter(1)\n"
-		"  x = f32[64,1024] parameter(2)\n"
-		"  c = f32[] constant(0.0078125)\n"
-		"  cb = f32[1024] broadcast(c), dimensions={}\n"
-		"  mean = f32[1024] multiply(s, cb)\n"
-		"  mb = f32[64,1024] broadcast(mean), dimensions={1}\n"
-		"  d = f32[64,1024] subtract(x, mb)\n"
-		"  sq = f32[1024] multiply(mean, mean)\n"
-		"  ex2 = f32[1024] multiply(q, cb)\n"
-		"  var = f32[1024] subtract(ex2, sq)\n"
-		"  eps = f32[] constant(1e-05)\n"
-		"  eb = f32[1024] broadcast(eps), dimensions={}\n"
-		"  ve = f32[1024] add(var, eb)\n"
-		"  r = f32[1024] rsqrt(ve)\n"
-		"  rb = f32[64,1024] broadcast(r), dimensions={1}\n"
-		"  y = f32[64,1024] multiply(d, rb)\n"
-		"  z = f32[] constant(0)\n"
-		"  sd = f32[1024] reduce(d, z), dimensions={0}, to_apply=add\n"
-		"  ROOT t = (f32[64,1024], f32[1024], f32[1024]) tuple(y, mean, sd)\n"
-		"}\n";
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	free(round_trip(named_early, &hw, &t0, &t1, &k0, &k1, &fs));
-	assert_int_equal(k0, 2);
-	assert_int_equal(k1, 2);
-	assert_int_equal(fs.multi_output, 2);
-	assert_near(t1, t0, 1e-9 * t0);
 	/* a value written out and saved into a stack: one kernel, the update
 	 * computing it (the no-remat decoders' bitcast_dynamic-update-slice
 	 * fusions); 2 without the merge */

@@ -699,7 +699,8 @@ static void test_combine_generated(void **state)
 }
 
 /* A donated weight p updated elementwise (n), read by a dot (y) the
- * update does not wait for and by r after it, which is dead; q, a
+ * update does not wait for and, dead unless a case returns them, by r
+ * after it and by rb through a bitcast; x, of another parameter; q, a
  * tuple, donated in some cases. */
 static const char donated[] =
 	"HloModule d, buffer_donor={ (0, {}) }\n"
@@ -708,16 +709,20 @@ static const char donated[] =
 	"  g = f32[256,128]{1,0} parameter(1)\n"
 	"  w = f32[128,128]{1,0} parameter(2)\n"
 	"  q = (f32[256,128]{1,0}) parameter(3)\n"
+	"  w2 = f32[256,128]{1,0} parameter(4)\n"
 	"  y = f32[256,128]{1,0} dot(p, w), lhs_contracting_dims={1}, "
 	"rhs_contracting_dims={0}\n"
 	"  n = f32[256,128]{1,0} subtract(p, g)\n"
 	"  r = f32[256,128]{1,0} add(p, n)\n"
+	"  pb = f32[256,128]{1,0} bitcast(p)\n"
+	"  rb = f32[256,128]{1,0} add(pb, n)\n"
+	"  x = f32[256,128]{1,0} exponential(w2)\n"
 	"  ROOT t = (f32[256,128]{1,0}, f32[256,128]{1,0}) tuple(n, y)\n"
 	"}\n";
 
 struct copy_case {
 	const char *what;
-	const char *from, *to; /* text replaced in donated */
+	const char *from, *to, *from2, *to2; /* text replaced in donated */
 	int copies, unfollowed;
 };
 
@@ -730,26 +735,37 @@ static void test_copy_rule(void **state)
 	if (!tu_load_spec("v5e", &v5e))
 		skip();
 	static const struct copy_case cases[] = {
-		{"an elementwise update, the dot before it", NULL, NULL, 0, 0},
+		{"an elementwise update, the dot before it", NULL, NULL, NULL,
+		 NULL, 0, 0},
 		{"a reader of p after it returned", "tuple(n, y)",
-		 "tuple(n, r)", 1, 0},
-		{"p returned too", "tuple(n, y)", "tuple(n, p)", 1, 0},
-		{"a dot's result", "tuple(n, y)", "tuple(y, n)", 1, 0},
-		{"another parameter", "tuple(n, y)", "tuple(g, y)", 1, 0},
-		{"p itself", "tuple(n, y)", "tuple(p, y)", 0, 0},
+		 "tuple(n, r)", NULL, NULL, 1, 0},
+		{"a reader of p through a bitcast after it returned",
+		 "tuple(n, y)", "tuple(n, rb)", NULL, NULL, 1, 0},
+		{"p returned too", "tuple(n, y)", "tuple(n, p)", NULL, NULL, 1,
+		 0},
+		{"a dot's result", "tuple(n, y)", "tuple(y, n)", NULL, NULL, 1,
+		 0},
+		{"another parameter", "tuple(n, y)", "tuple(g, y)", NULL, NULL,
+		 1, 0},
+		{"p itself", "tuple(n, y)", "tuple(p, y)", NULL, NULL, 0, 0},
 		{"p updated in place", "  n = f32[256,128]{1,0} subtract(p, g)",
 		 "  z = s32[] constant(0)\n  u = f32[8,128]{1,0} slice(g), "
 		 "slice={[0:8], [0:128]}\n  n = f32[256,128]{1,0} "
-		 "dynamic-update-slice(p, u, z, z)", 0, 0},
-		{"a donor of no output's size", "(0, {})", "(2, {})", 0, 0},
-		{"a tuple's element donated", "(0, {})", "(3, {0})", 0, 1},
+		 "dynamic-update-slice(p, u, z, z)", NULL, NULL, 0, 0},
+		{"a donor of no output's size", "(0, {})", "(2, {})", NULL,
+		 NULL, 0, 0},
+		{"a tuple's element donated", "(0, {})", "(3, {0})", NULL, NULL,
+		 0, 1},
 		{"an alias written", "buffer_donor={ (0, {}) }",
-		 "input_output_alias={ {1}: (0, {}) }", 1, 0},
+		 "input_output_alias={ {1}: (0, {}) }", NULL, NULL, 1, 0},
+		{"one value in two donated buffers", "(0, {})",
+		 "(0, {}), (4, {})", "tuple(n, y)", "tuple(x, x)", 1, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const struct copy_case *c = &cases[i];
-		char text[4096];
-		edit(donated, c->what, c->from, c->to, text, sizeof text);
+		char text[4096], once[4096];
+		edit(donated, c->what, c->from, c->to, once, sizeof once);
+		edit(once, c->what, c->from2, c->to2, text, sizeof text);
 		struct sim_rewrites done;
 		struct ir_module *m = rewritten(text, &v5e, &done);
 		if (done.copies != c->copies || done.unfollowed != c->unfollowed)
@@ -758,6 +774,14 @@ static void test_copy_rule(void **state)
 				 c->copies, c->unfollowed);
 		ir_module_free(m);
 	}
+	/* a dynamic donor: none (XLA donates no dynamic array) */
+	struct sim_rewrites done;
+	ir_module_free(rewritten("HloModule dyn, buffer_donor={ (0, {}) }\n"
+				 "ENTRY e {\n  p = f32[<=8,128]{1,0} "
+				 "parameter(0)\n  ROOT q = f32[8,128]{1,0} "
+				 "parameter(1)\n}\n",
+				 &v5e, &done));
+	assert_int_equal(done.copies, 0);
 	/* fused: the copy a kernel of its own, in the layout XLA would give
 	 * it, read back at the same time */
 	char text[4096];
