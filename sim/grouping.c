@@ -2410,9 +2410,9 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
 }
 
 /* Whether merge_slices, merge_outputs, merge_updates, merge_loops,
- * merge_shared or place_continuations may join group id (a
- * representative) and another, for a trial's grouping (grouping_delta.c)
- * to say when it does not follow: id absorbed a group
+ * merge_epilogues, merge_shared or place_continuations may join group id
+ * (a representative) and another, for a trial's grouping
+ * (grouping_delta.c) to say when it does not follow: id absorbed a group
  * (a sibling, reduces of its output, updates at its offsets, loop
  * kernels), or id is rooted at an update another update group writes at
  * the same offsets (merged or not: a cycle undoes it), or, merging
@@ -2423,7 +2423,10 @@ static int shared_readers(const struct grouping *g, int id, int v, int gen,
  * value another may join it with (loop_joins), or id owns a contraction
  * or is a loop kernel and a value it owns is read by a reduce-rooted
  * group or a kernel it may join outside it (directly, or through
- * producers recomputed there: loop_reads), or id holds a chain's
+ * producers recomputed there: loop_reads), or id is rooted at a dot whose
+ * users may be its epilogue and one is computed in an update kernel, or
+ * id is an update kernel without a core that reads a dot group's result
+ * (merge_epilogues), or id holds a chain's
  * continuation, or a contraction where c holds one, or id is rooted at a
  * slice that reads whole tiles (merge_slices). in: room for g->n;
  * stack: for g->n. */
@@ -2820,9 +2823,9 @@ static bool merge_outputs(struct grouping *g, const struct ir_instr **in,
  * computed in one update kernel without a core (members of it, or
  * recomputed there among other kernels: computed_in), which only the
  * merges above made one kernel, joins that kernel, which then writes the
- * result for the other kernels: XLA's TPU compiler makes v5e/moe_s's up-projection,
- * its GELU and the six dynamic-update-slices that save the GELU's parts
- * for the backward one kOutput fusion
+ * result for the other kernels: XLA's TPU compiler makes v5e/moe_s's
+ * up-projection, its GELU and the six dynamic-update-slices that save the
+ * GELU's parts for the backward one kOutput fusion
  * (bitcast_dynamic-update-slice_fusion.20, its MXU work beside 252 MB of
  * writes), the down-projection reading the GELU; the saves are six
  * kernels when the dot is decided (merge_updates joins them). Not a
@@ -2833,13 +2836,9 @@ static bool merge_epilogues(struct grouping *g, struct cycle_scratch *cy)
 {
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
 	int *stack = ts_malloc(((size_t)g->n + 1) * sizeof *stack);
-	bool ok = moved;
+	bool ok = moved && stack;
 	for (int d = 0; ok && d < g->n_groups; d++) {
 		int r = g->g_root[d], into = -1;
-		if (!stack) {
-			ok = false;
-			break;
-		}
 		if (g->g_rep[d] != d || !(g->opk[r] & OPK_CONTRACTION) ||
 		    (g->force && g->force[r] == SIM_FUSE_OWN))
 			continue;

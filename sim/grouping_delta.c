@@ -442,7 +442,9 @@ enum ts_status sim_grouping_delta(struct grouping *t, const struct grouping *b,
 	 * readers are the users outside it; a copy is never one;
 	 * sim_group_output); a cycle between kernels through one of them
 	 * is one through a group collected here, which sim_group_cyclic
-	 * checks below, following the others with b's member lists */
+	 * checks below, following the others with b's member lists; and
+	 * the groups of the dots they read, whose output fusion after the
+	 * merges their place decides (add_dots_above) */
 	for (int q = 0; q < n_moved; q++) {
 		add_holders(t, b, ds->moved[q], ds, t_ids, n_t, b_ids, n_b);
 		add_dots_above(t, b, ds->moved[q], ds, t_ids, n_t, b_ids, n_b);

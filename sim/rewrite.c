@@ -97,9 +97,10 @@
  *     must come after s (s is one of its operands, transitively), or is
  *     s itself and s may not write over what it reads (XLA's
  *     CanShareOperandBufferWithUser: an elementwise op of p's size
- *     may); every other reader of p may be scheduled before s (XLA's scheduler does: v5e/vit_s updates its
- *     head's weight, sub.145, before the text reads the weight in the
- *     backward, convolution.21; no copy compiled)
+ *     may); every other reader of p may be scheduled before s (XLA's
+ *     scheduler does: v5e/vit_s updates its head's weight, sub.145,
+ *     before the text reads the weight in the backward, convolution.21;
+ *     no copy compiled)
  *   -> o's element of the root tuple (or the root) becomes copy(o),
  *   right before the root, in the TPU layout the value has or would get
  *   (ir_shape_default_tile): a kernel of its own that runs (XLA inserts
