@@ -51,15 +51,18 @@ static char *round_trip(const char *text, const struct hw_spec *hw,
 }
 
 /* The xla policy's round trip of a module that must read back as it
- * was: the same kernels that run and the same time. The fused text
- * (free()). */
-static char *same_round_trip(const char *text, const struct hw_spec *hw)
+ * was: the same kernels that run (`kernels` of them, when >= 0) and the
+ * same time. The fused text (free()). */
+static char *same_round_trip(const char *text, const struct hw_spec *hw,
+			     int kernels)
 {
 	double t0, t1;
 	int k0, k1;
 	struct sim_fuse_stats fs;
 	char *out = round_trip(text, hw, &t0, &t1, &k0, &k1, &fs);
 	assert_int_equal(k1, k0);
+	if (kernels >= 0)
+		assert_int_equal(k0, kernels);
 	assert_near(t1, t0, 1e-9 * t0);
 	return out;
 }
@@ -311,13 +314,7 @@ static void test_multi_use_epilogue(void **state)
 		"  d3 = bf16[1024,4096]{1,0} multiply(d2, d)\n"
 		"  t = bf16[1024,4096]{1,0} tanh(d3)\n"
 		"  ROOT g = bf16[1024,4096]{1,0} multiply(t, d)\n}\n";
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k0, 1);
-	assert_int_equal(k1, 1);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw, 1);
 	if (!strstr(out, "  ROOT %g = bf16[1024,4096]{1,0} fusion(%x, %w), "
 			 "kind=kOutput"))
 		fail_msg("the dot and its epilogue not one kernel:\n%s", out);
@@ -363,13 +360,7 @@ static void test_epilogue_saves(void **state)
 		") tuple(y, u1, u2, u3)\n}\n";
 #undef SAVE
 #undef STACK
-	double t0, t1;
-	int k0, k1;
-	struct sim_fuse_stats fs;
-	char *out = round_trip(text, &hw, &t0, &t1, &k0, &k1, &fs);
-	assert_int_equal(k0, 2);
-	assert_int_equal(k1, 2);
-	assert_near(t1, t0, 1e-9 * t0);
+	char *out = same_round_trip(text, &hw, 2);
 	if (!strstr(out, " fusion(%x, %w, %s1, %i, %s2, %s3), kind=kOutput"))
 		fail_msg("the dot not with the saves:\n%s", out);
 	free(out);
@@ -859,7 +850,7 @@ static void test_placement(void **state)
 	/* built with v5e's room: y, a result, is written into VMEM too and
 	 * copied to HBM behind z (placement.c, an eviction), where the
 	 * result reads it; z, the last kernel, has nothing to hide a copy */
-	char *out = same_round_trip(two_readers, &v5e);
+	char *out = same_round_trip(two_readers, &v5e, -1);
 	if (!strstr(out, "  %x = f32[1024,1024]{1,0:S(1)} dot(%p, %w.prefetch)") ||
 	    !strstr(out, "  %y = f32[1024,1024]{1,0:S(1)} dot(") ||
 	    !strstr(out, "  %z = f32[1024,1024]{1,0} fusion(") ||
@@ -1008,7 +999,7 @@ static void test_async_unfused(void **state)
 	assert_string_equal(b.p.kernels[q->between].name, "a");
 	assert_true(q->hidden_ns > 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	if (!strstr(out, " copy-start(%k)\n") || !strstr(out, " copy-start(%q)\n"))
 		fail_msg("a copy-start was fused:\n%s", out);
 	free(out);
@@ -1131,7 +1122,7 @@ static void test_cross_program_prefetch(void **state)
 	assert_non_null(b.p.prefetched);
 	assert_string_equal(b.p.prefetched->name, "p");
 	tu_built_free(&b);
-	char *out = same_round_trip(two_readers, &v5e);
+	char *out = same_round_trip(two_readers, &v5e, -1);
 	const char *start = strstr(
 		out, "  %w.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 		     "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w), "
@@ -1195,7 +1186,7 @@ static void test_weight_prefetch(void **state)
 	assert_near(c->est.time_ns, 0, 0);
 	assert_near(tu_kernel(&b, "s")->work.bytes_read, mib4, 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(tu_weight_prefetch_hlo, &v5e);
+	char *out = same_round_trip(tu_weight_prefetch_hlo, &v5e, -1);
 	if (!strstr(out, "  %w2.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%w2)\n") ||
 	    !strstr(out, " fusion(%r, %w2.prefetch), kind=kInput") ||
@@ -1251,7 +1242,7 @@ static void test_barrier_placement(void **state)
 	build_for(kept, &hw, &hw, &b);
 	assert_near(tu_kernel(&b, "e")->work.bytes_written, mib4, 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	if (!strstr(out, "  %t = (f32[1024,1024]{1,0:S(1)}, s32[]) tuple(") ||
 	    !strstr(out, "  %b = (f32[1024,1024]{1,0:S(1)}, s32[]) "
 			 "opt-barrier(%t)"))
@@ -1300,7 +1291,7 @@ static void test_collective_eviction(void **state)
 	assert_true(e->evict && e->idle);
 	assert_near(tu_kernel(&b, "a")->work.bytes_read, 0, 0); /* r in VMEM */
 	tu_built_free(&b);
-	free(same_round_trip(text, &v5e));
+	free(same_round_trip(text, &v5e, -1));
 }
 
 /* A result written into VMEM and copied to HBM behind later work
@@ -1362,7 +1353,7 @@ static void test_result_eviction(void **state)
 		hidden += p->async[i].hidden_ns;
 	assert_near(sim_program_total(&b.p), sum - hidden, 1e-9 * sum);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &v6e);
+	char *out = same_round_trip(text, &v6e, -1);
 	const char *nw = strstr(out, "  %n = bf16[4096,1024]{1,0:T(8,128)(2,1)S(1)} "
 				     "negate(%x)\n  %n.evict-start = ");
 	const char *d = strstr(out, "  %d = ");
@@ -1430,7 +1421,7 @@ static void test_async_all_reduce_loop(void **state)
 	assert_ptr_equal(&b.p.kernels[b.p.async[0].first], r0);
 	assert_near(b.p.async[0].hidden_ns, r0->est.time_ns, 0);
 	tu_built_free(&b);
-	free(same_round_trip(text, &v7));
+	free(same_round_trip(text, &v7, -1));
 }
 
 /* A result computed in another order than its layout's keeps its
@@ -1463,7 +1454,7 @@ static void test_result_relayout(void **state)
 	build_for(text, &v5e, &v5e, &b);
 	(void)tu_kernel(&b, "n.relayout");
 	tu_built_free(&b);
-	free(same_round_trip(text, &v5e));
+	free(same_round_trip(text, &v5e, -1));
 	/* v, a result written before them, is evicted, its copy done after
 	 * a kernel of the module's, never after n's relayout, which fuse
 	 * writes no node for (the fused text read an undefined v.evict) */
@@ -1481,7 +1472,7 @@ static void test_result_relayout(void **state)
 		"  ROOT %t = (f32[2048,1024]{1,0}, f16[1,64,128,64]{3,2,1,0}) "
 		"tuple(%v, %n)\n"
 		"}\n";
-	char *out = same_round_trip(first, &v5e);
+	char *out = same_round_trip(first, &v5e, -1);
 	assert_non_null(strstr(out, "tuple(%v.evict, %n)"));
 	free(out);
 }
@@ -1539,7 +1530,7 @@ static void test_async_all_reduce(void **state)
 	ASSERT_NAMES(&b, "g,r,a,bb,n");
 	assert_int_equal(b.p.n_async, 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &v7);
+	char *out = same_round_trip(text, &v7, -1);
 	const char *start = strstr(out, "%r.start = f32[1024,1024]{1,0} "
 					"all-reduce-start(%g), "
 					"replica_groups={{0,1,2,3}}, "
@@ -1644,7 +1635,7 @@ static void test_eviction(void **state)
 	assert_true(tu_kernel(&b, "v.evict-start")->idle);
 	assert_near(tu_kernel(&b, "r")->work.bytes_read, 0, 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &tight);
+	char *out = same_round_trip(text, &tight, -1);
 	if (!strstr(out, "  %v.evict-start = (f32[1024,1024]{1,0}, "
 			 "f32[1024,1024]{1,0:S(1)}, u32[]{:S(2)}) "
 			 "copy-start(%v)\n") ||
@@ -1674,7 +1665,7 @@ static void test_digit_parameter_name(void **state)
 		"  %m = f32[1024,128]{1,0} multiply(%n, %n)\n"
 		"  ROOT %s = f32[1024,128]{1,0} add(%m, %b)\n"
 		"}\n";
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	assert_non_null(strstr(out, "ENTRY %e (%2v: f32[1024,128]{1,0}, "
 				    "b: f32[1024,128]{1,0}) -> "));
 	free(out);
@@ -1698,7 +1689,7 @@ static void test_shape_with_blanks(void **state)
 		"rhs_contracting_dims={0}\n"
 		"  ROOT a = f32[1024,128]{1,0} dot(v, s), lhs_contracting_dims={1}, "
 		"rhs_contracting_dims={0}\n}\n";
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	if (!strstr(out, "  %v = f32[1024,1024]{1,0:S(1)} dot("))
 		fail_msg("v not written in S(1):\n%s", out);
 	free(out);
@@ -1750,7 +1741,7 @@ static void test_loop_result_prefetch(void **state)
 	assert_non_null(pair);
 	assert_near(pair->hidden_ns, c->est.time_ns, 0); /* behind d */
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	if (!strstr(out, "  %r.prefetch-start = (f32[1024,1024]{1,0:S(1)}, "
 			 "f32[1024,1024]{1,0}, u32[]{:S(2)}) copy-start(%r)\n") ||
 	    !strstr(out, " exponential(%r.prefetch)"))
@@ -1819,7 +1810,7 @@ static void test_loop_state_prefetch(void **state)
 	assert_near(pair->hidden_ns, c->est.time_ns * c->multiplicity,
 		    1e-9 * pair->hidden_ns); /* behind d */
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	const char *start = strstr(
 		out, "  %w.prefetch-start = (" "f32[1024,1024]{1,0:S(1)}, " F
 		     ", u32[]{:S(2)}) copy-start(%w)\n");
@@ -1866,7 +1857,7 @@ static void test_condition_as_written(void **state)
 		"  wl = (s32[], f32[1024]) while(init), condition=cond, "
 		"body=body\n"
 		"  ROOT r = f32[1024] get-tuple-element(wl), index=1\n}\n";
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	const char *c = strstr(out, "%cond ("), *end = c ? strstr(c, "\n}") : NULL;
 	assert_non_null(end);
 	for (const char *p = c; (p = strstr(p, "S(1)")) && p < end; p++)
@@ -1901,7 +1892,7 @@ static void test_tuple_element_late(void **state)
 		"  g0 = f32[4096,128]{1,0} get-tuple-element(ar), index=0\n"
 		"  ROOT t = (f32[4096,128]{1,0}, f32[4096,128]{1,0}) "
 		"tuple(d2, g0)\n}\n";
-	free(same_round_trip(text, &hw));
+	free(same_round_trip(text, &hw, -1));
 	/* the tuple returned whole: its elements are not buffers of their
 	 * own, none in VMEM (its result would hold one) */
 	static const char whole[] =
@@ -1915,7 +1906,7 @@ static void test_tuple_element_late(void **state)
 		"  n0 = f32[131072]{0} negate(g0)\n"
 		"  ROOT t = ((f32[131072]{0}, f32[131072]{0}), f32[131072]{0}) "
 		"tuple(ar, n0)\n}\n";
-	char *out = same_round_trip(whole, &hw);
+	char *out = same_round_trip(whole, &hw, -1);
 	if (strstr(out, "S(1)"))
 		fail_msg("an element of a tuple read whole in VMEM:\n%s", out);
 	free(out);
@@ -1933,7 +1924,7 @@ static void test_tuple_element_late(void **state)
 		"  n0 = f32[131072]{0} negate(g0)\n"
 		"  g1 = f32[131072]{0} get-tuple-element(ar), index=1\n"
 		"  ROOT t = (f32[131072]{0}, f32[131072]{0}) tuple(n0, g1)\n}\n";
-	out = same_round_trip(tight, &hw);
+	out = same_round_trip(tight, &hw, -1);
 	if (!strstr(out, "  %g0 = f32[131072]{0:S(1)}get-tuple-element(%ar), "
 			 "index=0\n"))
 		fail_msg("g0 not written in VMEM:\n%s", out);
@@ -2005,7 +1996,7 @@ static void test_kept_fusion_placement(void **state)
 	assert_near(tu_kernel(&b, "z")->work.bytes_written, 0, 0);
 	assert_near(tu_kernel(&b, "m")->work.bytes_read, 0, 0);
 	tu_built_free(&b);
-	char *out = same_round_trip(text, &hw);
+	char *out = same_round_trip(text, &hw, -1);
 	static const char *const want[] = {
 		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
 		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t, %i), kind=kCustom",
@@ -2089,7 +2080,7 @@ static void test_in_place_result(void **state)
 						 k->work.bytes_written);
 		}
 		tu_built_free(&b);
-		free(same_round_trip(texts[q], &hw));
+		free(same_round_trip(texts[q], &hw, -1));
 	}
 }
 
@@ -2236,7 +2227,7 @@ static void test_prefetch_edges(void **state)
 		("  %w.prefetch.1 = f32[1024,1024]{1,0:S(1)} "
 		 "copy-done(%w.prefetch-start.1)\n")};
 	for (size_t i = 0; i < TS_ARRAY_LEN(texts); i++) {
-		char *out = same_round_trip(texts[i], &hw);
+		char *out = same_round_trip(texts[i], &hw, -1);
 		if (!strstr(out, want[i]))
 			fail_msg("case %zu: no \"%s\" in:\n%s", i, want[i], out);
 		free(out);
