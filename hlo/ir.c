@@ -92,6 +92,12 @@ const char *ir_fusion_kind_name(enum ir_fusion_kind k)
 
 /* ---- module --------------------------------------------------------------- */
 
+bool ir_ints_equal(const struct ir_ints *a, const struct ir_ints *b)
+{
+	return a->n == b->n &&
+	       (a->n <= 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
+}
+
 void ir_module_free(struct ir_module *m)
 {
 	if (!m)

@@ -181,6 +181,9 @@ struct ir_ints {
 	int n;
 	int64_t *v; /* n entries (arena) */
 };
+/* Whether a and b hold the same integers in the same order (a shape
+ * index, a dims list). */
+bool ir_ints_equal(const struct ir_ints *a, const struct ir_ints *b);
 
 struct ir_dot_dims {
 	struct ir_ints lhs_batch, rhs_batch;

@@ -911,12 +911,6 @@ static const struct ir_shape *array_at(const struct ir_shape *s,
 									 : NULL;
 }
 
-static bool same_index(const struct ir_ints *a, const struct ir_ints *b)
-{
-	return a->n == b->n &&
-	       (a->n <= 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
-}
-
 /* The header's input_output_alias and buffer_donor entries name arrays
  * of the entry's parameters and result, an output of the size of the
  * parameter buffer it lives in, each output and each parameter buffer
@@ -947,10 +941,10 @@ static bool check_aliases(const struct ir_module *m, struct ts_diag *d)
 		for (; j < i && !bad; j++) {
 			const struct ir_alias *y = &m->aliases[j];
 			if (y->param == x->param &&
-			    same_index(&y->param_index, &x->param_index))
+			    ir_ints_equal(&y->param_index, &x->param_index))
 				bad = "that parameter buffer is named before";
 			else if (x->output.n >= 0 && y->output.n >= 0 &&
-				 same_index(&y->output, &x->output))
+				 ir_ints_equal(&y->output, &x->output))
 				bad = "that output is aliased before";
 		}
 		if (bad) {

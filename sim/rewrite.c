@@ -712,12 +712,6 @@ static enum ts_status add_arrays(struct ts_arena *a, const struct ir_shape *s,
 	return TS_OK;
 }
 
-static bool same_index(const struct ir_ints *a, const struct ir_ints *b)
-{
-	return a->n == b->n &&
-	       (a->n == 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
-}
-
 /* Whether m's header aliases output ix, or (param >= 0) names parameter
  * param's array at ix in input_output_alias. */
 static bool aliased(const struct ir_module *m, const struct ir_ints *ix,
@@ -726,9 +720,9 @@ static bool aliased(const struct ir_module *m, const struct ir_ints *ix,
 	for (int i = 0; i < m->n_aliases; i++) {
 		const struct ir_alias *x = &m->aliases[i];
 		if (x->output.n >= 0 &&
-		    (param < 0 ? same_index(&x->output, ix)
+		    (param < 0 ? ir_ints_equal(&x->output, ix)
 			       : x->param == param &&
-					 same_index(&x->param_index, ix)))
+					 ir_ints_equal(&x->param_index, ix)))
 			return true;
 	}
 	return false;
@@ -774,7 +768,7 @@ enum ts_status sim_module_aliases(const struct ir_module *m,
 		for (int k = 0; k < m->n_aliases; k++)
 			donor |= m->aliases[k].output.n < 0 &&
 				 m->aliases[k].param == don[i].param &&
-				 same_index(&m->aliases[k].param_index,
+				 ir_ints_equal(&m->aliases[k].param_index,
 					    &don[i].index);
 		if (donor && !aliased(m, &don[i].index, don[i].param))
 			don[kd++] = don[i];
@@ -834,17 +828,17 @@ static const struct ir_instr *buffer_start(const struct ir_instr *v)
 /* Stamps with gen in mark (c->n_instrs entries) what reaches from
  * through operands in c, none placed before floor (c's order is
  * topological from there: nothing earlier reads what comes after);
- * todo: room for c's instructions; *found: s is among them. Stops at
+ * stack: room for c's instructions; *found: s is among them. Stops at
  * what is stamped already, and once s is found. */
 static void reach(const struct ir_computation *c, const struct ir_instr *from,
 		  const struct ir_instr *s, int *mark, int gen, int floor,
-		  const struct ir_instr **todo, bool *found)
+		  const struct ir_instr **stack, bool *found)
 {
 	int n = 0;
-	todo[n++] = from;
+	stack[n++] = from;
 	mark[from->index] = gen;
 	while (n > 0 && !*found) {
-		const struct ir_instr *x = todo[--n];
+		const struct ir_instr *x = stack[--n];
 		for (int j = 0; j < x->n_operands && !*found; j++) {
 			const struct ir_instr *o = x->operands[j];
 			if (o->parent != c || o->index < floor ||
@@ -852,20 +846,20 @@ static void reach(const struct ir_computation *c, const struct ir_instr *from,
 				continue;
 			*found = o == s;
 			mark[o->index] = gen;
-			todo[n++] = o;
+			stack[n++] = o;
 		}
 	}
 }
 
 /* Whether the value of output buffer start s (buffer_start) needs a
  * copy to live in parameter p's buffer (the rule at the top); rd[0 ..
- * n_rd): p's live readers in c's order (read_lists); mark and todo:
+ * n_rd): p's live readers in c's order (read_lists); mark and stack:
  * scratch, mark stamped with gen here; in_order: c's order is
  * topological. */
 static bool copy_needed(const struct ir_computation *c,
 			const struct ir_instr *s, const struct ir_instr *p,
 			const int *rd, int n_rd, int *mark, int gen,
-			const struct ir_instr **todo, bool in_order)
+			const struct ir_instr **stack, bool in_order)
 {
 	if (s == p)
 		return false;
@@ -885,7 +879,7 @@ static bool copy_needed(const struct ir_computation *c,
 		if (u == s)
 			need = !over;
 		else
-			reach(c, u, s, mark, gen, floor, todo, &need);
+			reach(c, u, s, mark, gen, floor, stack, &need);
 	}
 	return need;
 }
@@ -1029,9 +1023,9 @@ static enum ts_status copy_aliased(struct ir_module *m,
 				   sizeof *live),
 	    *mark = ts_arena_array(&scratch, (size_t)e->n_instrs + 1,
 				   sizeof *mark);
-	const struct ir_instr **todo = ts_arena_array(
-		&scratch, (size_t)e->n_instrs + 1, sizeof *todo);
-	enum ts_status st = live && mark && todo
+	const struct ir_instr **stack = ts_arena_array(
+		&scratch, (size_t)e->n_instrs + 1, sizeof *stack);
+	enum ts_status st = live && mark && stack
 				    ? sim_module_aliases(m, &scratch, &pairs, &n)
 				    : TS_ERR_NOMEM;
 	int *slots = ts_arena_array(&scratch, (size_t)n + 1, sizeof *slots),
@@ -1041,7 +1035,7 @@ static enum ts_status copy_aliased(struct ir_module *m,
 		st = TS_ERR_NOMEM;
 	bool in_order = topological(e);
 	if (st == TS_OK) /* XLA's DCE drops what the result does not read */
-		reach(e, e->root, NULL, live, 1, 0, todo, &none);
+		reach(e, e->root, NULL, live, 1, 0, stack, &none);
 	int *off = NULL, *rd = NULL;
 	const struct ir_instr **kept =
 		ts_arena_array(&scratch, (size_t)n + 1, sizeof *kept);
@@ -1068,7 +1062,7 @@ static enum ts_status copy_aliased(struct ir_module *m,
 			twice |= kept[q] == start;
 		if (twice || copy_needed(e, start, e->params[pn], rd + off[pn],
 					 off[pn + 1] - off[pn], mark, i + 1,
-					 todo, in_order)) {
+					 stack, in_order)) {
 			slots[k++] = slot;
 			done->copied_bytes += ir_shape_padded_bytes(&v->shape);
 		} else {
