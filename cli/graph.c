@@ -221,7 +221,8 @@ void cmd_fusion_free(struct cmd_fusion *f)
 
 /* An unfused module is rewritten as XLA compiles it for the first --hw
  * (sim_module_rewrite): a note of the copies into donated buffers it
- * made (a cost the user may remove) or could not follow, and one for
+ * made (a cost the user may remove) or could not follow, of the copies
+ * of results other devices write, and one for
  * each other spec that XLA would compile differently, since all are
  * costed on that one program. done: what the rewrite did. */
 static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
@@ -241,6 +242,16 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 			done->copies == 1 ? "its" : "their",
 			done->copies == 1 ? "it" : "them",
 			done->copied_bytes / 1e6);
+	if (done->peer_copies > 0)
+		fprintf(ctx->err,
+			"%s: note: module %s: %d output%s other devices write "
+			"(an all-gather's, all-to-all's or collective-permute's "
+			"result); XLA copies %s out of the buffer they write "
+			"(%.4g MB, a copy kernel each)\n",
+			ctx->prog, m->name, done->peer_copies,
+			done->peer_copies == 1 ? "" : "s",
+			done->peer_copies == 1 ? "it" : "them",
+			done->peer_copied_bytes / 1e6);
 	if (done->unfollowed > 0)
 		fprintf(ctx->err,
 			"%s: note: module %s: %d output%s to live in a donated "

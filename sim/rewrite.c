@@ -118,6 +118,24 @@
  * root) are followed, the rest counted (sim_rewrites.unfollowed); XLA
  * judges its buffers' live ranges in the schedule it made, tpusim by
  * whether any schedule could avoid the copy.
+ *
+ * Copies of a result other devices write (every generation): an output
+ * of the entry whose buffer starts (as above) at an all-gather, an
+ * all-to-all (ragged or not) or a collective-permute becomes a copy of it, right before
+ * the root, as the aliased ones do. Those collectives' results are
+ * written by the other devices' DMAs, into a buffer the compiler lays
+ * out; the program's results are buffers the runtime hands it, so the
+ * result is written apart and copied out (memory-space assignment may
+ * then put the collective's own buffer in VMEM, and tpusim's placement
+ * may too). An all-reduce or reduce-scatter result each device writes
+ * itself, reducing what it receives; it is not copied.
+ * Evidence: data/compiled: v5e/ops_all_gather, ops_all_to_all and
+ * ops_permute return a copy of their collective's result, which is in
+ * VMEM (S(1)); v5e/ops_all_reduce returns its all-reduce's result as it
+ * is; no other module of the zoo returns a collective's result. Known
+ * wrong: the reason is inferred (XLA's TPU compiler is not public);
+ * three modules show it, all on v5e (a ragged all-to-all none); a loop
+ * body's or a called computation's result is not followed.
  */
 #include "kernels_int.h"
 
@@ -1077,6 +1095,33 @@ static enum ts_status copy_aliased(struct ir_module *m,
 	return st;
 }
 
+/* The copies of results other devices write (the rule at the top) in
+ * m's entry; done: how many and their bytes. */
+static enum ts_status copy_peer_written(struct ir_module *m,
+					struct ts_u64map *names,
+					struct sim_rewrites *done)
+{
+	struct ir_computation *e = m->entry;
+	if (!e || !e->root)
+		return TS_OK;
+	bool tuple = e->root->op == IR_OP_TUPLE;
+	int n = tuple ? e->root->n_operands : 1;
+	enum ts_status st = TS_OK;
+	for (int slot = 0; slot < n && st == TS_OK; slot++) {
+		const struct ir_instr *v =
+			tuple ? e->root->operands[slot] : e->root;
+		enum ir_op op = buffer_start(v)->op;
+		if (op != IR_OP_ALL_GATHER && op != IR_OP_ALL_TO_ALL &&
+		    op != IR_OP_RAGGED_ALL_TO_ALL &&
+		    op != IR_OP_COLLECTIVE_PERMUTE)
+			continue;
+		done->peer_copied_bytes += ir_shape_padded_bytes(&v->shape);
+		st = insert_copy(m, e, tuple ? slot : -1, names);
+		done->peer_copies += st == TS_OK;
+	}
+	return st;
+}
+
 double sim_all_reduce_combine_limit(const struct hw_spec *hw)
 {
 	/* what XLA runs on the SparseCores it does not combine, nor into */
@@ -1114,6 +1159,8 @@ enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
 						 &done->combined);
 		if (st == TS_OK && c == m->entry)
 			st = copy_aliased(m, &names, done);
+		if (st == TS_OK && c == m->entry)
+			st = copy_peer_written(m, &names, done);
 		if (st != TS_OK)
 			ts_diag_set(d, m->file, c->line, c->col,
 				    st == TS_ERR_NOMEM

@@ -397,6 +397,9 @@ struct sim_rewrites {
 	int copies;   /* outputs copied into the parameter buffer they alias */
 	double copied_bytes; /* their bytes in TPU memory */
 	int unfollowed; /* aliases of a nested array, not followed */
+	int peer_copies; /* outputs other devices write (an all-gather's,
+	                    ...), copied out of the buffer they write */
+	double peer_copied_bytes; /* their bytes in TPU memory */
 };
 
 /* What XLA's TPU compiler for hw does to an unfused module, where that
@@ -404,7 +407,8 @@ struct sim_rewrites {
  * reduce-window where hw's xla.row_max_window says so; independent
  * all-reduces of one kind are combined up to xla.all_reduce_combine_bytes;
  * an output made in a buffer of its own is copied into the donated or
- * aliased parameter buffer it lives in), done to m in place; *done: what
+ * aliased parameter buffer it lives in, and one other devices write is
+ * copied out of their buffer), done to m in place; *done: what
  * it did. A compiled module, or a spec
  * that rewrites nothing, is left as it is. Call it once, before a
  * fusion plan or a program is built from m. */

@@ -277,6 +277,40 @@ static void test_rewrite_note(void **state)
 			  "XLA for v5e makes it a reduce-window");
 }
 
+/* The copies the rewrite makes are said, with their bytes: into a
+ * donated buffer (the scan's cache, 16 KiB), out of the buffers other
+ * devices write (an all-gather's and a permute's results, 4 MiB each). */
+static void test_copy_notes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *rel, *err;
+	} cases[] = {
+		{"tests/data/fuzz_pipeline/donated_scan.hlo",
+		 "tpusim run: note: module donated_scan: 1 output to live in a "
+		 "donated or aliased parameter's buffer is made elsewhere (in a "
+		 "buffer of its own while the parameter is still read, or "
+		 "another parameter, a constant, a buffer another output lives "
+		 "in); XLA copies it in (0.01638 MB, a copy kernel each)\n"},
+		{"tests/data/fuzz_pipeline/gathered_result.hlo",
+		 "tpusim run: note: module g: 2 outputs other devices write (an "
+		 "all-gather's, all-to-all's or collective-permute's result); "
+		 "XLA copies them out of the buffer they write (8.389 MB, a "
+		 "copy kernel each)\n"},
+	};
+	char hw[PATH_MAX];
+	src(hw, "hwspecs/v5e.yaml");
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char f[PATH_MAX];
+		src(f, cases[i].rel);
+		struct proc p;
+		tpusim(&p, "run", f, "--hw", hw);
+		expect_rc(&p, 0);
+		assert_string_equal(p.err, cases[i].err);
+		proc_free(&p);
+	}
+}
+
 /* Costed on v5e and v7 from one program, an unfused module is scheduled
  * as XLA compiles it for the first --hw (sim/schedule.c): the other's
  * asynchronous all-reduces are said, both ways; one spec alone says
@@ -1753,6 +1787,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_rewrite_note),
+		cmocka_unit_test(test_copy_notes),
 		cmocka_unit_test(test_schedule_note),
 		cmocka_unit_test(test_combine_note),
 		cmocka_unit_test(test_missing_file),

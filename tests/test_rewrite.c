@@ -801,6 +801,72 @@ static void test_copy_rule(void **state)
 	free(out);
 }
 
+/* Results other devices write, and others, for the root to return
+ * (ROOT in place of what it returns). */
+static const char peers[] =
+	"HloModule c\n"
+	"add {\n  x = bf16[] parameter(0)\n  y = bf16[] parameter(1)\n"
+	"  ROOT s = bf16[] add(x, y)\n}\n"
+	"ENTRY e {\n"
+	"  p = bf16[1024,512]{1,0} parameter(0)\n"
+	"  q = bf16[4096,512]{1,0} parameter(1)\n"
+	"  g = bf16[4096,512]{1,0} all-gather(p), channel_id=1, "
+	"replica_groups={{0,1,2,3}}, dimensions={0}\n"
+	"  a = bf16[4096,512]{1,0} all-to-all(q), channel_id=2, "
+	"replica_groups={{0,1,2,3}}, dimensions={0}\n"
+	"  c = bf16[4096,512]{1,0} collective-permute(q), channel_id=3, "
+	"source_target_pairs={{0,1},{1,2},{2,3},{3,0}}\n"
+	"  s = bf16[4096,512]{1,0} all-reduce(q), channel_id=4, "
+	"replica_groups={{0,1,2,3}}, to_apply=add\n"
+	"  b = bf16[2048,1024]{1,0} bitcast(a)\n"
+	"  x = bf16[4096,512]{1,0} exponential(g)\n"
+	"  ROOT t = ROOT\n"
+	"}\n";
+
+/* The copies of results other devices write (sim/rewrite.c), case by
+ * case: how many, and the root reads each through its copy. */
+static void test_peer_copies(void **state)
+{
+	(void)state;
+	struct hw_spec v5e;
+	if (!tu_load_spec("v5e", &v5e))
+		skip();
+	static const struct {
+		const char *what, *root;
+		int copies;
+	} cases[] = {
+		{"an all-gather's result", "(bf16[4096,512]{1,0}) tuple(g)", 1},
+		{"an all-to-all's through a bitcast, a permute's",
+		 "(bf16[2048,1024]{1,0}, bf16[4096,512]{1,0}) tuple(b, c)", 2},
+		{"the root itself", "bf16[2048,1024]{1,0} bitcast(a)", 1},
+		{"an all-reduce's, an exp of an all-gather's",
+		 "(bf16[4096,512]{1,0}, bf16[4096,512]{1,0}) tuple(s, x)", 0},
+		{"a parameter", "(bf16[4096,512]{1,0}) tuple(q)", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[4096], root[256];
+		snprintf(root, sizeof root, "%s\n", cases[i].root);
+		edit(peers, cases[i].what, "ROOT\n", root, text, sizeof text);
+		struct sim_rewrites done;
+		struct ir_module *m = rewritten(text, &v5e, &done);
+		const struct ir_instr *r = m->entry->root;
+		int copies = 0;
+		for (int k = 0; k < (r->op == IR_OP_TUPLE ? r->n_operands : 1);
+		     k++) {
+			const struct ir_instr *o =
+				r->op == IR_OP_TUPLE ? r->operands[k] : r;
+			copies += o->op == IR_OP_COPY;
+		}
+		if (done.peer_copies != cases[i].copies ||
+		    copies != cases[i].copies || done.copies != 0)
+			fail_msg("%s: %d copies (%d at the root, %d aliased); "
+				 "want %d",
+				 cases[i].what, done.peer_copies, copies,
+				 done.copies, cases[i].copies);
+		ir_module_free(m);
+	}
+}
+
 /* Parses text (path for messages) into its one module. */
 static struct ir_module *parsed(const char *path, const char *text, size_t len)
 {
@@ -840,9 +906,30 @@ static int alias_copies(const struct ir_module *c)
 	return n;
 }
 
+/* Outputs of compiled module c that are copies of a result other
+ * devices write (an all-gather's, all-to-all's or collective-permute's,
+ * through bitcasts). */
+static int peer_copies(const struct ir_module *c)
+{
+	const struct ir_instr *root = c->entry->root;
+	bool tuple = root->op == IR_OP_TUPLE;
+	int n = 0;
+	for (int k = 0; k < (tuple ? root->n_operands : 1); k++) {
+		const struct ir_instr *o = tuple ? root->operands[k] : root;
+		if (o->op != IR_OP_COPY)
+			continue;
+		o = o->operands[0];
+		while (o->op == IR_OP_BITCAST)
+			o = o->operands[0];
+		n += o->op == IR_OP_ALL_GATHER || o->op == IR_OP_ALL_TO_ALL ||
+		     o->op == IR_OP_COLLECTIVE_PERMUTE_DONE;
+	}
+	return n;
+}
+
 struct zoo_aliases {
 	const char *src, *gen;
-	int modules, pairs, copies;
+	int modules, pairs, copies, peer_copies;
 };
 
 /* rel: a module before fusion, NAME.spmd.hlo; beside it NAME.tpu.hlo. */
@@ -890,9 +977,13 @@ static void check_aliases(const char *rel, const char *text, size_t len,
 	if (done.copies != alias_copies(c) || done.unfollowed)
 		fail_msg("%s: %d copies, %d not followed; XLA's %d", rel,
 			 done.copies, done.unfollowed, alias_copies(c));
+	if (done.peer_copies != peer_copies(c))
+		fail_msg("%s: %d results other devices write copied; XLA "
+			 "copies %d", rel, done.peer_copies, peer_copies(c));
 	z->modules++;
 	z->pairs += np;
 	z->copies += done.copies;
+	z->peer_copies += done.peer_copies;
 	ts_arena_free(&a);
 	ir_module_free(m);
 	ir_module_free(c);
@@ -902,13 +993,15 @@ static void check_aliases(const char *rel, const char *text, size_t len,
  * compiled module's input_output_alias) are those sim_module_aliases
  * pairs in the module before fusion, and the rewrite copies an output
  * into its buffer where the compiled module does (decode_s and
- * decode_m's KV caches, written by the scan in a buffer of its own). */
+ * decode_m's KV caches, written by the scan in a buffer of its own);
+ * it copies the results other devices write where the compiled module
+ * does (the all-gather, all-to-all and permute op sweeps). */
 static void test_aliases_zoo(void **state)
 {
 	(void)state;
 	static const char *const gens[] = {"v2", "v3", "v4", "v5e", "v5p",
 					   "v6e", "v7"};
-	struct zoo_aliases z = {getenv("TPUSIM_SOURCE"), NULL, 0, 0, 0};
+	struct zoo_aliases z = {getenv("TPUSIM_SOURCE"), NULL, 0, 0, 0, 0};
 	if (!z.src)
 		skip();
 	char data[4096];
@@ -919,10 +1012,12 @@ static void test_aliases_zoo(void **state)
 		z.gen = gens[i];
 		tu_each_hlo(data, folder, 1, check_aliases, &z);
 	}
-	print_message("zoo: %d modules, %d aliased outputs, %d copied\n",
-		      z.modules, z.pairs, z.copies);
+	print_message("zoo: %d modules, %d aliased outputs, %d copied; %d "
+		      "results other devices write copied\n",
+		      z.modules, z.pairs, z.copies, z.peer_copies);
 	assert_int_equal(z.modules, 59);
 	assert_int_equal(z.copies, 4);
+	assert_int_equal(z.peer_copies, 3);
 }
 
 int main(void)
@@ -936,6 +1031,7 @@ int main(void)
 		cmocka_unit_test(test_combine_fused),
 		cmocka_unit_test(test_combine_generated),
 		cmocka_unit_test(test_copy_rule),
+		cmocka_unit_test(test_peer_copies),
 		cmocka_unit_test(test_aliases_zoo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
