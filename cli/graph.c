@@ -303,19 +303,57 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 	}
 }
 
+/* m's instructions of op `op` (an all-reduce, an all-gather) that XLA
+ * runs asynchronously on a spec with xla.async_all_reduce_bytes =
+ * min_bytes (sim_async_collective); for all-gathers, those
+ * sim_module_rewrite marked; all: every one of op. */
+static int count_op(const struct ir_module *m, enum ir_op op, double min_bytes,
+		    bool all)
+{
+	int n = 0;
+	for (int ci = 0; ci < m->n_comps; ci++)
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			n += in->op == op &&
+			     (all || sim_async_collective(in, min_bytes));
+		}
+	return n;
+}
+
 /* An unfused module is scheduled as XLA compiles it for the first --hw
  * (sim/schedule.c): a note for each other spec whose XLA runs its
- * all-reduces otherwise (xla.async_all_reduce_bytes), since all are
- * costed on that one program. */
+ * all-reduces (xla.async_all_reduce_bytes) or all-gathers
+ * (xla.async_all_gather) otherwise, since all are costed on that one
+ * program. */
 static void note_schedule(const struct cmd_ctx *ctx, const struct sim_program *p)
 {
 	const struct ir_module *m = p->module;
 	if (!p->fused_xla)
 		return;
-	int here = sim_async_all_reduces(m, ctx->hw.xla_async_all_reduce_bytes);
+	int here = count_op(m, IR_OP_ALL_REDUCE,
+			    ctx->hw.xla_async_all_reduce_bytes, false),
+	    gathers = count_op(m, IR_OP_ALL_GATHER, 0, true),
+	    marked = count_op(m, IR_OP_ALL_GATHER, 0, false);
 	for (int i = 0; i < ctx->n_more_hw; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
-		int there = sim_async_all_reduces(m, o->xla_async_all_reduce_bytes);
+		if (gathers > 0 &&
+		    o->xla_async_all_gather != ctx->hw.xla_async_all_gather)
+			fprintf(ctx->err,
+				"%s: note: module %s is scheduled as XLA "
+				"compiles it for %s (the first --hw): %d of "
+				"its %d all-gather%s run%s asynchronously "
+				"here; XLA for %s runs %s "
+				"(xla.async_all_gather), which its figures "
+				"here do not show\n",
+				ctx->prog, m->name, ctx->hw.name, marked,
+				gathers, gathers == 1 ? "" : "s",
+				marked == 1 ? "s" : "", o->name,
+				o->xla_async_all_gather
+					? "those a dot or convolution can run "
+					  "beside so"
+					: "none so");
+		int there = count_op(m, IR_OP_ALL_REDUCE,
+				     o->xla_async_all_reduce_bytes, false);
 		if (there == here)
 			continue;
 		fprintf(ctx->err,

@@ -23,8 +23,9 @@ struct hlo_emit {
 				      re-emitted backend_config={...} (its
 				      key and value and a comma), or NULL */
 	const char *op_as;  /* the next re-emitted instruction's opcode
-			       written as this (an async all-reduce's
-			       start: "all-reduce-start"), or NULL */
+			       written as this (an async collective's
+			       start: "all-reduce-start",
+			       "all-gather-start"), or NULL */
 };
 
 /* text[a, b), blanks trimmed at the front and/or back. */

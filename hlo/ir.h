@@ -398,6 +398,11 @@ enum {
 	                                     a combined all-reduce with the
 	                                     attributes' text of the one it was
 	                                     made from (its offsets) */
+	IR_INSTR_ASYNC = 1u << 6,         /* an all-gather XLA runs
+	                                     asynchronously beside the
+	                                     TensorCore's work (sim/rewrite.c
+	                                     marks it, sim/schedule.c places
+	                                     it) */
 };
 
 struct ir_instr {

@@ -200,6 +200,8 @@ static const struct hw_field xla_fields[] = {
 	  .offset = HW_OFF(xla_row_max_window) },
 	HW_REAL("xla", "async_all_reduce_bytes", xla_async_all_reduce_bytes,
 		"bytes", 0, 1e15),
+	{ .key = "async_all_gather", .type = HW_FIELD_BOOL,
+	  .offset = HW_OFF(xla_async_all_gather) },
 	HW_REAL("xla", "all_reduce_combine_bytes",
 		xla_all_reduce_combine_bytes, "bytes", 0, 1e15),
 };

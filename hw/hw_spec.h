@@ -221,6 +221,13 @@ struct hw_spec {
 	                              latency-hiding scheduler places it
 	                              (sim/schedule.c); 0: none; YAML
 	                              xla.async_all_reduce_bytes */
+	bool xla_async_all_gather; /* an all-gather that a dot or convolution
+	                              independent of it can run beside runs
+	                              asynchronously (XLA's async collective
+	                              fusion), placed as XLA's latency-hiding
+	                              scheduler places it (sim/rewrite.c,
+	                              sim/schedule.c); YAML
+	                              xla.async_all_gather */
 	double xla_all_reduce_combine_bytes; /* independent all-reduces of
 	                              one kind are combined into one of up
 	                              to this many bytes (sim/rewrite.c);

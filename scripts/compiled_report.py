@@ -534,6 +534,20 @@ CAUSES = """\
   its placement puts the collective's own buffer in VMEM as XLA's does:
   v5e/ops_all_gather and ops_all_to_all 0.892 to 1.000, ops_permute 0.956
   to 1.000; within 5% 49 to 51. `run` says so in a note.
+- Async all-gathers: on v5e XLA runs an all-gather beside a convolution
+  that does not need it (its async collective fusion: an
+  async-collective-start, fusions holding the transfer beside a
+  convolution, the done; one chain at a time). v5e/vit_s hides 2.5 ms of
+  its FSDP all-gathers so (29.7 ms compiled); tpusim ran them between
+  kernels (32.5 ms). Now, where the spec says so (xla.async_all_gather,
+  v5e), an all-gather with a dot or convolution that neither reads nor
+  feeds it is an async pair, placed by the scheduler that places v7's
+  async all-reduces, one open at a time (sim/rewrite.c, sim/schedule.c);
+  `fuse` writes all-gather-start and -done. Every all-gather XLA runs so
+  is one (9), and 14 that XLA runs synchronously are too (dlrm_s's 11,
+  vit_s's 3). v5e/vit_s 1.093 to 1.030, dlrm_s 1.323 to 1.088 (its
+  async results stay in HBM: 125 to 162 MB); ops_all_gather and the
+  decode steps, with no such dot, unchanged; within 5% 51 to 52.
 - The decoders (0.98-1.17; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'

@@ -412,6 +412,7 @@ static void search_spec(const struct sim_plan *p, const struct hw_spec *hw,
 	s->ici_wrap_cube = false;
 	s->xla_row_max_window = false;
 	s->xla_async_all_reduce_bytes = 0;
+	s->xla_async_all_gather = false;
 	s->ici_link_bw_bytes_per_s = s->ici_latency_ns = s->ici_efficiency = 0;
 	s->dcn_bw_bytes_per_s = s->dcn_latency_ns = 0;
 	memset(&s->slice, 0, sizeof s->slice);

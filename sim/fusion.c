@@ -25,10 +25,11 @@
  *   - computations the grouping does not apply to (reduction regions,
  *     comparators, already fused computations) are copied verbatim;
  *   - in a computation the program scheduled (sim/schedule.c: its
- *     all-reduces run asynchronously on the spec), the nodes follow that
- *     schedule and each such all-reduce is written as <name>.start =
- *     all-reduce-start and, at its done's place, <name> =
- *     all-reduce-done, which its readers read.
+ *     all-reduces or all-gathers run asynchronously on the spec), the
+ *     nodes follow that schedule and each such collective is written as
+ *     <name>.start = all-reduce-start (all-gather-start, of shape
+ *     (operand, result)) and, at its done's place, <name> =
+ *     all-reduce-done (all-gather-done), which its readers read.
  *
  * Instructions are re-emitted from their own text (the parser's byte
  * spans: rhs and operand list), so shapes, layouts and attributes are kept
@@ -83,7 +84,10 @@ struct emitter {
 	const struct ir_instr *reader; /* the root of the node being
 				  written: whom value_name names for */
 	const struct sim_program *placed; /* its schedules (async
-				  all-reduces, sim/schedule.c), or NULL */
+				  collectives, sim/schedule.c), or NULL */
+	bool start_tuple;     /* the instruction being written is an async
+				  all-gather's start: its shape is
+				  (operand, result), as XLA's */
 };
 
 /* v's shape as written: in VMEM (into *tmp) when memory-space
@@ -386,6 +390,14 @@ static enum ts_status put_instr(struct emitter *e, const struct ir_instr *in,
 		s = &tmp;
 	else if (barrier < 0)
 		st = TS_ERR_NOMEM;
+	struct ir_shape pair[2], start;
+	if (e->start_tuple) { /* (operand, result) */
+		pair[0] = *shape_of(e, in->operands[0], &pair[0]);
+		pair[1] = *s;
+		start = (struct ir_shape){.type = IR_TYPE_TUPLE, .n_elems = 2,
+					  .elems = pair};
+		s = &start;
+	}
 	if (!st)
 		st = hlo_emit_instr(&e->h, in, root, name,
 				    s == &in->shape ? NULL : s, ops, attrs);
@@ -610,7 +622,7 @@ static int node_of(const struct grouping *g, const struct order *o, int k)
 }
 
 /* Writes node x (sim_group_order): a fused group's fusion instruction,
- * or an instruction of no fusion; an async all-reduce's start when
+ * or an instruction of no fusion; an async collective's start when
  * `start`, its done (under its name) when x is g->n + g->n_groups + 1 +
  * its node. */
 static enum ts_status write_node(struct emitter *e, const struct grouping *g,
@@ -624,7 +636,9 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 		fprintf(e->h.out, "  %s%%%s = ", in == g->c->root ? "ROOT " : "",
 			in->name);
 		put_shape(e, in);
-		fprintf(e->h.out, " all-reduce-done(%%%s.start)\n", in->name);
+		fprintf(e->h.out, " %s-done(%%%s.start)\n",
+			in->op == IR_OP_ALL_GATHER ? "all-gather" : "all-reduce",
+			in->name);
 		return TS_OK;
 	}
 	if (x >= g->n) {
@@ -644,10 +658,15 @@ static enum ts_status write_node(struct emitter *e, const struct grouping *g,
 	put_prefetch_done(e, (const struct ir_instr *const *)in->operands,
 			  in->n_operands);
 	e->reader = in;
-	e->h.op_as = start ? "all-reduce-start" : NULL;
+	bool gather = in->op == IR_OP_ALL_GATHER;
+	e->h.op_as = !start ? NULL
+		     : gather ? "all-gather-start"
+			      : "all-reduce-start";
+	e->start_tuple = start && gather;
 	enum ts_status st = put_instr(e, in, in == g->c->root && !start,
 				      start ? ".start" : "", g, -1, NULL, 0);
 	e->h.op_as = NULL;
+	e->start_tuple = false;
 	const struct prefetch *f = st ? NULL : prefetch_of(e, in);
 	if (f)
 		put_copy_start(e, f->start, f->v, true, f->cross);

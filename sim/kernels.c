@@ -63,11 +63,14 @@ struct build {
 	                           needed */
 	double async_bytes; /* all-reduces this large run asynchronously
 	                       (xla.async_all_reduce_bytes); 0: none */
+	bool scheduled;     /* the program has async collectives
+	                       (sim_async_collective), placed by
+	                       sim/schedule.c */
 	bool record;        /* the first build of such a program: note
 	                       each node's kernels in costs */
 	int n_costs;
-	struct node_costs *costs; /* the grouped computations with such an
-	                       all-reduce, from the first build */
+	struct node_costs *costs; /* the grouped computations with such a
+	                       collective, from the first build */
 	struct ts_diag *d;
 };
 
@@ -1147,7 +1150,7 @@ static enum ts_status emit_node(struct build *b, const struct grouping *g,
 	return st;
 }
 
-/* Closes the pair from `open` on that async all-reduce `in` started. */
+/* Closes the pair from `open` on that async collective `in` started. */
 static void close_async(struct sim_program *p, const struct ir_instr *in,
 			int open)
 {
@@ -1158,7 +1161,7 @@ static void close_async(struct sim_program *p, const struct ir_instr *in,
 		}
 }
 
-/* Grouped computation g's order with its async all-reduces (build's
+/* Grouped computation g's order with its async collectives (build's
  * async_bytes) as XLA's scheduler places them: in the first build, the
  * node costs to note (*nc: none when it has no such all-reduce or was
  * noted already: -1); in the second, its schedule (made here the first time
@@ -1256,11 +1259,11 @@ static enum ts_status walk_grouped(struct build *b,
 		node[k] = node_of(&g, k);
 	if (st == TS_OK && (n_order = sim_group_order(&g, node, order)) < 0)
 		st = TS_ERR_NOMEM;
-	/* its async all-reduces placed as XLA's scheduler places them */
+	/* its async collectives placed as XLA's scheduler places them */
 	int nc = -1; /* b->costs[nc]: the costs to note */
 	const int *done = NULL; /* its schedule's dones (p->schedules
 				   grows in a loop's body) */
-	if (st == TS_OK && b->async_bytes > 0)
+	if (st == TS_OK && b->scheduled)
 		st = schedule_of(b, &g, node, order, &n_order, &nc, &done);
 	bool *shared = NULL;
 	const bool *outer = b->shared; /* walking a loop's body, inside */
@@ -1284,7 +1287,7 @@ static enum ts_status walk_grouped(struct build *b,
 	b->shared = shared;
 	for (int q = 0; st == TS_OK && q < n_order; q++) {
 		int x = order[q], k0 = b->p->n_kernels;
-		if (x >= (int)nn) { /* an async all-reduce's done */
+		if (x >= (int)nn) { /* an async collective's done */
 			close_async(b->p, c->instrs[g.g_root[x - (int)nn - g.n]],
 				    open);
 			continue;
@@ -1662,14 +1665,15 @@ static enum ts_status build_program(struct build *b0)
 	return TS_OK;
 }
 
-/* Whether kernel k is an all-reduce of at least min_bytes inside a node
+/* Whether kernel k is a collective XLA runs asynchronously (an
+ * all-reduce of at least min_bytes, a marked all-gather) inside a node
  * of computation c (a loop's or call's body): async in the second build,
  * no time of the TensorCore's there. */
 static bool async_inside(const struct sim_kernel *k,
 			 const struct ir_computation *c, double min_bytes)
 {
 	return k->instr && k->instr->parent != c &&
-	       sim_async_all_reduce(k->instr, min_bytes);
+	       sim_async_collective(k->instr, min_bytes);
 }
 
 enum ts_status sim_program_build(const struct ir_module *m,
@@ -1689,15 +1693,17 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	 * (per module, not per computation: a compiled module's loop
 	 * condition has no fusion either, yet ran as written). */
 	b.pre_opt = sim_module_unfused(m);
-	/* all-reduces XLA runs asynchronously on the schedule's spec are
+	/* collectives XLA runs asynchronously on the schedule's spec are
 	 * placed by the time of the kernels around them (sim/schedule.c):
 	 * a first build, its kernels' rooflines on that spec, then the
 	 * program in that schedule */
 	const struct hw_spec *hw = opts ? opts->schedule_hw : NULL;
 	if (b.pre_opt && hw &&
-	    sim_async_all_reduces(m, hw->xla_async_all_reduce_bytes) > 0)
+	    sim_async_collectives(m, hw->xla_async_all_reduce_bytes) > 0) {
 		b.async_bytes = hw->xla_async_all_reduce_bytes;
-	b.record = b.async_bytes > 0;
+		b.scheduled = true;
+	}
+	b.record = b.scheduled;
 	enum ts_status st = build_program(&b);
 	if (st == TS_OK && b.record) {
 		for (int i = 0; st == TS_OK && i < b.n_costs; i++) {

@@ -461,11 +461,11 @@ int sim_group_members(const struct grouping *g, int grp, const int **out);
  * g->n_groups); returns how many, or -1 when memory runs out. */
 int sim_group_order(const struct grouping *g, const int *node, int *order);
 
-/* sim/schedule.c. Whether node x (sim_group_order's numbering) is an
- * all-reduce XLA runs asynchronously (sim_async_all_reduce) alone in its
+/* sim/schedule.c. Whether node x (sim_group_order's numbering) is a
+ * collective XLA runs asynchronously (sim_async_collective) alone in its
  * group. */
 bool sim_schedule_async_node(const struct grouping *g, int x, double min_bytes);
-/* The schedule of g's computation with its async all-reduces (above)
+/* The schedule of g's computation with its async collectives (above)
  * placed as XLA's latency-hiding scheduler places them, from order
  * (sim_group_order's, n_order nodes; node: its node_of) and each node's
  * time (cost, ns, by node), into *out: returns how many are async (0:
@@ -475,7 +475,7 @@ int sim_schedule_make(const struct grouping *g, const int *node,
 		      double min_bytes, struct sim_schedule *out);
 void sim_schedule_free(struct sim_schedule *s);
 /* order (n_order nodes of sim_group_order, in a caller's numbering)
- * sorted into schedule s, each async all-reduce's done added after it
+ * sorted into schedule s, each async collective's done added after it
  * as g->n + g->n_groups + 1 + its node; room for 2 x n_order. Returns
  * the entries, -1 when out of memory. */
 int sim_schedule_order(const struct grouping *g, const struct sim_schedule *s,

@@ -1,46 +1,51 @@
 /*
  * schedule.c: where XLA's latency-hiding scheduler puts an asynchronous
- * all-reduce in a computation tpusim groups (an unfused module).
+ * collective in a computation tpusim groups (an unfused module).
  *
  * On a spec whose xla.async_all_reduce_bytes is set (v7: XLA runs every
  * all-reduce of at least that many bytes on the SparseCores, a call-start
  * and call-done beside the TensorCore; docs/COMPILED.md), each such
- * all-reduce becomes an async pair, and the computation's nodes (its
- * kernels' groups and the instructions of no group, in sim_group_order's
- * order) are listed again, bottom up, as XLA's latency-hiding scheduler
- * lists them. With tau the TensorCore's time from the computation's end
- * (ns; each node its kernels' roofline time x multiplicity on the spec,
- * sim_kernel_roofline, the all-reduce's too; the tile model's times gave
- * the zoo the same schedules at the cost of every kernel's tile search,
- * twice) and a node ready once every node that reads it is listed (a
- * pair's done once its readers are, its start once its done is), each
- * step takes the first of:
- *   1. a ready done, fewer than SIM_ASYNC_IN_FLIGHT pairs open: the last
- *      in the given order; its pair opens at d = tau
- *   2. a ready start whose all-reduce is covered, tau - d >= its time:
+ * all-reduce becomes an async pair; so does each all-gather that
+ * sim_module_rewrite marked (xla.async_all_gather, v5e: XLA's async
+ * collective fusion, the transfer beside a convolution). The
+ * computation's nodes (its kernels' groups and the instructions of no
+ * group, in sim_group_order's order) are listed again, bottom up, as
+ * XLA's latency-hiding scheduler lists them. With tau the TensorCore's
+ * time from the computation's end (ns; each node its kernels' roofline
+ * time x multiplicity on the spec, sim_kernel_roofline, the
+ * collective's too; the tile model's times gave the zoo the same
+ * schedules at the cost of every kernel's tile search, twice) and a node
+ * ready once every node that reads it is listed (a pair's done once its
+ * readers are, its start once its done is), each step takes the first of:
+ *   1. a ready done, fewer pairs of its kind open than in_flight allows:
+ *      the last in the given order; its pair opens at d = tau
+ *   2. a ready start whose collective is covered, tau - d >= its time:
  *      the one opened first
  *   3. another ready node, the last in the given order: tau += its time
  *   4. a ready start not covered, the one opened first (the TensorCore
  *      will wait at its done); else a ready done over the limit
  * so that a done goes as late as its readers allow, its start as early as
- * it must to hide the all-reduce and no earlier, and everything else keeps
- * the given order (with no async node the list is that order). Units: ns.
- * Assumes the rooflines rank the nodes as XLA's own cost model does (not
- * public); the scheduler's memory-pressure limit is not modelled (a start
- * moved early keeps its operand live longer).
- * SIM_ASYNC_IN_FLIGHT = 2: the most all-reduces data/compiled/v7 has in
- * flight at once (v7/mlp_m's all-reduce.9 and .11). Source: XLA's
+ * it must to hide the collective and no earlier, and everything else
+ * keeps the given order (with no async node the list is that order).
+ * Units: ns. Assumes the rooflines rank the nodes as XLA's own cost model
+ * does (not public); the scheduler's memory-pressure limit is not
+ * modelled (a start moved early keeps its operand live longer).
+ * in_flight: 2 all-reduces, the most data/compiled/v7 has in flight at
+ * once (v7/mlp_m's all-reduce.9 and .11); 1 all-gather, as every
+ * async-collective-start in data/compiled/v5e (vit_s, dlrm_s) comes
+ * after the done of the one before. Source: XLA's
  * latency_hiding_scheduler.cc (bottom-up list scheduling; async dones
  * first, starts delayed until their latency is covered, the original
- * order as the last tie-break), read off data/compiled/v7 for what it
- * offloads.
+ * order as the last tie-break), read off data/compiled/v7 and v5e for
+ * what runs so.
  */
 #include "kernels_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define SIM_ASYNC_IN_FLIGHT 2
+/* The most pairs open at once: all-reduces, all-gathers (above). */
+static const int in_flight[2] = {2, 1};
 
 /* The instruction that stands for node x: itself, or its group's root. */
 static int anchor(const struct grouping *g, int x)
@@ -48,18 +53,20 @@ static int anchor(const struct grouping *g, int x)
 	return x < g->n ? x : g->g_root[x - g->n];
 }
 
-bool sim_async_all_reduce(const struct ir_instr *in, double min_bytes)
+bool sim_async_collective(const struct ir_instr *in, double min_bytes)
 {
+	if (in->op == IR_OP_ALL_GATHER)
+		return in->flags & IR_INSTR_ASYNC;
 	return min_bytes > 0 && in->op == IR_OP_ALL_REDUCE &&
 	       ir_shape_bytes(&in->shape) >= min_bytes;
 }
 
-int sim_async_all_reduces(const struct ir_module *m, double min_bytes)
+int sim_async_collectives(const struct ir_module *m, double min_bytes)
 {
 	int n = 0;
-	for (int ci = 0; min_bytes > 0 && ci < m->n_comps; ci++)
+	for (int ci = 0; ci < m->n_comps; ci++)
 		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
-			n += sim_async_all_reduce(m->comps[ci]->instrs[i],
+			n += sim_async_collective(m->comps[ci]->instrs[i],
 						  min_bytes);
 	return n;
 }
@@ -67,7 +74,7 @@ int sim_async_all_reduces(const struct ir_module *m, double min_bytes)
 bool sim_schedule_async_node(const struct grouping *g, int x, double min_bytes)
 {
 	if (x < g->n ||
-	    !sim_async_all_reduce(g->c->instrs[g->g_root[x - g->n]], min_bytes))
+	    !sim_async_collective(g->c->instrs[g->g_root[x - g->n]], min_bytes))
 		return false;
 	const int *mem;
 	int n_mem = sim_group_members(g, x - g->n, &mem), working = 0;
@@ -191,9 +198,12 @@ static void lhs_free(struct lhs *l)
 	ts_free(l->seq);
 }
 
-/* The ready entry rule r of the header's list takes, or -1. */
+/* The ready entry rule r of the header's list takes, or -1; open: the
+ * pairs open of each kind (kind: per async node, 0 an all-reduce, 1 an
+ * all-gather). */
 static int pick(const struct lhs *l, int rule, int n_order, const bool *async,
-		const double *cost, const int *order, double tau, int open)
+		const unsigned char *kind, const double *cost,
+		const int *order, double tau, const int *open)
 {
 	int best = -1;
 	for (int i = 0; i < l->n_ready; i++) {
@@ -203,7 +213,7 @@ static int pick(const struct lhs *l, int rule, int n_order, const bool *async,
 		bool take;
 		switch (rule) {
 		case 1:
-			take = done && open < SIM_ASYNC_IN_FLIGHT;
+			take = done && open[kind[q]] < in_flight[kind[q]];
 			break;
 		case 2:
 			take = start && tau - l->opened[q] >= cost[order[q]];
@@ -237,29 +247,37 @@ int sim_schedule_make(const struct grouping *g, const int *node,
 	int nn = g->n + g->n_groups + 1, n_async = 0;
 	memset(out, 0, sizeof *out);
 	bool *async = ts_calloc((size_t)n_order + 1, sizeof *async);
-	if (!async)
+	unsigned char *kind = ts_calloc((size_t)n_order + 1, sizeof *kind);
+	if (!async || !kind) {
+		ts_free(async);
+		ts_free(kind);
 		return -1;
-	for (int q = 0; q < n_order; q++)
+	}
+	for (int q = 0; q < n_order; q++) {
 		n_async += async[q] =
 			sim_schedule_async_node(g, order[q], min_bytes);
+		kind[q] = g->c->instrs[anchor(g, order[q])]->op ==
+			  IR_OP_ALL_GATHER;
+	}
 	if (n_async == 0) {
 		ts_free(async);
+		ts_free(kind);
 		return 0;
 	}
 	struct lhs l = {0};
 	bool ok = lhs_init(&l, g, node, order, n_order, async, nn);
 	double tau = 0;
-	int open = 0;
+	int open[2] = {0, 0};
 	while (ok && l.n_ready > 0) {
 		int e = -1;
 		for (int rule = 1; e < 0 && rule <= 5; rule++)
-			e = pick(&l, rule, n_order, async, cost, order, tau,
-				 open);
+			e = pick(&l, rule, n_order, async, kind, cost, order,
+				 tau, open);
 		if (e >= n_order) {
 			l.opened[e - n_order] = tau;
-			open++;
+			open[kind[e - n_order]]++;
 		} else if (async[e]) {
-			open--;
+			open[kind[e]]--;
 		} else {
 			tau += cost[order[e]];
 		}
@@ -290,6 +308,7 @@ int sim_schedule_make(const struct grouping *g, const int *node,
 			out->rank[i] = out->rank[anchor(g, node[i])];
 	lhs_free(&l);
 	ts_free(async);
+	ts_free(kind);
 	if (!ok) {
 		sim_schedule_free(out);
 		return -1;

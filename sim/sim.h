@@ -400,6 +400,8 @@ struct sim_rewrites {
 	int peer_copies; /* outputs other devices write (an all-gather's,
 	                    ...), copied out of the buffer they write */
 	double peer_copied_bytes; /* their bytes in TPU memory */
+	int async_all_gathers; /* all-gathers marked IR_INSTR_ASYNC (run
+	                          beside the TensorCore's work) */
 };
 
 /* What XLA's TPU compiler for hw does to an unfused module, where that
@@ -408,7 +410,9 @@ struct sim_rewrites {
  * all-reduces of one kind are combined up to xla.all_reduce_combine_bytes;
  * an output made in a buffer of its own is copied into the donated or
  * aliased parameter buffer it lives in, and one other devices write is
- * copied out of their buffer), done to m in place; *done: what
+ * copied out of their buffer; all-gathers beside independent dots or
+ * convolutions are marked async where hw's xla.async_all_gather says
+ * so), done to m in place; *done: what
  * it did. A compiled module, or a spec
  * that rewrites nothing, is left as it is. Call it once, before a
  * fusion plan or a program is built from m. */
@@ -605,11 +609,12 @@ enum ts_status sim_module_time(const struct ir_module *m,
 int sim_program_idle_copies(const struct sim_program *p);
 
 /* Whether XLA, on a spec with xla.async_all_reduce_bytes = min_bytes,
- * runs instruction in asynchronously: an all-reduce of at least
- * min_bytes (> 0); and how many of module m's it runs so
- * (sim/schedule.c). */
-bool sim_async_all_reduce(const struct ir_instr *in, double min_bytes);
-int sim_async_all_reduces(const struct ir_module *m, double min_bytes);
+ * runs collective `in` asynchronously: an all-reduce of at least
+ * min_bytes (> 0), or an all-gather sim_module_rewrite marked
+ * (IR_INSTR_ASYNC: xla.async_all_gather); and how many of module m's it
+ * runs so (sim/schedule.c). */
+bool sim_async_collective(const struct ir_instr *in, double min_bytes);
+int sim_async_collectives(const struct ir_module *m, double min_bytes);
 
 /* The program time from the kernels' current estimates: the sum of time
  * x multiplicity less the async time hidden behind other work; fills

@@ -330,6 +330,26 @@ static void test_schedule_note(void **state)
 			  "asynchronously here; XLA for v5e runs 0 so");
 }
 
+/* Costed on v5e and v4 from one program, an unfused module's all-gather
+ * beside an independent dot runs asynchronously as XLA compiles it for
+ * v5e, synchronously for v4: said both ways; one spec alone says
+ * nothing. */
+static void test_gather_note(void **state)
+{
+	(void)state;
+	expect_spec_notes("tests/data/fuzz_pipeline/async_all_gather.hlo",
+			  "v5e", "v4",
+			  "tpusim run: note: module m is scheduled as XLA "
+			  "compiles it for v5e (the first --hw): 1 of its 1 "
+			  "all-gather runs asynchronously here; XLA for v4 "
+			  "runs none so (xla.async_all_gather), which its "
+			  "figures here do not show\n",
+			  true,
+			  "for v4 (the first --hw): 0 of its 1 all-gather run "
+			  "asynchronously here; XLA for v5e runs those a dot "
+			  "or convolution can run beside so");
+}
+
 /* A second --hw whose XLA combines all-reduces up to another size
  * (v7 keeps what its SparseCores run apart) is said, both ways, with
  * what the first spec's combining did; one spec alone says nothing. */
@@ -1788,6 +1808,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_rewrite_note),
 		cmocka_unit_test(test_copy_notes),
+		cmocka_unit_test(test_gather_note),
 		cmocka_unit_test(test_schedule_note),
 		cmocka_unit_test(test_combine_note),
 		cmocka_unit_test(test_missing_file),

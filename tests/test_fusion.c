@@ -1477,6 +1477,27 @@ static void test_result_relayout(void **state)
 	free(out);
 }
 
+/* b's one async pair is collective `name`'s, with kernel `cover` alone
+ * between its start and done, which takes longer and so hides it whole:
+ * the total is the kernels' sum less its time. */
+static void assert_hidden_behind(const struct tu_built *b, const char *name,
+				 const char *cover)
+{
+	const struct sim_program *p = &b->p;
+	const struct sim_kernel *k = tu_kernel(b, name);
+	assert_true(k->async_work);
+	assert_true(tu_kernel(b, cover)->est.time_ns > k->est.time_ns);
+	assert_int_equal(p->n_async, 1);
+	assert_ptr_equal(&p->kernels[p->async[0].first], k);
+	assert_int_equal(p->async[0].n_between, 1);
+	assert_ptr_equal(&p->kernels[p->async[0].between], tu_kernel(b, cover));
+	assert_near(p->async[0].hidden_ns, k->est.time_ns, 0);
+	double sum = 0;
+	for (int i = 0; i < p->n_kernels; i++)
+		sum += p->kernels[i].est.time_ns;
+	assert_near(p->total_ns, sum - k->est.time_ns, 1e-9 * sum);
+}
+
 /* An all-reduce XLA runs asynchronously (v7: 4 MiB >= its
  * xla.async_all_reduce_bytes), placed as its latency-hiding scheduler
  * places it (sim/schedule.c): listed bottom up, its done goes right
@@ -1512,19 +1533,7 @@ static void test_async_all_reduce(void **state)
 	struct tu_built b;
 	build_scheduled(text, &v7, &b);
 	ASSERT_NAMES(&b, "g,a,r,bb,n");
-	const struct sim_program *p = &b.p;
-	const struct sim_kernel *r = tu_kernel(&b, "r");
-	assert_true(r->async_work);
-	assert_true(tu_kernel(&b, "bb")->est.time_ns > r->est.time_ns);
-	assert_int_equal(p->n_async, 1);
-	assert_ptr_equal(&p->kernels[p->async[0].first], r);
-	assert_int_equal(p->async[0].n_between, 1);
-	assert_ptr_equal(&p->kernels[p->async[0].between], tu_kernel(&b, "bb"));
-	assert_near(p->async[0].hidden_ns, r->est.time_ns, 0);
-	double sum = 0;
-	for (int i = 0; i < p->n_kernels; i++)
-		sum += p->kernels[i].est.time_ns;
-	assert_near(p->total_ns, sum - r->est.time_ns, 1e-9 * sum);
+	assert_hidden_behind(&b, "r", "bb");
 	tu_built_free(&b);
 	build_scheduled(text, &v5e, &b);
 	ASSERT_NAMES(&b, "g,r,a,bb,n");
@@ -1542,6 +1551,99 @@ static void test_async_all_reduce(void **state)
 	assert_true(start && done && bb && a);
 	assert_true(a < start && start < bb && bb < done);
 	free(out);
+}
+
+/* text rewritten as XLA compiles it for hw (sim_module_rewrite), built
+ * with its collectives scheduled for hw and estimated on it. */
+static void build_rewritten(const char *text, const struct hw_spec *hw,
+			    struct tu_built *b)
+{
+	memset(b, 0, sizeof *b);
+	struct ts_diag d = {0};
+	struct sim_rewrites done;
+	struct sim_program_opts po = {.schedule_hw = hw};
+	if (hlo_parse("t.hlo", text, strlen(text), &b->m, &b->n, &d) != TS_OK ||
+	    sim_module_rewrite(b->m[0], hw, &done, &d) != TS_OK ||
+	    sim_program_build(b->m[0], &po, &b->p, &d) != TS_OK ||
+	    sim_program_estimate(&b->p, hw, &d) != TS_OK)
+		fail_msg("%s", d.msg);
+}
+
+/* An all-gather XLA runs asynchronously on v5e (xla.async_all_gather:
+ * bb, a dot, neither reads it nor feeds it), placed as its latency-hiding
+ * scheduler places it (sim/schedule.c): its done right before y, its
+ * reader, its start before bb, whose dot covers it: the total is the
+ * kernels' sum less its time. A second, h (beside y), cannot be in
+ * flight with g (one at a time): the pairs' spans do not overlap. On v4
+ * both are synchronous, where the text has them. fuse writes g's start
+ * of shape (operand, result) and its done, and the fused module costs
+ * the same. */
+static void test_async_all_gather(void **state)
+{
+	(void)state;
+	struct hw_spec v5e, v4;
+	if (!tu_load_spec("v5e", &v5e) || !tu_load_spec("v4", &v4))
+		skip();
+	static const char text[] =
+		"HloModule g\n"
+		"ENTRY e {\n  p = bf16[256,1024]{1,0} parameter(0)\n"
+		"  x = bf16[1024,1024]{1,0} parameter(1)\n"
+		"  w = bf16[4096,4096]{1,0} parameter(2)\n"
+		"  g = bf16[1024,1024]{1,0} all-gather(p), channel_id=1, "
+		"replica_groups={{0,1,2,3}}, dimensions={0}\n"
+		"  bb = bf16[4096,4096]{1,0} dot(w, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  y = bf16[1024,1024]{1,0} dot(g, x), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT t = (bf16[1024,1024]{1,0}, bf16[4096,4096]{1,0}) "
+		"tuple(y, bb)\n"
+		"}\n";
+	struct tu_built b;
+	build_rewritten(text, &v5e, &b);
+	ASSERT_NAMES(&b, "g,bb,y");
+	assert_hidden_behind(&b, "g", "bb");
+	tu_built_free(&b);
+	build_rewritten(text, &v4, &b);
+	assert_int_equal(b.p.n_async, 0);
+	tu_built_free(&b);
+	char *out = same_round_trip(text, &v5e, -1);
+	const char *start = strstr(out, "%g.start = (bf16[256,1024]{1,0}, "
+					"bf16[1024,1024]{1,0}) "
+					"all-gather-start(%p), channel_id=1, "
+					"replica_groups={{0,1,2,3}}, "
+					"dimensions={0}\n");
+	const char *done = strstr(out, "%g = bf16[1024,1024]{1,0} "
+				       "all-gather-done(%g.start)\n");
+	const char *bb = strstr(out, "%bb = ");
+	assert_true(start && done && bb);
+	assert_true(start < bb && bb < done);
+	free(out);
+	/* h beside y and g beside bb: one pair open at a time */
+	static const char two[] =
+		"HloModule g\n"
+		"ENTRY e {\n  p = bf16[256,1024]{1,0} parameter(0)\n"
+		"  x = bf16[1024,1024]{1,0} parameter(1)\n"
+		"  w = bf16[4096,4096]{1,0} parameter(2)\n"
+		"  g = bf16[1024,1024]{1,0} all-gather(p), channel_id=1, "
+		"replica_groups={{0,1,2,3}}, dimensions={0}\n"
+		"  h = bf16[1024,1024]{1,0} all-gather(p), channel_id=2, "
+		"replica_groups={{0,1,2,3}}, dimensions={0}\n"
+		"  bb = bf16[4096,4096]{1,0} dot(w, w), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  y = bf16[1024,1024]{1,0} dot(g, x), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  z = bf16[1024,1024]{1,0} dot(h, y), lhs_contracting_dims={1}, "
+		"rhs_contracting_dims={0}\n"
+		"  ROOT t = (bf16[1024,1024]{1,0}, bf16[4096,4096]{1,0}) "
+		"tuple(z, bb)\n"
+		"}\n";
+	build_rewritten(two, &v5e, &b);
+	assert_int_equal(b.p.n_async, 2);
+	const struct sim_async *a0 = &b.p.async[0], *a1 = &b.p.async[1];
+	assert_true(a0->between + a0->n_between <= a1->first ||
+		    a1->between + a1->n_between <= a0->first);
+	tu_built_free(&b);
+	free(same_round_trip(two, &v5e, -1));
 }
 
 /* An eviction (sim/placement.c): with room for one 4 MiB value beside
@@ -3833,6 +3935,7 @@ int main(void)
 		cmocka_unit_test(test_barrier_placement),
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_async_all_reduce),
+		cmocka_unit_test(test_async_all_gather),
 		cmocka_unit_test(test_async_all_reduce_loop),
 		cmocka_unit_test(test_result_relayout),
 		cmocka_unit_test(test_result_eviction),

@@ -131,7 +131,8 @@ static const char base_spec[] =
 	"xla:\n"                           /* 62 */
 	"  row_max_window: false\n"        /* 63 */
 	"  async_all_reduce_bytes: 0\n"    /* 64 */
-	"  all_reduce_combine_bytes: 0\n"; /* 65 */
+	"  async_all_gather: false\n"      /* 65 */
+	"  all_reduce_combine_bytes: 0\n"; /* 66 */
 
 /* base_spec with the first occurrence of `from` replaced by `to`, in a
  * static buffer (a failing assertion longjmps: nothing to leak). */
@@ -785,7 +786,7 @@ static void test_fields_by_path(void **state)
 	/* 2 chip (megacore is a bool) + 8 mxu + 5 cost (composite is
 	 * derived) + 8 vpu + 5 hbm + 2 vmem + 4 overhead + 3 host + 6 ici
 	 * (wrap_cube is a bool) + 2 dcn + 1 pcie + 2 xla (row_max_window
-	 * is a bool) numeric fields: 48. */
+	 * and async_all_gather are bools) numeric fields: 48. */
 	assert_int_equal(hw_spec_n_fields(), 48);
 	assert_string_equal(hw_spec_field_at(0)->path, "chip.tensorcores");
 	assert_string_equal(hw_spec_field_at(46)->path,
