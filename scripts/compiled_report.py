@@ -548,6 +548,17 @@ CAUSES = """\
   vit_s's 3). v5e/vit_s 1.093 to 1.030, dlrm_s 1.323 to 1.088 (its
   async results stay in HBM: 125 to 162 MB); ops_all_gather and the
   decode steps, with no such dot, unchanged; within 5% 51 to 52.
+- A divide recomputed as a transcendental: the SwiGLU's sigmoid,
+  1 / (1 + exp(-x)), is evaluated in each of its readers' kernels in XLA's
+  compiled decoders (five on v5e/decoder_s), where tpusim computed it once
+  in a kernel of its own and wrote it with the silu and their product
+  (fusion.f34, 104 us a step). A divide is one EUP function (its
+  divisor's reciprocal) and a multiply, as exp is one: the grouping now
+  recomputes it under the transcendentals' rule, where that reads no
+  more bytes than its value (grouping.c eup_op); one that does not pay
+  still joins a user kernel. v5e/decoder_s 1.059 to 1.047, decoder_m
+  1.040 to 1.032, v6e/decoder_m 1.099 to 1.091, the other decoders
+  within 0.008; fusions reproduced unchanged; within 5% 52 to 53.
 - The decoders (0.98-1.17; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'

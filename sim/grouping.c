@@ -26,10 +26,13 @@
  *    by padding and adding is a fusion of its own, its producer another,
  *    in every decoder on every generation; no XLA fusion there computes
  *    a pad's operand);
- *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...) whose
+ *  - a transcendental (one EUP function: exp, log, tanh, rsqrt, ...; and a
+ *    divide, whose reciprocal is one: eup_op) whose
  *    users all accept it without reuse is RECOMPUTED in each user's kernel
  *    like a cheap op where that reads no more bytes than its value
- *    (recompute_pays): XLA's compiled v3 softmax-cross-entropy
+ *    (recompute_pays; data/compiled: the SwiGLU's sigmoid,
+ *    1 / (1 + exp(-x)), is recomputed in each of its readers' kernels,
+ *    five on v5e/decoder_s): XLA's compiled v3 softmax-cross-entropy
  *    kernels (tpugraphs-tile-v3 fusion.206 and fusion.207) each evaluate
  *    exponential(subtract(x, broadcast(max))) from x, the sum reduce and
  *    the divide consumer alike, rather than one writing exp for the other;
@@ -37,7 +40,8 @@
  *    two arrays of its size, is computed once and written (data/compiled
  *    v5e/decoder_s: fusion.373 writes it, fusion.374 reads it), by a
  *    kernel of its own that the merge passes may join to a reader;
- *  - other expensive ops (divide, composite, map) are never recomputed:
+ *  - other expensive ops (composite, map; a divide where recomputing
+ *    it does not pay) are never recomputed:
  *    with users in several kernels, the op joins the earliest user kernel
  *    that accepts it and that kernel also writes it out (multi-output
  *    fusion); the others read it from HBM (MATERIALISED);
@@ -143,6 +147,14 @@
 static bool is_contraction(enum ir_op op)
 {
 	return ir_op_class(op) == IR_CLASS_CONTRACTION;
+}
+
+/* Whether op is one function of the EUP, the TPU's transcendental unit:
+ * a transcendental, or a divide (x times its divisor's reciprocal; one
+ * by constants or a broadcast is a cheap loop op, fuse_class_of). */
+static bool eup_op(enum ir_op op)
+{
+	return sim_op_vpu_class(op) == HW_VPU_TRANSCEND || op == IR_OP_DIVIDE;
 }
 
 /* How a copy orders the dims against its operand: the same (its tiles or
@@ -772,7 +784,7 @@ static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
 {
 	int seen[RECOMPUTE_WALK], stack[RECOMPUTE_WALK];
 	int n_seen = 0, top = 0;
-	*transcend = sim_op_vpu_class(g->c->instrs[i]->op) == HW_VPU_TRANSCEND;
+	*transcend = eup_op(g->c->instrs[i]->op);
 	double value = (double)ir_shape_bytes(&g->c->instrs[i]->shape);
 	double bytes = 0;
 	stack[top++] = i;
@@ -800,8 +812,7 @@ static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
 					    g->ooff[o + 1] > g->ooff[o] &&
 					    (fc == FC_CHEAP || fc == FC_FREE ||
 					     (fc == FC_EXPENSIVE &&
-					      sim_op_vpu_class(v->op) ==
-						      HW_VPU_TRANSCEND &&
+					      eup_op(v->op) &&
 					      (nested ||
 					       !written_once(g, o))));
 				if (walk) {
@@ -1328,9 +1339,9 @@ void sim_grouping_decide(struct grouping *g, int i)
 		return;
 	}
 	case FC_EXPENSIVE: {
-		bool transcend = sim_op_vpu_class(p->op) == HW_VPU_TRANSCEND &&
+		bool transcend = eup_op(p->op) &&
 				 !materialise && all_accept && !reuse_any;
-		/* a transcendental is recomputed in several user kernels
+		/* a transcendental (eup_op) is recomputed in several user kernels
 		 * only where that pays (recompute_pays, above); else it is a
 		 * kernel of its own, which the merge passes may join to a
 		 * reader (merge_loops, which checks for cycles): joining a
@@ -1342,7 +1353,9 @@ void sim_grouping_decide(struct grouping *g, int i)
 			fuse_into(g, i, multi || !same ? G_MULTI : first);
 			return;
 		}
-		if (multi || transcend)
+		/* a divide that is not recomputed joins a user kernel and
+		 * is written out, as other expensive ops are */
+		if (multi || (transcend && p->op != IR_OP_DIVIDE))
 			break;
 		int best = earliest_kernel(g, i, false);
 		if (best == G_NONE)

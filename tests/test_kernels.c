@@ -1206,6 +1206,38 @@ static void test_group_sibling_reduces(void **state)
 	tu_built_free(&b);
 }
 
+/* A divide recomputed as a transcendental is (sim/grouping.c eup_op):
+ * the SwiGLU's sigmoid 1 / (1 + exp(-x)), read by two dots, reads x and
+ * no more, and is evaluated in both dots' kernels, as XLA's compiled
+ * v5e/decoder_s evaluates it in each of its readers (a divide that
+ * reads more bytes than its value still joins the first user kernel and
+ * is written out: test_group_transcendental_recompute). */
+static void test_group_sigmoid_recompute(void **state)
+{
+	(void)state;
+	struct tu_built b;
+	tu_build("HloModule sig\n"
+	      "ENTRY %main (x: f32[256,512], w: f32[512,512], v: f32[512,512]) -> (f32[256,512], f32[256,512]) {\n"
+	      "  %x = f32[256,512] parameter(0)\n"
+	      "  %w = f32[512,512] parameter(1)\n"
+	      "  %v = f32[512,512] parameter(2)\n"
+	      "  %c = f32[] constant(1)\n"
+	      "  %one = f32[256,512] broadcast(%c), dimensions={}\n"
+	      "  %n = f32[256,512] negate(%x)\n"
+	      "  %e = f32[256,512] exponential(%n)\n"
+	      "  %a = f32[256,512] add(%e, %one)\n"
+	      "  %s = f32[256,512] divide(%one, %a)\n"
+	      "  %y = f32[256,512] dot(%s, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %z = f32[256,512] dot(%s, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (f32[256,512], f32[256,512]) tuple(%y, %z)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "y,z");
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "s"));
+	assert_true(has(tu_kernel(&b, "z")->members, tu_kernel(&b, "z")->n_members, "s"));
+	tu_built_free(&b);
+}
+
 /* A transcendental with users in two kernels is recomputed in both (XLA's
  * compiled v3 softmax-xent kernels, tpugraphs-tile-v3 fusion.206/207, each
  * evaluate exp from x); a full divide is not: the earliest user kernel
@@ -2482,6 +2514,7 @@ int main(void)
 		cmocka_unit_test(test_group_layernorm),
 		cmocka_unit_test(test_group_sibling_reduces),
 		cmocka_unit_test(test_group_transcendental_recompute),
+		cmocka_unit_test(test_group_sigmoid_recompute),
 		cmocka_unit_test(test_group_kernel_cycle),
 		cmocka_unit_test(test_group_single_kernels),
 		cmocka_unit_test(test_group_tpu_rules),
