@@ -333,25 +333,27 @@ static void note_schedule(const struct cmd_ctx *ctx, const struct sim_program *p
 	int here = count_op(m, IR_OP_ALL_REDUCE,
 			    ctx->hw.xla_async_all_reduce_bytes, false),
 	    gathers = count_op(m, IR_OP_ALL_GATHER, 0, true),
-	    marked = count_op(m, IR_OP_ALL_GATHER, 0, false);
+	    marked = count_op(m, IR_OP_ALL_GATHER, 0, false),
+	    beside = -2; /* the rule's, when a spec needs it */
 	for (int i = 0; i < ctx->n_more_hw; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
-		if (gathers > 0 &&
-		    o->xla_async_all_gather != ctx->hw.xla_async_all_gather)
+		int so = 0; /* all-gathers XLA for o runs asynchronously */
+		if (o->xla_async_all_gather && ctx->hw.xla_async_all_gather)
+			so = marked;
+		else if (o->xla_async_all_gather)
+			so = beside = beside == -2 ? sim_async_all_gathers(m)
+						   : beside;
+		if (gathers > 0 && so >= 0 && so != marked)
 			fprintf(ctx->err,
 				"%s: note: module %s is scheduled as XLA "
 				"compiles it for %s (the first --hw): %d of "
 				"its %d all-gather%s run%s asynchronously "
-				"here; XLA for %s runs %s "
+				"here; XLA for %s runs %d so "
 				"(xla.async_all_gather), which its figures "
 				"here do not show\n",
 				ctx->prog, m->name, ctx->hw.name, marked,
 				gathers, gathers == 1 ? "" : "s",
-				marked == 1 ? "s" : "", o->name,
-				o->xla_async_all_gather
-					? "those a dot or convolution can run "
-					  "beside so"
-					: "none so");
+				marked == 1 ? "s" : "", o->name, so);
 		int there = count_op(m, IR_OP_ALL_REDUCE,
 				     o->xla_async_all_reduce_bytes, false);
 		if (there == here)

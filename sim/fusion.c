@@ -715,7 +715,7 @@ static enum ts_status put_grouped(struct emitter *e,
 		node[k] = node_of(&g, &o, k);
 	if (!st && (n_order = sim_group_order(&g, node, order)) < 0)
 		st = TS_ERR_NOMEM;
-	/* the program's schedule: its async all-reduces as starts and
+	/* the program's schedule: its async collectives as starts and
 	 * dones (sim/schedule.c) */
 	const struct sim_schedule *sched = NULL;
 	for (int i = 0; e->placed && i < e->placed->n_schedules; i++)

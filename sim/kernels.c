@@ -1161,9 +1161,10 @@ static void close_async(struct sim_program *p, const struct ir_instr *in,
 		}
 }
 
-/* Grouped computation g's order with its async collectives (build's
- * async_bytes) as XLA's scheduler places them: in the first build, the
- * node costs to note (*nc: none when it has no such all-reduce or was
+/* Grouped computation g's order with its async collectives
+ * (sim_async_collective: all-reduces of build's async_bytes, marked
+ * all-gathers) as XLA's scheduler places them: in the first build, the
+ * node costs to note (*nc: none when it has no such collective or was
  * noted already: -1); in the second, its schedule (made here the first time
  * from the first build's costs, kept in the program for tpusim fuse),
  * order sorted into it (*done: the schedule's, NULL when none). */

@@ -119,10 +119,11 @@
  * judges its buffers' live ranges in the schedule it made, tpusim by
  * whether any schedule could avoid the copy.
  *
- * Copies of a result other devices write (every generation): an output
- * of the entry whose buffer starts (as above) at an all-gather, an
- * all-to-all (ragged or not) or a collective-permute becomes a copy of it, right before
- * the root, as the aliased ones do. Those collectives' results are
+ * Copies of a result other devices write (every generation): an array
+ * output of the entry whose buffer starts (as above) at an all-gather,
+ * an all-to-all (ragged or not) or a collective-permute becomes a copy
+ * of it, right before the root, as the aliased ones do. Those
+ * collectives' results are
  * written by the other devices' DMAs, into a buffer the compiler lays
  * out; the program's results are buffers the runtime hands it, so the
  * result is written apart and copied out (memory-space assignment may
@@ -135,12 +136,16 @@
  * is; no other module of the zoo returns a collective's result. Known
  * wrong: the reason is inferred (XLA's TPU compiler is not public);
  * three modules show it, all on v5e (a ragged all-to-all none); a loop
- * body's or a called computation's result is not followed.
+ * body's or a called computation's result is not followed, nor a
+ * tuple-shaped output (a collective of several arrays returned whole)
+ * nor an async collective's done (a module before fusion has none).
  *
  * Async all-gathers (xla.async_all_gather: v5e): an all-gather of one
- * array in a computation that holds a dot or convolution which neither
- * reads the all-gather's result (through any chain of operands) nor is
- * read by it is marked IR_INSTR_ASYNC: XLA runs it asynchronously,
+ * array in a computation that holds a contraction (a dot or
+ * convolution) neither reading nor read by it, through any chain of
+ * operands either way, is marked IR_INSTR_ASYNC (both what the
+ * computation's result needs: XLA's DCE drops the rest; judged before
+ * fusion): XLA runs it asynchronously,
  * its transfer beside the TensorCore's work, where sim/schedule.c places
  * it (its start as early as it must be to be hidden, one such
  * all-gather in flight at a time). XLA's async collective fusion puts
@@ -1116,95 +1121,103 @@ static enum ts_status copy_aliased(struct ir_module *m,
 	return st;
 }
 
-/* Marks in seen (c's instructions) what a reads through a chain of
- * operands in c (up), or what reads a through one (users: c's users,
- * those of i at users[uoff[i] .. uoff[i + 1])); stack: room for c's
- * instructions. */
-static void mark_chain(const struct ir_computation *c,
-		       const struct ir_instr *a, const int *uoff,
-		       const int *users, bool up, unsigned char *seen,
-		       int *stack)
+/* How many of c's all-gathers XLA runs asynchronously (the rule at the
+ * top), each marked IR_INSTR_ASYNC when mark; -1 when out of memory.
+ * Only what c's result needs counts (XLA's DCE drops the rest): the
+ * all-gathers and the dots beside them. */
+static int gathers_beside(const struct ir_computation *c, bool mark)
 {
-	int n = 0;
-	stack[n++] = a->index;
-	while (n > 0) {
-		int y = stack[--n];
-		const struct ir_instr *in = c->instrs[y];
-		int m = up ? in->n_operands : uoff[y + 1] - uoff[y];
-		for (int j = 0; j < m; j++) {
-			int o = up ? (in->operands[j]->parent == c
-					      ? in->operands[j]->index
-					      : -1)
-				   : users[uoff[y] + j];
-			if (o >= 0 && !seen[o]) {
-				seen[o] = 1;
-				stack[n++] = o;
-			}
-		}
-	}
-}
-
-/* The all-gathers XLA runs asynchronously (the rule at the top) in c,
- * marked; done: how many. */
-static enum ts_status mark_async_all_gathers(struct ir_computation *c,
-					     struct sim_rewrites *done)
-{
-	int n = c->n_instrs, n_ag = 0;
-	for (int i = 0; i < n; i++)
+	int n = c->n_instrs, n_edges = 0, n_ag = 0, count = 0;
+	for (int i = 0; i < n; i++) {
 		n_ag += c->instrs[i]->op == IR_OP_ALL_GATHER;
-	if (n_ag == 0)
-		return TS_OK;
-	int *uoff = ts_calloc((size_t)n + 1, sizeof *uoff);
-	int *stack = ts_malloc(((size_t)n + 1) * sizeof *stack);
-	unsigned char *seen = ts_malloc((size_t)n + 1);
-	int n_edges = 0;
-	for (int i = 0; i < n; i++)
 		n_edges += c->instrs[i]->n_operands;
-	int *users = ts_malloc(((size_t)n_edges + 1) * sizeof *users);
-	enum ts_status st = uoff && stack && seen && users ? TS_OK
-							   : TS_ERR_NOMEM;
-	/* users of each instruction, counted, then placed (uoff: starts) */
-	for (int i = 0; st == TS_OK && i < n; i++)
+	}
+	if (n_ag == 0 || !c->root)
+		return 0;
+	int *uoff = ts_calloc((size_t)n + 2, sizeof *uoff),
+	    *users = ts_malloc(((size_t)n_edges + 1) * sizeof *users),
+	    *live = ts_calloc((size_t)n + 1, sizeof *live),
+	    *seen = ts_calloc((size_t)n + 1, sizeof *seen),
+	    *down = ts_malloc(((size_t)n + 1) * sizeof *down),
+	    *dots = ts_malloc(((size_t)n + 1) * sizeof *dots);
+	const struct ir_instr **stack =
+		ts_malloc(((size_t)n + 1) * sizeof *stack);
+	if (!uoff || !users || !live || !seen || !down || !dots || !stack) {
+		count = -1;
+		goto out;
+	}
+	bool none = false;
+	reach(c, c->root, NULL, live, 1, 0, stack, &none);
+	int n_dots = 0;
+	for (int i = 0; i < n; i++)
+		if (live[i] && ir_op_class(c->instrs[i]->op) ==
+				       IR_CLASS_CONTRACTION)
+			dots[n_dots++] = i;
+	/* the users of each instruction: counted into uoff[i + 2], summed
+	 * into starts at uoff[i + 1], placed (uoff[i + 1] then each end,
+	 * so uoff[i] the start) */
+	for (int i = 0; i < n; i++)
 		for (int j = 0; j < c->instrs[i]->n_operands; j++) {
 			const struct ir_instr *o = c->instrs[i]->operands[j];
 			if (o->parent == c)
-				uoff[o->index + 1]++;
+				uoff[o->index + 2]++;
 		}
-	for (int i = 0; st == TS_OK && i < n; i++)
-		uoff[i + 1] += uoff[i];
-	for (int i = 0; st == TS_OK && i < n; i++)
+	for (int i = 0; i < n; i++)
+		uoff[i + 2] += uoff[i + 1];
+	for (int i = 0; i < n; i++)
 		for (int j = 0; j < c->instrs[i]->n_operands; j++) {
 			const struct ir_instr *o = c->instrs[i]->operands[j];
 			if (o->parent == c)
-				users[uoff[o->index]++] = i;
+				users[uoff[o->index + 1]++] = i;
 		}
-	for (int i = n; st == TS_OK && i > 0; i--)
-		uoff[i] = uoff[i - 1]; /* back to starts */
-	if (st == TS_OK)
-		uoff[0] = 0;
-	for (int i = 0; st == TS_OK && i < n; i++) {
+	int gen = 0;
+	for (int i = 0; i < n; i++) {
 		struct ir_instr *a = c->instrs[i];
 		if (a->op != IR_OP_ALL_GATHER || a->n_operands != 1 ||
-		    a->shape.type == IR_TYPE_TUPLE)
+		    a->shape.type == IR_TYPE_TUPLE || !live[i])
 			continue;
-		memset(seen, 0, (size_t)n);
-		mark_chain(c, a, uoff, users, true, seen, stack);
-		mark_chain(c, a, uoff, users, false, seen, stack);
-		bool beside = false;
-		for (int k = 0; !beside && k < n; k++)
-			beside = !seen[k] &&
-				 ir_op_class(c->instrs[k]->op) ==
-					 IR_CLASS_CONTRACTION;
-		if (beside) {
-			a->flags |= IR_INSTR_ASYNC;
-			done->async_all_gathers++;
+		/* what a reads, and what reads it, through chains */
+		reach(c, a, NULL, seen, ++gen, 0, stack, &none);
+		int top = 0;
+		down[top++] = i;
+		while (top > 0) {
+			int y = down[--top];
+			for (int k = uoff[y]; k < uoff[y + 1]; k++)
+				if (seen[users[k]] != gen) {
+					seen[users[k]] = gen;
+					down[top++] = users[k];
+				}
 		}
+		bool beside = false;
+		for (int q = 0; !beside && q < n_dots; q++)
+			beside = seen[dots[q]] != gen;
+		count += beside;
+		if (beside && mark)
+			a->flags |= IR_INSTR_ASYNC;
 	}
+out:
 	ts_free(uoff);
-	ts_free(stack);
-	ts_free(seen);
 	ts_free(users);
-	return st;
+	ts_free(live);
+	ts_free(seen);
+	ts_free(down);
+	ts_free(dots);
+	ts_free(stack);
+	return count;
+}
+
+int sim_async_all_gathers(const struct ir_module *m)
+{
+	int n = 0;
+	for (int ci = 0; ci < m->n_comps; ci++) {
+		if (m->comps[ci]->is_fusion)
+			continue;
+		int k = gathers_beside(m->comps[ci], false);
+		if (k < 0)
+			return -1;
+		n += k;
+	}
+	return n;
 }
 
 /* The copies of results other devices write (the rule at the top) in
@@ -1223,6 +1236,8 @@ static enum ts_status copy_peer_written(struct ir_module *m,
 		const struct ir_instr *v =
 			tuple ? e->root->operands[slot] : e->root;
 		enum ir_op op = buffer_start(v)->op;
+		if (v->shape.type == IR_TYPE_TUPLE)
+			continue; /* a copy of a tuple copies no array */
 		if (op != IR_OP_ALL_GATHER && op != IR_OP_ALL_TO_ALL &&
 		    op != IR_OP_RAGGED_ALL_TO_ALL &&
 		    op != IR_OP_COLLECTIVE_PERMUTE)
@@ -1273,8 +1288,13 @@ enum ts_status sim_module_rewrite(struct ir_module *m, const struct hw_spec *hw,
 			st = copy_aliased(m, &names, done);
 		if (st == TS_OK && c == m->entry)
 			st = copy_peer_written(m, &names, done);
-		if (st == TS_OK && hw->xla_async_all_gather)
-			st = mark_async_all_gathers(c, done);
+		int marked = st == TS_OK && hw->xla_async_all_gather
+				     ? gathers_beside(c, true)
+				     : 0;
+		if (marked < 0)
+			st = TS_ERR_NOMEM;
+		else
+			done->async_all_gathers += marked;
 		if (st != TS_OK)
 			ts_diag_set(d, m->file, c->line, c->col,
 				    st == TS_ERR_NOMEM

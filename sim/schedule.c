@@ -348,7 +348,7 @@ int sim_schedule_order(const struct grouping *g, const struct sim_schedule *s,
 	}
 	/* an instruction of no node of the schedule's (one recomputed in
 	 * its readers' kernels that a caller writes on its own) right after
-	 * what it reads, operands first, an async all-reduce's value after
+	 * what it reads, operands first, an async collective's value after
 	 * its done */
 	for (int t = 0; t < g->n; t++) {
 		int i = g->order[t];

@@ -255,10 +255,11 @@ struct sim_async {
 
 struct sim_fusion_plan;
 
-/* A grouped computation's order with asynchronous all-reduces placed as
+/* A grouped computation's order with asynchronous collectives placed as
  * XLA's latency-hiding scheduler places them (sim/schedule.c): per
- * instruction, the place in it of its node (an async all-reduce's start),
- * -1 for none, and of an async all-reduce's done, -1 for any other. */
+ * instruction, the place in it of its node (an async collective's
+ * start), -1 for none, and of an async collective's done, -1 for any
+ * other. */
 struct sim_schedule {
 	const struct ir_computation *c;
 	int *rank, *done;
@@ -431,6 +432,10 @@ enum ts_status sim_module_aliases(const struct ir_module *m,
  * that is set (what runs on the SparseCores XLA does not combine); 0:
  * none. */
 double sim_all_reduce_combine_limit(const struct hw_spec *hw);
+/* How many of m's all-gathers XLA runs asynchronously on a spec with
+ * xla.async_all_gather (sim/rewrite.c's rule), marked or not; -1 when
+ * out of memory. */
+int sim_async_all_gathers(const struct ir_module *m);
 /* The broadcasts of row maxes that sim_module_rewrite makes windows of
  * under a spec with xla.row_max_window (0 in a compiled module); -1 when
  * out of memory. */

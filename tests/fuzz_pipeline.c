@@ -4,8 +4,10 @@
  * (v3: separate cores; v4: megacore; v7: 256-row MXUs; v3 with every
  * field it accepts at the bottom of its range, and at the top: the
  * physical bounds, slowest and fastest), an input of odd length as XLA
- * compiles it for v4 (sim_module_rewrite: row maxes made windows,
- * all-reduces combined); every
+ * compiles it for v5e (sim_module_rewrite: row maxes made windows,
+ * all-reduces combined, copies into donated buffers and out of
+ * collectives' results, all-gathers beside an independent dot marked
+ * async, which the round trip's schedule then places); every
  * tunable kernel's tile search runs (capped at a few thousand configs).
  * Aborts,
  * so that the fuzzer sees it, when
@@ -38,6 +40,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 #define N_SPECS 5
 static struct hw_spec specs[N_SPECS];
+static struct hw_spec rewrite_spec; /* v5e: every rewrite (sim/rewrite.c) */
 
 /* base with each field in turn at the low (or high) end of its range,
  * where the spec stays consistent (hw_spec_apply says no otherwise). */
@@ -66,6 +69,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			ts_diag_print(&d, stderr);
 			abort();
 		}
+	}
+	char path[4096];
+	snprintf(path, sizeof path, "%s/hwspecs/v5e.yaml",
+		 src ? src : TPUSIM_SOURCE_DIR);
+	struct ts_diag d = {0};
+	if (hw_spec_load(path, &rewrite_spec, &d) != TS_OK) {
+		ts_diag_print(&d, stderr);
+		abort();
 	}
 	at_bounds(&specs[3], false);
 	at_bounds(&specs[4], true);
@@ -233,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < n; i++) {
 		struct sim_rewrites done;
 		if (size % 2 &&
-		    (sim_module_rewrite(m[i], &specs[1], &done, &d) != TS_OK ||
+		    (sim_module_rewrite(m[i], &rewrite_spec, &done, &d) != TS_OK ||
 		     ir_verify(m[i], &d) != TS_OK)) {
 			fprintf(stderr, "rewrite: %s\n", d.msg);
 			abort();

@@ -333,7 +333,8 @@ static void test_schedule_note(void **state)
 /* Costed on v5e and v4 from one program, an unfused module's all-gather
  * beside an independent dot runs asynchronously as XLA compiles it for
  * v5e, synchronously for v4: said both ways; one spec alone says
- * nothing. */
+ * nothing, nor do two when neither runs it so (v5e/ops_all_gather's,
+ * beside no dot). */
 static void test_gather_note(void **state)
 {
 	(void)state;
@@ -342,12 +343,20 @@ static void test_gather_note(void **state)
 			  "tpusim run: note: module m is scheduled as XLA "
 			  "compiles it for v5e (the first --hw): 1 of its 1 "
 			  "all-gather runs asynchronously here; XLA for v4 "
-			  "runs none so (xla.async_all_gather), which its "
+			  "runs 0 so (xla.async_all_gather), which its "
 			  "figures here do not show\n",
 			  true,
 			  "for v4 (the first --hw): 0 of its 1 all-gather run "
-			  "asynchronously here; XLA for v5e runs those a dot "
-			  "or convolution can run beside so");
+			  "asynchronously here; XLA for v5e runs 1 so");
+	char f[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	src(f, "data/compiled/v5e/ops_all_gather.spmd.hlo");
+	src(a, "hwspecs/v5e.yaml");
+	src(b, "hwspecs/v4.yaml");
+	struct proc p;
+	tpusim(&p, "run", f, "--hw", a, "--hw", b);
+	expect_rc(&p, 0);
+	assert_null(strstr(p.err, "all-gather run"));
+	proc_free(&p);
 }
 
 /* A second --hw whose XLA combines all-reduces up to another size

@@ -1604,7 +1604,9 @@ static void test_async_all_gather(void **state)
 	assert_hidden_behind(&b, "g", "bb");
 	tu_built_free(&b);
 	build_rewritten(text, &v4, &b);
+	ASSERT_NAMES(&b, "g,bb,y");
 	assert_int_equal(b.p.n_async, 0);
+	assert_false(tu_kernel(&b, "g")->async_work);
 	tu_built_free(&b);
 	char *out = same_round_trip(text, &v5e, -1);
 	const char *start = strstr(out, "%g.start = (bf16[256,1024]{1,0}, "
