@@ -348,7 +348,7 @@ table alone.""")
 CAUSES = """\
 - Memory-space assignment, now on both sides (the ratios in HBM are of fusion
   alone). tpusim prefetches XLA's cross-program parameter (the same one in
-  all 15 modules that have it) and, where its copy gains, any other entry
+  all 17 modules that have it) and, where its copy gains, any other entry
   parameter only kernels read (docs/MODEL.md): v5e/mlp_s 1.095 to 1.041,
   v6e/mlp_s 1.085 to 1.049, v5p/mlp_s 1.017 to 0.994, v5e/resnet_s 1.505
   to 1.475 (its HBM bytes 34.1 to 19.3 MB against the compiled 19.4);
@@ -559,6 +559,18 @@ CAUSES = """\
   still joins a user kernel. v5e/decoder_s 1.059 to 1.047, decoder_m
   1.040 to 1.032, v6e/decoder_m 1.099 to 1.091, the other decoders
   within 0.008; fusions reproduced unchanged; within 5% 52 to 53.
+- The decode steps' embedding table: XLA prefetches it across programs
+  in both (62.5 MiB in decode_m), where tpusim passed over a parameter
+  that one of XLA's kCustom gather fusions reads; with the table in
+  VMEM, decode_m's 64 MiB K and V cache slices no longer fit beside it
+  and stay in HBM, as XLA's do. A gather fusion's table is now a
+  weight's use (placement.c); the rule picks XLA's parameter in all 17
+  modules that have one. And the two cache writes, each an in-place
+  update from a relayout copy, stay two kernels, as XLA keeps all 11
+  such updates of the zoo (62 of its fusions hold two or more other
+  updates): merge_updates joins no update written from a copy that
+  permutes its layout. v5e/decode_m 0.817 to 0.988, decode_s 0.954 to
+  0.988 (0.945 with the prefetch alone); within 5% 53 to 54.
 - The decoders (0.98-1.17; 0.98-1.10 in HBM): on v4 and later XLA
   rewrites an attention's row max, a reduce broadcast back over the row, as
   a reduce-window over the whole row and computes it in the scores'

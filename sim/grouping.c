@@ -123,7 +123,7 @@
  * multi-output fusion: merge_outputs), kernels rooted at
  * dynamic-update-slices that write windows of one size at the same
  * offsets merge (merge_updates: a scan saving a layer's activations into
- * their stacks), a loop kernel joins the loop kernel of its shape that
+ * their stacks; not one written from a relayout copy), a loop kernel joins the loop kernel of its shape that
  * reads its value (merge_loops: a batch-norm's per-channel statistics),
  * a dot's kernel joins the kernel those merges made of all its users
  * (merge_epilogues: an up-projection with the stacks saving its GELU),
@@ -2922,9 +2922,22 @@ static bool read_between(const struct grouping *g, int early, int late)
  * unless something else reads a value of the earlier before that; never
  * two updates of one buffer, nor one whose kernel would read the other's
  * buffer (an in-place update's buffer has no other reader in its kernel,
- * as in XLA's); undone where the merged group would be cyclic
- * (sim_group_cyclic).
+ * as in XLA's), nor an update written from a copy that permutes its
+ * layout (data/compiled: all 11 such, the decode steps' K and V cache
+ * writes and v5e/vit_s's 7, are fusions of their own, where 62 fusions
+ * hold two or more other updates); undone where the merged group would
+ * be cyclic (sim_group_cyclic).
  */
+/* Whether update u's window is a copy that permutes the layout (through
+ * bitcasts): such an update joins no other (merge_updates). */
+static bool relaid_update(const struct ir_instr *u)
+{
+	const struct ir_instr *w = u->n_operands > 1 ? u->operands[1] : NULL;
+	while (w && w->op == IR_OP_BITCAST && w->n_operands == 1)
+		w = w->operands[0];
+	return w && w->op == IR_OP_COPY && permuting_copy(w);
+}
+
 static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 {
 	int *moved = ts_malloc(((size_t)g->n_groups + 1) * sizeof *moved);
@@ -2946,6 +2959,7 @@ static bool merge_updates(struct grouping *g, struct cycle_scratch *cy)
 			bool a_late = g->pos[g->g_root[a]] > g->pos[g->g_root[b]];
 			int late = a_late ? a : b, early = a_late ? b : a;
 			if (ra->operands[0] == rb->operands[0] ||
+			    relaid_update(ra) || relaid_update(rb) ||
 			    holds_reader(g, a, rb->operands[0], rb) ||
 			    holds_reader(g, b, ra->operands[0], ra) ||
 			    read_between(g, early, late))

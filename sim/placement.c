@@ -72,16 +72,17 @@
  *     each).
  * Before any of them, the cross-program prefetch (XLA's MSA allocates it
  * first): of the entry parameters that only dots and convolutions (either
- * operand) and gathers (as the table) read, directly or through bitcasts
+ * operand) and gathers (as the table, in one of XLA's kCustom gather
+ * fusions too: an embedding table) read, directly or through bitcasts
  * (uses XLA's DCE would drop not counted), the largest that fits the room
  * (ties: more elements in its users' results, then the lower parameter
  * number; sim_prefetch_candidate), held over the whole program; its copy into
  * VMEM is a kernel of its own (kernels.c, "<param>.prefetch-start"), an
  * async pair from the parameter to its first reader, and each kernel
  * that reads it reads VMEM. On the compiled zoo this picks XLA's
- * parameter in all 15 modules where libtpu 0.0.42 made one on v5e and
- * later (copy-start ... cross_program_prefetch_index=0) and none where it
- * made none; XLA's open-source rule, under which a dot's operand 0 looks
+ * parameter in all 17 modules where libtpu 0.0.42 made one on v5e and
+ * later (copy-start ... cross_program_prefetch_index=0; the decode steps'
+ * embedding tables among them) and none where it made none; XLA's open-source rule, under which a dot's operand 0 looks
  * like an activation, would miss mlp_s's input and the GEMMs'. It is
  * decided when the program is built, for that spec
  * (sim_program_opts.vmem_room); placed for a spec with less room (a
@@ -115,10 +116,8 @@
  * its copy, where the schedule reaches the value, to its last
  * reader (XLA's copies start when they would be hidden and may end
  * between uses), and each copy's benefit counts the kernels before its
- * reader as hiding it alone (the copies queue on HBM: program.c); a
- * parameter one of XLA's kCustom fusions reads is never
- * prefetched (XLA prefetches v5e/decode_s's embedding table, its gather
- * fusion's operand); the cross-program prefetch's copy is taken as hidden
+ * reader as hiding it alone (the copies queue on HBM: program.c); the
+ * cross-program prefetch's copy is taken as hidden
  * whole, beside the previous run (program.c's timeline; wrong for a
  * program's first run); an evicted value's later readers read HBM (XLA
  * may copy it back into VMEM before a far one), and a value is evicted
@@ -676,15 +675,35 @@ static double use_elements(const struct ir_computation *c, const bool *live,
 	return n;
 }
 
+/* Whether fusion u's operand j is the table of a gather in its fused
+ * computation (XLA's kCustom gather fusion: the embedding lookup). */
+static bool fused_gather_table(const struct ir_instr *u, int j)
+{
+	const struct ir_computation *f = u->op == IR_OP_FUSION && u->n_called
+						 ? u->called[0]
+						 : NULL;
+	if (!f || j >= f->n_params)
+		return false;
+	for (int i = 0; i < f->n_instrs; i++)
+		if (f->instrs[i]->op == IR_OP_GATHER &&
+		    f->instrs[i]->n_operands > 0 &&
+		    f->instrs[i]->operands[0] == f->params[j])
+			return true;
+	return false;
+}
+
 /* Whether u's use of its operand j is not a weight's (mark_uses):
- * any use but a dot's or convolution's operand, a gather's table, or a
- * bitcast, not the result, none of whose uses is (act). */
+ * any use but a dot's or convolution's operand, a gather's table (in
+ * one of XLA's kCustom gather fusions too), or a bitcast, not the
+ * result, none of whose uses is (act). */
 static bool activation_use(const struct ir_instr *u, int j, const bool *act)
 {
 	if (u->op == IR_OP_DOT || u->op == IR_OP_CONVOLUTION)
 		return false;
 	if (u->op == IR_OP_GATHER)
 		return j != 0;
+	if (fused_gather_table(u, j))
+		return false;
 	if (u->op == IR_OP_BITCAST)
 		return u == u->parent->root || act[u->index];
 	return true;

@@ -750,6 +750,31 @@ static void test_update_merge(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_true(b.p.kernels[i].work.bytes_read <= 4096.0 * 1024 + 4096);
 	tu_built_free(&b);
+	/* nor where an update is written from a copy that permutes its
+	 * layout (the decode steps' K and V cache writes: XLA keeps each in
+	 * a fusion of its own); a copy that keeps it merges as before */
+	static const char relaid[] =
+		"HloModule m\n"
+		"ENTRY e {\n"
+		"  w = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(0)\n"
+		"  v = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(1)\n"
+		"  x = f32[1,8,1024,128]{3,1,2,0:T(8,128)} parameter(2)\n"
+		"  y = f32[1,8,1024,128]{3,2,1,0:T(8,128)} parameter(3)\n"
+		"  l = s32[] parameter(4)\n"
+		"  z = s32[] constant(0)\n"
+		"  e1 = f32[1,8,1024,128]{3,2,1,0:T(8,128)} exponential(y)\n"
+		"  c = f32[1,8,1024,128]{3,2,1,0:T(8,128)} copy(x)\n"
+		"  d1 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "
+		"dynamic-update-slice(w, e1, l, z, z, z)\n"
+		"  d2 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "
+		"dynamic-update-slice(v, c, l, z, z, z)\n"
+		"  ROOT t = (f32[64,8,1024,128]{3,2,1,0:T(8,128)}, "
+		"f32[64,8,1024,128]{3,2,1,0:T(8,128)}) tuple(d1, d2)\n"
+		"}\n";
+	out = round_trip(relaid, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
 }
 
 /* Memory-space assignment (sim/placement.c). x, 4 MiB (1024 x 1024 f32,
@@ -2048,7 +2073,9 @@ static void test_tuple_element_late(void **state)
 	"to_apply=%add\n}\n"
 
 /* XLA's kCustom gather and scatter fusions, which `fuse` keeps as they
- * are, hold values in VMEM as other kernels do (placement.c), on v5e: g
+ * are, hold values in VMEM as other kernels do (placement.c), on v5e: t,
+ * the table g gathers from and read by nothing else, is the program's
+ * cross-program prefetch (as XLA's decode steps' embedding tables are); g
  * gathers 8 MiB of rows that e, an HBM-bound exponential, reads; both
  * kernels meet it in VMEM (the gather writes no HBM byte, e reads none),
  * and fuse writes g, and its fused computation's root, in S(1); e, read
@@ -2103,7 +2130,11 @@ static void test_kept_fusion_placement(void **state)
 	char *out = same_round_trip(text, &hw, -1);
 	static const char *const want[] = {
 		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
-		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t, %i), kind=kCustom",
+		"  %t.prefetch-start = (f32[8192,512]{1,0:S(1)}, "
+		"f32[8192,512]{1,0}, u32[]{:S(2)}) copy-start(%t), "
+		"cross_program_prefetch_index=0\n",
+		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t.prefetch, %i), "
+		"kind=kCustom",
 		"  %e = f32[4096,512]{1,0:S(1)} exponential(%g)\n",
 		"  %s = f32[8192,512]{1,0} fusion(",
 		"  ROOT %s = f32[8192,512]{1,0} scatter(",
