@@ -123,8 +123,9 @@
  * multi-output fusion: merge_outputs), kernels rooted at
  * dynamic-update-slices that write windows of one size at the same
  * offsets merge (merge_updates: a scan saving a layer's activations into
- * their stacks; not one written from a relayout copy), a loop kernel joins the loop kernel of its shape that
- * reads its value (merge_loops: a batch-norm's per-channel statistics),
+ * their stacks; not one written from a relayout copy), a loop kernel
+ * joins the loop kernel of its shape that reads its value (merge_loops:
+ * a batch-norm's per-channel statistics),
  * a dot's kernel joins the kernel those merges made of all its users
  * (merge_epilogues: an up-projection with the stacks saving its GELU),
  * and reduce-rooted kernels of one operand shape that read an array whole
@@ -1341,8 +1342,8 @@ void sim_grouping_decide(struct grouping *g, int i)
 	case FC_EXPENSIVE: {
 		bool transcend = eup_op(p->op) &&
 				 !materialise && all_accept && !reuse_any;
-		/* a transcendental (eup_op) is recomputed in several user kernels
-		 * only where that pays (recompute_pays, above); else it is a
+		/* a transcendental (eup_op) is recomputed in several user
+		 * kernels only where that pays (recompute_pays, above); else it is a
 		 * kernel of its own, which the merge passes may join to a
 		 * reader (merge_loops, which checks for cycles): joining a
 		 * user kernel here could make a cycle between two kernels

@@ -82,8 +82,9 @@
  * that reads it reads VMEM. On the compiled zoo this picks XLA's
  * parameter in all 17 modules where libtpu 0.0.42 made one on v5e and
  * later (copy-start ... cross_program_prefetch_index=0; the decode steps'
- * embedding tables among them) and none where it made none; XLA's open-source rule, under which a dot's operand 0 looks
- * like an activation, would miss mlp_s's input and the GEMMs'. It is
+ * embedding tables among them) and none where it made none; XLA's
+ * open-source rule, under which a dot's operand 0 looks like an
+ * activation, would miss mlp_s's input and the GEMMs'. It is
  * decided when the program is built, for that spec
  * (sim_program_opts.vmem_room); placed for a spec with less room (a
  * whatif point), its kernel is idle and its readers read HBM.
