@@ -1343,9 +1343,9 @@ void sim_grouping_decide(struct grouping *g, int i)
 		bool transcend = eup_op(p->op) &&
 				 !materialise && all_accept && !reuse_any;
 		/* a transcendental (eup_op) is recomputed in several user
-		 * kernels only where that pays (recompute_pays, above); else it is a
-		 * kernel of its own, which the merge passes may join to a
-		 * reader (merge_loops, which checks for cycles): joining a
+		 * kernels only where that pays (recompute_pays, above); else
+		 * it is a kernel of its own, which the merge passes may join
+		 * to a reader (merge_loops, which checks for cycles): joining a
 		 * user kernel here could make a cycle between two kernels
 		 * that only dissolve_cycles would undo, splitting the kernel
 		 * into single ops */
