@@ -1146,7 +1146,7 @@ static int gathers_beside(const struct ir_computation *c, bool mark)
 		count = -1;
 		goto out;
 	}
-	bool none = false;
+	bool none = false, in_order = topological(c);
 	reach(c, c->root, NULL, live, 1, 0, stack, &none);
 	int n_dots = 0;
 	for (int i = 0; i < n; i++)
@@ -1176,10 +1176,17 @@ static int gathers_beside(const struct ir_computation *c, bool mark)
 		if (a->op != IR_OP_ALL_GATHER || a->n_operands != 1 ||
 		    a->shape.type == IR_TYPE_TUPLE || !live[i])
 			continue;
-		/* what a reads, and what reads it, through chains */
+		/* what a reads, and what reads it, through chains; in a
+		 * text in order, a dot before a that a does not read is
+		 * beside it, whatever reads a (the walk down saved) */
 		reach(c, a, NULL, seen, ++gen, 0, stack, &none);
+		bool beside = false;
+		for (int q = 0; in_order && !beside && q < n_dots && dots[q] < i;
+		     q++)
+			beside = seen[dots[q]] != gen;
 		int top = 0;
-		down[top++] = i;
+		if (!beside)
+			down[top++] = i;
 		while (top > 0) {
 			int y = down[--top];
 			for (int k = uoff[y]; k < uoff[y + 1]; k++)
@@ -1188,7 +1195,6 @@ static int gathers_beside(const struct ir_computation *c, bool mark)
 					down[top++] = users[k];
 				}
 		}
-		bool beside = false;
 		for (int q = 0; !beside && q < n_dots; q++)
 			beside = seen[dots[q]] != gen;
 		count += beside;
