@@ -2130,11 +2130,11 @@ static void test_kept_fusion_placement(void **state)
 	char *out = same_round_trip(text, &hw, -1);
 	static const char *const want[] = {
 		"  ROOT %g = f32[4096,512]{1,0:S(1)} gather(",
-		"  %t.prefetch-start = (f32[8192,512]{1,0:S(1)}, "
-		"f32[8192,512]{1,0}, u32[]{:S(2)}) copy-start(%t), "
-		"cross_program_prefetch_index=0\n",
-		"  %g = f32[4096,512]{1,0:S(1)} fusion(%t.prefetch, %i), "
-		"kind=kCustom",
+		("  %t.prefetch-start = (f32[8192,512]{1,0:S(1)}, "
+		 "f32[8192,512]{1,0}, u32[]{:S(2)}) copy-start(%t), "
+		 "cross_program_prefetch_index=0\n"),
+		("  %g = f32[4096,512]{1,0:S(1)} fusion(%t.prefetch, %i), "
+		 "kind=kCustom"),
 		"  %e = f32[4096,512]{1,0:S(1)} exponential(%g)\n",
 		"  %s = f32[8192,512]{1,0} fusion(",
 		"  ROOT %s = f32[8192,512]{1,0} scatter(",
