@@ -785,7 +785,8 @@ static double recompute_bytes(const struct grouping *g, int i, bool *transcend,
 {
 	int seen[RECOMPUTE_WALK], stack[RECOMPUTE_WALK];
 	int n_seen = 0, top = 0;
-	*transcend = eup_op(g->c->instrs[i]->op);
+	*transcend = eup_op(g->c->instrs[i]->op) &&
+		     class_at(g, i) == FC_EXPENSIVE; /* not a cheap divide */
 	double value = (double)ir_shape_bytes(&g->c->instrs[i]->shape);
 	double bytes = 0;
 	stack[top++] = i;

@@ -676,21 +676,39 @@ static double use_elements(const struct ir_computation *c, const bool *live,
 	return n;
 }
 
-/* Whether fusion u's operand j is the table of a gather in its fused
- * computation (XLA's kCustom gather fusion: the embedding lookup). */
+/* Whether fusion u's operand j is read inside it only as the table of
+ * gathers, directly or through bitcasts (XLA's kCustom gather fusion:
+ * the embedding lookup; a module before fusion has no other fusion). */
 static bool fused_gather_table(const struct ir_instr *u, int j)
 {
 	const struct ir_computation *f = u->op == IR_OP_FUSION && u->n_called
 						 ? u->called[0]
 						 : NULL;
-	if (!f || j >= f->n_params)
+	if (!f || j >= f->n_params || !f->params[j])
 		return false;
-	for (int i = 0; i < f->n_instrs; i++)
-		if (f->instrs[i]->op == IR_OP_GATHER &&
-		    f->instrs[i]->n_operands > 0 &&
-		    f->instrs[i]->operands[0] == f->params[j])
-			return true;
-	return false;
+	/* the values that are the parameter's buffer: it, then bitcasts
+	 * of any of them (operands come first in the text's order) */
+	bool *table = ts_calloc((size_t)f->n_instrs + 1, sizeof *table);
+	if (!table)
+		return false;
+	table[f->params[j]->index] = true;
+	bool gathered = false, other = false;
+	for (int i = 0; i < f->n_instrs && !other; i++) {
+		const struct ir_instr *x = f->instrs[i];
+		for (int k = 0; k < x->n_operands && !other; k++) {
+			const struct ir_instr *o = x->operands[k];
+			if (o->parent != f || !table[o->index])
+				continue;
+			if (x->op == IR_OP_BITCAST)
+				table[x->index] = true;
+			else if (x->op == IR_OP_GATHER && k == 0)
+				gathered = true;
+			else
+				other = true;
+		}
+	}
+	ts_free(table);
+	return gathered && !other;
 }
 
 /* Whether u's use of its operand j is not a weight's (mark_uses):

@@ -753,26 +753,33 @@ static void test_update_merge(void **state)
 	/* nor where an update is written from a copy that permutes its
 	 * layout (the decode steps' K and V cache writes: XLA keeps each in
 	 * a fusion of its own); a copy that keeps it merges as before */
-	static const char relaid[] =
-		"HloModule m\n"
-		"ENTRY e {\n"
-		"  w = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(0)\n"
-		"  v = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(1)\n"
-		"  x = f32[1,8,1024,128]{3,1,2,0:T(8,128)} parameter(2)\n"
-		"  y = f32[1,8,1024,128]{3,2,1,0:T(8,128)} parameter(3)\n"
-		"  l = s32[] parameter(4)\n"
-		"  z = s32[] constant(0)\n"
-		"  e1 = f32[1,8,1024,128]{3,2,1,0:T(8,128)} exponential(y)\n"
-		"  c = f32[1,8,1024,128]{3,2,1,0:T(8,128)} copy(x)\n"
-		"  d1 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "
-		"dynamic-update-slice(w, e1, l, z, z, z)\n"
-		"  d2 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "
-		"dynamic-update-slice(v, c, l, z, z, z)\n"
-		"  ROOT t = (f32[64,8,1024,128]{3,2,1,0:T(8,128)}, "
-		"f32[64,8,1024,128]{3,2,1,0:T(8,128)}) tuple(d1, d2)\n"
-		"}\n";
+#define RELAID(XL)                                                             \
+	"HloModule m\n"                                                        \
+	"ENTRY e {\n"                                                          \
+	"  w = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(0)\n"           \
+	"  v = f32[64,8,1024,128]{3,2,1,0:T(8,128)} parameter(1)\n"           \
+	"  x = f32[1,8,1024,128]{" XL ":T(8,128)} parameter(2)\n"             \
+	"  y = f32[1,8,1024,128]{3,2,1,0:T(8,128)} parameter(3)\n"            \
+	"  l = s32[] parameter(4)\n"                                           \
+	"  z = s32[] constant(0)\n"                                            \
+	"  e1 = f32[1,8,1024,128]{3,2,1,0:T(8,128)} exponential(y)\n"         \
+	"  c = f32[1,8,1024,128]{3,2,1,0:T(8,128)} copy(x)\n"                 \
+	"  d1 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "                         \
+	"dynamic-update-slice(w, e1, l, z, z, z)\n"                            \
+	"  d2 = f32[64,8,1024,128]{3,2,1,0:T(8,128)} "                         \
+	"dynamic-update-slice(v, c, l, z, z, z)\n"                             \
+	"  ROOT t = (f32[64,8,1024,128]{3,2,1,0:T(8,128)}, "                   \
+	"f32[64,8,1024,128]{3,2,1,0:T(8,128)}) tuple(d1, d2)\n"               \
+	"}\n"
+	static const char relaid[] = RELAID("3,1,2,0"),
+			  kept[] = RELAID("3,2,1,0");
+#undef RELAID
 	out = round_trip(relaid, &hw, &t0, &t1, &k0, &k1, &fs);
 	assert_int_equal(k0, 2);
+	assert_near(t1, t0, 1e-9 * t0);
+	free(out);
+	out = round_trip(kept, &hw, &t0, &t1, &k0, &k1, &fs);
+	assert_int_equal(k0, 1);
 	assert_near(t1, t0, 1e-9 * t0);
 	free(out);
 }
@@ -2145,6 +2152,60 @@ static void test_kept_fusion_placement(void **state)
 		if (!strstr(out, want[q]))
 			fail_msg("no \"%s\" in:\n%s", want[q], out);
 	free(out);
+}
+
+/* The cross-program prefetch takes a table that a kCustom gather fusion
+ * reads only as its gathers' table, directly or through a bitcast (the
+ * decode steps' embedding tables, as XLA's); not one the fusion also
+ * reads otherwise (a review found both the bitcast missed and the other
+ * read taken). */
+static void test_gather_table_prefetch(void **state)
+{
+	(void)state;
+#define TABLE_FUSION(BODY)                                                     \
+	"HloModule m\n"                                                        \
+	"%gather_c (t: f32[8192,512], i: s32[4096,1]) -> f32[4096,512] {\n"    \
+	"  %t = f32[8192,512]{1,0} parameter(0)\n"                             \
+	"  %i = s32[4096,1]{1,0} parameter(1)\n" BODY "}\n"                    \
+	"ENTRY e {\n  t = f32[8192,512]{1,0} parameter(0)\n"                  \
+	"  i = s32[4096,1]{1,0} parameter(1)\n"                                \
+	"  ROOT g = f32[4096,512]{1,0} fusion(t, i), kind=kCustom, "           \
+	"calls=%gather_c\n}\n"
+#define GATHER(T)                                                              \
+	"gather(" T ", %i), offset_dims={1}, collapsed_slice_dims={0}, "       \
+	"start_index_map={0}, index_vector_dim=1, slice_sizes={1,512}\n"
+	static const struct {
+		const char *what, *text;
+		bool taken;
+	} cases[] = {
+		{"the table", TABLE_FUSION(
+			"  ROOT %g = f32[4096,512]{1,0} " GATHER("%t")), true},
+		{"through a bitcast", TABLE_FUSION(
+			"  %b = f32[8192,512]{1,0} bitcast(%t)\n"
+			"  ROOT %g = f32[4096,512]{1,0} " GATHER("%b")), true},
+		{"also sliced", TABLE_FUSION(
+			"  %g = f32[4096,512]{1,0} " GATHER("%t")
+			"  %s = f32[4096,512]{1,0} slice(%t), "
+			"slice={[0:4096], [0:512]}\n"
+			"  ROOT %a = f32[4096,512]{1,0} add(%g, %s)\n"), false},
+	};
+#undef GATHER
+#undef TABLE_FUSION
+	for (size_t k = 0; k < TS_ARRAY_LEN(cases); k++) {
+		struct ir_module **m = NULL;
+		int n = 0;
+		struct ts_diag d = {0};
+		const char *text = cases[k].text;
+		if (hlo_parse("t.hlo", text, strlen(text), &m, &n, &d) != TS_OK)
+			fail_msg("%s: %s", cases[k].what, d.msg);
+		const struct ir_instr *p = sim_prefetch_candidate(m[0], 1e9);
+		if ((p != NULL) != cases[k].taken ||
+		    (p && strcmp(p->name, "t")))
+			fail_msg("%s: %s prefetched", cases[k].what,
+				 p ? p->name : "nothing");
+		ir_module_free(m[0]);
+		ts_free(m);
+	}
 }
 
 /* A value written in place over a buffer is that buffer, but placed with
@@ -3980,6 +4041,7 @@ int main(void)
 		cmocka_unit_test(test_condition_as_written),
 		cmocka_unit_test(test_tuple_element_late),
 		cmocka_unit_test(test_kept_fusion_placement),
+		cmocka_unit_test(test_gather_table_prefetch),
 		cmocka_unit_test(test_in_place_result),
 		cmocka_unit_test(test_trip_count_written),
 		cmocka_unit_test(test_unfuse_passthrough_root),

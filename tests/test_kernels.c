@@ -1236,6 +1236,28 @@ static void test_group_sigmoid_recompute(void **state)
 	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "s"));
 	assert_true(has(tu_kernel(&b, "z")->members, tu_kernel(&b, "z")->n_members, "s"));
 	tu_built_free(&b);
+	/* a divide by a broadcast is a cheap op (a multiply): recomputed
+	 * in both dots that stream it, though it reads two arrays (found
+	 * by a review: counted as EUP work, it was a kernel of its own) */
+	tu_build("HloModule cheap\n"
+	      "ENTRY %main (x: f32[256,512], u: f32[256,512], r: f32[256], w: f32[512,128], v: f32[512,128]) -> (f32[256,128], f32[256,128]) {\n"
+	      "  %x = f32[256,512] parameter(0)\n"
+	      "  %u = f32[256,512] parameter(1)\n"
+	      "  %r = f32[256] parameter(2)\n"
+	      "  %w = f32[512,128] parameter(3)\n"
+	      "  %v = f32[512,128] parameter(4)\n"
+	      "  %a = f32[256,512] add(%x, %u)\n"
+	      "  %br = f32[256,512] broadcast(%r), dimensions={0}\n"
+	      "  %d = f32[256,512] divide(%a, %br)\n"
+	      "  %y = f32[256,128] dot(%d, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  %z = f32[256,128] dot(%d, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+	      "  ROOT %t = (f32[256,128], f32[256,128]) tuple(%y, %z)\n"
+	      "}\n",
+	      &b);
+	ASSERT_NAMES(&b, "y,z");
+	assert_true(has(tu_kernel(&b, "y")->members, tu_kernel(&b, "y")->n_members, "d"));
+	assert_true(has(tu_kernel(&b, "z")->members, tu_kernel(&b, "z")->n_members, "d"));
+	tu_built_free(&b);
 }
 
 /* A transcendental with users in two kernels is recomputed in both (XLA's
