@@ -3284,6 +3284,25 @@ static void topo_order(struct grouping *g, int *stack, int *next_op)
 		done[i] = false;
 }
 
+void sim_users_csr(const struct ir_computation *c, int *uoff, int *users,
+		   int *fill)
+{
+	int n = c->n_instrs;
+	uoff[0] = 0;
+	for (int i = 0; i < n; i++) {
+		uoff[i + 1] = uoff[i] + c->instrs[i]->n_users;
+		fill[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct ir_instr *in = c->instrs[i];
+		for (int j = 0; j < in->n_operands; j++) {
+			const struct ir_instr *o = in->operands[j];
+			if (o->parent == c && !sim_operand_repeats(in, j))
+				users[uoff[o->index] + fill[o->index]++] = i;
+		}
+	}
+}
+
 /* What no decision changes: users (CSR), the topological order, the
  * constant-derived and live marks and the fusion classes of g->c's
  * instructions. */
@@ -3328,18 +3347,7 @@ static enum ts_status grouping_base(struct grouping *g)
 								: 0) |
 					    size_kind(in));
 	}
-	/* Users, one entry per distinct using instruction (CSR); the parser
-	 * counted them (ir_instr.n_users). */
-	for (int i = 0; i < g->n; i++)
-		g->uoff[i + 1] = g->uoff[i] + c->instrs[i]->n_users;
-	for (int i = 0; i < g->n; i++) {
-		const struct ir_instr *in = c->instrs[i];
-		for (int j = 0; j < in->n_operands; j++) {
-			const struct ir_instr *o = in->operands[j];
-			if (o->parent == c && !sim_operand_repeats(in, j))
-				g->users[g->uoff[o->index] + tmp[o->index]++] = i;
-		}
-	}
+	sim_users_csr(c, g->uoff, g->users, tmp);
 	topo_order(g, stack, tmp);
 	for (int k = 0; k < g->n; k++)
 		g->pos[g->order[k]] = k;

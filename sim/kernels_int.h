@@ -331,6 +331,13 @@ struct grouping {
 	                          this one */
 };
 
+/* The users of c's instructions as CSR, one entry per distinct using
+ * instruction (ir_instr.n_users, the parser's count, which the rewrites
+ * keep): those of instruction i are users[uoff[i] .. uoff[i + 1]); uoff
+ * has c->n_instrs + 1 entries, users the n_users summed, fill (scratch)
+ * c->n_instrs. */
+void sim_users_csr(const struct ir_computation *c, int *uoff, int *users,
+		   int *fill);
 /* Groups computation c as XLA's fusion passes would (grouping.c says
  * how), except where force (NULL: nowhere; else per instruction of c, enum
  * sim_fuse_force) overrides a decision legally: fills g (sim_grouping_free

@@ -1127,15 +1127,15 @@ static enum ts_status copy_aliased(struct ir_module *m,
  * all-gathers and the dots beside them. */
 static int gathers_beside(const struct ir_computation *c, bool mark)
 {
-	int n = c->n_instrs, n_edges = 0, n_ag = 0, count = 0;
+	int n = c->n_instrs, n_uses = 0, n_ag = 0, count = 0;
 	for (int i = 0; i < n; i++) {
 		n_ag += c->instrs[i]->op == IR_OP_ALL_GATHER;
-		n_edges += c->instrs[i]->n_operands;
+		n_uses += c->instrs[i]->n_users;
 	}
 	if (n_ag == 0 || !c->root)
 		return 0;
-	int *uoff = ts_calloc((size_t)n + 2, sizeof *uoff),
-	    *users = ts_malloc(((size_t)n_edges + 1) * sizeof *users),
+	int *uoff = ts_malloc(((size_t)n + 1) * sizeof *uoff),
+	    *users = ts_malloc(((size_t)n_uses + 1) * sizeof *users),
 	    *live = ts_calloc((size_t)n + 1, sizeof *live),
 	    *seen = ts_calloc((size_t)n + 1, sizeof *seen),
 	    *down = ts_malloc(((size_t)n + 1) * sizeof *down),
@@ -1153,23 +1153,7 @@ static int gathers_beside(const struct ir_computation *c, bool mark)
 		if (live[i] && ir_op_class(c->instrs[i]->op) ==
 				       IR_CLASS_CONTRACTION)
 			dots[n_dots++] = i;
-	/* the users of each instruction: counted into uoff[i + 2], summed
-	 * into starts at uoff[i + 1], placed (uoff[i + 1] then each end,
-	 * so uoff[i] the start) */
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < c->instrs[i]->n_operands; j++) {
-			const struct ir_instr *o = c->instrs[i]->operands[j];
-			if (o->parent == c)
-				uoff[o->index + 2]++;
-		}
-	for (int i = 0; i < n; i++)
-		uoff[i + 2] += uoff[i + 1];
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < c->instrs[i]->n_operands; j++) {
-			const struct ir_instr *o = c->instrs[i]->operands[j];
-			if (o->parent == c)
-				users[uoff[o->index + 1]++] = i;
-		}
+	sim_users_csr(c, uoff, users, down); /* down: scratch till here */
 	int gen = 0;
 	for (int i = 0; i < n; i++) {
 		struct ir_instr *a = c->instrs[i];
