@@ -303,23 +303,6 @@ static void note_rewrite(const struct cmd_ctx *ctx, const struct ir_module *m,
 	}
 }
 
-/* m's instructions of op `op` (an all-reduce, an all-gather) that XLA
- * runs asynchronously on a spec with xla.async_all_reduce_bytes =
- * min_bytes (sim_async_collective); for all-gathers, those
- * sim_module_rewrite marked; all: every one of op. */
-static int count_op(const struct ir_module *m, enum ir_op op, double min_bytes,
-		    bool all)
-{
-	int n = 0;
-	for (int ci = 0; ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
-			const struct ir_instr *in = m->comps[ci]->instrs[i];
-			n += in->op == op &&
-			     (all || sim_async_collective(in, min_bytes));
-		}
-	return n;
-}
-
 /* An unfused module is scheduled as XLA compiles it for the first --hw
  * (sim/schedule.c): a note for each other spec whose XLA runs its
  * all-reduces (xla.async_all_reduce_bytes) or all-gathers
@@ -330,10 +313,12 @@ static void note_schedule(const struct cmd_ctx *ctx, const struct sim_program *p
 	const struct ir_module *m = p->module;
 	if (!p->fused_xla)
 		return;
-	int here = count_op(m, IR_OP_ALL_REDUCE,
-			    ctx->hw.xla_async_all_reduce_bytes, false),
-	    gathers = count_op(m, IR_OP_ALL_GATHER, 0, true),
-	    marked = count_op(m, IR_OP_ALL_GATHER, 0, false),
+	int64_t ops[IR_OP_COUNT];
+	ir_module_count_ops(m, ops);
+	int here = sim_async_collectives(m, ctx->hw.xla_async_all_reduce_bytes,
+					 IR_OP_ALL_REDUCE),
+	    gathers = (int)ops[IR_OP_ALL_GATHER],
+	    marked = sim_async_collectives(m, 0, IR_OP_ALL_GATHER),
 	    beside = -2; /* the rule's, when a spec needs it */
 	for (int i = 0; i < ctx->n_more_hw; i++) {
 		const struct hw_spec *o = &ctx->more_hw[i];
@@ -354,8 +339,8 @@ static void note_schedule(const struct cmd_ctx *ctx, const struct sim_program *p
 				ctx->prog, m->name, ctx->hw.name, marked,
 				gathers, gathers == 1 ? "" : "s",
 				marked == 1 ? "s" : "", o->name, so);
-		int there = count_op(m, IR_OP_ALL_REDUCE,
-				     o->xla_async_all_reduce_bytes, false);
+		int there = sim_async_collectives(
+			m, o->xla_async_all_reduce_bytes, IR_OP_ALL_REDUCE);
 		if (there == here)
 			continue;
 		fprintf(ctx->err,

@@ -1700,7 +1700,8 @@ enum ts_status sim_program_build(const struct ir_module *m,
 	 * program in that schedule */
 	const struct hw_spec *hw = opts ? opts->schedule_hw : NULL;
 	if (b.pre_opt && hw &&
-	    sim_async_collectives(m, hw->xla_async_all_reduce_bytes) > 0) {
+	    sim_async_collectives(m, hw->xla_async_all_reduce_bytes,
+				  IR_OP_INVALID) > 0) {
 		b.async_bytes = hw->xla_async_all_reduce_bytes;
 		b.scheduled = true;
 	}

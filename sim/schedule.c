@@ -61,13 +61,16 @@ bool sim_async_collective(const struct ir_instr *in, double min_bytes)
 	       ir_shape_bytes(&in->shape) >= min_bytes;
 }
 
-int sim_async_collectives(const struct ir_module *m, double min_bytes)
+int sim_async_collectives(const struct ir_module *m, double min_bytes,
+			  enum ir_op op)
 {
 	int n = 0;
 	for (int ci = 0; ci < m->n_comps; ci++)
-		for (int i = 0; i < m->comps[ci]->n_instrs; i++)
-			n += sim_async_collective(m->comps[ci]->instrs[i],
-						  min_bytes);
+		for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+			const struct ir_instr *in = m->comps[ci]->instrs[i];
+			n += (op == IR_OP_INVALID || in->op == op) &&
+			     sim_async_collective(in, min_bytes);
+		}
 	return n;
 }
 

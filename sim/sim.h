@@ -616,10 +616,11 @@ int sim_program_idle_copies(const struct sim_program *p);
 /* Whether XLA, on a spec with xla.async_all_reduce_bytes = min_bytes,
  * runs collective `in` asynchronously: an all-reduce of at least
  * min_bytes (> 0), or an all-gather sim_module_rewrite marked
- * (IR_INSTR_ASYNC: xla.async_all_gather); and how many of module m's it
- * runs so (sim/schedule.c). */
+ * (IR_INSTR_ASYNC: xla.async_all_gather); and how many of module m's of
+ * op `op` (IR_OP_INVALID: of either) it runs so (sim/schedule.c). */
 bool sim_async_collective(const struct ir_instr *in, double min_bytes);
-int sim_async_collectives(const struct ir_module *m, double min_bytes);
+int sim_async_collectives(const struct ir_module *m, double min_bytes,
+			  enum ir_op op);
 
 /* The program time from the kernels' current estimates: the sum of time
  * x multiplicity less the async time hidden behind other work; fills
